@@ -1,0 +1,16 @@
+"""autogemm: auto-tuned dense matrix multiplication (GEMM) for any OpenCL device."""
+
+from .api import gemm
+from .blas import GemmPlan, GemmProblem, Op
+from .codelets.simt import SimtParams
+from .errors import (ArgumentError, AutogemmError, BuildError, ConfigError, DeviceError, DtypeError,
+                     ShapeError)
+from .runtime import Device, context_for, default_device, find_device, list_devices
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "gemm", "GemmPlan", "GemmProblem", "Op", "SimtParams", "Device", "context_for", "default_device",
+    "find_device", "list_devices", "AutogemmError", "ArgumentError", "BuildError", "ConfigError",
+    "DeviceError", "DtypeError", "ShapeError", "__version__",
+]

@@ -1,0 +1,147 @@
+"""The public high-level call: ``gemm`` on numpy arrays."""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+import pyopencl as cl
+
+from .blas import GemmPlan, GemmProblem, Op
+from .codelets.simt import SimtParams
+from .dtypes import Dtype, get_dtype
+from .errors import ArgumentError, DtypeError, ShapeError
+from .runtime import Device, context_for
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """A 2-D numpy operand seen as row-major storage: a 1-D span of memory and its leading dimension.
+    ``flipped`` is True when the array is column-major, i.e. the row-major storage of its transpose."""
+
+    span: np.ndarray
+    ld: int
+    flipped: bool
+    rows: int      # of the row-major storage (the array's shape, swapped when flipped)
+    cols: int
+
+
+def _stored(arr: np.ndarray) -> _Stored:
+    """The row-major view of ``arr`` without copying where its strides allow, else of a copy."""
+    rows, cols = arr.shape
+    size = arr.itemsize
+    s0, s1 = arr.strides
+    if rows and cols:
+        if (s1 == size or cols == 1) and s0 % size == 0 and s0 >= cols * size:
+            return _Stored(_span(arr, rows, cols, s0 // size), s0 // size, False, rows, cols)
+        if (s0 == size or rows == 1) and s1 % size == 0 and s1 >= rows * size:
+            return _Stored(_span(arr, cols, rows, s1 // size), s1 // size, True, cols, rows)
+    dense = np.ascontiguousarray(arr)
+    return _Stored(dense.reshape(-1), max(cols, 1), False, rows, cols)
+
+
+def _span(arr: np.ndarray, rows: int, cols: int, ld: int) -> np.ndarray:
+    """The contiguous memory from the first to the last element of a row-major rows x cols view."""
+    length = (rows - 1) * ld + cols
+    return np.lib.stride_tricks.as_strided(arr, shape=(length,), strides=(arr.itemsize,), writeable=False)
+
+
+def _as_matrix(value: object, name: str) -> np.ndarray:
+    if not isinstance(value, np.ndarray):
+        raise ArgumentError(f"{name} must be a numpy array, not {type(value).__name__}")
+    if value.ndim != 2:
+        raise ShapeError(f"{name} must be 2-D, not {value.ndim}-D with shape {value.shape}")
+    return value
+
+
+def _scalar(value: object, name: str, dt: Dtype) -> complex | float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Number):
+        raise ArgumentError(f"{name} must be a number, not {value!r}")
+    if not dt.is_complex and isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
+        if complex(value).imag != 0:
+            raise DtypeError(f"{name}={value!r} is complex but the matrices are real ({dt.numpy})")
+        value = complex(value).real
+    return complex(value) if dt.is_complex else float(value)  # type: ignore[arg-type]
+
+
+def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: complex | float = 1.0,
+         beta: complex | float = 0.0, trans_a: str = "N", trans_b: str = "N",
+         device: Device | str | int | None = None, config: SimtParams | None = None,
+         edge: str = "auto") -> np.ndarray:
+    """C = alpha op(A) op(B) + beta C on an OpenCL device, for numpy arrays of one of the dtypes
+    float32, float64, complex64, complex128.
+
+    ``trans_a`` and ``trans_b`` are 'N', 'T' or 'C' (conjugate transpose). Without ``c`` a new array is
+    returned (and ``beta`` must be 0); with ``c`` the result is written into it, as BLAS does, and ``c`` is
+    returned. Row-major, column-major and strided 2-D views are accepted. ``device`` is a ``Device`` or a
+    specification (see ``autogemm devices``); ``config`` a ``SimtParams`` (default: one for the device
+    class); ``edge`` chooses how sizes that are not whole tiles are handled ('auto', 'pad', 'guard').
+    Every argument is checked before anything runs; on an error the caller's arrays are unchanged.
+    """
+    a = _as_matrix(a, "a")
+    b = _as_matrix(b, "b")
+    dt = get_dtype(a.dtype)
+    if b.dtype != a.dtype:
+        raise DtypeError(f"a is {a.dtype} but b is {b.dtype}; convert them to one dtype")
+    op_a, op_b = Op.from_letter(trans_a, "trans_a"), Op.from_letter(trans_b, "trans_b")
+    alpha, beta = _scalar(alpha, "alpha", dt), _scalar(beta, "beta", dt)
+    m, k = (a.shape[1], a.shape[0]) if op_a.transposed else a.shape
+    k_b, n = (b.shape[1], b.shape[0]) if op_b.transposed else b.shape
+    if k != k_b:
+        raise ShapeError(f"op(a) is {m}x{k} but op(b) is {k_b}x{n}: inner dimensions differ")
+    if c is None:
+        if beta != 0:
+            raise ArgumentError("beta is not 0 but no c was given to scale")
+    else:
+        c = _as_matrix(c, "c")
+        if c.dtype != a.dtype:
+            raise DtypeError(f"c is {c.dtype} but a and b are {a.dtype}")
+        if c.shape != (m, n):
+            raise ShapeError(f"c has shape {c.shape}; op(a) op(b) is {m}x{n}")
+        if not c.flags.writeable:
+            raise ArgumentError("c is read-only")
+    if config is not None and not isinstance(config, SimtParams):
+        raise ArgumentError(f"config must be a SimtParams, not {type(config).__name__}")
+    ctx = context_for(device)
+
+    out = c if c is not None else np.zeros((m, n), dtype=dt.numpy)
+    sa, sb, sc = _stored(a), _stored(b), _stored(out)
+    op_a = op_a.flipped() if sa.flipped else op_a
+    op_b = op_b.flipped() if sb.flipped else op_b
+    if sc.flipped:   # C^T = op(B)^T op(A)^T on the row-major storage of C
+        (sa, op_a), (sb, op_b), (m, n) = (sb, op_b.flipped()), (sa, op_a.flipped()), (n, m)
+    problem = GemmProblem(dt, m, n, k, op_a, op_b, lda=sa.ld, ldb=sb.ld, ldc=sc.ld)
+    plan = GemmPlan(ctx, problem, config, edge)
+    try:
+        if m == 0 or n == 0:
+            return out
+        result = _run(ctx, plan, sa.span, sb.span, sc.span, alpha, beta)
+    finally:
+        plan.release()
+    rows, cols = sc.rows, sc.cols
+    stored = np.lib.stride_tricks.as_strided(result, shape=(rows, cols), strides=(sc.ld * dt.itemsize, dt.itemsize))
+    if sc.flipped:
+        out[...] = stored.T
+    else:
+        out[...] = stored
+    return out
+
+
+def _run(ctx, plan: GemmPlan, a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha, beta) -> np.ndarray:
+    """Upload, compute and download; returns the new span of C."""
+    mf = cl.mem_flags
+    buffers = []
+    try:
+        for span in (a, b, c):
+            data = np.ascontiguousarray(span)
+            if data.size == 0:
+                data = np.zeros(1, dtype=span.dtype)
+            buffers.append(cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=data))
+        plan.enqueue(*buffers, alpha=alpha, beta=beta)
+        result = np.empty(max(c.size, 1), dtype=c.dtype)
+        cl.enqueue_copy(ctx.queue, result, buffers[2])
+        return result[: c.size]
+    finally:
+        for buf in buffers:
+            buf.release()

@@ -1,0 +1,256 @@
+"""``GemmPlan``: the launches that compute one ``GemmProblem`` with one ``SimtParams`` configuration.
+
+Per shape the plan chooses between two ways of handling edges, both exact:
+- guarded: the kernel takes any m, n, k and guards its loads and stores; operands are read in place
+  unless their layout differs from the kernel's or they must be conjugated (then ``pack`` copies them);
+- padded: operands are packed into zero-padded whole tiles, aligned for wide vector access, and the
+  unguarded kernel runs on them; a C that is not whole is computed into a padded temporary and merged.
+Operands read through images are always packed (images are filled from a packed buffer).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import pyopencl as cl
+
+from ..codelets import helpers
+from ..codelets.kernel import KernelSource, round_up
+from ..codelets.simt import SimtParams, check, render
+from ..codelets.simt.geometry import TEXEL_BYTES
+from ..errors import ArgumentError, ConfigError
+from ..runtime.context import DeviceContext
+from .defaults import default_params
+from .problem import GemmProblem
+
+EDGES = ("auto", "pad", "guard")
+#: Problems with at least this many multiply-adds are padded under ``edge='auto'``: the copies then
+#: cost little next to the product, and the unguarded kernel is the faster one.
+PAD_MIN_WORK = 128**3
+
+
+@dataclass(frozen=True)
+class Staging:
+    """How one operand (A or B) reaches the kernel: in place, or packed (and maybe into an image)."""
+
+    name: str
+    packed: bool
+    transpose: bool = False       # the pack transposes the stored operand
+    conjugate: bool = False
+    rows: int = 0                 # the operand in the kernel's layout, before padding
+    cols: int = 0
+    dst_rows: int = 0             # after padding
+    dst_cols: int = 0
+    dst_ld: int = 0
+    image: bool = False
+
+
+def _kernel_shape(problem: GemmProblem, name: str, letter: str) -> tuple[int, int]:
+    """(rows, cols) of operand ``name`` in the kernel's layout ``letter`` ('N' as stored, 'T' transposed)."""
+    m, n, k = problem.m, problem.n, problem.k
+    if name == "A":
+        return (m, k) if letter == "N" else (k, m)
+    return (k, n) if letter == "N" else (n, k)
+
+
+class GemmPlan:
+    """Launch sequence for one problem on one device: packs, the GEMM kernel, and a merge if needed.
+    Temporary buffers are allocated once here and reused by every ``enqueue``; ``release`` frees them."""
+
+    def __init__(self, ctx: DeviceContext, problem: GemmProblem, params: SimtParams | None = None,
+                 edge: str = "auto") -> None:
+        problem.validate()
+        if edge not in EDGES:
+            raise ArgumentError(f"edge must be one of {EDGES}, not {edge!r}")
+        self.ctx = ctx
+        self.problem = problem
+        self.dtype = problem.dtype
+        self.params = params or default_params(ctx.device, problem.dtype)
+        reason = check(self.params, ctx.device, problem.dtype)
+        if reason:
+            raise ConfigError(f"configuration rejected for {ctx.device.name.strip()}: {reason}")
+        self.guarded = self._choose_guarded(edge)
+        self.padded_m, self.padded_n, self.padded_k = self._padded_sizes()
+        self.staging = {name: self._stage(name) for name in ("A", "B")}
+        self.c_temp = not self.guarded and not self._in_place_whole("C")
+        self._temps: list[cl.MemoryObject] = []
+        self._lock = threading.Lock()
+        self.kernel_source: KernelSource = render(self.params, self.dtype, guarded=self.guarded)
+        if self.problem.m and self.problem.n and self.problem.k:
+            self._build()
+
+    # ----- decisions ----------------------------------------------------------------------------
+    def _letter(self, name: str) -> str:
+        return self.params.layout[0 if name == "A" else 1]
+
+    def _stored_letter(self, name: str) -> str:
+        op = self.problem.op_a if name == "A" else self.problem.op_b
+        return "T" if op.transposed else "N"
+
+    def _image(self, name: str) -> bool:
+        return self.params.image_a if name == "A" else self.params.image_b
+
+    def _conjugated(self, name: str) -> bool:
+        """Conjugation matters for complex dtypes only ('C' on real data is 'T')."""
+        op = self.problem.op_a if name == "A" else self.problem.op_b
+        return op.conjugated and self.dtype.is_complex
+
+    def _readable_in_place(self, name: str) -> bool:
+        return (self._stored_letter(name) == self._letter(name) and not self._conjugated(name)
+                and not self._image(name))
+
+    def _in_place_whole(self, name: str) -> bool:
+        """True when operand ``name`` meets the unguarded kernel's needs as it is stored."""
+        p, pr = self.params, self.problem
+        vw = p.vector_width
+        if pr.ld(name) % vw or pr.offset(name) % vw:
+            return False
+        if name == "C":
+            return pr.m % p.block_rows == 0 and pr.n % p.block_cols == 0
+        outer = pr.m % p.block_rows if name == "A" else pr.n % p.block_cols
+        return self._readable_in_place(name) and outer == 0 and pr.k % p.tile_k == 0
+
+    def _choose_guarded(self, edge: str) -> bool:
+        if edge != "auto":
+            return edge == "guard"
+        if all(self._in_place_whole(x) for x in ("A", "B", "C")):
+            return False
+        pr = self.problem
+        return pr.m * pr.n * pr.k < PAD_MIN_WORK
+
+    def _padded_sizes(self) -> tuple[int, int, int]:
+        p, pr = self.params, self.problem
+        return (round_up(max(pr.m, 1), p.block_rows), round_up(max(pr.n, 1), p.block_cols),
+                round_up(max(pr.k, 1), p.tile_k))
+
+    def _stage(self, name: str) -> Staging:
+        image = self._image(name)
+        pad = image or not self.guarded
+        if (self._in_place_whole(name) if not self.guarded else self._readable_in_place(name)):
+            return Staging(name, packed=False)
+        letter = self._letter(name)
+        rows, cols = _kernel_shape(self.problem, name, letter)
+        outer = self.padded_m if name == "A" else self.padded_n
+        if pad:
+            dst_rows, dst_cols = (outer, self.padded_k) if (letter == "N") == (name == "A") else (self.padded_k, outer)
+        else:
+            dst_rows, dst_cols = rows, cols
+        texel = max(1, TEXEL_BYTES // self.dtype.itemsize) if image else 1
+        return Staging(name, packed=True, transpose=self._stored_letter(name) != letter,
+                       conjugate=self._conjugated(name), rows=rows, cols=cols, dst_rows=dst_rows, dst_cols=dst_cols,
+                       dst_ld=round_up(max(dst_cols, 1), max(self.params.vector_width, texel)), image=image)
+
+    # ----- resources ----------------------------------------------------------------------------
+    def _buffer(self, elements: int) -> cl.Buffer:
+        buf = cl.Buffer(self.ctx.context, cl.mem_flags.READ_WRITE, max(1, elements) * self.dtype.itemsize)
+        self._temps.append(buf)
+        return buf
+
+    def _image_for(self, st: Staging) -> cl.Image:
+        texel = max(1, TEXEL_BYTES // self.dtype.itemsize)
+        width, height = st.dst_ld // texel, st.dst_rows
+        max_w, max_h = self.ctx.device.image2d_max
+        if width > max_w or height > max_h:
+            raise ConfigError(f"{st.name} as an image needs {width}x{height} texels; the device allows {max_w}x{max_h}")
+        channel = cl.channel_type.UNSIGNED_INT32 if self.dtype.needs_fp64 else cl.channel_type.FLOAT
+        fmt = cl.ImageFormat(cl.channel_order.RGBA, channel)
+        img = cl.Image(self.ctx.context, cl.mem_flags.READ_ONLY, fmt, shape=(width, height))
+        self._temps.append(img)
+        return img
+
+    def _build(self) -> None:
+        src = self.kernel_source
+        self.gemm_kernel = self.ctx.kernel(src.source, src.name, src.options)
+        self.pack_kernels: dict[str, cl.Kernel] = {}
+        self.pack_buffers: dict[str, cl.Buffer] = {}
+        self.images: dict[str, cl.Image] = {}
+        for name, st in self.staging.items():
+            if not st.packed:
+                continue
+            helper = helpers.pack(self.dtype, st.transpose, st.conjugate)
+            self.pack_kernels[name] = self.ctx.kernel(helper.source, helper.name)
+            self.pack_buffers[name] = self._buffer(st.dst_rows * st.dst_ld)
+            if st.image:
+                self.images[name] = self._image_for(st)
+        if self.c_temp:
+            self.c_buffer = self._buffer(self.padded_m * self.padded_n)
+
+    def _epilogue(self, name: str) -> cl.Kernel:
+        src = helpers.epilogues(self.dtype)
+        return self.ctx.kernel(src.source, name)
+
+    def release(self) -> None:
+        """Free the temporary buffers and images now rather than at garbage collection."""
+        for mem in self._temps:
+            mem.release()
+        self._temps.clear()
+
+    # ----- launching ----------------------------------------------------------------------------
+    def _scalar(self, value: complex | float) -> np.generic:
+        return self.dtype.numpy.type(value)
+
+    def enqueue(self, a: cl.Buffer, b: cl.Buffer, c: cl.Buffer, alpha: complex | float = 1.0,
+                beta: complex | float = 0.0, wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
+        """Enqueue C = alpha op(A) op(B) + beta C on the device's queue; returns the events, first to last
+        (empty when m or n is 0: there is nothing to do)."""
+        pr, q, i32 = self.problem, self.ctx.queue, np.int32
+        if pr.m == 0 or pr.n == 0:
+            return []
+        with self._lock:
+            if pr.k == 0 or alpha == 0:
+                scale = self._epilogue("scale")
+                scale.set_args(i32(pr.m), i32(pr.n), c, i32(pr.offset_c), i32(pr.ldc), self._scalar(beta))
+                size = (round_up(pr.n, helpers.TILE), round_up(pr.m, helpers.TILE))
+                return [cl.enqueue_nd_range_kernel(q, scale, size, (helpers.TILE, helpers.TILE),
+                                                   wait_for=wait_for)]
+            events: list[cl.Event] = []
+            operands = {}
+            for name, user in (("A", a), ("B", b)):
+                st = self.staging[name]
+                if not st.packed:
+                    operands[name] = (user, i32(pr.offset(name)), i32(pr.ld(name)))
+                    continue
+                kern, dst = self.pack_kernels[name], self.pack_buffers[name]
+                kern.set_args(i32(st.rows), i32(st.cols), user, i32(pr.offset(name)), i32(pr.ld(name)),
+                              dst, i32(st.dst_rows), i32(st.dst_cols), i32(st.dst_ld))
+                size = (round_up(st.dst_cols, helpers.TILE), round_up(st.dst_rows, helpers.TILE))
+                events.append(cl.enqueue_nd_range_kernel(q, kern, size, (helpers.TILE, helpers.TILE),
+                                                          wait_for=wait_for))
+                if st.image:
+                    img = self.images[name]
+                    events.append(cl.enqueue_copy(q, img, dst, offset=0, origin=(0, 0), region=img.shape))
+                    operands[name] = (img, i32(0), i32(0))
+                else:
+                    operands[name] = (dst, i32(0), i32(st.dst_ld))
+            gemm_wait = None if events else wait_for
+            if self.guarded:
+                dims = (pr.m, pr.n, pr.k)
+                target = (c, i32(pr.offset_c), i32(pr.ldc))
+            else:
+                dims = (self.padded_m, self.padded_n, self.padded_k)
+                target = ((self.c_buffer, i32(0), i32(self.padded_n)) if self.c_temp
+                          else (c, i32(pr.offset_c), i32(pr.ldc)))
+            kernel_beta = 0.0 if self.c_temp else beta
+            self.gemm_kernel.set_args(*(i32(d) for d in dims), self._scalar(alpha), self._scalar(kernel_beta),
+                                      *operands["A"], *operands["B"], *target)
+            events.append(cl.enqueue_nd_range_kernel(
+                q, self.gemm_kernel, self.kernel_source.global_size(dims[0], dims[1]),
+                self.kernel_source.local_size, wait_for=gemm_wait))
+            if self.c_temp:
+                merge = self._epilogue("merge")
+                merge.set_args(i32(pr.m), i32(pr.n), self.c_buffer, i32(self.padded_n), c,
+                               i32(pr.offset_c), i32(pr.ldc), self._scalar(beta))
+                size = (round_up(pr.n, helpers.TILE), round_up(pr.m, helpers.TILE))
+                events.append(cl.enqueue_nd_range_kernel(q, merge, size, (helpers.TILE, helpers.TILE)))
+            return events
+
+    def describe(self) -> str:
+        """What this plan launches, for logs and ``autogemm run``."""
+        steps = [f"{'pack ' + n + (' (transpose)' if s.transpose else '') + (' (conjugate)' if s.conjugate else '') + (' -> image' if s.image else '')}"
+                 for n, s in self.staging.items() if s.packed]
+        steps.append(f"gemm [{self.params.describe()}] {'guarded' if self.guarded else 'whole tiles'}")
+        if self.c_temp:
+            steps.append("merge C")
+        return " ; ".join(steps)

@@ -1,0 +1,90 @@
+"""``GemmProblem``: one C = alpha op(A) op(B) + beta C on row-major storage, with leading dimensions
+and offsets, as the plan sees it once the public API has resolved numpy layouts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..dtypes import Dtype
+from ..errors import ArgumentError, ShapeError
+
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Op:
+    """What is applied to a stored operand: a transpose, a conjugation, or both ('C')."""
+
+    transposed: bool = False
+    conjugated: bool = False
+
+    @classmethod
+    def from_letter(cls, letter: object, name: str) -> "Op":
+        if not isinstance(letter, str) or letter.upper() not in ("N", "T", "C"):
+            raise ArgumentError(f"{name} must be 'N', 'T' or 'C', not {letter!r}")
+        upper = letter.upper()
+        return cls(transposed=upper != "N", conjugated=upper == "C")
+
+    def flipped(self) -> "Op":
+        """The op for the same matrix seen through its transpose (a column-major array)."""
+        return Op(not self.transposed, self.conjugated)
+
+    @property
+    def letter(self) -> str:
+        return "C" if self.transposed and self.conjugated else ("T" if self.transposed else "N")
+
+
+@dataclass(frozen=True)
+class GemmProblem:
+    """Sizes and storage of one GEMM: op(A) is m x k, op(B) is k x n, C is m x n, all row-major with
+    leading dimensions ``ld*`` and element offsets ``offset_*`` into their buffers."""
+
+    dtype: Dtype
+    m: int
+    n: int
+    k: int
+    op_a: Op = Op()
+    op_b: Op = Op()
+    lda: int = 0
+    ldb: int = 0
+    ldc: int = 0
+    offset_a: int = 0
+    offset_b: int = 0
+    offset_c: int = 0
+
+    def stored_shape(self, name: str) -> tuple[int, int]:
+        """(rows, cols) of the stored A, B or C."""
+        if name == "A":
+            return (self.k, self.m) if self.op_a.transposed else (self.m, self.k)
+        if name == "B":
+            return (self.n, self.k) if self.op_b.transposed else (self.k, self.n)
+        return (self.m, self.n)
+
+    def ld(self, name: str) -> int:
+        return {"A": self.lda, "B": self.ldb, "C": self.ldc}[name]
+
+    def offset(self, name: str) -> int:
+        return {"A": self.offset_a, "B": self.offset_b, "C": self.offset_c}[name]
+
+    def elements_needed(self, name: str) -> int:
+        """Elements a buffer must hold, from its start, for operand ``name``."""
+        rows, cols = self.stored_shape(name)
+        if rows == 0 or cols == 0:
+            return self.offset(name)
+        return self.offset(name) + (rows - 1) * self.ld(name) + cols
+
+    def validate(self) -> None:
+        """Raise ``ShapeError`` for negative sizes, short leading dimensions or int32 overflow."""
+        for size_name in ("m", "n", "k"):
+            size = getattr(self, size_name)
+            if not isinstance(size, int) or size < 0:
+                raise ShapeError(f"{size_name} must be a non-negative integer, not {size!r}")
+        for name in ("A", "B", "C"):
+            rows, cols = self.stored_shape(name)
+            ld, offset = self.ld(name), self.offset(name)
+            if offset < 0:
+                raise ShapeError(f"offset of {name} must be >= 0, not {offset}")
+            if ld < max(1, cols):
+                raise ShapeError(f"ld{name.lower()}={ld} is less than the {cols} columns of the stored {name}")
+            if self.elements_needed(name) > INT32_MAX:
+                raise ShapeError(f"{name} spans more than 2^31 elements, beyond this kernel's 32-bit indexing")

@@ -1,0 +1,101 @@
+"""Helper kernels around the GEMM codelets (after Nugteren's kernel 10): ``pack`` copies an operand into
+the layout a codelet reads, transposing, conjugating and zero-padding to whole tiles in one pass;
+``merge`` writes a padded result back as C = T + beta C; ``scale`` computes C = beta C alone (the BLAS
+quick return when alpha or K is zero)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ..dtypes import Dtype
+from .kernel import KernelSource
+
+TILE = 16   # helper work-groups are TILE x TILE; pack transposes through a TILE x (TILE + 1) local tile
+
+
+def _prelude(dt: Dtype) -> str:
+    lines = []
+    if dt.needs_fp64:
+        lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+    lines += [
+        f"typedef {dt.real_cl} real;",
+        f"typedef {dt.cl_element} elem;",
+        f"#define TILE {TILE}",
+    ]
+    if dt.is_complex:
+        lines += [
+            "#define LOAD(p, i) vload2(0, (p) + (i) * 2)",
+            "#define STORE(p, i, v) vstore2((v), 0, (p) + (i) * 2)",
+            "#define MUL(u, v) ((elem)((u).x * (v).x - (u).y * (v).y, (u).x * (v).y + (u).y * (v).x))",
+            "#define IS_ZERO(u) ((u).x == (real)0 && (u).y == (real)0)",
+        ]
+    else:
+        lines += [
+            "#define LOAD(p, i) (p)[i]",
+            "#define STORE(p, i, v) ((p)[i] = (v))",
+            "#define MUL(u, v) ((u) * (v))",
+            "#define IS_ZERO(u) ((u) == (real)0)",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+@lru_cache(maxsize=None)
+def pack(dt: Dtype, transpose: bool, conjugate: bool) -> KernelSource:
+    """dst[r][c] = op(src)[r][c] for r < rows, c < cols, and zero on the rest of dst_rows x dst_cols.
+    op is a transpose when ``transpose`` (src is then stored cols x rows) and conjugates when asked."""
+    conj = "(elem)(v.x, -v.y)" if conjugate else "v"
+    if transpose:
+        read = """    // src is stored cols x rows: read a tile of it along its rows (coalesced), write it transposed
+    __local elem tile[TILE][TILE + 1];
+    const int src_row = c0 + ty, src_col = r0 + tx;
+    tile[ty][tx] = (src_row < cols && src_col < rows) ? LOAD(src, src_row * src_ld + src_col) : (elem)(0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const elem v = tile[tx][ty];"""
+    else:
+        read = "    const elem v = (r < rows && c < cols) ? LOAD(src, r * src_ld + c) : (elem)(0);"
+    source = _prelude(dt) + f"""
+// autogemm pack: dst = {'conj(' if conjugate else ''}{'src^T' if transpose else 'src'}{')' if conjugate else ''}, zero-padded to dst_rows x dst_cols
+__kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
+void pack(const int rows, const int cols,
+          const __global real* src, const int src_offset, const int src_ld,
+          __global real* dst, const int dst_rows, const int dst_cols, const int dst_ld)
+{{
+    const int tx = get_local_id(0), ty = get_local_id(1);
+    const int r0 = get_group_id(1) * TILE, c0 = get_group_id(0) * TILE;
+    const int r = r0 + ty, c = c0 + tx;
+    src += src_offset * {dt.reals_per_element};
+{read}
+    if (r < dst_rows && c < dst_cols) STORE(dst, r * dst_ld + c, {conj});
+}}
+"""
+    return KernelSource("pack", source, (), (TILE, TILE), (TILE, TILE, 1))
+
+
+@lru_cache(maxsize=None)
+def epilogues(dt: Dtype) -> KernelSource:
+    """Two kernels on an m x n C: ``merge`` (C = T + beta C, with T computed elsewhere) and ``scale``
+    (C = beta C). With beta == 0 neither reads C, so NaN in an uninitialised C does not leak."""
+    source = _prelude(dt) + f"""
+// autogemm merge: C = T + beta * C for the m x n C (T holds alpha * op(A) * op(B), possibly padded)
+__kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
+void merge(const int m, const int n, const __global real* T, const int t_ld,
+           __global real* C, const int c_offset, const int ldc, const elem beta)
+{{
+    const int r = get_global_id(1), c = get_global_id(0);
+    if (r >= m || c >= n) return;
+    C += c_offset * {dt.reals_per_element};
+    const elem t = LOAD(T, r * t_ld + c);
+    STORE(C, r * ldc + c, IS_ZERO(beta) ? t : t + MUL(beta, LOAD(C, r * ldc + c)));
+}}
+
+// autogemm scale: C = beta * C for the m x n C
+__kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
+void scale(const int m, const int n, __global real* C, const int c_offset, const int ldc, const elem beta)
+{{
+    const int r = get_global_id(1), c = get_global_id(0);
+    if (r >= m || c >= n) return;
+    C += c_offset * {dt.reals_per_element};
+    STORE(C, r * ldc + c, IS_ZERO(beta) ? (elem)(0) : MUL(beta, LOAD(C, r * ldc + c)));
+}}
+"""
+    return KernelSource("merge", source, (), (TILE, TILE), (TILE, TILE, 1))

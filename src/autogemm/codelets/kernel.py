@@ -1,0 +1,29 @@
+"""``KernelSource``: generated OpenCL C with the launch geometry it was written for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def round_up(a: int, b: int) -> int:
+    return ceil_div(a, b) * b
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """One kernel: its source, entry point, build options, and the C block one work-group computes."""
+
+    name: str
+    source: str
+    options: tuple[str, ...]
+    local_size: tuple[int, int]        # (work-items along N, along M): OpenCL dimensions 0 and 1
+    block: tuple[int, int, int]        # (rows of C, columns of C, K step) per work-group
+
+    def global_size(self, m: int, n: int) -> tuple[int, int]:
+        """NDRange covering an m x n C with whole work-groups."""
+        rows, cols, _ = self.block
+        return (ceil_div(n, cols) * self.local_size[0], ceil_div(m, rows) * self.local_size[1])

@@ -1,0 +1,153 @@
+"""``SimtParams``: one point of the RaijinCL codelet space, extended with what modern GPUs need."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, fields
+
+from ...errors import ConfigError
+
+LAYOUTS = ("NN", "NT", "TN")
+ASSIGNMENTS = ("consecutive", "offset")
+TILE_SIZES = (1, 2, 4, 8)
+TILE_K_SIZES = (1, 2, 4, 8, 16)
+VECTOR_WIDTHS = (1, 2, 4, 8)
+WORK_GROUP_SIZES = (32, 64, 128, 256)
+WORK_GROUP_DIMS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+MACS = ("fma", "mad", "mul_add")
+
+#: Build options a configuration may carry: a closed list, so a profile cannot inject others.
+PORTABLE_OPTIONS = ("-cl-mad-enable", "-cl-no-signed-zeros")
+NVIDIA_OPTION = re.compile(r"^-cl-nv-maxrregcount=(\d{2,3})$")
+
+
+@dataclass(frozen=True)
+class SimtParams:
+    """A kernel configuration of the ``simt`` family (plain FMA arithmetic, one work-item per tile).
+
+    The kernel computes C = alpha op(A) op(B) + beta C for row-major matrices. ``layout`` says how the
+    kernel reads its operands: N = as stored (A is M x K, B is K x N), T = transposed (A^T is stored
+    K x M, B^T is stored N x K); other layouts reach the kernel through the pack helper.
+    """
+
+    layout: str = "TN"
+    assignment: str = "offset"      # a work-item's tile: consecutive elements, or vectors WG apart
+    wg_rows: int = 8                # work-items along M (OpenCL dimension 1)
+    wg_cols: int = 8                # work-items along N (OpenCL dimension 0)
+    tile_rows: int = 4              # rows of C per work-item
+    tile_cols: int = 4              # columns of C per work-item
+    tile_k: int = 4                 # K step of the main loop
+    vector_width: int = 1           # elements per load, store and multiply-add (along M and N)
+    local_a: bool = True            # stage A through local memory (else read it from global)
+    local_b: bool = True
+    image_a: bool = False           # read A from an image (else from a buffer)
+    image_b: bool = False
+    double_buffer: bool = False     # two local buffers: load the next K block while computing this one
+    local_pad: bool = False         # pad local rows by one vector against bank conflicts
+    unroll_k: bool = True           # fully unroll the K step loop
+    mac: str = "fma"                # fma(a,b,c), mad(a,b,c) or a*b+c
+    build_options: tuple[str, ...] = ()
+
+    @property
+    def block_rows(self) -> int:
+        return self.wg_rows * self.tile_rows
+
+    @property
+    def block_cols(self) -> int:
+        return self.wg_cols * self.tile_cols
+
+    @property
+    def work_group_size(self) -> int:
+        return self.wg_rows * self.wg_cols
+
+    @property
+    def a_outer_contiguous(self) -> bool:
+        """True when A is stored K x M, so consecutive memory runs along M."""
+        return self.layout[0] == "T"
+
+    @property
+    def b_outer_contiguous(self) -> bool:
+        """True when B is stored K x N, so consecutive memory runs along N."""
+        return self.layout[1] == "N"
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["build_options"] = list(self.build_options)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SimtParams":
+        """Build from JSON data, validating every field's type and value (data may come from outside)."""
+        if not isinstance(data, dict):
+            raise ConfigError("a simt configuration must be a JSON object")
+        known = {f.name: f for f in fields(cls)}
+        unknown = set(data) - set(known)
+        if unknown:
+            raise ConfigError(f"unknown simt parameter(s): {', '.join(sorted(unknown))}")
+        values = {}
+        for name, value in data.items():
+            default = getattr(cls(), name)
+            if name == "build_options":
+                if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+                    raise ConfigError("build_options must be a list of strings")
+                value = tuple(value)
+            elif isinstance(default, bool):
+                if not isinstance(value, bool):
+                    raise ConfigError(f"{name} must be true or false, not {value!r}")
+            elif isinstance(default, int):
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise ConfigError(f"{name} must be an integer, not {value!r}")
+            elif not isinstance(value, str):
+                raise ConfigError(f"{name} must be a string, not {value!r}")
+            values[name] = value
+        params = cls(**values)
+        problem = params.malformed()
+        if problem:
+            raise ConfigError(problem)
+        return params
+
+    def malformed(self) -> str | None:
+        """Why this point lies outside the codelet space regardless of device, or None."""
+        choices = {
+            "layout": LAYOUTS, "assignment": ASSIGNMENTS, "wg_rows": WORK_GROUP_DIMS,
+            "wg_cols": WORK_GROUP_DIMS, "tile_rows": TILE_SIZES, "tile_cols": TILE_SIZES,
+            "tile_k": TILE_K_SIZES, "vector_width": VECTOR_WIDTHS, "mac": MACS,
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                return f"{name}={getattr(self, name)!r} is not one of {allowed}"
+        for option in self.build_options:
+            if option not in PORTABLE_OPTIONS and not NVIDIA_OPTION.match(option):
+                return f"build option {option!r} is not one autogemm allows"
+            match = NVIDIA_OPTION.match(option)
+            if match and not 32 <= int(match[1]) <= 255:
+                return f"{option}: the register cap must be within 32..255"
+        if len(set(self.build_options)) != len(self.build_options):
+            return "build options repeat"
+        if self.tile_rows % self.vector_width or self.tile_cols % self.vector_width:
+            return (f"vector_width {self.vector_width} must divide tile_rows {self.tile_rows} and "
+                    f"tile_cols {self.tile_cols} (vectors run along M and N)")
+        if (self.double_buffer or self.local_pad) and not (self.local_a or self.local_b):
+            return "double_buffer and local_pad need an operand in local memory"
+        return None
+
+    def describe(self) -> str:
+        """A one-line summary, e.g. ``TN offset wg16x16 tile8x8x8 v4 local AB dbuf``."""
+        local = "".join(x for x, on in (("A", self.local_a), ("B", self.local_b)) if on) or "-"
+        image = "".join(x for x, on in (("A", self.image_a), ("B", self.image_b)) if on)
+        parts = [
+            self.layout, self.assignment[:4], f"wg{self.wg_rows}x{self.wg_cols}",
+            f"tile{self.tile_rows}x{self.tile_cols}x{self.tile_k}", f"v{self.vector_width}",
+            f"local:{local}",
+        ]
+        if image:
+            parts.append(f"image:{image}")
+        if self.double_buffer:
+            parts.append("dbuf")
+        if self.local_pad:
+            parts.append("pad")
+        if not self.unroll_k:
+            parts.append("no-unroll")
+        parts.append(self.mac)
+        parts.extend(self.build_options)
+        return " ".join(parts)

@@ -1,0 +1,453 @@
+"""``render``: readable OpenCL C for one ``SimtParams`` point.
+
+The kernel computes C = alpha op(A) op(B) + beta C on row-major matrices. A work-group of
+WG_ROWS x WG_COLS work-items computes a BLOCK_ROWS x BLOCK_COLS block of C; each work-item keeps a
+TILE_ROWS x TILE_COLS tile of accumulators, as vectors of VW elements along N. Per K step of TILE_K,
+operands in local memory are staged cooperatively (stored k-major, so the inner loop reads vectors
+along M and N), operands not in local memory are read by each work-item from global memory.
+
+Two edge modes: ``guarded`` kernels take any M, N, K (loads outside the matrices read zero, stores
+outside are skipped, vector loads need only element alignment); unguarded kernels need whole blocks,
+a K that is a multiple of TILE_K, and leading dimensions and offsets that are multiples of VW, and
+read and write whole aligned vectors. The plan in ``blas`` picks one and pads where needed.
+"""
+
+from __future__ import annotations
+
+from ...dtypes import Dtype, get_dtype
+from ...errors import ConfigError
+from ..kernel import KernelSource
+from .geometry import Operand, operands
+from .params import SimtParams
+
+KERNEL_NAME = "gemm"
+
+
+def _hex(i: int) -> str:
+    return "0123456789abcdef"[i]
+
+
+class _Writer:
+    """Accumulates indented lines of C."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def __call__(self, *lines: str) -> None:
+        for line in lines:
+            self.lines.append(("    " * self.depth + line) if line else "")
+
+    def open(self, line: str) -> None:
+        self(line + " {")
+        self.depth += 1
+
+    def close(self, suffix: str = "") -> None:
+        self.depth -= 1
+        self("}" + suffix)
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+class _Generator:
+    """Writes the kernel for one (params, dtype, edge mode)."""
+
+    def __init__(self, params: SimtParams, dtype: Dtype, guarded: bool) -> None:
+        self.p = params
+        self.dt = dtype
+        self.guarded = guarded
+        self.a, self.b = operands(params, dtype)
+        self.vw = params.vector_width
+        self.rpe = dtype.reals_per_element
+        self.any_local = params.local_a or params.local_b
+        self.widths: set[int] = set()          # element counts of buffer loads used
+        self.read_widths: set[int] = set()     # element counts of image reads used
+        self.out = _Writer()
+
+    # ----- small expression helpers -------------------------------------------------------------
+    def vtype(self, n: int) -> str:
+        return "elem" if n == 1 else f"elems{n}"
+
+    def component(self, expr: str, e: int, n: int) -> str:
+        """Element ``e`` of an ``n``-element vector expression."""
+        if n == 1:
+            return expr
+        if self.dt.is_complex:
+            return f"{expr}.s{_hex(2 * e)}{_hex(2 * e + 1)}"
+        return f"{expr}.s{_hex(e)}"
+
+    def outer_index(self, op: Operand, group: str) -> str:
+        """Offset within the block of the work-item's vector group ``group`` along M (A) or N (B)."""
+        if op.name == "A":
+            local_id, wg, tile = "ly", "WG_ROWS", "TILE_ROWS"
+        else:
+            local_id, wg, tile = "lx", "WG_COLS", "TILE_COLS"
+        if self.p.assignment == "consecutive":
+            return f"{local_id} * {tile} + {group} * VW"
+        return f"({local_id} + {group} * {wg}) * VW"
+
+    def stored(self, op: Operand, outer: str, k: str) -> tuple[str, str, str, str, str, str]:
+        """(pointer, ld, rows, cols, r, c): where element (outer, k) of an operand lives in memory."""
+        block = "block_row" if op.name == "A" else "block_col"
+        extent = "M" if op.name == "A" else "N"
+        ptr, ld = (op.name, "lda" if op.name == "A" else "ldb")
+        outer_expr = f"{block} + {outer}"
+        if op.outer_contiguous:
+            return ptr, ld, "K", extent, k, outer_expr
+        return ptr, ld, extent, "K", outer_expr, k
+
+    def read(self, op: Operand, n: int, outer: str, k: str) -> str:
+        """Expression reading ``n`` consecutive stored elements of ``op`` at (outer, k)."""
+        ptr, ld, rows, cols, r, c = self.stored(op, outer, k)
+        if op.image:
+            self.read_widths.add(n)
+            return f"read_{n}({ptr}, {r}, {c})"
+        self.widths.add(n)
+        return f"load_{n}({ptr}, {ld}, {rows}, {cols}, {r}, {c})"
+
+    # ----- sections ----------------------------------------------------------------------------
+    def header(self) -> None:
+        p, dt = self.p, self.dt
+        w = self.out
+        w(f"// autogemm simt codelet ({dt.letter}gemm): C = alpha * op(A) * op(B) + beta * C, row-major",
+          f"// configuration: {p.describe()}",
+          f"// layout {p.layout}: A is read as {'K x M (A transposed)' if self.a.outer_contiguous else 'M x K'}, "
+          f"B as {'K x N' if self.b.outer_contiguous else 'N x K (B transposed)'}",
+          f"// edges: {'guarded (any M, N, K; loads outside read zero)' if self.guarded else 'whole blocks only, aligned vectors'}")
+        if dt.needs_fp64:
+            w("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+        w("",
+          f"#define WG_ROWS {p.wg_rows}          // work-items along M (local dimension 1)",
+          f"#define WG_COLS {p.wg_cols}          // work-items along N (local dimension 0)",
+          f"#define TILE_ROWS {p.tile_rows}        // rows of C per work-item",
+          f"#define TILE_COLS {p.tile_cols}        // columns of C per work-item",
+          f"#define TILE_K {p.tile_k}           // K step",
+          f"#define VW {self.vw}               // vector width, in elements",
+          "#define WG_SIZE (WG_ROWS * WG_COLS)",
+          "#define BLOCK_ROWS (WG_ROWS * TILE_ROWS)",
+          "#define BLOCK_COLS (WG_COLS * TILE_COLS)",
+          f"#define NBUF {2 if p.double_buffer else 1}             // local buffers per operand",
+          "")
+        kind = "complex (re, im) pairs" if dt.is_complex else "reals"
+        w(f"typedef {dt.real_cl} real;",
+          f"typedef {dt.cl_element} elem;          // one element: {kind}")
+        for n in sorted({self.vw, self.a.load_width, self.b.load_width} - {1}):
+            w(f"typedef {dt.cl_vector(n)} elems{n};        // {n} consecutive elements")
+        for op in (self.a, self.b):
+            if op.local:
+                self.stage_defines(op)
+        mul_add = {"fma": "fma(x, y, z)", "mad": "mad(x, y, z)", "mul_add": "((x) * (y) + (z))"}[p.mac]
+        w(f"#define MUL_ADD(x, y, z) {mul_add}", "")
+
+    def mac_function(self) -> None:
+        w = self.out
+        vec = self.vtype(self.vw)
+        w("// acc + a * b for a scalar element a and a vector of VW elements b")
+        w.open(f"inline {vec} mac({vec} acc, elem a, {vec} b)")
+        if not self.dt.is_complex:
+            w(f"return MUL_ADD(({vec})(a), b, acc);")
+        else:
+            swap = "".join(f"{_hex(2 * e + 1)}{_hex(2 * e)}" for e in range(self.vw))
+            flips = ", ".join(["flip"] * self.vw)
+            w("const elem flip = (elem)(-a.y, a.y);",
+              f"acc = MUL_ADD(({vec})(a.x), b, acc);                   // re(a) * (re, im)",
+              f"return MUL_ADD(({vec})({flips}), b.s{swap}, acc);   // im(a) * (-im, re)")
+        w.close()
+        w("")
+
+    def load_helpers(self) -> None:
+        w = self.out
+        for n in sorted(self.widths):
+            t = self.vtype(n)
+            w(f"// {n} consecutive elements of row r from column c of a rows x cols matrix"
+              + (" (zero outside it)" if self.guarded else ""))
+            w.open(f"inline {t} load_{n}(const __global real* p, const int ld, const int rows, "
+                   f"const int cols, const int r, const int c)")
+            w("const int i = r * ld + c;")
+            if not self.guarded:
+                w(f"return *(const __global {t}*)(p + i * {self.rpe});" if n * self.rpe > 1 else "return p[i];")
+            else:
+                full = self.vload(n, "i")
+                w(f"if (r < rows && c + {n} <= cols) return {full};")
+                w(f"{t} v = ({t})(0);")
+                w.open("if (r < rows)")
+                for e in range(n):
+                    w(f"if (c + {e} < cols) {self.component('v', e, n)} = {self.vload(1, f'i + {e}')};")
+                w.close()
+                w("return v;")
+            w.close()
+            w("")
+        if self.read_widths:
+            ept = self.a.elements_per_texel
+            fetch = ("as_double2(read_imageui(img, SAMPLER, (int2)(x, y)))" if self.dt.needs_fp64
+                     else "read_imagef(img, SAMPLER, (int2)(x, y))")
+            w("__constant sampler_t SAMPLER = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;",
+              f"#define TEXEL(img, x, y) {fetch}   // {ept} element(s) per RGBA texel", "")
+            for n in sorted(self.read_widths):
+                t = self.vtype(n)
+                texels = ", ".join(f"TEXEL(img, c / {ept} + {i}, r)" for i in range(n // ept))
+                w(f"// {n} consecutive elements of row r from column c of an image (c a multiple of {ept})")
+                w.open(f"inline {t} read_{n}(__read_only image2d_t img, const int r, const int c)")
+                w(f"return ({t})({texels});" if n > ept else f"return {texels};")
+                w.close()
+                w("")
+
+    def store_helper(self) -> None:
+        w = self.out
+        n = self.vw
+        t = self.vtype(n)
+        w(f"// stores {n} consecutive elements at row r, column c" + (" (only those inside the matrix)" if self.guarded else ""))
+        w.open(f"inline void store_{n}(__global real* p, const int ld, const int rows, const int cols, "
+               f"const int r, const int c, const {t} v)")
+        w("const int i = r * ld + c;")
+        if not self.guarded:
+            w(f"*(__global {t}*)(p + i * {self.rpe}) = v;" if n * self.rpe > 1 else "p[i] = v;")
+        else:
+            w("if (r >= rows) return;")
+            w.open(f"if (c + {n} <= cols)")
+            w(self.vstore(n, "v", "i"))
+            w("return;")
+            w.close()
+            for e in range(n):
+                w(f"if (c + {e} < cols) {self.vstore(1, self.component('v', e, n), f'i + {e}')}")
+        w.close()
+        w("")
+
+    def vload(self, n: int, index: str) -> str:
+        reals = n * self.rpe
+        if reals == 1:
+            return f"p[{index}]"
+        return f"vload{reals}(0, p + ({index}) * {self.rpe})"
+
+    def vstore(self, n: int, value: str, index: str) -> str:
+        reals = n * self.rpe
+        if reals == 1:
+            return f"p[{index}] = {value};"
+        return f"vstore{reals}({value}, 0, p + ({index}) * {self.rpe});"
+
+    # ----- the kernel --------------------------------------------------------------------------
+    def signature(self) -> None:
+        w = self.out
+        operand_args = []
+        for op in (self.a, self.b):
+            lower = op.name.lower()
+            arg = (f"__read_only image2d_t {op.name}" if op.image
+                   else f"const __global real* restrict {op.name}")
+            operand_args.append(f"    {arg}, const int {lower}_offset, const int ld{lower},")
+        w(f"__kernel __attribute__((reqd_work_group_size(WG_COLS, WG_ROWS, 1)))",
+          f"void {KERNEL_NAME}(const int M, const int N, const int K, const elem alpha, const elem beta,",
+          *operand_args,
+          "    __global real* restrict C, const int c_offset, const int ldc)",
+          "{")
+
+    def prologue(self) -> None:
+        w = self.out
+        w("const int lx = get_local_id(0);             // position along N in the work-group",
+          "const int ly = get_local_id(1);             // position along M")
+        if self.any_local:
+            w("const int tid = ly * WG_COLS + lx;")
+        w("const int block_row = get_group_id(1) * BLOCK_ROWS;",
+          "const int block_col = get_group_id(0) * BLOCK_COLS;")
+        for op in (self.a, self.b):
+            if not op.image:
+                w(f"{op.name} += {op.name.lower()}_offset * {self.rpe};")
+        w(f"C += c_offset * {self.rpe};", "")
+        for op in (self.a, self.b):
+            if op.local:
+                align = self.vw * self.dt.itemsize
+                w(f"__local elem {op.name}_local[NBUF][TILE_K][{op.local_row}] __attribute__((aligned({align})));")
+        vec = self.vtype(self.vw)
+        w(f"{vec} acc[TILE_ROWS][TILE_COLS / VW];")
+        self.unrolled("i", "TILE_ROWS")
+        self.unrolled("j", "TILE_COLS / VW", f"acc[i][j] = ({vec})(0);")
+        self.out.close()
+        w("")
+
+    def unrolled(self, var: str, count: str, body: str | None = None, pragma: str = "#pragma unroll") -> None:
+        """Open a fully unrolled loop; with ``body``, write it and close the loop too."""
+        self.out(pragma)
+        self.out.open(f"for (int {var} = 0; {var} < {count}; ++{var})")
+        if body is not None:
+            self.out(body)
+            self.out.close()
+
+    def stage_defines(self, op: Operand) -> None:
+        rows, cols = op.stored_shape
+        n = op.name
+        self.out(f"#define {n}_LOAD_WIDTH {op.load_width}",
+                 f"#define {n}_VECTORS_PER_ROW {cols // op.load_width}   // stored block: {rows} x {cols}",
+                 f"#define {n}_VECTORS {op.vectors}",
+                 f"#define {n}_LOADS {op.loads_per_item}             // per work-item")
+
+    def stage_loop(self, op: Operand, body: list[str]) -> None:
+        """A loop over this work-item's share of the staging reads of one block; ``body`` sees r, c, l."""
+        w = self.out
+        n = op.name
+        self.unrolled("l", f"{n}_LOADS")
+        w("const int v = tid + l * WG_SIZE;")
+        uneven = op.vectors % op.work_group_size != 0
+        if uneven:
+            w.open(f"if (v < {n}_VECTORS)")
+        w(f"const int r = v / {n}_VECTORS_PER_ROW;",
+          f"const int c = (v % {n}_VECTORS_PER_ROW) * {n}_LOAD_WIDTH;")
+        w(*body)
+        if uneven:
+            w.close()
+        w.close()
+
+    def stage_load(self, op: Operand, k0: str) -> None:
+        """Read this work-item's share of the block at K offset ``k0`` into registers."""
+        if op.outer_contiguous:
+            src = self.read(op, op.load_width, "c", f"{k0} + r")
+        else:
+            src = self.read(op, op.load_width, "r", f"{k0} + c")
+        self.stage_loop(op, [f"{op.name.lower()}_stage[l] = {src};"])
+
+    def stage_store(self, op: Operand, buf: str) -> None:
+        """Write the staged registers into local buffer ``buf`` (k-major: row k holds the block's M or N)."""
+        reg = f"{op.name.lower()}_stage[l]"
+        local = f"{op.name}_local[{buf}]"
+        if op.outer_contiguous:
+            t = self.vtype(op.load_width)
+            body = ([f"*(__local {t}*)&{local}[r][c] = {reg};"] if op.load_width > 1
+                    else [f"{local}[r][c] = {reg};"])
+        else:
+            body = [f"{local}[c + {e}][r] = {self.component(reg, e, op.load_width)};"
+                    for e in range(op.load_width)]
+        self.stage_loop(op, body)
+
+    def stage(self, what: str, arg: str) -> None:
+        for op in (self.a, self.b):
+            if op.local:
+                (self.stage_load if what == "load" else self.stage_store)(op, arg)
+
+    def fragment_a(self, buf: str) -> None:
+        w, op = self.out, self.a
+        if op.local or op.outer_contiguous:
+            vec = self.vtype(self.vw)
+            self.unrolled("iv", "TILE_ROWS / VW")
+            row = self.outer_index(op, "iv")
+            src = (f"*(__local {vec}*)&A_local[{buf}][kk][{row}]" if op.local
+                   else self.read(op, self.vw, row, "k0 + kk"))
+            w(f"const {vec} t = {src};")
+            for e in range(self.vw):
+                w(f"a[iv * VW + {e}] = {self.component('t', e, self.vw)};")
+            w.close()
+        else:
+            row = f"{self.outer_index(op, 'i / VW')} + i % VW"
+            self.unrolled("i", "TILE_ROWS", f"a[i] = {self.read(op, 1, row, 'k0 + kk')};")
+
+    def fragment_b(self, buf: str) -> None:
+        w, op = self.out, self.b
+        vec = self.vtype(self.vw)
+        col = self.outer_index(op, "j")
+        if op.local:
+            self.unrolled("j", "TILE_COLS / VW", f"b[j] = *(__local {vec}*)&B_local[{buf}][kk][{col}];")
+        elif op.outer_contiguous:
+            self.unrolled("j", "TILE_COLS / VW", f"b[j] = {self.read(op, self.vw, col, 'k0 + kk')};")
+        else:
+            self.unrolled("j", "TILE_COLS / VW")
+            for e in range(self.vw):
+                w(f"{self.component('b[j]', e, self.vw)} = {self.read(op, 1, f'{col} + {e}', 'k0 + kk')};")
+            w.close()
+
+    def compute(self, buf: str) -> None:
+        w = self.out
+        w("// TILE_K rank-1 updates of the work-item's tile")
+        self.unrolled("kk", "TILE_K", pragma="#pragma unroll" if self.p.unroll_k else "#pragma unroll 1")
+        w("elem a[TILE_ROWS];", f"{self.vtype(self.vw)} b[TILE_COLS / VW];")
+        self.fragment_a(buf)
+        self.fragment_b(buf)
+        self.unrolled("i", "TILE_ROWS")
+        self.unrolled("j", "TILE_COLS / VW", "acc[i][j] = mac(acc[i][j], a[i], b[j]);")
+        w.close()
+        w.close()
+
+    def main_loop(self) -> None:
+        w = self.out
+        for op in (self.a, self.b):
+            if op.local:
+                w(f"{self.vtype(op.load_width)} {op.name.lower()}_stage[{op.name}_LOADS];   // staging registers")
+        if not self.any_local:
+            w.open("for (int k0 = 0; k0 < K; k0 += TILE_K)")
+            self.compute("0")
+            w.close()
+        elif self.p.double_buffer:
+            w("// double buffering: the next block is read from global memory while this one is used")
+            w("int buf = 0;")
+            self.stage("load", "0")
+            self.stage("store", "0")
+            w("barrier(CLK_LOCAL_MEM_FENCE);")
+            w.open("for (int k0 = 0; k0 < K; k0 += TILE_K)")
+            w("const int k_next = k0 + TILE_K;")
+            w.open("if (k_next < K)")
+            self.stage("load", "k_next")
+            w.close()
+            self.compute("buf")
+            w.open("if (k_next < K)")
+            self.stage("store", "buf ^ 1")
+            w.close()
+            w("barrier(CLK_LOCAL_MEM_FENCE);", "buf ^= 1;")
+            w.close()
+        else:
+            w.open("for (int k0 = 0; k0 < K; k0 += TILE_K)")
+            self.stage("load", "k0")
+            self.stage("store", "0")
+            w("barrier(CLK_LOCAL_MEM_FENCE);")
+            self.compute("0")
+            w("barrier(CLK_LOCAL_MEM_FENCE);")
+            w.close()
+        w("")
+
+    def epilogue(self) -> None:
+        w = self.out
+        vec = self.vtype(self.vw)
+        zero = "beta.x == (real)0 && beta.y == (real)0" if self.dt.is_complex else "beta == (real)0"
+        self.widths.add(self.vw)
+        w("// C = alpha * acc + beta * C; with beta == 0, C is not read",
+          f"const bool beta_zero = {zero};")
+        self.unrolled("i", "TILE_ROWS")
+        w(f"const int row = block_row + {self.outer_index(self.a, 'i / VW')} + i % VW;")
+        self.unrolled("j", "TILE_COLS / VW")
+        w(f"const int col = block_col + {self.outer_index(self.b, 'j')};",
+          f"{vec} value = mac(({vec})(0), alpha, acc[i][j]);",
+          f"if (!beta_zero) value = mac(value, beta, load_{self.vw}(C, ldc, M, N, row, col));",
+          f"store_{self.vw}(C, ldc, M, N, row, col, value);")
+        w.close()
+        w.close()
+
+    def generate(self) -> str:
+        body = _Writer()
+        self.out = body
+        body.depth = 1
+        self.prologue()
+        self.main_loop()
+        self.epilogue()
+        kernel_body = body.lines
+
+        self.out = _Writer()
+        self.header()
+        self.mac_function()
+        self.load_helpers()
+        self.store_helper()
+        self.signature()
+        self.out.lines.extend(kernel_body)
+        self.out("}")
+        return self.out.text()
+
+
+def render(params: SimtParams, dtype: Dtype | str, guarded: bool = True) -> KernelSource:
+    """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges (see module doc)."""
+    dt = get_dtype(dtype)
+    problem = params.malformed()
+    if problem:
+        raise ConfigError(problem)
+    source = _Generator(params, dt, guarded).generate()
+    return KernelSource(
+        name=KERNEL_NAME,
+        source=source,
+        options=params.build_options,
+        local_size=(params.wg_cols, params.wg_rows),
+        block=(params.block_rows, params.block_cols, params.tile_k),
+    )

@@ -1,0 +1,36 @@
+"""The exceptions autogemm raises: one small hierarchy, so callers can catch ``AutogemmError``."""
+
+from __future__ import annotations
+
+
+class AutogemmError(Exception):
+    """Base of every error autogemm raises on purpose."""
+
+
+class ShapeError(AutogemmError, ValueError):
+    """Operands whose shapes do not conform, or a size or leading dimension out of range."""
+
+
+class DtypeError(AutogemmError, TypeError):
+    """An unsupported or mixed dtype, or a scalar that does not fit the dtype."""
+
+
+class ArgumentError(AutogemmError, ValueError):
+    """Any other invalid argument (a wrong trans letter, an unknown option)."""
+
+
+class DeviceError(AutogemmError, RuntimeError):
+    """No OpenCL device, a device that cannot be found, or one lacking a needed feature."""
+
+
+class ConfigError(AutogemmError, ValueError):
+    """A kernel configuration that is malformed or that ``check()`` rejects for the device."""
+
+
+class BuildError(AutogemmError, RuntimeError):
+    """The OpenCL compiler rejected a generated kernel; carries the build log."""
+
+    def __init__(self, message: str, log: str = "", source: str = "") -> None:
+        super().__init__(message + (f"\n--- build log ---\n{log}" if log else ""))
+        self.log = log
+        self.source = source

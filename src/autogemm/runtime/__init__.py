@@ -1,0 +1,11 @@
+"""OpenCL underneath everything: devices, contexts, programs and timing."""
+
+from .context import DeviceContext, context_for
+from .device import Device
+from .discovery import default_device, find_device, list_devices
+from .timing import event_seconds, median, time_enqueue
+
+__all__ = [
+    "Device", "DeviceContext", "context_for", "default_device", "find_device", "list_devices",
+    "event_seconds", "median", "time_enqueue",
+]

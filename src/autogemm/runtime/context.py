@@ -1,0 +1,63 @@
+"""One OpenCL context and in-order profiling queue per device, and a cache of built programs."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import pyopencl as cl
+
+from ..errors import BuildError
+from .device import Device
+from .discovery import find_device
+
+
+class DeviceContext:
+    """The context, queue and program cache of one device; get it with ``context_for``."""
+
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self.context = cl.Context([device.cl_device])
+        self.queue = cl.CommandQueue(
+            self.context, properties=cl.command_queue_properties.PROFILING_ENABLE
+        )
+        self._programs: dict[tuple[str, str], cl.Program] = {}
+        self._lock = threading.Lock()
+
+    def program(self, source: str, options: tuple[str, ...] = ()) -> cl.Program:
+        """Build ``source`` with ``options`` once; later calls return the cached program.
+        Raises ``BuildError`` with the compiler's log when the build fails."""
+        key = (source, " ".join(options))
+        with self._lock:
+            cached = self._programs.get(key)
+            if cached is not None:
+                return cached
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", cl.CompilerWarning)
+                    built = cl.Program(self.context, source).build(options=list(options))
+            except cl.RuntimeError as exc:
+                raise BuildError(
+                    f"OpenCL build failed on {self.device.name.strip()}", log=str(exc), source=source
+                ) from exc
+            self._programs[key] = built
+            return built
+
+    def kernel(self, source: str, name: str, options: tuple[str, ...] = ()) -> cl.Kernel:
+        """A fresh kernel object (kernels carry their arguments, so each user gets its own)."""
+        return cl.Kernel(self.program(source, options), name)
+
+
+_contexts: dict[tuple[int, int, str], DeviceContext] = {}
+_contexts_lock = threading.Lock()
+
+
+def context_for(device: Device | str | int | None = None) -> DeviceContext:
+    """The shared ``DeviceContext`` of a device (a ``Device``, a specification, or None for the default)."""
+    dev = find_device(device)
+    key = (dev.platform_index, dev.device_index, dev.fingerprint)
+    with _contexts_lock:
+        ctx = _contexts.get(key)
+        if ctx is None:
+            ctx = _contexts[key] = DeviceContext(dev)
+        return ctx

@@ -1,0 +1,134 @@
+"""A ``Device``: one OpenCL device with the facts autogemm plans, checks and fingerprints by."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, fields
+
+import pyopencl as cl
+
+
+@dataclass(frozen=True)
+class Device:
+    """An OpenCL device and its facts; ``fingerprint`` identifies the device and driver stably."""
+
+    platform_index: int
+    device_index: int
+    platform_name: str
+    vendor: str
+    name: str
+    driver_version: str
+    opencl_version: str
+    device_type: str                 # "GPU", "CPU", "ACCELERATOR" or "OTHER"
+    compute_units: int
+    clock_mhz: int
+    global_mem_bytes: int
+    local_mem_bytes: int
+    max_work_group_size: int
+    max_work_item_sizes: tuple[int, ...]
+    extensions: tuple[str, ...]
+    fp64: bool
+    image_support: bool
+    image2d_max: tuple[int, int]      # (width, height) in texels
+    max_mem_alloc_bytes: int
+    vendor_facts: dict[str, str] = field(default_factory=dict, hash=False)
+    cl_device: cl.Device | None = field(default=None, compare=False, repr=False, hash=False)
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.device_type == "GPU"
+
+    @property
+    def is_nvidia(self) -> bool:
+        return "nvidia" in self.vendor.lower() or "nvidia" in self.platform_name.lower()
+
+    @property
+    def max_registers_per_work_item(self) -> int:
+        """32-bit registers a work-item may use before the compiler spills (RaijinCL pruned at 128)."""
+        return 255 if self.is_nvidia else 128
+
+    def has_extension(self, name: str) -> bool:
+        return name in self.extensions
+
+    def facts(self) -> dict:
+        """The identifying facts, JSON-ready (no OpenCL handles)."""
+        skip = ("cl_device", "platform_index", "device_index")
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        out["vendor_facts"] = dict(self.vendor_facts)
+        out["max_work_item_sizes"] = list(self.max_work_item_sizes)
+        out["extensions"] = sorted(self.extensions)
+        out["image2d_max"] = list(self.image2d_max)
+        return out
+
+    @property
+    def fingerprint(self) -> str:
+        """A short stable hash of vendor, name, driver and hardware facts (not of the slot it sits in)."""
+        blob = json.dumps(self.facts(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    @property
+    def label(self) -> str:
+        return f"[{self.platform_index}:{self.device_index}] {self.name.strip()} ({self.platform_name.strip()})"
+
+    @property
+    def peak_gflops_estimate(self) -> float:
+        """A rough single-precision peak used only to order devices (not a measured figure)."""
+        lanes = 128 if self.is_gpu else 16
+        return self.compute_units * lanes * 2 * self.clock_mhz / 1000.0
+
+
+_TYPE_NAMES = {
+    cl.device_type.GPU: "GPU",
+    cl.device_type.CPU: "CPU",
+    cl.device_type.ACCELERATOR: "ACCELERATOR",
+}
+
+
+def _vendor_facts(dev: cl.Device) -> dict[str, str]:
+    facts: dict[str, str] = {}
+    if "cl_nv_device_attribute_query" in dev.extensions:
+        try:
+            facts["compute_capability"] = (
+                f"{dev.compute_capability_major_nv}.{dev.compute_capability_minor_nv}"
+            )
+            facts["registers_per_block"] = str(dev.registers_per_block_nv)
+            facts["warp_size"] = str(dev.warp_size_nv)
+        except cl.Error:
+            pass
+    if "cl_amd_device_attribute_query" in dev.extensions:
+        try:
+            facts["board_name"] = str(dev.board_name_amd)
+            facts["wavefront_width"] = str(dev.wavefront_width_amd)
+        except cl.Error:
+            pass
+    return facts
+
+
+def describe(platform_index: int, device_index: int, platform: cl.Platform, dev: cl.Device) -> Device:
+    """Read the facts of one OpenCL device."""
+    dev_type = next((n for t, n in _TYPE_NAMES.items() if dev.type & t), "OTHER")
+    image_support = bool(dev.image_support)
+    return Device(
+        platform_index=platform_index,
+        device_index=device_index,
+        platform_name=platform.name,
+        vendor=dev.vendor,
+        name=dev.name,
+        driver_version=dev.driver_version,
+        opencl_version=dev.version,
+        device_type=dev_type,
+        compute_units=int(dev.max_compute_units),
+        clock_mhz=int(dev.max_clock_frequency),
+        global_mem_bytes=int(dev.global_mem_size),
+        local_mem_bytes=int(dev.local_mem_size),
+        max_work_group_size=int(dev.max_work_group_size),
+        max_work_item_sizes=tuple(int(x) for x in dev.max_work_item_sizes),
+        extensions=tuple(sorted(dev.extensions.split())),
+        fp64=bool(dev.double_fp_config) or "cl_khr_fp64" in dev.extensions,
+        image_support=image_support,
+        image2d_max=(int(dev.image2d_max_width), int(dev.image2d_max_height)) if image_support else (0, 0),
+        max_mem_alloc_bytes=int(dev.max_mem_alloc_size),
+        vendor_facts=_vendor_facts(dev),
+        cl_device=dev,
+    )

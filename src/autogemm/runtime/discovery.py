@@ -1,0 +1,147 @@
+"""Find every OpenCL platform and device, choose the default one, and register NVIDIA's driver where
+a container ships ``libnvidia-opencl.so.1`` without an ICD file naming it."""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import re
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+import pyopencl as cl
+
+from ..errors import DeviceError
+from .device import Device, describe
+
+log = logging.getLogger("autogemm")
+
+NVIDIA_LIBRARY = "libnvidia-opencl.so.1"
+SYSTEM_VENDORS_DIR = "/etc/OpenCL/vendors"
+DEVICE_ENV = "AUTOGEMM_DEVICE"
+
+#: What discovery did to find NVIDIA's driver, if anything (shown by ``autogemm devices``).
+icd_note: str | None = None
+
+
+def _icd_files(vendors_dir: str) -> list[Path]:
+    return sorted(Path(vendors_dir).glob("*.icd")) if os.path.isdir(vendors_dir) else []
+
+
+def _bundled_icd_files() -> list[Path]:
+    """ICD files shipped inside the pyopencl wheel (its PoCL), which its own loader would read."""
+    libs = Path(cl.__file__).parent / ".libs"
+    return sorted(libs.glob("*.icd"))
+
+
+def _nvidia_library_loadable() -> bool:
+    try:
+        ctypes.CDLL(NVIDIA_LIBRARY)
+    except OSError:
+        return False
+    return True
+
+
+def _registered_libraries() -> list[str]:
+    vendors = os.environ.get("OCL_ICD_VENDORS", SYSTEM_VENDORS_DIR)
+    return [p.read_text().strip() for p in _icd_files(vendors)]
+
+
+def register_nvidia_icd() -> str | None:
+    """If NVIDIA's OpenCL library is present but unregistered, point the ICD loader at a vendors
+    directory that names it next to every ICD already known. Must run before the first platform query
+    (the loader reads the vendors once per process). Returns a note saying what was done, or None."""
+    if any("nvidia" in lib.lower() for lib in _registered_libraries()):
+        return None
+    if not _nvidia_library_loadable():
+        return None
+    vendors = Path(tempfile.gettempdir()) / f"autogemm-icd-{os.getuid()}"
+    vendors.mkdir(mode=0o700, exist_ok=True)
+    (vendors / "nvidia.icd").write_text(NVIDIA_LIBRARY + "\n")
+    known = _icd_files(os.environ.get("OCL_ICD_VENDORS", SYSTEM_VENDORS_DIR)) + _bundled_icd_files()
+    for icd in known:
+        lib = icd.read_text().strip()
+        if not os.path.isabs(lib) and (icd.parent / lib).exists():
+            lib = str(icd.parent / lib)        # a bundled ICD names its library relative to its folder
+        (vendors / icd.name).write_text(lib + "\n")
+    os.environ["OCL_ICD_VENDORS"] = str(vendors)
+    return (
+        f"NVIDIA's {NVIDIA_LIBRARY} was found but no ICD file registered it; autogemm registered it "
+        f"through OCL_ICD_VENDORS={vendors} (set OCL_ICD_VENDORS yourself to override)"
+    )
+
+
+@lru_cache(maxsize=1)
+def list_devices() -> tuple[Device, ...]:
+    """Every device on every platform, in platform order."""
+    global icd_note
+    icd_note = register_nvidia_icd()
+    if icd_note:
+        log.info(icd_note)
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error:
+        platforms = []
+    found = []
+    for p_index, platform in enumerate(platforms):
+        try:
+            cl_devices = platform.get_devices()
+        except cl.Error:
+            continue
+        for d_index, dev in enumerate(cl_devices):
+            found.append(describe(p_index, d_index, platform, dev))
+    return tuple(found)
+
+
+def default_device() -> Device:
+    """``AUTOGEMM_DEVICE`` if set, else the fastest GPU, else the first CPU, else any device."""
+    spec = os.environ.get(DEVICE_ENV)
+    if spec:
+        return find_device(spec)
+    devices = list_devices()
+    if not devices:
+        raise DeviceError(
+            "no OpenCL device found; install a driver, or PoCL for the CPU: pip install 'autogemm[pocl]'"
+        )
+    gpus = [d for d in devices if d.is_gpu]
+    if gpus:
+        return max(gpus, key=lambda d: d.peak_gflops_estimate)
+    cpus = [d for d in devices if d.device_type == "CPU"]
+    return (cpus or list(devices))[0]
+
+
+_SLOT = re.compile(r"^(\d+):(\d+)$")
+
+
+def find_device(spec: str | int | Device | None) -> Device:
+    """A device by ``"P:D"`` (platform and device numbers), by flat index, by ``gpu``/``cpu``, or by a
+    case-insensitive piece of its name; None means the default device."""
+    if spec is None:
+        return default_device()
+    if isinstance(spec, Device):
+        return spec
+    devices = list_devices()
+    text = str(spec).strip()
+    if len(text) > 200 or not text.isprintable():
+        raise DeviceError("device specification must be a short printable string")
+    match = _SLOT.match(text)
+    if match:
+        p, d = int(match[1]), int(match[2])
+        for dev in devices:
+            if (dev.platform_index, dev.device_index) == (p, d):
+                return dev
+    elif text.isdigit():
+        if int(text) < len(devices):
+            return devices[int(text)]
+    elif text.lower() in ("gpu", "cpu"):
+        of_type = [d for d in devices if d.device_type == text.upper()]
+        if of_type:
+            return max(of_type, key=lambda d: d.peak_gflops_estimate)
+    else:
+        named = [d for d in devices if text.lower() in d.name.lower() or text.lower() in d.platform_name.lower()]
+        if named:
+            return named[0]
+    listing = "\n".join(f"  {d.label}" for d in devices) or "  (none)"
+    raise DeviceError(f"no OpenCL device matches {text!r}; devices are:\n{listing}")
