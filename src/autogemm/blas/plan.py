@@ -156,7 +156,7 @@ class GemmPlan:
             raise ConfigError(f"{st.name} as an image needs {width}x{height} texels; the device allows {max_w}x{max_h}")
         channel = cl.channel_type.UNSIGNED_INT32 if self.dtype.needs_fp64 else cl.channel_type.FLOAT
         fmt = cl.ImageFormat(cl.channel_order.RGBA, channel)
-        img = cl.Image(self.ctx.context, cl.mem_flags.READ_ONLY, fmt, shape=(width, height))
+        img = cl.create_image(self.ctx.context, cl.mem_flags.READ_ONLY, fmt, shape=(width, height))
         self._temps.append(img)
         return img
 

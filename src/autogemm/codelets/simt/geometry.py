@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...dtypes import Dtype
+from ...dtypes import Dtype, get_dtype
 from ..kernel import ceil_div
 from .params import SimtParams
 
@@ -51,7 +51,8 @@ class Operand:
         return self.outer + (self.vector_width if self.local_pad else 0)
 
 
-def operands(params: SimtParams, dtype: Dtype) -> tuple[Operand, Operand]:
+def operands(params: SimtParams, dtype: Dtype | str) -> tuple[Operand, Operand]:
+    dtype = get_dtype(dtype)
     ept = max(1, TEXEL_BYTES // dtype.itemsize)
     common = dict(tile_k=params.tile_k, vector_width=params.vector_width, local_pad=params.local_pad,
                   work_group_size=params.work_group_size, elements_per_texel=ept)
@@ -60,17 +61,18 @@ def operands(params: SimtParams, dtype: Dtype) -> tuple[Operand, Operand]:
     return a, b
 
 
-def local_bytes(params: SimtParams, dtype: Dtype) -> int:
+def local_bytes(params: SimtParams, dtype: Dtype | str) -> int:
     """Local memory one work-group uses."""
+    dtype = get_dtype(dtype)
     buffers = 2 if params.double_buffer else 1
     return sum(op.tile_k * op.local_row * dtype.itemsize * buffers
                for op in operands(params, dtype) if op.local)
 
 
-def register_estimate(params: SimtParams, dtype: Dtype) -> int:
+def register_estimate(params: SimtParams, dtype: Dtype | str) -> int:
     """32-bit registers per work-item: accumulators, the fragments of A and B for one k, the staging
     registers of local loads (all in flight at once), and a fixed share for indices."""
-    per = dtype.registers_per_element
+    per = get_dtype(dtype).registers_per_element
     acc = params.tile_rows * params.tile_cols * per
     fragments = (params.tile_rows + params.tile_cols + params.vector_width) * per
     staging = 0

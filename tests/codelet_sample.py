@@ -1,0 +1,88 @@
+"""A seeded sample of (configuration, dtype, problem) cases covering the whole simt space: every
+codelet, every value of every parameter, every dtype; and across the cases every trans pair, odd sizes
+in each dimension, both edge modes, offsets and wide leading dimensions, and alpha/beta including beta=0
+over a NaN-filled C."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass
+
+from autogemm.codelets.simt import SimtParams, check
+from autogemm.codelets.simt.space import _axes, _make
+from autogemm.dtypes import DTYPES
+
+SEED = 20261122
+SIZES = (1, 7, 33, 127, 50, 64)
+TRANS = tuple(a + b for a, b in itertools.product("NTC", repeat=2))
+SCALARS = ((1.0, 0.0), (0.5 - 0.25j, 0.0), (-1.5, 0.75), (2.0, 1.0 + 0.5j))
+
+
+@dataclass(frozen=True)
+class Case:
+    params: SimtParams
+    dtype: str
+    m: int
+    n: int
+    k: int
+    trans: str
+    alpha: complex
+    beta: complex
+    edge: str
+    extra_ld: int
+    offset: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.dtype}-{self.trans}-{self.m}x{self.n}x{self.k}-{self.edge}"
+
+
+def _draw(device, dtype: str, rng: random.Random, fixed: dict) -> SimtParams | None:
+    axes = _axes(device)
+    for _ in range(20000):
+        point = {name: rng.choice(values) for name, values in axes.items()}
+        point.update(fixed)
+        params = _make(point)
+        if check(params, device, dtype) is None:
+            return params
+    return None
+
+
+def requirements(device) -> list[dict]:
+    """One fixed assignment per parameter value and per codelet (layout x assignment)."""
+    needs = [{name: value} for name, values in _axes(device).items() for value in values]
+    needs += [{"layout": lay, "assignment": asg} for lay in ("NN", "NT", "TN") for asg in ("consecutive", "offset")]
+    return needs
+
+
+def build_sample(device, count: int = 300, seed: int = SEED) -> list[Case]:
+    rng = random.Random(seed)
+    letters = [d for d in "sdcz" if device.fp64 or not DTYPES[d].needs_fp64]
+    pairs: dict[tuple[SimtParams, str], None] = {}
+    for i, fixed in enumerate(requirements(device)):
+        dtype = letters[i % len(letters)]
+        for attempt in range(len(letters)):       # some values fit only some dtypes (images, registers)
+            params = _draw(device, letters[(i + attempt) % len(letters)], rng, fixed)
+            if params is not None:
+                pairs[(params, letters[(i + attempt) % len(letters)])] = None
+                break
+    i = 0
+    while len(pairs) < count:
+        dtype = letters[i % len(letters)]
+        params = _draw(device, dtype, rng, {})
+        if params is not None:
+            pairs[(params, dtype)] = None
+        i += 1
+    cases = []
+    for i, (params, dtype) in enumerate(pairs):
+        alpha, beta = SCALARS[i % len(SCALARS)]
+        if not DTYPES[dtype].is_complex:
+            alpha, beta = alpha.real if isinstance(alpha, complex) else alpha, beta.real if isinstance(beta, complex) else beta
+        cases.append(Case(
+            params=params, dtype=dtype,
+            m=SIZES[i % len(SIZES)], n=SIZES[(i // 2 + 1) % len(SIZES)], k=SIZES[(i // 3 + 2) % len(SIZES)],
+            trans=TRANS[i % len(TRANS)], alpha=alpha, beta=beta,
+            edge=("guard", "pad")[i % 2], extra_ld=(0, 3)[(i // 2) % 2], offset=(0, 5)[(i // 4) % 2],
+        ))
+    return cases

@@ -1,0 +1,27 @@
+"""Shared fixtures: the device tests run on (PoCL's CPU device where there is no GPU)."""
+
+from __future__ import annotations
+
+import pytest
+
+import autogemm
+from autogemm.runtime import context_for
+
+
+@pytest.fixture(scope="session")
+def device() -> autogemm.Device:
+    return autogemm.default_device()
+
+
+@pytest.fixture(scope="session")
+def ctx(device):
+    return context_for(device)
+
+
+def pytest_collection_modifyitems(config, items):
+    if any(d.is_gpu for d in autogemm.list_devices()):
+        return
+    skip = pytest.mark.skip(reason="no GPU OpenCL device here")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

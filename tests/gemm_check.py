@@ -1,0 +1,75 @@
+"""Running one GEMM through a plan on device buffers and checking it against a float64 reference.
+
+Operands sit inside larger buffers (an element offset, a leading dimension wider than the matrix),
+surrounded by random junk; C is poisoned with NaN when beta is 0 (so an unwritten element fails and a
+read of C leaks NaN), and every element outside C must come back unchanged."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+
+from autogemm.blas import GemmPlan, GemmProblem, Op
+from autogemm.dtypes import Dtype
+
+
+def random_matrix(rng: np.random.Generator, dt: Dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """Uniform in [-1, 1) (complex: both parts), never zeros."""
+    data = rng.uniform(-1, 1, shape)
+    if dt.is_complex:
+        data = data + 1j * rng.uniform(-1, 1, shape)
+    return data.astype(dt.numpy)
+
+
+def apply_op(x: np.ndarray, letter: str) -> np.ndarray:
+    return {"N": x, "T": x.T, "C": x.conj().T}[letter]
+
+
+def relative_error(got: np.ndarray, want: np.ndarray) -> float:
+    scale = np.linalg.norm(want)
+    return float(np.linalg.norm(got.astype(want.dtype) - want) / (scale if scale else 1.0))
+
+
+def run_and_check(ctx, params, dt: Dtype, m: int, n: int, k: int, trans_a: str, trans_b: str,
+                  alpha, beta, edge: str, rng: np.random.Generator, extra_ld: int = 0,
+                  offset: int = 0) -> float:
+    """Run the plan and assert correctness; returns the relative error."""
+    op_a, op_b = Op.from_letter(trans_a, "trans_a"), Op.from_letter(trans_b, "trans_b")
+    shapes = {"A": (k, m) if op_a.transposed else (m, k), "B": (n, k) if op_b.transposed else (k, n),
+              "C": (m, n)}
+    lds = {name: shape[1] + extra_ld for name, shape in shapes.items()}
+    problem = GemmProblem(dt, m, n, k, op_a, op_b, lda=lds["A"], ldb=lds["B"], ldc=lds["C"],
+                          offset_a=offset, offset_b=offset, offset_c=offset)
+    hosts, views = {}, {}
+    for name, (rows, cols) in shapes.items():
+        size = problem.elements_needed(name) + 5
+        hosts[name] = random_matrix(rng, dt, (size,))
+        views[name] = np.lib.stride_tricks.as_strided(
+            hosts[name][offset:], shape=(rows, cols), strides=(lds[name] * dt.itemsize, dt.itemsize))
+    if beta == 0:
+        views["C"][...] = np.nan
+    c_before = hosts["C"].copy()
+    ref = (alpha * (apply_op(views["A"].astype(dt.reference_numpy), trans_a)
+                    @ apply_op(views["B"].astype(dt.reference_numpy), trans_b)))
+    if beta != 0:
+        ref = ref + beta * views["C"].astype(dt.reference_numpy)
+
+    plan = GemmPlan(ctx, problem, params, edge)
+    mf = cl.mem_flags
+    bufs = {name: cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=h) for name, h in hosts.items()}
+    try:
+        plan.enqueue(bufs["A"], bufs["B"], bufs["C"], alpha, beta)
+        got = np.empty_like(hosts["C"])
+        cl.enqueue_copy(ctx.queue, got, bufs["C"])
+    finally:
+        plan.release()
+        for buf in bufs.values():
+            buf.release()
+    got_c = np.lib.stride_tricks.as_strided(got[offset:], shape=(m, n), strides=(lds["C"] * dt.itemsize, dt.itemsize))
+    outside = np.ones(got.shape, bool)
+    np.lib.stride_tricks.as_strided(outside[offset:], shape=(m, n), strides=(lds["C"], 1))[...] = False
+    assert np.array_equal(got[outside], c_before[outside]), "elements outside C were changed"
+    assert np.all(np.isfinite(got_c)), f"{np.count_nonzero(~np.isfinite(got_c))} elements of C not written (or NaN read)"
+    err = relative_error(got_c, ref) if m and n else 0.0
+    assert err < dt.tolerance, f"relative error {err:.2e} over {dt.tolerance:.0e} ({plan.describe()})"
+    return err

@@ -1,0 +1,144 @@
+"""The numpy-facing ``autogemm.gemm``: results for every layout of numpy arrays, BLAS edge semantics,
+and clear errors that leave the caller's arrays untouched."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autogemm
+from autogemm.dtypes import DTYPES
+
+from gemm_check import apply_op, random_matrix, relative_error
+
+RNG = np.random.default_rng()
+
+
+def reference(a, b, c, alpha, beta, ta, tb, dt):
+    ref = alpha * (apply_op(a.astype(dt.reference_numpy), ta) @ apply_op(b.astype(dt.reference_numpy), tb))
+    return ref + beta * c.astype(dt.reference_numpy) if c is not None and beta != 0 else ref
+
+
+@pytest.mark.parametrize("letter", "sdcz")
+@pytest.mark.parametrize("order", ["C", "F", "strided"])
+def test_layouts_of_numpy_arrays(letter, order):
+    dt = DTYPES[letter]
+    m, n, k = 23, 17, 31
+    a, b = random_matrix(RNG, dt, (m, k)), random_matrix(RNG, dt, (k, n))
+    c = random_matrix(RNG, dt, (m, n))
+    if order == "F":
+        a, b, c = np.asfortranarray(a), np.asfortranarray(b), np.asfortranarray(c)
+    elif order == "strided":   # views into wider arrays: leading dimensions beyond the columns
+        a = random_matrix(RNG, dt, (m, k + 9))[:, 4:4 + k]
+        b = random_matrix(RNG, dt, (2 * k, n))[::2]
+        c = random_matrix(RNG, dt, (m, n + 5))[:, :n]
+    alpha, beta = (0.5 + 1j, -0.5) if dt.is_complex else (0.5, -0.5)
+    want = reference(a, b, c, alpha, beta, "N", "N", dt)
+    out = autogemm.gemm(a, b, c, alpha=alpha, beta=beta)
+    assert out is c
+    assert relative_error(c, want) < dt.tolerance
+
+
+def test_strided_c_leaves_the_gaps_alone():
+    dt = DTYPES["s"]
+    base = random_matrix(RNG, dt, (20, 30))
+    before = base.copy()
+    c = base[:, 3:13]
+    a, b = random_matrix(RNG, dt, (20, 8)), random_matrix(RNG, dt, (8, 10))
+    autogemm.gemm(a, b, c, beta=1.0)
+    assert np.array_equal(base[:, :3], before[:, :3]) and np.array_equal(base[:, 13:], before[:, 13:])
+    assert relative_error(c, reference(a, b, before[:, 3:13], 1.0, 1.0, "N", "N", dt)) < dt.tolerance
+
+
+@pytest.mark.parametrize("ta,tb", [("T", "C"), ("C", "N")])
+def test_conjugate_transposes_on_column_major(ta, tb):
+    dt = DTYPES["z"]
+    a = np.asfortranarray(random_matrix(RNG, dt, (9, 14)))
+    b = random_matrix(RNG, dt, (11, 9) if tb != "N" else (9, 11))
+    if ta == "C":
+        a = np.asfortranarray(random_matrix(RNG, dt, (9, 14)))
+        b = random_matrix(RNG, dt, (9, 11))
+    out = autogemm.gemm(a, b, trans_a=ta, trans_b=tb)
+    assert relative_error(out, reference(a, b, None, 1.0, 0.0, ta, tb, dt)) < dt.tolerance
+
+
+@pytest.mark.parametrize("edge", ["pad", "guard"])
+def test_beta_zero_does_not_read_nan_c(edge):
+    dt = DTYPES["d"]
+    a, b = random_matrix(RNG, dt, (40, 30)), random_matrix(RNG, dt, (30, 50))
+    c = np.full((40, 50), np.nan)
+    autogemm.gemm(a, b, c, beta=0.0, edge=edge)
+    assert np.all(np.isfinite(c))
+    assert relative_error(c, a @ b) < dt.tolerance
+
+
+def test_alpha_zero_skips_the_product_as_blas_does():
+    dt = DTYPES["s"]
+    a = np.full((8, 5), np.nan, np.float32)
+    b = random_matrix(RNG, dt, (5, 6))
+    c = random_matrix(RNG, dt, (8, 6))
+    want = 2 * c.astype(np.float64)
+    autogemm.gemm(a, b, c, alpha=0.0, beta=2.0)
+    assert relative_error(c, want) < dt.tolerance
+
+
+def test_k_zero_scales_c():
+    c = random_matrix(RNG, DTYPES["c"], (4, 3))
+    want = c * (1 - 1j)
+    autogemm.gemm(np.zeros((4, 0), np.complex64), np.zeros((0, 3), np.complex64), c, beta=1 - 1j)
+    assert np.allclose(c, want)
+
+
+def test_empty_outputs():
+    assert autogemm.gemm(np.ones((0, 4), np.float32), np.ones((4, 3), np.float32)).shape == (0, 3)
+    assert autogemm.gemm(np.ones((2, 4), np.float32), np.ones((4, 0), np.float32)).shape == (2, 0)
+
+
+def test_result_without_c_is_new_array():
+    a, b = random_matrix(RNG, DTYPES["s"], (3, 4)), random_matrix(RNG, DTYPES["s"], (4, 5))
+    out = autogemm.gemm(a, b, alpha=2.0)
+    assert out.shape == (3, 5) and out.dtype == np.float32
+    assert relative_error(out, 2 * a.astype(np.float64) @ b) < 1e-5
+
+
+def _bad_calls():
+    f4 = np.ones((4, 4), np.float32)
+    return [
+        (dict(a=f4, b=np.ones((5, 4), np.float32)), autogemm.ShapeError, "inner dimensions"),
+        (dict(a=f4, b=np.ones((4, 4), np.float64)), autogemm.DtypeError, "convert"),
+        (dict(a=f4.astype(np.int32), b=f4.astype(np.int32)), autogemm.DtypeError, "unsupported dtype"),
+        (dict(a=f4, b=f4, trans_a="X"), autogemm.ArgumentError, "trans_a"),
+        (dict(a=f4, b=f4, trans_b=1), autogemm.ArgumentError, "trans_b"),
+        (dict(a=f4, b=f4, alpha=1 + 2j), autogemm.DtypeError, "complex"),
+        (dict(a=f4, b=f4, alpha="2"), autogemm.ArgumentError, "alpha"),
+        (dict(a=f4, b=f4, c=np.ones((4, 5), np.float32), beta=1.0), autogemm.ShapeError, "shape"),
+        (dict(a=f4, b=f4, c=np.ones((4, 4), np.float64), beta=1.0), autogemm.DtypeError, "c is"),
+        (dict(a=f4, b=f4, beta=1.0), autogemm.ArgumentError, "no c"),
+        (dict(a=np.ones(4, np.float32), b=f4), autogemm.ShapeError, "2-D"),
+        (dict(a=[[1.0]], b=f4), autogemm.ArgumentError, "numpy array"),
+        (dict(a=f4, b=f4, edge="sideways"), autogemm.ArgumentError, "edge"),
+        (dict(a=f4, b=f4, config=autogemm.SimtParams(tile_rows=3)), autogemm.ConfigError, "tile_rows"),
+        (dict(a=f4, b=f4, device="no such device"), autogemm.DeviceError, "no OpenCL device"),
+    ]
+
+
+@pytest.mark.parametrize("kwargs,error,words", _bad_calls())
+def test_bad_input_raises_clear_error_and_changes_nothing(kwargs, error, words):
+    copies = {k: v.copy() for k, v in kwargs.items() if isinstance(v, np.ndarray)}
+    with pytest.raises(error, match=words):
+        autogemm.gemm(**kwargs)
+    for key, before in copies.items():
+        assert np.array_equal(kwargs[key], before, equal_nan=True)
+
+
+def test_read_only_c_is_refused():
+    c = np.zeros((4, 4), np.float32)
+    c.flags.writeable = False
+    with pytest.raises(autogemm.ArgumentError, match="read-only"):
+        autogemm.gemm(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32), c)
+
+
+def test_rejected_config_names_the_reason(device):
+    too_big = autogemm.SimtParams(wg_rows=256, wg_cols=256)
+    with pytest.raises(autogemm.ConfigError, match="work-group of 65536"):
+        autogemm.gemm(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32), config=too_big)

@@ -1,0 +1,50 @@
+"""The command line: devices, show-kernel and run."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from autogemm.cli import main
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_devices_table_and_json(device):
+    out = invoke("devices")
+    assert out.exit_code == 0 and device.fingerprint in out.output
+    data = json.loads(invoke("devices", "--json").output)
+    assert any(d["fingerprint"] == device.fingerprint for d in data)
+
+
+def test_show_kernel_from_settings_and_json():
+    out = invoke("show-kernel", "--dtype", "c", "--set", "tile_rows=8", "--set", "vector_width=2")
+    assert out.exit_code == 0
+    assert "#define TILE_ROWS 8" in out.output and "#define VW 2" in out.output and "__kernel" in out.output
+    cfg = json.dumps({"layout": "NT", "assignment": "consecutive", "tile_k": 16})
+    out = invoke("show-kernel", "--config", cfg, "--whole")
+    assert out.exit_code == 0 and "layout NT" in out.output and "whole blocks only" in out.output
+
+
+def test_show_kernel_rejects_bad_config():
+    out = invoke("show-kernel", "--set", "tile_rows=3")
+    assert out.exit_code == 2 and "tile_rows=3" in out.output
+    out = invoke("show-kernel", "--config", '{"layout": "XX"}')
+    assert out.exit_code == 2 and "layout" in out.output
+    out = invoke("show-kernel", "--config", '{"tile_k": "#include <evil>"}')
+    assert out.exit_code == 2 and "integer" in out.output
+
+
+def test_run_validates_and_reports_each_iteration():
+    out = invoke("run", "-M", "45", "-N", "37", "-K", "29", "--dtype", "d", "--trans-b", "T",
+                 "--beta", "0.5", "-i", "3", "--validate")
+    assert out.exit_code == 0, out.output
+    assert out.output.count("iteration") == 3 and "PASS" in out.output
+
+
+def test_run_unknown_device_fails_cleanly():
+    out = invoke("run", "-d", "no-such-device")
+    assert out.exit_code == 2 and "no OpenCL device matches" in out.output

@@ -1,0 +1,83 @@
+"""Device discovery, fingerprints, selection, the NVIDIA ICD fallback, and the program cache."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import autogemm
+from autogemm.runtime import discovery
+from autogemm.runtime.context import context_for
+
+
+def test_devices_found_and_described():
+    devices = autogemm.list_devices()
+    assert devices
+    for d in devices:
+        assert d.name and d.compute_units > 0 and d.max_work_group_size > 0 and d.local_mem_bytes > 0
+        assert len(d.fingerprint) == 16
+
+
+def test_fingerprint_is_stable_and_ignores_slot(device):
+    moved = dataclasses.replace(device, platform_index=7, device_index=3)
+    assert moved.fingerprint == device.fingerprint
+    assert dataclasses.replace(device, driver_version="other").fingerprint != device.fingerprint
+
+
+def test_find_device_by_every_spec(device):
+    slot = f"{device.platform_index}:{device.device_index}"
+    assert autogemm.find_device(slot) == device
+    assert autogemm.find_device(device.name.split()[0]) is not None
+    assert autogemm.find_device(device.device_type.lower()).device_type == device.device_type
+    with pytest.raises(autogemm.DeviceError, match="devices are"):
+        autogemm.find_device("99:99")
+    with pytest.raises(autogemm.DeviceError, match="printable"):
+        autogemm.find_device("x\n" * 3)
+
+
+def test_environment_variable_chooses_device(monkeypatch, device):
+    monkeypatch.setenv("AUTOGEMM_DEVICE", f"{device.platform_index}:{device.device_index}")
+    assert autogemm.default_device() == device
+    monkeypatch.setenv("AUTOGEMM_DEVICE", "no-such-device")
+    with pytest.raises(autogemm.DeviceError):
+        autogemm.default_device()
+
+
+def test_nvidia_icd_registered_when_library_present_but_unlisted(monkeypatch, tmp_path):
+    vendors = tmp_path / "vendors"
+    vendors.mkdir()
+    (vendors / "other.icd").write_text("/opt/other/libOther.so\n")
+    monkeypatch.setenv("OCL_ICD_VENDORS", str(vendors))
+    monkeypatch.setattr(discovery, "_nvidia_library_loadable", lambda: True)
+    monkeypatch.setattr(discovery.tempfile, "gettempdir", lambda: str(tmp_path))
+    note = discovery.register_nvidia_icd()
+    assert note and "OCL_ICD_VENDORS" in note
+    made = discovery.os.environ["OCL_ICD_VENDORS"]
+    assert made != str(vendors)
+    names = {p.name: p.read_text().strip() for p in discovery.Path(made).glob("*.icd")}
+    assert names["nvidia.icd"] == discovery.NVIDIA_LIBRARY
+    assert names["other.icd"] == "/opt/other/libOther.so"
+
+
+def test_nvidia_icd_left_alone_when_registered_or_absent(monkeypatch, tmp_path):
+    monkeypatch.setenv("OCL_ICD_VENDORS", str(tmp_path))
+    monkeypatch.setattr(discovery, "_nvidia_library_loadable", lambda: False)
+    assert discovery.register_nvidia_icd() is None
+    (tmp_path / "nv.icd").write_text("libnvidia-opencl.so.1\n")
+    monkeypatch.setattr(discovery, "_nvidia_library_loadable", lambda: True)
+    assert discovery.register_nvidia_icd() is None
+
+
+def test_program_cache_builds_once(ctx):
+    source = "__kernel void twice(__global float* x) { x[get_global_id(0)] *= 2.0f; }"
+    first = ctx.program(source)
+    assert ctx.program(source) is first
+    assert ctx.program(source, ("-cl-mad-enable",)) is not first
+    assert context_for(ctx.device) is ctx
+
+
+def test_build_error_carries_log(ctx):
+    with pytest.raises(autogemm.BuildError) as info:
+        ctx.program("__kernel void broken(__global float* x) { x[0] = undefined_name; }")
+    assert "undefined_name" in str(info.value) or info.value.log

@@ -1,0 +1,85 @@
+"""The simt parameter space: validation of configurations from outside, and ``check``'s reasons."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+
+from autogemm import ConfigError, SimtParams
+from autogemm.codelets.simt import check, render, sample, space
+from autogemm.codelets.simt.geometry import register_estimate
+
+
+def test_round_trip_through_dict():
+    params = SimtParams("NT", "consecutive", 4, 16, 8, 2, 16, 2, False, True, False, True, True, True, False,
+                        "mad", ("-cl-mad-enable",))
+    assert SimtParams.from_dict(params.to_dict()) == params
+
+
+@pytest.mark.parametrize("data,words", [
+    ({"tile_rows": "8"}, "integer"),
+    ({"tile_rows": 3}, "tile_rows"),
+    ({"local_a": 1}, "true or false"),
+    ({"layout": "TT"}, "layout"),
+    ({"mac": "exp"}, "mac"),
+    ({"evil": 1}, "unknown"),
+    ({"build_options": ["-D X=1"]}, "not one autogemm allows"),
+    ({"build_options": ["-cl-nv-maxrregcount=9999"]}, "not one autogemm allows"),
+    ({"build_options": "-cl-mad-enable"}, "list"),
+    ({"vector_width": 8, "tile_rows": 4}, "must divide"),
+    ({"double_buffer": True, "local_a": False, "local_b": False}, "need an operand in local"),
+])
+def test_from_dict_rejects_forged_or_invalid(data, words):
+    with pytest.raises(ConfigError, match=words):
+        SimtParams.from_dict(data)
+
+
+def test_check_reasons(device):
+    with_limits = dataclasses.replace(device, max_work_group_size=64, local_mem_bytes=4096, fp64=False,
+                                      image_support=False)
+    cases = [
+        (SimtParams(wg_rows=16, wg_cols=16), "s", "work-group of 256"),
+        (SimtParams(wg_rows=8, wg_cols=8, tile_rows=8, tile_cols=8, tile_k=16), "s", "local memory"),
+        (SimtParams(), "d", "double precision"),
+        (SimtParams(image_a=True, vector_width=4, tile_rows=4, tile_cols=4), "s", "no image support"),
+        (SimtParams(build_options=("-cl-nv-maxrregcount=128",)), "s", "NVIDIA"),
+    ]
+    for params, dtype, words in cases:
+        if "NVIDIA" in words and with_limits.is_nvidia:
+            continue
+        assert words in (check(params, with_limits, dtype) or ""), (params, words)
+
+
+def test_register_budget_prunes_as_raijincl(device):
+    big = SimtParams(tile_rows=8, tile_cols=8, vector_width=2, local_a=False, local_b=False)
+    assert register_estimate(big, "z") > 128
+    budget = dataclasses.replace(device, vendor="Other", platform_name="Other")
+    assert "registers" in check(big, budget, "z")
+    assert check(big, budget, "s") is None
+
+
+def test_image_texel_rules(device):
+    img = dataclasses.replace(device, image_support=True)
+    assert "multiple" in check(SimtParams(image_a=True, vector_width=2, tile_rows=2, tile_cols=2), img, "s")
+    direct_k = SimtParams(layout="NN", image_a=True, local_a=False, vector_width=4, tile_rows=4, tile_cols=4)
+    assert "layout" in check(direct_k, img, "s")
+
+
+def test_space_and_sample_only_yield_valid_points(device):
+    first = [p for _, p in zip(range(200), space(device, "s"))]
+    assert first and all(check(p, device, "s") is None for p in first)
+    drawn = sample(device, "c", 50, random.Random(3))
+    assert len(set(drawn)) == 50 and all(check(p, device, "c") is None for p in drawn)
+
+
+def test_generated_source_names_its_parameters():
+    params = SimtParams("NN", "consecutive", 4, 8, 2, 4, 8, 2, True, False, double_buffer=True, local_pad=True)
+    src = render(params, "z").source
+    for name, value in [("WG_ROWS", 4), ("WG_COLS", 8), ("TILE_ROWS", 2), ("TILE_COLS", 4), ("TILE_K", 8),
+                        ("VW", 2), ("NBUF", 2)]:
+        assert f"#define {name} {value}" in src
+    assert "layout NN" in src and "double buffering" in src and "cl_khr_fp64" in src
+    whole = render(params, "z", guarded=False).source
+    assert "zero outside" not in whole and "zero outside" in src
