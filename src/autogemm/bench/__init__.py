@@ -1,0 +1,1 @@
+"""Measuring autogemm against its peers (cuBLAS, CLBlast, numpy) in the same run."""
