@@ -22,7 +22,8 @@ from autogemm.dtypes import DTYPES
 from autogemm.runtime import context_for, median, time_enqueue
 
 from codelet_sample import build_sample
-from gemm_check import random_matrix, relative_error, run_and_check
+from autogemm.checking import random_matrix, relative_error
+from gemm_check import run_and_check
 
 OUT = os.environ.get("OUT", "out")
 os.makedirs(OUT, exist_ok=True)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
+
+# Profiles and checkpoints of the person running the tests must not change what the tests see.
+os.environ["AUTOGEMM_CACHE_DIR"] = tempfile.mkdtemp(prefix="autogemm-test-cache-")
 
 import autogemm
 from autogemm.runtime import context_for

@@ -10,24 +10,12 @@ import numpy as np
 import pyopencl as cl
 
 from autogemm.blas import GemmPlan, GemmProblem, Op
+from autogemm.checking import random_matrix, relative_error
 from autogemm.dtypes import Dtype
-
-
-def random_matrix(rng: np.random.Generator, dt: Dtype, shape: tuple[int, ...]) -> np.ndarray:
-    """Uniform in [-1, 1) (complex: both parts), never zeros."""
-    data = rng.uniform(-1, 1, shape)
-    if dt.is_complex:
-        data = data + 1j * rng.uniform(-1, 1, shape)
-    return data.astype(dt.numpy)
 
 
 def apply_op(x: np.ndarray, letter: str) -> np.ndarray:
     return {"N": x, "T": x.T, "C": x.conj().T}[letter]
-
-
-def relative_error(got: np.ndarray, want: np.ndarray) -> float:
-    scale = np.linalg.norm(want)
-    return float(np.linalg.norm(got.astype(want.dtype) - want) / (scale if scale else 1.0))
 
 
 def run_and_check(ctx, params, dt: Dtype, m: int, n: int, k: int, trans_a: str, trans_b: str,

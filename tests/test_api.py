@@ -9,7 +9,8 @@ import pytest
 import autogemm
 from autogemm.dtypes import DTYPES
 
-from gemm_check import apply_op, random_matrix, relative_error
+from autogemm.checking import random_matrix, relative_error
+from gemm_check import apply_op
 
 RNG = np.random.default_rng()
 

@@ -34,3 +34,11 @@ class BuildError(AutogemmError, RuntimeError):
         super().__init__(message + (f"\n--- build log ---\n{log}" if log else ""))
         self.log = log
         self.source = source
+
+
+class ProfileError(AutogemmError, ValueError):
+    """A device profile that cannot be read, fails validation, or belongs to another device."""
+
+
+class TuningError(AutogemmError, RuntimeError):
+    """A tuning run that cannot start or found no working configuration."""

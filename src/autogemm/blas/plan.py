@@ -22,8 +22,8 @@ from ..codelets.simt import SimtParams, check, render
 from ..codelets.simt.geometry import TEXEL_BYTES
 from ..errors import ArgumentError, ConfigError
 from ..runtime.context import DeviceContext
-from .defaults import default_params
 from .problem import GemmProblem
+from .selection import choose_params
 
 EDGES = ("auto", "pad", "guard")
 #: Problems with at least this many multiply-adds are padded under ``edge='auto'``: the copies then
@@ -57,7 +57,8 @@ def _kernel_shape(problem: GemmProblem, name: str, letter: str) -> tuple[int, in
 
 class GemmPlan:
     """Launch sequence for one problem on one device: packs, the GEMM kernel, and a merge if needed.
-    Temporary buffers are allocated once here and reused by every ``enqueue``; ``release`` frees them."""
+    Kernels are built here; temporary buffers are allocated at the first ``enqueue`` and reused by later
+    ones; ``release`` frees them."""
 
     def __init__(self, ctx: DeviceContext, problem: GemmProblem, params: SimtParams | None = None,
                  edge: str = "auto") -> None:
@@ -67,7 +68,10 @@ class GemmPlan:
         self.ctx = ctx
         self.problem = problem
         self.dtype = problem.dtype
-        self.params = params or default_params(ctx.device, problem.dtype)
+        if params is None:
+            self.params, self.params_source = choose_params(ctx.device, problem)
+        else:
+            self.params, self.params_source = params, "given"
         reason = check(self.params, ctx.device, problem.dtype)
         if reason:
             raise ConfigError(f"configuration rejected for {ctx.device.name.strip()}: {reason}")
@@ -89,7 +93,7 @@ class GemmPlan:
         op = self.problem.op_a if name == "A" else self.problem.op_b
         return "T" if op.transposed else "N"
 
-    def _image(self, name: str) -> bool:
+    def _through_image(self, name: str) -> bool:
         return self.params.image_a if name == "A" else self.params.image_b
 
     def _conjugated(self, name: str) -> bool:
@@ -99,7 +103,7 @@ class GemmPlan:
 
     def _readable_in_place(self, name: str) -> bool:
         return (self._stored_letter(name) == self._letter(name) and not self._conjugated(name)
-                and not self._image(name))
+                and not self._through_image(name))
 
     def _in_place_whole(self, name: str) -> bool:
         """True when operand ``name`` meets the unguarded kernel's needs as it is stored."""
@@ -126,7 +130,7 @@ class GemmPlan:
                 round_up(max(pr.k, 1), p.tile_k))
 
     def _stage(self, name: str) -> Staging:
-        image = self._image(name)
+        image = self._through_image(name)
         pad = image or not self.guarded
         if (self._in_place_whole(name) if not self.guarded else self._readable_in_place(name)):
             return Staging(name, packed=False)
@@ -148,32 +152,48 @@ class GemmPlan:
         self._temps.append(buf)
         return buf
 
-    def _image_for(self, st: Staging) -> cl.Image:
+    def _image_shape(self, st: Staging) -> tuple[int, int]:
+        """(width, height) in texels of operand ``st`` as an image; ConfigError if the device's limits
+        are too small for it."""
         texel = max(1, TEXEL_BYTES // self.dtype.itemsize)
         width, height = st.dst_ld // texel, st.dst_rows
         max_w, max_h = self.ctx.device.image2d_max
         if width > max_w or height > max_h:
             raise ConfigError(f"{st.name} as an image needs {width}x{height} texels; the device allows {max_w}x{max_h}")
+        return width, height
+
+    def _image(self, st: Staging) -> cl.Image:
         channel = cl.channel_type.UNSIGNED_INT32 if self.dtype.needs_fp64 else cl.channel_type.FLOAT
         fmt = cl.ImageFormat(cl.channel_order.RGBA, channel)
-        img = cl.create_image(self.ctx.context, cl.mem_flags.READ_ONLY, fmt, shape=(width, height))
+        img = cl.create_image(self.ctx.context, cl.mem_flags.READ_ONLY, fmt, shape=self._image_shape(st))
         self._temps.append(img)
         return img
 
     def _build(self) -> None:
+        """Compile (or fetch from the cache) every kernel the plan launches; check image limits."""
         src = self.kernel_source
         self.gemm_kernel = self.ctx.kernel(src.source, src.name, src.options)
         self.pack_kernels: dict[str, cl.Kernel] = {}
-        self.pack_buffers: dict[str, cl.Buffer] = {}
-        self.images: dict[str, cl.Image] = {}
         for name, st in self.staging.items():
             if not st.packed:
                 continue
             helper = helpers.pack(self.dtype, st.transpose, st.conjugate)
             self.pack_kernels[name] = self.ctx.kernel(helper.source, helper.name)
-            self.pack_buffers[name] = self._buffer(st.dst_rows * st.dst_ld)
             if st.image:
-                self.images[name] = self._image_for(st)
+                self._image_shape(st)
+
+    def _allocate(self) -> None:
+        """Create the temporary buffers and images on first use (so that plans can be built ahead,
+        on other threads, without holding device memory)."""
+        if self._temps:
+            return
+        self.pack_buffers: dict[str, cl.Buffer] = {}
+        self.images: dict[str, cl.Image] = {}
+        for name, st in self.staging.items():
+            if st.packed:
+                self.pack_buffers[name] = self._buffer(st.dst_rows * st.dst_ld)
+                if st.image:
+                    self.images[name] = self._image(st)
         if self.c_temp:
             self.c_buffer = self._buffer(self.padded_m * self.padded_n)
 
@@ -182,7 +202,8 @@ class GemmPlan:
         return self.ctx.kernel(src.source, name)
 
     def release(self) -> None:
-        """Free the temporary buffers and images now rather than at garbage collection."""
+        """Free the temporary buffers and images now rather than at garbage collection (a later
+        ``enqueue`` allocates them again)."""
         for mem in self._temps:
             mem.release()
         self._temps.clear()
@@ -205,6 +226,7 @@ class GemmPlan:
                 size = (round_up(pr.n, helpers.TILE), round_up(pr.m, helpers.TILE))
                 return [cl.enqueue_nd_range_kernel(q, scale, size, (helpers.TILE, helpers.TILE),
                                                    wait_for=wait_for)]
+            self._allocate()
             events: list[cl.Event] = []
             operands = {}
             for name, user in (("A", a), ("B", b)):
@@ -250,7 +272,8 @@ class GemmPlan:
         """What this plan launches, for logs and ``autogemm run``."""
         steps = [f"{'pack ' + n + (' (transpose)' if s.transpose else '') + (' (conjugate)' if s.conjugate else '') + (' -> image' if s.image else '')}"
                  for n, s in self.staging.items() if s.packed]
-        steps.append(f"gemm [{self.params.describe()}] {'guarded' if self.guarded else 'whole tiles'}")
+        steps.append(f"gemm [{self.params.describe()}] ({self.params_source}) "
+                     f"{'guarded' if self.guarded else 'whole tiles'}")
         if self.c_temp:
             steps.append("merge C")
         return " ; ".join(steps)

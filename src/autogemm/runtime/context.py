@@ -26,22 +26,29 @@ class DeviceContext:
 
     def program(self, source: str, options: tuple[str, ...] = ()) -> cl.Program:
         """Build ``source`` with ``options`` once; later calls return the cached program.
-        Raises ``BuildError`` with the compiler's log when the build fails."""
+        Builds run outside the cache lock, so several threads can compile different programs at once
+        (the tuner compiles ahead while the device times). Raises ``BuildError`` with the compiler's log
+        when the build fails."""
         key = (source, " ".join(options))
         with self._lock:
             cached = self._programs.get(key)
-            if cached is not None:
-                return cached
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", cl.CompilerWarning)
-                    built = cl.Program(self.context, source).build(options=list(options))
-            except cl.RuntimeError as exc:
-                raise BuildError(
-                    f"OpenCL build failed on {self.device.name.strip()}", log=str(exc), source=source
-                ) from exc
-            self._programs[key] = built
-            return built
+        if cached is not None:
+            return cached
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                built = cl.Program(self.context, source).build(options=list(options))
+        except cl.RuntimeError as exc:
+            raise BuildError(
+                f"OpenCL build failed on {self.device.name.strip()}", log=str(exc), source=source
+            ) from exc
+        with self._lock:
+            return self._programs.setdefault(key, built)
+
+    def forget(self, source: str, options: tuple[str, ...] = ()) -> None:
+        """Drop a program from the cache (the tuner builds thousands it will not run again)."""
+        with self._lock:
+            self._programs.pop((source, " ".join(options)), None)
 
     def kernel(self, source: str, name: str, options: tuple[str, ...] = ()) -> cl.Kernel:
         """A fresh kernel object (kernels carry their arguments, so each user gets its own)."""

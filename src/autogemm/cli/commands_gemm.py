@@ -1,123 +1,21 @@
-"""The ``autogemm`` command line: ``devices``, ``show-kernel`` and ``run``."""
+"""``autogemm show-kernel`` and ``autogemm run``: one configuration's source, one GEMM timed."""
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 
 import click
 import numpy as np
 import pyopencl as cl
-from rich.console import Console
-from rich.table import Table
 
-from . import __version__
-from .blas import EDGES, GemmPlan, GemmProblem, Op, default_params
-from .codelets.simt import SimtParams, check, render
-from .dtypes import DTYPES, get_dtype
-from .errors import AutogemmError, ConfigError, DeviceError
-from .runtime import Device, context_for, discovery, list_devices, median, time_enqueue
-
-console = Console()
-
-
-def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {message}", highlight=False)
-    sys.exit(2)
-
-
-def _select_device(platform: str | None, device: str | None) -> Device:
-    """A device by ``--platform`` (number or name) and ``--device`` (number or name within it), or by
-    ``--device`` alone (anything ``find_device`` accepts); neither means the default device."""
-    if platform is None:
-        return discovery.find_device(device)
-    devices = list_devices()
-    on_platform = [d for d in devices if str(d.platform_index) == platform
-                   or platform.lower() in d.platform_name.lower()]
-    if not on_platform:
-        raise DeviceError(f"no platform matches {platform!r}")
-    if device is None:
-        return on_platform[0]
-    for d in on_platform:
-        if str(d.device_index) == device or device.lower() in d.name.lower():
-            return d
-    raise DeviceError(f"no device {device!r} on platform {platform!r}")
-
-
-def _parse_config(config: str | None, settings: tuple[str, ...], base: SimtParams) -> SimtParams:
-    """A configuration from JSON text or a JSON file, then ``key=value`` overrides."""
-    data = base.to_dict()
-    if config:
-        text = Path(config).read_text() if not config.lstrip().startswith("{") else config
-        try:
-            loaded = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"--config is not valid JSON: {exc}") from exc
-        if not isinstance(loaded, dict):
-            raise ConfigError("--config must hold a JSON object")
-        data.update(loaded)
-    for item in settings:
-        key, sep, raw = item.partition("=")
-        if not sep or key not in data:
-            raise ConfigError(f"--set {item!r}: expected NAME=VALUE with NAME one of {', '.join(data)}")
-        if key == "build_options":
-            data[key] = [o for o in raw.split(",") if o]
-        elif isinstance(data[key], bool):
-            if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                raise ConfigError(f"--set {key}: expected true or false, not {raw!r}")
-            data[key] = raw.lower() in ("true", "1", "yes")
-        elif isinstance(data[key], int):
-            try:
-                data[key] = int(raw)
-            except ValueError as exc:
-                raise ConfigError(f"--set {key}: expected an integer, not {raw!r}") from exc
-        else:
-            data[key] = raw
-    return SimtParams.from_dict(data)
-
-
-def _gib(n: int) -> str:
-    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**10:.0f} KiB"
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="autogemm")
-def main() -> None:
-    """Auto-tuned GEMM for any OpenCL device."""
-
-
-@main.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the devices' facts as JSON.")
-def devices(as_json: bool) -> None:
-    """List every OpenCL device and its facts."""
-    found = list_devices()
-    if as_json:
-        click.echo(json.dumps([dict(d.facts(), slot=f"{d.platform_index}:{d.device_index}",
-                                    fingerprint=d.fingerprint) for d in found], indent=2))
-        return
-    if discovery.icd_note:
-        console.print(f"[yellow]note:[/yellow] {discovery.icd_note}", highlight=False)
-    if not found:
-        _fail("no OpenCL device found; for the CPU install PoCL: pip install 'autogemm[pocl]'")
-    default = discovery.default_device()
-    for d in found:
-        table = Table(title=f"{d.label}{'  (default)' if d == default else ''}", show_header=False,
-                      title_justify="left")
-        table.add_column("fact", style="bold")
-        table.add_column("value")
-        rows = [
-            ("type", d.device_type), ("vendor", d.vendor.strip()), ("driver", d.driver_version),
-            ("OpenCL", d.opencl_version), ("compute units", str(d.compute_units)),
-            ("clock", f"{d.clock_mhz} MHz"), ("global memory", _gib(d.global_mem_bytes)),
-            ("local memory", _gib(d.local_mem_bytes)), ("max work-group", str(d.max_work_group_size)),
-            ("fp64", "yes" if d.fp64 else "no"), ("images", "yes" if d.image_support else "no"),
-            *((k.replace("_", " "), v) for k, v in d.vendor_facts.items()),
-            ("fingerprint", d.fingerprint),
-        ]
-        for key, value in rows:
-            table.add_row(key, value)
-        console.print(table)
+from ..blas import EDGES, GemmPlan, GemmProblem, Op
+from ..blas.selection import choose_params
+from ..codelets.simt import check, render
+from ..dtypes import DTYPES, get_dtype
+from ..errors import AutogemmError
+from ..runtime import context_for, median, time_enqueue
+from . import main
+from .common import fail, parse_config, select_device, console
 
 
 config_options = [
@@ -144,18 +42,20 @@ def _with_options(options):
 @click.option("--whole/--guarded", "whole", default=False,
               help="The whole-tile kernel (aligned, no edge guards) or the guarded one (default).")
 def show_kernel(dtype_letter, config, settings, platform, device, whole) -> None:
-    """Print the OpenCL source of one configuration (the device's default unless --config/--set)."""
+    """Print the OpenCL source of one configuration: the device's (from its profile for large problems,
+    else the default), changed by --config/--set."""
     try:
         dt = get_dtype(dtype_letter)
-        dev = _select_device(platform, device)
-        params = _parse_config(config, settings, default_params(dev, dt))
+        dev = select_device(platform, device)
+        base, _ = choose_params(dev, GemmProblem(dt, 4096, 4096, 4096, lda=4096, ldb=4096, ldc=4096))
+        params = parse_config(config, settings, base)
         reason = check(params, dev, dt)
         if reason:
             console.print(f"[yellow]warning:[/yellow] {dev.name.strip()} would reject this configuration: "
                           f"{reason}", highlight=False)
         click.echo(render(params, dt, guarded=not whole).source)
     except (AutogemmError, OSError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 @main.command()
@@ -173,18 +73,21 @@ def show_kernel(dtype_letter, config, settings, platform, device, whole) -> None
 @_with_options(config_options)
 def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, dtype_letter, config, settings,
         platform, device) -> None:
-    """Run one GEMM several times, printing each iteration's device time and rate."""
+    """Run one GEMM several times, printing each iteration's device time and rate (with the device
+    profile's configuration for the shape, or the default, unless --config/--set)."""
     try:
         dt = get_dtype(dtype_letter)
-        dev = _select_device(platform, device)
+        dev = select_device(platform, device)
         ctx = context_for(dev)
-        params = _parse_config(config, settings, default_params(dev, dt))
         op_a, op_b = Op.from_letter(trans_a, "trans-a"), Op.from_letter(trans_b, "trans-b")
         problem = GemmProblem(dt, m, n, k, op_a, op_b, lda=max(1, k if not op_a.transposed else m),
                               ldb=max(1, n if not op_b.transposed else k), ldc=max(1, n))
+        params = None
+        if config or settings:
+            params = parse_config(config, settings, choose_params(dev, problem)[0])
         plan = GemmPlan(ctx, problem, params, edge)
     except AutogemmError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     console.print(f"device: {dev.label}", highlight=False)
     console.print(f"{dt.letter}gemm {trans_a.upper()}{trans_b.upper()} M={m} N={n} K={k}  "
                   f"alpha={alpha} beta={beta}", highlight=False)
@@ -236,5 +139,3 @@ def _marker(ctx) -> cl.Event:
     return cl.enqueue_marker(ctx.queue)
 
 
-if __name__ == "__main__":
-    main()

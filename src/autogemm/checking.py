@@ -1,0 +1,29 @@
+"""Random operands and the error measure every correctness check in autogemm uses."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .dtypes import Dtype
+
+
+def random_matrix(rng: np.random.Generator, dt: Dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """Uniform in [-1, 1) (complex: both parts): fresh data, never zeros, so no wrong kernel passes by luck."""
+    data = rng.uniform(-1, 1, shape)
+    if dt.is_complex:
+        data = data + 1j * rng.uniform(-1, 1, shape)
+    return data.astype(dt.numpy)
+
+
+def relative_error(got: np.ndarray, want: np.ndarray) -> float:
+    """||got - want|| / ||want|| in the precision of ``want`` (NaN or inf in ``got`` give inf)."""
+    if not np.all(np.isfinite(got)):
+        return float("inf")
+    scale = np.linalg.norm(want)
+    return float(np.linalg.norm(got.astype(want.dtype) - want) / (scale if scale else 1.0))
+
+
+def tolerance(dt: Dtype, k: int) -> float:
+    """The bound on ``relative_error`` for a correct product with inner dimension ``k``: the dtype's
+    bound, widened as sqrt(k) beyond k = 4096 (rounding errors of a sum grow about so)."""
+    return dt.tolerance * max(1.0, (k / 4096) ** 0.5)

@@ -1,0 +1,18 @@
+"""The ``autogemm`` command line: ``devices``, ``show-kernel``, ``run``, ``tune`` and ``profile``."""
+
+from __future__ import annotations
+
+import click
+
+from .. import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="autogemm")
+def main() -> None:
+    """Auto-tuned GEMM for any OpenCL device."""
+
+
+from . import commands_devices, commands_gemm, commands_profile, commands_tune  # noqa: E402,F401  (registers them)
+
+__all__ = ["main"]

@@ -1,0 +1,47 @@
+"""``autogemm devices``."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.table import Table
+
+from ..runtime import discovery, list_devices
+from . import main
+from .common import fail, gib, console
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the devices' facts as JSON.")
+def devices(as_json: bool) -> None:
+    """List every OpenCL device and its facts."""
+    found = list_devices()
+    if as_json:
+        click.echo(json.dumps([dict(d.facts(), slot=f"{d.platform_index}:{d.device_index}",
+                                    fingerprint=d.fingerprint) for d in found], indent=2))
+        return
+    if discovery.icd_note:
+        console.print(f"[yellow]note:[/yellow] {discovery.icd_note}", highlight=False)
+    if not found:
+        fail("no OpenCL device found; for the CPU install PoCL: pip install 'autogemm[pocl]'")
+    default = discovery.default_device()
+    for d in found:
+        table = Table(title=f"{d.label}{'  (default)' if d == default else ''}", show_header=False,
+                      title_justify="left")
+        table.add_column("fact", style="bold")
+        table.add_column("value")
+        rows = [
+            ("type", d.device_type), ("vendor", d.vendor.strip()), ("driver", d.driver_version),
+            ("OpenCL", d.opencl_version), ("compute units", str(d.compute_units)),
+            ("clock", f"{d.clock_mhz} MHz"), ("global memory", gib(d.global_mem_bytes)),
+            ("local memory", gib(d.local_mem_bytes)), ("max work-group", str(d.max_work_group_size)),
+            ("fp64", "yes" if d.fp64 else "no"), ("images", "yes" if d.image_support else "no"),
+            *((k.replace("_", " "), v) for k, v in d.vendor_facts.items()),
+            ("fingerprint", d.fingerprint),
+        ]
+        for key, value in rows:
+            table.add_row(key, value)
+        console.print(table)
+
+

@@ -1,0 +1,158 @@
+"""``autogemm profile list | show | export | import | verify``: the device profiles on this machine."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from ..dtypes import get_dtype
+from ..errors import AutogemmError, ProfileError
+from ..profiles import Profile, bundled, path_for, profile_for, read, save, user_profiles
+from ..runtime import Device, context_for, list_devices
+from ..tuning import Evaluator
+from ..tuning.verify import verify
+from . import main
+from .common import console, fail, select_device
+
+
+@main.group()
+def profile() -> None:
+    """Device profiles: list, show, export, import, verify."""
+
+
+def _device_profile(target: str | None) -> tuple[Profile, str]:
+    """The profile named by ``target``: a profile file, else a device specification (default: the
+    default device), whose user or bundled profile is taken."""
+    if target and Path(target).is_file():
+        return read(target), target
+    dev = select_device(None, target)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = profile_for(dev)
+    for w in caught:
+        console.print(f"[yellow]warning:[/yellow] {w.message}", highlight=False)
+    if found is None:
+        raise ProfileError(f"no profile for {dev.label}; make one with `autogemm tune`")
+    return found, str(path_for(dev.fingerprint)) if path_for(dev.fingerprint).exists() else "bundled"
+
+
+def _device_named(fingerprint: str, devices: list[Device]) -> str:
+    return next((f"{d.platform_index}:{d.device_index}" for d in devices if d.fingerprint == fingerprint), "no")
+
+
+@profile.command("list")
+def list_command() -> None:
+    """Every profile in the cache and bundled with autogemm, and whether it is valid."""
+    devices = list_devices()
+    table = Table(title="profiles (here: the device's number on this machine)", title_justify="left")
+    for column in ("device", "fingerprint", "here", "created", "tuned", "file"):
+        table.add_column(column, overflow="fold", no_wrap=column in ("fingerprint", "created"))
+    for source, item in user_profiles() + bundled():
+        if isinstance(item, ProfileError):
+            table.add_row("[red]invalid[/red]", "", "", "", str(item).split(": ", 1)[-1][:80], source)
+            continue
+        tuned = ", ".join(f"{letter}:{'/'.join(e.name for e in entries)}" for letter, entries in item.dtypes.items())
+        table.add_row(item.device_name, item.device_fingerprint, _device_named(item.device_fingerprint, devices),
+                      item.created[:10], tuned, source)
+    console.print(table)
+
+
+@profile.command("show")
+@click.argument("target", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the profile's JSON.")
+def show_command(target, as_json) -> None:
+    """A profile's ranked configurations: of a device (default: the default device) or a file."""
+    try:
+        prof, source = _device_profile(target)
+    except AutogemmError as exc:
+        fail(str(exc))
+    if as_json:
+        click.echo(prof.to_json(), nl=False)
+        return
+    console.print(f"{prof.device_name} ({prof.device_vendor}, driver {prof.driver_version}), fingerprint "
+                  f"{prof.device_fingerprint}; tuned {prof.created} by autogemm {prof.autogemm_version}, "
+                  f"budget {prof.budget}; {source}", highlight=False)
+    if prof.fma:
+        console.print("multiply-add forms: " + ", ".join(f"{k}:{v}" for k, v in prof.fma.items()), highlight=False)
+    for letter, entries in prof.dtypes.items():
+        for entry in entries:
+            table = Table(title=f"{letter}gemm {entry.name} {'x'.join(map(str, entry.shape))}: {entry.strategy}, "
+                                f"{entry.evaluations} evaluations, {entry.seconds:.0f} s", title_justify="left")
+            table.add_column("rank", justify="right")
+            table.add_column("GFLOP/s", justify="right")
+            table.add_column("configuration")
+            for i, ranked in enumerate(entry.ranked, 1):
+                table.add_row(str(i), f"{ranked.gflops:.1f}", ranked.config.describe())
+            console.print(table)
+
+
+@profile.command("export")
+@click.argument("destination", type=click.Path(dir_okay=False, writable=True))
+@click.option("-d", "--device", help="Device whose profile to export (default: the default device).")
+def export_command(destination, device) -> None:
+    """Write a device's profile to a file, to share it."""
+    try:
+        prof, _ = _device_profile(device)
+    except AutogemmError as exc:
+        fail(str(exc))
+    Path(destination).write_text(prof.to_json(), encoding="utf-8")
+    console.print(f"wrote {destination}: {prof.device_name} {prof.device_fingerprint}", highlight=False)
+
+
+@profile.command("import")
+@click.argument("source", type=click.Path(exists=True, dir_okay=False))
+def import_command(source) -> None:
+    """Validate a profile file and add it to the cache (it is used only on the device it was made for)."""
+    try:
+        prof = read(source)
+    except AutogemmError as exc:
+        fail(str(exc))
+    path = save(prof)
+    here = _device_named(prof.device_fingerprint, list_devices())
+    console.print(f"imported {prof.device_name} ({prof.device_fingerprint}) into {path}; device here: {here}",
+                  highlight=False)
+
+
+@profile.command("verify")
+@click.option("-d", "--device", help="Device (default: the default device).")
+@click.option("--dtype", "dtypes", default=None, help="Comma-separated letters (default: all in the profile).")
+@click.option("--runs", type=click.IntRange(1), default=5, show_default=True)
+def verify_command(device, dtypes, runs) -> None:
+    """Check and re-time the best stored configuration of each dtype and size class, and report how far
+    the rate has drifted from the stored one."""
+    try:
+        dev = select_device(None, device)
+        prof, _ = _device_profile(device)
+        if prof.device_fingerprint != dev.fingerprint:
+            raise ProfileError(f"the profile is for {prof.device_name} {prof.device_fingerprint}, not {dev.label}")
+        letters = [get_dtype(x.strip()).letter for x in dtypes.split(",")] if dtypes else list(prof.dtypes)
+        ctx = context_for(dev)
+    except AutogemmError as exc:
+        fail(str(exc))
+    table = Table(title=f"{dev.label}: stored best, checked and timed again", title_justify="left")
+    for column in ("dtype", "class", "shape", "stored GFLOP/s", "now GFLOP/s", "drift", "check"):
+        table.add_column(column, justify="left" if column in ("dtype", "class", "shape", "check") else "right")
+    failed = False
+    for letter in letters:
+        dt = get_dtype(letter)
+        for entry in prof.dtypes.get(letter, ()):
+            best = entry.ranked[0]
+            evaluator = Evaluator(ctx, dt, *entry.shape, runs=runs, slow_factor=float("inf"))
+            try:
+                record = evaluator.evaluate(best.config)
+            finally:
+                evaluator.release()
+            problem = verify(ctx, best.config, dt) if record.ok else record.message
+            failed |= bool(problem)
+            drift = (record.gflops / best.gflops - 1) * 100 if record.ok and best.gflops else None
+            table.add_row(letter, entry.name, "x".join(map(str, entry.shape)), f"{best.gflops:.1f}",
+                          f"{record.gflops:.1f}" if record.ok else record.outcome.value,
+                          f"{drift:+.1f}%" if drift is not None else "-",
+                          "[green]ok[/green]" if not problem else f"[red]{problem[:60]}[/red]")
+    console.print(table)
+    if failed:
+        sys.exit(1)

@@ -1,0 +1,111 @@
+"""``autogemm tune``: search the codelet space of a device and keep the best in its profile."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..codelets.simt import SimtParams
+from ..dtypes import Dtype, get_dtype
+from ..errors import AutogemmError
+from ..profiles import SizeClassEntry, path_for
+from ..runtime import context_for
+from ..tuning import (DEFAULT_STRATEGY, STRATEGIES, Budget, Objective, Record, SearchSpace, SizeClass,
+                      TuneListener, default_budget, tune)
+from ..tuning.fma import FmaResult
+from . import main
+from .common import console, fail, select_device
+
+
+class ProgressListener(TuneListener):
+    """A progress bar per dtype and size class (budget used, best rate, evaluations, errors) and a line
+    for each class as it ends."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.task: TaskID | None = None
+        self.rows: list[tuple] = []
+
+    def fma_done(self, results: list[FmaResult]) -> None:
+        chosen = ", ".join(f"{'float' if r.real == 's' else 'double'}{r.vector_width if r.vector_width > 1 else ''}:"
+                           f"{r.best}" for r in results)
+        self.progress.console.print(f"multiply-add forms (FMA micro-benchmark): {chosen}", highlight=False)
+
+    def class_started(self, dtype: Dtype, size: SizeClass, space: SearchSpace, objective: Objective) -> None:
+        self.task = self.progress.add_task(f"{dtype.letter}gemm {size.name} {size.m}x{size.n}x{size.k}",
+                                           total=1.0, status=f"{len(space)} configurations")
+
+    def record(self, objective: Objective, record: Record, fresh: bool) -> None:
+        best = objective.best[1].gflops if objective.best else 0.0
+        status = (f"best {best:8.1f} GFLOP/s  {objective.evaluations} done"
+                  f" ({objective.reused} from checkpoint)  {objective.failures} errors")
+        self.progress.update(self.task, completed=objective.clock.fraction(), status=status)
+
+    def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None, objective: Objective,
+                       rejected: list[tuple[SimtParams, str]]) -> None:
+        self.progress.update(self.task, completed=1.0)
+        for config, why in rejected:
+            self.progress.console.print(f"[yellow]rejected by verification:[/yellow] {config.describe()}: {why}",
+                                        highlight=False)
+        self.rows.append((dtype, size, entry, objective.evaluations, objective.failures, objective.clock.elapsed))
+
+
+def summary_table(rows: list[tuple]) -> Table:
+    table = Table(title="tuned (evaluations: measured or from the checkpoint; errors: failed kernels)",
+                  title_justify="left")
+    for column in ("problem", "GFLOP/s", "best configuration", "evals", "errors", "s"):
+        table.add_column(column, justify="left" if column in ("problem", "best configuration") else "right",
+                         overflow="fold")
+    for dtype, size, entry, evaluations, failures, seconds in rows:
+        best = entry.ranked[0] if entry else None
+        table.add_row(f"{dtype.letter} {size.name} {size.m}", f"{best.gflops:.1f}" if best else "-",
+                      best.config.describe() if best else "no correct kernel", str(evaluations), str(failures),
+                      f"{seconds:.0f}")
+    return table
+
+
+@main.command("tune")
+@click.option("-d", "--device", help="Device: P:D, index, gpu, cpu or part of its name (default: the default).")
+@click.option("--dtype", "dtypes", default=None, help="Comma-separated letters, e.g. s,d (default: all the device can).")
+@click.option("--budget", default=None,
+              help="Wall time (10m, 90s, 1h), evaluations (500) or both (10m,500) for the whole run "
+                   "[default: 7m on a GPU, 10m on a CPU; with --quick 2m and 1m].")
+@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default=DEFAULT_STRATEGY, show_default=True)
+@click.option("--quick", is_flag=True, help="Smaller problems and budget: a first profile in a minute or two.")
+@click.option("--fresh", is_flag=True, help="Measure again instead of resuming from earlier measurements.")
+@click.option("--top", type=click.IntRange(1, 32), default=5, show_default=True,
+              help="Configurations kept per dtype and size class.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the search's random choices.")
+def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed) -> None:
+    """Tune the GEMM kernels of a device and save its profile.
+
+    Every measurement is written to a checkpoint as it is taken: after Ctrl-C or a crash, the same
+    command resumes without measuring anything twice."""
+    try:
+        dev = select_device(None, device)
+        letters = tuple(get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()) if dtypes else None
+        limit = Budget.parse(budget) if budget else default_budget(dev, quick)
+        ctx = context_for(dev)
+    except AutogemmError as exc:
+        fail(str(exc))
+    console.print(f"tuning {dev.label} with strategy {strategy}, budget {limit.describe()}"
+                  f"{' (quick)' if quick else ''}", highlight=False)
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[status]}"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        listener = ProgressListener(progress)
+        try:
+            tune(ctx, letters, limit, strategy, quick=quick, fresh=fresh, top=top, listener=listener, seed=seed)
+        except KeyboardInterrupt:
+            progress.stop()
+            console.print("[yellow]interrupted[/yellow]: every measurement so far is in the checkpoint, and "
+                          "finished classes are in the profile; run the same command to resume.")
+            sys.exit(130)
+        except AutogemmError as exc:
+            progress.stop()
+            fail(str(exc))
+    console.print(summary_table(listener.rows))
+    console.print(f"profile: {path_for(dev.fingerprint)}", highlight=False)

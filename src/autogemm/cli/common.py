@@ -1,0 +1,76 @@
+"""What the commands share: the console, failing with a message, choosing a device and a configuration."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from ..codelets.simt import SimtParams
+from ..errors import ConfigError, DeviceError
+from ..runtime import Device, discovery, list_devices
+
+console = Console()
+
+
+def fail(message: str) -> None:
+    console.print(f"[red]error:[/red] {message}", highlight=False)
+    sys.exit(2)
+
+
+def select_device(platform: str | None, device: str | None) -> Device:
+    """A device by ``--platform`` (number or name) and ``--device`` (number or name within it), or by
+    ``--device`` alone (anything ``find_device`` accepts); neither means the default device."""
+    if platform is None:
+        return discovery.find_device(device)
+    devices = list_devices()
+    on_platform = [d for d in devices if str(d.platform_index) == platform
+                   or platform.lower() in d.platform_name.lower()]
+    if not on_platform:
+        raise DeviceError(f"no platform matches {platform!r}")
+    if device is None:
+        return on_platform[0]
+    for d in on_platform:
+        if str(d.device_index) == device or device.lower() in d.name.lower():
+            return d
+    raise DeviceError(f"no device {device!r} on platform {platform!r}")
+
+
+def parse_config(config: str | None, settings: tuple[str, ...], base: SimtParams) -> SimtParams:
+    """A configuration from JSON text or a JSON file, then ``key=value`` overrides."""
+    data = base.to_dict()
+    if config:
+        text = Path(config).read_text() if not config.lstrip().startswith("{") else config
+        try:
+            loaded = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--config is not valid JSON: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise ConfigError("--config must hold a JSON object")
+        data.update(loaded)
+    for item in settings:
+        key, sep, raw = item.partition("=")
+        if not sep or key not in data:
+            raise ConfigError(f"--set {item!r}: expected NAME=VALUE with NAME one of {', '.join(data)}")
+        if key == "build_options":
+            data[key] = [o for o in raw.split(",") if o]
+        elif isinstance(data[key], bool):
+            if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ConfigError(f"--set {key}: expected true or false, not {raw!r}")
+            data[key] = raw.lower() in ("true", "1", "yes")
+        elif isinstance(data[key], int):
+            try:
+                data[key] = int(raw)
+            except ValueError as exc:
+                raise ConfigError(f"--set {key}: expected an integer, not {raw!r}") from exc
+        else:
+            data[key] = raw
+    return SimtParams.from_dict(data)
+
+
+def gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**10:.0f} KiB"
+
+

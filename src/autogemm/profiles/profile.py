@@ -1,0 +1,213 @@
+"""``Profile``: what tuning learned about one device, as a self-contained, versioned JSON document.
+
+A profile is data from outside (shared between users, downloaded, edited by hand), so ``from_json``
+validates every field strictly: exact keys, types, ranges, and each configuration through
+``SimtParams.from_dict``, whose closed lists of values and build options keep a forged field from ever
+reaching the kernel source. Nothing in a profile is code."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from ..codelets.simt import SimtParams
+from ..errors import AutogemmError, ProfileError
+
+FORMAT = "autogemm-profile"
+VERSION = 1
+MAX_RANKED = 32
+MAX_DIMENSION = 2**31 - 1
+_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+_FINGERPRINT = re.compile(r"^[0-9a-f]{16}$")
+_FMA_KEY = re.compile(r"^[sd](1|2|4|8|16)$")
+_MACS = ("fma", "mad", "mul_add")
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A configuration and the rate it reached on the class's problem."""
+
+    config: SimtParams
+    gflops: float
+
+
+@dataclass(frozen=True)
+class SizeClassEntry:
+    """The best configurations for one dtype at one problem size."""
+
+    name: str                       # "large", "small", ...
+    shape: tuple[int, int, int]     # (m, n, k) the rates were measured at
+    ranked: tuple[Ranked, ...]      # best first
+    strategy: str
+    evaluations: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Profile:
+    device_fingerprint: str
+    device_name: str
+    device_vendor: str
+    driver_version: str
+    autogemm_version: str
+    created: str                    # ISO 8601, UTC
+    budget: str
+    fma: dict[str, str] = field(default_factory=dict)                    # "s4" -> "fma"
+    dtypes: dict[str, tuple[SizeClassEntry, ...]] = field(default_factory=dict)
+
+    # ----- use ------------------------------------------------------------------------------------
+    def entry(self, dtype: str, name: str) -> SizeClassEntry | None:
+        return next((e for e in self.dtypes.get(dtype, ()) if e.name == name), None)
+
+    def candidates(self, dtype: str, m: int, n: int, k: int) -> list[SimtParams]:
+        """The stored configurations for ``dtype``, those of the size class nearest to (m, n, k) first
+        (nearest in log scale, so 3000 is near 4096 and 100 near 256)."""
+        entries = sorted(self.dtypes.get(dtype, ()), key=lambda e: _distance(e.shape, (m, n, k)))
+        return [r.config for e in entries for r in e.ranked]
+
+    def with_entry(self, dtype: str, entry: SizeClassEntry) -> "Profile":
+        """A copy with ``entry`` added or replacing the entry of the same dtype and class."""
+        kept = tuple(e for e in self.dtypes.get(dtype, ()) if e.name != entry.name)
+        return replace(self, dtypes={**self.dtypes, dtype: kept + (entry,)})
+
+    def merged_into(self, older: "Profile") -> "Profile":
+        """This profile's entries laid over ``older``'s (what two tuners writing one file keep)."""
+        out = replace(self, dtypes=dict(older.dtypes), fma={**older.fma, **self.fma})
+        for letter, entries in self.dtypes.items():
+            for entry in entries:
+                out = out.with_entry(letter, entry)
+        return out
+
+    # ----- JSON -----------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {
+            "format": FORMAT, "version": VERSION, "autogemm": self.autogemm_version, "created": self.created,
+            "device": {"fingerprint": self.device_fingerprint, "name": self.device_name,
+                       "vendor": self.device_vendor, "driver_version": self.driver_version},
+            "budget": self.budget, "fma": dict(sorted(self.fma.items())),
+            "dtypes": {letter: [{"class": e.name, "shape": list(e.shape), "strategy": e.strategy,
+                                 "evaluations": e.evaluations, "seconds": round(e.seconds, 3),
+                                 "ranked": [{"gflops": round(r.gflops, 3), "config": r.config.to_dict()}
+                                            for r in e.ranked]}
+                                for e in entries]
+                       for letter, entries in sorted(self.dtypes.items())},
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "profile") -> "Profile":
+        """Parse and validate; ``ProfileError`` says what is wrong and where."""
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise ProfileError(f"{source}: not valid JSON ({exc})") from None
+        try:
+            return _parse(data)
+        except ProfileError as exc:
+            raise ProfileError(f"{source}: {exc}") from None
+
+
+def _distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+    return sum(abs(math.log(max(x, 1)) - math.log(max(y, 1))) for x, y in zip(a, b))
+
+
+# ----- validation -------------------------------------------------------------------------------
+def _object(value: object, where: str, keys: set[str]) -> dict:
+    if not isinstance(value, dict):
+        raise ProfileError(f"{where} must be a JSON object")
+    if set(value) != keys:
+        missing, extra = keys - set(value), set(value) - keys
+        parts = ([f"missing {', '.join(sorted(missing))}"] if missing else []) + \
+                ([f"unexpected {', '.join(sorted(map(str, extra)))}"] if extra else [])
+        raise ProfileError(f"{where}: {'; '.join(parts)}")
+    return value
+
+
+def _text(value: object, where: str, limit: int = 200, pattern: re.Pattern | None = None) -> str:
+    if not isinstance(value, str) or len(value) > limit:
+        raise ProfileError(f"{where} must be a string of at most {limit} characters")
+    if pattern is not None and not pattern.match(value):
+        raise ProfileError(f"{where} {value!r} is not of the expected form")
+    return value
+
+
+def _integer(value: object, where: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ProfileError(f"{where} must be an integer in {low}..{high}, not {value!r}")
+    return value
+
+
+def _number(value: object, where: str, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and 0 <= value <= high):
+        raise ProfileError(f"{where} must be a number in 0..{high:g}, not {value!r}")
+    return float(value)
+
+
+def _parse(data: object) -> Profile:
+    top = _object(data, "the profile", {"format", "version", "autogemm", "created", "device", "budget", "fma", "dtypes"})
+    if top["format"] != FORMAT:
+        raise ProfileError(f"format is {top['format']!r}, not {FORMAT!r}")
+    version = _integer(top["version"], "version", 1, 10**6)
+    if version != VERSION:
+        raise ProfileError(f"version {version} is not {VERSION}, the version this autogemm reads"
+                           + (" (made by a newer autogemm: upgrade)" if version > VERSION else ""))
+    created = _text(top["created"], "created", 40)
+    try:
+        datetime.fromisoformat(created.replace("Z", "+00:00"))
+    except ValueError:
+        raise ProfileError(f"created {created!r} is not an ISO 8601 date") from None
+    dev = _object(top["device"], "device", {"fingerprint", "name", "vendor", "driver_version"})
+    fma = top["fma"]
+    if not isinstance(fma, dict):
+        raise ProfileError("fma must be a JSON object")
+    for key, mac in fma.items():
+        _text(key, "an fma key", 3, _FMA_KEY)
+        if mac not in _MACS:
+            raise ProfileError(f"fma[{key}] must be one of {_MACS}, not {mac!r}")
+    dtypes = top["dtypes"]
+    if not isinstance(dtypes, dict):
+        raise ProfileError("dtypes must be a JSON object")
+    parsed: dict[str, tuple[SizeClassEntry, ...]] = {}
+    for letter, entries in dtypes.items():
+        if letter not in ("s", "d", "c", "z"):
+            raise ProfileError(f"dtypes: unknown dtype {letter!r}")
+        if not isinstance(entries, list) or not 1 <= len(entries) <= 16:
+            raise ProfileError(f"dtypes[{letter}] must be a list of 1 to 16 size classes")
+        parsed[letter] = tuple(_entry(e, f"dtypes[{letter}][{i}]") for i, e in enumerate(entries))
+        names = [e.name for e in parsed[letter]]
+        if len(set(names)) != len(names):
+            raise ProfileError(f"dtypes[{letter}]: size classes repeat")
+    return Profile(
+        device_fingerprint=_text(dev["fingerprint"], "device.fingerprint", 16, _FINGERPRINT),
+        device_name=_text(dev["name"], "device.name"), device_vendor=_text(dev["vendor"], "device.vendor"),
+        driver_version=_text(dev["driver_version"], "device.driver_version"),
+        autogemm_version=_text(top["autogemm"], "autogemm", 40), created=created,
+        budget=_text(top["budget"], "budget", 40), fma=dict(fma), dtypes=parsed)
+
+
+def _entry(value: object, where: str) -> SizeClassEntry:
+    e = _object(value, where, {"class", "shape", "strategy", "evaluations", "seconds", "ranked"})
+    shape = e["shape"]
+    if not isinstance(shape, list) or len(shape) != 3:
+        raise ProfileError(f"{where}.shape must be [m, n, k]")
+    dims = tuple(_integer(x, f"{where}.shape", 1, MAX_DIMENSION) for x in shape)
+    ranked = e["ranked"]
+    if not isinstance(ranked, list) or not 1 <= len(ranked) <= MAX_RANKED:
+        raise ProfileError(f"{where}.ranked must be a list of 1 to {MAX_RANKED} configurations")
+    items = []
+    for i, r in enumerate(ranked):
+        r = _object(r, f"{where}.ranked[{i}]", {"gflops", "config"})
+        try:
+            config = SimtParams.from_dict(r["config"])
+        except AutogemmError as exc:
+            raise ProfileError(f"{where}.ranked[{i}].config: {exc}") from None
+        items.append(Ranked(config, _number(r["gflops"], f"{where}.ranked[{i}].gflops", 1e7)))
+    return SizeClassEntry(_text(e["class"], f"{where}.class", 32, _NAME), dims, tuple(items),  # type: ignore[arg-type]
+                          _text(e["strategy"], f"{where}.strategy", 40),
+                          _integer(e["evaluations"], f"{where}.evaluations", 0, 10**9),
+                          _number(e["seconds"], f"{where}.seconds", 1e8))

@@ -1,0 +1,116 @@
+"""``Checkpoint``: every measurement of a (device, dtype, problem size) on disk the moment it is taken.
+
+A JSON-lines file: a header line naming what was measured, then one ``Record`` per line, appended and
+flushed to disk under a file lock. Reading it back skips a line cut short by a kill and any line that fails
+validation, so an interrupted run resumes with everything it finished. Measurements do not depend on the
+strategy that asked for them, so every strategy shares them."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from filelock import FileLock
+
+from ..cache import cache_subdir
+from ..dtypes import Dtype
+from ..errors import AutogemmError
+from ..runtime.device import Device
+from .records import Record, config_key
+
+FORMAT = "autogemm-checkpoint"
+VERSION = 1
+
+
+class Checkpoint:
+    """The measurements of one device, dtype and problem shape, as a dict from config key to record."""
+
+    def __init__(self, path: Path, header: dict) -> None:
+        self.path = path
+        self.header = header
+        self.lock = FileLock(str(path) + ".lock")
+        self.records: dict[str, Record] = {}
+        self.skipped = 0
+        self._load()
+
+    @classmethod
+    def for_problem(cls, device: Device, dtype: Dtype, shape: tuple[int, int, int],
+                    directory: Path | None = None) -> "Checkpoint":
+        m, n, k = shape
+        folder = directory or cache_subdir("checkpoints")
+        header = {"format": FORMAT, "version": VERSION, "device": device.fingerprint,
+                  "device_name": device.name.strip(), "dtype": dtype.letter, "shape": [m, n, k]}
+        return cls(folder / f"{device.fingerprint}-{dtype.letter}-{m}x{n}x{k}.jsonl", header)
+
+    def _load(self) -> None:
+        if not self.path.exists():
+            return
+        with self.lock, open(self.path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        if not lines or _header_of(lines[0]) != self.header:
+            self.skipped = len(lines)
+            return
+        for line in lines[1:]:
+            try:
+                record = Record.from_dict(json.loads(line))
+            except (ValueError, AutogemmError):
+                self.skipped += 1
+                continue
+            self._keep(record)
+
+    def _keep(self, record: Record) -> None:
+        old = self.records.get(record.key)
+        if old is None or record.runs >= old.runs:
+            self.records[record.key] = record
+
+    def get(self, key: str, min_runs: int = 0) -> Record | None:
+        """The stored record for ``key`` if it was timed with at least ``min_runs`` runs (a probe does
+        not stand in for a full measurement; a failure stands for anything)."""
+        record = self.records.get(key)
+        if record is None or (record.ok and record.runs < min_runs):
+            return None
+        return record
+
+    def add(self, record: Record) -> None:
+        """Keep ``record`` and append it to the file, on disk before this returns."""
+        self._keep(record)
+        line = json.dumps(record.to_dict(), separators=(",", ":")) + "\n"
+        with self.lock:
+            fresh = not self.path.exists() or self.path.stat().st_size == 0
+            if not fresh and not self._header_matches():
+                self.path.unlink()   # a file of another format or problem: start over
+                fresh = True
+            with open(self.path, "a", encoding="utf-8") as f:
+                if fresh:
+                    f.write(json.dumps(self.header) + "\n")
+                f.write(line)
+                f.flush()
+                os.fsync(f.fileno())
+
+    def _header_matches(self) -> bool:
+        with open(self.path, encoding="utf-8") as f:
+            return _header_of(f.readline()) == self.header
+
+    def clear(self) -> None:
+        """Forget every measurement (``autogemm tune --fresh``)."""
+        with self.lock:
+            self.path.unlink(missing_ok=True)
+        self.records.clear()
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.records
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
+def _header_of(line: str) -> dict | None:
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+__all__ = ["Checkpoint", "config_key"]

@@ -1,0 +1,132 @@
+"""``Evaluator``: build one configuration, check it on random data, time it; always return a ``Record``.
+
+For each candidate: build the plan for the evaluator's problem (a build error is a record, not an
+exception); run it once over a NaN-poisoned C and compare every element with a float64 reference computed
+once from fresh random operands; time one run, and cut the candidate short as too slow when that run took
+more than ``slow_factor`` times the best so far; else time it with profiling events after a warm-up,
+repeating short products within a run until a run is well past launch overhead, and keep the median."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+
+import numpy as np
+import pyopencl as cl
+
+from ..blas import GemmPlan, GemmProblem
+from ..checking import random_matrix, relative_error, tolerance
+from ..codelets.simt import SimtParams
+from ..dtypes import Dtype
+from ..errors import BuildError, ConfigError
+from ..runtime.context import DeviceContext
+from ..runtime.timing import event_seconds, median
+from .records import Outcome, Record
+
+#: A timed run covers at least this much device time (short products are repeated within it).
+MIN_RUN_SECONDS = 2e-3
+MAX_REPEATS = 200
+
+
+class Evaluator:
+    """Measures configurations on one problem C = A B (m x k times k x n, row-major) of one dtype."""
+
+    def __init__(self, ctx: DeviceContext, dtype: Dtype, m: int, n: int, k: int, *, warmup: int = 1,
+                 runs: int = 5, slow_factor: float = 4.0, seed: int | None = None) -> None:
+        self.ctx, self.dtype = ctx, dtype
+        self.problem = GemmProblem(dtype, m, n, k, lda=k, ldb=n, ldc=n)
+        self.warmup, self.runs, self.slow_factor = warmup, runs, slow_factor
+        self.seed = seed if seed is not None else int.from_bytes(os.urandom(4), "little")
+        rng = np.random.default_rng(self.seed)
+        a, b = random_matrix(rng, dtype, (m, k)), random_matrix(rng, dtype, (k, n))
+        ref_type = dtype.reference_numpy
+        self.reference = a.astype(ref_type) @ b.astype(ref_type)
+        self.bound = tolerance(dtype, k)
+        self.flops = (8.0 if dtype.is_complex else 2.0) * m * n * k
+        self.best_seconds = math.inf
+        mf = cl.mem_flags
+        self.a = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
+        self.b = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=b)
+        self.c = cl.Buffer(ctx.context, mf.READ_WRITE, m * n * dtype.itemsize)
+        self.result = np.empty((m, n), dtype.numpy)
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.problem.m, self.problem.n, self.problem.k
+
+    def prepare(self, params: SimtParams) -> GemmPlan:
+        """Build the plan (compiles its kernels; safe to call from worker threads)."""
+        return GemmPlan(self.ctx, self.problem, params, edge="auto")
+
+    def evaluate(self, params: SimtParams, plan: GemmPlan | BaseException | None = None,
+                 runs: int | None = None, build_seconds: float = 0.0) -> Record:
+        """Measure ``params``; ``plan`` is a prepared plan, or the exception preparing it raised."""
+        runs = self.runs if runs is None else runs
+        if plan is None:
+            started = time.perf_counter()
+            try:
+                plan = self.prepare(params)
+            except Exception as exc:   # noqa: BLE001 - every failure becomes a record
+                plan = exc
+            build_seconds = time.perf_counter() - started
+        if isinstance(plan, BaseException):
+            outcome = Outcome.BUILD_ERROR if isinstance(plan, (BuildError, ConfigError)) else Outcome.CRASHED
+            return Record(params, outcome, build_seconds=build_seconds, message=_summary(plan))
+        try:
+            return self._run(params, plan, runs, build_seconds)
+        except Exception as exc:   # noqa: BLE001 - a kernel that fails never stops the run
+            return Record(params, Outcome.CRASHED, build_seconds=build_seconds, message=_summary(exc))
+        finally:
+            plan.release()
+            self._forget(plan)
+
+    def _forget(self, plan: GemmPlan) -> None:
+        src = plan.kernel_source
+        self.ctx.forget(src.source, src.options)
+
+    def _enqueue(self, plan: GemmPlan, repeats: int = 1) -> tuple[cl.Event, cl.Event]:
+        first = last = None
+        for _ in range(repeats):
+            events = plan.enqueue(self.a, self.b, self.c, 1.0, 0.0)
+            first = first or events[0]
+            last = events[-1]
+        return first, last
+
+    def _run(self, params: SimtParams, plan: GemmPlan, runs: int, build_seconds: float) -> Record:
+        queue = self.ctx.queue
+        cl.enqueue_fill_buffer(queue, self.c, np.array(np.nan, self.dtype.numpy), 0,
+                               self.result.size * self.dtype.itemsize)
+        self._enqueue(plan)[1].wait()
+        cl.enqueue_copy(queue, self.result, self.c)
+        error = relative_error(self.result, self.reference)
+        common = dict(error=None if math.isinf(error) else error, build_seconds=build_seconds)
+        if not error < self.bound:
+            unwritten = int(np.count_nonzero(~np.isfinite(self.result)))
+            why = (f"{unwritten} elements unwritten or NaN" if unwritten
+                   else f"relative error {error:.2e} over the bound {self.bound:.0e}")
+            return Record(params, Outcome.WRONG, message=why, **common)
+        # The run that checked may have paid for a lazy first-launch compile (PoCL does that): the
+        # next one decides whether the candidate is worth timing in full, and warms it up.
+        seconds = event_seconds(*self._enqueue(plan))
+        if seconds > self.slow_factor * self.best_seconds:
+            return Record(params, Outcome.TOO_SLOW, self.flops / seconds / 1e9, seconds, runs=1,
+                          message=f"{seconds * 1e3:.3g} ms, over {self.slow_factor:g}x the best", **common)
+        for _ in range(self.warmup - 1):
+            seconds = event_seconds(*self._enqueue(plan))
+        repeats = min(MAX_REPEATS, max(1, math.ceil(MIN_RUN_SECONDS / max(seconds, 1e-9))))
+        times = [event_seconds(*self._enqueue(plan, repeats)) / repeats for _ in range(max(1, runs))]
+        seconds = median(times)
+        self.best_seconds = min(self.best_seconds, seconds)
+        return Record(params, Outcome.OK, self.flops / seconds / 1e9, seconds, runs=len(times), **common)
+
+    def release(self) -> None:
+        for buf in (self.a, self.b, self.c):
+            buf.release()
+
+
+def _summary(exc: BaseException) -> str:
+    """The exception's type and first lines (build logs can be long)."""
+    text = f"{type(exc).__name__}: {exc}"
+    lines = text.splitlines()
+    return "\n".join(lines[:12])[:2000]

@@ -1,0 +1,89 @@
+"""FMA micro-benchmarks, as RaijinCL runs them: per real type and vector width, whether ``fma(a,b,c)``,
+``mad(a,b,c)`` or ``a*b+c`` is fastest on this device (a fast-FMA macro is not a promise of speed, and
+speed differs with type and width). The tuning space then uses the winner instead of searching it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyopencl as cl
+
+from ..runtime.context import DeviceContext
+from ..runtime.timing import event_seconds, median
+
+MACS = {"fma": "fma(a, b, c)", "mad": "mad(a, b, c)", "mul_add": "(a) * (b) + (c)"}
+CHAINS = 8               # independent multiply-add chains per work-item (hides the latency)
+#: A rival must beat fma() by this much to be chosen: fma() rounds once, the others may not.
+PREFER_FMA = 0.03
+
+
+@dataclass(frozen=True)
+class FmaResult:
+    real: str            # "s" (float) or "d" (double)
+    vector_width: int
+    gflops: dict[str, float]
+
+    @property
+    def best(self) -> str:
+        fma = self.gflops.get("fma", 0.0)
+        rival = max(self.gflops, key=self.gflops.__getitem__)
+        return rival if self.gflops[rival] > fma * (1 + PREFER_FMA) else "fma"
+
+
+def source(real_cl: str, width: int, iterations: int) -> str:
+    """One program with a kernel per multiply-add form, for ``real_cl`` vectors of ``width``."""
+    vec = real_cl if width == 1 else f"{real_cl}{width}"
+    store = "out[gid] = s;" if width == 1 else f"vstore{width}(s, gid, out);"
+    pragma = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if real_cl == "double" else ""
+    chains = range(CHAINS)
+    kernels = []
+    for name, expr in MACS.items():
+        init = "\n".join(f"    {vec} x{i} = ({vec})(seed + ({real_cl}){i} * ({real_cl})0.01) + ({real_cl})gid * ({real_cl})1e-7;"
+                         for i in chains)
+        step = "\n".join(f"        x{i} = MAC_{name}(x{i}, b, c);" for i in chains)
+        total = " + ".join(f"x{i}" for i in chains)
+        kernels.append(f"""#define MAC_{name}(a, b, c) {expr}
+__kernel void bench_{name}(__global {real_cl}* out, const {real_cl} seed)
+{{
+    const size_t gid = get_global_id(0);
+{init}
+    const {vec} b = ({vec})(({real_cl})0.999), c = ({vec})(({real_cl})0.001);
+    for (int i = 0; i < ITERATIONS; ++i) {{
+{step}
+    }}
+    const {vec} s = {total};
+    {store}
+}}""")
+    return f"{pragma}#define ITERATIONS {iterations}\n\n" + "\n\n".join(kernels) + "\n"
+
+
+def benchmark(ctx: DeviceContext, reals: tuple[str, ...], widths: tuple[int, ...], runs: int = 3) -> list[FmaResult]:
+    """Rates of the three multiply-add forms for each real type ("s", "d") and vector width."""
+    device = ctx.device
+    work_items = device.compute_units * (2048 if device.is_gpu else 64)
+    iterations = 1024 if device.is_gpu else 256
+    results = []
+    for real in reals:
+        real_cl, np_type = ("double", np.float64) if real == "d" else ("float", np.float32)
+        if real == "d" and not device.fp64:
+            continue
+        for width in widths:
+            program = ctx.program(source(real_cl, width, iterations))
+            out = cl.Buffer(ctx.context, cl.mem_flags.WRITE_ONLY, work_items * width * np.dtype(np_type).itemsize)
+            rates = {}
+            for name in MACS:
+                kernel = cl.Kernel(program, f"bench_{name}")
+                kernel.set_args(out, np_type(1.0))
+                launch = lambda: cl.enqueue_nd_range_kernel(ctx.queue, kernel, (work_items,), None)  # noqa: E731
+                launch().wait()
+                seconds = median([event_seconds(launch()) for _ in range(runs)])
+                rates[name] = 2.0 * CHAINS * width * iterations * work_items / seconds / 1e9
+            out.release()
+            results.append(FmaResult(real, width, rates))
+    return results
+
+
+def mac_table(results: list[FmaResult]) -> dict[str, str]:
+    """The profile's ``fma`` section: "s4" -> the fastest form for float4."""
+    return {f"{r.real}{r.vector_width}": r.best for r in results}

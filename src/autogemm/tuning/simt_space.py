@@ -1,0 +1,59 @@
+"""The tuning space of the ``simt`` codelets on one device: which knob values a search visits.
+
+The full codelet space (``codelets.simt.space``) is far too large to measure; this is the pruned space the
+tuner searches, chosen per device class. Pruning is first by ``check`` (work-group, local memory and
+register limits, as RaijinCL pruned at a register budget), then by what each class of device can use:
+GPUs get local-memory staging variants and larger work-groups, CPUs no double buffering (their local
+memory is ordinary cache). The multiply-add instruction is not searched: the FMA micro-benchmark picks
+it per vector width."""
+
+from __future__ import annotations
+
+from ..codelets.simt import SimtParams, check
+from ..dtypes import Dtype
+from ..runtime.device import Device
+from .space import Knob, SearchSpace
+
+#: How the operands travel to the registers: (local_a, local_b, double_buffer, local_pad, image_a, image_b).
+STAGING = {
+    "global": (False, False, False, False, False, False),
+    "local": (True, True, False, False, False, False),
+    "local-pad": (True, True, False, True, False, False),
+    "local-dbuf": (True, True, True, False, False, False),
+    "image-local": (True, True, False, False, True, True),
+}
+_STAGING_FIELDS = ("local_a", "local_b", "double_buffer", "local_pad", "image_a", "image_b")
+
+#: NVIDIA's compiler caps registers per thread below what 8x8 tiles need unless told otherwise.
+NVIDIA_OPTIONS = ("-cl-nv-maxrregcount=255",)
+
+
+def _knobs(device: Device) -> list[Knob]:
+    tiles = tuple((r, c) for r in (2, 4, 8) for c in (2, 4, 8))
+    if device.is_gpu:
+        groups = ((8, 8), (8, 16), (16, 8), (16, 16))
+        staging = ("global", "local", "local-pad", "local-dbuf") + (("image-local",) if device.image_support else ())
+        return [Knob("layout", ("TN", "NN", "NT")), Knob("assignment", ("offset", "consecutive")),
+                Knob("work_group", groups), Knob("tile", tiles), Knob("vector_width", (1, 2, 4), ordered=True),
+                Knob("tile_k", (4, 8, 16), ordered=True), Knob("staging", staging)]
+    groups = ((4, 8), (8, 4), (8, 8), (8, 16), (16, 8))
+    return [Knob("layout", ("TN", "NN", "NT")), Knob("assignment", ("consecutive", "offset")),
+            Knob("work_group", groups), Knob("tile", tiles), Knob("vector_width", (1, 2, 4, 8), ordered=True),
+            Knob("tile_k", (2, 4, 8), ordered=True), Knob("staging", ("global", "local"))]
+
+
+def simt_space(device: Device, dtype: Dtype, macs: dict[int, str] | None = None) -> SearchSpace[SimtParams]:
+    """The pruned tuning space for ``dtype`` on ``device``; ``macs`` maps a vector width to the
+    multiply-add form the FMA micro-benchmark found fastest (default: ``fma``)."""
+    macs = macs or {}
+    options = NVIDIA_OPTIONS if device.is_nvidia else ()
+
+    def make(values: dict) -> SimtParams:
+        staging = dict(zip(_STAGING_FIELDS, STAGING[values["staging"]]))
+        (wg_rows, wg_cols), (tile_rows, tile_cols) = values["work_group"], values["tile"]
+        return SimtParams(layout=values["layout"], assignment=values["assignment"], wg_rows=wg_rows,
+                          wg_cols=wg_cols, tile_rows=tile_rows, tile_cols=tile_cols, tile_k=values["tile_k"],
+                          vector_width=values["vector_width"], mac=macs.get(values["vector_width"], "fma"),
+                          build_options=options, **staging)
+
+    return SearchSpace(_knobs(device), make, lambda params: check(params, device, dtype))

@@ -1,0 +1,173 @@
+"""``tune``: search the codelet space of a device per dtype and size class, and keep the best in its profile.
+
+For each dtype and size class: the pruned space (``simt_space``) with the multiply-add form the FMA
+micro-benchmark chose, an ``Evaluator`` on fresh random data of the class's shape, the checkpoint of that
+(device, dtype, shape), and a strategy under its share of the budget. The best correct configurations are
+verified on awkward shapes and written to the device profile as each class finishes, so an interrupted run
+keeps every finished class (and, in the checkpoint, every measurement)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from .. import __version__
+from ..blas import default_params
+from ..codelets.simt import SimtParams
+from ..dtypes import DTYPES, Dtype
+from ..errors import TuningError
+from ..profiles import Profile, Ranked, SizeClassEntry, save
+from ..runtime.context import DeviceContext
+from ..runtime.device import Device
+from . import fma
+from .budget import Budget
+from .checkpoint import Checkpoint
+from .evaluator import Evaluator
+from .objective import BudgetSpent, Objective
+from .records import Record
+from .simt_space import simt_space
+from .space import Point, SearchSpace
+from .strategies import DEFAULT_STRATEGY, get_strategy
+from .verify import verify
+
+
+@dataclass(frozen=True)
+class SizeClass:
+    """A problem shape tuned for, and the share of a dtype's budget it gets."""
+
+    name: str
+    m: int
+    n: int
+    k: int
+    share: float
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.m, self.n, self.k
+
+
+def size_classes(device: Device, quick: bool = False) -> tuple[SizeClass, ...]:
+    """A large square problem (where the rate is decided by the inner loop) and a small one (where
+    filling the device with work-groups matters more, so smaller blocks win)."""
+    if device.is_gpu:
+        large, small = (2048, 256) if quick else (4096, 512)
+    else:
+        large, small = (256, 64) if quick else (768, 128)
+    return (SizeClass("large", large, large, large, 0.7), SizeClass("small", small, small, small, 0.3))
+
+
+def default_budget(device: Device, quick: bool = False) -> Budget:
+    """The whole run's budget: minutes on a GPU, less for a quick look."""
+    if device.is_gpu:
+        return Budget(seconds=120.0 if quick else 420.0)
+    return Budget(seconds=60.0 if quick else 600.0)
+
+
+def supported_dtypes(device: Device) -> tuple[Dtype, ...]:
+    return tuple(dt for dt in DTYPES.values() if device.fp64 or not dt.needs_fp64)
+
+
+class TuneListener:
+    """What a tuning run reports as it goes (the CLI draws a progress bar from it); all optional."""
+
+    def fma_done(self, results: list[fma.FmaResult]) -> None: ...
+
+    def class_started(self, dtype: Dtype, size: SizeClass, space: SearchSpace, objective: Objective) -> None: ...
+
+    def record(self, objective: Objective, record: Record, fresh: bool) -> None: ...
+
+    def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None,
+                       objective: Objective, rejected: list[tuple[SimtParams, str]]) -> None: ...
+
+
+def start_point(space: SearchSpace, params: SimtParams) -> Point | None:
+    """The point of ``space`` closest to ``params`` (the class default), to start local searches from."""
+    for point in space.points():
+        config = space.config(point)
+        if (config.layout, config.assignment, config.tile_rows, config.tile_cols, config.vector_width,
+                config.tile_k, config.wg_rows, config.wg_cols) == (
+                params.layout, params.assignment, params.tile_rows, params.tile_cols, params.vector_width,
+                params.tile_k, params.wg_rows, params.wg_cols):
+            return point
+    return None
+
+
+def finalists(ctx: DeviceContext, dtype: Dtype, objective: Objective, top: int
+              ) -> tuple[list[Ranked], list[tuple[SimtParams, str]]]:
+    """The ``top`` best correct configurations that also pass ``verify``, and those rejected by it."""
+    ok = sorted((r for r in objective.records.values() if objective.complete(r)), key=lambda r: r.gflops,
+                reverse=True)
+    kept: list[Ranked] = []
+    rejected: list[tuple[SimtParams, str]] = []
+    for record in ok:
+        if len(kept) == top:
+            break
+        problem = verify(ctx, record.config, dtype)
+        if problem:
+            rejected.append((record.config, problem))
+        else:
+            kept.append(Ranked(record.config, record.gflops))
+    return kept, rejected
+
+
+def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Budget | None = None,
+         strategy: str = DEFAULT_STRATEGY, quick: bool = False, fresh: bool = False, top: int = 5,
+         listener: TuneListener | None = None, seed: int = 0, write: bool = True) -> Profile:
+    """Tune ``ctx``'s device and return its profile (also saved to the user's cache when ``write``)."""
+    device = ctx.device
+    listener = listener or TuneListener()
+    dtypes = dtypes or supported_dtypes(device)
+    for dt in dtypes:
+        if dt.needs_fp64 and not device.fp64:
+            raise TuningError(f"{dt.letter}gemm needs double precision, which {device.name.strip()} lacks")
+    budget = budget or default_budget(device, quick)
+    get_strategy(strategy)   # an unknown name fails before any work
+    widths = (1, 2, 4) if device.is_gpu else (1, 2, 4, 8)
+    reals = tuple(sorted({"d" if dt.needs_fp64 else "s" for dt in dtypes}))
+    results = fma.benchmark(ctx, reals, widths)
+    listener.fma_done(results)
+    macs = fma.mac_table(results)
+    profile = Profile(device.fingerprint, device.name.strip(), device.vendor.strip(), device.driver_version.strip(),
+                      __version__, datetime.now(timezone.utc).isoformat(timespec="seconds"), budget.describe(), macs)
+    for dt in dtypes:
+        real = "d" if dt.needs_fp64 else "s"
+        space = simt_space(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths})
+        if not len(space):
+            raise TuningError(f"no configuration of the {dt.letter} space fits {device.name.strip()}")
+        start = start_point(space, default_params(device, dt))
+        for size in size_classes(device, quick):
+            entry = _tune_class(ctx, dt, size, space, start, budget.share(size.share / len(dtypes)),
+                                strategy, fresh, top, listener, seed)
+            if entry is not None:
+                profile = profile.with_entry(dt.letter, entry)
+                if write:
+                    save(profile)
+                start = next((p for p in space.points() if space.config(p) == entry.ranked[0].config), start)
+    return profile
+
+
+def _tune_class(ctx: DeviceContext, dt: Dtype, size: SizeClass, space: SearchSpace, start: Point | None,
+                budget: Budget, strategy: str, fresh: bool, top: int, listener: TuneListener,
+                seed: int) -> SizeClassEntry | None:
+    checkpoint = Checkpoint.for_problem(ctx.device, dt, size.shape)
+    if fresh:
+        checkpoint.clear()
+    evaluator = Evaluator(ctx, dt, *size.shape)
+    objective = Objective(space, evaluator, checkpoint, budget, overlap=ctx.device.is_gpu,
+                          on_record=listener.record)
+    listener.class_started(dt, size, space, objective)
+    started = time.monotonic()
+    try:
+        get_strategy(strategy, seed).search(space, objective, start)
+    except BudgetSpent:
+        pass
+    finally:
+        evaluator.release()
+    ranked, rejected = finalists(ctx, dt, objective, top)
+    entry = None
+    if ranked:
+        entry = SizeClassEntry(size.name, size.shape, tuple(ranked), strategy, objective.evaluations,
+                               time.monotonic() - started)
+    listener.class_finished(dt, size, entry, objective, rejected)
+    return entry

@@ -1,0 +1,90 @@
+"""``autogemm tune`` and ``autogemm profile ...`` on the CPU device, with a small budget."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from autogemm.cli import main
+from autogemm.profiles import path_for, read, store
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory, device):
+    """One quick tuning run of sgemm with 6 evaluations, shared by the tests of this module."""
+    folder = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AUTOGEMM_CACHE_DIR", str(folder))
+        store._memo.clear()
+        out = CliRunner().invoke(main, ["tune", "--quick", "--dtype", "s", "--budget", "6", "--top", "2"])
+    store._memo.clear()
+    return folder, out
+
+
+@pytest.fixture
+def invoke(tuned, monkeypatch):
+    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tuned[0]))
+    store._memo.clear()
+    yield lambda *args: CliRunner().invoke(main, list(args))
+    store._memo.clear()
+
+
+def test_tune_writes_a_profile_and_shows_a_table(tuned, device, invoke):
+    folder, out = tuned
+    assert out.exit_code == 0, out.output
+    assert "multiply-add forms" in out.output and "s large" in out.output and "s small" in out.output
+    prof = read(path_for(device.fingerprint))
+    assert set(prof.dtypes) == {"s"} and {e.name for e in prof.dtypes["s"]} == {"large", "small"}
+    large = prof.entry("s", "large")
+    assert 1 <= len(large.ranked) <= 2 and large.ranked[0].gflops > 0 and large.evaluations == 4
+    assert (folder / "checkpoints").is_dir()
+
+
+def test_tune_again_resumes_from_the_checkpoint(invoke):
+    out = invoke("tune", "--quick", "--dtype", "s", "--budget", "6", "--top", "1")
+    assert out.exit_code == 0, out.output
+    lines = [line for line in out.output.splitlines() if line.startswith("│ s ")]
+    assert lines and all("│     4 │" in line or "│     1 │" in line for line in lines), out.output
+
+
+def test_profile_list_show_export_import_verify(invoke, device, tmp_path):
+    out = invoke("profile", "list")
+    assert out.exit_code == 0 and device.fingerprint in out.output
+    out = invoke("profile", "show")
+    assert out.exit_code == 0 and "sgemm large" in out.output and "GFLOP/s" in out.output
+    exported = tmp_path / "mine.json"
+    out = invoke("profile", "export", str(exported))
+    assert out.exit_code == 0 and json.loads(exported.read_text())["device"]["fingerprint"] == device.fingerprint
+    out = invoke("profile", "show", str(exported), "--json")
+    assert out.exit_code == 0 and json.loads(out.output)["format"] == "autogemm-profile"
+    out = invoke("profile", "import", str(exported))
+    assert out.exit_code == 0 and "imported" in out.output
+    out = invoke("profile", "verify", "--runs", "2")
+    assert out.exit_code == 0, out.output
+    assert "drift" in out.output and "ok" in out.output
+
+
+def test_profile_import_rejects_a_forged_file(invoke, tmp_path, device):
+    data = json.loads(invoke("profile", "show", "--json").output)
+    data["dtypes"]["s"][0]["ranked"][0]["config"]["build_options"] = ["-I/etc"]
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(data))
+    out = invoke("profile", "import", str(forged))
+    assert out.exit_code == 2 and "build option" in out.output
+
+
+def test_run_uses_the_profile(invoke):
+    out = invoke("run", "-M", "100", "-N", "90", "-K", "80", "-i", "2", "--validate")
+    assert out.exit_code == 0, out.output
+    assert "(profile" in out.output and "PASS" in out.output
+
+
+def test_tune_rejects_bad_options(invoke):
+    out = invoke("tune", "--budget", "soon")
+    assert out.exit_code == 2 and "budget" in out.output
+    out = invoke("tune", "--dtype", "q")
+    assert out.exit_code == 2 and "dtype" in out.output
+    out = invoke("tune", "--strategy", "annealing")
+    assert out.exit_code == 2

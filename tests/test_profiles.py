@@ -1,0 +1,166 @@
+"""Profiles: round trip, strict validation of data from outside (corrupted, truncated, forged, foreign
+profiles are rejected with a clear message and the library falls back), concurrent writers, and gemm
+picking its kernel from the profile by dtype and shape."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import warnings
+
+import numpy as np
+import pytest
+
+import autogemm
+from autogemm.blas import GemmPlan, GemmProblem
+from autogemm.codelets.simt import SimtParams
+from autogemm.errors import ProfileError
+from autogemm.profiles import Profile, ProfileWarning, Ranked, SizeClassEntry, path_for, profile_for, read, save
+from autogemm.profiles import store
+
+LARGE = SimtParams("NN", "consecutive", 8, 4, 2, 4, 4, 2, False, False, mac="mul_add")
+SMALL = SimtParams("NT", "offset", 4, 8, 1, 2, 2, 1, True, False, mac="mul_add")
+
+
+def make_profile(device, entries: dict[str, list[SizeClassEntry]] | None = None) -> Profile:
+    entries = entries or {"s": [SizeClassEntry("large", (256, 256, 256), (Ranked(LARGE, 20.5),), "model", 30, 12.0),
+                                SizeClassEntry("small", (32, 32, 32), (Ranked(SMALL, 1.5),), "model", 10, 3.0)]}
+    return Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
+                   "2026-11-22T10:00:00+00:00", "90s", {"s4": "fma"}, {k: tuple(v) for k, v in entries.items()})
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
+    store._memo.clear()
+    yield tmp_path
+    store._memo.clear()
+
+
+def test_round_trip(device):
+    prof = make_profile(device)
+    assert Profile.from_json(prof.to_json()) == prof
+
+
+def forge(data: dict, path: tuple, value) -> dict:
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    if value is KeyError:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return data
+
+
+CONFIG = ("dtypes", "s", 0, "ranked", 0, "config")
+FORGERIES = [
+    ((CONFIG + ("build_options",)), ["-DTILE_ROWS=1); evil(); //"], "build option"),
+    ((CONFIG + ("layout",)), "TN\n#define mac(a,b,c) 0", "layout"),
+    ((CONFIG + ("tile_rows",)), 3, "tile_rows"),
+    ((CONFIG + ("tile_rows",)), "8", "tile_rows must be an integer"),
+    ((CONFIG + ("source",)), "__kernel void gemm() {}", "unknown simt parameter"),
+    (("dtypes", "s", 0, "ranked", 0, "gflops"), float("nan"), "gflops"),
+    (("dtypes", "s", 0, "ranked", 0, "gflops"), -1, "gflops"),
+    (("dtypes", "s", 0, "shape"), [256, 256], "shape"),
+    (("dtypes", "s", 0, "shape"), [256, 256, 2**40], "shape"),
+    (("dtypes", "s", 0, "class"), "Large Class!", "class"),
+    (("dtypes", "q"), [], "unknown dtype"),
+    (("device", "fingerprint"), "not-hex", "fingerprint"),
+    (("version",), 2, "newer autogemm"),
+    (("format",), "something else", "format"),
+    (("created",), "yesterday", "ISO 8601"),
+    (("fma", "s4"), "system('x')", "fma"),
+    (("budget",), KeyError, "missing budget"),
+    (("extra",), 1, "unexpected extra"),
+]
+
+
+@pytest.mark.parametrize("path,value,message", FORGERIES, ids=[f"{'.'.join(map(str, f[0]))}" for f in FORGERIES])
+def test_a_forged_field_is_rejected(device, path, value, message):
+    data = forge(json.loads(make_profile(device).to_json()), path, value)
+    with pytest.raises(ProfileError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        Profile.from_json(json.dumps(data), source="forged.json")
+
+
+@pytest.mark.parametrize("cut", [0, 1, 100, -2])
+def test_a_truncated_or_corrupted_profile_is_rejected(device, cut):
+    text = make_profile(device).to_json()
+    with pytest.raises(ProfileError, match="forged.json"):
+        Profile.from_json(text[:cut] if cut else "\x00garbage{", source="forged.json")
+
+
+def test_gemm_picks_the_configuration_of_the_nearest_size_class(cache, ctx, device):
+    save(make_profile(device))
+    big = GemmPlan(ctx, GemmProblem(autogemm.dtypes.DTYPES["s"], 300, 200, 250, lda=250, ldb=200, ldc=200))
+    small = GemmPlan(ctx, GemmProblem(autogemm.dtypes.DTYPES["s"], 20, 30, 40, lda=40, ldb=30, ldc=30))
+    assert big.params == LARGE and small.params == SMALL
+    assert "profile" in big.describe()
+    other = GemmPlan(ctx, GemmProblem(autogemm.dtypes.DTYPES["d"], 300, 200, 250, lda=250, ldb=200, ldc=200))
+    assert other.params_source == "default"     # the profile has no d entry
+    rng = np.random.default_rng(1)
+    a, b = rng.uniform(-1, 1, (300, 250)).astype(np.float32), rng.uniform(-1, 1, (250, 200)).astype(np.float32)
+    np.testing.assert_allclose(autogemm.gemm(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("damage", ["foreign", "forged", "truncated"])
+def test_a_bad_profile_in_the_cache_is_skipped_with_a_warning(cache, ctx, device, damage):
+    path = path_for(device.fingerprint)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prof = make_profile(device)
+    if damage == "foreign":
+        text = Profile.from_json(prof.to_json().replace(device.fingerprint, "0123456789abcdef")).to_json()
+        expected = "made for"
+    elif damage == "forged":
+        text = prof.to_json().replace('"mac": "mul_add"', '"mac": "asm(\\"trap;\\")"')
+        expected = "mac"
+    else:
+        text = prof.to_json()[:-40]
+        expected = "not valid JSON"
+    path.write_text(text)
+    with pytest.warns(ProfileWarning, match=expected):
+        assert profile_for(device) is None
+    plan = GemmPlan(ctx, GemmProblem(autogemm.dtypes.DTYPES["s"], 300, 200, 250, lda=250, ldb=200, ldc=200))
+    assert plan.params_source == "default"
+
+
+def test_a_bundled_profile_is_the_fallback(cache, device, monkeypatch):
+    prof = make_profile(device)
+    monkeypatch.setattr(store, "bundled", lambda: [("bundled/x.json", prof)])
+    assert profile_for(device) == prof
+
+
+def _writer(folder: str, fingerprint_source: dict, letter: str, rounds: int) -> None:
+    import os
+    os.environ["AUTOGEMM_CACHE_DIR"] = folder
+    prof = Profile.from_json(json.dumps(fingerprint_source))
+    entry = prof.dtypes["s"][0]
+    for i in range(rounds):
+        save(prof.with_entry(letter, SizeClassEntry(f"class{i % 3}", entry.shape, entry.ranked, "model", i, 1.0)))
+
+
+def test_two_tuners_writing_one_profile_leave_a_valid_file_with_both(cache, device):
+    data = json.loads(make_profile(device).to_json())
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_writer, args=(str(cache), data, letter, 15)) for letter in "dc"]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+        assert w.exitcode == 0
+    merged = read(path_for(device.fingerprint))
+    assert set(merged.dtypes) == {"s", "d", "c"}
+    assert {e.name for e in merged.dtypes["d"]} == {"class0", "class1", "class2"}
+    assert not list(cache.glob("profiles/*.tmp"))
+
+
+def test_saving_merges_with_what_is_there(cache, device):
+    prof = make_profile(device)
+    save(prof)
+    entry = SizeClassEntry("large", (128, 128, 128), (Ranked(SMALL, 3.0),), "phased", 5, 1.0)
+    save(make_profile(device, {"c": [entry]}))
+    merged = read(path_for(device.fingerprint))
+    assert set(merged.dtypes) == {"s", "c"} and merged.entry("c", "large") == entry
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert profile_for(device) == merged

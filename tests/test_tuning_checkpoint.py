@@ -1,0 +1,94 @@
+"""Checkpoints: every measurement is on disk as it is taken, and a run stopped midway (by Ctrl-C, or
+killed outright) resumes without measuring anything again."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autogemm.dtypes import DTYPES
+from autogemm.tuning import Budget, BudgetSpent, Objective, get_strategy
+from autogemm.tuning.checkpoint import Checkpoint
+
+from synthetic import SyntheticEvaluator, synthetic_space
+
+HERE = Path(__file__).parent
+
+
+def checkpoint_in(folder: Path, device) -> Checkpoint:
+    return Checkpoint.for_problem(device, DTYPES["s"], (64, 64, 64), directory=folder)
+
+
+def search(checkpoint: Checkpoint, evaluator: SyntheticEvaluator, evaluations: int, strategy: str = "phased") -> Objective:
+    space = synthetic_space()
+    objective = Objective(space, evaluator, checkpoint, Budget(evaluations=evaluations), overlap=False, workers=1)
+    try:
+        get_strategy(strategy, seed=5).search(space, objective, start=space.points()[0])
+    except BudgetSpent:
+        pass
+    return objective
+
+
+@pytest.mark.parametrize("strategy", ["phased", "model", "rank-refine"])
+def test_an_interrupted_run_resumes_without_measuring_again(tmp_path, device, strategy):
+    first = SyntheticEvaluator(interrupt_at=18)
+    with pytest.raises(KeyboardInterrupt):
+        search(checkpoint_in(tmp_path, device), first, 40, strategy)
+    assert len(checkpoint_in(tmp_path, device)) == 17
+    again = SyntheticEvaluator()
+    resumed = search(checkpoint_in(tmp_path, device), again, 40, strategy)
+    uninterrupted = search(None, SyntheticEvaluator(), 40, strategy)
+    assert resumed.reused == 17 and again.calls == uninterrupted.fresh - 17
+    assert resumed.best_point == uninterrupted.best_point
+
+
+def test_a_killed_process_loses_nothing_it_measured(tmp_path, device):
+    """The tuner process is killed with SIGKILL after 25 measurements; the next run finds all 25."""
+    code = f"""
+import os, signal, sys
+sys.path.insert(0, {str(HERE)!r})
+import autogemm
+from synthetic import SyntheticEvaluator
+from test_tuning_checkpoint import checkpoint_in, search
+class Killed(SyntheticEvaluator):
+    def evaluate(self, *args, **kwargs):
+        if self.calls == 25:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().evaluate(*args, **kwargs)
+search(checkpoint_in(__import__('pathlib').Path({str(tmp_path)!r}), autogemm.default_device()), Killed(), 60)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert proc.returncode == -9
+    again = SyntheticEvaluator()
+    resumed = search(checkpoint_in(tmp_path, device), again, 60)
+    assert resumed.reused == 25 and again.calls == 35
+
+
+def test_a_torn_last_line_and_foreign_lines_are_skipped(tmp_path, device):
+    search(checkpoint_in(tmp_path, device), SyntheticEvaluator(), 10)
+    path = checkpoint_in(tmp_path, device).path
+    lines = path.read_text().splitlines()
+    forged = json.loads(lines[2])
+    forged["config"]["build_options"] = ["-DX=1"]
+    path.write_text("\n".join(lines[:2] + [json.dumps(forged)] + lines[3:]) + "\n" + lines[4][:37])
+    reread = checkpoint_in(tmp_path, device)
+    assert len(reread) == 9 and reread.skipped == 2
+
+
+def test_a_checkpoint_of_another_problem_is_not_used(tmp_path, device):
+    search(checkpoint_in(tmp_path, device), SyntheticEvaluator(), 10)
+    path = checkpoint_in(tmp_path, device).path
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["device"] = "0" * 16
+    path.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+    assert len(checkpoint_in(tmp_path, device)) == 0
+    evaluator = SyntheticEvaluator()
+    search(checkpoint_in(tmp_path, device), evaluator, 10)
+    assert evaluator.calls == 10
+    assert len(checkpoint_in(tmp_path, device)) == 10

@@ -1,0 +1,90 @@
+"""Each strategy finds the known best point of a synthetic space within its budget; the exponential
+stride search finds the peak of unimodal functions; budgets and the surrogate behave."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autogemm.errors import ArgumentError
+from autogemm.tuning import Budget, BudgetSpent, Objective, get_strategy
+from autogemm.tuning.strategies import exponential_stride_search
+from autogemm.tuning.surrogate import ExtraTrees
+
+from synthetic import SyntheticEvaluator, rate, synthetic_space, true_best
+
+# (strategy, share of the space it may measure, noise on one-run probes)
+CASES = [("exhaustive", None, 0.0), ("random", 1.0, 0.0), ("phased", 0.15, 0.0), ("model", 0.15, 0.0),
+         ("rank-refine", 1.3, 0.08)]
+
+
+@pytest.mark.parametrize("name,share,noise", CASES, ids=[c[0] for c in CASES])
+def test_strategy_finds_the_known_best(name, share, noise):
+    space = synthetic_space()
+    best = true_best(space)
+    budget = Budget() if share is None else Budget(evaluations=int(len(space) * share))
+    evaluator = SyntheticEvaluator(noise=noise)
+    objective = Objective(space, evaluator, None, budget, overlap=False, workers=1)
+    try:
+        get_strategy(name, seed=3).search(space, objective, start=space.points()[0])
+    except BudgetSpent:
+        pass
+    assert objective.best_point == best, (
+        f"{name} found {space.describe_point(objective.best_point)} at {objective.best[1].gflops:.1f}, "
+        f"best is {space.describe_point(best)} at {rate(space.config(best)):.1f}")
+    if budget.evaluations is not None:
+        assert objective.evaluations <= budget.evaluations
+
+
+def test_the_synthetic_best_is_unique():
+    space = synthetic_space()
+    rates = sorted((rate(space.config(p)) for p in space.points()), reverse=True)
+    assert rates[0] > rates[1] * 1.001
+
+
+@pytest.mark.parametrize("peak", [0, 1, 7, 31, 62, 63])
+@pytest.mark.parametrize("start", [0, 20, 63])
+def test_exponential_stride_finds_the_peak_of_a_unimodal_function(peak, start):
+    asked: list[int] = []
+
+    def score(i: int) -> float:
+        asked.append(i)
+        return -abs(i - peak) ** 1.5
+
+    assert exponential_stride_search(score, 0, 63, start) == peak
+    assert len(set(asked)) <= 32, f"{len(set(asked))} distinct evaluations of 64"
+
+
+def test_budget_parse():
+    assert Budget.parse("10m") == Budget(seconds=600)
+    assert Budget.parse("90s") == Budget(seconds=90)
+    assert Budget.parse("1.5h") == Budget(seconds=5400)
+    assert Budget.parse("200") == Budget(evaluations=200)
+    assert Budget.parse("10m,500") == Budget(evaluations=500, seconds=600)
+    assert Budget(evaluations=10).share(0.35) == Budget(evaluations=3)
+    for bad in ("", "ten", "0", "-5m", "1.5", "5x"):
+        with pytest.raises(ArgumentError):
+            Budget.parse(bad)
+
+
+def test_evaluation_budget_is_honoured():
+    space = synthetic_space()
+    objective = Objective(space, SyntheticEvaluator(), None, Budget(evaluations=7), overlap=False, workers=1)
+    with pytest.raises(BudgetSpent):
+        get_strategy("random").search(space, objective)
+    assert objective.evaluations == 7 and len(objective.records) == 7
+
+
+def test_unknown_strategy():
+    with pytest.raises(ArgumentError, match="unknown strategy"):
+        get_strategy("annealing")
+
+
+def test_surrogate_learns_an_interaction():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 1, (300, 4))
+    y = np.where(x[:, 0] > 0.5, x[:, 1], -x[:, 1]) + 0.1 * x[:, 2]
+    model = ExtraTrees(seed=1).fit(x[:200], y[:200])
+    mean, spread = model.predict(x[200:])
+    assert np.corrcoef(mean, y[200:])[0, 1] > 0.9
+    assert spread.shape == mean.shape and np.all(spread >= 0)
