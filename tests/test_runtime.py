@@ -23,6 +23,12 @@ def test_fingerprint_is_stable_and_ignores_slot(device):
     moved = dataclasses.replace(device, platform_index=7, device_index=3)
     assert moved.fingerprint == device.fingerprint
     assert dataclasses.replace(device, driver_version="other").fingerprint != device.fingerprint
+    # a CPU driver reports the memory free at start-up: it must not change the fingerprint
+    assert dataclasses.replace(device, device_type="CPU", global_mem_bytes=12345).fingerprint == \
+        dataclasses.replace(device, device_type="CPU", global_mem_bytes=67890).fingerprint
+    gpu = dataclasses.replace(device, device_type="GPU")
+    assert dataclasses.replace(gpu, global_mem_bytes=80 << 30).fingerprint != \
+        dataclasses.replace(gpu, global_mem_bytes=40 << 30).fingerprint
 
 
 def test_find_device_by_every_spec(device):

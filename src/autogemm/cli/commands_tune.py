@@ -79,7 +79,9 @@ def summary_table(rows: list[tuple]) -> Table:
 @click.option("--top", type=click.IntRange(1, 32), default=5, show_default=True,
               help="Configurations kept per dtype and size class.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the search's random choices.")
-def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed) -> None:
+@click.option("--size-class", "classes", multiple=True, type=click.Choice(["large", "small"]),
+              help="Tune only this size class (repeatable; default: all).")
+def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, classes) -> None:
     """Tune the GEMM kernels of a device and save its profile.
 
     Every measurement is written to a checkpoint as it is taken: after Ctrl-C or a crash, the same
@@ -98,7 +100,8 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed) -> N
     with Progress(*columns, console=console, transient=False) as progress:
         listener = ProgressListener(progress)
         try:
-            tune(ctx, letters, limit, strategy, quick=quick, fresh=fresh, top=top, listener=listener, seed=seed)
+            tune(ctx, letters, limit, strategy, quick=quick, fresh=fresh, top=top, listener=listener, seed=seed,
+                 classes=classes or None)
         except KeyboardInterrupt:
             progress.stop()
             console.print("[yellow]interrupted[/yellow]: every measurement so far is in the checkpoint, and "

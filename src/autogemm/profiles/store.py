@@ -61,6 +61,7 @@ def save(profile: Profile, path: Path | None = None) -> Path:
                 f.write(profile.to_json())
                 f.flush()
                 os.fsync(f.fileno())
+            os.chmod(temp, 0o644)   # a profile is meant to be shared: mkstemp makes it private
             os.replace(temp, path)
         except BaseException:
             Path(temp).unlink(missing_ok=True)

@@ -63,8 +63,14 @@ class Device:
 
     @property
     def fingerprint(self) -> str:
-        """A short stable hash of vendor, name, driver and hardware facts (not of the slot it sits in)."""
-        blob = json.dumps(self.facts(), sort_keys=True).encode()
+        """A short stable hash of vendor, name, driver and hardware facts (not of the slot it sits in).
+
+        Memory sizes count in whole GiB, and not at all on CPU devices: a CPU driver such as PoCL reports a
+        share of the memory free when it starts, which differs from one process to the next."""
+        facts = self.facts()
+        for name in ("global_mem_bytes", "max_mem_alloc_bytes"):
+            facts[name] = None if self.device_type == "CPU" else facts[name] >> 30
+        blob = json.dumps(facts, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
     @property

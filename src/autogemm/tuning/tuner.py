@@ -113,8 +113,10 @@ def finalists(ctx: DeviceContext, dtype: Dtype, objective: Objective, top: int
 
 def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Budget | None = None,
          strategy: str = DEFAULT_STRATEGY, quick: bool = False, fresh: bool = False, top: int = 5,
-         listener: TuneListener | None = None, seed: int = 0, write: bool = True) -> Profile:
-    """Tune ``ctx``'s device and return its profile (also saved to the user's cache when ``write``)."""
+         listener: TuneListener | None = None, seed: int = 0, write: bool = True,
+         classes: tuple[str, ...] | None = None) -> Profile:
+    """Tune ``ctx``'s device and return its profile (also saved to the user's cache when ``write``);
+    ``classes`` limits the run to some size classes (by name)."""
     device = ctx.device
     listener = listener or TuneListener()
     dtypes = dtypes or supported_dtypes(device)
@@ -123,6 +125,14 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
             raise TuningError(f"{dt.letter}gemm needs double precision, which {device.name.strip()} lacks")
     budget = budget or default_budget(device, quick)
     get_strategy(strategy)   # an unknown name fails before any work
+    sizes = size_classes(device, quick)
+    if classes:
+        unknown = set(classes) - {c.name for c in sizes}
+        if unknown:
+            raise TuningError(f"unknown size class {', '.join(sorted(unknown))}; "
+                              f"choose from {', '.join(c.name for c in sizes)}")
+        sizes = tuple(c for c in sizes if c.name in classes)
+    share_total = sum(c.share for c in sizes)
     widths = (1, 2, 4) if device.is_gpu else (1, 2, 4, 8)
     reals = tuple(sorted({"d" if dt.needs_fp64 else "s" for dt in dtypes}))
     results = fma.benchmark(ctx, reals, widths)
@@ -136,8 +146,8 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
         if not len(space):
             raise TuningError(f"no configuration of the {dt.letter} space fits {device.name.strip()}")
         start = start_point(space, default_params(device, dt))
-        for size in size_classes(device, quick):
-            entry = _tune_class(ctx, dt, size, space, start, budget.share(size.share / len(dtypes)),
+        for size in sizes:
+            entry = _tune_class(ctx, dt, size, space, start, budget.share(size.share / share_total / len(dtypes)),
                                 strategy, fresh, top, listener, seed)
             if entry is not None:
                 profile = profile.with_entry(dt.letter, entry)
