@@ -88,3 +88,19 @@ def test_surrogate_learns_an_interaction():
     mean, spread = model.predict(x[200:])
     assert np.corrcoef(mean, y[200:])[0, 1] > 0.9
     assert spread.shape == mean.shape and np.all(spread >= 0)
+
+
+def test_the_search_starts_at_the_class_default(device):
+    import dataclasses
+
+    from autogemm.blas import default_params
+    from autogemm.dtypes import DTYPES
+    from autogemm.tuning.tuner import start_point
+    from autogemm.tuning import simt_space
+
+    gpu = dataclasses.replace(device, device_type="GPU", vendor="NVIDIA Corporation", local_mem_bytes=48 << 10,
+                              max_work_group_size=1024)
+    space = simt_space(gpu, DTYPES["s"], {4: "mad"})
+    default = default_params(gpu, DTYPES["s"])
+    config = space.config(start_point(space, default))
+    assert dataclasses.replace(config, mac="fma", build_options=()) == default

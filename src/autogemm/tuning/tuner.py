@@ -9,7 +9,7 @@ keeps every finished class (and, in the checkpoint, every measurement)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
 from .. import __version__
@@ -82,15 +82,13 @@ class TuneListener:
 
 
 def start_point(space: SearchSpace, params: SimtParams) -> Point | None:
-    """The point of ``space`` closest to ``params`` (the class default), to start local searches from."""
-    for point in space.points():
-        config = space.config(point)
-        if (config.layout, config.assignment, config.tile_rows, config.tile_cols, config.vector_width,
-                config.tile_k, config.wg_rows, config.wg_cols) == (
-                params.layout, params.assignment, params.tile_rows, params.tile_cols, params.vector_width,
-                params.tile_k, params.wg_rows, params.wg_cols):
-            return point
-    return None
+    """The point of ``space`` whose configuration is ``params`` up to the multiply-add form and build
+    options (which the space sets itself), to start local searches from; None when it is not in it."""
+    def key(config: SimtParams) -> SimtParams:
+        return replace(config, mac="fma", build_options=())
+
+    wanted = key(params)
+    return next((p for p in space.points() if key(space.config(p)) == wanted), None)
 
 
 def finalists(ctx: DeviceContext, dtype: Dtype, objective: Objective, top: int
