@@ -53,7 +53,7 @@ def copy_cache() -> None:
 def peers() -> None:
     import autogemm
     from autogemm.bench.peers import clblast_gemm, cublas_gemm, numpy_gemm
-    from autogemm.checking import random_matrix, relative_error, tolerance
+    from autogemm.checking import gemm_flops, random_matrix, relative_error, tolerance
     from autogemm.dtypes import DTYPES
     from autogemm.profiles import profile_for
     from autogemm.runtime import context_for
@@ -67,7 +67,7 @@ def peers() -> None:
         dt = DTYPES[letter]
         entry = next(e for e in entries if e.name == "large")
         m, n, k = entry.shape
-        flops = (8 if dt.is_complex else 2) * m * n * k
+        flops = gemm_flops(dt, m, n, k)
         ev = Evaluator(ctx, dt, m, n, k, runs=10, slow_factor=float("inf"))
         record = ev.evaluate(entry.ranked[0].config)
         ev.release()

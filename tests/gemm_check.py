@@ -10,12 +10,8 @@ import numpy as np
 import pyopencl as cl
 
 from autogemm.blas import GemmPlan, GemmProblem, Op
-from autogemm.checking import random_matrix, relative_error
+from autogemm.checking import apply_op, random_matrix, relative_error
 from autogemm.dtypes import Dtype
-
-
-def apply_op(x: np.ndarray, letter: str) -> np.ndarray:
-    return {"N": x, "T": x.T, "C": x.conj().T}[letter]
 
 
 def run_and_check(ctx, params, dt: Dtype, m: int, n: int, k: int, trans_a: str, trans_b: str,

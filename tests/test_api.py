@@ -9,8 +9,7 @@ import pytest
 import autogemm
 from autogemm.dtypes import DTYPES
 
-from autogemm.checking import random_matrix, relative_error
-from gemm_check import apply_op
+from autogemm.checking import apply_op, random_matrix, relative_error
 
 RNG = np.random.default_rng()
 

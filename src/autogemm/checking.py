@@ -15,6 +15,16 @@ def random_matrix(rng: np.random.Generator, dt: Dtype, shape: tuple[int, ...]) -
     return data.astype(dt.numpy)
 
 
+def apply_op(x: np.ndarray, letter: str) -> np.ndarray:
+    """op(x) for a BLAS trans letter: 'N' as is, 'T' transposed, 'C' conjugate transposed (views)."""
+    return {"N": x, "T": x.T, "C": x.conj().T}[letter.upper()]
+
+
+def gemm_flops(dt: Dtype, m: int, n: int, k: int) -> float:
+    """Floating-point operations of an m x n x k product (a complex multiply-add is 8 real ones)."""
+    return (8.0 if dt.is_complex else 2.0) * m * n * k
+
+
 def relative_error(got: np.ndarray, want: np.ndarray) -> float:
     """||got - want|| / ||want|| in the precision of ``want`` (NaN or inf in ``got`` give inf)."""
     if not np.all(np.isfinite(got)):

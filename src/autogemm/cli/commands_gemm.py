@@ -10,6 +10,7 @@ import pyopencl as cl
 
 from ..blas import EDGES, GemmPlan, GemmProblem, Op
 from ..blas.selection import choose_params
+from ..checking import apply_op, gemm_flops, random_matrix, relative_error
 from ..codelets.simt import check, render
 from ..dtypes import DTYPES, get_dtype
 from ..errors import AutogemmError
@@ -93,17 +94,11 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, dtyp
                   f"alpha={alpha} beta={beta}", highlight=False)
     console.print(f"plan: {plan.describe()}", highlight=False)
     rng = np.random.default_rng()
-    hosts = {}
-    for name in "ABC":
-        rows, cols = problem.stored_shape(name)
-        data = rng.uniform(-1, 1, (rows, cols))
-        if dt.is_complex:
-            data = data + 1j * rng.uniform(-1, 1, (rows, cols))
-        hosts[name] = data.astype(dt.numpy)
+    hosts = {name: random_matrix(rng, dt, problem.stored_shape(name)) for name in "ABC"}
     mf = cl.mem_flags
     bufs = {name: cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=h if h.size else np.zeros(1, dt.numpy))
             for name, h in hosts.items()}
-    flops = (8 if dt.is_complex else 2) * m * n * k
+    flops = gemm_flops(dt, m, n, k)
     times = time_enqueue(lambda: plan.enqueue(bufs["A"], bufs["B"], bufs["C"], alpha, beta) or [_marker(ctx)],
                          warmup=1, runs=iterations)
     for i, t in enumerate(times):
@@ -119,14 +114,10 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, dtyp
         if got.size:
             cl.enqueue_copy(ctx.queue, got, bufs["C"])
         ref_type = dt.reference_numpy
-        a = hosts["A"].astype(ref_type)
-        b = hosts["B"].astype(ref_type)
-        a = {"N": a, "T": a.T, "C": a.conj().T}[trans_a.upper()]
-        b = {"N": b, "T": b.T, "C": b.conj().T}[trans_b.upper()]
-        ref = alpha * (a @ b) + (beta * hosts["C"].astype(ref_type) if beta else 0)
-        norm = np.linalg.norm(ref)
-        err = float(np.linalg.norm(got - ref) / norm) if norm else float(np.linalg.norm(got))
-        ok = err < dt.tolerance and np.all(np.isfinite(got))
+        ref = alpha * (apply_op(hosts["A"].astype(ref_type), trans_a) @ apply_op(hosts["B"].astype(ref_type), trans_b))
+        ref = ref + (beta * hosts["C"].astype(ref_type) if beta else 0)
+        err = relative_error(got, ref)
+        ok = err < dt.tolerance
         console.print(f"validation: relative error {err:.2e} (bound {dt.tolerance:.0e}): "
                       f"{'[green]PASS[/green]' if ok else '[red]FAIL[/red]'}")
         if not ok:

@@ -46,11 +46,13 @@ class Checkpoint:
     def _load(self) -> None:
         if not self.path.exists():
             return
-        with self.lock, open(self.path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-        if not lines or _header_of(lines[0]) != self.header:
-            self.skipped = len(lines)
-            return
+        with self.lock:
+            with open(self.path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+            if not lines or _header_of(lines[0]) != self.header:
+                self.skipped = len(lines)
+                self.path.unlink()   # a file of another format or problem: start over
+                return
         for line in lines[1:]:
             try:
                 record = Record.from_dict(json.loads(line))
@@ -78,19 +80,12 @@ class Checkpoint:
         line = json.dumps(record.to_dict(), separators=(",", ":")) + "\n"
         with self.lock:
             fresh = not self.path.exists() or self.path.stat().st_size == 0
-            if not fresh and not self._header_matches():
-                self.path.unlink()   # a file of another format or problem: start over
-                fresh = True
             with open(self.path, "a", encoding="utf-8") as f:
                 if fresh:
                     f.write(json.dumps(self.header) + "\n")
                 f.write(line)
                 f.flush()
                 os.fsync(f.fileno())
-
-    def _header_matches(self) -> bool:
-        with open(self.path, encoding="utf-8") as f:
-            return _header_of(f.readline()) == self.header
 
     def clear(self) -> None:
         """Forget every measurement (``autogemm tune --fresh``)."""

@@ -16,7 +16,7 @@ import numpy as np
 import pyopencl as cl
 
 from ..blas import GemmPlan, GemmProblem
-from ..checking import random_matrix, relative_error, tolerance
+from ..checking import gemm_flops, random_matrix, relative_error, tolerance
 from ..codelets.simt import SimtParams
 from ..dtypes import Dtype
 from ..errors import BuildError, ConfigError
@@ -43,7 +43,7 @@ class Evaluator:
         ref_type = dtype.reference_numpy
         self.reference = a.astype(ref_type) @ b.astype(ref_type)
         self.bound = tolerance(dtype, k)
-        self.flops = (8.0 if dtype.is_complex else 2.0) * m * n * k
+        self.flops = gemm_flops(dtype, m, n, k)
         self.best_seconds = math.inf
         mf = cl.mem_flags
         self.a = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)

@@ -151,7 +151,7 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
                 profile = profile.with_entry(dt.letter, entry)
                 if write:
                     save(profile)
-                start = next((p for p in space.points() if space.config(p) == entry.ranked[0].config), start)
+                start = start_point(space, entry.ranked[0].config) or start
     return profile
 
 

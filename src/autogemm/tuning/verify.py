@@ -9,7 +9,7 @@ import numpy as np
 import pyopencl as cl
 
 from ..blas import GemmPlan, GemmProblem, Op
-from ..checking import random_matrix, relative_error, tolerance
+from ..checking import apply_op, random_matrix, relative_error, tolerance
 from ..codelets.simt import SimtParams
 from ..dtypes import Dtype
 from ..runtime.context import DeviceContext
@@ -27,8 +27,7 @@ def verify(ctx: DeviceContext, params: SimtParams, dtype: Dtype, seed: int = 0) 
         b = random_matrix(rng, dtype, (n, k) if tb != "N" else (k, n))
         c = random_matrix(rng, dtype, (m, n)) if beta else np.full((m, n), np.nan, dtype.numpy)
         ref_t = dtype.reference_numpy
-        op = {"N": lambda x: x, "T": lambda x: x.T, "C": lambda x: x.conj().T}
-        want = alpha * (op[ta](a.astype(ref_t)) @ op[tb](b.astype(ref_t)))
+        want = alpha * (apply_op(a.astype(ref_t), ta) @ apply_op(b.astype(ref_t), tb))
         if beta:
             want = want + beta * c.astype(ref_t)
         try:

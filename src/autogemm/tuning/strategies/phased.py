@@ -99,12 +99,11 @@ class Phased(Strategy):
                 point = self._stride(space, objective, point, name)
             if point == before:
                 break
-        self._restart(space, objective)
+        self._restart(space, objective, groups)
 
-    def _restart(self, space: SearchSpace, objective: Objective) -> None:
+    def _restart(self, space: SearchSpace, objective: Objective, groups: list[tuple[str, ...]]) -> None:
         """Once the phases agree, spend what is left from random starting points (a local optimum of a
         phased search is not the global one)."""
-        groups, unimodal = self._plan(space)
         remaining = [p for p in space.shuffled(self.rng) if objective.score(p) is None]
         for start in remaining:
             if objective.score(start) is not None:
