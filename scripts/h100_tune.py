@@ -1,18 +1,18 @@
 """Issue 3 on the GPU machine, one phase per call (the first argument):
 
+  builds                compile throughput: one at a time, on 15 threads, and in 15 worker processes
   default               `autogemm tune` on the GPU with the default strategy and budget, all dtypes, timed
   exhaustive L BUDGET   the exhaustive strategy on the large class of dtype L (resumes from the checkpoint)
+  clblast-tune L...      CLBlast's own tuner (clblast_tuner_xgemm) for each dtype L, results in $CLBLAST_TUNED
   peers                 the profile's best of each dtype at its large shape, next to cuBLAS, CLBlast and
                         numpy in the same process, every result checked against a float64 reference
 
-The cache (profiles, checkpoints) is $AUTOGEMM_CACHE_DIR; logs, the profile and the checkpoints are copied
-to $OUT. Run from the repository root with src/ on PYTHONPATH."""
+The cache (profiles, checkpoints) is $AUTOGEMM_CACHE_DIR; logs, and the cache as cache.tgz, go to $OUT. Run from the repository root with src/ on PYTHONPATH."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -43,16 +43,46 @@ def cli(*args: str) -> float:
 
 
 def copy_cache() -> None:
+    """Profiles and checkpoints to $OUT as one archive (few files come back from the machine); the
+    next call resumes from it, unpacked into its cache directory."""
     cache = Path(os.environ["AUTOGEMM_CACHE_DIR"])
-    for sub in ("profiles", "checkpoints"):
-        if (cache / sub).is_dir():
-            shutil.copytree(cache / sub, OUT / sub, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns("*.lock", "*.tmp"))
+    present = [sub for sub in ("profiles", "checkpoints") if (cache / sub).is_dir()]
+    if present:
+        subprocess.run(["tar", "czf", str(OUT / "cache.tgz"), "--exclude=*.lock", "--exclude=*.tmp", *present],
+                       cwd=cache, check=True)
+
+
+CLBLAST_TUNED = Path(os.environ.get("CLBLAST_TUNED", "clblast-tuned"))
+
+
+def clblast_tune(letters: list[str], seconds: int, size: int = 2048, fraction: str | None = None) -> None:
+    """Run clblast_tuner_xgemm per dtype, at most ``seconds`` each, in $CLBLAST_TUNED: with its default
+    search (every variant in turn: the fixed sets in full, a random part of the large ones) unless
+    ``fraction`` sets the part (1/fraction) of every variant. Each variant writes its JSON when done."""
+    precision = {"s": 32, "d": 64, "c": 3232, "z": 6464}
+    CLBLAST_TUNED.mkdir(exist_ok=True)
+    # CLBlast's tools number platforms in the ICD loader's order: give them NVIDIA's alone, as platform 0.
+    vendors = CLBLAST_TUNED / "icd"
+    vendors.mkdir(exist_ok=True)
+    (vendors / "nvidia.icd").write_text("libnvidia-opencl.so.1\n")
+    env = {**os.environ, "OCL_ICD_VENDORS": str(vendors)}
+    for letter in letters:
+        args = ["timeout", str(seconds), "clblast_tuner_xgemm", "-platform", "0", "-device", "0",
+                "-precision", str(precision[letter]), "-m", str(size), "-n", str(size), "-k", str(size)]
+        if fraction:
+            args += ["-fraction", fraction]
+        started = time.time()
+        with open(OUT / f"clblast-tuner-{letter}.log", "w") as log:
+            proc = subprocess.run(args, cwd=CLBLAST_TUNED, stdout=log, stderr=subprocess.STDOUT, env=env)
+        files = sorted(CLBLAST_TUNED.glob(f"clblast_xgemm_*_{precision[letter]}.json"))
+        say(f"clblast_tuner_xgemm {letter}: exit {proc.returncode} after {time.time() - started:.0f} s, "
+            f"{', '.join(f.name for f in files)}")
 
 
 def peers() -> None:
     import autogemm
-    from autogemm.bench.peers import clblast_gemm, cublas_gemm, numpy_gemm
+    from autogemm.bench.peers import (clblast_gemm, clblast_override, clblast_tuned_parameters, cublas_gemm,
+                                      numpy_gemm)
     from autogemm.checking import gemm_flops, random_matrix, relative_error, tolerance
     from autogemm.dtypes import DTYPES
     from autogemm.profiles import profile_for
@@ -77,8 +107,18 @@ def peers() -> None:
         rng = np.random.default_rng(11)
         a, b = random_matrix(rng, dt, (m, k)), random_matrix(rng, dt, (k, n))
         ref = a.astype(dt.reference_numpy) @ b.astype(dt.reference_numpy)
+        def clblast_tuned():
+            precision = {"s": 32, "d": 64, "c": 3232, "z": 6464}[letter]
+            files = sorted(CLBLAST_TUNED.glob(f"clblast_xgemm_*_{precision}.json"))
+            if not files:
+                return None
+            params = clblast_tuned_parameters([json.loads(f.read_text()) for f in files])
+            row["CLBlast_tuned_parameters"] = params
+            clblast_override(ctx, dt, params)
+            return clblast_gemm(ctx, dt, a, b)
+
         for name, call in (("cuBLAS", lambda: cublas_gemm(a, b)), ("CLBlast", lambda: clblast_gemm(ctx, dt, a, b)),
-                           ("numpy", lambda: numpy_gemm(a, b))):
+                           ("CLBlast_tuned", clblast_tuned), ("numpy", lambda: numpy_gemm(a, b))):
             try:
                 res = call()
             except Exception as exc:  # a peer that fails is reported, the run goes on
@@ -92,24 +132,75 @@ def peers() -> None:
         rows.append(row)
         say(json.dumps(row))
     (OUT / "peers.json").write_text(json.dumps(rows, indent=1))
-    say("\n| dtype n | autogemm tuned | cuBLAS | CLBlast | numpy | / cuBLAS | / CLBlast |")
-    say("| --- | --- | --- | --- | --- | --- | --- |")
+    say("\n| dtype n | autogemm tuned | cuBLAS | CLBlast | CLBlast tuned | numpy | / cuBLAS | / CLBlast | "
+        "/ CLBlast tuned |")
+    say("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        cub, clb = r.get("cuBLAS", 0.0), r.get("CLBlast", 0.0)
-        say(f"| {r['dtype']} {r['n']} | {r['autogemm']:.2f} | {cub:.2f} | {clb:.2f} | {r.get('numpy', 0.0):.2f} | "
-            f"{r['autogemm'] / cub if cub else 0:.2f} | {r['autogemm'] / clb if clb else 0:.2f} |")
+        peer = {name: r.get(name, 0.0) for name in ("cuBLAS", "CLBlast", "CLBlast_tuned", "numpy")}
+        ratios = " | ".join(f"{r['autogemm'] / v:.2f}" if v else "-" for v in
+                            (peer["cuBLAS"], peer["CLBlast"], peer["CLBlast_tuned"]))
+        say(f"| {r['dtype']} {r['n']} | {r['autogemm']:.2f} | " + " | ".join(f"{v:.2f}" for v in peer.values())
+            + f" | {ratios} |")
+
+
+def builds() -> None:
+    """Kernels compiled per second in-process (serially, and on 15 threads) and in 15 worker processes
+    (each distinct, so no cache answers), and what loading a worker's binary costs."""
+    import random
+    from concurrent.futures import ThreadPoolExecutor
+
+    import autogemm
+    from autogemm.codelets.simt import render
+    from autogemm.dtypes import DTYPES
+    from autogemm.runtime.context import DeviceContext
+    from autogemm.tuning.simt_space import simt_space
+
+    gpu = autogemm.find_device(os.environ.get("TUNE_DEVICE", "gpu"))
+    space = simt_space(gpu, DTYPES["s"])
+    points = random.Random(5).sample(list(space.points()), 52)
+    sources = [(src.source, src.options) for src in (render(space.config(p), "s", guarded=False) for p in points)]
+    serial, threaded, pooled = sources[:4], sources[4:28], sources[28:]
+
+    def build_all(ctx: DeviceContext, batch, workers: int) -> float:
+        started = time.perf_counter()
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(lambda src: ctx.program(*src), batch))
+        return time.perf_counter() - started
+
+    ctx = DeviceContext(gpu)
+    one = [build_all(ctx, [src], 1) for src in serial]
+    say(f"builds: one at a time {np.median(one):.2f} s each ({', '.join(f'{t:.2f}' for t in one)})")
+    seconds = build_all(ctx, threaded, 15)
+    say(f"builds: {len(threaded)} on 15 threads in {seconds:.1f} s = {len(threaded) / seconds:.1f}/s")
+    started = time.perf_counter()
+    with ctx.building_in_processes(15):
+        build_all(ctx, [(f"__kernel void k{i}(__global float* x) {{ x[0] = {i}; }}", ()) for i in range(15)], 15)
+        say(f"builds: 15 worker processes started in {time.perf_counter() - started:.1f} s")
+        seconds = build_all(ctx, pooled, 15)
+        say(f"builds: {len(pooled)} in 15 processes in {seconds:.1f} s = {len(pooled) / seconds:.1f}/s")
+        pool = ctx._build_pool
+        binary = pool.compile(serial[0][0] + "\n// again", serial[0][1])
+    import pyopencl as cl
+    started = time.perf_counter()
+    cl.Program(ctx.context, [gpu.cl_device], [binary]).build(options=list(serial[0][1]))
+    say(f"builds: loading one worker's binary took {time.perf_counter() - started:.3f} s")
 
 
 def main() -> None:
     phase = sys.argv[1]
     device = os.environ.get("TUNE_DEVICE", "gpu")
     try:
-        if phase == "default":
+        if phase == "builds":
+            builds()
+        elif phase == "default":
             cli("tune", "-d", device)
         elif phase == "exhaustive":
             letter, budget = sys.argv[2], sys.argv[3]
             cli("tune", "-d", device, "--dtype", letter, "--strategy", "exhaustive", "--budget", budget,
                 "--size-class", "large")
+        elif phase == "clblast-tune":
+            clblast_tune(sys.argv[2:], int(os.environ.get("CLBLAST_SECONDS", "150")),
+                         fraction=os.environ.get("CLBLAST_FRACTION"))
         elif phase == "peers":
             peers()
         else:

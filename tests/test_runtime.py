@@ -1,9 +1,12 @@
-"""Device discovery, fingerprints, selection, the NVIDIA ICD fallback, and the program cache."""
+"""Device discovery, fingerprints, selection, the NVIDIA ICD fallback, the program cache, and builds in
+worker processes."""
 
 from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+import pyopencl as cl
 import pytest
 
 import autogemm
@@ -87,3 +90,19 @@ def test_build_error_carries_log(ctx):
     with pytest.raises(autogemm.BuildError) as info:
         ctx.program("__kernel void broken(__global float* x) { x[0] = undefined_name; }")
     assert "undefined_name" in str(info.value) or info.value.log
+
+
+def test_builds_in_worker_processes_give_working_programs(ctx):
+    source = ("__kernel void thrice(__global float* x) { x[get_global_id(0)] *= 3.0f; }"
+              "  // built in a worker process")
+    with ctx.building_in_processes(2):
+        program = ctx.program(source)
+        with pytest.raises(autogemm.BuildError) as info:
+            ctx.program("__kernel void broken(__global float* x) { x[0] = undefined_in_worker; }")
+    assert "undefined_in_worker" in info.value.log
+    data = np.arange(8, dtype=np.float32)
+    buf = cl.Buffer(ctx.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=data)
+    program.thrice(ctx.queue, (8,), None, buf)
+    out = np.empty_like(data)
+    cl.enqueue_copy(ctx.queue, out, buf).wait()
+    assert np.array_equal(out, 3 * data)

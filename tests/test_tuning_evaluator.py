@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
+import math
+
+import numpy as np
 import pyopencl as cl
 import pytest
 
@@ -12,7 +15,9 @@ from autogemm.blas import plan as plan_module
 from autogemm.codelets.simt import SimtParams
 from autogemm.dtypes import DTYPES
 from autogemm.tuning import Evaluator, Outcome
+from autogemm.checking import random_matrix, relative_error
 from autogemm.tuning import fma
+from autogemm.tuning.device_check import DeviceReference
 from autogemm.tuning.verify import verify
 
 GOOD = SimtParams("NN", "consecutive", 4, 8, 2, 2, 2, 1, False, False, mac="mul_add")
@@ -107,3 +112,24 @@ def test_fma_benchmark_picks_a_form_per_width(ctx):
 def test_fma_prefers_fma_unless_a_rival_is_clearly_faster():
     assert fma.FmaResult("s", 1, {"fma": 100.0, "mad": 102.0, "mul_add": 101.0}).best == "fma"
     assert fma.FmaResult("s", 1, {"fma": 10.0, "mad": 11.0, "mul_add": 40.0}).best == "mul_add"
+
+
+@pytest.mark.parametrize("letter", "sdcz")
+def test_the_device_check_agrees_with_the_host(ctx, letter):
+    dt = DTYPES[letter]
+    rng = np.random.default_rng(7)
+    want = random_matrix(rng, dt, (37, 29)).astype(dt.reference_numpy)
+    got = (want + 1e-3 * random_matrix(rng, dt, want.shape)).astype(dt.numpy)
+    reference = DeviceReference(ctx, dt, want)
+    buf = cl.Buffer(ctx.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=got)
+    try:
+        error, unwritten = reference.compare(buf)
+        assert unwritten == 0
+        assert error == pytest.approx(relative_error(got, want), rel=1e-3)
+        got[[3, 30], [4, 1]] = np.nan
+        got[0, 0] = np.inf
+        cl.enqueue_copy(ctx.queue, buf, got).wait()
+        assert reference.compare(buf) == (math.inf, 3)
+    finally:
+        reference.release()
+        buf.release()

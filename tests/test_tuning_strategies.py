@@ -10,6 +10,7 @@ from autogemm.errors import ArgumentError
 from autogemm.tuning import Budget, BudgetSpent, Objective, get_strategy
 from autogemm.tuning.strategies import exponential_stride_search
 from autogemm.tuning.surrogate import ExtraTrees
+from autogemm.tuning.tuner import class_budget
 
 from synthetic import SyntheticEvaluator, rate, synthetic_space, true_best
 
@@ -65,6 +66,15 @@ def test_budget_parse():
     for bad in ("", "ten", "0", "-5m", "1.5", "5x"):
         with pytest.raises(ArgumentError):
             Budget.parse(bad)
+
+
+def test_a_class_gets_its_share_of_the_time_left():
+    whole = Budget(evaluations=100, seconds=60)
+    first = class_budget(whole, elapsed=12.0, weight=0.7, remaining_weight=2.0, total_weight=2.0)
+    assert first.seconds == pytest.approx(48 * 0.35) and first.evaluations == 35
+    last = class_budget(whole, elapsed=59.5, weight=0.3, remaining_weight=0.3, total_weight=2.0)
+    assert last.seconds == 1.0 and last.evaluations == 15      # overspent: still a second to measure in
+    assert class_budget(Budget(seconds=10), 0.0, 1.0, 1.0, 1.0) == Budget(seconds=10)
 
 
 def test_evaluation_budget_is_honoured():

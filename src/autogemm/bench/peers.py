@@ -81,6 +81,33 @@ def _load_clblast() -> ctypes.CDLL | None:
     return None
 
 
+_PRECISION = {"s": 32, "d": 64, "c": 3232, "z": 6464}
+
+
+def clblast_tuned_parameters(results: list[dict]) -> dict[str, int]:
+    """The fastest configuration in the JSON results of CLBlast's tuner (``clblast_tuner_xgemm`` writes
+    one file per kernel variant; pass the parsed files of one precision)."""
+    best = min((r for doc in results for r in doc.get("results", [])), key=lambda r: r["time"])
+    return {name: int(value) for name, value in best["parameters"].items() if name != "PRECISION"}
+
+
+def clblast_override(ctx: DeviceContext, dt: Dtype, parameters: dict[str, int]) -> None:
+    """Make CLBlast use ``parameters`` for its Xgemm kernel of ``dt`` on this device from now on (what its
+    tuner found), instead of its database's."""
+    lib = _load_clblast()
+    if lib is None:
+        raise RuntimeError("libclblast is not installed")
+    names = (ctypes.c_char_p * len(parameters))(*(n.encode() for n in parameters))
+    values = (ctypes.c_size_t * len(parameters))(*parameters.values())
+    func = lib.CLBlastOverrideParameters
+    func.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_size_t,
+                     ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_size_t)]
+    func.restype = ctypes.c_int
+    status = func(ctx.device.cl_device.int_ptr, b"Xgemm", _PRECISION[dt.letter], len(parameters), names, values)
+    if status != 0:
+        raise RuntimeError(f"CLBlastOverrideParameters returned status {status}")
+
+
 def clblast_gemm(ctx: DeviceContext, dt: Dtype, a: np.ndarray, b: np.ndarray, runs: int = 5) -> PeerResult | None:
     """CLBlast's xGEMM (row-major, no transposes) on the device's queue; None where it is not installed."""
     lib = _load_clblast()

@@ -1,7 +1,8 @@
 """Helper kernels around the GEMM codelets (after Nugteren's kernel 10): ``pack`` copies an operand into
 the layout a codelet reads, transposing, conjugating and zero-padding to whole tiles in one pass;
 ``merge`` writes a padded result back as C = T + beta C; ``scale`` computes C = beta C alone (the BLAS
-quick return when alpha or K is zero)."""
+quick return when alpha or K is zero); ``residual`` measures a result against a reference on the device
+(the tuner checks every candidate so, without copying large results to the host)."""
 
 from __future__ import annotations
 
@@ -99,3 +100,51 @@ void scale(const int m, const int n, __global real* C, const int c_offset, const
 }}
 """
     return KernelSource("merge", source, (), (TILE, TILE), (TILE, TILE, 1))
+
+
+RESIDUAL_GROUP = 256   # work-items per residual work-group (a power of two, for the tree reduction)
+
+
+@lru_cache(maxsize=None)
+def residual(dt: Dtype) -> KernelSource:
+    """Per work-group partial sums of |C - R|^2 over n elements, and counts of non-finite elements of C
+    (unwritten outputs poisoned with NaN show up there). The host adds the partials in double."""
+    square = "dot(d, d)" if dt.is_complex else "d * d"
+    finite = "isfinite(v.x) && isfinite(v.y)" if dt.is_complex else "isfinite(v)"
+    source = _prelude(dt) + f"""
+#define GROUP {RESIDUAL_GROUP}
+// autogemm residual: partial[g] = sum |C - R|^2 and bad[g] = count of non-finite C over group g's share
+__kernel __attribute__((reqd_work_group_size(GROUP, 1, 1)))
+void residual(const int n, const __global real* C, const __global real* R,
+              __global real* partial, __global int* bad)
+{{
+    __local real sums[GROUP];
+    __local int counts[GROUP];
+    const int lid = get_local_id(0);
+    real sum = 0;
+    int count = 0;
+    for (int i = get_global_id(0); i < n; i += get_global_size(0)) {{
+        const elem v = LOAD(C, i);
+        if ({finite}) {{
+            const elem d = v - LOAD(R, i);
+            sum += {square};
+        }} else {{
+            count += 1;
+        }}
+    }}
+    sums[lid] = sum;
+    counts[lid] = count;
+    for (int step = GROUP / 2; step > 0; step /= 2) {{
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid < step) {{
+            sums[lid] += sums[lid + step];
+            counts[lid] += counts[lid + step];
+        }}
+    }}
+    if (lid == 0) {{
+        partial[get_group_id(0)] = sums[0];
+        bad[get_group_id(0)] = counts[0];
+    }}
+}}
+"""
+    return KernelSource("residual", source, (), (RESIDUAL_GROUP, 1), (RESIDUAL_GROUP, 1, 1))

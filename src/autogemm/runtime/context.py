@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pyopencl as cl
 
 from ..errors import BuildError
+from .build_pool import BuildPool
 from .device import Device
 from .discovery import find_device
 
@@ -23,21 +26,40 @@ class DeviceContext:
         )
         self._programs: dict[tuple[str, str], cl.Program] = {}
         self._lock = threading.Lock()
+        self._build_pool: BuildPool | None = None
+
+    @contextmanager
+    def building_in_processes(self, workers: int) -> Iterator[None]:
+        """Within the block, compile programs in ``workers`` worker processes (see ``BuildPool``)."""
+        pool = BuildPool(self.device, workers)
+        self._build_pool = pool
+        try:
+            yield
+        finally:
+            self._build_pool = None
+            pool.close()
 
     def program(self, source: str, options: tuple[str, ...] = ()) -> cl.Program:
         """Build ``source`` with ``options`` once; later calls return the cached program.
         Builds run outside the cache lock, so several threads can compile different programs at once
-        (the tuner compiles ahead while the device times). Raises ``BuildError`` with the compiler's log
+        (the tuner compiles ahead while the device times), in worker processes within
+        ``building_in_processes``. Raises ``BuildError`` with the compiler's log
         when the build fails."""
         key = (source, " ".join(options))
         with self._lock:
             cached = self._programs.get(key)
         if cached is not None:
             return cached
+        pool = self._build_pool
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", cl.CompilerWarning)
-                built = cl.Program(self.context, source).build(options=list(options))
+                if pool is None:
+                    program = cl.Program(self.context, source)
+                else:
+                    binary = pool.compile(source, options)
+                    program = cl.Program(self.context, [self.device.cl_device], [binary])
+                built = program.build(options=list(options))
         except cl.RuntimeError as exc:
             raise BuildError(
                 f"OpenCL build failed on {self.device.name.strip()}", log=str(exc), source=source

@@ -1,10 +1,11 @@
 """``Evaluator``: build one configuration, check it on random data, time it; always return a ``Record``.
 
 For each candidate: build the plan for the evaluator's problem (a build error is a record, not an
-exception); run it once over a NaN-poisoned C and compare every element with a float64 reference computed
-once from fresh random operands; time one run, and cut the candidate short as too slow when that run took
-more than ``slow_factor`` times the best so far; else time it with profiling events after a warm-up,
-repeating short products within a run until a run is well past launch overhead, and keep the median."""
+exception); run it once over a NaN-poisoned C and compare every element, on the device, with a float64
+reference computed once from fresh random operands; time one run, and cut the candidate short as too slow
+when that run took more than ``slow_factor`` times the best so far; else time it with profiling events
+after a warm-up, repeating short products within a run until a run is well past launch overhead, and keep
+the median."""
 
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ import numpy as np
 import pyopencl as cl
 
 from ..blas import GemmPlan, GemmProblem
-from ..checking import gemm_flops, random_matrix, relative_error, tolerance
+from ..checking import gemm_flops, random_matrix, tolerance
 from ..codelets.simt import SimtParams
 from ..dtypes import Dtype
 from ..errors import BuildError, ConfigError
 from ..runtime.context import DeviceContext
 from ..runtime.timing import event_seconds, median
+from .device_check import DeviceReference
 from .records import Outcome, Record
 
 #: A timed run covers at least this much device time (short products are repeated within it).
@@ -41,7 +43,7 @@ class Evaluator:
         rng = np.random.default_rng(self.seed)
         a, b = random_matrix(rng, dtype, (m, k)), random_matrix(rng, dtype, (k, n))
         ref_type = dtype.reference_numpy
-        self.reference = a.astype(ref_type) @ b.astype(ref_type)
+        self.reference = DeviceReference(ctx, dtype, a.astype(ref_type) @ b.astype(ref_type))
         self.bound = tolerance(dtype, k)
         self.flops = gemm_flops(dtype, m, n, k)
         self.best_seconds = math.inf
@@ -49,7 +51,6 @@ class Evaluator:
         self.a = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
         self.b = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=b)
         self.c = cl.Buffer(ctx.context, mf.READ_WRITE, m * n * dtype.itemsize)
-        self.result = np.empty((m, n), dtype.numpy)
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -96,13 +97,11 @@ class Evaluator:
     def _run(self, params: SimtParams, plan: GemmPlan, runs: int, build_seconds: float) -> Record:
         queue = self.ctx.queue
         cl.enqueue_fill_buffer(queue, self.c, np.array(np.nan, self.dtype.numpy), 0,
-                               self.result.size * self.dtype.itemsize)
-        self._enqueue(plan)[1].wait()
-        cl.enqueue_copy(queue, self.result, self.c)
-        error = relative_error(self.result, self.reference)
+                               self.reference.size * self.dtype.itemsize)
+        self._enqueue(plan)
+        error, unwritten = self.reference.compare(self.c)
         common = dict(error=None if math.isinf(error) else error, build_seconds=build_seconds)
         if not error < self.bound:
-            unwritten = int(np.count_nonzero(~np.isfinite(self.result)))
             why = (f"{unwritten} elements unwritten or NaN" if unwritten
                    else f"relative error {error:.2e} over the bound {self.bound:.0e}")
             return Record(params, Outcome.WRONG, message=why, **common)
@@ -123,6 +122,7 @@ class Evaluator:
     def release(self) -> None:
         for buf in (self.a, self.b, self.c):
             buf.release()
+        self.reference.release()
 
 
 def _summary(exc: BaseException) -> str:

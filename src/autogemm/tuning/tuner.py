@@ -4,11 +4,13 @@ For each dtype and size class: the pruned space (``simt_space``) with the multip
 micro-benchmark chose, an ``Evaluator`` on fresh random data of the class's shape, the checkpoint of that
 (device, dtype, shape), and a strategy under its share of the budget. The best correct configurations are
 verified on awkward shapes and written to the device profile as each class finishes, so an interrupted run
-keeps every finished class (and, in the checkpoint, every measurement)."""
+keeps every finished class (and, in the checkpoint, every measurement). The budget covers the whole run:
+the FMA benchmark and the verifications are paid from it. On a GPU, kernels compile in worker processes."""
 
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
@@ -24,7 +26,7 @@ from . import fma
 from .budget import Budget
 from .checkpoint import Checkpoint
 from .evaluator import Evaluator
-from .objective import BudgetSpent, Objective
+from .objective import BudgetSpent, Objective, default_workers
 from .records import Record
 from .simt_space import simt_space
 from .space import Point, SearchSpace
@@ -130,29 +132,47 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
             raise TuningError(f"unknown size class {', '.join(sorted(unknown))}; "
                               f"choose from {', '.join(c.name for c in sizes)}")
         sizes = tuple(c for c in sizes if c.name in classes)
-    share_total = sum(c.share for c in sizes)
-    widths = (1, 2, 4) if device.is_gpu else (1, 2, 4, 8)
-    reals = tuple(sorted({"d" if dt.needs_fp64 else "s" for dt in dtypes}))
-    results = fma.benchmark(ctx, reals, widths)
-    listener.fma_done(results)
-    macs = fma.mac_table(results)
-    profile = Profile(device.fingerprint, device.name.strip(), device.vendor.strip(), device.driver_version.strip(),
-                      __version__, datetime.now(timezone.utc).isoformat(timespec="seconds"), budget.describe(), macs)
-    for dt in dtypes:
-        real = "d" if dt.needs_fp64 else "s"
-        space = simt_space(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths})
-        if not len(space):
-            raise TuningError(f"no configuration of the {dt.letter} space fits {device.name.strip()}")
-        start = start_point(space, default_params(device, dt))
-        for size in sizes:
-            entry = _tune_class(ctx, dt, size, space, start, budget.share(size.share / share_total / len(dtypes)),
-                                strategy, fresh, top, listener, seed)
-            if entry is not None:
-                profile = profile.with_entry(dt.letter, entry)
-                if write:
-                    save(profile)
-                start = start_point(space, entry.ranked[0].config) or start
+    started = time.monotonic()
+    with ExitStack() as stack:
+        if device.is_gpu:
+            stack.enter_context(ctx.building_in_processes(default_workers()))
+        widths = (1, 2, 4) if device.is_gpu else (1, 2, 4, 8)
+        reals = tuple(sorted({"d" if dt.needs_fp64 else "s" for dt in dtypes}))
+        results = fma.benchmark(ctx, reals, widths)
+        listener.fma_done(results)
+        macs = fma.mac_table(results)
+        profile = Profile(device.fingerprint, device.name.strip(), device.vendor.strip(),
+                          device.driver_version.strip(), __version__,
+                          datetime.now(timezone.utc).isoformat(timespec="seconds"), budget.describe(), macs)
+        weights = [size.share for _ in dtypes for size in sizes]
+        total_weight = sum(weights)
+        for dt in dtypes:
+            real = "d" if dt.needs_fp64 else "s"
+            space = simt_space(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths})
+            if not len(space):
+                raise TuningError(f"no configuration of the {dt.letter} space fits {device.name.strip()}")
+            start = start_point(space, default_params(device, dt))
+            for size in sizes:
+                share = class_budget(budget, time.monotonic() - started, weights[0], sum(weights), total_weight)
+                weights.pop(0)
+                entry = _tune_class(ctx, dt, size, space, start, share, strategy, fresh, top, listener, seed)
+                if entry is not None:
+                    profile = profile.with_entry(dt.letter, entry)
+                    if write:
+                        save(profile)
+                    start = start_point(space, entry.ranked[0].config) or start
     return profile
+
+
+def class_budget(budget: Budget, elapsed: float, weight: float, remaining_weight: float,
+                 total_weight: float) -> Budget:
+    """The budget of the next size class: its weight's part of the evaluations, and of the time left
+    after ``elapsed`` seconds of the run (so the FMA benchmark and the verification of earlier classes
+    are paid from the whole run's time). At least a second, so that every class measures something."""
+    seconds = None
+    if budget.seconds is not None:
+        seconds = max(1.0, (budget.seconds - elapsed) * weight / remaining_weight)
+    return Budget(budget.share(weight / total_weight).evaluations, seconds)
 
 
 def _tune_class(ctx: DeviceContext, dt: Dtype, size: SizeClass, space: SearchSpace, start: Point | None,

@@ -1,0 +1,59 @@
+"""``DeviceReference``: a float64 reference kept on the device, against which results are checked there.
+
+Copying a 4096 x 4096 result to the host and comparing it in numpy takes longer than timing the kernel;
+the tuner checks thousands of candidates, so it compares on the device instead: one reduction kernel sums
+|C - R|^2 and counts non-finite outputs, and the host adds the partial sums. R is the float64 (complex128)
+reference rounded to the result's dtype; that rounding adds at most half an ulp per element, far below
+every dtype's tolerance."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyopencl as cl
+
+from ..codelets import helpers
+from ..dtypes import Dtype
+from ..runtime.context import DeviceContext
+
+#: Work-groups of the reduction at most (each work-item strides over the elements).
+MAX_GROUPS = 1024
+
+
+class DeviceReference:
+    """The reference result of one problem on the device; ``compare`` checks a result buffer against it."""
+
+    def __init__(self, ctx: DeviceContext, dtype: Dtype, reference: np.ndarray) -> None:
+        self.ctx, self.dtype = ctx, dtype
+        self.size = reference.size
+        self.norm = float(np.linalg.norm(reference)) or 1.0
+        rounded = np.ascontiguousarray(reference, dtype=dtype.numpy)
+        mf = cl.mem_flags
+        self.groups = max(1, min(MAX_GROUPS, math.ceil(self.size / helpers.RESIDUAL_GROUP)))
+        self.reference = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=rounded)
+        self.partial_host = np.empty(self.groups, np.dtype(dtype.real_numpy))
+        self.bad_host = np.empty(self.groups, np.int32)
+        self.partial = cl.Buffer(ctx.context, mf.WRITE_ONLY, self.partial_host.nbytes)
+        self.bad = cl.Buffer(ctx.context, mf.WRITE_ONLY, self.bad_host.nbytes)
+        src = helpers.residual(dtype)
+        self.kernel = ctx.kernel(src.source, src.name, src.options)
+
+    def compare(self, result: cl.Buffer) -> tuple[float, int]:
+        """(||C - R|| / ||R||, number of non-finite elements of C) for the C stored densely in ``result``;
+        the error is inf when any element is not finite."""
+        queue = self.ctx.queue
+        self.kernel.set_args(np.int32(self.size), result, self.reference, self.partial, self.bad)
+        group = helpers.RESIDUAL_GROUP
+        cl.enqueue_nd_range_kernel(queue, self.kernel, (self.groups * group,), (group,))
+        cl.enqueue_copy(queue, self.partial_host, self.partial)
+        cl.enqueue_copy(queue, self.bad_host, self.bad).wait()
+        unwritten = int(self.bad_host.sum())
+        if unwritten:
+            return math.inf, unwritten
+        error = math.sqrt(float(self.partial_host.astype(np.float64).sum())) / self.norm
+        return (error if math.isfinite(error) else math.inf), 0
+
+    def release(self) -> None:
+        for buf in (self.reference, self.partial, self.bad):
+            buf.release()
