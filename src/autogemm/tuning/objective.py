@@ -2,9 +2,10 @@
 
 It answers from the checkpoint what was measured before (so an interrupted run resumes without measuring
 again), counts every answer against the budget, builds the next candidates on worker threads while the
-device times the current one (the threads hand the compiling to worker processes where the tuner set up
-``DeviceContext.building_in_processes``) (on a CPU device, where compiling would disturb the timing, it builds a batch
-first and then times it), records every outcome and reports it to a callback (the progress bar)."""
+device times the current one (on a CPU device, where compiling would disturb the timing, it builds a
+batch first and then times it; on a GPU the threads hand the compiling to the worker processes of
+``DeviceContext.building_in_processes``), records every outcome and reports it to a callback (the
+progress bar)."""
 
 from __future__ import annotations
 
