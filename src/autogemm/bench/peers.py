@@ -1,18 +1,21 @@
 """The libraries autogemm is measured against, each timed the way it is used, on the same data:
-cuBLAS through torch (TF32 off, CUDA events), CLBlast through ctypes on autogemm's own OpenCL queue
-(profiling events), and numpy's BLAS on the CPU (wall clock). Each returns the median seconds of
-several runs after a warm-up and the result of the last run, for checking."""
+cuBLAS through torch (TF32 off, CUDA events; end to end, with the copies, by wall clock), CLBlast through
+ctypes on autogemm's own OpenCL queue (profiling events), and numpy's BLAS on the CPU (wall clock). Each
+computes op(A) op(B) from row-major operands as stored, and returns the median seconds of several runs
+after a warm-up and the result of the last run, for checking."""
 
 from __future__ import annotations
 
 import ctypes
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pyopencl as cl
 
+from ..checking import apply_op
 from ..dtypes import Dtype
 from ..runtime.context import DeviceContext
 from ..runtime.timing import event_seconds
@@ -25,19 +28,28 @@ class PeerResult:
     result: np.ndarray
 
 
-def numpy_gemm(a: np.ndarray, b: np.ndarray, runs: int = 3) -> PeerResult:
-    """numpy's matmul (its BLAS, all CPU cores)."""
-    out = a @ b
+def wall_median(call: Callable[[], np.ndarray], runs: int, warmup: bool = True) -> tuple[float, np.ndarray]:
+    """Median wall-clock seconds of ``call`` (after one warm-up call), and its last result."""
+    out = call() if warmup else None
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        out = a @ b
+        out = call()
         times.append(time.perf_counter() - start)
-    return PeerResult("numpy", statistics.median(times), out)
+    return statistics.median(times), out
 
 
-def cublas_gemm(a: np.ndarray, b: np.ndarray, runs: int = 5) -> PeerResult | None:
-    """cuBLAS through torch, with TF32 off; None where torch or CUDA is missing."""
+def numpy_gemm(a: np.ndarray, b: np.ndarray, runs: int = 3, trans_a: str = "N", trans_b: str = "N") -> PeerResult:
+    """numpy's matmul of op(A) op(B) (its BLAS, all CPU cores); a product of 2^30 multiply-adds or more
+    takes long enough to be timed once, without a warm-up."""
+    op_a, op_b = apply_op(a, trans_a), apply_op(b, trans_b)
+    small = op_a.size * op_b.shape[1] < 2**30
+    seconds, out = wall_median(lambda: op_a @ op_b, runs if small else 1, warmup=small)
+    return PeerResult("numpy", seconds, out)
+
+
+def _torch_cuda():
+    """torch with CUDA, TF32 off; None where either is missing."""
     try:
         import torch
     except ImportError:
@@ -45,8 +57,21 @@ def cublas_gemm(a: np.ndarray, b: np.ndarray, runs: int = 5) -> PeerResult | Non
     if not torch.cuda.is_available():
         return None
     torch.backends.cuda.matmul.allow_tf32 = False
-    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
-    out = torch.empty((a.shape[0], b.shape[1]), dtype=ta.dtype, device="cuda").fill_(float("nan"))
+    return torch
+
+
+def _torch_op(x, letter: str):
+    return {"N": x, "T": x.T, "C": x.conj().T}[letter.upper()]
+
+
+def cublas_gemm(a: np.ndarray, b: np.ndarray, runs: int = 5, trans_a: str = "N",
+                trans_b: str = "N") -> PeerResult | None:
+    """cuBLAS through torch, operands already on the GPU, timed with CUDA events; None without CUDA."""
+    torch = _torch_cuda()
+    if torch is None:
+        return None
+    ta, tb = _torch_op(torch.from_numpy(a).cuda(), trans_a), _torch_op(torch.from_numpy(b).cuda(), trans_b)
+    out = torch.empty((ta.shape[0], tb.shape[1]), dtype=ta.dtype, device="cuda").fill_(float("nan"))
     torch.matmul(ta, tb, out=out)
     torch.cuda.synchronize()
     times = []
@@ -61,7 +86,24 @@ def cublas_gemm(a: np.ndarray, b: np.ndarray, runs: int = 5) -> PeerResult | Non
     return PeerResult("cuBLAS", statistics.median(times), out.cpu().numpy())
 
 
-_ROW_MAJOR, _NO_TRANS = 101, 111
+def cublas_gemm_end_to_end(a: np.ndarray, b: np.ndarray, runs: int = 3, trans_a: str = "N",
+                           trans_b: str = "N") -> PeerResult | None:
+    """numpy in, numpy out through torch: copy to the GPU, multiply with cuBLAS, copy back (wall clock)."""
+    torch = _torch_cuda()
+    if torch is None:
+        return None
+
+    def call() -> np.ndarray:
+        ta = _torch_op(torch.from_numpy(a).cuda(), trans_a)
+        tb = _torch_op(torch.from_numpy(b).cuda(), trans_b)
+        return (ta @ tb).cpu().numpy()
+
+    seconds, out = wall_median(call, runs)
+    return PeerResult("cuBLAS e2e", seconds, out)
+
+
+_ROW_MAJOR = 101
+_TRANSPOSE = {"N": 111, "T": 112, "C": 113}
 
 
 class _Float2(ctypes.Structure):
@@ -108,15 +150,18 @@ def clblast_override(ctx: DeviceContext, dt: Dtype, parameters: dict[str, int]) 
         raise RuntimeError(f"CLBlastOverrideParameters returned status {status}")
 
 
-def clblast_gemm(ctx: DeviceContext, dt: Dtype, a: np.ndarray, b: np.ndarray, runs: int = 5) -> PeerResult | None:
-    """CLBlast's xGEMM (row-major, no transposes) on the device's queue; None where it is not installed."""
+def clblast_gemm(ctx: DeviceContext, dt: Dtype, a: np.ndarray, b: np.ndarray, runs: int = 5, trans_a: str = "N",
+                 trans_b: str = "N") -> PeerResult | None:
+    """CLBlast's xGEMM of op(A) op(B) (row-major operands as stored) on the device's queue; None where it
+    is not installed."""
     lib = _load_clblast()
     if lib is None:
         return None
     func = getattr(lib, f"CLBlast{dt.letter.upper()}gemm")
     scalar = {"s": ctypes.c_float, "d": ctypes.c_double, "c": _Float2, "z": _Double2}[dt.letter]
-    m, k = a.shape
-    n = b.shape[1]
+    m, k = apply_op(a, trans_a).shape
+    n = apply_op(b, trans_b).shape[1]
+    lda, ldb = a.shape[1], b.shape[1]
     size_t, ptr = ctypes.c_size_t, ctypes.c_void_p
     func.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, size_t, size_t, size_t, scalar,
                      ptr, size_t, size_t, ptr, size_t, size_t, scalar, ptr, size_t, size_t,
@@ -136,7 +181,8 @@ def clblast_gemm(ctx: DeviceContext, dt: Dtype, a: np.ndarray, b: np.ndarray, ru
         helper kernels first)."""
         before = cl.enqueue_marker(ctx.queue)
         event = ptr()
-        status = func(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, one, a_buf.int_ptr, 0, k, b_buf.int_ptr, 0, n,
+        status = func(_ROW_MAJOR, _TRANSPOSE[trans_a.upper()], _TRANSPOSE[trans_b.upper()], m, n, k, one,
+                      a_buf.int_ptr, 0, lda, b_buf.int_ptr, 0, ldb,
                       zero, c_buf.int_ptr, 0, n, ctypes.byref(queue), ctypes.byref(event))
         if status != 0:
             raise RuntimeError(f"CLBlast{dt.letter.upper()}gemm returned status {status}")

@@ -1,0 +1,138 @@
+"""What a benchmark run shows and writes: a terminal table, geometric-mean ratios, JSON, CSV and a plot."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.table import Table
+
+from ..errors import ArgumentError
+from .runner import AUTOGEMM, CaseResult
+
+
+def implementations(cases: Sequence[CaseResult]) -> list[str]:
+    """Every implementation that ran somewhere (not those not installed), autogemm first."""
+    names = [AUTOGEMM]
+    for case in cases:
+        names += [m.name for m in case.measurements if m.name not in names and m.note != "not available"]
+    return names
+
+
+def flat_rows(cases: Sequence[CaseResult]) -> list[dict]:
+    """One row per (case, implementation), for JSON and CSV."""
+    rows = []
+    for case in cases:
+        for m in case.measurements:
+            rows.append({
+                "dtype": case.dtype, "m": case.shape.m, "n": case.shape.n, "k": case.shape.k,
+                "layout": case.shape.layout, "implementation": m.name, "seconds": m.seconds,
+                "tflops": m.tflops, "peak_tflops": case.peak_tflops,
+                "fraction_of_peak": m.tflops / case.peak_tflops if m.tflops and case.peak_tflops else None,
+                "error": m.error, "correct": m.correct, "autogemm_over_this": case.ratio(m.name),
+                "autogemm_config": case.config, "note": m.note,
+            })
+    return rows
+
+
+def geometric_means(cases: Sequence[CaseResult]) -> dict[tuple[str, str], tuple[float, int]]:
+    """(dtype, peer) -> (geometric mean of autogemm / peer over the cases both ran correctly, count)."""
+    logs: dict[tuple[str, str], list[float]] = {}
+    for case in cases:
+        for m in case.measurements:
+            ratio = case.ratio(m.name)
+            if ratio:
+                logs.setdefault((case.dtype, m.name), []).append(math.log(ratio))
+    return {key: (math.exp(sum(v) / len(v)), len(v)) for key, v in logs.items()}
+
+
+def table(cases: Sequence[CaseResult], title: str) -> Table:
+    """TFLOP/s per implementation (a wrong or failed one shows why), autogemm's share of the FMA peak,
+    and autogemm's ratio to each peer (end to end against end to end)."""
+    names = implementations(cases)
+    peers = [n for n in names if not n.startswith(AUTOGEMM)]
+    out = Table(title=title, title_justify="left")
+    out.add_column("dtype")
+    out.add_column("problem")
+    for name in names:
+        out.add_column(name, justify="right")
+    out.add_column("% peak", justify="right")
+    for peer in peers:
+        out.add_column(f"/ {peer}", justify="right")
+    for case in cases:
+        by_name = {m.name: m for m in case.measurements}
+        cells = []
+        for name in names:
+            m = by_name.get(name)
+            if m is None:
+                cells.append("")
+            elif m.correct:
+                cells.append(f"{m.tflops:.2f}" if m.tflops >= 1 else f"{m.tflops:.3g}")
+            else:
+                cells.append(f"[red]{m.note or 'wrong'}[/red]")
+        ours = case.rate(AUTOGEMM)
+        cells.append(f"{100 * ours / case.peak_tflops:.0f}%" if ours and case.peak_tflops else "")
+        for peer in peers:
+            ratio = case.ratio(peer)
+            cells.append(f"{ratio:.2f}" if ratio else "")
+        out.add_row(case.dtype, case.shape.label, *cells)
+    return out
+
+
+def write_json(cases: Sequence[CaseResult], path: Path, meta: dict) -> None:
+    means = [{"dtype": d, "peer": p, "geomean_autogemm_over_peer": g, "cases": n}
+             for (d, p), (g, n) in sorted(geometric_means(cases).items())]
+    Path(path).write_text(json.dumps({**meta, "results": flat_rows(cases), "geometric_means": means}, indent=1))
+
+
+def write_csv(cases: Sequence[CaseResult], path: Path) -> None:
+    rows = flat_rows(cases)
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["dtype"])
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def plot(cases: Sequence[CaseResult], path: Path, title: str) -> None:
+    """Rate against problem size per implementation, one panel per dtype: a line over n where every
+    problem is square in one layout, else points over the problems in order."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ArgumentError("--plot needs matplotlib: pip install 'autogemm[plot]'") from exc
+    dtypes = list(dict.fromkeys(c.dtype for c in cases))
+    names = implementations(cases)
+    fig, axes = plt.subplots(len(dtypes), 1, figsize=(10, 3.6 * len(dtypes)), squeeze=False)
+    for ax, dtype in zip(axes[:, 0], dtypes):
+        mine = [c for c in cases if c.dtype == dtype]
+        sweep = all(c.shape.square for c in mine) and len({c.shape.layout for c in mine}) == 1
+        xs = [c.shape.n for c in mine] if sweep else list(range(len(mine)))
+        for name in names:
+            ys = [c.rate(name) if c.rate(name) is not None else math.nan for c in mine]
+            if all(math.isnan(y) for y in ys):
+                continue
+            ax.plot(xs, ys, marker="o", linestyle="-" if sweep else "none", label=name,
+                    linewidth=2.5 if name == AUTOGEMM else 1.5)
+        peak = mine[0].peak_tflops if mine else None
+        if peak:
+            ax.axhline(peak, color="grey", linestyle=":", linewidth=1, label="FMA peak (measured)")
+        if sweep:
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(xs, [str(x) for x in xs], fontsize=8)
+            ax.minorticks_off()
+            ax.set_xlabel("n (m = n = k)")
+        else:
+            ax.set_xticks(xs, [c.shape.label for c in mine], rotation=60, ha="right", fontsize=7)
+        ax.set_ylabel("TFLOP/s")
+        ax.set_title(f"{dtype}gemm")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

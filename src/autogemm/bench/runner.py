@@ -1,0 +1,193 @@
+"""``Bench``: time autogemm and its peers on the same problems in one run, and check every result.
+
+For each (dtype, shape): fresh random operands; autogemm with the device's profile, operands on the
+device, timed with profiling events (warm-up, median of ``runs``) over a NaN-poisoned C; each peer as it
+is used (see ``peers``); with ``end_to_end`` also the numpy-in, numpy-out calls of autogemm and of cuBLAS
+(through torch), copies included (named with the suffix " e2e"). Every result is compared with a float64 reference: all of it for
+small problems, else a sample of rows (the first and last blocks and random ones) after checking that
+every element is finite. The fraction of peak is against the FMA peak measured on the device in the same
+run (the micro-benchmark the tuner uses), so it means the same on every device."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyopencl as cl
+
+from ..api import gemm
+from ..blas import GemmPlan, GemmProblem, Op
+from ..checking import apply_op, gemm_flops, random_matrix, relative_error, tolerance
+from ..dtypes import Dtype
+from ..errors import ArgumentError
+from ..runtime.context import DeviceContext
+from ..runtime.timing import median, time_enqueue
+from ..tuning import fma
+from . import peers as peer_functions
+from .peers import PeerResult, wall_median
+from .shapes import Shape
+
+AUTOGEMM = "autogemm"
+END_TO_END = " e2e"          # suffix of the numpy-in, numpy-out timings
+PEERS = ("cublas", "clblast", "numpy")
+#: Problems with more rows than this are checked on a sample of rows.
+FULL_CHECK_ROWS = 512
+SAMPLE_EDGE_ROWS, SAMPLE_RANDOM_ROWS = 64, 128
+
+
+@dataclass
+class Measurement:
+    """One implementation on one problem: its rate, its error against the reference, and whether it
+    passed (a failed or wrong implementation has no rate)."""
+
+    name: str
+    seconds: float | None
+    tflops: float | None
+    error: float | None
+    correct: bool
+    note: str = ""
+
+
+@dataclass
+class CaseResult:
+    dtype: str
+    shape: Shape
+    peak_tflops: float | None
+    config: str
+    measurements: list[Measurement] = field(default_factory=list)
+
+    def rate(self, name: str) -> float | None:
+        found = next((m for m in self.measurements if m.name == name), None)
+        return found.tflops if found is not None and found.correct else None
+
+    def ratio(self, peer: str) -> float | None:
+        """autogemm's rate over ``peer``'s, when both ran correctly: end to end against an end-to-end
+        peer, else device-resident."""
+        if peer.startswith(AUTOGEMM):
+            return None
+        ours = self.rate(AUTOGEMM + END_TO_END if peer.endswith(END_TO_END) else AUTOGEMM)
+        theirs = self.rate(peer)
+        return ours / theirs if ours and theirs else None
+
+
+class Reference:
+    """The float64 (complex128) product of one problem, whole or on sampled rows, and the check of a
+    result against it."""
+
+    def __init__(self, dt: Dtype, a: np.ndarray, b: np.ndarray, shape: Shape, rng: np.random.Generator) -> None:
+        wide = dt.reference_numpy
+        op_a = apply_op(a, shape.trans_a)
+        if shape.m <= FULL_CHECK_ROWS:
+            self.rows = None
+        else:
+            edges = np.r_[0:SAMPLE_EDGE_ROWS, shape.m - SAMPLE_EDGE_ROWS:shape.m]
+            inner = rng.choice(np.arange(SAMPLE_EDGE_ROWS, shape.m - SAMPLE_EDGE_ROWS), SAMPLE_RANDOM_ROWS,
+                               replace=False)
+            self.rows = np.unique(np.r_[edges, inner])
+            op_a = op_a[self.rows]
+        self.product = op_a.astype(wide) @ apply_op(b, shape.trans_b).astype(wide)
+        self.bound = tolerance(dt, shape.k)
+
+    def check(self, result: np.ndarray) -> tuple[float, bool]:
+        """(relative error, within the bound); inf when any element of the result is not finite."""
+        if not np.all(np.isfinite(result)):
+            return math.inf, False
+        error = relative_error(result if self.rows is None else result[self.rows], self.product)
+        return error, error < self.bound
+
+
+class Bench:
+    """Runs cases on one device; ``peers`` are names from ``PEERS``."""
+
+    def __init__(self, ctx: DeviceContext, peers: Sequence[str] = PEERS, runs: int = 10,
+                 end_to_end: bool = False, seed: int = 0) -> None:
+        unknown = set(peers) - set(PEERS)
+        if unknown:
+            raise ArgumentError(f"unknown peer {', '.join(sorted(unknown))}; choose from {', '.join(PEERS)}")
+        self.ctx, self.peers, self.runs, self.end_to_end = ctx, tuple(peers), runs, end_to_end
+        self.rng = np.random.default_rng(seed)
+        self._peaks: dict[str, float] = {}
+
+    def peak_tflops(self, dt: Dtype) -> float:
+        """The device's multiply-add peak for ``dt``'s real type, measured (best form and vector width)."""
+        real = "d" if dt.needs_fp64 else "s"
+        if real not in self._peaks:
+            widths = (1, 2, 4) if self.ctx.device.is_gpu else (1, 2, 4, 8)
+            results = fma.benchmark(self.ctx, (real,), widths)
+            self._peaks[real] = max(max(r.gflops.values()) for r in results) / 1e3
+        return self._peaks[real]
+
+    def run(self, dt: Dtype, shape: Shape) -> CaseResult:
+        a = random_matrix(self.rng, dt, (shape.m, shape.k) if shape.trans_a == "N" else (shape.k, shape.m))
+        b = random_matrix(self.rng, dt, (shape.k, shape.n) if shape.trans_b == "N" else (shape.n, shape.k))
+        reference = Reference(dt, a, b, shape, self.rng)
+        flops = gemm_flops(dt, shape.m, shape.n, shape.k)
+        case = CaseResult(dt.letter, shape, self.peak_tflops(dt), "")
+        plan_or_error = self._plan(dt, shape)
+        if isinstance(plan_or_error, GemmPlan):
+            case.config = plan_or_error.params.describe()
+        calls: list[tuple[str, Callable[[], PeerResult | None]]] = [
+            (AUTOGEMM, lambda: self._autogemm(dt, plan_or_error, a, b))]
+        if self.end_to_end:
+            calls.append((AUTOGEMM + END_TO_END, lambda: self._autogemm_end_to_end(a, b, shape)))
+        ops = dict(trans_a=shape.trans_a, trans_b=shape.trans_b)
+        if "cublas" in self.peers:
+            calls.append(("cuBLAS", lambda: peer_functions.cublas_gemm(a, b, self.runs, **ops)))
+            if self.end_to_end:
+                calls.append(("cuBLAS" + END_TO_END,
+                              lambda: peer_functions.cublas_gemm_end_to_end(a, b, max(1, self.runs // 3), **ops)))
+        if "clblast" in self.peers:
+            calls.append(("CLBlast", lambda: peer_functions.clblast_gemm(self.ctx, dt, a, b, self.runs, **ops)))
+        if "numpy" in self.peers:
+            calls.append(("numpy", lambda: peer_functions.numpy_gemm(a, b, max(1, min(3, self.runs)), **ops)))
+        for name, call in calls:
+            case.measurements.append(_measure(name, call, reference, flops))
+        return case
+
+    def _plan(self, dt: Dtype, shape: Shape) -> GemmPlan | Exception:
+        op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
+        problem = GemmProblem(dt, shape.m, shape.n, shape.k, op_a, op_b,
+                              lda=shape.k if shape.trans_a == "N" else shape.m,
+                              ldb=shape.n if shape.trans_b == "N" else shape.k, ldc=shape.n)
+        try:
+            return GemmPlan(self.ctx, problem)
+        except Exception as exc:   # noqa: BLE001 - reported in the table, the run goes on
+            return exc
+
+    def _autogemm(self, dt: Dtype, plan: GemmPlan | Exception, a: np.ndarray, b: np.ndarray) -> PeerResult:
+        """Device-resident: operands already on the device, C poisoned with NaN, events timing."""
+        if isinstance(plan, Exception):
+            raise plan
+        ctx, mf = self.ctx, cl.mem_flags
+        result = np.full((plan.problem.m, plan.problem.n), np.nan, dt.numpy)
+        a_buf = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
+        b_buf = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=b)
+        c_buf = cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=result)
+        try:
+            times = time_enqueue(lambda: plan.enqueue(a_buf, b_buf, c_buf), warmup=1, runs=self.runs)
+            cl.enqueue_copy(ctx.queue, result, c_buf).wait()
+        finally:
+            plan.release()
+            for buf in (a_buf, b_buf, c_buf):
+                buf.release()
+        return PeerResult(AUTOGEMM, median(times), result)
+
+    def _autogemm_end_to_end(self, a: np.ndarray, b: np.ndarray, shape: Shape) -> PeerResult:
+        seconds, out = wall_median(lambda: gemm(a, b, trans_a=shape.trans_a, trans_b=shape.trans_b,
+                                                device=self.ctx.device), max(1, self.runs // 3))
+        return PeerResult(AUTOGEMM + END_TO_END, seconds, out)
+
+
+def _measure(name: str, call: Callable[[], PeerResult | None], reference: Reference,
+             flops: float) -> Measurement:
+    try:
+        got = call()
+    except Exception as exc:   # noqa: BLE001 - a failing implementation is reported, the run goes on
+        return Measurement(name, None, None, None, False, f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
+    if got is None:
+        return Measurement(name, None, None, None, False, "not available")
+    error, ok = reference.check(got.result)
+    return Measurement(name, got.seconds, flops / got.seconds / 1e12 if got.seconds > 0 else None,
+                       None if math.isinf(error) else error, ok, "" if ok else "wrong result")

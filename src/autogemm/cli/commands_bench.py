@@ -1,0 +1,116 @@
+"""``autogemm bench``: autogemm and its peers on the same problems in one run, checked, as a table,
+JSON, CSV and a plot."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .. import __version__
+from ..bench.report import geometric_means, plot, table, write_csv, write_json
+from ..bench.runner import PEERS, Bench
+from ..bench.shapes import LAYOUTS, read_shapes, square_sweep, suite
+from ..dtypes import get_dtype
+from ..errors import AutogemmError, ArgumentError
+from ..profiles import profile_for
+from ..runtime import context_for
+from . import main
+from .common import console, fail, select_device
+
+
+def _peers(text: str) -> tuple[str, ...]:
+    if text.strip().lower() == "none":
+        return ()
+    names = tuple(p.strip().lower() for p in text.split(",") if p.strip())
+    unknown = set(names) - set(PEERS)
+    if unknown:
+        raise ArgumentError(f"--peers: unknown {', '.join(sorted(unknown))}; choose from {', '.join(PEERS)} or none")
+    return names
+
+
+@main.command("bench")
+@click.option("-d", "--device", help="Device: P:D, index, gpu, cpu or part of its name (default: the default).")
+@click.option("--dtype", "dtypes", default="s", show_default=True, help="Comma-separated letters, e.g. s,d,c,z.")
+@click.option("--sizes", help="Square sizes: 1024,2048 or 256:8192 (doubling) or 256:4096:256 "
+                              "[default: 256:8192 on a GPU, 64:1024 on a CPU].")
+@click.option("--layout", type=click.Choice(LAYOUTS, case_sensitive=False), default="NN", show_default=True,
+              help="Transposes of A and B for --sizes.")
+@click.option("--shapes", "shapes_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A file of problems, one 'M N K [LAYOUT]' per line.")
+@click.option("--suite", "use_suite", is_flag=True,
+              help="The shipped suite: squares, odd sizes and skinny shapes in NN, NT and TN.")
+@click.option("--peers", "peer_text", default=",".join(PEERS), show_default=True,
+              help="Peers to run beside autogemm (those not installed are skipped), or none.")
+@click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True,
+              help="Timed runs per implementation (the median is reported).")
+@click.option("--end-to-end", is_flag=True, help="Also time numpy-in, numpy-out calls, copies included.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random operands.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write every result as JSON.")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="Write every result as CSV.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write a PNG of rate against problem, per dtype.")
+def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_text, runs, end_to_end, seed,
+                  json_path, csv_path, plot_path) -> None:
+    """Time autogemm (with the device's profile) and its peers on the same problems in one run.
+
+    Every result is checked against a float64 reference; a wrong one is shown, never counted. Rates are
+    TFLOP/s; '% peak' is autogemm's share of the device's multiply-add peak measured in the same run;
+    '/ peer' is autogemm's rate over the peer's."""
+    try:
+        if sum(bool(x) for x in (sizes, shapes_file, use_suite)) > 1:
+            raise ArgumentError("choose one of --sizes, --shapes and --suite")
+        dev = select_device(None, device)
+        letters = [get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()]
+        if use_suite:
+            shapes = suite()
+        elif shapes_file:
+            shapes = read_shapes(shapes_file)
+        else:
+            shapes = square_sweep(sizes or ("256:8192" if dev.is_gpu else "64:1024"), layout.upper())
+        for dt in letters:
+            if dt.needs_fp64 and not dev.fp64:
+                raise ArgumentError(f"{dt.letter}gemm needs double precision, which {dev.name.strip()} lacks")
+        runner = Bench(context_for(dev), _peers(peer_text), runs, end_to_end, seed)
+        profile = profile_for(dev)
+    except AutogemmError as exc:
+        fail(str(exc))
+    console.print(f"bench on {dev.label}; profile: "
+                  f"{'tuned ' + profile.created if profile else 'none (class defaults)'}", highlight=False)
+    cases = []
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    try:
+        with Progress(*columns, console=console, transient=True) as progress:
+            task = progress.add_task("bench", total=len(letters) * len(shapes))
+            for dt in letters:
+                for shape in shapes:
+                    progress.update(task, description=f"{dt.letter}gemm {shape.label}")
+                    cases.append(runner.run(dt, shape))
+                    progress.advance(task)
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted[/yellow] after {len(cases)} problems; showing those")
+    title = f"TFLOP/s on {dev.name.strip()} (median of {runs}; autogemm {__version__})"
+    console.print(table(cases, title))
+    for (dtype, peer), (mean, count) in sorted(geometric_means(cases).items()):
+        console.print(f"{dtype}gemm: autogemm / {peer}, geometric mean over {count} problems: {mean:.2f}",
+                      highlight=False)
+    meta = {"device": dev.name.strip(), "driver": dev.driver_version.strip(), "fingerprint": dev.fingerprint,
+            "autogemm": __version__, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "runs": runs, "profile": profile.created if profile else None}
+    try:
+        if json_path:
+            write_json(cases, json_path, meta)
+        if csv_path:
+            write_csv(cases, csv_path)
+        if plot_path:
+            plot(cases, plot_path, title)
+    except (AutogemmError, OSError) as exc:
+        fail(str(exc))
+    for path in (json_path, csv_path, plot_path):
+        if path:
+            console.print(f"wrote {path}", highlight=False)
+    if any(not m.correct and m.note == "wrong result" for c in cases for m in c.measurements):
+        sys.exit(1)

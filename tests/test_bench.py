@@ -1,0 +1,136 @@
+"""``autogemm bench``: shapes, the runner's checks of every result, ratios, and what it writes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import numpy as np
+import pyopencl as cl
+import pytest
+from click.testing import CliRunner
+
+from autogemm.bench import report
+from autogemm.bench.runner import AUTOGEMM, Bench, CaseResult, Measurement, Reference
+from autogemm.bench.shapes import Shape, read_shapes, square_sweep, suite
+from autogemm.blas import plan as plan_module
+from autogemm.checking import random_matrix
+from autogemm.cli import main
+from autogemm.dtypes import DTYPES
+from autogemm.errors import ArgumentError
+
+
+def test_the_suite_holds_the_problems_the_issue_names():
+    shapes = suite()
+    dims = {(s.m, s.n, s.k) for s in shapes}
+    for size in (256, 512, 1024, 2048, 4096, 8192, 1000, 1023, 1025, 3000, 4097):
+        assert (size, size, size) in dims
+    assert {(8192, 64, 8192), (64, 8192, 8192), (4096, 4096, 64), (128, 128, 65536)} <= dims
+    assert {s.layout for s in shapes} == {"NN", "NT", "TN"}
+    assert len(shapes) == len(dims) * 3
+
+
+def test_square_sweeps():
+    assert [s.n for s in square_sweep("256:2048")] == [256, 512, 1024, 2048]
+    assert [s.n for s in square_sweep("100:400:100")] == [100, 200, 300, 400]
+    assert [s.n for s in square_sweep("1000, 1023,64:128:x2")] == [1000, 1023, 64, 128]
+    assert square_sweep("8", "TN") == [Shape(8, 8, 8, "TN")]
+    for bad in ("", "0", "a", "10:5", "5:10:0", "1:2:3:4"):
+        with pytest.raises(ArgumentError):
+            square_sweep(bad)
+
+
+def test_shapes_files(tmp_path):
+    good = tmp_path / "shapes.txt"
+    good.write_text("# skinny\n8192 64 8192\n\n100 200 300 tn  # transposed A\n")
+    assert read_shapes(good) == [Shape(8192, 64, 8192), Shape(100, 200, 300, "TN")]
+    for text in ("1 2\n", "1 2 3 XY\n", "0 2 3\n", "a b c\n", "# only a comment\n"):
+        bad = tmp_path / "bad.txt"
+        bad.write_text(text)
+        with pytest.raises(ArgumentError):
+            read_shapes(bad)
+
+
+@pytest.fixture(scope="module")
+def bench(ctx):
+    return Bench(ctx, peers=("numpy", "cublas", "clblast"), runs=2)
+
+
+@pytest.mark.parametrize("letter,shape", [("s", Shape(70, 45, 33, "NT")), ("z", Shape(37, 29, 50, "TN"))])
+def test_autogemm_and_numpy_are_timed_and_checked(bench, letter, shape):
+    case = bench.run(DTYPES[letter], shape)
+    ours = case.measurements[0]
+    assert ours.name == AUTOGEMM and ours.correct, ours.note
+    assert ours.tflops > 0 and ours.error < DTYPES[letter].tolerance
+    numpy_run = next(m for m in case.measurements if m.name == "numpy")
+    assert numpy_run.correct and case.ratio("numpy") == pytest.approx(ours.tflops / numpy_run.tflops)
+    assert case.peak_tflops > 0 and case.config
+
+
+def test_a_wrong_autogemm_result_is_reported_not_counted(bench, monkeypatch):
+    def nothing(plan, *args, **kwargs):   # C is never written
+        return [cl.enqueue_marker(plan.ctx.queue)]
+
+    monkeypatch.setattr(plan_module.GemmPlan, "enqueue", nothing)
+    case = bench.run(DTYPES["s"], Shape(20, 20, 20))
+    ours = case.measurements[0]
+    assert not ours.correct and ours.note == "wrong result" and case.rate(AUTOGEMM) is None
+    assert case.ratio("numpy") is None
+
+
+def test_sampled_rows_still_see_every_element_written(ctx):
+    rng = np.random.default_rng(3)
+    dt, shape = DTYPES["d"], Shape(600, 40, 30)
+    a, b = random_matrix(rng, dt, (600, 30)), random_matrix(rng, dt, (30, 40))
+    ref = Reference(dt, a, b, shape, rng)
+    assert ref.rows is not None and 0 in ref.rows and 599 in ref.rows and len(ref.rows) < 600
+    exact = a @ b
+    assert ref.check(exact)[1]
+    hole = exact.copy()
+    hole[300, 7] = np.nan                      # a row the sample may not hold
+    assert ref.check(hole) == (math.inf, False)
+    off = exact.copy()
+    off[599] *= 1.01                          # the last block is always checked
+    assert not ref.check(off)[1]
+
+
+def _case(dtype: str, n: int, rates: dict[str, float | None]) -> CaseResult:
+    case = CaseResult(dtype, Shape(n, n, n), 10.0, "cfg")
+    for name, rate in rates.items():
+        case.measurements.append(Measurement(name, 1.0, rate, 0.0 if rate else None, rate is not None,
+                                             "" if rate else "wrong result"))
+    return case
+
+
+def test_geometric_means_pair_end_to_end_with_end_to_end():
+    cases = [_case("s", 64, {AUTOGEMM: 2.0, "autogemm e2e": 1.0, "cuBLAS": 4.0, "cuBLAS e2e": 0.5}),
+             _case("s", 128, {AUTOGEMM: 8.0, "autogemm e2e": 2.0, "cuBLAS": 4.0, "cuBLAS e2e": None})]
+    means = report.geometric_means(cases)
+    assert means[("s", "cuBLAS")] == (pytest.approx(1.0), 2)
+    assert means[("s", "cuBLAS e2e")] == (pytest.approx(2.0), 1)
+    assert ("s", "autogemm e2e") not in means
+
+
+def test_bench_command_writes_table_json_csv_and_plot(tmp_path):
+    out = CliRunner().invoke(main, [
+        "bench", "--dtype", "s,c", "--sizes", "24,40", "--peers", "numpy", "--runs", "2", "--end-to-end",
+        "--json", str(tmp_path / "b.json"), "--csv", str(tmp_path / "b.csv"), "--plot", str(tmp_path / "b.png")])
+    assert out.exit_code == 0, out.output
+    assert "40x40x40 NN" in out.output and "geometric mean" in out.output
+    data = json.loads((tmp_path / "b.json").read_text())
+    rows = data["results"]
+    assert {r["implementation"] for r in rows} == {"autogemm", "autogemm e2e", "numpy"}
+    assert all(r["correct"] for r in rows if r["implementation"] in ("autogemm", "autogemm e2e", "numpy"))
+    assert {(m["dtype"], m["peer"]) for m in data["geometric_means"]} == {("s", "numpy"), ("c", "numpy")}
+    with open(tmp_path / "b.csv") as f:
+        assert len(list(csv.DictReader(f))) == len(rows)
+    assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_bench_command_rejects_bad_options(tmp_path):
+    runner = CliRunner()
+    for args, message in ((["--sizes", "64", "--suite"], "choose one of"), (["--peers", "mkl"], "unknown mkl"),
+                          (["--sizes", "x"], "size 'x'")):
+        out = runner.invoke(main, ["bench", *args])
+        assert out.exit_code == 2 and message in out.output, out.output
