@@ -105,7 +105,7 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: co
         raise ArgumentError(f"config must be a SimtParams, not {type(config).__name__}")
     ctx = context_for(device)
 
-    out = c if c is not None else np.zeros((m, n), dtype=dt.numpy)
+    out = c if c is not None else np.empty((m, n), dtype=dt.numpy)
     sa, sb, sc = _stored(a), _stored(b), _stored(out)
     op_a = op_a.flipped() if sa.flipped else op_a
     op_b = op_b.flipped() if sb.flipped else op_b
@@ -116,9 +116,12 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: co
     try:
         if m == 0 or n == 0:
             return out
-        result = _run(ctx, plan, sa.span, sb.span, sc.span, alpha, beta)
+        direct = out.reshape(-1) if out.flags.c_contiguous and not sc.flipped else None
+        result = _run(ctx, plan, sa.span, sb.span, sc.span, alpha, beta, direct)
     finally:
         plan.release()
+    if result is direct:
+        return out
     rows, cols = sc.rows, sc.cols
     stored = np.lib.stride_tricks.as_strided(result, shape=(rows, cols), strides=(sc.ld * dt.itemsize, dt.itemsize))
     if sc.flipped:
@@ -128,20 +131,23 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: co
     return out
 
 
-def _run(ctx, plan: GemmPlan, a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha, beta) -> np.ndarray:
-    """Upload, compute and download; returns the new span of C."""
-    mf = cl.mem_flags
-    buffers = []
+def _run(ctx, plan: GemmPlan, a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha, beta,
+         direct: np.ndarray | None) -> np.ndarray:
+    """Upload (C only when beta is not 0: it is not read then), compute and download; returns the new
+    span of C, read straight into ``direct`` when given (C's own memory, when it is dense)."""
+    mf, queue = cl.mem_flags, ctx.queue
+    buffers, sources = [], []
     try:
-        for span in (a, b, c):
-            data = np.ascontiguousarray(span)
-            if data.size == 0:
-                data = np.zeros(1, dtype=span.dtype)
-            buffers.append(cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=data))
+        for span, needed in ((a, True), (b, True), (c, beta != 0)):
+            buffers.append(cl.Buffer(ctx.context, mf.READ_WRITE, max(span.nbytes, span.itemsize)))
+            if needed and span.size:
+                sources.append(np.ascontiguousarray(span))    # kept alive until the copies are done
+                cl.enqueue_copy(queue, buffers[-1], sources[-1], is_blocking=False)
         plan.enqueue(*buffers, alpha=alpha, beta=beta)
-        result = np.empty(max(c.size, 1), dtype=c.dtype)
-        cl.enqueue_copy(ctx.queue, result, buffers[2])
-        return result[: c.size]
+        result = direct if direct is not None else np.empty(max(c.size, 1), dtype=c.dtype)
+        if c.size:
+            cl.enqueue_copy(queue, result, buffers[2])
+        return result if direct is not None else result[: c.size]
     finally:
         for buf in buffers:
             buf.release()

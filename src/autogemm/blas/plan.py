@@ -268,12 +268,22 @@ class GemmPlan:
                 events.append(cl.enqueue_nd_range_kernel(q, merge, size, (helpers.TILE, helpers.TILE)))
             return events
 
-    def describe(self) -> str:
-        """What this plan launches, for logs and ``autogemm run``."""
-        steps = [f"{'pack ' + n + (' (transpose)' if s.transpose else '') + (' (conjugate)' if s.conjugate else '') + (' -> image' if s.image else '')}"
-                 for n, s in self.staging.items() if s.packed]
+    def launches(self) -> list[str]:
+        """What ``enqueue`` launches, in the order of the events it returns (for a problem with a
+        product to compute)."""
+        steps = []
+        for name, st in self.staging.items():
+            if st.packed:
+                steps.append(f"pack {name}" + (" (transpose)" if st.transpose else "")
+                             + (" (conjugate)" if st.conjugate else ""))
+                if st.image:
+                    steps.append(f"copy {name} to an image")
         steps.append(f"gemm [{self.params.describe()}] ({self.params_source}) "
                      f"{'guarded' if self.guarded else 'whole tiles'}")
         if self.c_temp:
             steps.append("merge C")
-        return " ; ".join(steps)
+        return steps
+
+    def describe(self) -> str:
+        """What this plan launches, for logs and ``autogemm run``."""
+        return " ; ".join(self.launches())

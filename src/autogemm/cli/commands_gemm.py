@@ -71,9 +71,10 @@ def show_kernel(dtype_letter, config, settings, platform, device, whole) -> None
 @click.option("--edge", type=click.Choice(EDGES), default="auto", show_default=True,
               help="Edge handling: pad to whole tiles, guard the kernel's edges, or choose by shape.")
 @click.option("-v", "--validate", is_flag=True, help="Check the result against a float64 numpy reference.")
+@click.option("--timeline", is_flag=True, help="Show when each launch of one more iteration ran on the device.")
 @_with_options(config_options)
-def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, dtype_letter, config, settings,
-        platform, device) -> None:
+def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, timeline, dtype_letter, config,
+        settings, platform, device) -> None:
     """Run one GEMM several times, printing each iteration's device time and rate (with the device
     profile's configuration for the shape, or the default, unless --config/--set)."""
     try:
@@ -106,6 +107,14 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, dtyp
                       highlight=False)
     t = median(times)
     console.print(f"median: {t * 1e3:.3f} ms, {flops / t / 1e9 if t else 0:.1f} GFLOP/s", highlight=False)
+    if timeline and m and n:
+        events = plan.enqueue(bufs["A"], bufs["B"], bufs["C"], alpha, beta)
+        events[-1].wait()
+        names = plan.launches() if len(events) == len(plan.launches()) else ["scale C"]
+        origin = events[0].profile.start
+        for name, event in zip(names, events):
+            start, end = (event.profile.start - origin) / 1e3, (event.profile.end - origin) / 1e3
+            console.print(f"  {start:10.1f} .. {end:10.1f} us  ({end - start:9.1f} us)  {name}", highlight=False)
     if validate:
         # C was overwritten by each iteration: recompute once from the original C.
         cl.enqueue_copy(ctx.queue, bufs["C"], hosts["C"] if hosts["C"].size else np.zeros(1, dt.numpy))
