@@ -16,7 +16,7 @@ from autogemm.dtypes import Dtype
 
 def run_and_check(ctx, params, dt: Dtype, m: int, n: int, k: int, trans_a: str, trans_b: str,
                   alpha, beta, edge: str, rng: np.random.Generator, extra_ld: int = 0,
-                  offset: int = 0) -> float:
+                  offset: int = 0, split_k: int | None = None) -> float:
     """Run the plan and assert correctness; returns the relative error."""
     op_a, op_b = Op.from_letter(trans_a, "trans_a"), Op.from_letter(trans_b, "trans_b")
     shapes = {"A": (k, m) if op_a.transposed else (m, k), "B": (n, k) if op_b.transposed else (k, n),
@@ -38,7 +38,7 @@ def run_and_check(ctx, params, dt: Dtype, m: int, n: int, k: int, trans_a: str, 
     if beta != 0:
         ref = ref + beta * views["C"].astype(dt.reference_numpy)
 
-    plan = GemmPlan(ctx, problem, params, edge)
+    plan = GemmPlan(ctx, problem, params, edge, split_k)
     mf = cl.mem_flags
     bufs = {name: cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=h) for name, h in hosts.items()}
     try:

@@ -17,7 +17,7 @@ import numpy as np
 import pyopencl as cl
 
 from ..codelets import helpers
-from ..codelets.kernel import KernelSource, round_up
+from ..codelets.kernel import KernelSource, ceil_div, round_up
 from ..codelets.simt import SimtParams, check, render
 from ..codelets.simt.geometry import TEXEL_BYTES
 from ..errors import ArgumentError, ConfigError
@@ -29,6 +29,21 @@ EDGES = ("auto", "pad", "guard")
 #: Problems with at least this many multiply-adds are padded under ``edge='auto'``: the copies then
 #: cost little next to the product, and the unguarded kernel is the faster one.
 PAD_MIN_WORK = 128**3
+MAX_SLICES = 64
+#: Problems with fewer multiply-adds are not split automatically: the merge of the slices is one more
+#: launch, and launches cost up to a few hundred microseconds each on the H100's OpenCL driver.
+SPLIT_MIN_WORK = 2**30
+#: A K slice is at least this deep (and 16 K steps), so that its partial sum is worth a pass over C.
+MIN_SLICE_DEPTH = 256
+
+
+def split_count(blocks: int, compute_units: int, k: int, tile_k: int) -> int:
+    """How many K slices to compute in parallel: enough work-groups for two per compute unit when the
+    blocks of C alone leave units idle, with slices still deep enough to pay for their partial sums."""
+    if blocks >= compute_units:
+        return 1
+    deepest = k // max(MIN_SLICE_DEPTH, 16 * tile_k)
+    return max(1, min(deepest, ceil_div(2 * compute_units, blocks), MAX_SLICES))
 
 
 @dataclass(frozen=True)
@@ -61,7 +76,7 @@ class GemmPlan:
     ones; ``release`` frees them."""
 
     def __init__(self, ctx: DeviceContext, problem: GemmProblem, params: SimtParams | None = None,
-                 edge: str = "auto") -> None:
+                 edge: str = "auto", split_k: int | None = None) -> None:
         problem.validate()
         if edge not in EDGES:
             raise ArgumentError(f"edge must be one of {EDGES}, not {edge!r}")
@@ -75,11 +90,14 @@ class GemmPlan:
         reason = check(self.params, ctx.device, problem.dtype)
         if reason:
             raise ConfigError(f"configuration rejected for {ctx.device.name.strip()}: {reason}")
-        self.guarded = self._choose_guarded(edge)
+        self.slices = self._choose_slices(split_k)
+        self.k_step = self.params.tile_k * self.slices
+        self.guarded = self.slices == 1 and self._choose_guarded(edge)
         self.padded_m, self.padded_n, self.padded_k = self._padded_sizes()
         self.staging = {name: self._stage(name) for name in ("A", "B")}
-        self.c_temp = not self.guarded and not self._in_place_whole("C")
+        self.c_temp = not self.guarded and (self.slices > 1 or not self._in_place_whole("C"))
         self._temps: list[cl.MemoryObject] = []
+        self._epilogues: dict[str, cl.Kernel] = {}
         self._lock = threading.Lock()
         self.kernel_source: KernelSource = render(self.params, self.dtype, guarded=self.guarded)
         if self.problem.m and self.problem.n and self.problem.k:
@@ -114,7 +132,21 @@ class GemmPlan:
         if name == "C":
             return pr.m % p.block_rows == 0 and pr.n % p.block_cols == 0
         outer = pr.m % p.block_rows if name == "A" else pr.n % p.block_cols
-        return self._readable_in_place(name) and outer == 0 and pr.k % p.tile_k == 0
+        return self._readable_in_place(name) and outer == 0 and pr.k % self.k_step == 0
+
+    def _choose_slices(self, requested: int | None) -> int:
+        """K slices computed in parallel (split K): as asked, else ``split_count`` for this device."""
+        p, pr = self.params, self.problem
+        if requested is not None:
+            if isinstance(requested, bool) or not isinstance(requested, int) or not 1 <= requested <= MAX_SLICES:
+                raise ArgumentError(f"split_k must be an integer from 1 to {MAX_SLICES}, not {requested!r}")
+            if requested > 1 and (p.image_a or p.image_b):
+                raise ConfigError("split K reads its operands from buffers; this configuration uses images")
+            return requested
+        if p.image_a or p.image_b or pr.m * pr.n * pr.k < SPLIT_MIN_WORK:
+            return 1
+        blocks = ceil_div(max(pr.m, 1), p.block_rows) * ceil_div(max(pr.n, 1), p.block_cols)
+        return split_count(blocks, self.ctx.device.compute_units, pr.k, p.tile_k)
 
     def _choose_guarded(self, edge: str) -> bool:
         if edge != "auto":
@@ -127,7 +159,7 @@ class GemmPlan:
     def _padded_sizes(self) -> tuple[int, int, int]:
         p, pr = self.params, self.problem
         return (round_up(max(pr.m, 1), p.block_rows), round_up(max(pr.n, 1), p.block_cols),
-                round_up(max(pr.k, 1), p.tile_k))
+                round_up(max(pr.k, 1), self.k_step))
 
     def _stage(self, name: str) -> Staging:
         image = self._through_image(name)
@@ -195,11 +227,14 @@ class GemmPlan:
                 if st.image:
                     self.images[name] = self._image(st)
         if self.c_temp:
-            self.c_buffer = self._buffer(self.padded_m * self.padded_n)
+            self.c_buffer = self._buffer(self.slices * self.padded_m * self.padded_n)
 
     def _epilogue(self, name: str) -> cl.Kernel:
-        src = helpers.epilogues(self.dtype)
-        return self.ctx.kernel(src.source, name)
+        """The plan's own ``merge`` or ``scale`` kernel object (made once: creating one costs time)."""
+        if name not in self._epilogues:
+            src = helpers.epilogues(self.dtype)
+            self._epilogues[name] = self.ctx.kernel(src.source, name)
+        return self._epilogues[name]
 
     def release(self) -> None:
         """Free the temporary buffers and images now rather than at garbage collection (a later
@@ -227,7 +262,10 @@ class GemmPlan:
                 return [cl.enqueue_nd_range_kernel(q, scale, size, (helpers.TILE, helpers.TILE),
                                                    wait_for=wait_for)]
             self._allocate()
-            events: list[cl.Event] = []
+            # Every kernel's arguments are set first and the launches enqueued after, back to back:
+            # setting arguments takes long enough (tens to hundreds of microseconds) that doing it
+            # between launches would leave the device idle.
+            launches: list[tuple] = []
             operands = {}
             for name, user in (("A", a), ("B", b)):
                 st = self.staging[name]
@@ -237,35 +275,43 @@ class GemmPlan:
                 kern, dst = self.pack_kernels[name], self.pack_buffers[name]
                 kern.set_args(i32(st.rows), i32(st.cols), user, i32(pr.offset(name)), i32(pr.ld(name)),
                               dst, i32(st.dst_rows), i32(st.dst_cols), i32(st.dst_ld))
-                size = (round_up(st.dst_cols, helpers.TILE), round_up(st.dst_rows, helpers.TILE))
-                events.append(cl.enqueue_nd_range_kernel(q, kern, size, (helpers.TILE, helpers.TILE),
-                                                          wait_for=wait_for))
+                launches.append((kern, (round_up(st.dst_cols, helpers.TILE), round_up(st.dst_rows, helpers.TILE)),
+                                 (helpers.TILE, helpers.TILE)))
                 if st.image:
-                    img = self.images[name]
-                    events.append(cl.enqueue_copy(q, img, dst, offset=0, origin=(0, 0), region=img.shape))
-                    operands[name] = (img, i32(0), i32(0))
+                    launches.append((self.images[name], dst))
+                    operands[name] = (self.images[name], i32(0), i32(0))
                 else:
                     operands[name] = (dst, i32(0), i32(st.dst_ld))
-            gemm_wait = None if events else wait_for
             if self.guarded:
                 dims = (pr.m, pr.n, pr.k)
                 target = (c, i32(pr.offset_c), i32(pr.ldc))
             else:
-                dims = (self.padded_m, self.padded_n, self.padded_k)
+                dims = (self.padded_m, self.padded_n, self.padded_k // self.slices)
                 target = ((self.c_buffer, i32(0), i32(self.padded_n)) if self.c_temp
                           else (c, i32(pr.offset_c), i32(pr.ldc)))
-            kernel_beta = 0.0 if self.c_temp else beta
-            self.gemm_kernel.set_args(*(i32(d) for d in dims), self._scalar(alpha), self._scalar(kernel_beta),
-                                      *operands["A"], *operands["B"], *target)
-            events.append(cl.enqueue_nd_range_kernel(
-                q, self.gemm_kernel, self.kernel_source.global_size(dims[0], dims[1]),
-                self.kernel_source.local_size, wait_for=gemm_wait))
+            # into a temporary the kernel writes op(A) op(B) alone; the merge applies alpha and beta
+            kernel_alpha, kernel_beta = (1.0, 0.0) if self.c_temp else (alpha, beta)
+            self.gemm_kernel.set_args(*(i32(d) for d in dims), self._scalar(kernel_alpha),
+                                      self._scalar(kernel_beta), *operands["A"], *operands["B"], *target)
+            launches.append((self.gemm_kernel, (*self.kernel_source.global_size(dims[0], dims[1]), self.slices),
+                             (*self.kernel_source.local_size, 1)))
             if self.c_temp:
                 merge = self._epilogue("merge")
-                merge.set_args(i32(pr.m), i32(pr.n), self.c_buffer, i32(self.padded_n), c,
+                merge.set_args(i32(pr.m), i32(pr.n), self.c_buffer, i32(self.padded_n),
+                               i32(self.padded_m * self.padded_n), i32(self.slices), self._scalar(alpha), c,
                                i32(pr.offset_c), i32(pr.ldc), self._scalar(beta))
-                size = (round_up(pr.n, helpers.TILE), round_up(pr.m, helpers.TILE))
-                events.append(cl.enqueue_nd_range_kernel(q, merge, size, (helpers.TILE, helpers.TILE)))
+                launches.append((merge, (round_up(pr.n, helpers.TILE), round_up(pr.m, helpers.TILE)),
+                                 (helpers.TILE, helpers.TILE)))
+            events: list[cl.Event] = []
+            for launch in launches:
+                first = None if events else wait_for
+                if isinstance(launch[0], cl.Kernel):
+                    kern, size, local = launch
+                    events.append(cl.enqueue_nd_range_kernel(q, kern, size, local, wait_for=first))
+                else:
+                    img, src = launch
+                    events.append(cl.enqueue_copy(q, img, src, offset=0, origin=(0, 0), region=img.shape,
+                                                  wait_for=first))
             return events
 
     def launches(self) -> list[str]:
@@ -279,7 +325,8 @@ class GemmPlan:
                 if st.image:
                     steps.append(f"copy {name} to an image")
         steps.append(f"gemm [{self.params.describe()}] ({self.params_source}) "
-                     f"{'guarded' if self.guarded else 'whole tiles'}")
+                     f"{'guarded' if self.guarded else 'whole tiles'}"
+                     + (f", K split in {self.slices}" if self.slices > 1 else ""))
         if self.c_temp:
             steps.append("merge C")
         return steps

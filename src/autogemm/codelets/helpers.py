@@ -1,8 +1,9 @@
 """Helper kernels around the GEMM codelets (after Nugteren's kernel 10): ``pack`` copies an operand into
 the layout a codelet reads, transposing, conjugating and zero-padding to whole tiles in one pass;
-``merge`` writes a padded result back as C = T + beta C; ``scale`` computes C = beta C alone (the BLAS
-quick return when alpha or K is zero); ``residual`` measures a result against a reference on the device
-(the tuner checks every candidate so, without copying large results to the host)."""
+``merge`` writes a padded or split-K result back as C = alpha sum(T) + beta C; ``scale`` computes
+C = beta C alone (the BLAS quick return when alpha or K is zero); ``residual`` measures a result
+against a reference on the device (the tuner checks every candidate so, without copying large results
+to the host)."""
 
 from __future__ import annotations
 
@@ -74,18 +75,23 @@ void pack(const int rows, const int cols,
 
 @lru_cache(maxsize=None)
 def epilogues(dt: Dtype) -> KernelSource:
-    """Two kernels on an m x n C: ``merge`` (C = T + beta C, with T computed elsewhere) and ``scale``
-    (C = beta C). With beta == 0 neither reads C, so NaN in an uninitialised C does not leak."""
+    """Two kernels on an m x n C: ``merge`` (C = alpha (T_0 + ... + T_S-1) + beta C, the T_s computed
+    elsewhere: one padded product, or the K slices of a split one) and ``scale`` (C = beta C). With
+    beta == 0 neither reads C, so NaN in an uninitialised C does not leak."""
     source = _prelude(dt) + f"""
-// autogemm merge: C = T + beta * C for the m x n C (T holds alpha * op(A) * op(B), possibly padded)
+// autogemm merge: C = alpha * (T_0 + ... + T_(slices-1)) + beta * C for the m x n C, where the T_s are
+// slices (t_slice elements apart) of a temporary holding op(A) op(B), possibly padded and split along K
 __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
-void merge(const int m, const int n, const __global real* T, const int t_ld,
-           __global real* C, const int c_offset, const int ldc, const elem beta)
+void merge(const int m, const int n, const __global real* T, const int t_ld, const int t_slice,
+           const int slices, const elem alpha, __global real* C, const int c_offset, const int ldc,
+           const elem beta)
 {{
     const int r = get_global_id(1), c = get_global_id(0);
     if (r >= m || c >= n) return;
     C += c_offset * {dt.reals_per_element};
-    const elem t = LOAD(T, r * t_ld + c);
+    elem t = LOAD(T, r * t_ld + c);
+    for (int s = 1; s < slices; ++s) t += LOAD(T, s * t_slice + r * t_ld + c);
+    t = MUL(alpha, t);
     STORE(C, r * ldc + c, IS_ZERO(beta) ? t : t + MUL(beta, LOAD(C, r * ldc + c)));
 }}
 

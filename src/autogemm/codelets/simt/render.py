@@ -10,6 +10,10 @@ Two edge modes: ``guarded`` kernels take any M, N, K (loads outside the matrices
 outside are skipped, vector loads need only element alignment); unguarded kernels need whole blocks,
 a K that is a multiple of TILE_K, and leading dimensions and offsets that are multiples of VW, and
 read and write whole aligned vectors. The plan in ``blas`` picks one and pads where needed.
+
+Split K: a launch with S work-groups along dimension 2 computes S products over consecutive K slices of
+depth K (slice s reads A and B from k = s * K, through buffers, not images) into S consecutive M x ldc
+slices of C; a helper kernel then adds them up. With one slice this is the plain product.
 """
 
 from __future__ import annotations
@@ -248,11 +252,14 @@ class _Generator:
         if self.any_local:
             w("const int tid = ly * WG_COLS + lx;")
         w("const int block_row = get_group_id(1) * BLOCK_ROWS;",
-          "const int block_col = get_group_id(0) * BLOCK_COLS;")
+          "const int block_col = get_group_id(0) * BLOCK_COLS;",
+          "const int slice = get_group_id(2);            // split K: this work-group's K slice")
         for op in (self.a, self.b):
             if not op.image:
-                w(f"{op.name} += {op.name.lower()}_offset * {self.rpe};")
-        w(f"C += c_offset * {self.rpe};", "")
+                ld = f"ld{op.name.lower()}"
+                step = f"K * {ld}" if op.outer_contiguous else "K"
+                w(f"{op.name} += ({op.name.lower()}_offset + slice * {step}) * {self.rpe};")
+        w(f"C += (c_offset + slice * M * ldc) * {self.rpe};", "")
         for op in (self.a, self.b):
             if op.local:
                 align = self.vw * self.dt.itemsize

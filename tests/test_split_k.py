@@ -1,0 +1,65 @@
+"""Split K: slices of K computed in parallel into a temporary, then added up by the merge kernel."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from autogemm.blas import GemmPlan, GemmProblem
+from autogemm.blas.plan import MAX_SLICES, split_count
+from autogemm.codelets.simt import SimtParams
+from autogemm.dtypes import DTYPES
+from autogemm.errors import ArgumentError, ConfigError
+
+from gemm_check import run_and_check
+
+LOCAL = SimtParams("NN", "offset", 4, 8, 2, 4, 4, 2, True, True, double_buffer=True, mac="mul_add")
+
+
+@pytest.mark.parametrize("letter", "sdcz")
+@pytest.mark.parametrize("layout,ta,tb", [("NN", "N", "N"), ("TN", "T", "N"), ("NT", "N", "C"), ("TN", "C", "T")])
+@pytest.mark.parametrize("slices", [2, 5])
+def test_split_k_is_exact_for_every_dtype_and_layout(ctx, letter, layout, ta, tb, slices):
+    params = dataclasses.replace(LOCAL, layout=layout)
+    rng = np.random.default_rng(slices)
+    for m, n, k, alpha, beta in ((33, 17, 301, 1.5, 0.0), (16, 32, 160, -1.0, 0.5)):
+        run_and_check(ctx, params, DTYPES[letter], m, n, k, ta, tb, alpha, beta, "auto", rng,
+                      extra_ld=3, offset=5, split_k=slices)
+
+
+def test_split_k_in_place_operands(ctx):
+    """K a multiple of slices x TILE_K and whole blocks: A and B are read where they are."""
+    problem = GemmProblem(DTYPES["s"], 16, 32, 256, lda=256, ldb=32, ldc=32)
+    plan = GemmPlan(ctx, problem, LOCAL, split_k=4)
+    assert not any(st.packed for st in plan.staging.values()) and plan.c_temp and "K split in 4" in plan.describe()
+    run_and_check(ctx, LOCAL, DTYPES["s"], 16, 32, 256, "N", "N", 2.0, 0.0, "auto", np.random.default_rng(1),
+                  split_k=4)
+
+
+def test_split_count():
+    assert split_count(blocks=200, compute_units=132, k=65536, tile_k=8) == 1        # the device is full
+    assert split_count(blocks=1, compute_units=132, k=65536, tile_k=8) == MAX_SLICES
+    assert split_count(blocks=64, compute_units=132, k=8192, tile_k=8) == 5          # two groups per unit
+    assert split_count(blocks=4, compute_units=132, k=600, tile_k=8) == 2            # slices 256 deep at least
+    assert split_count(blocks=4, compute_units=132, k=300, tile_k=16) == 1
+
+
+def test_deep_narrow_problems_split_automatically(ctx, monkeypatch):
+    monkeypatch.setattr(ctx, "device", dataclasses.replace(ctx.device, compute_units=132))
+    deep = GemmProblem(DTYPES["s"], 64, 64, 2**18, lda=2**18, ldb=64, ldc=64)
+    assert GemmPlan(ctx, deep, LOCAL).slices > 1
+    square = GemmProblem(DTYPES["s"], 96, 96, 96, lda=96, ldb=96, ldc=96)
+    assert GemmPlan(ctx, square, LOCAL).slices == 1
+
+
+def test_bad_split_requests(ctx):
+    problem = GemmProblem(DTYPES["s"], 16, 16, 64, lda=64, ldb=16, ldc=16)
+    for bad in (0, MAX_SLICES + 1, 2.5, True):
+        with pytest.raises(ArgumentError, match="split_k"):
+            GemmPlan(ctx, problem, LOCAL, split_k=bad)
+    imaged = dataclasses.replace(LOCAL, local_a=False, image_a=True, vector_width=4, tile_rows=4,
+                                 layout="TN")
+    with pytest.raises(ConfigError, match="images"):
+        GemmPlan(ctx, problem, imaged, split_k=2)
