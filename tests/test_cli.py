@@ -45,6 +45,15 @@ def test_run_validates_and_reports_each_iteration():
     assert out.output.count("iteration") == 3 and "PASS" in out.output
 
 
+def test_run_timeline_shows_each_launch():
+    out = invoke("run", "-M", "300", "-N", "200", "-K", "130", "--trans-a", "T", "-i", "1", "--edge", "pad",
+                 "--timeline", "--set", "layout=NN")
+    assert out.exit_code == 0, out.output
+    lines = [line for line in out.output.splitlines() if " us  (" in line]
+    assert [line.split("us)")[1].strip().split(" [")[0] for line in lines] == [
+        "pack A (transpose)", "pack B", "gemm", "merge C"], out.output
+
+
 def test_run_unknown_device_fails_cleanly():
     out = invoke("run", "-d", "no-such-device")
     assert out.exit_code == 2 and "no OpenCL device matches" in out.output
