@@ -4,6 +4,7 @@ picking its kernel from the profile by dtype and shape."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing
 import warnings
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 import autogemm
-from autogemm.blas import GemmPlan, GemmProblem
+from autogemm.blas import GemmPlan, GemmProblem, Op
 from autogemm.codelets.simt import SimtParams
 from autogemm.errors import ProfileError
 from autogemm.profiles import Profile, ProfileWarning, Ranked, SizeClassEntry, path_for, profile_for, read, save
@@ -101,6 +102,26 @@ def test_gemm_picks_the_configuration_of_the_nearest_size_class(cache, ctx, devi
     rng = np.random.default_rng(1)
     a, b = rng.uniform(-1, 1, (300, 250)).astype(np.float32), rng.uniform(-1, 1, (250, 200)).astype(np.float32)
     np.testing.assert_allclose(autogemm.gemm(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_a_configuration_in_the_stored_layout_is_preferred_when_nearly_as_fast(cache, ctx, device):
+    tn = dataclasses.replace(LARGE, layout="TN")
+    nt = dataclasses.replace(LARGE, layout="NT")
+    ranked = (Ranked(LARGE, 20.0), Ranked(tn, 19.0), Ranked(nt, 15.0))
+    save(make_profile(device, {"s": [SizeClassEntry("large", (256, 256, 256), ranked, "model", 30, 12.0)],
+                               "c": [SizeClassEntry("large", (256, 256, 256), ranked, "model", 30, 12.0)]}))
+    s, c = autogemm.dtypes.DTYPES["s"], autogemm.dtypes.DTYPES["c"]
+
+    def chosen(dt, ta: str, tb: str) -> SimtParams:
+        op_a, op_b = Op.from_letter(ta, "a"), Op.from_letter(tb, "b")
+        problem = GemmProblem(dt, 300, 200, 250, op_a, op_b, lda=300 if op_a.transposed else 250,
+                              ldb=250 if op_b.transposed else 200, ldc=200)
+        return GemmPlan(ctx, problem).params
+
+    assert chosen(s, "N", "N") == LARGE
+    assert chosen(s, "T", "N") == tn          # 19 >= 0.9 x 20: no pack of A
+    assert chosen(s, "N", "T") == LARGE       # 15 < 0.9 x 20: packing B is the better deal
+    assert chosen(c, "C", "N") == LARGE       # conjugation needs a pack whatever the layout
 
 
 @pytest.mark.parametrize("damage", ["foreign", "forged", "truncated"])

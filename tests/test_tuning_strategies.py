@@ -10,6 +10,8 @@ from autogemm.errors import ArgumentError
 from autogemm.tuning import Budget, BudgetSpent, Objective, get_strategy
 from autogemm.tuning.strategies import exponential_stride_search
 from autogemm.tuning.surrogate import ExtraTrees
+from autogemm.dtypes import DTYPES
+from autogemm.tuning import tuner
 from autogemm.tuning.tuner import class_budget
 
 from synthetic import SyntheticEvaluator, rate, synthetic_space, true_best
@@ -114,3 +116,23 @@ def test_the_search_starts_at_the_class_default(device):
     default = default_params(gpu, DTYPES["s"])
     config = space.config(start_point(space, default))
     assert dataclasses.replace(config, mac="fma", build_options=()) == default
+
+
+def test_finalists_are_the_top_and_the_best_of_every_other_layout(monkeypatch):
+    space = synthetic_space()
+    objective = Objective(space, SyntheticEvaluator(), None, Budget(evaluations=300), overlap=False, workers=1)
+    with pytest.raises(BudgetSpent):
+        get_strategy("random", seed=3).search(space, objective)
+    measured = sorted(objective.records.values(), key=lambda r: r.gflops, reverse=True)
+    failing = measured[0].config                                  # the fastest fails verification
+    monkeypatch.setattr(tuner, "verify", lambda ctx, config, dt: "wrong" if config == failing else None)
+    kept, rejected = tuner.finalists(None, DTYPES["s"], objective, top=3)
+    passing = measured[1:]
+    assert [k.config for k in kept[:3]] == [r.config for r in passing[:3]]
+    best_of = {}
+    for r in passing:
+        best_of.setdefault(r.config.layout, r.config)
+    assert {k.config for k in kept} == {r.config for r in passing[:3]} | set(best_of.values())
+    rates = [k.gflops for k in kept]
+    assert rates == sorted(rates, reverse=True)
+    assert rejected == [(failing, "wrong")]

@@ -3,20 +3,39 @@
 from __future__ import annotations
 
 from ..codelets.simt import SimtParams, check
-from ..profiles import profile_for
+from ..profiles import Ranked, profile_for
 from ..runtime.device import Device
 from .defaults import default_params
 from .problem import GemmProblem
 
 
+#: A stored configuration that reads the operands as they are stored (no pack before the product) is
+#: preferred to the fastest one when its measured rate is at least this share of the fastest's.
+LAYOUT_MATCH_SHARE = 0.9
+
+
 def choose_params(device: Device, problem: GemmProblem) -> tuple[SimtParams, str]:
-    """The configuration for ``problem`` on ``device`` and where it came from: the best stored one of the
-    profile's size class nearest to the problem's shape (that still passes ``check``), or the device
-    class default when there is no usable profile."""
+    """The configuration for ``problem`` on ``device`` and where it came from: from the profile's size
+    class nearest to the problem's shape, the best stored one that passes ``check``, or one nearly as
+    fast whose layout matches how A and B are stored (see ``prefer_stored_layout``); the device class
+    default when there is no usable profile."""
     dt = problem.dtype
     profile = profile_for(device)
     if profile is not None:
-        for params in profile.candidates(dt.letter, problem.m, problem.n, problem.k):
-            if check(params, device, dt) is None:
-                return params, f"profile {profile.device_fingerprint}"
+        for entry in profile.nearest(dt.letter, problem.m, problem.n, problem.k):
+            usable = [r for r in entry.ranked if check(r.config, device, dt) is None]
+            if usable:
+                return prefer_stored_layout(usable, problem).config, f"profile {profile.device_fingerprint}"
     return default_params(device, dt), "default"
+
+
+def prefer_stored_layout(ranked: list[Ranked], problem: GemmProblem) -> Ranked:
+    """The first of ``ranked`` (best first), unless one whose codelet layout is the problem's stored
+    layout (so neither operand needs a transposing pack) is within ``LAYOUT_MATCH_SHARE`` of it."""
+    if (problem.op_a.conjugated or problem.op_b.conjugated) and problem.dtype.is_complex:
+        return ranked[0]          # a conjugating pack is needed whatever the layout
+    stored = ("T" if problem.op_a.transposed else "N") + ("T" if problem.op_b.transposed else "N")
+    matching = next((r for r in ranked if r.config.layout == stored), None)
+    if matching is not None and matching.gflops >= LAYOUT_MATCH_SHARE * ranked[0].gflops:
+        return matching
+    return ranked[0]

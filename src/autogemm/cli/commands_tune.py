@@ -76,8 +76,8 @@ def summary_table(rows: list[tuple]) -> Table:
 @click.option("--strategy", type=click.Choice(list(STRATEGIES)), default=DEFAULT_STRATEGY, show_default=True)
 @click.option("--quick", is_flag=True, help="Smaller problems and budget: a first profile in a minute or two.")
 @click.option("--fresh", is_flag=True, help="Measure again instead of resuming from earlier measurements.")
-@click.option("--top", type=click.IntRange(1, 32), default=5, show_default=True,
-              help="Configurations kept per dtype and size class.")
+@click.option("--top", type=click.IntRange(1, 30), default=5, show_default=True,
+              help="Configurations kept per dtype and size class (and the best of each other layout).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the search's random choices.")
 @click.option("--size-class", "classes", multiple=True, type=click.Choice(["large", "small"]),
               help="Tune only this size class (repeatable; default: all).")

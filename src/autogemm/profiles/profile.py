@@ -62,11 +62,10 @@ class Profile:
     def entry(self, dtype: str, name: str) -> SizeClassEntry | None:
         return next((e for e in self.dtypes.get(dtype, ()) if e.name == name), None)
 
-    def candidates(self, dtype: str, m: int, n: int, k: int) -> list[SimtParams]:
-        """The stored configurations for ``dtype``, those of the size class nearest to (m, n, k) first
-        (nearest in log scale, so 3000 is near 4096 and 100 near 256)."""
-        entries = sorted(self.dtypes.get(dtype, ()), key=lambda e: _distance(e.shape, (m, n, k)))
-        return [r.config for e in entries for r in e.ranked]
+    def nearest(self, dtype: str, m: int, n: int, k: int) -> list[SizeClassEntry]:
+        """The size-class entries of ``dtype``, the one nearest to (m, n, k) first (nearest in log
+        scale, so 3000 is near 4096 and 100 near 256)."""
+        return sorted(self.dtypes.get(dtype, ()), key=lambda e: _distance(e.shape, (m, n, k)))
 
     def with_entry(self, dtype: str, entry: SizeClassEntry) -> "Profile":
         """A copy with ``entry`` added or replacing the entry of the same dtype and class."""

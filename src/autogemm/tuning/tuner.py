@@ -95,19 +95,26 @@ def start_point(space: SearchSpace, params: SimtParams) -> Point | None:
 
 def finalists(ctx: DeviceContext, dtype: Dtype, objective: Objective, top: int
               ) -> tuple[list[Ranked], list[tuple[SimtParams, str]]]:
-    """The ``top`` best correct configurations that also pass ``verify``, and those rejected by it."""
+    """The ``top`` best correct configurations that also pass ``verify``, then the best verified one of
+    each codelet layout not among them (so that a problem stored in that layout can be computed
+    without a transposing pack, see ``blas.selection``), best first; and those rejected by ``verify``."""
     ok = sorted((r for r in objective.records.values() if objective.complete(r)), key=lambda r: r.gflops,
                 reverse=True)
     kept: list[Ranked] = []
     rejected: list[tuple[SimtParams, str]] = []
+    layouts: set[str] = set()
+    all_layouts = {r.config.layout for r in ok}
     for record in ok:
-        if len(kept) == top:
-            break
+        if len(kept) >= top and record.config.layout in layouts:
+            continue
         problem = verify(ctx, record.config, dtype)
         if problem:
             rejected.append((record.config, problem))
         else:
             kept.append(Ranked(record.config, record.gflops))
+            layouts.add(record.config.layout)
+        if len(kept) >= top and layouts >= all_layouts:
+            break
     return kept, rejected
 
 
