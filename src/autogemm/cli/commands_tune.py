@@ -16,6 +16,7 @@ from ..runtime import context_for
 from ..tuning import (DEFAULT_STRATEGY, STRATEGIES, Budget, Objective, Record, SearchSpace, SizeClass,
                       TuneListener, default_budget, tune)
 from ..tuning.fma import FmaResult
+from ..tuning.tuner import CLASS_SHARES
 from . import main
 from .common import console, fail, select_device
 
@@ -79,7 +80,7 @@ def summary_table(rows: list[tuple]) -> Table:
 @click.option("--top", type=click.IntRange(1, 30), default=5, show_default=True,
               help="Configurations kept per dtype and size class (and the best of each other layout).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the search's random choices.")
-@click.option("--size-class", "classes", multiple=True, type=click.Choice(["large", "small"]),
+@click.option("--size-class", "classes", multiple=True, type=click.Choice(list(CLASS_SHARES)),
               help="Tune only this size class (repeatable; default: all).")
 def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, classes) -> None:
     """Tune the GEMM kernels of a device and save its profile.

@@ -49,14 +49,19 @@ class SizeClass:
         return self.m, self.n, self.k
 
 
+#: The size classes tuned for, largest first, and the share of a dtype's budget each gets.
+CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2}
+
+
 def size_classes(device: Device, quick: bool = False) -> tuple[SizeClass, ...]:
-    """A large square problem (where the rate is decided by the inner loop) and a small one (where
-    filling the device with work-groups matters more, so smaller blocks win)."""
+    """A large square problem (where the rate is decided by the inner loop), a small one (where filling
+    the device with work-groups matters more, so smaller blocks win) and one between them (a mid-sized
+    problem is nearer to it, in log scale, than to either end)."""
     if device.is_gpu:
-        large, small = (2048, 256) if quick else (4096, 512)
+        sizes = (2048, 768, 256) if quick else (4096, 1536, 512)
     else:
-        large, small = (256, 64) if quick else (768, 128)
-    return (SizeClass("large", large, large, large, 0.7), SizeClass("small", small, small, small, 0.3))
+        sizes = (256, 128, 64) if quick else (768, 320, 128)
+    return tuple(SizeClass(name, n, n, n, share) for (name, share), n in zip(CLASS_SHARES.items(), sizes))
 
 
 def default_budget(device: Device, quick: bool = False) -> Budget:
