@@ -27,3 +27,22 @@ def test_a_reused_plan_follows_new_buffers_and_scalars(ctx):
         for buf in bufs:
             buf.release()
         plan.release()     # temporaries are made again at the next enqueue
+
+
+def test_gemm_keeps_plans_between_calls_and_evicts_the_oldest(ctx, monkeypatch):
+    import autogemm
+    from autogemm.blas import plan_cache
+
+    plan_cache.clear()
+    monkeypatch.setattr(plan_cache, "CAPACITY", 2)
+    rng = np.random.default_rng(9)
+    made = []
+    real = plan_cache.GemmPlan
+    monkeypatch.setattr(plan_cache, "GemmPlan", lambda *args: made.append(real(*args)) or made[-1])
+    for shape in ((30, 20, 10), (30, 20, 10), (31, 20, 10), (32, 20, 10), (30, 20, 10)):
+        m, n, k = shape
+        a, b = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (k, n))
+        np.testing.assert_allclose(autogemm.gemm(a, b, device=ctx.device), a @ b, rtol=1e-12, atol=1e-12)
+    assert len(made) == 4          # the second call reused the first plan; the last came after its eviction
+    assert len(plan_cache._plans) == 2
+    plan_cache.clear()

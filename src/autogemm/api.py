@@ -9,6 +9,7 @@ import numpy as np
 import pyopencl as cl
 
 from .blas import GemmPlan, GemmProblem, Op
+from .blas.plan_cache import cached_plan
 from .codelets.simt import SimtParams
 from .dtypes import Dtype, get_dtype
 from .errors import ArgumentError, DtypeError, ShapeError
@@ -112,14 +113,11 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: co
     if sc.flipped:   # C^T = op(B)^T op(A)^T on the row-major storage of C
         (sa, op_a), (sb, op_b), (m, n) = (sb, op_b.flipped()), (sa, op_a.flipped()), (n, m)
     problem = GemmProblem(dt, m, n, k, op_a, op_b, lda=sa.ld, ldb=sb.ld, ldc=sc.ld)
-    plan = GemmPlan(ctx, problem, config, edge)
-    try:
-        if m == 0 or n == 0:
-            return out
-        direct = out.reshape(-1) if out.flags.c_contiguous and not sc.flipped else None
-        result = _run(ctx, plan, sa.span, sb.span, sc.span, alpha, beta, direct)
-    finally:
-        plan.release()
+    plan = cached_plan(ctx, problem, config, edge)
+    if m == 0 or n == 0:
+        return out
+    direct = out.reshape(-1) if out.flags.c_contiguous and not sc.flipped else None
+    result = _run(ctx, plan, sa.span, sb.span, sc.span, alpha, beta, direct)
     if result is direct:
         return out
     rows, cols = sc.rows, sc.cols

@@ -18,6 +18,8 @@ slices of C; a helper kernel then adds them up. With one slice this is the plain
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ...dtypes import Dtype, get_dtype
 from ...errors import ConfigError
 from ..kernel import KernelSource
@@ -444,8 +446,10 @@ class _Generator:
         return self.out.text()
 
 
+@lru_cache(maxsize=1024)
 def render(params: SimtParams, dtype: Dtype | str, guarded: bool = True) -> KernelSource:
-    """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges (see module doc)."""
+    """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges (see module doc).
+    Remembered: plans ask for the same kernels again and again."""
     dt = get_dtype(dtype)
     problem = params.malformed()
     if problem:

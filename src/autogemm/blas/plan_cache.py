@@ -1,0 +1,50 @@
+"""Plans kept between calls of the high-level API: making one compiles nothing new but still renders
+and looks up kernels and creates kernel objects (over a millisecond), more than a small product takes."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from ..codelets.simt import SimtParams
+from ..profiles import profile_for
+from ..runtime.context import DeviceContext
+from .plan import GemmPlan
+from .problem import GemmProblem
+
+#: Plans kept, least recently used first out (each may hold temporary buffers on its device).
+CAPACITY = 16
+
+_plans: OrderedDict[tuple, tuple[object, GemmPlan]] = OrderedDict()
+_lock = threading.Lock()
+
+
+def cached_plan(ctx: DeviceContext, problem: GemmProblem, params: SimtParams | None, edge: str) -> GemmPlan:
+    """A plan for ``problem``, made once per (device, problem, configuration, edge mode) and kept while
+    the device's profile stays the same (a plan without ``params`` took its configuration from it)."""
+    profile = profile_for(ctx.device) if params is None else None
+    key = (id(ctx), problem, params, edge)
+    with _lock:
+        found = _plans.get(key)
+        if found is not None and found[0] is profile:
+            _plans.move_to_end(key)
+            return found[1]
+    plan = GemmPlan(ctx, problem, params, edge)
+    with _lock:
+        old = _plans.pop(key, None)
+        _plans[key] = (profile, plan)
+        evicted = [old[1]] if old else []
+        while len(_plans) > CAPACITY:
+            evicted.append(_plans.popitem(last=False)[1][1])
+    for stale in evicted:
+        stale.release()
+    return plan
+
+
+def clear() -> None:
+    """Forget every kept plan and free their temporaries."""
+    with _lock:
+        plans = [plan for _, plan in _plans.values()]
+        _plans.clear()
+    for plan in plans:
+        plan.release()
