@@ -20,6 +20,7 @@ from pathlib import Path
 
 import autogemm
 from autogemm.blas import default_params
+from autogemm.codelets.simt.check import register_cap
 from autogemm.dtypes import DTYPES
 from autogemm.tuning import Budget, Objective, Record
 from autogemm.tuning.objective import BudgetSpent
@@ -92,7 +93,8 @@ def main() -> None:
     dt = DTYPES[header["dtype"]]
     device = dataclasses.replace(autogemm.default_device(), **H100_FACTS)
     macs = {r.config.vector_width: r.config.mac for r in records.values()}
-    space = simt_space(device, dt, macs)
+    caps = tuple(sorted({register_cap(r.config) for r in records.values()} - {None}, reverse=True))
+    space = simt_space(device, dt, macs, register_caps=caps)
     missing = [p for p in space.points() if config_key(space.config(p)) not in records]
     if missing:
         sys.exit(f"{len(missing)} of {len(space)} points are not in the checkpoint: not an exhaustive one")

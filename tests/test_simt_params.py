@@ -9,7 +9,10 @@ import pytest
 
 from autogemm import ConfigError, SimtParams
 from autogemm.codelets.simt import check, render, sample, space
+from autogemm.codelets.simt.check import register_cap
 from autogemm.codelets.simt.geometry import register_estimate
+from autogemm.dtypes import DTYPES
+from autogemm.tuning.simt_space import simt_space
 
 
 def test_round_trip_through_dict():
@@ -58,6 +61,18 @@ def test_register_budget_prunes_as_raijincl(device):
     budget = dataclasses.replace(device, vendor="Other", platform_name="Other")
     assert "registers" in check(big, budget, "z")
     assert check(big, budget, "s") is None
+
+
+def test_nvidia_register_caps_are_searched_and_held_to(device):
+    nvidia = dataclasses.replace(device, vendor="NVIDIA Corporation", platform_name="NVIDIA CUDA", device_type="GPU",
+                                 max_work_group_size=1024, local_mem_bytes=49152, fp64=True)
+    big = SimtParams("NN", "offset", 16, 16, 8, 8, 8, 4, True, True, build_options=("-cl-nv-maxrregcount=128",))
+    assert "over the cap of 128" in check(big, nvidia, "d")
+    assert check(dataclasses.replace(big, build_options=("-cl-nv-maxrregcount=255",)), nvidia, "d") is None
+    tuning_space = simt_space(nvidia, DTYPES["s"])
+    assert {register_cap(tuning_space.config(p)) for p in tuning_space.points()} == {255, 168, 128}
+    assert {register_cap(simt_space(device, DTYPES["s"]).config(p)) for p in simt_space(device, DTYPES["s"]).points()
+            } == ({255, 168, 128} if device.is_nvidia else {None})
 
 
 def test_image_texel_rules(device):

@@ -4,8 +4,8 @@ The full codelet space (``codelets.simt.space``) is far too large to measure; th
 tuner searches, chosen per device class. Pruning is first by ``check`` (work-group, local memory and
 register limits, as RaijinCL pruned at a register budget), then by what each class of device can use:
 GPUs get local-memory staging variants and larger work-groups, CPUs no double buffering (their local
-memory is ordinary cache). The multiply-add instruction is not searched: the FMA micro-benchmark picks
-it per vector width."""
+memory is ordinary cache); on NVIDIA devices the register cap given to the compiler is searched too. The
+multiply-add instruction is not searched: the FMA micro-benchmark picks it per vector width."""
 
 from __future__ import annotations
 
@@ -24,29 +24,32 @@ STAGING = {
 }
 _STAGING_FIELDS = ("local_a", "local_b", "double_buffer", "local_pad", "image_a", "image_b")
 
-#: NVIDIA's compiler caps registers per thread below what 8x8 tiles need unless told otherwise.
-NVIDIA_OPTIONS = ("-cl-nv-maxrregcount=255",)
+#: Register caps searched on NVIDIA devices (-cl-nv-maxrregcount): the compiler's own cap is below what
+#: 8x8 tiles need, and a lower cap lets more work-groups share a multiprocessor. The first is the default.
+NVIDIA_REGISTER_CAPS = (255, 168, 128)
 
 
-def _knobs(device: Device) -> list[Knob]:
+def _knobs(device: Device, register_caps: tuple[int, ...]) -> list[Knob]:
     tiles = tuple((r, c) for r in (2, 4, 8) for c in (2, 4, 8))
     if device.is_gpu:
         groups = ((8, 8), (8, 16), (16, 8), (16, 16))
         staging = ("global", "local", "local-pad", "local-dbuf") + (("image-local",) if device.image_support else ())
         return [Knob("layout", ("TN", "NN", "NT")), Knob("assignment", ("offset", "consecutive")),
                 Knob("work_group", groups), Knob("tile", tiles), Knob("vector_width", (1, 2, 4), ordered=True),
-                Knob("tile_k", (4, 8, 16), ordered=True), Knob("staging", staging)]
+                Knob("tile_k", (4, 8, 16), ordered=True), Knob("staging", staging)] + (
+                    [Knob("registers", register_caps, ordered=True)] if device.is_nvidia else [])
     groups = ((4, 8), (8, 4), (8, 8), (8, 16), (16, 8))
     return [Knob("layout", ("TN", "NN", "NT")), Knob("assignment", ("consecutive", "offset")),
             Knob("work_group", groups), Knob("tile", tiles), Knob("vector_width", (1, 2, 4, 8), ordered=True),
             Knob("tile_k", (2, 4, 8), ordered=True), Knob("staging", ("global", "local"))]
 
 
-def simt_space(device: Device, dtype: Dtype, macs: dict[int, str] | None = None) -> SearchSpace[SimtParams]:
+def simt_space(device: Device, dtype: Dtype, macs: dict[int, str] | None = None,
+               register_caps: tuple[int, ...] = NVIDIA_REGISTER_CAPS) -> SearchSpace[SimtParams]:
     """The pruned tuning space for ``dtype`` on ``device``; ``macs`` maps a vector width to the
-    multiply-add form the FMA micro-benchmark found fastest (default: ``fma``)."""
+    multiply-add form the FMA micro-benchmark found fastest (default: ``fma``); ``register_caps`` are
+    the caps searched on NVIDIA devices."""
     macs = macs or {}
-    options = NVIDIA_OPTIONS if device.is_nvidia else ()
 
     def make(values: dict) -> SimtParams:
         staging = dict(zip(_STAGING_FIELDS, STAGING[values["staging"]]))
@@ -54,6 +57,7 @@ def simt_space(device: Device, dtype: Dtype, macs: dict[int, str] | None = None)
         return SimtParams(layout=values["layout"], assignment=values["assignment"], wg_rows=wg_rows,
                           wg_cols=wg_cols, tile_rows=tile_rows, tile_cols=tile_cols, tile_k=values["tile_k"],
                           vector_width=values["vector_width"], mac=macs.get(values["vector_width"], "fma"),
-                          build_options=options, **staging)
+                          build_options=(f"-cl-nv-maxrregcount={values['registers']}",) if "registers" in values
+                          else (), **staging)
 
-    return SearchSpace(_knobs(device), make, lambda params: check(params, device, dtype))
+    return SearchSpace(_knobs(device, register_caps), make, lambda params: check(params, device, dtype))

@@ -8,6 +8,15 @@ from .geometry import local_bytes, operands, register_estimate
 from .params import NVIDIA_OPTION, SimtParams
 
 
+def register_cap(params: SimtParams) -> int | None:
+    """The registers per work-item ``params`` caps NVIDIA's compiler at (-cl-nv-maxrregcount), if any."""
+    for option in params.build_options:
+        match = NVIDIA_OPTION.match(option)
+        if match:
+            return int(match[1])
+    return None
+
+
 def check(params: SimtParams, device: Device, dtype: Dtype | str) -> str | None:
     """Return the reason ``params`` is invalid for ``device`` and ``dtype``, or None if it is valid."""
     dt = get_dtype(dtype)
@@ -29,6 +38,9 @@ def check(params: SimtParams, device: Device, dtype: Dtype | str) -> str | None:
     if registers > device.max_registers_per_work_item:
         return (f"estimated {registers} registers per work-item, over the device's budget of "
                 f"{device.max_registers_per_work_item}")
+    cap = register_cap(params)
+    if cap is not None and registers > cap:
+        return f"estimated {registers} registers per work-item, over the cap of {cap} it asks the compiler for"
     for op in operands(params, dt):
         if not op.image:
             continue
