@@ -23,65 +23,23 @@ from functools import lru_cache
 from ...dtypes import Dtype, get_dtype
 from ...errors import ConfigError
 from ..kernel import KernelSource
+from ..writer import ElementCode, SourceWriter
 from .geometry import Operand, operands
 from .params import SimtParams
 
 KERNEL_NAME = "gemm"
 
 
-def _hex(i: int) -> str:
-    return "0123456789abcdef"[i]
-
-
-class _Writer:
-    """Accumulates indented lines of C."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.depth = 0
-
-    def __call__(self, *lines: str) -> None:
-        for line in lines:
-            self.lines.append(("    " * self.depth + line) if line else "")
-
-    def open(self, line: str) -> None:
-        self(line + " {")
-        self.depth += 1
-
-    def close(self, suffix: str = "") -> None:
-        self.depth -= 1
-        self("}" + suffix)
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
-
-
-class _Generator:
+class _Generator(ElementCode):
     """Writes the kernel for one (params, dtype, edge mode)."""
 
     def __init__(self, params: SimtParams, dtype: Dtype, guarded: bool) -> None:
+        super().__init__(dtype, params.vector_width, guarded)
         self.p = params
-        self.dt = dtype
-        self.guarded = guarded
         self.a, self.b = operands(params, dtype)
-        self.vw = params.vector_width
-        self.rpe = dtype.reals_per_element
         self.any_local = params.local_a or params.local_b
-        self.widths: set[int] = set()          # element counts of buffer loads used
         self.read_widths: set[int] = set()     # element counts of image reads used
-        self.out = _Writer()
 
-    # ----- small expression helpers -------------------------------------------------------------
-    def vtype(self, n: int) -> str:
-        return "elem" if n == 1 else f"elems{n}"
-
-    def component(self, expr: str, e: int, n: int) -> str:
-        """Element ``e`` of an ``n``-element vector expression."""
-        if n == 1:
-            return expr
-        if self.dt.is_complex:
-            return f"{expr}.s{_hex(2 * e)}{_hex(2 * e + 1)}"
-        return f"{expr}.s{_hex(e)}"
 
     def outer_index(self, op: Operand, group: str) -> str:
         """Offset within the block of the work-item's vector group ``group`` along M (A) or N (B)."""
@@ -146,44 +104,8 @@ class _Generator:
         mul_add = {"fma": "fma(x, y, z)", "mad": "mad(x, y, z)", "mul_add": "((x) * (y) + (z))"}[p.mac]
         w(f"#define MUL_ADD(x, y, z) {mul_add}", "")
 
-    def mac_function(self) -> None:
+    def image_helpers(self) -> None:
         w = self.out
-        vec = self.vtype(self.vw)
-        w("// acc + a * b for a scalar element a and a vector of VW elements b")
-        w.open(f"inline {vec} mac({vec} acc, elem a, {vec} b)")
-        if not self.dt.is_complex:
-            w(f"return MUL_ADD(({vec})(a), b, acc);")
-        else:
-            swap = "".join(f"{_hex(2 * e + 1)}{_hex(2 * e)}" for e in range(self.vw))
-            flips = ", ".join(["flip"] * self.vw)
-            w("const elem flip = (elem)(-a.y, a.y);",
-              f"acc = MUL_ADD(({vec})(a.x), b, acc);                   // re(a) * (re, im)",
-              f"return MUL_ADD(({vec})({flips}), b.s{swap}, acc);   // im(a) * (-im, re)")
-        w.close()
-        w("")
-
-    def load_helpers(self) -> None:
-        w = self.out
-        for n in sorted(self.widths):
-            t = self.vtype(n)
-            w(f"// {n} consecutive elements of row r from column c of a rows x cols matrix"
-              + (" (zero outside it)" if self.guarded else ""))
-            w.open(f"inline {t} load_{n}(const __global real* p, const int ld, const int rows, "
-                   f"const int cols, const int r, const int c)")
-            w("const int i = r * ld + c;")
-            if not self.guarded:
-                w(f"return *(const __global {t}*)(p + i * {self.rpe});" if n * self.rpe > 1 else "return p[i];")
-            else:
-                full = self.vload(n, "i")
-                w(f"if (r < rows && c + {n} <= cols) return {full};")
-                w(f"{t} v = ({t})(0);")
-                w.open("if (r < rows)")
-                for e in range(n):
-                    w(f"if (c + {e} < cols) {self.component('v', e, n)} = {self.vload(1, f'i + {e}')};")
-                w.close()
-                w("return v;")
-            w.close()
-            w("")
         if self.read_widths:
             ept = self.a.elements_per_texel
             fetch = ("as_double2(read_imageui(img, SAMPLER, (int2)(x, y)))" if self.dt.needs_fp64
@@ -199,38 +121,6 @@ class _Generator:
                 w.close()
                 w("")
 
-    def store_helper(self) -> None:
-        w = self.out
-        n = self.vw
-        t = self.vtype(n)
-        w(f"// stores {n} consecutive elements at row r, column c" + (" (only those inside the matrix)" if self.guarded else ""))
-        w.open(f"inline void store_{n}(__global real* p, const int ld, const int rows, const int cols, "
-               f"const int r, const int c, const {t} v)")
-        w("const int i = r * ld + c;")
-        if not self.guarded:
-            w(f"*(__global {t}*)(p + i * {self.rpe}) = v;" if n * self.rpe > 1 else "p[i] = v;")
-        else:
-            w("if (r >= rows) return;")
-            w.open(f"if (c + {n} <= cols)")
-            w(self.vstore(n, "v", "i"))
-            w("return;")
-            w.close()
-            for e in range(n):
-                w(f"if (c + {e} < cols) {self.vstore(1, self.component('v', e, n), f'i + {e}')}")
-        w.close()
-        w("")
-
-    def vload(self, n: int, index: str) -> str:
-        reals = n * self.rpe
-        if reals == 1:
-            return f"p[{index}]"
-        return f"vload{reals}(0, p + ({index}) * {self.rpe})"
-
-    def vstore(self, n: int, value: str, index: str) -> str:
-        reals = n * self.rpe
-        if reals == 1:
-            return f"p[{index}] = {value};"
-        return f"vstore{reals}({value}, 0, p + ({index}) * {self.rpe});"
 
     # ----- the kernel --------------------------------------------------------------------------
     def signature(self) -> None:
@@ -272,14 +162,6 @@ class _Generator:
         self.unrolled("j", "TILE_COLS / VW", f"acc[i][j] = ({vec})(0);")
         self.out.close()
         w("")
-
-    def unrolled(self, var: str, count: str, body: str | None = None, pragma: str = "#pragma unroll") -> None:
-        """Open a fully unrolled loop; with ``body``, write it and close the loop too."""
-        self.out(pragma)
-        self.out.open(f"for (int {var} = 0; {var} < {count}; ++{var})")
-        if body is not None:
-            self.out(body)
-            self.out.close()
 
     def stage_defines(self, op: Operand) -> None:
         rows, cols = op.stored_shape
@@ -427,7 +309,7 @@ class _Generator:
         w.close()
 
     def generate(self) -> str:
-        body = _Writer()
+        body = SourceWriter()
         self.out = body
         body.depth = 1
         self.prologue()
@@ -435,10 +317,11 @@ class _Generator:
         self.epilogue()
         kernel_body = body.lines
 
-        self.out = _Writer()
+        self.out = SourceWriter()
         self.header()
         self.mac_function()
         self.load_helpers()
+        self.image_helpers()
         self.store_helper()
         self.signature()
         self.out.lines.extend(kernel_body)

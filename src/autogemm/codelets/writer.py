@@ -1,0 +1,141 @@
+"""Writing generated OpenCL C: indented lines, and the element-level code every GEMM family shares
+(vector types of the element, multiply-add, loads and stores of consecutive elements with or without
+edge guards)."""
+
+from __future__ import annotations
+
+from ..dtypes import Dtype
+
+
+def hex_digit(i: int) -> str:
+    return "0123456789abcdef"[i]
+
+
+class SourceWriter:
+    """Accumulates indented lines of C."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def __call__(self, *lines: str) -> None:
+        for line in lines:
+            self.lines.append(("    " * self.depth + line) if line else "")
+
+    def open(self, line: str) -> None:
+        self(line + " {")
+        self.depth += 1
+
+    def close(self, suffix: str = "") -> None:
+        self.depth -= 1
+        self("}" + suffix)
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+class ElementCode:
+    """Code for ``dtype`` elements in vectors of ``vector_width`` (``elem`` and ``elemsN`` typedefs are the
+    kernel's), with loads and stores guarded at the matrix edges when ``guarded``. Subclasses write
+    kernels into ``self.out`` and record in ``self.widths`` the load widths they use."""
+
+    def __init__(self, dtype: Dtype, vector_width: int, guarded: bool) -> None:
+        self.dt = dtype
+        self.vw = vector_width
+        self.rpe = dtype.reals_per_element
+        self.guarded = guarded
+        self.widths: set[int] = set()          # element counts of buffer loads used
+        self.out = SourceWriter()
+
+    # ----- small expression helpers -------------------------------------------------------------
+    def vtype(self, n: int) -> str:
+        return "elem" if n == 1 else f"elems{n}"
+
+    def component(self, expr: str, e: int, n: int) -> str:
+        """Element ``e`` of an ``n``-element vector expression."""
+        if n == 1:
+            return expr
+        if self.dt.is_complex:
+            return f"{expr}.s{hex_digit(2 * e)}{hex_digit(2 * e + 1)}"
+        return f"{expr}.s{hex_digit(e)}"
+
+    def mac_function(self) -> None:
+        w = self.out
+        vec = self.vtype(self.vw)
+        w("// acc + a * b for a scalar element a and a vector of VW elements b")
+        w.open(f"inline {vec} mac({vec} acc, elem a, {vec} b)")
+        if not self.dt.is_complex:
+            w(f"return MUL_ADD(({vec})(a), b, acc);")
+        else:
+            swap = "".join(f"{hex_digit(2 * e + 1)}{hex_digit(2 * e)}" for e in range(self.vw))
+            flips = ", ".join(["flip"] * self.vw)
+            w("const elem flip = (elem)(-a.y, a.y);",
+              f"acc = MUL_ADD(({vec})(a.x), b, acc);                   // re(a) * (re, im)",
+              f"return MUL_ADD(({vec})({flips}), b.s{swap}, acc);   // im(a) * (-im, re)")
+        w.close()
+        w("")
+
+    def load_helpers(self) -> None:
+        """``load_N`` for every width N that reads used (guarded: zero outside the matrix)."""
+        w = self.out
+        for n in sorted(self.widths):
+            t = self.vtype(n)
+            w(f"// {n} consecutive elements of row r from column c of a rows x cols matrix"
+              + (" (zero outside it)" if self.guarded else ""))
+            w.open(f"inline {t} load_{n}(const __global real* p, const int ld, const int rows, "
+                   f"const int cols, const int r, const int c)")
+            w("const int i = r * ld + c;")
+            if not self.guarded:
+                w(f"return *(const __global {t}*)(p + i * {self.rpe});" if n * self.rpe > 1 else "return p[i];")
+            else:
+                full = self.vload(n, "i")
+                w(f"if (r < rows && c + {n} <= cols) return {full};")
+                w(f"{t} v = ({t})(0);")
+                w.open("if (r < rows)")
+                for e in range(n):
+                    w(f"if (c + {e} < cols) {self.component('v', e, n)} = {self.vload(1, f'i + {e}')};")
+                w.close()
+                w("return v;")
+            w.close()
+            w("")
+    def store_helper(self) -> None:
+        w = self.out
+        n = self.vw
+        t = self.vtype(n)
+        w(f"// stores {n} consecutive elements at row r, column c" + (" (only those inside the matrix)" if self.guarded else ""))
+        w.open(f"inline void store_{n}(__global real* p, const int ld, const int rows, const int cols, "
+               f"const int r, const int c, const {t} v)")
+        w("const int i = r * ld + c;")
+        if not self.guarded:
+            w(f"*(__global {t}*)(p + i * {self.rpe}) = v;" if n * self.rpe > 1 else "p[i] = v;")
+        else:
+            w("if (r >= rows) return;")
+            w.open(f"if (c + {n} <= cols)")
+            w(self.vstore(n, "v", "i"))
+            w("return;")
+            w.close()
+            for e in range(n):
+                w(f"if (c + {e} < cols) {self.vstore(1, self.component('v', e, n), f'i + {e}')}")
+        w.close()
+        w("")
+
+    def vload(self, n: int, index: str) -> str:
+        reals = n * self.rpe
+        if reals == 1:
+            return f"p[{index}]"
+        return f"vload{reals}(0, p + ({index}) * {self.rpe})"
+
+    def vstore(self, n: int, value: str, index: str) -> str:
+        reals = n * self.rpe
+        if reals == 1:
+            return f"p[{index}] = {value};"
+        return f"vstore{reals}({value}, 0, p + ({index}) * {self.rpe});"
+
+    def unrolled(self, var: str, count: str, body: str | None = None, pragma: str = "#pragma unroll") -> None:
+        """Open a fully unrolled loop; with ``body``, write it and close the loop too."""
+        self.out(pragma)
+        self.out.open(f"for (int {var} = 0; {var} < {count}; ++{var})")
+        if body is not None:
+            self.out(body)
+            self.out.close()
+
