@@ -1,4 +1,4 @@
-"""``GemmPlan``: the launches that compute one ``GemmProblem`` with one ``SimtParams`` configuration.
+"""``GemmPlan``: the launches that compute one ``GemmProblem`` with one ``KernelParams`` configuration.
 
 Per shape the plan chooses between two ways of handling edges, both exact:
 - guarded: the kernel takes any m, n, k and guards its loads and stores; operands are read in place
@@ -18,7 +18,7 @@ import pyopencl as cl
 
 from ..codelets import helpers
 from ..codelets.kernel import KernelSource, ceil_div, round_up
-from ..codelets.simt import SimtParams, check, render
+from ..codelets.families import KernelParams, check, render
 from ..codelets.simt.geometry import TEXEL_BYTES
 from ..errors import ArgumentError, ConfigError
 from ..runtime.context import DeviceContext
@@ -81,7 +81,7 @@ class GemmPlan:
     Kernels are built here; temporary buffers are allocated at the first ``enqueue`` and reused by later
     ones; ``release`` frees them."""
 
-    def __init__(self, ctx: DeviceContext, problem: GemmProblem, params: SimtParams | None = None,
+    def __init__(self, ctx: DeviceContext, problem: GemmProblem, params: KernelParams | None = None,
                  edge: str = "auto", split_k: int | None = None) -> None:
         problem.validate()
         if edge not in EDGES:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..codelets.simt import SimtParams, check
+from ..codelets.families import check
+from ..codelets.simt import SimtParams
 from ..profiles import Ranked, profile_for
 from ..runtime.device import Device
 from .defaults import default_params

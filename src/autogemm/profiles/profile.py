@@ -2,7 +2,7 @@
 
 A profile is data from outside (shared between users, downloaded, edited by hand), so ``from_json``
 validates every field strictly: exact keys, types, ranges, and each configuration through
-``SimtParams.from_dict``, whose closed lists of values and build options keep a forged field from ever
+``params_from_dict``, whose closed lists of values and build options keep a forged field from ever
 reaching the kernel source. Nothing in a profile is code."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from ..codelets.simt import SimtParams
+from ..codelets.families import KernelParams, params_from_dict
 from ..errors import AutogemmError, ProfileError
 
 FORMAT = "autogemm-profile"
@@ -30,7 +30,7 @@ _MACS = ("fma", "mad", "mul_add")
 class Ranked:
     """A configuration and the rate it reached on the class's problem."""
 
-    config: SimtParams
+    config: KernelParams
     gflops: float
 
 
@@ -202,7 +202,7 @@ def _entry(value: object, where: str) -> SizeClassEntry:
     for i, r in enumerate(ranked):
         r = _object(r, f"{where}.ranked[{i}]", {"gflops", "config"})
         try:
-            config = SimtParams.from_dict(r["config"])
+            config = params_from_dict(r["config"])
         except AutogemmError as exc:
             raise ProfileError(f"{where}.ranked[{i}].config: {exc}") from None
         items.append(Ranked(config, _number(r["gflops"], f"{where}.ranked[{i}].gflops", 1e7)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...dtypes import Dtype, get_dtype
 from ...runtime.device import Device
+from ..limits import device_limits
 from .geometry import local_bytes, operands, register_estimate
 from .params import NVIDIA_OPTION, SimtParams
 
@@ -20,17 +21,9 @@ def register_cap(params: SimtParams) -> int | None:
 def check(params: SimtParams, device: Device, dtype: Dtype | str) -> str | None:
     """Return the reason ``params`` is invalid for ``device`` and ``dtype``, or None if it is valid."""
     dt = get_dtype(dtype)
-    problem = params.malformed()
+    problem = device_limits(params, device, dt, params.wg_cols, params.wg_rows)
     if problem:
         return problem
-    if dt.needs_fp64 and not device.fp64:
-        return f"{dt.letter}gemm needs double precision (cl_khr_fp64), which this device lacks"
-    wg = params.work_group_size
-    if wg > device.max_work_group_size:
-        return f"work-group of {wg} exceeds the device's {device.max_work_group_size}"
-    sizes = device.max_work_item_sizes
-    if params.wg_cols > sizes[0] or params.wg_rows > sizes[1]:
-        return f"work-group shape {params.wg_cols}x{params.wg_rows} exceeds the device's {sizes[:2]}"
     used = local_bytes(params, dt)
     if used > device.local_mem_bytes:
         return f"needs {used} bytes of local memory; the device has {device.local_mem_bytes}"
@@ -55,7 +48,4 @@ def check(params: SimtParams, device: Device, dtype: Dtype | str) -> str | None:
         if not op.local and not op.outer_contiguous:
             return (f"{op.name} through an image read directly needs a layout with memory "
                     f"consecutive along {'M' if op.name == 'A' else 'N'}")
-    for option in params.build_options:
-        if NVIDIA_OPTION.match(option) and not device.is_nvidia:
-            return f"{option} is an NVIDIA compiler option"
     return None

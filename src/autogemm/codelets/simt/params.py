@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
+from typing import ClassVar
 
-from ...errors import ConfigError
+from ..fields import params_from_fields
 
 LAYOUTS = ("NN", "NT", "TN")
 ASSIGNMENTS = ("consecutive", "offset")
@@ -29,6 +30,8 @@ class SimtParams:
     kernel reads its operands: N = as stored (A is M x K, B is K x N), T = transposed (A^T is stored
     K x M, B^T is stored N x K); other layouts reach the kernel through the pack helper.
     """
+
+    family: ClassVar[str] = "simt"
 
     layout: str = "TN"
     assignment: str = "offset"      # a work-item's tile: consecutive elements, or vectors WG apart
@@ -78,33 +81,7 @@ class SimtParams:
     @classmethod
     def from_dict(cls, data: dict) -> "SimtParams":
         """Build from JSON data, validating every field's type and value (data may come from outside)."""
-        if not isinstance(data, dict):
-            raise ConfigError("a simt configuration must be a JSON object")
-        known = {f.name: f for f in fields(cls)}
-        unknown = set(data) - set(known)
-        if unknown:
-            raise ConfigError(f"unknown simt parameter(s): {', '.join(sorted(unknown))}")
-        values = {}
-        for name, value in data.items():
-            default = getattr(cls(), name)
-            if name == "build_options":
-                if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-                    raise ConfigError("build_options must be a list of strings")
-                value = tuple(value)
-            elif isinstance(default, bool):
-                if not isinstance(value, bool):
-                    raise ConfigError(f"{name} must be true or false, not {value!r}")
-            elif isinstance(default, int):
-                if isinstance(value, bool) or not isinstance(value, int):
-                    raise ConfigError(f"{name} must be an integer, not {value!r}")
-            elif not isinstance(value, str):
-                raise ConfigError(f"{name} must be a string, not {value!r}")
-            values[name] = value
-        params = cls(**values)
-        problem = params.malformed()
-        if problem:
-            raise ConfigError(problem)
-        return params
+        return params_from_fields(cls, data, "simt")
 
     def malformed(self) -> str | None:
         """Why this point lies outside the codelet space regardless of device, or None."""

@@ -131,7 +131,7 @@ class _Generator(ElementCode):
             arg = (f"__read_only image2d_t {op.name}" if op.image
                    else f"const __global real* restrict {op.name}")
             operand_args.append(f"    {arg}, const int {lower}_offset, const int ld{lower},")
-        w(f"__kernel __attribute__((reqd_work_group_size(WG_COLS, WG_ROWS, 1)))",
+        w("__kernel __attribute__((reqd_work_group_size(WG_COLS, WG_ROWS, 1)))",
           f"void {KERNEL_NAME}(const int M, const int N, const int K, const elem alpha, const elem beta,",
           *operand_args,
           "    __global real* restrict C, const int c_offset, const int ldc)",

@@ -1,0 +1,50 @@
+"""The kernel families autogemm generates, behind one interface: a frozen parameter class per family
+(with the geometry a plan needs: ``layout``, ``block_rows``, ``block_cols``, ``tile_k``, ``vector_width``,
+``image_a``, ``image_b``, ``build_options``), its ``check`` and its ``render``. Configurations read from
+outside name their family (``"family"``; none means ``simt``, as profiles written before there were
+families do)."""
+
+from __future__ import annotations
+
+from typing import Union
+
+from ..dtypes import Dtype
+from ..errors import ConfigError
+from ..runtime.device import Device
+from . import simt, subgroup
+from .kernel import KernelSource
+
+KernelParams = Union[simt.SimtParams, subgroup.SubgroupParams]
+
+FAMILIES = {
+    "simt": (simt.SimtParams, simt.check, simt.render),
+    "subgroup": (subgroup.SubgroupParams, subgroup.check, subgroup.render),
+}
+
+
+def _family(params: object) -> tuple:
+    for entry in FAMILIES.values():
+        if isinstance(params, entry[0]):
+            return entry
+    raise ConfigError(f"not a kernel configuration: {type(params).__name__}")
+
+
+def check(params: KernelParams, device: Device, dtype: Dtype | str) -> str | None:
+    """Why ``params`` (of any family) cannot run on ``device`` for ``dtype``, or None."""
+    return _family(params)[1](params, device, dtype)
+
+
+def render(params: KernelParams, dtype: Dtype | str, guarded: bool = True) -> KernelSource:
+    """The OpenCL source of ``params`` (of any family)."""
+    return _family(params)[2](params, dtype, guarded)
+
+
+def params_from_dict(data: object) -> KernelParams:
+    """A configuration of the family ``data`` names, validated field by field."""
+    if not isinstance(data, dict):
+        raise ConfigError("a configuration must be a JSON object")
+    fields = dict(data)
+    name = fields.pop("family", "simt")
+    if name not in FAMILIES:
+        raise ConfigError(f"unknown kernel family {name!r}; autogemm has {', '.join(FAMILIES)}")
+    return FAMILIES[name][0].from_dict(fields)

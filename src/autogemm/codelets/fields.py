@@ -1,0 +1,42 @@
+"""Reading a family's configuration from JSON data that may come from outside (profiles, checkpoints,
+the command line): every field checked for its type against the dataclass defaults, then the family's
+own ``malformed`` check, so that nothing unchecked reaches kernel source or build options."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from ..errors import ConfigError
+
+
+def params_from_fields(cls: Any, data: object, family: str) -> Any:
+    """An instance of the frozen dataclass ``cls`` from ``data``, or ``ConfigError`` saying what is wrong."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"a {family} configuration must be a JSON object")
+    known = {f.name for f in fields(cls)}
+    unknown = set(data) - known
+    if unknown:
+        raise ConfigError(f"unknown {family} parameter(s): {', '.join(sorted(unknown))}")
+    defaults = cls()
+    values = {}
+    for name, value in data.items():
+        default = getattr(defaults, name)
+        if name == "build_options":
+            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+                raise ConfigError("build_options must be a list of strings")
+            value = tuple(value)
+        elif isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{name} must be true or false, not {value!r}")
+        elif isinstance(default, int):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"{name} must be an integer, not {value!r}")
+        elif not isinstance(value, str):
+            raise ConfigError(f"{name} must be a string, not {value!r}")
+        values[name] = value
+    params = cls(**values)
+    problem = params.malformed()
+    if problem:
+        raise ConfigError(problem)
+    return params

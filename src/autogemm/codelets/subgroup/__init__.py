@@ -1,0 +1,9 @@
+"""The ``subgroup`` codelet family: A shared among the work-items of a subgroup by shuffles (Intel's
+cl_intel_subgroups, Khronos cl_khr_subgroup_shuffle, NVIDIA's shfl.sync in inline PTX, or local memory
+as a portable fallback) instead of through local memory and barriers."""
+
+from .check import check, shuffles_available
+from .params import SubgroupParams
+from .render import render
+
+__all__ = ["SubgroupParams", "check", "render", "shuffles_available"]

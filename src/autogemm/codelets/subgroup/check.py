@@ -1,0 +1,38 @@
+"""``check`` for the subgroup family: why a configuration cannot run on a device, or None."""
+
+from __future__ import annotations
+
+from ...dtypes import Dtype, get_dtype
+from ...runtime.device import Device
+from ..limits import device_limits
+from .params import SubgroupParams
+
+#: The extension each shuffle spelling needs ("ptx" needs NVIDIA's compiler instead).
+EXTENSIONS = {"intel": "cl_intel_subgroups", "khr": "cl_khr_subgroup_shuffle"}
+#: NVIDIA's subgroups are warps of 32.
+WARP = 32
+
+
+def shuffles_available(device: Device) -> tuple[str, ...]:
+    """The shuffle spellings this device offers (not counting the portable local-memory one)."""
+    found = tuple(name for name, ext in EXTENSIONS.items() if device.has_extension(ext))
+    return found + (("ptx",) if device.is_nvidia else ())
+
+
+def check(params: SubgroupParams, device: Device, dtype: Dtype | str) -> str | None:
+    """Return the reason ``params`` is invalid for ``device`` and ``dtype``, or None."""
+    dt = get_dtype(dtype)
+    problem = device_limits(params, device, dt, params.subgroup, params.wg_rows)
+    if problem:
+        return problem
+    if params.shuffle in EXTENSIONS and not device.has_extension(EXTENSIONS[params.shuffle]):
+        return f"shuffle '{params.shuffle}' needs {EXTENSIONS[params.shuffle]}, which this device lacks"
+    if params.shuffle == "ptx" and not device.is_nvidia:
+        return "shuffle 'ptx' is inline PTX for NVIDIA's compiler"
+    if params.shuffle == "ptx" and params.subgroup != WARP:
+        return f"shuffle 'ptx' works on warps: subgroup must be {WARP}"
+    if params.shuffle == "local":
+        used = params.wg_rows * params.tile_rows * params.subgroup * dt.itemsize
+        if used > device.local_mem_bytes:
+            return f"needs {used} bytes of local memory; the device has {device.local_mem_bytes}"
+    return None

@@ -1,0 +1,165 @@
+"""``render`` for the subgroup family: readable OpenCL C for one ``SubgroupParams`` point.
+
+Same kernel interface as ``simt`` (C = alpha op(A) op(B) + beta C on row-major matrices, guarded or
+whole-block edges, split K along NDRange dimension 2), so plans run either family alike. Work-item
+(lane, sg) of a work-group computes rows block_row + sg * TILE_ROWS + i (i < TILE_ROWS) and columns
+block_col + lane * VW .. + VW of C. Per K step of SUBGROUP, lane l reads A at k0 + l for its rows, then
+for each kk the subgroup passes lane kk's values of A around (the shuffle) while every lane reads its own
+vector of B at row k0 + kk.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ...dtypes import Dtype, get_dtype
+from ...errors import ConfigError
+from ..kernel import KernelSource
+from ..writer import ElementCode
+from .params import SubgroupParams
+
+KERNEL_NAME = "gemm"
+
+#: Per spelling: the pragma it needs, and the shuffle of one 32-bit-or-wider real ``x`` from lane ``l``.
+_SHUFFLE_REAL = {
+    "intel": ("#pragma OPENCL EXTENSION cl_intel_subgroups : enable", "intel_sub_group_shuffle(x, l)"),
+    "khr": ("#pragma OPENCL EXTENSION cl_khr_subgroup_shuffle : enable", "sub_group_shuffle(x, l)"),
+}
+
+
+class _Generator(ElementCode):
+    def __init__(self, params: SubgroupParams, dtype: Dtype, guarded: bool) -> None:
+        super().__init__(dtype, params.vector_width, guarded)
+        self.p = params
+
+    def header(self) -> None:
+        p, dt, w = self.p, self.dt, self.out
+        w(f"// autogemm subgroup codelet ({dt.letter}gemm): C = alpha * op(A) * op(B) + beta * C, row-major",
+          f"// configuration: {p.describe()}",
+          f"// layout {p.layout}: A is read as {'K x M (A transposed)' if p.layout[0] == 'T' else 'M x K'}, B as K x N",
+          f"// edges: {'guarded (any M, N, K; loads outside read zero)' if self.guarded else 'whole blocks only, aligned vectors'}")
+        if dt.needs_fp64:
+            w("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+        if p.shuffle in _SHUFFLE_REAL:
+            w(_SHUFFLE_REAL[p.shuffle][0])
+        mul_add = {"fma": "fma(x, y, z)", "mad": "mad(x, y, z)", "mul_add": "((x) * (y) + (z))"}[p.mac]
+        w("",
+          f"#define SUBGROUP {p.subgroup}         // work-items of a subgroup, along N (local dimension 0)",
+          f"#define WG_ROWS {p.wg_rows}           // subgroups per work-group, along M (local dimension 1)",
+          f"#define TILE_ROWS {p.tile_rows}         // rows of C per work-item",
+          f"#define VW {self.vw}                // columns of C per work-item (one vector)",
+          "#define BLOCK_ROWS (WG_ROWS * TILE_ROWS)",
+          "#define BLOCK_COLS (SUBGROUP * VW)",
+          "",
+          f"typedef {dt.real_cl} real;",
+          f"typedef {dt.cl_element} elem;")
+        if self.vw > 1:
+            w(f"typedef {dt.cl_vector(self.vw)} elems{self.vw};")
+        w(f"#define MUL_ADD(x, y, z) {mul_add}", "")
+
+    def shuffle_function(self) -> None:
+        """``shuffle(x, l)``: lane l's value of the element x, for the spellings that have one."""
+        p, dt, w = self.p, self.dt, self.out
+        if p.shuffle == "local":
+            return
+        w("// lane l's value of x in this subgroup")
+        w.open("inline real shuffle_real(real x, int l)")
+        if p.shuffle == "ptx":
+            if dt.needs_fp64:
+                w("uint2 v = as_uint2(x);",
+                  'asm volatile("shfl.sync.idx.b32 %0, %0, %1, 0x1f, 0xffffffff;" : "+r"(v.x) : "r"(l));',
+                  'asm volatile("shfl.sync.idx.b32 %0, %0, %1, 0x1f, 0xffffffff;" : "+r"(v.y) : "r"(l));',
+                  "return as_double(v);")
+            else:
+                w("uint v = as_uint(x);",
+                  'asm volatile("shfl.sync.idx.b32 %0, %0, %1, 0x1f, 0xffffffff;" : "+r"(v) : "r"(l));',
+                  "return as_float(v);")
+        else:
+            w(f"return {_SHUFFLE_REAL[p.shuffle][1]};")
+        w.close()
+        w.open("inline elem shuffle(elem x, int l)")
+        w("return (elem)(shuffle_real(x.x, l), shuffle_real(x.y, l));" if dt.is_complex
+          else "return shuffle_real(x, l);")
+        w.close()
+        w("")
+
+    def a_at(self, row: str, k: str) -> str:
+        self.widths.add(1)
+        if self.p.layout[0] == "T":
+            return f"load_1(A, lda, K, M, {k}, {row})"
+        return f"load_1(A, lda, M, K, {row}, {k})"
+
+    def body(self) -> None:
+        p, w = self.p, self.out
+        vec = self.vtype(self.vw)
+        self.widths.add(self.vw)
+        a_step = "K * lda" if p.layout[0] == "T" else "K"
+        w("const int lane = get_local_id(0);            // position in the subgroup, along N",
+          "const int sg = get_local_id(1);              // subgroup in the work-group, along M",
+          "const int slice = get_group_id(2);           // split K: this work-group's K slice",
+          f"A += (a_offset + slice * {a_step}) * {self.rpe};",
+          f"B += (b_offset + slice * K * ldb) * {self.rpe};",
+          f"C += (c_offset + slice * M * ldc) * {self.rpe};",
+          "const int row0 = get_group_id(1) * BLOCK_ROWS + sg * TILE_ROWS;",
+          "const int col = get_group_id(0) * BLOCK_COLS + lane * VW;",
+          "")
+        if p.shuffle == "local":
+            w("__local elem exchange[WG_ROWS][TILE_ROWS][SUBGROUP];   // shuffles through local memory")
+        w(f"{vec} acc[TILE_ROWS];")
+        self.unrolled("i", "TILE_ROWS", f"acc[i] = ({vec})(0);")
+        w("")
+        w.open("for (int k0 = 0; k0 < K; k0 += SUBGROUP)")
+        w("elem a_own[TILE_ROWS];                        // A at column k0 + lane, for this work-item's rows")
+        self.unrolled("i", "TILE_ROWS", f"a_own[i] = {self.a_at('row0 + i', 'k0 + lane')};")
+        if p.shuffle == "local":
+            self.unrolled("i", "TILE_ROWS", "exchange[sg][i][lane] = a_own[i];")
+            w("barrier(CLK_LOCAL_MEM_FENCE);")
+        self.unrolled("kk", "SUBGROUP")
+        w(f"const {vec} b = load_{self.vw}(B, ldb, K, N, k0 + kk, col);")
+        share = "exchange[sg][i][kk]" if p.shuffle == "local" else "shuffle(a_own[i], kk)"
+        self.unrolled("i", "TILE_ROWS", f"acc[i] = mac(acc[i], {share}, b);")
+        w.close()
+        if p.shuffle == "local":
+            w("barrier(CLK_LOCAL_MEM_FENCE);")
+        w.close()
+        w("")
+        zero = "beta.x == (real)0 && beta.y == (real)0" if self.dt.is_complex else "beta == (real)0"
+        w("// C = alpha * acc + beta * C; with beta == 0, C is not read", f"const bool beta_zero = {zero};")
+        self.unrolled("i", "TILE_ROWS")
+        w(f"{vec} value = mac(({vec})(0), alpha, acc[i]);",
+          f"if (!beta_zero) value = mac(value, beta, load_{self.vw}(C, ldc, M, N, row0 + i, col));",
+          f"store_{self.vw}(C, ldc, M, N, row0 + i, col, value);")
+        w.close()
+
+    def generate(self) -> str:
+        self.out.depth = 1
+        self.body()
+        kernel_body = self.out.lines
+        self.out = type(self.out)()
+        self.header()
+        self.mac_function()
+        self.shuffle_function()
+        self.load_helpers()
+        self.store_helper()
+        w = self.out
+        w("__kernel __attribute__((reqd_work_group_size(SUBGROUP, WG_ROWS, 1)))",
+          f"void {KERNEL_NAME}(const int M, const int N, const int K, const elem alpha, const elem beta,",
+          "    const __global real* restrict A, const int a_offset, const int lda,",
+          "    const __global real* restrict B, const int b_offset, const int ldb,",
+          "    __global real* restrict C, const int c_offset, const int ldc)",
+          "{")
+        w.lines.extend(kernel_body)
+        w("}")
+        return w.text()
+
+
+@lru_cache(maxsize=256)
+def render(params: SubgroupParams, dtype: Dtype | str, guarded: bool = True) -> KernelSource:
+    """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges."""
+    dt = get_dtype(dtype)
+    problem = params.malformed()
+    if problem:
+        raise ConfigError(problem)
+    return KernelSource(name=KERNEL_NAME, source=_Generator(params, dt, guarded).generate(),
+                        options=params.build_options, local_size=(params.subgroup, params.wg_rows),
+                        block=(params.block_rows, params.block_cols, params.tile_k))

@@ -1,0 +1,78 @@
+"""The subgroup family: A shared among a subgroup's work-items by shuffles. Every spelling renders; the
+portable one (local memory) runs here through plans like any family; the real shuffles run wherever the
+device offers them (cl_intel_subgroups, cl_khr_subgroup_shuffle, NVIDIA's PTX)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from autogemm.codelets.families import check, params_from_dict, render
+from autogemm.codelets.subgroup import SubgroupParams, shuffles_available
+from autogemm.dtypes import DTYPES
+from autogemm.errors import ConfigError
+
+from gemm_check import run_and_check
+
+PORTABLE = SubgroupParams(layout="NN", subgroup=8, wg_rows=2, tile_rows=2, vector_width=2, shuffle="local",
+                          mac="mul_add")
+
+
+@pytest.mark.parametrize("letter", "sdcz")
+@pytest.mark.parametrize("layout,ta,tb", [("NN", "N", "N"), ("TN", "T", "N"), ("TN", "C", "N"), ("NN", "N", "T")])
+@pytest.mark.parametrize("edge", ["guard", "pad"])
+def test_the_portable_spelling_is_exact(ctx, letter, layout, ta, tb, edge):
+    params = dataclasses.replace(PORTABLE, layout=layout)
+    rng = np.random.default_rng(2)
+    for m, n, k, alpha, beta in ((37, 29, 21, 1.0, 0.0), (16, 32, 48, -0.5, 2.0)):
+        run_and_check(ctx, params, DTYPES[letter], m, n, k, ta, tb, alpha, beta, edge, rng, extra_ld=2, offset=3)
+
+
+def test_split_k_works_for_the_family_too(ctx):
+    run_and_check(ctx, PORTABLE, DTYPES["s"], 20, 33, 300, "N", "N", 1.5, 0.0, "auto", np.random.default_rng(3),
+                  split_k=3)
+
+
+@pytest.mark.parametrize("shuffle", ["intel", "khr", "ptx", "local"])
+@pytest.mark.parametrize("letter", "sz")
+def test_every_spelling_renders_its_shuffle(shuffle, letter):
+    params = dataclasses.replace(PORTABLE, shuffle=shuffle, subgroup=32 if shuffle == "ptx" else 8)
+    source = render(params, letter).source
+    marker = {"intel": "intel_sub_group_shuffle(", "khr": "sub_group_shuffle(", "ptx": "shfl.sync.idx.b32",
+              "local": "exchange[sg][i][kk]"}[shuffle]
+    assert marker in source and "configuration: subgroup NN sg" in source
+
+
+def test_check_offers_only_the_shuffles_a_device_has(device):
+    offered = shuffles_available(device)
+    for shuffle in ("intel", "khr", "ptx"):
+        params = dataclasses.replace(PORTABLE, shuffle=shuffle, subgroup=32 if shuffle == "ptx" else 8)
+        reason = check(params, device, "s")
+        assert (reason is None) == (shuffle in offered), reason
+    assert check(PORTABLE, device, "s") is None
+    nvidia = dataclasses.replace(device, vendor="NVIDIA Corporation", platform_name="NVIDIA CUDA")
+    assert "subgroup must be 32" in check(dataclasses.replace(PORTABLE, shuffle="ptx"), nvidia, "s")
+
+
+def test_configurations_round_trip_and_forged_ones_fail():
+    data = json.loads(json.dumps(PORTABLE.to_dict()))
+    assert data["family"] == "subgroup" and params_from_dict(data) == PORTABLE
+    for bad, words in (({**data, "shuffle": "magic"}, "shuffle="), ({**data, "family": "tensor"}, "unknown kernel family"),
+                       ({**data, "subgroup": 12}, "subgroup=12"), ({**data, "extra": 1}, "unknown subgroup parameter")):
+        with pytest.raises(ConfigError, match=words):
+            params_from_dict(bad)
+
+
+@pytest.mark.parametrize("letter", "sdcz")
+def test_the_device_shuffles_are_exact_where_offered(ctx, device, letter):
+    offered = shuffles_available(device)
+    if not offered:
+        pytest.skip(f"{device.name.strip()} offers no subgroup shuffle")
+    for shuffle in offered:
+        params = dataclasses.replace(PORTABLE, shuffle=shuffle, subgroup=32 if shuffle == "ptx" else 8, wg_rows=1)
+        if check(params, device, letter) is None:
+            run_and_check(ctx, params, DTYPES[letter], 45, 70, 50, "N", "N", 1.0, 0.5, "guard",
+                          np.random.default_rng(5))
