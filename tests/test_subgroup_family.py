@@ -76,3 +76,40 @@ def test_the_device_shuffles_are_exact_where_offered(ctx, device, letter):
         if check(params, device, letter) is None:
             run_and_check(ctx, params, DTYPES[letter], 45, 70, 50, "N", "N", 1.0, 0.5, "guard",
                           np.random.default_rng(5))
+
+
+def test_the_tuning_space_follows_the_shuffles_offered(device):
+    from autogemm.tuning.subgroup_space import subgroup_space
+
+    bare = dataclasses.replace(device, extensions=(), vendor="Other", platform_name="Other")
+    assert subgroup_space(bare, DTYPES["s"]) is None
+    khr = dataclasses.replace(bare, extensions=("cl_khr_subgroup_shuffle",))
+    space = subgroup_space(khr, DTYPES["s"])
+    configs = [space.config(p) for p in space.points()]
+    assert configs and {c.shuffle for c in configs} == {"khr"} and {c.subgroup for c in configs} <= {8, 16, 32}
+    assert all(check(c, khr, "s") is None for c in configs)
+    nvidia = dataclasses.replace(bare, vendor="NVIDIA Corporation", platform_name="NVIDIA CUDA")
+    assert {space_config.subgroup for space_config in
+            (subgroup_space(nvidia, DTYPES["s"]).config(p) for p in subgroup_space(nvidia, DTYPES["s"]).points())} == {32}
+
+
+def test_the_tuner_searches_every_family_offered_into_one_profile(ctx, monkeypatch, tmp_path):
+    from autogemm.tuning import Budget, TuneListener, tune, tuner
+    from autogemm.tuning.subgroup_space import subgroup_space
+
+    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tuner, "subgroup_space", lambda device, dt, macs: subgroup_space(
+        device, dt, macs, shuffles=("local",)))
+    families = []
+
+    class Listener(TuneListener):
+        def class_started(self, dtype, size, space, objective):
+            families.append(space.family)
+
+    profile = tune(ctx, (DTYPES["s"],), Budget(evaluations=20), quick=True, top=2, listener=Listener(),
+                   write=False, classes=("small",))
+    assert families == ["simt", "subgroup"]
+    entry = profile.entry("s", "small")
+    assert entry.evaluations >= 3 and entry.ranked
+    checkpoint = next((tmp_path / "checkpoints").glob("*-s-*.jsonl")).read_text()
+    assert '"family":"subgroup"' in checkpoint

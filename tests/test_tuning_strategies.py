@@ -126,7 +126,7 @@ def test_finalists_are_the_top_and_the_best_of_every_other_layout(monkeypatch):
     measured = sorted(objective.records.values(), key=lambda r: r.gflops, reverse=True)
     failing = measured[0].config                                  # the fastest fails verification
     monkeypatch.setattr(tuner, "verify", lambda ctx, config, dt: "wrong" if config == failing else None)
-    kept, rejected = tuner.finalists(None, DTYPES["s"], objective, top=3)
+    kept, rejected = tuner.finalists(None, DTYPES["s"], [objective], top=3)
     passing = measured[1:]
     assert [k.config for k in kept[:3]] == [r.config for r in passing[:3]]
     best_of = {}

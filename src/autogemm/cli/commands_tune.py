@@ -8,7 +8,7 @@ import click
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..codelets.simt import SimtParams
+from ..codelets.families import KernelParams
 from ..dtypes import Dtype, get_dtype
 from ..errors import AutogemmError
 from ..profiles import SizeClassEntry, path_for
@@ -36,7 +36,8 @@ class ProgressListener(TuneListener):
         self.progress.console.print(f"multiply-add forms (FMA micro-benchmark): {chosen}", highlight=False)
 
     def class_started(self, dtype: Dtype, size: SizeClass, space: SearchSpace, objective: Objective) -> None:
-        self.task = self.progress.add_task(f"{dtype.letter}gemm {size.name} {size.m}x{size.n}x{size.k}",
+        family = "" if space.family == "simt" else f" {space.family}"
+        self.task = self.progress.add_task(f"{dtype.letter}gemm {size.name} {size.m}x{size.n}x{size.k}{family}",
                                            total=1.0, status=f"{len(space)} configurations")
 
     def record(self, objective: Objective, record: Record, fresh: bool) -> None:
@@ -45,13 +46,14 @@ class ProgressListener(TuneListener):
                   f" ({objective.reused} from checkpoint)  {objective.failures} errors")
         self.progress.update(self.task, completed=objective.clock.fraction(), status=status)
 
-    def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None, objective: Objective,
-                       rejected: list[tuple[SimtParams, str]]) -> None:
+    def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None,
+                       objectives: list[Objective], rejected: list[tuple[KernelParams, str]]) -> None:
         self.progress.update(self.task, completed=1.0)
         for config, why in rejected:
             self.progress.console.print(f"[yellow]rejected by verification:[/yellow] {config.describe()}: {why}",
                                         highlight=False)
-        self.rows.append((dtype, size, entry, objective.evaluations, objective.failures, objective.clock.elapsed))
+        self.rows.append((dtype, size, entry, sum(o.evaluations for o in objectives),
+                          sum(o.failures for o in objectives), sum(o.clock.elapsed for o in objectives)))
 
 
 def summary_table(rows: list[tuple]) -> Table:

@@ -32,7 +32,8 @@ class SearchSpace(Generic[T]):
     """The valid points of a product of knobs."""
 
     def __init__(self, knobs: Sequence[Knob], make: Callable[[dict], T],
-                 reject: Callable[[T], str | None] = lambda _: None) -> None:
+                 reject: Callable[[T], str | None] = lambda _: None, family: str = "simt") -> None:
+        self.family = family          # the kernel family whose configurations ``make`` builds
         self.knobs = tuple(knobs)
         self.names = tuple(k.name for k in self.knobs)
         self._make = make

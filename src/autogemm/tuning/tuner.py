@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 
 from .. import __version__
 from ..blas import default_params
+from ..codelets.families import KernelParams
 from ..codelets.simt import SimtParams
 from ..dtypes import DTYPES, Dtype
 from ..errors import TuningError
@@ -29,6 +30,7 @@ from .evaluator import Evaluator
 from .objective import BudgetSpent, Objective, default_workers
 from .records import Record
 from .simt_space import simt_space
+from .subgroup_space import subgroup_space
 from .space import Point, SearchSpace
 from .strategies import DEFAULT_STRATEGY, get_strategy
 from .verify import verify
@@ -85,7 +87,7 @@ class TuneListener:
     def record(self, objective: Objective, record: Record, fresh: bool) -> None: ...
 
     def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None,
-                       objective: Objective, rejected: list[tuple[SimtParams, str]]) -> None: ...
+                       objectives: list[Objective], rejected: list[tuple[KernelParams, str]]) -> None: ...
 
 
 def start_point(space: SearchSpace, params: SimtParams) -> Point | None:
@@ -98,15 +100,16 @@ def start_point(space: SearchSpace, params: SimtParams) -> Point | None:
     return next((p for p in space.points() if key(space.config(p)) == wanted), None)
 
 
-def finalists(ctx: DeviceContext, dtype: Dtype, objective: Objective, top: int
-              ) -> tuple[list[Ranked], list[tuple[SimtParams, str]]]:
-    """The ``top`` best correct configurations that also pass ``verify``, then the best verified one of
+def finalists(ctx: DeviceContext, dtype: Dtype, objectives: list[Objective], top: int
+              ) -> tuple[list[Ranked], list[tuple[KernelParams, str]]]:
+    """Over the measurements of ``objectives`` (one per family searched): the ``top`` best correct
+    configurations that also pass ``verify``, then the best verified one of
     each codelet layout not among them (so that a problem stored in that layout can be computed
     without a transposing pack, see ``blas.selection``), best first; and those rejected by ``verify``."""
-    ok = sorted((r for r in objective.records.values() if objective.complete(r)), key=lambda r: r.gflops,
+    ok = sorted((r for o in objectives for r in o.records.values() if o.complete(r)), key=lambda r: r.gflops,
                 reverse=True)
     kept: list[Ranked] = []
-    rejected: list[tuple[SimtParams, str]] = []
+    rejected: list[tuple[KernelParams, str]] = []
     layouts: set[str] = set()
     all_layouts = {r.config.layout for r in ok}
     for record in ok:
@@ -164,10 +167,13 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
             if not len(space):
                 raise TuningError(f"no configuration of the {dt.letter} space fits {device.name.strip()}")
             start = start_point(space, default_params(device, dt))
+            shuffled = subgroup_space(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths})
+            extra = [shuffled] if shuffled is not None and len(shuffled) else []
             for size in sizes:
                 share = class_budget(budget, time.monotonic() - started, weights[0], sum(weights), total_weight)
                 weights.pop(0)
-                entry = _tune_class(ctx, dt, size, space, start, share, strategy, fresh, top, listener, seed)
+                entry = _tune_class(ctx, dt, size, [(space, start)] + [(s, None) for s in extra], share,
+                                    strategy, fresh, top, listener, seed)
                 if entry is not None:
                     profile = profile.with_entry(dt.letter, entry)
                     if write:
@@ -187,27 +193,38 @@ def class_budget(budget: Budget, elapsed: float, weight: float, remaining_weight
     return Budget(budget.share(weight / total_weight).evaluations, seconds)
 
 
-def _tune_class(ctx: DeviceContext, dt: Dtype, size: SizeClass, space: SearchSpace, start: Point | None,
+#: The share of a class's budget the simt family gets when another family is searched too.
+SIMT_SHARE = 0.8
+
+
+def _tune_class(ctx: DeviceContext, dt: Dtype, size: SizeClass, spaces: list[tuple[SearchSpace, Point | None]],
                 budget: Budget, strategy: str, fresh: bool, top: int, listener: TuneListener,
                 seed: int) -> SizeClassEntry | None:
+    """Search each family's space (simt first, with its start point) under its share of ``budget``,
+    all into one checkpoint, and keep the finalists of all of them."""
     checkpoint = Checkpoint.for_problem(ctx.device, dt, size.shape)
     if fresh:
         checkpoint.clear()
     evaluator = Evaluator(ctx, dt, *size.shape)
-    objective = Objective(space, evaluator, checkpoint, budget, overlap=ctx.device.is_gpu,
-                          on_record=listener.record)
-    listener.class_started(dt, size, space, objective)
+    shares = [1.0] if len(spaces) == 1 else [SIMT_SHARE] + [(1 - SIMT_SHARE) / (len(spaces) - 1)] * (len(spaces) - 1)
+    objectives = []
     started = time.monotonic()
     try:
-        get_strategy(strategy, seed).search(space, objective, start)
-    except BudgetSpent:
-        pass
+        for (space, start), share in zip(spaces, shares):
+            objective = Objective(space, evaluator, checkpoint, budget.share(share), overlap=ctx.device.is_gpu,
+                                  on_record=listener.record)
+            objectives.append(objective)
+            listener.class_started(dt, size, space, objective)
+            try:
+                get_strategy(strategy, seed).search(space, objective, start)
+            except BudgetSpent:
+                pass
     finally:
         evaluator.release()
-    ranked, rejected = finalists(ctx, dt, objective, top)
+    ranked, rejected = finalists(ctx, dt, objectives, top)
     entry = None
     if ranked:
-        entry = SizeClassEntry(size.name, size.shape, tuple(ranked), strategy, objective.evaluations,
-                               time.monotonic() - started)
-    listener.class_finished(dt, size, entry, objective, rejected)
+        entry = SizeClassEntry(size.name, size.shape, tuple(ranked), strategy,
+                               sum(o.evaluations for o in objectives), time.monotonic() - started)
+    listener.class_finished(dt, size, entry, objectives, rejected)
     return entry
