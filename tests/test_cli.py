@@ -57,3 +57,11 @@ def test_run_timeline_shows_each_launch():
 def test_run_unknown_device_fails_cleanly():
     out = invoke("run", "-d", "no-such-device")
     assert out.exit_code == 2 and "no OpenCL device matches" in out.output
+
+
+def test_show_kernel_and_run_take_the_subgroup_family():
+    out = invoke("show-kernel", "--family", "subgroup", "--set", "tile_rows=2", "--dtype", "c")
+    assert out.exit_code == 0 and "subgroup NN sg32x4 tile2x2 shuffle:local" in out.output, out.output
+    config = '{"family": "subgroup", "subgroup": 8, "wg_rows": 2, "tile_rows": 2, "shuffle": "local"}'
+    out = invoke("run", "-M", "40", "-N", "24", "-K", "19", "-i", "1", "--validate", "--config", config)
+    assert out.exit_code == 0 and "PASS" in out.output and "subgroup NN sg8x2" in out.output, out.output

@@ -11,7 +11,7 @@ import pyopencl as cl
 from ..blas import EDGES, GemmPlan, GemmProblem, Op
 from ..blas.selection import choose_params
 from ..checking import apply_op, gemm_flops, random_matrix, relative_error
-from ..codelets.simt import check, render
+from ..codelets.families import FAMILIES, check, render
 from ..dtypes import DTYPES, get_dtype
 from ..errors import AutogemmError
 from ..runtime import context_for, median, time_enqueue
@@ -42,13 +42,18 @@ def _with_options(options):
 @_with_options(config_options)
 @click.option("--whole/--guarded", "whole", default=False,
               help="The whole-tile kernel (aligned, no edge guards) or the guarded one (default).")
-def show_kernel(dtype_letter, config, settings, platform, device, whole) -> None:
+@click.option("--family", type=click.Choice(list(FAMILIES)), default="simt", show_default=True,
+              help="The kernel family (subgroup starts from its default configuration).")
+def show_kernel(dtype_letter, config, settings, platform, device, whole, family) -> None:
     """Print the OpenCL source of one configuration: the device's (from its profile for large problems,
     else the default), changed by --config/--set."""
     try:
         dt = get_dtype(dtype_letter)
         dev = select_device(platform, device)
-        base, _ = choose_params(dev, GemmProblem(dt, 4096, 4096, 4096, lda=4096, ldb=4096, ldc=4096))
+        if family == "simt":
+            base, _ = choose_params(dev, GemmProblem(dt, 4096, 4096, 4096, lda=4096, ldb=4096, ldc=4096))
+        else:
+            base = FAMILIES[family][0]()
         params = parse_config(config, settings, base)
         reason = check(params, dev, dt)
         if reason:
@@ -93,7 +98,7 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, time
     console.print(f"device: {dev.label}", highlight=False)
     console.print(f"{dt.letter}gemm {trans_a.upper()}{trans_b.upper()} M={m} N={n} K={k}  "
                   f"alpha={alpha} beta={beta}", highlight=False)
-    console.print(f"plan: {plan.describe()}", highlight=False)
+    console.print(f"plan: {plan.describe()}", highlight=False, markup=False)
     rng = np.random.default_rng()
     hosts = {name: random_matrix(rng, dt, problem.stored_shape(name)) for name in "ABC"}
     mf = cl.mem_flags
@@ -114,7 +119,7 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, time
         origin = events[0].profile.start
         for name, event in zip(names, events):
             start, end = (event.profile.start - origin) / 1e3, (event.profile.end - origin) / 1e3
-            console.print(f"  {start:10.1f} .. {end:10.1f} us  ({end - start:9.1f} us)  {name}", highlight=False)
+            console.print(f"  {start:10.1f} .. {end:10.1f} us  ({end - start:9.1f} us)  {name}", highlight=False, markup=False)
     if validate:
         # C was overwritten by each iteration: recompute once from the original C.
         cl.enqueue_copy(ctx.queue, bufs["C"], hosts["C"] if hosts["C"].size else np.zeros(1, dt.numpy))

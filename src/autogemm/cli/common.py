@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..codelets.simt import SimtParams
+from ..codelets.families import KernelParams, params_from_dict
 from ..errors import ConfigError, DeviceError
 from ..runtime import Device, discovery, list_devices
 
@@ -38,8 +38,9 @@ def select_device(platform: str | None, device: str | None) -> Device:
     raise DeviceError(f"no device {device!r} on platform {platform!r}")
 
 
-def parse_config(config: str | None, settings: tuple[str, ...], base: SimtParams) -> SimtParams:
-    """A configuration from JSON text or a JSON file, then ``key=value`` overrides."""
+def parse_config(config: str | None, settings: tuple[str, ...], base: KernelParams) -> KernelParams:
+    """A configuration from JSON text or a JSON file (of ``base``'s family, its fields over ``base``'s, or
+    of the family it names, whole), then ``key=value`` overrides."""
     data = base.to_dict()
     if config:
         text = Path(config).read_text() if not config.lstrip().startswith("{") else config
@@ -49,6 +50,8 @@ def parse_config(config: str | None, settings: tuple[str, ...], base: SimtParams
             raise ConfigError(f"--config is not valid JSON: {exc}") from exc
         if not isinstance(loaded, dict):
             raise ConfigError("--config must hold a JSON object")
+        if loaded.get("family", "simt") != data.get("family", "simt"):
+            data = {}
         data.update(loaded)
     for item in settings:
         key, sep, raw = item.partition("=")
@@ -67,7 +70,7 @@ def parse_config(config: str | None, settings: tuple[str, ...], base: SimtParams
                 raise ConfigError(f"--set {key}: expected an integer, not {raw!r}") from exc
         else:
             data[key] = raw
-    return SimtParams.from_dict(data)
+    return params_from_dict(data)
 
 
 def gib(n: int) -> str:
