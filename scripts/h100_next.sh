@@ -1,22 +1,31 @@
 #!/bin/bash
-# The next H100 visit for issue 4, in one call (run after `source .gpu/prelude.sh` with src/ on
-# PYTHONPATH; everything goes to $OUT):
-#   1. the subgroup family's device spellings: PTX shuffles on the GPU, Khronos/Intel shuffles on PoCL 5
-#      on the machine's CPU (its tests run where a device offers a shuffle);
-#   2. a default tune of all four dtypes (medium class, layouts, register caps, subgroup family);
-#   3. the SGEMM and DGEMM suites beside cuBLAS, CLBlast and numpy, and the CPU through PoCL beside numpy.
+# The next H100 visits for issue 4, one phase per call (each well inside the 10-minute limit); run after
+# `source .gpu/prelude.sh` with src/ on PYTHONPATH; logs and results go to $OUT.
+#   shuffles  the subgroup family's device spellings: PTX shuffles on the GPU, Khronos/Intel shuffles on
+#             PoCL 5 on the machine's CPU (its tests run where a device offers a shuffle)
+#   tune      a default tune of all four dtypes (medium class, layouts, register caps, subgroup family);
+#             the cache goes to $OUT/cache.tgz: unpack it into the cache of the later phases
+#   suites    the SGEMM and DGEMM suites beside cuBLAS, CLBlast and numpy
+#   cpu       the machine's CPU through PoCL beside numpy
 set -u
 export AUTOGEMM_CACHE_DIR=${AUTOGEMM_CACHE_DIR:-/tmp/agc} COLUMNS=200
-for dev in gpu cpu; do
-  AUTOGEMM_DEVICE=$dev timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_subgroup_family.py 2>&1 \
-    | tail -5 | sed "s/^/[$dev] /"
-done | tee "$OUT/subgroup-tests.log"
-timeout 560 python3 -m autogemm.cli tune -d gpu > "$OUT/tune.log" 2>&1; tail -20 "$OUT/tune.log"
-tar czf "$OUT/cache.tgz" -C "$AUTOGEMM_CACHE_DIR" profiles checkpoints 2>/dev/null
-for letter in s d; do
-  timeout -s INT 280 python3 -m autogemm.cli bench -d gpu --dtype $letter --suite \
-    --json "$OUT/suite-$letter.json" --plot "$OUT/suite-$letter.png" > "$OUT/suite-$letter.log" 2>&1
-  tail -4 "$OUT/suite-$letter.log"
-done
-timeout -s INT 200 python3 -m autogemm.cli bench -d cpu --dtype s,d --sizes 256:2048 --peers numpy \
-  --json "$OUT/cpu.json" > "$OUT/cpu.log" 2>&1; tail -14 "$OUT/cpu.log"
+case "${1:-}" in
+  shuffles)
+    for dev in gpu cpu; do
+      AUTOGEMM_DEVICE=$dev timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_subgroup_family.py 2>&1 \
+        | tail -5 | sed "s/^/[$dev] /"
+    done | tee "$OUT/subgroup-tests.log" ;;
+  tune)
+    timeout 560 python3 -m autogemm.cli tune -d gpu > "$OUT/tune.log" 2>&1; tail -20 "$OUT/tune.log"
+    tar czf "$OUT/cache.tgz" -C "$AUTOGEMM_CACHE_DIR" profiles checkpoints ;;
+  suites)
+    for letter in s d; do
+      timeout -s INT 270 python3 -m autogemm.cli bench -d gpu --dtype $letter --suite \
+        --json "$OUT/suite-$letter.json" --plot "$OUT/suite-$letter.png" > "$OUT/suite-$letter.log" 2>&1
+      tail -4 "$OUT/suite-$letter.log"
+    done ;;
+  cpu)
+    timeout -s INT 400 python3 -m autogemm.cli bench -d cpu --dtype s,d --sizes 256:2048 --peers numpy \
+      --json "$OUT/cpu.json" > "$OUT/cpu.log" 2>&1; tail -14 "$OUT/cpu.log" ;;
+  *) echo "usage: $0 shuffles|tune|suites|cpu" >&2; exit 2 ;;
+esac
