@@ -1,8 +1,9 @@
 """``tune``: search the codelet space of a device per dtype and size class, and keep the best in its profile.
 
-For each dtype and size class: the pruned space (``simt_space``) with the multiply-add form the FMA
-micro-benchmark chose, an ``Evaluator`` on fresh random data of the class's shape, the checkpoint of that
-(device, dtype, shape), and a strategy under its share of the budget. The best correct configurations are
+For each dtype and size class: the pruned space of each kernel family the device can run (``simt_space``,
+and ``subgroup_space`` where it offers a shuffle) with the multiply-add form the FMA micro-benchmark
+chose, an ``Evaluator`` on fresh random data of the class's shape, the checkpoint of that (device, dtype,
+shape), and a strategy per family under its share of the budget. The best correct configurations are
 verified on awkward shapes and written to the device profile as each class finishes, so an interrupted run
 keeps every finished class (and, in the checkpoint, every measurement). The budget covers the whole run:
 the FMA benchmark and the verifications are paid from it. On a GPU, kernels compile in worker processes."""
