@@ -291,7 +291,7 @@ class GemmPlan:
                     continue
                 kern, dst = self.pack_kernels[name], self.pack_buffers[name]
                 self._set_args(kern, i32(st.rows), i32(st.cols), user, i32(pr.offset(name)), i32(pr.ld(name)),
-                              dst, i32(st.dst_rows), i32(st.dst_cols), i32(st.dst_ld))
+                               dst, i32(st.dst_rows), i32(st.dst_cols), i32(st.dst_ld))
                 launches.append((kern, (round_up(st.dst_cols, helpers.TILE), round_up(st.dst_rows, helpers.TILE)),
                                  (helpers.TILE, helpers.TILE)))
                 if st.image:
