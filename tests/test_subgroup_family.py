@@ -44,6 +44,7 @@ def test_every_spelling_renders_its_shuffle(shuffle, letter):
     marker = {"intel": "intel_sub_group_shuffle(", "khr": "sub_group_shuffle(", "ptx": "shfl.sync.idx.b32",
               "local": "exchange[sg][i][kk]"}[shuffle]
     assert marker in source and "configuration: subgroup NN sg" in source
+    assert ("intel_reqd_sub_group_size" in source) == (shuffle == "intel")
 
 
 def test_check_offers_only_the_shuffles_a_device_has(device):

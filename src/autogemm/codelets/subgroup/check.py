@@ -7,15 +7,17 @@ from ...runtime.device import Device
 from ..limits import device_limits
 from .params import SubgroupParams
 
-#: The extension each shuffle spelling needs ("ptx" needs NVIDIA's compiler instead).
-EXTENSIONS = {"intel": "cl_intel_subgroups", "khr": "cl_khr_subgroup_shuffle"}
+#: The extensions each shuffle spelling needs ("ptx" needs NVIDIA's compiler instead); the Intel one also
+#: fixes the subgroup size, so that the lanes are the work-items along dimension 0.
+EXTENSIONS = {"intel": ("cl_intel_subgroups", "cl_intel_required_subgroup_size"),
+              "khr": ("cl_khr_subgroup_shuffle",)}
 #: NVIDIA's subgroups are warps of 32.
 WARP = 32
 
 
 def shuffles_available(device: Device) -> tuple[str, ...]:
     """The shuffle spellings this device offers (not counting the portable local-memory one)."""
-    found = tuple(name for name, ext in EXTENSIONS.items() if device.has_extension(ext))
+    found = tuple(name for name, needed in EXTENSIONS.items() if all(map(device.has_extension, needed)))
     return found + (("ptx",) if device.is_nvidia else ())
 
 
@@ -25,8 +27,9 @@ def check(params: SubgroupParams, device: Device, dtype: Dtype | str) -> str | N
     problem = device_limits(params, device, dt, params.subgroup, params.wg_rows)
     if problem:
         return problem
-    if params.shuffle in EXTENSIONS and not device.has_extension(EXTENSIONS[params.shuffle]):
-        return f"shuffle '{params.shuffle}' needs {EXTENSIONS[params.shuffle]}, which this device lacks"
+    missing = [ext for ext in EXTENSIONS.get(params.shuffle, ()) if not device.has_extension(ext)]
+    if missing:
+        return f"shuffle '{params.shuffle}' needs {', '.join(missing)}, which this device lacks"
     if params.shuffle == "ptx" and not device.is_nvidia:
         return "shuffle 'ptx' is inline PTX for NVIDIA's compiler"
     if params.shuffle == "ptx" and params.subgroup != WARP:
