@@ -66,10 +66,10 @@ class _Generator(ElementCode):
         w.open("inline real shuffle_real(real x, int l)")
         if p.shuffle == "ptx":
             if dt.needs_fp64:
-                w("uint2 v = as_uint2(x);",
-                  'asm volatile("shfl.sync.idx.b32 %0, %0, %1, 0x1f, 0xffffffff;" : "+r"(v.x) : "r"(l));',
-                  'asm volatile("shfl.sync.idx.b32 %0, %0, %1, 0x1f, 0xffffffff;" : "+r"(v.y) : "r"(l));',
-                  "return as_double(v);")
+                w("uint lo = as_uint2(x).x, hi = as_uint2(x).y;     // shfl moves 32 bits",
+                  'asm volatile("shfl.sync.idx.b32 %0, %0, %1, 0x1f, 0xffffffff;" : "+r"(lo) : "r"(l));',
+                  'asm volatile("shfl.sync.idx.b32 %0, %0, %1, 0x1f, 0xffffffff;" : "+r"(hi) : "r"(l));',
+                  "return as_double((uint2)(lo, hi));")
             else:
                 w("uint v = as_uint(x);",
                   'asm volatile("shfl.sync.idx.b32 %0, %0, %1, 0x1f, 0xffffffff;" : "+r"(v) : "r"(l));',
