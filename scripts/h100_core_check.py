@@ -85,7 +85,7 @@ def bench_gemm(device, letter: str, n: int) -> list[dict]:
     import pyopencl as cl
     mf = cl.mem_flags
     bufs = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x) for x in (a, b, np.full((n, n), np.nan, dt.numpy))]
-    problem = GemmProblem(dt, n, n, n, lda=n, ldb=n, ldc=n)
+    problem = GemmProblem.dense(dt, n, n, n)
     for name, params in configs:
         reason = check(params, device, dt)
         if reason:

@@ -59,7 +59,8 @@ def clblast_tune(letters: list[str], seconds: int, size: int = 2048, fraction: s
     """Run clblast_tuner_xgemm per dtype, at most ``seconds`` each, in $CLBLAST_TUNED: with its default
     search (every variant in turn: the fixed sets in full, a random part of the large ones) unless
     ``fraction`` sets the part (1/fraction) of every variant. Each variant writes its JSON when done."""
-    precision = {"s": 32, "d": 64, "c": 3232, "z": 6464}
+    from autogemm.bench.peers import CLBLAST_PRECISION as precision
+
     CLBLAST_TUNED.mkdir(exist_ok=True)
     # CLBlast's tools number platforms in the ICD loader's order: give them NVIDIA's alone, as platform 0.
     vendors = CLBLAST_TUNED / "icd"
@@ -81,8 +82,8 @@ def clblast_tune(letters: list[str], seconds: int, size: int = 2048, fraction: s
 
 def peers() -> None:
     import autogemm
-    from autogemm.bench.peers import (clblast_gemm, clblast_override, clblast_tuned_parameters, cublas_gemm,
-                                      numpy_gemm)
+    from autogemm.bench.peers import (CLBLAST_PRECISION, clblast_gemm, clblast_override, clblast_tuned_parameters,
+                                      cublas_gemm, numpy_gemm)
     from autogemm.checking import gemm_flops, random_matrix, relative_error, tolerance
     from autogemm.dtypes import DTYPES
     from autogemm.profiles import profile_for
@@ -108,7 +109,7 @@ def peers() -> None:
         a, b = random_matrix(rng, dt, (m, k)), random_matrix(rng, dt, (k, n))
         ref = a.astype(dt.reference_numpy) @ b.astype(dt.reference_numpy)
         def clblast_tuned():
-            precision = {"s": 32, "d": 64, "c": 3232, "z": 6464}[letter]
+            precision = CLBLAST_PRECISION[letter]
             files = sorted(CLBLAST_TUNED.glob(f"clblast_xgemm_*_{precision}.json"))
             if not files:
                 return None

@@ -77,7 +77,7 @@ def main() -> None:
         print(f"wall, queue with {label:13s}: {(time.perf_counter() - started) / LAUNCHES * 1e6:7.1f} us per launch")
 
     dt = DTYPES["s"]
-    problem = GemmProblem(dt, 1000, 1000, 1000, lda=1000, ldb=1000, ldc=1000)
+    problem = GemmProblem.dense(dt, 1000, 1000, 1000)
     plan = GemmPlan(ctx, problem)
     mats = [cl.Buffer(ctx.context, cl.mem_flags.READ_WRITE, 1000 * 1000 * 4) for _ in range(3)]
     plan.enqueue(*mats)[-1].wait()

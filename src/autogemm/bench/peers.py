@@ -123,7 +123,8 @@ def _load_clblast() -> ctypes.CDLL | None:
     return None
 
 
-_PRECISION = {"s": 32, "d": 64, "c": 3232, "z": 6464}
+#: CLBlast's precision codes per dtype letter (its API and its tuners name precisions so).
+CLBLAST_PRECISION = {"s": 32, "d": 64, "c": 3232, "z": 6464}
 
 
 def clblast_tuned_parameters(results: list[dict]) -> dict[str, int]:
@@ -145,7 +146,7 @@ def clblast_override(ctx: DeviceContext, dt: Dtype, parameters: dict[str, int]) 
     func.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_size_t,
                      ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_size_t)]
     func.restype = ctypes.c_int
-    status = func(ctx.device.cl_device.int_ptr, b"Xgemm", _PRECISION[dt.letter], len(parameters), names, values)
+    status = func(ctx.device.cl_device.int_ptr, b"Xgemm", CLBLAST_PRECISION[dt.letter], len(parameters), names, values)
     if status != 0:
         raise RuntimeError(f"CLBlastOverrideParameters returned status {status}")
 

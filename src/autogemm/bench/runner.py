@@ -148,9 +148,7 @@ class Bench:
 
     def _plan(self, dt: Dtype, shape: Shape) -> GemmPlan | Exception:
         op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
-        problem = GemmProblem(dt, shape.m, shape.n, shape.k, op_a, op_b,
-                              lda=shape.k if shape.trans_a == "N" else shape.m,
-                              ldb=shape.n if shape.trans_b == "N" else shape.k, ldc=shape.n)
+        problem = GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b)
         try:
             return GemmPlan(self.ctx, problem)
         except Exception as exc:   # noqa: BLE001 - reported in the table, the run goes on

@@ -52,6 +52,12 @@ class GemmProblem:
     offset_b: int = 0
     offset_c: int = 0
 
+    @classmethod
+    def dense(cls, dtype: Dtype, m: int, n: int, k: int, op_a: Op = Op(), op_b: Op = Op()) -> "GemmProblem":
+        """A problem on operands stored contiguously (each leading dimension its stored row's length)."""
+        return cls(dtype, m, n, k, op_a, op_b, lda=max(1, m if op_a.transposed else k),
+                   ldb=max(1, k if op_b.transposed else n), ldc=max(1, n))
+
     def stored_shape(self, name: str) -> tuple[int, int]:
         """(rows, cols) of the stored A, B or C."""
         if name == "A":

@@ -51,7 +51,7 @@ def show_kernel(dtype_letter, config, settings, platform, device, whole, family)
         dt = get_dtype(dtype_letter)
         dev = select_device(platform, device)
         if family == "simt":
-            base, _ = choose_params(dev, GemmProblem(dt, 4096, 4096, 4096, lda=4096, ldb=4096, ldc=4096))
+            base, _ = choose_params(dev, GemmProblem.dense(dt, 4096, 4096, 4096))
         else:
             base = FAMILIES[family][0]()
         params = parse_config(config, settings, base)
@@ -87,8 +87,7 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, time
         dev = select_device(platform, device)
         ctx = context_for(dev)
         op_a, op_b = Op.from_letter(trans_a, "trans-a"), Op.from_letter(trans_b, "trans-b")
-        problem = GemmProblem(dt, m, n, k, op_a, op_b, lda=max(1, k if not op_a.transposed else m),
-                              ldb=max(1, n if not op_b.transposed else k), ldc=max(1, n))
+        problem = GemmProblem.dense(dt, m, n, k, op_a, op_b)
         params = None
         if config or settings:
             params = parse_config(config, settings, choose_params(dev, problem)[0])

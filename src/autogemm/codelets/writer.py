@@ -59,6 +59,16 @@ class ElementCode:
             return f"{expr}.s{hex_digit(2 * e)}{hex_digit(2 * e + 1)}"
         return f"{expr}.s{hex_digit(e)}"
 
+    @staticmethod
+    def mul_add_define(mac: str) -> str:
+        """The ``MUL_ADD(x, y, z)`` macro (x * y + z) in the form ``mac`` names."""
+        form = {"fma": "fma(x, y, z)", "mad": "mad(x, y, z)", "mul_add": "((x) * (y) + (z))"}[mac]
+        return f"#define MUL_ADD(x, y, z) {form}"
+
+    def beta_is_zero(self) -> str:
+        """A C expression: beta == 0 (both parts, for complex elements)."""
+        return "beta.x == (real)0 && beta.y == (real)0" if self.dt.is_complex else "beta == (real)0"
+
     def mac_function(self) -> None:
         w = self.out
         vec = self.vtype(self.vw)

@@ -37,7 +37,7 @@ class Evaluator:
     def __init__(self, ctx: DeviceContext, dtype: Dtype, m: int, n: int, k: int, *, warmup: int = 1,
                  runs: int = 5, slow_factor: float = 4.0, seed: int | None = None) -> None:
         self.ctx, self.dtype = ctx, dtype
-        self.problem = GemmProblem(dtype, m, n, k, lda=k, ldb=n, ldc=n)
+        self.problem = GemmProblem.dense(dtype, m, n, k)
         self.warmup, self.runs, self.slow_factor = warmup, runs, slow_factor
         self.seed = seed if seed is not None else int.from_bytes(os.urandom(4), "little")
         rng = np.random.default_rng(self.seed)

@@ -47,7 +47,7 @@ def _run(ctx: DeviceContext, params: SimtParams, dtype: Dtype, edge: str, a: tup
     op_a, op_b = Op.from_letter(ta, "trans_a"), Op.from_letter(tb, "trans_b")
     m, n = c.shape
     k = a.shape[0] if op_a.transposed else a.shape[1]
-    problem = GemmProblem(dtype, m, n, k, op_a, op_b, lda=a.shape[1], ldb=b.shape[1], ldc=n)
+    problem = GemmProblem.dense(dtype, m, n, k, op_a, op_b)
     plan = GemmPlan(ctx, problem, params, edge)
     mf = cl.mem_flags
     buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x) for x in (a, b, c)]

@@ -22,6 +22,20 @@ PORTABLE_OPTIONS = ("-cl-mad-enable", "-cl-no-signed-zeros")
 NVIDIA_OPTION = re.compile(r"^-cl-nv-maxrregcount=(\d{2,3})$")
 
 
+def build_options_problem(options: tuple[str, ...]) -> str | None:
+    """Why these build options are not allowed (closed list, a register cap within 32..255, no
+    repeats), or None; every family's ``malformed`` asks this."""
+    for option in options:
+        match = NVIDIA_OPTION.match(option)
+        if option not in PORTABLE_OPTIONS and not match:
+            return f"build option {option!r} is not one autogemm allows"
+        if match and not 32 <= int(match[1]) <= 255:
+            return f"{option}: the register cap must be within 32..255"
+    if len(set(options)) != len(options):
+        return "build options repeat"
+    return None
+
+
 @dataclass(frozen=True)
 class SimtParams:
     """A kernel configuration of the ``simt`` family (plain FMA arithmetic, one work-item per tile).
@@ -93,14 +107,9 @@ class SimtParams:
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 return f"{name}={getattr(self, name)!r} is not one of {allowed}"
-        for option in self.build_options:
-            if option not in PORTABLE_OPTIONS and not NVIDIA_OPTION.match(option):
-                return f"build option {option!r} is not one autogemm allows"
-            match = NVIDIA_OPTION.match(option)
-            if match and not 32 <= int(match[1]) <= 255:
-                return f"{option}: the register cap must be within 32..255"
-        if len(set(self.build_options)) != len(self.build_options):
-            return "build options repeat"
+        problem = build_options_problem(self.build_options)
+        if problem:
+            return problem
         if self.tile_rows % self.vector_width or self.tile_cols % self.vector_width:
             return (f"vector_width {self.vector_width} must divide tile_rows {self.tile_rows} and "
                     f"tile_cols {self.tile_cols} (vectors run along M and N)")

@@ -101,8 +101,7 @@ class _Generator(ElementCode):
         for op in (self.a, self.b):
             if op.local:
                 self.stage_defines(op)
-        mul_add = {"fma": "fma(x, y, z)", "mad": "mad(x, y, z)", "mul_add": "((x) * (y) + (z))"}[p.mac]
-        w(f"#define MUL_ADD(x, y, z) {mul_add}", "")
+        w(self.mul_add_define(p.mac), "")
 
     def image_helpers(self) -> None:
         w = self.out
@@ -294,10 +293,9 @@ class _Generator(ElementCode):
     def epilogue(self) -> None:
         w = self.out
         vec = self.vtype(self.vw)
-        zero = "beta.x == (real)0 && beta.y == (real)0" if self.dt.is_complex else "beta == (real)0"
         self.widths.add(self.vw)
         w("// C = alpha * acc + beta * C; with beta == 0, C is not read",
-          f"const bool beta_zero = {zero};")
+          f"const bool beta_zero = {self.beta_is_zero()};")
         self.unrolled("i", "TILE_ROWS")
         w(f"const int row = block_row + {self.outer_index(self.a, 'i / VW')} + i % VW;")
         self.unrolled("j", "TILE_COLS / VW")

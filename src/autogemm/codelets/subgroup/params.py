@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import ClassVar
 
 from ..fields import params_from_fields
-from ..simt.params import MACS, NVIDIA_OPTION, PORTABLE_OPTIONS
+from ..simt.params import MACS, build_options_problem
 
 LAYOUTS = ("NN", "TN")                 # B is read as stored, K x N; A as M x K or (T) K x M
 SUBGROUPS = (8, 16, 32)
@@ -78,15 +78,7 @@ class SubgroupParams:
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 return f"{name}={getattr(self, name)!r} is not one of {allowed}"
-        for option in self.build_options:
-            match = NVIDIA_OPTION.match(option)
-            if option not in PORTABLE_OPTIONS and not match:
-                return f"build option {option!r} is not one autogemm allows"
-            if match and not 32 <= int(match[1]) <= 255:
-                return f"{option}: the register cap must be within 32..255"
-        if len(set(self.build_options)) != len(self.build_options):
-            return "build options repeat"
-        return None
+        return build_options_problem(self.build_options)
 
     def describe(self) -> str:
         """A one-line summary, e.g. ``subgroup NN sg32x4 tile4x2 shuffle:ptx fma``."""

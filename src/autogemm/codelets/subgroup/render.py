@@ -42,7 +42,6 @@ class _Generator(ElementCode):
             w("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
         if p.shuffle in _SHUFFLE_REAL:
             w(_SHUFFLE_REAL[p.shuffle][0])
-        mul_add = {"fma": "fma(x, y, z)", "mad": "mad(x, y, z)", "mul_add": "((x) * (y) + (z))"}[p.mac]
         w("",
           f"#define SUBGROUP {p.subgroup}         // work-items of a subgroup, along N (local dimension 0)",
           f"#define WG_ROWS {p.wg_rows}           // subgroups per work-group, along M (local dimension 1)",
@@ -55,7 +54,7 @@ class _Generator(ElementCode):
           f"typedef {dt.cl_element} elem;")
         if self.vw > 1:
             w(f"typedef {dt.cl_vector(self.vw)} elems{self.vw};")
-        w(f"#define MUL_ADD(x, y, z) {mul_add}", "")
+        w(self.mul_add_define(p.mac), "")
 
     def shuffle_function(self) -> None:
         """``shuffle(x, l)``: lane l's value of the element x, for the spellings that have one."""
@@ -123,8 +122,8 @@ class _Generator(ElementCode):
             w("barrier(CLK_LOCAL_MEM_FENCE);")
         w.close()
         w("")
-        zero = "beta.x == (real)0 && beta.y == (real)0" if self.dt.is_complex else "beta == (real)0"
-        w("// C = alpha * acc + beta * C; with beta == 0, C is not read", f"const bool beta_zero = {zero};")
+        w("// C = alpha * acc + beta * C; with beta == 0, C is not read",
+          f"const bool beta_zero = {self.beta_is_zero()};")
         self.unrolled("i", "TILE_ROWS")
         w(f"{vec} value = mac(({vec})(0), alpha, acc[i]);",
           f"if (!beta_zero) value = mac(value, beta, load_{self.vw}(C, ldc, M, N, row0 + i, col));",
