@@ -17,7 +17,7 @@ from autogemm.tuning.simt_space import simt_space
 
 def test_round_trip_through_dict():
     params = SimtParams("NT", "consecutive", 4, 16, 8, 2, 16, 2, False, True, False, True, True, True, False,
-                        "mad", ("-cl-mad-enable",))
+                        "mad", ("-cl-mad-enable",), 8)
     assert SimtParams.from_dict(params.to_dict()) == params
 
 
@@ -33,6 +33,10 @@ def test_round_trip_through_dict():
     ({"build_options": "-cl-mad-enable"}, "list"),
     ({"vector_width": 8, "tile_rows": 4}, "must divide"),
     ({"double_buffer": True, "local_a": False, "local_b": False}, "need an operand in local"),
+    ({"warp_cols": 3}, "warp_cols"),
+    ({"wg_rows": 8, "wg_cols": 8, "warp_cols": 8}, "plain arrangement"),
+    ({"wg_rows": 4, "wg_cols": 4, "warp_cols": 2}, "must tile"),
+    ({"wg_rows": 2, "wg_cols": 16, "warp_cols": 4}, "must tile"),
 ])
 def test_from_dict_rejects_forged_or_invalid(data, words):
     with pytest.raises(ConfigError, match=words):

@@ -29,13 +29,19 @@ _STAGING_FIELDS = ("local_a", "local_b", "double_buffer", "local_pad", "image_a"
 NVIDIA_REGISTER_CAPS = (255, 168, 128)
 
 
+#: How the work-items of each warp of 32 lie on the work-group's grid of tiles (``warp_cols``): as the
+#: work-group's rows come, or as 4 x 8 and 8 x 4 patches, which read fewer distinct local-memory vectors.
+WARP_ARRANGEMENTS = (0, 8, 4)
+
+
 def _knobs(device: Device, register_caps: tuple[int, ...]) -> list[Knob]:
     tiles = tuple((r, c) for r in (2, 4, 8) for c in (2, 4, 8))
     if device.is_gpu:
         groups = ((8, 8), (8, 16), (16, 8), (16, 16))
         staging = ("global", "local", "local-pad", "local-dbuf") + (("image-local",) if device.image_support else ())
         return [Knob("layout", ("TN", "NN", "NT")), Knob("assignment", ("offset", "consecutive")),
-                Knob("work_group", groups), Knob("tile", tiles), Knob("vector_width", (1, 2, 4), ordered=True),
+                Knob("work_group", groups), Knob("warps", WARP_ARRANGEMENTS),
+                Knob("tile", tiles + ((8, 16), (16, 8))), Knob("vector_width", (1, 2, 4), ordered=True),
                 Knob("tile_k", (4, 8, 16), ordered=True), Knob("staging", staging)] + (
                     [Knob("registers", register_caps, ordered=True)] if device.is_nvidia else [])
     groups = ((4, 8), (8, 4), (8, 8), (8, 16), (16, 8))
@@ -57,6 +63,7 @@ def simt_space(device: Device, dtype: Dtype, macs: dict[int, str] | None = None,
         return SimtParams(layout=values["layout"], assignment=values["assignment"], wg_rows=wg_rows,
                           wg_cols=wg_cols, tile_rows=tile_rows, tile_cols=tile_cols, tile_k=values["tile_k"],
                           vector_width=values["vector_width"], mac=macs.get(values["vector_width"], "fma"),
+                          warp_cols=values.get("warps", 0),
                           build_options=(f"-cl-nv-maxrregcount={values['registers']}",) if "registers" in values
                           else (), **staging)
 

@@ -10,11 +10,13 @@ from ..fields import params_from_fields
 
 LAYOUTS = ("NN", "NT", "TN")
 ASSIGNMENTS = ("consecutive", "offset")
-TILE_SIZES = (1, 2, 4, 8)
+TILE_SIZES = (1, 2, 4, 8, 16)
 TILE_K_SIZES = (1, 2, 4, 8, 16)
 VECTOR_WIDTHS = (1, 2, 4, 8)
 WORK_GROUP_SIZES = (32, 64, 128, 256)
 WORK_GROUP_DIMS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+WARP = 32                       # work-items per warp in the ``warp_cols`` arrangement
+WARP_COLS = (0, 1, 2, 4, 8, 16, 32)
 MACS = ("fma", "mad", "mul_add")
 
 #: Build options a configuration may carry: a closed list, so a profile cannot inject others.
@@ -64,6 +66,8 @@ class SimtParams:
     unroll_k: bool = True           # fully unroll the K step loop
     mac: str = "fma"                # fma(a,b,c), mad(a,b,c) or a*b+c
     build_options: tuple[str, ...] = ()
+    warp_cols: int = 0              # each 32 consecutive work-items cover a (32 / warp_cols) x warp_cols
+                                    # patch of the work-group; 0: rows of the work-group as they come
 
     @property
     def block_rows(self) -> int:
@@ -102,7 +106,7 @@ class SimtParams:
         choices = {
             "layout": LAYOUTS, "assignment": ASSIGNMENTS, "wg_rows": WORK_GROUP_DIMS,
             "wg_cols": WORK_GROUP_DIMS, "tile_rows": TILE_SIZES, "tile_cols": TILE_SIZES,
-            "tile_k": TILE_K_SIZES, "vector_width": VECTOR_WIDTHS, "mac": MACS,
+            "tile_k": TILE_K_SIZES, "vector_width": VECTOR_WIDTHS, "mac": MACS, "warp_cols": WARP_COLS,
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -115,6 +119,17 @@ class SimtParams:
                     f"tile_cols {self.tile_cols} (vectors run along M and N)")
         if (self.double_buffer or self.local_pad) and not (self.local_a or self.local_b):
             return "double_buffer and local_pad need an operand in local memory"
+        return self._warp_problem()
+
+    def _warp_problem(self) -> str | None:
+        if not self.warp_cols:
+            return None
+        if self.warp_cols == self.wg_cols:
+            return "warp_cols equal to wg_cols is the plain arrangement: say 0"
+        if (self.work_group_size % WARP or self.wg_cols % self.warp_cols
+                or self.wg_rows % (WARP // self.warp_cols)):
+            return (f"warp_cols {self.warp_cols}: {WARP // self.warp_cols} x {self.warp_cols} patches of "
+                    f"{WARP} work-items must tile the {self.wg_rows} x {self.wg_cols} work-group")
         return None
 
     def describe(self) -> str:
@@ -122,7 +137,8 @@ class SimtParams:
         local = "".join(x for x, on in (("A", self.local_a), ("B", self.local_b)) if on) or "-"
         image = "".join(x for x, on in (("A", self.image_a), ("B", self.image_b)) if on)
         parts = [
-            self.layout, self.assignment[:4], f"wg{self.wg_rows}x{self.wg_cols}",
+            self.layout, self.assignment[:4], f"wg{self.wg_rows}x{self.wg_cols}"
+            + (f"/warp{WARP // self.warp_cols}x{self.warp_cols}" if self.warp_cols else ""),
             f"tile{self.tile_rows}x{self.tile_cols}x{self.tile_k}", f"v{self.vector_width}",
             f"local:{local}",
         ]

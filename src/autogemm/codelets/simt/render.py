@@ -25,7 +25,7 @@ from ...errors import ConfigError
 from ..kernel import KernelSource
 from ..writer import ElementCode, SourceWriter
 from .geometry import Operand, operands
-from .params import SimtParams
+from .params import WARP, SimtParams
 
 KERNEL_NAME = "gemm"
 
@@ -39,14 +39,15 @@ class _Generator(ElementCode):
         self.a, self.b = operands(params, dtype)
         self.any_local = params.local_a or params.local_b
         self.read_widths: set[int] = set()     # element counts of image reads used
-
+        # the work-item's place in the work-group's grid of tiles (along N, along M)
+        self.position = ("wx", "wy") if params.warp_cols else ("lx", "ly")
 
     def outer_index(self, op: Operand, group: str) -> str:
         """Offset within the block of the work-item's vector group ``group`` along M (A) or N (B)."""
         if op.name == "A":
-            local_id, wg, tile = "ly", "WG_ROWS", "TILE_ROWS"
+            local_id, wg, tile = self.position[1], "WG_ROWS", "TILE_ROWS"
         else:
-            local_id, wg, tile = "lx", "WG_COLS", "TILE_COLS"
+            local_id, wg, tile = self.position[0], "WG_COLS", "TILE_COLS"
         if self.p.assignment == "consecutive":
             return f"{local_id} * {tile} + {group} * VW"
         return f"({local_id} + {group} * {wg}) * VW"
@@ -88,6 +89,9 @@ class _Generator(ElementCode):
           f"#define TILE_COLS {p.tile_cols}        // columns of C per work-item",
           f"#define TILE_K {p.tile_k}           // K step",
           f"#define VW {self.vw}               // vector width, in elements",
+          *([f"#define WARP_COLS {p.warp_cols}        // work-items along N in each warp's patch",
+             f"#define WARP_ROWS {WARP // p.warp_cols}        // work-items along M in each warp's patch"]
+            if p.warp_cols else []),
           "#define WG_SIZE (WG_ROWS * WG_COLS)",
           "#define BLOCK_ROWS (WG_ROWS * TILE_ROWS)",
           "#define BLOCK_COLS (WG_COLS * TILE_COLS)",
@@ -140,8 +144,12 @@ class _Generator(ElementCode):
         w = self.out
         w("const int lx = get_local_id(0);             // position along N in the work-group",
           "const int ly = get_local_id(1);             // position along M")
-        if self.any_local:
+        if self.any_local or self.p.warp_cols:
             w("const int tid = ly * WG_COLS + lx;")
+        if self.p.warp_cols:
+            w(f"const int warp = tid / {WARP}, lane = tid % {WARP};",
+              "const int wx = (warp % (WG_COLS / WARP_COLS)) * WARP_COLS + lane % WARP_COLS;   // tile column",
+              "const int wy = (warp / (WG_COLS / WARP_COLS)) * WARP_ROWS + lane / WARP_COLS;   // tile row")
         w("const int block_row = get_group_id(1) * BLOCK_ROWS;",
           "const int block_col = get_group_id(0) * BLOCK_COLS;",
           "const int slice = get_group_id(2);            // split K: this work-group's K slice")

@@ -10,7 +10,7 @@ from ...dtypes import Dtype, get_dtype
 from ...runtime.device import Device
 from .check import check
 from .params import (ASSIGNMENTS, LAYOUTS, MACS, PORTABLE_OPTIONS, TILE_K_SIZES, TILE_SIZES,
-                     VECTOR_WIDTHS, WORK_GROUP_DIMS, WORK_GROUP_SIZES, SimtParams)
+                     VECTOR_WIDTHS, WARP_COLS, WORK_GROUP_DIMS, WORK_GROUP_SIZES, SimtParams)
 
 
 def work_group_shapes() -> list[tuple[int, int]]:
@@ -32,7 +32,7 @@ def _axes(device: Device) -> dict[str, list]:
         "tile_rows": list(TILE_SIZES), "tile_cols": list(TILE_SIZES), "tile_k": list(TILE_K_SIZES),
         "vector_width": list(VECTOR_WIDTHS), "local_a": [True, False], "local_b": [True, False],
         "image_a": [False, True], "image_b": [False, True], "double_buffer": [False, True],
-        "local_pad": [False, True], "unroll_k": [True, False], "mac": list(MACS),
+        "local_pad": [False, True], "unroll_k": [True, False], "mac": list(MACS), "warp_cols": list(WARP_COLS),
         "build_options": option_sets(device),
     }
 
