@@ -114,3 +114,27 @@ def test_the_tuner_searches_every_family_offered_into_one_profile(ctx, monkeypat
     assert entry.evaluations >= 3 and entry.ranked
     checkpoint = next((tmp_path / "checkpoints").glob("*-s-*.jsonl")).read_text()
     assert '"family":"subgroup"' in checkpoint
+
+
+def test_a_retune_measures_the_profiles_configurations_first(ctx, monkeypatch, tmp_path):
+    from autogemm.profiles import profile_for
+    from autogemm.tuning import Budget, TuneListener, tune
+
+    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
+    first = tune(ctx, (DTYPES["s"],), Budget(evaluations=6), quick=True, top=3, classes=("small",))
+    stored = profile_for(ctx.device).entry("s", "small").ranked
+    assert [r.config for r in stored] == [r.config for r in first.entry("s", "small").ranked]
+    wanted = [dataclasses.replace(r.config, mac="fma") for r in stored]
+    measured = []
+
+    class Listener(TuneListener):
+        def record(self, objective, record, fresh):
+            measured.append(dataclasses.replace(record.config, mac="fma"))
+
+    tune(ctx, (DTYPES["s"],), Budget(evaluations=len(wanted) + 2), quick=True, fresh=True, listener=Listener(),
+         classes=("small",), write=False)
+    assert measured[:len(wanted)] != wanted       # a fresh run starts from the class default
+    measured.clear()
+    tune(ctx, (DTYPES["s"],), Budget(evaluations=len(wanted) + 2), quick=True, listener=Listener(),
+         classes=("small",), write=False)
+    assert measured[:len(wanted)] == wanted

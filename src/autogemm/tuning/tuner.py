@@ -21,7 +21,7 @@ from ..codelets.families import KernelParams
 from ..codelets.simt import SimtParams
 from ..dtypes import DTYPES, Dtype
 from ..errors import TuningError
-from ..profiles import Profile, Ranked, SizeClassEntry, save
+from ..profiles import Profile, Ranked, SizeClassEntry, profile_for, save
 from ..runtime.context import DeviceContext
 from ..runtime.device import Device
 from . import fma
@@ -34,6 +34,7 @@ from .simt_space import simt_space
 from .subgroup_space import subgroup_space
 from .space import Point, SearchSpace
 from .strategies import DEFAULT_STRATEGY, get_strategy
+from .strategies.base import Strategy
 from .verify import verify
 
 
@@ -91,6 +92,17 @@ class TuneListener:
                        objectives: list[Objective], rejected: list[tuple[KernelParams, str]]) -> None: ...
 
 
+def known_points(space: SearchSpace, configs: list[KernelParams]) -> list[Point]:
+    """The points of ``space`` whose configurations are among ``configs`` up to the multiply-add form
+    (which the space sets from this run's FMA benchmark), in the order of ``configs``."""
+    def key(config: KernelParams) -> KernelParams:
+        return replace(config, mac="fma")
+
+    order = {key(c): i for i, c in reversed(list(enumerate(configs))) if c.family == space.family}
+    found = [(order[key(space.config(p))], p) for p in space.points() if key(space.config(p)) in order]
+    return [p for _, p in sorted(found)]
+
+
 def start_point(space: SearchSpace, params: SimtParams) -> Point | None:
     """The point of ``space`` whose configuration is ``params`` up to the multiply-add form and build
     options (which the space sets itself), to start local searches from; None when it is not in it."""
@@ -132,8 +144,11 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
          listener: TuneListener | None = None, seed: int = 0, write: bool = True,
          classes: tuple[str, ...] | None = None) -> Profile:
     """Tune ``ctx``'s device and return its profile (also saved to the user's cache when ``write``);
-    ``classes`` limits the run to some size classes (by name)."""
+    ``classes`` limits the run to some size classes (by name). Unless ``fresh``, each class first measures
+    the configurations the device's existing profile ranks for it, so that a re-tune (a larger space, a
+    new driver) starts from what was best before and cannot end below it."""
     device = ctx.device
+    prior = None if fresh else profile_for(device)
     listener = listener or TuneListener()
     dtypes = dtypes or supported_dtypes(device)
     for dt in dtypes:
@@ -173,8 +188,10 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
             for size in sizes:
                 share = class_budget(budget, time.monotonic() - started, weights[0], sum(weights), total_weight)
                 weights.pop(0)
+                before = prior.entry(dt.letter, size.name) if prior else None
+                known = [r.config for r in before.ranked] if before else []
                 entry = _tune_class(ctx, dt, size, [(space, start)] + [(s, None) for s in extra], share,
-                                    strategy, fresh, top, listener, seed)
+                                    strategy, fresh, top, listener, seed, known)
                 if entry is not None:
                     profile = profile.with_entry(dt.letter, entry)
                     if write:
@@ -200,9 +217,10 @@ SIMT_SHARE = 0.8
 
 def _tune_class(ctx: DeviceContext, dt: Dtype, size: SizeClass, spaces: list[tuple[SearchSpace, Point | None]],
                 budget: Budget, strategy: str, fresh: bool, top: int, listener: TuneListener,
-                seed: int) -> SizeClassEntry | None:
+                seed: int, known: list[KernelParams] = ()) -> SizeClassEntry | None:
     """Search each family's space (simt first, with its start point) under its share of ``budget``,
-    all into one checkpoint, and keep the finalists of all of them."""
+    all into one checkpoint, and keep the finalists of all of them. The ``known`` configurations of each
+    family are measured first, and the best of them is the search's start when it beats the given one."""
     checkpoint = Checkpoint.for_problem(ctx.device, dt, size.shape)
     if fresh:
         checkpoint.clear()
@@ -217,6 +235,11 @@ def _tune_class(ctx: DeviceContext, dt: Dtype, size: SizeClass, spaces: list[tup
             objectives.append(objective)
             listener.class_started(dt, size, space, objective)
             try:
+                warm = known_points(space, list(known))
+                if warm:
+                    objective.measure_many(warm)
+                    best = Strategy.best_of(objective, warm + ([start] if start is not None else []))
+                    start = best if objective.score(best) else start
                 get_strategy(strategy, seed).search(space, objective, start)
             except BudgetSpent:
                 pass
