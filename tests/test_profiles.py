@@ -20,7 +20,7 @@ from autogemm.profiles import Profile, ProfileWarning, Ranked, SizeClassEntry, p
 from autogemm.profiles import store
 
 LARGE = SimtParams("NN", "consecutive", 8, 4, 2, 4, 4, 2, False, False, mac="mul_add")
-SMALL = SimtParams("NT", "offset", 4, 8, 1, 2, 2, 1, True, False, mac="mul_add")
+SMALL = SimtParams("NT", "offset", 4, 8, 1, 2, 2, 1, True, False, mac="mul_add")   # blocks 4 x 16
 
 
 def make_profile(device, entries: dict[str, list[SizeClassEntry]] | None = None) -> Profile:
@@ -91,11 +91,15 @@ def test_a_truncated_or_corrupted_profile_is_rejected(device, cut):
         Profile.from_json(text[:cut] if cut else "\x00garbage{", source="forged.json")
 
 
-def test_gemm_picks_the_configuration_of_the_nearest_size_class(cache, ctx, device):
-    save(make_profile(device))
-    big = GemmPlan(ctx, GemmProblem(autogemm.dtypes.DTYPES["s"], 300, 200, 250, lda=250, ldb=200, ldc=200))
-    small = GemmPlan(ctx, GemmProblem(autogemm.dtypes.DTYPES["s"], 20, 30, 40, lda=40, ldb=30, ldc=30))
-    assert big.params == LARGE and small.params == SMALL
+def test_gemm_picks_the_configuration_predicted_fastest_for_the_shape(cache, ctx, device):
+    large = SizeClassEntry("large", (256, 256, 256), (Ranked(LARGE, 20.5),), "model", 30, 12.0)
+    save(make_profile(device, {"s": [large, SizeClassEntry("small", (32, 32, 32), (Ranked(SMALL, 15.0),),
+                                                           "model", 10, 3.0)]}))
+    s = autogemm.dtypes.DTYPES["s"]
+    big = GemmPlan(ctx, GemmProblem(s, 300, 200, 250, lda=250, ldb=200, ldc=200))
+    small = GemmPlan(ctx, GemmProblem(s, 20, 30, 40, lda=40, ldb=30, ldc=30))
+    narrow = GemmPlan(ctx, GemmProblem(s, 4, 600, 600, lda=600, ldb=600, ldc=600))   # nearer to the large class
+    assert big.params == LARGE and small.params == SMALL and narrow.params == SMALL
     assert "profile" in big.describe()
     other = GemmPlan(ctx, GemmProblem(autogemm.dtypes.DTYPES["d"], 300, 200, 250, lda=250, ldb=200, ldc=200))
     assert other.params_source == "default"     # the profile has no d entry

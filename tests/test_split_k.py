@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from autogemm.blas import GemmPlan, GemmProblem
-from autogemm.blas.plan import MAX_SLICES, split_count
+from autogemm.blas.coverage import MAX_SLICES, busy_share, split_count
 from autogemm.codelets.simt import SimtParams
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError, ConfigError
@@ -41,7 +41,9 @@ def test_split_k_in_place_operands(ctx):
 def test_split_count():
     assert split_count(blocks=200, compute_units=132, k=65536, tile_k=8) == 1        # the device is full
     assert split_count(blocks=1, compute_units=132, k=65536, tile_k=8) == MAX_SLICES
-    assert split_count(blocks=64, compute_units=132, k=8192, tile_k=8) == 5          # two groups per unit
+    assert split_count(blocks=64, compute_units=132, k=8192, tile_k=8) == 4          # 256 groups: 2 full waves
+    assert split_count(blocks=40, compute_units=132, k=8192, tile_k=8) == 6          # 240 of 264, not 280 of 396
+    assert busy_share(264, 132) == 1.0 and busy_share(133, 132) == 133 / 264
     assert split_count(blocks=4, compute_units=132, k=600, tile_k=8) == 2            # slices 256 deep at least
     assert split_count(blocks=4, compute_units=132, k=300, tile_k=16) == 1
 

@@ -22,6 +22,7 @@ from ..codelets.families import KernelParams, check, render
 from ..codelets.simt.geometry import TEXEL_BYTES
 from ..errors import ArgumentError, ConfigError
 from ..runtime.context import DeviceContext
+from .coverage import MAX_SLICES, auto_slices
 from .problem import GemmProblem
 from .selection import choose_params
 
@@ -29,27 +30,12 @@ EDGES = ("auto", "pad", "guard")
 #: Problems with at least this many multiply-adds are padded under ``edge='auto'``: the copies then
 #: cost little next to the product, and the unguarded kernel is the faster one.
 PAD_MIN_WORK = 128**3
-MAX_SLICES = 64
-#: Problems with fewer multiply-adds are not split automatically: the merge of the slices is one more
-#: launch, and launches cost up to a few hundred microseconds each on the H100's OpenCL driver.
-SPLIT_MIN_WORK = 2**30
-#: A K slice is at least this deep (and 16 K steps), so that its partial sum is worth a pass over C.
-MIN_SLICE_DEPTH = 256
 
 
 def _same_argument(old: object, new: object) -> bool:
     if isinstance(old, cl.MemoryObject) or isinstance(new, cl.MemoryObject):
         return old is new
     return type(old) is type(new) and old.tobytes() == new.tobytes()   # numpy scalars
-
-
-def split_count(blocks: int, compute_units: int, k: int, tile_k: int) -> int:
-    """How many K slices to compute in parallel: enough work-groups for two per compute unit when the
-    blocks of C alone leave units idle, with slices still deep enough to pay for their partial sums."""
-    if blocks >= compute_units:
-        return 1
-    deepest = k // max(MIN_SLICE_DEPTH, 16 * tile_k)
-    return max(1, min(deepest, ceil_div(2 * compute_units, blocks), MAX_SLICES))
 
 
 @dataclass(frozen=True)
@@ -142,7 +128,7 @@ class GemmPlan:
         return self._readable_in_place(name) and outer == 0 and pr.k % self.k_step == 0
 
     def _choose_slices(self, requested: int | None) -> int:
-        """K slices computed in parallel (split K): as asked, else ``split_count`` for this device."""
+        """K slices computed in parallel (split K): as asked, else ``auto_slices`` for this device."""
         p, pr = self.params, self.problem
         if requested is not None:
             if isinstance(requested, bool) or not isinstance(requested, int) or not 1 <= requested <= MAX_SLICES:
@@ -150,10 +136,7 @@ class GemmPlan:
             if requested > 1 and (p.image_a or p.image_b):
                 raise ConfigError("split K reads its operands from buffers; this configuration uses images")
             return requested
-        if p.image_a or p.image_b or pr.m * pr.n * pr.k < SPLIT_MIN_WORK:
-            return 1
-        blocks = ceil_div(max(pr.m, 1), p.block_rows) * ceil_div(max(pr.n, 1), p.block_cols)
-        return split_count(blocks, self.ctx.device.compute_units, pr.k, p.tile_k)
+        return auto_slices(p, pr, self.ctx.device.compute_units)
 
     def _choose_guarded(self, edge: str) -> bool:
         if edge != "auto":

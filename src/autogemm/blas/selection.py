@@ -6,6 +6,7 @@ from ..codelets.families import check
 from ..codelets.simt import SimtParams
 from ..profiles import Ranked, profile_for
 from ..runtime.device import Device
+from .coverage import predicted_rate
 from .defaults import default_params
 from .problem import GemmProblem
 
@@ -13,20 +14,35 @@ from .problem import GemmProblem
 #: A stored configuration that reads the operands as they are stored (no pack before the product) is
 #: preferred to the fastest one when its measured rate is at least this share of the fastest's.
 LAYOUT_MATCH_SHARE = 0.9
+#: A size class farther in shape than another is chosen only when predicted at least this much faster.
+PREDICTION_MARGIN = 1.1
 
 
 def choose_params(device: Device, problem: GemmProblem) -> tuple[SimtParams, str]:
-    """The configuration for ``problem`` on ``device`` and where it came from: from the profile's size
-    class nearest to the problem's shape, the best stored one that passes ``check``, or one nearly as
-    fast whose layout matches how A and B are stored (see ``prefer_stored_layout``); the device class
-    default when there is no usable profile."""
+    """The configuration for ``problem`` on ``device`` and where it came from. From the profile: in each
+    size class, the best stored configuration that passes ``check``, or one nearly as fast whose layout
+    matches how A and B are stored (see ``prefer_stored_layout``); of those, the one with the highest
+    rate predicted for this shape (``coverage.predicted_rate``: a narrow or small C wastes large blocks
+    and leaves compute units idle), the nearer class unless a farther one is predicted ``PREDICTION_MARGIN``
+    times faster (the prediction ignores launch costs and caches). The device class default when there
+    is no usable profile."""
     dt = problem.dtype
     profile = profile_for(device)
     if profile is not None:
+        candidates = []
         for entry in profile.nearest(dt.letter, problem.m, problem.n, problem.k):
             usable = [r for r in entry.ranked if check(r.config, device, dt) is None]
             if usable:
-                return prefer_stored_layout(usable, problem).config, f"profile {profile.device_fingerprint}"
+                candidates.append(prefer_stored_layout(usable, problem))
+        if candidates:
+            def rate(r: Ranked) -> float:
+                return predicted_rate(r.config, r.gflops, problem, device.compute_units)
+
+            best = candidates[0]
+            for other in candidates[1:]:
+                if rate(other) > PREDICTION_MARGIN * rate(best):
+                    best = other
+            return best.config, f"profile {profile.device_fingerprint}"
     return default_params(device, dt), "default"
 
 

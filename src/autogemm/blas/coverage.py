@@ -1,0 +1,54 @@
+"""How a configuration's work-groups cover a problem: how many blocks of C, how many K slices (split K),
+and what share of the device's compute units the launch keeps busy, wave after wave. Plans use it to
+split K; selection uses it to predict which stored configuration suits a shape best."""
+
+from __future__ import annotations
+
+from ..codelets.families import KernelParams
+from ..codelets.kernel import ceil_div
+from .problem import GemmProblem
+
+MAX_SLICES = 64
+#: Problems with fewer multiply-adds are not split automatically: the merge of the slices is one more
+#: launch, and launches cost up to a few hundred microseconds each on the H100's OpenCL driver.
+SPLIT_MIN_WORK = 2**30
+#: A K slice is at least this deep (and 16 K steps), so that its partial sum is worth a pass over C.
+MIN_SLICE_DEPTH = 256
+
+
+def blocks(params: KernelParams, problem: GemmProblem) -> int:
+    """Work-groups of one K slice: the blocks that cover C."""
+    return (ceil_div(max(problem.m, 1), params.block_rows) * ceil_div(max(problem.n, 1), params.block_cols))
+
+
+def busy_share(groups: int, compute_units: int) -> float:
+    """The share of compute-unit time doing work when ``groups`` equal work-groups run in waves of one
+    per unit (the last wave leaves units idle)."""
+    return groups / (ceil_div(groups, compute_units) * compute_units)
+
+
+def split_count(blocks: int, compute_units: int, k: int, tile_k: int) -> int:
+    """How many K slices to compute in parallel when the blocks of C alone leave units idle: up to two
+    work-groups per compute unit, slices deep enough to pay for their partial sums, and of those counts
+    the one whose waves keep the units busiest (the most slices on a tie)."""
+    if blocks >= compute_units:
+        return 1
+    deepest = k // max(MIN_SLICE_DEPTH, 16 * tile_k)
+    most = max(1, min(deepest, ceil_div(2 * compute_units, blocks), MAX_SLICES))
+    return max(range(1, most + 1), key=lambda s: (busy_share(blocks * s, compute_units), s))
+
+
+def auto_slices(params: KernelParams, problem: GemmProblem, compute_units: int) -> int:
+    """The K slices a plan uses for ``problem`` unless told: none for small problems or image operands."""
+    if params.image_a or params.image_b or problem.m * problem.n * problem.k < SPLIT_MIN_WORK:
+        return 1
+    return split_count(blocks(params, problem), compute_units, problem.k, params.tile_k)
+
+
+def predicted_rate(params: KernelParams, rate: float, problem: GemmProblem, compute_units: int) -> float:
+    """``rate``, measured on a problem that filled the device with whole blocks, scaled by the share
+    of ``problem``'s padded blocks that is real work and by the share of the device its waves keep busy."""
+    rows = ceil_div(max(problem.m, 1), params.block_rows) * params.block_rows
+    cols = ceil_div(max(problem.n, 1), params.block_cols) * params.block_cols
+    groups = blocks(params, problem) * auto_slices(params, problem, compute_units)
+    return rate * (problem.m * problem.n) / (rows * cols) * busy_share(groups, compute_units)
