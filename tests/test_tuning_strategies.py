@@ -87,6 +87,14 @@ def test_evaluation_budget_is_honoured():
     assert objective.evaluations == 7 and len(objective.records) == 7
 
 
+def test_a_spent_budget_still_measures_one_point():
+    space = synthetic_space()
+    objective = Objective(space, SyntheticEvaluator(), None, Budget(seconds=0.0), overlap=False, workers=1)
+    with pytest.raises(BudgetSpent):
+        get_strategy("random").search(space, objective)
+    assert objective.evaluations == 1 and objective.best is not None
+
+
 def test_unknown_strategy():
     with pytest.raises(ArgumentError, match="unknown strategy"):
         get_strategy("annealing")

@@ -103,7 +103,9 @@ class Objective:
         return True
 
     def _charge(self) -> None:
-        if self.clock.spent():
+        """Count one evaluation, or raise ``BudgetSpent``; the first one always counts, so that a budget
+        shorter than the first builds (many slow compiles in parallel) still leaves a measurement."""
+        if self.clock.evaluations and self.clock.spent():
             raise BudgetSpent()
         self.clock.evaluations += 1
 
