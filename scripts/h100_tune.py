@@ -62,19 +62,18 @@ def clblast_tune(letters: list[str], seconds: int, size: int = 2048, fraction: s
     from autogemm.bench.peers import CLBLAST_PRECISION as precision
 
     CLBLAST_TUNED.mkdir(exist_ok=True)
-    # CLBlast's tools number platforms in the ICD loader's order: give them NVIDIA's alone, as platform 0.
-    vendors = CLBLAST_TUNED / "icd"
-    vendors.mkdir(exist_ok=True)
-    (vendors / "nvidia.icd").write_text("libnvidia-opencl.so.1\n")
-    env = {**os.environ, "OCL_ICD_VENDORS": str(vendors)}
+    # CLBlast's tools number platforms in their loader's order, PoCL first on the H100 machine: NVIDIA is
+    # platform 1 there ($CLBLAST_PLATFORM to change; a private ICD directory did not take, the tuner ran on
+    # the CPU). Its log names the device: check it.
+    platform = os.environ.get("CLBLAST_PLATFORM", "1")
     for letter in letters:
-        args = ["timeout", str(seconds), "clblast_tuner_xgemm", "-platform", "0", "-device", "0",
+        args = ["timeout", str(seconds), "clblast_tuner_xgemm", "-platform", platform, "-device", "0",
                 "-precision", str(precision[letter]), "-m", str(size), "-n", str(size), "-k", str(size)]
         if fraction:
             args += ["-fraction", fraction]
         started = time.time()
         with open(OUT / f"clblast-tuner-{letter}.log", "w") as log:
-            proc = subprocess.run(args, cwd=CLBLAST_TUNED, stdout=log, stderr=subprocess.STDOUT, env=env)
+            proc = subprocess.run(args, cwd=CLBLAST_TUNED, stdout=log, stderr=subprocess.STDOUT)
         files = sorted(CLBLAST_TUNED.glob(f"clblast_xgemm_*_{precision[letter]}.json"))
         say(f"clblast_tuner_xgemm {letter}: exit {proc.returncode} after {time.time() - started:.0f} s, "
             f"{', '.join(f.name for f in files)}")
@@ -82,8 +81,7 @@ def clblast_tune(letters: list[str], seconds: int, size: int = 2048, fraction: s
 
 def peers() -> None:
     import autogemm
-    from autogemm.bench.peers import (CLBLAST_PRECISION, clblast_gemm, clblast_override, clblast_tuned_parameters,
-                                      cublas_gemm, numpy_gemm)
+    from autogemm.bench.peers import clblast_gemm, clblast_override, clblast_tuned_from, cublas_gemm, numpy_gemm
     from autogemm.checking import gemm_flops, random_matrix, relative_error, tolerance
     from autogemm.dtypes import DTYPES
     from autogemm.profiles import profile_for
@@ -109,11 +107,9 @@ def peers() -> None:
         a, b = random_matrix(rng, dt, (m, k)), random_matrix(rng, dt, (k, n))
         ref = a.astype(dt.reference_numpy) @ b.astype(dt.reference_numpy)
         def clblast_tuned():
-            precision = CLBLAST_PRECISION[letter]
-            files = sorted(CLBLAST_TUNED.glob(f"clblast_xgemm_*_{precision}.json"))
-            if not files:
+            params = clblast_tuned_from(CLBLAST_TUNED, letter)
+            if params is None:
                 return None
-            params = clblast_tuned_parameters([json.loads(f.read_text()) for f in files])
             row["CLBlast_tuned_parameters"] = params
             clblast_override(ctx, dt, params)
             return clblast_gemm(ctx, dt, a, b)

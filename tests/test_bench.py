@@ -134,3 +134,16 @@ def test_bench_command_rejects_bad_options(tmp_path):
                           (["--sizes", "x"], "size 'x'")):
         out = runner.invoke(main, ["bench", *args])
         assert out.exit_code == 2 and message in out.output, out.output
+
+
+def test_clblast_tuner_results_are_read_per_precision(tmp_path):
+    from autogemm.bench.peers import clblast_tuned_from
+
+    def result(time, mwg):
+        return {"time": time, "parameters": {"MWG": mwg, "NWG": 64, "PRECISION": 32}}
+
+    (tmp_path / "clblast_xgemm_1_32.json").write_text(json.dumps({"results": [result(2.0, 32), result(1.5, 64)]}))
+    (tmp_path / "clblast_xgemm_2_32.json").write_text(json.dumps({"results": [result(1.7, 128)]}))
+    (tmp_path / "clblast_xgemm_1_64.json").write_text(json.dumps({"results": [result(0.1, 16)]}))
+    assert clblast_tuned_from(tmp_path, "s") == {"MWG": 64, "NWG": 64}
+    assert clblast_tuned_from(tmp_path, "c") is None

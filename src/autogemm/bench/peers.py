@@ -7,10 +7,12 @@ after a warm-up and the result of the last run, for checking."""
 from __future__ import annotations
 
 import ctypes
+import json
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyopencl as cl
@@ -132,6 +134,15 @@ def clblast_tuned_parameters(results: list[dict]) -> dict[str, int]:
     one file per kernel variant; pass the parsed files of one precision)."""
     best = min((r for doc in results for r in doc.get("results", [])), key=lambda r: r["time"])
     return {name: int(value) for name, value in best["parameters"].items() if name != "PRECISION"}
+
+
+def clblast_tuned_from(directory: Path, letter: str) -> dict[str, int] | None:
+    """The best parameters ``clblast_tuner_xgemm`` wrote to ``directory`` for dtype ``letter`` (its files
+    ``clblast_xgemm_*_<precision>.json``), or None when it wrote none."""
+    files = sorted(Path(directory).glob(f"clblast_xgemm_*_{CLBLAST_PRECISION[letter]}.json"))
+    if not files:
+        return None
+    return clblast_tuned_parameters([json.loads(f.read_text()) for f in files])
 
 
 def clblast_override(ctx: DeviceContext, dt: Dtype, parameters: dict[str, int]) -> None:

@@ -10,6 +10,8 @@ run (the micro-benchmark the tuner uses), so it means the same on every device."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -102,13 +104,15 @@ class Bench:
     """Runs cases on one device; ``peers`` are names from ``PEERS``."""
 
     def __init__(self, ctx: DeviceContext, peers: Sequence[str] = PEERS, runs: int = 10,
-                 end_to_end: bool = False, seed: int = 0) -> None:
+                 end_to_end: bool = False, seed: int = 0, clblast_tuned: Path | None = None) -> None:
         unknown = set(peers) - set(PEERS)
         if unknown:
             raise ArgumentError(f"unknown peer {', '.join(sorted(unknown))}; choose from {', '.join(PEERS)}")
         self.ctx, self.peers, self.runs, self.end_to_end = ctx, tuple(peers), runs, end_to_end
         self.rng = np.random.default_rng(seed)
         self._peaks: dict[str, float] = {}
+        self.clblast_tuned = clblast_tuned      # a directory of clblast_tuner_xgemm results
+        self._clblast_names: dict[str, str] = {}
 
     def peak_tflops(self, dt: Dtype) -> float:
         """The device's multiply-add peak for ``dt``'s real type, measured (best form and vector width)."""
@@ -139,12 +143,24 @@ class Bench:
                 calls.append(("cuBLAS" + END_TO_END,
                               lambda: peer_functions.cublas_gemm_end_to_end(a, b, max(1, self.runs // 3), **ops)))
         if "clblast" in self.peers:
-            calls.append(("CLBlast", lambda: peer_functions.clblast_gemm(self.ctx, dt, a, b, self.runs, **ops)))
+            calls.append((self._clblast_name(dt),
+                          lambda: peer_functions.clblast_gemm(self.ctx, dt, a, b, self.runs, **ops)))
         if "numpy" in self.peers:
             calls.append(("numpy", lambda: peer_functions.numpy_gemm(a, b, max(1, min(3, self.runs)), **ops)))
         for name, call in calls:
             case.measurements.append(_measure(name, call, reference, flops))
         return case
+
+    def _clblast_name(self, dt: Dtype) -> str:
+        """"CLBlast", or "CLBlast tuned" once its tuner's parameters for ``dt`` are in force (given to
+        the library the first time ``dt`` is benchmarked)."""
+        if dt.letter not in self._clblast_names:
+            params = (peer_functions.clblast_tuned_from(self.clblast_tuned, dt.letter)
+                      if self.clblast_tuned else None)
+            if params:
+                peer_functions.clblast_override(self.ctx, dt, params)
+            self._clblast_names[dt.letter] = "CLBlast tuned" if params else "CLBlast"
+        return self._clblast_names[dt.letter]
 
     def _plan(self, dt: Dtype, shape: Shape) -> GemmPlan | Exception:
         op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")

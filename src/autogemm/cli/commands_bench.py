@@ -47,14 +47,16 @@ def _peers(text: str) -> tuple[str, ...]:
               help="Peers to run beside autogemm (those not installed are skipped), or none.")
 @click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True,
               help="Timed runs per implementation (the median is reported).")
+@click.option("--clblast-tuned", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="A directory of clblast_tuner_xgemm results: CLBlast runs with its tuner's best parameters.")
 @click.option("--end-to-end", is_flag=True, help="Also time numpy-in, numpy-out calls, copies included.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random operands.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write every result as JSON.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="Write every result as CSV.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a PNG of rate against problem, per dtype.")
-def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_text, runs, end_to_end, seed,
-                  json_path, csv_path, plot_path) -> None:
+def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_text, runs, clblast_tuned, end_to_end,
+                  seed, json_path, csv_path, plot_path) -> None:
     """Time autogemm (with the device's profile) and its peers on the same problems in one run.
 
     Every result is checked against a float64 reference; a wrong one is shown, never counted. Rates are
@@ -74,7 +76,7 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
         for dt in letters:
             if dt.needs_fp64 and not dev.fp64:
                 raise ArgumentError(f"{dt.letter}gemm needs double precision, which {dev.name.strip()} lacks")
-        runner = Bench(context_for(dev), _peers(peer_text), runs, end_to_end, seed)
+        runner = Bench(context_for(dev), _peers(peer_text), runs, end_to_end, seed, clblast_tuned)
         profile = profile_for(dev)
     except AutogemmError as exc:
         fail(str(exc))
