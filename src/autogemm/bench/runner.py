@@ -143,7 +143,7 @@ class Bench:
                 calls.append(("cuBLAS" + END_TO_END,
                               lambda: peer_functions.cublas_gemm_end_to_end(a, b, max(1, self.runs // 3), **ops)))
         if "clblast" in self.peers:
-            calls.append((self._clblast_name(dt),
+            calls.append((self._clblast_peer(dt),
                           lambda: peer_functions.clblast_gemm(self.ctx, dt, a, b, self.runs, **ops)))
         if "numpy" in self.peers:
             calls.append(("numpy", lambda: peer_functions.numpy_gemm(a, b, max(1, min(3, self.runs)), **ops)))
@@ -151,9 +151,9 @@ class Bench:
             case.measurements.append(_measure(name, call, reference, flops))
         return case
 
-    def _clblast_name(self, dt: Dtype) -> str:
-        """"CLBlast", or "CLBlast tuned" once its tuner's parameters for ``dt`` are in force (given to
-        the library the first time ``dt`` is benchmarked)."""
+    def _clblast_peer(self, dt: Dtype) -> str:
+        """Give CLBlast its tuner's parameters for ``dt`` the first time ``dt`` is benchmarked (when
+        ``clblast_tuned`` has them); the peer's name: "CLBlast tuned" with them, else "CLBlast"."""
         if dt.letter not in self._clblast_names:
             params = (peer_functions.clblast_tuned_from(self.clblast_tuned, dt.letter)
                       if self.clblast_tuned else None)

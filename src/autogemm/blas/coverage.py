@@ -48,7 +48,6 @@ def auto_slices(params: KernelParams, problem: GemmProblem, compute_units: int) 
 def predicted_rate(params: KernelParams, rate: float, problem: GemmProblem, compute_units: int) -> float:
     """``rate``, measured on a problem that filled the device with whole blocks, scaled by the share
     of ``problem``'s padded blocks that is real work and by the share of the device its waves keep busy."""
-    rows = ceil_div(max(problem.m, 1), params.block_rows) * params.block_rows
-    cols = ceil_div(max(problem.n, 1), params.block_cols) * params.block_cols
+    covered = blocks(params, problem) * params.block_rows * params.block_cols
     groups = blocks(params, problem) * auto_slices(params, problem, compute_units)
-    return rate * (problem.m * problem.n) / (rows * cols) * busy_share(groups, compute_units)
+    return rate * (problem.m * problem.n) / covered * busy_share(groups, compute_units)

@@ -35,14 +35,12 @@ def choose_params(device: Device, problem: GemmProblem) -> tuple[SimtParams, str
             if usable:
                 candidates.append(prefer_stored_layout(usable, problem))
         if candidates:
-            def rate(r: Ranked) -> float:
-                return predicted_rate(r.config, r.gflops, problem, device.compute_units)
-
-            best = candidates[0]
-            for other in candidates[1:]:
-                if rate(other) > PREDICTION_MARGIN * rate(best):
-                    best = other
-            return best.config, f"profile {profile.device_fingerprint}"
+            rates = [predicted_rate(r.config, r.gflops, problem, device.compute_units) for r in candidates]
+            best = 0
+            for i in range(1, len(candidates)):
+                if rates[i] > PREDICTION_MARGIN * rates[best]:
+                    best = i
+            return candidates[best].config, f"profile {profile.device_fingerprint}"
     return default_params(device, dt), "default"
 
 

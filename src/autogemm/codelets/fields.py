@@ -40,3 +40,11 @@ def params_from_fields(cls: Any, data: object, family: str) -> Any:
     if problem:
         raise ConfigError(problem)
     return params
+
+
+def choices_problem(params: Any, choices: dict[str, tuple]) -> str | None:
+    """Which field of ``params`` holds a value outside its closed list in ``choices``, or None."""
+    for name, allowed in choices.items():
+        if getattr(params, name) not in allowed:
+            return f"{name}={getattr(params, name)!r} is not one of {allowed}"
+    return None

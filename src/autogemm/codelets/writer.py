@@ -108,6 +108,7 @@ class ElementCode:
                 w("return v;")
             w.close()
             w("")
+
     def store_helper(self) -> None:
         w = self.out
         n = self.vw

@@ -99,8 +99,10 @@ def known_points(space: SearchSpace, configs: list[KernelParams]) -> list[Point]
         return replace(config, mac="fma")
 
     order = {key(c): i for i, c in reversed(list(enumerate(configs))) if c.family == space.family}
-    found = [(order[key(space.config(p))], p) for p in space.points() if key(space.config(p)) in order]
-    return [p for _, p in sorted(found)]
+    if not order:
+        return []
+    keyed = ((order.get(key(space.config(p))), p) for p in space.points())
+    return [p for _, p in sorted((i, p) for i, p in keyed if i is not None)]
 
 
 def start_point(space: SearchSpace, params: SimtParams) -> Point | None:

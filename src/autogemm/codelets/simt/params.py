@@ -6,7 +6,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import ClassVar
 
-from ..fields import params_from_fields
+from ..fields import choices_problem, params_from_fields
 
 LAYOUTS = ("NN", "NT", "TN")
 ASSIGNMENTS = ("consecutive", "offset")
@@ -108,10 +108,7 @@ class SimtParams:
             "wg_cols": WORK_GROUP_DIMS, "tile_rows": TILE_SIZES, "tile_cols": TILE_SIZES,
             "tile_k": TILE_K_SIZES, "vector_width": VECTOR_WIDTHS, "mac": MACS, "warp_cols": WARP_COLS,
         }
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                return f"{name}={getattr(self, name)!r} is not one of {allowed}"
-        problem = build_options_problem(self.build_options)
+        problem = choices_problem(self, choices) or build_options_problem(self.build_options)
         if problem:
             return problem
         if self.tile_rows % self.vector_width or self.tile_cols % self.vector_width:

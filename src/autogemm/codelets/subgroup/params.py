@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import ClassVar
 
-from ..fields import params_from_fields
+from ..fields import choices_problem, params_from_fields
 from ..simt.params import MACS, build_options_problem
 
 LAYOUTS = ("NN", "TN")                 # B is read as stored, K x N; A as M x K or (T) K x M
@@ -75,10 +75,7 @@ class SubgroupParams:
         """Why this point lies outside the family's space regardless of device, or None."""
         choices = {"layout": LAYOUTS, "subgroup": SUBGROUPS, "wg_rows": WG_ROWS, "tile_rows": TILE_ROWS,
                    "vector_width": VECTOR_WIDTHS, "shuffle": SHUFFLES, "mac": MACS}
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                return f"{name}={getattr(self, name)!r} is not one of {allowed}"
-        return build_options_problem(self.build_options)
+        return choices_problem(self, choices) or build_options_problem(self.build_options)
 
     def describe(self) -> str:
         """A one-line summary, e.g. ``subgroup NN sg32x4 tile4x2 shuffle:ptx fma``."""
