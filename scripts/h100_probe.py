@@ -25,7 +25,8 @@ import numpy as np
 import pyopencl as cl
 
 import autogemm
-from autogemm.codelets.simt import SimtParams, render
+from autogemm.codelets.families import KernelParams, render
+from autogemm.codelets.simt import SimtParams
 from autogemm.dtypes import DTYPES
 from autogemm.runtime import context_for
 from autogemm.tuning import Evaluator
@@ -79,7 +80,7 @@ def say(*parts) -> None:
         f.write(line + "\n")
 
 
-def ptxas_report(ctx, params: SimtParams, letter: str, label: str, ptx_dir: Path) -> dict:
+def ptxas_report(ctx, params: KernelParams, letter: str, label: str, ptx_dir: Path) -> dict:
     """Registers, spills and shared memory from ptxas, and the PTX written to ``ptx_dir``."""
     src = render(params, letter, guarded=False)
     program = cl.Program(ctx.context, src.source).build(options=list(src.options) + ["-cl-nv-verbose"],

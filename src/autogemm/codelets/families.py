@@ -11,14 +11,15 @@ from typing import Union
 from ..dtypes import Dtype
 from ..errors import ConfigError
 from ..runtime.device import Device
-from . import simt, subgroup
+from . import mma, simt, subgroup
 from .kernel import KernelSource
 
-KernelParams = Union[simt.SimtParams, subgroup.SubgroupParams]
+KernelParams = Union[simt.SimtParams, subgroup.SubgroupParams, mma.MmaParams]
 
 FAMILIES = {
     "simt": (simt.SimtParams, simt.check, simt.render),
     "subgroup": (subgroup.SubgroupParams, subgroup.check, subgroup.render),
+    "nvidia_mma": (mma.MmaParams, mma.check, mma.render),
 }
 
 

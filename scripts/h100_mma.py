@@ -1,0 +1,145 @@
+"""Issue 5, first tensor-core experiment on the H100: DGEMM and ZGEMM through mma.sync m8n8k4 (FP64 tensor
+cores) in the nvidia_mma family.
+
+For each hand-picked configuration: registers and spills from ptxas, the rate at 4096^3 from profiling
+events (checked against float64 on the device, as the tuner measures). Then the best of each dtype at 4096
+and 8192 beside cuBLAS (torch, same process). Outputs in $OUT: mma.log (the tables), mma.json, ptx.tgz.
+Run from the repository root with src/ on PYTHONPATH, after `source .gpu/prelude.sh`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from h100_probe import ptxas_report  # noqa: E402
+
+import autogemm  # noqa: E402
+from autogemm.bench.peers import cublas_gemm  # noqa: E402
+from autogemm.checking import random_matrix  # noqa: E402
+from autogemm.codelets.families import check  # noqa: E402
+from autogemm.codelets.mma import MmaParams  # noqa: E402
+from autogemm.dtypes import DTYPES  # noqa: E402
+from autogemm.runtime import context_for  # noqa: E402
+from autogemm.tuning import Evaluator  # noqa: E402
+from autogemm.checking import gemm_flops  # noqa: E402
+
+OUT = Path(os.environ.get("OUT", "out"))
+OUT.mkdir(parents=True, exist_ok=True)
+SIZES = (4096, 8192)
+R255 = ("-cl-nv-maxrregcount=255",)
+
+
+def mma(layout, warps, tiles, tile_k, stages, vw, options=R255) -> MmaParams:
+    return MmaParams(layout, "m8n8k4", warps[0], warps[1], tiles[0], tiles[1], tile_k, stages, vw, "ptx", options)
+
+
+def variants() -> list[tuple[str, str, MmaParams]]:
+    d = [
+        ("d 128x128 w2x4 t8x4 k8 s2 NT", mma("NT", (2, 4), (8, 4), 8, 2, 2)),
+        ("d 128x128 w2x4 t8x4 k8 s2 NN", mma("NN", (2, 4), (8, 4), 8, 2, 2)),
+        ("d 128x128 w2x4 t8x4 k8 s2 NT nocap", mma("NT", (2, 4), (8, 4), 8, 2, 2, ())),
+        ("d 128x128 w4x2 t4x8 k8 s2 NT", mma("NT", (4, 2), (4, 8), 8, 2, 2)),
+        ("d 128x128 w2x4 t8x4 k16 s1 NT", mma("NT", (2, 4), (8, 4), 16, 1, 2)),
+        ("d 128x128 w4x4 t4x4 k8 s2 NT", mma("NT", (4, 4), (4, 4), 8, 2, 2)),
+        ("d 128x128 w4x4 t4x4 k16 s1 NT", mma("NT", (4, 4), (4, 4), 16, 1, 2)),
+        ("d 64x128 w2x4 t4x4 k8 s2 NT", mma("NT", (2, 4), (4, 4), 8, 2, 2)),
+        ("d 128x64 w4x2 t4x4 k8 s2 NT", mma("NT", (4, 2), (4, 4), 8, 2, 2)),
+        ("d 64x64 w2x2 t4x4 k16 s2 NT", mma("NT", (2, 2), (4, 4), 16, 2, 2)),
+        ("d 64x64 w2x2 t4x4 k8 s2 NT", mma("NT", (2, 2), (4, 4), 8, 2, 2)),
+        ("d 128x128 w2x4 t8x4 k8 s2 NT v1", mma("NT", (2, 4), (8, 4), 8, 2, 1)),
+    ]
+    z = [
+        ("z 64x128 w2x4 t4x4 k8 s2 NT", mma("NT", (2, 4), (4, 4), 8, 2, 1)),
+        ("z 64x128 w2x4 t4x4 k8 s1 NT", mma("NT", (2, 4), (4, 4), 8, 1, 1)),
+        ("z 64x128 w2x4 t4x4 k8 s2 NN", mma("NN", (2, 4), (4, 4), 8, 2, 1)),
+        ("z 128x64 w4x2 t4x4 k8 s2 NT", mma("NT", (4, 2), (4, 4), 8, 2, 1)),
+        ("z 64x64 w2x2 t4x4 k8 s2 NT", mma("NT", (2, 2), (4, 4), 8, 2, 1)),
+        ("z 64x64 w2x2 t4x4 k16 s1 NT", mma("NT", (2, 2), (4, 4), 16, 1, 1)),
+        ("z 64x128 w4x4 t2x4 k8 s2 NT", mma("NT", (4, 4), (2, 4), 8, 2, 1)),
+        ("z 128x128 w4x4 t4x4 k8 s1 NT", mma("NT", (4, 4), (4, 4), 8, 1, 1)),
+        ("z 32x128 w1x4 t4x4 k8 s2 NT", mma("NT", (1, 4), (4, 4), 8, 2, 1)),
+    ]
+    return [(label, "d", p) for label, p in d] + [(label, "z", p) for label, p in z]
+
+
+def say(*parts) -> None:
+    line = " ".join(str(p) for p in parts)
+    print(line, flush=True)
+    with open(OUT / "mma.log", "a") as f:
+        f.write(line + "\n")
+
+
+def cublas_rate(letter: str, n: int) -> float | None:
+    dt = DTYPES[letter]
+    rng = np.random.default_rng(0)
+    a, b = random_matrix(rng, dt, (n, n)), random_matrix(rng, dt, (n, n))
+    result = cublas_gemm(a, b, runs=5)
+    return None if result is None else gemm_flops(dt, n, n, n) / result.seconds / 1e12
+
+
+def main() -> None:
+    gpu = autogemm.find_device(os.environ.get("TUNE_DEVICE", "gpu"))
+    ctx = context_for(gpu)
+    say(f"device {gpu.name.strip()}, local memory {gpu.local_mem_bytes} bytes, facts {gpu.vendor_facts}")
+    ptx_dir = OUT / "ptx"
+    ptx_dir.mkdir(exist_ok=True)
+    evaluators: dict[tuple[str, int], Evaluator] = {}
+
+    def evaluator(letter: str, n: int) -> Evaluator:
+        if (letter, n) not in evaluators:
+            evaluators[(letter, n)] = Evaluator(ctx, DTYPES[letter], n, n, n, runs=5, slow_factor=float("inf"))
+        return evaluators[(letter, n)]
+
+    rows = []
+    say(f"| variant | {SIZES[0]}^3 TFLOP/s | registers | spill bytes | configuration |")
+    say("| --- | --- | --- | --- | --- |")
+    for label, letter, params in variants():
+        reason = check(params, gpu, letter)
+        if reason:
+            say(f"| {label} | skipped: {reason} | | | |")
+            continue
+        try:
+            info = ptxas_report(ctx, params, letter, label, ptx_dir)
+        except Exception as exc:   # noqa: BLE001 - a variant that fails is reported, the run goes on
+            info = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        record = evaluator(letter, SIZES[0]).evaluate(params)
+        rate = record.gflops / 1e3 if record.ok else 0.0
+        rows.append({"label": label, "dtype": letter, "tflops": rate, "outcome": record.outcome.value,
+                     "message": record.message, "error": record.error, "config": params.to_dict(), **info})
+        spills = (info.get("spill_stores") or 0) + (info.get("spill_loads") or 0)
+        say(f"| {label} | {rate:.2f} | {info.get('registers')} | {spills} | {params.describe()} |"
+            + ("" if record.ok else f" {record.outcome.value}: {record.message} {info.get('error', '')}"))
+    say("")
+    say("| dtype | n | autogemm mma | cuBLAS | ratio | best variant |")
+    say("| --- | --- | --- | --- | --- | --- |")
+    summary = []
+    for letter in ("d", "z"):
+        candidates = [r for r in rows if r["dtype"] == letter and r["tflops"]]
+        if not candidates:
+            continue
+        best = max(candidates, key=lambda r: r["tflops"])
+        params = MmaParams.from_dict({k: v for k, v in best["config"].items() if k != "family"})
+        for n in SIZES:
+            record = evaluator(letter, n).evaluate(params)
+            ours = record.gflops / 1e3 if record.ok else 0.0
+            theirs = cublas_rate(letter, n)
+            ratio = ours / theirs if theirs else float("nan")
+            summary.append({"dtype": letter, "n": n, "autogemm": ours, "cublas": theirs, "label": best["label"]})
+            say(f"| {letter} | {n} | {ours:.2f} | {theirs or float('nan'):.2f} | {ratio:.2f} | {best['label']} |")
+            evaluators.pop((letter, n)).release() if n != SIZES[0] else None
+    (OUT / "mma.json").write_text(json.dumps({"rows": rows, "summary": summary}, indent=1))
+    with tarfile.open(OUT / "ptx.tgz", "w:gz") as tar:
+        tar.add(ptx_dir, arcname="ptx")
+    subprocess.run(["rm", "-rf", str(ptx_dir)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

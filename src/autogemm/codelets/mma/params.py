@@ -1,0 +1,137 @@
+"""``MmaParams``: a GEMM kernel whose warps multiply through the tensor cores with ``mma.sync`` (NVIDIA's
+warp-level matrix multiply-accumulate, reached from OpenCL C by inline PTX), and the instruction shapes
+it can use."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import ClassVar
+
+from ..fields import choices_problem, params_from_fields
+from ..simt.params import build_options_problem
+
+WARP = 32
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One ``mma.sync`` shape: a warp computes an ``m`` x 8 block of D = A B + C over ``k``.
+
+    The fragments are spread over the lanes as PTX defines them: with g = lane / 4 and t = lane % 4,
+    a lane holds A at rows g + 8 h (h < m / 8) and columns t + 4 p (p < k / 4), B at rows t + 4 p of
+    column g, and C at rows g + 8 h, columns 2 t and 2 t + 1.
+    """
+
+    shape: str
+    ptx_types: str           # the type suffix of the PTX instruction
+    reals: tuple[str, ...]   # the dtype letters whose real parts it multiplies
+    m: int
+    k: int
+    register: str            # inline-assembly constraint of a fragment register
+
+    n: ClassVar[int] = 8
+
+    @property
+    def row_halves(self) -> int:
+        """Rows of 8 a lane's fragments cover (1 or 2)."""
+        return self.m // 8
+
+    @property
+    def k_per_lane(self) -> int:
+        """Columns of A (rows of B) one lane holds per instruction."""
+        return self.k // 4
+
+
+INSTRUCTIONS = {
+    "m8n8k4": Instruction("m8n8k4", "f64.f64.f64.f64", ("d", "z"), m=8, k=4, register="d"),
+}
+LAYOUTS = ("NN", "NT", "TN", "TT")
+WARPS = (1, 2, 4)
+WARP_TILES = (1, 2, 4, 8)
+TILE_K_SIZES = (8, 16, 32)
+STAGES = (1, 2)
+VECTOR_WIDTHS = (1, 2, 4)
+#: How the instruction runs: inline PTX on NVIDIA's compiler, or emulated through local memory with the
+#: same fragment layout (portable and slow: it lets any device test the kernel around the instruction).
+SPELLINGS = ("ptx", "local")
+
+
+@dataclass(frozen=True)
+class MmaParams:
+    """One configuration of the ``nvidia_mma`` family.
+
+    A work-group is ``warps_m`` x ``warps_n`` warps; each warp computes ``tiles_m`` x ``tiles_n``
+    instruction tiles of C (of ``shape``'s m x 8 each). Per K block of ``tile_k``, the work-group stages
+    both operands through local memory (``stages`` buffers: with two, the next block is stored while
+    this one is multiplied; either way each work-item fetches the next block from global memory into
+    registers first, ``vector_width`` elements per load). ``layout`` says how the kernel reads its
+    operands, as in ``simt``: N = as stored (A is M x K, B is K x N), T = transposed.
+    """
+
+    family: ClassVar[str] = "nvidia_mma"
+
+    layout: str = "NT"
+    shape: str = "m8n8k4"
+    warps_m: int = 2
+    warps_n: int = 2
+    tiles_m: int = 2
+    tiles_n: int = 2
+    tile_k: int = 16
+    stages: int = 2
+    vector_width: int = 1
+    mma: str = "local"
+    build_options: tuple[str, ...] = ()
+
+    # ----- what plans ask of every family ---------------------------------------------------------
+    image_a: ClassVar[bool] = False
+    image_b: ClassVar[bool] = False
+
+    @property
+    def instruction(self) -> Instruction:
+        return INSTRUCTIONS[self.shape]
+
+    @property
+    def block_rows(self) -> int:
+        return self.warps_m * self.tiles_m * self.instruction.m
+
+    @property
+    def block_cols(self) -> int:
+        return self.warps_n * self.tiles_n * self.instruction.n
+
+    @property
+    def work_group_size(self) -> int:
+        return WARP * self.warps_m * self.warps_n
+
+    def to_dict(self) -> dict:
+        out = {"family": self.family, **asdict(self)}
+        out["build_options"] = list(self.build_options)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "MmaParams":
+        """Build from JSON data (its "family" key, if any, removed), validating every field."""
+        return params_from_fields(cls, data, "nvidia_mma")
+
+    def malformed(self) -> str | None:
+        """Why this point lies outside the family's space regardless of device, or None."""
+        choices = {"layout": LAYOUTS, "shape": tuple(INSTRUCTIONS), "warps_m": WARPS, "warps_n": WARPS,
+                   "tiles_m": WARP_TILES, "tiles_n": WARP_TILES, "tile_k": TILE_K_SIZES, "stages": STAGES,
+                   "vector_width": VECTOR_WIDTHS, "mma": SPELLINGS}
+        problem = choices_problem(self, choices) or build_options_problem(self.build_options)
+        if problem:
+            return problem
+        if self.tile_k % (4 * self.lane_k):
+            return f"tile_k {self.tile_k} must be a multiple of {4 * self.lane_k} (the k a warp's lanes read at once)"
+        return None
+
+    @property
+    def lane_k(self) -> int:
+        """Consecutive k one lane reads from local memory at once: its columns of two instructions."""
+        return 2 * self.instruction.k_per_lane
+
+    def describe(self) -> str:
+        """A one-line summary, e.g. ``mma m8n8k4 NT warps2x2 tiles2x2x16 v1 stages2 ptx``."""
+        parts = ["mma", self.shape, self.layout, f"warps{self.warps_m}x{self.warps_n}",
+                 f"tiles{self.tiles_m}x{self.tiles_n}x{self.tile_k}", f"v{self.vector_width}",
+                 f"stages{self.stages}", self.mma, *self.build_options]
+        return " ".join(parts)

@@ -1,0 +1,364 @@
+"""``render`` for the nvidia_mma family: readable OpenCL C for one ``MmaParams`` point.
+
+Same kernel interface as ``simt`` (C = alpha op(A) op(B) + beta C on row-major matrices, guarded or
+whole-block edges, split K along NDRange dimension 2), so plans run every family alike.
+
+Work-item (lx, ly) of a work-group is lane lx % 32 of warp (ly, lx / 32). Both operands of a K block are
+staged in local memory as rows of k (A as BLOCK_ROWS x TILE_K, B as BLOCK_COLS x TILE_K, each row padded
+so that a quarter-warp's reads fall in distinct banks); complex operands are kept as separate real and
+imaginary arrays, and their product is four real products. The instruction's fragments take k in an
+order of our choosing: a lane reads LANE_K consecutive k at once (one vector load) and gives them to two
+instructions, so that lane t of a group of four holds k = CHUNK * c + LANE_K * t + (0 .. LANE_K - 1); A and
+B use the same order, so the sum over k is unchanged.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ...dtypes import Dtype, get_dtype
+from ...errors import ConfigError
+from ..kernel import KernelSource, ceil_div
+from ..writer import ElementCode, hex_digit
+from .params import WARP, Instruction, MmaParams
+
+KERNEL_NAME = "gemm"
+#: Bytes a quarter-warp reads at once from two rows of local memory: a row's stride is padded to an odd
+#: multiple of half of it, so that the two rows fall in different banks.
+BANK_SPAN = 128
+
+
+def row_stride(params: MmaParams, dtype: Dtype) -> int:
+    """Reals from one row of a staged operand to the next: TILE_K, padded against bank conflicts."""
+    real_bytes = dtype.itemsize // dtype.reals_per_element
+    stride = params.tile_k * real_bytes
+    pad = (BANK_SPAN // 2 - stride % BANK_SPAN) % BANK_SPAN
+    return (stride + pad) // real_bytes
+
+
+def scratch_reals(inst: Instruction) -> int:
+    """Reals of local memory one warp's emulated instruction exchanges its fragments through."""
+    return inst.m * inst.k + inst.k * inst.n
+
+
+def local_bytes(params: MmaParams, dtype: Dtype) -> int:
+    """Local memory one work-group uses: staged operands, and the emulation's scratch if any."""
+    real_bytes = dtype.itemsize // dtype.reals_per_element
+    staged = params.stages * (params.block_rows + params.block_cols) * row_stride(params, dtype) * dtype.itemsize
+    scratch = params.warps_m * params.warps_n * scratch_reals(params.instruction) * real_bytes
+    return staged + (scratch if params.mma == "local" else 0)
+
+
+class _Generator(ElementCode):
+    def __init__(self, params: MmaParams, dtype: Dtype, guarded: bool) -> None:
+        super().__init__(dtype, min(params.vector_width, 2), guarded)
+        self.p = params
+        self.inst = params.instruction
+        self.parts = ("re", "im") if dtype.is_complex else ("",)
+        self.threads = params.work_group_size
+
+    # ----- names -------------------------------------------------------------------------------
+    @staticmethod
+    def local_name(op: str, part: str) -> str:
+        return f"{op.lower()}_{part or 'local'}"
+
+    def k_contiguous(self, op: str) -> bool:
+        """True when operand ``op`` as the kernel reads it has consecutive k in memory."""
+        return self.p.layout[0] == "N" if op == "A" else self.p.layout[1] == "T"
+
+    # ----- sections ----------------------------------------------------------------------------
+    def header(self) -> None:
+        p, dt, inst, w = self.p, self.dt, self.inst, self.out
+        a_read = "M x K" if self.k_contiguous("A") else "K x M (A transposed)"
+        b_read = "N x K (B transposed)" if self.k_contiguous("B") else "K x N"
+        w(f"// autogemm nvidia_mma codelet ({dt.letter}gemm): C = alpha * op(A) * op(B) + beta * C, row-major",
+          f"// configuration: {p.describe()}",
+          f"// layout {p.layout}: A is read as {a_read}, B as {b_read}",
+          f"// instruction: mma.sync {inst.shape} ({'inline PTX' if p.mma == 'ptx' else 'emulated through local memory'})"
+          + ("; complex products as four real ones" if dt.is_complex else ""),
+          f"// edges: {'guarded (any M, N, K; loads outside read zero)' if self.guarded else 'whole blocks only, aligned vectors'}")
+        if dt.needs_fp64:
+            w("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+        lds = row_stride(p, dt)
+        w("",
+          f"#define WARPS_M {p.warps_m}           // warps per work-group along M (local dimension 1)",
+          f"#define WARPS_N {p.warps_n}           // warps per work-group along N (local dimension 0, 32 lanes each)",
+          f"#define TILES_M {p.tiles_m}           // instruction tiles per warp along M",
+          f"#define TILES_N {p.tiles_n}           // instruction tiles per warp along N",
+          f"#define MMA_M {inst.m}             // rows of C per instruction",
+          f"#define MMA_N {inst.n}             // columns of C per instruction",
+          f"#define MMA_K {inst.k}             // k per instruction",
+          f"#define TILE_K {p.tile_k}           // k per block staged in local memory",
+          f"#define STAGES {p.stages}            // local buffers",
+          f"#define LANE_K {p.lane_k}            // consecutive k a lane reads at once, for two instructions",
+          "#define CHUNK (4 * LANE_K)       // k the four lanes of a group read at once",
+          f"#define LDS {lds}              // reals from one staged row to the next (TILE_K and padding)",
+          "#define THREADS (32 * WARPS_M * WARPS_N)",
+          "#define BLOCK_ROWS (WARPS_M * TILES_M * MMA_M)",
+          "#define BLOCK_COLS (WARPS_N * TILES_N * MMA_N)",
+          "#define A_STAGE (BLOCK_ROWS * LDS)",
+          "#define B_STAGE (BLOCK_COLS * LDS)",
+          *([f"#define SCRATCH {scratch_reals(inst)}          // reals of local memory per warp for the emulated instruction"]
+            if p.mma == "local" else []),
+          "",
+          f"typedef {dt.real_cl} real;",
+          f"typedef {dt.real_cl}{p.lane_k} reals_lane;        // LANE_K consecutive k of one staged row",
+          f"typedef {dt.cl_element} elem;")
+        for n in sorted(self.widths | {self.vw}):
+            if n > 1:
+                w(f"typedef {dt.cl_vector(n)} elems{n};")
+        w(self.mul_add_define("fma"), "")
+
+    def instruction_function(self) -> None:
+        """``mma(c, a..., b...)``: c += a b for one instruction tile, in the configured spelling."""
+        inst, w = self.inst, self.out
+        a_regs = [f"a{r}" for r in range(inst.row_halves * inst.k_per_lane)]
+        b_regs = [f"b{p}" for p in range(inst.k_per_lane)]
+        c_count = 2 * inst.row_halves
+        args = ", ".join(f"const real {x}" for x in a_regs + b_regs)
+        w(f"// c += a b on one {inst.m} x {inst.n} x {inst.k} tile; lane (g, t) = (lane / 4, lane % 4) holds A at rows",
+          "// g + 8 h, columns t + 4 p (register h + (MMA_M / 8) p), B at rows t + 4 p of column g, C at rows g + 8 h,",
+          "// columns 2 t and 2 t + 1 (registers 2 h and 2 h + 1)")
+        if self.p.mma == "ptx":
+            w.open(f"inline void mma(real* c, {args})")
+            c_list = ", ".join(f"%{i}" for i in range(c_count))
+            a_list = ", ".join(f"%{c_count + i}" for i in range(len(a_regs)))
+            b_list = ", ".join(f"%{c_count + len(a_regs) + i}" for i in range(len(b_regs)))
+            outputs = ", ".join(f'"+{inst.register}"(c[{i}])' for i in range(c_count))
+            inputs = ", ".join(f'"{inst.register}"({x})' for x in a_regs + b_regs)
+            w(f'asm("mma.sync.aligned.{inst.shape}.row.col.{inst.ptx_types} {{{c_list}}}, {{{a_list}}}, {{{b_list}}}, {{{c_list}}};"',
+              f"    : {outputs}", f"    : {inputs});")
+            w.close()
+        else:
+            w.open(f"inline void mma(real* c, {args}, __local real* scratch, const int lane)")
+            w("__local real* a = scratch;                 // MMA_M x MMA_K",
+              "__local real* b = scratch + MMA_M * MMA_K;  // MMA_K x MMA_N",
+              "const int g = lane >> 2, t = lane & 3;")
+            for r, reg in enumerate(a_regs):
+                h, p = r % inst.row_halves, r // inst.row_halves
+                w(f"a[(g + {8 * h}) * MMA_K + t + {4 * p}] = {reg};")
+            for p, reg in enumerate(b_regs):
+                w(f"b[(t + {4 * p}) * MMA_N + g] = {reg};")
+            w("barrier(CLK_LOCAL_MEM_FENCE);")
+            for i in range(c_count):
+                h, j = i // 2, i % 2
+                w(f"for (int k = 0; k < MMA_K; ++k) c[{i}] = fma(a[(g + {8 * h}) * MMA_K + k], "
+                  f"b[k * MMA_N + 2 * t + {j}], c[{i}]);")
+            w("barrier(CLK_LOCAL_MEM_FENCE);")
+            w.close()
+        w("")
+
+    # ----- staging -------------------------------------------------------------------------------
+    def staging_geometry(self, op: str) -> tuple[int, int]:
+        """(vectors of a K block, vectors per work-item) of operand ``op``."""
+        outer = self.p.block_rows if op == "A" else self.p.block_cols
+        count = outer * self.p.tile_k // self.p.vector_width
+        return count, ceil_div(count, self.threads)
+
+    def staging_position(self, op: str, idx: str) -> tuple[str, str]:
+        """C expressions (outer, k) of the first element of staging vector ``idx`` in the K block."""
+        vw = self.p.vector_width
+        outer = "BLOCK_ROWS" if op == "A" else "BLOCK_COLS"
+        if self.k_contiguous(op):
+            return f"({idx}) / (TILE_K / {vw})", f"({idx}) % (TILE_K / {vw}) * {vw}"
+        return f"({idx}) % ({outer} / {vw}) * {vw}", f"({idx}) / ({outer} / {vw})"
+
+    def staging_loop(self, op: str, body: list[str]) -> None:
+        """Loop over this work-item's staging vectors of ``op`` (idx, o, kk defined), writing ``body``."""
+        count, per_item = self.staging_geometry(op)
+        w = self.out
+        self.unrolled("s", str(per_item))
+        w("const int idx = tid + s * THREADS;")
+        if count % self.threads:
+            w(f"if (idx >= {count}) break;")
+        o, kk = self.staging_position(op, "idx")
+        w(f"const int o = {o}, kk = {kk};")
+        w(*body)
+        w.close()
+
+    def fetch(self, op: str, k0: str) -> None:
+        """Read operand ``op``'s K block at ``k0`` from global memory into ``{op}_next``."""
+        vw = self.p.vector_width
+        self.widths.add(vw)
+        ptr, ld, extent, block = (("A", "lda", "M", "block_row") if op == "A" else ("B", "ldb", "N", "block_col"))
+        if self.k_contiguous(op):
+            read = f"load_{vw}({ptr}, {ld}, {extent}, K, {block} + o, {k0} + kk)"
+        else:
+            read = f"load_{vw}({ptr}, {ld}, K, {extent}, {k0} + kk, {block} + o)"
+        self.staging_loop(op, [f"{op.lower()}_next[s] = {read};"])
+
+    def stash(self, op: str, stage: str) -> None:
+        """Write ``{op}_next`` into local stage ``stage``, one real (or imaginary) part per array."""
+        vw, dt = self.p.vector_width, self.dt
+        lines = []
+        for e in range(vw):
+            element = self.component(f"{op.lower()}_next[s]", e, vw)
+            row, k = ("o", f"kk + {e}") if self.k_contiguous(op) else (f"o + {e}", "kk")
+            for part in self.parts:
+                value = f"{element}.{'x' if part == 're' else 'y'}" if dt.is_complex else element
+                lines.append(f"{self.local_name(op, part)}[({stage}) * {op}_STAGE + ({row}) * LDS + {k}] = {value};")
+        self.staging_loop(op, lines)
+
+    # ----- the product -------------------------------------------------------------------------
+    def compute(self) -> None:
+        """Multiply the staged K block of ``stage`` into the accumulators."""
+        p, inst, w = self.p, self.inst, self.out
+        w("#pragma unroll")
+        w.open("for (int c = 0; c < TILE_K; c += CHUNK)")
+        for part in self.parts:
+            suffix = f"_{part}" if part else ""
+            w(f"reals_lane a_frag{suffix}[TILES_M][MMA_M / 8], b_frag{suffix}[TILES_N];")
+        self.unrolled("i", "TILES_M")
+        self.unrolled("h", "MMA_M / 8")
+        for part in self.parts:
+            suffix = f"_{part}" if part else ""
+            w(f"a_frag{suffix}[i][h] = *(const __local reals_lane*)({self.local_name('A', part)} + stage * A_STAGE"
+              " + (warp_row + i * MMA_M + 8 * h + g) * LDS + c + t * LANE_K);")
+        w.close()
+        w.close()
+        self.unrolled("j", "TILES_N")
+        for part in self.parts:
+            suffix = f"_{part}" if part else ""
+            w(f"b_frag{suffix}[j] = *(const __local reals_lane*)({self.local_name('B', part)} + stage * B_STAGE"
+              " + (warp_col + j * MMA_N + g) * LDS + c + t * LANE_K);")
+        w.close()
+        # complex: re += a_re b_re - a_im b_im, im += a_re b_im + a_im b_re
+        terms = ([("acc", "", "", "")] if not self.dt.is_complex else
+                 [("acc_re", "_re", "_re", ""), ("acc_re", "_im", "_im", "-"),
+                  ("acc_im", "_re", "_im", ""), ("acc_im", "_im", "_re", "")])
+        extra = ", scratch + warp * SCRATCH, lane" if p.mma == "local" else ""
+        for step in range(2):
+            w(f"// instruction {step + 1} of 2 on this chunk: components {step * inst.k_per_lane}.."
+              f"{(step + 1) * inst.k_per_lane - 1} of each lane's reads")
+            for acc, a_suffix, b_suffix, sign in terms:
+                self.unrolled("i", "TILES_M")
+                self.unrolled("j", "TILES_N")
+                a_args = [f"{sign}a_frag{a_suffix}[i][{r % inst.row_halves}].s{hex_digit(step * inst.k_per_lane + r // inst.row_halves)}"
+                          for r in range(inst.row_halves * inst.k_per_lane)]
+                b_args = [f"b_frag{b_suffix}[j].s{hex_digit(step * inst.k_per_lane + q)}"
+                          for q in range(inst.k_per_lane)]
+                w(f"mma({acc}[i][j], {', '.join(a_args + b_args)}{extra});")
+                w.close()
+                w.close()
+        w.close()
+
+    def epilogue(self) -> None:
+        dt, w = self.dt, self.out
+        sw = self.vw
+        vec = self.vtype(sw)
+        self.widths.add(sw)
+        w("// C = alpha * acc + beta * C; with beta == 0, C is not read",
+          f"const bool beta_zero = {self.beta_is_zero()};")
+        self.unrolled("i", "TILES_M")
+        self.unrolled("j", "TILES_N")
+        self.unrolled("h", "MMA_M / 8")
+        w("const int row = block_row + warp_row + i * MMA_M + 8 * h + g;")
+        for first in range(0, 2, sw):
+            cols = [f"2 * h + {first + e}" for e in range(sw)]
+            if dt.is_complex:
+                parts = ", ".join(f"acc_re[i][j][{c}], acc_im[i][j][{c}]" for c in cols)
+            else:
+                parts = ", ".join(f"acc[i][j][{c}]" for c in cols)
+            w("{",
+              f"    const int col = block_col + warp_col + j * MMA_N + 2 * t + {first};",
+              f"    {vec} value = mac(({vec})(0), alpha, ({vec})({parts}));",
+              f"    if (!beta_zero) value = mac(value, beta, load_{sw}(C, ldc, M, N, row, col));",
+              f"    store_{sw}(C, ldc, M, N, row, col, value);",
+              "}")
+        w.close()
+        w.close()
+        w.close()
+
+    def body(self) -> None:
+        p, w = self.p, self.out
+        a_step = "K" if self.k_contiguous("A") else "K * lda"
+        b_step = "K" if self.k_contiguous("B") else "K * ldb"
+        vec_in = self.vtype(p.vector_width)
+        w("const int lane = get_local_id(0) & 31;",
+          "const int warp_n = get_local_id(0) >> 5, warp_m = get_local_id(1);",
+          "const int warp = warp_m * WARPS_N + warp_n;",
+          "const int tid = get_local_id(1) * get_local_size(0) + get_local_id(0);",
+          "const int g = lane >> 2, t = lane & 3;       // the lane's group of four, and place in it",
+          "const int slice = get_group_id(2);           // split K: this work-group's K slice",
+          f"A += (a_offset + slice * {a_step}) * {self.rpe};",
+          f"B += (b_offset + slice * {b_step}) * {self.rpe};",
+          f"C += (c_offset + slice * M * ldc) * {self.rpe};",
+          "const int block_row = get_group_id(1) * BLOCK_ROWS, block_col = get_group_id(0) * BLOCK_COLS;",
+          "const int warp_row = warp_m * TILES_M * MMA_M, warp_col = warp_n * TILES_N * MMA_N;",
+          "")
+        for part in self.parts:
+            w(f"__local real {self.local_name('A', part)}[STAGES * A_STAGE] __attribute__((aligned(16)));",
+              f"__local real {self.local_name('B', part)}[STAGES * B_STAGE] __attribute__((aligned(16)));")
+        if p.mma == "local":
+            w("__local real scratch[WARPS_M * WARPS_N * SCRATCH];   // the emulated instruction's exchange")
+        accs = ("acc_re", "acc_im") if self.dt.is_complex else ("acc",)
+        for acc in accs:
+            w(f"real {acc}[TILES_M][TILES_N][2 * MMA_M / 8];")
+        self.unrolled("i", "TILES_M")
+        self.unrolled("j", "TILES_N")
+        self.unrolled("r", "2 * MMA_M / 8", " ".join(f"{acc}[i][j][r] = 0;" for acc in accs))
+        w.close()
+        w.close()
+        for op in ("A", "B"):
+            w(f"{vec_in} {op.lower()}_next[{self.staging_geometry(op)[1]}];   // this work-item's share of the next K block")
+        w("", "int stage = 0;")
+        self.fetch("A", "0")
+        self.fetch("B", "0")
+        self.stash("A", "0")
+        self.stash("B", "0")
+        w("barrier(CLK_LOCAL_MEM_FENCE);", "")
+        w.open("for (int k0 = 0; k0 < K; k0 += TILE_K)")
+        w("const bool more = k0 + TILE_K < K;")
+        w.open("if (more)")
+        self.fetch("A", "k0 + TILE_K")
+        self.fetch("B", "k0 + TILE_K")
+        w.close()
+        self.compute()
+        next_stage = "stage ^ 1" if p.stages == 2 else "0"
+        if p.stages == 1:
+            w("barrier(CLK_LOCAL_MEM_FENCE);             // every warp is done with the only stage")
+        w.open("if (more)")
+        self.stash("A", next_stage)
+        self.stash("B", next_stage)
+        w.close()
+        w("barrier(CLK_LOCAL_MEM_FENCE);")
+        if p.stages == 2:
+            w("stage ^= 1;")
+        w.close()
+        w("")
+        self.epilogue()
+
+    def generate(self) -> str:
+        self.out.depth = 1
+        self.body()
+        kernel_body = self.out.lines
+        self.out = type(self.out)()
+        self.header()
+        self.instruction_function()
+        self.mac_function()
+        self.load_helpers()
+        self.store_helper()
+        w = self.out
+        w("__kernel __attribute__((reqd_work_group_size(32 * WARPS_N, WARPS_M, 1)))",
+          f"void {KERNEL_NAME}(const int M, const int N, const int K, const elem alpha, const elem beta,",
+          "    const __global real* restrict A, const int a_offset, const int lda,",
+          "    const __global real* restrict B, const int b_offset, const int ldb,",
+          "    __global real* restrict C, const int c_offset, const int ldc)",
+          "{")
+        w.lines.extend(kernel_body)
+        w("}")
+        return w.text()
+
+
+@lru_cache(maxsize=256)
+def render(params: MmaParams, dtype: Dtype | str, guarded: bool = True) -> KernelSource:
+    """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges."""
+    dt = get_dtype(dtype)
+    problem = params.malformed()
+    if problem:
+        raise ConfigError(problem)
+    if dt.letter not in params.instruction.reals:
+        raise ConfigError(f"mma shape {params.shape} does not multiply {dt.letter}gemm operands")
+    return KernelSource(name=KERNEL_NAME, source=_Generator(params, dt, guarded).generate(),
+                        options=params.build_options, local_size=(WARP * params.warps_n, params.warps_m),
+                        block=(params.block_rows, params.block_cols, params.tile_k))

@@ -1,0 +1,91 @@
+"""The nvidia_mma family: warps multiply through mma.sync. The emulated spelling (the instruction done in
+local memory with the same fragment layout) runs here through plans like any family, so the kernel around
+the instruction is checked on any device; the PTX spelling runs wherever the device is an NVIDIA GPU that
+has the instruction, and everywhere else ``check`` must refuse it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from autogemm.codelets.families import check, params_from_dict, render
+from autogemm.codelets.mma import MmaParams, ptx_problem
+from autogemm.dtypes import DTYPES
+from autogemm.errors import ConfigError
+
+from gemm_check import run_and_check
+
+SMALL = MmaParams(layout="NT", warps_m=2, warps_n=1, tiles_m=1, tiles_n=2, tile_k=8, stages=2, vector_width=2,
+                  mma="local")
+
+
+def _for(letter: str, params: MmaParams) -> MmaParams:
+    """Complex elements are 16 bytes: one per load."""
+    return dataclasses.replace(params, vector_width=1) if letter == "z" else params
+
+
+@pytest.mark.parametrize("letter", "dz")
+@pytest.mark.parametrize("layout,ta,tb", [("NN", "N", "N"), ("NT", "N", "T"), ("TN", "C", "N"), ("TT", "T", "C")])
+@pytest.mark.parametrize("edge", ["guard", "pad"])
+def test_the_emulated_spelling_is_exact(ctx, letter, layout, ta, tb, edge):
+    params = _for(letter, dataclasses.replace(SMALL, layout=layout, stages=1 if edge == "pad" else 2))
+    rng = np.random.default_rng(4)
+    for m, n, k, alpha, beta in ((37, 29, 21, 1.0, 0.0), (16, 32, 40, -0.5, 2.0)):
+        run_and_check(ctx, params, DTYPES[letter], m, n, k, ta, tb, alpha, beta, edge, rng, extra_ld=2, offset=3)
+
+
+def test_split_k_and_longer_blocks_work_for_the_family_too(ctx):
+    params = dataclasses.replace(SMALL, tile_k=16, warps_m=1, warps_n=2, tiles_m=2, tiles_n=1)
+    run_and_check(ctx, params, DTYPES["d"], 20, 33, 300, "N", "N", 1.5, 0.0, "auto", np.random.default_rng(3),
+                  split_k=3)
+
+
+@pytest.mark.parametrize("letter", "dz")
+def test_the_ptx_spelling_renders_the_instruction(letter):
+    source = render(dataclasses.replace(_for(letter, SMALL), mma="ptx"), letter).source
+    assert "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};" in source
+    assert "barrier" not in source.split("__kernel")[0]          # no emulation in the instruction
+    assert ("acc_im" in source) == (letter == "z")
+
+
+def test_check_offers_the_instruction_only_where_it_runs(device):
+    ptx = dataclasses.replace(SMALL, mma="ptx")
+    assert (check(ptx, device, "d") is None) == (ptx_problem(device, "m8n8k4") is None)
+    if not device.is_nvidia:
+        assert "NVIDIA" in check(ptx, device, "d")
+    nvidia = dataclasses.replace(device, vendor="NVIDIA Corporation", platform_name="NVIDIA CUDA", fp64=True,
+                                 vendor_facts={"compute_capability": "7.5"})
+    assert "compute capability 8.0" in check(ptx, nvidia, "d")
+    ampere = dataclasses.replace(nvidia, vendor_facts={"compute_capability": "8.0"})
+    assert check(ptx, ampere, "d") is None
+    assert "not s" in check(ptx, ampere, "s")
+    tight = dataclasses.replace(ampere, local_mem_bytes=2048)
+    assert "local memory" in check(ptx, tight, "d")
+
+
+def test_configurations_round_trip_and_forged_ones_fail():
+    data = json.loads(json.dumps(SMALL.to_dict()))
+    assert data["family"] == "nvidia_mma" and params_from_dict(data) == SMALL
+    for bad, words in (({**data, "mma": "asm"}, "mma="), ({**data, "shape": "m64n8k4"}, "shape="),
+                       ({**data, "tile_k": 12}, "tile_k="), ({**data, "extra": 1}, "unknown nvidia_mma parameter"),
+                       ({**data, "build_options": ["-DX=1"]}, "not one autogemm allows")):
+        with pytest.raises(ConfigError, match=words):
+            params_from_dict(bad)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("letter", "dz")
+def test_the_tensor_cores_are_exact_where_offered(ctx, device, letter):
+    params = dataclasses.replace(_for(letter, SMALL), mma="ptx", warps_n=2, tiles_m=2)
+    if check(params, device, letter) is not None:
+        pytest.skip(f"{device.name.strip()}: {check(params, device, letter)}")
+    rng = np.random.default_rng(5)
+    for edge in ("guard", "pad"):
+        for layout in ("NN", "TT"):
+            run_and_check(ctx, dataclasses.replace(params, layout=layout), DTYPES[letter], 45, 70, 50, "N", "T",
+                          1.0, 0.5, edge, rng, extra_ld=1, offset=1)
+            run_and_check(ctx, dataclasses.replace(params, layout=layout), DTYPES[letter], 130, 67, 97, "T", "N",
+                          -2.0, 0.0, edge, rng)
