@@ -1,5 +1,5 @@
 #!/bin/bash
-# The next H100 visits for issue 4, one phase per call (each well inside the 10-minute limit); run after
+# The H100 visits for issues 4 and 5, one phase per call (each well inside the 10-minute limit); run after
 # `source .gpu/prelude.sh` with src/ on PYTHONPATH; logs and results go to $OUT.
 #   shuffles  the subgroup family's device spellings: PTX shuffles on the GPU, Khronos/Intel shuffles on
 #             PoCL 5 on the machine's CPU (its tests run where a device offers a shuffle)
@@ -7,6 +7,9 @@
 #             the cache goes to $OUT/cache.tgz: unpack it into the cache of the later phases
 #   suites    the SGEMM and DGEMM suites beside cuBLAS, CLBlast and numpy
 #   cpu       the machine's CPU through PoCL beside numpy
+#   tensor    a tune of d and z with the nvidia_mma family (FP64 tensor cores) beside the others, from the
+#             bundled profile; the profile goes to $OUT (bundle it for the next phase)
+#   tensor-bench  d and z at 4096 and 8192 beside cuBLAS and CLBlast, and the DGEMM suite
 set -u
 export AUTOGEMM_CACHE_DIR=${AUTOGEMM_CACHE_DIR:-/tmp/agc} COLUMNS=200
 case "${1:-}" in
@@ -27,5 +30,14 @@ case "${1:-}" in
   cpu)
     timeout -s INT 400 python3 -m autogemm.cli bench -d cpu --dtype s,d --sizes 256:2048 --peers numpy \
       --json "$OUT/cpu.json" > "$OUT/cpu.log" 2>&1; tail -14 "$OUT/cpu.log" ;;
-  *) echo "usage: $0 shuffles|tune|suites|cpu" >&2; exit 2 ;;
+  tensor)
+    timeout 570 python3 -m autogemm.cli tune -d gpu --dtype d,z --budget 8m > "$OUT/tune-dz.log" 2>&1
+    tail -30 "$OUT/tune-dz.log"; cp "$AUTOGEMM_CACHE_DIR"/profiles/*.json "$OUT/"
+    tar czf "$OUT/cache.tgz" -C "$AUTOGEMM_CACHE_DIR" profiles checkpoints capabilities ;;
+  tensor-bench)
+    timeout -s INT 200 python3 -m autogemm.cli bench -d gpu --dtype d,z --sizes 4096,8192 --peers cublas,clblast \
+      --json "$OUT/sweep-dz.json" --plot "$OUT/sweep-dz.png" > "$OUT/sweep-dz.log" 2>&1; tail -12 "$OUT/sweep-dz.log"
+    timeout -s INT 330 python3 -m autogemm.cli bench -d gpu --dtype d --suite --peers cublas,clblast \
+      --json "$OUT/suite-d.json" --plot "$OUT/suite-d.png" > "$OUT/suite-d.log" 2>&1; tail -6 "$OUT/suite-d.log" ;;
+  *) echo "usage: $0 shuffles|tune|suites|cpu|tensor|tensor-bench" >&2; exit 2 ;;
 esac

@@ -32,6 +32,18 @@ def _for(letter: str, params: MmaParams) -> MmaParams:
 @pytest.mark.parametrize("edge", ["guard", "pad"])
 def test_the_emulated_spelling_is_exact(ctx, letter, layout, ta, tb, edge):
     params = _for(letter, dataclasses.replace(SMALL, layout=layout, stages=1 if edge == "pad" else 2))
+    _check_small_problems(ctx, params, letter, ta, tb, edge)
+
+
+# m16n8k16 is left to the GPU test: PoCL 3.0 crashes running its emulation (it builds)
+@pytest.mark.parametrize("letter", "dz")
+@pytest.mark.parametrize("shape,tile_k", [("m16n8k4", 8), ("m16n8k8", 16)])
+def test_the_larger_shapes_emulated_are_exact(ctx, letter, shape, tile_k):
+    params = _for(letter, dataclasses.replace(SMALL, layout="NN", shape=shape, tile_k=tile_k, warps_m=1, warps_n=2))
+    _check_small_problems(ctx, params, letter, "N", "T", "guard")
+
+
+def _check_small_problems(ctx, params, letter, ta, tb, edge):
     rng = np.random.default_rng(4)
     for m, n, k, alpha, beta in ((37, 29, 21, 1.0, 0.0), (16, 32, 40, -0.5, 2.0)):
         run_and_check(ctx, params, DTYPES[letter], m, n, k, ta, tb, alpha, beta, edge, rng, extra_ld=2, offset=3)
@@ -61,6 +73,7 @@ def test_check_offers_the_instruction_only_where_it_runs(device):
     assert "compute capability 8.0" in check(ptx, nvidia, "d")
     ampere = dataclasses.replace(nvidia, vendor_facts={"compute_capability": "8.0"})
     assert check(ptx, ampere, "d") is None
+    assert "compute capability 9.0" in check(dataclasses.replace(ptx, shape="m16n8k8"), ampere, "d")
     assert "not s" in check(ptx, ampere, "s")
     tight = dataclasses.replace(ampere, local_mem_bytes=2048)
     assert "local memory" in check(ptx, tight, "d")
@@ -78,8 +91,9 @@ def test_configurations_round_trip_and_forged_ones_fail():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("letter", "dz")
-def test_the_tensor_cores_are_exact_where_offered(ctx, device, letter):
-    params = dataclasses.replace(_for(letter, SMALL), mma="ptx", warps_n=2, tiles_m=2)
+@pytest.mark.parametrize("shape", ["m8n8k4", "m16n8k4", "m16n8k8", "m16n8k16"])
+def test_the_tensor_cores_are_exact_where_offered(ctx, device, letter, shape):
+    params = dataclasses.replace(_for(letter, SMALL), mma="ptx", warps_n=2, tiles_m=2, shape=shape, tile_k=16)
     if check(params, device, letter) is not None:
         pytest.skip(f"{device.name.strip()}: {check(params, device, letter)}")
     rng = np.random.default_rng(5)
@@ -89,3 +103,51 @@ def test_the_tensor_cores_are_exact_where_offered(ctx, device, letter):
                           1.0, 0.5, edge, rng, extra_ld=1, offset=1)
             run_and_check(ctx, dataclasses.replace(params, layout=layout), DTYPES[letter], 130, 67, 97, "T", "N",
                           -2.0, 0.0, edge, rng)
+
+
+def _h100_like(device):
+    return dataclasses.replace(device, vendor="NVIDIA Corporation", platform_name="NVIDIA CUDA", fp64=True,
+                               device_type="GPU", local_mem_bytes=48 << 10, max_work_group_size=1024,
+                               max_work_item_sizes=(1024, 1024, 64),
+                               vendor_facts={"compute_capability": "9.0", "registers_per_block": "65536"})
+
+
+def test_the_tuning_space_holds_the_instructions_the_device_runs(device):
+    from autogemm.tuning.mma_space import mma_space
+
+    h100 = _h100_like(device)
+    assert mma_space(h100, DTYPES["d"], ()) is None and mma_space(h100, DTYPES["s"], ("m8n8k4",)) is None
+    space = mma_space(h100, DTYPES["z"], ("m8n8k4", "m16n8k8"))
+    configs = [space.config(p) for p in space.points()]
+    assert len(configs) > 100 and {c.shape for c in configs} == {"m8n8k4", "m16n8k8"}
+    assert all(c.mma == "ptx" and check(c, h100, "z") is None for c in configs)
+    # a 512-work-item group has 128 registers each on a multiprocessor of 65536: big warp tiles are out
+    assert not [c for c in configs if c.work_group_size == 512 and c.tiles_m * c.tiles_n >= 8]
+
+
+def test_the_instruction_probe_runs_once_per_device(ctx, monkeypatch, tmp_path):
+    from autogemm.tuning import mma_space as module
+
+    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
+    assert module.instructions_available(ctx) == (() if ptx_problem(ctx.device, "m8n8k4") else
+                                                  module.instructions_available(ctx))
+    probed = []
+
+    class FakeEvaluator:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def evaluate(self, params):
+            probed.append(params.shape)
+            return type("Record", (), {"ok": params.shape != "m16n8k16"})()
+
+        def release(self):
+            pass
+
+    monkeypatch.setattr(module, "ptx_problem", lambda device, shape: None)
+    monkeypatch.setattr(module, "Evaluator", FakeEvaluator)
+    first = module.instructions_available(ctx)
+    assert first == ("m8n8k4", "m16n8k4", "m16n8k8") and len(probed) == 4
+    assert module.instructions_available(ctx) == first and len(probed) == 4      # remembered
+    (tmp_path / "capabilities" / f"{ctx.device.fingerprint}-mma.json").write_text("{not json")
+    assert module.instructions_available(ctx) == first and len(probed) == 8      # a broken file: probed again

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import platformdirs
@@ -22,3 +23,19 @@ def cache_subdir(name: str) -> Path:
     path = cache_dir() / name
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``text`` so that a reader sees the old file or the new one, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(temp, mode)     # mkstemp makes files private
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

@@ -7,15 +7,13 @@ says why, and autogemm falls back (to a bundled profile, then to the device clas
 
 from __future__ import annotations
 
-import os
-import tempfile
 import warnings
 from importlib import resources
 from pathlib import Path
 
 from filelock import FileLock
 
-from ..cache import cache_subdir
+from ..cache import cache_subdir, write_atomically
 from ..errors import ProfileError
 from ..runtime.device import Device
 from .profile import Profile
@@ -55,17 +53,7 @@ def save(profile: Profile, path: Path | None = None) -> Path:
                     profile = profile.merged_into(older)
             except ProfileError:
                 pass   # a broken file is replaced
-        fd, temp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(profile.to_json())
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(temp, 0o644)   # a profile is meant to be shared: mkstemp makes it private
-            os.replace(temp, path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        write_atomically(path, profile.to_json())   # a profile is meant to be shared: readable by all
     _memo.clear()
     return path
 

@@ -1,8 +1,8 @@
 """``tune``: search the codelet space of a device per dtype and size class, and keep the best in its profile.
 
 For each dtype and size class: the pruned space of each kernel family the device can run (``simt_space``,
-and ``subgroup_space`` where it offers a shuffle) with the multiply-add form the FMA micro-benchmark
-chose, an ``Evaluator`` on fresh random data of the class's shape, the checkpoint of that (device, dtype,
+``subgroup_space`` where it offers a shuffle, ``mma_space`` where it has tensor-core instructions for the
+dtype) with the multiply-add form the FMA micro-benchmark chose, an ``Evaluator`` on fresh random data of the class's shape, the checkpoint of that (device, dtype,
 shape), and a strategy per family under its share of the budget. The best correct configurations are
 verified on awkward shapes and written to the device profile as each class finishes, so an interrupted run
 keeps every finished class (and, in the checkpoint, every measurement). The budget covers the whole run:
@@ -31,6 +31,7 @@ from .evaluator import Evaluator
 from .objective import BudgetSpent, Objective, default_workers
 from .records import Record
 from .simt_space import simt_space
+from .mma_space import instructions_available, mma_space
 from .subgroup_space import subgroup_space
 from .space import Point, SearchSpace
 from .strategies import DEFAULT_STRATEGY, get_strategy
@@ -96,7 +97,7 @@ def known_points(space: SearchSpace, configs: list[KernelParams]) -> list[Point]
     """The points of ``space`` whose configurations are among ``configs`` up to the multiply-add form
     (which the space sets from this run's FMA benchmark), in the order of ``configs``."""
     def key(config: KernelParams) -> KernelParams:
-        return replace(config, mac="fma")
+        return replace(config, mac="fma") if hasattr(config, "mac") else config
 
     order = {key(c): i for i, c in reversed(list(enumerate(configs))) if c.family == space.family}
     if not order:
@@ -170,6 +171,7 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
         if device.is_gpu:
             stack.enter_context(ctx.building_in_processes(default_workers()))
         widths = (1, 2, 4) if device.is_gpu else (1, 2, 4, 8)
+        shapes = instructions_available(ctx)
         reals = tuple(sorted({"d" if dt.needs_fp64 else "s" for dt in dtypes}))
         results = fma.benchmark(ctx, reals, widths)
         listener.fma_done(results)
@@ -186,7 +188,8 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
                 raise TuningError(f"no configuration of the {dt.letter} space fits {device.name.strip()}")
             start = start_point(space, default_params(device, dt))
             shuffled = subgroup_space(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths})
-            extra = [shuffled] if shuffled is not None and len(shuffled) else []
+            tensor = mma_space(device, dt, shapes)
+            extra = [s for s in (shuffled, tensor) if s is not None and len(s)]
             for size in sizes:
                 share = class_budget(budget, time.monotonic() - started, weights[0], sum(weights), total_weight)
                 weights.pop(0)
@@ -213,8 +216,9 @@ def class_budget(budget: Budget, elapsed: float, weight: float, remaining_weight
     return Budget(budget.share(weight / total_weight).evaluations, seconds)
 
 
-#: The share of a class's budget the simt family gets when another family is searched too.
-SIMT_SHARE = 0.8
+#: How a class's budget is split among the families searched: in proportion to these weights (the
+#: tensor cores, where a device has them, are where its fastest kernels are).
+FAMILY_WEIGHTS = {"simt": 4.0, "subgroup": 1.0, "nvidia_mma": 8.0}
 
 
 def _tune_class(ctx: DeviceContext, dt: Dtype, size: SizeClass, spaces: list[tuple[SearchSpace, Point | None]],
@@ -227,7 +231,8 @@ def _tune_class(ctx: DeviceContext, dt: Dtype, size: SizeClass, spaces: list[tup
     if fresh:
         checkpoint.clear()
     evaluator = Evaluator(ctx, dt, *size.shape)
-    shares = [1.0] if len(spaces) == 1 else [SIMT_SHARE] + [(1 - SIMT_SHARE) / (len(spaces) - 1)] * (len(spaces) - 1)
+    weights = [FAMILY_WEIGHTS[space.family] for space, _ in spaces]
+    shares = [weight / sum(weights) for weight in weights]
     objectives = []
     started = time.monotonic()
     try:

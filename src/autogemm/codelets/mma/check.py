@@ -5,12 +5,12 @@ from __future__ import annotations
 from ...dtypes import Dtype, get_dtype
 from ...runtime.device import Device
 from ..limits import device_limits
-from .params import WARP, MmaParams
+from .params import INSTRUCTIONS, WARP, MmaParams
 from .render import local_bytes
 
-#: The oldest NVIDIA architecture (compute capability) with each instruction shape.
-MIN_CAPABILITY = {"m8n8k4": (8, 0)}
-
+#: 32-bit registers a work-item needs besides its accumulators, fragments and prefetched operands
+#: (indices, pointers, loop counters), as ptxas reported on the H100.
+OVERHEAD_REGISTERS = 16
 
 def capability(device: Device) -> tuple[int, int] | None:
     """The NVIDIA compute capability the driver reports, or None."""
@@ -23,11 +23,23 @@ def ptx_problem(device: Device, shape: str) -> str | None:
     """Why ``device`` cannot run ``shape`` as inline PTX, or None."""
     if not device.is_nvidia:
         return "mma 'ptx' is inline PTX for NVIDIA's compiler"
-    found, needed = capability(device), MIN_CAPABILITY[shape]
+    found, needed = capability(device), INSTRUCTIONS[shape].capability
     if found is None or found < needed:
         have = "an unknown" if found is None else "compute capability {}.{}".format(*found)
         return f"mma.sync {shape} needs compute capability {needed[0]}.{needed[1]}; the device has {have}"
     return None
+
+
+def register_estimate(params: MmaParams, dtype: Dtype) -> int:
+    """32-bit registers per work-item: accumulators, one chunk's fragments and the next K block's share,
+    per real part, plus the overhead."""
+    inst = params.instruction
+    words = inst.real_bytes // 4 * dtype.reals_per_element
+    accumulators = params.tiles_m * params.tiles_n * 2 * inst.row_halves
+    fragments = (params.tiles_m * inst.row_halves + params.tiles_n) * params.lane_k
+    prefetched = (params.block_rows + params.block_cols) * params.tile_k // params.work_group_size
+    return words * (accumulators + fragments) + inst.real_bytes // 4 * dtype.reals_per_element * prefetched \
+        + OVERHEAD_REGISTERS
 
 
 def check(params: MmaParams, device: Device, dtype: Dtype | str) -> str | None:
@@ -45,4 +57,15 @@ def check(params: MmaParams, device: Device, dtype: Dtype | str) -> str | None:
     used = local_bytes(params, dt)
     if used > device.local_mem_bytes:
         return f"needs {used} bytes of local memory; the device has {device.local_mem_bytes}"
+    registers, budget = register_estimate(params, dt), register_budget(device, params.work_group_size)
+    if registers > budget:
+        return f"estimated {registers} registers per work-item, over the budget of {budget} for its work-group"
     return None
+
+
+def register_budget(device: Device, work_group_size: int) -> int:
+    """Registers a work-item of a work-group of ``work_group_size`` may use: the device's per-work-item
+    budget, and its share of a multiprocessor's registers where the driver reports them."""
+    per_block = device.vendor_facts.get("registers_per_block", "")
+    share = int(per_block) // work_group_size if per_block.isdigit() else device.max_registers_per_work_item
+    return min(device.max_registers_per_work_item, share)

@@ -28,6 +28,8 @@ class Instruction:
     m: int
     k: int
     register: str            # inline-assembly constraint of a fragment register
+    real_bytes: int          # bytes of one real operand
+    capability: tuple[int, int]   # the oldest NVIDIA architecture that has it
 
     n: ClassVar[int] = 8
 
@@ -43,7 +45,10 @@ class Instruction:
 
 
 INSTRUCTIONS = {
-    "m8n8k4": Instruction("m8n8k4", "f64.f64.f64.f64", ("d", "z"), m=8, k=4, register="d"),
+    "m8n8k4": Instruction("m8n8k4", "f64.f64.f64.f64", ("d", "z"), 8, 4, "d", 8, (8, 0)),
+    "m16n8k4": Instruction("m16n8k4", "f64.f64.f64.f64", ("d", "z"), 16, 4, "d", 8, (9, 0)),
+    "m16n8k8": Instruction("m16n8k8", "f64.f64.f64.f64", ("d", "z"), 16, 8, "d", 8, (9, 0)),
+    "m16n8k16": Instruction("m16n8k16", "f64.f64.f64.f64", ("d", "z"), 16, 16, "d", 8, (9, 0)),
 }
 LAYOUTS = ("NN", "NT", "TN", "TT")
 WARPS = (1, 2, 4)
@@ -126,8 +131,15 @@ class MmaParams:
 
     @property
     def lane_k(self) -> int:
-        """Consecutive k one lane reads from local memory at once: its columns of two instructions."""
-        return 2 * self.instruction.k_per_lane
+        """Consecutive k one lane reads from local memory at once (at least 16 bytes): its columns of
+        one or more instructions."""
+        inst = self.instruction
+        return max(inst.k_per_lane, 16 // inst.real_bytes)
+
+    @property
+    def steps(self) -> int:
+        """Instructions that share one read of LANE_K k per lane."""
+        return self.lane_k // self.instruction.k_per_lane
 
     def describe(self) -> str:
         """A one-line summary, e.g. ``mma m8n8k4 NT warps2x2 tiles2x2x16 v1 stages2 ptx``."""

@@ -7,9 +7,9 @@ Work-item (lx, ly) of a work-group is lane lx % 32 of warp (ly, lx / 32). Both o
 staged in local memory as rows of k (A as BLOCK_ROWS x TILE_K, B as BLOCK_COLS x TILE_K, each row padded
 so that a quarter-warp's reads fall in distinct banks); complex operands are kept as separate real and
 imaginary arrays, and their product is four real products. The instruction's fragments take k in an
-order of our choosing: a lane reads LANE_K consecutive k at once (one vector load) and gives them to two
-instructions, so that lane t of a group of four holds k = CHUNK * c + LANE_K * t + (0 .. LANE_K - 1); A and
-B use the same order, so the sum over k is unchanged.
+order of our choosing: a lane reads LANE_K consecutive k at once (a vector load of 16 bytes or more) and
+gives them to one or more instructions, so that lane t of a group of four holds k = CHUNK * c + LANE_K * t
++ (0 .. LANE_K - 1); A and B use the same order, so the sum over k is unchanged.
 """
 
 from __future__ import annotations
@@ -23,17 +23,19 @@ from ..writer import ElementCode, hex_digit
 from .params import WARP, Instruction, MmaParams
 
 KERNEL_NAME = "gemm"
-#: Bytes a quarter-warp reads at once from two rows of local memory: a row's stride is padded to an odd
-#: multiple of half of it, so that the two rows fall in different banks.
-BANK_SPAN = 128
+#: Local memory serves a warp's 16-byte reads a quarter-warp at a time: 8 lanes, two rows (g) of four
+#: (t), over 32 banks of 4 bytes. A lane reading ``span`` bytes at t * span leaves the row's reads
+#: contiguous (span 16: 64 bytes) or every other 16 bytes free (span 32); the second row must fill the
+#: rest: its start lies ``offset`` bytes past the first, modulo ``period``.
+ROW_PLACEMENT = {16: (128, 64), 32: (32, 16)}
 
 
 def row_stride(params: MmaParams, dtype: Dtype) -> int:
     """Reals from one row of a staged operand to the next: TILE_K, padded against bank conflicts."""
     real_bytes = dtype.itemsize // dtype.reals_per_element
     stride = params.tile_k * real_bytes
-    pad = (BANK_SPAN // 2 - stride % BANK_SPAN) % BANK_SPAN
-    return (stride + pad) // real_bytes
+    period, offset = ROW_PLACEMENT.get(params.lane_k * real_bytes, (1, 0))
+    return (stride + (offset - stride) % period) // real_bytes
 
 
 def scratch_reals(inst: Instruction) -> int:
@@ -90,7 +92,7 @@ class _Generator(ElementCode):
           f"#define MMA_K {inst.k}             // k per instruction",
           f"#define TILE_K {p.tile_k}           // k per block staged in local memory",
           f"#define STAGES {p.stages}            // local buffers",
-          f"#define LANE_K {p.lane_k}            // consecutive k a lane reads at once, for two instructions",
+          f"#define LANE_K {p.lane_k}            // consecutive k a lane reads at once, for {p.steps} instruction(s)",
           "#define CHUNK (4 * LANE_K)       // k the four lanes of a group read at once",
           f"#define LDS {lds}              // reals from one staged row to the next (TILE_K and padding)",
           "#define THREADS (32 * WARPS_M * WARPS_N)",
@@ -227,8 +229,8 @@ class _Generator(ElementCode):
                  [("acc_re", "_re", "_re", ""), ("acc_re", "_im", "_im", "-"),
                   ("acc_im", "_re", "_im", ""), ("acc_im", "_im", "_re", "")])
         extra = ", scratch + warp * SCRATCH, lane" if p.mma == "local" else ""
-        for step in range(2):
-            w(f"// instruction {step + 1} of 2 on this chunk: components {step * inst.k_per_lane}.."
+        for step in range(p.steps):
+            w(f"// instruction {step + 1} of {p.steps} on this chunk: components {step * inst.k_per_lane}.."
               f"{(step + 1) * inst.k_per_lane - 1} of each lane's reads")
             for acc, a_suffix, b_suffix, sign in terms:
                 self.unrolled("i", "TILES_M")

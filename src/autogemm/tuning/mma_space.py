@@ -1,0 +1,75 @@
+"""The tuning space of the ``nvidia_mma`` codelets on one device, and the probe that says which
+instruction shapes it runs.
+
+The family is offered only where ``check`` allows the PTX (an NVIDIA device of a recent enough
+architecture), and then only with the shapes a one-warp kernel built and computed exactly on this very
+device and driver: the probe runs once per device and its answer is kept in the cache."""
+
+from __future__ import annotations
+
+import json
+
+from ..cache import cache_subdir, write_atomically
+from ..codelets.mma import INSTRUCTIONS, MmaParams, check, ptx_problem
+from ..dtypes import DTYPES, Dtype
+from ..runtime.context import DeviceContext
+from ..runtime.device import Device
+from .evaluator import Evaluator
+from .space import Knob, SearchSpace
+
+#: The register cap every configuration asks NVIDIA's compiler for (its default is lower than the
+#: accumulators of a 64 x 32 warp tile need).
+REGISTER_CAP = "-cl-nv-maxrregcount=255"
+#: The probe: the smallest configuration of a shape, on a problem no tile divides.
+PROBE_SHAPE = (40, 24, 36)
+
+
+def _probe_params(shape: str) -> MmaParams:
+    return MmaParams(layout="NT", shape=shape, warps_m=1, warps_n=1, tiles_m=1, tiles_n=1,
+                     tile_k=4 * max(INSTRUCTIONS[shape].k_per_lane, 2), stages=1, vector_width=1, mma="ptx")
+
+
+def instructions_available(ctx: DeviceContext) -> tuple[str, ...]:
+    """The mma shapes whose PTX this device's compiler accepts and whose products come out exact:
+    measured once per device (fingerprint), then read from the cache."""
+    device = ctx.device
+    candidates = [shape for shape in INSTRUCTIONS if ptx_problem(device, shape) is None]
+    if not candidates:
+        return ()
+    path = cache_subdir("capabilities") / f"{device.fingerprint}-mma.json"
+    try:
+        known = json.loads(path.read_text(encoding="utf-8"))
+        known = {k: v for k, v in known.items() if k in INSTRUCTIONS and isinstance(v, bool)}
+    except (OSError, ValueError, AttributeError):
+        known = {}
+    missing = [shape for shape in candidates if shape not in known]
+    if missing:
+        evaluator = Evaluator(ctx, DTYPES["d"], *PROBE_SHAPE, runs=1)
+        try:
+            for shape in missing:
+                known[shape] = evaluator.evaluate(_probe_params(shape)).ok
+        finally:
+            evaluator.release()
+        write_atomically(path, json.dumps(known, indent=1, sort_keys=True))
+    return tuple(shape for shape in candidates if known[shape])
+
+
+def mma_space(device: Device, dtype: Dtype, shapes: tuple[str, ...]) -> SearchSpace[MmaParams] | None:
+    """The pruned space for ``dtype`` on ``device`` over the instruction ``shapes`` it runs (see
+    ``instructions_available``); None when none of them multiplies ``dtype``."""
+    shapes = tuple(s for s in shapes if dtype.letter in INSTRUCTIONS[s].reals)
+    if not shapes:
+        return None
+    knobs = [Knob("shape", shapes), Knob("layout", ("NT", "TT", "NN", "TN")),
+             Knob("warps", ((2, 4), (4, 2), (2, 2), (1, 4), (4, 1), (2, 1), (1, 2), (4, 4))),
+             Knob("tiles", ((4, 4), (2, 4), (4, 2), (2, 2), (2, 8), (1, 4), (4, 1))),
+             Knob("tile_k", (8, 16, 32), ordered=True), Knob("stages", (1, 2)),
+             Knob("vector_width", (1, 2), ordered=True)]
+
+    def make(values: dict) -> MmaParams:
+        (warps_m, warps_n), (tiles_m, tiles_n) = values["warps"], values["tiles"]
+        return MmaParams(layout=values["layout"], shape=values["shape"], warps_m=warps_m, warps_n=warps_n,
+                         tiles_m=tiles_m, tiles_n=tiles_n, tile_k=values["tile_k"], stages=values["stages"],
+                         vector_width=values["vector_width"], mma="ptx", build_options=(REGISTER_CAP,))
+
+    return SearchSpace(knobs, make, lambda params: check(params, device, dtype), family="nvidia_mma")
