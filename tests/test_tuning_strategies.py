@@ -124,6 +124,8 @@ def test_the_search_starts_at_the_class_default(device):
     default = default_params(gpu, DTYPES["s"])
     config = space.config(start_point(space, default))
     assert dataclasses.replace(config, mac="fma", build_options=()) == default
+    from autogemm.codelets.mma import MmaParams
+    assert start_point(space, MmaParams()) is None      # a class won by another family: no simt start
 
 
 def test_finalists_are_the_top_and_the_best_of_every_other_layout(monkeypatch):

@@ -106,12 +106,15 @@ def known_points(space: SearchSpace, configs: list[KernelParams]) -> list[Point]
     return [p for _, p in sorted((i, p) for i, p in keyed if i is not None)]
 
 
-def start_point(space: SearchSpace, params: SimtParams) -> Point | None:
-    """The point of ``space`` whose configuration is ``params`` up to the multiply-add form and build
-    options (which the space sets itself), to start local searches from; None when it is not in it."""
+def start_point(space: SearchSpace, params: KernelParams) -> Point | None:
+    """The point of the simt ``space`` whose configuration is ``params`` up to the multiply-add form and
+    build options (which the space sets itself), to start local searches from; None when it is not in
+    it (or is of another family)."""
     def key(config: SimtParams) -> SimtParams:
         return replace(config, mac="fma", build_options=())
 
+    if params.family != space.family:
+        return None
     wanted = key(params)
     return next((p for p in space.points() if key(space.config(p)) == wanted), None)
 
