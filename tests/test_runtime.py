@@ -106,3 +106,18 @@ def test_builds_in_worker_processes_give_working_programs(ctx):
     out = np.empty_like(data)
     cl.enqueue_copy(ctx.queue, out, buf).wait()
     assert np.array_equal(out, 3 * data)
+
+
+def test_the_stored_layout_is_preferred_only_where_the_tuners_rates_do_not_hold():
+    from autogemm.blas import GemmProblem, Op
+    from autogemm.blas.selection import prefer_stored_layout
+    from autogemm.codelets.mma import MmaParams
+    from autogemm.dtypes import DTYPES
+    from autogemm.profiles import Ranked
+
+    nt, nn, tn = (Ranked(MmaParams(layout=layout), rate) for layout, rate in (("NT", 45.0), ("NN", 41.0), ("TN", 42.0)))
+    dense = GemmProblem.dense(DTYPES["d"], 64, 64, 64)
+    assert prefer_stored_layout([nt, nn, tn], dense) is nt          # measured as stored: the rates include packs
+    a_transposed = GemmProblem(DTYPES["d"], 64, 64, 64, Op.from_letter("T", "trans_a"), Op.from_letter("N", "trans_b"))
+    assert prefer_stored_layout([nt, nn, tn], a_transposed) is tn   # no pack, within 0.9 of the best
+    assert prefer_stored_layout([nt, nn, Ranked(tn.config, 30.0)], a_transposed) is nt

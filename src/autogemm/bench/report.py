@@ -59,7 +59,7 @@ def table(cases: Sequence[CaseResult], title: str) -> Table:
     out.add_column("problem")
     for name in names:
         out.add_column(name, justify="right")
-    out.add_column("% peak", justify="right")
+    out.add_column("% FMA peak", justify="right")
     for peer in peers:
         out.add_column(f"/ {peer}", justify="right")
     for case in cases:

@@ -14,6 +14,9 @@ from .problem import GemmProblem
 #: A stored configuration that reads the operands as they are stored (no pack before the product) is
 #: preferred to the fastest one when its measured rate is at least this share of the fastest's.
 LAYOUT_MATCH_SHARE = 0.9
+#: How the problems the tuner measures are stored: their rates already include the packs such a
+#: problem needs, so for it the fastest stored configuration is simply the first.
+MEASURED_LAYOUT = "NN"
 #: A size class farther in shape than another is chosen only when predicted at least this much faster.
 PREDICTION_MARGIN = 1.1
 
@@ -45,11 +48,14 @@ def choose_params(device: Device, problem: GemmProblem) -> tuple[SimtParams, str
 
 
 def prefer_stored_layout(ranked: list[Ranked], problem: GemmProblem) -> Ranked:
-    """The first of ``ranked`` (best first), unless one whose codelet layout is the problem's stored
-    layout (so neither operand needs a transposing pack) is within ``LAYOUT_MATCH_SHARE`` of it."""
+    """The first of ``ranked`` (best first), unless the problem is stored otherwise than the tuner's
+    (whose rates include the packs) and one whose codelet layout is the problem's stored layout (so
+    neither operand needs a transposing pack) is within ``LAYOUT_MATCH_SHARE`` of it."""
     if (problem.op_a.conjugated or problem.op_b.conjugated) and problem.dtype.is_complex:
         return ranked[0]          # a conjugating pack is needed whatever the layout
     stored = ("T" if problem.op_a.transposed else "N") + ("T" if problem.op_b.transposed else "N")
+    if stored == MEASURED_LAYOUT:
+        return ranked[0]
     matching = next((r for r in ranked if r.config.layout == stored), None)
     if matching is not None and matching.gflops >= LAYOUT_MATCH_SHARE * ranked[0].gflops:
         return matching

@@ -60,8 +60,8 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
     """Time autogemm (with the device's profile) and its peers on the same problems in one run.
 
     Every result is checked against a float64 reference; a wrong one is shown, never counted. Rates are
-    TFLOP/s; '% peak' is autogemm's share of the device's multiply-add peak measured in the same run;
-    '/ peer' is autogemm's rate over the peer's."""
+    TFLOP/s; '% FMA peak' is autogemm's share of the device's multiply-add peak measured in the same run
+    (over 100% on tensor cores); '/ peer' is autogemm's rate over the peer's."""
     try:
         if sum(bool(x) for x in (sizes, shapes_file, use_suite)) > 1:
             raise ArgumentError("choose one of --sizes, --shapes and --suite")
