@@ -49,6 +49,22 @@ def _check_small_problems(ctx, params, letter, ta, tb, edge):
         run_and_check(ctx, params, DTYPES[letter], m, n, k, ta, tb, alpha, beta, edge, rng, extra_ld=2, offset=3)
 
 
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("edge", ["guard", "pad"])
+def test_asynchronous_copies_run_the_pipeline_right(ctx, stages, edge):
+    params = dataclasses.replace(SMALL, copy="async", stages=stages)
+    _check_small_problems(ctx, params, "d", "N", "T", edge)
+    run_and_check(ctx, params, DTYPES["d"], 33, 40, 81, "T", "N", 1.0, 0.5, edge, np.random.default_rng(6), offset=1)
+
+
+def test_asynchronous_copies_are_for_rows_of_real_k(device):
+    with pytest.raises(ConfigError, match="layout NT"):
+        params_from_dict({**SMALL.to_dict(), "copy": "async", "layout": "NN"})
+    with pytest.raises(ConfigError, match="stages 1 or 2"):
+        params_from_dict({**SMALL.to_dict(), "stages": 3})
+    assert "complex" in check(dataclasses.replace(SMALL, copy="async", vector_width=1), device, "z")
+
+
 def test_split_k_and_longer_blocks_work_for_the_family_too(ctx):
     params = dataclasses.replace(SMALL, tile_k=16, warps_m=1, warps_n=2, tiles_m=2, tiles_n=1)
     run_and_check(ctx, params, DTYPES["d"], 20, 33, 300, "N", "N", 1.5, 0.0, "auto", np.random.default_rng(3),
@@ -103,6 +119,10 @@ def test_the_tensor_cores_are_exact_where_offered(ctx, device, letter, shape):
                           1.0, 0.5, edge, rng, extra_ld=1, offset=1)
             run_and_check(ctx, dataclasses.replace(params, layout=layout), DTYPES[letter], 130, 67, 97, "T", "N",
                           -2.0, 0.0, edge, rng)
+        if letter == "d":
+            for stages in (2, 3):
+                copied = dataclasses.replace(params, copy="async", stages=stages)
+                run_and_check(ctx, copied, DTYPES[letter], 130, 67, 97, "N", "T", 1.0, 0.5, edge, rng, offset=1)
 
 
 def _h100_like(device):

@@ -37,7 +37,8 @@ def register_estimate(params: MmaParams, dtype: Dtype) -> int:
     words = inst.real_bytes // 4 * dtype.reals_per_element
     accumulators = params.tiles_m * params.tiles_n * 2 * inst.row_halves
     fragments = (params.tiles_m * inst.row_halves + params.tiles_n) * params.lane_k
-    prefetched = (params.block_rows + params.block_cols) * params.tile_k // params.work_group_size
+    prefetched = 0 if params.copy == "async" else \
+        (params.block_rows + params.block_cols) * params.tile_k // params.work_group_size
     return words * (accumulators + fragments) + inst.real_bytes // 4 * dtype.reals_per_element * prefetched \
         + OVERHEAD_REGISTERS
 
@@ -50,6 +51,8 @@ def check(params: MmaParams, device: Device, dtype: Dtype | str) -> str | None:
         return problem
     if dt.letter not in params.instruction.reals:
         return f"mma shape {params.shape} multiplies {'/'.join(params.instruction.reals)}gemm operands, not {dt.letter}"
+    if params.copy == "async" and dt.is_complex:
+        return "copy 'async' copies elements whole; complex operands are staged as separate parts"
     if params.mma == "ptx":
         problem = ptx_problem(device, params.shape)
         if problem:

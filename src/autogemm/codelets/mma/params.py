@@ -54,7 +54,10 @@ LAYOUTS = ("NN", "NT", "TN", "TT")
 WARPS = (1, 2, 4)
 WARP_TILES = (1, 2, 4, 8)
 TILE_K_SIZES = (8, 16, 32)
-STAGES = (1, 2)
+STAGES = (1, 2, 3)
+#: How a K block reaches local memory: through each work-item's registers (fetched a block ahead), or by
+#: asynchronous copies (``cp.async``, no registers, as many blocks ahead as there are stages less one).
+COPIES = ("registers", "async")
 VECTOR_WIDTHS = (1, 2, 4)
 #: How the instruction runs: inline PTX on NVIDIA's compiler, or emulated through local memory with the
 #: same fragment layout (portable and slow: it lets any device test the kernel around the instruction).
@@ -67,7 +70,9 @@ class MmaParams:
 
     A work-group is ``warps_m`` x ``warps_n`` warps; each warp computes ``tiles_m`` x ``tiles_n``
     instruction tiles of C (of ``shape``'s m x 8 each). Per K block of ``tile_k``, the work-group stages
-    both operands through local memory (``stages`` buffers: with two, the next block is stored while
+    both operands through local memory. With ``copy`` "async" (layout NT, real dtypes), blocks are copied
+    straight to local memory ``stages`` - 1 blocks ahead. With "registers", ``stages`` buffers: with two, the
+    next block is stored while
     this one is multiplied; either way each work-item fetches the next block from global memory into
     registers first, ``vector_width`` elements per load). ``layout`` says how the kernel reads its
     operands, as in ``simt``: N = as stored (A is M x K, B is K x N), T = transposed.
@@ -86,6 +91,7 @@ class MmaParams:
     vector_width: int = 1
     mma: str = "local"
     build_options: tuple[str, ...] = ()
+    copy: str = "registers"
 
     # ----- what plans ask of every family ---------------------------------------------------------
     image_a: ClassVar[bool] = False
@@ -121,10 +127,14 @@ class MmaParams:
         """Why this point lies outside the family's space regardless of device, or None."""
         choices = {"layout": LAYOUTS, "shape": tuple(INSTRUCTIONS), "warps_m": WARPS, "warps_n": WARPS,
                    "tiles_m": WARP_TILES, "tiles_n": WARP_TILES, "tile_k": TILE_K_SIZES, "stages": STAGES,
-                   "vector_width": VECTOR_WIDTHS, "mma": SPELLINGS}
+                   "vector_width": VECTOR_WIDTHS, "mma": SPELLINGS, "copy": COPIES}
         problem = choices_problem(self, choices) or build_options_problem(self.build_options)
         if problem:
             return problem
+        if self.copy == "async" and (self.layout != "NT" or self.stages < 2):
+            return "copy 'async' reads rows of k (layout NT) into two or three stages"
+        if self.copy == "registers" and self.stages > 2:
+            return "copy 'registers' fetches one block ahead: stages 1 or 2"
         if self.tile_k % (4 * self.lane_k):
             return f"tile_k {self.tile_k} must be a multiple of {4 * self.lane_k} (the k a warp's lanes read at once)"
         return None
@@ -145,5 +155,5 @@ class MmaParams:
         """A one-line summary, e.g. ``mma m8n8k4 NT warps2x2 tiles2x2x16 v1 stages2 ptx``."""
         parts = ["mma", self.shape, self.layout, f"warps{self.warps_m}x{self.warps_n}",
                  f"tiles{self.tiles_m}x{self.tiles_n}x{self.tile_k}", f"v{self.vector_width}",
-                 f"stages{self.stages}", self.mma, *self.build_options]
+                 f"stages{self.stages}" + ("/async" if self.copy == "async" else ""), self.mma, *self.build_options]
         return " ".join(parts)

@@ -275,7 +275,6 @@ class _Generator(ElementCode):
         p, w = self.p, self.out
         a_step = "K" if self.k_contiguous("A") else "K * lda"
         b_step = "K" if self.k_contiguous("B") else "K * ldb"
-        vec_in = self.vtype(p.vector_width)
         w("const int lane = get_local_id(0) & 31;",
           "const int warp_n = get_local_id(0) >> 5, warp_m = get_local_id(1);",
           "const int warp = warp_m * WARPS_N + warp_n;",
@@ -301,8 +300,20 @@ class _Generator(ElementCode):
         self.unrolled("r", "2 * MMA_M / 8", " ".join(f"{acc}[i][j][r] = 0;" for acc in accs))
         w.close()
         w.close()
+        if p.copy == "async":
+            self.async_pipeline()
+        else:
+            self.register_pipeline()
+        w("")
+        self.epilogue()
+
+    def register_pipeline(self) -> None:
+        """The main loop with each work-item fetching its share of the next K block into registers while
+        the current block is multiplied, then storing it to local memory."""
+        p, w = self.p, self.out
         for op in ("A", "B"):
-            w(f"{vec_in} {op.lower()}_next[{self.staging_geometry(op)[1]}];   // this work-item's share of the next K block")
+            w(f"{self.vtype(p.vector_width)} {op.lower()}_next[{self.staging_geometry(op)[1]}];"
+              "   // this work-item's share of the next K block")
         w("", "int stage = 0;")
         self.fetch("A", "0")
         self.fetch("B", "0")
@@ -327,8 +338,71 @@ class _Generator(ElementCode):
         if p.stages == 2:
             w("stage ^= 1;")
         w.close()
+
+    def copy_unit(self) -> int:
+        """Elements per asynchronous copy: 16 bytes where whole aligned vectors are guaranteed, else one."""
+        return 1 if self.guarded else min(self.p.vector_width, 16 // self.dt.itemsize)
+
+    def copy_functions(self) -> None:
+        """``copy_async`` (the first ``count`` of COPY elements from global to local memory, the rest zero),
+        ``copy_commit`` and ``copy_wait``: cp.async in PTX, or plain copies where the instruction is emulated."""
+        w, unit = self.out, self.copy_unit()
+        size = unit * self.dt.itemsize
+        w(f"#define COPY {unit}   // elements per asynchronous copy")
+        w.open("inline void copy_async(__local real* dst, const __global real* src, const int count)")
+        if self.p.mma == "ptx":
+            cache = "cg" if size == 16 else "ca"      # .cg (L2 only) takes 16-byte copies alone
+            w(f'asm volatile("cp.async.{cache}.shared.global [%0], [%1], {size}, %2;"',
+              f'    :: "r"((uint)(ulong)dst), "l"(src), "r"(count * {self.dt.itemsize}) : "memory");')
+        else:
+            w("for (int e = 0; e < COPY; ++e) dst[e] = e < count ? src[e] : (real)0;")
+        w.close()
+        if self.p.mma == "ptx":
+            w('#define copy_commit() asm volatile("cp.async.commit_group;" ::: "memory")',
+              f'#define copy_wait() asm volatile("cp.async.wait_group {self.p.stages - 2};" ::: "memory")')
+        else:
+            w("#define copy_commit()", "#define copy_wait()")
         w("")
-        self.epilogue()
+
+    def issue(self, op: str, k0: str, stage: str) -> None:
+        """Start the copies of operand ``op``'s K block at ``k0`` into local stage ``stage``."""
+        unit = self.copy_unit()
+        ptr, ld, extent, block = (("A", "lda", "M", "block_row") if op == "A" else ("B", "ldb", "N", "block_col"))
+        lines = [f"const int r = {block} + o;"]
+        for e in range(0, self.p.vector_width, unit):
+            c = f"{k0} + kk + {e}"
+            if self.guarded:
+                lines.append(f"const int count{e} = r < {extent} ? clamp(K - ({c}), 0, COPY) : 0;")
+                source = f"count{e} ? {ptr} + r * {ld} + {c} : {ptr}"
+            else:
+                lines.append(f"const int count{e} = COPY;")
+                source = f"{ptr} + r * {ld} + {c}"
+            lines.append(f"copy_async({self.local_name(op, '')} + ({stage}) * {op}_STAGE + o * LDS + kk + {e}, "
+                         f"{source}, count{e});")
+        self.staging_loop(op, lines)
+
+    def async_pipeline(self) -> None:
+        """The main loop with K blocks copied straight to local memory STAGES - 1 blocks ahead."""
+        p, w = self.p, self.out
+        for s in range(p.stages - 1):
+            w.open(f"if ({s} * TILE_K < K)")
+            self.issue("A", f"{s} * TILE_K", str(s))
+            self.issue("B", f"{s} * TILE_K", str(s))
+            w.close()
+            w("copy_commit();")
+        w("int stage = 0;")
+        w.open("for (int k0 = 0; k0 < K; k0 += TILE_K)")
+        w("copy_wait();                                   // this work-item's copies of block k0 are in",
+          "barrier(CLK_LOCAL_MEM_FENCE);                 // everyone's are, and the oldest stage is free")
+        w.open("if (k0 + (STAGES - 1) * TILE_K < K)")
+        w("const int ahead = (stage + STAGES - 1) % STAGES;")
+        self.issue("A", "k0 + (STAGES - 1) * TILE_K", "ahead")
+        self.issue("B", "k0 + (STAGES - 1) * TILE_K", "ahead")
+        w.close()
+        w("copy_commit();")
+        self.compute()
+        w("stage = (stage + 1) % STAGES;")
+        w.close()
 
     def generate(self) -> str:
         self.out.depth = 1
@@ -337,6 +411,8 @@ class _Generator(ElementCode):
         self.out = type(self.out)()
         self.header()
         self.instruction_function()
+        if self.p.copy == "async":
+            self.copy_functions()
         self.mac_function()
         self.load_helpers()
         self.store_helper()
