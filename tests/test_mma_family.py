@@ -122,6 +122,8 @@ def test_the_tensor_cores_are_exact_where_offered(ctx, device, letter, shape):
         if letter == "d":
             for stages in (2, 3):
                 copied = dataclasses.replace(params, copy="async", stages=stages)
+                if check(copied, device, letter) is not None:      # three stages of 64 rows need too much
+                    continue
                 run_and_check(ctx, copied, DTYPES[letter], 130, 67, 97, "N", "T", 1.0, 0.5, edge, rng, offset=1)
 
 
@@ -164,10 +166,11 @@ def test_the_instruction_probe_runs_once_per_device(ctx, monkeypatch, tmp_path):
         def release(self):
             pass
 
+    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path / "fake"))      # not what a real probe found
     monkeypatch.setattr(module, "ptx_problem", lambda device, shape: None)
     monkeypatch.setattr(module, "Evaluator", FakeEvaluator)
     first = module.instructions_available(ctx)
     assert first == ("m8n8k4", "m16n8k4", "m16n8k8") and len(probed) == 4
     assert module.instructions_available(ctx) == first and len(probed) == 4      # remembered
-    (tmp_path / "capabilities" / f"{ctx.device.fingerprint}-mma.json").write_text("{not json")
+    (tmp_path / "fake" / "capabilities" / f"{ctx.device.fingerprint}-mma.json").write_text("{not json")
     assert module.instructions_available(ctx) == first and len(probed) == 8      # a broken file: probed again
