@@ -122,7 +122,8 @@ def main() -> None:
             ratio = ours / theirs if theirs else float("nan")
             summary.append({"dtype": letter, "n": n, "autogemm": ours, "cublas": theirs, "label": best["label"]})
             say(f"| {letter} | {n} | {ours:.2f} | {theirs or float('nan'):.2f} | {ratio:.2f} | {best['label']} |")
-            evaluators.pop((letter, n)).release() if n != SIZES[0] else None
+            if n != SIZES[0]:
+                evaluators.pop((letter, n)).release()
     (OUT / "mma.json").write_text(json.dumps({"rows": rows, "summary": summary}, indent=1))
     with tarfile.open(OUT / "ptx.tgz", "w:gz") as tar:
         tar.add(ptx_dir, arcname="ptx")

@@ -142,6 +142,18 @@ class ElementCode:
             return f"p[{index}] = {value};"
         return f"vstore{reals}({value}, 0, p + ({index}) * {self.rpe});"
 
+    def buffer_kernel(self, name: str, attributes: str, body: list[str]) -> None:
+        """The GEMM kernel interface families with buffer operands share (C = alpha op(A) op(B) + beta C,
+        offsets and leading dimensions in elements), with ``attributes`` and around ``body``."""
+        self.out(f"__kernel {attributes}",
+                 f"void {name}(const int M, const int N, const int K, const elem alpha, const elem beta,",
+                 "    const __global real* restrict A, const int a_offset, const int lda,",
+                 "    const __global real* restrict B, const int b_offset, const int ldb,",
+                 "    __global real* restrict C, const int c_offset, const int ldc)",
+                 "{")
+        self.out.lines.extend(body)
+        self.out("}")
+
     def unrolled(self, var: str, count: str, body: str | None = None, pragma: str = "#pragma unroll") -> None:
         """Open a fully unrolled loop; with ``body``, write it and close the loop too."""
         self.out(pragma)

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from .. import __version__
 from ..blas import default_params
 from ..codelets.families import KernelParams
+from ..codelets.mma import INSTRUCTIONS
 from ..codelets.simt import SimtParams
 from ..dtypes import DTYPES, Dtype
 from ..errors import TuningError
@@ -174,7 +175,8 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
         if device.is_gpu:
             stack.enter_context(ctx.building_in_processes(default_workers()))
         widths = (1, 2, 4) if device.is_gpu else (1, 2, 4, 8)
-        shapes = instructions_available(ctx)
+        shapes = instructions_available(ctx) if any(dt.letter in i.reals for dt in dtypes
+                                                     for i in INSTRUCTIONS.values()) else ()
         reals = tuple(sorted({"d" if dt.needs_fp64 else "s" for dt in dtypes}))
         results = fma.benchmark(ctx, reals, widths)
         listener.fma_done(results)

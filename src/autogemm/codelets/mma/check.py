@@ -39,8 +39,7 @@ def register_estimate(params: MmaParams, dtype: Dtype) -> int:
     fragments = (params.tiles_m * inst.row_halves + params.tiles_n) * params.lane_k
     prefetched = 0 if params.copy == "async" else \
         (params.block_rows + params.block_cols) * params.tile_k // params.work_group_size
-    return words * (accumulators + fragments) + inst.real_bytes // 4 * dtype.reals_per_element * prefetched \
-        + OVERHEAD_REGISTERS
+    return words * (accumulators + fragments + prefetched) + OVERHEAD_REGISTERS
 
 
 def check(params: MmaParams, device: Device, dtype: Dtype | str) -> str | None:

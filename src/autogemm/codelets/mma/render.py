@@ -64,6 +64,11 @@ class _Generator(ElementCode):
     def local_name(op: str, part: str) -> str:
         return f"{op.lower()}_{part or 'local'}"
 
+    @staticmethod
+    def operand_names(op: str) -> tuple[str, str, str, str]:
+        """(pointer, leading dimension, extent along M or N, block start) of operand ``op`` in the kernel."""
+        return ("A", "lda", "M", "block_row") if op == "A" else ("B", "ldb", "N", "block_col")
+
     def k_contiguous(self, op: str) -> bool:
         """True when operand ``op`` as the kernel reads it has consecutive k in memory."""
         return self.p.layout[0] == "N" if op == "A" else self.p.layout[1] == "T"
@@ -182,7 +187,7 @@ class _Generator(ElementCode):
         """Read operand ``op``'s K block at ``k0`` from global memory into ``{op}_next``."""
         vw = self.p.vector_width
         self.widths.add(vw)
-        ptr, ld, extent, block = (("A", "lda", "M", "block_row") if op == "A" else ("B", "ldb", "N", "block_col"))
+        ptr, ld, extent, block = self.operand_names(op)
         if self.k_contiguous(op):
             read = f"load_{vw}({ptr}, {ld}, {extent}, K, {block} + o, {k0} + kk)"
         else:
@@ -367,7 +372,7 @@ class _Generator(ElementCode):
     def issue(self, op: str, k0: str, stage: str) -> None:
         """Start the copies of operand ``op``'s K block at ``k0`` into local stage ``stage``."""
         unit = self.copy_unit()
-        ptr, ld, extent, block = (("A", "lda", "M", "block_row") if op == "A" else ("B", "ldb", "N", "block_col"))
+        ptr, ld, extent, block = self.operand_names(op)
         lines = [f"const int r = {block} + o;"]
         for e in range(0, self.p.vector_width, unit):
             c = f"{k0} + kk + {e}"
@@ -416,16 +421,8 @@ class _Generator(ElementCode):
         self.mac_function()
         self.load_helpers()
         self.store_helper()
-        w = self.out
-        w("__kernel __attribute__((reqd_work_group_size(32 * WARPS_N, WARPS_M, 1)))",
-          f"void {KERNEL_NAME}(const int M, const int N, const int K, const elem alpha, const elem beta,",
-          "    const __global real* restrict A, const int a_offset, const int lda,",
-          "    const __global real* restrict B, const int b_offset, const int ldb,",
-          "    __global real* restrict C, const int c_offset, const int ldc)",
-          "{")
-        w.lines.extend(kernel_body)
-        w("}")
-        return w.text()
+        self.buffer_kernel(KERNEL_NAME, "__attribute__((reqd_work_group_size(32 * WARPS_N, WARPS_M, 1)))", kernel_body)
+        return self.out.text()
 
 
 @lru_cache(maxsize=256)

@@ -140,19 +140,12 @@ class _Generator(ElementCode):
         self.shuffle_function()
         self.load_helpers()
         self.store_helper()
-        w = self.out
         # Intel GPUs choose a subgroup size per kernel unless told: the lanes must be the SUBGROUP
         # work-items along dimension 0.
         required = " __attribute__((intel_reqd_sub_group_size(SUBGROUP)))" if self.p.shuffle == "intel" else ""
-        w(f"__kernel __attribute__((reqd_work_group_size(SUBGROUP, WG_ROWS, 1))){required}",
-          f"void {KERNEL_NAME}(const int M, const int N, const int K, const elem alpha, const elem beta,",
-          "    const __global real* restrict A, const int a_offset, const int lda,",
-          "    const __global real* restrict B, const int b_offset, const int ldb,",
-          "    __global real* restrict C, const int c_offset, const int ldc)",
-          "{")
-        w.lines.extend(kernel_body)
-        w("}")
-        return w.text()
+        self.buffer_kernel(KERNEL_NAME, f"__attribute__((reqd_work_group_size(SUBGROUP, WG_ROWS, 1))){required}",
+                           kernel_body)
+        return self.out.text()
 
 
 @lru_cache(maxsize=256)
