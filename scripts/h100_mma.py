@@ -1,10 +1,12 @@
-"""Issue 5, tensor-core experiments on the H100: DGEMM and ZGEMM through mma.sync on the FP64 tensor cores
-(m8n8k4, and sm_90's m16n8k4, m16n8k8, m16n8k16) in the nvidia_mma family.
+"""Issue 5, tensor-core experiments on the H100 in the nvidia_mma family: `python3 scripts/h100_mma.py GROUP`
+with GROUP fp64 (DGEMM and ZGEMM through mma.sync on the FP64 tensor cores: m8n8k4, and sm_90's m16n8k4,
+m16n8k8, m16n8k16) or tf32 (SGEMM and CGEMM in the TF32 and 3xTF32 modes: m16n8k4, m16n8k8 .tf32).
 
 For each hand-picked configuration: registers and spills from ptxas, the rate at 4096^3 from profiling
 events (checked against float64 on the device, as the tuner measures). Then the best of each dtype at 4096
-and 8192 beside cuBLAS (torch, same process). Outputs in $OUT: mma.log (the tables), mma.json, ptx.tgz.
-Run from the repository root with src/ on PYTHONPATH, after `source .gpu/prelude.sh`."""
+and 8192 beside cuBLAS (torch, same process; in its TF32 mode too for the reduced precisions). Outputs in
+$OUT: mma.log (the tables), mma.json, ptx.tgz. Run from the repository root with src/ on PYTHONPATH,
+after `source .gpu/prelude.sh`."""
 
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ def mma(shape, layout, warps, tiles, tile_k, stages, vw, copy="registers") -> Mm
     return MmaParams(layout, shape, warps[0], warps[1], tiles[0], tiles[1], tile_k, stages, vw, "ptx", R255, copy)
 
 
-def variants() -> list[tuple[str, str, MmaParams]]:
+def fp64_variants() -> list[tuple[str, str, MmaParams]]:
     """Run 1 (m8n8k4 only) found every geometry at 27 to 30 TFLOP/s; run 2 sm_90's larger shapes (d 46.9,
     z 49.5); run 3 asynchronous copies (cp.async) for d against run 2's best."""
     d = [("d m16n8k8 128x128 w2x4 t4x4 k16 s1 (run 2 best)", mma("m16n8k8", "NT", (2, 4), (4, 4), 16, 1, 2))]
@@ -58,6 +60,28 @@ def variants() -> list[tuple[str, str, MmaParams]]:
     return [(label, "d", p) for label, p in d] + [(label, "z", p) for label, p in z]
 
 
+def tf32_variants() -> list[tuple[str, str, MmaParams]]:
+    """Run 4: the TF32 modes. 48 KB of local memory holds two stages of 128 x 128 blocks at K 16 (or one
+    of 128 x 256); the float staging reads 16 bytes a lane (LANE_K 4, two m16n8k8 per read)."""
+    s = [("m16n8k8 128x128 w2x4 t4x4 k16 s2", mma("m16n8k8", "NT", (2, 4), (4, 4), 16, 2, 4)),
+         ("m16n8k8 128x128 w2x4 t4x4 k16 s1", mma("m16n8k8", "NT", (2, 4), (4, 4), 16, 1, 4)),
+         ("m16n8k8 128x128 w4x2 t2x8 k16 s2", mma("m16n8k8", "NT", (4, 2), (2, 8), 16, 2, 4)),
+         ("m16n8k8 128x256 w2x4 t4x8 k16 s2", mma("m16n8k8", "NT", (2, 4), (4, 8), 16, 2, 4)),
+         ("m16n8k8 256x128 w4x2 t4x8 k16 s1", mma("m16n8k8", "NT", (4, 2), (4, 8), 16, 1, 4)),
+         ("m16n8k8 128x128 w2x4 t4x4 k16 s3 async", mma("m16n8k8", "NT", (2, 4), (4, 4), 16, 3, 4, "async")),
+         ("m16n8k8 64x128 w2x4 t2x4 k16 s2", mma("m16n8k8", "NT", (2, 4), (2, 4), 16, 2, 4)),
+         ("m16n8k4 128x128 w2x4 t4x4 k16 s2", mma("m16n8k4", "NT", (2, 4), (4, 4), 16, 2, 4)),
+         ("m16n8k8 128x128 w2x4 t4x4 k16 s2 NN", mma("m16n8k8", "NN", (2, 4), (4, 4), 16, 2, 4))]
+    c = [("m16n8k8 128x64 w4x2 t2x4 k16 s2", mma("m16n8k8", "NT", (4, 2), (2, 4), 16, 2, 2)),
+         ("m16n8k8 64x64 w2x2 t2x4 k16 s2", mma("m16n8k8", "NT", (2, 2), (2, 4), 16, 2, 2)),
+         ("m16n8k8 128x64 w4x2 t2x4 k16 s1", mma("m16n8k8", "NT", (4, 2), (2, 4), 16, 1, 2))]
+    return [(f"{key} {label}", key, p) for key in ("s.tf32", "s.3xtf32") for label, p in s] + \
+           [(f"{key} {label}", key, p) for key in ("c.tf32", "c.3xtf32") for label, p in c]
+
+
+GROUPS = {"fp64": fp64_variants, "tf32": tf32_variants}
+
+
 def say(*parts) -> None:
     line = " ".join(str(p) for p in parts)
     print(line, flush=True)
@@ -65,15 +89,16 @@ def say(*parts) -> None:
         f.write(line + "\n")
 
 
-def cublas_rate(letter: str, n: int) -> float | None:
-    dt = DTYPES[letter]
+def cublas_rate(key: str, n: int, tf32: bool = False) -> float | None:
+    dt = DTYPES[key]
     rng = np.random.default_rng(0)
     a, b = random_matrix(rng, dt, (n, n)), random_matrix(rng, dt, (n, n))
-    result = cublas_gemm(a, b, runs=5)
+    result = cublas_gemm(a, b, runs=5, tf32=tf32)
     return None if result is None else gemm_flops(dt, n, n, n) / result.seconds / 1e12
 
 
 def main() -> None:
+    group = sys.argv[1] if len(sys.argv) > 1 else "fp64"
     gpu = autogemm.find_device(os.environ.get("TUNE_DEVICE", "gpu"))
     ctx = context_for(gpu)
     say(f"device {gpu.name.strip()}, local memory {gpu.local_mem_bytes} bytes, facts {gpu.vendor_facts}")
@@ -89,7 +114,7 @@ def main() -> None:
     rows = []
     say(f"| variant | {SIZES[0]}^3 TFLOP/s | registers | spill bytes | configuration |")
     say("| --- | --- | --- | --- | --- |")
-    for label, letter, params in variants():
+    for label, letter, params in GROUPS[group]():
         reason = check(params, gpu, letter)
         if reason:
             say(f"| {label} | skipped: {reason} | | | |")
@@ -106,10 +131,10 @@ def main() -> None:
         say(f"| {label} | {rate:.2f} | {info.get('registers')} | {spills} | {params.describe()} |"
             + ("" if record.ok else f" {record.outcome.value}: {record.message} {info.get('error', '')}"))
     say("")
-    say("| dtype | n | autogemm mma | cuBLAS | ratio | best variant |")
-    say("| --- | --- | --- | --- | --- | --- |")
+    say("| dtype | n | autogemm mma | error | cuBLAS | ratio | cuBLAS TF32 | ratio | best variant |")
+    say("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     summary = []
-    for letter in ("d", "z"):
+    for letter in dict.fromkeys(r["dtype"] for r in rows):
         candidates = [r for r in rows if r["dtype"] == letter and r["tflops"]]
         if not candidates:
             continue
@@ -119,9 +144,13 @@ def main() -> None:
             record = evaluator(letter, n).evaluate(params)
             ours = record.gflops / 1e3 if record.ok else 0.0
             theirs = cublas_rate(letter, n)
+            fast = cublas_rate(letter, n, tf32=True) if DTYPES[letter].precision else None
             ratio = ours / theirs if theirs else float("nan")
-            summary.append({"dtype": letter, "n": n, "autogemm": ours, "cublas": theirs, "label": best["label"]})
-            say(f"| {letter} | {n} | {ours:.2f} | {theirs or float('nan'):.2f} | {ratio:.2f} | {best['label']} |")
+            fast_ratio = ours / fast if fast else float("nan")
+            summary.append({"dtype": letter, "n": n, "autogemm": ours, "error": record.error, "cublas": theirs,
+                            "cublas_tf32": fast, "label": best["label"]})
+            say(f"| {letter} | {n} | {ours:.2f} | {record.error or float('nan'):.1e} | {theirs or float('nan'):.2f} | "
+                f"{ratio:.2f} | {fast or float('nan'):.2f} | {fast_ratio:.2f} | {best['label']} |")
             if n != SIZES[0]:
                 evaluators.pop((letter, n)).release()
     (OUT / "mma.json").write_text(json.dumps({"rows": rows, "summary": summary}, indent=1))

@@ -10,6 +10,9 @@
 #   tensor    a tune of d and z with the nvidia_mma family (FP64 tensor cores) beside the others, from the
 #             bundled profile; the profile goes to $OUT (bundle it for the next phase)
 #   tensor-bench  d and z at 4096 and 8192 beside cuBLAS and CLBlast, and the DGEMM suite
+#   tf32      the tensor-core tests (TF32 modes included) and scripts/h100_mma.py's TF32 variants
+#   tf32-tune a tune of the TF32 and 3xTF32 modes of s and c, from the bundled profile; profile to $OUT
+#   tf32-bench  s in its three precisions and c in its TF32 modes at 4096 and 8192 beside cuBLAS (FP32, TF32)
 set -u
 export AUTOGEMM_CACHE_DIR=${AUTOGEMM_CACHE_DIR:-/tmp/agc} COLUMNS=200
 case "${1:-}" in
@@ -39,5 +42,18 @@ case "${1:-}" in
       --json "$OUT/sweep-dz.json" --plot "$OUT/sweep-dz.png" > "$OUT/sweep-dz.log" 2>&1; tail -12 "$OUT/sweep-dz.log"
     timeout -s INT 330 python3 -m autogemm.cli bench -d gpu --dtype d --suite --peers cublas,clblast \
       --json "$OUT/suite-d.json" --plot "$OUT/suite-d.png" > "$OUT/suite-d.log" 2>&1; tail -6 "$OUT/suite-d.log" ;;
-  *) echo "usage: $0 shuffles|tune|suites|cpu|tensor|tensor-bench" >&2; exit 2 ;;
+  tf32)
+    timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_mma_family.py 2>&1 | tail -4 \
+      | tee "$OUT/tensor-tests.log"
+    timeout 380 python3 scripts/h100_mma.py tf32 > "$OUT/mma-run.log" 2>&1; tail -12 "$OUT/mma-run.log" ;;
+  tf32-tune)
+    timeout 570 python3 -m autogemm.cli tune -d gpu --dtype s.tf32,s.3xtf32,c.tf32,c.3xtf32 --budget 8m \
+      > "$OUT/tune-tf32.log" 2>&1
+    tail -30 "$OUT/tune-tf32.log"; cp "$AUTOGEMM_CACHE_DIR"/profiles/*.json "$OUT/"
+    tar czf "$OUT/cache.tgz" -C "$AUTOGEMM_CACHE_DIR" profiles checkpoints capabilities ;;
+  tf32-bench)
+    timeout -s INT 400 python3 -m autogemm.cli bench -d gpu --dtype s,s.tf32,s.3xtf32,c,c.tf32,c.3xtf32 \
+      --sizes 4096,8192 --peers cublas,clblast --json "$OUT/sweep-tf32.json" --plot "$OUT/sweep-tf32.png" \
+      > "$OUT/sweep-tf32.log" 2>&1; tail -24 "$OUT/sweep-tf32.log" ;;
+  *) echo "usage: $0 shuffles|tune|suites|cpu|tensor|tensor-bench|tf32|tf32-tune|tf32-bench" >&2; exit 2 ;;
 esac

@@ -71,6 +71,30 @@ def test_split_k_and_longer_blocks_work_for_the_family_too(ctx):
                   split_k=3)
 
 
+#: (lowest, highest) relative error of each precision mode on uniform random data: TF32 must really
+#: round (a kernel multiplying in float32 would pass a plain bound), 3xTF32 must recover float32's.
+PRECISION_ERRORS = {"tf32": (5e-5, 2e-3), "3xtf32": (0.0, 1e-6)}
+
+
+# PoCL takes minutes to build emulations with many instructions per block: one tile per warp here
+@pytest.mark.parametrize("key,shape", [("s.tf32", "m16n8k4"), ("s.3xtf32", "m16n8k4"), ("s.tf32", "m16n8k8"),
+                                       ("s.3xtf32", "m16n8k8"), ("c.tf32", "m16n8k8"), ("c.3xtf32", "m16n8k8")])
+def test_the_tf32_modes_round_as_documented(ctx, key, shape):
+    dt = DTYPES[key]
+    params = dataclasses.replace(SMALL, shape=shape, tile_k=16, warps_m=1, warps_n=2, tiles_n=1, layout="TN",
+                                 vector_width=1 if dt.is_complex else 2)
+    _check_precision(ctx, params, dt)
+
+
+def _check_precision(ctx, params, dt):
+    low, high = PRECISION_ERRORS[dt.precision]
+    rng = np.random.default_rng(8)
+    for m, n, k, ta, tb, alpha, beta, edge in ((37, 29, 45, "N", "T", 1.0, 0.0, "guard"),
+                                               (48, 64, 96, "T", "N", -0.5, 2.0, "pad")):
+        err = run_and_check(ctx, params, dt, m, n, k, ta, tb, alpha, beta, edge, rng, extra_ld=2, offset=3)
+        assert low <= err < high, f"{dt.routine}: relative error {err:.1e} outside [{low:.0e}, {high:.0e})"
+
+
 @pytest.mark.parametrize("letter", "dz")
 def test_the_ptx_spelling_renders_the_instruction(letter):
     source = render(dataclasses.replace(_for(letter, SMALL), mma="ptx"), letter).source
@@ -81,7 +105,7 @@ def test_the_ptx_spelling_renders_the_instruction(letter):
 
 def test_check_offers_the_instruction_only_where_it_runs(device):
     ptx = dataclasses.replace(SMALL, mma="ptx")
-    assert (check(ptx, device, "d") is None) == (ptx_problem(device, "m8n8k4") is None)
+    assert (check(ptx, device, "d") is None) == (ptx_problem(device, "f64", "m8n8k4") is None)
     if not device.is_nvidia:
         assert "NVIDIA" in check(ptx, device, "d")
     nvidia = dataclasses.replace(device, vendor="NVIDIA Corporation", platform_name="NVIDIA CUDA", fp64=True,
@@ -90,7 +114,11 @@ def test_check_offers_the_instruction_only_where_it_runs(device):
     ampere = dataclasses.replace(nvidia, vendor_facts={"compute_capability": "8.0"})
     assert check(ptx, ampere, "d") is None
     assert "compute capability 9.0" in check(dataclasses.replace(ptx, shape="m16n8k8"), ampere, "d")
-    assert "not s" in check(ptx, ampere, "s")
+    tf32 = dataclasses.replace(ptx, shape="m16n8k8", tile_k=16)
+    assert check(tf32, ampere, "s.tf32") is None and check(tf32, ampere, "c.3xtf32") is None
+    assert "no matrix instruction" in check(tf32, ampere, "s")          # float32 itself: exact kernels only
+    assert "no m8n8k4 shape for tf32" in check(ptx, ampere, "s.tf32")
+    assert "multiple of 16" in check(dataclasses.replace(tf32, tile_k=8), ampere, "s.tf32")
     tight = dataclasses.replace(ampere, local_mem_bytes=2048)
     assert "local memory" in check(ptx, tight, "d")
 
@@ -127,6 +155,19 @@ def test_the_tensor_cores_are_exact_where_offered(ctx, device, letter, shape):
                 run_and_check(ctx, copied, DTYPES[letter], 130, 67, 97, "N", "T", 1.0, 0.5, edge, rng, offset=1)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("key", ["s.tf32", "s.3xtf32", "c.tf32", "c.3xtf32"])
+@pytest.mark.parametrize("shape", ["m16n8k4", "m16n8k8"])
+def test_the_tf32_tensor_cores_round_as_documented(ctx, device, key, shape):
+    dt = DTYPES[key]
+    params = dataclasses.replace(SMALL, mma="ptx", shape=shape, tile_k=16, warps_n=2, tiles_m=2,
+                                 vector_width=1 if dt.is_complex else 2)
+    if check(params, device, dt) is not None:
+        pytest.skip(f"{device.name.strip()}: {check(params, device, dt)}")
+    for layout in ("NN", "NT"):
+        _check_precision(ctx, dataclasses.replace(params, layout=layout), dt)
+
+
 def _h100_like(device):
     return dataclasses.replace(device, vendor="NVIDIA Corporation", platform_name="NVIDIA CUDA", fp64=True,
                                device_type="GPU", local_mem_bytes=48 << 10, max_work_group_size=1024,
@@ -138,8 +179,10 @@ def test_the_tuning_space_holds_the_instructions_the_device_runs(device):
     from autogemm.tuning.mma_space import mma_space
 
     h100 = _h100_like(device)
-    assert mma_space(h100, DTYPES["d"], ()) is None and mma_space(h100, DTYPES["s"], ("m8n8k4",)) is None
-    space = mma_space(h100, DTYPES["z"], ("m8n8k4", "m16n8k8"))
+    assert mma_space(h100, DTYPES["d"], {}) is None and mma_space(h100, DTYPES["s"], {"f64": ("m8n8k4",)}) is None
+    tf32 = mma_space(h100, DTYPES["s.3xtf32"], {"tf32": ("m16n8k8",), "f64": ("m8n8k4",)})
+    assert {tf32.config(p).shape for p in tf32.points()} == {"m16n8k8"}
+    space = mma_space(h100, DTYPES["z"], {"f64": ("m8n8k4", "m16n8k8")})
     configs = [space.config(p) for p in space.points()]
     assert len(configs) > 100 and {c.shape for c in configs} == {"m8n8k4", "m16n8k8"}
     assert all(c.mma == "ptx" and check(c, h100, "z") is None for c in configs)
@@ -151,7 +194,7 @@ def test_the_instruction_probe_runs_once_per_device(ctx, monkeypatch, tmp_path):
     from autogemm.tuning import mma_space as module
 
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
-    assert module.instructions_available(ctx) == (() if ptx_problem(ctx.device, "m8n8k4") else
+    assert module.instructions_available(ctx) == ({} if ptx_problem(ctx.device, "f64", "m8n8k4") else
                                                   module.instructions_available(ctx))
     probed = []
 
@@ -167,10 +210,10 @@ def test_the_instruction_probe_runs_once_per_device(ctx, monkeypatch, tmp_path):
             pass
 
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path / "fake"))      # not what a real probe found
-    monkeypatch.setattr(module, "ptx_problem", lambda device, shape: None)
+    monkeypatch.setattr(module, "ptx_problem", lambda device, operand, shape: None)
     monkeypatch.setattr(module, "Evaluator", FakeEvaluator)
     first = module.instructions_available(ctx)
-    assert first == ("m8n8k4", "m16n8k4", "m16n8k8") and len(probed) == 4
-    assert module.instructions_available(ctx) == first and len(probed) == 4      # remembered
+    assert first == {"f64": ("m8n8k4", "m16n8k4", "m16n8k8"), "tf32": ("m16n8k4", "m16n8k8")} and len(probed) == 6
+    assert module.instructions_available(ctx) == first and len(probed) == 6      # remembered
     (tmp_path / "fake" / "capabilities" / f"{ctx.device.fingerprint}-mma.json").write_text("{not json")
-    assert module.instructions_available(ctx) == first and len(probed) == 8      # a broken file: probed again
+    assert module.instructions_available(ctx) == first and len(probed) == 12     # a broken file: probed again

@@ -11,7 +11,7 @@ import pyopencl as cl
 from .blas import GemmPlan, GemmProblem, Op
 from .blas.plan_cache import cached_plan
 from .codelets.simt import SimtParams
-from .dtypes import Dtype, get_dtype
+from .dtypes import Dtype, get_dtype, with_precision
 from .errors import ArgumentError, DtypeError, ShapeError
 from .runtime import Device, context_for
 
@@ -69,9 +69,14 @@ def _scalar(value: object, name: str, dt: Dtype) -> complex | float:
 def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: complex | float = 1.0,
          beta: complex | float = 0.0, trans_a: str = "N", trans_b: str = "N",
          device: Device | str | int | None = None, config: SimtParams | None = None,
-         edge: str = "auto") -> np.ndarray:
+         edge: str = "auto", precision: str | None = None) -> np.ndarray:
     """C = alpha op(A) op(B) + beta C on an OpenCL device, for numpy arrays of one of the dtypes
     float32, float64, complex64, complex128.
+
+    ``precision`` None computes in the arrays' own precision. For float32 and complex64, 'tf32' lets
+    tensor cores multiply operands rounded to TF32 (a relative error near 3e-4, as cuBLAS's TF32 mode)
+    and '3xtf32' splits each operand into two TF32 parts and sums three products (about float32's
+    error); on a device without such instructions both are computed exactly, as float32.
 
     ``trans_a`` and ``trans_b`` are 'N', 'T' or 'C' (conjugate transpose). Without ``c`` a new array is
     returned (and ``beta`` must be 0); with ``c`` the result is written into it, as BLAS does, and ``c`` is
@@ -82,7 +87,7 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: co
     """
     a = _as_matrix(a, "a")
     b = _as_matrix(b, "b")
-    dt = get_dtype(a.dtype)
+    dt = with_precision(get_dtype(a.dtype), precision)
     if b.dtype != a.dtype:
         raise DtypeError(f"a is {a.dtype} but b is {b.dtype}; convert them to one dtype")
     op_a, op_b = Op.from_letter(trans_a, "trans_a"), Op.from_letter(trans_b, "trans_b")

@@ -1,5 +1,5 @@
 """The libraries autogemm is measured against, each timed the way it is used, on the same data:
-cuBLAS through torch (TF32 off, CUDA events; end to end, with the copies, by wall clock), CLBlast through
+cuBLAS through torch (TF32 off unless asked for, CUDA events; end to end, with the copies, by wall clock), CLBlast through
 ctypes on autogemm's own OpenCL queue (profiling events), and numpy's BLAS on the CPU (wall clock). Each
 computes op(A) op(B) from row-major operands as stored, and returns the median seconds of several runs
 after a warm-up and the result of the last run, for checking."""
@@ -50,15 +50,15 @@ def numpy_gemm(a: np.ndarray, b: np.ndarray, runs: int = 3, trans_a: str = "N", 
     return PeerResult("numpy", seconds, out)
 
 
-def _torch_cuda():
-    """torch with CUDA, TF32 off; None where either is missing."""
+def _torch_cuda(tf32: bool = False):
+    """torch with CUDA, its float32 products in TF32 or not; None where either is missing."""
     try:
         import torch
     except ImportError:
         return None
     if not torch.cuda.is_available():
         return None
-    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = tf32
     return torch
 
 
@@ -67,9 +67,10 @@ def _torch_op(x, letter: str):
 
 
 def cublas_gemm(a: np.ndarray, b: np.ndarray, runs: int = 5, trans_a: str = "N",
-                trans_b: str = "N") -> PeerResult | None:
-    """cuBLAS through torch, operands already on the GPU, timed with CUDA events; None without CUDA."""
-    torch = _torch_cuda()
+                trans_b: str = "N", tf32: bool = False) -> PeerResult | None:
+    """cuBLAS through torch, operands already on the GPU, timed with CUDA events (``tf32``: float32
+    products in its TF32 mode); None without CUDA."""
+    torch = _torch_cuda(tf32)
     if torch is None:
         return None
     ta, tb = _torch_op(torch.from_numpy(a).cuda(), trans_a), _torch_op(torch.from_numpy(b).cuda(), trans_b)
@@ -85,7 +86,7 @@ def cublas_gemm(a: np.ndarray, b: np.ndarray, runs: int = 5, trans_a: str = "N",
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) * 1e-3)
-    return PeerResult("cuBLAS", statistics.median(times), out.cpu().numpy())
+    return PeerResult("cuBLAS TF32" if tf32 else "cuBLAS", statistics.median(times), out.cpu().numpy())
 
 
 def cublas_gemm_end_to_end(a: np.ndarray, b: np.ndarray, runs: int = 3, trans_a: str = "N",

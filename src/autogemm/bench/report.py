@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from ..dtypes import get_dtype
 from ..errors import ArgumentError
 from .runner import AUTOGEMM, CaseResult
 
@@ -129,7 +130,7 @@ def plot(cases: Sequence[CaseResult], path: Path, title: str) -> None:
         else:
             ax.set_xticks(xs, [c.shape.label for c in mine], rotation=60, ha="right", fontsize=7)
         ax.set_ylabel("TFLOP/s")
-        ax.set_title(f"{dtype}gemm")
+        ax.set_title(get_dtype(dtype).routine)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(title)

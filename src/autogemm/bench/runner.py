@@ -22,7 +22,7 @@ import pyopencl as cl
 from ..api import gemm
 from ..blas import GemmPlan, GemmProblem, Op
 from ..checking import apply_op, gemm_flops, random_matrix, relative_error, tolerance
-from ..dtypes import Dtype
+from ..dtypes import DTYPES, Dtype
 from ..errors import ArgumentError
 from ..runtime.context import DeviceContext
 from ..runtime.timing import median, time_enqueue
@@ -34,6 +34,8 @@ from .shapes import Shape
 AUTOGEMM = "autogemm"
 END_TO_END = " e2e"          # suffix of the numpy-in, numpy-out timings
 PEERS = ("cublas", "clblast", "numpy")
+#: cuBLAS in its TF32 mode: the peer of the reduced precision modes, beside its float32 products.
+CUBLAS_TF32 = "cuBLAS TF32"
 #: Problems with more rows than this are checked on a sample of rows.
 FULL_CHECK_ROWS = 512
 SAMPLE_EDGE_ROWS, SAMPLE_RANDOM_ROWS = 64, 128
@@ -90,14 +92,15 @@ class Reference:
             self.rows = np.unique(np.r_[edges, inner])
             op_a = op_a[self.rows]
         self.product = op_a.astype(wide) @ apply_op(b, shape.trans_b).astype(wide)
-        self.bound = tolerance(dt, shape.k)
+        self.dt, self.k = dt, shape.k
 
-    def check(self, result: np.ndarray) -> tuple[float, bool]:
-        """(relative error, within the bound); inf when any element of the result is not finite."""
+    def check(self, result: np.ndarray, precision: Dtype | None = None) -> tuple[float, bool]:
+        """(relative error, within the bound of ``precision``, by default the case's dtype); inf when any
+        element of the result is not finite."""
         if not np.all(np.isfinite(result)):
             return math.inf, False
         error = relative_error(result if self.rows is None else result[self.rows], self.product)
-        return error, error < self.bound
+        return error, error < tolerance(precision or self.dt, self.k)
 
 
 class Bench:
@@ -128,17 +131,19 @@ class Bench:
         b = random_matrix(self.rng, dt, (shape.k, shape.n) if shape.trans_b == "N" else (shape.n, shape.k))
         reference = Reference(dt, a, b, shape, self.rng)
         flops = gemm_flops(dt, shape.m, shape.n, shape.k)
-        case = CaseResult(dt.letter, shape, self.peak_tflops(dt), "")
+        case = CaseResult(dt.key, shape, self.peak_tflops(dt), "")
         plan_or_error = self._plan(dt, shape)
         if isinstance(plan_or_error, GemmPlan):
             case.config = plan_or_error.params.describe()
         calls: list[tuple[str, Callable[[], PeerResult | None]]] = [
             (AUTOGEMM, lambda: self._autogemm(dt, plan_or_error, a, b))]
         if self.end_to_end:
-            calls.append((AUTOGEMM + END_TO_END, lambda: self._autogemm_end_to_end(a, b, shape)))
+            calls.append((AUTOGEMM + END_TO_END, lambda: self._autogemm_end_to_end(dt, a, b, shape)))
         ops = dict(trans_a=shape.trans_a, trans_b=shape.trans_b)
         if "cublas" in self.peers:
             calls.append(("cuBLAS", lambda: peer_functions.cublas_gemm(a, b, self.runs, **ops)))
+            if dt.precision:      # its own reduced mode, checked as such
+                calls.append((CUBLAS_TF32, lambda: peer_functions.cublas_gemm(a, b, self.runs, **ops, tf32=True)))
             if self.end_to_end:
                 calls.append(("cuBLAS" + END_TO_END,
                               lambda: peer_functions.cublas_gemm_end_to_end(a, b, max(1, self.runs // 3), **ops)))
@@ -148,7 +153,8 @@ class Bench:
         if "numpy" in self.peers:
             calls.append(("numpy", lambda: peer_functions.numpy_gemm(a, b, max(1, min(3, self.runs)), **ops)))
         for name, call in calls:
-            case.measurements.append(_measure(name, call, reference, flops))
+            precision = DTYPES[f"{dt.letter}.tf32"] if name == CUBLAS_TF32 else dt
+            case.measurements.append(_measure(name, call, reference, flops, precision))
         return case
 
     def _clblast_peer(self, dt: Dtype) -> str:
@@ -188,20 +194,21 @@ class Bench:
                 buf.release()
         return PeerResult(AUTOGEMM, median(times), result)
 
-    def _autogemm_end_to_end(self, a: np.ndarray, b: np.ndarray, shape: Shape) -> PeerResult:
+    def _autogemm_end_to_end(self, dt: Dtype, a: np.ndarray, b: np.ndarray, shape: Shape) -> PeerResult:
         seconds, out = wall_median(lambda: gemm(a, b, trans_a=shape.trans_a, trans_b=shape.trans_b,
-                                                device=self.ctx.device), max(1, self.runs // 3))
+                                                device=self.ctx.device, precision=dt.precision or None),
+                                   max(1, self.runs // 3))
         return PeerResult(AUTOGEMM + END_TO_END, seconds, out)
 
 
 def _measure(name: str, call: Callable[[], PeerResult | None], reference: Reference,
-             flops: float) -> Measurement:
+             flops: float, precision: Dtype) -> Measurement:
     try:
         got = call()
     except Exception as exc:   # noqa: BLE001 - a failing implementation is reported, the run goes on
         return Measurement(name, None, None, None, False, f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
     if got is None:
         return Measurement(name, None, None, None, False, "not available")
-    error, ok = reference.check(got.result)
+    error, ok = reference.check(got.result, precision)
     return Measurement(name, got.seconds, flops / got.seconds / 1e12 if got.seconds > 0 else None,
                        None if math.isinf(error) else error, ok, "" if ok else "wrong result")

@@ -34,7 +34,7 @@ def _peers(text: str) -> tuple[str, ...]:
 
 @main.command("bench")
 @click.option("-d", "--device", help="Device: P:D, index, gpu, cpu or part of its name (default: the default).")
-@click.option("--dtype", "dtypes", default="s", show_default=True, help="Comma-separated letters, e.g. s,d,c,z.")
+@click.option("--dtype", "dtypes", default="s", show_default=True, help="Comma-separated dtypes, e.g. s,d,c,z or s.tf32,s.3xtf32.")
 @click.option("--sizes", help="Square sizes: 1024,2048 or 256:8192 (doubling) or 256:4096:256 "
                               "[default: 256:8192 on a GPU, 64:1024 on a CPU].")
 @click.option("--layout", type=click.Choice(LAYOUTS, case_sensitive=False), default="NN", show_default=True,
@@ -75,7 +75,7 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
             shapes = square_sweep(sizes or ("256:8192" if dev.is_gpu else "64:1024"), layout.upper())
         for dt in letters:
             if dt.needs_fp64 and not dev.fp64:
-                raise ArgumentError(f"{dt.letter}gemm needs double precision, which {dev.name.strip()} lacks")
+                raise ArgumentError(f"{dt.routine} needs double precision, which {dev.name.strip()} lacks")
         runner = Bench(context_for(dev), _peers(peer_text), runs, end_to_end, seed, clblast_tuned)
         profile = profile_for(dev)
     except AutogemmError as exc:
@@ -89,7 +89,7 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
             task = progress.add_task("bench", total=len(letters) * len(shapes))
             for dt in letters:
                 for shape in shapes:
-                    progress.update(task, description=f"{dt.letter}gemm {shape.label}")
+                    progress.update(task, description=f"{dt.routine} {shape.label}")
                     cases.append(runner.run(dt, shape))
                     progress.advance(task)
     except KeyboardInterrupt:
@@ -97,7 +97,7 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
     title = f"TFLOP/s on {dev.name.strip()} (median of {runs}; autogemm {__version__})"
     console.print(table(cases, title))
     for (dtype, peer), (mean, count) in sorted(geometric_means(cases).items()):
-        console.print(f"{dtype}gemm: autogemm / {peer}, geometric mean over {count} problems: {mean:.2f}",
+        console.print(f"{get_dtype(dtype).routine}: autogemm / {peer}, geometric mean over {count} problems: {mean:.2f}",
                       highlight=False)
     meta = {"device": dev.name.strip(), "driver": dev.driver_version.strip(), "fingerprint": dev.fingerprint,
             "autogemm": __version__, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -21,7 +21,7 @@ from .common import fail, parse_config, select_device, console
 
 config_options = [
     click.option("--dtype", "dtype_letter", type=click.Choice(list(DTYPES)), default="s", show_default=True,
-                 help="s, d, c or z."),
+                 help="s, d, c or z; s.tf32, s.3xtf32, c.tf32, c.3xtf32 for the tensor-core precision modes."),
     click.option("--config", help="A configuration as JSON text or a JSON file (fields of SimtParams)."),
     click.option("--set", "settings", multiple=True, metavar="NAME=VALUE",
                  help="Override one parameter, e.g. --set tile_rows=8 (repeatable)."),
@@ -43,17 +43,15 @@ def _with_options(options):
 @click.option("--whole/--guarded", "whole", default=False,
               help="The whole-tile kernel (aligned, no edge guards) or the guarded one (default).")
 @click.option("--family", type=click.Choice(list(FAMILIES)), default="simt", show_default=True,
-              help="The kernel family (subgroup starts from its default configuration).")
+              help="The kernel family (from its default configuration where the profile has none of it).")
 def show_kernel(dtype_letter, config, settings, platform, device, whole, family) -> None:
-    """Print the OpenCL source of one configuration: the device's (from its profile for large problems,
-    else the default), changed by --config/--set."""
+    """Print the OpenCL source of one configuration: the device's for large problems of the family (from
+    its profile, else the family's default), changed by --config/--set."""
     try:
         dt = get_dtype(dtype_letter)
         dev = select_device(platform, device)
-        if family == "simt":
-            base, _ = choose_params(dev, GemmProblem.dense(dt, 4096, 4096, 4096))
-        else:
-            base = FAMILIES[family][0]()
+        chosen, _ = choose_params(dev, GemmProblem.dense(dt, 4096, 4096, 4096))
+        base = chosen if chosen.family == family else FAMILIES[family][0]()
         params = parse_config(config, settings, base)
         reason = check(params, dev, dt)
         if reason:
@@ -95,7 +93,7 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, time
     except AutogemmError as exc:
         fail(str(exc))
     console.print(f"device: {dev.label}", highlight=False)
-    console.print(f"{dt.letter}gemm {trans_a.upper()}{trans_b.upper()} M={m} N={n} K={k}  "
+    console.print(f"{dt.routine} {trans_a.upper()}{trans_b.upper()} M={m} N={n} K={k}  "
                   f"alpha={alpha} beta={beta}", highlight=False)
     console.print(f"plan: {plan.describe()}", highlight=False, markup=False)
     rng = np.random.default_rng()

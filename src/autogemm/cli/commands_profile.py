@@ -78,9 +78,9 @@ def show_command(target, as_json) -> None:
                   f"budget {prof.budget}; {source}", highlight=False)
     if prof.fma:
         console.print("multiply-add forms: " + ", ".join(f"{k}:{v}" for k, v in prof.fma.items()), highlight=False)
-    for letter, entries in prof.dtypes.items():
+    for key, entries in prof.dtypes.items():
         for entry in entries:
-            table = Table(title=f"{letter}gemm {entry.name} {'x'.join(map(str, entry.shape))}: {entry.strategy}, "
+            table = Table(title=f"{get_dtype(key).routine} {entry.name} {'x'.join(map(str, entry.shape))}: {entry.strategy}, "
                                 f"{entry.evaluations} evaluations, {entry.seconds:.0f} s", title_justify="left")
             table.add_column("rank", justify="right")
             table.add_column("GFLOP/s", justify="right")
@@ -119,7 +119,7 @@ def import_command(source) -> None:
 
 @profile.command("verify")
 @click.option("-d", "--device", help="Device (default: the default device).")
-@click.option("--dtype", "dtypes", default=None, help="Comma-separated letters (default: all in the profile).")
+@click.option("--dtype", "dtypes", default=None, help="Comma-separated dtypes (default: all in the profile).")
 @click.option("--runs", type=click.IntRange(1), default=5, show_default=True)
 def verify_command(device, dtypes, runs) -> None:
     """Check and re-time the best stored configuration of each dtype and size class, and report how far
@@ -129,7 +129,7 @@ def verify_command(device, dtypes, runs) -> None:
         prof, _ = _device_profile(device)
         if prof.device_fingerprint != dev.fingerprint:
             raise ProfileError(f"the profile is for {prof.device_name} {prof.device_fingerprint}, not {dev.label}")
-        letters = [get_dtype(x.strip()).letter for x in dtypes.split(",")] if dtypes else list(prof.dtypes)
+        letters = [get_dtype(x.strip()).key for x in dtypes.split(",")] if dtypes else list(prof.dtypes)
         ctx = context_for(dev)
     except AutogemmError as exc:
         fail(str(exc))

@@ -37,7 +37,7 @@ class ProgressListener(TuneListener):
 
     def class_started(self, dtype: Dtype, size: SizeClass, space: SearchSpace, objective: Objective) -> None:
         family = "" if space.family == "simt" else f" {space.family}"
-        self.task = self.progress.add_task(f"{dtype.letter}gemm {size.name} {size.m}x{size.n}x{size.k}{family}",
+        self.task = self.progress.add_task(f"{dtype.routine} {size.name} {size.m}x{size.n}x{size.k}{family}",
                                            total=1.0, status=f"{len(space)} configurations")
 
     def record(self, objective: Objective, record: Record, fresh: bool) -> None:
@@ -64,7 +64,7 @@ def summary_table(rows: list[tuple]) -> Table:
                          overflow="fold")
     for dtype, size, entry, evaluations, failures, seconds in rows:
         best = entry.ranked[0] if entry else None
-        table.add_row(f"{dtype.letter} {size.name} {size.m}", f"{best.gflops:.1f}" if best else "-",
+        table.add_row(f"{dtype.key} {size.name} {size.m}", f"{best.gflops:.1f}" if best else "-",
                       best.config.describe() if best else "no correct kernel", str(evaluations), str(failures),
                       f"{seconds:.0f}")
     return table
@@ -72,7 +72,7 @@ def summary_table(rows: list[tuple]) -> Table:
 
 @main.command("tune")
 @click.option("-d", "--device", help="Device: P:D, index, gpu, cpu or part of its name (default: the default).")
-@click.option("--dtype", "dtypes", default=None, help="Comma-separated letters, e.g. s,d (default: all the device can).")
+@click.option("--dtype", "dtypes", default=None, help="Comma-separated dtypes, e.g. s,d or s.tf32 (default: s, d, c, z where the device can).")
 @click.option("--budget", default=None,
               help="Wall time (10m, 90s, 1h), evaluations (500) or both (10m,500) for the whole run "
                    "[default: 7m on a GPU, 10m on a CPU; with --quick 2m and 1m].")

@@ -14,7 +14,7 @@ def device_limits(params, device: Device, dt: Dtype, wg_cols: int, wg_rows: int)
     if problem:
         return problem
     if dt.needs_fp64 and not device.fp64:
-        return f"{dt.letter}gemm needs double precision (cl_khr_fp64), which this device lacks"
+        return f"{dt.routine} needs double precision (cl_khr_fp64), which this device lacks"
     if wg_cols * wg_rows > device.max_work_group_size:
         return f"work-group of {wg_cols * wg_rows} exceeds the device's {device.max_work_group_size}"
     sizes = device.max_work_item_sizes

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from ..codelets.families import KernelParams, params_from_dict
+from ..dtypes import DTYPES
 from ..errors import AutogemmError, ProfileError
 
 FORMAT = "autogemm-profile"
@@ -62,10 +63,11 @@ class Profile:
     def entry(self, dtype: str, name: str) -> SizeClassEntry | None:
         return next((e for e in self.dtypes.get(dtype, ()) if e.name == name), None)
 
-    def nearest(self, dtype: str, m: int, n: int, k: int) -> list[SizeClassEntry]:
-        """The size-class entries of ``dtype``, the one nearest to (m, n, k) first (nearest in log
-        scale, so 3000 is near 4096 and 100 near 256)."""
-        return sorted(self.dtypes.get(dtype, ()), key=lambda e: _distance(e.shape, (m, n, k)))
+    def nearest(self, dtypes: tuple[str, ...], m: int, n: int, k: int) -> list[SizeClassEntry]:
+        """The size-class entries of ``dtypes``, the one nearest to (m, n, k) first (nearest in log
+        scale, so 3000 is near 4096 and 100 near 256; at equal distances in the order of ``dtypes``)."""
+        entries = [e for key in dtypes for e in self.dtypes.get(key, ())]
+        return sorted(entries, key=lambda e: _distance(e.shape, (m, n, k)))
 
     def with_entry(self, dtype: str, entry: SizeClassEntry) -> "Profile":
         """A copy with ``entry`` added or replacing the entry of the same dtype and class."""
@@ -173,7 +175,7 @@ def _parse(data: object) -> Profile:
         raise ProfileError("dtypes must be a JSON object")
     parsed: dict[str, tuple[SizeClassEntry, ...]] = {}
     for letter, entries in dtypes.items():
-        if letter not in ("s", "d", "c", "z"):
+        if letter not in DTYPES:
             raise ProfileError(f"dtypes: unknown dtype {letter!r}")
         if not isinstance(entries, list) or not 1 <= len(entries) <= 16:
             raise ProfileError(f"dtypes[{letter}] must be a list of 1 to 16 size classes")

@@ -40,8 +40,8 @@ class Checkpoint:
         m, n, k = shape
         folder = directory or cache_subdir("checkpoints")
         header = {"format": FORMAT, "version": VERSION, "device": device.fingerprint,
-                  "device_name": device.name.strip(), "dtype": dtype.letter, "shape": [m, n, k]}
-        return cls(folder / f"{device.fingerprint}-{dtype.letter}-{m}x{n}x{k}.jsonl", header)
+                  "device_name": device.name.strip(), "dtype": dtype.key, "shape": [m, n, k]}
+        return cls(folder / f"{device.fingerprint}-{dtype.key}-{m}x{n}x{k}.jsonl", header)
 
     def _load(self) -> None:
         if not self.path.exists():

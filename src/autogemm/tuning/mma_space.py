@@ -8,9 +8,10 @@ device and driver: the probe runs once per device and its answer is kept in the 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from ..cache import cache_subdir, write_atomically
-from ..codelets.mma import INSTRUCTIONS, MmaParams, check, ptx_problem
+from ..codelets.mma import OPERANDS, MmaParams, check, ptx_problem
 from ..dtypes import DTYPES, Dtype
 from ..runtime.context import DeviceContext
 from ..runtime.device import Device
@@ -24,47 +25,65 @@ REGISTER_CAP = "-cl-nv-maxrregcount=255"
 PROBE_SHAPE = (40, 24, 36)
 
 
-def _probe_params(shape: str) -> MmaParams:
-    return MmaParams(layout="NT", shape=shape, warps_m=1, warps_n=1, tiles_m=1, tiles_n=1,
-                     tile_k=4 * max(INSTRUCTIONS[shape].k_per_lane, 2), stages=1, vector_width=1, mma="ptx")
+def _probe_params(shape: str, dt: Dtype) -> MmaParams:
+    params = MmaParams(layout="NT", shape=shape, warps_m=1, warps_n=1, tiles_m=1, tiles_n=1, stages=1,
+                       vector_width=1, mma="ptx")
+    return replace(params, tile_k=max(8, 4 * params.lane_k(dt)))
 
 
-def instructions_available(ctx: DeviceContext) -> tuple[str, ...]:
-    """The mma shapes whose PTX this device's compiler accepts and whose products come out exact:
-    measured once per device (fingerprint), then read from the cache."""
+def _probe_dtype(operand: str) -> Dtype:
+    """The real dtype the probe of ``operand``'s instructions multiplies."""
+    return next(dt for dt in DTYPES.values() if dt.mma_operand == operand and not dt.is_complex)
+
+
+def instructions_available(ctx: DeviceContext) -> dict[str, tuple[str, ...]]:
+    """For each operand type, the mma shapes whose PTX this device's compiler accepts and whose products
+    come out right: measured once per device (fingerprint), then read from the cache."""
     device = ctx.device
-    candidates = [shape for shape in INSTRUCTIONS if ptx_problem(device, shape) is None]
+    candidates = [f"{operand} {shape}" for operand, facts in OPERANDS.items() for shape in facts.shapes
+                  if ptx_problem(device, operand, shape) is None]
     if not candidates:
-        return ()
+        return {}
     path = cache_subdir("capabilities") / f"{device.fingerprint}-mma.json"
     try:
         known = json.loads(path.read_text(encoding="utf-8"))
-        known = {k: v for k, v in known.items() if k in INSTRUCTIONS and isinstance(v, bool)}
+        known = {k: v for k, v in known.items() if k in candidates and isinstance(v, bool)}
     except (OSError, ValueError, AttributeError):
         known = {}
-    missing = [shape for shape in candidates if shape not in known]
-    if missing:
-        evaluator = Evaluator(ctx, DTYPES["d"], *PROBE_SHAPE, runs=1)
-        try:
-            for shape in missing:
-                known[shape] = evaluator.evaluate(_probe_params(shape)).ok
-        finally:
+    missing = [name for name in candidates if name not in known]
+    evaluators: dict[str, Evaluator] = {}
+    try:
+        for name in missing:
+            operand, shape = name.split()
+            dt = _probe_dtype(operand)
+            if operand not in evaluators:
+                evaluators[operand] = Evaluator(ctx, dt, *PROBE_SHAPE, runs=1)
+            known[name] = evaluators[operand].evaluate(_probe_params(shape, dt)).ok
+    finally:
+        for evaluator in evaluators.values():
             evaluator.release()
+    if missing:
         write_atomically(path, json.dumps(known, indent=1, sort_keys=True))
-    return tuple(shape for shape in candidates if known[shape])
+    available: dict[str, tuple[str, ...]] = {}
+    for name in candidates:
+        operand, shape = name.split()
+        if known[name]:
+            available[operand] = available.get(operand, ()) + (shape,)
+    return available
 
 
-def mma_space(device: Device, dtype: Dtype, shapes: tuple[str, ...]) -> SearchSpace[MmaParams] | None:
-    """The pruned space for ``dtype`` on ``device`` over the instruction ``shapes`` it runs (see
+def mma_space(device: Device, dtype: Dtype, available: dict[str, tuple[str, ...]]
+              ) -> SearchSpace[MmaParams] | None:
+    """The pruned space for ``dtype`` on ``device`` over the instruction shapes it runs (see
     ``instructions_available``); None when none of them multiplies ``dtype``."""
-    shapes = tuple(s for s in shapes if dtype.letter in INSTRUCTIONS[s].reals)
+    shapes = available.get(dtype.mma_operand or "", ())
     if not shapes:
         return None
     knobs = [Knob("shape", shapes), Knob("layout", ("NT", "TT", "NN", "TN")),
              Knob("warps", ((2, 4), (4, 2), (2, 2), (1, 4), (4, 1), (2, 1), (1, 2), (4, 4))),
              Knob("tiles", ((4, 4), (2, 4), (4, 2), (2, 2), (2, 8), (1, 4), (4, 1))),
              Knob("tile_k", (8, 16, 32), ordered=True), Knob("stages", (1, 2, 3)), Knob("copy", ("registers", "async")),
-             Knob("vector_width", (1, 2), ordered=True)]
+             Knob("vector_width", (1, 2, 4) if dtype.real_bytes == 4 else (1, 2), ordered=True)]
 
     def make(values: dict) -> MmaParams:
         (warps_m, warps_n), (tiles_m, tiles_n) = values["warps"], values["tiles"]

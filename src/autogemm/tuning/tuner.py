@@ -18,9 +18,8 @@ from datetime import datetime, timezone
 from .. import __version__
 from ..blas import default_params
 from ..codelets.families import KernelParams
-from ..codelets.mma import INSTRUCTIONS
 from ..codelets.simt import SimtParams
-from ..dtypes import DTYPES, Dtype
+from ..dtypes import NATIVE, Dtype
 from ..errors import TuningError
 from ..profiles import Profile, Ranked, SizeClassEntry, profile_for, save
 from ..runtime.context import DeviceContext
@@ -78,7 +77,7 @@ def default_budget(device: Device, quick: bool = False) -> Budget:
 
 
 def supported_dtypes(device: Device) -> tuple[Dtype, ...]:
-    return tuple(dt for dt in DTYPES.values() if device.fp64 or not dt.needs_fp64)
+    return tuple(dt for dt in NATIVE if device.fp64 or not dt.needs_fp64)
 
 
 class TuneListener:
@@ -160,7 +159,7 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
     dtypes = dtypes or supported_dtypes(device)
     for dt in dtypes:
         if dt.needs_fp64 and not device.fp64:
-            raise TuningError(f"{dt.letter}gemm needs double precision, which {device.name.strip()} lacks")
+            raise TuningError(f"{dt.routine} needs double precision, which {device.name.strip()} lacks")
     budget = budget or default_budget(device, quick)
     get_strategy(strategy)   # an unknown name fails before any work
     sizes = size_classes(device, quick)
@@ -175,8 +174,7 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
         if device.is_gpu:
             stack.enter_context(ctx.building_in_processes(default_workers()))
         widths = (1, 2, 4) if device.is_gpu else (1, 2, 4, 8)
-        shapes = instructions_available(ctx) if any(dt.letter in i.reals for dt in dtypes
-                                                     for i in INSTRUCTIONS.values()) else ()
+        instructions = instructions_available(ctx) if any(dt.mma_operand for dt in dtypes) else {}
         reals = tuple(sorted({"d" if dt.needs_fp64 else "s" for dt in dtypes}))
         results = fma.benchmark(ctx, reals, widths)
         listener.fma_done(results)
@@ -188,26 +186,40 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
         total_weight = sum(weights)
         for dt in dtypes:
             real = "d" if dt.needs_fp64 else "s"
-            space = simt_space(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths})
-            if not len(space):
-                raise TuningError(f"no configuration of the {dt.letter} space fits {device.name.strip()}")
-            start = start_point(space, default_params(device, dt))
-            shuffled = subgroup_space(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths})
-            tensor = mma_space(device, dt, shapes)
-            extra = [s for s in (shuffled, tensor) if s is not None and len(s)]
+            spaces = _spaces(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths}, instructions)
             for size in sizes:
                 share = class_budget(budget, time.monotonic() - started, weights[0], sum(weights), total_weight)
                 weights.pop(0)
-                before = prior.entry(dt.letter, size.name) if prior else None
+                before = prior.entry(dt.key, size.name) if prior else None
                 known = [r.config for r in before.ranked] if before else []
-                entry = _tune_class(ctx, dt, size, [(space, start)] + [(s, None) for s in extra], share,
-                                    strategy, fresh, top, listener, seed, known)
+                entry = _tune_class(ctx, dt, size, spaces, share, strategy, fresh, top, listener, seed, known)
                 if entry is not None:
-                    profile = profile.with_entry(dt.letter, entry)
+                    profile = profile.with_entry(dt.key, entry)
                     if write:
                         save(profile)
-                    start = start_point(space, entry.ranked[0].config) or start
+                    space, start = spaces[0]
+                    if start is not None:      # the simt search's, which the next class starts from
+                        spaces[0] = (space, start_point(space, entry.ranked[0].config) or start)
     return profile
+
+
+def _spaces(device: Device, dt: Dtype, macs: dict[int, str], instructions: dict[str, tuple[str, ...]]
+            ) -> list[tuple[SearchSpace, Point | None]]:
+    """The spaces a class of ``dt`` searches, each with the point to start from (if any): the simt
+    codelets (from the device class's default), the subgroup ones and the matrix instructions'; for a
+    reduced precision mode only the last (the others are the native dtype's, exact, and tuned there)."""
+    tensor = mma_space(device, dt, instructions)
+    if dt.precision:
+        if tensor is None or not len(tensor):
+            raise TuningError(f"{dt.routine} needs matrix instructions for {dt.mma_operand} operands, which "
+                              f"{device.name.strip()} lacks (its {dt.native.routine} kernels compute it exactly)")
+        return [(tensor, None)]
+    space = simt_space(device, dt, macs)
+    if not len(space):
+        raise TuningError(f"no configuration of the {dt.key} space fits {device.name.strip()}")
+    start = start_point(space, default_params(device, dt))
+    extra = [s for s in (subgroup_space(device, dt, macs), tensor) if s is not None and len(s)]
+    return [(space, start)] + [(s, None) for s in extra]
 
 
 def class_budget(budget: Budget, elapsed: float, weight: float, remaining_weight: float,

@@ -2,7 +2,7 @@
 PTX (or, to test the kernel around it on any device, an emulation of the instruction in local memory)."""
 
 from .check import check, ptx_problem
-from .params import INSTRUCTIONS, MmaParams
+from .params import OPERANDS, SHAPES, MmaParams
 from .render import render
 
-__all__ = ["INSTRUCTIONS", "MmaParams", "check", "ptx_problem", "render"]
+__all__ = ["OPERANDS", "SHAPES", "MmaParams", "check", "ptx_problem", "render"]

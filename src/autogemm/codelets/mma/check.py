@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...dtypes import Dtype, get_dtype
 from ...runtime.device import Device
 from ..limits import device_limits
-from .params import INSTRUCTIONS, WARP, MmaParams
+from .params import OPERANDS, WARP, MmaParams
 from .render import local_bytes
 
 #: 32-bit registers a work-item needs besides its accumulators, fragments and prefetched operands
@@ -19,24 +19,25 @@ def capability(device: Device) -> tuple[int, int] | None:
     return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
 
 
-def ptx_problem(device: Device, shape: str) -> str | None:
-    """Why ``device`` cannot run ``shape`` as inline PTX, or None."""
+def ptx_problem(device: Device, operand: str, shape: str) -> str | None:
+    """Why ``device`` cannot run ``shape`` on ``operand`` operands as inline PTX, or None."""
     if not device.is_nvidia:
         return "mma 'ptx' is inline PTX for NVIDIA's compiler"
-    found, needed = capability(device), INSTRUCTIONS[shape].capability
+    found, needed = capability(device), OPERANDS[operand].shapes[shape]
     if found is None or found < needed:
         have = "an unknown" if found is None else "compute capability {}.{}".format(*found)
-        return f"mma.sync {shape} needs compute capability {needed[0]}.{needed[1]}; the device has {have}"
+        return f"mma.sync {shape} {operand} needs compute capability {needed[0]}.{needed[1]}; the device has {have}"
     return None
 
 
 def register_estimate(params: MmaParams, dtype: Dtype) -> int:
-    """32-bit registers per work-item: accumulators, one chunk's fragments and the next K block's share,
-    per real part, plus the overhead."""
-    inst = params.instruction
-    words = inst.real_bytes // 4 * dtype.reals_per_element
-    accumulators = params.tiles_m * params.tiles_n * 2 * inst.row_halves
-    fragments = (params.tiles_m * inst.row_halves + params.tiles_n) * params.lane_k
+    """32-bit registers per work-item: accumulators (and a tile's chunk sum where split operands sum
+    each chunk apart), one chunk's fragments (as many sets as each operand is split into) and the next K block's
+    share, per real part, plus the overhead."""
+    shape = params.geometry
+    words = dtype.real_bytes // 4 * dtype.reals_per_element
+    accumulators = (params.tiles_m * params.tiles_n + (dtype.operand_splits > 1)) * 2 * shape.row_halves
+    fragments = (params.tiles_m * shape.row_halves + params.tiles_n) * params.lane_k(dtype) * dtype.operand_splits
     prefetched = 0 if params.copy == "async" else \
         (params.block_rows + params.block_cols) * params.tile_k // params.work_group_size
     return words * (accumulators + fragments + prefetched) + OVERHEAD_REGISTERS
@@ -48,12 +49,11 @@ def check(params: MmaParams, device: Device, dtype: Dtype | str) -> str | None:
     problem = device_limits(params, device, dt, WARP * params.warps_n, params.warps_m)
     if problem:
         return problem
-    if dt.letter not in params.instruction.reals:
-        return f"mma shape {params.shape} multiplies {'/'.join(params.instruction.reals)}gemm operands, not {dt.letter}"
-    if params.copy == "async" and dt.is_complex:
-        return "copy 'async' copies elements whole; complex operands are staged as separate parts"
+    problem = params.dtype_problem(dt)
+    if problem:
+        return problem
     if params.mma == "ptx":
-        problem = ptx_problem(device, params.shape)
+        problem = ptx_problem(device, dt.mma_operand, params.shape)
         if problem:
             return problem
     used = local_bytes(params, dt)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import ClassVar
 
+from ...dtypes import Dtype
 from ..fields import choices_problem, params_from_fields
 from ..simt.params import build_options_problem
 
@@ -14,22 +15,17 @@ WARP = 32
 
 
 @dataclass(frozen=True)
-class Instruction:
-    """One ``mma.sync`` shape: a warp computes an ``m`` x 8 block of D = A B + C over ``k``.
+class Shape:
+    """The geometry of one ``mma.sync`` shape: a warp computes an ``m`` x 8 block of D = A B + C over ``k``.
 
-    The fragments are spread over the lanes as PTX defines them: with g = lane / 4 and t = lane % 4,
-    a lane holds A at rows g + 8 h (h < m / 8) and columns t + 4 p (p < k / 4), B at rows t + 4 p of
-    column g, and C at rows g + 8 h, columns 2 t and 2 t + 1.
+    The fragments are spread over the lanes as PTX defines them for 32-bit and 64-bit operands: with
+    g = lane / 4 and t = lane % 4, a lane holds A at rows g + 8 h (h < m / 8) and columns t + 4 p
+    (p < k / 4), B at rows t + 4 p of column g, and C at rows g + 8 h, columns 2 t and 2 t + 1.
     """
 
-    shape: str
-    ptx_types: str           # the type suffix of the PTX instruction
-    reals: tuple[str, ...]   # the dtype letters whose real parts it multiplies
+    name: str
     m: int
     k: int
-    register: str            # inline-assembly constraint of a fragment register
-    real_bytes: int          # bytes of one real operand
-    capability: tuple[int, int]   # the oldest NVIDIA architecture that has it
 
     n: ClassVar[int] = 8
 
@@ -44,11 +40,30 @@ class Instruction:
         return self.k // 4
 
 
-INSTRUCTIONS = {
-    "m8n8k4": Instruction("m8n8k4", "f64.f64.f64.f64", ("d", "z"), 8, 4, "d", 8, (8, 0)),
-    "m16n8k4": Instruction("m16n8k4", "f64.f64.f64.f64", ("d", "z"), 16, 4, "d", 8, (9, 0)),
-    "m16n8k8": Instruction("m16n8k8", "f64.f64.f64.f64", ("d", "z"), 16, 8, "d", 8, (9, 0)),
-    "m16n8k16": Instruction("m16n8k16", "f64.f64.f64.f64", ("d", "z"), 16, 16, "d", 8, (9, 0)),
+SHAPES = {shape.name: shape for shape in (Shape("m8n8k4", 8, 4), Shape("m16n8k4", 16, 4),
+                                          Shape("m16n8k8", 16, 8), Shape("m16n8k16", 16, 16))}
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A type the instructions multiply (``Dtype.mma_operand`` names it), the type they accumulate in,
+    and the shapes that take it with the oldest NVIDIA architecture that has each."""
+
+    name: str                    # PTX type of A and B
+    accumulator: str             # PTX type of C and D
+    register: str                # inline-assembly constraint of an A or B register
+    accumulator_register: str    # ... of a C or D register
+    shapes: dict[str, tuple[int, int]]
+
+    @property
+    def ptx_types(self) -> str:
+        """The type suffix of the instruction: D, A, B, C."""
+        return f"{self.accumulator}.{self.name}.{self.name}.{self.accumulator}"
+
+
+OPERANDS = {
+    "f64": Operand("f64", "f64", "d", "d", {"m8n8k4": (8, 0), "m16n8k4": (9, 0), "m16n8k8": (9, 0), "m16n8k16": (9, 0)}),
+    "tf32": Operand("tf32", "f32", "r", "f", {"m16n8k4": (8, 0), "m16n8k8": (8, 0)}),
 }
 LAYOUTS = ("NN", "NT", "TN", "TT")
 WARPS = (1, 2, 4)
@@ -98,16 +113,16 @@ class MmaParams:
     image_b: ClassVar[bool] = False
 
     @property
-    def instruction(self) -> Instruction:
-        return INSTRUCTIONS[self.shape]
+    def geometry(self) -> Shape:
+        return SHAPES[self.shape]
 
     @property
     def block_rows(self) -> int:
-        return self.warps_m * self.tiles_m * self.instruction.m
+        return self.warps_m * self.tiles_m * self.geometry.m
 
     @property
     def block_cols(self) -> int:
-        return self.warps_n * self.tiles_n * self.instruction.n
+        return self.warps_n * self.tiles_n * self.geometry.n
 
     @property
     def work_group_size(self) -> int:
@@ -125,7 +140,7 @@ class MmaParams:
 
     def malformed(self) -> str | None:
         """Why this point lies outside the family's space regardless of device, or None."""
-        choices = {"layout": LAYOUTS, "shape": tuple(INSTRUCTIONS), "warps_m": WARPS, "warps_n": WARPS,
+        choices = {"layout": LAYOUTS, "shape": tuple(SHAPES), "warps_m": WARPS, "warps_n": WARPS,
                    "tiles_m": WARP_TILES, "tiles_n": WARP_TILES, "tile_k": TILE_K_SIZES, "stages": STAGES,
                    "vector_width": VECTOR_WIDTHS, "mma": SPELLINGS, "copy": COPIES}
         problem = choices_problem(self, choices) or build_options_problem(self.build_options)
@@ -135,21 +150,30 @@ class MmaParams:
             return "copy 'async' reads rows of k (layout NT) into two or three stages"
         if self.copy == "registers" and self.stages > 2:
             return "copy 'registers' fetches one block ahead: stages 1 or 2"
-        if self.tile_k % (4 * self.lane_k):
-            return f"tile_k {self.tile_k} must be a multiple of {4 * self.lane_k} (the k a warp's lanes read at once)"
         return None
 
-    @property
-    def lane_k(self) -> int:
+    def dtype_problem(self, dt: Dtype) -> str | None:
+        """Why this point cannot multiply ``dt`` on any device, or None."""
+        operand = OPERANDS.get(dt.mma_operand or "")
+        if operand is None:
+            return (f"{dt.routine} has no matrix instruction (precision 'tf32' or '3xtf32' multiplies "
+                    "float32 on tensor cores)")
+        if self.shape not in operand.shapes:
+            return f"mma.sync has no {self.shape} shape for {operand.name} operands ({dt.routine})"
+        if self.tile_k % (4 * self.lane_k(dt)):
+            return f"tile_k {self.tile_k} must be a multiple of {4 * self.lane_k(dt)} (the k a warp's lanes read at once)"
+        if self.copy == "async" and dt.is_complex:
+            return "copy 'async' copies elements whole; complex operands are staged as separate parts"
+        return None
+
+    def lane_k(self, dt: Dtype) -> int:
         """Consecutive k one lane reads from local memory at once (at least 16 bytes): its columns of
         one or more instructions."""
-        inst = self.instruction
-        return max(inst.k_per_lane, 16 // inst.real_bytes)
+        return max(self.geometry.k_per_lane, 16 // dt.real_bytes)
 
-    @property
-    def steps(self) -> int:
+    def steps(self, dt: Dtype) -> int:
         """Instructions that share one read of LANE_K k per lane."""
-        return self.lane_k // self.instruction.k_per_lane
+        return self.lane_k(dt) // self.geometry.k_per_lane
 
     def describe(self) -> str:
         """A one-line summary, e.g. ``mma m8n8k4 NT warps2x2 tiles2x2x16 v1 stages2 ptx``."""

@@ -20,7 +20,7 @@ from ...dtypes import Dtype, get_dtype
 from ...errors import ConfigError
 from ..kernel import KernelSource, ceil_div
 from ..writer import ElementCode, hex_digit
-from .params import WARP, Instruction, MmaParams
+from .params import OPERANDS, WARP, MmaParams, Shape
 
 KERNEL_NAME = "gemm"
 #: Local memory serves a warp's 16-byte reads a quarter-warp at a time: 8 lanes, two rows (g) of four
@@ -32,22 +32,21 @@ ROW_PLACEMENT = {16: (128, 64), 32: (32, 16)}
 
 def row_stride(params: MmaParams, dtype: Dtype) -> int:
     """Reals from one row of a staged operand to the next: TILE_K, padded against bank conflicts."""
-    real_bytes = dtype.itemsize // dtype.reals_per_element
+    real_bytes = dtype.real_bytes
     stride = params.tile_k * real_bytes
-    period, offset = ROW_PLACEMENT.get(params.lane_k * real_bytes, (1, 0))
+    period, offset = ROW_PLACEMENT.get(params.lane_k(dtype) * real_bytes, (1, 0))
     return (stride + (offset - stride) % period) // real_bytes
 
 
-def scratch_reals(inst: Instruction) -> int:
+def scratch_reals(shape: Shape) -> int:
     """Reals of local memory one warp's emulated instruction exchanges its fragments through."""
-    return inst.m * inst.k + inst.k * inst.n
+    return shape.m * shape.k + shape.k * shape.n
 
 
 def local_bytes(params: MmaParams, dtype: Dtype) -> int:
     """Local memory one work-group uses: staged operands, and the emulation's scratch if any."""
-    real_bytes = dtype.itemsize // dtype.reals_per_element
     staged = params.stages * (params.block_rows + params.block_cols) * row_stride(params, dtype) * dtype.itemsize
-    scratch = params.warps_m * params.warps_n * scratch_reals(params.instruction) * real_bytes
+    scratch = params.warps_m * params.warps_n * scratch_reals(params.geometry) * dtype.real_bytes
     return staged + (scratch if params.mma == "local" else 0)
 
 
@@ -55,7 +54,9 @@ class _Generator(ElementCode):
     def __init__(self, params: MmaParams, dtype: Dtype, guarded: bool) -> None:
         super().__init__(dtype, min(params.vector_width, 2), guarded)
         self.p = params
-        self.inst = params.instruction
+        self.shape = params.geometry
+        self.operand = OPERANDS[dtype.mma_operand]
+        self.lane_k, self.steps = params.lane_k(dtype), params.steps(dtype)
         self.parts = ("re", "im") if dtype.is_complex else ("",)
         self.threads = params.work_group_size
 
@@ -75,14 +76,16 @@ class _Generator(ElementCode):
 
     # ----- sections ----------------------------------------------------------------------------
     def header(self) -> None:
-        p, dt, inst, w = self.p, self.dt, self.inst, self.out
+        p, dt, inst, w = self.p, self.dt, self.shape, self.out
         a_read = "M x K" if self.k_contiguous("A") else "K x M (A transposed)"
         b_read = "N x K (B transposed)" if self.k_contiguous("B") else "K x N"
-        w(f"// autogemm nvidia_mma codelet ({dt.letter}gemm): C = alpha * op(A) * op(B) + beta * C, row-major",
+        w(f"// autogemm nvidia_mma codelet ({dt.routine}): C = alpha * op(A) * op(B) + beta * C, row-major",
           f"// configuration: {p.describe()}",
           f"// layout {p.layout}: A is read as {a_read}, B as {b_read}",
-          f"// instruction: mma.sync {inst.shape} ({'inline PTX' if p.mma == 'ptx' else 'emulated through local memory'})"
+          f"// instruction: mma.sync {inst.name} {self.operand.ptx_types} "
+          f"({'inline PTX' if p.mma == 'ptx' else 'emulated through local memory'})"
           + ("; complex products as four real ones" if dt.is_complex else ""),
+          f"// precision: {self.precision_note()}",
           f"// edges: {'guarded (any M, N, K; loads outside read zero)' if self.guarded else 'whole blocks only, aligned vectors'}")
         if dt.needs_fp64:
             w("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
@@ -97,7 +100,7 @@ class _Generator(ElementCode):
           f"#define MMA_K {inst.k}             // k per instruction",
           f"#define TILE_K {p.tile_k}           // k per block staged in local memory",
           f"#define STAGES {p.stages}            // local buffers",
-          f"#define LANE_K {p.lane_k}            // consecutive k a lane reads at once, for {p.steps} instruction(s)",
+          f"#define LANE_K {self.lane_k}            // consecutive k a lane reads at once, for {self.steps} instruction(s)",
           "#define CHUNK (4 * LANE_K)       // k the four lanes of a group read at once",
           f"#define LDS {lds}              // reals from one staged row to the next (TILE_K and padding)",
           "#define THREADS (32 * WARPS_M * WARPS_N)",
@@ -109,20 +112,35 @@ class _Generator(ElementCode):
             if p.mma == "local" else []),
           "",
           f"typedef {dt.real_cl} real;",
-          f"typedef {dt.real_cl}{p.lane_k} reals_lane;        // LANE_K consecutive k of one staged row",
+          f"typedef {dt.real_cl}{self.lane_k} reals_lane;        // LANE_K consecutive k of one staged row",
           f"typedef {dt.cl_element} elem;")
         for n in sorted(self.widths | {self.vw}):
             if n > 1:
                 w(f"typedef {dt.cl_vector(n)} elems{n};")
-        w(self.mul_add_define("fma"), "")
+        w(self.mul_add_define("fma"))
+        if self.operand.name == "tf32":
+            w("// TF32 keeps 10 of float's 23 mantissa bits: the nearest such values (ties away from zero), as floats",
+              f"#define TF32(x) as_float{self.lane_k}((as_uint{self.lane_k}(x) + 0x1000u) & 0xffffe000u)")
+        w("")
+
+    def precision_note(self) -> str:
+        """What the products are exact to, for the kernel's header."""
+        if self.operand.name != "tf32":
+            return f"exact {self.operand.name} products"
+        if self.dt.operand_splits == 1:
+            return "operands rounded to TF32, products accumulated in FP32"
+        return ("each operand split into a TF32 high part and a TF32 remainder; hi hi + hi lo + lo hi "
+                "accumulated in FP32")
 
     def instruction_function(self) -> None:
         """``mma(c, a..., b...)``: c += a b for one instruction tile, in the configured spelling."""
-        inst, w = self.inst, self.out
+        inst, w = self.shape, self.out
         a_regs = [f"a{r}" for r in range(inst.row_halves * inst.k_per_lane)]
         b_regs = [f"b{p}" for p in range(inst.k_per_lane)]
         c_count = 2 * inst.row_halves
         args = ", ".join(f"const real {x}" for x in a_regs + b_regs)
+        operand = self.operand
+        bits = "as_uint" if operand.register == "r" else ""     # 32-bit operands go in as their bits
         w(f"// c += a b on one {inst.m} x {inst.n} x {inst.k} tile; lane (g, t) = (lane / 4, lane % 4) holds A at rows",
           "// g + 8 h, columns t + 4 p (register h + (MMA_M / 8) p), B at rows t + 4 p of column g, C at rows g + 8 h,",
           "// columns 2 t and 2 t + 1 (registers 2 h and 2 h + 1)")
@@ -131,9 +149,9 @@ class _Generator(ElementCode):
             c_list = ", ".join(f"%{i}" for i in range(c_count))
             a_list = ", ".join(f"%{c_count + i}" for i in range(len(a_regs)))
             b_list = ", ".join(f"%{c_count + len(a_regs) + i}" for i in range(len(b_regs)))
-            outputs = ", ".join(f'"+{inst.register}"(c[{i}])' for i in range(c_count))
-            inputs = ", ".join(f'"{inst.register}"({x})' for x in a_regs + b_regs)
-            w(f'asm("mma.sync.aligned.{inst.shape}.row.col.{inst.ptx_types} {{{c_list}}}, {{{a_list}}}, {{{b_list}}}, {{{c_list}}};"',
+            outputs = ", ".join(f'"+{operand.accumulator_register}"(c[{i}])' for i in range(c_count))
+            inputs = ", ".join(f'"{operand.register}"({bits}({x}))' for x in a_regs + b_regs)
+            w(f'asm("mma.sync.aligned.{inst.name}.row.col.{operand.ptx_types} {{{c_list}}}, {{{a_list}}}, {{{b_list}}}, {{{c_list}}};"',
               f"    : {outputs}", f"    : {inputs});")
             w.close()
         else:
@@ -207,46 +225,85 @@ class _Generator(ElementCode):
         self.staging_loop(op, lines)
 
     # ----- the product -------------------------------------------------------------------------
+    def pieces(self) -> tuple[str, ...]:
+        """Name suffixes of the fragment sets each read becomes: the read itself, or (3xTF32) its TF32
+        high part and remainder."""
+        return ("_hi", "_lo") if self.dt.operand_splits == 2 else ("",)
+
+    def fragment_read(self, target: str, address: str) -> None:
+        """Read one lane's LANE_K reals at ``address`` into fragment ``target`` (indexed, without the
+        piece suffix), rounded to TF32 or split into TF32 parts where the instruction takes TF32."""
+        w, read = self.out, f"*(const __local reals_lane*)({address})"
+        name, index = target.split("[", 1)
+        if self.operand.name != "tf32":
+            w(f"{target} = {read};")
+        elif self.dt.operand_splits == 1:
+            w(f"{target} = TF32({read});")
+        else:
+            w("{", f"    const reals_lane x = {read};", f"    {name}_hi[{index} = TF32(x);",
+              f"    {name}_lo[{index} = TF32(x - {name}_hi[{index});", "}")
+
     def compute(self) -> None:
         """Multiply the staged K block of ``stage`` into the accumulators."""
-        p, inst, w = self.p, self.inst, self.out
+        p, inst, w = self.p, self.shape, self.out
         w("#pragma unroll")
         w.open("for (int c = 0; c < TILE_K; c += CHUNK)")
         for part in self.parts:
-            suffix = f"_{part}" if part else ""
-            w(f"reals_lane a_frag{suffix}[TILES_M][MMA_M / 8], b_frag{suffix}[TILES_N];")
+            for piece in self.pieces():
+                suffix = (f"_{part}" if part else "") + piece
+                w(f"reals_lane a_frag{suffix}[TILES_M][MMA_M / 8], b_frag{suffix}[TILES_N];")
         self.unrolled("i", "TILES_M")
         self.unrolled("h", "MMA_M / 8")
         for part in self.parts:
             suffix = f"_{part}" if part else ""
-            w(f"a_frag{suffix}[i][h] = *(const __local reals_lane*)({self.local_name('A', part)} + stage * A_STAGE"
-              " + (warp_row + i * MMA_M + 8 * h + g) * LDS + c + t * LANE_K);")
+            self.fragment_read(f"a_frag{suffix}[i][h]", f"{self.local_name('A', part)} + stage * A_STAGE"
+                               " + (warp_row + i * MMA_M + 8 * h + g) * LDS + c + t * LANE_K")
         w.close()
         w.close()
         self.unrolled("j", "TILES_N")
         for part in self.parts:
             suffix = f"_{part}" if part else ""
-            w(f"b_frag{suffix}[j] = *(const __local reals_lane*)({self.local_name('B', part)} + stage * B_STAGE"
-              " + (warp_col + j * MMA_N + g) * LDS + c + t * LANE_K);")
+            self.fragment_read(f"b_frag{suffix}[j]", f"{self.local_name('B', part)} + stage * B_STAGE"
+                               " + (warp_col + j * MMA_N + g) * LDS + c + t * LANE_K")
         w.close()
         # complex: re += a_re b_re - a_im b_im, im += a_re b_im + a_im b_re
         terms = ([("acc", "", "", "")] if not self.dt.is_complex else
                  [("acc_re", "_re", "_re", ""), ("acc_re", "_im", "_im", "-"),
                   ("acc_im", "_re", "_im", ""), ("acc_im", "_im", "_re", "")])
+        # 3xTF32: the two small cross products first, then the large one
+        products = [("_lo", "_hi"), ("_hi", "_lo"), ("_hi", "_hi")] if self.dt.operand_splits == 2 else [("", "")]
         extra = ", scratch + warp * SCRATCH, lane" if p.mma == "local" else ""
-        for step in range(p.steps):
-            w(f"// instruction {step + 1} of {p.steps} on this chunk: components {step * inst.k_per_lane}.."
-              f"{(step + 1) * inst.k_per_lane - 1} of each lane's reads")
-            for acc, a_suffix, b_suffix, sign in terms:
-                self.unrolled("i", "TILES_M")
-                self.unrolled("j", "TILES_N")
-                a_args = [f"{sign}a_frag{a_suffix}[i][{r % inst.row_halves}].s{hex_digit(step * inst.k_per_lane + r // inst.row_halves)}"
-                          for r in range(inst.row_halves * inst.k_per_lane)]
-                b_args = [f"b_frag{b_suffix}[j].s{hex_digit(step * inst.k_per_lane + q)}"
-                          for q in range(inst.k_per_lane)]
-                w(f"mma({acc}[i][j], {', '.join(a_args + b_args)}{extra});")
-                w.close()
-                w.close()
+
+        def call(acc: str, step: int, a_name: str, b_name: str, sign: str) -> str:
+            a_args = [f"{sign}{a_name}[i][{r % inst.row_halves}].s{hex_digit(step * inst.k_per_lane + r // inst.row_halves)}"
+                      for r in range(inst.row_halves * inst.k_per_lane)]
+            b_args = [f"{b_name}[j].s{hex_digit(step * inst.k_per_lane + q)}" for q in range(inst.k_per_lane)]
+            return f"mma({acc}, {', '.join(a_args + b_args)}{extra});"
+
+        if self.dt.operand_splits == 1:
+            for step in range(self.steps):
+                w(f"// instruction {step + 1} of {self.steps} on this chunk: components {step * inst.k_per_lane}.."
+                  f"{(step + 1) * inst.k_per_lane - 1} of each lane's reads")
+                for acc, a_part, b_part, sign in terms:
+                    self.unrolled("i", "TILES_M")
+                    self.unrolled("j", "TILES_N")
+                    w(call(f"{acc}[i][j]", step, f"a_frag{a_part}", f"b_frag{b_part}", sign))
+                    w.close()
+                    w.close()
+        else:
+            w("// the tensor cores add in FP32 rounding toward zero, an error that grows with K: each tile's",
+              "// products of this chunk are summed there, and the chunk's sum added here, rounding to nearest")
+            self.unrolled("i", "TILES_M")
+            self.unrolled("j", "TILES_N")
+            sums = list(dict.fromkeys(acc for acc, *_ in terms))
+            w(" ".join(f"real {acc}_chunk[2 * MMA_M / 8] = {{0}};" for acc in sums))
+            for step in range(self.steps):
+                for acc, a_part, b_part, sign in terms:
+                    for a_piece, b_piece in products:
+                        w(call(f"{acc}_chunk", step, f"a_frag{a_part}{a_piece}", f"b_frag{b_part}{b_piece}", sign))
+            self.unrolled("r", "2 * MMA_M / 8", " ".join(f"{acc}[i][j][r] += {acc}_chunk[r];" for acc in sums))
+            w.close()
+            w.close()
         w.close()
 
     def epilogue(self) -> None:
@@ -432,8 +489,9 @@ def render(params: MmaParams, dtype: Dtype | str, guarded: bool = True) -> Kerne
     problem = params.malformed()
     if problem:
         raise ConfigError(problem)
-    if dt.letter not in params.instruction.reals:
-        raise ConfigError(f"mma shape {params.shape} does not multiply {dt.letter}gemm operands")
+    problem = params.dtype_problem(dt)
+    if problem:
+        raise ConfigError(problem)
     return KernelSource(name=KERNEL_NAME, source=_Generator(params, dt, guarded).generate(),
                         options=params.build_options, local_size=(WARP * params.warps_n, params.warps_m),
                         block=(params.block_rows, params.block_cols, params.tile_k))
