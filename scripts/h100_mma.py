@@ -1,6 +1,7 @@
 """Issue 5, tensor-core experiments on the H100 in the nvidia_mma family: `python3 scripts/h100_mma.py GROUP`
 with GROUP fp64 (DGEMM and ZGEMM through mma.sync on the FP64 tensor cores: m8n8k4, and sm_90's m16n8k4,
-m16n8k8, m16n8k16) or tf32 (SGEMM and CGEMM in the TF32 and 3xTF32 modes: m16n8k4, m16n8k8 .tf32).
+m16n8k8, m16n8k16), tf32 (SGEMM and CGEMM in the TF32 and 3xTF32 modes: m16n8k4, m16n8k8 .tf32) or
+complex (the 3M method against four real products).
 
 For each hand-picked configuration: registers and spills from ptxas, the rate at 4096^3 from profiling
 events (checked against float64 on the device, as the tuner measures). Then the best of each dtype at 4096
@@ -79,7 +80,21 @@ def tf32_variants() -> list[tuple[str, str, MmaParams]]:
            [(f"{key} {label}", key, p) for key in ("c.tf32", "c.3xtf32") for label, p in c]
 
 
-GROUPS = {"fp64": fp64_variants, "tf32": tf32_variants}
+def complex_variants() -> list[tuple[str, str, MmaParams]]:
+    """Run 5: the 3M method (three real products per complex one) against four, for z on the FP64
+    tensor cores and c in the TF32 modes, at the tuned profile's best geometries."""
+    z = mma("m16n8k8", "NT", (4, 2), (2, 4), 8, 2, 1)
+    c = mma("m16n8k8", "NT", (2, 2), (2, 4), 16, 1, 4)
+    rows = []
+    for key, base in (("z", z), ("z", replace(z, tiles_n=2)), ("z", replace(z, warps_m=2, warps_n=4, tiles_m=2, tiles_n=2)),
+                      ("c.tf32", c), ("c.3xtf32", c), ("c.3xtf32", replace(c, tiles_n=2))):
+        for method in ("4m", "3m"):
+            params = replace(base, complex_method=method)
+            rows.append((f"{key} {params.describe()}", key, params))
+    return rows
+
+
+GROUPS = {"fp64": fp64_variants, "tf32": tf32_variants, "complex": complex_variants}
 
 
 def say(*parts) -> None:

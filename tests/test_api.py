@@ -119,6 +119,9 @@ def _bad_calls():
         (dict(a=f4, b=f4, edge="sideways"), autogemm.ArgumentError, "edge"),
         (dict(a=f4, b=f4, config=autogemm.SimtParams(tile_rows=3)), autogemm.ConfigError, "tile_rows"),
         (dict(a=f4, b=f4, device="no such device"), autogemm.DeviceError, "no OpenCL device"),
+        (dict(a=f4, b=f4, precision="tf16"), autogemm.DtypeError, "precision 'tf16'"),
+        (dict(a=f4.astype(np.float64), b=f4.astype(np.float64), precision="tf32"), autogemm.DtypeError,
+         "not a mode of float64"),
     ]
 
 
@@ -142,3 +145,15 @@ def test_rejected_config_names_the_reason(device):
     too_big = autogemm.SimtParams(wg_rows=256, wg_cols=256)
     with pytest.raises(autogemm.ConfigError, match="work-group of 65536"):
         autogemm.gemm(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32), config=too_big)
+
+
+@pytest.mark.parametrize("precision", ["tf32", "3xtf32"])
+def test_a_precision_mode_without_its_instructions_computes_in_float32(precision, device):
+    if device.is_nvidia:
+        pytest.skip("this device may have the instructions")
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (70, 90)).astype(np.complex64)
+    b = rng.uniform(-1, 1, (90, 50)).astype(np.complex64)
+    out = autogemm.gemm(a, b, precision=precision)
+    assert out.dtype == np.complex64
+    assert relative_error(out, a.astype(np.complex128) @ b) < 1e-6      # float32's error, not TF32's

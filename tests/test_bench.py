@@ -57,7 +57,8 @@ def bench(ctx):
     return Bench(ctx, peers=("numpy", "cublas", "clblast"), runs=2)
 
 
-@pytest.mark.parametrize("letter,shape", [("s", Shape(70, 45, 33, "NT")), ("z", Shape(37, 29, 50, "TN"))])
+@pytest.mark.parametrize("letter,shape", [("s", Shape(70, 45, 33, "NT")), ("z", Shape(37, 29, 50, "TN")),
+                                          ("c.3xtf32", Shape(40, 33, 21, "NN"))])
 def test_autogemm_and_numpy_are_timed_and_checked(bench, letter, shape):
     case = bench.run(DTYPES[letter], shape)
     ours = case.measurements[0]
@@ -65,7 +66,7 @@ def test_autogemm_and_numpy_are_timed_and_checked(bench, letter, shape):
     assert ours.tflops > 0 and ours.error < DTYPES[letter].tolerance
     numpy_run = next(m for m in case.measurements if m.name == "numpy")
     assert numpy_run.correct and case.ratio("numpy") == pytest.approx(ours.tflops / numpy_run.tflops)
-    assert case.peak_tflops > 0 and case.config
+    assert case.peak_tflops > 0 and case.config and case.dtype == letter
 
 
 def test_a_wrong_autogemm_result_is_reported_not_counted(bench, monkeypatch):

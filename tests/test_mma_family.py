@@ -95,6 +95,23 @@ def _check_precision(ctx, params, dt):
         assert low <= err < high, f"{dt.routine}: relative error {err:.1e} outside [{low:.0e}, {high:.0e})"
 
 
+@pytest.mark.parametrize("key", ["z", "c.tf32", "c.3xtf32"])
+def test_the_3m_method_makes_a_complex_product_of_three_real_ones(ctx, key):
+    dt = DTYPES[key]
+    params = dataclasses.replace(SMALL, shape="m16n8k8", tile_k=16, warps_m=1, warps_n=2, tiles_n=1, vector_width=1,
+                                 complex_method="3m")
+    source = render(dataclasses.replace(params, mma="ptx"), dt).source
+    products = 3 if dt.operand_splits == 2 else 1          # 3xTF32: three per real product
+    assert source.count("mma(acc_") == 3 * params.steps(dt) * products
+    rng = np.random.default_rng(9)
+    high = PRECISION_ERRORS[dt.precision][1] if dt.precision else dt.tolerance
+    for m, n, k, ta, tb, alpha, beta in ((37, 29, 21, "N", "C", 1.0, 0.0), (16, 32, 40, "C", "T", -0.5 + 1j, 2.0)):
+        err = run_and_check(ctx, params, dt, m, n, k, ta, tb, alpha, beta, "guard", rng, extra_ld=2, offset=3)
+        assert err < high
+    with pytest.raises(ConfigError, match="is real"):
+        render(params, "d")
+
+
 @pytest.mark.parametrize("letter", "dz")
 def test_the_ptx_spelling_renders_the_instruction(letter):
     source = render(dataclasses.replace(_for(letter, SMALL), mma="ptx"), letter).source

@@ -14,6 +14,7 @@ import pytest
 
 import autogemm
 from autogemm.blas import GemmPlan, GemmProblem, Op
+from autogemm.blas.selection import choose_params
 from autogemm.codelets.simt import SimtParams
 from autogemm.errors import ProfileError
 from autogemm.profiles import Profile, ProfileWarning, Ranked, SizeClassEntry, path_for, profile_for, read, save
@@ -106,6 +107,28 @@ def test_gemm_picks_the_configuration_predicted_fastest_for_the_shape(cache, ctx
     rng = np.random.default_rng(1)
     a, b = rng.uniform(-1, 1, (300, 250)).astype(np.float32), rng.uniform(-1, 1, (250, 200)).astype(np.float32)
     np.testing.assert_allclose(autogemm.gemm(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_a_precision_mode_uses_its_entries_or_the_native_ones_whichever_is_faster(cache, ctx, device):
+    from autogemm.codelets.mma import MmaParams
+
+    tensor = MmaParams(layout="NN", shape="m16n8k8", warps_m=1, warps_n=2, tiles_m=1, tiles_n=1, tile_k=16,
+                       vector_width=1)
+    native = SizeClassEntry("large", (256, 256, 256), (Ranked(LARGE, 20.5),), "model", 30, 12.0)
+    fast = SizeClassEntry("large", (256, 256, 256), (Ranked(tensor, 90.0),), "model", 30, 12.0)
+    slow = SizeClassEntry("large", (256, 256, 256), (Ranked(tensor, 10.0),), "model", 30, 12.0)
+    dtypes = autogemm.dtypes.DTYPES
+    problem = GemmProblem(dtypes["s.tf32"], 300, 200, 250, lda=250, ldb=200, ldc=200)
+    for entries, expected in (({"s": [native]}, LARGE), ({"s": [native], "s.tf32": [fast]}, tensor),
+                              ({"s": [native], "s.tf32": [slow]}, LARGE), ({"s.tf32": [fast]}, tensor)):
+        store._memo.clear()
+        save(make_profile(device, entries))
+        assert choose_params(device, problem)[0] == expected, entries
+    data = json.loads(read(path_for(device.fingerprint)).to_json())
+    assert "s.tf32" in data["dtypes"]
+    data["dtypes"]["s.fp8"] = data["dtypes"].pop("s.tf32")
+    with pytest.raises(ProfileError, match="unknown dtype 's.fp8'"):
+        Profile.from_json(json.dumps(data))
 
 
 def test_a_configuration_in_the_stored_layout_is_preferred_when_nearly_as_fast(cache, ctx, device):

@@ -83,13 +83,14 @@ def mma_space(device: Device, dtype: Dtype, available: dict[str, tuple[str, ...]
              Knob("warps", ((2, 4), (4, 2), (2, 2), (1, 4), (4, 1), (2, 1), (1, 2), (4, 4))),
              Knob("tiles", ((4, 4), (2, 4), (4, 2), (2, 2), (2, 8), (1, 4), (4, 1))),
              Knob("tile_k", (8, 16, 32), ordered=True), Knob("stages", (1, 2, 3)), Knob("copy", ("registers", "async")),
-             Knob("vector_width", (1, 2, 4) if dtype.real_bytes == 4 else (1, 2), ordered=True)]
+             Knob("vector_width", (1, 2, 4) if dtype.real_bytes == 4 else (1, 2), ordered=True),
+             Knob("complex_method", ("4m", "3m") if dtype.is_complex else ("4m",))]
 
     def make(values: dict) -> MmaParams:
         (warps_m, warps_n), (tiles_m, tiles_n) = values["warps"], values["tiles"]
         return MmaParams(layout=values["layout"], shape=values["shape"], warps_m=warps_m, warps_n=warps_n,
                          tiles_m=tiles_m, tiles_n=tiles_n, tile_k=values["tile_k"], stages=values["stages"],
                          vector_width=values["vector_width"], mma="ptx", build_options=(REGISTER_CAP,),
-                         copy=values["copy"])
+                         copy=values["copy"], complex_method=values["complex_method"])
 
     return SearchSpace(knobs, make, lambda params: check(params, device, dtype), family="nvidia_mma")

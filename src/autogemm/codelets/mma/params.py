@@ -77,6 +77,10 @@ VECTOR_WIDTHS = (1, 2, 4)
 #: How the instruction runs: inline PTX on NVIDIA's compiler, or emulated through local memory with the
 #: same fragment layout (portable and slow: it lets any device test the kernel around the instruction).
 SPELLINGS = ("ptx", "local")
+#: How a complex product is made of real ones: four (re = rr - ii, im = ri + ir), or three by the 3M
+#: method (re = rr - ii, im = (r + i)(r + i) - rr - ii: a quarter fewer instructions, a larger error in
+#: the imaginary part where it cancels).
+COMPLEX_METHODS = ("4m", "3m")
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,7 @@ class MmaParams:
     mma: str = "local"
     build_options: tuple[str, ...] = ()
     copy: str = "registers"
+    complex_method: str = "4m"
 
     # ----- what plans ask of every family ---------------------------------------------------------
     image_a: ClassVar[bool] = False
@@ -142,7 +147,8 @@ class MmaParams:
         """Why this point lies outside the family's space regardless of device, or None."""
         choices = {"layout": LAYOUTS, "shape": tuple(SHAPES), "warps_m": WARPS, "warps_n": WARPS,
                    "tiles_m": WARP_TILES, "tiles_n": WARP_TILES, "tile_k": TILE_K_SIZES, "stages": STAGES,
-                   "vector_width": VECTOR_WIDTHS, "mma": SPELLINGS, "copy": COPIES}
+                   "vector_width": VECTOR_WIDTHS, "mma": SPELLINGS, "copy": COPIES,
+                   "complex_method": COMPLEX_METHODS}
         problem = choices_problem(self, choices) or build_options_problem(self.build_options)
         if problem:
             return problem
@@ -162,6 +168,8 @@ class MmaParams:
             return f"mma.sync has no {self.shape} shape for {operand.name} operands ({dt.routine})"
         if self.tile_k % (4 * self.lane_k(dt)):
             return f"tile_k {self.tile_k} must be a multiple of {4 * self.lane_k(dt)} (the k a warp's lanes read at once)"
+        if self.complex_method == "3m" and not dt.is_complex:
+            return f"complex_method '3m' makes complex products; {dt.routine} is real"
         if self.copy == "async" and dt.is_complex:
             return "copy 'async' copies elements whole; complex operands are staged as separate parts"
         return None
@@ -179,5 +187,6 @@ class MmaParams:
         """A one-line summary, e.g. ``mma m8n8k4 NT warps2x2 tiles2x2x16 v1 stages2 ptx``."""
         parts = ["mma", self.shape, self.layout, f"warps{self.warps_m}x{self.warps_n}",
                  f"tiles{self.tiles_m}x{self.tiles_n}x{self.tile_k}", f"v{self.vector_width}",
-                 f"stages{self.stages}" + ("/async" if self.copy == "async" else ""), self.mma, *self.build_options]
+                 f"stages{self.stages}" + ("/async" if self.copy == "async" else ""), self.mma,
+                 *(["3m"] if self.complex_method == "3m" else []), *self.build_options]
         return " ".join(parts)

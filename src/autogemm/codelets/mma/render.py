@@ -84,7 +84,8 @@ class _Generator(ElementCode):
           f"// layout {p.layout}: A is read as {a_read}, B as {b_read}",
           f"// instruction: mma.sync {inst.name} {self.operand.ptx_types} "
           f"({'inline PTX' if p.mma == 'ptx' else 'emulated through local memory'})"
-          + ("; complex products as four real ones" if dt.is_complex else ""),
+          + (("; complex products as three real ones (3M: re = rr - ii, im = (r + i)(r + i) - rr - ii)"
+              if self.three_m else "; complex products as four real ones") if dt.is_complex else ""),
           f"// precision: {self.precision_note()}",
           f"// edges: {'guarded (any M, N, K; loads outside read zero)' if self.guarded else 'whole blocks only, aligned vectors'}")
         if dt.needs_fp64:
@@ -230,46 +231,71 @@ class _Generator(ElementCode):
         high part and remainder."""
         return ("_hi", "_lo") if self.dt.operand_splits == 2 else ("",)
 
-    def fragment_read(self, target: str, address: str) -> None:
-        """Read one lane's LANE_K reals at ``address`` into fragment ``target`` (indexed, without the
-        piece suffix), rounded to TF32 or split into TF32 parts where the instruction takes TF32."""
-        w, read = self.out, f"*(const __local reals_lane*)({address})"
+    def fragment_set(self, target: str, value: str) -> None:
+        """Set fragment ``target`` (indexed, without the piece suffix) to ``value``, rounded to TF32 or
+        split into TF32 parts where the instruction takes TF32."""
+        w = self.out
         name, index = target.split("[", 1)
         if self.operand.name != "tf32":
-            w(f"{target} = {read};")
+            w(f"{target} = {value};")
         elif self.dt.operand_splits == 1:
-            w(f"{target} = TF32({read});")
+            w(f"{target} = TF32({value});")
         else:
-            w("{", f"    const reals_lane x = {read};", f"    {name}_hi[{index} = TF32(x);",
+            w("{", f"    const reals_lane x = {value};", f"    {name}_hi[{index} = TF32(x);",
               f"    {name}_lo[{index} = TF32(x - {name}_hi[{index});", "}")
+
+    def fragment_value(self, target: str) -> str:
+        """The value fragment ``target`` holds (its pieces summed)."""
+        name, index = target.split("[", 1)
+        return " + ".join(f"{name}{piece}[{index}" for piece in self.pieces())
+
+    def fragment_reads(self, op: str, index: str, row: str, stage: str) -> None:
+        """Read operand ``op``'s fragments ``[index]`` of each part at row ``row`` of the staged block,
+        and with the 3M method the sum of the two parts."""
+        letter = op.lower()
+        for part in self.parts:
+            suffix = f"_{part}" if part else ""
+            address = f"{self.local_name(op, part)} + stage * {stage} + ({row}) * LDS + c + t * LANE_K"
+            self.fragment_set(f"{letter}_frag{suffix}{index}", f"*(const __local reals_lane*)({address})")
+        if self.three_m:
+            self.fragment_set(f"{letter}_frag_sum{index}", f"({self.fragment_value(f'{letter}_frag_re{index}')}) + "
+                                                          f"({self.fragment_value(f'{letter}_frag_im{index}')})")
+
+    @property
+    def three_m(self) -> bool:
+        return self.dt.is_complex and self.p.complex_method == "3m"
+
+    def terms(self) -> list[tuple[str, str, str, str]]:
+        """(accumulator, part of A, part of B, sign) of each real product of the product of tiles."""
+        if not self.dt.is_complex:
+            return [("acc", "", "", "")]
+        if self.three_m:       # re = rr - ii, im = ss - rr - ii
+            return [("acc_rr", "_re", "_re", ""), ("acc_ii", "_im", "_im", ""), ("acc_ss", "_sum", "_sum", "")]
+        # re += a_re b_re - a_im b_im, im += a_re b_im + a_im b_re
+        return [("acc_re", "_re", "_re", ""), ("acc_re", "_im", "_im", "-"),
+                ("acc_im", "_re", "_im", ""), ("acc_im", "_im", "_re", "")]
+
+    def accumulators(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(acc for acc, *_ in self.terms()))
 
     def compute(self) -> None:
         """Multiply the staged K block of ``stage`` into the accumulators."""
         p, inst, w = self.p, self.shape, self.out
         w("#pragma unroll")
         w.open("for (int c = 0; c < TILE_K; c += CHUNK)")
-        for part in self.parts:
+        for part in self.parts + (("sum",) if self.three_m else ()):
             for piece in self.pieces():
                 suffix = (f"_{part}" if part else "") + piece
                 w(f"reals_lane a_frag{suffix}[TILES_M][MMA_M / 8], b_frag{suffix}[TILES_N];")
         self.unrolled("i", "TILES_M")
         self.unrolled("h", "MMA_M / 8")
-        for part in self.parts:
-            suffix = f"_{part}" if part else ""
-            self.fragment_read(f"a_frag{suffix}[i][h]", f"{self.local_name('A', part)} + stage * A_STAGE"
-                               " + (warp_row + i * MMA_M + 8 * h + g) * LDS + c + t * LANE_K")
+        self.fragment_reads("A", "[i][h]", "warp_row + i * MMA_M + 8 * h + g", "A_STAGE")
         w.close()
         w.close()
         self.unrolled("j", "TILES_N")
-        for part in self.parts:
-            suffix = f"_{part}" if part else ""
-            self.fragment_read(f"b_frag{suffix}[j]", f"{self.local_name('B', part)} + stage * B_STAGE"
-                               " + (warp_col + j * MMA_N + g) * LDS + c + t * LANE_K")
+        self.fragment_reads("B", "[j]", "warp_col + j * MMA_N + g", "B_STAGE")
         w.close()
-        # complex: re += a_re b_re - a_im b_im, im += a_re b_im + a_im b_re
-        terms = ([("acc", "", "", "")] if not self.dt.is_complex else
-                 [("acc_re", "_re", "_re", ""), ("acc_re", "_im", "_im", "-"),
-                  ("acc_im", "_re", "_im", ""), ("acc_im", "_im", "_re", "")])
+        terms = self.terms()
         # 3xTF32: the two small cross products first, then the large one
         products = [("_lo", "_hi"), ("_hi", "_lo"), ("_hi", "_hi")] if self.dt.operand_splits == 2 else [("", "")]
         extra = ", scratch + warp * SCRATCH, lane" if p.mma == "local" else ""
@@ -295,7 +321,7 @@ class _Generator(ElementCode):
               "// products of this chunk are summed there, and the chunk's sum added here, rounding to nearest")
             self.unrolled("i", "TILES_M")
             self.unrolled("j", "TILES_N")
-            sums = list(dict.fromkeys(acc for acc, *_ in terms))
+            sums = self.accumulators()
             w(" ".join(f"real {acc}_chunk[2 * MMA_M / 8] = {{0}};" for acc in sums))
             for step in range(self.steps):
                 for acc, a_part, b_part, sign in terms:
@@ -319,7 +345,10 @@ class _Generator(ElementCode):
         w("const int row = block_row + warp_row + i * MMA_M + 8 * h + g;")
         for first in range(0, 2, sw):
             cols = [f"2 * h + {first + e}" for e in range(sw)]
-            if dt.is_complex:
+            if self.three_m:
+                parts = ", ".join(f"acc_rr[i][j][{c}] - acc_ii[i][j][{c}], "
+                                  f"acc_ss[i][j][{c}] - acc_rr[i][j][{c}] - acc_ii[i][j][{c}]" for c in cols)
+            elif dt.is_complex:
                 parts = ", ".join(f"acc_re[i][j][{c}], acc_im[i][j][{c}]" for c in cols)
             else:
                 parts = ", ".join(f"acc[i][j][{c}]" for c in cols)
@@ -354,7 +383,7 @@ class _Generator(ElementCode):
               f"__local real {self.local_name('B', part)}[STAGES * B_STAGE] __attribute__((aligned(16)));")
         if p.mma == "local":
             w("__local real scratch[WARPS_M * WARPS_N * SCRATCH];   // the emulated instruction's exchange")
-        accs = ("acc_re", "acc_im") if self.dt.is_complex else ("acc",)
+        accs = self.accumulators()
         for acc in accs:
             w(f"real {acc}[TILES_M][TILES_N][2 * MMA_M / 8];")
         self.unrolled("i", "TILES_M")
