@@ -93,3 +93,10 @@ def test_tune_rejects_bad_options(invoke):
     assert out.exit_code == 2 and "dtype" in out.output
     out = invoke("tune", "--strategy", "annealing")
     assert out.exit_code == 2
+
+
+def test_tuning_a_precision_mode_needs_its_instructions(invoke, device):
+    if device.is_nvidia:
+        pytest.skip("this device may have the instructions")
+    out = invoke("tune", "--quick", "--dtype", "s.3xtf32", "--budget", "2")
+    assert out.exit_code != 0 and "needs matrix instructions for tf32 operands" in out.output

@@ -175,6 +175,10 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
             stack.enter_context(ctx.building_in_processes(default_workers()))
         widths = (1, 2, 4) if device.is_gpu else (1, 2, 4, 8)
         instructions = instructions_available(ctx) if any(dt.mma_operand for dt in dtypes) else {}
+        for dt in dtypes:
+            if dt.precision and dt.mma_operand not in instructions:
+                raise TuningError(f"{dt.routine} needs matrix instructions for {dt.mma_operand} operands, which "
+                                  f"{device.name.strip()} lacks (its {dt.native.routine} kernels compute it exactly)")
         reals = tuple(sorted({"d" if dt.needs_fp64 else "s" for dt in dtypes}))
         results = fma.benchmark(ctx, reals, widths)
         listener.fma_done(results)
@@ -209,14 +213,11 @@ def _spaces(device: Device, dt: Dtype, macs: dict[int, str], instructions: dict[
     codelets (from the device class's default), the subgroup ones and the matrix instructions'; for a
     reduced precision mode only the last (the others are the native dtype's, exact, and tuned there)."""
     tensor = mma_space(device, dt, instructions)
-    if dt.precision:
-        if tensor is None or not len(tensor):
-            raise TuningError(f"{dt.routine} needs matrix instructions for {dt.mma_operand} operands, which "
-                              f"{device.name.strip()} lacks (its {dt.native.routine} kernels compute it exactly)")
-        return [(tensor, None)]
-    space = simt_space(device, dt, macs)
-    if not len(space):
+    space = tensor if dt.precision else simt_space(device, dt, macs)
+    if space is None or not len(space):
         raise TuningError(f"no configuration of the {dt.key} space fits {device.name.strip()}")
+    if dt.precision:
+        return [(space, None)]
     start = start_point(space, default_params(device, dt))
     extra = [s for s in (subgroup_space(device, dt, macs), tensor) if s is not None and len(s)]
     return [(space, start)] + [(s, None) for s in extra]
