@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import tarfile
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from h100_probe import ptxas_report  # noqa: E402
+from h100_probe import archive_ptx, ptxas_report  # noqa: E402
 
 import autogemm  # noqa: E402
 from autogemm.bench.peers import cublas_gemm  # noqa: E402
@@ -169,9 +167,7 @@ def main() -> None:
             if n != SIZES[0]:
                 evaluators.pop((letter, n)).release()
     (OUT / "mma.json").write_text(json.dumps({"rows": rows, "summary": summary}, indent=1))
-    with tarfile.open(OUT / "ptx.tgz", "w:gz") as tar:
-        tar.add(ptx_dir, arcname="ptx")
-    subprocess.run(["rm", "-rf", str(ptx_dir)])
+    archive_ptx(ptx_dir)
 
 
 if __name__ == "__main__":

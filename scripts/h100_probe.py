@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -162,9 +163,14 @@ def main() -> None:
     for name, values in power.items():
         say(f"power during {name}: " + ", ".join(f"{k} {v:.0f}" for k, v in values.items()))
     (OUT / "probe.json").write_text(json.dumps({"rows": rows, "power": power}, indent=1))
-    with tarfile.open(OUT / "ptx.tgz", "w:gz") as tar:
+    archive_ptx(ptx_dir)
+
+
+def archive_ptx(ptx_dir: Path) -> None:
+    """Pack the PTX files of ``ptx_dir`` into ptx.tgz beside it, and remove the folder."""
+    with tarfile.open(ptx_dir.parent / "ptx.tgz", "w:gz") as tar:
         tar.add(ptx_dir, arcname="ptx")
-    subprocess.run(["rm", "-rf", str(ptx_dir)])
+    shutil.rmtree(ptx_dir)
 
 
 if __name__ == "__main__":

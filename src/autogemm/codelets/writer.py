@@ -4,6 +4,8 @@ edge guards)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from ..dtypes import Dtype
 
 
@@ -142,9 +144,21 @@ class ElementCode:
             return f"p[{index}] = {value};"
         return f"vstore{reals}({value}, 0, p + ({index}) * {self.rpe});"
 
-    def buffer_kernel(self, name: str, attributes: str, body: list[str]) -> None:
-        """The GEMM kernel interface families with buffer operands share (C = alpha op(A) op(B) + beta C,
-        offsets and leading dimensions in elements), with ``attributes`` and around ``body``."""
+    def buffer_kernel_source(self, name: str, attributes: str, functions: Sequence[Callable[[], None]] = ()) -> str:
+        """The whole source of a family whose kernel takes buffer operands (C = alpha op(A) op(B) + beta C,
+        offsets and leading dimensions in elements): the subclass's ``body`` written first (it records the
+        load widths the helpers must cover), then its ``header``, the multiply-add, ``functions``, the load
+        and store helpers, and the kernel with ``attributes`` around the body."""
+        self.out.depth = 1
+        self.body()
+        body = self.out.lines
+        self.out = type(self.out)()
+        self.header()
+        self.mac_function()
+        for function in functions:
+            function()
+        self.load_helpers()
+        self.store_helper()
         self.out(f"__kernel {attributes}",
                  f"void {name}(const int M, const int N, const int K, const elem alpha, const elem beta,",
                  "    const __global real* restrict A, const int a_offset, const int lda,",
@@ -153,6 +167,7 @@ class ElementCode:
                  "{")
         self.out.lines.extend(body)
         self.out("}")
+        return self.out.text()
 
     def unrolled(self, var: str, count: str, body: str | None = None, pragma: str = "#pragma unroll") -> None:
         """Open a fully unrolled loop; with ``body``, write it and close the loop too."""

@@ -496,19 +496,9 @@ class _Generator(ElementCode):
         w.close()
 
     def generate(self) -> str:
-        self.out.depth = 1
-        self.body()
-        kernel_body = self.out.lines
-        self.out = type(self.out)()
-        self.header()
-        self.instruction_function()
-        if self.p.copy == "async":
-            self.copy_functions()
-        self.mac_function()
-        self.load_helpers()
-        self.store_helper()
-        self.buffer_kernel(KERNEL_NAME, "__attribute__((reqd_work_group_size(32 * WARPS_N, WARPS_M, 1)))", kernel_body)
-        return self.out.text()
+        functions = [self.instruction_function] + ([self.copy_functions] if self.p.copy == "async" else [])
+        return self.buffer_kernel_source(KERNEL_NAME, "__attribute__((reqd_work_group_size(32 * WARPS_N, WARPS_M, 1)))",
+                                         functions)
 
 
 @lru_cache(maxsize=256)

@@ -131,21 +131,11 @@ class _Generator(ElementCode):
         w.close()
 
     def generate(self) -> str:
-        self.out.depth = 1
-        self.body()
-        kernel_body = self.out.lines
-        self.out = type(self.out)()
-        self.header()
-        self.mac_function()
-        self.shuffle_function()
-        self.load_helpers()
-        self.store_helper()
         # Intel GPUs choose a subgroup size per kernel unless told: the lanes must be the SUBGROUP
         # work-items along dimension 0.
         required = " __attribute__((intel_reqd_sub_group_size(SUBGROUP)))" if self.p.shuffle == "intel" else ""
-        self.buffer_kernel(KERNEL_NAME, f"__attribute__((reqd_work_group_size(SUBGROUP, WG_ROWS, 1))){required}",
-                           kernel_body)
-        return self.out.text()
+        return self.buffer_kernel_source(KERNEL_NAME, f"__attribute__((reqd_work_group_size(SUBGROUP, WG_ROWS, 1))){required}",
+                                         [self.shuffle_function])
 
 
 @lru_cache(maxsize=256)
