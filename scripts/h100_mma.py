@@ -1,7 +1,7 @@
 """Issue 5, tensor-core experiments on the H100 in the nvidia_mma family: `python3 scripts/h100_mma.py GROUP`
 with GROUP fp64 (DGEMM and ZGEMM through mma.sync on the FP64 tensor cores: m8n8k4, and sm_90's m16n8k4,
-m16n8k8, m16n8k16), tf32 (SGEMM and CGEMM in the TF32 and 3xTF32 modes: m16n8k4, m16n8k8 .tf32) or
-complex (the 3M method against four real products).
+m16n8k8, m16n8k16), tf32 (SGEMM and CGEMM in the TF32 and 3xTF32 modes: m16n8k4, m16n8k8 .tf32),
+complex (the 3M method against four real products) or half (float16 and bfloat16: m16n8k8, m16n8k16).
 
 For each hand-picked configuration: registers and spills from ptxas, the rate at 4096^3 from profiling
 events (checked against float64 on the device, as the tuner measures). Then the best of each dtype at 4096
@@ -92,7 +92,21 @@ def complex_variants() -> list[tuple[str, str, MmaParams]]:
     return rows
 
 
-GROUPS = {"fp64": fp64_variants, "tf32": tf32_variants, "complex": complex_variants}
+def half_variants() -> list[tuple[str, str, MmaParams]]:
+    """Run 6: float16 and bfloat16, 16 bytes a lane (LANE_K 8: two m16n8k16 per read). Two stages of
+    128 x 128 blocks at K 32 take 32 KB of local memory; K 64 fits one stage of them."""
+    h = [("m16n8k16 128x128 w2x4 t4x4 k32 s2 v4", mma("m16n8k16", "NT", (2, 4), (4, 4), 32, 2, 4)),
+         ("m16n8k16 128x128 w2x4 t4x4 k32 s2 v2", mma("m16n8k16", "NT", (2, 4), (4, 4), 32, 2, 2)),
+         ("m16n8k16 128x128 w2x4 t4x4 k64 s1 v4", mma("m16n8k16", "NT", (2, 4), (4, 4), 64, 1, 4)),
+         ("m16n8k16 128x256 w2x4 t4x8 k32 s2 v4", mma("m16n8k16", "NT", (2, 4), (4, 8), 32, 2, 4)),
+         ("m16n8k16 128x128 w4x2 t2x8 k32 s2 v4", mma("m16n8k16", "NT", (4, 2), (2, 8), 32, 2, 4)),
+         ("m16n8k16 64x128 w2x4 t2x4 k32 s2 v4", mma("m16n8k16", "NT", (2, 4), (2, 4), 32, 2, 4)),
+         ("m16n8k8 128x128 w2x4 t4x4 k32 s2 v4", mma("m16n8k8", "NT", (2, 4), (4, 4), 32, 2, 4)),
+         ("m16n8k16 128x128 w2x4 t4x4 k32 s2 v4 NN", mma("m16n8k16", "NN", (2, 4), (4, 4), 32, 2, 4))]
+    return [(f"{key} {label}", key, p) for key in ("h", "b") for label, p in h]
+
+
+GROUPS = {"fp64": fp64_variants, "tf32": tf32_variants, "complex": complex_variants, "half": half_variants}
 
 
 def say(*parts) -> None:

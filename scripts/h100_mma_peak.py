@@ -25,8 +25,14 @@ def kernel(operand: str, shape: str) -> str:
     """A kernel of CHAINS x ITERATIONS instructions per warp whose sum is stored (so none is dropped)."""
     facts, geometry = OPERANDS[operand], SHAPES[shape]
     real = "double" if operand == "f64" else "float"
-    a_count, b_count, c_count = geometry.row_halves * geometry.k_per_lane, geometry.k_per_lane, 2 * geometry.row_halves
-    bits = "as_uint" if facts.register == "r" else ""
+    value = "uint" if facts.pack == 2 else real          # 16-bit operands: two to a register
+    registers = geometry.k_per_lane // facts.pack
+    a_count, b_count, c_count = geometry.row_halves * registers, registers, 2 * geometry.row_halves
+    bits = "as_uint" if value == "float" else ""
+
+    def fill(index: str) -> str:
+        """A varied operand value (16-bit pairs near 1 in float16, 1/128 in bfloat16: never NaN)."""
+        return f"0x3c003c00u + ({index})" if value == "uint" else f"seed * ({index})"
     c_list = ", ".join(f"%{i}" for i in range(c_count))
     a_list = ", ".join(f"%{c_count + i}" for i in range(a_count))
     b_list = ", ".join(f"%{c_count + a_count + i}" for i in range(b_count))
@@ -35,14 +41,15 @@ def kernel(operand: str, shape: str) -> str:
         ", ".join(f'"{facts.register}"({bits}(b[{i}]))' for i in range(b_count))
     return f"""
 {"#pragma OPENCL EXTENSION cl_khr_fp64 : enable" if real == "double" else ""}
-inline void mma({real}* c, const {real}* a, const {real}* b) {{
+inline void mma({real}* c, const {value}* a, const {value}* b) {{
     asm volatile("mma.sync.aligned.{shape}.row.col.{facts.ptx_types} {{{c_list}}}, {{{a_list}}}, {{{b_list}}}, {{{c_list}}};"
         : {outputs} : {inputs});
 }}
 __kernel void peak(__global {real}* out, const {real} seed) {{
-    {real} a[{a_count}], b[{b_count}], c[{CHAINS}][{c_count}];
-    for (int i = 0; i < {a_count}; ++i) a[i] = seed * (get_local_id(0) + i);
-    for (int i = 0; i < {b_count}; ++i) b[i] = seed * (get_local_id(0) - i);
+    {value} a[{a_count}], b[{b_count}];
+    {real} c[{CHAINS}][{c_count}];
+    for (int i = 0; i < {a_count}; ++i) a[i] = {fill("get_local_id(0) + i")};
+    for (int i = 0; i < {b_count}; ++i) b[i] = {fill("get_local_id(0) - i")};
     for (int j = 0; j < {CHAINS}; ++j) for (int i = 0; i < {c_count}; ++i) c[j][i] = 0;
     for (int it = 0; it < {ITERATIONS}; ++it) {{
         #pragma unroll

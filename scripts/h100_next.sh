@@ -13,6 +13,10 @@
 #   tf32      the tensor-core tests (TF32 modes included) and scripts/h100_mma.py's TF32 variants
 #   tf32-tune a tune of the TF32 and 3xTF32 modes of s and c, from the bundled profile; profile to $OUT
 #   tf32-bench  s in its three precisions and c in its TF32 modes at 4096 and 8192 beside cuBLAS (FP32, TF32)
+#   half      the float16/bfloat16 tensor-core tests, mma.sync's ceilings of every operand type, and
+#             scripts/h100_mma.py's float16/bfloat16 variants
+#   half-tune a tune of h and b, from the bundled profile; profile to $OUT
+#   half-bench  h, b and hs at 4096 and 8192 beside cuBLAS (and CLBlast's HGEMM where it runs)
 set -u
 export AUTOGEMM_CACHE_DIR=${AUTOGEMM_CACHE_DIR:-/tmp/agc} COLUMNS=200
 case "${1:-}" in
@@ -55,5 +59,18 @@ case "${1:-}" in
     timeout -s INT 400 python3 -m autogemm.cli bench -d gpu --dtype s,s.tf32,s.3xtf32,c,c.tf32,c.3xtf32 \
       --sizes 4096,8192 --peers cublas,clblast --json "$OUT/sweep-tf32.json" --plot "$OUT/sweep-tf32.png" \
       > "$OUT/sweep-tf32.log" 2>&1; tail -24 "$OUT/sweep-tf32.log" ;;
-  *) echo "usage: $0 shuffles|tune|suites|cpu|tensor|tensor-bench|tf32|tf32-tune|tf32-bench" >&2; exit 2 ;;
+  half)
+    timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_half_precision.py tests/test_mma_family.py \
+      2>&1 | tail -6 | tee "$OUT/half-tests.log"
+    timeout 120 python3 scripts/h100_mma_peak.py > "$OUT/mma-peak.log" 2>&1; tail -12 "$OUT/mma-peak.log"
+    timeout 200 python3 scripts/h100_mma.py half > "$OUT/mma-run.log" 2>&1; tail -24 "$OUT/mma-run.log" ;;
+  half-tune)
+    timeout 570 python3 -m autogemm.cli tune -d gpu --dtype h,b --budget 8m > "$OUT/tune-half.log" 2>&1
+    tail -30 "$OUT/tune-half.log"; cp "$AUTOGEMM_CACHE_DIR"/profiles/*.json "$OUT/"
+    tar czf "$OUT/cache.tgz" -C "$AUTOGEMM_CACHE_DIR" profiles checkpoints capabilities ;;
+  half-bench)
+    timeout -s INT 500 python3 -m autogemm.cli bench -d gpu --dtype h,b,hs --sizes 4096,8192 --peers cublas,clblast \
+      --json "$OUT/sweep-half.json" --plot "$OUT/sweep-half.png" > "$OUT/sweep-half.log" 2>&1; tail -24 "$OUT/sweep-half.log" ;;
+  *) echo "usage: $0 shuffles|tune|suites|cpu|tensor|tensor-bench|tf32|tf32-tune|tf32-bench|half|half-tune|half-bench" >&2
+     exit 2 ;;
 esac

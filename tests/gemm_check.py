@@ -2,7 +2,8 @@
 
 Operands sit inside larger buffers (an element offset, a leading dimension wider than the matrix),
 surrounded by random junk; C is poisoned with NaN when beta is 0 (so an unwritten element fails and a
-read of C leaks NaN), and every element outside C must come back unchanged."""
+read of C leaks NaN), and every element outside C must come back unchanged. A 16-bit C must moreover be
+the exact result rounded: every element within one unit in its last place."""
 
 from __future__ import annotations
 
@@ -27,9 +28,10 @@ def run_and_check(ctx, params, dt: Dtype, m: int, n: int, k: int, trans_a: str, 
     hosts, views = {}, {}
     for name, (rows, cols) in shapes.items():
         size = problem.elements_needed(name) + 5
-        hosts[name] = random_matrix(rng, dt, (size,))
+        stored = dt.output if name == "C" else dt
+        hosts[name] = random_matrix(rng, stored, (size,))
         views[name] = np.lib.stride_tricks.as_strided(
-            hosts[name][offset:], shape=(rows, cols), strides=(lds[name] * dt.itemsize, dt.itemsize))
+            hosts[name][offset:], shape=(rows, cols), strides=(lds[name] * stored.itemsize, stored.itemsize))
     if beta == 0:
         views["C"][...] = np.nan
     c_before = hosts["C"].copy()
@@ -49,11 +51,27 @@ def run_and_check(ctx, params, dt: Dtype, m: int, n: int, k: int, trans_a: str, 
         plan.release()
         for buf in bufs.values():
             buf.release()
-    got_c = np.lib.stride_tricks.as_strided(got[offset:], shape=(m, n), strides=(lds["C"] * dt.itemsize, dt.itemsize))
+    size = dt.output.itemsize
+    got_c = np.lib.stride_tricks.as_strided(got[offset:], shape=(m, n), strides=(lds["C"] * size, size))
     outside = np.ones(got.shape, bool)
     np.lib.stride_tricks.as_strided(outside[offset:], shape=(m, n), strides=(lds["C"], 1))[...] = False
     assert np.array_equal(got[outside], c_before[outside]), "elements outside C were changed"
     assert np.all(np.isfinite(got_c)), f"{np.count_nonzero(~np.isfinite(got_c))} elements of C not written (or NaN read)"
     err = relative_error(got_c, ref) if m and n else 0.0
     assert err < dt.tolerance, f"relative error {err:.2e} over {dt.tolerance:.0e} ({plan.describe()})"
+    if dt.output.half:
+        assert_rounded(got_c, ref, dt, k)
     return err
+
+
+#: Mantissa bits of the 16-bit types.
+MANTISSA_BITS = {"h": 10, "b": 7}
+
+
+def assert_rounded(got: np.ndarray, ref: np.ndarray, dt: Dtype, k: int) -> None:
+    """Every element of ``got`` within one unit in the last place of ``ref`` (and the float32 sum's
+    rounding, k units of float32's last place of terms below 1)."""
+    magnitude = np.maximum(np.abs(ref), 2.0**-14)
+    ulp = np.exp2(np.floor(np.log2(magnitude)) - MANTISSA_BITS[dt.letter])
+    off = np.abs(got.astype(np.float64) - ref) - (ulp + k * 2.0**-23)
+    assert np.all(off <= 0), f"{np.count_nonzero(off > 0)} elements off by more than one unit in the last place"

@@ -112,7 +112,7 @@ def _bad_calls():
         (dict(a=f4, b=f4, alpha=1 + 2j), autogemm.DtypeError, "complex"),
         (dict(a=f4, b=f4, alpha="2"), autogemm.ArgumentError, "alpha"),
         (dict(a=f4, b=f4, c=np.ones((4, 5), np.float32), beta=1.0), autogemm.ShapeError, "shape"),
-        (dict(a=f4, b=f4, c=np.ones((4, 4), np.float64), beta=1.0), autogemm.DtypeError, "c is"),
+        (dict(a=f4, b=f4, c=np.ones((4, 4), np.float64), beta=1.0), autogemm.DtypeError, "c: C of float32"),
         (dict(a=f4, b=f4, beta=1.0), autogemm.ArgumentError, "no c"),
         (dict(a=np.ones(4, np.float32), b=f4), autogemm.ShapeError, "2-D"),
         (dict(a=[[1.0]], b=f4), autogemm.ArgumentError, "numpy array"),

@@ -100,3 +100,11 @@ def test_tuning_a_precision_mode_needs_its_instructions(invoke, device):
         pytest.skip("this device may have the instructions")
     out = invoke("tune", "--quick", "--dtype", "s.3xtf32", "--budget", "2")
     assert out.exit_code != 0 and "needs matrix instructions for tf32 operands" in out.output
+
+
+def test_tuning_16_bit_dtypes_needs_their_instructions(invoke, device):
+    if device.is_nvidia:
+        pytest.skip("this device may have the instructions")
+    out = invoke("tune", "--quick", "--dtype", "b", "--budget", "2")
+    assert out.exit_code != 0 and "needs matrix instructions for bf16 operands" in out.output
+    assert "sgemm kernels compute it exactly" in out.output

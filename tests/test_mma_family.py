@@ -230,7 +230,8 @@ def test_the_instruction_probe_runs_once_per_device(ctx, monkeypatch, tmp_path):
     monkeypatch.setattr(module, "ptx_problem", lambda device, operand, shape: None)
     monkeypatch.setattr(module, "Evaluator", FakeEvaluator)
     first = module.instructions_available(ctx)
-    assert first == {"f64": ("m8n8k4", "m16n8k4", "m16n8k8"), "tf32": ("m16n8k4", "m16n8k8")} and len(probed) == 6
-    assert module.instructions_available(ctx) == first and len(probed) == 6      # remembered
+    assert first == {"f64": ("m8n8k4", "m16n8k4", "m16n8k8"), "tf32": ("m16n8k4", "m16n8k8"),
+                     "f16": ("m16n8k8",), "bf16": ("m16n8k8",)} and len(probed) == 10
+    assert module.instructions_available(ctx) == first and len(probed) == 10     # remembered
     (tmp_path / "fake" / "capabilities" / f"{ctx.device.fingerprint}-mma.json").write_text("{not json")
-    assert module.instructions_available(ctx) == first and len(probed) == 12     # a broken file: probed again
+    assert module.instructions_available(ctx) == first and len(probed) == 20     # a broken file: probed again

@@ -11,7 +11,7 @@ import pyopencl as cl
 from .blas import GemmPlan, GemmProblem, Op
 from .blas.plan_cache import cached_plan
 from .codelets.simt import SimtParams
-from .dtypes import Dtype, get_dtype, with_precision
+from .dtypes import Dtype, get_dtype, with_output, with_precision
 from .errors import ArgumentError, DtypeError, ShapeError
 from .runtime import Device, context_for
 
@@ -69,9 +69,13 @@ def _scalar(value: object, name: str, dt: Dtype) -> complex | float:
 def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: complex | float = 1.0,
          beta: complex | float = 0.0, trans_a: str = "N", trans_b: str = "N",
          device: Device | str | int | None = None, config: SimtParams | None = None,
-         edge: str = "auto", precision: str | None = None) -> np.ndarray:
+         edge: str = "auto", precision: str | None = None, out_dtype: object = None) -> np.ndarray:
     """C = alpha op(A) op(B) + beta C on an OpenCL device, for numpy arrays of one of the dtypes
-    float32, float64, complex64, complex128.
+    float32, float64, complex64, complex128, float16 and bfloat16 (``ml_dtypes.bfloat16``).
+
+    float16 and bfloat16 products are accumulated in float32; C is of the operands' type, or float32
+    when ``out_dtype`` is float32 or ``c`` is a float32 array. Tensor cores multiply them where the device
+    has such instructions; elsewhere the operands are converted to float32 on the device first.
 
     ``precision`` None computes in the arrays' own precision. For float32 and complex64, 'tf32' lets
     tensor cores multiply operands rounded to TF32 (a relative error near 3e-4, as cuBLAS's TF32 mode)
@@ -90,6 +94,14 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: co
     dt = with_precision(get_dtype(a.dtype), precision)
     if b.dtype != a.dtype:
         raise DtypeError(f"a is {a.dtype} but b is {b.dtype}; convert them to one dtype")
+    if c is not None:
+        c = _as_matrix(c, "c")
+        if out_dtype is not None and np.dtype(c.dtype) != np.dtype(get_dtype(out_dtype).numpy):
+            raise DtypeError(f"c is {c.dtype} but out_dtype is {np.dtype(get_dtype(out_dtype).numpy)}")
+    try:
+        dt = with_output(dt, c.dtype if c is not None else out_dtype)
+    except DtypeError as exc:
+        raise DtypeError(f"{'c' if c is not None else 'out_dtype'}: {exc}") from None
     op_a, op_b = Op.from_letter(trans_a, "trans_a"), Op.from_letter(trans_b, "trans_b")
     alpha, beta = _scalar(alpha, "alpha", dt), _scalar(beta, "beta", dt)
     m, k = (a.shape[1], a.shape[0]) if op_a.transposed else a.shape
@@ -100,9 +112,6 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: co
         if beta != 0:
             raise ArgumentError("beta is not 0 but no c was given to scale")
     else:
-        c = _as_matrix(c, "c")
-        if c.dtype != a.dtype:
-            raise DtypeError(f"c is {c.dtype} but a and b are {a.dtype}")
         if c.shape != (m, n):
             raise ShapeError(f"c has shape {c.shape}; op(a) op(b) is {m}x{n}")
         if not c.flags.writeable:
@@ -111,7 +120,7 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: co
         raise ArgumentError(f"config must be a SimtParams, not {type(config).__name__}")
     ctx = context_for(device)
 
-    out = c if c is not None else np.empty((m, n), dtype=dt.numpy)
+    out = c if c is not None else np.empty((m, n), dtype=dt.output.numpy)
     sa, sb, sc = _stored(a), _stored(b), _stored(out)
     op_a = op_a.flipped() if sa.flipped else op_a
     op_b = op_b.flipped() if sb.flipped else op_b
@@ -126,7 +135,8 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: co
     if result is direct:
         return out
     rows, cols = sc.rows, sc.cols
-    stored = np.lib.stride_tricks.as_strided(result, shape=(rows, cols), strides=(sc.ld * dt.itemsize, dt.itemsize))
+    size = dt.output.itemsize
+    stored = np.lib.stride_tricks.as_strided(result, shape=(rows, cols), strides=(sc.ld * size, size))
     if sc.flipped:
         out[...] = stored.T
     else:

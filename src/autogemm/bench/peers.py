@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pyopencl as cl
 
@@ -43,10 +44,17 @@ def wall_median(call: Callable[[], np.ndarray], runs: int, warmup: bool = True) 
 
 def numpy_gemm(a: np.ndarray, b: np.ndarray, runs: int = 3, trans_a: str = "N", trans_b: str = "N") -> PeerResult:
     """numpy's matmul of op(A) op(B) (its BLAS, all CPU cores); a product of 2^30 multiply-adds or more
-    takes long enough to be timed once, without a warm-up."""
+    takes long enough to be timed once, without a warm-up. 16-bit operands are multiplied as a numpy
+    user would, converted to float32 (numpy has no BLAS for them), the conversions timed too."""
     op_a, op_b = apply_op(a, trans_a), apply_op(b, trans_b)
     small = op_a.size * op_b.shape[1] < 2**30
-    seconds, out = wall_median(lambda: op_a @ op_b, runs if small else 1, warmup=small)
+    if a.dtype.itemsize == 2:
+        def product() -> np.ndarray:
+            return (op_a.astype(np.float32) @ op_b.astype(np.float32)).astype(a.dtype)
+    else:
+        def product() -> np.ndarray:
+            return op_a @ op_b
+    seconds, out = wall_median(product, runs if small else 1, warmup=small)
     return PeerResult("numpy", seconds, out)
 
 
@@ -66,6 +74,19 @@ def _torch_op(x, letter: str):
     return {"N": x, "T": x.T, "C": x.conj().T}[letter.upper()]
 
 
+def _to_cuda(torch, x: np.ndarray):
+    """``x`` as a CUDA tensor (bfloat16 passed as its bits: torch does not read ml_dtypes' arrays)."""
+    if x.dtype == ml_dtypes.bfloat16:
+        return torch.from_numpy(x.view(np.int16)).cuda().view(torch.bfloat16)
+    return torch.from_numpy(x).cuda()
+
+
+def _to_numpy(torch, x) -> np.ndarray:
+    if x.dtype == torch.bfloat16:
+        return x.view(torch.int16).cpu().numpy().view(ml_dtypes.bfloat16)
+    return x.cpu().numpy()
+
+
 def cublas_gemm(a: np.ndarray, b: np.ndarray, runs: int = 5, trans_a: str = "N",
                 trans_b: str = "N", tf32: bool = False) -> PeerResult | None:
     """cuBLAS through torch, operands already on the GPU, timed with CUDA events (``tf32``: float32
@@ -73,7 +94,7 @@ def cublas_gemm(a: np.ndarray, b: np.ndarray, runs: int = 5, trans_a: str = "N",
     torch = _torch_cuda(tf32)
     if torch is None:
         return None
-    ta, tb = _torch_op(torch.from_numpy(a).cuda(), trans_a), _torch_op(torch.from_numpy(b).cuda(), trans_b)
+    ta, tb = _torch_op(_to_cuda(torch, a), trans_a), _torch_op(_to_cuda(torch, b), trans_b)
     out = torch.empty((ta.shape[0], tb.shape[1]), dtype=ta.dtype, device="cuda").fill_(float("nan"))
     torch.matmul(ta, tb, out=out)
     torch.cuda.synchronize()
@@ -86,7 +107,7 @@ def cublas_gemm(a: np.ndarray, b: np.ndarray, runs: int = 5, trans_a: str = "N",
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) * 1e-3)
-    return PeerResult("cuBLAS TF32" if tf32 else "cuBLAS", statistics.median(times), out.cpu().numpy())
+    return PeerResult("cuBLAS TF32" if tf32 else "cuBLAS", statistics.median(times), _to_numpy(torch, out))
 
 
 def cublas_gemm_end_to_end(a: np.ndarray, b: np.ndarray, runs: int = 3, trans_a: str = "N",
@@ -97,9 +118,9 @@ def cublas_gemm_end_to_end(a: np.ndarray, b: np.ndarray, runs: int = 3, trans_a:
         return None
 
     def call() -> np.ndarray:
-        ta = _torch_op(torch.from_numpy(a).cuda(), trans_a)
-        tb = _torch_op(torch.from_numpy(b).cuda(), trans_b)
-        return (ta @ tb).cpu().numpy()
+        ta = _torch_op(_to_cuda(torch, a), trans_a)
+        tb = _torch_op(_to_cuda(torch, b), trans_b)
+        return _to_numpy(torch, ta @ tb)
 
     seconds, out = wall_median(call, runs)
     return PeerResult("cuBLAS e2e", seconds, out)
@@ -126,8 +147,9 @@ def _load_clblast() -> ctypes.CDLL | None:
     return None
 
 
-#: CLBlast's precision codes per dtype letter (its API and its tuners name precisions so).
-CLBLAST_PRECISION = {"s": 32, "d": 64, "c": 3232, "z": 6464}
+#: CLBlast's precision codes per dtype letter (its API and its tuners name precisions so); it has no
+#: bfloat16, and its float16 needs the device's cl_khr_fp16.
+CLBLAST_PRECISION = {"s": 32, "d": 64, "c": 3232, "z": 6464, "h": 16}
 
 
 def clblast_tuned_parameters(results: list[dict]) -> dict[str, int]:
@@ -166,12 +188,13 @@ def clblast_override(ctx: DeviceContext, dt: Dtype, parameters: dict[str, int]) 
 def clblast_gemm(ctx: DeviceContext, dt: Dtype, a: np.ndarray, b: np.ndarray, runs: int = 5, trans_a: str = "N",
                  trans_b: str = "N") -> PeerResult | None:
     """CLBlast's xGEMM of op(A) op(B) (row-major operands as stored) on the device's queue; None where it
-    is not installed."""
+    is not installed or has no such routine (bfloat16, or C in another type than A and B). A reduced
+    precision mode is compared with CLBlast's product at full precision."""
     lib = _load_clblast()
-    if lib is None:
+    if lib is None or dt.letter not in CLBLAST_PRECISION or dt.float32_output:
         return None
     func = getattr(lib, f"CLBlast{dt.letter.upper()}gemm")
-    scalar = {"s": ctypes.c_float, "d": ctypes.c_double, "c": _Float2, "z": _Double2}[dt.letter]
+    scalar = {"s": ctypes.c_float, "d": ctypes.c_double, "c": _Float2, "z": _Double2, "h": ctypes.c_uint16}[dt.letter]
     m, k = apply_op(a, trans_a).shape
     n = apply_op(b, trans_b).shape[1]
     lda, ldb = a.shape[1], b.shape[1]
@@ -180,8 +203,11 @@ def clblast_gemm(ctx: DeviceContext, dt: Dtype, a: np.ndarray, b: np.ndarray, ru
                      ptr, size_t, size_t, ptr, size_t, size_t, scalar, ptr, size_t, size_t,
                      ctypes.POINTER(ptr), ctypes.POINTER(ptr)]
     func.restype = ctypes.c_int
-    one = scalar(1.0) if not dt.is_complex else scalar(1.0, 0.0)
-    zero = scalar(0.0) if not dt.is_complex else scalar(0.0, 0.0)
+    if dt.half:      # cl_half: the bits of a float16
+        one, zero = (scalar(int(np.array(x, np.float16).view(np.uint16))) for x in (1.0, 0.0))
+    else:
+        one = scalar(1.0) if not dt.is_complex else scalar(1.0, 0.0)
+        zero = scalar(0.0) if not dt.is_complex else scalar(0.0, 0.0)
     mf = cl.mem_flags
     a_buf = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(a))
     b_buf = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(b))

@@ -181,7 +181,7 @@ class Bench:
         if isinstance(plan, Exception):
             raise plan
         ctx, mf = self.ctx, cl.mem_flags
-        result = np.full((plan.problem.m, plan.problem.n), np.nan, dt.numpy)
+        result = np.full((plan.problem.m, plan.problem.n), np.nan, dt.output.numpy)
         a_buf = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
         b_buf = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=b)
         c_buf = cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=result)
@@ -196,7 +196,8 @@ class Bench:
 
     def _autogemm_end_to_end(self, dt: Dtype, a: np.ndarray, b: np.ndarray, shape: Shape) -> PeerResult:
         seconds, out = wall_median(lambda: gemm(a, b, trans_a=shape.trans_a, trans_b=shape.trans_b,
-                                                device=self.ctx.device, precision=dt.precision or None),
+                                                device=self.ctx.device, precision=dt.precision or None,
+                                                out_dtype=dt.output.numpy),
                                    max(1, self.runs // 3))
         return PeerResult(AUTOGEMM + END_TO_END, seconds, out)
 

@@ -25,9 +25,11 @@ _SAFE = SimtParams("NN", "consecutive", 8, 8, 1, 1, 1, 1, False, False)
 
 
 def default_params(device: Device, dtype: Dtype) -> SimtParams:
-    """The class default for the device, or a minimal configuration where the default does not fit."""
+    """The class default for the device, or a minimal configuration where the default does not fit
+    (16-bit dtypes: float32's, on converted operands)."""
     table = _GPU if device.is_gpu else _CPU
-    for params in (table[dtype.letter], _SAFE):
-        if check(params, device, dtype) is None:
+    dt = dtype.compute
+    for params in (table[dt.letter], _SAFE):
+        if check(params, device, dt) is None:
             return params
-    raise ConfigError(f"no default configuration fits {device.name.strip()}: {check(_SAFE, device, dtype)}")
+    raise ConfigError(f"no default configuration fits {device.name.strip()}: {check(_SAFE, device, dt)}")

@@ -6,6 +6,8 @@ Per shape the plan chooses between two ways of handling edges, both exact:
 - padded: operands are packed into zero-padded whole tiles, aligned for wide vector access, and the
   unguarded kernel runs on them; a C that is not whole is computed into a padded temporary and merged.
 Operands read through images are always packed (images are filled from a packed buffer).
+16-bit operands are packed into float32 for a kernel that computes in float32 without reading them
+itself; where C is 16-bit, the kernel writes a float32 temporary that the merge rounds into C.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pyopencl as cl
 
 from ..codelets import helpers
 from ..codelets.kernel import KernelSource, ceil_div, round_up
-from ..codelets.families import KernelParams, check, render
+from ..codelets.families import KernelParams, check, kernel_dtype, render
 from ..codelets.simt.geometry import TEXEL_BYTES
 from ..errors import ArgumentError, ConfigError
 from ..runtime.context import DeviceContext
@@ -46,6 +48,7 @@ class Staging:
     packed: bool
     transpose: bool = False       # the pack transposes the stored operand
     conjugate: bool = False
+    convert: bool = False         # the pack converts 16-bit storage to float32
     rows: int = 0                 # the operand in the kernel's layout, before padding
     cols: int = 0
     dst_rows: int = 0             # after padding
@@ -82,12 +85,15 @@ class GemmPlan:
         reason = check(self.params, ctx.device, problem.dtype)
         if reason:
             raise ConfigError(f"configuration rejected for {ctx.device.name.strip()}: {reason}")
+        self.kernel_dtype = kernel_dtype(self.params, self.dtype)
         self.slices = self._choose_slices(split_k)
         self.k_step = self.params.tile_k * self.slices
         self.guarded = self.slices == 1 and self._choose_guarded(edge)
         self.padded_m, self.padded_n, self.padded_k = self._padded_sizes()
         self.staging = {name: self._stage(name) for name in ("A", "B")}
-        self.c_temp = not self.guarded and (self.slices > 1 or not self._in_place_whole("C"))
+        # the kernel writes C in the compute type: a C stored otherwise is rounded into by the merge
+        self.c_converted = self.dtype.output.numpy != self.dtype.scalar_numpy
+        self.c_temp = self.c_converted or (not self.guarded and (self.slices > 1 or not self._in_place_whole("C")))
         self._temps: list[cl.MemoryObject] = []
         self._epilogues: dict[str, cl.Kernel] = {}
         self._last_args: dict[int, tuple] = {}    # kernel handle -> the arguments last set
@@ -112,9 +118,13 @@ class GemmPlan:
         op = self.problem.op_a if name == "A" else self.problem.op_b
         return op.conjugated and self.dtype.is_complex
 
+    def _converted(self) -> bool:
+        """True when the kernel reads its operands in another type than they are stored in."""
+        return self.kernel_dtype.numpy != self.dtype.numpy
+
     def _readable_in_place(self, name: str) -> bool:
         return (self._stored_letter(name) == self._letter(name) and not self._conjugated(name)
-                and not self._through_image(name))
+                and not self._through_image(name) and not self._converted())
 
     def _in_place_whole(self, name: str) -> bool:
         """True when operand ``name`` meets the unguarded kernel's needs as it is stored."""
@@ -163,21 +173,22 @@ class GemmPlan:
             dst_rows, dst_cols = (outer, self.padded_k) if (letter == "N") == (name == "A") else (self.padded_k, outer)
         else:
             dst_rows, dst_cols = rows, cols
-        texel = max(1, TEXEL_BYTES // self.dtype.itemsize) if image else 1
+        texel = max(1, TEXEL_BYTES // self.kernel_dtype.itemsize) if image else 1
         return Staging(name, packed=True, transpose=self._stored_letter(name) != letter,
-                       conjugate=self._conjugated(name), rows=rows, cols=cols, dst_rows=dst_rows, dst_cols=dst_cols,
+                       conjugate=self._conjugated(name), convert=self._converted(), rows=rows, cols=cols,
+                       dst_rows=dst_rows, dst_cols=dst_cols,
                        dst_ld=round_up(max(dst_cols, 1), max(self.params.vector_width, texel)), image=image)
 
     # ----- resources ----------------------------------------------------------------------------
-    def _buffer(self, elements: int) -> cl.Buffer:
-        buf = cl.Buffer(self.ctx.context, cl.mem_flags.READ_WRITE, max(1, elements) * self.dtype.itemsize)
+    def _buffer(self, elements: int, itemsize: int) -> cl.Buffer:
+        buf = cl.Buffer(self.ctx.context, cl.mem_flags.READ_WRITE, max(1, elements) * itemsize)
         self._temps.append(buf)
         return buf
 
     def _image_shape(self, st: Staging) -> tuple[int, int]:
         """(width, height) in texels of operand ``st`` as an image; ConfigError if the device's limits
         are too small for it."""
-        texel = max(1, TEXEL_BYTES // self.dtype.itemsize)
+        texel = max(1, TEXEL_BYTES // self.kernel_dtype.itemsize)
         width, height = st.dst_ld // texel, st.dst_rows
         max_w, max_h = self.ctx.device.image2d_max
         if width > max_w or height > max_h:
@@ -199,7 +210,7 @@ class GemmPlan:
         for name, st in self.staging.items():
             if not st.packed:
                 continue
-            helper = helpers.pack(self.dtype, st.transpose, st.conjugate)
+            helper = helpers.pack(self.dtype, st.transpose, st.conjugate, st.convert)
             self.pack_kernels[name] = self.ctx.kernel(helper.source, helper.name)
             if st.image:
                 self._image_shape(st)
@@ -213,16 +224,16 @@ class GemmPlan:
         self.images: dict[str, cl.Image] = {}
         for name, st in self.staging.items():
             if st.packed:
-                self.pack_buffers[name] = self._buffer(st.dst_rows * st.dst_ld)
+                self.pack_buffers[name] = self._buffer(st.dst_rows * st.dst_ld, self.kernel_dtype.itemsize)
                 if st.image:
                     self.images[name] = self._image(st)
         if self.c_temp:
-            self.c_buffer = self._buffer(self.slices * self.padded_m * self.padded_n)
+            self.c_buffer = self._buffer(self.slices * self.padded_m * self.padded_n, self.dtype.scalar_numpy.itemsize)
 
     def _epilogue(self, name: str) -> cl.Kernel:
         """The plan's own ``merge`` or ``scale`` kernel object (made once: creating one costs time)."""
         if name not in self._epilogues:
-            src = helpers.epilogues(self.dtype)
+            src = helpers.epilogues(self.dtype.output)
             self._epilogues[name] = self.ctx.kernel(src.source, name)
         return self._epilogues[name]
 
@@ -236,7 +247,7 @@ class GemmPlan:
 
     # ----- launching ----------------------------------------------------------------------------
     def _scalar(self, value: complex | float) -> np.generic:
-        return self.dtype.numpy.type(value)
+        return self.dtype.scalar_numpy.type(value)
 
     def _set_args(self, kernel: cl.Kernel, *args: object) -> None:
         """Set ``kernel``'s arguments unless they are those of its last launch: the same buffer objects
@@ -282,13 +293,8 @@ class GemmPlan:
                     operands[name] = (self.images[name], i32(0), i32(0))
                 else:
                     operands[name] = (dst, i32(0), i32(st.dst_ld))
-            if self.guarded:
-                dims = (pr.m, pr.n, pr.k)
-                target = (c, i32(pr.offset_c), i32(pr.ldc))
-            else:
-                dims = (self.padded_m, self.padded_n, self.padded_k // self.slices)
-                target = ((self.c_buffer, i32(0), i32(self.padded_n)) if self.c_temp
-                          else (c, i32(pr.offset_c), i32(pr.ldc)))
+            dims = (pr.m, pr.n, pr.k) if self.guarded else (self.padded_m, self.padded_n, self.padded_k // self.slices)
+            target = (self.c_buffer, i32(0), i32(self.padded_n)) if self.c_temp else (c, i32(pr.offset_c), i32(pr.ldc))
             # into a temporary the kernel writes op(A) op(B) alone; the merge applies alpha and beta
             kernel_alpha, kernel_beta = (1.0, 0.0) if self.c_temp else (alpha, beta)
             self._set_args(self.gemm_kernel, *(i32(d) for d in dims), self._scalar(kernel_alpha),
@@ -321,14 +327,15 @@ class GemmPlan:
         for name, st in self.staging.items():
             if st.packed:
                 steps.append(f"pack {name}" + (" (transpose)" if st.transpose else "")
-                             + (" (conjugate)" if st.conjugate else ""))
+                             + (" (conjugate)" if st.conjugate else "")
+                             + (f" (to {self.kernel_dtype.numpy})" if st.convert else ""))
                 if st.image:
                     steps.append(f"copy {name} to an image")
         steps.append(f"gemm [{self.params.describe()}] ({self.params_source}) "
                      f"{'guarded' if self.guarded else 'whole tiles'}"
                      + (f", K split in {self.slices}" if self.slices > 1 else ""))
         if self.c_temp:
-            steps.append("merge C")
+            steps.append("merge C" + (f" (to {self.dtype.output.numpy})" if self.c_converted else ""))
         return steps
 
     def describe(self) -> str:

@@ -29,12 +29,14 @@ def choose_params(device: Device, problem: GemmProblem) -> tuple[SimtParams, str
     and leaves compute units idle), the nearer class unless a farther one is predicted ``PREDICTION_MARGIN``
     times faster (the prediction ignores launch costs and caches). The device class default when there
     is no usable profile. A reduced precision mode is computed by its own configurations or the native
-    dtype's (which are exact), whichever are predicted faster."""
+    dtype's (which are exact), a 16-bit dtype by its own or float32's (on converted operands),
+    whichever are predicted faster."""
     dt = problem.dtype
     profile = profile_for(device)
     if profile is not None:
         candidates = []
-        for entry in profile.nearest(tuple(dict.fromkeys((dt.key, dt.native.key))), problem.m, problem.n, problem.k):
+        keys = tuple(dict.fromkeys((dt.key, dt.native.key, dt.compute.key)))
+        for entry in profile.nearest(keys, problem.m, problem.n, problem.k):
             usable = [r for r in entry.ranked if check(r.config, device, dt) is None]
             if usable:
                 candidates.append(prefer_stored_layout(usable, problem))

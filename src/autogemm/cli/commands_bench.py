@@ -34,7 +34,7 @@ def _peers(text: str) -> tuple[str, ...]:
 
 @main.command("bench")
 @click.option("-d", "--device", help="Device: P:D, index, gpu, cpu or part of its name (default: the default).")
-@click.option("--dtype", "dtypes", default="s", show_default=True, help="Comma-separated dtypes, e.g. s,d,c,z or s.tf32,s.3xtf32.")
+@click.option("--dtype", "dtypes", default="s", show_default=True, help="Comma-separated dtypes, e.g. s,d,c,z, s.tf32,s.3xtf32 or h,b.")
 @click.option("--sizes", help="Square sizes: 1024,2048 or 256:8192 (doubling) or 256:4096:256 "
                               "[default: 256:8192 on a GPU, 64:1024 on a CPU].")
 @click.option("--layout", type=click.Choice(LAYOUTS, case_sensitive=False), default="NN", show_default=True,

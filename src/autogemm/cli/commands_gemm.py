@@ -21,7 +21,8 @@ from .common import fail, parse_config, select_device, console
 
 config_options = [
     click.option("--dtype", "dtype_letter", type=click.Choice(list(DTYPES)), default="s", show_default=True,
-                 help="s, d, c or z; s.tf32, s.3xtf32, c.tf32, c.3xtf32 for the tensor-core precision modes."),
+                 help="s, d, c or z; s.tf32, s.3xtf32, c.tf32, c.3xtf32 for the tensor-core precision modes; "
+                      "h (float16) or b (bfloat16), hs or bs for a float32 C."),
     click.option("--config", help="A configuration as JSON text or a JSON file (fields of SimtParams)."),
     click.option("--set", "settings", multiple=True, metavar="NAME=VALUE",
                  help="Override one parameter, e.g. --set tile_rows=8 (repeatable)."),
@@ -97,7 +98,7 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, time
                   f"alpha={alpha} beta={beta}", highlight=False)
     console.print(f"plan: {plan.describe()}", highlight=False, markup=False)
     rng = np.random.default_rng()
-    hosts = {name: random_matrix(rng, dt, problem.stored_shape(name)) for name in "ABC"}
+    hosts = {name: random_matrix(rng, dt.output if name == "C" else dt, problem.stored_shape(name)) for name in "ABC"}
     mf = cl.mem_flags
     bufs = {name: cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=h if h.size else np.zeros(1, dt.numpy))
             for name, h in hosts.items()}

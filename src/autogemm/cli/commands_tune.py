@@ -72,7 +72,7 @@ def summary_table(rows: list[tuple]) -> Table:
 
 @main.command("tune")
 @click.option("-d", "--device", help="Device: P:D, index, gpu, cpu or part of its name (default: the default).")
-@click.option("--dtype", "dtypes", default=None, help="Comma-separated dtypes, e.g. s,d or s.tf32 (default: s, d, c, z where the device can).")
+@click.option("--dtype", "dtypes", default=None, help="Comma-separated dtypes, e.g. s,d, s.tf32 or h,b (default: s, d, c, z where the device can).")
 @click.option("--budget", default=None,
               help="Wall time (10m, 90s, 1h), evaluations (500) or both (10m,500) for the whole run "
                    "[default: 7m on a GPU, 10m on a CPU; with --quick 2m and 1m].")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Union
 
-from ..dtypes import Dtype
+from ..dtypes import Dtype, get_dtype
 from ..errors import ConfigError
 from ..runtime.device import Device
 from . import mma, simt, subgroup
@@ -30,14 +30,22 @@ def _family(params: object) -> tuple:
     raise ConfigError(f"not a kernel configuration: {type(params).__name__}")
 
 
+def kernel_dtype(params: KernelParams, dtype: Dtype | str) -> Dtype:
+    """The dtype the kernel of ``params`` computes a ``dtype`` problem in: ``dtype`` itself where the
+    family reads 16-bit operands (nvidia_mma: its instructions take them), else ``dtype.compute``
+    (a plan then converts such operands to float32 before the product)."""
+    dt = get_dtype(dtype)
+    return dt if isinstance(params, mma.MmaParams) else dt.compute
+
+
 def check(params: KernelParams, device: Device, dtype: Dtype | str) -> str | None:
     """Why ``params`` (of any family) cannot run on ``device`` for ``dtype``, or None."""
-    return _family(params)[1](params, device, dtype)
+    return _family(params)[1](params, device, kernel_dtype(params, dtype))
 
 
 def render(params: KernelParams, dtype: Dtype | str, guarded: bool = True) -> KernelSource:
-    """The OpenCL source of ``params`` (of any family)."""
-    return _family(params)[2](params, dtype, guarded)
+    """The OpenCL source of ``params`` (of any family) for a ``dtype`` problem."""
+    return _family(params)[2](params, kernel_dtype(params, dtype), guarded)
 
 
 def params_from_dict(data: object) -> KernelParams:

@@ -11,40 +11,55 @@ from functools import lru_cache
 
 from ..dtypes import Dtype
 from .kernel import KernelSource
+from .storage import conversions
 
 TILE = 16   # helper work-groups are TILE x TILE; pack transposes through a TILE x (TILE + 1) local tile
 
 
 def _prelude(dt: Dtype) -> str:
+    """Typedefs and access macros: ``real``/``elem`` the compute types, ``stored`` the scalar of C's
+    (or the operands') buffers; ``LOAD``/``STORE`` access ``stored`` buffers (converting 16-bit storage),
+    ``ELEM_LOAD``/``ELEM_STORE`` buffers of ``real`` (temporaries and references)."""
     lines = []
     if dt.needs_fp64:
         lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
     lines += [
         f"typedef {dt.real_cl} real;",
         f"typedef {dt.cl_element} elem;",
+        f"typedef {dt.stored_cl} stored;",
         f"#define TILE {TILE}",
     ]
     if dt.is_complex:
         lines += [
-            "#define LOAD(p, i) vload2(0, (p) + (i) * 2)",
-            "#define STORE(p, i, v) vstore2((v), 0, (p) + (i) * 2)",
+            "#define ELEM_LOAD(p, i) vload2(0, (p) + (i) * 2)",
+            "#define ELEM_STORE(p, i, v) vstore2((v), 0, (p) + (i) * 2)",
             "#define MUL(u, v) ((elem)((u).x * (v).x - (u).y * (v).y, (u).x * (v).y + (u).y * (v).x))",
             "#define IS_ZERO(u) ((u).x == (real)0 && (u).y == (real)0)",
         ]
     else:
         lines += [
-            "#define LOAD(p, i) (p)[i]",
-            "#define STORE(p, i, v) ((p)[i] = (v))",
+            "#define ELEM_LOAD(p, i) (p)[i]",
+            "#define ELEM_STORE(p, i, v) ((p)[i] = (v))",
             "#define MUL(u, v) ((u) * (v))",
             "#define IS_ZERO(u) ((u) == (real)0)",
         ]
+    if dt.half:
+        lines += [conversions(dt).rstrip("\n"),
+                  "#define LOAD(p, i) to_real((p)[i])",
+                  "#define STORE(p, i, v) ((p)[i] = to_stored(v))"]
+    else:
+        lines += ["#define LOAD(p, i) ELEM_LOAD(p, i)",
+                  "#define STORE(p, i, v) ELEM_STORE(p, i, v)"]
     return "\n".join(lines) + "\n"
 
 
 @lru_cache(maxsize=None)
-def pack(dt: Dtype, transpose: bool, conjugate: bool) -> KernelSource:
+def pack(dt: Dtype, transpose: bool, conjugate: bool, to_compute: bool = False) -> KernelSource:
     """dst[r][c] = op(src)[r][c] for r < rows, c < cols, and zero on the rest of dst_rows x dst_cols.
-    op is a transpose when ``transpose`` (src is then stored cols x rows) and conjugates when asked."""
+    op is a transpose when ``transpose`` (src is then stored cols x rows) and conjugates when asked.
+    src is in ``dt``'s storage; dst too, or with ``to_compute`` in its compute type (16-bit values
+    converted exactly to float)."""
+    dst_type, store = ("real", "ELEM_STORE") if to_compute else ("stored", "STORE")
     conj = "(elem)(v.x, -v.y)" if conjugate else "v"
     if transpose:
         read = """    // src is stored cols x rows: read a tile of it along its rows (coalesced), write it transposed
@@ -59,15 +74,15 @@ def pack(dt: Dtype, transpose: bool, conjugate: bool) -> KernelSource:
 // autogemm pack: dst = {'conj(' if conjugate else ''}{'src^T' if transpose else 'src'}{')' if conjugate else ''}, zero-padded to dst_rows x dst_cols
 __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
 void pack(const int rows, const int cols,
-          const __global real* src, const int src_offset, const int src_ld,
-          __global real* dst, const int dst_rows, const int dst_cols, const int dst_ld)
+          const __global stored* src, const int src_offset, const int src_ld,
+          __global {dst_type}* dst, const int dst_rows, const int dst_cols, const int dst_ld)
 {{
     const int tx = get_local_id(0), ty = get_local_id(1);
     const int r0 = get_group_id(1) * TILE, c0 = get_group_id(0) * TILE;
     const int r = r0 + ty, c = c0 + tx;
     src += src_offset * {dt.reals_per_element};
 {read}
-    if (r < dst_rows && c < dst_cols) STORE(dst, r * dst_ld + c, {conj});
+    if (r < dst_rows && c < dst_cols) {store}(dst, r * dst_ld + c, {conj});
 }}
 """
     return KernelSource("pack", source, (), (TILE, TILE), (TILE, TILE, 1))
@@ -75,29 +90,30 @@ void pack(const int rows, const int cols,
 
 @lru_cache(maxsize=None)
 def epilogues(dt: Dtype) -> KernelSource:
-    """Two kernels on an m x n C: ``merge`` (C = alpha (T_0 + ... + T_S-1) + beta C, the T_s computed
-    elsewhere: one padded product, or the K slices of a split one) and ``scale`` (C = beta C). With
-    beta == 0 neither reads C, so NaN in an uninitialised C does not leak."""
+    """Two kernels on an m x n C stored as ``dt``: ``merge`` (C = alpha (T_0 + ... + T_S-1) + beta C, the
+    T_s computed elsewhere, in the compute type: one padded product, the K slices of a split one, or a
+    product whose C is 16-bit) and ``scale`` (C = beta C). With beta == 0 neither reads C, so NaN in an
+    uninitialised C does not leak."""
     source = _prelude(dt) + f"""
 // autogemm merge: C = alpha * (T_0 + ... + T_(slices-1)) + beta * C for the m x n C, where the T_s are
 // slices (t_slice elements apart) of a temporary holding op(A) op(B), possibly padded and split along K
 __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
 void merge(const int m, const int n, const __global real* T, const int t_ld, const int t_slice,
-           const int slices, const elem alpha, __global real* C, const int c_offset, const int ldc,
+           const int slices, const elem alpha, __global stored* C, const int c_offset, const int ldc,
            const elem beta)
 {{
     const int r = get_global_id(1), c = get_global_id(0);
     if (r >= m || c >= n) return;
     C += c_offset * {dt.reals_per_element};
-    elem t = LOAD(T, r * t_ld + c);
-    for (int s = 1; s < slices; ++s) t += LOAD(T, s * t_slice + r * t_ld + c);
+    elem t = ELEM_LOAD(T, r * t_ld + c);
+    for (int s = 1; s < slices; ++s) t += ELEM_LOAD(T, s * t_slice + r * t_ld + c);
     t = MUL(alpha, t);
     STORE(C, r * ldc + c, IS_ZERO(beta) ? t : t + MUL(beta, LOAD(C, r * ldc + c)));
 }}
 
 // autogemm scale: C = beta * C for the m x n C
 __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
-void scale(const int m, const int n, __global real* C, const int c_offset, const int ldc, const elem beta)
+void scale(const int m, const int n, __global stored* C, const int c_offset, const int ldc, const elem beta)
 {{
     const int r = get_global_id(1), c = get_global_id(0);
     if (r >= m || c >= n) return;
@@ -114,14 +130,15 @@ RESIDUAL_GROUP = 256   # work-items per residual work-group (a power of two, for
 @lru_cache(maxsize=None)
 def residual(dt: Dtype) -> KernelSource:
     """Per work-group partial sums of |C - R|^2 over n elements, and counts of non-finite elements of C
-    (unwritten outputs poisoned with NaN show up there). The host adds the partials in double."""
+    (unwritten outputs poisoned with NaN show up there), for C stored as ``dt`` and R in its compute
+    type. The host adds the partials in double."""
     square = "dot(d, d)" if dt.is_complex else "d * d"
     finite = "isfinite(v.x) && isfinite(v.y)" if dt.is_complex else "isfinite(v)"
     source = _prelude(dt) + f"""
 #define GROUP {RESIDUAL_GROUP}
 // autogemm residual: partial[g] = sum |C - R|^2 and bad[g] = count of non-finite C over group g's share
 __kernel __attribute__((reqd_work_group_size(GROUP, 1, 1)))
-void residual(const int n, const __global real* C, const __global real* R,
+void residual(const int n, const __global stored* C, const __global real* R,
               __global real* partial, __global int* bad)
 {{
     __local real sums[GROUP];
@@ -132,7 +149,7 @@ void residual(const int n, const __global real* C, const __global real* R,
     for (int i = get_global_id(0); i < n; i += get_global_size(0)) {{
         const elem v = LOAD(C, i);
         if ({finite}) {{
-            const elem d = v - LOAD(R, i);
+            const elem d = v - ELEM_LOAD(R, i);
             sum += {square};
         }} else {{
             count += 1;

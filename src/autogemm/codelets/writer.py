@@ -47,17 +47,20 @@ class ElementCode:
         self.rpe = dtype.reals_per_element
         self.guarded = guarded
         self.widths: set[int] = set()          # element counts of buffer loads used
+        self.stored_widths: set[int] = set()   # ... of loads of 16-bit operand bits
         self.out = SourceWriter()
 
     # ----- small expression helpers -------------------------------------------------------------
     def vtype(self, n: int) -> str:
         return "elem" if n == 1 else f"elems{n}"
 
-    def component(self, expr: str, e: int, n: int) -> str:
-        """Element ``e`` of an ``n``-element vector expression."""
+    def component(self, expr: str, e: int, n: int, rpe: int | None = None) -> str:
+        """Element ``e`` of an ``n``-element vector expression (of ``rpe`` scalars per element, by
+        default the dtype's)."""
+        rpe = self.rpe if rpe is None else rpe
         if n == 1:
             return expr
-        if self.dt.is_complex:
+        if rpe == 2:
             return f"{expr}.s{hex_digit(2 * e)}{hex_digit(2 * e + 1)}"
         return f"{expr}.s{hex_digit(e)}"
 
@@ -88,28 +91,33 @@ class ElementCode:
         w("")
 
     def load_helpers(self) -> None:
-        """``load_N`` for every width N that reads used (guarded: zero outside the matrix)."""
-        w = self.out
+        """``load_N`` for every width N of elements that reads used, and ``load_stored_N`` for every width
+        of 16-bit operand bits (guarded: zero outside the matrix)."""
         for n in sorted(self.widths):
-            t = self.vtype(n)
-            w(f"// {n} consecutive elements of row r from column c of a rows x cols matrix"
-              + (" (zero outside it)" if self.guarded else ""))
-            w.open(f"inline {t} load_{n}(const __global real* p, const int ld, const int rows, "
-                   f"const int cols, const int r, const int c)")
-            w("const int i = r * ld + c;")
-            if not self.guarded:
-                w(f"return *(const __global {t}*)(p + i * {self.rpe});" if n * self.rpe > 1 else "return p[i];")
-            else:
-                full = self.vload(n, "i")
-                w(f"if (r < rows && c + {n} <= cols) return {full};")
-                w(f"{t} v = ({t})(0);")
-                w.open("if (r < rows)")
-                for e in range(n):
-                    w(f"if (c + {e} < cols) {self.component('v', e, n)} = {self.vload(1, f'i + {e}')};")
-                w.close()
-                w("return v;")
+            self.load_helper(f"load_{n}", "real", self.vtype(n), n, self.rpe)
+        for n in sorted(self.stored_widths):
+            self.load_helper(f"load_stored_{n}", "stored", "stored" if n == 1 else f"stored{n}", n, 1)
+
+    def load_helper(self, name: str, scalar: str, vector: str, n: int, rpe: int) -> None:
+        """``name``: ``n`` consecutive elements (``vector``, of ``rpe`` ``scalar`` each) of a buffer."""
+        w = self.out
+        w(f"// {n} consecutive elements of row r from column c of a rows x cols matrix"
+          + (" (zero outside it)" if self.guarded else ""))
+        w.open(f"inline {vector} {name}(const __global {scalar}* p, const int ld, const int rows, "
+               f"const int cols, const int r, const int c)")
+        w("const int i = r * ld + c;")
+        if not self.guarded:
+            w(f"return *(const __global {vector}*)(p + i * {rpe});" if n * rpe > 1 else "return p[i];")
+        else:
+            w(f"if (r < rows && c + {n} <= cols) return {self.vload(n, 'i', rpe)};")
+            w(f"{vector} v = ({vector})(0);")
+            w.open("if (r < rows)")
+            for e in range(n):
+                w(f"if (c + {e} < cols) {self.component('v', e, n, rpe)} = {self.vload(1, f'i + {e}', rpe)};")
             w.close()
-            w("")
+            w("return v;")
+        w.close()
+        w("")
 
     def store_helper(self) -> None:
         w = self.out
@@ -132,11 +140,12 @@ class ElementCode:
         w.close()
         w("")
 
-    def vload(self, n: int, index: str) -> str:
-        reals = n * self.rpe
+    def vload(self, n: int, index: str, rpe: int | None = None) -> str:
+        rpe = self.rpe if rpe is None else rpe
+        reals = n * rpe
         if reals == 1:
             return f"p[{index}]"
-        return f"vload{reals}(0, p + ({index}) * {self.rpe})"
+        return f"vload{reals}(0, p + ({index}) * {rpe})"
 
     def vstore(self, n: int, value: str, index: str) -> str:
         reals = n * self.rpe
@@ -144,11 +153,13 @@ class ElementCode:
             return f"p[{index}] = {value};"
         return f"vstore{reals}({value}, 0, p + ({index}) * {self.rpe});"
 
-    def buffer_kernel_source(self, name: str, attributes: str, functions: Sequence[Callable[[], None]] = ()) -> str:
+    def buffer_kernel_source(self, name: str, attributes: str, functions: Sequence[Callable[[], None]] = (),
+                             operand: str = "real") -> str:
         """The whole source of a family whose kernel takes buffer operands (C = alpha op(A) op(B) + beta C,
-        offsets and leading dimensions in elements): the subclass's ``body`` written first (it records the
-        load widths the helpers must cover), then its ``header``, the multiply-add, ``functions``, the load
-        and store helpers, and the kernel with ``attributes`` around the body."""
+        offsets and leading dimensions in elements; A and B of scalars ``operand``): the subclass's
+        ``body`` written first (it records the load widths the helpers must cover), then its ``header``,
+        the multiply-add, ``functions``, the load and store helpers, and the kernel with ``attributes``
+        around the body."""
         self.out.depth = 1
         self.body()
         body = self.out.lines
@@ -161,8 +172,8 @@ class ElementCode:
         self.store_helper()
         self.out(f"__kernel {attributes}",
                  f"void {name}(const int M, const int N, const int K, const elem alpha, const elem beta,",
-                 "    const __global real* restrict A, const int a_offset, const int lda,",
-                 "    const __global real* restrict B, const int b_offset, const int ldb,",
+                 f"    const __global {operand}* restrict A, const int a_offset, const int lda,",
+                 f"    const __global {operand}* restrict B, const int b_offset, const int ldb,",
                  "    __global real* restrict C, const int c_offset, const int ldc)",
                  "{")
         self.out.lines.extend(body)

@@ -28,7 +28,8 @@ class DeviceReference:
         self.ctx, self.dtype = ctx, dtype
         self.size = reference.size
         self.norm = float(np.linalg.norm(reference)) or 1.0
-        rounded = np.ascontiguousarray(reference, dtype=dtype.numpy)
+        output = dtype.output
+        rounded = np.ascontiguousarray(reference, dtype=output.scalar_numpy)
         mf = cl.mem_flags
         self.groups = max(1, min(MAX_GROUPS, math.ceil(self.size / helpers.RESIDUAL_GROUP)))
         self.reference = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=rounded)
@@ -36,7 +37,7 @@ class DeviceReference:
         self.bad_host = np.empty(self.groups, np.int32)
         self.partial = cl.Buffer(ctx.context, mf.WRITE_ONLY, self.partial_host.nbytes)
         self.bad = cl.Buffer(ctx.context, mf.WRITE_ONLY, self.bad_host.nbytes)
-        src = helpers.residual(dtype)
+        src = helpers.residual(output)
         self.kernel = ctx.kernel(src.source, src.name, src.options)
 
     def compare(self, result: cl.Buffer) -> tuple[float, int]:

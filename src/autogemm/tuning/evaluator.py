@@ -50,7 +50,7 @@ class Evaluator:
         mf = cl.mem_flags
         self.a = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
         self.b = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=b)
-        self.c = cl.Buffer(ctx.context, mf.READ_WRITE, m * n * dtype.itemsize)
+        self.c = cl.Buffer(ctx.context, mf.READ_WRITE, m * n * dtype.output.itemsize)
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -96,8 +96,8 @@ class Evaluator:
 
     def _run(self, params: SimtParams, plan: GemmPlan, runs: int, build_seconds: float) -> Record:
         queue = self.ctx.queue
-        cl.enqueue_fill_buffer(queue, self.c, np.array(np.nan, self.dtype.numpy), 0,
-                               self.reference.size * self.dtype.itemsize)
+        output = self.dtype.output
+        cl.enqueue_fill_buffer(queue, self.c, np.array(np.nan, output.numpy), 0, self.reference.size * output.itemsize)
         self._enqueue(plan)
         error, unwritten = self.reference.compare(self.c)
         common = dict(error=None if math.isinf(error) else error, build_seconds=build_seconds)

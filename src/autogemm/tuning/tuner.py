@@ -77,7 +77,9 @@ def default_budget(device: Device, quick: bool = False) -> Budget:
 
 
 def supported_dtypes(device: Device) -> tuple[Dtype, ...]:
-    return tuple(dt for dt in NATIVE if device.fp64 or not dt.needs_fp64)
+    """The dtypes a tuning run covers unless told: s, d, c, z where the device can (16-bit ones, tuned
+    only for their matrix instructions, are named explicitly)."""
+    return tuple(dt for dt in NATIVE if not dt.tensor_only and (device.fp64 or not dt.needs_fp64))
 
 
 class TuneListener:
@@ -176,9 +178,10 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
         widths = (1, 2, 4) if device.is_gpu else (1, 2, 4, 8)
         instructions = instructions_available(ctx) if any(dt.mma_operand for dt in dtypes) else {}
         for dt in dtypes:
-            if dt.precision and dt.mma_operand not in instructions:
+            if dt.tensor_only and dt.mma_operand not in instructions:
+                exact = dt.native if dt.precision else dt.compute
                 raise TuningError(f"{dt.routine} needs matrix instructions for {dt.mma_operand} operands, which "
-                                  f"{device.name.strip()} lacks (its {dt.native.routine} kernels compute it exactly)")
+                                  f"{device.name.strip()} lacks (its {exact.routine} kernels compute it exactly)")
         reals = tuple(sorted({"d" if dt.needs_fp64 else "s" for dt in dtypes}))
         results = fma.benchmark(ctx, reals, widths)
         listener.fma_done(results)
@@ -211,12 +214,13 @@ def _spaces(device: Device, dt: Dtype, macs: dict[int, str], instructions: dict[
             ) -> list[tuple[SearchSpace, Point | None]]:
     """The spaces a class of ``dt`` searches, each with the point to start from (if any): the simt
     codelets (from the device class's default), the subgroup ones and the matrix instructions'; for a
-    reduced precision mode only the last (the others are the native dtype's, exact, and tuned there)."""
+    reduced precision mode or a 16-bit dtype only the last (the others are those of the native dtype or
+    of float32, exact, and tuned there)."""
     tensor = mma_space(device, dt, instructions)
-    space = tensor if dt.precision else simt_space(device, dt, macs)
+    space = tensor if dt.tensor_only else simt_space(device, dt, macs)
     if space is None or not len(space):
         raise TuningError(f"no configuration of the {dt.key} space fits {device.name.strip()}")
-    if dt.precision:
+    if dt.tensor_only:
         return [(space, None)]
     start = start_point(space, default_params(device, dt))
     extra = [s for s in (subgroup_space(device, dt, macs), tensor) if s is not None and len(s)]

@@ -25,7 +25,7 @@ def verify(ctx: DeviceContext, params: SimtParams, dtype: Dtype, seed: int = 0) 
     for edge, ta, tb, alpha, beta in cases:
         a = random_matrix(rng, dtype, (k, m) if ta != "N" else (m, k))
         b = random_matrix(rng, dtype, (n, k) if tb != "N" else (k, n))
-        c = random_matrix(rng, dtype, (m, n)) if beta else np.full((m, n), np.nan, dtype.numpy)
+        c = random_matrix(rng, dtype.output, (m, n)) if beta else np.full((m, n), np.nan, dtype.output.numpy)
         ref_t = dtype.reference_numpy
         want = alpha * (apply_op(a.astype(ref_t), ta) @ apply_op(b.astype(ref_t), tb))
         if beta:

@@ -18,9 +18,10 @@ WARP = 32
 class Shape:
     """The geometry of one ``mma.sync`` shape: a warp computes an ``m`` x 8 block of D = A B + C over ``k``.
 
-    The fragments are spread over the lanes as PTX defines them for 32-bit and 64-bit operands: with
-    g = lane / 4 and t = lane % 4, a lane holds A at rows g + 8 h (h < m / 8) and columns t + 4 p
-    (p < k / 4), B at rows t + 4 p of column g, and C at rows g + 8 h, columns 2 t and 2 t + 1.
+    The fragments are spread over the lanes as PTX defines them: with g = lane / 4 and t = lane % 4, a
+    lane holds A at rows g + 8 h (h < m / 8) and columns t + 4 p (p < k / 4), B at rows t + 4 p of
+    column g, and C at rows g + 8 h, columns 2 t and 2 t + 1. For 16-bit operands a column is a pair of
+    consecutive k packed in one register (a lane holds k = 2 (t + 4 p) and 2 (t + 4 p) + 1).
     """
 
     name: str
@@ -54,6 +55,7 @@ class Operand:
     register: str                # inline-assembly constraint of an A or B register
     accumulator_register: str    # ... of a C or D register
     shapes: dict[str, tuple[int, int]]
+    pack: int = 1                # operand values per A or B register
 
     @property
     def ptx_types(self) -> str:
@@ -64,11 +66,13 @@ class Operand:
 OPERANDS = {
     "f64": Operand("f64", "f64", "d", "d", {"m8n8k4": (8, 0), "m16n8k4": (9, 0), "m16n8k8": (9, 0), "m16n8k16": (9, 0)}),
     "tf32": Operand("tf32", "f32", "r", "f", {"m16n8k4": (8, 0), "m16n8k8": (8, 0)}),
+    "f16": Operand("f16", "f32", "r", "f", {"m16n8k8": (7, 5), "m16n8k16": (8, 0)}, pack=2),
+    "bf16": Operand("bf16", "f32", "r", "f", {"m16n8k8": (8, 0), "m16n8k16": (8, 0)}, pack=2),
 }
 LAYOUTS = ("NN", "NT", "TN", "TT")
 WARPS = (1, 2, 4)
 WARP_TILES = (1, 2, 4, 8)
-TILE_K_SIZES = (8, 16, 32)
+TILE_K_SIZES = (8, 16, 32, 64)
 STAGES = (1, 2, 3)
 #: How a K block reaches local memory: through each work-item's registers (fetched a block ahead), or by
 #: asynchronous copies (``cp.async``, no registers, as many blocks ahead as there are stages less one).
@@ -172,11 +176,13 @@ class MmaParams:
             return f"complex_method '3m' makes complex products; {dt.routine} is real"
         if self.copy == "async" and dt.is_complex:
             return "copy 'async' copies elements whole; complex operands are staged as separate parts"
+        if self.copy == "async" and dt.half:
+            return "copy 'async' copies 4 bytes or more at a time; 16-bit operands are staged through registers"
         return None
 
     def lane_k(self, dt: Dtype) -> int:
-        """Consecutive k one lane reads from local memory at once (at least 16 bytes): its columns of
-        one or more instructions."""
+        """Consecutive k one lane reads from local memory at once (at least 16 bytes): its columns (or
+        pairs of columns) of one or more instructions."""
         return max(self.geometry.k_per_lane, 16 // dt.real_bytes)
 
     def steps(self, dt: Dtype) -> int:

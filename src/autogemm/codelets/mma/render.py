@@ -6,7 +6,9 @@ whole-block edges, split K along NDRange dimension 2), so plans run every family
 Work-item (lx, ly) of a work-group is lane lx % 32 of warp (ly, lx / 32). Both operands of a K block are
 staged in local memory as rows of k (A as BLOCK_ROWS x TILE_K, B as BLOCK_COLS x TILE_K, each row padded
 so that a quarter-warp's reads fall in distinct banks); complex operands are kept as separate real and
-imaginary arrays, and their product is four real products. The instruction's fragments take k in an
+imaginary arrays, and their product is four real products. 16-bit operands travel as their bits (two to
+a register, as the instruction takes them) and are never converted; their products are accumulated and
+written in float, and the plan rounds C to 16 bits where it is stored so. The instruction's fragments take k in an
 order of our choosing: a lane reads LANE_K consecutive k at once (a vector load of 16 bytes or more) and
 gives them to one or more instructions, so that lane t of a group of four holds k = CHUNK * c + LANE_K * t
 + (0 .. LANE_K - 1); A and B use the same order, so the sum over k is unchanged.
@@ -19,6 +21,7 @@ from functools import lru_cache
 from ...dtypes import Dtype, get_dtype
 from ...errors import ConfigError
 from ..kernel import KernelSource, ceil_div
+from ..storage import conversions
 from ..writer import ElementCode, hex_digit
 from .params import OPERANDS, WARP, MmaParams, Shape
 
@@ -46,7 +49,7 @@ def scratch_reals(shape: Shape) -> int:
 def local_bytes(params: MmaParams, dtype: Dtype) -> int:
     """Local memory one work-group uses: staged operands, and the emulation's scratch if any."""
     staged = params.stages * (params.block_rows + params.block_cols) * row_stride(params, dtype) * dtype.itemsize
-    scratch = params.warps_m * params.warps_n * scratch_reals(params.geometry) * dtype.real_bytes
+    scratch = params.warps_m * params.warps_n * scratch_reals(params.geometry) * dtype.compute.real_bytes
     return staged + (scratch if params.mma == "local" else 0)
 
 
@@ -57,6 +60,7 @@ class _Generator(ElementCode):
         self.shape = params.geometry
         self.operand = OPERANDS[dtype.mma_operand]
         self.lane_k, self.steps = params.lane_k(dtype), params.steps(dtype)
+        self.registers = self.shape.k_per_lane // self.operand.pack    # per row of 8, per instruction
         self.parts = ("re", "im") if dtype.is_complex else ("",)
         self.threads = params.work_group_size
 
@@ -113,19 +117,30 @@ class _Generator(ElementCode):
             if p.mma == "local" else []),
           "",
           f"typedef {dt.real_cl} real;",
-          f"typedef {dt.real_cl}{self.lane_k} reals_lane;        // LANE_K consecutive k of one staged row",
-          f"typedef {dt.cl_element} elem;")
+          f"typedef {dt.cl_element} elem;",
+          f"typedef {dt.stored_cl} stored;            // A's and B's elements in memory")
+        if dt.half:
+            w(f"typedef uint{self.lane_k // 2} lane_read;          // LANE_K consecutive k of one staged row, two per register")
+        else:
+            w(f"typedef {dt.real_cl}{self.lane_k} lane_read;        // LANE_K consecutive k of one staged row")
         for n in sorted(self.widths | {self.vw}):
             if n > 1:
                 w(f"typedef {dt.cl_vector(n)} elems{n};")
+        for n in sorted(self.stored_widths):
+            if n > 1:
+                w(f"typedef {dt.stored_cl}{n} stored{n};")
         w(self.mul_add_define("fma"))
         if self.operand.name == "tf32":
             w("// TF32 keeps 10 of float's 23 mantissa bits: the nearest such values (ties away from zero), as floats",
               f"#define TF32(x) as_float{self.lane_k}((as_uint{self.lane_k}(x) + 0x1000u) & 0xffffe000u)")
+        if dt.half and p.mma == "local":
+            w(conversions(dt).rstrip("\n"))
         w("")
 
     def precision_note(self) -> str:
         """What the products are exact to, for the kernel's header."""
+        if self.dt.half:
+            return f"exact products of {self.operand.name} operands, accumulated and written in FP32"
         if self.operand.name != "tf32":
             return f"exact {self.operand.name} products"
         if self.dt.operand_splits == 1:
@@ -135,16 +150,16 @@ class _Generator(ElementCode):
 
     def instruction_function(self) -> None:
         """``mma(c, a..., b...)``: c += a b for one instruction tile, in the configured spelling."""
-        inst, w = self.shape, self.out
-        a_regs = [f"a{r}" for r in range(inst.row_halves * inst.k_per_lane)]
-        b_regs = [f"b{p}" for p in range(inst.k_per_lane)]
+        inst, w, operand = self.shape, self.out, self.operand
+        a_regs = [f"a{r}" for r in range(inst.row_halves * self.registers)]
+        b_regs = [f"b{p}" for p in range(self.registers)]
         c_count = 2 * inst.row_halves
-        args = ", ".join(f"const real {x}" for x in a_regs + b_regs)
-        operand = self.operand
-        bits = "as_uint" if operand.register == "r" else ""     # 32-bit operands go in as their bits
+        args = ", ".join(f"const {'uint' if self.dt.half else 'real'} {x}" for x in a_regs + b_regs)
+        bits = "as_uint" if operand.register == "r" and not self.dt.half else ""   # 32-bit floats go in as their bits
+        columns = "pairs of columns 2 (t + 4 p) and 2 (t + 4 p) + 1" if self.dt.half else "columns t + 4 p"
         w(f"// c += a b on one {inst.m} x {inst.n} x {inst.k} tile; lane (g, t) = (lane / 4, lane % 4) holds A at rows",
-          "// g + 8 h, columns t + 4 p (register h + (MMA_M / 8) p), B at rows t + 4 p of column g, C at rows g + 8 h,",
-          "// columns 2 t and 2 t + 1 (registers 2 h and 2 h + 1)")
+          f"// g + 8 h, {columns} (register h + (MMA_M / 8) p), B at the same rows of column g, C at rows",
+          "// g + 8 h, columns 2 t and 2 t + 1 (registers 2 h and 2 h + 1)")
         if self.p.mma == "ptx":
             w.open(f"inline void mma(real* c, {args})")
             c_list = ", ".join(f"%{i}" for i in range(c_count))
@@ -160,11 +175,14 @@ class _Generator(ElementCode):
             w("__local real* a = scratch;                 // MMA_M x MMA_K",
               "__local real* b = scratch + MMA_M * MMA_K;  // MMA_K x MMA_N",
               "const int g = lane >> 2, t = lane & 3;")
+            pack = operand.pack
             for r, reg in enumerate(a_regs):
                 h, p = r % inst.row_halves, r // inst.row_halves
-                w(f"a[(g + {8 * h}) * MMA_K + t + {4 * p}] = {reg};")
+                for e in range(pack):
+                    w(f"a[(g + {8 * h}) * MMA_K + {pack} * (t + {4 * p}) + {e}] = {self.unpacked(reg, e)};")
             for p, reg in enumerate(b_regs):
-                w(f"b[(t + {4 * p}) * MMA_N + g] = {reg};")
+                for e in range(pack):
+                    w(f"b[({pack} * (t + {4 * p}) + {e}) * MMA_N + g] = {self.unpacked(reg, e)};")
             w("barrier(CLK_LOCAL_MEM_FENCE);")
             for i in range(c_count):
                 h, j = i // 2, i % 2
@@ -173,6 +191,12 @@ class _Generator(ElementCode):
             w("barrier(CLK_LOCAL_MEM_FENCE);")
             w.close()
         w("")
+
+    def unpacked(self, register: str, e: int) -> str:
+        """Value ``e`` of a register: the register itself, or one of the two 16-bit values it packs."""
+        if self.operand.pack == 1:
+            return register
+        return f"to_real((ushort)({register} >> {16 * e}))"
 
     # ----- staging -------------------------------------------------------------------------------
     def staging_geometry(self, op: str) -> tuple[int, int]:
@@ -205,12 +229,13 @@ class _Generator(ElementCode):
     def fetch(self, op: str, k0: str) -> None:
         """Read operand ``op``'s K block at ``k0`` from global memory into ``{op}_next``."""
         vw = self.p.vector_width
-        self.widths.add(vw)
+        (self.stored_widths if self.dt.half else self.widths).add(vw)
+        load = f"load_stored_{vw}" if self.dt.half else f"load_{vw}"
         ptr, ld, extent, block = self.operand_names(op)
         if self.k_contiguous(op):
-            read = f"load_{vw}({ptr}, {ld}, {extent}, K, {block} + o, {k0} + kk)"
+            read = f"{load}({ptr}, {ld}, {extent}, K, {block} + o, {k0} + kk)"
         else:
-            read = f"load_{vw}({ptr}, {ld}, K, {extent}, {k0} + kk, {block} + o)"
+            read = f"{load}({ptr}, {ld}, K, {extent}, {k0} + kk, {block} + o)"
         self.staging_loop(op, [f"{op.lower()}_next[s] = {read};"])
 
     def stash(self, op: str, stage: str) -> None:
@@ -241,7 +266,7 @@ class _Generator(ElementCode):
         elif self.dt.operand_splits == 1:
             w(f"{target} = TF32({value});")
         else:
-            w("{", f"    const reals_lane x = {value};", f"    {name}_hi[{index} = TF32(x);",
+            w("{", f"    const lane_read x = {value};", f"    {name}_hi[{index} = TF32(x);",
               f"    {name}_lo[{index} = TF32(x - {name}_hi[{index});", "}")
 
     def fragment_value(self, target: str) -> str:
@@ -256,7 +281,7 @@ class _Generator(ElementCode):
         for part in self.parts:
             suffix = f"_{part}" if part else ""
             address = f"{self.local_name(op, part)} + stage * {stage} + ({row}) * LDS + c + t * LANE_K"
-            self.fragment_set(f"{letter}_frag{suffix}{index}", f"*(const __local reals_lane*)({address})")
+            self.fragment_set(f"{letter}_frag{suffix}{index}", f"*(const __local lane_read*)({address})")
         if self.three_m:
             self.fragment_set(f"{letter}_frag_sum{index}", f"({self.fragment_value(f'{letter}_frag_re{index}')}) + "
                                                           f"({self.fragment_value(f'{letter}_frag_im{index}')})")
@@ -286,7 +311,7 @@ class _Generator(ElementCode):
         for part in self.parts + (("sum",) if self.three_m else ()):
             for piece in self.pieces():
                 suffix = (f"_{part}" if part else "") + piece
-                w(f"reals_lane a_frag{suffix}[TILES_M][MMA_M / 8], b_frag{suffix}[TILES_N];")
+                w(f"lane_read a_frag{suffix}[TILES_M][MMA_M / 8], b_frag{suffix}[TILES_N];")
         self.unrolled("i", "TILES_M")
         self.unrolled("h", "MMA_M / 8")
         self.fragment_reads("A", "[i][h]", "warp_row + i * MMA_M + 8 * h + g", "A_STAGE")
@@ -300,16 +325,18 @@ class _Generator(ElementCode):
         products = [("_lo", "_hi"), ("_hi", "_lo"), ("_hi", "_hi")] if self.dt.operand_splits == 2 else [("", "")]
         extra = ", scratch + warp * SCRATCH, lane" if p.mma == "local" else ""
 
+        regs = self.registers
+
         def call(acc: str, step: int, a_name: str, b_name: str, sign: str) -> str:
-            a_args = [f"{sign}{a_name}[i][{r % inst.row_halves}].s{hex_digit(step * inst.k_per_lane + r // inst.row_halves)}"
-                      for r in range(inst.row_halves * inst.k_per_lane)]
-            b_args = [f"{b_name}[j].s{hex_digit(step * inst.k_per_lane + q)}" for q in range(inst.k_per_lane)]
+            a_args = [f"{sign}{a_name}[i][{r % inst.row_halves}].s{hex_digit(step * regs + r // inst.row_halves)}"
+                      for r in range(inst.row_halves * regs)]
+            b_args = [f"{b_name}[j].s{hex_digit(step * regs + q)}" for q in range(regs)]
             return f"mma({acc}, {', '.join(a_args + b_args)}{extra});"
 
         if self.dt.operand_splits == 1:
             for step in range(self.steps):
-                w(f"// instruction {step + 1} of {self.steps} on this chunk: components {step * inst.k_per_lane}.."
-                  f"{(step + 1) * inst.k_per_lane - 1} of each lane's reads")
+                w(f"// instruction {step + 1} of {self.steps} on this chunk: components {step * regs}.."
+                  f"{(step + 1) * regs - 1} of each lane's reads")
                 for acc, a_part, b_part, sign in terms:
                     self.unrolled("i", "TILES_M")
                     self.unrolled("j", "TILES_N")
@@ -379,8 +406,8 @@ class _Generator(ElementCode):
           "const int warp_row = warp_m * TILES_M * MMA_M, warp_col = warp_n * TILES_N * MMA_N;",
           "")
         for part in self.parts:
-            w(f"__local real {self.local_name('A', part)}[STAGES * A_STAGE] __attribute__((aligned(16)));",
-              f"__local real {self.local_name('B', part)}[STAGES * B_STAGE] __attribute__((aligned(16)));")
+            w(f"__local stored {self.local_name('A', part)}[STAGES * A_STAGE] __attribute__((aligned(16)));",
+              f"__local stored {self.local_name('B', part)}[STAGES * B_STAGE] __attribute__((aligned(16)));")
         if p.mma == "local":
             w("__local real scratch[WARPS_M * WARPS_N * SCRATCH];   // the emulated instruction's exchange")
         accs = self.accumulators()
@@ -403,7 +430,9 @@ class _Generator(ElementCode):
         the current block is multiplied, then storing it to local memory."""
         p, w = self.p, self.out
         for op in ("A", "B"):
-            w(f"{self.vtype(p.vector_width)} {op.lower()}_next[{self.staging_geometry(op)[1]}];"
+            vector = (f"stored{p.vector_width}" if p.vector_width > 1 else "stored") if self.dt.half \
+                else self.vtype(p.vector_width)
+            w(f"{vector} {op.lower()}_next[{self.staging_geometry(op)[1]}];"
               "   // this work-item's share of the next K block")
         w("", "int stage = 0;")
         self.fetch("A", "0")
@@ -440,7 +469,7 @@ class _Generator(ElementCode):
         w, unit = self.out, self.copy_unit()
         size = unit * self.dt.itemsize
         w(f"#define COPY {unit}   // elements per asynchronous copy")
-        w.open("inline void copy_async(__local real* dst, const __global real* src, const int count)")
+        w.open("inline void copy_async(__local stored* dst, const __global stored* src, const int count)")
         if self.p.mma == "ptx":
             cache = "cg" if size == 16 else "ca"      # .cg (L2 only) takes 16-byte copies alone
             w(f'asm volatile("cp.async.{cache}.shared.global [%0], [%1], {size}, %2;"',
@@ -498,7 +527,7 @@ class _Generator(ElementCode):
     def generate(self) -> str:
         functions = [self.instruction_function] + ([self.copy_functions] if self.p.copy == "async" else [])
         return self.buffer_kernel_source(KERNEL_NAME, "__attribute__((reqd_work_group_size(32 * WARPS_N, WARPS_M, 1)))",
-                                         functions)
+                                         functions, operand="stored")
 
 
 @lru_cache(maxsize=256)

@@ -1,0 +1,155 @@
+"""float16 and bfloat16: stored in 16 bits, multiplied exactly and summed in float32, C rounded to its 16
+bits (or kept in float32). On a device without the matrix instructions the plans convert the operands to
+float32 and run a float32 kernel; the nvidia_mma family reads the 16-bit operands itself (emulated here,
+as PTX on a GPU that has the instructions)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import ml_dtypes
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import autogemm
+from autogemm.blas import GemmPlan, GemmProblem
+from autogemm.codelets import helpers
+from autogemm.codelets.families import check, render
+from autogemm.codelets.mma import MmaParams
+from autogemm.dtypes import DTYPES, with_output
+from autogemm.errors import ConfigError, DtypeError
+from autogemm.tuning.tuner import supported_dtypes
+
+from gemm_check import assert_rounded, run_and_check
+
+NUMPY = {"h": np.float16, "b": ml_dtypes.bfloat16}
+SMALL = MmaParams(layout="NT", shape="m16n8k8", warps_m=1, warps_n=2, tiles_m=1, tiles_n=1, tile_k=32, stages=2,
+                  vector_width=2, mma="local")
+
+
+def _specials() -> np.ndarray:
+    """float32 values that test rounding to 16 bits: ties (to even, both ways), overflow, the smallest
+    values, infinities, signed zeros and a wide random spread."""
+    ties = [1 + 2.0**-11, 1 + 3 * 2.0**-11, 1 + 2.0**-8, 1 + 3 * 2.0**-8, -(1 + 2.0**-11)]
+    edges = [65504.0, 65520.0, 65519.0, 2.0**-24, 2.0**-25, 3 * 2.0**-26, 3.4e38, -3.4e38,
+             np.inf, -np.inf, 0.0, -0.0, 1e-40]
+    spread = np.random.default_rng(0).standard_normal(4000) * np.exp2(np.random.default_rng(1).integers(-30, 30, 4000))
+    return np.concatenate([ties, edges, spread]).astype(np.float32)
+
+
+@pytest.mark.parametrize("letter", "hb")
+def test_the_conversion_to_16_bits_rounds_as_numpy_does(ctx, letter):
+    """The merge kernel (C = 1 T + 0 C) rounds float32 T to C's 16 bits: bit for bit numpy's (and
+    ml_dtypes') round to nearest even, infinities and overflow included."""
+    values = _specials()
+    src = helpers.epilogues(DTYPES[letter])
+    merge = ctx.kernel(src.source, "merge")
+    mf, n = cl.mem_flags, values.size
+    t_buf = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=values)
+    got = np.full(n, np.nan, NUMPY[letter])
+    c_buf = cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=got)
+    i32, f32 = np.int32, np.float32
+    merge(ctx.queue, (helpers.TILE * -(-n // helpers.TILE), helpers.TILE), (helpers.TILE, helpers.TILE),
+          i32(1), i32(n), t_buf, i32(n), i32(n), i32(1), f32(1.0), c_buf, i32(0), i32(n), f32(0.0))
+    cl.enqueue_copy(ctx.queue, got, c_buf).wait()
+    with np.errstate(over="ignore"):
+        want = values.astype(NUMPY[letter])
+    assert np.array_equal(got.view(np.uint16), want.view(np.uint16))
+    nan = np.array([np.nan], np.float32)
+    assert np.isnan(np.asarray(autogemm.gemm(nan.reshape(1, 1).astype(NUMPY[letter]),
+                                              np.ones((1, 1), NUMPY[letter]))).astype(np.float32)).all()
+
+
+@pytest.mark.parametrize("letter", "hb")
+@pytest.mark.parametrize("trans_a,trans_b", [("N", "N"), ("T", "C")])
+def test_gemm_multiplies_16_bit_arrays_anywhere(letter, trans_a, trans_b):
+    rng = np.random.default_rng(3)
+    m, n, k = 45, 29, 70
+    a = rng.uniform(-1, 1, (k, m) if trans_a != "N" else (m, k)).astype(NUMPY[letter])
+    b = rng.uniform(-1, 1, (n, k) if trans_b != "N" else (k, n)).astype(NUMPY[letter])
+    op_a = a.astype(np.float64).T if trans_a != "N" else a.astype(np.float64)
+    op_b = b.astype(np.float64).T if trans_b != "N" else b.astype(np.float64)
+    want = op_a @ op_b
+    c = autogemm.gemm(a, b, trans_a=trans_a, trans_b=trans_b)
+    assert c.dtype == NUMPY[letter] and c.shape == (m, n)
+    assert_rounded(c, want, DTYPES[letter], k)
+    wide = autogemm.gemm(a, b, trans_a=trans_a, trans_b=trans_b, out_dtype=np.float32)
+    assert wide.dtype == np.float32 and np.abs(wide - want).max() < 1e-5
+    c0 = np.asfortranarray(rng.uniform(-1, 1, (m, n)).astype(np.float32))
+    out = autogemm.gemm(a, b, c0.copy(order="F"), alpha=0.5, beta=-2.0, trans_a=trans_a, trans_b=trans_b)
+    assert out.dtype == np.float32 and np.abs(out - (0.5 * want - 2.0 * c0)).max() < 1e-5
+    c1 = rng.uniform(-1, 1, (m, n)).astype(NUMPY[letter])
+    out = autogemm.gemm(a, b, c1.copy(), alpha=2.0, beta=0.25, trans_a=trans_a, trans_b=trans_b)
+    assert_rounded(out, 2.0 * want + 0.25 * c1.astype(np.float64), DTYPES[letter], k)
+
+
+def test_16_bit_arguments_are_checked():
+    h = np.ones((4, 4), np.float16)
+    with pytest.raises(DtypeError, match="out_dtype: C of float16 operands must be float16 or float32, not float64"):
+        autogemm.gemm(h, h, out_dtype=np.float64)
+    with pytest.raises(DtypeError, match="c: C of bfloat16 operands"):
+        autogemm.gemm(h.astype(ml_dtypes.bfloat16), h.astype(ml_dtypes.bfloat16), np.ones((4, 4), np.float16))
+    with pytest.raises(DtypeError, match="c is float16 but out_dtype is float32"):
+        autogemm.gemm(h, h, h.copy(), out_dtype=np.float32)
+    with pytest.raises(DtypeError, match="not a mode of float16"):
+        autogemm.gemm(h, h, precision="tf32")
+    with pytest.raises(DtypeError, match="convert them"):
+        autogemm.gemm(h, h.astype(ml_dtypes.bfloat16))
+    assert with_output(DTYPES["hs"], np.float16).key == "h" and with_output(DTYPES["b"], "s").key == "bs"
+    assert autogemm.gemm(h[:, :0], h[:0], out_dtype=np.float32).shape == (4, 4)
+
+
+def test_the_plans_say_where_16_bits_are_converted(ctx, device):
+    plan = GemmPlan(ctx, GemmProblem.dense(DTYPES["b"], 64, 64, 64))
+    assert plan.kernel_dtype.key == "s" and "pack B (to float32)" in plan.launches()
+    assert plan.launches()[-1] == "merge C (to bfloat16)"
+    plan = GemmPlan(ctx, GemmProblem.dense(DTYPES["hs"], 64, 64, 64), dataclasses.replace(SMALL, layout="NN"), edge="guard")
+    assert plan.kernel_dtype.key == "hs" and not any(s.startswith(("pack", "merge")) for s in plan.launches())
+
+
+@pytest.mark.parametrize("key", ["h", "b", "hs", "bs"])
+@pytest.mark.parametrize("shape", ["m16n8k8", "m16n8k16"])
+def test_the_emulated_instruction_reads_16_bit_operands(ctx, key, shape):
+    rng = np.random.default_rng(5)
+    params = dataclasses.replace(SMALL, shape=shape)
+    for layout, ta, tb, edge in (("NT", "N", "T", "guard"), ("TN", "T", "N", "pad"), ("NN", "N", "N", "guard")):
+        p = dataclasses.replace(params, layout=layout)
+        run_and_check(ctx, p, DTYPES[key], 37, 29, 45, ta, tb, 1.0, 0.0, edge, rng, extra_ld=2, offset=3)
+        run_and_check(ctx, p, DTYPES[key], 48, 64, 96, tb, ta, -0.5, 2.0, edge, rng, extra_ld=1, offset=1)
+
+
+def test_split_k_sums_16_bit_products_in_float32(ctx):
+    params = dataclasses.replace(SMALL, tile_k=64, vector_width=4)
+    run_and_check(ctx, params, DTYPES["h"], 20, 33, 500, "N", "N", 1.5, 0.0, "auto", np.random.default_rng(7),
+                  split_k=3)
+
+
+def test_the_family_keeps_to_what_16_bit_operands_allow(device):
+    with pytest.raises(ConfigError, match="staged through registers"):
+        render(dataclasses.replace(SMALL, copy="async"), "h")
+    with pytest.raises(ConfigError, match="multiple of 32"):
+        render(dataclasses.replace(SMALL, tile_k=16), "b")
+    with pytest.raises(ConfigError, match="no m8n8k4 shape for bf16"):
+        render(dataclasses.replace(SMALL, shape="m8n8k4"), "b")
+    source = render(dataclasses.replace(SMALL, mma="ptx", shape="m16n8k16"), "b").source
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}" in source
+    assert "typedef uint4 lane_read;" in source and "to_real" not in source      # bits only, never converted
+    if not device.is_nvidia:
+        assert "inline PTX" in check(dataclasses.replace(SMALL, mma="ptx"), device, "h")
+    assert all(not dt.half for dt in supported_dtypes(device))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("key", ["h", "b", "hs"])
+@pytest.mark.parametrize("shape", ["m16n8k8", "m16n8k16"])
+def test_the_tensor_cores_multiply_16_bit_operands(ctx, device, key, shape):
+    params = dataclasses.replace(SMALL, mma="ptx", shape=shape, warps_n=2, tiles_m=2, tiles_n=2)
+    if check(params, device, key) is not None:
+        pytest.skip(f"{device.name.strip()}: {check(params, device, key)}")
+    rng = np.random.default_rng(5)
+    for edge in ("guard", "pad"):
+        for layout in ("NN", "NT", "TN", "TT"):
+            p = dataclasses.replace(params, layout=layout)
+            run_and_check(ctx, p, DTYPES[key], 45, 70, 50, "N", "T", 1.0, 0.5, edge, rng, extra_ld=1, offset=1)
+            run_and_check(ctx, p, DTYPES[key], 130, 67, 97, "T", "N", -2.0, 0.0, edge, rng)
