@@ -106,7 +106,25 @@ def half_variants() -> list[tuple[str, str, MmaParams]]:
     return [(f"{key} {label}", key, p) for key in ("h", "b") for label, p in h]
 
 
-GROUPS = {"fp64": fp64_variants, "tf32": tf32_variants, "complex": complex_variants, "half": half_variants}
+def half_async_variants() -> list[tuple[str, str, MmaParams]]:
+    """Run 7: cp.async for 16-bit operands (16-byte copies, vector_width 8): no registers spent on the
+    next blocks, so three stages fit 128 x 128 blocks at K 32 in 48 KB, and two work-groups a
+    multiprocessor may fit; against run 6's best (registers, 128 x 256, K 32, two stages)."""
+    h = [("128x256 w2x4 t4x8 k32 s2 v8 (run 6 best, v8)", mma("m16n8k16", "NT", (2, 4), (4, 8), 32, 2, 8)),
+         ("128x128 w2x4 t4x4 k32 s3 v8 async", mma("m16n8k16", "NT", (2, 4), (4, 4), 32, 3, 8, "async")),
+         ("128x128 w2x4 t4x4 k32 s2 v8 async", mma("m16n8k16", "NT", (2, 4), (4, 4), 32, 2, 8, "async")),
+         ("128x128 w2x4 t4x4 k32 s3 v4 async", mma("m16n8k16", "NT", (2, 4), (4, 4), 32, 3, 4, "async")),
+         ("128x256 w2x4 t4x8 k32 s2 v8 async", mma("m16n8k16", "NT", (2, 4), (4, 8), 32, 2, 8, "async")),
+         ("256x128 w4x2 t4x8 k32 s2 v8 async", mma("m16n8k16", "NT", (4, 2), (4, 8), 32, 2, 8, "async")),
+         ("64x128 w2x4 t2x4 k32 s3 v8 async", mma("m16n8k16", "NT", (2, 4), (2, 4), 32, 3, 8, "async")),
+         ("128x64 w4x2 t2x4 k32 s3 v8 async", mma("m16n8k16", "NT", (4, 2), (2, 4), 32, 3, 8, "async")),
+         ("64x64 w2x2 t2x4 k64 s2 v8 async", mma("m16n8k16", "NT", (2, 2), (2, 4), 64, 2, 8, "async")),
+         ("128x128 w4x4 t2x2 k32 s3 v8 async", mma("m16n8k16", "NT", (4, 4), (2, 2), 32, 3, 8, "async"))]
+    return [(f"h {label}", "h", p) for label, p in h]
+
+
+GROUPS = {"fp64": fp64_variants, "tf32": tf32_variants, "complex": complex_variants, "half": half_variants,
+          "half-async": half_async_variants}
 
 
 def say(*parts) -> None:

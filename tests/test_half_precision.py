@@ -119,6 +119,14 @@ def test_the_emulated_instruction_reads_16_bit_operands(ctx, key, shape):
         run_and_check(ctx, p, DTYPES[key], 48, 64, 96, tb, ta, -0.5, 2.0, edge, rng, extra_ld=1, offset=1)
 
 
+@pytest.mark.parametrize("edge", ["guard", "pad"])
+def test_asynchronous_copies_stage_16_bit_operands(ctx, edge):
+    params = dataclasses.replace(SMALL, copy="async", stages=3, vector_width=8)
+    rng = np.random.default_rng(6)
+    run_and_check(ctx, params, DTYPES["b"], 37, 29, 45, "N", "T", 1.0, 0.0, edge, rng, extra_ld=2, offset=3)
+    run_and_check(ctx, params, DTYPES["h"], 48, 64, 96, "T", "N", -0.5, 2.0, edge, rng, extra_ld=8, offset=8)
+
+
 def test_split_k_sums_16_bit_products_in_float32(ctx):
     params = dataclasses.replace(SMALL, tile_k=64, vector_width=4)
     run_and_check(ctx, params, DTYPES["h"], 20, 33, 500, "N", "N", 1.5, 0.0, "auto", np.random.default_rng(7),
@@ -126,8 +134,12 @@ def test_split_k_sums_16_bit_products_in_float32(ctx):
 
 
 def test_the_family_keeps_to_what_16_bit_operands_allow(device):
-    with pytest.raises(ConfigError, match="staged through registers"):
-        render(dataclasses.replace(SMALL, copy="async"), "h")
+    with pytest.raises(ConfigError, match="vector_width 8 is for 16-bit elements"):
+        render(dataclasses.replace(SMALL, vector_width=8), "s.tf32")
+    ptx_async = render(dataclasses.replace(SMALL, copy="async", mma="ptx", vector_width=8), "h", guarded=False).source
+    assert "cp.async.cg.shared.global [%0], [%1], 16, %2;" in ptx_async
+    guarded_async = render(dataclasses.replace(SMALL, copy="async", mma="ptx", vector_width=8), "h").source
+    assert "cp.async.c" not in guarded_async and "cp.async.wait" not in guarded_async   # 2 bytes: plain copies
     with pytest.raises(ConfigError, match="multiple of 32"):
         render(dataclasses.replace(SMALL, tile_k=16), "b")
     with pytest.raises(ConfigError, match="no m8n8k4 shape for bf16"):
@@ -153,3 +165,6 @@ def test_the_tensor_cores_multiply_16_bit_operands(ctx, device, key, shape):
             p = dataclasses.replace(params, layout=layout)
             run_and_check(ctx, p, DTYPES[key], 45, 70, 50, "N", "T", 1.0, 0.5, edge, rng, extra_ld=1, offset=1)
             run_and_check(ctx, p, DTYPES[key], 130, 67, 97, "T", "N", -2.0, 0.0, edge, rng)
+        copied = dataclasses.replace(params, copy="async", stages=3, vector_width=8)
+        run_and_check(ctx, copied, DTYPES[key], 130, 67, 97, "N", "T", 1.0, 0.5, edge, rng, extra_ld=8, offset=8)
+        run_and_check(ctx, copied, DTYPES[key], 45, 70, 50, "N", "T", 1.0, 0.0, edge, rng, extra_ld=1, offset=1)

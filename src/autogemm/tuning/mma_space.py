@@ -83,8 +83,9 @@ def mma_space(device: Device, dtype: Dtype, available: dict[str, tuple[str, ...]
              Knob("warps", ((2, 4), (4, 2), (2, 2), (1, 4), (4, 1), (2, 1), (1, 2), (4, 4))),
              Knob("tiles", ((4, 4), (2, 4), (4, 2), (2, 2), (2, 8), (1, 4), (4, 1))),
              Knob("tile_k", (32, 64) if dtype.half else (8, 16, 32), ordered=True), Knob("stages", (1, 2, 3)),
-             Knob("copy", ("registers",) if dtype.half else ("registers", "async")),
-             Knob("vector_width", (1, 2) if dtype.real_bytes == 8 else (1, 2, 4), ordered=True),
+             Knob("copy", ("registers", "async")),
+             Knob("vector_width", (1, 2, 4, 8) if dtype.half else (1, 2, 4) if dtype.real_bytes == 4 else (1, 2),
+                  ordered=True),
              Knob("complex_method", ("4m", "3m") if dtype.is_complex else ("4m",))]
 
     def make(values: dict) -> MmaParams:

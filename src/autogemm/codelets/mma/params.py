@@ -77,7 +77,7 @@ STAGES = (1, 2, 3)
 #: How a K block reaches local memory: through each work-item's registers (fetched a block ahead), or by
 #: asynchronous copies (``cp.async``, no registers, as many blocks ahead as there are stages less one).
 COPIES = ("registers", "async")
-VECTOR_WIDTHS = (1, 2, 4)
+VECTOR_WIDTHS = (1, 2, 4, 8)
 #: How the instruction runs: inline PTX on NVIDIA's compiler, or emulated through local memory with the
 #: same fragment layout (portable and slow: it lets any device test the kernel around the instruction).
 SPELLINGS = ("ptx", "local")
@@ -176,8 +176,8 @@ class MmaParams:
             return f"complex_method '3m' makes complex products; {dt.routine} is real"
         if self.copy == "async" and dt.is_complex:
             return "copy 'async' copies elements whole; complex operands are staged as separate parts"
-        if self.copy == "async" and dt.half:
-            return "copy 'async' copies 4 bytes or more at a time; 16-bit operands are staged through registers"
+        if self.vector_width == 8 and not dt.half:
+            return f"vector_width 8 is for 16-bit elements (16 bytes at once); {dt.routine}'s are wider"
         return None
 
     def lane_k(self, dt: Dtype) -> int:

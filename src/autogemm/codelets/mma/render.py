@@ -465,19 +465,21 @@ class _Generator(ElementCode):
 
     def copy_functions(self) -> None:
         """``copy_async`` (the first ``count`` of COPY elements from global to local memory, the rest zero),
-        ``copy_commit`` and ``copy_wait``: cp.async in PTX, or plain copies where the instruction is emulated."""
+        ``copy_commit`` and ``copy_wait``: cp.async in PTX, or plain copies where the instruction is emulated
+        or the copies are narrower than cp.async's 4 bytes (one 16-bit element: guarded kernels)."""
         w, unit = self.out, self.copy_unit()
         size = unit * self.dt.itemsize
+        hardware = self.p.mma == "ptx" and size >= 4
         w(f"#define COPY {unit}   // elements per asynchronous copy")
         w.open("inline void copy_async(__local stored* dst, const __global stored* src, const int count)")
-        if self.p.mma == "ptx":
+        if hardware:
             cache = "cg" if size == 16 else "ca"      # .cg (L2 only) takes 16-byte copies alone
             w(f'asm volatile("cp.async.{cache}.shared.global [%0], [%1], {size}, %2;"',
               f'    :: "r"((uint)(ulong)dst), "l"(src), "r"(count * {self.dt.itemsize}) : "memory");')
         else:
-            w("for (int e = 0; e < COPY; ++e) dst[e] = e < count ? src[e] : (real)0;")
+            w("for (int e = 0; e < COPY; ++e) dst[e] = e < count ? src[e] : (stored)0;")
         w.close()
-        if self.p.mma == "ptx":
+        if hardware:
             w('#define copy_commit() asm volatile("cp.async.commit_group;" ::: "memory")',
               f'#define copy_wait() asm volatile("cp.async.wait_group {self.p.stages - 2};" ::: "memory")')
         else:
