@@ -58,7 +58,8 @@ def bench(ctx):
 
 
 @pytest.mark.parametrize("letter,shape", [("s", Shape(70, 45, 33, "NT")), ("z", Shape(37, 29, 50, "TN")),
-                                          ("c.3xtf32", Shape(40, 33, 21, "NN"))])
+                                          ("c.3xtf32", Shape(40, 33, 21, "NN")), ("b", Shape(33, 40, 70, "TN")),
+                                          ("hs", Shape(33, 40, 70, "NT"))])
 def test_autogemm_and_numpy_are_timed_and_checked(bench, letter, shape):
     case = bench.run(DTYPES[letter], shape)
     ours = case.measurements[0]

@@ -188,10 +188,13 @@ def clblast_override(ctx: DeviceContext, dt: Dtype, parameters: dict[str, int]) 
 def clblast_gemm(ctx: DeviceContext, dt: Dtype, a: np.ndarray, b: np.ndarray, runs: int = 5, trans_a: str = "N",
                  trans_b: str = "N") -> PeerResult | None:
     """CLBlast's xGEMM of op(A) op(B) (row-major operands as stored) on the device's queue; None where it
-    is not installed or has no such routine (bfloat16, or C in another type than A and B). A reduced
-    precision mode is compared with CLBlast's product at full precision."""
+    is not installed or has no such routine (bfloat16; float16 without the device's cl_khr_fp16; C in
+    another type than A and B). A reduced precision mode is compared with CLBlast's product at full
+    precision."""
     lib = _load_clblast()
     if lib is None or dt.letter not in CLBLAST_PRECISION or dt.float32_output:
+        return None
+    if dt.half and not ctx.device.has_extension("cl_khr_fp16"):
         return None
     func = getattr(lib, f"CLBlast{dt.letter.upper()}gemm")
     scalar = {"s": ctypes.c_float, "d": ctypes.c_double, "c": _Float2, "z": _Double2, "h": ctypes.c_uint16}[dt.letter]
