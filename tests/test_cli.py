@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from click.testing import CliRunner
 
 from autogemm.cli import main
@@ -27,6 +29,21 @@ def test_show_kernel_from_settings_and_json():
     cfg = json.dumps({"layout": "NT", "assignment": "consecutive", "tile_k": 16})
     out = invoke("show-kernel", "--config", cfg, "--whole")
     assert out.exit_code == 0 and "layout NT" in out.output and "whole blocks only" in out.output
+
+
+@pytest.mark.parametrize("dtype,instruction", [("b", "m16n8k16 f32.bf16.bf16.f32"), ("s.tf32", "m16n8k8 f32.tf32"),
+                                               ("z", "m8n8k4 f64")])
+def test_show_kernel_fits_the_tensor_core_family_to_the_dtype(dtype, instruction):
+    out = invoke("show-kernel", "--dtype", dtype, "--family", "nvidia_mma")
+    assert out.exit_code == 0 and f"instruction: mma.sync {instruction}" in out.output
+
+
+def test_run_converts_16_bit_operands_where_no_instruction_takes_them(device):
+    out = invoke("run", "-M", "45", "-N", "37", "-K", "29", "--dtype", "bs", "--beta", "0.5", "-i", "1",
+                 "--validate", "--timeline")
+    assert out.exit_code == 0 and "PASS" in out.output, out.output
+    if not device.is_nvidia:
+        assert "(to float32)" in out.output
 
 
 def test_show_kernel_rejects_bad_config():

@@ -12,6 +12,7 @@ from ..blas import EDGES, GemmPlan, GemmProblem, Op
 from ..blas.selection import choose_params
 from ..checking import apply_op, gemm_flops, random_matrix, relative_error
 from ..codelets.families import FAMILIES, check, render
+from ..codelets.mma import MmaParams
 from ..dtypes import DTYPES, get_dtype
 from ..errors import AutogemmError
 from ..runtime import context_for, median, time_enqueue
@@ -53,6 +54,8 @@ def show_kernel(dtype_letter, config, settings, platform, device, whole, family)
         dev = select_device(platform, device)
         chosen, _ = choose_params(dev, GemmProblem.dense(dt, 4096, 4096, 4096))
         base = chosen if chosen.family == family else FAMILIES[family][0]()
+        if isinstance(base, MmaParams):
+            base = base.fitted(dt)
         params = parse_config(config, settings, base)
         reason = check(params, dev, dt)
         if reason:

@@ -8,7 +8,6 @@ device and driver: the probe runs once per device and its answer is kept in the 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 from ..cache import cache_subdir, write_atomically
 from ..codelets.mma import OPERANDS, MmaParams, check, ptx_problem
@@ -26,9 +25,8 @@ PROBE_SHAPE = (40, 24, 36)
 
 
 def _probe_params(shape: str, dt: Dtype) -> MmaParams:
-    params = MmaParams(layout="NT", shape=shape, warps_m=1, warps_n=1, tiles_m=1, tiles_n=1, stages=1,
-                       vector_width=1, mma="ptx")
-    return replace(params, tile_k=max(8, 4 * params.lane_k(dt)))
+    return MmaParams(layout="NT", shape=shape, warps_m=1, warps_n=1, tiles_m=1, tiles_n=1, tile_k=8, stages=1,
+                     vector_width=1, mma="ptx").fitted(dt)
 
 
 def _probe_dtype(operand: str) -> Dtype:

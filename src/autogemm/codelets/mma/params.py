@@ -4,7 +4,7 @@ it can use."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import ClassVar
 
 from ...dtypes import Dtype
@@ -179,6 +179,15 @@ class MmaParams:
         if self.vector_width == 8 and not dt.half:
             return f"vector_width 8 is for 16-bit elements (16 bytes at once); {dt.routine}'s are wider"
         return None
+
+    def fitted(self, dt: Dtype) -> "MmaParams":
+        """This configuration with a shape that multiplies ``dt`` (its operand's largest, where this one
+        does not) and a K block of at least one chunk of its lanes' reads."""
+        operand = OPERANDS.get(dt.mma_operand or "")
+        params = self
+        if operand is not None and self.shape not in operand.shapes:
+            params = replace(params, shape=list(operand.shapes)[-1])
+        return replace(params, tile_k=max(params.tile_k, 4 * params.lane_k(dt)))
 
     def lane_k(self, dt: Dtype) -> int:
         """Consecutive k one lane reads from local memory at once (at least 16 bytes): its columns (or
