@@ -96,8 +96,8 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: co
         raise DtypeError(f"a is {a.dtype} but b is {b.dtype}; convert them to one dtype")
     if c is not None:
         c = _as_matrix(c, "c")
-        if out_dtype is not None and np.dtype(c.dtype) != np.dtype(get_dtype(out_dtype).numpy):
-            raise DtypeError(f"c is {c.dtype} but out_dtype is {np.dtype(get_dtype(out_dtype).numpy)}")
+        if out_dtype is not None and c.dtype != get_dtype(out_dtype).numpy:
+            raise DtypeError(f"c is {c.dtype} but out_dtype is {get_dtype(out_dtype).numpy}")
     try:
         dt = with_output(dt, c.dtype if c is not None else out_dtype)
     except DtypeError as exc:

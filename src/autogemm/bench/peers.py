@@ -19,7 +19,7 @@ import numpy as np
 import pyopencl as cl
 
 from ..checking import apply_op
-from ..dtypes import Dtype
+from ..dtypes import Dtype, get_dtype
 from ..runtime.context import DeviceContext
 from ..runtime.timing import event_seconds
 
@@ -48,7 +48,7 @@ def numpy_gemm(a: np.ndarray, b: np.ndarray, runs: int = 3, trans_a: str = "N", 
     user would, converted to float32 (numpy has no BLAS for them), the conversions timed too."""
     op_a, op_b = apply_op(a, trans_a), apply_op(b, trans_b)
     small = op_a.size * op_b.shape[1] < 2**30
-    if a.dtype.itemsize == 2:
+    if get_dtype(a.dtype).half:
         def product() -> np.ndarray:
             return (op_a.astype(np.float32) @ op_b.astype(np.float32)).astype(a.dtype)
     else:

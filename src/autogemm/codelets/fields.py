@@ -4,10 +4,19 @@ own ``malformed`` check, so that nothing unchecked reaches kernel source or buil
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import asdict, fields
 from typing import Any
 
 from ..errors import ConfigError
+
+
+def params_to_dict(params: Any, family: str | None = None) -> dict:
+    """JSON data of a configuration: its fields (build options as a list), its family named first where
+    given (simt's is not: profiles written before there were families name none)."""
+    out = {"family": family} if family else {}
+    out.update(asdict(params))
+    out["build_options"] = list(params.build_options)
+    return out
 
 
 def params_from_fields(cls: Any, data: object, family: str) -> Any:

@@ -54,6 +54,11 @@ class ElementCode:
     def vtype(self, n: int) -> str:
         return "elem" if n == 1 else f"elems{n}"
 
+    @staticmethod
+    def stored_type(n: int) -> str:
+        """The type of ``n`` consecutive operand values as stored (the kernel's ``stored`` typedefs)."""
+        return "stored" if n == 1 else f"stored{n}"
+
     def component(self, expr: str, e: int, n: int, rpe: int | None = None) -> str:
         """Element ``e`` of an ``n``-element vector expression (of ``rpe`` scalars per element, by
         default the dtype's)."""
@@ -96,7 +101,7 @@ class ElementCode:
         for n in sorted(self.widths):
             self.load_helper(f"load_{n}", "real", self.vtype(n), n, self.rpe)
         for n in sorted(self.stored_widths):
-            self.load_helper(f"load_stored_{n}", "stored", "stored" if n == 1 else f"stored{n}", n, 1)
+            self.load_helper(f"load_stored_{n}", "stored", self.stored_type(n), n, 1)
 
     def load_helper(self, name: str, scalar: str, vector: str, n: int, rpe: int) -> None:
         """``name``: ``n`` consecutive elements (``vector``, of ``rpe`` ``scalar`` each) of a buffer."""

@@ -4,11 +4,11 @@ it can use."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ...dtypes import Dtype
-from ..fields import choices_problem, params_from_fields
+from ..fields import choices_problem, params_from_fields, params_to_dict
 from ..simt.params import build_options_problem
 
 WARP = 32
@@ -138,9 +138,7 @@ class MmaParams:
         return WARP * self.warps_m * self.warps_n
 
     def to_dict(self) -> dict:
-        out = {"family": self.family, **asdict(self)}
-        out["build_options"] = list(self.build_options)
-        return out
+        return params_to_dict(self, self.family)
 
     @classmethod
     def from_dict(cls, data: dict) -> "MmaParams":

@@ -128,7 +128,7 @@ class _Generator(ElementCode):
                 w(f"typedef {dt.cl_vector(n)} elems{n};")
         for n in sorted(self.stored_widths):
             if n > 1:
-                w(f"typedef {dt.stored_cl}{n} stored{n};")
+                w(f"typedef {dt.stored_cl}{n} {self.stored_type(n)};")
         w(self.mul_add_define("fma"))
         if self.operand.name == "tf32":
             w("// TF32 keeps 10 of float's 23 mantissa bits: the nearest such values (ties away from zero), as floats",
@@ -199,6 +199,15 @@ class _Generator(ElementCode):
         return f"to_real((ushort)({register} >> {16 * e}))"
 
     # ----- staging -------------------------------------------------------------------------------
+    def operand_vector(self, n: int) -> tuple[str, str]:
+        """(load helper, type) of ``n`` consecutive operand values fetched from global memory: their bits
+        for 16-bit operands, else elements; records the width for the helpers."""
+        if self.dt.half:
+            self.stored_widths.add(n)
+            return f"load_stored_{n}", self.stored_type(n)
+        self.widths.add(n)
+        return f"load_{n}", self.vtype(n)
+
     def staging_geometry(self, op: str) -> tuple[int, int]:
         """(vectors of a K block, vectors per work-item) of operand ``op``."""
         outer = self.p.block_rows if op == "A" else self.p.block_cols
@@ -228,9 +237,7 @@ class _Generator(ElementCode):
 
     def fetch(self, op: str, k0: str) -> None:
         """Read operand ``op``'s K block at ``k0`` from global memory into ``{op}_next``."""
-        vw = self.p.vector_width
-        (self.stored_widths if self.dt.half else self.widths).add(vw)
-        load = f"load_stored_{vw}" if self.dt.half else f"load_{vw}"
+        load, _ = self.operand_vector(self.p.vector_width)
         ptr, ld, extent, block = self.operand_names(op)
         if self.k_contiguous(op):
             read = f"{load}({ptr}, {ld}, {extent}, K, {block} + o, {k0} + kk)"
@@ -430,9 +437,7 @@ class _Generator(ElementCode):
         the current block is multiplied, then storing it to local memory."""
         p, w = self.p, self.out
         for op in ("A", "B"):
-            vector = (f"stored{p.vector_width}" if p.vector_width > 1 else "stored") if self.dt.half \
-                else self.vtype(p.vector_width)
-            w(f"{vector} {op.lower()}_next[{self.staging_geometry(op)[1]}];"
+            w(f"{self.operand_vector(p.vector_width)[1]} {op.lower()}_next[{self.staging_geometry(op)[1]}];"
               "   // this work-item's share of the next K block")
         w("", "int stage = 0;")
         self.fetch("A", "0")

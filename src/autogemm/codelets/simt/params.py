@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import ClassVar
 
-from ..fields import choices_problem, params_from_fields
+from ..fields import choices_problem, params_from_fields, params_to_dict
 
 LAYOUTS = ("NN", "NT", "TN")
 ASSIGNMENTS = ("consecutive", "offset")
@@ -92,9 +92,7 @@ class SimtParams:
         return self.layout[1] == "N"
 
     def to_dict(self) -> dict:
-        out = asdict(self)
-        out["build_options"] = list(self.build_options)
-        return out
+        return params_to_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> "SimtParams":

@@ -3,10 +3,10 @@ Intel's cl_intel_subgroups SGEMM sample) instead of through local memory."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import ClassVar
 
-from ..fields import choices_problem, params_from_fields
+from ..fields import choices_problem, params_from_fields, params_to_dict
 from ..simt.params import MACS, build_options_problem
 
 LAYOUTS = ("NN", "TN")                 # B is read as stored, K x N; A as M x K or (T) K x M
@@ -62,9 +62,7 @@ class SubgroupParams:
         return self.subgroup * self.wg_rows
 
     def to_dict(self) -> dict:
-        out = {"family": self.family, **asdict(self)}
-        out["build_options"] = list(self.build_options)
-        return out
+        return params_to_dict(self, self.family)
 
     @classmethod
     def from_dict(cls, data: dict) -> "SubgroupParams":
