@@ -127,6 +127,16 @@ def test_asynchronous_copies_stage_16_bit_operands(ctx, edge):
     run_and_check(ctx, params, DTYPES["h"], 48, 64, 96, "T", "N", -0.5, 2.0, edge, rng, extra_ld=8, offset=8)
 
 
+@pytest.mark.parametrize("copy,stages", [("registers", 1), ("async", 2)])
+def test_eight_byte_reads_pipeline_16_bit_fragments(ctx, copy, stages):
+    params = dataclasses.replace(SMALL, copy=copy, stages=stages, read_width=8, fragment_sets=2, vector_width=8)
+    assert params.chunks(DTYPES["h"]) == 2 and "typedef uint2 lane_read;" in render(params, "h").source
+    rng = np.random.default_rng(10)
+    for edge in ("guard", "pad"):
+        run_and_check(ctx, params, DTYPES["h"], 37, 29, 75, "N", "T", 1.0, 0.0, edge, rng, extra_ld=2, offset=3)
+        run_and_check(ctx, params, DTYPES["bs"], 48, 64, 96, "T", "N", -0.5, 2.0, edge, rng, extra_ld=8, offset=8)
+
+
 def test_split_k_sums_16_bit_products_in_float32(ctx):
     params = dataclasses.replace(SMALL, tile_k=64, vector_width=4)
     run_and_check(ctx, params, DTYPES["h"], 20, 33, 500, "N", "N", 1.5, 0.0, "auto", np.random.default_rng(7),
@@ -165,6 +175,8 @@ def test_the_tensor_cores_multiply_16_bit_operands(ctx, device, key, shape):
             p = dataclasses.replace(params, layout=layout)
             run_and_check(ctx, p, DTYPES[key], 45, 70, 50, "N", "T", 1.0, 0.5, edge, rng, extra_ld=1, offset=1)
             run_and_check(ctx, p, DTYPES[key], 130, 67, 97, "T", "N", -2.0, 0.0, edge, rng)
-        copied = dataclasses.replace(params, copy="async", stages=3, vector_width=8)
-        run_and_check(ctx, copied, DTYPES[key], 130, 67, 97, "N", "T", 1.0, 0.5, edge, rng, extra_ld=8, offset=8)
-        run_and_check(ctx, copied, DTYPES[key], 45, 70, 50, "N", "T", 1.0, 0.0, edge, rng, extra_ld=1, offset=1)
+        for read_width, sets in ((16, 1), (8, 2)):
+            copied = dataclasses.replace(params, copy="async", stages=3, vector_width=8, read_width=read_width,
+                                         fragment_sets=sets)
+            run_and_check(ctx, copied, DTYPES[key], 130, 67, 97, "N", "T", 1.0, 0.5, edge, rng, extra_ld=8, offset=8)
+            run_and_check(ctx, copied, DTYPES[key], 45, 70, 50, "N", "T", 1.0, 0.0, edge, rng, extra_ld=1, offset=1)

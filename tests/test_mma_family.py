@@ -13,6 +13,7 @@ import pytest
 
 from autogemm.codelets.families import check, params_from_dict, render
 from autogemm.codelets.mma import MmaParams, ptx_problem
+from autogemm.codelets.mma.render import swizzle
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ConfigError
 
@@ -71,6 +72,66 @@ def test_split_k_and_longer_blocks_work_for_the_family_too(ctx):
                   split_k=3)
 
 
+@pytest.mark.parametrize("copy,stages", [("registers", 1), ("registers", 2), ("async", 2), ("async", 3)])
+@pytest.mark.parametrize("edge", ["guard", "pad"])
+def test_two_fragment_sets_read_each_chunk_while_the_last_multiplies(ctx, copy, stages, edge):
+    params = dataclasses.replace(SMALL, tile_k=16, fragment_sets=2, copy=copy, stages=stages)
+    assert params.chunks(DTYPES["d"]) == 2
+    _check_small_problems(ctx, params, "d", "N", "T", edge)
+    run_and_check(ctx, params, DTYPES["d"], 33, 40, 81, "T", "N", 1.0, 0.5, edge, np.random.default_rng(6), offset=1)
+
+
+def test_read_width_and_fragment_sets_keep_to_their_rules(device):
+    wide = dataclasses.replace(SMALL, read_width=8)
+    assert "one double" in check(wide, device, "d")
+    odd = dataclasses.replace(SMALL, fragment_sets=2)                  # tile_k 8: one chunk of 8 k
+    assert "even number of chunks" in check(odd, device, "d")
+    assert check(dataclasses.replace(odd, tile_k=16), device, "d") is None
+    assert "read8 prefetch" in dataclasses.replace(SMALL, read_width=8, fragment_sets=2).describe()
+
+
+def _read_banks(params, dt, chunk, first_row):
+    """Per pass of local memory (of a warp's fragment reads of one chunk at rows first_row + g): the banks
+    each lane reads, from the byte addresses the swizzle gives (the kernel's AT and lane_chunk)."""
+    sw = swizzle(params, dt)
+    span = params.lane_k(dt) * dt.real_bytes
+    row_bytes = params.tile_k * dt.real_bytes
+    passes = []
+    for piece in range(max(1, span // 16)):          # wider reads go as 16-byte pieces, each its own pass
+        width = min(span, 16)
+        lanes = {}
+        for lane in range(32):
+            g, t = lane // 4, lane % 4
+            row = first_row + g
+            logical = chunk * 4 * span + t * span + piece * 16
+            address = row * row_bytes + ((logical // 16) ^ sw.xor(row)) * 16 + logical % 16
+            lanes[lane] = {(address + b) // 4 % 32 for b in range(0, width, 4)}
+        per_pass = 128 // width
+        passes += [[lanes[lane] for lane in range(start, start + per_pass)] for start in range(0, 32, per_pass)]
+    return passes
+
+
+@pytest.mark.parametrize("key", ["h", "s.tf32", "d", "z"])
+def test_the_swizzle_keeps_a_warps_fragment_reads_free_of_bank_conflicts(key):
+    dt = DTYPES[key]
+    cases = 0
+    for shape in ("m8n8k4", "m16n8k4", "m16n8k8", "m16n8k16"):
+        for tile_k in (8, 16, 32, 64):
+            for read_width in (8, 16):
+                params = MmaParams(shape=shape, tile_k=tile_k, read_width=read_width)
+                if params.dtype_problem(dt):
+                    continue
+                sw, row_chunks = swizzle(params, dt), tile_k * dt.real_bytes // 16
+                for row in range(16):     # a row's chunks are permuted within the row
+                    assert sorted(q ^ sw.xor(row) for q in range(row_chunks)) == list(range(row_chunks))
+                for chunk in range(params.chunks(dt)):
+                    for first_row in (0, 8, 16):
+                        for banks in _read_banks(params, dt, chunk, first_row):
+                            assert sum(map(len, banks)) == len(set().union(*banks)), (params.describe(), chunk)
+                cases += 1
+    assert cases >= 4
+
+
 #: (lowest, highest) relative error of each precision mode on uniform random data: TF32 must really
 #: round (a kernel multiplying in float32 would pass a plain bound), 3xTF32 must recover float32's.
 PRECISION_ERRORS = {"tf32": (5e-5, 2e-3), "3xtf32": (0.0, 1e-6)}
@@ -84,6 +145,8 @@ def test_the_tf32_modes_round_as_documented(ctx, key, shape):
     params = dataclasses.replace(SMALL, shape=shape, tile_k=16, warps_m=1, warps_n=2, tiles_n=1, layout="TN",
                                  vector_width=1 if dt.is_complex else 2)
     _check_precision(ctx, params, dt)
+    if shape == "m16n8k8" and not dt.is_complex:         # 8-byte reads: one instruction's k, two chunks a block
+        _check_precision(ctx, dataclasses.replace(params, read_width=8, fragment_sets=2, layout="NT"), dt)
 
 
 def _check_precision(ctx, params, dt):
@@ -102,7 +165,7 @@ def test_the_3m_method_makes_a_complex_product_of_three_real_ones(ctx, key):
                                  complex_method="3m")
     source = render(dataclasses.replace(params, mma="ptx"), dt).source
     products = 3 if dt.operand_splits == 2 else 1          # 3xTF32: three per real product
-    assert source.count("mma(acc_") == 3 * params.steps(dt) * products
+    assert source.count("mma(acc_") == 3 * params.steps(dt) * params.chunks(dt) * products
     rng = np.random.default_rng(9)
     high = PRECISION_ERRORS[dt.precision][1] if dt.precision else dt.tolerance
     for m, n, k, ta, tb, alpha, beta in ((37, 29, 21, "N", "C", 1.0, 0.0), (16, 32, 40, "C", "T", -0.5 + 1j, 2.0)):
@@ -164,9 +227,12 @@ def test_the_tensor_cores_are_exact_where_offered(ctx, device, letter, shape):
                           1.0, 0.5, edge, rng, extra_ld=1, offset=1)
             run_and_check(ctx, dataclasses.replace(params, layout=layout), DTYPES[letter], 130, 67, 97, "T", "N",
                           -2.0, 0.0, edge, rng)
+        sets = 2 if params.chunks(DTYPES[letter]) % 2 == 0 else 1       # m16n8k16 reads the block at once
+        run_and_check(ctx, dataclasses.replace(params, fragment_sets=sets), DTYPES[letter], 130, 67, 97, "N", "T",
+                      1.0, 0.5, edge, rng, offset=1)
         if letter == "d":
             for stages in (2, 3):
-                copied = dataclasses.replace(params, copy="async", stages=stages)
+                copied = dataclasses.replace(params, copy="async", stages=stages, fragment_sets=sets)
                 if check(copied, device, letter) is not None:      # three stages of 64 rows need too much
                     continue
                 run_and_check(ctx, copied, DTYPES[letter], 130, 67, 97, "N", "T", 1.0, 0.5, edge, rng, offset=1)
@@ -183,6 +249,8 @@ def test_the_tf32_tensor_cores_round_as_documented(ctx, device, key, shape):
         pytest.skip(f"{device.name.strip()}: {check(params, device, dt)}")
     for layout in ("NN", "NT"):
         _check_precision(ctx, dataclasses.replace(params, layout=layout), dt)
+    if shape == "m16n8k8":
+        _check_precision(ctx, dataclasses.replace(params, read_width=8, fragment_sets=2), dt)
 
 
 def _h100_like(device):

@@ -32,14 +32,14 @@ def ptx_problem(device: Device, operand: str, shape: str) -> str | None:
 
 def register_estimate(params: MmaParams, dtype: Dtype) -> int:
     """32-bit registers per work-item: accumulators (and a tile's chunk sum where split operands sum
-    each chunk apart) and one chunk's fragments (as many sets as each operand is split into), per real
-    part (per product of parts with the 3M method); the next K block's share; the overhead."""
+    each chunk apart) and each fragment set's chunk of fragments (as many as each operand is split into),
+    per real part (per product of parts with the 3M method); the next K block's share; the overhead."""
     shape = params.geometry
     sets = 3 if dtype.is_complex and params.complex_method == "3m" else dtype.reals_per_element
     accumulator_words = 2 if dtype.real_bytes == 8 else 1        # 16-bit operands accumulate in float
     accumulators = (params.tiles_m * params.tiles_n + (dtype.operand_splits > 1)) * 2 * shape.row_halves
     fragments = ((params.tiles_m * shape.row_halves + params.tiles_n) * params.lane_k(dtype)
-                 * dtype.operand_splits * dtype.real_bytes // 4)
+                 * dtype.operand_splits * dtype.real_bytes // 4 * params.fragment_sets)
     prefetched = 0 if params.copy == "async" else \
         (params.block_rows + params.block_cols) * params.tile_k // params.work_group_size
     return (sets * (accumulators * accumulator_words + fragments) + -(-prefetched * dtype.itemsize // 4)

@@ -78,6 +78,13 @@ STAGES = (1, 2, 3)
 #: asynchronous copies (``cp.async``, no registers, as many blocks ahead as there are stages less one).
 COPIES = ("registers", "async")
 VECTOR_WIDTHS = (1, 2, 4, 8)
+#: Bytes a lane reads from a staged row at once for its fragments: 16 (two instructions' k of 16-bit
+#: operands per read) or 8 (half as many k, so a K block holds twice as many chunks to pipeline).
+READ_WIDTHS = (8, 16)
+#: Fragment sets held in registers: one (a chunk's fragments are read, then multiplied), or two (the
+#: next chunk's, or the next K block's first, are read while this chunk multiplies: the wait for local
+#: memory, and the barrier between K blocks, overlap the tensor cores' work).
+FRAGMENT_SETS = (1, 2)
 #: How the instruction runs: inline PTX on NVIDIA's compiler, or emulated through local memory with the
 #: same fragment layout (portable and slow: it lets any device test the kernel around the instruction).
 SPELLINGS = ("ptx", "local")
@@ -93,12 +100,13 @@ class MmaParams:
 
     A work-group is ``warps_m`` x ``warps_n`` warps; each warp computes ``tiles_m`` x ``tiles_n``
     instruction tiles of C (of ``shape``'s m x 8 each). Per K block of ``tile_k``, the work-group stages
-    both operands through local memory. With ``copy`` "async" (layout NT, real dtypes), blocks are copied
-    straight to local memory ``stages`` - 1 blocks ahead. With "registers", ``stages`` buffers: with two, the
-    next block is stored while
-    this one is multiplied; either way each work-item fetches the next block from global memory into
-    registers first, ``vector_width`` elements per load). ``layout`` says how the kernel reads its
-    operands, as in ``simt``: N = as stored (A is M x K, B is K x N), T = transposed.
+    both operands through local memory. With ``copy`` "async" (layout NT, no complex dtypes), blocks are
+    copied straight to local memory ``stages`` - 1 blocks ahead of the one multiplied. With "registers",
+    each work-item fetches the next block from global memory into registers (``vector_width`` elements
+    per load) while this one is multiplied, and stores it to local memory after: to the other of two
+    ``stages``, or, with one, once every warp is done with it. Warps read their fragments from local
+    memory ``read_width`` bytes a lane at a time, into one or two ``fragment_sets``. ``layout`` says how
+    the kernel reads its operands, as in ``simt``: N = as stored (A is M x K, B is K x N), T = transposed.
     """
 
     family: ClassVar[str] = "nvidia_mma"
@@ -116,6 +124,8 @@ class MmaParams:
     build_options: tuple[str, ...] = ()
     copy: str = "registers"
     complex_method: str = "4m"
+    read_width: int = 16
+    fragment_sets: int = 1
 
     # ----- what plans ask of every family ---------------------------------------------------------
     image_a: ClassVar[bool] = False
@@ -150,7 +160,7 @@ class MmaParams:
         choices = {"layout": LAYOUTS, "shape": tuple(SHAPES), "warps_m": WARPS, "warps_n": WARPS,
                    "tiles_m": WARP_TILES, "tiles_n": WARP_TILES, "tile_k": TILE_K_SIZES, "stages": STAGES,
                    "vector_width": VECTOR_WIDTHS, "mma": SPELLINGS, "copy": COPIES,
-                   "complex_method": COMPLEX_METHODS}
+                   "complex_method": COMPLEX_METHODS, "read_width": READ_WIDTHS, "fragment_sets": FRAGMENT_SETS}
         problem = choices_problem(self, choices) or build_options_problem(self.build_options)
         if problem:
             return problem
@@ -176,6 +186,11 @@ class MmaParams:
             return "copy 'async' copies elements whole; complex operands are staged as separate parts"
         if self.vector_width == 8 and not dt.half:
             return f"vector_width 8 is for 16-bit elements (16 bytes at once); {dt.routine}'s are wider"
+        if self.read_width == 8 and dt.real_bytes == 8:
+            return f"read_width 8 holds one {dt.real_cl}: {dt.routine} reads 16 bytes a lane"
+        if self.fragment_sets == 2 and self.chunks(dt) % 2:
+            return (f"fragment_sets 2 alternates between two sets over an even number of chunks per K block; "
+                    f"tile_k {self.tile_k} holds {self.chunks(dt)} of {4 * self.lane_k(dt)} k")
         return None
 
     def fitted(self, dt: Dtype) -> "MmaParams":
@@ -188,9 +203,13 @@ class MmaParams:
         return replace(params, tile_k=max(params.tile_k, 4 * params.lane_k(dt)))
 
     def lane_k(self, dt: Dtype) -> int:
-        """Consecutive k one lane reads from local memory at once (at least 16 bytes): its columns (or
-        pairs of columns) of one or more instructions."""
-        return max(self.geometry.k_per_lane, 16 // dt.real_bytes)
+        """Consecutive k one lane reads from local memory at once (``read_width`` bytes, or more where one
+        instruction takes more): its columns (or pairs of columns) of one or more instructions."""
+        return max(self.geometry.k_per_lane, self.read_width // dt.real_bytes)
+
+    def chunks(self, dt: Dtype) -> int:
+        """Chunks of a K block: the k a warp's lanes read at once (four lanes of LANE_K k each)."""
+        return self.tile_k // (4 * self.lane_k(dt))
 
     def steps(self, dt: Dtype) -> int:
         """Instructions that share one read of LANE_K k per lane."""
@@ -201,5 +220,7 @@ class MmaParams:
         parts = ["mma", self.shape, self.layout, f"warps{self.warps_m}x{self.warps_n}",
                  f"tiles{self.tiles_m}x{self.tiles_n}x{self.tile_k}", f"v{self.vector_width}",
                  f"stages{self.stages}" + ("/async" if self.copy == "async" else ""), self.mma,
-                 *(["3m"] if self.complex_method == "3m" else []), *self.build_options]
+                 *(["3m"] if self.complex_method == "3m" else []),
+                 *([f"read{self.read_width}"] if self.read_width != 16 else []),
+                 *(["prefetch"] if self.fragment_sets == 2 else []), *self.build_options]
         return " ".join(parts)

@@ -4,18 +4,20 @@ Same kernel interface as ``simt`` (C = alpha op(A) op(B) + beta C on row-major m
 whole-block edges, split K along NDRange dimension 2), so plans run every family alike.
 
 Work-item (lx, ly) of a work-group is lane lx % 32 of warp (ly, lx / 32). Both operands of a K block are
-staged in local memory as rows of k (A as BLOCK_ROWS x TILE_K, B as BLOCK_COLS x TILE_K, each row padded
-so that a quarter-warp's reads fall in distinct banks); complex operands are kept as separate real and
+staged in local memory as rows of k (A as BLOCK_ROWS x TILE_K, B as BLOCK_COLS x TILE_K); the 16-byte
+chunks of a row are permuted by an XOR with a function of the row (the swizzle), so that the rows a warp
+reads at once fall in distinct banks without padding. Complex operands are kept as separate real and
 imaginary arrays, and their product is four real products. 16-bit operands travel as their bits (two to
 a register, as the instruction takes them) and are never converted; their products are accumulated and
-written in float, and the plan rounds C to 16 bits where it is stored so. The instruction's fragments take k in an
-order of our choosing: a lane reads LANE_K consecutive k at once (a vector load of 16 bytes or more) and
-gives them to one or more instructions, so that lane t of a group of four holds k = CHUNK * c + LANE_K * t
-+ (0 .. LANE_K - 1); A and B use the same order, so the sum over k is unchanged.
+written in float, and the plan rounds C to 16 bits where it is stored so. The instruction's fragments
+take k in an order of our choosing: a lane reads LANE_K consecutive k at once (a vector load of 8, 16 or
+more bytes) and gives them to one or more instructions, so that lane t of a group of four holds k =
+CHUNK * c + LANE_K * t + (0 .. LANE_K - 1); A and B use the same order, so the sum over k is unchanged.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 from ...dtypes import Dtype, get_dtype
@@ -26,19 +28,39 @@ from ..writer import ElementCode, hex_digit
 from .params import OPERANDS, WARP, MmaParams, Shape
 
 KERNEL_NAME = "gemm"
-#: Local memory serves a warp's 16-byte reads a quarter-warp at a time: 8 lanes, two rows (g) of four
-#: (t), over 32 banks of 4 bytes. A lane reading ``span`` bytes at t * span leaves the row's reads
-#: contiguous (span 16: 64 bytes) or every other 16 bytes free (span 32); the second row must fill the
-#: rest: its start lies ``offset`` bytes past the first, modulo ``period``.
-ROW_PLACEMENT = {16: (128, 64), 32: (32, 16)}
+#: Local memory is 32 banks of 4 bytes: one pass serves 128 bytes, e.g. 16 bytes each to 8 lanes.
+BANK_BYTES = 128
+#: The unit the swizzle moves: a row's k are kept in 16-byte chunks, each whole (a vector, a 16-byte copy).
+CHUNK_BYTES = 16
 
 
-def row_stride(params: MmaParams, dtype: Dtype) -> int:
-    """Reals from one row of a staged operand to the next: TILE_K, padded against bank conflicts."""
-    real_bytes = dtype.real_bytes
-    stride = params.tile_k * real_bytes
-    period, offset = ROW_PLACEMENT.get(params.lane_k(dtype) * real_bytes, (1, 0))
-    return (stride + (offset - stride) % period) // real_bytes
+@dataclass(frozen=True)
+class Swizzle:
+    """Where a staged row keeps its chunks: chunk q of row r lies at place q XOR ``xor(r)``, with
+    ``xor(r) = (r / rows) % variants * step``."""
+
+    rows: int        # consecutive rows that share a permutation
+    variants: int    # permutations, in turn
+    step: int        # chunks between permutations
+
+    def xor(self, row: int) -> int:
+        return row // self.rows % self.variants * self.step
+
+
+def swizzle(params: MmaParams, dtype: Dtype) -> Swizzle:
+    """The permutation that makes a warp's fragment reads free of bank conflicts.
+
+    A lane reads ``span`` bytes at a time (in 16-byte pieces where wider). One pass of local memory serves
+    ``rows_read`` fragment rows: four lanes each, at one offset. Rows of ``row_chunks`` chunks lie
+    ``rows_per_line`` to a 128-byte line; the rows of a pass that share a line's place need distinct
+    permutations, which move their reads ``step`` chunks apart (a lane group's chunks; with 32-byte reads,
+    whose pieces lie on every other chunk, from even chunks to odd ones)."""
+    span = params.lane_k(dtype) * dtype.real_bytes
+    row_chunks = params.tile_k * dtype.real_bytes // CHUNK_BYTES
+    rows_read = BANK_BYTES // min(span, CHUNK_BYTES) // 4
+    rows_per_line = max(1, BANK_BYTES // CHUNK_BYTES // row_chunks)
+    step = 4 * span // CHUNK_BYTES if span <= CHUNK_BYTES else 1
+    return Swizzle(rows_per_line, max(1, rows_read // rows_per_line), step)
 
 
 def scratch_reals(shape: Shape) -> int:
@@ -48,7 +70,7 @@ def scratch_reals(shape: Shape) -> int:
 
 def local_bytes(params: MmaParams, dtype: Dtype) -> int:
     """Local memory one work-group uses: staged operands, and the emulation's scratch if any."""
-    staged = params.stages * (params.block_rows + params.block_cols) * row_stride(params, dtype) * dtype.itemsize
+    staged = params.stages * (params.block_rows + params.block_cols) * params.tile_k * dtype.itemsize
     scratch = params.warps_m * params.warps_n * scratch_reals(params.geometry) * dtype.compute.real_bytes
     return staged + (scratch if params.mma == "local" else 0)
 
@@ -60,6 +82,7 @@ class _Generator(ElementCode):
         self.shape = params.geometry
         self.operand = OPERANDS[dtype.mma_operand]
         self.lane_k, self.steps = params.lane_k(dtype), params.steps(dtype)
+        self.read_pieces = max(1, self.lane_k * dtype.real_bytes // CHUNK_BYTES)   # 16-byte reads a lane's read takes
         self.registers = self.shape.k_per_lane // self.operand.pack    # per row of 8, per instruction
         self.parts = ("re", "im") if dtype.is_complex else ("",)
         self.threads = params.work_group_size
@@ -94,7 +117,7 @@ class _Generator(ElementCode):
           f"// edges: {'guarded (any M, N, K; loads outside read zero)' if self.guarded else 'whole blocks only, aligned vectors'}")
         if dt.needs_fp64:
             w("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
-        lds = row_stride(p, dt)
+        sw = swizzle(p, dt)
         w("",
           f"#define WARPS_M {p.warps_m}           // warps per work-group along M (local dimension 1)",
           f"#define WARPS_N {p.warps_n}           // warps per work-group along N (local dimension 0, 32 lanes each)",
@@ -107,12 +130,15 @@ class _Generator(ElementCode):
           f"#define STAGES {p.stages}            // local buffers",
           f"#define LANE_K {self.lane_k}            // consecutive k a lane reads at once, for {self.steps} instruction(s)",
           "#define CHUNK (4 * LANE_K)       // k the four lanes of a group read at once",
-          f"#define LDS {lds}              // reals from one staged row to the next (TILE_K and padding)",
+          f"#define CHUNK_ELEMS {CHUNK_BYTES // dt.real_bytes}       // reals of a 16-byte chunk of a staged row",
+          f"#define SWIZZLE(row) ((row) / {sw.rows} % {sw.variants} * {sw.step})   "
+          "// the XOR that places a row's chunks (reads of a warp in distinct banks)",
+          "#define AT(row, k) ((row) * TILE_K + (((k) / CHUNK_ELEMS) ^ SWIZZLE(row)) * CHUNK_ELEMS + (k) % CHUNK_ELEMS)",
           "#define THREADS (32 * WARPS_M * WARPS_N)",
           "#define BLOCK_ROWS (WARPS_M * TILES_M * MMA_M)",
           "#define BLOCK_COLS (WARPS_N * TILES_N * MMA_N)",
-          "#define A_STAGE (BLOCK_ROWS * LDS)",
-          "#define B_STAGE (BLOCK_COLS * LDS)",
+          "#define A_STAGE (BLOCK_ROWS * TILE_K)",
+          "#define B_STAGE (BLOCK_COLS * TILE_K)",
           *([f"#define SCRATCH {scratch_reals(inst)}          // reals of local memory per warp for the emulated instruction"]
             if p.mma == "local" else []),
           "",
@@ -123,6 +149,9 @@ class _Generator(ElementCode):
             w(f"typedef uint{self.lane_k // 2} lane_read;          // LANE_K consecutive k of one staged row, two per register")
         else:
             w(f"typedef {dt.real_cl}{self.lane_k} lane_read;        // LANE_K consecutive k of one staged row")
+        if self.read_pieces > 1:
+            w(f"typedef {dt.real_cl}{self.lane_k // self.read_pieces} lane_piece;       "
+              "// one 16-byte chunk of a lane's read (the swizzle may part the chunks)")
         for n in sorted(self.widths | {self.vw}):
             if n > 1:
                 w(f"typedef {dt.cl_vector(n)} elems{n};")
@@ -254,7 +283,7 @@ class _Generator(ElementCode):
             row, k = ("o", f"kk + {e}") if self.k_contiguous(op) else (f"o + {e}", "kk")
             for part in self.parts:
                 value = f"{element}.{'x' if part == 're' else 'y'}" if dt.is_complex else element
-                lines.append(f"{self.local_name(op, part)}[({stage}) * {op}_STAGE + ({row}) * LDS + {k}] = {value};")
+                lines.append(f"{self.local_name(op, part)}[({stage}) * {op}_STAGE + AT({row}, {k})] = {value};")
         self.staging_loop(op, lines)
 
     # ----- the product -------------------------------------------------------------------------
@@ -281,14 +310,22 @@ class _Generator(ElementCode):
         name, index = target.split("[", 1)
         return " + ".join(f"{name}{piece}[{index}" for piece in self.pieces())
 
-    def fragment_reads(self, op: str, index: str, row: str, stage: str) -> None:
+    def fragment_reads(self, op: str, index: str, row: str, chunk: int) -> None:
         """Read operand ``op``'s fragments ``[index]`` of each part at row ``row`` of the staged block,
-        and with the 3M method the sum of the two parts."""
+        chunk ``chunk``, and with the 3M method the sum of the two parts."""
         letter = op.lower()
+        first = chunk * 4 * self.lane_k // (CHUNK_BYTES // self.dt.real_bytes)    # the chunk's first 16 bytes
         for part in self.parts:
             suffix = f"_{part}" if part else ""
-            address = f"{self.local_name(op, part)} + stage * {stage} + ({row}) * LDS + c + t * LANE_K"
-            self.fragment_set(f"{letter}_frag{suffix}{index}", f"*(const __local lane_read*)({address})")
+            row_start = f"{self.local_name(op, part)} + stage * {op}_STAGE + ({row}) * TILE_K"
+            places = [f"({first} ^ lane_chunk{f' ^ {q}' if q else ''}) * CHUNK_ELEMS + lane_in_chunk"
+                      for q in range(self.read_pieces)]
+            if self.read_pieces == 1:
+                value = f"*(const __local lane_read*)({row_start} + {places[0]})"
+            else:
+                value = "(lane_read)(" + ", ".join(f"*(const __local lane_piece*)({row_start} + {place})"
+                                                   for place in places) + ")"
+            self.fragment_set(f"{letter}_frag{suffix}{index}", value)
         if self.three_m:
             self.fragment_set(f"{letter}_frag_sum{index}", f"({self.fragment_value(f'{letter}_frag_re{index}')}) + "
                                                           f"({self.fragment_value(f'{letter}_frag_im{index}')})")
@@ -310,23 +347,30 @@ class _Generator(ElementCode):
     def accumulators(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(acc for acc, *_ in self.terms()))
 
-    def compute(self) -> None:
-        """Multiply the staged K block of ``stage`` into the accumulators."""
-        p, inst, w = self.p, self.shape, self.out
-        w("#pragma unroll")
-        w.open("for (int c = 0; c < TILE_K; c += CHUNK)")
+    def fragment_sets(self) -> None:
+        """Declare the fragment registers: per part (and TF32 piece), ``fragment_sets`` sets of one chunk."""
+        w = self.out
         for part in self.parts + (("sum",) if self.three_m else ()):
             for piece in self.pieces():
                 suffix = (f"_{part}" if part else "") + piece
-                w(f"lane_read a_frag{suffix}[TILES_M][MMA_M / 8], b_frag{suffix}[TILES_N];")
+                w(f"lane_read a_frag{suffix}[{self.p.fragment_sets}][TILES_M][MMA_M / 8], "
+                  f"b_frag{suffix}[{self.p.fragment_sets}][TILES_N];")
+
+    def read_chunk(self, chunk: int, into: int) -> None:
+        """Read the fragments of chunk ``chunk`` of the block in ``stage`` into fragment set ``into``."""
+        w = self.out
         self.unrolled("i", "TILES_M")
         self.unrolled("h", "MMA_M / 8")
-        self.fragment_reads("A", "[i][h]", "warp_row + i * MMA_M + 8 * h + g", "A_STAGE")
+        self.fragment_reads("A", f"[{into}][i][h]", "warp_row + i * MMA_M + 8 * h + g", chunk)
         w.close()
         w.close()
         self.unrolled("j", "TILES_N")
-        self.fragment_reads("B", "[j]", "warp_col + j * MMA_N + g", "B_STAGE")
+        self.fragment_reads("B", f"[{into}][j]", "warp_col + j * MMA_N + g", chunk)
         w.close()
+
+    def multiply(self, fragments: int) -> None:
+        """Multiply fragment set ``fragments`` (one chunk) into the accumulators."""
+        p, inst, w = self.p, self.shape, self.out
         terms = self.terms()
         # 3xTF32: the two small cross products first, then the large one
         products = [("_lo", "_hi"), ("_hi", "_lo"), ("_hi", "_hi")] if self.dt.operand_splits == 2 else [("", "")]
@@ -347,7 +391,7 @@ class _Generator(ElementCode):
                 for acc, a_part, b_part, sign in terms:
                     self.unrolled("i", "TILES_M")
                     self.unrolled("j", "TILES_N")
-                    w(call(f"{acc}[i][j]", step, f"a_frag{a_part}", f"b_frag{b_part}", sign))
+                    w(call(f"{acc}[i][j]", step, f"a_frag{a_part}[{fragments}]", f"b_frag{b_part}[{fragments}]", sign))
                     w.close()
                     w.close()
         else:
@@ -360,11 +404,11 @@ class _Generator(ElementCode):
             for step in range(self.steps):
                 for acc, a_part, b_part, sign in terms:
                     for a_piece, b_piece in products:
-                        w(call(f"{acc}_chunk", step, f"a_frag{a_part}{a_piece}", f"b_frag{b_part}{b_piece}", sign))
+                        w(call(f"{acc}_chunk", step, f"a_frag{a_part}{a_piece}[{fragments}]",
+                               f"b_frag{b_part}{b_piece}[{fragments}]", sign))
             self.unrolled("r", "2 * MMA_M / 8", " ".join(f"{acc}[i][j][r] += {acc}_chunk[r];" for acc in sums))
             w.close()
             w.close()
-        w.close()
 
     def epilogue(self) -> None:
         dt, w = self.dt, self.out
@@ -425,33 +469,87 @@ class _Generator(ElementCode):
         self.unrolled("r", "2 * MMA_M / 8", " ".join(f"{acc}[i][j][r] = 0;" for acc in accs))
         w.close()
         w.close()
-        if p.copy == "async":
-            self.async_pipeline()
-        else:
-            self.register_pipeline()
+        self.main_loop()
         w("")
         self.epilogue()
 
-    def register_pipeline(self) -> None:
-        """The main loop with each work-item fetching its share of the next K block into registers while
-        the current block is multiplied, then storing it to local memory."""
+    def main_loop(self) -> None:
+        """The loop over K blocks: each block's chunks multiplied from fragments read out of local memory
+        (with two fragment sets, each chunk's read while the one before multiplies, and the next block's
+        first while this block's last multiplies), and the next blocks staged meanwhile."""
+        p, w = self.p, self.out
+        chunks, sets = p.chunks(self.dt), p.fragment_sets
+        w("const int lane_chunk = (t * LANE_K / CHUNK_ELEMS) ^ SWIZZLE(g);   // the chunk a lane's reads start in,",
+          "const int lane_in_chunk = t * LANE_K % CHUNK_ELEMS;                // ... XOR the chunk's place in the block")
+        self.fragment_sets()
+        if p.copy == "async":
+            self.async_prologue()
+        else:
+            self.register_prologue()
+        if sets == 2:
+            self.read_chunk(0, 0)
+        w.open("for (int k0 = 0; k0 < K; k0 += TILE_K)")
+        w("const bool more = k0 + TILE_K < K;")
+        if p.copy == "registers":
+            w.open("if (more)")
+            self.fetch("A", "k0 + TILE_K")
+            self.fetch("B", "k0 + TILE_K")
+            w.close()
+        width = 4 * self.lane_k
+        for chunk in range(chunks):
+            w(f"// chunk {chunk + 1} of {chunks} (k {chunk * width}..{(chunk + 1) * width - 1} of the block)"
+              + ("" if sets == 1 else " multiplies while the next chunk's fragments are read"))
+            if sets == 1:
+                self.read_chunk(chunk, 0)
+            elif chunk + 1 < chunks:
+                self.read_chunk(chunk + 1, (chunk + 1) % 2)
+            else:
+                self.advance()
+                w.open("if (more)")
+                self.read_chunk(0, 0)
+                w.close()
+            self.multiply(chunk % sets)
+        if sets == 1:
+            self.advance()
+        w.close()
+
+    def register_prologue(self) -> None:
+        """Stage the first K block through this work-item's registers."""
         p, w = self.p, self.out
         for op in ("A", "B"):
             w(f"{self.operand_vector(p.vector_width)[1]} {op.lower()}_next[{self.staging_geometry(op)[1]}];"
               "   // this work-item's share of the next K block")
-        w("", "int stage = 0;")
         self.fetch("A", "0")
         self.fetch("B", "0")
         self.stash("A", "0")
         self.stash("B", "0")
-        w("barrier(CLK_LOCAL_MEM_FENCE);", "")
-        w.open("for (int k0 = 0; k0 < K; k0 += TILE_K)")
-        w("const bool more = k0 + TILE_K < K;")
-        w.open("if (more)")
-        self.fetch("A", "k0 + TILE_K")
-        self.fetch("B", "k0 + TILE_K")
-        w.close()
-        self.compute()
+        w("barrier(CLK_LOCAL_MEM_FENCE);", "int stage = 0;")
+
+    def async_prologue(self) -> None:
+        """Start the copies of the first STAGES K blocks, and wait for the first."""
+        p, w = self.p, self.out
+        for s in range(p.stages):
+            w.open(f"if ({s} * TILE_K < K)")
+            self.issue("A", f"{s} * TILE_K", str(s))
+            self.issue("B", f"{s} * TILE_K", str(s))
+            w.close()
+            w("copy_commit();")
+        w(f"copy_wait({p.stages - 1});                                // this work-item's copies of block 0 are in",
+          "barrier(CLK_LOCAL_MEM_FENCE);                 // everyone's are", "int stage = 0;")
+
+    def advance(self) -> None:
+        """Once every warp holds the fragments of this block's last chunk: make the next block the one
+        in ``stage``, and refill this one's stage."""
+        p, w = self.p, self.out
+        if p.copy == "async":
+            w(f"copy_wait({p.stages - 2});                            // this work-item's copies of the next block are in",
+              "barrier(CLK_LOCAL_MEM_FENCE);             // everyone's are, and every warp is done with this block")
+            w.open("if (k0 + STAGES * TILE_K < K)")
+            self.issue("A", "k0 + STAGES * TILE_K", "stage")
+            self.issue("B", "k0 + STAGES * TILE_K", "stage")
+            w.close()
+            w("copy_commit();", "stage = (stage + 1) % STAGES;")
+            return
         next_stage = "stage ^ 1" if p.stages == 2 else "0"
         if p.stages == 1:
             w("barrier(CLK_LOCAL_MEM_FENCE);             // every warp is done with the only stage")
@@ -462,7 +560,6 @@ class _Generator(ElementCode):
         w("barrier(CLK_LOCAL_MEM_FENCE);")
         if p.stages == 2:
             w("stage ^= 1;")
-        w.close()
 
     def copy_unit(self) -> int:
         """Elements per asynchronous copy: 16 bytes where whole aligned vectors are guaranteed, else one."""
@@ -486,9 +583,10 @@ class _Generator(ElementCode):
         w.close()
         if hardware:
             w('#define copy_commit() asm volatile("cp.async.commit_group;" ::: "memory")',
-              f'#define copy_wait() asm volatile("cp.async.wait_group {self.p.stages - 2};" ::: "memory")')
+              '#define copy_wait(pending) asm volatile("cp.async.wait_group " #pending ";" ::: "memory")'
+              "   // all but the last `pending` groups are in")
         else:
-            w("#define copy_commit()", "#define copy_wait()")
+            w("#define copy_commit()", "#define copy_wait(pending)")
         w("")
 
     def issue(self, op: str, k0: str, stage: str) -> None:
@@ -504,32 +602,9 @@ class _Generator(ElementCode):
             else:
                 lines.append(f"const int count{e} = COPY;")
                 source = f"{ptr} + r * {ld} + {c}"
-            lines.append(f"copy_async({self.local_name(op, '')} + ({stage}) * {op}_STAGE + o * LDS + kk + {e}, "
+            lines.append(f"copy_async({self.local_name(op, '')} + ({stage}) * {op}_STAGE + AT(o, kk + {e}), "
                          f"{source}, count{e});")
         self.staging_loop(op, lines)
-
-    def async_pipeline(self) -> None:
-        """The main loop with K blocks copied straight to local memory STAGES - 1 blocks ahead."""
-        p, w = self.p, self.out
-        for s in range(p.stages - 1):
-            w.open(f"if ({s} * TILE_K < K)")
-            self.issue("A", f"{s} * TILE_K", str(s))
-            self.issue("B", f"{s} * TILE_K", str(s))
-            w.close()
-            w("copy_commit();")
-        w("int stage = 0;")
-        w.open("for (int k0 = 0; k0 < K; k0 += TILE_K)")
-        w("copy_wait();                                   // this work-item's copies of block k0 are in",
-          "barrier(CLK_LOCAL_MEM_FENCE);                 // everyone's are, and the oldest stage is free")
-        w.open("if (k0 + (STAGES - 1) * TILE_K < K)")
-        w("const int ahead = (stage + STAGES - 1) % STAGES;")
-        self.issue("A", "k0 + (STAGES - 1) * TILE_K", "ahead")
-        self.issue("B", "k0 + (STAGES - 1) * TILE_K", "ahead")
-        w.close()
-        w("copy_commit();")
-        self.compute()
-        w("stage = (stage + 1) % STAGES;")
-        w.close()
 
     def generate(self) -> str:
         functions = [self.instruction_function] + ([self.copy_functions] if self.p.copy == "async" else [])
