@@ -123,8 +123,41 @@ def half_async_variants() -> list[tuple[str, str, MmaParams]]:
     return [(f"h {label}", "h", p) for label, p in h]
 
 
+def pipeline_variants() -> list[tuple[str, str, MmaParams]]:
+    """Run 8: swizzled rows (no padding), 8-byte fragment reads, two fragment sets (the next chunk's read
+    while this one multiplies, the next block's first across the barrier), against each dtype's tuned best.
+    Keys: r8 = read_width 8, f2 = fragment_sets 2."""
+    def v(shape, warps, tiles, tile_k, stages, vw, copy="async", read=16, sets=1):
+        return replace(mma(shape, "NT", warps, tiles, tile_k, stages, vw, copy), read_width=read, fragment_sets=sets)
+
+    h = [("tuned 128x64 w4x1 t2x8 k32 s3 v4", v("m16n8k16", (4, 1), (2, 8), 32, 3, 4)),
+         ("128x64 w4x1 t2x8 k32 s3 v8 r8 f2", v("m16n8k16", (4, 1), (2, 8), 32, 3, 8, read=8, sets=2)),
+         ("128x128 w2x4 t4x4 k32 s3 v8", v("m16n8k16", (2, 4), (4, 4), 32, 3, 8)),
+         ("128x128 w2x4 t4x4 k32 s3 v8 r8 f2", v("m16n8k16", (2, 4), (4, 4), 32, 3, 8, read=8, sets=2)),
+         ("128x128 w2x2 t4x8 k32 s3 v8 r8 f2", v("m16n8k16", (2, 2), (4, 8), 32, 3, 8, read=8, sets=2)),
+         ("128x128 w2x2 t4x8 k32 s3 v8", v("m16n8k16", (2, 2), (4, 8), 32, 3, 8)),
+         ("128x256 w2x4 t4x8 k32 s2 v8 r8 f2", v("m16n8k16", (2, 4), (4, 8), 32, 2, 8, read=8, sets=2)),
+         ("256x128 w4x2 t4x8 k32 s2 v8 r8 f2", v("m16n8k16", (4, 2), (4, 8), 32, 2, 8, read=8, sets=2)),
+         ("64x256 w1x4 t4x8 k32 s2 v8 r8 f2", v("m16n8k16", (1, 4), (4, 8), 32, 2, 8, read=8, sets=2)),
+         ("128x64 w2x2 t4x4 k64 s2 v8 f2", v("m16n8k16", (2, 2), (4, 4), 64, 2, 8, sets=2)),
+         ("128x64 w2x2 t4x4 k64 s2 v8 r8 f2", v("m16n8k16", (2, 2), (4, 4), 64, 2, 8, read=8, sets=2)),
+         ("128x128 w2x4 t4x4 k64 s1 v8 regs f2", v("m16n8k16", (2, 4), (4, 4), 64, 1, 8, "registers", sets=2))]
+    d = [("tuned 128x128 w2x4 t4x4 k16 s1 v2 regs", v("m16n8k8", (2, 4), (4, 4), 16, 1, 2, "registers")),
+         ("128x64 w2x4 t4x2 k16 s2 v2 regs f2", v("m16n8k8", (2, 4), (4, 2), 16, 2, 2, "registers", sets=2)),
+         ("128x128 w2x4 t4x4 k8 s3 v2", v("m16n8k8", (2, 4), (4, 4), 8, 3, 2)),
+         ("128x64 w2x2 t4x4 k16 s2 v2 f2", v("m16n8k8", (2, 2), (4, 4), 16, 2, 2, sets=2)),
+         ("64x128 w2x4 t2x4 k16 s2 v2 f2", v("m16n8k8", (2, 4), (2, 4), 16, 2, 2, sets=2))]
+    s = [("tuned 128x64 w4x2 t2x8 k32 s1 v4 regs", v("m16n8k8", (4, 2), (2, 8), 32, 1, 4, "registers")),
+         ("128x64 w4x2 t2x8 k32 s1 v4 regs f2", v("m16n8k8", (4, 2), (2, 8), 32, 1, 4, "registers", sets=2)),
+         ("128x128 w2x4 t4x4 k16 s3 v4 r8 f2", v("m16n8k8", (2, 4), (4, 4), 16, 3, 4, read=8, sets=2)),
+         ("128x128 w2x2 t4x8 k16 s3 v4 r8 f2", v("m16n8k8", (2, 2), (4, 8), 16, 3, 4, read=8, sets=2)),
+         ("128x128 w2x4 t4x4 k32 s1 v4 regs f2", v("m16n8k8", (2, 4), (4, 4), 32, 1, 4, "registers", sets=2))]
+    return ([(f"h {label}", "h", p) for label, p in h] + [(f"d {label}", "d", p) for label, p in d]
+            + [(f"s.tf32 {label}", "s.tf32", p) for label, p in s])
+
+
 GROUPS = {"fp64": fp64_variants, "tf32": tf32_variants, "complex": complex_variants, "half": half_variants,
-          "half-async": half_async_variants}
+          "half-async": half_async_variants, "pipeline": pipeline_variants}
 
 
 def say(*parts) -> None:

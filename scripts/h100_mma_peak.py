@@ -21,8 +21,8 @@ from autogemm.runtime.timing import median, time_enqueue
 CHAINS, ITERATIONS, WARPS_PER_GROUP, GROUPS_PER_SM = 8, 4096, 4, 4
 
 
-def kernel(operand: str, shape: str) -> str:
-    """A kernel of CHAINS x ITERATIONS instructions per warp whose sum is stored (so none is dropped)."""
+def kernel(operand: str, shape: str, chains: int = CHAINS) -> str:
+    """A kernel of ``chains`` x ITERATIONS instructions per warp whose sum is stored (so none is dropped)."""
     facts, geometry = OPERANDS[operand], SHAPES[shape]
     real = "double" if operand == "f64" else "float"
     value = "uint" if facts.pack == 2 else real          # 16-bit operands: two to a register
@@ -47,16 +47,16 @@ inline void mma({real}* c, const {value}* a, const {value}* b) {{
 }}
 __kernel void peak(__global {real}* out, const {real} seed) {{
     {value} a[{a_count}], b[{b_count}];
-    {real} c[{CHAINS}][{c_count}];
+    {real} c[{chains}][{c_count}];
     for (int i = 0; i < {a_count}; ++i) a[i] = {fill("get_local_id(0) + i")};
     for (int i = 0; i < {b_count}; ++i) b[i] = {fill("get_local_id(0) - i")};
-    for (int j = 0; j < {CHAINS}; ++j) for (int i = 0; i < {c_count}; ++i) c[j][i] = 0;
+    for (int j = 0; j < {chains}; ++j) for (int i = 0; i < {c_count}; ++i) c[j][i] = 0;
     for (int it = 0; it < {ITERATIONS}; ++it) {{
         #pragma unroll
-        for (int j = 0; j < {CHAINS}; ++j) mma(c[j], a, b);
+        for (int j = 0; j < {chains}; ++j) mma(c[j], a, b);
     }}
     {real} sum = 0;
-    for (int j = 0; j < {CHAINS}; ++j) for (int i = 0; i < {c_count}; ++i) sum += c[j][i];
+    for (int j = 0; j < {chains}; ++j) for (int i = 0; i < {c_count}; ++i) sum += c[j][i];
     out[get_global_id(0)] = sum;
 }}
 """

@@ -17,6 +17,9 @@
 #             scripts/h100_mma.py's float16/bfloat16 variants
 #   half-tune a tune of h and b, from the bundled profile; profile to $OUT
 #   half-bench  h, b and hs at 4096 and 8192 beside cuBLAS (and CLBlast's HGEMM where it runs)
+#   pipeline  scripts/h100_mma.py's pipeline variants (swizzle, 8-byte reads, two fragment sets), then
+#             scripts/h100_anatomy.py (mma.sync against occupancy, main-loop ablations, SASS), then the
+#             tensor-core tests
 set -u
 export AUTOGEMM_CACHE_DIR=${AUTOGEMM_CACHE_DIR:-/tmp/agc} COLUMNS=200
 case "${1:-}" in
@@ -71,6 +74,11 @@ case "${1:-}" in
   half-bench)
     timeout -s INT 500 python3 -m autogemm.cli bench -d gpu --dtype h,b,hs --sizes 4096,8192 --peers cublas,clblast \
       --json "$OUT/sweep-half.json" --plot "$OUT/sweep-half.png" > "$OUT/sweep-half.log" 2>&1; tail -24 "$OUT/sweep-half.log" ;;
-  *) echo "usage: $0 shuffles|tune|suites|cpu|tensor|tensor-bench|tf32|tf32-tune|tf32-bench|half|half-tune|half-bench" >&2
+  pipeline)
+    timeout 240 python3 scripts/h100_mma.py pipeline > "$OUT/mma-run.log" 2>&1; grep -v Warning "$OUT/mma-run.log" | tail -34
+    timeout 150 python3 scripts/h100_anatomy.py > "$OUT/anatomy-run.log" 2>&1; tail -30 "$OUT/anatomy.log"
+    timeout 170 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_half_precision.py tests/test_mma_family.py \
+      2>&1 | tail -6 | tee "$OUT/tensor-tests.log" ;;
+  *) echo "usage: $0 shuffles|tune|suites|cpu|tensor|tensor-bench|tf32|tf32-tune|tf32-bench|half|half-tune|half-bench|pipeline" >&2
      exit 2 ;;
 esac
