@@ -66,7 +66,8 @@ def say(*parts) -> None:
 def occupancy(ctx) -> list[dict]:
     """mma.sync f16 m16n8k16 from registers at several warps per multiprocessor and chains per warp."""
     rows = []
-    say("| warps per SM | chains per warp | TFLOP/s |", "| --- | --- | --- |", sep="\n")
+    say("| warps per SM | chains per warp | TFLOP/s |")
+    say("| --- | --- | --- |")
     units = ctx.device.compute_units
     for warps, groups in ((4, 1), (8, 1), (4, 2), (4, 4), (8, 2)):
         for chains in (4, 8, 16):
@@ -147,8 +148,8 @@ def main() -> None:
     result = {"occupancy": occupancy(ctx), "kernels": {}}
     evaluator = Evaluator(ctx, DTYPES["hs"], N, N, N, runs=5, slow_factor=float("inf"))
     flops = 2 * N ** 3
-    say("", f"| configuration (hs, {N}^3) | full kernel | " + " | ".join(ABLATIONS) + " | no instructions |",
-        "| --- " * (3 + len(ABLATIONS)) + "|", sep="\n")
+    say(f"\n| configuration (hs, {N}^3) | full kernel | " + " | ".join(ABLATIONS) + " | no instructions |")
+    say("| --- " * (3 + len(ABLATIONS)) + "|")
     for label, params in CONFIGS.items():
         record = evaluator.evaluate(params)
         plan = evaluator.prepare(params)

@@ -156,8 +156,25 @@ def pipeline_variants() -> list[tuple[str, str, MmaParams]]:
             + [(f"s.tf32 {label}", "s.tf32", p) for label, p in s])
 
 
+def stash_variants() -> list[tuple[str, str, MmaParams]]:
+    """Run 9: the register-staged winners of the bundled profile after the swizzle (their stores to local
+    memory one vector each), and the largest float16 tiles read 16 bytes a lane."""
+    def v(shape, warps, tiles, tile_k, stages, vw, copy="registers", read=16, sets=1):
+        return replace(mma(shape, "NT", warps, tiles, tile_k, stages, vw, copy), read_width=read, fragment_sets=sets)
+
+    return [("d tuned 128x128 w2x4 t4x4 k16 s1 v2", "d", v("m16n8k8", (2, 4), (4, 4), 16, 1, 2)),
+            ("z tuned 128x64 w4x2 t2x4 k8 s2 v2", "z", v("m16n8k8", (4, 2), (2, 4), 8, 2, 1)),
+            ("s.tf32 tuned 128x64 w4x2 t2x8 k32 s1 v4", "s.tf32", v("m16n8k8", (4, 2), (2, 8), 32, 1, 4)),
+            ("s.3xtf32 tuned 128x128 w2x4 t4x4 k32 s1 v4", "s.3xtf32", v("m16n8k8", (2, 4), (4, 4), 32, 1, 4)),
+            ("c.tf32 tuned 128x64 w4x2 t2x4 k16 s2 v2", "c.tf32", v("m16n8k8", (4, 2), (2, 4), 16, 2, 2)),
+            ("h 128x256 w2x4 t4x8 k32 s2 v8 async", "h", v("m16n8k16", (2, 4), (4, 8), 32, 2, 8, "async")),
+            ("h 128x256 w2x4 t4x8 k32 s2 v8 async r8 f2", "h",
+             v("m16n8k16", (2, 4), (4, 8), 32, 2, 8, "async", read=8, sets=2))]
+
+
 GROUPS = {"fp64": fp64_variants, "tf32": tf32_variants, "complex": complex_variants, "half": half_variants,
-          "half-async": half_async_variants, "pipeline": pipeline_variants}
+          "half-async": half_async_variants, "pipeline": pipeline_variants,
+          "stash": stash_variants}
 
 
 def say(*parts) -> None:

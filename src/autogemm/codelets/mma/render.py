@@ -275,15 +275,21 @@ class _Generator(ElementCode):
         self.staging_loop(op, [f"{op.lower()}_next[s] = {read};"])
 
     def stash(self, op: str, stage: str) -> None:
-        """Write ``{op}_next`` into local stage ``stage``, one real (or imaginary) part per array."""
+        """Write ``{op}_next`` into local stage ``stage``, one real (or imaginary) part per array: a vector
+        store per part where the vector's k are consecutive (they lie in one chunk), else element by element."""
         vw, dt = self.p.vector_width, self.dt
+        source = f"{op.lower()}_next[s]"
         lines = []
-        for e in range(vw):
-            element = self.component(f"{op.lower()}_next[s]", e, vw)
-            row, k = ("o", f"kk + {e}") if self.k_contiguous(op) else (f"o + {e}", "kk")
-            for part in self.parts:
-                value = f"{element}.{'x' if part == 're' else 'y'}" if dt.is_complex else element
-                lines.append(f"{self.local_name(op, part)}[({stage}) * {op}_STAGE + AT({row}, {k})] = {value};")
+        for part in self.parts:
+            local = f"{self.local_name(op, part)} + ({stage}) * {op}_STAGE"
+            values = [f"{self.component(source, e, vw)}.{'x' if part == 're' else 'y'}" if dt.is_complex
+                      else self.component(source, e, vw) for e in range(vw)]
+            if self.k_contiguous(op) and vw > 1:
+                vector = f"{dt.stored_cl}{vw}"
+                value = f"({vector})({', '.join(values)})" if dt.is_complex else source
+                lines.append(f"*(__local {vector}*)({local} + AT(o, kk)) = {value};")
+            else:
+                lines += [f"({local})[AT(o + {e}, kk)] = {value};" for e, value in enumerate(values)]
         self.staging_loop(op, lines)
 
     # ----- the product -------------------------------------------------------------------------
