@@ -1,6 +1,6 @@
 """Issue 5: where an nvidia_mma kernel's time goes on the H100, for the speed work on the main loop.
 
-1. mma.sync's ceiling (float16, m16n8k16) against the warps a multiprocessor holds and the independent
+1. (with --occupancy) mma.sync's ceiling (float16, m16n8k16) against the warps a multiprocessor holds and the independent
    accumulators each warp has: can 8 warps (two a scheduler) keep the tensor cores busy?
 2. For each configuration given (hs: the kernel alone, no merge), the time at 4096^3 of the kernel and of
    copies of it with one part of the main loop taken out: the barriers, the copies of later K blocks,
@@ -9,7 +9,7 @@
 3. The SASS of each configuration (PTX from NVIDIA's OpenCL compiler, assembled for sm_90 by the ptxas
    that ships with Triton, disassembled by its nvdisasm or cuobjdump) and the count of each instruction.
 
-Outputs in $OUT: anatomy.log, anatomy.json, sass/*.sass. Run from the repository root with src/ on
+Outputs in $OUT: anatomy.log, anatomy.json, sass.tgz. Run from the repository root with src/ on
 PYTHONPATH, after `source .gpu/prelude.sh`."""
 
 from __future__ import annotations
@@ -44,15 +44,14 @@ N = 4096
 R255 = ("-cl-nv-maxrregcount=255",)
 
 
-def config(warps, tiles, tile_k, stages, vw, copy="async", read=16, sets=1) -> MmaParams:
+def config(warps, tiles, tile_k, stages, vw=8, copy="async", read=8, sets=2, loads="ldmatrix") -> MmaParams:
     return MmaParams("NT", "m16n8k16", warps[0], warps[1], tiles[0], tiles[1], tile_k, stages, vw, "ptx", R255, copy,
-                     read_width=read, fragment_sets=sets)
+                     read_width=read, fragment_sets=sets, loads=loads)
 
 
 CONFIGS = {
-    "tuned 128x64 w4x1 t2x8 k32 s3": config((4, 1), (2, 8), 32, 3, 4),
-    "128x128 w2x4 t4x4 k32 s3 r8 f2": config((2, 4), (4, 4), 32, 3, 8, read=8, sets=2),
-    "128x256 w2x4 t4x8 k32 s2 r8 f2": config((2, 4), (4, 8), 32, 2, 8, read=8, sets=2),
+    "128x256 w2x4 t4x8 k32 s2 ldmatrix f2": config((2, 4), (4, 8), 32, 2),
+    "128x128 w2x4 t4x4 k32 s3 ldmatrix f2": config((2, 4), (4, 4), 32, 3),
 }
 
 
@@ -90,8 +89,9 @@ def occupancy(ctx) -> list[dict]:
 ABLATIONS = {
     "no barriers in the loop": lambda loop: loop.replace("barrier(CLK_LOCAL_MEM_FENCE);", ""),
     "no copies of later blocks": lambda loop: loop.replace("if (k0 + STAGES * TILE_K < K)", "if (K < 0)"),
-    "no fragment reads": lambda loop: re.sub(r"\*\(const __local lane_read\*\)\([^;]*?lane_in_chunk\)",
-                                             "(lane_read)(k0 + lane)", loop),
+    "no fragment reads": lambda loop: re.sub(
+        r"load_matrices_x(\d)\([^;]*\)", r"(uint\1)(k0 + lane)",
+        re.sub(r"\*\(const __local lane_read\*\)\([^;]*?lane_in_chunk\)", "(lane_read)(k0 + lane)", loop)),
 }
 NO_MMA = ("asm(\"mma.sync", "c[0] = as_float(as_uint(c[0]) ^ a0 ^ b0); if (0) asm(\"mma.sync")
 
@@ -145,7 +145,7 @@ def main() -> None:
     gpu = autogemm.find_device(os.environ.get("TUNE_DEVICE", "gpu"))
     ctx = context_for(gpu)
     say(f"device {gpu.name.strip()}")
-    result = {"occupancy": occupancy(ctx), "kernels": {}}
+    result = {"occupancy": occupancy(ctx) if "--occupancy" in sys.argv else [], "kernels": {}}
     evaluator = Evaluator(ctx, DTYPES["hs"], N, N, N, runs=5, slow_factor=float("inf"))
     flops = 2 * N ** 3
     say(f"\n| configuration (hs, {N}^3) | full kernel | " + " | ".join(ABLATIONS) + " | no instructions |")
@@ -166,6 +166,9 @@ def main() -> None:
         say(f"  {label}: {json.dumps(info.get('opcodes') or info)}")
         result["kernels"][label] = {"config": params.to_dict(), "tflops": rates, **info}
     (OUT / "anatomy.json").write_text(json.dumps(result, indent=1))
+    if (OUT / "sass").exists():       # one archive: the files that come back are few
+        subprocess.run(["tar", "czf", str(OUT / "sass.tgz"), "-C", str(OUT), "sass"], check=True)
+        shutil.rmtree(OUT / "sass")
 
 
 if __name__ == "__main__":

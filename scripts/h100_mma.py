@@ -172,9 +172,29 @@ def stash_variants() -> list[tuple[str, str, MmaParams]]:
              v("m16n8k16", (2, 4), (4, 8), 32, 2, 8, "async", read=8, sets=2))]
 
 
+def ldmatrix_variants() -> list[tuple[str, str, MmaParams]]:
+    """Run 10: float16 fragments read by ldmatrix (no register moves before the instructions), async copies."""
+    def v(warps, tiles, tile_k, stages, sets=2, loads="ldmatrix", shape="m16n8k16"):
+        return replace(mma(shape, "NT", warps, tiles, tile_k, stages, 8, "async"), read_width=8, fragment_sets=sets,
+                       loads=loads)
+
+    h = [("128x256 w2x4 t4x8 k32 s2 f2 lanes", v((2, 4), (4, 8), 32, 2, loads="lanes")),
+         ("128x256 w2x4 t4x8 k32 s2 f2", v((2, 4), (4, 8), 32, 2)),
+         ("128x256 w2x4 t4x8 k32 s2 f1", v((2, 4), (4, 8), 32, 2, sets=1)),
+         ("256x128 w4x2 t4x8 k32 s2 f2", v((4, 2), (4, 8), 32, 2)),
+         ("128x256 w2x4 t4x8 k16 s3 f1", v((2, 4), (4, 8), 16, 3, sets=1)),
+         ("128x128 w2x4 t4x4 k32 s3 f2", v((2, 4), (4, 4), 32, 3)),
+         ("128x128 w2x4 t4x4 k32 s3 f1", v((2, 4), (4, 4), 32, 3, sets=1)),
+         ("128x128 w2x2 t4x8 k32 s3 f2", v((2, 2), (4, 8), 32, 3)),
+         ("128x64 w4x1 t2x8 k32 s3 f2", v((4, 1), (2, 8), 32, 3)),
+         ("128x64 w2x2 t4x4 k64 s2 f2", v((2, 2), (4, 4), 64, 2)),
+         ("128x128 w2x4 t4x4 k32 s3 f2 m16n8k8", v((2, 4), (4, 4), 32, 3, shape="m16n8k8"))]
+    return [(f"h {label}", "h", p) for label, p in h] + [(f"b {label}", "b", p) for label, p in h[1:2]]
+
+
 GROUPS = {"fp64": fp64_variants, "tf32": tf32_variants, "complex": complex_variants, "half": half_variants,
           "half-async": half_async_variants, "pipeline": pipeline_variants,
-          "stash": stash_variants}
+          "stash": stash_variants, "ldmatrix": ldmatrix_variants}
 
 
 def say(*parts) -> None:

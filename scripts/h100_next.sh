@@ -20,6 +20,7 @@
 #   pipeline  scripts/h100_mma.py's pipeline variants (swizzle, 8-byte reads, two fragment sets), then
 #             scripts/h100_anatomy.py (mma.sync against occupancy, main-loop ablations, SASS), then the
 #             tensor-core tests
+#   ldmatrix  scripts/h100_mma.py's ldmatrix variants, scripts/h100_anatomy.py on them, the tensor-core tests
 set -u
 export AUTOGEMM_CACHE_DIR=${AUTOGEMM_CACHE_DIR:-/tmp/agc} COLUMNS=200
 case "${1:-}" in
@@ -79,6 +80,11 @@ case "${1:-}" in
     timeout 150 python3 scripts/h100_anatomy.py > "$OUT/anatomy-run.log" 2>&1; tail -30 "$OUT/anatomy.log"
     timeout 170 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_half_precision.py tests/test_mma_family.py \
       2>&1 | tail -6 | tee "$OUT/tensor-tests.log" ;;
-  *) echo "usage: $0 shuffles|tune|suites|cpu|tensor|tensor-bench|tf32|tf32-tune|tf32-bench|half|half-tune|half-bench|pipeline" >&2
+  ldmatrix)
+    timeout 200 python3 scripts/h100_mma.py ldmatrix > "$OUT/mma-run.log" 2>&1; grep -v Warning "$OUT/mma-run.log" | tail -22
+    timeout 120 python3 scripts/h100_anatomy.py > "$OUT/anatomy-run.log" 2>&1; tail -8 "$OUT/anatomy.log"
+    timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_half_precision.py tests/test_mma_family.py \
+      2>&1 | tail -6 | tee "$OUT/tensor-tests.log" ;;
+  *) echo "usage: $0 shuffles|tune|suites|cpu|tensor|tensor-bench|tf32|tf32-tune|tf32-bench|half|half-tune|half-bench|pipeline|ldmatrix" >&2
      exit 2 ;;
 esac

@@ -137,6 +137,21 @@ def test_eight_byte_reads_pipeline_16_bit_fragments(ctx, copy, stages):
         run_and_check(ctx, params, DTYPES["bs"], 48, 64, 96, "T", "N", -0.5, 2.0, edge, rng, extra_ld=8, offset=8)
 
 
+@pytest.mark.parametrize("shape", ["m16n8k8", "m16n8k16"])
+@pytest.mark.parametrize("copy,stages,sets,tiles_n", [("registers", 2, 1, 1), ("async", 3, 2, 2)])
+def test_matrix_loads_give_the_instruction_its_fragments(ctx, shape, copy, stages, sets, tiles_n):
+    params = dataclasses.replace(SMALL, shape=shape, copy=copy, stages=stages, read_width=8, fragment_sets=sets,
+                                 vector_width=8, loads="ldmatrix", tiles_m=2, tiles_n=tiles_n)
+    kernel = render(dataclasses.replace(params, mma="ptx"), "h", guarded=False).source.split("__kernel")[1]
+    assert f"load_matrices_x{2 if tiles_n == 1 else 4}(b_local" in kernel and "load_matrices_x4(a_local" in kernel
+    rng = np.random.default_rng(11)
+    for edge in ("guard", "pad"):
+        run_and_check(ctx, params, DTYPES["h"], 37, 29, 75, "N", "T", 1.0, 0.0, edge, rng, extra_ld=2, offset=3)
+        run_and_check(ctx, params, DTYPES["bs"], 48, 64, 96, "T", "N", -0.5, 2.0, edge, rng, extra_ld=8, offset=8)
+    with pytest.raises(ConfigError, match="loads 'ldmatrix' reads 16-bit operands"):
+        render(dataclasses.replace(params, read_width=16), "h")
+
+
 def test_split_k_sums_16_bit_products_in_float32(ctx):
     params = dataclasses.replace(SMALL, tile_k=64, vector_width=4)
     run_and_check(ctx, params, DTYPES["h"], 20, 33, 500, "N", "N", 1.5, 0.0, "auto", np.random.default_rng(7),
@@ -175,8 +190,8 @@ def test_the_tensor_cores_multiply_16_bit_operands(ctx, device, key, shape):
             p = dataclasses.replace(params, layout=layout)
             run_and_check(ctx, p, DTYPES[key], 45, 70, 50, "N", "T", 1.0, 0.5, edge, rng, extra_ld=1, offset=1)
             run_and_check(ctx, p, DTYPES[key], 130, 67, 97, "T", "N", -2.0, 0.0, edge, rng)
-        for read_width, sets in ((16, 1), (8, 2)):
+        for read_width, sets, loads in ((16, 1, "lanes"), (8, 2, "lanes"), (8, 2, "ldmatrix"), (8, 1, "ldmatrix")):
             copied = dataclasses.replace(params, copy="async", stages=3, vector_width=8, read_width=read_width,
-                                         fragment_sets=sets)
+                                         fragment_sets=sets, loads=loads, tiles_n=1 if sets == 1 else 2)
             run_and_check(ctx, copied, DTYPES[key], 130, 67, 97, "N", "T", 1.0, 0.5, edge, rng, extra_ld=8, offset=8)
             run_and_check(ctx, copied, DTYPES[key], 45, 70, 50, "N", "T", 1.0, 0.0, edge, rng, extra_ld=1, offset=1)

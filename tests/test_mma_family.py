@@ -96,6 +96,10 @@ def _read_banks(params, dt, chunk, first_row):
     sw = swizzle(params, dt)
     span = params.lane_k(dt) * dt.real_bytes
     row_bytes = params.tile_k * dt.real_bytes
+    if params.loads == "ldmatrix":       # a pass per 8 x 8 matrix: 8 rows at one 16-byte chunk
+        return [[{(row * row_bytes + ((2 * chunk + half) ^ sw.xor(row)) * 16) // 4 % 32 + b for b in range(4)}
+                 for row in range(first_row + 8 * block, first_row + 8 * block + 8)]
+                for block in (0, 1) for half in (0, 1)]
     passes = []
     for piece in range(max(1, span // 16)):          # wider reads go as 16-byte pieces, each its own pass
         width = min(span, 16)
@@ -117,8 +121,8 @@ def test_the_swizzle_keeps_a_warps_fragment_reads_free_of_bank_conflicts(key):
     cases = 0
     for shape in ("m8n8k4", "m16n8k4", "m16n8k8", "m16n8k16"):
         for tile_k in (8, 16, 32, 64):
-            for read_width in (8, 16):
-                params = MmaParams(shape=shape, tile_k=tile_k, read_width=read_width)
+            for read_width, loads in ((8, "lanes"), (16, "lanes"), (8, "ldmatrix")):
+                params = MmaParams(shape=shape, tile_k=tile_k, read_width=read_width, loads=loads)
                 if params.dtype_problem(dt):
                     continue
                 sw, row_chunks = swizzle(params, dt), tile_k * dt.real_bytes // 16

@@ -85,6 +85,7 @@ def mma_space(device: Device, dtype: Dtype, available: dict[str, tuple[str, ...]
              Knob("vector_width", (1, 2, 4, 8) if dtype.half else (1, 2, 4) if dtype.real_bytes == 4 else (1, 2),
                   ordered=True),
              Knob("read_width", (16, 8) if dtype.real_bytes < 8 else (16,)), Knob("fragment_sets", (1, 2)),
+             Knob("loads", ("ldmatrix", "lanes") if dtype.half else ("lanes",)),
              Knob("complex_method", ("4m", "3m") if dtype.is_complex else ("4m",))]
 
     def make(values: dict) -> MmaParams:
@@ -93,6 +94,7 @@ def mma_space(device: Device, dtype: Dtype, available: dict[str, tuple[str, ...]
                          tiles_m=tiles_m, tiles_n=tiles_n, tile_k=values["tile_k"], stages=values["stages"],
                          vector_width=values["vector_width"], mma="ptx", build_options=(REGISTER_CAP,),
                          copy=values["copy"], complex_method=values["complex_method"],
-                         read_width=values["read_width"], fragment_sets=values["fragment_sets"])
+                         read_width=values["read_width"], fragment_sets=values["fragment_sets"],
+                         loads=values["loads"])
 
     return SearchSpace(knobs, make, lambda params: check(params, device, dtype), family="nvidia_mma")

@@ -81,6 +81,10 @@ VECTOR_WIDTHS = (1, 2, 4, 8)
 #: Bytes a lane reads from a staged row at once for its fragments: 16 (two instructions' k of 16-bit
 #: operands per read) or 8 (half as many k, so a K block holds twice as many chunks to pipeline).
 READ_WIDTHS = (8, 16)
+#: How a warp reads its fragments from local memory: each lane its own k ("lanes": LANE_K consecutive k of
+#: one row, in an order of our choosing), or ``ldmatrix`` (16-bit operands: 8 x 8 matrices whose rows the
+#: lanes address, delivered in the registers the instruction takes, so no register moves are needed).
+LOADS = ("lanes", "ldmatrix")
 #: Fragment sets held in registers: one (a chunk's fragments are read, then multiplied), or two (the
 #: next chunk's, or the next K block's first, are read while this chunk multiplies: the wait for local
 #: memory, and the barrier between K blocks, overlap the tensor cores' work).
@@ -105,7 +109,8 @@ class MmaParams:
     each work-item fetches the next block from global memory into registers (``vector_width`` elements
     per load) while this one is multiplied, and stores it to local memory after: to the other of two
     ``stages``, or, with one, once every warp is done with it. Warps read their fragments from local
-    memory ``read_width`` bytes a lane at a time, into one or two ``fragment_sets``. ``layout`` says how
+    memory ``read_width`` bytes a lane at a time (or as 8 x 8 matrices: ``loads``), into one or two
+    ``fragment_sets``. ``layout`` says how
     the kernel reads its operands, as in ``simt``: N = as stored (A is M x K, B is K x N), T = transposed.
     """
 
@@ -126,6 +131,7 @@ class MmaParams:
     complex_method: str = "4m"
     read_width: int = 16
     fragment_sets: int = 1
+    loads: str = "lanes"
 
     # ----- what plans ask of every family ---------------------------------------------------------
     image_a: ClassVar[bool] = False
@@ -160,7 +166,8 @@ class MmaParams:
         choices = {"layout": LAYOUTS, "shape": tuple(SHAPES), "warps_m": WARPS, "warps_n": WARPS,
                    "tiles_m": WARP_TILES, "tiles_n": WARP_TILES, "tile_k": TILE_K_SIZES, "stages": STAGES,
                    "vector_width": VECTOR_WIDTHS, "mma": SPELLINGS, "copy": COPIES,
-                   "complex_method": COMPLEX_METHODS, "read_width": READ_WIDTHS, "fragment_sets": FRAGMENT_SETS}
+                   "complex_method": COMPLEX_METHODS, "read_width": READ_WIDTHS, "fragment_sets": FRAGMENT_SETS,
+                   "loads": LOADS}
         problem = choices_problem(self, choices) or build_options_problem(self.build_options)
         if problem:
             return problem
@@ -188,6 +195,9 @@ class MmaParams:
             return f"vector_width 8 is for 16-bit elements (16 bytes at once); {dt.routine}'s are wider"
         if self.read_width == 8 and dt.real_bytes == 8:
             return f"read_width 8 holds one {dt.real_cl}: {dt.routine} reads 16 bytes a lane"
+        if self.loads == "ldmatrix" and not (dt.half and self.read_width == 8):
+            return (f"loads 'ldmatrix' reads 16-bit operands (two 16-byte rows of 8 x 8 matrices for 16 k: "
+                    f"read_width 8); {dt.routine} has {dt.real_bytes * 8}-bit operands, read_width {self.read_width}")
         if self.fragment_sets == 2 and self.chunks(dt) % 2:
             return (f"fragment_sets 2 alternates between two sets over an even number of chunks per K block; "
                     f"tile_k {self.tile_k} holds {self.chunks(dt)} of {4 * self.lane_k(dt)} k")
@@ -222,5 +232,6 @@ class MmaParams:
                  f"stages{self.stages}" + ("/async" if self.copy == "async" else ""), self.mma,
                  *(["3m"] if self.complex_method == "3m" else []),
                  *([f"read{self.read_width}"] if self.read_width != 16 else []),
-                 *(["prefetch"] if self.fragment_sets == 2 else []), *self.build_options]
+                 *(["prefetch"] if self.fragment_sets == 2 else []), *(["ldmatrix"] if self.loads == "ldmatrix" else []),
+                 *self.build_options]
         return " ".join(parts)

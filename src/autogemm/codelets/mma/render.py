@@ -50,13 +50,17 @@ class Swizzle:
 def swizzle(params: MmaParams, dtype: Dtype) -> Swizzle:
     """The permutation that makes a warp's fragment reads free of bank conflicts.
 
-    A lane reads ``span`` bytes at a time (in 16-byte pieces where wider). One pass of local memory serves
+    ``ldmatrix`` reads the 16-byte rows of an 8 x 8 matrix, 8 consecutive rows at one chunk, in a pass:
+    their places must differ modulo a line. Otherwise a lane reads ``span`` bytes at a time (in 16-byte pieces where wider). One pass of local memory serves
     ``rows_read`` fragment rows: four lanes each, at one offset. Rows of ``row_chunks`` chunks lie
     ``rows_per_line`` to a 128-byte line; the rows of a pass that share a line's place need distinct
     permutations, which move their reads ``step`` chunks apart (a lane group's chunks; with 32-byte reads,
     whose pieces lie on every other chunk, from even chunks to odd ones)."""
     span = params.lane_k(dtype) * dtype.real_bytes
     row_chunks = params.tile_k * dtype.real_bytes // CHUNK_BYTES
+    if params.loads == "ldmatrix":      # a pass reads one matrix: 16 bytes of 8 consecutive rows, one chunk each
+        rows_per_line = max(1, BANK_BYTES // CHUNK_BYTES // row_chunks)
+        return Swizzle(rows_per_line, BANK_BYTES // CHUNK_BYTES // rows_per_line, 1)
     rows_read = BANK_BYTES // min(span, CHUNK_BYTES) // 4
     rows_per_line = max(1, BANK_BYTES // CHUNK_BYTES // row_chunks)
     step = 4 * span // CHUNK_BYTES if span <= CHUNK_BYTES else 1
@@ -83,6 +87,7 @@ class _Generator(ElementCode):
         self.operand = OPERANDS[dtype.mma_operand]
         self.lane_k, self.steps = params.lane_k(dtype), params.steps(dtype)
         self.read_pieces = max(1, self.lane_k * dtype.real_bytes // CHUNK_BYTES)   # 16-byte reads a lane's read takes
+        self.matrices = params.loads == "ldmatrix"
         self.registers = self.shape.k_per_lane // self.operand.pack    # per row of 8, per instruction
         self.parts = ("re", "im") if dtype.is_complex else ("",)
         self.threads = params.work_group_size
@@ -145,7 +150,10 @@ class _Generator(ElementCode):
           f"typedef {dt.real_cl} real;",
           f"typedef {dt.cl_element} elem;",
           f"typedef {dt.stored_cl} stored;            // A's and B's elements in memory")
-        if dt.half:
+        if self.matrices:
+            w("typedef uint4 a_read;          // one A fragment: 16 rows x 16 k as ldmatrix delivers it (two values a register)",
+              "typedef uint2 b_read;          // one B fragment: 8 columns x 16 k")
+        elif dt.half:
             w(f"typedef uint{self.lane_k // 2} lane_read;          // LANE_K consecutive k of one staged row, two per register")
         else:
             w(f"typedef {dt.real_cl}{self.lane_k} lane_read;        // LANE_K consecutive k of one staged row")
@@ -356,6 +364,9 @@ class _Generator(ElementCode):
     def fragment_sets(self) -> None:
         """Declare the fragment registers: per part (and TF32 piece), ``fragment_sets`` sets of one chunk."""
         w = self.out
+        if self.matrices:
+            w(f"a_read a_frag[{self.p.fragment_sets}][TILES_M];", f"b_read b_frag[{self.p.fragment_sets}][TILES_N];")
+            return
         for part in self.parts + (("sum",) if self.three_m else ()):
             for piece in self.pieces():
                 suffix = (f"_{part}" if part else "") + piece
@@ -365,6 +376,9 @@ class _Generator(ElementCode):
     def read_chunk(self, chunk: int, into: int) -> None:
         """Read the fragments of chunk ``chunk`` of the block in ``stage`` into fragment set ``into``."""
         w = self.out
+        if self.matrices:
+            self.matrix_reads(chunk, into)
+            return
         self.unrolled("i", "TILES_M")
         self.unrolled("h", "MMA_M / 8")
         self.fragment_reads("A", f"[{into}][i][h]", "warp_row + i * MMA_M + 8 * h + g", chunk)
@@ -373,6 +387,61 @@ class _Generator(ElementCode):
         self.unrolled("j", "TILES_N")
         self.fragment_reads("B", f"[{into}][j]", "warp_col + j * MMA_N + g", chunk)
         w.close()
+
+    def matrix_reads(self, chunk: int, into: int) -> None:
+        """Read chunk ``chunk`` (16 k: two 16-byte chunks of each row) as 8 x 8 matrices. Register m of an
+        A fragment is matrix m: rows 8 (m % 2) .. + 7 of the tile at k chunk m / 2, so registers 0..3 are
+        the instruction's a0..a3; a B fragment's registers are its two k chunks. With ldmatrix, lane l
+        addresses row l % 8 of matrix l / 8; emulated, each lane reads its own two values of each."""
+        w, first = self.out, 2 * chunk
+        a_start = "a_local + stage * A_STAGE + (warp_row + i * MMA_M"
+        b_start = "b_local + stage * B_STAGE + (warp_col + j * MMA_N"
+        self.unrolled("i", "TILES_M")
+        if self.p.mma == "ptx":
+            w(f"a_frag[{into}][i] = load_matrices_x4({a_start} + a_row) * TILE_K + ({first} ^ a_chunk) * CHUNK_ELEMS);")
+        else:
+            words = [self.word(f"warp_row + i * MMA_M + g + {8 * (m % 2)}", "a", first + m // 2) for m in range(4)]
+            w(f"a_frag[{into}][i] = (a_read)({', '.join(words)});")
+        w.close()
+        if self.p.mma == "ptx":
+            pairs, single = divmod(self.p.tiles_n, 2)
+            if pairs:
+                w("#pragma unroll")
+                w.open("for (int j = 0; j < TILES_N - 1; j += 2)")
+                w(f"const uint4 pair = load_matrices_x4({b_start} + b_row) * TILE_K + ({first} ^ b_chunk) * CHUNK_ELEMS);",
+                  f"b_frag[{into}][j] = pair.s01;", f"b_frag[{into}][j + 1] = pair.s23;")
+                w.close()
+            if single:
+                w("{", "    const int j = TILES_N - 1;",
+                  f"    b_frag[{into}][j] = load_matrices_x2({b_start} + b_row) * TILE_K + ({first} ^ b_chunk) * CHUNK_ELEMS);",
+                  "}")
+        else:
+            self.unrolled("j", "TILES_N")
+            words = [self.word("warp_col + j * MMA_N + g", "b", first + m) for m in range(2)]
+            w(f"b_frag[{into}][j] = (b_read)({', '.join(words)});")
+            w.close()
+
+    @staticmethod
+    def word(row: str, op: str, chunk: int) -> str:
+        """The two 16-bit values lane (g, t) takes from row ``row``, 16-byte chunk ``chunk`` of a matrix."""
+        return (f"*(const __local uint*)({op}_local + stage * {op.upper()}_STAGE + ({row}) * TILE_K"
+                f" + ({chunk} ^ SWIZZLE({row})) * CHUNK_ELEMS + 2 * t)")
+
+    def matrix_functions(self) -> None:
+        """``load_matrices_x4`` and ``_x2``: ldmatrix, for the lanes' row addresses."""
+        w = self.out
+        w("// 8 x 8 matrices of 16-bit values from local memory: lane l gives the address of row l % 8 of matrix",
+          "// l / 8; register m of lane (g, t) receives values 2 t and 2 t + 1 of row g of matrix m")
+        for count in (4, 2):
+            registers = ", ".join(f"%{r}" for r in range(count))
+            outputs = ", ".join(f'"=r"(r{r})' for r in range(count))
+            w.open(f"inline uint{count} load_matrices_x{count}(const __local stored* row)")
+            w(f"uint {', '.join(f'r{r}' for r in range(count))};",
+              f'asm volatile("ldmatrix.sync.aligned.m8n8.x{count}.shared.b16 {{{registers}}}, [%{count}];"',
+              f'    : {outputs} : "r"((uint)(ulong)row));',
+              f"return (uint{count})({', '.join(f'r{r}' for r in range(count))});")
+            w.close()
+        w("")
 
     def multiply(self, fragments: int) -> None:
         """Multiply fragment set ``fragments`` (one chunk) into the accumulators."""
@@ -385,8 +454,12 @@ class _Generator(ElementCode):
         regs = self.registers
 
         def call(acc: str, step: int, a_name: str, b_name: str, sign: str) -> str:
-            a_args = [f"{sign}{a_name}[i][{r % inst.row_halves}].s{hex_digit(step * regs + r // inst.row_halves)}"
-                      for r in range(inst.row_halves * regs)]
+            a_count = inst.row_halves * regs
+            if self.matrices:      # registers in the instruction's order already
+                a_args = [f"{a_name}[i].s{hex_digit(step * a_count + r)}" for r in range(a_count)]
+            else:
+                a_args = [f"{sign}{a_name}[i][{r % inst.row_halves}].s{hex_digit(step * regs + r // inst.row_halves)}"
+                          for r in range(a_count)]
             b_args = [f"{b_name}[j].s{hex_digit(step * regs + q)}" for q in range(regs)]
             return f"mma({acc}, {', '.join(a_args + b_args)}{extra});"
 
@@ -485,8 +558,14 @@ class _Generator(ElementCode):
         first while this block's last multiplies), and the next blocks staged meanwhile."""
         p, w = self.p, self.out
         chunks, sets = p.chunks(self.dt), p.fragment_sets
-        w("const int lane_chunk = (t * LANE_K / CHUNK_ELEMS) ^ SWIZZLE(g);   // the chunk a lane's reads start in,",
-          "const int lane_in_chunk = t * LANE_K % CHUNK_ELEMS;                // ... XOR the chunk's place in the block")
+        if not self.matrices:
+            w("const int lane_chunk = (t * LANE_K / CHUNK_ELEMS) ^ SWIZZLE(g);   // the chunk a lane's reads start in,",
+              "const int lane_in_chunk = t * LANE_K % CHUNK_ELEMS;                // ... XOR the chunk's place in the block")
+        elif p.mma == "ptx":
+            w("// the row this lane addresses for ldmatrix (of the 16 of an A tile, of two B tiles), and which",
+              "// 16-byte chunk of a chunk of 16 k, XOR the row's swizzle (the rows are lane % 8 modulo 8)",
+              "const int a_row = lane % 16, a_chunk = (lane / 16) ^ SWIZZLE(lane % 8);",
+              "const int b_row = lane / 16 * 8 + lane % 8, b_chunk = (lane / 8 % 2) ^ SWIZZLE(lane % 8);")
         self.fragment_sets()
         if p.copy == "async":
             self.async_prologue()
@@ -613,7 +692,8 @@ class _Generator(ElementCode):
         self.staging_loop(op, lines)
 
     def generate(self) -> str:
-        functions = [self.instruction_function] + ([self.copy_functions] if self.p.copy == "async" else [])
+        functions = ([self.instruction_function] + ([self.copy_functions] if self.p.copy == "async" else [])
+                     + ([self.matrix_functions] if self.matrices and self.p.mma == "ptx" else []))
         return self.buffer_kernel_source(KERNEL_NAME, "__attribute__((reqd_work_group_size(32 * WARPS_N, WARPS_M, 1)))",
                                          functions, operand="stored")
 
