@@ -3,8 +3,8 @@
 1. (with --occupancy) mma.sync's ceiling (float16, m16n8k16) against the warps a multiprocessor holds and the independent
    accumulators each warp has: can 8 warps (two a scheduler) keep the tensor cores busy?
 2. For each configuration given (hs: the kernel alone, no merge), the time at 4096^3 of the kernel and of
-   copies of it with one part of the main loop taken out: the barriers, the copies of later K blocks,
-   the fragment reads (replaced by values from registers), or the instructions (replaced by two integer
+   copies of it with one part of the main loop taken out: the barriers, the copies of later K blocks
+   (or their sources: always the first block's, in L2; or the waits for them), the fragment reads (replaced by values from registers), or the instructions (replaced by two integer
    operations). Their results are wrong; only their times matter.
 3. The SASS of each configuration (PTX from NVIDIA's OpenCL compiler, assembled for sm_90 by the ptxas
    that ships with Triton, disassembled by its nvdisasm or cuobjdump) and the count of each instruction.
@@ -51,7 +51,8 @@ def config(warps, tiles, tile_k, stages, vw=8, copy="async", read=8, sets=2, loa
 
 CONFIGS = {
     "128x256 w2x4 t4x8 k32 s2 ldmatrix f2": config((2, 4), (4, 8), 32, 2),
-    "128x128 w2x4 t4x4 k32 s3 ldmatrix f2": config((2, 4), (4, 4), 32, 3),
+    "128x128 w2x4 t4x4 k32 s3 ldmatrix f1": config((2, 4), (4, 4), 32, 3, sets=1),
+    "128x64 w4x1 t2x8 k32 s3 lanes v4": config((4, 1), (2, 8), 32, 3, vw=4, read=16, sets=1, loads="lanes"),
 }
 
 
@@ -89,6 +90,8 @@ def occupancy(ctx) -> list[dict]:
 ABLATIONS = {
     "no barriers in the loop": lambda loop: loop.replace("barrier(CLK_LOCAL_MEM_FENCE);", ""),
     "no copies of later blocks": lambda loop: loop.replace("if (k0 + STAGES * TILE_K < K)", "if (K < 0)"),
+    "later copies of block 0 (L2 hits)": lambda loop: loop.replace("k0 + STAGES * TILE_K + kk", "kk"),
+    "no waits for copies": lambda loop: re.sub(r"copy_wait\(\d\);", "", loop),
     "no fragment reads": lambda loop: re.sub(
         r"load_matrices_x(\d)\([^;]*\)", r"(uint\1)(k0 + lane)",
         re.sub(r"\*\(const __local lane_read\*\)\([^;]*?lane_in_chunk\)", "(lane_read)(k0 + lane)", loop)),
