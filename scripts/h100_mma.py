@@ -192,9 +192,24 @@ def ldmatrix_variants() -> list[tuple[str, str, MmaParams]]:
     return [(f"h {label}", "h", p) for label, p in h] + [(f"b {label}", "b", p) for label, p in h[1:2]]
 
 
+def registers_ldmatrix_variants() -> list[tuple[str, str, MmaParams]]:
+    """Run 11: ldmatrix with the next block fetched through registers (global loads through L1, then stores
+    to local memory) instead of cp.async."""
+    def v(warps, tiles, stages, sets):
+        return replace(mma("m16n8k16", "NT", warps, tiles, 32, stages, 8), read_width=8, fragment_sets=sets,
+                       loads="ldmatrix")
+
+    h = [("128x256 w2x4 t4x8 k32 s2 regs f2", v((2, 4), (4, 8), 2, 2)),
+         ("128x256 w2x4 t4x8 k32 s2 regs f1", v((2, 4), (4, 8), 2, 1)),
+         ("256x128 w4x2 t4x8 k32 s2 regs f2", v((4, 2), (4, 8), 2, 2)),
+         ("128x128 w2x4 t4x4 k32 s2 regs f2", v((2, 4), (4, 4), 2, 2))]
+    return [(f"h {label}", "h", p) for label, p in h]
+
+
 GROUPS = {"fp64": fp64_variants, "tf32": tf32_variants, "complex": complex_variants, "half": half_variants,
           "half-async": half_async_variants, "pipeline": pipeline_variants,
-          "stash": stash_variants, "ldmatrix": ldmatrix_variants}
+          "stash": stash_variants, "ldmatrix": ldmatrix_variants,
+          "registers-ldmatrix": registers_ldmatrix_variants}
 
 
 def say(*parts) -> None:
