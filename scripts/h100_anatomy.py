@@ -5,7 +5,8 @@
 2. For each configuration given (hs: the kernel alone, no merge), the time at 4096^3 of the kernel and of
    copies of it with one part of the main loop taken out: the barriers, the copies of later K blocks
    (or their sources: always the first block's, in L2; or the waits for them), the fragment reads (replaced by values from registers), or the instructions (replaced by two integer
-   operations). Their results are wrong; only their times matter.
+   operations), or with 16-byte copies cached in L1 (.ca, as the narrower copies are) instead of L2 only.
+   The results of all but the last are wrong; only their times matter.
 3. The SASS of each configuration (PTX from NVIDIA's OpenCL compiler, assembled for sm_90 by the ptxas
    that ships with Triton, disassembled by its nvdisasm or cuobjdump) and the count of each instruction.
 
@@ -51,8 +52,9 @@ def config(warps, tiles, tile_k, stages, vw=8, copy="async", read=8, sets=2, loa
 
 CONFIGS = {
     "128x256 w2x4 t4x8 k32 s2 ldmatrix f2": config((2, 4), (4, 8), 32, 2),
+    "256x128 w4x2 t4x8 k32 s2 ldmatrix f2": config((4, 2), (4, 8), 32, 2),
     "128x128 w2x4 t4x4 k32 s3 ldmatrix f1": config((2, 4), (4, 4), 32, 3, sets=1),
-    "128x64 w4x1 t2x8 k32 s3 lanes v4": config((4, 1), (2, 8), 32, 3, vw=4, read=16, sets=1, loads="lanes"),
+    "tuned 128x128 w2x4 t4x4 k32 s3 ldmatrix f1 v4": config((2, 4), (4, 4), 32, 3, vw=4, sets=1),
 }
 
 
@@ -104,6 +106,7 @@ def ablated(source: str) -> dict[str, str]:
     head, loop = source.split("for (int k0", 1)
     variants = {name: head + "for (int k0" + edit(loop) for name, edit in ABLATIONS.items()}
     variants["no instructions"] = source.replace(*NO_MMA)
+    variants["copies through L1 (.ca)"] = source.replace("cp.async.cg.", "cp.async.ca.")
     return variants
 
 
