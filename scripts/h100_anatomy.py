@@ -5,7 +5,7 @@
 2. For each configuration given (hs: the kernel alone, no merge), the time at 4096^3 of the kernel and of
    copies of it with one part of the main loop taken out: the barriers, the copies of later K blocks
    (or their sources: always the first block's, in L2; or the waits for them), the fragment reads (replaced by values from registers), or the instructions (replaced by two integer
-   operations), or with 16-byte copies cached in L1 (.ca, as the narrower copies are) instead of L2 only.
+   operations), or with 16-byte copies cached in L2 only (.cg) instead of in L1 too (.ca).
    The results of all but the last are wrong; only their times matter.
 3. The SASS of each configuration (PTX from NVIDIA's OpenCL compiler, assembled for sm_90 by the ptxas
    that ships with Triton, disassembled by its nvdisasm or cuobjdump) and the count of each instruction.
@@ -106,7 +106,8 @@ def ablated(source: str) -> dict[str, str]:
     head, loop = source.split("for (int k0", 1)
     variants = {name: head + "for (int k0" + edit(loop) for name, edit in ABLATIONS.items()}
     variants["no instructions"] = source.replace(*NO_MMA)
-    variants["copies through L1 (.ca)"] = source.replace("cp.async.cg.", "cp.async.ca.")
+    variants["16-byte copies in L2 only (.cg)"] = source.replace("cp.async.ca.shared.global [%0], [%1], 16,",
+                                                                  "cp.async.cg.shared.global [%0], [%1], 16,")
     return variants
 
 

@@ -162,7 +162,7 @@ def test_the_family_keeps_to_what_16_bit_operands_allow(device):
     with pytest.raises(ConfigError, match="vector_width 8 is for 16-bit elements"):
         render(dataclasses.replace(SMALL, vector_width=8), "s.tf32")
     ptx_async = render(dataclasses.replace(SMALL, copy="async", mma="ptx", vector_width=8), "h", guarded=False).source
-    assert "cp.async.cg.shared.global [%0], [%1], 16, %2;" in ptx_async
+    assert "cp.async.ca.shared.global [%0], [%1], 16, %2;" in ptx_async
     guarded_async = render(dataclasses.replace(SMALL, copy="async", mma="ptx", vector_width=8), "h").source
     assert "cp.async.c" not in guarded_async and "cp.async.wait" not in guarded_async   # 2 bytes: plain copies
     with pytest.raises(ConfigError, match="multiple of 32"):

@@ -660,8 +660,9 @@ class _Generator(ElementCode):
         w(f"#define COPY {unit}   // elements per asynchronous copy")
         w.open("inline void copy_async(__local stored* dst, const __global stored* src, const int count)")
         if hardware:
-            cache = "cg" if size == 16 else "ca"      # .cg (L2 only) takes 16-byte copies alone
-            w(f'asm volatile("cp.async.{cache}.shared.global [%0], [%1], {size}, %2;"',
+            # .ca: cached in L1 too, where the work-groups of a multiprocessor share operand rows (16-byte
+            # copies ran 27 to 32% faster than with .cg, L2 only, on the H100: notes/2026-11-23-h100-pipeline.md)
+            w(f'asm volatile("cp.async.ca.shared.global [%0], [%1], {size}, %2;"',
               f'    :: "r"((uint)(ulong)dst), "l"(src), "r"(count * {self.dt.itemsize}) : "memory");')
         else:
             w("for (int e = 0; e < COPY; ++e) dst[e] = e < count ? src[e] : (stored)0;")
