@@ -328,7 +328,7 @@ class _Generator(ElementCode):
         """Read operand ``op``'s fragments ``[index]`` of each part at row ``row`` of the staged block,
         chunk ``chunk``, and with the 3M method the sum of the two parts."""
         letter = op.lower()
-        first = chunk * 4 * self.lane_k // (CHUNK_BYTES // self.dt.real_bytes)    # the chunk's first 16 bytes
+        first = self.first_piece(chunk)
         for part in self.parts:
             suffix = f"_{part}" if part else ""
             row_start = f"{self.local_name(op, part)} + stage * {op}_STAGE + ({row}) * TILE_K"
@@ -393,7 +393,7 @@ class _Generator(ElementCode):
         A fragment is matrix m: rows 8 (m % 2) .. + 7 of the tile at k chunk m / 2, so registers 0..3 are
         the instruction's a0..a3; a B fragment's registers are its two k chunks. With ldmatrix, lane l
         addresses row l % 8 of matrix l / 8; emulated, each lane reads its own two values of each."""
-        w, first = self.out, 2 * chunk
+        w, first = self.out, self.first_piece(chunk)
         a_start = "a_local + stage * A_STAGE + (warp_row + i * MMA_M"
         b_start = "b_local + stage * B_STAGE + (warp_col + j * MMA_N"
         self.unrolled("i", "TILES_M")
@@ -424,8 +424,11 @@ class _Generator(ElementCode):
     @staticmethod
     def word(row: str, op: str, chunk: int) -> str:
         """The two 16-bit values lane (g, t) takes from row ``row``, 16-byte chunk ``chunk`` of a matrix."""
-        return (f"*(const __local uint*)({op}_local + stage * {op.upper()}_STAGE + ({row}) * TILE_K"
-                f" + ({chunk} ^ SWIZZLE({row})) * CHUNK_ELEMS + 2 * t)")
+        return f"*(const __local uint*)({op}_local + stage * {op.upper()}_STAGE + AT({row}, {chunk} * CHUNK_ELEMS + 2 * t))"
+
+    def first_piece(self, chunk: int) -> int:
+        """The 16-byte chunk of a staged row where chunk ``chunk`` (CHUNK k) of the K block starts."""
+        return chunk * 4 * self.lane_k * self.dt.real_bytes // CHUNK_BYTES
 
     def matrix_functions(self) -> None:
         """``load_matrices_x4`` and ``_x2``: ldmatrix, for the lanes' row addresses."""
