@@ -146,3 +146,43 @@ def test_finalists_are_the_top_and_the_best_of_every_other_layout(monkeypatch):
     rates = [k.gflops for k in kept]
     assert rates == sorted(rates, reverse=True)
     assert rejected == [(failing, "wrong")]
+
+
+def test_a_gpus_large_class_ranks_its_finalists_again_on_a_larger_problem(device, monkeypatch):
+    import dataclasses
+
+    from autogemm.profiles import Ranked
+    from autogemm.tuning.records import Outcome, Record
+
+    gpu = dataclasses.replace(device, device_type="GPU", global_mem_bytes=80 << 30, max_mem_alloc_bytes=20 << 30)
+    large, *others = tuner.size_classes(gpu)
+    assert large.confirm == 2 * large.m and not any(c.confirm for c in others)
+    assert not any(c.confirm for c in tuner.size_classes(gpu, quick=True) + tuner.size_classes(device))
+
+    space = synthetic_space()
+    configs = [space.config(p) for p in list(space.points())[:40]]
+    at_4096 = [Ranked(c, 1000.0 - i) for i, c in enumerate(configs)]          # the order the search found
+    truth = {c: (0.0 if i == 39 else rate(c)) for i, c in enumerate(configs)}  # the last computes wrongly
+    shapes = []
+
+    class Timed:
+        def __init__(self, ctx, dtype, m, n, k, **options):
+            shapes.append((m, n, k))
+
+        def evaluate(self, config):
+            ok = truth[config] > 0
+            return Record(config, Outcome.OK if ok else Outcome.WRONG, truth[config] if ok else 0.0)
+
+        def release(self):
+            pass
+
+    monkeypatch.setattr(tuner, "Evaluator", Timed)
+    ctx = type("Ctx", (), {"device": gpu})()
+    again = tuner.confirmed(ctx, DTYPES["d"], 8192, at_4096, top=3)
+    assert shapes == [(8192, 8192, 8192)]
+    want = tuner.best_of_each_layout([Ranked(c, r) for c, r in truth.items() if r > 0], 3)
+    assert again == want and [r.gflops for r in again] == [truth[r.config] for r in again]
+    assert configs[39] not in {r.config for r in again} and again != at_4096[:len(again)]
+    small = dataclasses.replace(gpu, global_mem_bytes=4 << 30)               # 8192^2 doubles x 4 > a quarter
+    assert tuner.confirmed(type("Ctx", (), {"device": small})(), DTYPES["d"], 8192, at_4096, top=3) is None
+    assert len(shapes) == 1

@@ -46,6 +46,11 @@ class ProgressListener(TuneListener):
                   f" ({objective.reused} from checkpoint)  {objective.failures} errors")
         self.progress.update(self.task, completed=objective.clock.fraction(), status=status)
 
+    def confirming(self, dtype: Dtype, size: SizeClass, count: int) -> None:
+        self.progress.console.print(f"{dtype.routine} {size.name}: timing its {count} best again at "
+                                    f"{size.confirm}x{size.confirm}x{size.confirm}, which decides their order",
+                                    highlight=False)
+
     def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None,
                        objectives: list[Objective], rejected: list[tuple[KernelParams, str]]) -> None:
         self.progress.update(self.task, completed=1.0)
@@ -64,7 +69,7 @@ def summary_table(rows: list[tuple]) -> Table:
                          overflow="fold")
     for dtype, size, entry, evaluations, failures, seconds in rows:
         best = entry.ranked[0] if entry else None
-        table.add_row(f"{dtype.key} {size.name} {size.m}", f"{best.gflops:.1f}" if best else "-",
+        table.add_row(f"{dtype.key} {size.name} {entry.shape[0] if entry else size.m}", f"{best.gflops:.1f}" if best else "-",
                       best.config.describe() if best else "no correct kernel", str(evaluations), str(failures),
                       f"{seconds:.0f}")
     return table

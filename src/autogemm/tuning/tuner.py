@@ -4,8 +4,9 @@ For each dtype and size class: the pruned space of each kernel family the device
 ``subgroup_space`` where it offers a shuffle, ``mma_space`` where it has tensor-core instructions for the
 dtype) with the multiply-add form the FMA micro-benchmark chose, an ``Evaluator`` on fresh random data of the class's shape, the checkpoint of that (device, dtype,
 shape), and a strategy per family under its share of the budget. The best correct configurations are
-verified on awkward shapes and written to the device profile as each class finishes, so an interrupted run
-keeps every finished class (and, in the checkpoint, every measurement). The budget covers the whole run:
+verified on awkward shapes (and, for a GPU's large class, ranked again on a problem twice its size) and
+written to the device profile as each class finishes, so an interrupted run keeps every finished class
+(and, in the checkpoint, every measurement). The budget covers the whole run:
 the FMA benchmark and the verifications are paid from it. On a GPU, kernels compile in worker processes."""
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from typing import Callable
+
+import numpy as np
 
 from .. import __version__
 from ..blas import default_params
@@ -41,13 +45,15 @@ from .verify import verify
 
 @dataclass(frozen=True)
 class SizeClass:
-    """A problem shape tuned for, and the share of a dtype's budget it gets."""
+    """A problem shape tuned for, the share of a dtype's budget it gets, and the size of the square
+    problem its finalists are ranked on where that is another (``confirm``)."""
 
     name: str
     m: int
     n: int
     k: int
     share: float
+    confirm: int | None = None
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -66,7 +72,18 @@ def size_classes(device: Device, quick: bool = False) -> tuple[SizeClass, ...]:
         sizes = (2048, 768, 256) if quick else (4096, 1536, 512)
     else:
         sizes = (256, 128, 64) if quick else (768, 320, 128)
-    return tuple(SizeClass(name, n, n, n, share) for (name, share), n in zip(CLASS_SHARES.items(), sizes))
+    classes = [SizeClass(name, n, n, n, share) for (name, share), n in zip(CLASS_SHARES.items(), sizes)]
+    if device.is_gpu and not quick:
+        classes[0] = replace(classes[0], confirm=CONFIRM_SCALE * classes[0].m)
+    return tuple(classes)
+
+
+#: A GPU's large class ranks its finalists on a problem this many times larger in each dimension: the
+#: largest problems keep less of their operands in the caches, and the tile that wins at 4096 on the
+#: H100 can lose at 8192 (DGEMM: 48.0 against 46.0 TFLOP/s at 4096, 41.1 against 44.6 at 8192).
+CONFIRM_SCALE = 2
+#: How many more verified finalists than it keeps a class with ``confirm`` times again.
+CONFIRM_POOL = 2
 
 
 def default_budget(device: Device, quick: bool = False) -> Budget:
@@ -90,6 +107,8 @@ class TuneListener:
     def class_started(self, dtype: Dtype, size: SizeClass, space: SearchSpace, objective: Objective) -> None: ...
 
     def record(self, objective: Objective, record: Record, fresh: bool) -> None: ...
+
+    def confirming(self, dtype: Dtype, size: SizeClass, count: int) -> None: ...
 
     def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None,
                        objectives: list[Objective], rejected: list[tuple[KernelParams, str]]) -> None: ...
@@ -124,27 +143,54 @@ def start_point(space: SearchSpace, params: KernelParams) -> Point | None:
 def finalists(ctx: DeviceContext, dtype: Dtype, objectives: list[Objective], top: int
               ) -> tuple[list[Ranked], list[tuple[KernelParams, str]]]:
     """Over the measurements of ``objectives`` (one per family searched): the ``top`` best correct
-    configurations that also pass ``verify``, then the best verified one of
-    each codelet layout not among them (so that a problem stored in that layout can be computed
-    without a transposing pack, see ``blas.selection``), best first; and those rejected by ``verify``."""
-    ok = sorted((r for o in objectives for r in o.records.values() if o.complete(r)), key=lambda r: r.gflops,
-                reverse=True)
-    kept: list[Ranked] = []
+    configurations that also pass ``verify`` (see ``best_of_each_layout``); and those rejected by it."""
+    ok = [Ranked(r.config, r.gflops) for o in objectives for r in o.records.values() if o.complete(r)]
     rejected: list[tuple[KernelParams, str]] = []
-    layouts: set[str] = set()
-    all_layouts = {r.config.layout for r in ok}
-    for record in ok:
-        if len(kept) >= top and record.config.layout in layouts:
-            continue
-        problem = verify(ctx, record.config, dtype)
+
+    def verified(ranked: Ranked) -> bool:
+        problem = verify(ctx, ranked.config, dtype)
         if problem:
-            rejected.append((record.config, problem))
-        else:
-            kept.append(Ranked(record.config, record.gflops))
-            layouts.add(record.config.layout)
+            rejected.append((ranked.config, problem))
+        return not problem
+
+    return best_of_each_layout(ok, top, verified), rejected
+
+
+def best_of_each_layout(candidates: list[Ranked], top: int, accept: Callable[[Ranked], bool] = lambda r: True
+                        ) -> list[Ranked]:
+    """The ``top`` fastest of ``candidates`` that ``accept`` takes, then the fastest accepted one of each
+    codelet layout not among them (so that a problem stored in that layout can be computed without a
+    transposing pack, see ``blas.selection``), best first. ``accept`` is asked only as far as needed."""
+    ordered = sorted(candidates, key=lambda r: r.gflops, reverse=True)
+    kept: list[Ranked] = []
+    layouts: set[str] = set()
+    all_layouts = {r.config.layout for r in ordered}
+    for ranked in ordered:
+        if len(kept) >= top and ranked.config.layout in layouts:
+            continue
+        if accept(ranked):
+            kept.append(ranked)
+            layouts.add(ranked.config.layout)
         if len(kept) >= top and layouts >= all_layouts:
             break
-    return kept, rejected
+    return kept
+
+
+def confirmed(ctx: DeviceContext, dtype: Dtype, size: int, ranked: list[Ranked], top: int) -> list[Ranked] | None:
+    """``ranked`` timed again on the square problem of ``size`` and kept as ``best_of_each_layout`` keeps
+    them; None where that problem would take more than a quarter of the device's memory (operands, C and
+    the float64 reference) or none of them computes it right."""
+    reference_itemsize = np.dtype(dtype.reference_numpy).itemsize
+    needed = size * size * (2 * dtype.itemsize + dtype.output.itemsize + reference_itemsize)
+    if 4 * needed > ctx.device.global_mem_bytes or size * size * reference_itemsize > ctx.device.max_mem_alloc_bytes:
+        return None
+    evaluator = Evaluator(ctx, dtype, size, size, size, slow_factor=float("inf"))
+    try:
+        records = [evaluator.evaluate(r.config) for r in ranked]
+    finally:
+        evaluator.release()
+    timed = [Ranked(record.config, record.gflops) for record in records if record.ok]
+    return best_of_each_layout(timed, top) or None
 
 
 def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Budget | None = None,
@@ -274,10 +320,18 @@ def _tune_class(ctx: DeviceContext, dt: Dtype, size: SizeClass, spaces: list[tup
                 pass
     finally:
         evaluator.release()
-    ranked, rejected = finalists(ctx, dt, objectives, top)
+    ranked, rejected = finalists(ctx, dt, objectives, top * CONFIRM_POOL if size.confirm else top)
+    shape = size.shape
+    if ranked and size.confirm:
+        listener.confirming(dt, size, len(ranked))
+        again = confirmed(ctx, dt, size.confirm, ranked, top)
+        if again:
+            shape, ranked = (size.confirm,) * 3, again
+        else:
+            ranked = best_of_each_layout(ranked, top)
     entry = None
     if ranked:
-        entry = SizeClassEntry(size.name, size.shape, tuple(ranked), strategy,
+        entry = SizeClassEntry(size.name, shape, tuple(ranked), strategy,
                                sum(o.evaluations for o in objectives), time.monotonic() - started)
     listener.class_finished(dt, size, entry, objectives, rejected)
     return entry
