@@ -2,7 +2,8 @@
 
 1. (with --occupancy) mma.sync's ceiling (float16, m16n8k16) against the warps a multiprocessor holds and the independent
    accumulators each warp has: can 8 warps (two a scheduler) keep the tensor cores busy?
-2. For each configuration given (hs: the kernel alone, no merge), the time at 4096^3 of the kernel and of
+2. For each configuration of the dtype given (``--dtype hs``, the default: the kernel alone, no merge, at
+   4096^3; ``--dtype d``: at 8192^3), the time of the kernel and of
    copies of it with one part of the main loop taken out: the barriers, the copies of later K blocks
    (or their sources: always the first block's, in L2; or the waits for them), the fragment reads (replaced by values from registers), or the instructions (replaced by two integer
    operations), or with 16-byte copies cached in L2 only (.cg) instead of in L1 too (.ca).
@@ -45,16 +46,37 @@ N = 4096
 R255 = ("-cl-nv-maxrregcount=255",)
 
 
-def config(warps, tiles, tile_k, stages, vw=8, copy="async", read=8, sets=2, loads="ldmatrix") -> MmaParams:
-    return MmaParams("NT", "m16n8k16", warps[0], warps[1], tiles[0], tiles[1], tile_k, stages, vw, "ptx", R255, copy,
+def config(warps, tiles, tile_k, stages, vw=8, copy="async", read=8, sets=2, loads="ldmatrix", shape="m16n8k16"
+           ) -> MmaParams:
+    return MmaParams("NT", shape, warps[0], warps[1], tiles[0], tiles[1], tile_k, stages, vw, "ptx", R255, copy,
                      read_width=read, fragment_sets=sets, loads=loads)
 
 
+#: The configurations taken apart, per dtype (``--dtype``; hs by default).
 CONFIGS = {
-    "128x256 w2x4 t4x8 k32 s2 ldmatrix f2": config((2, 4), (4, 8), 32, 2),
-    "256x128 w4x2 t4x8 k32 s2 ldmatrix f2": config((4, 2), (4, 8), 32, 2),
-    "128x128 w2x4 t4x4 k32 s3 ldmatrix f1": config((2, 4), (4, 4), 32, 3, sets=1),
-    "tuned 128x128 w2x4 t4x4 k32 s3 ldmatrix f1 v4": config((2, 4), (4, 4), 32, 3, vw=4, sets=1),
+    "hs": {
+        "128x256 w2x4 t4x8 k32 s2 ldmatrix f2": config((2, 4), (4, 8), 32, 2),
+        "256x128 w4x2 t4x8 k32 s2 ldmatrix f2": config((4, 2), (4, 8), 32, 2),
+        "128x128 w2x4 t4x4 k32 s3 ldmatrix f1": config((2, 4), (4, 4), 32, 3, sets=1),
+        "tuned 128x128 w2x4 t4x4 k32 s3 ldmatrix f1 v4": config((2, 4), (4, 4), 32, 3, vw=4, sets=1),
+    },
+    "d": {
+        "tuned at 8192: m16n8k4 128x64 w4x1 t2x8 k8 s3": config((4, 1), (2, 8), 8, 3, 2, read=16, sets=1, loads="lanes",
+                                                              shape="m16n8k4"),
+        "tuned at 4096: m16n8k8 64x64 w2x2 t2x4 k16 s3 f2": config((2, 2), (2, 4), 16, 3, 2, read=16, loads="lanes",
+                                                                  shape="m16n8k8"),
+        "m16n8k8 128x128 w4x2 t2x8 k16 registers s1": config((4, 2), (2, 8), 16, 1, 2, "registers", 16, 1, "lanes",
+                                                             "m16n8k8"),
+        "m16n8k16 128x64 w4x1 t2x8 k16 s2": config((4, 1), (2, 8), 16, 2, 2, read=16, sets=1, loads="lanes",
+                                                   shape="m16n8k16"),
+        "m16n8k8 128x64 w4x1 t2x8 k8 s3": config((4, 1), (2, 8), 8, 3, 2, read=16, sets=1, loads="lanes",
+                                                 shape="m16n8k8"),
+    },
+}
+#: Per dtype: what the fragment reads become when they are taken out, and an instruction's stand-in.
+STAND_INS = {
+    "hs": ("(lane_read)(k0 + lane)", ("asm(\"mma.sync", "c[0] = as_float(as_uint(c[0]) ^ a0 ^ b0); if (0) asm(\"mma.sync")),
+    "d": ("(double2)((double)(k0 + lane))", ("asm(\"mma.sync", "c[0] += a0 * b0; if (0) asm(\"mma.sync")),
 }
 
 
@@ -89,23 +111,27 @@ def occupancy(ctx) -> list[dict]:
     return rows
 
 
-ABLATIONS = {
-    "no barriers in the loop": lambda loop: loop.replace("barrier(CLK_LOCAL_MEM_FENCE);", ""),
-    "no copies of later blocks": lambda loop: loop.replace("if (k0 + STAGES * TILE_K < K)", "if (K < 0)"),
-    "later copies of block 0 (L2 hits)": lambda loop: loop.replace("k0 + STAGES * TILE_K + kk", "kk"),
-    "no waits for copies": lambda loop: re.sub(r"copy_wait\(\d\);", "", loop),
-    "no fragment reads": lambda loop: re.sub(
-        r"load_matrices_x(\d)\([^;]*\)", r"(uint\1)(k0 + lane)",
-        re.sub(r"\*\(const __local lane_read\*\)\([^;]*?lane_in_chunk\)", "(lane_read)(k0 + lane)", loop)),
-}
-NO_MMA = ("asm(\"mma.sync", "c[0] = as_float(as_uint(c[0]) ^ a0 ^ b0); if (0) asm(\"mma.sync")
+def ablations(fragment: str) -> dict:
+    """Edits of the main loop that take one part out; ``fragment`` stands in for a fragment read."""
+    return {
+        "no barriers in the loop": lambda loop: loop.replace("barrier(CLK_LOCAL_MEM_FENCE);", ""),
+        "no copies of later blocks": lambda loop: loop.replace("if (k0 + STAGES * TILE_K < K)", "if (K < 0)")
+        .replace("if (more) {", "if (K < 0) {"),
+        "later copies of block 0 (L2 hits)": lambda loop: loop.replace("k0 + STAGES * TILE_K + kk", "kk")
+        .replace("k0 + TILE_K + kk", "kk"),
+        "no waits for copies": lambda loop: re.sub(r"copy_wait\(\d\);", "", loop),
+        "no fragment reads": lambda loop: re.sub(
+            r"load_matrices_x(\d)\([^;]*\)", r"(uint\1)(k0 + lane)",
+            re.sub(r"\*\(const __local lane_(?:read|piece)\*\)\([^;]*?lane_in_chunk\)", fragment, loop)),
+    }
 
 
-def ablated(source: str) -> dict[str, str]:
+def ablated(source: str, key: str) -> dict[str, str]:
     """The kernel with parts of its main loop (from ``for (int k0``) taken out."""
+    fragment, no_mma = STAND_INS[key]
     head, loop = source.split("for (int k0", 1)
-    variants = {name: head + "for (int k0" + edit(loop) for name, edit in ABLATIONS.items()}
-    variants["no instructions"] = source.replace(*NO_MMA)
+    variants = {name: head + "for (int k0" + edit(loop) for name, edit in ablations(fragment).items()}
+    variants["no instructions"] = source.replace(*no_mma)
     variants["16-byte copies in L2 only (.cg)"] = source.replace("cp.async.ca.shared.global [%0], [%1], 16,",
                                                                   "cp.async.cg.shared.global [%0], [%1], 16,")
     return variants
@@ -153,16 +179,19 @@ def main() -> None:
     ctx = context_for(gpu)
     say(f"device {gpu.name.strip()}")
     result = {"occupancy": occupancy(ctx) if "--occupancy" in sys.argv else [], "kernels": {}}
-    evaluator = Evaluator(ctx, DTYPES["hs"], N, N, N, runs=5, slow_factor=float("inf"))
-    flops = 2 * N ** 3
-    say(f"\n| configuration (hs, {N}^3) | full kernel | " + " | ".join(ABLATIONS) + " | no instructions |")
-    say("| --- " * (3 + len(ABLATIONS)) + "|")
-    for label, params in CONFIGS.items():
+    key = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else "hs"
+    n = N * 2 if key == "d" else N
+    evaluator = Evaluator(ctx, DTYPES[key], n, n, n, runs=5, slow_factor=float("inf"))
+    flops = 2 * n ** 3
+    names = list(ablations(""))
+    say(f"\n| configuration ({key}, {n}^3) | full kernel | " + " | ".join(names) + " | no instructions |")
+    say("| --- " * (3 + len(names)) + "|")
+    for label, params in CONFIGS[key].items():
         record = evaluator.evaluate(params)
         plan = evaluator.prepare(params)
         src = plan.kernel_source
         rates = {"full kernel": record.gflops / 1e3 if record.ok else 0.0}
-        for name, source in ablated(src.source).items():
+        for name, source in ablated(src.source, key).items():
             plan.gemm_kernel = ctx.kernel(source, src.name, src.options)
             plan._last_args.clear()
             seconds = median(time_enqueue(lambda: plan.enqueue(evaluator.a, evaluator.b, evaluator.c), runs=5))
