@@ -69,6 +69,10 @@ CONFIGS = {
                                                              "m16n8k8"),
         "m16n8k16 128x64 w4x1 t2x8 k16 s2": config((4, 1), (2, 8), 16, 2, 2, read=16, sets=1, loads="lanes",
                                                    shape="m16n8k16"),
+        "m16n8k8 128x128 w4x2 t2x8 k8 s3": config((4, 2), (2, 8), 8, 3, 2, read=16, sets=1, loads="lanes",
+                                                  shape="m16n8k8"),
+        "m16n8k4 128x128 w4x2 t2x8 k8 s3": config((4, 2), (2, 8), 8, 3, 2, read=16, sets=1, loads="lanes",
+                                                  shape="m16n8k4"),
         "m16n8k8 128x64 w4x1 t2x8 k8 s3": config((4, 1), (2, 8), 8, 3, 2, read=16, sets=1, loads="lanes",
                                                  shape="m16n8k8"),
     },
@@ -183,9 +187,9 @@ def main() -> None:
     n = N * 2 if key == "d" else N
     evaluator = Evaluator(ctx, DTYPES[key], n, n, n, runs=5, slow_factor=float("inf"))
     flops = 2 * n ** 3
-    names = list(ablations(""))
-    say(f"\n| configuration ({key}, {n}^3) | full kernel | " + " | ".join(names) + " | no instructions |")
-    say("| --- " * (3 + len(names)) + "|")
+    names = list(ablations("")) + ["no instructions", "16-byte copies in L2 only (.cg)"]
+    say(f"\n| configuration ({key}, {n}^3) | full kernel | " + " | ".join(names) + " |")
+    say("| --- " * (2 + len(names)) + "|")
     for label, params in CONFIGS[key].items():
         record = evaluator.evaluate(params)
         plan = evaluator.prepare(params)
