@@ -1,16 +1,16 @@
 """autogemm: auto-tuned dense matrix multiplication (GEMM) for any OpenCL device."""
 
-from .api import gemm
+from .api import gemm, matmul
 from .blas import GemmPlan, GemmProblem, Op
 from .codelets.simt import SimtParams
 from .errors import (ArgumentError, AutogemmError, BuildError, ConfigError, DeviceError, DtypeError,
                      ShapeError)
-from .runtime import Device, context_for, default_device, find_device, list_devices
+from .runtime import Device, context_for, context_for_queue, default_device, find_device, list_devices
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "gemm", "GemmPlan", "GemmProblem", "Op", "SimtParams", "Device", "context_for", "default_device",
+    "gemm", "matmul", "GemmPlan", "GemmProblem", "Op", "SimtParams", "Device", "context_for", "context_for_queue", "default_device",
     "find_device", "list_devices", "AutogemmError", "ArgumentError", "BuildError", "ConfigError",
     "DeviceError", "DtypeError", "ShapeError", "__version__",
 ]

@@ -1,11 +1,11 @@
 """OpenCL underneath everything: devices, contexts, programs and timing."""
 
-from .context import DeviceContext, context_for
+from .context import DeviceContext, context_for, context_for_queue
 from .device import Device
 from .discovery import default_device, find_device, list_devices
 from .timing import event_seconds, median, time_enqueue
 
 __all__ = [
-    "Device", "DeviceContext", "context_for", "default_device", "find_device", "list_devices",
+    "Device", "DeviceContext", "context_for", "context_for_queue", "default_device", "find_device", "list_devices",
     "event_seconds", "median", "time_enqueue",
 ]

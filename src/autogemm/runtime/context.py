@@ -9,21 +9,24 @@ from contextlib import contextmanager
 
 import pyopencl as cl
 
-from ..errors import BuildError
+from ..errors import ArgumentError, BuildError
 from .build_pool import BuildPool
 from .device import Device
-from .discovery import find_device
+from .discovery import find_device, list_devices
 
 
 class DeviceContext:
     """The context, queue and program cache of one device; get it with ``context_for``."""
 
-    def __init__(self, device: Device) -> None:
+    def __init__(self, device: Device, queue: cl.CommandQueue | None = None) -> None:
         self.device = device
-        self.context = cl.Context([device.cl_device])
-        self.queue = cl.CommandQueue(
-            self.context, properties=cl.command_queue_properties.PROFILING_ENABLE
-        )
+        if queue is None:
+            self.context = cl.Context([device.cl_device])
+            self.queue = cl.CommandQueue(
+                self.context, properties=cl.command_queue_properties.PROFILING_ENABLE
+            )
+        else:
+            self.context, self.queue = queue.context, queue
         self._programs: dict[tuple[str, str], cl.Program] = {}
         self._lock = threading.Lock()
         self._build_pool: BuildPool | None = None
@@ -90,3 +93,24 @@ def context_for(device: Device | str | int | None = None) -> DeviceContext:
         if ctx is None:
             ctx = _contexts[key] = DeviceContext(dev)
         return ctx
+
+
+_adopted: dict[int, DeviceContext] = {}
+
+
+def context_for_queue(queue: cl.CommandQueue) -> DeviceContext:
+    """A ``DeviceContext`` on a caller's in-order queue (the one its device arrays were made with), kept
+    per queue so that its built programs are reused. ``ArgumentError`` for an out-of-order queue: the
+    launches of a plan rely on running in the order they are enqueued."""
+    if queue.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE:
+        raise ArgumentError("the arrays' queue is out of order; autogemm needs an in-order queue")
+    with _contexts_lock:
+        ctx = _adopted.get(queue.int_ptr)      # holds the queue, so its handle is not reused
+        if ctx is not None:
+            return ctx
+    dev = next((d for d in list_devices() if d.cl_device == queue.device), None)
+    if dev is None:
+        raise ArgumentError(f"the arrays' device {queue.device.name.strip()} is not among the devices autogemm finds")
+    ctx = DeviceContext(dev, queue)
+    with _contexts_lock:
+        return _adopted.setdefault(queue.int_ptr, ctx)

@@ -1,0 +1,162 @@
+"""The public high-level call ``gemm``: on numpy arrays (blocking, the result in host memory) or on
+``pyopencl`` arrays (enqueued on their queue, returning at once)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from ..blas import GemmPlan, GemmProblem, Op
+from ..blas.plan_cache import cached_plan
+from ..codelets.simt import SimtParams
+from ..dtypes import Dtype, get_dtype, with_output, with_precision
+from ..errors import ArgumentError, DtypeError, ShapeError
+from ..runtime import Device, DeviceContext
+from .operands import Matrix, Stored, as_matrix, call_context, events_of, on_device, stored
+
+
+def _scalar(value: object, name: str, dt: Dtype) -> complex | float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Number):
+        raise ArgumentError(f"{name} must be a number, not {value!r}")
+    if not dt.is_complex and isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
+        if complex(value).imag != 0:
+            raise DtypeError(f"{name}={value!r} is complex but the matrices are real ({dt.numpy})")
+        value = complex(value).real
+    return complex(value) if dt.is_complex else float(value)  # type: ignore[arg-type]
+
+
+def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | float = 1.0,
+         beta: complex | float = 0.0, trans_a: str = "N", trans_b: str = "N",
+         device: Device | str | int | None = None, config: SimtParams | None = None,
+         edge: str = "auto", precision: str | None = None, out_dtype: object = None,
+         wait_for: list[cl.Event] | None = None) -> Matrix:
+    """C = alpha op(A) op(B) + beta C on an OpenCL device, for arrays of one of the dtypes float32,
+    float64, complex64, complex128, float16 and bfloat16 (``ml_dtypes.bfloat16``).
+
+    Operands are numpy arrays or ``pyopencl.array.Array`` s, in any mix. With numpy arrays alone the call
+    blocks and C is a numpy array. Where any operand is a device array, the call runs on that array's
+    queue (in-order; all device operands of one context) and returns at once: C is then a device array
+    (``c`` itself when it is one, else a new one) whose ``events`` hold the product's completion, so
+    ``C.get()`` or ``C.finish()`` waits; numpy operands are uploaded first, without blocking. A numpy
+    ``c`` is filled when the product is done (that call blocks). The pending ``events`` of the device
+    operands, and ``wait_for``, are waited for on the device before anything reads or writes them.
+
+    float16 and bfloat16 products are accumulated in float32; C is of the operands' type, or float32
+    when ``out_dtype`` is float32 or ``c`` is a float32 array. Tensor cores multiply them where the device
+    has such instructions; elsewhere the operands are converted to float32 on the device first.
+
+    ``precision`` None computes in the arrays' own precision. For float32 and complex64, 'tf32' lets
+    tensor cores multiply operands rounded to TF32 (a relative error near 3e-4, as cuBLAS's TF32 mode)
+    and '3xtf32' splits each operand into two TF32 parts and sums three products (about float32's
+    error); on a device without such instructions both are computed exactly, as float32.
+
+    ``trans_a`` and ``trans_b`` are 'N', 'T' or 'C' (conjugate transpose). Without ``c`` a new array is
+    returned (and ``beta`` must be 0); with ``c`` the result is written into it, as BLAS does, and ``c`` is
+    returned. Row-major, column-major (Fortran-ordered) and strided 2-D views are accepted, device arrays
+    with their offsets. ``device`` is a ``Device`` or a specification (see ``autogemm devices``);
+    ``config`` a ``SimtParams`` (default: from the device's profile); ``edge`` chooses how sizes that are
+    not whole tiles are handled ('auto', 'pad', 'guard'). Every argument is checked before anything is
+    enqueued; on an error the caller's arrays are unchanged.
+    """
+    a = as_matrix(a, "a")
+    b = as_matrix(b, "b")
+    dt = with_precision(get_dtype(a.dtype), precision)
+    if b.dtype != a.dtype:
+        raise DtypeError(f"a is {a.dtype} but b is {b.dtype}; convert them to one dtype")
+    if c is not None:
+        c = as_matrix(c, "c")
+        if out_dtype is not None and c.dtype != get_dtype(out_dtype).numpy:
+            raise DtypeError(f"c is {c.dtype} but out_dtype is {get_dtype(out_dtype).numpy}")
+    try:
+        dt = with_output(dt, c.dtype if c is not None else out_dtype)
+    except DtypeError as exc:
+        raise DtypeError(f"{'c' if c is not None else 'out_dtype'}: {exc}") from None
+    op_a, op_b = Op.from_letter(trans_a, "trans_a"), Op.from_letter(trans_b, "trans_b")
+    alpha, beta = _scalar(alpha, "alpha", dt), _scalar(beta, "beta", dt)
+    m, k = (a.shape[1], a.shape[0]) if op_a.transposed else a.shape
+    k_b, n = (b.shape[1], b.shape[0]) if op_b.transposed else b.shape
+    if k != k_b:
+        raise ShapeError(f"op(a) is {m}x{k} but op(b) is {k_b}x{n}: inner dimensions differ")
+    if c is None:
+        if beta != 0:
+            raise ArgumentError("beta is not 0 but no c was given to scale")
+    else:
+        if c.shape != (m, n):
+            raise ShapeError(f"c has shape {c.shape}; op(a) op(b) is {m}x{n}")
+        if isinstance(c, np.ndarray) and not c.flags.writeable:
+            raise ArgumentError("c is read-only")
+    if config is not None and not isinstance(config, SimtParams):
+        raise ArgumentError(f"config must be a SimtParams, not {type(config).__name__}")
+    wait_for = _events(wait_for)
+    ctx = call_context(device, {"a": a, "b": b, "c": c})
+    asynchronous = any(on_device(x) for x in (a, b, c))
+    if wait_for and not asynchronous:
+        raise ArgumentError("wait_for is for calls on device arrays; numpy operands are read when the call is made")
+
+    if c is not None:
+        out = c
+    elif asynchronous:
+        out = cl_array.empty(ctx.queue, (m, n), dt.output.numpy)
+    else:
+        out = np.empty((m, n), dtype=dt.output.numpy)
+    sa, sb, sc = stored(a, "a"), stored(b, "b"), stored(out, "c")
+    op_a = op_a.flipped() if sa.flipped else op_a
+    op_b = op_b.flipped() if sb.flipped else op_b
+    if sc.flipped:   # C^T = op(B)^T op(A)^T on the row-major storage of C
+        (sa, op_a), (sb, op_b), (m, n) = (sb, op_b.flipped()), (sa, op_a.flipped()), (n, m)
+    problem = GemmProblem(dt, m, n, k, op_a, op_b, lda=sa.ld, ldb=sb.ld, ldc=sc.ld, offset_a=sa.offset,
+                          offset_b=sb.offset, offset_c=sc.offset)
+    plan = cached_plan(ctx, problem, config, edge)
+    if m == 0 or n == 0:
+        return out
+    return _run(ctx, plan, (sa, sb, sc), out, alpha, beta, events_of([a, b, c]) + wait_for)
+
+
+def _events(wait_for: object) -> list[cl.Event]:
+    if wait_for is None:
+        return []
+    if not isinstance(wait_for, (list, tuple)) or not all(isinstance(e, cl.Event) for e in wait_for):
+        raise ArgumentError("wait_for must be a list of pyopencl events")
+    return list(wait_for)
+
+
+def _run(ctx: DeviceContext, plan: GemmPlan, operands: tuple[Stored, Stored, Stored], out: Matrix, alpha, beta,
+         wait_for: list[cl.Event]) -> Matrix:
+    """Upload the host operands (C only when beta is not 0: it is not read then), enqueue the product and,
+    for a host C, download it into ``out``; a device ``out`` gets the events to wait on instead."""
+    mf, queue = cl.mem_flags, ctx.queue
+    buffers, uploads = [], []
+    try:
+        for st, needed in zip(operands, (True, True, beta != 0)):
+            if st.buffer is not None:
+                buffers.append(st.buffer)
+                continue
+            buffers.append(cl.Buffer(ctx.context, mf.READ_WRITE, max(st.span.nbytes, st.span.itemsize)))
+            if needed and st.span.size:
+                # the event keeps the host memory alive until the copy is done
+                uploads.append(cl.enqueue_copy(queue, buffers[-1], np.ascontiguousarray(st.span), is_blocking=False))
+        events = plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=wait_for + uploads)
+        if isinstance(out, cl_array.Array):
+            for event in uploads + events[-1:]:
+                out.add_event(event)
+            return out
+        _download(queue, operands[2], buffers[2], out)
+        return out
+    finally:
+        for st, buf in zip(operands, buffers):
+            if st.buffer is None:
+                buf.release()      # freed once the commands using it are done
+
+
+def _download(queue: cl.CommandQueue, sc: Stored, buffer: cl.Buffer, out: np.ndarray) -> None:
+    """Read C's storage back into ``out``: straight into its memory when it is dense and row-major."""
+    if out.flags.c_contiguous and not sc.flipped:
+        cl.enqueue_copy(queue, out.reshape(-1), buffer)
+        return
+    result = np.empty(max(sc.elements, 1), dtype=out.dtype)
+    cl.enqueue_copy(queue, result, buffer)
+    view = np.lib.stride_tricks.as_strided(result, shape=(sc.rows, sc.cols), strides=(sc.ld * out.itemsize, out.itemsize))
+    out[...] = view.T if sc.flipped else view

@@ -1,0 +1,147 @@
+"""``gemm`` and ``matmul`` on pyopencl arrays: enqueued on the arrays' queue, returning at once with the
+result on the device and its completion in the result's events; mixed host and device operands; numpy's
+matmul rules for 1-D and stacked operands; errors raised before anything is enqueued."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+import pytest
+
+import autogemm
+from autogemm.checking import apply_op, random_matrix, relative_error, tolerance
+from autogemm.dtypes import DTYPES
+
+RNG = np.random.default_rng()
+
+
+@pytest.fixture(scope="module")
+def queue(ctx):
+    """A queue of the caller's own context, as an application that made its arrays would have."""
+    context = cl.Context([ctx.device.cl_device])
+    return cl.CommandQueue(context)
+
+
+def _want(a, b, c, alpha, beta, ta, tb, dt):
+    ref = alpha * (apply_op(a.astype(dt.reference_numpy), ta) @ apply_op(b.astype(dt.reference_numpy), tb))
+    return ref + beta * c.astype(dt.reference_numpy) if beta != 0 else ref
+
+
+@pytest.mark.parametrize("letter", "sdcz")
+@pytest.mark.parametrize("layout", ["C", "F", "offset views"])
+def test_device_operands_give_a_device_result_in_place(queue, letter, layout):
+    dt = DTYPES[letter]
+    m, n, k = 37, 29, 45
+    a, b, c = (random_matrix(RNG, dt, s) for s in ((k, m), (k, n), (m, n)))      # op(A) = A^T (or A^H)
+    ta = "C" if dt.is_complex else "T"
+    if layout == "F":
+        da, db, dc = (cl_array.to_device(queue, np.asfortranarray(x)) for x in (a, b, c))
+    elif layout == "offset views":      # views into larger device arrays: offsets and leading dimensions
+        wide = [random_matrix(RNG, dt, (x.shape[0] + 3, x.shape[1] + 5)) for x in (a, b, c)]
+        for w, x in zip(wide, (a, b, c)):
+            w[3:, 2:2 + x.shape[1]] = x
+        whole = [cl_array.to_device(queue, w) for w in wide]
+        da, db, dc = (d[3:, 2:2 + x.shape[1]] for d, x in zip(whole, (a, b, c)))
+    else:
+        da, db, dc = (cl_array.to_device(queue, x) for x in (a, b, c))
+    alpha, beta = (0.5 - 1j, 1.5) if dt.is_complex else (0.5, 1.5)
+    result = autogemm.gemm(da, db, dc, alpha=alpha, beta=beta, trans_a=ta)
+    assert result is dc and dc.events
+    cl.wait_for_events(dc.events)
+    got = whole[2].get() if layout == "offset views" else dc.get()
+    if layout == "offset views":        # nothing outside the view was written
+        assert np.array_equal(got[:3], wide[2][:3]) and np.array_equal(got[3:, :2], wide[2][3:, :2])
+        assert np.array_equal(got[3:, 2 + n:], wide[2][3:, 2 + n:])
+        got = got[3:, 2:2 + n]
+    assert relative_error(got, _want(a, b, c, alpha, beta, ta, "N", dt)) < tolerance(dt, k)
+
+
+def test_the_call_returns_before_the_product_runs(queue):
+    """Gated on a user event, the product cannot have run when the call returns: the call enqueued it."""
+    dt = DTYPES["s"]
+    a, b = random_matrix(RNG, dt, (40, 30)), random_matrix(RNG, dt, (30, 20))
+    da, db = cl_array.to_device(queue, a), cl_array.to_device(queue, b)
+    gate = cl.UserEvent(queue.context)
+    c = autogemm.gemm(da, db, wait_for=[gate])
+    assert isinstance(c, cl_array.Array) and c.shape == (40, 20)
+    assert c.events[-1].command_execution_status != cl.command_execution_status.COMPLETE
+    gate.set_status(cl.command_execution_status.COMPLETE)
+    assert relative_error(c.get(), a.astype(np.float64) @ b) < dt.tolerance
+
+
+def test_a_device_c_with_beta_0_is_not_read(queue):
+    dt = DTYPES["d"]
+    a, b = random_matrix(RNG, dt, (33, 17)), random_matrix(RNG, dt, (17, 21))
+    dc = cl_array.to_device(queue, np.full((33, 21), np.nan))
+    autogemm.gemm(cl_array.to_device(queue, a), b, dc)
+    assert relative_error(dc.get(), a @ b) < dt.tolerance
+
+
+def test_host_and_device_operands_mix(queue):
+    dt = DTYPES["c"]
+    a, b, c = random_matrix(RNG, dt, (25, 19)), random_matrix(RNG, dt, (19, 31)), random_matrix(RNG, dt, (25, 31))
+    want = _want(a, b, c, 2.0, -1.0, "N", "N", dt)
+    on_device = autogemm.gemm(a, cl_array.to_device(queue, b), cl_array.to_device(queue, c), alpha=2.0, beta=-1.0)
+    assert relative_error(on_device.get(), want) < dt.tolerance
+    host_c = np.asfortranarray(c)                     # the result goes where C is: here, to the host
+    assert autogemm.gemm(cl_array.to_device(queue, a), b, host_c, alpha=2.0, beta=-1.0) is host_c
+    assert relative_error(host_c, want) < dt.tolerance
+    fresh = autogemm.gemm(cl_array.to_device(queue, a), b)
+    assert isinstance(fresh, cl_array.Array) and relative_error(fresh.get(), a.astype(np.complex128) @ b) < dt.tolerance
+
+
+def test_device_errors_are_raised_before_anything_runs(queue, ctx):
+    a = cl_array.to_device(queue, random_matrix(RNG, DTYPES["s"], (8, 8)))
+    c = cl_array.to_device(queue, np.full((8, 8), 7.0, np.float32))
+    other = cl.CommandQueue(cl.Context([ctx.device.cl_device]))
+    with pytest.raises(autogemm.ArgumentError, match="b and a are device arrays of different OpenCL contexts"):
+        autogemm.gemm(a, cl_array.to_device(other, np.ones((8, 8), np.float32)), c)
+    wide = cl_array.to_device(queue, np.ones((16, 16), np.float32))
+    with pytest.raises(autogemm.ShapeError, match=r"b: a device array with strides \(128, 8\)"):
+        autogemm.gemm(a, wide[::2, ::2], c)
+    with pytest.raises(autogemm.ArgumentError, match="wait_for is for calls on device arrays"):
+        autogemm.gemm(np.ones((2, 2)), np.ones((2, 2)), wait_for=[cl.UserEvent(queue.context)])
+    with pytest.raises(autogemm.ArgumentError, match="wait_for must be a list of pyopencl events"):
+        autogemm.gemm(a, a, wait_for=[1])
+    with pytest.raises(autogemm.ShapeError, match="c has shape"):
+        autogemm.gemm(a, a, cl_array.to_device(queue, np.zeros((8, 7), np.float32)))
+    unordered = cl.CommandQueue(queue.context, properties=cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE) \
+        if queue.device.queue_properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE else None
+    if unordered is not None:
+        with pytest.raises(autogemm.ArgumentError, match="out of order"):
+            autogemm.gemm(cl_array.to_device(unordered, np.ones((4, 4), np.float32)), np.ones((4, 4), np.float32))
+    assert np.all(c.get() == 7.0)
+
+
+@pytest.mark.parametrize("shapes", [((7, 5), (5, 3)), ((5,), (5, 3)), ((7, 5), (5,)), ((5,), (5,)),
+                                    ((2, 3, 7, 5), (5, 4)), ((3, 1, 7, 5), (1, 4, 5, 6)), ((6,), (2, 6, 3))])
+def test_matmul_follows_numpy(shapes):
+    dt = DTYPES["d"]
+    a, b = random_matrix(RNG, dt, shapes[0]), random_matrix(RNG, dt, shapes[1])
+    want = np.matmul(a, b)
+    got = autogemm.matmul(a, b)
+    assert np.shape(got) == want.shape and relative_error(np.asarray(got), want) < dt.tolerance
+
+
+def test_matmul_on_device_stacks(queue):
+    dt = DTYPES["s"]
+    a, b = random_matrix(RNG, dt, (4, 9, 13)), random_matrix(RNG, dt, (13, 6))
+    got = autogemm.matmul(cl_array.to_device(queue, a), b)
+    assert isinstance(got, cl_array.Array) and got.events
+    assert relative_error(got.get(), a.astype(np.float64) @ b) < dt.tolerance
+    out = np.full((4, 9, 6), np.nan, np.float32)[:, :, ::-1]      # a host out no view can reshape
+    assert autogemm.matmul(a, cl_array.to_device(queue, b), out=out) is out
+    assert relative_error(out, a.astype(np.float64) @ b) < dt.tolerance
+
+
+def test_matmul_errors():
+    a = np.ones((3, 4))
+    with pytest.raises(autogemm.ShapeError, match="a has 4 columns but b has 5 rows"):
+        autogemm.matmul(a, np.ones((5, 2)))
+    with pytest.raises(autogemm.ShapeError, match="do not broadcast"):
+        autogemm.matmul(np.ones((2, 3, 4)), np.ones((3, 4, 2)))
+    with pytest.raises(autogemm.ShapeError, match="b is a scalar"):
+        autogemm.matmul(a, np.array(2.0))
+    with pytest.raises(autogemm.ShapeError, match=r"out must be an array of shape \(3, 2\)"):
+        autogemm.matmul(a, np.ones((4, 2)), out=np.ones((2, 3)))
