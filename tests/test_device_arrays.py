@@ -145,3 +145,21 @@ def test_matmul_errors():
         autogemm.matmul(a, np.array(2.0))
     with pytest.raises(autogemm.ShapeError, match=r"out must be an array of shape \(3, 2\)"):
         autogemm.matmul(a, np.ones((4, 2)), out=np.ones((2, 3)))
+
+
+def test_a_product_larger_than_the_device_says_how_much_it_needs(ctx, monkeypatch):
+    import dataclasses
+
+    small = dataclasses.replace(ctx.device, global_mem_bytes=3 << 20, max_mem_alloc_bytes=1 << 20)
+    monkeypatch.setattr(ctx, "device", small)
+    fits = np.ones((256, 256), np.float32)             # 0.25 MiB an operand
+    assert np.allclose(autogemm.gemm(fits, fits), 256.0)
+    under_1_mib = np.ones((500, 500), np.float32)      # 0.95 MiB each, over 3 MiB with C and the packs
+    c = np.full((500, 500), 5.0, np.float32)
+    with pytest.raises(autogemm.DeviceError, match=r"needs \d+ MiB on .*, 1 MiB in one buffer; the device has 3 MiB "
+                                                   r"and allocates at most 1 MiB at once"):
+        autogemm.gemm(under_1_mib, under_1_mib, c)
+    big = np.ones((1024, 1024), np.float32)
+    with pytest.raises(autogemm.DeviceError, match="4 MiB in one buffer"):
+        autogemm.gemm(big, big)
+    assert np.all(c == 5.0)

@@ -13,7 +13,7 @@ from ..blas import GemmPlan, GemmProblem, Op
 from ..blas.plan_cache import cached_plan
 from ..codelets.simt import SimtParams
 from ..dtypes import Dtype, get_dtype, with_output, with_precision
-from ..errors import ArgumentError, DtypeError, ShapeError
+from ..errors import ArgumentError, DeviceError, DtypeError, ShapeError
 from ..runtime import Device, DeviceContext
 from .operands import Matrix, Stored, as_matrix, call_context, events_of, on_device, stored
 
@@ -128,6 +128,7 @@ def _run(ctx: DeviceContext, plan: GemmPlan, operands: tuple[Stored, Stored, Sto
     """Upload the host operands (C only when beta is not 0: it is not read then), enqueue the product and,
     for a host C, download it into ``out``; a device ``out`` gets the events to wait on instead."""
     mf, queue = cl.mem_flags, ctx.queue
+    _check_memory(ctx, plan, [st.span.nbytes for st in operands if st.buffer is None])
     buffers, uploads = [], []
     try:
         for st, needed in zip(operands, (True, True, beta != 0)):
@@ -149,6 +150,20 @@ def _run(ctx: DeviceContext, plan: GemmPlan, operands: tuple[Stored, Stored, Sto
         for st, buf in zip(operands, buffers):
             if st.buffer is None:
                 buf.release()      # freed once the commands using it are done
+
+
+def _check_memory(ctx: DeviceContext, plan: GemmPlan, uploads: list[int]) -> None:
+    """``DeviceError`` when the call's buffers (the uploaded operands and the plan's temporaries, those
+    the device does not hold yet) cannot fit the device: more in all than its memory, or one larger than
+    it allocates at once."""
+    sizes = uploads + ([] if plan.allocated else list(plan.temporary_bytes().values()))
+    total, largest = sum(sizes), max(sizes, default=0)
+    dev = ctx.device
+    if total > dev.global_mem_bytes or largest > dev.max_mem_alloc_bytes:
+        mib = 2**20
+        raise DeviceError(f"this product needs {total / mib:.0f} MiB on {dev.name.strip()}, {largest / mib:.0f} MiB "
+                          f"in one buffer; the device has {dev.global_mem_bytes / mib:.0f} MiB and allocates at most "
+                          f"{dev.max_mem_alloc_bytes / mib:.0f} MiB at once")
 
 
 def _download(queue: cl.CommandQueue, sc: Stored, buffer: cl.Buffer, out: np.ndarray) -> None:

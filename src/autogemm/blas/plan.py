@@ -180,8 +180,8 @@ class GemmPlan:
                        dst_ld=round_up(max(dst_cols, 1), max(self.params.vector_width, texel)), image=image)
 
     # ----- resources ----------------------------------------------------------------------------
-    def _buffer(self, elements: int, itemsize: int) -> cl.Buffer:
-        buf = cl.Buffer(self.ctx.context, cl.mem_flags.READ_WRITE, max(1, elements) * itemsize)
+    def _buffer(self, size: int) -> cl.Buffer:
+        buf = cl.Buffer(self.ctx.context, cl.mem_flags.READ_WRITE, max(1, size))
         self._temps.append(buf)
         return buf
 
@@ -220,15 +220,30 @@ class GemmPlan:
         on other threads, without holding device memory)."""
         if self._temps:
             return
+        sizes = self.temporary_bytes()
         self.pack_buffers: dict[str, cl.Buffer] = {}
         self.images: dict[str, cl.Image] = {}
         for name, st in self.staging.items():
             if st.packed:
-                self.pack_buffers[name] = self._buffer(st.dst_rows * st.dst_ld, self.kernel_dtype.itemsize)
+                self.pack_buffers[name] = self._buffer(sizes[name])
                 if st.image:
                     self.images[name] = self._image(st)
         if self.c_temp:
-            self.c_buffer = self._buffer(self.slices * self.padded_m * self.padded_n, self.dtype.scalar_numpy.itemsize)
+            self.c_buffer = self._buffer(sizes["C"])
+
+    @property
+    def allocated(self) -> bool:
+        """True while the plan holds its temporary buffers."""
+        return bool(self._temps)
+
+    def temporary_bytes(self) -> dict[str, int]:
+        """The bytes of each temporary buffer ``enqueue`` allocates: packed A and B, C's temporary
+        (images, filled from the packed buffers, add as much again)."""
+        sizes = {name: st.dst_rows * st.dst_ld * self.kernel_dtype.itemsize
+                 for name, st in self.staging.items() if st.packed}
+        if self.c_temp:
+            sizes["C"] = self.slices * self.padded_m * self.padded_n * self.dtype.scalar_numpy.itemsize
+        return sizes
 
     def _epilogue(self, name: str) -> cl.Kernel:
         """The plan's own ``merge`` or ``scale`` kernel object (made once: creating one costs time)."""
