@@ -65,8 +65,10 @@ def stored(arr: Matrix, name: str) -> Stored:
             raise ShapeError(f"{name}: a device array with strides {arr.strides} is neither row- nor column-major; "
                              f"pass a contiguous one")
         ld, flipped = layout
-        return Stored(ld, flipped, *((cols, rows) if flipped else (rows, cols)),
-                      offset=arr.offset // arr.dtype.itemsize, buffer=arr.base_data)
+        shape = (cols, rows) if flipped else (rows, cols)
+        if arr.base_data is None:          # pyopencl gives an empty array no buffer: the kernels get a stand-in
+            return Stored(ld, flipped, *shape, span=np.empty(0, arr.dtype))
+        return Stored(ld, flipped, *shape, offset=arr.offset // arr.dtype.itemsize, buffer=arr.base_data)
     if layout is None:
         arr = np.ascontiguousarray(arr)
         ld, flipped = max(cols, 1), False
