@@ -140,7 +140,7 @@ def _run(ctx: DeviceContext, plan: GemmPlan, operands: tuple[Stored, Stored, Sto
                 # the event keeps the host memory alive until the copy is done
                 uploads.append(cl.enqueue_copy(queue, buffers[-1], np.ascontiguousarray(st.span), is_blocking=False))
         events = plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=wait_for + uploads)
-        if isinstance(out, cl_array.Array):
+        if on_device(out):
             for event in uploads + events[-1:]:
                 out.add_event(event)
             return out
@@ -173,5 +173,6 @@ def _download(queue: cl.CommandQueue, sc: Stored, buffer: cl.Buffer, out: np.nda
         return
     result = np.empty(max(sc.elements, 1), dtype=out.dtype)
     cl.enqueue_copy(queue, result, buffer)
-    view = np.lib.stride_tricks.as_strided(result, shape=(sc.rows, sc.cols), strides=(sc.ld * out.itemsize, out.itemsize))
+    strides = (sc.ld * out.itemsize, out.itemsize)
+    view = np.lib.stride_tricks.as_strided(result, shape=(sc.rows, sc.cols), strides=strides)
     out[...] = view.T if sc.flipped else view

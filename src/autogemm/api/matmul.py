@@ -9,12 +9,11 @@ import pyopencl.array as cl_array
 from ..errors import ArgumentError, ShapeError
 from ..runtime import Device
 from .gemm import gemm
-from .operands import call_context, events_of, on_device
+from .operands import as_array, call_context, events_of, on_device
 
 
 def _array(value: object, name: str):
-    if not isinstance(value, (np.ndarray, cl_array.Array)):
-        raise ArgumentError(f"{name} must be a numpy or pyopencl array, not {type(value).__name__}")
+    value = as_array(value, name)
     if value.ndim == 0:
         raise ShapeError(f"{name} is a scalar; matmul needs at least one dimension")
     return value

@@ -4,14 +4,14 @@ dimension and an element offset, whether they come as numpy arrays (uploaded) or
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ..errors import ArgumentError, ShapeError
-from ..runtime import Device, DeviceContext, context_for, context_for_queue
+from ..runtime import Device, DeviceContext, context_for, context_for_queue, find_device
 
 Matrix = np.ndarray | cl_array.Array
 
@@ -74,16 +74,21 @@ def stored(arr: Matrix, name: str) -> Stored:
         ld, flipped = max(cols, 1), False
     else:
         ld, flipped = layout
-    rows, cols = (cols, rows) if flipped else (rows, cols)
-    length = (rows - 1) * ld + cols if rows and cols else 0
-    span = np.lib.stride_tricks.as_strided(arr, shape=(length,), strides=(arr.itemsize,), writeable=False)
-    return Stored(ld, flipped, rows, cols, span=span)
+    st = Stored(ld, flipped, *((cols, rows) if flipped else (rows, cols)))
+    span = np.lib.stride_tricks.as_strided(arr, shape=(st.elements,), strides=(arr.itemsize,), writeable=False)
+    return replace(st, span=span)
+
+
+def as_array(value: object, name: str) -> Matrix:
+    """``value`` if it is a numpy or pyopencl array, else ``ArgumentError``."""
+    if not isinstance(value, (np.ndarray, cl_array.Array)):
+        raise ArgumentError(f"{name} must be a numpy or pyopencl array, not {type(value).__name__}")
+    return value
 
 
 def as_matrix(value: object, name: str) -> Matrix:
     """``value`` if it is a 2-D numpy or pyopencl array, else ``ArgumentError``/``ShapeError``."""
-    if not isinstance(value, (np.ndarray, cl_array.Array)):
-        raise ArgumentError(f"{name} must be a numpy or pyopencl array, not {type(value).__name__}")
+    value = as_array(value, name)
     if value.ndim != 2:
         raise ShapeError(f"{name} must be 2-D, not {value.ndim}-D with shape {value.shape}")
     return value
@@ -100,7 +105,7 @@ def call_context(device: Device | str | int | None, named: dict[str, object]) ->
         if other.context != array.context:
             raise ArgumentError(f"{name} and {first} are device arrays of different OpenCL contexts")
     ctx = context_for_queue(array.queue)
-    if device is not None and context_for(device).device.cl_device != ctx.device.cl_device:
+    if device is not None and find_device(device).cl_device != ctx.device.cl_device:
         raise ArgumentError(f"device={device!r} is not the device {first} lies on ({ctx.device.name.strip()})")
     return ctx
 

@@ -69,7 +69,8 @@ def summary_table(rows: list[tuple]) -> Table:
                          overflow="fold")
     for dtype, size, entry, evaluations, failures, seconds in rows:
         best = entry.ranked[0] if entry else None
-        table.add_row(f"{dtype.key} {size.name} {entry.shape[0] if entry else size.m}", f"{best.gflops:.1f}" if best else "-",
+        ranked_at = entry.shape[0] if entry else size.m
+        table.add_row(f"{dtype.key} {size.name} {ranked_at}", f"{best.gflops:.1f}" if best else "-",
                       best.config.describe() if best else "no correct kernel", str(evaluations), str(failures),
                       f"{seconds:.0f}")
     return table
