@@ -17,21 +17,30 @@ from autogemm.dtypes import Dtype
 
 def run_and_check(ctx, params, dt: Dtype, m: int, n: int, k: int, trans_a: str, trans_b: str,
                   alpha, beta, edge: str, rng: np.random.Generator, extra_ld: int = 0,
-                  offset: int = 0, split_k: int | None = None) -> float:
-    """Run the plan and assert correctness; returns the relative error."""
+                  offset: int = 0, split_k: int | None = None, batch: int = 1, shared_a: bool = False) -> float:
+    """Run the plan and assert correctness; returns the relative error. With ``batch`` > 1 the plan
+    computes a strided batch, its products a few elements apart (A one matrix for all when ``shared_a``)."""
     op_a, op_b = Op.from_letter(trans_a, "trans_a"), Op.from_letter(trans_b, "trans_b")
     shapes = {"A": (k, m) if op_a.transposed else (m, k), "B": (n, k) if op_b.transposed else (k, n),
               "C": (m, n)}
     lds = {name: shape[1] + extra_ld for name, shape in shapes.items()}
+    strides = {name: 0 if (name == "A" and shared_a) or batch == 1 else (rows - 1) * lds[name] + cols + 3
+               for name, (rows, cols) in shapes.items()}
     problem = GemmProblem(dt, m, n, k, op_a, op_b, lda=lds["A"], ldb=lds["B"], ldc=lds["C"],
-                          offset_a=offset, offset_b=offset, offset_c=offset)
+                          offset_a=offset, offset_b=offset, offset_c=offset, batch=batch, stride_a=strides["A"],
+                          stride_b=strides["B"], stride_c=strides["C"])
     hosts, views = {}, {}
-    for name, (rows, cols) in shapes.items():
-        size = problem.elements_needed(name) + 5
+
+    def members(x: np.ndarray, name: str) -> np.ndarray:
+        """The ``batch`` x rows x cols view of operand ``name`` in its buffer's elements ``x``."""
+        size = x.itemsize
+        return np.lib.stride_tricks.as_strided(x[offset:], shape=(batch, *shapes[name]),
+                                               strides=(strides[name] * size, lds[name] * size, size))
+
+    for name in shapes:
         stored = dt.output if name == "C" else dt
-        hosts[name] = random_matrix(rng, stored, (size,))
-        views[name] = np.lib.stride_tricks.as_strided(
-            hosts[name][offset:], shape=(rows, cols), strides=(lds[name] * stored.itemsize, stored.itemsize))
+        hosts[name] = random_matrix(rng, stored, (problem.elements_needed(name) + 5,))
+        views[name] = members(hosts[name], name)
     if beta == 0:
         views["C"][...] = np.nan
     c_before = hosts["C"].copy()
@@ -51,10 +60,9 @@ def run_and_check(ctx, params, dt: Dtype, m: int, n: int, k: int, trans_a: str, 
         plan.release()
         for buf in bufs.values():
             buf.release()
-    size = dt.output.itemsize
-    got_c = np.lib.stride_tricks.as_strided(got[offset:], shape=(m, n), strides=(lds["C"] * size, size))
+    got_c = members(got, "C")
     outside = np.ones(got.shape, bool)
-    np.lib.stride_tricks.as_strided(outside[offset:], shape=(m, n), strides=(lds["C"], 1))[...] = False
+    members(outside, "C")[...] = False
     assert np.array_equal(got[outside], c_before[outside]), "elements outside C were changed"
     assert np.all(np.isfinite(got_c)), f"{np.count_nonzero(~np.isfinite(got_c))} elements of C not written (or NaN read)"
     err = relative_error(got_c, ref) if m and n else 0.0

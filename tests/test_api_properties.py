@@ -50,3 +50,35 @@ def test_gemm_matches_numpy(ctx, letter, m, n, k, ta, tb, layouts, places, alpha
     if m and n:
         assert relative_error(got, want) < tolerance(dt, max(k, 1))
     assert np.array_equal(read_a(), a) and np.array_equal(read_b(), b)
+
+
+@st.composite
+def _stacks(draw):
+    """Stack dimensions of a and b that broadcast: a common shape, each operand keeping a suffix of it
+    with some dimensions reduced to 1."""
+    common = draw(st.lists(st.integers(0, 4), min_size=1, max_size=3))
+    own = []
+    for _ in range(2):
+        kept = common[draw(st.integers(0, len(common))):]
+        own.append(tuple(d if draw(st.booleans()) else 1 for d in kept))
+    return own
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(letter=st.sampled_from("sz"), stacks=_stacks(), m=st.integers(1, 12), n=st.integers(1, 12),
+       k=st.integers(1, 12), places=st.tuples(st.booleans(), st.booleans()), fortran=st.booleans(),
+       seed=st.integers(0, 2**32 - 1))
+def test_matmul_matches_numpy_on_stacks(ctx, letter, stacks, m, n, k, places, fortran, seed):
+    """Batch counts from 0 up, broadcasting along any stack dimension (one batch or several), host or
+    device operands, row- or column-major matrices."""
+    dt, rng = DTYPES[letter], np.random.default_rng(seed)
+    a, b = random_matrix(rng, dt, stacks[0] + (m, k)), random_matrix(rng, dt, stacks[1] + (k, n))
+    if fortran:
+        b = np.swapaxes(np.ascontiguousarray(np.swapaxes(b, -1, -2)), -1, -2)
+    want = np.matmul(a.astype(dt.reference_numpy), b)
+    da, db = (cl_array.to_device(ctx.queue, np.ascontiguousarray(x)) if dev else x for x, dev in zip((a, b), places))
+    got = autogemm.matmul(da, db)
+    got = got.get() if any(places) else got
+    assert got.shape == want.shape
+    if got.size:
+        assert relative_error(got, want) < tolerance(dt, k)

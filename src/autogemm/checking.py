@@ -16,8 +16,9 @@ def random_matrix(rng: np.random.Generator, dt: Dtype, shape: tuple[int, ...]) -
 
 
 def apply_op(x: np.ndarray, letter: str) -> np.ndarray:
-    """op(x) for a BLAS trans letter: 'N' as is, 'T' transposed, 'C' conjugate transposed (views)."""
-    return {"N": x, "T": x.T, "C": x.conj().T}[letter.upper()]
+    """op(x) for a BLAS trans letter: 'N' as is, 'T' transposed, 'C' conjugate transposed (views; each
+    matrix of a stack)."""
+    return {"N": x, "T": x.swapaxes(-1, -2), "C": x.conj().swapaxes(-1, -2)}[letter.upper()]
 
 
 def gemm_flops(dt: Dtype, m: int, n: int, k: int) -> float:

@@ -1,6 +1,7 @@
-"""The public calls: ``gemm`` and ``matmul`` on numpy or pyopencl arrays."""
+"""The public calls: ``gemm``, ``gemm_batched`` and ``matmul`` on numpy or pyopencl arrays."""
 
+from .batched import gemm_batched
 from .gemm import gemm
 from .matmul import matmul
 
-__all__ = ["gemm", "matmul"]
+__all__ = ["gemm", "gemm_batched", "matmul"]

@@ -61,13 +61,21 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
     not whole tiles are handled ('auto', 'pad', 'guard'). Every argument is checked before anything is
     enqueued; on an error the caller's arrays are unchanged.
     """
-    a = as_matrix(a, "a")
-    b = as_matrix(b, "b")
+    a, b = as_matrix(a, "a"), as_matrix(b, "b")
+    c = None if c is None else as_matrix(c, "c")
+    return product(a, b, c, None, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, device=device,
+                   config=config, edge=edge, precision=precision, out_dtype=out_dtype, wait_for=wait_for)
+
+
+def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha, beta, trans_a: str, trans_b: str,
+            device, config, edge: str, precision, out_dtype, wait_for) -> Matrix:
+    """``gemm`` on checked arrays: one product of matrices (``batch`` None), or a strided batch of
+    ``batch`` products where ``a``, ``b`` and ``c`` are stacks along their first dimension (``a`` or
+    ``b`` a matrix, or a stack of one, is used in every product)."""
     dt = with_precision(get_dtype(a.dtype), precision)
     if b.dtype != a.dtype:
         raise DtypeError(f"a is {a.dtype} but b is {b.dtype}; convert them to one dtype")
     if c is not None:
-        c = as_matrix(c, "c")
         if out_dtype is not None and c.dtype != get_dtype(out_dtype).numpy:
             raise DtypeError(f"c is {c.dtype} but out_dtype is {get_dtype(out_dtype).numpy}")
     try:
@@ -76,16 +84,17 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
         raise DtypeError(f"{'c' if c is not None else 'out_dtype'}: {exc}") from None
     op_a, op_b = Op.from_letter(trans_a, "trans_a"), Op.from_letter(trans_b, "trans_b")
     alpha, beta = _scalar(alpha, "alpha", dt), _scalar(beta, "beta", dt)
-    m, k = (a.shape[1], a.shape[0]) if op_a.transposed else a.shape
-    k_b, n = (b.shape[1], b.shape[0]) if op_b.transposed else b.shape
+    m, k = a.shape[-1:-3:-1] if op_a.transposed else a.shape[-2:]
+    k_b, n = b.shape[-1:-3:-1] if op_b.transposed else b.shape[-2:]
     if k != k_b:
         raise ShapeError(f"op(a) is {m}x{k} but op(b) is {k_b}x{n}: inner dimensions differ")
+    shape = (m, n) if batch is None else (batch, m, n)
     if c is None:
         if beta != 0:
             raise ArgumentError("beta is not 0 but no c was given to scale")
     else:
-        if c.shape != (m, n):
-            raise ShapeError(f"c has shape {c.shape}; op(a) op(b) is {m}x{n}")
+        if c.shape != shape:
+            raise ShapeError(f"c has shape {c.shape}; the result is {'x'.join(map(str, shape))}")
         if isinstance(c, np.ndarray) and not c.flags.writeable:
             raise ArgumentError("c is read-only")
     if config is not None and not isinstance(config, SimtParams):
@@ -99,18 +108,19 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
     if c is not None:
         out = c
     elif asynchronous:
-        out = cl_array.empty(ctx.queue, (m, n), dt.output.numpy)
+        out = cl_array.empty(ctx.queue, shape, dt.output.numpy)
     else:
-        out = np.empty((m, n), dtype=dt.output.numpy)
+        out = np.empty(shape, dtype=dt.output.numpy)
     sa, sb, sc = stored(a, "a"), stored(b, "b"), stored(out, "c")
     op_a = op_a.flipped() if sa.flipped else op_a
     op_b = op_b.flipped() if sb.flipped else op_b
     if sc.flipped:   # C^T = op(B)^T op(A)^T on the row-major storage of C
         (sa, op_a), (sb, op_b), (m, n) = (sb, op_b.flipped()), (sa, op_a.flipped()), (n, m)
     problem = GemmProblem(dt, m, n, k, op_a, op_b, lda=sa.ld, ldb=sb.ld, ldc=sc.ld, offset_a=sa.offset,
-                          offset_b=sb.offset, offset_c=sc.offset)
+                          offset_b=sb.offset, offset_c=sc.offset, batch=sc.layers, stride_a=sa.stride,
+                          stride_b=sb.stride, stride_c=sc.stride)
     plan = cached_plan(ctx, problem, config, edge)
-    if m == 0 or n == 0:
+    if m == 0 or n == 0 or sc.layers == 0:
         return out
     return _run(ctx, plan, (sa, sb, sc), out, alpha, beta, events_of([a, b, c]) + wait_for)
 
@@ -173,6 +183,7 @@ def _download(queue: cl.CommandQueue, sc: Stored, buffer: cl.Buffer, out: np.nda
         return
     result = np.empty(max(sc.elements, 1), dtype=out.dtype)
     cl.enqueue_copy(queue, result, buffer)
-    strides = (sc.ld * out.itemsize, out.itemsize)
-    view = np.lib.stride_tricks.as_strided(result, shape=(sc.rows, sc.cols), strides=strides)
-    out[...] = view.T if sc.flipped else view
+    size = out.itemsize
+    view = np.lib.stride_tricks.as_strided(result, shape=(sc.layers, sc.rows, sc.cols),
+                                           strides=(sc.stride * size, sc.ld * size, size))
+    out[...] = (view.transpose(0, 2, 1) if sc.flipped else view).reshape(out.shape)

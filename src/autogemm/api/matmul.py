@@ -8,8 +8,9 @@ import pyopencl.array as cl_array
 
 from ..errors import ArgumentError, ShapeError
 from ..runtime import Device
+from .batched import gemm_batched
 from .gemm import gemm
-from .operands import as_array, call_context, events_of, on_device
+from .operands import Matrix, as_array, call_context, events_of, on_device
 
 
 def _array(value: object, name: str):
@@ -28,7 +29,8 @@ def matmul(a, b, *, out=None, device: Device | str | int | None = None, precisio
     Operands are numpy or pyopencl arrays as for ``gemm`` (same dtypes; both of one dtype): with a device
     array among them the products are enqueued on its queue and the result is a device array whose
     ``events`` say when it is done. ``out`` receives the result when given (of the result's shape and
-    dtype). A stack is computed as one product per matrix, each on a plan kept between calls.
+    dtype). A stack is computed as a strided batch (``gemm_batched``): one launch where the stacks are
+    evenly spaced in memory, as numpy's own arrays and their broadcasts are.
     """
     a, b = _array(a, "a"), _array(b, "b")
     a2 = a.reshape(1, a.shape[0]) if a.ndim == 1 else a
@@ -52,22 +54,58 @@ def matmul(a, b, *, out=None, device: Device | str | int | None = None, precisio
     if out is None:
         out = cl_array.empty(ctx.queue, final, a.dtype) if asynchronous else np.empty(final, a.dtype)
     target = out.reshape(shape)            # a copy only for a host out that no view can reshape
-    pending = events_of([a, b, out]) + list(wait_for or [])
-    done = None
-    for index in np.ndindex(*stack):
-        operands = (a2[_within(index, a2.shape[:-2])], b2[_within(index, b2.shape[:-2])]) if stack else (a2, b2)
-        c = gemm(*operands, target[index] if stack else target, device=device, precision=precision,
-                 wait_for=pending if asynchronous else None)
-        pending = []      # the queue is in order: each product follows the one before
-        done = c.events[-1] if on_device(c) and c.events else done
-    if on_device(out) and done is not None:
-        out.add_event(done)
-    elif isinstance(out, np.ndarray) and not np.shares_memory(target, out):
+    options = dict(device=device, precision=precision, wait_for=(events_of([a, b, out]) + list(wait_for or []))
+                   if asynchronous else None)
+    if 0 in stack:
+        done = []                           # no products
+    elif stack:
+        done = _stacked(a2, b2, target, stack, options)
+    else:
+        result = gemm(a2, b2, target, **options)
+        done = result.events[-1:] if asynchronous else []
+    if on_device(out):
+        for event in done:
+            out.add_event(event)
+    elif not np.shares_memory(target, out):
         out[...] = target.reshape(final)
     return out
 
 
-def _within(index: tuple[int, ...], dims: tuple[int, ...]) -> tuple[int, ...]:
-    """The operand's own index for stack ``index``: right-aligned, 0 along the dimensions it broadcasts."""
-    own = index[len(index) - len(dims):]
-    return tuple(i if d != 1 else 0 for i, d in zip(own, dims))
+def _stacked(a: Matrix, b: Matrix, c: Matrix, stack: tuple[int, ...], options: dict) -> list[cl.Event]:
+    """C = A B over the broadcast ``stack``: one strided batch when every operand's stack flattens to
+    evenly spaced matrices, else one call per index of the first stack dimension (each of which flattens
+    further). Returns the events that mark the end, for device arrays."""
+    flat = [_flattened(x, stack) for x in (a, b, c)]
+    if all(x is not None for x in flat):
+        result = gemm_batched(*flat, **options)
+        return result.events[-1:] if on_device(result) else []
+    done: list[cl.Event] = []
+    for i in range(stack[0]):
+        done = _stacked(*(_first(x, i, len(stack)) for x in (a, b, c)), stack[1:], options) or done
+    return done
+
+
+def _first(x: Matrix, i: int, depth: int) -> Matrix:
+    """``x`` at index ``i`` of the first of ``depth`` stack dimensions (right-aligned: an operand without
+    that dimension is used whole, one of size 1 broadcasts)."""
+    if x.ndim - 2 < depth:
+        return x
+    return x[0 if x.shape[0] == 1 else i]
+
+
+def _flattened(x: Matrix, stack: tuple[int, ...]) -> Matrix | None:
+    """``x`` broadcast to ``stack`` as one stack of evenly spaced matrices (a 3-D view; a stack of one
+    matrix when ``x`` broadcasts whole), or None when its spacing is uneven."""
+    dims = x.shape[:-2]
+    if all(d == 1 for d in dims):
+        count, stride = 1, 0
+    else:
+        own = dict(zip(range(len(stack) - len(dims), len(stack)), zip(dims, x.strides)))
+        spaced = [(size, own[j][1] if own.get(j, (1,))[0] == size else 0) for j, size in enumerate(stack) if size > 1]
+        if any(outer[1] != inner[1] * inner[0] for outer, inner in zip(spaced, spaced[1:])):
+            return None
+        count, stride = int(np.prod(stack)), spaced[-1][1]
+    shape, strides = (count, *x.shape[-2:]), (stride, *x.strides[-2:])
+    if on_device(x):
+        return cl_array.Array(x.queue, shape, x.dtype, data=x.base_data, offset=x.offset, strides=strides)
+    return np.lib.stride_tricks.as_strided(x, shape=shape, strides=strides)

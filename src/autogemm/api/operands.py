@@ -22,23 +22,28 @@ def on_device(value: object) -> bool:
 
 @dataclass(frozen=True)
 class Stored:
-    """A 2-D operand seen as row-major storage: ``rows`` x ``cols`` with leading dimension ``ld`` from
-    element ``offset`` of its memory. ``flipped`` is True when the array is column-major, i.e. the
-    row-major storage of its transpose. The memory is ``span`` (host: a 1-D view from the first element
-    to the last, uploaded before use) or ``buffer`` (device)."""
+    """A matrix operand seen as row-major storage: ``rows`` x ``cols`` with leading dimension ``ld`` from
+    element ``offset`` of its memory; a stack of ``layers`` such matrices ``stride`` elements apart
+    (0: one matrix stands for all). ``flipped`` is True when the matrices are column-major, i.e. the
+    row-major storage of their transposes. The memory is ``span`` (host: a 1-D view from the first
+    element to the last, uploaded before use) or ``buffer`` (device)."""
 
     ld: int
     flipped: bool
     rows: int
     cols: int
     offset: int = 0
+    layers: int = 1
+    stride: int = 0
     span: np.ndarray | None = None
     buffer: cl.Buffer | None = None
 
     @property
     def elements(self) -> int:
         """Elements from the first to the last of the storage."""
-        return (self.rows - 1) * self.ld + self.cols if self.rows and self.cols else 0
+        if not (self.rows and self.cols and self.layers):
+            return 0
+        return (self.layers - 1) * self.stride + (self.rows - 1) * self.ld + self.cols
 
 
 def _layout(shape: tuple[int, int], strides: tuple[int, int], itemsize: int) -> tuple[int, bool] | None:
@@ -55,26 +60,38 @@ def _layout(shape: tuple[int, int], strides: tuple[int, int], itemsize: int) -> 
     return None
 
 
+def _storage(arr: Matrix) -> Stored | None:
+    """The storage of a 2-D array or a 3-D stack of matrices (its first dimension), or None when the
+    strides do not allow one (not row- nor column-major matrices, a negative or partial-element stride)."""
+    itemsize = arr.dtype.itemsize
+    rows, cols = arr.shape[-2:]
+    layers = arr.shape[0] if arr.ndim == 3 else 1
+    if arr.size == 0:                      # numpy gives an empty array zero strides
+        return Stored(max(cols, 1), False, rows, cols, layers=layers)
+    layout = _layout(arr.shape[-2:], arr.strides[-2:], itemsize)
+    stride = arr.strides[0] if arr.ndim == 3 else 0
+    if layout is None or stride < 0 or stride % itemsize:
+        return None
+    ld, flipped = layout
+    return Stored(ld, flipped, *((cols, rows) if flipped else (rows, cols)), layers=layers,
+                  stride=stride // itemsize if layers > 1 else 0)
+
+
 def stored(arr: Matrix, name: str) -> Stored:
-    """The row-major storage of ``arr``: a host array in place where its strides allow (else a dense
-    copy); a device array in place, or ``ShapeError`` when its strides do not allow it."""
-    rows, cols = arr.shape
-    layout = _layout(arr.shape, arr.strides, arr.dtype.itemsize)
+    """The row-major storage of ``arr`` (a matrix, or a stack of them along its first dimension): a host
+    array in place where its strides allow (else a dense copy); a device array in place, or
+    ``ShapeError`` when its strides do not allow it."""
+    st = _storage(arr)
     if on_device(arr):
-        if layout is None:
-            raise ShapeError(f"{name}: a device array with strides {arr.strides} is neither row- nor column-major; "
-                             f"pass a contiguous one")
-        ld, flipped = layout
-        shape = (cols, rows) if flipped else (rows, cols)
+        if st is None:
+            raise ShapeError(f"{name}: a device array with strides {arr.strides} does not hold row- or column-major "
+                             f"matrices; pass a contiguous one")
         if arr.base_data is None:          # pyopencl gives an empty array no buffer: the kernels get a stand-in
-            return Stored(ld, flipped, *shape, span=np.empty(0, arr.dtype))
-        return Stored(ld, flipped, *shape, offset=arr.offset // arr.dtype.itemsize, buffer=arr.base_data)
-    if layout is None:
+            return replace(st, span=np.empty(0, arr.dtype))
+        return replace(st, offset=arr.offset // arr.dtype.itemsize, buffer=arr.base_data)
+    if st is None:
         arr = np.ascontiguousarray(arr)
-        ld, flipped = max(cols, 1), False
-    else:
-        ld, flipped = layout
-    st = Stored(ld, flipped, *((cols, rows) if flipped else (rows, cols)))
+        st = _storage(arr)
     span = np.lib.stride_tricks.as_strided(arr, shape=(st.elements,), strides=(arr.itemsize,), writeable=False)
     return replace(st, span=span)
 

@@ -17,8 +17,9 @@ MIN_SLICE_DEPTH = 256
 
 
 def blocks(params: KernelParams, problem: GemmProblem) -> int:
-    """Work-groups of one K slice: the blocks that cover C."""
-    return (ceil_div(max(problem.m, 1), params.block_rows) * ceil_div(max(problem.n, 1), params.block_cols))
+    """Work-groups of one K slice: the blocks that cover C (every C of a batch)."""
+    return (ceil_div(max(problem.m, 1), params.block_rows) * ceil_div(max(problem.n, 1), params.block_cols)
+            * max(problem.batch, 1))
 
 
 def busy_share(groups: int, compute_units: int) -> float:
@@ -39,8 +40,10 @@ def split_count(blocks: int, compute_units: int, k: int, tile_k: int) -> int:
 
 
 def auto_slices(params: KernelParams, problem: GemmProblem, compute_units: int) -> int:
-    """The K slices a plan uses for ``problem`` unless told: none for small problems or image operands."""
-    if params.image_a or params.image_b or problem.m * problem.n * problem.k < SPLIT_MIN_WORK:
+    """The K slices a plan uses for ``problem`` unless told: none for small problems, image operands or
+    batches."""
+    if (params.image_a or params.image_b or problem.batch > 1
+            or problem.m * problem.n * problem.k < SPLIT_MIN_WORK):
         return 1
     return split_count(blocks(params, problem), compute_units, problem.k, params.tile_k)
 

@@ -8,6 +8,8 @@ Per shape the plan chooses between two ways of handling edges, both exact:
 Operands read through images are always packed (images are filled from a packed buffer).
 16-bit operands are packed into float32 for a kernel that computes in float32 without reading them
 itself; where C is 16-bit, the kernel writes a float32 temporary that the merge rounds into C.
+A strided batch is one launch of each kernel, one layer of work-groups per product (dimension 2);
+its operands are read through buffers, so configurations with images are refused for it.
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ class GemmPlan:
         reason = check(self.params, ctx.device, problem.dtype)
         if reason:
             raise ConfigError(f"configuration rejected for {ctx.device.name.strip()}: {reason}")
+        if problem.batch > 1 and (self.params.image_a or self.params.image_b):
+            raise ConfigError("a batch reads its operands from buffers; this configuration uses images")
         self.kernel_dtype = kernel_dtype(self.params, self.dtype)
         self.slices = self._choose_slices(split_k)
         self.k_step = self.params.tile_k * self.slices
@@ -99,7 +103,7 @@ class GemmPlan:
         self._last_args: dict[int, tuple] = {}    # kernel handle -> the arguments last set
         self._lock = threading.Lock()
         self.kernel_source: KernelSource = render(self.params, self.dtype, guarded=self.guarded)
-        if self.problem.m and self.problem.n and self.problem.k:
+        if self.problem.m and self.problem.n and self.problem.k and self.problem.batch:
             self._build()
 
     # ----- decisions ----------------------------------------------------------------------------
@@ -130,7 +134,7 @@ class GemmPlan:
         """True when operand ``name`` meets the unguarded kernel's needs as it is stored."""
         p, pr = self.params, self.problem
         vw = p.vector_width
-        if pr.ld(name) % vw or pr.offset(name) % vw:
+        if pr.ld(name) % vw or pr.offset(name) % vw or pr.stride(name) % vw:
             return False
         if name == "C":
             return pr.m % p.block_rows == 0 and pr.n % p.block_cols == 0
@@ -145,6 +149,8 @@ class GemmPlan:
                 raise ArgumentError(f"split_k must be an integer from 1 to {MAX_SLICES}, not {requested!r}")
             if requested > 1 and (p.image_a or p.image_b):
                 raise ConfigError("split K reads its operands from buffers; this configuration uses images")
+            if requested > 1 and pr.batch > 1:
+                raise ArgumentError("split K is for single products: a batch fills the device by itself")
             return requested
         return auto_slices(p, pr, self.ctx.device.compute_units)
 
@@ -236,14 +242,40 @@ class GemmPlan:
         """True while the plan holds its temporary buffers."""
         return bool(self._temps)
 
+    def _packed_layers(self, name: str) -> int:
+        """How many copies of operand ``name`` its pack writes: one per product, or one that every
+        product of a batch shares (stride 0)."""
+        return self.problem.batch if self.problem.stride(name) else 1
+
     def temporary_bytes(self) -> dict[str, int]:
         """The bytes of each temporary buffer ``enqueue`` allocates: packed A and B, C's temporary
         (images, filled from the packed buffers, add as much again)."""
-        sizes = {name: st.dst_rows * st.dst_ld * self.kernel_dtype.itemsize
+        sizes = {name: self._packed_layers(name) * st.dst_rows * st.dst_ld * self.kernel_dtype.itemsize
                  for name, st in self.staging.items() if st.packed}
         if self.c_temp:
-            sizes["C"] = self.slices * self.padded_m * self.padded_n * self.dtype.scalar_numpy.itemsize
+            sizes["C"] = (self.problem.batch * self.slices * self.padded_m * self.padded_n
+                          * self.dtype.scalar_numpy.itemsize)
         return sizes
+
+    def _layer_strides(self, operands: dict[str, tuple]) -> tuple[np.int32, ...]:
+        """The gemm kernel's A, B and C strides between layers: between the K slices of a split product
+        (for A and B a slice's depth along their K, for C one padded C of the temporary), else between
+        the products of a batch as the kernel reads them (packed or in place)."""
+        pr = self.problem
+        padded_c = self.padded_m * self.padded_n
+        strides = {}
+        for name in ("A", "B"):
+            st = self.staging[name]
+            if self.slices > 1:
+                depth = self.padded_k // self.slices
+                k_contiguous = (self._letter(name) == "N") == (name == "A")
+                strides[name] = depth if k_contiguous else depth * int(operands[name][2])
+            elif st.packed:
+                strides[name] = st.dst_rows * st.dst_ld if self._packed_layers(name) > 1 else 0
+            else:
+                strides[name] = pr.stride(name)
+        strides["C"] = padded_c if self.c_temp else pr.stride_c
+        return tuple(np.int32(strides[name]) for name in "ABC")
 
     def _epilogue(self, name: str) -> cl.Kernel:
         """The plan's own ``merge`` or ``scale`` kernel object (made once: creating one costs time)."""
@@ -278,15 +310,16 @@ class GemmPlan:
         """Enqueue C = alpha op(A) op(B) + beta C on the device's queue; returns the events, first to last
         (empty when m or n is 0: there is nothing to do)."""
         pr, q, i32 = self.problem, self.ctx.queue, np.int32
-        if pr.m == 0 or pr.n == 0:
+        if pr.m == 0 or pr.n == 0 or pr.batch == 0:
             return []
+        tiles_of_c = (round_up(pr.n, helpers.TILE), round_up(pr.m, helpers.TILE), pr.batch)
+        tile = (helpers.TILE, helpers.TILE, 1)
         with self._lock:
             if pr.k == 0 or alpha == 0:
                 scale = self._epilogue("scale")
-                self._set_args(scale, i32(pr.m), i32(pr.n), c, i32(pr.offset_c), i32(pr.ldc), self._scalar(beta))
-                size = (round_up(pr.n, helpers.TILE), round_up(pr.m, helpers.TILE))
-                return [cl.enqueue_nd_range_kernel(q, scale, size, (helpers.TILE, helpers.TILE),
-                                                   wait_for=wait_for)]
+                self._set_args(scale, i32(pr.m), i32(pr.n), c, i32(pr.offset_c), i32(pr.ldc), self._scalar(beta),
+                               i32(pr.stride_c))
+                return [cl.enqueue_nd_range_kernel(q, scale, tiles_of_c, tile, wait_for=wait_for)]
             self._allocate()
             # Every kernel's arguments are set first and the launches enqueued after, back to back:
             # setting arguments takes long enough (tens to hundreds of microseconds) that doing it
@@ -298,11 +331,12 @@ class GemmPlan:
                 if not st.packed:
                     operands[name] = (user, i32(pr.offset(name)), i32(pr.ld(name)))
                     continue
-                kern, dst = self.pack_kernels[name], self.pack_buffers[name]
+                kern, dst, layers = self.pack_kernels[name], self.pack_buffers[name], self._packed_layers(name)
                 self._set_args(kern, i32(st.rows), i32(st.cols), user, i32(pr.offset(name)), i32(pr.ld(name)),
-                               dst, i32(st.dst_rows), i32(st.dst_cols), i32(st.dst_ld))
-                launches.append((kern, (round_up(st.dst_cols, helpers.TILE), round_up(st.dst_rows, helpers.TILE)),
-                                 (helpers.TILE, helpers.TILE)))
+                               dst, i32(st.dst_rows), i32(st.dst_cols), i32(st.dst_ld), i32(pr.stride(name)),
+                               i32(st.dst_rows * st.dst_ld))
+                launches.append((kern, (round_up(st.dst_cols, helpers.TILE), round_up(st.dst_rows, helpers.TILE),
+                                        layers), tile))
                 if st.image:
                     launches.append((self.images[name], dst))
                     operands[name] = (self.images[name], i32(0), i32(0))
@@ -313,16 +347,17 @@ class GemmPlan:
             # into a temporary the kernel writes op(A) op(B) alone; the merge applies alpha and beta
             kernel_alpha, kernel_beta = (1.0, 0.0) if self.c_temp else (alpha, beta)
             self._set_args(self.gemm_kernel, *(i32(d) for d in dims), self._scalar(kernel_alpha),
-                           self._scalar(kernel_beta), *operands["A"], *operands["B"], *target)
-            launches.append((self.gemm_kernel, (*self.kernel_source.global_size(dims[0], dims[1]), self.slices),
+                           self._scalar(kernel_beta), *operands["A"], *operands["B"], *target,
+                           *self._layer_strides(operands))
+            launches.append((self.gemm_kernel,
+                             (*self.kernel_source.global_size(dims[0], dims[1]), self.slices * pr.batch),
                              (*self.kernel_source.local_size, 1)))
             if self.c_temp:
                 merge = self._epilogue("merge")
                 self._set_args(merge, i32(pr.m), i32(pr.n), self.c_buffer, i32(self.padded_n),
                                i32(self.padded_m * self.padded_n), i32(self.slices), self._scalar(alpha), c,
-                               i32(pr.offset_c), i32(pr.ldc), self._scalar(beta))
-                launches.append((merge, (round_up(pr.n, helpers.TILE), round_up(pr.m, helpers.TILE)),
-                                 (helpers.TILE, helpers.TILE)))
+                               i32(pr.offset_c), i32(pr.ldc), self._scalar(beta), i32(pr.stride_c))
+                launches.append((merge, tiles_of_c, tile))
             events: list[cl.Event] = []
             for launch in launches:
                 first = None if events else wait_for
@@ -348,7 +383,8 @@ class GemmPlan:
                     steps.append(f"copy {name} to an image")
         steps.append(f"gemm [{self.params.describe()}] ({self.params_source}) "
                      f"{'guarded' if self.guarded else 'whole tiles'}"
-                     + (f", K split in {self.slices}" if self.slices > 1 else ""))
+                     + (f", K split in {self.slices}" if self.slices > 1 else "")
+                     + (f", a batch of {self.problem.batch}" if self.problem.batch > 1 else ""))
         if self.c_temp:
             steps.append("merge C" + (f" (to {self.dtype.output.numpy})" if self.c_converted else ""))
         return steps

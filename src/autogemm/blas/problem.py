@@ -1,5 +1,6 @@
 """``GemmProblem``: one C = alpha op(A) op(B) + beta C on row-major storage, with leading dimensions
-and offsets, as the plan sees it once the public API has resolved numpy layouts."""
+and offsets, or a strided batch of such products, as the plan sees it once the public API has resolved
+numpy layouts."""
 
 from __future__ import annotations
 
@@ -37,7 +38,9 @@ class Op:
 @dataclass(frozen=True)
 class GemmProblem:
     """Sizes and storage of one GEMM: op(A) is m x k, op(B) is k x n, C is m x n, all row-major with
-    leading dimensions ``ld*`` and element offsets ``offset_*`` into their buffers."""
+    leading dimensions ``ld*`` and element offsets ``offset_*`` into their buffers. A strided batch of
+    ``batch`` such products has product i's operands ``i * stride_*`` elements further (a stride of 0
+    for A or B uses one matrix in every product)."""
 
     dtype: Dtype
     m: int
@@ -51,6 +54,10 @@ class GemmProblem:
     offset_a: int = 0
     offset_b: int = 0
     offset_c: int = 0
+    batch: int = 1
+    stride_a: int = 0
+    stride_b: int = 0
+    stride_c: int = 0
 
     @classmethod
     def dense(cls, dtype: Dtype, m: int, n: int, k: int, op_a: Op = Op(), op_b: Op = Op()) -> "GemmProblem":
@@ -72,16 +79,25 @@ class GemmProblem:
     def offset(self, name: str) -> int:
         return {"A": self.offset_a, "B": self.offset_b, "C": self.offset_c}[name]
 
-    def elements_needed(self, name: str) -> int:
-        """Elements a buffer must hold, from its start, for operand ``name``."""
+    def stride(self, name: str) -> int:
+        return {"A": self.stride_a, "B": self.stride_b, "C": self.stride_c}[name]
+
+    def member_elements(self, name: str) -> int:
+        """Elements from the first to the last of one stored A, B or C."""
         rows, cols = self.stored_shape(name)
-        if rows == 0 or cols == 0:
+        return (rows - 1) * self.ld(name) + cols if rows and cols else 0
+
+    def elements_needed(self, name: str) -> int:
+        """Elements a buffer must hold, from its start, for operand ``name`` (every product's)."""
+        one = self.member_elements(name)
+        if one == 0 or self.batch == 0:
             return self.offset(name)
-        return self.offset(name) + (rows - 1) * self.ld(name) + cols
+        return self.offset(name) + (self.batch - 1) * self.stride(name) + one
 
     def validate(self) -> None:
-        """Raise ``ShapeError`` for negative sizes, short leading dimensions or int32 overflow."""
-        for size_name in ("m", "n", "k"):
+        """Raise ``ShapeError`` for negative sizes, short leading dimensions, products of a batch that
+        would write one C, or int32 overflow."""
+        for size_name in ("m", "n", "k", "batch"):
             size = getattr(self, size_name)
             if not isinstance(size, int) or size < 0:
                 raise ShapeError(f"{size_name} must be a non-negative integer, not {size!r}")
@@ -90,7 +106,12 @@ class GemmProblem:
             ld, offset = self.ld(name), self.offset(name)
             if offset < 0:
                 raise ShapeError(f"offset of {name} must be >= 0, not {offset}")
+            stride = self.stride(name)
+            if not isinstance(stride, int) or stride < 0:
+                raise ShapeError(f"stride of {name} must be a non-negative integer, not {stride!r}")
             if ld < max(1, cols):
                 raise ShapeError(f"ld{name.lower()}={ld} is less than the {cols} columns of the stored {name}")
             if self.elements_needed(name) > INT32_MAX:
                 raise ShapeError(f"{name} spans more than 2^31 elements, beyond this kernel's 32-bit indexing")
+        if self.batch > 1 and self.stride_c == 0 and self.member_elements("C"):
+            raise ShapeError("stride of C is 0: every product of the batch would write the same C")

@@ -30,14 +30,15 @@ def choose_params(device: Device, problem: GemmProblem) -> tuple[SimtParams, str
     times faster (the prediction ignores launch costs and caches). The device class default when there
     is no usable profile. A reduced precision mode is computed by its own configurations or the native
     dtype's (which are exact), a 16-bit dtype by its own or float32's (on converted operands),
-    whichever are predicted faster."""
+    whichever are predicted faster. A batch, read through buffers, takes no configuration with images."""
     dt = problem.dtype
     profile = profile_for(device)
     if profile is not None:
         candidates = []
         keys = tuple(dict.fromkeys((dt.key, dt.native.key, dt.compute.key)))
         for entry in profile.nearest(keys, problem.m, problem.n, problem.k):
-            usable = [r for r in entry.ranked if check(r.config, device, dt) is None]
+            usable = [r for r in entry.ranked if check(r.config, device, dt) is None
+                      and (problem.batch == 1 or not (r.config.image_a or r.config.image_b))]
             if usable:
                 candidates.append(prefer_stored_layout(usable, problem))
         if candidates:

@@ -58,7 +58,8 @@ def pack(dt: Dtype, transpose: bool, conjugate: bool, to_compute: bool = False) 
     """dst[r][c] = op(src)[r][c] for r < rows, c < cols, and zero on the rest of dst_rows x dst_cols.
     op is a transpose when ``transpose`` (src is then stored cols x rows) and conjugates when asked.
     src is in ``dt``'s storage; dst too, or with ``to_compute`` in its compute type (16-bit values
-    converted exactly to float)."""
+    converted exactly to float). Work-groups along dimension 2 pack the layers of a strided batch, each
+    ``src_stride`` and ``dst_stride`` elements after the last."""
     dst_type, store = ("real", "ELEM_STORE") if to_compute else ("stored", "STORE")
     conj = "(elem)(v.x, -v.y)" if conjugate else "v"
     if transpose:
@@ -75,12 +76,15 @@ def pack(dt: Dtype, transpose: bool, conjugate: bool, to_compute: bool = False) 
 __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
 void pack(const int rows, const int cols,
           const __global stored* src, const int src_offset, const int src_ld,
-          __global {dst_type}* dst, const int dst_rows, const int dst_cols, const int dst_ld)
+          __global {dst_type}* dst, const int dst_rows, const int dst_cols, const int dst_ld,
+          const int src_stride, const int dst_stride)
 {{
     const int tx = get_local_id(0), ty = get_local_id(1);
     const int r0 = get_group_id(1) * TILE, c0 = get_group_id(0) * TILE;
     const int r = r0 + ty, c = c0 + tx;
-    src += src_offset * {dt.reals_per_element};
+    const int layer = get_group_id(2);
+    src += (src_offset + layer * src_stride) * {dt.reals_per_element};
+    dst += layer * dst_stride * {dt.reals_per_element};
 {read}
     if (r < dst_rows && c < dst_cols) {store}(dst, r * dst_ld + c, {conj});
 }}
@@ -93,18 +97,20 @@ def epilogues(dt: Dtype) -> KernelSource:
     """Two kernels on an m x n C stored as ``dt``: ``merge`` (C = alpha (T_0 + ... + T_S-1) + beta C, the
     T_s computed elsewhere, in the compute type: one padded product, the K slices of a split one, or a
     product whose C is 16-bit) and ``scale`` (C = beta C). With beta == 0 neither reads C, so NaN in an
-    uninitialised C does not leak."""
+    uninitialised C does not leak. Work-groups along dimension 2 treat the layers of a strided batch:
+    layer z's C is ``c_stride`` elements after the last's, and its slices of T follow those of layer z - 1."""
     source = _prelude(dt) + f"""
 // autogemm merge: C = alpha * (T_0 + ... + T_(slices-1)) + beta * C for the m x n C, where the T_s are
 // slices (t_slice elements apart) of a temporary holding op(A) op(B), possibly padded and split along K
 __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
 void merge(const int m, const int n, const __global real* T, const int t_ld, const int t_slice,
            const int slices, const elem alpha, __global stored* C, const int c_offset, const int ldc,
-           const elem beta)
+           const elem beta, const int c_stride)
 {{
-    const int r = get_global_id(1), c = get_global_id(0);
+    const int r = get_global_id(1), c = get_global_id(0), layer = get_group_id(2);
     if (r >= m || c >= n) return;
-    C += c_offset * {dt.reals_per_element};
+    T += layer * slices * t_slice * {dt.reals_per_element};
+    C += (c_offset + layer * c_stride) * {dt.reals_per_element};
     elem t = ELEM_LOAD(T, r * t_ld + c);
     for (int s = 1; s < slices; ++s) t += ELEM_LOAD(T, s * t_slice + r * t_ld + c);
     t = MUL(alpha, t);
@@ -113,11 +119,12 @@ void merge(const int m, const int n, const __global real* T, const int t_ld, con
 
 // autogemm scale: C = beta * C for the m x n C
 __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
-void scale(const int m, const int n, __global stored* C, const int c_offset, const int ldc, const elem beta)
+void scale(const int m, const int n, __global stored* C, const int c_offset, const int ldc, const elem beta,
+           const int c_stride)
 {{
-    const int r = get_global_id(1), c = get_global_id(0);
+    const int r = get_global_id(1), c = get_global_id(0), layer = get_group_id(2);
     if (r >= m || c >= n) return;
-    C += c_offset * {dt.reals_per_element};
+    C += (c_offset + layer * c_stride) * {dt.reals_per_element};
     STORE(C, r * ldc + c, IS_ZERO(beta) ? (elem)(0) : MUL(beta, LOAD(C, r * ldc + c)));
 }}
 """

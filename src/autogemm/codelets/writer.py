@@ -13,6 +13,11 @@ def hex_digit(i: int) -> str:
     return "0123456789abcdef"[i]
 
 
+#: The last kernel parameters of every GEMM family: element strides between the layers of dimension 2
+#: (the K slices of a split product, or the products of a strided batch).
+LAYER_STRIDES = "    const int a_stride, const int b_stride, const int c_stride)"
+
+
 class SourceWriter:
     """Accumulates indented lines of C."""
 
@@ -179,11 +184,20 @@ class ElementCode:
                  f"void {name}(const int M, const int N, const int K, const elem alpha, const elem beta,",
                  f"    const __global {operand}* restrict A, const int a_offset, const int lda,",
                  f"    const __global {operand}* restrict B, const int b_offset, const int ldb,",
-                 "    __global real* restrict C, const int c_offset, const int ldc)",
+                 "    __global real* restrict C, const int c_offset, const int ldc,",
+                 LAYER_STRIDES,
                  "{")
         self.out.lines.extend(body)
         self.out("}")
         return self.out.text()
+
+    def layer_offsets(self, names: Sequence[str]) -> None:
+        """Point the buffers ``names`` (of A, B, C) at this work-group's layer: its element offset plus
+        the layer's stride times its index along dimension 2."""
+        self.out("const int layer = get_group_id(2);            // a K slice (split K) or a product of a batch")
+        for name in names:
+            lower = name.lower()
+            self.out(f"{name} += ({lower}_offset + layer * {lower}_stride) * {self.rpe};")
 
     def unrolled(self, var: str, count: str, body: str | None = None, pragma: str = "#pragma unroll") -> None:
         """Open a fully unrolled loop; with ``body``, write it and close the loop too."""

@@ -524,18 +524,13 @@ class _Generator(ElementCode):
 
     def body(self) -> None:
         p, w = self.p, self.out
-        a_step = "K" if self.k_contiguous("A") else "K * lda"
-        b_step = "K" if self.k_contiguous("B") else "K * ldb"
         w("const int lane = get_local_id(0) & 31;",
           "const int warp_n = get_local_id(0) >> 5, warp_m = get_local_id(1);",
           "const int warp = warp_m * WARPS_N + warp_n;",
           "const int tid = get_local_id(1) * get_local_size(0) + get_local_id(0);",
-          "const int g = lane >> 2, t = lane & 3;       // the lane's group of four, and place in it",
-          "const int slice = get_group_id(2);           // split K: this work-group's K slice",
-          f"A += (a_offset + slice * {a_step}) * {self.rpe};",
-          f"B += (b_offset + slice * {b_step}) * {self.rpe};",
-          f"C += (c_offset + slice * M * ldc) * {self.rpe};",
-          "const int block_row = get_group_id(1) * BLOCK_ROWS, block_col = get_group_id(0) * BLOCK_COLS;",
+          "const int g = lane >> 2, t = lane & 3;       // the lane's group of four, and place in it")
+        self.layer_offsets("ABC")
+        w("const int block_row = get_group_id(1) * BLOCK_ROWS, block_col = get_group_id(0) * BLOCK_COLS;",
           "const int warp_row = warp_m * TILES_M * MMA_M, warp_col = warp_n * TILES_N * MMA_N;",
           "")
         for part in self.parts:

@@ -11,9 +11,10 @@ outside are skipped, vector loads need only element alignment); unguarded kernel
 a K that is a multiple of TILE_K, and leading dimensions and offsets that are multiples of VW, and
 read and write whole aligned vectors. The plan in ``blas`` picks one and pads where needed.
 
-Split K: a launch with S work-groups along dimension 2 computes S products over consecutive K slices of
-depth K (slice s reads A and B from k = s * K, through buffers, not images) into S consecutive M x ldc
-slices of C; a helper kernel then adds them up. With one slice this is the plain product.
+Layers: work-groups along dimension 2 compute independent products, each layer's A, B and C ``*_stride``
+elements after the last's. The plan uses them for split K (layer s reads the K slice from k = s * K,
+through buffers, not images, into its own slice of a temporary C that a helper kernel then adds up) and
+for strided batches (one product per layer). With one layer this is the plain product.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from functools import lru_cache
 from ...dtypes import Dtype, get_dtype
 from ...errors import ConfigError
 from ..kernel import KernelSource
-from ..writer import ElementCode, SourceWriter
+from ..writer import LAYER_STRIDES, ElementCode, SourceWriter
 from .geometry import Operand, operands
 from .params import WARP, SimtParams
 
@@ -137,7 +138,8 @@ class _Generator(ElementCode):
         w("__kernel __attribute__((reqd_work_group_size(WG_COLS, WG_ROWS, 1)))",
           f"void {KERNEL_NAME}(const int M, const int N, const int K, const elem alpha, const elem beta,",
           *operand_args,
-          "    __global real* restrict C, const int c_offset, const int ldc)",
+          "    __global real* restrict C, const int c_offset, const int ldc,",
+          LAYER_STRIDES,
           "{")
 
     def prologue(self) -> None:
@@ -151,14 +153,9 @@ class _Generator(ElementCode):
               "const int wx = (warp % (WG_COLS / WARP_COLS)) * WARP_COLS + lane % WARP_COLS;   // tile column",
               "const int wy = (warp / (WG_COLS / WARP_COLS)) * WARP_ROWS + lane / WARP_COLS;   // tile row")
         w("const int block_row = get_group_id(1) * BLOCK_ROWS;",
-          "const int block_col = get_group_id(0) * BLOCK_COLS;",
-          "const int slice = get_group_id(2);            // split K: this work-group's K slice")
-        for op in (self.a, self.b):
-            if not op.image:
-                ld = f"ld{op.name.lower()}"
-                step = f"K * {ld}" if op.outer_contiguous else "K"
-                w(f"{op.name} += ({op.name.lower()}_offset + slice * {step}) * {self.rpe};")
-        w(f"C += (c_offset + slice * M * ldc) * {self.rpe};", "")
+          "const int block_col = get_group_id(0) * BLOCK_COLS;")
+        self.layer_offsets([op.name for op in (self.a, self.b) if not op.image] + ["C"])
+        w("")
         for op in (self.a, self.b):
             if op.local:
                 align = self.vw * self.dt.itemsize

@@ -92,14 +92,10 @@ class _Generator(ElementCode):
         p, w = self.p, self.out
         vec = self.vtype(self.vw)
         self.widths.add(self.vw)
-        a_step = "K * lda" if p.layout[0] == "T" else "K"
         w("const int lane = get_local_id(0);            // position in the subgroup, along N",
-          "const int sg = get_local_id(1);              // subgroup in the work-group, along M",
-          "const int slice = get_group_id(2);           // split K: this work-group's K slice",
-          f"A += (a_offset + slice * {a_step}) * {self.rpe};",
-          f"B += (b_offset + slice * K * ldb) * {self.rpe};",
-          f"C += (c_offset + slice * M * ldc) * {self.rpe};",
-          "const int row0 = get_group_id(1) * BLOCK_ROWS + sg * TILE_ROWS;",
+          "const int sg = get_local_id(1);              // subgroup in the work-group, along M")
+        self.layer_offsets("ABC")
+        w(          "const int row0 = get_group_id(1) * BLOCK_ROWS + sg * TILE_ROWS;",
           "const int col = get_group_id(0) * BLOCK_COLS + lane * VW;",
           "")
         if p.shuffle == "local":
