@@ -6,6 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from functools import lru_cache
+
 import platformdirs
 
 #: Overrides the cache directory (tests use it; so may a user with a shared profile directory).
@@ -15,7 +17,12 @@ CACHE_ENV = "AUTOGEMM_CACHE_DIR"
 def cache_dir() -> Path:
     """The root of autogemm's cache: ``$AUTOGEMM_CACHE_DIR`` or the user's cache directory."""
     root = os.environ.get(CACHE_ENV)
-    return Path(root) if root else Path(platformdirs.user_cache_dir("autogemm"))
+    return Path(root) if root else _user_cache()
+
+
+@lru_cache(maxsize=1)
+def _user_cache() -> Path:
+    return Path(platformdirs.user_cache_dir("autogemm"))
 
 
 def cache_subdir(name: str) -> Path:

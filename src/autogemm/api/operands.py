@@ -4,7 +4,7 @@ dimension and an element offset, whether they come as numpy arrays (uploaded) or
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pyopencl as cl
@@ -32,9 +32,9 @@ class Stored:
     flipped: bool
     rows: int
     cols: int
-    offset: int = 0
     layers: int = 1
     stride: int = 0
+    offset: int = 0
     span: np.ndarray | None = None
     buffer: cl.Buffer | None = None
 
@@ -60,40 +60,43 @@ def _layout(shape: tuple[int, int], strides: tuple[int, int], itemsize: int) -> 
     return None
 
 
-def _storage(arr: Matrix) -> Stored | None:
-    """The storage of a 2-D array or a 3-D stack of matrices (its first dimension), or None when the
-    strides do not allow one (not row- nor column-major matrices, a negative or partial-element stride)."""
+def _storage(arr: Matrix) -> tuple[int, bool, int, int, int, int] | None:
+    """(ld, flipped, rows, cols, layers, stride) of the row-major storage of a 2-D array or a 3-D stack
+    of matrices (its first dimension), or None when the strides do not allow one (not row- nor
+    column-major matrices, a negative or partial-element stride)."""
     itemsize = arr.dtype.itemsize
     rows, cols = arr.shape[-2:]
     layers = arr.shape[0] if arr.ndim == 3 else 1
     if arr.size == 0:                      # numpy gives an empty array zero strides
-        return Stored(max(cols, 1), False, rows, cols, layers=layers)
+        return max(cols, 1), False, rows, cols, layers, 0
     layout = _layout(arr.shape[-2:], arr.strides[-2:], itemsize)
     stride = arr.strides[0] if arr.ndim == 3 else 0
     if layout is None or stride < 0 or stride % itemsize:
         return None
     ld, flipped = layout
-    return Stored(ld, flipped, *((cols, rows) if flipped else (rows, cols)), layers=layers,
-                  stride=stride // itemsize if layers > 1 else 0)
+    if flipped:
+        rows, cols = cols, rows
+    return ld, flipped, rows, cols, layers, stride // itemsize if layers > 1 else 0
 
 
 def stored(arr: Matrix, name: str) -> Stored:
     """The row-major storage of ``arr`` (a matrix, or a stack of them along its first dimension): a host
     array in place where its strides allow (else a dense copy); a device array in place, or
     ``ShapeError`` when its strides do not allow it."""
-    st = _storage(arr)
+    found = _storage(arr)
     if on_device(arr):
-        if st is None:
+        if found is None:
             raise ShapeError(f"{name}: a device array with strides {arr.strides} does not hold row- or column-major "
                              f"matrices; pass a contiguous one")
         if arr.base_data is None:          # pyopencl gives an empty array no buffer: the kernels get a stand-in
-            return replace(st, span=np.empty(0, arr.dtype))
-        return replace(st, offset=arr.offset // arr.dtype.itemsize, buffer=arr.base_data)
-    if st is None:
+            return Stored(*found, span=np.empty(0, arr.dtype))
+        return Stored(*found, offset=arr.offset // arr.dtype.itemsize, buffer=arr.base_data)
+    if found is None:
         arr = np.ascontiguousarray(arr)
-        st = _storage(arr)
-    span = np.lib.stride_tricks.as_strided(arr, shape=(st.elements,), strides=(arr.itemsize,), writeable=False)
-    return replace(st, span=span)
+        found = _storage(arr)
+    elements = Stored(*found).elements
+    return Stored(*found, span=np.lib.stride_tricks.as_strided(arr, shape=(elements,), strides=(arr.itemsize,),
+                                                               writeable=False))
 
 
 def as_array(value: object, name: str) -> Matrix:

@@ -58,7 +58,7 @@ def numpy_gemm(a: np.ndarray, b: np.ndarray, runs: int = 3, trans_a: str = "N", 
     return PeerResult("numpy", seconds, out)
 
 
-def _torch_cuda(tf32: bool = False):
+def torch_cuda(tf32: bool = False):
     """torch with CUDA, its float32 products in TF32 or not; None where either is missing."""
     try:
         import torch
@@ -74,14 +74,14 @@ def _torch_op(x, letter: str):
     return {"N": x, "T": x.T, "C": x.conj().T}[letter.upper()]
 
 
-def _to_cuda(torch, x: np.ndarray):
+def to_cuda(torch, x: np.ndarray):
     """``x`` as a CUDA tensor (bfloat16 passed as its bits: torch does not read ml_dtypes' arrays)."""
     if x.dtype == ml_dtypes.bfloat16:
         return torch.from_numpy(x.view(np.int16)).cuda().view(torch.bfloat16)
     return torch.from_numpy(x).cuda()
 
 
-def _to_numpy(torch, x) -> np.ndarray:
+def to_numpy(torch, x) -> np.ndarray:
     if x.dtype == torch.bfloat16:
         return x.view(torch.int16).cpu().numpy().view(ml_dtypes.bfloat16)
     return x.cpu().numpy()
@@ -91,36 +91,45 @@ def cublas_gemm(a: np.ndarray, b: np.ndarray, runs: int = 5, trans_a: str = "N",
                 trans_b: str = "N", tf32: bool = False) -> PeerResult | None:
     """cuBLAS through torch, operands already on the GPU, timed with CUDA events (``tf32``: float32
     products in its TF32 mode); None without CUDA."""
-    torch = _torch_cuda(tf32)
+    torch = torch_cuda(tf32)
     if torch is None:
         return None
-    ta, tb = _torch_op(_to_cuda(torch, a), trans_a), _torch_op(_to_cuda(torch, b), trans_b)
-    out = torch.empty((ta.shape[0], tb.shape[1]), dtype=ta.dtype, device="cuda").fill_(float("nan"))
-    torch.matmul(ta, tb, out=out)
+    ta, tb = _torch_op(to_cuda(torch, a), trans_a), _torch_op(to_cuda(torch, b), trans_b)
+    out = torch.empty((ta.shape[0], tb.shape[1]), dtype=ta.dtype, device="cuda")
+    seconds = cuda_median(lambda: torch.matmul(ta, tb, out=out), runs, before=lambda: out.fill_(float("nan")))
+    return PeerResult("cuBLAS TF32" if tf32 else "cuBLAS", seconds, to_numpy(torch, out))
+
+
+def cuda_median(call: Callable[[], object], runs: int, before: Callable[[], object] | None = None) -> float:
+    """Median seconds of ``call`` on the GPU between two CUDA events, after one warm-up call;
+    ``before`` runs ahead of each (untimed), e.g. to poison the output."""
+    import torch
+    call()
     torch.cuda.synchronize()
     times = []
     for _ in range(runs):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        out.fill_(float("nan"))
+        if before is not None:
+            before()
         start.record()
-        torch.matmul(ta, tb, out=out)
+        call()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) * 1e-3)
-    return PeerResult("cuBLAS TF32" if tf32 else "cuBLAS", statistics.median(times), _to_numpy(torch, out))
+    return statistics.median(times)
 
 
 def cublas_gemm_end_to_end(a: np.ndarray, b: np.ndarray, runs: int = 3, trans_a: str = "N",
                            trans_b: str = "N") -> PeerResult | None:
     """numpy in, numpy out through torch: copy to the GPU, multiply with cuBLAS, copy back (wall clock)."""
-    torch = _torch_cuda()
+    torch = torch_cuda()
     if torch is None:
         return None
 
     def call() -> np.ndarray:
-        ta = _torch_op(_to_cuda(torch, a), trans_a)
-        tb = _torch_op(_to_cuda(torch, b), trans_b)
-        return _to_numpy(torch, ta @ tb)
+        ta = _torch_op(to_cuda(torch, a), trans_a)
+        tb = _torch_op(to_cuda(torch, b), trans_b)
+        return to_numpy(torch, ta @ tb)
 
     seconds, out = wall_median(call, runs)
     return PeerResult("cuBLAS e2e", seconds, out)

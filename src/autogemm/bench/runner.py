@@ -156,7 +156,7 @@ class Bench:
             precision = DTYPES[f"{dt.letter}.tf32"] if name == CUBLAS_TF32 else dt
             if dt.float32_output and not name.startswith(AUTOGEMM):
                 precision = dt.native        # the peers write C in the operands' 16 bits
-            case.measurements.append(_measure(name, call, reference, flops, precision))
+            case.measurements.append(measure(name, call, reference, flops, precision))
         return case
 
     def _clblast_peer(self, dt: Dtype) -> str:
@@ -204,7 +204,7 @@ class Bench:
         return PeerResult(AUTOGEMM + END_TO_END, seconds, out)
 
 
-def _measure(name: str, call: Callable[[], PeerResult | None], reference: Reference,
+def measure(name: str, call: Callable[[], PeerResult | None], reference: Reference,
              flops: float, precision: Dtype) -> Measurement:
     try:
         got = call()

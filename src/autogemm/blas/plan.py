@@ -37,9 +37,11 @@ PAD_MIN_WORK = 128**3
 
 
 def _same_argument(old: object, new: object) -> bool:
+    if old is new:
+        return True
     if isinstance(old, cl.MemoryObject) or isinstance(new, cl.MemoryObject):
-        return old is new
-    return type(old) is type(new) and old.tobytes() == new.tobytes()   # numpy scalars
+        return False
+    return type(old) is type(new) and old == new   # numpy scalars (NaN is never the same: set again)
 
 
 @dataclass(frozen=True)

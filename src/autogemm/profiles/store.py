@@ -8,12 +8,13 @@ says why, and autogemm falls back (to a bundled profile, then to the device clas
 from __future__ import annotations
 
 import warnings
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
 from filelock import FileLock
 
-from ..cache import cache_subdir, write_atomically
+from ..cache import cache_dir, cache_subdir, write_atomically
 from ..errors import ProfileError
 from ..runtime.device import Device
 from .profile import Profile
@@ -23,12 +24,21 @@ class ProfileWarning(UserWarning):
     """A profile was found but not used (invalid, or made for another device or driver)."""
 
 
+PROFILES = "profiles"
+
+
 def profile_dir() -> Path:
-    return cache_subdir("profiles")
+    return cache_subdir(PROFILES)
 
 
 def path_for(fingerprint: str) -> Path:
-    return profile_dir() / f"{fingerprint}.json"
+    """The user's profile file for a device (which may not exist; its folder is made when one is saved)."""
+    return _path(cache_dir(), fingerprint)
+
+
+@lru_cache(maxsize=64)
+def _path(root: Path, fingerprint: str) -> Path:
+    return root / PROFILES / f"{fingerprint}.json"
 
 
 def read(path: Path | str) -> Profile:
@@ -92,7 +102,10 @@ def profile_for(device: Device) -> Profile | None:
     """The profile autogemm uses for ``device``: the user's, else a bundled one, each only when it is
     valid and made for this device's fingerprint; None when there is none."""
     path = path_for(device.fingerprint)
-    stamp = path.stat().st_mtime_ns if path.exists() else None
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        stamp = None
     key = (device.fingerprint, str(path), stamp)
     if key not in _memo:
         _memo[key] = _find(device, path)

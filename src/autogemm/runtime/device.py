@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import cached_property
 from dataclasses import dataclass, field, fields
 
 import pyopencl as cl
@@ -61,12 +62,13 @@ class Device:
         out["image2d_max"] = list(self.image2d_max)
         return out
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
         """A short stable hash of vendor, name, driver and hardware facts (not of the slot it sits in).
 
         Memory sizes count in whole GiB, and not at all on CPU devices: a CPU driver such as PoCL reports a
-        share of the memory free when it starts, which differs from one process to the next."""
+        share of the memory free when it starts, which differs from one process to the next. Computed
+        once per object (every call looks the device's profile up by it)."""
         facts = self.facts()
         for name in ("global_mem_bytes", "max_mem_alloc_bytes"):
             facts[name] = None if self.device_type == "CPU" else facts[name] >> 30

@@ -1,0 +1,93 @@
+"""``autogemm bench-batch``: batches of small products (strided batch, a loop of calls, cuBLAS's batched
+GEMM) and the high-level call's overhead, as a table and JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import sys
+from pathlib import Path
+
+import click
+import numpy as np
+from rich.table import Table
+
+from ..bench.batched import BMM, LOOP, STRIDED, call_overhead, run_batch
+from ..dtypes import get_dtype
+from ..errors import ArgumentError, AutogemmError
+from ..runtime import context_for
+from . import main
+from .common import console, fail, select_device
+
+
+def _batches(text: str) -> list[tuple[int, int]]:
+    """'1024x64,256x256' -> [(1024, 64), (256, 256)]: batch count x size of each product."""
+    found = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        match = re.fullmatch(r"(\d+)x(\d+)", part)
+        if not match or 0 in (int(match[1]), int(match[2])):
+            raise ArgumentError(f"--batches: {part!r} is not COUNTxSIZE, e.g. 1024x64")
+        found.append((int(match[1]), int(match[2])))
+    return found
+
+
+def _rate(value: float | None) -> str:
+    return f"{value:.3g}" if value else "-"
+
+
+@main.command("bench-batch")
+@click.option("-d", "--device", help="Device: P:D, index, gpu, cpu or part of its name (default: the default).")
+@click.option("--dtype", "dtypes", default="s,d", show_default=True, help="Comma-separated dtypes.")
+@click.option("--batches", default="1024x64,256x256", show_default=True,
+              help="Batches as COUNTxSIZE: COUNT products of SIZE x SIZE x SIZE.")
+@click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True, help="Timed runs (median).")
+@click.option("--overhead-size", type=click.IntRange(1, 8192), default=256, show_default=True,
+              help="Size of the float32 product whose call overhead is measured (0 rows: skip).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random operands.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")
+def bench_batch_command(device, dtypes, batches, runs, overhead_size, seed, json_path) -> None:
+    """Time a strided batch (one launch) against the same products as a Python loop of gemm calls and
+    against cuBLAS's batched GEMM (torch.bmm, where CUDA is there), all checked against float64; then the
+    host time a gemm call on device arrays costs beyond the bare plan. Rates are TFLOP/s."""
+    try:
+        dev = select_device(None, device)
+        letters = [get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()]
+        cases_wanted = _batches(batches)
+        ctx = context_for(dev)
+    except AutogemmError as exc:
+        fail(str(exc))
+    rng = np.random.default_rng(seed)
+    cases = []
+    with console.status("timing batches") as status:
+        for dt in letters:
+            for batch, n in cases_wanted:
+                status.update(f"{dt.routine}: {batch} x {n}^3")
+                cases.append(run_batch(ctx, dt, batch, n, runs, rng))
+        status.update(f"call overhead, {overhead_size}^3 SGEMM")
+        overhead = call_overhead(ctx, get_dtype("s"), overhead_size, rng=rng)
+    table = Table(title=f"Batched GEMM, TFLOP/s on {dev.name.strip()} (median of {runs})")
+    for column in ("dtype", "batch", "size", "strided", "loop", "bmm", "strided / loop", "strided / bmm"):
+        table.add_column(column, justify="left" if column == "dtype" else "right")
+    for case in cases:
+        table.add_row(case.dtype, str(case.batch), str(case.n), *(_rate(case.rate(x)) for x in (STRIDED, LOOP, BMM)),
+                      *(f"{r:.1f}x" if r else "-" for r in (case.ratio(LOOP), case.ratio(BMM))))
+    console.print(table)
+    console.print(f"strided: {STRIDED} (one launch); loop: {LOOP} (a gemm call per product); bmm: {BMM} (cuBLAS)",
+                  highlight=False)
+    for case in cases:
+        notes = [f"{m.name}: {m.note}" for m in case.measurements if m.note]
+        console.print(f"{case.dtype} {case.batch}x{case.n}: {case.config}" + "".join(f"; {x}" for x in notes),
+                      highlight=False)
+    console.print(f"{overhead.n}^3 SGEMM on device arrays: kernel {overhead.kernel_seconds * 1e6:.1f} us; host time per "
+                  f"call: gemm {overhead.call_seconds * 1e6:.1f} us, bare plan.enqueue {overhead.plan_seconds * 1e6:.1f} us;"
+                  f" overhead {overhead.overhead_seconds * 1e6:.1f} us", highlight=False)
+    if json_path:
+        data = {"device": dev.name.strip(), "runs": runs, "cases": [dataclasses.asdict(c) for c in cases],
+                "overhead": dataclasses.asdict(overhead)}
+        try:
+            json_path.write_text(json.dumps(data, indent=1))
+        except OSError as exc:
+            fail(str(exc))
+    if any(not m.correct and m.note == "wrong result" for c in cases for m in c.measurements):
+        sys.exit(1)
