@@ -27,22 +27,18 @@ from ..runtime.context import DeviceContext
 from ..runtime.timing import median, time_enqueue
 from . import peers
 from .peers import PeerResult
-from .runner import AUTOGEMM, Measurement, Reference, measure
+from .runner import AUTOGEMM, Measurement, Rates, Reference, measure
 
 STRIDED, LOOP, BMM = AUTOGEMM + " strided", AUTOGEMM + " loop", "torch.bmm"
 
 
 @dataclass
-class BatchCase:
+class BatchCase(Rates):
     dtype: str
     batch: int
     n: int
     config: str
     measurements: list[Measurement] = field(default_factory=list)
-
-    def rate(self, name: str) -> float | None:
-        found = next((m for m in self.measurements if m.name == name), None)
-        return found.tflops if found is not None and found.correct else None
 
     def ratio(self, peer: str) -> float | None:
         """The strided batch's rate over ``peer``'s, when both ran correctly."""

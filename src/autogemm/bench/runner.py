@@ -54,17 +54,24 @@ class Measurement:
     note: str = ""
 
 
+class Rates:
+    """Looks up the rates in a case's ``measurements``."""
+
+    measurements: list[Measurement]
+
+    def rate(self, name: str) -> float | None:
+        """``name``'s rate, when it ran and was correct."""
+        found = next((m for m in self.measurements if m.name == name), None)
+        return found.tflops if found is not None and found.correct else None
+
+
 @dataclass
-class CaseResult:
+class CaseResult(Rates):
     dtype: str
     shape: Shape
     peak_tflops: float | None
     config: str
     measurements: list[Measurement] = field(default_factory=list)
-
-    def rate(self, name: str) -> float | None:
-        found = next((m for m in self.measurements if m.name == name), None)
-        return found.tflops if found is not None and found.correct else None
 
     def ratio(self, peer: str) -> float | None:
         """autogemm's rate over ``peer``'s, when both ran correctly: end to end against an end-to-end
