@@ -163,3 +163,25 @@ def test_a_product_larger_than_the_device_says_how_much_it_needs(ctx, monkeypatc
     with pytest.raises(autogemm.DeviceError, match="4 MiB in one buffer"):
         autogemm.gemm(big, big)
     assert np.all(c == 5.0)
+
+
+def test_repeated_calls_and_loops_over_views_reuse_their_resolution_and_plan(queue):
+    """A call repeated on device arrays skips its checks, and views at other offsets share one plan;
+    each still computes with its own memory and offsets."""
+    from autogemm.blas import plan_cache
+    dt = DTYPES["s"]
+    a, b = random_matrix(RNG, dt, (20, 9, 7)), random_matrix(RNG, dt, (20, 7, 5))
+    da, db = cl_array.to_device(queue, a), cl_array.to_device(queue, b)
+    dc = cl_array.to_device(queue, np.full((20, 9, 5), np.nan, np.float32))
+    plan_cache.clear()
+    for i in range(20):
+        autogemm.gemm(da[i], db[i], dc[i])
+    assert len(plan_cache._plans) == 1
+    assert relative_error(dc.get(), a.astype(np.float64) @ b) < dt.tolerance
+    same = cl_array.to_device(queue, a[3])
+    for scale in (1.0, -2.0):
+        same.set((scale * a[3]).astype(np.float32))
+        got = autogemm.gemm(same, db[3], alpha=0.5)
+        assert relative_error(got.get(), 0.5 * scale * (a[3].astype(np.float64) @ b[3])) < dt.tolerance
+    with pytest.raises(autogemm.ArgumentError, match="beta is not 0"):
+        autogemm.gemm(same, db[3], beta=1.0)         # checked on a repeated call too

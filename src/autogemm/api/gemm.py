@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import numbers
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..blas import GemmPlan, GemmProblem, Op
+from ..blas import EDGES, GemmPlan, GemmProblem, Op
 from ..blas.plan_cache import cached_plan
 from ..codelets.simt import SimtParams
 from ..dtypes import Dtype, get_dtype, with_output, with_precision
@@ -72,6 +75,79 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
     """``gemm`` on checked arrays: one product of matrices (``batch`` None), or a strided batch of
     ``batch`` products where ``a``, ``b`` and ``c`` are stacks along their first dimension (``a`` or
     ``b`` a matrix, or a stack of one, is used in every product)."""
+    wait_for = _events(wait_for)
+    key = _device_key(a, b, c, batch, trans_a, trans_b, device, config, edge, precision, out_dtype)
+    call = _resolved.get(key) if key is not None else None
+    if call is None:
+        call, sa, sb = _resolve(a, b, c, batch, trans_a, trans_b, device, config, edge, precision, out_dtype)
+        if key is not None:
+            _remember(key, call)
+    else:
+        sa, sb = stored(a, "a"), stored(b, "b")
+    alpha, beta = _scalar(alpha, "alpha", call.dt), _scalar(beta, "beta", call.dt)
+    if c is None and beta != 0:
+        raise ArgumentError("beta is not 0 but no c was given to scale")
+    if wait_for and not call.asynchronous:
+        raise ArgumentError("wait_for is for calls on device arrays; numpy operands are read when the call is made")
+    ctx = call.ctx
+    if c is not None:
+        out = c
+    elif call.asynchronous:
+        out = cl_array.empty(ctx.queue, call.shape, call.dt.output.numpy)
+    else:
+        out = np.empty(call.shape, dtype=call.dt.output.numpy)
+    plan = cached_plan(ctx, call.planned, config, edge)
+    problem = call.problem
+    if problem.m == 0 or problem.n == 0 or problem.batch == 0:
+        return out
+    sc = stored(out, "c")
+    operands = (sb, sa, sc) if call.swapped else (sa, sb, sc)
+    return _run(ctx, plan, operands, out, alpha, beta, events_of([a, b, c], ctx.queue) + wait_for)
+
+
+@dataclass(frozen=True)
+class _Call:
+    """What a call's arrays resolve to: where it runs, the dtype, the result's shape, and the problem on
+    the row-major storage of the operands (A and B swapped when C is column-major: C^T = op(B)^T op(A)^T)."""
+
+    ctx: DeviceContext
+    dt: Dtype
+    shape: tuple[int, ...]
+    asynchronous: bool
+    problem: GemmProblem
+    swapped: bool
+    planned: GemmProblem         # ``problem.aligned()``: what the plan is made for
+
+
+#: Resolutions of recent calls on device arrays alone, by everything they depend on: a program that
+#: repeats a call on the same arrays (or arrays of the same shapes and layouts) skips the checks.
+RESOLVED_CAPACITY = 64
+_resolved: OrderedDict[tuple, _Call] = OrderedDict()
+_resolved_lock = threading.Lock()
+
+
+def _device_key(a: Matrix, b: Matrix, c: Matrix | None, *options) -> tuple | None:
+    """The key of a call whose operands are all device arrays (shapes, strides, offsets, dtypes, queues
+    and every option), else None: host arrays are resolved afresh each time."""
+    if not (on_device(a) and on_device(b) and (c is None or on_device(c))):
+        return None
+    if not all(isinstance(x, (str, int, type(None))) for x in options[3:4]):
+        return None                       # a Device object as ``device``: not worth hashing
+    return (*((x.shape, x.strides, x.offset, x.dtype, x.queue) for x in (a, b, c) if x is not None),
+            c is None, *options)
+
+
+def _remember(key: tuple, call: _Call) -> None:
+    with _resolved_lock:
+        _resolved[key] = call
+        while len(_resolved) > RESOLVED_CAPACITY:
+            _resolved.popitem(last=False)
+
+
+def _resolve(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, trans_a: str, trans_b: str, device,
+             config, edge: str, precision, out_dtype) -> tuple[_Call, Stored, Stored]:
+    """Check the arrays and options of a call (everything but the scalars and events) and resolve them;
+    with the storage of ``a`` and ``b``."""
     dt = with_precision(get_dtype(a.dtype), precision)
     if b.dtype != a.dtype:
         raise DtypeError(f"a is {a.dtype} but b is {b.dtype}; convert them to one dtype")
@@ -83,46 +159,35 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
     except DtypeError as exc:
         raise DtypeError(f"{'c' if c is not None else 'out_dtype'}: {exc}") from None
     op_a, op_b = Op.from_letter(trans_a, "trans_a"), Op.from_letter(trans_b, "trans_b")
-    alpha, beta = _scalar(alpha, "alpha", dt), _scalar(beta, "beta", dt)
     m, k = a.shape[-1:-3:-1] if op_a.transposed else a.shape[-2:]
     k_b, n = b.shape[-1:-3:-1] if op_b.transposed else b.shape[-2:]
     if k != k_b:
         raise ShapeError(f"op(a) is {m}x{k} but op(b) is {k_b}x{n}: inner dimensions differ")
     shape = (m, n) if batch is None else (batch, m, n)
-    if c is None:
-        if beta != 0:
-            raise ArgumentError("beta is not 0 but no c was given to scale")
-    else:
+    if c is not None:
         if c.shape != shape:
             raise ShapeError(f"c has shape {c.shape}; the result is {'x'.join(map(str, shape))}")
         if isinstance(c, np.ndarray) and not c.flags.writeable:
             raise ArgumentError("c is read-only")
     if config is not None and not isinstance(config, SimtParams):
         raise ArgumentError(f"config must be a SimtParams, not {type(config).__name__}")
-    wait_for = _events(wait_for)
+    if edge not in EDGES:
+        raise ArgumentError(f"edge must be one of {EDGES}, not {edge!r}")
     ctx = call_context(device, {"a": a, "b": b, "c": c})
     asynchronous = any(on_device(x) for x in (a, b, c))
-    if wait_for and not asynchronous:
-        raise ArgumentError("wait_for is for calls on device arrays; numpy operands are read when the call is made")
-
-    if c is not None:
-        out = c
-    elif asynchronous:
-        out = cl_array.empty(ctx.queue, shape, dt.output.numpy)
-    else:
-        out = np.empty(shape, dtype=dt.output.numpy)
-    sa, sb, sc = stored(a, "a"), stored(b, "b"), stored(out, "c")
+    sa, sb = stored(a, "a"), stored(b, "b")
+    # a new C is dense and row-major
+    sc = stored(c, "c") if c is not None else Stored(max(n, 1), False, m, n, batch or 1, m * n)
+    a_stored, b_stored = sa, sb
     op_a = op_a.flipped() if sa.flipped else op_a
     op_b = op_b.flipped() if sb.flipped else op_b
-    if sc.flipped:   # C^T = op(B)^T op(A)^T on the row-major storage of C
+    if sc.flipped:
         (sa, op_a), (sb, op_b), (m, n) = (sb, op_b.flipped()), (sa, op_a.flipped()), (n, m)
     problem = GemmProblem(dt, m, n, k, op_a, op_b, lda=sa.ld, ldb=sb.ld, ldc=sc.ld, offset_a=sa.offset,
                           offset_b=sb.offset, offset_c=sc.offset, batch=sc.layers, stride_a=sa.stride,
                           stride_b=sb.stride, stride_c=sc.stride)
-    plan = cached_plan(ctx, problem, config, edge)
-    if m == 0 or n == 0 or sc.layers == 0:
-        return out
-    return _run(ctx, plan, (sa, sb, sc), out, alpha, beta, events_of([a, b, c]) + wait_for)
+    problem.validate()
+    return _Call(ctx, dt, shape, asynchronous, problem, sc.flipped, problem.aligned()), a_stored, b_stored
 
 
 def _events(wait_for: object) -> list[cl.Event]:
@@ -149,7 +214,8 @@ def _run(ctx: DeviceContext, plan: GemmPlan, operands: tuple[Stored, Stored, Sto
             if needed and st.span.size:
                 # the event keeps the host memory alive until the copy is done
                 uploads.append(cl.enqueue_copy(queue, buffers[-1], np.ascontiguousarray(st.span), is_blocking=False))
-        events = plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=wait_for + uploads)
+        events = plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=wait_for + uploads,
+                              offsets=tuple(st.offset for st in operands))
         if on_device(out):
             for event in uploads + events[-1:]:
                 out.add_event(event)

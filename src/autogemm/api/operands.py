@@ -4,7 +4,7 @@ dimension and an element offset, whether they come as numpy arrays (uploaded) or
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pyopencl as cl
@@ -20,13 +20,13 @@ def on_device(value: object) -> bool:
     return isinstance(value, cl_array.Array)
 
 
-@dataclass(frozen=True)
-class Stored:
+class Stored(NamedTuple):
     """A matrix operand seen as row-major storage: ``rows`` x ``cols`` with leading dimension ``ld`` from
     element ``offset`` of its memory; a stack of ``layers`` such matrices ``stride`` elements apart
     (0: one matrix stands for all). ``flipped`` is True when the matrices are column-major, i.e. the
     row-major storage of their transposes. The memory is ``span`` (host: a 1-D view from the first
-    element to the last, uploaded before use) or ``buffer`` (device)."""
+    element to the last, uploaded before use) or ``buffer`` (device). (A named tuple: made three times
+    per call, it must cost little.)"""
 
     ld: int
     flipped: bool
@@ -130,7 +130,8 @@ def call_context(device: Device | str | int | None, named: dict[str, object]) ->
     return ctx
 
 
-def events_of(values: list[object]) -> list[cl.Event]:
+def events_of(values: list[object], queue: cl.CommandQueue) -> list[cl.Event]:
     """The pending events of the device arrays among ``values`` (what must finish before they are read
-    or written)."""
-    return [event for value in values if on_device(value) for event in value.events]
+    or written) that ``queue`` does not order by itself: those of arrays on other queues (an in-order
+    queue runs its commands one after the other; waiting on its own events only costs time)."""
+    return [event for value in values if on_device(value) and value.queue != queue for event in value.events]

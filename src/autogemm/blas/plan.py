@@ -36,14 +36,6 @@ EDGES = ("auto", "pad", "guard")
 PAD_MIN_WORK = 128**3
 
 
-def _same_argument(old: object, new: object) -> bool:
-    if old is new:
-        return True
-    if isinstance(old, cl.MemoryObject) or isinstance(new, cl.MemoryObject):
-        return False
-    return type(old) is type(new) and old == new   # numpy scalars (NaN is never the same: set again)
-
-
 @dataclass(frozen=True)
 class Staging:
     """How one operand (A or B) reaches the kernel: in place, or packed (and maybe into an image)."""
@@ -299,19 +291,24 @@ class GemmPlan:
         return self.dtype.scalar_numpy.type(value)
 
     def _set_args(self, kernel: cl.Kernel, *args: object) -> None:
-        """Set ``kernel``'s arguments unless they are those of its last launch: the same buffer objects
-        (held here, so their identity cannot be reused) and equal scalars. Setting them costs tens of
-        microseconds of host time per kernel; a plan enqueued again on the same buffers skips that."""
+        """Set ``kernel``'s arguments unless they are those of its last launch: the same memory objects
+        (compared by handle; the last ones are held here, so no new object can take their handle) and
+        equal scalars (of the same types: each argument of a kernel always has one). Setting them costs
+        tens of microseconds of host time per kernel; a plan enqueued again on the same buffers skips that."""
         last = self._last_args.get(kernel.int_ptr)
-        if last is None or len(last) != len(args) or not all(map(_same_argument, last, args)):
+        if last != args:
             kernel.set_args(*args)
             self._last_args[kernel.int_ptr] = args
 
     def enqueue(self, a: cl.Buffer, b: cl.Buffer, c: cl.Buffer, alpha: complex | float = 1.0,
-                beta: complex | float = 0.0, wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
+                beta: complex | float = 0.0, wait_for: list[cl.Event] | None = None,
+                offsets: tuple[int, int, int] | None = None) -> list[cl.Event]:
         """Enqueue C = alpha op(A) op(B) + beta C on the device's queue; returns the events, first to last
-        (empty when m or n is 0: there is nothing to do)."""
+        (empty when m or n is 0: there is nothing to do). ``offsets`` are A's, B's and C's element offsets
+        when they are not the problem's: the same modulo ``OFFSET_ALIGNMENT`` (all the plan's choices
+        depend on), within the buffers and int32 range (``GemmProblem.validate`` with them)."""
         pr, q, i32 = self.problem, self.ctx.queue, np.int32
+        offset = dict(zip("ABC", offsets or (pr.offset_a, pr.offset_b, pr.offset_c)))
         if pr.m == 0 or pr.n == 0 or pr.batch == 0:
             return []
         tiles_of_c = (round_up(pr.n, helpers.TILE), round_up(pr.m, helpers.TILE), pr.batch)
@@ -319,7 +316,7 @@ class GemmPlan:
         with self._lock:
             if pr.k == 0 or alpha == 0:
                 scale = self._epilogue("scale")
-                self._set_args(scale, i32(pr.m), i32(pr.n), c, i32(pr.offset_c), i32(pr.ldc), self._scalar(beta),
+                self._set_args(scale, i32(pr.m), i32(pr.n), c, i32(offset["C"]), i32(pr.ldc), self._scalar(beta),
                                i32(pr.stride_c))
                 return [cl.enqueue_nd_range_kernel(q, scale, tiles_of_c, tile, wait_for=wait_for)]
             self._allocate()
@@ -331,10 +328,10 @@ class GemmPlan:
             for name, user in (("A", a), ("B", b)):
                 st = self.staging[name]
                 if not st.packed:
-                    operands[name] = (user, i32(pr.offset(name)), i32(pr.ld(name)))
+                    operands[name] = (user, i32(offset[name]), i32(pr.ld(name)))
                     continue
                 kern, dst, layers = self.pack_kernels[name], self.pack_buffers[name], self._packed_layers(name)
-                self._set_args(kern, i32(st.rows), i32(st.cols), user, i32(pr.offset(name)), i32(pr.ld(name)),
+                self._set_args(kern, i32(st.rows), i32(st.cols), user, i32(offset[name]), i32(pr.ld(name)),
                                dst, i32(st.dst_rows), i32(st.dst_cols), i32(st.dst_ld), i32(pr.stride(name)),
                                i32(st.dst_rows * st.dst_ld))
                 launches.append((kern, (round_up(st.dst_cols, helpers.TILE), round_up(st.dst_rows, helpers.TILE),
@@ -345,7 +342,7 @@ class GemmPlan:
                 else:
                     operands[name] = (dst, i32(0), i32(st.dst_ld))
             dims = (pr.m, pr.n, pr.k) if self.guarded else (self.padded_m, self.padded_n, self.padded_k // self.slices)
-            target = (self.c_buffer, i32(0), i32(self.padded_n)) if self.c_temp else (c, i32(pr.offset_c), i32(pr.ldc))
+            target = (self.c_buffer, i32(0), i32(self.padded_n)) if self.c_temp else (c, i32(offset["C"]), i32(pr.ldc))
             # into a temporary the kernel writes op(A) op(B) alone; the merge applies alpha and beta
             kernel_alpha, kernel_beta = (1.0, 0.0) if self.c_temp else (alpha, beta)
             self._set_args(self.gemm_kernel, *(i32(d) for d in dims), self._scalar(kernel_alpha),
@@ -358,7 +355,7 @@ class GemmPlan:
                 merge = self._epilogue("merge")
                 self._set_args(merge, i32(pr.m), i32(pr.n), self.c_buffer, i32(self.padded_n),
                                i32(self.padded_m * self.padded_n), i32(self.slices), self._scalar(alpha), c,
-                               i32(pr.offset_c), i32(pr.ldc), self._scalar(beta), i32(pr.stride_c))
+                               i32(offset["C"]), i32(pr.ldc), self._scalar(beta), i32(pr.stride_c))
                 launches.append((merge, tiles_of_c, tile))
             events: list[cl.Event] = []
             for launch in launches:

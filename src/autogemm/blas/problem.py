@@ -4,12 +4,15 @@ numpy layouts."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..dtypes import Dtype
 from ..errors import ArgumentError, ShapeError
 
 INT32_MAX = 2**31 - 1
+#: A plan depends on its operands' element offsets only modulo this (their alignment for vector access:
+#: every vector width divides it), so one plan serves every offset of that class (``aligned``).
+OFFSET_ALIGNMENT = 64
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,11 @@ class GemmProblem:
         """A problem on operands stored contiguously (each leading dimension its stored row's length)."""
         return cls(dtype, m, n, k, op_a, op_b, lda=max(1, m if op_a.transposed else k),
                    ldb=max(1, k if op_b.transposed else n), ldc=max(1, n))
+
+    def aligned(self) -> "GemmProblem":
+        """This problem with each offset reduced modulo ``OFFSET_ALIGNMENT``: what plans are made for."""
+        return replace(self, offset_a=self.offset_a % OFFSET_ALIGNMENT, offset_b=self.offset_b % OFFSET_ALIGNMENT,
+                       offset_c=self.offset_c % OFFSET_ALIGNMENT)
 
     def stored_shape(self, name: str) -> tuple[int, int]:
         """(rows, cols) of the stored A, B or C."""
