@@ -305,8 +305,8 @@ class GemmPlan:
                 offsets: tuple[int, int, int] | None = None) -> list[cl.Event]:
         """Enqueue C = alpha op(A) op(B) + beta C on the device's queue; returns the events, first to last
         (empty when m or n is 0: there is nothing to do). ``offsets`` are A's, B's and C's element offsets
-        when they are not the problem's: the same modulo ``OFFSET_ALIGNMENT`` (all the plan's choices
-        depend on), within the buffers and int32 range (``GemmProblem.validate`` with them)."""
+        when they are not the problem's: of the same alignment class (``GemmProblem.aligned``: all the
+        plan's choices depend on), within the buffers and int32 range (``GemmProblem.validate`` with them)."""
         pr, q, i32 = self.problem, self.ctx.queue, np.int32
         offset = dict(zip("ABC", offsets or (pr.offset_a, pr.offset_b, pr.offset_c)))
         if pr.m == 0 or pr.n == 0 or pr.batch == 0:

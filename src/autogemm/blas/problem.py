@@ -10,9 +10,14 @@ from ..dtypes import Dtype
 from ..errors import ArgumentError, ShapeError
 
 INT32_MAX = 2**31 - 1
-#: A plan depends on its operands' element offsets only modulo this (their alignment for vector access:
-#: every vector width divides it), so one plan serves every offset of that class (``aligned``).
+#: A plan depends on its operands' element offsets only through the powers of two up to this that divide
+#: them (their alignment for vector access), so one plan serves every offset of that class (``aligned``).
 OFFSET_ALIGNMENT = 64
+
+
+def _alignment_class(offset: int) -> int:
+    """The smallest offset divisible by the same powers of two up to ``OFFSET_ALIGNMENT`` as ``offset``."""
+    return 0 if offset % OFFSET_ALIGNMENT == 0 else offset & -offset
 
 
 @dataclass(frozen=True)
@@ -69,9 +74,9 @@ class GemmProblem:
                    ldb=max(1, k if op_b.transposed else n), ldc=max(1, n))
 
     def aligned(self) -> "GemmProblem":
-        """This problem with each offset reduced modulo ``OFFSET_ALIGNMENT``: what plans are made for."""
-        return replace(self, offset_a=self.offset_a % OFFSET_ALIGNMENT, offset_b=self.offset_b % OFFSET_ALIGNMENT,
-                       offset_c=self.offset_c % OFFSET_ALIGNMENT)
+        """This problem with each offset replaced by its alignment class: what plans are made for."""
+        return replace(self, offset_a=_alignment_class(self.offset_a), offset_b=_alignment_class(self.offset_b),
+                       offset_c=_alignment_class(self.offset_c))
 
     def stored_shape(self, name: str) -> tuple[int, int]:
         """(rows, cols) of the stored A, B or C."""
