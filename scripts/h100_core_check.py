@@ -16,7 +16,7 @@ import numpy as np
 
 import autogemm
 from autogemm.bench.peers import clblast_gemm, cublas_gemm, numpy_gemm
-from autogemm.blas import GemmPlan, GemmProblem, default_params
+from autogemm.blas import LaunchPlan, GemmProblem, default_params
 from autogemm.codelets.simt import SimtParams, check
 from autogemm.dtypes import DTYPES
 from autogemm.runtime import context_for, median, time_enqueue
@@ -92,7 +92,7 @@ def bench_gemm(device, letter: str, n: int) -> list[dict]:
             rows.append({"name": name, "config": params.describe(), "error": reason})
             continue
         try:
-            plan = GemmPlan(ctx, problem, params, "auto")
+            plan = LaunchPlan(ctx, problem, params, "auto")
             cl.enqueue_fill_buffer(ctx.queue, bufs[2], np.array(np.nan, dt.numpy), 0, n * n * dt.itemsize)
             times = time_enqueue(lambda: plan.enqueue(*bufs, 1.0, 0.0), warmup=2, runs=5)
             got = np.empty((n, n), dt.numpy)

@@ -6,7 +6,7 @@ For each way, 20 launches are enqueued without waiting, then the queue is finish
 time per enqueue call, and from the profiling events the median gap between one launch's end and the next
 one's start, and the median of start - submit. Ways: arguments set once; arguments set before every
 launch (as a plan does); a new kernel object per launch; and, for comparison, the wall time of the same
-launches on a queue without profiling. Then a GemmPlan of 1000^3 (packs, GEMM, merge) enqueued five times
+launches on a queue without profiling. Then a LaunchPlan of 1000^3 (packs, GEMM, merge) enqueued five times
 back to back, with the gaps of its last iteration."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import pyopencl as cl
 
 import autogemm
-from autogemm.blas import GemmPlan, GemmProblem
+from autogemm.blas import LaunchPlan, GemmProblem
 from autogemm.dtypes import DTYPES
 from autogemm.runtime import context_for
 
@@ -78,7 +78,7 @@ def main() -> None:
 
     dt = DTYPES["s"]
     problem = GemmProblem.dense(dt, 1000, 1000, 1000)
-    plan = GemmPlan(ctx, problem)
+    plan = LaunchPlan(ctx, problem)
     mats = [cl.Buffer(ctx.context, cl.mem_flags.READ_WRITE, 1000 * 1000 * 4) for _ in range(3)]
     plan.enqueue(*mats)[-1].wait()
     started = time.perf_counter()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from autogemm.blas import GemmPlan, GemmProblem, Op
+from autogemm.blas import LaunchPlan, GemmProblem, Op
 from autogemm.checking import apply_op, random_matrix, relative_error
 from autogemm.dtypes import Dtype
 
@@ -49,7 +49,7 @@ def run_and_check(ctx, params, dt: Dtype, m: int, n: int, k: int, trans_a: str, 
     if beta != 0:
         ref = ref + beta * views["C"].astype(dt.reference_numpy)
 
-    plan = GemmPlan(ctx, problem, params, edge, split_k)
+    plan = LaunchPlan(ctx, problem, params, edge, split_k)
     mf = cl.mem_flags
     bufs = {name: cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=h) for name, h in hosts.items()}
     try:

@@ -10,7 +10,7 @@ import pyopencl.array as cl_array
 import pytest
 
 import autogemm
-from autogemm.blas import GemmPlan, GemmProblem, Op
+from autogemm.blas import LaunchPlan, GemmProblem, Op
 from autogemm.checking import apply_op, random_matrix, relative_error, tolerance
 from autogemm.codelets.mma import MmaParams
 from autogemm.codelets.simt import SimtParams
@@ -45,9 +45,9 @@ def test_a_batch_is_one_launch_of_each_kernel(ctx):
     dt = DTYPES["s"]
     single = GemmProblem.dense(dt, 30, 20, 10, Op(transposed=True))
     batched = dataclasses.replace(single, batch=1000, stride_a=300, stride_b=200, stride_c=600)
-    steps = [GemmPlan(ctx, p, SIMT, "pad").launches() for p in (single, batched)]
+    steps = [LaunchPlan(ctx, p, SIMT, "pad").launches() for p in (single, batched)]
     assert len(steps[0]) == len(steps[1]) == 4 and "a batch of 1000" in steps[1][2]
-    assert GemmPlan(ctx, batched, SIMT, "pad").temporary_bytes()["A"] == 1000 * GemmPlan(
+    assert LaunchPlan(ctx, batched, SIMT, "pad").temporary_bytes()["A"] == 1000 * LaunchPlan(
         ctx, single, SIMT, "pad").temporary_bytes()["A"]
 
 
@@ -55,14 +55,14 @@ def test_a_batch_refuses_split_k_images_and_a_shared_c(ctx):
     problem = GemmProblem.dense(DTYPES["s"], 30, 20, 600)
     batched = dataclasses.replace(problem, batch=4, stride_a=30 * 600, stride_b=600 * 20, stride_c=600)
     with pytest.raises(ArgumentError, match="split K is for single products"):
-        GemmPlan(ctx, batched, SIMT, "guard", split_k=2)
+        LaunchPlan(ctx, batched, SIMT, "guard", split_k=2)
     if ctx.device.image_support:
         with pytest.raises(ConfigError, match="images"):
-            GemmPlan(ctx, batched, SimtParams("TN", "offset", 4, 4, 4, 4, 4, 4, False, False, image_a=True), "pad")
+            LaunchPlan(ctx, batched, SimtParams("TN", "offset", 4, 4, 4, 4, 4, 4, False, False, image_a=True), "pad")
     with pytest.raises(ShapeError, match="stride of C is 0"):
-        GemmPlan(ctx, dataclasses.replace(batched, stride_c=0), SIMT)
+        LaunchPlan(ctx, dataclasses.replace(batched, stride_c=0), SIMT)
     with pytest.raises(ShapeError, match="stride of B must be a non-negative"):
-        GemmPlan(ctx, dataclasses.replace(batched, stride_b=-1), SIMT)
+        LaunchPlan(ctx, dataclasses.replace(batched, stride_b=-1), SIMT)
 
 
 def _want(a, b, c, alpha, beta, ta, tb, dt):

@@ -74,7 +74,7 @@ def test_a_wrong_autogemm_result_is_reported_not_counted(bench, monkeypatch):
     def nothing(plan, *args, **kwargs):   # C is never written
         return [cl.enqueue_marker(plan.ctx.queue)]
 
-    monkeypatch.setattr(plan_module.GemmPlan, "enqueue", nothing)
+    monkeypatch.setattr(plan_module.LaunchPlan, "enqueue", nothing)
     case = bench.run(DTYPES["s"], Shape(20, 20, 20))
     ours = case.measurements[0]
     assert not ours.correct and ours.note == "wrong result" and case.rate(AUTOGEMM) is None
@@ -149,3 +149,18 @@ def test_clblast_tuner_results_are_read_per_precision(tmp_path):
     (tmp_path / "clblast_xgemm_1_64.json").write_text(json.dumps({"results": [result(0.1, 16)]}))
     assert clblast_tuned_from(tmp_path, "s") == {"MWG": 64, "NWG": 64}
     assert clblast_tuned_from(tmp_path, "c") is None
+
+
+def test_bench_batch_times_checks_and_compares(tmp_path):
+    out = CliRunner().invoke(main, ["bench-batch", "--dtype", "s", "--batches", "12x8", "--runs", "2",
+                                    "--overhead-size", "16", "--reuse-size", "24", "--json", str(tmp_path / "b.json")])
+    assert out.exit_code == 0, out.output
+    data = json.loads((tmp_path / "b.json").read_text())
+    case = data["cases"][0]
+    timed = {m["name"]: m for m in case["measurements"]}
+    assert timed["autogemm strided"]["correct"] and timed["autogemm loop"]["correct"]
+    assert timed["autogemm strided"]["tflops"] > 0 and case["batch"] == 12 and case["n"] == 8
+    assert data["overhead"]["call_seconds"] > 0 and data["reuse"][0]["reused_seconds"] > 0
+    assert "(one launch)" in out.output and "copying A once" in out.output
+    bad = CliRunner().invoke(main, ["bench-batch", "--batches", "12by8"])
+    assert bad.exit_code != 0 and "not COUNTxSIZE" in bad.output

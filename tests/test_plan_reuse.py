@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from autogemm.blas import GemmPlan, GemmProblem
+from autogemm.blas import LaunchPlan, GemmProblem
 from autogemm.checking import random_matrix
 from autogemm.dtypes import DTYPES
 
@@ -13,7 +13,7 @@ from autogemm.dtypes import DTYPES
 def test_a_reused_plan_follows_new_buffers_and_scalars(ctx):
     dt, m, n, k = DTYPES["d"], 37, 21, 45
     problem = GemmProblem(dt, m, n, k, lda=k, ldb=n, ldc=n)
-    plan = GemmPlan(ctx, problem, edge="pad")
+    plan = LaunchPlan(ctx, problem, edge="pad")
     rng = np.random.default_rng(4)
     mf = cl.mem_flags
     for alpha in (1.0, 1.0, -2.0, -2.0):
@@ -37,8 +37,8 @@ def test_gemm_keeps_plans_between_calls_and_evicts_the_oldest(ctx, monkeypatch):
     monkeypatch.setattr(plan_cache, "CAPACITY", 2)
     rng = np.random.default_rng(9)
     made = []
-    real = plan_cache.GemmPlan
-    monkeypatch.setattr(plan_cache, "GemmPlan", lambda *args: made.append(real(*args)) or made[-1])
+    real = plan_cache.LaunchPlan
+    monkeypatch.setattr(plan_cache, "LaunchPlan", lambda *args: made.append(real(*args)) or made[-1])
     for shape in ((30, 20, 10), (30, 20, 10), (31, 20, 10), (32, 20, 10), (30, 20, 10)):
         m, n, k = shape
         a, b = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (k, n))

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import autogemm
-from autogemm.blas import GemmPlan, GemmProblem, Op
+from autogemm.blas import LaunchPlan, GemmProblem, Op
 from autogemm.blas.selection import choose_params
 from autogemm.codelets.simt import SimtParams
 from autogemm.errors import ProfileError
@@ -97,12 +97,12 @@ def test_gemm_picks_the_configuration_predicted_fastest_for_the_shape(cache, ctx
     save(make_profile(device, {"s": [large, SizeClassEntry("small", (32, 32, 32), (Ranked(SMALL, 15.0),),
                                                            "model", 10, 3.0)]}))
     s = autogemm.dtypes.DTYPES["s"]
-    big = GemmPlan(ctx, GemmProblem(s, 300, 200, 250, lda=250, ldb=200, ldc=200))
-    small = GemmPlan(ctx, GemmProblem(s, 20, 30, 40, lda=40, ldb=30, ldc=30))
-    narrow = GemmPlan(ctx, GemmProblem(s, 4, 600, 600, lda=600, ldb=600, ldc=600))   # nearer to the large class
+    big = LaunchPlan(ctx, GemmProblem(s, 300, 200, 250, lda=250, ldb=200, ldc=200))
+    small = LaunchPlan(ctx, GemmProblem(s, 20, 30, 40, lda=40, ldb=30, ldc=30))
+    narrow = LaunchPlan(ctx, GemmProblem(s, 4, 600, 600, lda=600, ldb=600, ldc=600))   # nearer to the large class
     assert big.params == LARGE and small.params == SMALL and narrow.params == SMALL
     assert "profile" in big.describe()
-    other = GemmPlan(ctx, GemmProblem(autogemm.dtypes.DTYPES["d"], 300, 200, 250, lda=250, ldb=200, ldc=200))
+    other = LaunchPlan(ctx, GemmProblem(autogemm.dtypes.DTYPES["d"], 300, 200, 250, lda=250, ldb=200, ldc=200))
     assert other.params_source == "default"     # the profile has no d entry
     rng = np.random.default_rng(1)
     a, b = rng.uniform(-1, 1, (300, 250)).astype(np.float32), rng.uniform(-1, 1, (250, 200)).astype(np.float32)
@@ -143,7 +143,7 @@ def test_a_configuration_in_the_stored_layout_is_preferred_when_nearly_as_fast(c
         op_a, op_b = Op.from_letter(ta, "a"), Op.from_letter(tb, "b")
         problem = GemmProblem(dt, 300, 200, 250, op_a, op_b, lda=300 if op_a.transposed else 250,
                               ldb=250 if op_b.transposed else 200, ldc=200)
-        return GemmPlan(ctx, problem).params
+        return LaunchPlan(ctx, problem).params
 
     assert chosen(s, "N", "N") == LARGE
     assert chosen(s, "T", "N") == tn          # 19 >= 0.9 x 20: no pack of A
@@ -168,7 +168,7 @@ def test_a_bad_profile_in_the_cache_is_skipped_with_a_warning(cache, ctx, device
     path.write_text(text)
     with pytest.warns(ProfileWarning, match=expected):
         assert profile_for(device) is None
-    plan = GemmPlan(ctx, GemmProblem(autogemm.dtypes.DTYPES["s"], 300, 200, 250, lda=250, ldb=200, ldc=200))
+    plan = LaunchPlan(ctx, GemmProblem(autogemm.dtypes.DTYPES["s"], 300, 200, 250, lda=250, ldb=200, ldc=200))
     assert plan.params_source == "default"
 
 

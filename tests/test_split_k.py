@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from autogemm.blas import GemmPlan, GemmProblem
+from autogemm.blas import LaunchPlan, GemmProblem
 from autogemm.blas.coverage import MAX_SLICES, busy_share, split_count
 from autogemm.codelets.simt import SimtParams
 from autogemm.dtypes import DTYPES
@@ -32,7 +32,7 @@ def test_split_k_is_exact_for_every_dtype_and_layout(ctx, letter, layout, ta, tb
 def test_split_k_in_place_operands(ctx):
     """K a multiple of slices x TILE_K and whole blocks: A and B are read where they are."""
     problem = GemmProblem(DTYPES["s"], 16, 32, 256, lda=256, ldb=32, ldc=32)
-    plan = GemmPlan(ctx, problem, LOCAL, split_k=4)
+    plan = LaunchPlan(ctx, problem, LOCAL, split_k=4)
     assert not any(st.packed for st in plan.staging.values()) and plan.c_temp and "K split in 4" in plan.describe()
     run_and_check(ctx, LOCAL, DTYPES["s"], 16, 32, 256, "N", "N", 2.0, 0.0, "auto", np.random.default_rng(1),
                   split_k=4)
@@ -51,17 +51,17 @@ def test_split_count():
 def test_deep_narrow_problems_split_automatically(ctx, monkeypatch):
     monkeypatch.setattr(ctx, "device", dataclasses.replace(ctx.device, compute_units=132))
     deep = GemmProblem(DTYPES["s"], 64, 64, 2**18, lda=2**18, ldb=64, ldc=64)
-    assert GemmPlan(ctx, deep, LOCAL).slices > 1
+    assert LaunchPlan(ctx, deep, LOCAL).slices > 1
     square = GemmProblem(DTYPES["s"], 96, 96, 96, lda=96, ldb=96, ldc=96)
-    assert GemmPlan(ctx, square, LOCAL).slices == 1
+    assert LaunchPlan(ctx, square, LOCAL).slices == 1
 
 
 def test_bad_split_requests(ctx):
     problem = GemmProblem(DTYPES["s"], 16, 16, 64, lda=64, ldb=16, ldc=16)
     for bad in (0, MAX_SLICES + 1, 2.5, True):
         with pytest.raises(ArgumentError, match="split_k"):
-            GemmPlan(ctx, problem, LOCAL, split_k=bad)
+            LaunchPlan(ctx, problem, LOCAL, split_k=bad)
     imaged = dataclasses.replace(LOCAL, local_a=False, image_a=True, vector_width=4, tile_rows=4,
                                  layout="TN")
     with pytest.raises(ConfigError, match="images"):
-        GemmPlan(ctx, problem, imaged, split_k=2)
+        LaunchPlan(ctx, problem, imaged, split_k=2)

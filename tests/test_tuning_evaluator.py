@@ -87,7 +87,7 @@ def test_a_runtime_failure_is_a_record(evaluator, monkeypatch):
     def fail(*args, **kwargs):
         raise cl.RuntimeError("clEnqueueNDRangeKernel failed: OUT_OF_RESOURCES")
 
-    monkeypatch.setattr(plan_module.GemmPlan, "enqueue", fail)
+    monkeypatch.setattr(plan_module.LaunchPlan, "enqueue", fail)
     record = evaluator.evaluate(GOOD)
     assert record.outcome is Outcome.CRASHED and "OUT_OF_RESOURCES" in record.message
 

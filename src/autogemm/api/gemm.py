@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import numbers
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -12,23 +11,13 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..blas import EDGES, GemmPlan, GemmProblem, Op
+from ..blas import EDGES, LaunchPlan, GemmProblem, Op
 from ..blas.plan_cache import cached_plan
 from ..codelets.simt import SimtParams
 from ..dtypes import Dtype, get_dtype, with_output, with_precision
 from ..errors import ArgumentError, DeviceError, DtypeError, ShapeError
 from ..runtime import Device, DeviceContext
-from .operands import Matrix, Stored, as_matrix, call_context, events_of, on_device, stored
-
-
-def _scalar(value: object, name: str, dt: Dtype) -> complex | float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Number):
-        raise ArgumentError(f"{name} must be a number, not {value!r}")
-    if not dt.is_complex and isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
-        if complex(value).imag != 0:
-            raise DtypeError(f"{name}={value!r} is complex but the matrices are real ({dt.numpy})")
-        value = complex(value).real
-    return complex(value) if dt.is_complex else float(value)  # type: ignore[arg-type]
+from .operands import Matrix, Stored, as_matrix, call_context, events_of, on_device, scalar, stored
 
 
 def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | float = 1.0,
@@ -84,7 +73,7 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
             _remember(key, call)
     else:
         sa, sb = stored(a, "a"), stored(b, "b")
-    alpha, beta = _scalar(alpha, "alpha", call.dt), _scalar(beta, "beta", call.dt)
+    alpha, beta = scalar(alpha, "alpha", call.dt), scalar(beta, "beta", call.dt)
     if c is None and beta != 0:
         raise ArgumentError("beta is not 0 but no c was given to scale")
     if wait_for and not call.asynchronous:
@@ -198,7 +187,7 @@ def _events(wait_for: object) -> list[cl.Event]:
     return list(wait_for)
 
 
-def _run(ctx: DeviceContext, plan: GemmPlan, operands: tuple[Stored, Stored, Stored], out: Matrix, alpha, beta,
+def _run(ctx: DeviceContext, plan: LaunchPlan, operands: tuple[Stored, Stored, Stored], out: Matrix, alpha, beta,
          wait_for: list[cl.Event]) -> Matrix:
     """Upload the host operands (C only when beta is not 0: it is not read then), enqueue the product and,
     for a host C, download it into ``out``; a device ``out`` gets the events to wait on instead."""
@@ -228,7 +217,7 @@ def _run(ctx: DeviceContext, plan: GemmPlan, operands: tuple[Stored, Stored, Sto
                 buf.release()      # freed once the commands using it are done
 
 
-def _check_memory(ctx: DeviceContext, plan: GemmPlan, uploads: list[int]) -> None:
+def _check_memory(ctx: DeviceContext, plan: LaunchPlan, uploads: list[int]) -> None:
     """``DeviceError`` when the call's buffers (the uploaded operands and the plan's temporaries, those
     the device does not hold yet) cannot fit the device: more in all than its memory, or one larger than
     it allocates at once."""

@@ -4,13 +4,15 @@ dimension and an element offset, whether they come as numpy arrays (uploaded) or
 
 from __future__ import annotations
 
+import numbers
 from typing import NamedTuple
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..errors import ArgumentError, ShapeError
+from ..dtypes import Dtype
+from ..errors import ArgumentError, DtypeError, ShapeError
 from ..runtime import Device, DeviceContext, context_for, context_for_queue, find_device
 
 Matrix = np.ndarray | cl_array.Array
@@ -97,6 +99,18 @@ def stored(arr: Matrix, name: str) -> Stored:
     elements = Stored(*found).elements
     return Stored(*found, span=np.lib.stride_tricks.as_strided(arr, shape=(elements,), strides=(arr.itemsize,),
                                                                writeable=False))
+
+
+def scalar(value: object, name: str, dt: Dtype) -> complex | float:
+    """``value`` as the Python number a kernel argument of ``dt`` is made from; ``ArgumentError`` for a
+    non-number, ``DtypeError`` for a complex one with real matrices."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Number):
+        raise ArgumentError(f"{name} must be a number, not {value!r}")
+    if not dt.is_complex and isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
+        if complex(value).imag != 0:
+            raise DtypeError(f"{name}={value!r} is complex but the matrices are real ({dt.numpy})")
+        value = complex(value).real
+    return complex(value) if dt.is_complex else float(value)  # type: ignore[arg-type]
 
 
 def as_array(value: object, name: str) -> Matrix:

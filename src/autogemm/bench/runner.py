@@ -20,7 +20,7 @@ import numpy as np
 import pyopencl as cl
 
 from ..api import gemm
-from ..blas import GemmPlan, GemmProblem, Op
+from ..blas import LaunchPlan, GemmProblem, Op
 from ..checking import apply_op, gemm_flops, random_matrix, relative_error, tolerance
 from ..dtypes import DTYPES, Dtype
 from ..errors import ArgumentError
@@ -140,7 +140,7 @@ class Bench:
         flops = gemm_flops(dt, shape.m, shape.n, shape.k)
         case = CaseResult(dt.key, shape, self.peak_tflops(dt), "")
         plan_or_error = self._plan(dt, shape)
-        if isinstance(plan_or_error, GemmPlan):
+        if isinstance(plan_or_error, LaunchPlan):
             case.config = plan_or_error.params.describe()
         calls: list[tuple[str, Callable[[], PeerResult | None]]] = [
             (AUTOGEMM, lambda: self._autogemm(dt, plan_or_error, a, b))]
@@ -177,15 +177,15 @@ class Bench:
             self._clblast_names[dt.letter] = "CLBlast tuned" if params else "CLBlast"
         return self._clblast_names[dt.letter]
 
-    def _plan(self, dt: Dtype, shape: Shape) -> GemmPlan | Exception:
+    def _plan(self, dt: Dtype, shape: Shape) -> LaunchPlan | Exception:
         op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
         problem = GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b)
         try:
-            return GemmPlan(self.ctx, problem)
+            return LaunchPlan(self.ctx, problem)
         except Exception as exc:   # noqa: BLE001 - reported in the table, the run goes on
             return exc
 
-    def _autogemm(self, dt: Dtype, plan: GemmPlan | Exception, a: np.ndarray, b: np.ndarray) -> PeerResult:
+    def _autogemm(self, dt: Dtype, plan: LaunchPlan | Exception, a: np.ndarray, b: np.ndarray) -> PeerResult:
         """Device-resident: operands already on the device, C poisoned with NaN, events timing."""
         if isinstance(plan, Exception):
             raise plan

@@ -1,4 +1,4 @@
-"""``GemmPlan``: the launches that compute one ``GemmProblem`` with one ``KernelParams`` configuration.
+"""``LaunchPlan``: the launches that compute one ``GemmProblem`` with one ``KernelParams`` configuration.
 
 Per shape the plan chooses between two ways of handling edges, both exact:
 - guarded: the kernel takes any m, n, k and guards its loads and stores; operands are read in place
@@ -34,6 +34,7 @@ EDGES = ("auto", "pad", "guard")
 #: Problems with at least this many multiply-adds are padded under ``edge='auto'``: the copies then
 #: cost little next to the product, and the unguarded kernel is the faster one.
 PAD_MIN_WORK = 128**3
+TILE_GROUP = (helpers.TILE, helpers.TILE, 1)    # the helper kernels' work-group
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def _kernel_shape(problem: GemmProblem, name: str, letter: str) -> tuple[int, in
     return (k, n) if letter == "N" else (n, k)
 
 
-class GemmPlan:
+class LaunchPlan:
     """Launch sequence for one problem on one device: packs, the GEMM kernel, and a merge if needed.
     Kernels are built here; temporary buffers are allocated at the first ``enqueue`` and reused by later
     ones; ``release`` frees them."""
@@ -215,9 +216,9 @@ class GemmPlan:
             if st.image:
                 self._image_shape(st)
 
-    def _allocate(self) -> None:
-        """Create the temporary buffers and images on first use (so that plans can be built ahead,
-        on other threads, without holding device memory)."""
+    def allocate(self) -> None:
+        """Create the temporary buffers and images (``enqueue`` does on first use, so that plans can be
+        built ahead, on other threads, without holding device memory)."""
         if self._temps:
             return
         sizes = self.temporary_bytes()
@@ -307,67 +308,115 @@ class GemmPlan:
         (empty when m or n is 0: there is nothing to do). ``offsets`` are A's, B's and C's element offsets
         when they are not the problem's: of the same alignment class (``GemmProblem.aligned``: all the
         plan's choices depend on), within the buffers and int32 range (``GemmProblem.validate`` with them)."""
-        pr, q, i32 = self.problem, self.ctx.queue, np.int32
-        offset = dict(zip("ABC", offsets or (pr.offset_a, pr.offset_b, pr.offset_c)))
-        if pr.m == 0 or pr.n == 0 or pr.batch == 0:
-            return []
-        tiles_of_c = (round_up(pr.n, helpers.TILE), round_up(pr.m, helpers.TILE), pr.batch)
-        tile = (helpers.TILE, helpers.TILE, 1)
+        pr = self.problem
+        offset_a, offset_b, offset_c = offsets or (pr.offset_a, pr.offset_b, pr.offset_c)
+        if self.nothing_to_multiply(alpha):
+            return self.enqueue_product({}, c, offset_c, alpha, beta, wait_for)
         with self._lock:
-            if pr.k == 0 or alpha == 0:
-                scale = self._epilogue("scale")
-                self._set_args(scale, i32(pr.m), i32(pr.n), c, i32(offset["C"]), i32(pr.ldc), self._scalar(beta),
-                               i32(pr.stride_c))
-                return [cl.enqueue_nd_range_kernel(q, scale, tiles_of_c, tile, wait_for=wait_for)]
-            self._allocate()
+            self.allocate()
             # Every kernel's arguments are set first and the launches enqueued after, back to back:
             # setting arguments takes long enough (tens to hundreds of microseconds) that doing it
             # between launches would leave the device idle.
             launches: list[tuple] = []
-            operands = {}
-            for name, user in (("A", a), ("B", b)):
-                st = self.staging[name]
-                if not st.packed:
-                    operands[name] = (user, i32(offset[name]), i32(pr.ld(name)))
-                    continue
-                kern, dst, layers = self.pack_kernels[name], self.pack_buffers[name], self._packed_layers(name)
-                self._set_args(kern, i32(st.rows), i32(st.cols), user, i32(offset[name]), i32(pr.ld(name)),
-                               dst, i32(st.dst_rows), i32(st.dst_cols), i32(st.dst_ld), i32(pr.stride(name)),
-                               i32(st.dst_rows * st.dst_ld))
-                launches.append((kern, (round_up(st.dst_cols, helpers.TILE), round_up(st.dst_rows, helpers.TILE),
-                                        layers), tile))
-                if st.image:
-                    launches.append((self.images[name], dst))
-                    operands[name] = (self.images[name], i32(0), i32(0))
-                else:
-                    operands[name] = (dst, i32(0), i32(st.dst_ld))
-            dims = (pr.m, pr.n, pr.k) if self.guarded else (self.padded_m, self.padded_n, self.padded_k // self.slices)
-            target = (self.c_buffer, i32(0), i32(self.padded_n)) if self.c_temp else (c, i32(offset["C"]), i32(pr.ldc))
-            # into a temporary the kernel writes op(A) op(B) alone; the merge applies alpha and beta
-            kernel_alpha, kernel_beta = (1.0, 0.0) if self.c_temp else (alpha, beta)
-            self._set_args(self.gemm_kernel, *(i32(d) for d in dims), self._scalar(kernel_alpha),
-                           self._scalar(kernel_beta), *operands["A"], *operands["B"], *target,
-                           *self._layer_strides(operands))
-            launches.append((self.gemm_kernel,
-                             (*self.kernel_source.global_size(dims[0], dims[1]), self.slices * pr.batch),
-                             (*self.kernel_source.local_size, 1)))
-            if self.c_temp:
-                merge = self._epilogue("merge")
-                self._set_args(merge, i32(pr.m), i32(pr.n), self.c_buffer, i32(self.padded_n),
-                               i32(self.padded_m * self.padded_n), i32(self.slices), self._scalar(alpha), c,
-                               i32(offset["C"]), i32(pr.ldc), self._scalar(beta), i32(pr.stride_c))
-                launches.append((merge, tiles_of_c, tile))
-            events: list[cl.Event] = []
-            for launch in launches:
-                first = None if events else wait_for
-                if isinstance(launch[0], cl.Kernel):
-                    kern, size, local = launch
-                    events.append(cl.enqueue_nd_range_kernel(q, kern, size, local, wait_for=first))
-                else:
-                    img, src = launch
-                    events.append(cl.enqueue_copy(q, img, src, offset=0, origin=(0, 0), region=img.shape,
-                                                  wait_for=first))
-            return events
+            operands = {"A": self._stage_operand("A", a, offset_a, launches),
+                        "B": self._stage_operand("B", b, offset_b, launches)}
+            launches += self._product_launches(operands, c, offset_c, alpha, beta)
+            return self._launch(launches, wait_for)
+
+    def enqueue_copy(self, name: str, user: cl.Buffer, offset: int | None = None,
+                     wait_for: list[cl.Event] | None = None) -> tuple[list[cl.Event], tuple]:
+        """Bring operand ``name`` ('A' or 'B', in ``user`` from element ``offset``) into the form the
+        product reads: packed into the plan's own buffer (returning the pack's events), or read in place
+        (no events: ``user`` must then hold it until the products are done). Returns the events and the
+        operand for ``enqueue_product``. A later copy of the same operand replaces the earlier one."""
+        if name not in self.staging:
+            raise ArgumentError(f"name must be 'A' or 'B', not {name!r}")
+        with self._lock:
+            self.allocate()
+            launches: list[tuple] = []
+            operand = self._stage_operand(name, user, self.problem.offset(name) if offset is None else offset,
+                                          launches)
+            return self._launch(launches, wait_for), operand
+
+    def enqueue_product(self, operands: dict[str, tuple], c: cl.Buffer, offset_c: int | None = None,
+                        alpha: complex | float = 1.0, beta: complex | float = 0.0,
+                        wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
+        """The product and its merge on operands from ``enqueue_copy``: C = alpha op(A) op(B) + beta C."""
+        pr, i32 = self.problem, np.int32
+        offset_c = pr.offset_c if offset_c is None else offset_c
+        with self._lock:
+            if self.nothing_to_multiply(alpha):
+                if pr.m == 0 or pr.n == 0 or pr.batch == 0:
+                    return []
+                scale = self._epilogue("scale")
+                self._set_args(scale, i32(pr.m), i32(pr.n), c, i32(offset_c), i32(pr.ldc), self._scalar(beta),
+                               i32(pr.stride_c))
+                return self._launch([(scale, self._tiles_of_c(), TILE_GROUP)], wait_for)
+            self.allocate()
+            return self._launch(self._product_launches(operands, c, offset_c, alpha, beta), wait_for)
+
+    def nothing_to_multiply(self, alpha: complex | float) -> bool:
+        """True when no product is computed: C is empty, or scaled by beta alone (K or alpha 0)."""
+        pr = self.problem
+        return pr.m == 0 or pr.n == 0 or pr.batch == 0 or pr.k == 0 or alpha == 0
+
+    def _tiles_of_c(self) -> tuple[int, int, int]:
+        """The NDRange of helper work-groups covering C (each C of a batch)."""
+        pr = self.problem
+        return round_up(pr.n, helpers.TILE), round_up(pr.m, helpers.TILE), pr.batch
+
+    def _stage_operand(self, name: str, user: cl.Buffer, offset: int, launches: list[tuple]) -> tuple:
+        """Add the launches that bring operand ``name`` to the kernel (none when it is read in place) and
+        return its kernel arguments: memory, offset, leading dimension."""
+        pr, i32 = self.problem, np.int32
+        st = self.staging[name]
+        if not st.packed:
+            return user, i32(offset), i32(pr.ld(name))
+        kern, dst, layers = self.pack_kernels[name], self.pack_buffers[name], self._packed_layers(name)
+        self._set_args(kern, i32(st.rows), i32(st.cols), user, i32(offset), i32(pr.ld(name)),
+                       dst, i32(st.dst_rows), i32(st.dst_cols), i32(st.dst_ld), i32(pr.stride(name)),
+                       i32(st.dst_rows * st.dst_ld))
+        launches.append((kern, (round_up(st.dst_cols, helpers.TILE), round_up(st.dst_rows, helpers.TILE), layers),
+                         TILE_GROUP))
+        if st.image:
+            launches.append((self.images[name], dst))
+            return self.images[name], i32(0), i32(0)
+        return dst, i32(0), i32(st.dst_ld)
+
+    def _product_launches(self, operands: dict[str, tuple], c: cl.Buffer, offset_c: int, alpha, beta) -> list[tuple]:
+        """The GEMM kernel's launch on staged operands and, into a temporary C, the merge's."""
+        pr, i32 = self.problem, np.int32
+        dims = (pr.m, pr.n, pr.k) if self.guarded else (self.padded_m, self.padded_n, self.padded_k // self.slices)
+        target = (self.c_buffer, i32(0), i32(self.padded_n)) if self.c_temp else (c, i32(offset_c), i32(pr.ldc))
+        # into a temporary the kernel writes op(A) op(B) alone; the merge applies alpha and beta
+        kernel_alpha, kernel_beta = (1.0, 0.0) if self.c_temp else (alpha, beta)
+        self._set_args(self.gemm_kernel, *(i32(d) for d in dims), self._scalar(kernel_alpha),
+                       self._scalar(kernel_beta), *operands["A"], *operands["B"], *target,
+                       *self._layer_strides(operands))
+        launches = [(self.gemm_kernel, (*self.kernel_source.global_size(dims[0], dims[1]), self.slices * pr.batch),
+                     (*self.kernel_source.local_size, 1))]
+        if self.c_temp:
+            merge = self._epilogue("merge")
+            self._set_args(merge, i32(pr.m), i32(pr.n), self.c_buffer, i32(self.padded_n),
+                           i32(self.padded_m * self.padded_n), i32(self.slices), self._scalar(alpha), c,
+                           i32(offset_c), i32(pr.ldc), self._scalar(beta), i32(pr.stride_c))
+            launches.append((merge, self._tiles_of_c(), TILE_GROUP))
+        return launches
+
+    def _launch(self, launches: list[tuple], wait_for: list[cl.Event] | None) -> list[cl.Event]:
+        """Enqueue kernel launches (kernel, global size, local size) and image fills (image, buffer) in
+        order, the first after ``wait_for``; their events."""
+        q = self.ctx.queue
+        events: list[cl.Event] = []
+        for launch in launches:
+            first = None if events else wait_for
+            if isinstance(launch[0], cl.Kernel):
+                kern, size, local = launch
+                events.append(cl.enqueue_nd_range_kernel(q, kern, size, local, wait_for=first))
+            else:
+                img, src = launch
+                events.append(cl.enqueue_copy(q, img, src, offset=0, origin=(0, 0), region=img.shape, wait_for=first))
+        return events
 
     def launches(self) -> list[str]:
         """What ``enqueue`` launches, in the order of the events it returns (for a problem with a

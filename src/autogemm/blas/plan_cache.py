@@ -9,17 +9,17 @@ from collections import OrderedDict
 from ..codelets.simt import SimtParams
 from ..profiles import profile_for
 from ..runtime.context import DeviceContext
-from .plan import GemmPlan
+from .plan import LaunchPlan
 from .problem import GemmProblem
 
 #: Plans kept, least recently used first out (each may hold temporary buffers on its device).
 CAPACITY = 16
 
-_plans: OrderedDict[tuple, tuple[object, GemmPlan]] = OrderedDict()
+_plans: OrderedDict[tuple, tuple[object, LaunchPlan]] = OrderedDict()
 _lock = threading.Lock()
 
 
-def cached_plan(ctx: DeviceContext, problem: GemmProblem, params: SimtParams | None, edge: str) -> GemmPlan:
+def cached_plan(ctx: DeviceContext, problem: GemmProblem, params: SimtParams | None, edge: str) -> LaunchPlan:
     """A plan for ``problem``, made once per (device, problem, configuration, edge mode) and kept while
     the device's profile stays the same (a plan without ``params`` took its configuration from it)."""
     profile = profile_for(ctx.device) if params is None else None
@@ -29,7 +29,7 @@ def cached_plan(ctx: DeviceContext, problem: GemmProblem, params: SimtParams | N
         if found is not None and found[0] is profile:
             _plans.move_to_end(key)
             return found[1]
-    plan = GemmPlan(ctx, problem, params, edge)
+    plan = LaunchPlan(ctx, problem, params, edge)
     with _lock:
         old = _plans.pop(key, None)
         _plans[key] = (profile, plan)

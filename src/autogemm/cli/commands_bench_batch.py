@@ -1,5 +1,5 @@
 """``autogemm bench-batch``: batches of small products (strided batch, a loop of calls, cuBLAS's batched
-GEMM) and the high-level call's overhead, as a table and JSON."""
+GEMM), the high-level call's overhead and the four-step plan's saving, as a table and JSON."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import click
 import numpy as np
 from rich.table import Table
 
-from ..bench.batched import BMM, LOOP, STRIDED, call_overhead, run_batch
+from ..bench.api_costs import BMM, LOOP, STRIDED, call_overhead, plan_reuse, run_batch
 from ..dtypes import get_dtype
 from ..errors import ArgumentError, AutogemmError
 from ..runtime import context_for
@@ -44,9 +44,11 @@ def _rate(value: float | None) -> str:
 @click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True, help="Timed runs (median).")
 @click.option("--overhead-size", type=click.IntRange(1, 8192), default=256, show_default=True,
               help="Size of the float32 product whose call overhead is measured (0 rows: skip).")
+@click.option("--reuse-size", type=click.IntRange(0, 32768), default=4096, show_default=True,
+              help="Size of the problems A B1, A B2 timed with and without copying A once (0: skip).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random operands.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")
-def bench_batch_command(device, dtypes, batches, runs, overhead_size, seed, json_path) -> None:
+def bench_batch_command(device, dtypes, batches, runs, overhead_size, reuse_size, seed, json_path) -> None:
     """Time a strided batch (one launch) against the same products as a Python loop of gemm calls and
     against cuBLAS's batched GEMM (torch.bmm, where CUDA is there), all checked against float64; then the
     host time a gemm call on device arrays costs beyond the bare plan. Rates are TFLOP/s."""
@@ -66,6 +68,10 @@ def bench_batch_command(device, dtypes, batches, runs, overhead_size, seed, json
                 cases.append(run_batch(ctx, dt, batch, n, runs, rng))
         status.update(f"call overhead, {overhead_size}^3 SGEMM")
         overhead = call_overhead(ctx, get_dtype("s"), overhead_size, rng=rng)
+        reuses = []
+        for dt in letters if reuse_size else []:
+            status.update(f"{dt.routine}: A B1, A B2 at {reuse_size}, copying A once or twice")
+            reuses.append(plan_reuse(ctx, dt, reuse_size, rng=rng))
     table = Table(title=f"Batched GEMM, TFLOP/s on {dev.name.strip()} (median of {runs})")
     for column in ("dtype", "batch", "size", "strided", "loop", "bmm", "strided / loop", "strided / bmm"):
         table.add_column(column, justify="left" if column == "dtype" else "right")
@@ -82,9 +88,13 @@ def bench_batch_command(device, dtypes, batches, runs, overhead_size, seed, json
     console.print(f"{overhead.n}^3 SGEMM on device arrays: kernel {overhead.kernel_seconds * 1e6:.1f} us; host time per "
                   f"call: gemm {overhead.call_seconds * 1e6:.1f} us, bare plan.enqueue {overhead.plan_seconds * 1e6:.1f} us;"
                   f" overhead {overhead.overhead_seconds * 1e6:.1f} us", highlight=False)
+    for dt, reuse in zip(letters, reuses):
+        console.print(f"{dt.routine} A^T B1, A^T B2 at {reuse.n}: two whole products {reuse.twice_seconds * 1e3:.3f} ms, "
+                      f"GemmPlan copying A once {reuse.reused_seconds * 1e3:.3f} ms "
+                      f"({1 - reuse.reused_seconds / reuse.twice_seconds:.0%} saved; {reuse.launches})", highlight=False)
     if json_path:
         data = {"device": dev.name.strip(), "runs": runs, "cases": [dataclasses.asdict(c) for c in cases],
-                "overhead": dataclasses.asdict(overhead)}
+                "overhead": dataclasses.asdict(overhead), "reuse": [dataclasses.asdict(r) for r in reuses]}
         try:
             json_path.write_text(json.dumps(data, indent=1))
         except OSError as exc:

@@ -8,7 +8,7 @@ import click
 import numpy as np
 import pyopencl as cl
 
-from ..blas import EDGES, GemmPlan, GemmProblem, Op
+from ..blas import EDGES, LaunchPlan, GemmProblem, Op
 from ..blas.selection import choose_params
 from ..checking import apply_op, gemm_flops, random_matrix, relative_error
 from ..codelets.families import FAMILIES, check, render
@@ -93,7 +93,7 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, time
         params = None
         if config or settings:
             params = parse_config(config, settings, choose_params(dev, problem)[0])
-        plan = GemmPlan(ctx, problem, params, edge)
+        plan = LaunchPlan(ctx, problem, params, edge)
     except AutogemmError as exc:
         fail(str(exc))
     console.print(f"device: {dev.label}", highlight=False)

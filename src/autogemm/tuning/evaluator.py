@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pyopencl as cl
 
-from ..blas import GemmPlan, GemmProblem
+from ..blas import LaunchPlan, GemmProblem
 from ..checking import gemm_flops, random_matrix, tolerance
 from ..codelets.simt import SimtParams
 from ..dtypes import Dtype
@@ -56,11 +56,11 @@ class Evaluator:
     def shape(self) -> tuple[int, int, int]:
         return self.problem.m, self.problem.n, self.problem.k
 
-    def prepare(self, params: SimtParams) -> GemmPlan:
+    def prepare(self, params: SimtParams) -> LaunchPlan:
         """Build the plan (compiles its kernels; safe to call from worker threads)."""
-        return GemmPlan(self.ctx, self.problem, params, edge="auto")
+        return LaunchPlan(self.ctx, self.problem, params, edge="auto")
 
-    def evaluate(self, params: SimtParams, plan: GemmPlan | BaseException | None = None,
+    def evaluate(self, params: SimtParams, plan: LaunchPlan | BaseException | None = None,
                  runs: int | None = None, build_seconds: float = 0.0) -> Record:
         """Measure ``params``; ``plan`` is a prepared plan, or the exception preparing it raised."""
         runs = self.runs if runs is None else runs
@@ -82,11 +82,11 @@ class Evaluator:
             plan.release()
             self._forget(plan)
 
-    def _forget(self, plan: GemmPlan) -> None:
+    def _forget(self, plan: LaunchPlan) -> None:
         src = plan.kernel_source
         self.ctx.forget(src.source, src.options)
 
-    def _enqueue(self, plan: GemmPlan, repeats: int = 1) -> tuple[cl.Event, cl.Event]:
+    def _enqueue(self, plan: LaunchPlan, repeats: int = 1) -> tuple[cl.Event, cl.Event]:
         first = last = None
         for _ in range(repeats):
             events = plan.enqueue(self.a, self.b, self.c, 1.0, 0.0)
@@ -94,7 +94,7 @@ class Evaluator:
             last = events[-1]
         return first, last
 
-    def _run(self, params: SimtParams, plan: GemmPlan, runs: int, build_seconds: float) -> Record:
+    def _run(self, params: SimtParams, plan: LaunchPlan, runs: int, build_seconds: float) -> Record:
         queue = self.ctx.queue
         output = self.dtype.output
         cl.enqueue_fill_buffer(queue, self.c, np.array(np.nan, output.numpy), 0, self.reference.size * output.itemsize)

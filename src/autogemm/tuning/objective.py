@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from ..blas import GemmPlan
+from ..blas import LaunchPlan
 from .budget import Budget, BudgetClock
 from .checkpoint import Checkpoint
 from .evaluator import Evaluator
@@ -126,10 +126,10 @@ class Objective:
             self.on_record(self, record, fresh)
 
     # ----- building ahead ------------------------------------------------------------------------
-    def _prepare(self, point: Point) -> tuple[GemmPlan | BaseException, float]:
+    def _prepare(self, point: Point) -> tuple[LaunchPlan | BaseException, float]:
         started = time.perf_counter()
         try:
-            plan: GemmPlan | BaseException = self.evaluator.prepare(self.space.config(point))
+            plan: LaunchPlan | BaseException = self.evaluator.prepare(self.space.config(point))
         except Exception as exc:   # noqa: BLE001 - the evaluator turns it into a record
             plan = exc
         return plan, time.perf_counter() - started
@@ -176,5 +176,5 @@ class Objective:
 
 
 def _discard(plan: object) -> None:
-    if isinstance(plan, GemmPlan):
+    if isinstance(plan, LaunchPlan):
         plan.release()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from ..blas import GemmPlan, GemmProblem, Op
+from ..blas import LaunchPlan, GemmProblem, Op
 from ..checking import apply_op, random_matrix, relative_error, tolerance
 from ..codelets.simt import SimtParams
 from ..dtypes import Dtype
@@ -48,7 +48,7 @@ def _run(ctx: DeviceContext, params: SimtParams, dtype: Dtype, edge: str, a: tup
     m, n = c.shape
     k = a.shape[0] if op_a.transposed else a.shape[1]
     problem = GemmProblem.dense(dtype, m, n, k, op_a, op_b)
-    plan = GemmPlan(ctx, problem, params, edge)
+    plan = LaunchPlan(ctx, problem, params, edge)
     mf = cl.mem_flags
     buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x) for x in (a, b, c)]
     try:

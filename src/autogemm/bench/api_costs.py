@@ -6,7 +6,9 @@ fresh random data, a warm-up, the median of several runs, every result checked a
   a Python loop over the matrices of device arrays (wall clock to the end of the last product: the loop's
   cost is on the host), and cuBLAS's batched GEMM through ``torch.bmm`` (CUDA events).
 - ``call_overhead``: what the high-level call on device arrays costs on the host beyond the bare plan's
-  ``enqueue`` of the same kernels, per call, in a steady stream of calls."""
+  ``enqueue`` of the same kernels.
+- ``plan_reuse``: two products that share A, as two whole calls (each packing A) and in the four-step
+  ``GemmPlan`` (A copied once), by profiling events."""
 
 from __future__ import annotations
 
@@ -19,9 +21,9 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..api import gemm
-from ..blas import GemmPlan, GemmProblem
-from ..checking import gemm_flops, random_matrix
+from ..api import GemmPlan, gemm
+from ..blas import LaunchPlan, GemmProblem
+from ..checking import apply_op, gemm_flops, random_matrix
 from ..dtypes import Dtype
 from ..runtime.context import DeviceContext
 from ..runtime.timing import median, time_enqueue
@@ -60,7 +62,7 @@ def run_batch(ctx: DeviceContext, dt: Dtype, batch: int, n: int, runs: int, rng:
     a, b = random_matrix(rng, dt, (batch, n, n)), random_matrix(rng, dt, (batch, n, n))
     problem = GemmProblem(dt, n, n, n, lda=n, ldb=n, ldc=n, batch=batch, stride_a=n * n, stride_b=n * n,
                           stride_c=n * n)
-    plan = GemmPlan(ctx, problem)
+    plan = LaunchPlan(ctx, problem)
     case = BatchCase(dt.key, batch, n, plan.params.describe())
     reference, flops = StackReference(dt, a, b), batch * gemm_flops(dt, n, n, n)
     calls: list[tuple[str, Callable[[], PeerResult | None]]] = [
@@ -80,7 +82,7 @@ def _device_operands(ctx: DeviceContext, a: np.ndarray, b: np.ndarray) -> tuple[
     return cl_array.to_device(queue, a), cl_array.to_device(queue, b), c
 
 
-def _strided(ctx: DeviceContext, plan: GemmPlan, a: np.ndarray, b: np.ndarray, runs: int) -> PeerResult:
+def _strided(ctx: DeviceContext, plan: LaunchPlan, a: np.ndarray, b: np.ndarray, runs: int) -> PeerResult:
     da, db, dc = _device_operands(ctx, a, b)
     try:
         times = time_enqueue(lambda: plan.enqueue(da.data, db.data, dc.data), warmup=1, runs=runs)
@@ -121,7 +123,7 @@ def _bmm(a: np.ndarray, b: np.ndarray, runs: int) -> PeerResult | None:
 class Overhead:
     n: int
     kernel_seconds: float        # the plan's launches on the device, one call
-    plan_seconds: float          # host time of one ``GemmPlan.enqueue``
+    plan_seconds: float          # host time of one ``LaunchPlan.enqueue``
     call_seconds: float          # host time of one ``gemm`` on device arrays
 
     @property
@@ -137,7 +139,7 @@ def call_overhead(ctx: DeviceContext, dt: Dtype, n: int = 256, calls: int = 200,
     rng = rng or np.random.default_rng(0)
     a, b = random_matrix(rng, dt, (n, n)), random_matrix(rng, dt, (n, n))
     da, db, dc = _device_operands(ctx, a, b)
-    plan = GemmPlan(ctx, GemmProblem.dense(dt, n, n, n))
+    plan = LaunchPlan(ctx, GemmProblem.dense(dt, n, n, n))
 
     def host_seconds(call: Callable[[], object]) -> float:
         call()
@@ -158,5 +160,46 @@ def call_overhead(ctx: DeviceContext, dt: Dtype, n: int = 256, calls: int = 200,
         if not ok:
             raise AssertionError(f"gemm on device arrays was wrong (relative error {error:.1e})")
         return Overhead(n, kernel, bare, high)
+    finally:
+        plan.release()
+
+
+@dataclass
+class Reuse:
+    n: int
+    trans_a: str
+    twice_seconds: float         # two whole products, each packing its operands
+    reused_seconds: float        # copy A once; copy B, compute; copy B, compute
+    launches: str
+
+
+def plan_reuse(ctx: DeviceContext, dt: Dtype, n: int, trans_a: str = "T", runs: int = 5,
+               rng: np.random.Generator | None = None) -> Reuse:
+    """Device seconds (median of ``runs``, first event's start to last one's end) of A B1 and A B2 for
+    n x n x n problems: as two ``LaunchPlan.enqueue`` calls, and with ``GemmPlan`` copying A once.
+    Both results are checked."""
+    rng = rng or np.random.default_rng(0)
+    a, b1, b2 = (random_matrix(rng, dt, (n, n)) for _ in range(3))
+    plan = GemmPlan(ctx.device, dt.numpy, n, n, n, trans_a, precision=dt.precision or None)
+    queue = plan.queue
+    da, db1, db2 = (cl_array.to_device(queue, x) for x in (a, b1, b2))
+    c1, c2 = (cl_array.empty(queue, (n, n), dt.output.numpy) for _ in range(2))
+    whole = plan.launch_plan
+
+    def twice() -> list[cl.Event]:
+        return whole.enqueue(da.data, db1.data, c1.data) + whole.enqueue(da.data, db2.data, c2.data)
+
+    def reused() -> list[cl.Event]:
+        return (plan.copy_a(da) + plan.copy_b(db1) + plan.compute(c1) + plan.copy_b(db2) + plan.compute(c2))
+
+    try:
+        seconds = {}
+        for name, enqueue in (("twice", twice), ("reused", reused)):
+            seconds[name] = median(time_enqueue(enqueue, warmup=1, runs=runs))
+            for c, b in ((c1, b1), (c2, b2)):
+                error, ok = StackReference(dt, apply_op(a, trans_a), b).check(c.get())
+                if not ok:
+                    raise AssertionError(f"{name}: wrong product (relative error {error:.1e})")
+        return Reuse(n, trans_a, seconds["twice"], seconds["reused"], plan.describe())
     finally:
         plan.release()

@@ -1,0 +1,153 @@
+"""``GemmPlan``: RaijinCL's four-step low-level API, for programs that reuse buffers and operands.
+
+1. ``GemmPlan(device, dtype, m, n, k, ...)`` chooses the configuration, builds the kernels and allocates
+   the temporary buffers the problem needs, once.
+2. ``copy_a`` / ``copy_b`` bring an operand into the form the kernel reads (packed, transposed, padded,
+   converted, or read in place when it already is).
+3. ``compute(c)`` enqueues the product on the operands last copied; it can be enqueued any number of
+   times, so A times B, then A times another B, copies A once.
+4. ``release()`` frees the temporaries (also on leaving a ``with`` block).
+
+Nothing blocks: every step enqueues on the device's in-order queue and returns its events."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from ..blas import LaunchPlan, GemmProblem, Op
+from ..codelets.families import KernelParams
+from ..dtypes import get_dtype, with_precision
+from ..errors import ArgumentError, ShapeError
+from ..runtime import Device, context_for
+from .operands import scalar
+
+Memory = cl_array.Array | cl.Buffer
+
+
+class GemmPlan:
+    """C = alpha op(A) op(B) + beta C for one problem on one device, in RaijinCL's four steps.
+
+    ``dtype`` is a letter or numpy dtype as ``gemm`` takes (with ``precision`` for the reduced modes);
+    A, B and C are row-major with leading dimensions ``lda``, ``ldb``, ``ldc`` (default: dense) in the
+    stored shapes (A is k x m when ``trans_a`` is 'T' or 'C'). Operands are ``pyopencl.array.Array`` s of
+    those shapes and strides, or ``pyopencl.Buffer`` s with an element offset. ``config`` and ``edge`` as
+    for ``gemm``; by default the configuration comes from the device's profile.
+    """
+
+    def __init__(self, device: Device | str | int | None, dtype: object, m: int, n: int, k: int,
+                 trans_a: str = "N", trans_b: str = "N", *, lda: int | None = None, ldb: int | None = None,
+                 ldc: int | None = None, precision: str | None = None, config: KernelParams | None = None,
+                 edge: str = "auto") -> None:
+        ctx = context_for(device)
+        dt = with_precision(get_dtype(dtype), precision)
+        dense = GemmProblem.dense(dt, m, n, k, Op.from_letter(trans_a, "trans_a"), Op.from_letter(trans_b, "trans_b"))
+        problem = GemmProblem(dt, m, n, k, dense.op_a, dense.op_b, lda=dense.lda if lda is None else lda,
+                              ldb=dense.ldb if ldb is None else ldb, ldc=dense.ldc if ldc is None else ldc)
+        self._plan = LaunchPlan(ctx, problem, config, edge)
+        self._plan.allocate()
+        self._operands: dict[str, tuple] = {}
+        self._held: dict[str, Memory] = {}
+
+    @property
+    def problem(self) -> GemmProblem:
+        return self._plan.problem
+
+    @property
+    def launch_plan(self) -> LaunchPlan:
+        """The ``LaunchPlan`` underneath: its configuration, launches and whole-product ``enqueue``."""
+        return self._plan
+
+    @property
+    def queue(self) -> cl.CommandQueue:
+        """The in-order queue every step is enqueued on (device arrays should be made on it)."""
+        return self._plan.ctx.queue
+
+    def describe(self) -> str:
+        """The launches of the copies and of the product, for logs."""
+        return self._plan.describe()
+
+    def copy_a(self, a: Memory, offset: int = 0, wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
+        """Step 2 for A: pack it for the kernel (its events returned), or keep it to read in place (no
+        events: ``a`` must then stay unchanged while products use it)."""
+        return self._copy("A", a, offset, wait_for)
+
+    def copy_b(self, b: Memory, offset: int = 0, wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
+        """Step 2 for B, as ``copy_a``."""
+        return self._copy("B", b, offset, wait_for)
+
+    def compute(self, c: Memory, alpha: complex | float = 1.0, beta: complex | float = 0.0, offset: int = 0,
+                wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
+        """Step 3: C = alpha op(A) op(B) + beta C on the operands last copied; C a device array (its events
+        gain the product's) or a buffer from element ``offset``. May be enqueued any number of times."""
+        missing = [name for name in "AB" if name not in self._operands]
+        if missing and not self._plan.nothing_to_multiply(alpha):
+            raise ArgumentError(f"copy {' and '.join(missing)} before compute (copy_{missing[0].lower()})")
+        dt = self.problem.dtype
+        alpha, beta = scalar(alpha, "alpha", dt), scalar(beta, "beta", dt)
+        buffer, offset = self._memory("C", c, offset)
+        events = self._plan.enqueue_product(self._operands, buffer, offset, alpha, beta, _events(c, wait_for))
+        if isinstance(c, cl_array.Array) and events:
+            c.add_event(events[-1])
+        return events
+
+    def release(self) -> None:
+        """Step 4: free the temporary buffers now (operands must be copied again before a new compute)."""
+        self._plan.release()
+        self._operands.clear()
+        self._held.clear()
+
+    def __enter__(self) -> "GemmPlan":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def _copy(self, name: str, x: Memory, offset: int, wait_for: list[cl.Event] | None) -> list[cl.Event]:
+        buffer, offset = self._memory(name, x, offset)
+        if not self._plan.allocated:
+            self._plan.allocate()
+        events, operand = self._plan.enqueue_copy(name, buffer, offset, _events(x, wait_for))
+        self._operands[name] = operand
+        self._held[name] = x            # read in place, or until the pack is done
+        return events
+
+    def _memory(self, name: str, x: object, offset: int) -> tuple[cl.Buffer, int]:
+        """(buffer, element offset) of operand ``name``: a device array of the stored shape, dtype and
+        leading dimension, or a buffer large enough from ``offset``."""
+        pr = self.problem
+        rows, cols = pr.stored_shape(name)
+        itemsize = (pr.dtype.output if name == "C" else pr.dtype).itemsize
+        needed = pr.member_elements(name)
+        if isinstance(x, cl_array.Array):
+            if x.context != self.queue.context:
+                raise ArgumentError(f"{name.lower()} is a device array of another OpenCL context than the plan's")
+            expected = (pr.dtype.output if name == "C" else pr.dtype).numpy
+            if x.dtype != expected:
+                raise ArgumentError(f"{name.lower()} is {x.dtype}; the plan's {name} is {expected}")
+            if x.shape != (rows, cols) or (rows > 1 and x.strides != (pr.ld(name) * itemsize, itemsize)):
+                raise ShapeError(f"{name.lower()} has shape {x.shape} and strides {x.strides}; the plan's {name} is "
+                                 f"{rows}x{cols}, row-major with leading dimension {pr.ld(name)}")
+            if x.base_data is None:
+                raise ShapeError(f"{name.lower()} is empty; the plan's {name} is {rows}x{cols}")
+            return x.base_data, x.offset // itemsize
+        if not isinstance(x, cl.Buffer):
+            raise ArgumentError(f"{name.lower()} must be a pyopencl array or buffer, not {type(x).__name__}")
+        if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)) or offset < 0:
+            raise ArgumentError(f"offset must be a non-negative integer, not {offset!r}")
+        if (offset + needed) * itemsize > x.size:
+            raise ShapeError(f"{name.lower()} holds {x.size} bytes; the plan's {name} needs {(offset + needed) * itemsize} "
+                             f"from element {offset}")
+        return x, int(offset)
+
+
+def _events(x: object, wait_for: list[cl.Event] | None) -> list[cl.Event] | None:
+    """``wait_for``, checked, with the pending events of a device array on another queue."""
+    if wait_for is not None and (not isinstance(wait_for, (list, tuple))
+                                 or not all(isinstance(e, cl.Event) for e in wait_for)):
+        raise ArgumentError("wait_for must be a list of pyopencl events")
+    events = list(wait_for or [])
+    if isinstance(x, cl_array.Array):
+        events += x.events
+    return events or None
