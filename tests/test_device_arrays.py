@@ -162,7 +162,7 @@ def test_a_product_larger_than_the_device_says_how_much_it_needs(ctx, monkeypatc
         autogemm.gemm(under_1_mib, under_1_mib, c, config=packing)
     big = np.ones((1024, 1024), np.float32)
     with pytest.raises(autogemm.DeviceError, match="4 MiB in one buffer"):
-        autogemm.gemm(big, big)
+        autogemm.gemm(big, big, config=packing)
     assert np.all(c == 5.0)
 
 

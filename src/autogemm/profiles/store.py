@@ -7,6 +7,7 @@ says why, and autogemm falls back (to a bundled profile, then to the device clas
 
 from __future__ import annotations
 
+import os
 import warnings
 from functools import lru_cache
 from importlib import resources
@@ -39,6 +40,12 @@ def path_for(fingerprint: str) -> Path:
 @lru_cache(maxsize=64)
 def _path(root: Path, fingerprint: str) -> Path:
     return root / PROFILES / f"{fingerprint}.json"
+
+
+@lru_cache(maxsize=64)
+def _name(path: Path) -> str:
+    """``str(path)``, once (every call looks the profile up)."""
+    return str(path)
 
 
 def read(path: Path | str) -> Profile:
@@ -102,11 +109,12 @@ def profile_for(device: Device) -> Profile | None:
     """The profile autogemm uses for ``device``: the user's, else a bundled one, each only when it is
     valid and made for this device's fingerprint; None when there is none."""
     path = path_for(device.fingerprint)
+    name = _name(path)
     try:
-        stamp = path.stat().st_mtime_ns
+        stamp = os.stat(name).st_mtime_ns
     except OSError:
         stamp = None
-    key = (device.fingerprint, str(path), stamp)
+    key = (device.fingerprint, name, stamp)
     if key not in _memo:
         _memo[key] = _find(device, path)
     return _memo[key]
