@@ -4,12 +4,12 @@ the bare plan's enqueue (for the call-overhead target of issue 6)."""
 import cProfile
 import pstats
 import sys
-import time
 
 import numpy as np
 import pyopencl.array as cl_array
 
 import autogemm
+from autogemm.bench.api_costs import idle_host_seconds
 from autogemm.blas import GemmProblem
 from autogemm.dtypes import get_dtype
 
@@ -19,22 +19,11 @@ a, b, c = (cl_array.to_device(ctx.queue, np.random.rand(n, n).astype(np.float32)
 plan = autogemm.LaunchPlan(ctx, GemmProblem.dense(get_dtype("s"), n, n, n))
 
 
-def idle_median(call, count=300):
-    times = []
-    for _ in range(count):
-        ctx.queue.finish()
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return np.median(times) * 1e6
-
-
 for name, call in (("bare enqueue", lambda: plan.enqueue(a.data, b.data, c.data)),
                    ("gemm", lambda: autogemm.gemm(a, b, c)),
                    ("view a[0:n]", lambda: a[0:n]),
                    ("c.add_event", lambda: c.add_event(c.events[-1]) if c.events else None)):
-    call()
-    print(f"{name:14s} {idle_median(call):8.1f} us")
+    print(f"{name:14s} {idle_host_seconds(ctx.queue, call, 300) * 1e6:8.1f} us")
 profiler = cProfile.Profile()
 for _ in range(300):
     ctx.queue.finish()

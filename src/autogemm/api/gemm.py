@@ -11,13 +11,13 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..blas import EDGES, LaunchPlan, GemmProblem, Op
+from ..blas import LaunchPlan, GemmProblem, Op
 from ..blas.plan_cache import cached_plan
 from ..codelets.simt import SimtParams
 from ..dtypes import Dtype, get_dtype, with_output, with_precision
 from ..errors import ArgumentError, DeviceError, DtypeError, ShapeError
 from ..runtime import Device, DeviceContext
-from .operands import Matrix, Stored, as_matrix, call_context, events_of, on_device, scalar, stored
+from .operands import Matrix, Stored, as_matrix, call_context, event_list, events_of, on_device, scalar, stored
 
 
 def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | float = 1.0,
@@ -64,8 +64,8 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
     """``gemm`` on checked arrays: one product of matrices (``batch`` None), or a strided batch of
     ``batch`` products where ``a``, ``b`` and ``c`` are stacks along their first dimension (``a`` or
     ``b`` a matrix, or a stack of one, is used in every product)."""
-    wait_for = _events(wait_for)
-    key = _device_key(a, b, c, batch, trans_a, trans_b, device, config, edge, precision, out_dtype)
+    wait_for = event_list(wait_for)
+    key = _device_key(a, b, c, device, batch, trans_a, trans_b, config, edge, precision, out_dtype)
     call = _resolved.get(key) if key is not None else None
     if call is None:
         call, sa, sb = _resolve(a, b, c, batch, trans_a, trans_b, device, config, edge, precision, out_dtype)
@@ -115,15 +115,16 @@ _resolved: OrderedDict[tuple, _Call] = OrderedDict()
 _resolved_lock = threading.Lock()
 
 
-def _device_key(a: Matrix, b: Matrix, c: Matrix | None, *options) -> tuple | None:
-    """The key of a call whose operands are all device arrays (shapes, strides, offsets, dtypes, queues
-    and every option), else None: host arrays are resolved afresh each time."""
+def _device_key(a: Matrix, b: Matrix, c: Matrix | None, device: object, *options) -> tuple | None:
+    """The key of a call whose operands are all device arrays (shapes, strides, offsets, dtypes, queues,
+    ``device`` and every other option), else None: host arrays are resolved afresh each time, and so is
+    a call naming a ``Device`` object (not worth hashing)."""
     if not (on_device(a) and on_device(b) and (c is None or on_device(c))):
         return None
-    if not all(isinstance(x, (str, int, type(None))) for x in options[3:4]):
-        return None                       # a Device object as ``device``: not worth hashing
+    if not isinstance(device, (str, int, type(None))):
+        return None
     return (*((x.shape, x.strides, x.offset, x.dtype, x.queue) for x in (a, b, c) if x is not None),
-            c is None, *options)
+            c is None, device, *options)
 
 
 def _remember(key: tuple, call: _Call) -> None:
@@ -160,31 +161,22 @@ def _resolve(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, trans_a:
             raise ArgumentError("c is read-only")
     if config is not None and not isinstance(config, SimtParams):
         raise ArgumentError(f"config must be a SimtParams, not {type(config).__name__}")
-    if edge not in EDGES:
-        raise ArgumentError(f"edge must be one of {EDGES}, not {edge!r}")
     ctx = call_context(device, {"a": a, "b": b, "c": c})
     asynchronous = any(on_device(x) for x in (a, b, c))
     sa, sb = stored(a, "a"), stored(b, "b")
     # a new C is dense and row-major
     sc = stored(c, "c") if c is not None else Stored(max(n, 1), False, m, n, batch or 1, m * n)
-    a_stored, b_stored = sa, sb
     op_a = op_a.flipped() if sa.flipped else op_a
     op_b = op_b.flipped() if sb.flipped else op_b
-    if sc.flipped:
-        (sa, op_a), (sb, op_b), (m, n) = (sb, op_b.flipped()), (sa, op_a.flipped()), (n, m)
-    problem = GemmProblem(dt, m, n, k, op_a, op_b, lda=sa.ld, ldb=sb.ld, ldc=sc.ld, offset_a=sa.offset,
-                          offset_b=sb.offset, offset_c=sc.offset, batch=sc.layers, stride_a=sa.stride,
-                          stride_b=sb.stride, stride_c=sc.stride)
+    first, second = (sa, op_a), (sb, op_b)
+    if sc.flipped:   # C^T = op(B)^T op(A)^T on the row-major storage of C
+        first, second, (m, n) = (sb, op_b.flipped()), (sa, op_a.flipped()), (n, m)
+    (pa, op_a), (pb, op_b) = first, second
+    problem = GemmProblem(dt, m, n, k, op_a, op_b, lda=pa.ld, ldb=pb.ld, ldc=sc.ld, offset_a=pa.offset,
+                          offset_b=pb.offset, offset_c=sc.offset, batch=sc.layers, stride_a=pa.stride,
+                          stride_b=pb.stride, stride_c=sc.stride)
     problem.validate()
-    return _Call(ctx, dt, shape, asynchronous, problem, sc.flipped, problem.aligned()), a_stored, b_stored
-
-
-def _events(wait_for: object) -> list[cl.Event]:
-    if wait_for is None:
-        return []
-    if not isinstance(wait_for, (list, tuple)) or not all(isinstance(e, cl.Event) for e in wait_for):
-        raise ArgumentError("wait_for must be a list of pyopencl events")
-    return list(wait_for)
+    return _Call(ctx, dt, shape, asynchronous, problem, sc.flipped, problem.aligned()), sa, sb
 
 
 def _run(ctx: DeviceContext, plan: LaunchPlan, operands: tuple[Stored, Stored, Stored], out: Matrix, alpha, beta,

@@ -144,6 +144,15 @@ def call_context(device: Device | str | int | None, named: dict[str, object]) ->
     return ctx
 
 
+def event_list(wait_for: object) -> list[cl.Event]:
+    """``wait_for`` (None or a list or tuple of pyopencl events) as a list; ``ArgumentError`` otherwise."""
+    if wait_for is None:
+        return []
+    if not isinstance(wait_for, (list, tuple)) or not all(isinstance(e, cl.Event) for e in wait_for):
+        raise ArgumentError("wait_for must be a list of pyopencl events")
+    return list(wait_for)
+
+
 def events_of(values: list[object], queue: cl.CommandQueue) -> list[cl.Event]:
     """The pending events of the device arrays among ``values`` (what must finish before they are read
     or written) that ``queue`` does not order by itself: those of arrays on other queues (an in-order

@@ -21,7 +21,7 @@ from ..codelets.families import KernelParams
 from ..dtypes import get_dtype, with_precision
 from ..errors import ArgumentError, ShapeError
 from ..runtime import Device, context_for
-from .operands import scalar
+from .operands import event_list, scalar
 
 Memory = cl_array.Array | cl.Buffer
 
@@ -106,8 +106,6 @@ class GemmPlan:
 
     def _copy(self, name: str, x: Memory, offset: int, wait_for: list[cl.Event] | None) -> list[cl.Event]:
         buffer, offset = self._memory(name, x, offset)
-        if not self._plan.allocated:
-            self._plan.allocate()
         events, operand = self._plan.enqueue_copy(name, buffer, offset, _events(x, wait_for))
         self._operands[name] = operand
         self._held[name] = x            # read in place, or until the pack is done
@@ -142,12 +140,7 @@ class GemmPlan:
         return x, int(offset)
 
 
-def _events(x: object, wait_for: list[cl.Event] | None) -> list[cl.Event] | None:
-    """``wait_for``, checked, with the pending events of a device array on another queue."""
-    if wait_for is not None and (not isinstance(wait_for, (list, tuple))
-                                 or not all(isinstance(e, cl.Event) for e in wait_for)):
-        raise ArgumentError("wait_for must be a list of pyopencl events")
-    events = list(wait_for or [])
-    if isinstance(x, cl_array.Array):
-        events += x.events
+def _events(x: object, wait_for: object) -> list[cl.Event] | None:
+    """``wait_for``, checked, with the pending events of a device array."""
+    events = event_list(wait_for) + (x.events if isinstance(x, cl_array.Array) else [])
     return events or None

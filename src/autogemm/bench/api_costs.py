@@ -119,6 +119,19 @@ def _bmm(a: np.ndarray, b: np.ndarray, runs: int) -> PeerResult | None:
     return PeerResult(BMM, seconds, peers.to_numpy(torch, out))
 
 
+def idle_host_seconds(queue: cl.CommandQueue, call: Callable[[], object], calls: int = 200) -> float:
+    """Median host seconds of ``call`` made on an idle ``queue`` (finished before each), after a warm-up."""
+    call()
+    times = []
+    for _ in range(calls):
+        queue.finish()
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    queue.finish()
+    return statistics.median(times)
+
+
 @dataclass
 class Overhead:
     n: int
@@ -141,21 +154,10 @@ def call_overhead(ctx: DeviceContext, dt: Dtype, n: int = 256, calls: int = 200,
     da, db, dc = _device_operands(ctx, a, b)
     plan = LaunchPlan(ctx, GemmProblem.dense(dt, n, n, n))
 
-    def host_seconds(call: Callable[[], object]) -> float:
-        call()
-        times = []
-        for _ in range(calls):
-            ctx.queue.finish()
-            start = time.perf_counter()
-            call()
-            times.append(time.perf_counter() - start)
-        ctx.queue.finish()
-        return statistics.median(times)
-
     try:
         kernel = median(time_enqueue(lambda: plan.enqueue(da.data, db.data, dc.data), warmup=1, runs=5))
-        bare = host_seconds(lambda: plan.enqueue(da.data, db.data, dc.data))
-        high = host_seconds(lambda: gemm(da, db, dc))
+        bare = idle_host_seconds(ctx.queue, lambda: plan.enqueue(da.data, db.data, dc.data), calls)
+        high = idle_host_seconds(ctx.queue, lambda: gemm(da, db, dc), calls)
         error, ok = StackReference(dt, a, b).check(dc.get())
         if not ok:
             raise AssertionError(f"gemm on device arrays was wrong (relative error {error:.1e})")

@@ -252,24 +252,23 @@ class LaunchPlan:
                           * self.dtype.scalar_numpy.itemsize)
         return sizes
 
-    def _layer_strides(self, operands: dict[str, tuple]) -> tuple[np.int32, ...]:
+    def _layer_strides(self) -> tuple[np.int32, ...]:
         """The gemm kernel's A, B and C strides between layers: between the K slices of a split product
         (for A and B a slice's depth along their K, for C one padded C of the temporary), else between
         the products of a batch as the kernel reads them (packed or in place)."""
         pr = self.problem
-        padded_c = self.padded_m * self.padded_n
         strides = {}
         for name in ("A", "B"):
             st = self.staging[name]
             if self.slices > 1:
                 depth = self.padded_k // self.slices
                 k_contiguous = (self._letter(name) == "N") == (name == "A")
-                strides[name] = depth if k_contiguous else depth * int(operands[name][2])
+                strides[name] = depth if k_contiguous else depth * (st.dst_ld if st.packed else pr.ld(name))
             elif st.packed:
                 strides[name] = st.dst_rows * st.dst_ld if self._packed_layers(name) > 1 else 0
             else:
                 strides[name] = pr.stride(name)
-        strides["C"] = padded_c if self.c_temp else pr.stride_c
+        strides["C"] = self.padded_m * self.padded_n if self.c_temp else pr.stride_c
         return tuple(np.int32(strides[name]) for name in "ABC")
 
     def _epilogue(self, name: str) -> cl.Kernel:
@@ -392,7 +391,7 @@ class LaunchPlan:
         kernel_alpha, kernel_beta = (1.0, 0.0) if self.c_temp else (alpha, beta)
         self._set_args(self.gemm_kernel, *(i32(d) for d in dims), self._scalar(kernel_alpha),
                        self._scalar(kernel_beta), *operands["A"], *operands["B"], *target,
-                       *self._layer_strides(operands))
+                       *self._layer_strides())
         launches = [(self.gemm_kernel, (*self.kernel_source.global_size(dims[0], dims[1]), self.slices * pr.batch),
                      (*self.kernel_source.local_size, 1))]
         if self.c_temp:
