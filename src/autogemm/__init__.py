@@ -1,7 +1,8 @@
 """autogemm: auto-tuned dense matrix multiplication (GEMM) for any OpenCL device."""
 
-from .api import GemmPlan, gemm, gemm_batched, matmul
+from .api import GemmPlan, gemm, gemm_batched, gemv, matmul, transpose
 from .blas import LaunchPlan, GemmProblem, Op
+from .codelets.gemv import GemvParams
 from .codelets.simt import SimtParams
 from .errors import (ArgumentError, AutogemmError, BuildError, ConfigError, DeviceError, DtypeError,
                      ShapeError)
@@ -10,7 +11,7 @@ from .runtime import Device, context_for, context_for_queue, default_device, fin
 __version__ = "0.1.0"
 
 __all__ = [
-    "gemm", "gemm_batched", "matmul", "GemmPlan", "LaunchPlan", "GemmProblem", "Op", "SimtParams", "Device", "context_for", "context_for_queue", "default_device",
-    "find_device", "list_devices", "AutogemmError", "ArgumentError", "BuildError", "ConfigError",
+    "gemm", "gemm_batched", "gemv", "matmul", "transpose", "GemmPlan", "LaunchPlan", "GemmProblem", "Op",
+    "SimtParams", "GemvParams", "Device", "context_for", "context_for_queue", "default_device", "find_device", "list_devices", "AutogemmError", "ArgumentError", "BuildError", "ConfigError",
     "DeviceError", "DtypeError", "ShapeError", "__version__",
 ]

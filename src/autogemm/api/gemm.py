@@ -11,13 +11,14 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..blas import LaunchPlan, GemmProblem, Op
+from ..blas import GemmProblem, Op
 from ..blas.plan_cache import cached_plan
 from ..codelets.simt import SimtParams
 from ..dtypes import Dtype, get_dtype, with_output, with_precision
-from ..errors import ArgumentError, DeviceError, DtypeError, ShapeError
+from ..errors import ArgumentError, DtypeError, ShapeError
 from ..runtime import Device, DeviceContext
 from .operands import Matrix, Stored, as_matrix, call_context, event_list, events_of, on_device, scalar, stored
+from .transfer import execute
 
 
 def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | float = 1.0,
@@ -91,7 +92,15 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
         return out
     sc = stored(out, "c")
     operands = (sb, sa, sc) if call.swapped else (sa, sb, sc)
-    return _run(ctx, plan, operands, out, alpha, beta, events_of([a, b, c], ctx.queue) + wait_for)
+    temporaries = [] if plan.allocated else list(plan.temporary_bytes().values())
+
+    def enqueue(buffers: list[cl.Buffer], events: list[cl.Event]) -> list[cl.Event]:
+        return plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=events,
+                            offsets=tuple(st.offset for st in operands))
+
+    # C is uploaded only when beta is not 0: it is not read then
+    return execute(ctx, operands, (True, True, beta != 0), out, temporaries, enqueue,
+                   events_of([a, b, c], ctx.queue) + wait_for)
 
 
 @dataclass(frozen=True)
@@ -177,60 +186,3 @@ def _resolve(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, trans_a:
                           stride_b=pb.stride, stride_c=sc.stride)
     problem.validate()
     return _Call(ctx, dt, shape, asynchronous, problem, sc.flipped, problem.aligned()), sa, sb
-
-
-def _run(ctx: DeviceContext, plan: LaunchPlan, operands: tuple[Stored, Stored, Stored], out: Matrix, alpha, beta,
-         wait_for: list[cl.Event]) -> Matrix:
-    """Upload the host operands (C only when beta is not 0: it is not read then), enqueue the product and,
-    for a host C, download it into ``out``; a device ``out`` gets the events to wait on instead."""
-    mf, queue = cl.mem_flags, ctx.queue
-    _check_memory(ctx, plan, [st.span.nbytes for st in operands if st.buffer is None])
-    buffers, uploads = [], []
-    try:
-        for st, needed in zip(operands, (True, True, beta != 0)):
-            if st.buffer is not None:
-                buffers.append(st.buffer)
-                continue
-            buffers.append(cl.Buffer(ctx.context, mf.READ_WRITE, max(st.span.nbytes, st.span.itemsize)))
-            if needed and st.span.size:
-                # the event keeps the host memory alive until the copy is done
-                uploads.append(cl.enqueue_copy(queue, buffers[-1], np.ascontiguousarray(st.span), is_blocking=False))
-        events = plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=wait_for + uploads,
-                              offsets=tuple(st.offset for st in operands))
-        if on_device(out):
-            for event in uploads + events[-1:]:
-                out.add_event(event)
-            return out
-        _download(queue, operands[2], buffers[2], out)
-        return out
-    finally:
-        for st, buf in zip(operands, buffers):
-            if st.buffer is None:
-                buf.release()      # freed once the commands using it are done
-
-
-def _check_memory(ctx: DeviceContext, plan: LaunchPlan, uploads: list[int]) -> None:
-    """``DeviceError`` when the call's buffers (the uploaded operands and the plan's temporaries, those
-    the device does not hold yet) cannot fit the device: more in all than its memory, or one larger than
-    it allocates at once."""
-    sizes = uploads + ([] if plan.allocated else list(plan.temporary_bytes().values()))
-    total, largest = sum(sizes), max(sizes, default=0)
-    dev = ctx.device
-    if total > dev.global_mem_bytes or largest > dev.max_mem_alloc_bytes:
-        mib = 2**20
-        raise DeviceError(f"this product needs {total / mib:.0f} MiB on {dev.name.strip()}, {largest / mib:.0f} MiB "
-                          f"in one buffer; the device has {dev.global_mem_bytes / mib:.0f} MiB and allocates at most "
-                          f"{dev.max_mem_alloc_bytes / mib:.0f} MiB at once")
-
-
-def _download(queue: cl.CommandQueue, sc: Stored, buffer: cl.Buffer, out: np.ndarray) -> None:
-    """Read C's storage back into ``out``: straight into its memory when it is dense and row-major."""
-    if out.flags.c_contiguous and not sc.flipped:
-        cl.enqueue_copy(queue, out.reshape(-1), buffer)
-        return
-    result = np.empty(max(sc.elements, 1), dtype=out.dtype)
-    cl.enqueue_copy(queue, result, buffer)
-    size = out.itemsize
-    view = np.lib.stride_tricks.as_strided(result, shape=(sc.layers, sc.rows, sc.cols),
-                                           strides=(sc.stride * size, sc.ld * size, size))
-    out[...] = (view.transpose(0, 2, 1) if sc.flipped else view).reshape(out.shape)

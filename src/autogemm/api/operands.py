@@ -90,15 +90,35 @@ def stored(arr: Matrix, name: str) -> Stored:
         if found is None:
             raise ShapeError(f"{name}: a device array with strides {arr.strides} does not hold row- or column-major "
                              f"matrices; pass a contiguous one")
-        if arr.base_data is None:          # pyopencl gives an empty array no buffer: the kernels get a stand-in
-            return Stored(*found, span=np.empty(0, arr.dtype))
-        return Stored(*found, offset=arr.offset // arr.dtype.itemsize, buffer=arr.base_data)
+        return _placed(arr, Stored(*found))
     if found is None:
         arr = np.ascontiguousarray(arr)
         found = _storage(arr)
-    elements = Stored(*found).elements
-    return Stored(*found, span=np.lib.stride_tricks.as_strided(arr, shape=(elements,), strides=(arr.itemsize,),
-                                                               writeable=False))
+    return _placed(arr, Stored(*found))
+
+
+def stored_vector(arr: Matrix, name: str) -> Stored:
+    """The storage of a 1-D ``arr`` as a column (``rows`` its length, ``ld`` its increment): a host array
+    in place where its stride is a positive whole number of elements (else a dense copy); a device array
+    in place, or ``ShapeError``."""
+    length, stride, itemsize = arr.shape[0], arr.strides[0], arr.dtype.itemsize
+    if length <= 1 or (stride > 0 and stride % itemsize == 0):
+        return _placed(arr, Stored(stride // itemsize if length > 1 else 1, False, length, 1))
+    if on_device(arr):
+        raise ShapeError(f"{name}: a device vector with stride {stride} bytes is not a positive whole number of "
+                         f"elements apart; pass a contiguous one")
+    return stored_vector(np.ascontiguousarray(arr), name)
+
+
+def _placed(arr: Matrix, layout: Stored) -> Stored:
+    """``layout`` with the memory of ``arr``: its buffer and offset on the device, or a 1-D view of the
+    host memory it covers."""
+    if on_device(arr):
+        if arr.base_data is None:          # pyopencl gives an empty array no buffer: the kernels get a stand-in
+            return layout._replace(span=np.empty(0, arr.dtype))
+        return layout._replace(offset=arr.offset // arr.dtype.itemsize, buffer=arr.base_data)
+    return layout._replace(span=np.lib.stride_tricks.as_strided(arr, shape=(layout.elements,), strides=(arr.itemsize,),
+                                                                writeable=False))
 
 
 def scalar(value: object, name: str, dt: Dtype) -> complex | float:

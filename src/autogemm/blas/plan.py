@@ -21,7 +21,7 @@ import numpy as np
 import pyopencl as cl
 
 from ..codelets import helpers
-from ..codelets.kernel import KernelSource, ceil_div, round_up
+from ..codelets.kernel import KernelSource, round_up
 from ..codelets.families import KernelParams, check, kernel_dtype, render
 from ..codelets.simt.geometry import TEXEL_BYTES
 from ..errors import ArgumentError, ConfigError
@@ -373,7 +373,7 @@ class LaunchPlan:
             return user, i32(offset), i32(pr.ld(name))
         kern, dst, layers = self.pack_kernels[name], self.pack_buffers[name], self._packed_layers(name)
         self._set_args(kern, i32(st.rows), i32(st.cols), user, i32(offset), i32(pr.ld(name)),
-                       dst, i32(st.dst_rows), i32(st.dst_cols), i32(st.dst_ld), i32(pr.stride(name)),
+                       dst, i32(0), i32(st.dst_rows), i32(st.dst_cols), i32(st.dst_ld), i32(pr.stride(name)),
                        i32(st.dst_rows * st.dst_ld))
         launches.append((kern, (round_up(st.dst_cols, helpers.TILE), round_up(st.dst_rows, helpers.TILE), layers),
                          TILE_GROUP))

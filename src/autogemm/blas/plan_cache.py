@@ -1,35 +1,50 @@
-"""Plans kept between calls of the high-level API: making one compiles nothing new but still renders
-and looks up kernels and creates kernel objects (over a millisecond), more than a small product takes."""
+"""Plans (GEMM's and GEMV's) kept between calls of the high-level API: making one compiles nothing new
+but still renders and looks up kernels and creates kernel objects (over a millisecond), more than a small
+product takes."""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from typing import Callable, TypeVar, Union
 
+from ..codelets.gemv import GemvParams
 from ..codelets.simt import SimtParams
 from ..profiles import profile_for
 from ..runtime.context import DeviceContext
+from .gemv import GemvLaunchPlan, GemvProblem
 from .plan import LaunchPlan
 from .problem import GemmProblem
 
-#: Plans kept, least recently used first out (each may hold temporary buffers on its device).
-CAPACITY = 16
+Plan = TypeVar("Plan", LaunchPlan, GemvLaunchPlan)
 
-_plans: OrderedDict[tuple, tuple[object, LaunchPlan]] = OrderedDict()
+#: Plans kept, least recently used first out (each may hold temporary buffers on its device).
+CAPACITY = 32
+
+_plans: OrderedDict[tuple, tuple[object, Union[LaunchPlan, GemvLaunchPlan]]] = OrderedDict()
 _lock = threading.Lock()
 
 
 def cached_plan(ctx: DeviceContext, problem: GemmProblem, params: SimtParams | None, edge: str) -> LaunchPlan:
     """A plan for ``problem``, made once per (device, problem, configuration, edge mode) and kept while
     the device's profile stays the same (a plan without ``params`` took its configuration from it)."""
+    return _cached(ctx, (problem, params, edge), params, lambda: LaunchPlan(ctx, problem, params, edge))
+
+
+def cached_gemv_plan(ctx: DeviceContext, problem: GemvProblem, params: GemvParams | None) -> GemvLaunchPlan:
+    """``cached_plan`` for GEMV: a plan per (device, problem, configuration)."""
+    return _cached(ctx, (problem, params), params, lambda: GemvLaunchPlan(ctx, problem, params))
+
+
+def _cached(ctx: DeviceContext, key: tuple, params: object, make: Callable[[], Plan]) -> Plan:
     profile = profile_for(ctx.device) if params is None else None
-    key = (id(ctx), problem, params, edge)
+    key = (id(ctx), *key)
     with _lock:
         found = _plans.get(key)
         if found is not None and found[0] is profile:
             _plans.move_to_end(key)
             return found[1]
-    plan = LaunchPlan(ctx, problem, params, edge)
+    plan = make()
     with _lock:
         old = _plans.pop(key, None)
         _plans[key] = (profile, plan)

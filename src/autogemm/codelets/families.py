@@ -11,16 +11,21 @@ from typing import Union
 from ..dtypes import Dtype, get_dtype
 from ..errors import ConfigError
 from ..runtime.device import Device
-from . import mma, simt, subgroup
+from . import gemv, mma, simt, subgroup
 from .kernel import KernelSource
 
 KernelParams = Union[simt.SimtParams, subgroup.SubgroupParams, mma.MmaParams]
+#: A configuration of any routine's codelets (what tuning records and checkpoints hold).
+AnyParams = Union[KernelParams, gemv.GemvParams]
 
 FAMILIES = {
     "simt": (simt.SimtParams, simt.check, simt.render),
     "subgroup": (subgroup.SubgroupParams, subgroup.check, subgroup.render),
     "nvidia_mma": (mma.MmaParams, mma.check, mma.render),
 }
+#: The GEMV codelets' family (its configurations never stand for a GEMM kernel, nor the reverse).
+GEMV_FAMILIES = {"gemv": (gemv.GemvParams, gemv.check, gemv.render)}
+ALL_FAMILIES = {**FAMILIES, **GEMV_FAMILIES}
 
 
 def _family(params: object) -> tuple:
@@ -48,12 +53,13 @@ def render(params: KernelParams, dtype: Dtype | str, guarded: bool = True) -> Ke
     return _family(params)[2](params, kernel_dtype(params, dtype), guarded)
 
 
-def params_from_dict(data: object) -> KernelParams:
-    """A configuration of the family ``data`` names, validated field by field."""
+def params_from_dict(data: object, families: dict = FAMILIES) -> AnyParams:
+    """A configuration of the family ``data`` names, validated field by field; the family must be one of
+    ``families`` (by default the GEMM kernels')."""
     if not isinstance(data, dict):
         raise ConfigError("a configuration must be a JSON object")
     fields = dict(data)
     name = fields.pop("family", "simt")
-    if name not in FAMILIES:
-        raise ConfigError(f"unknown kernel family {name!r}; autogemm has {', '.join(FAMILIES)}")
-    return FAMILIES[name][0].from_dict(fields)
+    if name not in families:
+        raise ConfigError(f"unknown kernel family {name!r}; expected one of {', '.join(families)}")
+    return families[name][0].from_dict(fields)

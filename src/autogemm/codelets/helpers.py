@@ -16,10 +16,11 @@ from .storage import conversions
 TILE = 16   # helper work-groups are TILE x TILE; pack transposes through a TILE x (TILE + 1) local tile
 
 
-def _prelude(dt: Dtype) -> str:
+def prelude(dt: Dtype) -> str:
     """Typedefs and access macros: ``real``/``elem`` the compute types, ``stored`` the scalar of C's
     (or the operands') buffers; ``LOAD``/``STORE`` access ``stored`` buffers (converting 16-bit storage),
-    ``ELEM_LOAD``/``ELEM_STORE`` buffers of ``real`` (temporaries and references)."""
+    ``ELEM_LOAD``/``ELEM_STORE`` buffers of ``real`` (temporaries and references). Every helper and
+    the GEMV codelet start with it."""
     lines = []
     if dt.needs_fp64:
         lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
@@ -59,7 +60,8 @@ def pack(dt: Dtype, transpose: bool, conjugate: bool, to_compute: bool = False) 
     op is a transpose when ``transpose`` (src is then stored cols x rows) and conjugates when asked.
     src is in ``dt``'s storage; dst too, or with ``to_compute`` in its compute type (16-bit values
     converted exactly to float). Work-groups along dimension 2 pack the layers of a strided batch, each
-    ``src_stride`` and ``dst_stride`` elements after the last."""
+    ``src_stride`` and ``dst_stride`` elements after the last. ``transpose`` (the public routine) is a
+    pack without padding."""
     dst_type, store = ("real", "ELEM_STORE") if to_compute else ("stored", "STORE")
     conj = "(elem)(v.x, -v.y)" if conjugate else "v"
     if transpose:
@@ -71,12 +73,12 @@ def pack(dt: Dtype, transpose: bool, conjugate: bool, to_compute: bool = False) 
     const elem v = tile[tx][ty];"""
     else:
         read = "    const elem v = (r < rows && c < cols) ? LOAD(src, r * src_ld + c) : (elem)(0);"
-    source = _prelude(dt) + f"""
+    source = prelude(dt) + f"""
 // autogemm pack: dst = {'conj(' if conjugate else ''}{'src^T' if transpose else 'src'}{')' if conjugate else ''}, zero-padded to dst_rows x dst_cols
 __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
 void pack(const int rows, const int cols,
           const __global stored* src, const int src_offset, const int src_ld,
-          __global {dst_type}* dst, const int dst_rows, const int dst_cols, const int dst_ld,
+          __global {dst_type}* dst, const int dst_offset, const int dst_rows, const int dst_cols, const int dst_ld,
           const int src_stride, const int dst_stride)
 {{
     const int tx = get_local_id(0), ty = get_local_id(1);
@@ -84,7 +86,7 @@ void pack(const int rows, const int cols,
     const int r = r0 + ty, c = c0 + tx;
     const int layer = get_group_id(2);
     src += (src_offset + layer * src_stride) * {dt.reals_per_element};
-    dst += layer * dst_stride * {dt.reals_per_element};
+    dst += (dst_offset + layer * dst_stride) * {dt.reals_per_element};
 {read}
     if (r < dst_rows && c < dst_cols) {store}(dst, r * dst_ld + c, {conj});
 }}
@@ -99,7 +101,7 @@ def epilogues(dt: Dtype) -> KernelSource:
     product whose C is 16-bit) and ``scale`` (C = beta C). With beta == 0 neither reads C, so NaN in an
     uninitialised C does not leak. Work-groups along dimension 2 treat the layers of a strided batch:
     layer z's C is ``c_stride`` elements after the last's, and its slices of T follow those of layer z - 1."""
-    source = _prelude(dt) + f"""
+    source = prelude(dt) + f"""
 // autogemm merge: C = alpha * (T_0 + ... + T_(slices-1)) + beta * C for the m x n C, where the T_s are
 // slices (t_slice elements apart) of a temporary holding op(A) op(B), possibly padded and split along K
 __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
@@ -141,7 +143,7 @@ def residual(dt: Dtype) -> KernelSource:
     type. The host adds the partials in double."""
     square = "dot(d, d)" if dt.is_complex else "d * d"
     finite = "isfinite(v.x) && isfinite(v.y)" if dt.is_complex else "isfinite(v)"
-    source = _prelude(dt) + f"""
+    source = prelude(dt) + f"""
 #define GROUP {RESIDUAL_GROUP}
 // autogemm residual: partial[g] = sum |C - R|^2 and bad[g] = count of non-finite C over group g's share
 __kernel __attribute__((reqd_work_group_size(GROUP, 1, 1)))

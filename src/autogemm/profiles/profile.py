@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from ..codelets.families import KernelParams, params_from_dict
+from ..codelets.families import FAMILIES, GEMV_FAMILIES, AnyParams, params_from_dict
 from ..dtypes import DTYPES
 from ..errors import AutogemmError, ProfileError
 
@@ -31,7 +31,7 @@ _MACS = ("fma", "mad", "mul_add")
 class Ranked:
     """A configuration and the rate it reached on the class's problem."""
 
-    config: KernelParams
+    config: AnyParams
     gflops: float
 
 
@@ -58,6 +58,8 @@ class Profile:
     budget: str
     fma: dict[str, str] = field(default_factory=dict)                    # "s4" -> "fma"
     dtypes: dict[str, tuple[SizeClassEntry, ...]] = field(default_factory=dict)
+    #: GEMV's best configurations per dtype: one entry per codelet layout, named "n" and "t"
+    gemv: dict[str, tuple[SizeClassEntry, ...]] = field(default_factory=dict)
 
     # ----- use ------------------------------------------------------------------------------------
     def entry(self, dtype: str, name: str) -> SizeClassEntry | None:
@@ -69,33 +71,37 @@ class Profile:
         entries = [e for key in dtypes for e in self.dtypes.get(key, ())]
         return sorted(entries, key=lambda e: _distance(e.shape, (m, n, k)))
 
-    def with_entry(self, dtype: str, entry: SizeClassEntry) -> "Profile":
-        """A copy with ``entry`` added or replacing the entry of the same dtype and class."""
-        kept = tuple(e for e in self.dtypes.get(dtype, ()) if e.name != entry.name)
-        return replace(self, dtypes={**self.dtypes, dtype: kept + (entry,)})
+    def gemv_entry(self, dtype: str, layout: str) -> SizeClassEntry | None:
+        """GEMV's entry for ``dtype`` and codelet ``layout`` ('N' or 'T'), if tuned."""
+        return next((e for e in self.gemv.get(dtype, ()) if e.name == layout.lower()), None)
+
+    def with_entry(self, dtype: str, entry: SizeClassEntry, routine: str = "gemm") -> "Profile":
+        """A copy with ``entry`` added or replacing the entry of the same dtype and class (of GEMM's
+        size classes, or with ``routine`` 'gemv' of GEMV's layouts)."""
+        table = self.dtypes if routine == "gemm" else self.gemv
+        kept = tuple(e for e in table.get(dtype, ()) if e.name != entry.name)
+        return replace(self, **{"dtypes" if routine == "gemm" else "gemv": {**table, dtype: kept + (entry,)}})
 
     def merged_into(self, older: "Profile") -> "Profile":
         """This profile's entries laid over ``older``'s (what two tuners writing one file keep)."""
-        out = replace(self, dtypes=dict(older.dtypes), fma={**older.fma, **self.fma})
-        for letter, entries in self.dtypes.items():
-            for entry in entries:
-                out = out.with_entry(letter, entry)
+        out = replace(self, dtypes=dict(older.dtypes), gemv=dict(older.gemv), fma={**older.fma, **self.fma})
+        for routine, table in (("gemm", self.dtypes), ("gemv", self.gemv)):
+            for letter, entries in table.items():
+                for entry in entries:
+                    out = out.with_entry(letter, entry, routine)
         return out
 
     # ----- JSON -----------------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        return {
+        out = {
             "format": FORMAT, "version": VERSION, "autogemm": self.autogemm_version, "created": self.created,
             "device": {"fingerprint": self.device_fingerprint, "name": self.device_name,
                        "vendor": self.device_vendor, "driver_version": self.driver_version},
-            "budget": self.budget, "fma": dict(sorted(self.fma.items())),
-            "dtypes": {letter: [{"class": e.name, "shape": list(e.shape), "strategy": e.strategy,
-                                 "evaluations": e.evaluations, "seconds": round(e.seconds, 3),
-                                 "ranked": [{"gflops": round(r.gflops, 3), "config": r.config.to_dict()}
-                                            for r in e.ranked]}
-                                for e in entries]
-                       for letter, entries in sorted(self.dtypes.items())},
+            "budget": self.budget, "fma": dict(sorted(self.fma.items())), "dtypes": _entries_to_dict(self.dtypes),
         }
+        if self.gemv:        # written only once tuned, so profiles without GEMV read as before
+            out["gemv"] = _entries_to_dict(self.gemv)
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1) + "\n"
@@ -113,16 +119,24 @@ class Profile:
             raise ProfileError(f"{source}: {exc}") from None
 
 
+def _entries_to_dict(table: dict[str, tuple[SizeClassEntry, ...]]) -> dict:
+    return {letter: [{"class": e.name, "shape": list(e.shape), "strategy": e.strategy,
+                      "evaluations": e.evaluations, "seconds": round(e.seconds, 3),
+                      "ranked": [{"gflops": round(r.gflops, 3), "config": r.config.to_dict()} for r in e.ranked]}
+                     for e in entries]
+            for letter, entries in sorted(table.items())}
+
+
 def _distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
     return sum(abs(math.log(max(x, 1)) - math.log(max(y, 1))) for x, y in zip(a, b))
 
 
 # ----- validation -------------------------------------------------------------------------------
-def _object(value: object, where: str, keys: set[str]) -> dict:
+def _object(value: object, where: str, keys: set[str], optional: set[str] = frozenset()) -> dict:
     if not isinstance(value, dict):
         raise ProfileError(f"{where} must be a JSON object")
-    if set(value) != keys:
-        missing, extra = keys - set(value), set(value) - keys
+    if not keys <= set(value) <= keys | optional:
+        missing, extra = keys - set(value), set(value) - keys - optional
         parts = ([f"missing {', '.join(sorted(missing))}"] if missing else []) + \
                 ([f"unexpected {', '.join(sorted(map(str, extra)))}"] if extra else [])
         raise ProfileError(f"{where}: {'; '.join(parts)}")
@@ -150,7 +164,8 @@ def _number(value: object, where: str, high: float) -> float:
 
 
 def _parse(data: object) -> Profile:
-    top = _object(data, "the profile", {"format", "version", "autogemm", "created", "device", "budget", "fma", "dtypes"})
+    top = _object(data, "the profile", {"format", "version", "autogemm", "created", "device", "budget", "fma", "dtypes"},
+                  {"gemv"})
     if top["format"] != FORMAT:
         raise ProfileError(f"format is {top['format']!r}, not {FORMAT!r}")
     version = _integer(top["version"], "version", 1, 10**6)
@@ -170,28 +185,39 @@ def _parse(data: object) -> Profile:
         _text(key, "an fma key", 3, _FMA_KEY)
         if mac not in _MACS:
             raise ProfileError(f"fma[{key}] must be one of {_MACS}, not {mac!r}")
-    dtypes = top["dtypes"]
-    if not isinstance(dtypes, dict):
-        raise ProfileError("dtypes must be a JSON object")
-    parsed: dict[str, tuple[SizeClassEntry, ...]] = {}
-    for letter, entries in dtypes.items():
-        if letter not in DTYPES:
-            raise ProfileError(f"dtypes: unknown dtype {letter!r}")
-        if not isinstance(entries, list) or not 1 <= len(entries) <= 16:
-            raise ProfileError(f"dtypes[{letter}] must be a list of 1 to 16 size classes")
-        parsed[letter] = tuple(_entry(e, f"dtypes[{letter}][{i}]") for i, e in enumerate(entries))
-        names = [e.name for e in parsed[letter]]
-        if len(set(names)) != len(names):
-            raise ProfileError(f"dtypes[{letter}]: size classes repeat")
+    parsed = _table(top["dtypes"], "dtypes", FAMILIES)
+    gemv = _table(top.get("gemv", {}), "gemv", GEMV_FAMILIES)
+    for letter, entries in gemv.items():
+        for entry in entries:
+            if entry.name not in ("n", "t") or any(r.config.layout.lower() != entry.name for r in entry.ranked):
+                raise ProfileError(f"gemv[{letter}]: class {entry.name!r} must be 'n' or 't' and hold "
+                                   f"configurations of that layout")
     return Profile(
         device_fingerprint=_text(dev["fingerprint"], "device.fingerprint", 16, _FINGERPRINT),
         device_name=_text(dev["name"], "device.name"), device_vendor=_text(dev["vendor"], "device.vendor"),
         driver_version=_text(dev["driver_version"], "device.driver_version"),
         autogemm_version=_text(top["autogemm"], "autogemm", 40), created=created,
-        budget=_text(top["budget"], "budget", 40), fma=dict(fma), dtypes=parsed)
+        budget=_text(top["budget"], "budget", 40), fma=dict(fma), dtypes=parsed, gemv=gemv)
 
 
-def _entry(value: object, where: str) -> SizeClassEntry:
+def _table(value: object, where: str, families: dict) -> dict[str, tuple[SizeClassEntry, ...]]:
+    """The entries by dtype of one routine, their configurations of ``families``."""
+    if not isinstance(value, dict):
+        raise ProfileError(f"{where} must be a JSON object")
+    parsed: dict[str, tuple[SizeClassEntry, ...]] = {}
+    for letter, entries in value.items():
+        if letter not in DTYPES:
+            raise ProfileError(f"{where}: unknown dtype {letter!r}")
+        if not isinstance(entries, list) or not 1 <= len(entries) <= 16:
+            raise ProfileError(f"{where}[{letter}] must be a list of 1 to 16 size classes")
+        parsed[letter] = tuple(_entry(e, f"{where}[{letter}][{i}]", families) for i, e in enumerate(entries))
+        names = [e.name for e in parsed[letter]]
+        if len(set(names)) != len(names):
+            raise ProfileError(f"{where}[{letter}]: size classes repeat")
+    return parsed
+
+
+def _entry(value: object, where: str, families: dict) -> SizeClassEntry:
     e = _object(value, where, {"class", "shape", "strategy", "evaluations", "seconds", "ranked"})
     shape = e["shape"]
     if not isinstance(shape, list) or len(shape) != 3:
@@ -204,7 +230,7 @@ def _entry(value: object, where: str) -> SizeClassEntry:
     for i, r in enumerate(ranked):
         r = _object(r, f"{where}.ranked[{i}]", {"gflops", "config"})
         try:
-            config = params_from_dict(r["config"])
+            config = params_from_dict(r["config"], families)
         except AutogemmError as exc:
             raise ProfileError(f"{where}.ranked[{i}].config: {exc}") from None
         items.append(Ranked(config, _number(r["gflops"], f"{where}.ranked[{i}].gflops", 1e7)))

@@ -7,7 +7,7 @@ import math
 from dataclasses import asdict, dataclass
 from enum import Enum
 
-from ..codelets.families import KernelParams, params_from_dict
+from ..codelets.families import ALL_FAMILIES, AnyParams, params_from_dict
 from ..errors import ConfigError
 
 
@@ -21,7 +21,7 @@ class Outcome(str, Enum):
     TOO_SLOW = "too_slow"         # its first run was slower than a multiple of the best: cut short
 
 
-def config_key(config: KernelParams) -> str:
+def config_key(config: AnyParams) -> str:
     """A canonical text of a configuration, the identity records are kept under."""
     return json.dumps(config.to_dict(), sort_keys=True, separators=(",", ":"))
 
@@ -30,7 +30,7 @@ def config_key(config: KernelParams) -> str:
 class Record:
     """One measurement: the configuration, its outcome and, when it ran, its rate and error."""
 
-    config: KernelParams
+    config: AnyParams
     outcome: Outcome
     gflops: float = 0.0            # median rate (OK) or the rate of the one run (TOO_SLOW)
     seconds: float = 0.0           # median device time of one product
@@ -81,6 +81,6 @@ class Record:
             raise ConfigError(f"record field runs must be an integer in 0..10000, not {runs!r}")
         if not isinstance(data["message"], str):
             raise ConfigError("record field message must be a string")
-        return cls(params_from_dict(data["config"]), outcome, float(data["gflops"]), float(data["seconds"]),
+        return cls(params_from_dict(data["config"], ALL_FAMILIES), outcome, float(data["gflops"]), float(data["seconds"]),
                    None if data["error"] is None else float(data["error"]), runs,
                    float(data["build_seconds"]), data["message"][:4000])

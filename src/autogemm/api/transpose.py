@@ -1,0 +1,78 @@
+"""The public call ``transpose``: an out-of-place (conjugate) transpose on numpy or ``pyopencl`` arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from ..blas.transpose import Storage, enqueue_transpose
+from ..dtypes import get_dtype
+from ..errors import ArgumentError, DtypeError, ShapeError
+from ..runtime import Device
+from .operands import Matrix, Stored, as_array, call_context, event_list, events_of, on_device, stored
+from .transfer import execute
+
+
+def transpose(a: Matrix, out: Matrix | None = None, *, conjugate: bool = False,
+              device: Device | str | int | None = None, wait_for: list[cl.Event] | None = None) -> Matrix:
+    """A^T (A^H with ``conjugate``, for complex dtypes) of a matrix, or of each matrix of a 3-D stack, for
+    every dtype autogemm has (float32, float64, complex64, complex128, float16, bfloat16).
+
+    ``a`` and ``out`` are numpy or ``pyopencl`` arrays of any row- or column-major layout (views, Fortran
+    order, device arrays with offsets). Without ``out`` a new row-major array is returned; with it, of
+    shape a.shape with its last two dimensions swapped and of a's dtype, the result is written there (it
+    must not overlap ``a``). As with ``gemm``, numpy arrays alone block and device arrays make the call
+    return at once, ``out.events`` holding its completion.
+    """
+    a = as_array(a, "a")
+    if a.ndim not in (2, 3):
+        raise ShapeError(f"a must be a matrix or a stack of matrices (2-D or 3-D), not {a.ndim}-D")
+    if not isinstance(conjugate, bool):
+        raise ArgumentError(f"conjugate must be True or False, not {conjugate!r}")
+    dt = get_dtype(a.dtype)
+    shape = a.shape[:-2] + a.shape[:-3:-1]
+    if out is not None:
+        out = as_array(out, "out")
+        if out.shape != shape:
+            raise ShapeError(f"out has shape {out.shape}; the transpose of a {a.shape} array is {shape}")
+        if out.dtype != a.dtype:
+            raise DtypeError(f"a is {a.dtype} but out is {out.dtype}")
+        if isinstance(out, np.ndarray) and not out.flags.writeable:
+            raise ArgumentError("out is read-only")
+        if _overlap(a, out):
+            raise ArgumentError("out overlaps a: the transpose is out of place")
+    wait_for = event_list(wait_for)
+    ctx = call_context(device, {"a": a, "out": out})
+    asynchronous = on_device(a) or on_device(out)
+    if wait_for and not asynchronous:
+        raise ArgumentError("wait_for is for calls on device arrays; numpy operands are read when the call is made")
+    if out is None:
+        out = cl_array.empty(ctx.queue, shape, dt.numpy) if asynchronous else np.empty(shape, dt.numpy)
+    if not all(shape):
+        return out
+    sa, so = stored(a, "a"), stored(out, "out")
+    # the storages are each other's transposes unless exactly one of them is column-major
+    flip = sa.flipped == so.flipped
+
+    def enqueue(buffers: list[cl.Buffer], events: list[cl.Event]) -> list[cl.Event]:
+        src, dst = (Storage(buf, st.offset, st.ld, st.stride) for buf, st in zip(buffers, (sa, so)))
+        return [enqueue_transpose(ctx, dt, so.rows, so.cols, so.layers, src, dst, flip, conjugate, events)]
+
+    return execute(ctx, (sa, so), (True, False), out, [], enqueue, events_of([a, out], ctx.queue) + wait_for)
+
+
+def _overlap(a: Matrix, out: Matrix) -> bool:
+    """True when ``a`` and ``out`` share memory (for device arrays: byte ranges of one buffer meet)."""
+    if on_device(a) != on_device(out):
+        return False
+    if not on_device(a):
+        return np.may_share_memory(a, out)
+    if a.base_data is None or a.base_data != out.base_data:
+        return False
+    spans = []
+    for arr in (a, out):
+        st: Stored = stored(arr, "out")
+        spans.append((arr.offset, arr.offset + st.elements * arr.dtype.itemsize))
+    (a0, a1), (b0, b1) = spans
+    return a0 < b1 and b0 < a1

@@ -1,0 +1,25 @@
+"""``check``: why a GEMV configuration cannot run on a device, or None."""
+
+from __future__ import annotations
+
+from ...dtypes import Dtype, get_dtype
+from ...runtime.device import Device
+from ..limits import device_limits
+from .params import GemvParams
+
+
+def local_bytes(params: GemvParams, dt: Dtype) -> int:
+    """Local memory of the partial sums the work-group adds: one element per output per work-item."""
+    return params.work_group_size * params.per_item * dt.compute.itemsize
+
+
+def check(params: GemvParams, device: Device, dtype: Dtype | str) -> str | None:
+    """Return the reason ``params`` is invalid for ``device`` and ``dtype``, or None if it is valid."""
+    dt = get_dtype(dtype)
+    problem = device_limits(params, device, dt, params.wg_x, params.wg_y)
+    if problem:
+        return problem
+    used = local_bytes(params, dt)
+    if used > device.local_mem_bytes:
+        return f"needs {used} bytes of local memory; the device has {device.local_mem_bytes}"
+    return None

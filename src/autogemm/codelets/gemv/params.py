@@ -1,0 +1,74 @@
+"""``GemvParams``: one point of the GEMV codelet space (y = alpha op(A) x + beta y)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..fields import choices_problem, params_from_fields, params_to_dict
+from ..simt.params import build_options_problem
+
+LAYOUTS = ("N", "T")
+WORK_GROUP_DIMS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+PER_ITEM = (1, 2, 4, 8)
+UNROLLS = (1, 2, 4, 8)
+WAVES = (0, 1, 2, 4, 8, 16)
+
+
+@dataclass(frozen=True)
+class GemvParams:
+    """A kernel configuration of the ``gemv`` family, for a row-major A of ``rows`` x ``cols``.
+
+    ``layout`` N computes y = A x: each output is the dot product of a stored row with x, the work-items
+    of a row of the work-group (``wg_x``) read that row's consecutive elements and add their partial sums
+    in local memory. ``layout`` T computes y = A^T x: each output is a stored column, the work-items of a
+    row of the work-group read consecutive columns and the rows of the work-group (``wg_y``) split the
+    stored rows between them. Either way GEMV reads every element of A once, so it is bound by memory:
+    the knobs decide how many loads each work-item has in flight (``per_item`` outputs sharing each x
+    value, ``unroll`` steps along the reduction) and, with ``waves``, whether the reduction is split over
+    work-groups too, so that a short, wide problem still fills the device.
+    """
+
+    family: ClassVar[str] = "gemv"
+
+    layout: str = "N"
+    wg_x: int = 32          # work-items along a stored row (OpenCL dimension 0): consecutive elements
+    wg_y: int = 8           # work-items along a stored column (dimension 1)
+    per_item: int = 1       # outputs per work-item (N: rows of A; T: columns, wg_x apart)
+    unroll: int = 4         # reduction steps per loop iteration, their loads independent
+    waves: int = 0          # split the reduction until about waves x compute units work-groups run (0: never)
+    build_options: tuple[str, ...] = ()
+
+    @property
+    def work_group_size(self) -> int:
+        return self.wg_x * self.wg_y
+
+    @property
+    def outputs_per_group(self) -> int:
+        """Elements of y one work-group computes (with all of the reduction, or its slice of it)."""
+        return self.per_item * (self.wg_y if self.layout == "N" else self.wg_x)
+
+    @property
+    def reduction_step(self) -> int:
+        """Elements of the reduction a work-group covers per loop iteration (a slice is a multiple)."""
+        return self.unroll * (self.wg_x if self.layout == "N" else self.wg_y)
+
+    def to_dict(self) -> dict:
+        return params_to_dict(self, self.family)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "GemvParams":
+        """Build from JSON data, validating every field's type and value (data may come from outside)."""
+        return params_from_fields(cls, data, cls.family)
+
+    def malformed(self) -> str | None:
+        """Why this point lies outside the codelet space regardless of device, or None."""
+        choices = {"layout": LAYOUTS, "wg_x": WORK_GROUP_DIMS, "wg_y": WORK_GROUP_DIMS, "per_item": PER_ITEM,
+                   "unroll": UNROLLS, "waves": WAVES}
+        return choices_problem(self, choices) or build_options_problem(self.build_options)
+
+    def describe(self) -> str:
+        """A one-line summary, e.g. ``gemv N wg32x8 per2 unroll4 waves2``."""
+        parts = [f"gemv {self.layout}", f"wg{self.wg_x}x{self.wg_y}", f"per{self.per_item}",
+                 f"unroll{self.unroll}", f"waves{self.waves}" if self.waves else "unsplit"]
+        return " ".join(parts + list(self.build_options))
