@@ -7,7 +7,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from autogemm.blas import Op
+from autogemm.blas.gemv import GemvLaunchPlan, GemvProblem
 from autogemm.cli import main
+from autogemm.dtypes import DTYPES
 from autogemm.profiles import path_for, read, store
 
 
@@ -45,6 +48,26 @@ def test_tune_writes_a_profile_and_shows_a_table(tuned, device, invoke):
     assert len(set(beyond_top)) == len(beyond_top)
     assert not set(beyond_top) & {r.config.layout for r in large.ranked[:2]}
     assert (folder / "checkpoints").is_dir()
+
+
+def test_tune_covers_gemv_and_gemv_then_uses_its_profile(tuned, device, invoke, ctx):
+    out = tuned[1]
+    assert "s gemv-n" in out.output and "GB/s" in out.output, out.output
+    prof = read(path_for(device.fingerprint))
+    assert {e.name for e in prof.gemv["s"]} == {"n", "t"}
+    for layout in "NT":
+        best = prof.gemv_entry("s", layout).ranked[0]
+        assert best.config.layout == layout and best.gflops > 0
+        plan = GemvLaunchPlan(ctx, GemvProblem(DTYPES["s"], 50, 40, Op(layout == "T"), 40))
+        assert plan.params == best.config and plan.params_source.startswith("profile")
+    out = invoke("tune", "--quick", "--dtype", "h", "--size-class", "gemv", "--budget", "2")
+    assert out.exit_code == 0, out.output      # 16-bit GEMV needs no matrix instructions
+    prof = read(path_for(device.fingerprint))
+    assert set(prof.gemv) == {"s", "h"} and prof.entry("s", "large") is not None
+    out = invoke("profile", "show")
+    assert "sgemv N" in out.output and "hgemv T" in out.output and "GB/s" in out.output
+    out = invoke("profile", "verify", "--dtype", "h")
+    assert out.exit_code == 0 and "hgemv N" in out.output and "ok" in out.output, out.output
 
 
 def test_tune_again_resumes_from_the_checkpoint(invoke):

@@ -15,6 +15,7 @@ import pytest
 import autogemm
 from autogemm.blas import LaunchPlan, GemmProblem, Op
 from autogemm.blas.selection import choose_params
+from autogemm.codelets.gemv import GemvParams
 from autogemm.codelets.simt import SimtParams
 from autogemm.errors import ProfileError
 from autogemm.profiles import Profile, ProfileWarning, Ranked, SizeClassEntry, path_for, profile_for, read, save
@@ -24,11 +25,16 @@ LARGE = SimtParams("NN", "consecutive", 8, 4, 2, 4, 4, 2, False, False, mac="mul
 SMALL = SimtParams("NT", "offset", 4, 8, 1, 2, 2, 1, True, False, mac="mul_add")   # blocks 4 x 16
 
 
+GEMV_N, GEMV_T = GemvParams("N", 16, 2, 2, 4, 0), GemvParams("T", 32, 4, 1, 2, 4)
+
+
 def make_profile(device, entries: dict[str, list[SizeClassEntry]] | None = None) -> Profile:
     entries = entries or {"s": [SizeClassEntry("large", (256, 256, 256), (Ranked(LARGE, 20.5),), "model", 30, 12.0),
                                 SizeClassEntry("small", (32, 32, 32), (Ranked(SMALL, 1.5),), "model", 10, 3.0)]}
+    gemv = {"d": (SizeClassEntry("n", (1024, 1024, 1), (Ranked(GEMV_N, 3.5),), "model", 20, 4.0),
+                  SizeClassEntry("t", (1024, 1024, 1), (Ranked(GEMV_T, 2.5),), "model", 20, 4.0))}
     return Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
-                   "2026-11-22T10:00:00+00:00", "90s", {"s4": "fma"}, {k: tuple(v) for k, v in entries.items()})
+                   "2026-11-22T10:00:00+00:00", "90s", {"s4": "fma"}, {k: tuple(v) for k, v in entries.items()}, gemv)
 
 
 @pytest.fixture
@@ -42,6 +48,10 @@ def cache(tmp_path, monkeypatch):
 def test_round_trip(device):
     prof = make_profile(device)
     assert Profile.from_json(prof.to_json()) == prof
+    without_gemv = dataclasses.replace(prof, gemv={})
+    assert "gemv" not in without_gemv.to_dict()            # as profiles made before GEMV was tuned
+    assert Profile.from_json(without_gemv.to_json()) == without_gemv
+    assert prof.gemv_entry("d", "T").ranked[0].config == GEMV_T and prof.gemv_entry("s", "N") is None
 
 
 def forge(data: dict, path: tuple, value) -> dict:
@@ -75,6 +85,12 @@ FORGERIES = [
     (("fma", "s4"), "system('x')", "fma"),
     (("budget",), KeyError, "missing budget"),
     (("extra",), 1, "unexpected extra"),
+    (("gemv", "d", 0, "ranked", 0, "config", "family"), "simt", "unknown kernel family 'simt'"),
+    (("gemv", "d", 0, "ranked", 0, "config", "wg_x"), 3, "wg_x=3"),
+    (("gemv", "d", 0, "ranked", 0, "config", "build_options"), ["-D x=1"], "build option"),
+    (("gemv", "d", 0, "ranked", 0, "config", "layout"), "T", "must be 'n' or 't' and hold"),
+    (("gemv", "d", 1, "class"), "large", "must be 'n' or 't'"),
+    (CONFIG, GEMV_N.to_dict(), "unknown kernel family 'gemv'"),
 ]
 
 

@@ -9,11 +9,12 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from ..dtypes import get_dtype
+from ..dtypes import Dtype, get_dtype
 from ..errors import AutogemmError, ProfileError
-from ..profiles import Profile, bundled, path_for, profile_for, read, save, user_profiles
+from ..profiles import Profile, SizeClassEntry, bundled, path_for, profile_for, read, save, user_profiles
 from ..runtime import Device, context_for, list_devices
 from ..tuning import Evaluator
+from ..tuning.gemv_tuner import GemvEvaluator, bandwidth, verify_gemv
 from ..tuning.verify import verify
 from . import main
 from .common import console, fail, select_device
@@ -55,7 +56,9 @@ def list_command() -> None:
         if isinstance(item, ProfileError):
             table.add_row("[red]invalid[/red]", "", "", "", str(item).split(": ", 1)[-1][:80], source)
             continue
-        tuned = ", ".join(f"{letter}:{'/'.join(e.name for e in entries)}" for letter, entries in item.dtypes.items())
+        tuned = ", ".join(f"{'gemv ' if routine == 'gemv' else ''}{key}:{'/'.join(e.name for e in entries)}"
+                          for routine, kind in (("gemm", item.dtypes), ("gemv", item.gemv))
+                          for key, entries in kind.items())
         table.add_row(item.device_name, item.device_fingerprint, _device_named(item.device_fingerprint, devices),
                       item.created[:10], tuned, source)
     console.print(table)
@@ -78,16 +81,32 @@ def show_command(target, as_json) -> None:
                   f"budget {prof.budget}; {source}", highlight=False)
     if prof.fma:
         console.print("multiply-add forms: " + ", ".join(f"{k}:{v}" for k, v in prof.fma.items()), highlight=False)
-    for key, entries in prof.dtypes.items():
-        for entry in entries:
-            table = Table(title=f"{get_dtype(key).routine} {entry.name} {'x'.join(map(str, entry.shape))}: {entry.strategy}, "
-                                f"{entry.evaluations} evaluations, {entry.seconds:.0f} s", title_justify="left")
-            table.add_column("rank", justify="right")
-            table.add_column("GFLOP/s", justify="right")
-            table.add_column("configuration")
-            for i, ranked in enumerate(entry.ranked, 1):
-                table.add_row(str(i), f"{ranked.gflops:.1f}", ranked.config.describe())
-            console.print(table)
+    for routine, key, entry in entries_of(prof):
+        dt = get_dtype(key)
+        gemv = routine == "gemv"
+        shape = entry.shape[:2] if gemv else entry.shape
+        table = Table(title=f"{entry_label(routine, dt, entry.name)} {'x'.join(map(str, shape))}: {entry.strategy}, "
+                            f"{entry.evaluations} evaluations, {entry.seconds:.0f} s", title_justify="left")
+        table.add_column("rank", justify="right")
+        table.add_column("GFLOP/s", justify="right")
+        if gemv:
+            table.add_column("GB/s", justify="right")
+        table.add_column("configuration")
+        for i, ranked in enumerate(entry.ranked, 1):
+            rates = [f"{ranked.gflops:.1f}"] + ([f"{bandwidth(dt, shape, ranked.gflops):.0f}"] if gemv else [])
+            table.add_row(str(i), *rates, ranked.config.describe())
+        console.print(table)
+
+
+def entries_of(prof: Profile) -> list[tuple[str, str, SizeClassEntry]]:
+    """(routine, dtype key, entry) for every entry of the profile, GEMM's then GEMV's."""
+    return [(routine, key, entry) for routine, table in (("gemm", prof.dtypes), ("gemv", prof.gemv))
+            for key, entries in table.items() for entry in entries]
+
+
+def entry_label(routine: str, dt: Dtype, name: str) -> str:
+    """How tables name an entry: 'sgemm large', 'sgemv N'."""
+    return f"{dt.letter}gemv {name.upper()}" if routine == "gemv" else f"{dt.routine} {name}"
 
 
 @profile.command("export")
@@ -129,30 +148,38 @@ def verify_command(device, dtypes, runs) -> None:
         prof, _ = _device_profile(device)
         if prof.device_fingerprint != dev.fingerprint:
             raise ProfileError(f"the profile is for {prof.device_name} {prof.device_fingerprint}, not {dev.label}")
-        letters = [get_dtype(x.strip()).key for x in dtypes.split(",")] if dtypes else list(prof.dtypes)
+        letters = {get_dtype(x.strip()).key for x in dtypes.split(",")} if dtypes else None
         ctx = context_for(dev)
     except AutogemmError as exc:
         fail(str(exc))
     table = Table(title=f"{dev.label}: stored best, checked and timed again", title_justify="left")
-    for column in ("dtype", "class", "shape", "stored GFLOP/s", "now GFLOP/s", "drift", "check"):
-        table.add_column(column, justify="left" if column in ("dtype", "class", "shape", "check") else "right")
+    for column in ("entry", "shape", "stored GFLOP/s", "now GFLOP/s", "drift", "check"):
+        table.add_column(column, justify="left" if column in ("entry", "shape", "check") else "right")
     failed = False
-    for letter in letters:
+    for routine, letter, entry in entries_of(prof):
+        if letters is not None and letter not in letters:
+            continue
         dt = get_dtype(letter)
-        for entry in prof.dtypes.get(letter, ()):
-            best = entry.ranked[0]
+        best = entry.ranked[0]
+        if routine == "gemv":
+            evaluator = GemvEvaluator(ctx, dt, best.config.layout, *entry.shape[:2], runs=runs, slow_factor=float("inf"))
+        else:
             evaluator = Evaluator(ctx, dt, *entry.shape, runs=runs, slow_factor=float("inf"))
-            try:
-                record = evaluator.evaluate(best.config)
-            finally:
-                evaluator.release()
-            problem = verify(ctx, best.config, dt) if record.ok else record.message
-            failed |= bool(problem)
-            drift = (record.gflops / best.gflops - 1) * 100 if record.ok and best.gflops else None
-            table.add_row(letter, entry.name, "x".join(map(str, entry.shape)), f"{best.gflops:.1f}",
-                          f"{record.gflops:.1f}" if record.ok else record.outcome.value,
-                          f"{drift:+.1f}%" if drift is not None else "-",
-                          "[green]ok[/green]" if not problem else f"[red]{problem[:60]}[/red]")
+        try:
+            record = evaluator.evaluate(best.config)
+        finally:
+            evaluator.release()
+        if not record.ok:
+            problem = record.message
+        else:
+            problem = verify_gemv(ctx, best.config, dt) if routine == "gemv" else verify(ctx, best.config, dt)
+        failed |= bool(problem)
+        drift = (record.gflops / best.gflops - 1) * 100 if record.ok and best.gflops else None
+        shape = entry.shape[:2] if routine == "gemv" else entry.shape
+        table.add_row(entry_label(routine, dt, entry.name), "x".join(map(str, shape)), f"{best.gflops:.1f}",
+                      f"{record.gflops:.1f}" if record.ok else record.outcome.value,
+                      f"{drift:+.1f}%" if drift is not None else "-",
+                      "[green]ok[/green]" if not problem else f"[red]{problem[:60]}[/red]")
     console.print(table)
     if failed:
         sys.exit(1)

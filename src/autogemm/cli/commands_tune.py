@@ -16,7 +16,8 @@ from ..runtime import context_for
 from ..tuning import (DEFAULT_STRATEGY, STRATEGIES, Budget, Objective, Record, SearchSpace, SizeClass,
                       TuneListener, default_budget, tune)
 from ..tuning.fma import FmaResult
-from ..tuning.tuner import CLASS_SHARES
+from ..tuning.gemv_tuner import bandwidth
+from ..tuning.tuner import CLASS_SHARES, GEMV
 from . import main
 from .common import console, fail, select_device
 
@@ -36,8 +37,8 @@ class ProgressListener(TuneListener):
         self.progress.console.print(f"multiply-add forms (FMA micro-benchmark): {chosen}", highlight=False)
 
     def class_started(self, dtype: Dtype, size: SizeClass, space: SearchSpace, objective: Objective) -> None:
-        family = "" if space.family == "simt" else f" {space.family}"
-        self.task = self.progress.add_task(f"{dtype.routine} {size.name} {size.m}x{size.n}x{size.k}{family}",
+        family = "" if space.family in ("simt", "gemv") else f" {space.family}"
+        self.task = self.progress.add_task(f"{_label(dtype, size)} {_shape(size)}{family}",
                                            total=1.0, status=f"{len(space)} configurations")
 
     def record(self, objective: Objective, record: Record, fresh: bool) -> None:
@@ -47,7 +48,7 @@ class ProgressListener(TuneListener):
         self.progress.update(self.task, completed=objective.clock.fraction(), status=status)
 
     def confirming(self, dtype: Dtype, size: SizeClass, count: int) -> None:
-        self.progress.console.print(f"{dtype.routine} {size.name}: timing its {count} best again at "
+        self.progress.console.print(f"{_label(dtype, size)}: timing its {count} best again at "
                                     f"{size.confirm}x{size.confirm}x{size.confirm}, which decides their order",
                                     highlight=False)
 
@@ -69,11 +70,29 @@ def summary_table(rows: list[tuple]) -> Table:
                          overflow="fold")
     for dtype, size, entry, evaluations, failures, seconds in rows:
         best = entry.ranked[0] if entry else None
+        rate = "-"
+        if best:
+            rate = f"{best.gflops:.1f}"
+            if _is_gemv(size):
+                rate += f" ({bandwidth(dtype, entry.shape, best.gflops):.0f} GB/s)"
         ranked_at = entry.shape[0] if entry else size.m
-        table.add_row(f"{dtype.key} {size.name} {ranked_at}", f"{best.gflops:.1f}" if best else "-",
+        table.add_row(f"{dtype.key} {size.name} {ranked_at}", rate,
                       best.config.describe() if best else "no correct kernel", str(evaluations), str(failures),
                       f"{seconds:.0f}")
     return table
+
+
+def _is_gemv(size: SizeClass) -> bool:
+    return size.name.startswith(GEMV)
+
+
+def _label(dtype: Dtype, size: SizeClass) -> str:
+    """'sgemm large', 'sgemv N'."""
+    return f"{dtype.letter}gemv {size.name[-1].upper()}" if _is_gemv(size) else f"{dtype.routine} {size.name}"
+
+
+def _shape(size: SizeClass) -> str:
+    return f"{size.m}x{size.n}" if _is_gemv(size) else f"{size.m}x{size.n}x{size.k}"
 
 
 @main.command("tune")
@@ -89,9 +108,9 @@ def summary_table(rows: list[tuple]) -> Table:
               help="Configurations kept per dtype and size class (and the best of each other layout).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the search's random choices.")
 @click.option("--size-class", "classes", multiple=True, type=click.Choice(list(CLASS_SHARES)),
-              help="Tune only this size class (repeatable; default: all).")
+              help="Tune only this size class (repeatable; default: all); gemv is GEMV's two layouts.")
 def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, classes) -> None:
-    """Tune the GEMM kernels of a device and save its profile.
+    """Tune the GEMM and GEMV kernels of a device and save its profile.
 
     Every measurement is written to a checkpoint as it is taken: after Ctrl-C or a crash, the same
     command resumes without measuring anything twice."""

@@ -47,7 +47,8 @@ class Budget:
 
     def share(self, fraction: float) -> "Budget":
         """This budget scaled by ``fraction`` (at least one evaluation)."""
-        return Budget(None if self.evaluations is None else max(1, math.floor(self.evaluations * fraction)),
+        # (the epsilon keeps a share that is whole on paper, 6 x 0.6 / 1.2, whole in floating point too)
+        return Budget(None if self.evaluations is None else max(1, math.floor(self.evaluations * fraction + 1e-9)),
                       None if self.seconds is None else self.seconds * fraction)
 
     def describe(self) -> str:

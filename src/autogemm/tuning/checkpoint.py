@@ -36,12 +36,17 @@ class Checkpoint:
 
     @classmethod
     def for_problem(cls, device: Device, dtype: Dtype, shape: tuple[int, int, int],
-                    directory: Path | None = None) -> "Checkpoint":
+                    directory: Path | None = None, routine: str = "gemm") -> "Checkpoint":
+        """The checkpoint of a GEMM of ``shape`` (m, n, k), or of another ``routine`` (named in the
+        header and the file name: 'gemv-n' for GEMV of layout N)."""
         m, n, k = shape
         folder = directory or cache_subdir("checkpoints")
         header = {"format": FORMAT, "version": VERSION, "device": device.fingerprint,
                   "device_name": device.name.strip(), "dtype": dtype.key, "shape": [m, n, k]}
-        return cls(folder / f"{device.fingerprint}-{dtype.key}-{m}x{n}x{k}.jsonl", header)
+        prefix = ""
+        if routine != "gemm":        # GEMM's headers and names stay those of checkpoints made before
+            header["routine"], prefix = routine, f"{routine}-"
+        return cls(folder / f"{prefix}{device.fingerprint}-{dtype.key}-{m}x{n}x{k}.jsonl", header)
 
     def _load(self) -> None:
         if not self.path.exists():

@@ -1,6 +1,7 @@
 """``Evaluator``: build one configuration, check it on random data, time it; always return a ``Record``.
 
-For each candidate: build the plan for the evaluator's problem (a build error is a record, not an
+``KernelEvaluator`` holds what every routine's evaluator does; ``Evaluator`` is GEMM's. For each
+candidate: build the plan for the evaluator's problem (a build error is a record, not an
 exception); run it once over a NaN-poisoned C and compare every element, on the device, with a float64
 reference computed once from fresh random operands; time one run, and cut the candidate short as too slow
 when that run took more than ``slow_factor`` times the best so far; else time it with profiling events
@@ -18,7 +19,7 @@ import pyopencl as cl
 
 from ..blas import LaunchPlan, GemmProblem
 from ..checking import gemm_flops, random_matrix, tolerance
-from ..codelets.simt import SimtParams
+from ..codelets.families import KernelParams
 from ..dtypes import Dtype
 from ..errors import BuildError, ConfigError
 from ..runtime.context import DeviceContext
@@ -31,37 +32,42 @@ MIN_RUN_SECONDS = 2e-3
 MAX_REPEATS = 200
 
 
-class Evaluator:
-    """Measures configurations on one problem C = A B (m x k times k x n, row-major) of one dtype."""
+def fresh_random(seed: int | None) -> tuple[int, np.random.Generator]:
+    """``seed`` (a fresh one when None: each run checks on new data) and its generator."""
+    seed = seed if seed is not None else int.from_bytes(os.urandom(4), "little")
+    return seed, np.random.default_rng(seed)
 
-    def __init__(self, ctx: DeviceContext, dtype: Dtype, m: int, n: int, k: int, *, warmup: int = 1,
-                 runs: int = 5, slow_factor: float = 4.0, seed: int | None = None) -> None:
+
+class KernelEvaluator:
+    """What every routine's evaluator shares: build a configuration's plan, run it once on a NaN-poisoned
+    output and compare that with the ``reference`` on the device, then time it. A routine supplies its
+    operands, ``prepare`` (the plan) and ``_launch`` (its events, first to last, for one run)."""
+
+    def __init__(self, ctx: DeviceContext, dtype: Dtype, reference: np.ndarray, flops: float, bound: float, *,
+                 warmup: int, runs: int, slow_factor: float) -> None:
         self.ctx, self.dtype = ctx, dtype
-        self.problem = GemmProblem.dense(dtype, m, n, k)
         self.warmup, self.runs, self.slow_factor = warmup, runs, slow_factor
-        self.seed = seed if seed is not None else int.from_bytes(os.urandom(4), "little")
-        rng = np.random.default_rng(self.seed)
-        a, b = random_matrix(rng, dtype, (m, k)), random_matrix(rng, dtype, (k, n))
-        ref_type = dtype.reference_numpy
-        self.reference = DeviceReference(ctx, dtype, a.astype(ref_type) @ b.astype(ref_type))
-        self.bound = tolerance(dtype, k)
-        self.flops = gemm_flops(dtype, m, n, k)
+        self.reference = DeviceReference(ctx, dtype, reference)
+        self.flops, self.bound = flops, bound
         self.best_seconds = math.inf
-        mf = cl.mem_flags
-        self.a = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
-        self.b = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=b)
-        self.c = cl.Buffer(ctx.context, mf.READ_WRITE, m * n * dtype.output.itemsize)
+        self.output: cl.Buffer = cl.Buffer(ctx.context, cl.mem_flags.READ_WRITE,
+                                           reference.size * dtype.output.itemsize)
+        self._buffers = [self.output]
 
-    @property
-    def shape(self) -> tuple[int, int, int]:
-        return self.problem.m, self.problem.n, self.problem.k
+    def upload(self, data: np.ndarray) -> cl.Buffer:
+        """A read-only device copy of an operand, released with the evaluator."""
+        buf = cl.Buffer(self.ctx.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=data)
+        self._buffers.append(buf)
+        return buf
 
-    def prepare(self, params: SimtParams) -> LaunchPlan:
+    def prepare(self, params):
         """Build the plan (compiles its kernels; safe to call from worker threads)."""
-        return LaunchPlan(self.ctx, self.problem, params, edge="auto")
+        raise NotImplementedError
 
-    def evaluate(self, params: SimtParams, plan: LaunchPlan | BaseException | None = None,
-                 runs: int | None = None, build_seconds: float = 0.0) -> Record:
+    def _launch(self, plan) -> list[cl.Event]:
+        raise NotImplementedError
+
+    def evaluate(self, params, plan=None, runs: int | None = None, build_seconds: float = 0.0) -> Record:
         """Measure ``params``; ``plan`` is a prepared plan, or the exception preparing it raised."""
         runs = self.runs if runs is None else runs
         if plan is None:
@@ -80,26 +86,23 @@ class Evaluator:
             return Record(params, Outcome.CRASHED, build_seconds=build_seconds, message=_summary(exc))
         finally:
             plan.release()
-            self._forget(plan)
+            src = plan.kernel_source
+            self.ctx.forget(src.source, src.options)
 
-    def _forget(self, plan: LaunchPlan) -> None:
-        src = plan.kernel_source
-        self.ctx.forget(src.source, src.options)
-
-    def _enqueue(self, plan: LaunchPlan, repeats: int = 1) -> tuple[cl.Event, cl.Event]:
+    def _enqueue(self, plan, repeats: int = 1) -> tuple[cl.Event, cl.Event]:
         first = last = None
         for _ in range(repeats):
-            events = plan.enqueue(self.a, self.b, self.c, 1.0, 0.0)
+            events = self._launch(plan)
             first = first or events[0]
             last = events[-1]
         return first, last
 
-    def _run(self, params: SimtParams, plan: LaunchPlan, runs: int, build_seconds: float) -> Record:
-        queue = self.ctx.queue
+    def _run(self, params, plan, runs: int, build_seconds: float) -> Record:
         output = self.dtype.output
-        cl.enqueue_fill_buffer(queue, self.c, np.array(np.nan, output.numpy), 0, self.reference.size * output.itemsize)
+        cl.enqueue_fill_buffer(self.ctx.queue, self.output, np.array(np.nan, output.numpy), 0,
+                               self.reference.size * output.itemsize)
         self._enqueue(plan)
-        error, unwritten = self.reference.compare(self.c)
+        error, unwritten = self.reference.compare(self.output)
         common = dict(error=None if math.isinf(error) else error, build_seconds=build_seconds)
         if not error < self.bound:
             why = (f"{unwritten} elements unwritten or NaN" if unwritten
@@ -120,9 +123,34 @@ class Evaluator:
         return Record(params, Outcome.OK, self.flops / seconds / 1e9, seconds, runs=len(times), **common)
 
     def release(self) -> None:
-        for buf in (self.a, self.b, self.c):
+        for buf in self._buffers:
             buf.release()
+        self._buffers.clear()
         self.reference.release()
+
+
+class Evaluator(KernelEvaluator):
+    """Measures GEMM configurations on one problem C = A B (m x k times k x n, row-major) of one dtype."""
+
+    def __init__(self, ctx: DeviceContext, dtype: Dtype, m: int, n: int, k: int, *, warmup: int = 1,
+                 runs: int = 5, slow_factor: float = 4.0, seed: int | None = None) -> None:
+        self.problem = GemmProblem.dense(dtype, m, n, k)
+        self.seed, rng = fresh_random(seed)
+        a, b = random_matrix(rng, dtype, (m, k)), random_matrix(rng, dtype, (k, n))
+        ref_type = dtype.reference_numpy
+        super().__init__(ctx, dtype, a.astype(ref_type) @ b.astype(ref_type), gemm_flops(dtype, m, n, k),
+                         tolerance(dtype, k), warmup=warmup, runs=runs, slow_factor=slow_factor)
+        self.a, self.b = self.upload(a), self.upload(b)
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.problem.m, self.problem.n, self.problem.k
+
+    def prepare(self, params: KernelParams) -> LaunchPlan:
+        return LaunchPlan(self.ctx, self.problem, params, edge="auto")
+
+    def _launch(self, plan: LaunchPlan) -> list[cl.Event]:
+        return plan.enqueue(self.a, self.b, self.output, 1.0, 0.0)
 
 
 def _summary(exc: BaseException) -> str:

@@ -15,10 +15,9 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from ..blas import LaunchPlan
 from .budget import Budget, BudgetClock
 from .checkpoint import Checkpoint
-from .evaluator import Evaluator
+from .evaluator import KernelEvaluator
 from .records import Outcome, Record, config_key
 from .space import Point, SearchSpace
 
@@ -34,7 +33,7 @@ def default_workers() -> int:
 class Objective:
     """Measured scores (GFLOP/s of correct kernels, else 0) of points of one ``SearchSpace``."""
 
-    def __init__(self, space: SearchSpace, evaluator: Evaluator, checkpoint: Checkpoint | None,
+    def __init__(self, space: SearchSpace, evaluator: KernelEvaluator, checkpoint: Checkpoint | None,
                  budget: Budget, *, overlap: bool = True, workers: int | None = None,
                  on_record: Callable[["Objective", Record, bool], None] | None = None) -> None:
         self.space, self.evaluator, self.checkpoint = space, evaluator, checkpoint
@@ -126,10 +125,10 @@ class Objective:
             self.on_record(self, record, fresh)
 
     # ----- building ahead ------------------------------------------------------------------------
-    def _prepare(self, point: Point) -> tuple[LaunchPlan | BaseException, float]:
+    def _prepare(self, point: Point) -> tuple[object, float]:
         started = time.perf_counter()
         try:
-            plan: LaunchPlan | BaseException = self.evaluator.prepare(self.space.config(point))
+            plan: object = self.evaluator.prepare(self.space.config(point))
         except Exception as exc:   # noqa: BLE001 - the evaluator turns it into a record
             plan = exc
         return plan, time.perf_counter() - started
@@ -176,5 +175,7 @@ class Objective:
 
 
 def _discard(plan: object) -> None:
-    if isinstance(plan, LaunchPlan):
-        plan.release()
+    """Free a plan built ahead and not measured (the evaluator's plans hold device memory)."""
+    release = getattr(plan, "release", None)
+    if release is not None:
+        release()

@@ -6,7 +6,8 @@ dtype) with the multiply-add form the FMA micro-benchmark chose, an ``Evaluator`
 shape), and a strategy per family under its share of the budget. The best correct configurations are
 verified on awkward shapes (and, for a GPU's large class, ranked again on a problem twice its size) and
 written to the device profile as each class finishes, so an interrupted run keeps every finished class
-(and, in the checkpoint, every measurement). The budget covers the whole run:
+(and, in the checkpoint, every measurement). Then, unless the size classes named leave it out, GEMV's
+two layouts for each dtype in its own precision (``gemv_tuner``). The budget covers the whole run:
 the FMA benchmark and the verifications are paid from it. On a GPU, kernels compile in worker processes."""
 
 from __future__ import annotations
@@ -32,14 +33,14 @@ from . import fma
 from .budget import Budget
 from .checkpoint import Checkpoint
 from .evaluator import Evaluator
-from .objective import BudgetSpent, Objective, default_workers
+from .gemv_tuner import gemv_shape, tune_gemv_layout
+from .objective import Objective, default_workers
 from .records import Record
 from .simt_space import simt_space
 from .mma_space import instructions_available, mma_space
 from .subgroup_space import subgroup_space
 from .space import Point, SearchSpace
 from .strategies import DEFAULT_STRATEGY, get_strategy
-from .strategies.base import Strategy
 from .verify import verify
 
 
@@ -60,8 +61,10 @@ class SizeClass:
         return self.m, self.n, self.k
 
 
-#: The size classes tuned for, largest first, and the share of a dtype's budget each gets.
-CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2}
+#: The size classes tuned for, largest first, and the share of a dtype's budget each gets; "gemv" is
+#: GEMV's two layouts (half each), tuned for the dtypes in their own precision.
+CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, "gemv": 0.2}
+GEMV = "gemv"
 
 
 def size_classes(device: Device, quick: bool = False) -> tuple[SizeClass, ...]:
@@ -72,7 +75,8 @@ def size_classes(device: Device, quick: bool = False) -> tuple[SizeClass, ...]:
         sizes = (2048, 768, 256) if quick else (4096, 1536, 512)
     else:
         sizes = (256, 128, 64) if quick else (768, 320, 128)
-    classes = [SizeClass(name, n, n, n, share) for (name, share), n in zip(CLASS_SHARES.items(), sizes)]
+    classes = [SizeClass(name, n, n, n, share) for (name, share), n in zip(CLASS_SHARES.items(), sizes)
+               if name != GEMV]
     if device.is_gpu and not quick:
         classes[0] = replace(classes[0], confirm=CONFIRM_SCALE * classes[0].m)
     return tuple(classes)
@@ -211,11 +215,12 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
     budget = budget or default_budget(device, quick)
     get_strategy(strategy)   # an unknown name fails before any work
     sizes = size_classes(device, quick)
+    with_gemv = not classes or GEMV in classes
     if classes:
-        unknown = set(classes) - {c.name for c in sizes}
+        unknown = set(classes) - set(CLASS_SHARES)
         if unknown:
             raise TuningError(f"unknown size class {', '.join(sorted(unknown))}; "
-                              f"choose from {', '.join(c.name for c in sizes)}")
+                              f"choose from {', '.join(CLASS_SHARES)}")
         sizes = tuple(c for c in sizes if c.name in classes)
     started = time.monotonic()
     with ExitStack() as stack:
@@ -223,7 +228,7 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
             stack.enter_context(ctx.building_in_processes(default_workers()))
         widths = (1, 2, 4) if device.is_gpu else (1, 2, 4, 8)
         instructions = instructions_available(ctx) if any(dt.mma_operand for dt in dtypes) else {}
-        for dt in dtypes:
+        for dt in dtypes if sizes else ():
             if dt.tensor_only and dt.mma_operand not in instructions:
                 exact = dt.native if dt.precision else dt.compute
                 raise TuningError(f"{dt.routine} needs matrix instructions for {dt.mma_operand} operands, which "
@@ -235,14 +240,21 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
         profile = Profile(device.fingerprint, device.name.strip(), device.vendor.strip(),
                           device.driver_version.strip(), __version__,
                           datetime.now(timezone.utc).isoformat(timespec="seconds"), budget.describe(), macs)
-        weights = [size.share for _ in dtypes for size in sizes]
+        gemv_dtypes = [dt for dt in dtypes if with_gemv and dt is dt.native]
+        weights = [share for dt in dtypes for share in [size.share for size in sizes]
+                   + ([CLASS_SHARES[GEMV] / 2] * 2 if dt in gemv_dtypes else [])]
         total_weight = sum(weights)
+
+        def next_budget() -> Budget:
+            share = class_budget(budget, time.monotonic() - started, weights[0], sum(weights), total_weight)
+            weights.pop(0)
+            return share
+
         for dt in dtypes:
             real = "d" if dt.needs_fp64 else "s"
-            spaces = _spaces(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths}, instructions)
+            spaces = _spaces(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths}, instructions) if sizes else []
             for size in sizes:
-                share = class_budget(budget, time.monotonic() - started, weights[0], sum(weights), total_weight)
-                weights.pop(0)
+                share = next_budget()
                 before = prior.entry(dt.key, size.name) if prior else None
                 known = [r.config for r in before.ranked] if before else []
                 entry = _tune_class(ctx, dt, size, spaces, share, strategy, fresh, top, listener, seed, known)
@@ -253,6 +265,12 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
                     space, start = spaces[0]
                     if start is not None:      # the simt search's, which the next class starts from
                         spaces[0] = (space, start_point(space, entry.ranked[0].config) or start)
+            for layout in ("N", "T") if dt in gemv_dtypes else ():
+                entry = _tune_gemv(ctx, dt, layout, quick, next_budget(), strategy, fresh, top, listener, seed, prior)
+                if entry is not None:
+                    profile = profile.with_entry(dt.key, entry, GEMV)
+                    if write:
+                        save(profile)
     return profile
 
 
@@ -309,15 +327,7 @@ def _tune_class(ctx: DeviceContext, dt: Dtype, size: SizeClass, spaces: list[tup
                                   on_record=listener.record)
             objectives.append(objective)
             listener.class_started(dt, size, space, objective)
-            try:
-                warm = known_points(space, list(known))
-                if warm:
-                    objective.measure_many(warm)
-                    best = Strategy.best_of(objective, warm + ([start] if start is not None else []))
-                    start = best if objective.score(best) else start
-                get_strategy(strategy, seed).search(space, objective, start)
-            except BudgetSpent:
-                pass
+            get_strategy(strategy, seed).run(space, objective, start, known_points(space, list(known)))
     finally:
         evaluator.release()
     ranked, rejected = finalists(ctx, dt, objectives, top * CONFIRM_POOL if size.confirm else top)
@@ -334,4 +344,22 @@ def _tune_class(ctx: DeviceContext, dt: Dtype, size: SizeClass, spaces: list[tup
         entry = SizeClassEntry(size.name, shape, tuple(ranked), strategy,
                                sum(o.evaluations for o in objectives), time.monotonic() - started)
     listener.class_finished(dt, size, entry, objectives, rejected)
+    return entry
+
+
+def _tune_gemv(ctx: DeviceContext, dt: Dtype, layout: str, quick: bool, budget: Budget, strategy: str, fresh: bool,
+               top: int, listener: TuneListener, seed: int, prior: Profile | None) -> SizeClassEntry | None:
+    """GEMV's search of ``layout`` for ``dt``, reported to ``listener`` as a class named gemv-n or gemv-t,
+    starting from the configurations the device's profile ranked before."""
+    rows, cols = gemv_shape(ctx.device, dt, quick)
+    size = SizeClass(f"{GEMV}-{layout.lower()}", rows, cols, 1, CLASS_SHARES[GEMV] / 2)
+    before = prior.gemv_entry(dt.key, layout) if prior else None
+    known = [r.config for r in before.ranked] if before else []
+
+    def started(space: SearchSpace, objective: Objective) -> None:
+        listener.class_started(dt, size, space, objective)
+
+    entry, objective, rejected = tune_gemv_layout(ctx, dt, layout, (rows, cols), budget, strategy, fresh, top, seed,
+                                                  known, on_record=listener.record, on_start=started)
+    listener.class_finished(dt, size, entry, [objective], rejected)
     return entry

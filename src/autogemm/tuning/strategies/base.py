@@ -6,7 +6,7 @@ import random
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
-from ..objective import Objective
+from ..objective import BudgetSpent, Objective
 from ..space import Point, SearchSpace
 
 
@@ -24,6 +24,19 @@ class Strategy(ABC):
     @abstractmethod
     def search(self, space: SearchSpace, objective: Objective, start: Point | None = None) -> None:
         """Measure points of ``space`` through ``objective``, starting from ``start`` where given."""
+
+    def run(self, space: SearchSpace, objective: Objective, start: Point | None = None,
+            warm: list[Point] = ()) -> None:
+        """``search`` after measuring the ``warm`` points first (those that were best before), from the
+        best of them where it beats ``start``; a spent budget ends it quietly."""
+        try:
+            if warm:
+                objective.measure_many(list(warm))
+                best = self.best_of(objective, list(warm) + ([start] if start is not None else []))
+                start = best if objective.score(best) else start
+            self.search(space, objective, start)
+        except BudgetSpent:
+            pass
 
     @staticmethod
     def best_of(objective: Objective, points: list[Point]) -> Point:
