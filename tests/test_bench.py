@@ -163,4 +163,19 @@ def test_bench_batch_times_checks_and_compares(tmp_path):
     assert data["overhead"]["call_seconds"] > 0 and data["reuse"][0]["reused_seconds"] > 0
     assert "(one launch)" in out.output and "copying A once" in out.output
     bad = CliRunner().invoke(main, ["bench-batch", "--batches", "12by8"])
-    assert bad.exit_code != 0 and "not COUNTxSIZE" in bad.output
+    assert bad.exit_code != 0 and "not two positive numbers" in bad.output
+
+
+def test_bench_routines_checks_gemv_and_transpose(tmp_path):
+    """Every implementation's result checked: autogemm's and numpy's right (torch's absent on CPU-only
+    machines), rates and ratios in the table and the JSON."""
+    out = CliRunner().invoke(main, ["bench-routines", "--dtype", "c,b", "--sizes", "33x70", "--runs", "2",
+                                    "--json", str(tmp_path / "r.json")])
+    assert out.exit_code == 0, out.output
+    cases = json.loads((tmp_path / "r.json").read_text())["cases"]
+    assert [(c["routine"], c["dtype"]) for c in cases] == [(r, d) for d in "cb" for r in ("gemv N", "gemv T", "transpose")]
+    for case in cases:
+        timed = {t["name"]: t for t in case["timings"]}
+        assert timed["autogemm"]["correct"] and timed["numpy"]["correct"] and timed["autogemm"]["seconds"] > 0
+        assert case["bytes"] > 33 * 70 * 2
+    assert "GB/s" in out.output and "vs numpy" in out.output

@@ -204,5 +204,5 @@ class GemvLaunchPlan:
 
     def describe(self) -> str:
         """What ``enqueue`` launches, for logs."""
-        text = f"gemv [{self.params.describe()}] ({self.params_source})"
+        text = f"{self.params.describe()} ({self.params_source})"
         return text + (f", reduction split in {self.slices} ; merge y" if self.slices > 1 else "")

@@ -21,13 +21,13 @@ from . import main
 from .common import console, fail, select_device
 
 
-def _batches(text: str) -> list[tuple[int, int]]:
-    """'1024x64,256x256' -> [(1024, 64), (256, 256)]: batch count x size of each product."""
+def dimensions(text: str) -> list[tuple[int, int]]:
+    """'1024x64,256x256' -> [(1024, 64), (256, 256)] (a batch's count x size, a matrix's rows x columns)."""
     found = []
     for part in filter(None, (p.strip() for p in text.split(","))):
         match = re.fullmatch(r"(\d+)x(\d+)", part)
         if not match or 0 in (int(match[1]), int(match[2])):
-            raise ArgumentError(f"--batches: {part!r} is not COUNTxSIZE, e.g. 1024x64")
+            raise ArgumentError(f"{part!r} is not two positive numbers as AxB, e.g. 1024x64")
         found.append((int(match[1]), int(match[2])))
     return found
 
@@ -55,7 +55,7 @@ def bench_batch_command(device, dtypes, batches, runs, overhead_size, reuse_size
     try:
         dev = select_device(None, device)
         letters = [get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()]
-        cases_wanted = _batches(batches)
+        cases_wanted = dimensions(batches)
         ctx = context_for(dev)
     except AutogemmError as exc:
         fail(str(exc))

@@ -1,0 +1,79 @@
+"""``autogemm bench-routines``: GEMV (both layouts) and transpose against cuBLAS, torch and numpy, in GB/s."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import click
+import numpy as np
+from rich.table import Table
+
+from ..bench.routines import CUBLAS_GEMV, NUMPY, TORCH_COPY, run_gemv, run_transpose
+from ..bench.runner import AUTOGEMM
+from ..dtypes import get_dtype
+from ..errors import AutogemmError
+from ..runtime import context_for
+from . import main
+from .commands_bench_batch import dimensions
+from .common import console, fail, select_device
+
+
+def _rate(value: float | None) -> str:
+    return f"{value:.0f}" if value else "-"
+
+
+@main.command("bench-routines")
+@click.option("-d", "--device", help="Device: P:D, index, gpu, cpu or part of its name (default: the default).")
+@click.option("--dtype", "dtypes", default="s,d,c,z,h", show_default=True, help="Comma-separated dtypes.")
+@click.option("--sizes", default="8192x8192,1024x65536,65536x1024", show_default=True,
+              help="Matrices as ROWSxCOLS.")
+@click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True, help="Timed runs (median).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random operands.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")
+def bench_routines_command(device, dtypes, sizes, runs, seed, json_path) -> None:
+    """Time GEMV (y = A x and y = A^T x) against cuBLAS's (torch.mv, where CUDA is there) and numpy's, and
+    the transpose against torch's transposing copy and numpy's, on the same random data, every result
+    checked against float64. Rates are GB/s of the bytes each must move."""
+    try:
+        dev = select_device(None, device)
+        letters = [get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()]
+        shapes = dimensions(sizes)
+        ctx = context_for(dev)
+    except AutogemmError as exc:
+        fail(str(exc))
+    rng = np.random.default_rng(seed)
+    cases = []
+    with console.status("timing") as status:
+        for dt in letters:
+            for rows, cols in shapes:
+                for trans in "NT":
+                    status.update(f"{dt.letter}gemv {trans} {rows}x{cols}")
+                    cases.append(run_gemv(ctx, dt, rows, cols, trans, runs, rng))
+                status.update(f"transpose {dt.key} {rows}x{cols}")
+                cases.append(run_transpose(ctx, dt, rows, cols, runs, rng))
+    table = Table(title=f"GEMV and transpose, GB/s on {dev.name.strip()} (median of {runs})")
+    for column in ("routine", "dtype", "shape", "autogemm", "cuBLAS / torch", "numpy", "vs cuBLAS / torch",
+                   "vs numpy"):
+        table.add_column(column, justify="left" if column in ("routine", "dtype", "shape") else "right")
+    for case in cases:
+        peer = TORCH_COPY if case.routine == "transpose" else CUBLAS_GEMV
+        ratios = [case.ratio(peer), case.ratio(NUMPY)]
+        table.add_row(case.routine, case.dtype, f"{case.rows}x{case.cols}",
+                      *(_rate(case.gbs(name)) for name in (AUTOGEMM, peer, NUMPY)),
+                      *(f"{r:.2f}x" if r else "-" for r in ratios))
+    console.print(table)
+    for case in cases:
+        notes = [f"{t.name}: {t.note}" for t in case.timings if t.note]
+        console.print(f"{case.routine} {case.dtype} {case.rows}x{case.cols}: {case.config}"
+                      + "".join(f"; {x}" for x in notes), highlight=False)
+    if json_path:
+        data = {"device": dev.name.strip(), "runs": runs, "cases": [dataclasses.asdict(c) for c in cases]}
+        try:
+            json_path.write_text(json.dumps(data, indent=1))
+        except OSError as exc:
+            fail(str(exc))
+    if any(t.note == "wrong result" for c in cases for t in c.timings):
+        sys.exit(1)
