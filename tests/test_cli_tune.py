@@ -52,12 +52,13 @@ def test_tune_writes_a_profile_and_shows_a_table(tuned, device, invoke):
 
 def test_tune_covers_gemv_and_gemv_then_uses_its_profile(tuned, device, invoke, ctx):
     out = tuned[1]
-    assert "s gemv-n" in out.output and "GB/s" in out.output, out.output
+    assert "s gemv-n-square" in out.output and "s gemv-t-long" in out.output and "GB/s" in out.output, out.output
     prof = read(path_for(device.fingerprint))
-    assert {e.name for e in prof.gemv["s"]} == {"n", "t"}
+    assert {e.name for e in prof.gemv["s"]} == {"n-square", "n-long", "t-square", "t-long"}
     for layout in "NT":
-        best = prof.gemv_entry("s", layout).ranked[0]
-        assert best.config.layout == layout and best.gflops > 0
+        square = next(e for e in prof.gemv_entries("s", layout) if e.name.endswith("square"))
+        best = square.ranked[0]
+        assert best.config.layout == layout and best.gflops > 0 and square.shape[0] == square.shape[1]
         plan = GemvLaunchPlan(ctx, GemvProblem(DTYPES["s"], 50, 40, Op(layout == "T"), 40))
         assert plan.params == best.config and plan.params_source.startswith("profile")
     out = invoke("tune", "--quick", "--dtype", "h", "--size-class", "gemv", "--budget", "2")
@@ -65,9 +66,9 @@ def test_tune_covers_gemv_and_gemv_then_uses_its_profile(tuned, device, invoke, 
     prof = read(path_for(device.fingerprint))
     assert set(prof.gemv) == {"s", "h"} and prof.entry("s", "large") is not None
     out = invoke("profile", "show")
-    assert "sgemv N" in out.output and "hgemv T" in out.output and "GB/s" in out.output
+    assert "sgemv N square" in out.output and "hgemv T long" in out.output and "GB/s" in out.output
     out = invoke("profile", "verify", "--dtype", "h")
-    assert out.exit_code == 0 and "hgemv N" in out.output and "ok" in out.output, out.output
+    assert out.exit_code == 0 and "hgemv N long" in out.output and "ok" in out.output, out.output
 
 
 def test_tune_again_resumes_from_the_checkpoint(invoke):

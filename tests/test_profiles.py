@@ -14,6 +14,7 @@ import pytest
 
 import autogemm
 from autogemm.blas import LaunchPlan, GemmProblem, Op
+from autogemm.blas.gemv import GemvLaunchPlan, GemvProblem
 from autogemm.blas.selection import choose_params
 from autogemm.codelets.gemv import GemvParams
 from autogemm.codelets.simt import SimtParams
@@ -25,14 +26,15 @@ LARGE = SimtParams("NN", "consecutive", 8, 4, 2, 4, 4, 2, False, False, mac="mul
 SMALL = SimtParams("NT", "offset", 4, 8, 1, 2, 2, 1, True, False, mac="mul_add")   # blocks 4 x 16
 
 
-GEMV_N, GEMV_T = GemvParams("N", 16, 2, 2, 4, 0), GemvParams("T", 32, 4, 1, 2, 4)
+GEMV_N, GEMV_T, GEMV_T_LONG = GemvParams("N", 16, 2, 2, 4, 0), GemvParams("T", 32, 4, 1, 2, 4), GemvParams("T", 64, 4)
 
 
 def make_profile(device, entries: dict[str, list[SizeClassEntry]] | None = None) -> Profile:
     entries = entries or {"s": [SizeClassEntry("large", (256, 256, 256), (Ranked(LARGE, 20.5),), "model", 30, 12.0),
                                 SizeClassEntry("small", (32, 32, 32), (Ranked(SMALL, 1.5),), "model", 10, 3.0)]}
-    gemv = {"d": (SizeClassEntry("n", (1024, 1024, 1), (Ranked(GEMV_N, 3.5),), "model", 20, 4.0),
-                  SizeClassEntry("t", (1024, 1024, 1), (Ranked(GEMV_T, 2.5),), "model", 20, 4.0))}
+    gemv = {"d": (SizeClassEntry("n-square", (1024, 1024, 1), (Ranked(GEMV_N, 3.5),), "model", 20, 4.0),
+                  SizeClassEntry("t-square", (1024, 1024, 1), (Ranked(GEMV_T, 2.5),), "model", 20, 4.0),
+                  SizeClassEntry("t-long", (8192, 128, 1), (Ranked(GEMV_T_LONG, 2.0),), "model", 20, 4.0))}
     return Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
                    "2026-11-22T10:00:00+00:00", "90s", {"s4": "fma"}, {k: tuple(v) for k, v in entries.items()}, gemv)
 
@@ -51,7 +53,20 @@ def test_round_trip(device):
     without_gemv = dataclasses.replace(prof, gemv={})
     assert "gemv" not in without_gemv.to_dict()            # as profiles made before GEMV was tuned
     assert Profile.from_json(without_gemv.to_json()) == without_gemv
-    assert prof.gemv_entry("d", "T").ranked[0].config == GEMV_T and prof.gemv_entry("s", "N") is None
+    assert [e.name for e in prof.gemv_entries("d", "T")] == ["t-square", "t-long"] and not prof.gemv_entries("s", "N")
+
+
+def test_gemv_picks_the_class_nearest_in_shape(cache, ctx, device):
+    """A tall, narrow A^T x (few outputs, a long reduction) takes the long class's configuration, a square
+    one the square class's; a dtype without entries the default."""
+    save(make_profile(device))
+    d = autogemm.dtypes.DTYPES["d"]
+    tall = GemvLaunchPlan(ctx, GemvProblem(d, 20000, 100, Op(True), 100))
+    square = GemvLaunchPlan(ctx, GemvProblem(d, 900, 1200, Op(True), 1200))
+    rows = GemvLaunchPlan(ctx, GemvProblem(d, 20000, 100, Op(), 100))
+    assert (tall.params, square.params, rows.params) == (GEMV_T_LONG, GEMV_T, GEMV_N)
+    assert tall.params_source.endswith("t-long") and square.params_source.endswith("t-square")
+    assert GemvLaunchPlan(ctx, GemvProblem(autogemm.dtypes.DTYPES["s"], 9, 9, Op(), 9)).params_source == "default"
 
 
 def forge(data: dict, path: tuple, value) -> dict:
@@ -88,8 +103,9 @@ FORGERIES = [
     (("gemv", "d", 0, "ranked", 0, "config", "family"), "simt", "unknown kernel family 'simt'"),
     (("gemv", "d", 0, "ranked", 0, "config", "wg_x"), 3, "wg_x=3"),
     (("gemv", "d", 0, "ranked", 0, "config", "build_options"), ["-D x=1"], "build option"),
-    (("gemv", "d", 0, "ranked", 0, "config", "layout"), "T", "must be 'n' or 't' and hold"),
-    (("gemv", "d", 1, "class"), "large", "must be 'n' or 't'"),
+    (("gemv", "d", 0, "ranked", 0, "config", "layout"), "T", "must be a layout and a shape"),
+    (("gemv", "d", 1, "class"), "large", "must be a layout and a shape"),
+    (("gemv", "d", 1, "class"), "n-long", "hold configurations of that layout"),
     (CONFIG, GEMV_N.to_dict(), "unknown kernel family 'gemv'"),
 ]
 

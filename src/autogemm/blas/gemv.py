@@ -4,6 +4,7 @@ and, when the reduction is split over work-groups, the merge that adds the slice
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 
@@ -88,15 +89,23 @@ def default_gemv_params(device: Device, dt: Dtype, layout: str) -> codelet.GemvP
     raise ConfigError(f"no GEMV configuration fits {device.name.strip()}: {codelet.check(_SAFE[layout], device, dt)}")
 
 
-def choose_gemv_params(device: Device, dt: Dtype, layout: str) -> tuple[codelet.GemvParams, str]:
-    """The configuration for a ``layout`` GEMV of ``dt`` on ``device`` and where it came from: the best
-    one the device's profile ranks for it that passes ``check``, else the default."""
+def choose_gemv_params(device: Device, problem: GemvProblem) -> tuple[codelet.GemvParams, str]:
+    """The configuration for ``problem`` on ``device`` and where it came from: from the device's profile,
+    the best one that passes ``check`` of the class of the problem's layout nearest to it in shape
+    (outputs and reduction length, in log scale); else the default."""
+    dt, layout = problem.dtype, problem.layout
     profile = profile_for(device)
     if profile is not None:
-        entry = profile.gemv_entry(dt.key, layout)
-        for ranked in entry.ranked if entry else ():
-            if codelet.check(ranked.config, device, dt) is None:
-                return ranked.config, f"profile {profile.device_fingerprint}"
+        def distance(entry) -> float:
+            rows, cols = entry.shape[:2]
+            tuned = (cols, rows) if layout == "T" else (rows, cols)
+            return sum(abs(math.log(max(a, 1)) - math.log(max(b, 1)))
+                       for a, b in zip(tuned, (problem.outputs, problem.reduction)))
+
+        for entry in sorted(profile.gemv_entries(dt.key, layout), key=distance):
+            for ranked in entry.ranked:
+                if codelet.check(ranked.config, device, dt) is None:
+                    return ranked.config, f"profile {profile.device_fingerprint} {entry.name}"
     return default_gemv_params(device, dt, layout), "default"
 
 
@@ -109,7 +118,7 @@ class GemvLaunchPlan:
         problem.validate()
         self.ctx, self.problem, self.dtype = ctx, problem, problem.dtype
         if params is None:
-            self.params, self.params_source = choose_gemv_params(ctx.device, problem.dtype, problem.layout)
+            self.params, self.params_source = choose_gemv_params(ctx.device, problem)
         else:
             self.params, self.params_source = params, "given"
         if not isinstance(self.params, codelet.GemvParams):

@@ -105,8 +105,11 @@ def entries_of(prof: Profile) -> list[tuple[str, str, SizeClassEntry]]:
 
 
 def entry_label(routine: str, dt: Dtype, name: str) -> str:
-    """How tables name an entry: 'sgemm large', 'sgemv N'."""
-    return f"{dt.letter}gemv {name.upper()}" if routine == "gemv" else f"{dt.routine} {name}"
+    """How tables name an entry: 'sgemm large', 'sgemv N square'."""
+    if routine == "gemv":
+        layout, kind = name.split("-")
+        return f"{dt.letter}gemv {layout.upper()} {kind}"
+    return f"{dt.routine} {name}"
 
 
 @profile.command("export")

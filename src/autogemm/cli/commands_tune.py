@@ -87,8 +87,11 @@ def _is_gemv(size: SizeClass) -> bool:
 
 
 def _label(dtype: Dtype, size: SizeClass) -> str:
-    """'sgemm large', 'sgemv N'."""
-    return f"{dtype.letter}gemv {size.name[-1].upper()}" if _is_gemv(size) else f"{dtype.routine} {size.name}"
+    """'sgemm large', 'sgemv N square'."""
+    if not _is_gemv(size):
+        return f"{dtype.routine} {size.name}"
+    _, layout, kind = size.name.split("-")
+    return f"{dtype.letter}gemv {layout.upper()} {kind}"
 
 
 def _shape(size: SizeClass) -> str:

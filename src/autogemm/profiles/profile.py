@@ -25,6 +25,8 @@ _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _FINGERPRINT = re.compile(r"^[0-9a-f]{16}$")
 _FMA_KEY = re.compile(r"^[sd](1|2|4|8|16)$")
 _MACS = ("fma", "mad", "mul_add")
+#: GEMV's classes: the codelet layout, and a square A or a long one (few outputs, a long reduction)
+GEMV_CLASS = re.compile(r"^[nt]-(square|long)$")
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,8 @@ class Profile:
     budget: str
     fma: dict[str, str] = field(default_factory=dict)                    # "s4" -> "fma"
     dtypes: dict[str, tuple[SizeClassEntry, ...]] = field(default_factory=dict)
-    #: GEMV's best configurations per dtype: one entry per codelet layout, named "n" and "t"
+    #: GEMV's best configurations per dtype: entries per codelet layout and shape class, named
+    #: "n-square", "n-long", "t-square", "t-long" (``GEMV_CLASS``)
     gemv: dict[str, tuple[SizeClassEntry, ...]] = field(default_factory=dict)
 
     # ----- use ------------------------------------------------------------------------------------
@@ -71,9 +74,9 @@ class Profile:
         entries = [e for key in dtypes for e in self.dtypes.get(key, ())]
         return sorted(entries, key=lambda e: _distance(e.shape, (m, n, k)))
 
-    def gemv_entry(self, dtype: str, layout: str) -> SizeClassEntry | None:
-        """GEMV's entry for ``dtype`` and codelet ``layout`` ('N' or 'T'), if tuned."""
-        return next((e for e in self.gemv.get(dtype, ()) if e.name == layout.lower()), None)
+    def gemv_entries(self, dtype: str, layout: str) -> list[SizeClassEntry]:
+        """GEMV's entries for ``dtype`` and codelet ``layout`` ('N' or 'T'), one per shape class tuned."""
+        return [e for e in self.gemv.get(dtype, ()) if e.name[0] == layout.lower()]
 
     def with_entry(self, dtype: str, entry: SizeClassEntry, routine: str = "gemm") -> "Profile":
         """A copy with ``entry`` added or replacing the entry of the same dtype and class (of GEMM's
@@ -189,9 +192,9 @@ def _parse(data: object) -> Profile:
     gemv = _table(top.get("gemv", {}), "gemv", GEMV_FAMILIES)
     for letter, entries in gemv.items():
         for entry in entries:
-            if entry.name not in ("n", "t") or any(r.config.layout.lower() != entry.name for r in entry.ranked):
-                raise ProfileError(f"gemv[{letter}]: class {entry.name!r} must be 'n' or 't' and hold "
-                                   f"configurations of that layout")
+            if not GEMV_CLASS.match(entry.name) or any(r.config.layout.lower() != entry.name[0] for r in entry.ranked):
+                raise ProfileError(f"gemv[{letter}]: class {entry.name!r} must be a layout and a shape (n-square, "
+                                   f"n-long, t-square or t-long) and hold configurations of that layout")
     return Profile(
         device_fingerprint=_text(dev["fingerprint"], "device.fingerprint", 16, _FINGERPRINT),
         device_name=_text(dev["name"], "device.name"), device_vendor=_text(dev["vendor"], "device.vendor"),

@@ -5,8 +5,9 @@ candidate: build the plan for the evaluator's problem (a build error is a record
 exception); run it once over a NaN-poisoned C and compare every element, on the device, with a float64
 reference computed once from fresh random operands; time one run, and cut the candidate short as too slow
 when that run took more than ``slow_factor`` times the best so far; else time it with profiling events
-after a warm-up, repeating short products within a run until a run is well past launch overhead, and keep
-the median."""
+after a warm-up, a run averaging short products repeated until it covers a few milliseconds (each product
+timed from its first launch's start to its last's end, gaps between products left out), and keep the
+median of the runs."""
 
 from __future__ import annotations
 
@@ -89,19 +90,18 @@ class KernelEvaluator:
             src = plan.kernel_source
             self.ctx.forget(src.source, src.options)
 
-    def _enqueue(self, plan, repeats: int = 1) -> tuple[cl.Event, cl.Event]:
-        first = last = None
-        for _ in range(repeats):
-            events = self._launch(plan)
-            first = first or events[0]
-            last = events[-1]
-        return first, last
+    def _seconds(self, plan, repeats: int = 1) -> float:
+        """Device seconds of one run, over ``repeats`` runs enqueued back to back: each run from its first
+        launch's start to its last's end, so that gaps between runs (the host enqueueing late while
+        compilers busy its cores) do not count against a kernel shorter than them."""
+        spans = [self._launch(plan) for _ in range(repeats)]
+        return sum(event_seconds(events[0], events[-1]) for events in spans) / repeats
 
     def _run(self, params, plan, runs: int, build_seconds: float) -> Record:
         output = self.dtype.output
         cl.enqueue_fill_buffer(self.ctx.queue, self.output, np.array(np.nan, output.numpy), 0,
                                self.reference.size * output.itemsize)
-        self._enqueue(plan)
+        self._launch(plan)
         error, unwritten = self.reference.compare(self.output)
         common = dict(error=None if math.isinf(error) else error, build_seconds=build_seconds)
         if not error < self.bound:
@@ -110,14 +110,14 @@ class KernelEvaluator:
             return Record(params, Outcome.WRONG, message=why, **common)
         # The run that checked may have paid for a lazy first-launch compile (PoCL does that): the
         # next one decides whether the candidate is worth timing in full, and warms it up.
-        seconds = event_seconds(*self._enqueue(plan))
+        seconds = self._seconds(plan)
         if seconds > self.slow_factor * self.best_seconds:
             return Record(params, Outcome.TOO_SLOW, self.flops / seconds / 1e9, seconds, runs=1,
                           message=f"{seconds * 1e3:.3g} ms, over {self.slow_factor:g}x the best", **common)
         for _ in range(self.warmup - 1):
-            seconds = event_seconds(*self._enqueue(plan))
+            seconds = self._seconds(plan)
         repeats = min(MAX_REPEATS, max(1, math.ceil(MIN_RUN_SECONDS / max(seconds, 1e-9))))
-        times = [event_seconds(*self._enqueue(plan, repeats)) / repeats for _ in range(max(1, runs))]
+        times = [self._seconds(plan, repeats) for _ in range(max(1, runs))]
         seconds = median(times)
         self.best_seconds = min(self.best_seconds, seconds)
         return Record(params, Outcome.OK, self.flops / seconds / 1e9, seconds, runs=len(times), **common)

@@ -1,8 +1,9 @@
 """Tuning GEMV: its evaluator, its search space per codelet layout, and the search of one layout.
 
-GEMV reads each element of A once, so its rate is set by memory bandwidth: it is tuned on a matrix far
-larger than the device's caches (a quarter GiB on a GPU), once per layout (N for y = A x, T for
-y = A^T x), with the same strategies, budget, checkpoints and verification on awkward shapes as GEMM.
+GEMV reads each element of A once, so its rate is set by memory bandwidth: it is tuned on matrices far
+larger than the device's caches (a quarter GiB on a GPU), per layout (N for y = A x, T for y = A^T x)
+and shape class (a square A, and a long one: few outputs, a long reduction), with the same strategies,
+budget, checkpoints and verification on awkward shapes as GEMM.
 Rates are kept as GFLOP/s like GEMM's; ``bandwidth`` turns them into the GB/s they stand for."""
 
 from __future__ import annotations
@@ -33,13 +34,23 @@ from .strategies import get_strategy
 GPU_BYTES, CPU_BYTES, QUICK_BYTES = 2**28, 2**25, 2**22
 
 
-def gemv_shape(device: Device, dt: Dtype, quick: bool = False) -> tuple[int, int]:
-    """The square A (rows, cols) GEMV is tuned on: about ``*_BYTES``, at most an eighth of the device's
-    memory and of its largest allocation, a multiple of 256."""
+#: GEMV's shape classes: a square A, and a long one with as many elements, ``LONG_RATIO`` times fewer
+#: outputs and a reduction as many times longer (a short, wide A for layout N, a tall, narrow one for T),
+#: where a configuration must keep the device busy with few outputs.
+GEMV_SHAPES = ("square", "long")
+LONG_RATIO = 8
+
+
+def gemv_shape(device: Device, dt: Dtype, layout: str, kind: str, quick: bool = False) -> tuple[int, int]:
+    """A's (rows, cols) for the ``kind`` class of ``layout``: of about ``*_BYTES`` (at most an eighth of the
+    device's memory and of its largest allocation), the square's side a multiple of 256."""
     target = QUICK_BYTES if quick else (GPU_BYTES if device.is_gpu else CPU_BYTES)
     target = min(target, device.global_mem_bytes // 8, device.max_mem_alloc_bytes // 2)
     side = max(256, int(math.sqrt(target / dt.itemsize)) // 256 * 256)
-    return side, side
+    if kind == "square":
+        return side, side
+    outputs, reduction = side // LONG_RATIO, side * LONG_RATIO
+    return (reduction, outputs) if layout == "T" else (outputs, reduction)
 
 
 def flops(dt: Dtype, rows: int, cols: int) -> float:
@@ -81,11 +92,14 @@ class GemvEvaluator(KernelEvaluator):
 
 def gemv_space(device: Device, dt: Dtype, layout: str) -> SearchSpace[GemvParams]:
     """The GEMV configurations of ``layout`` a search visits: work-groups of at least a warp on a GPU
-    (fewer, down to 8 work-items, on a CPU, whose compiler vectorises across them)."""
+    (fewer, down to 8 work-items, on a CPU, whose compiler vectorises across them). The reduction is
+    always split where too few work-groups would run (``waves`` at least 1): on the square problem tuned
+    for, splitting never happens, so an unsplit configuration would tie with it there and then leave
+    most of the device idle on a short, wide A (N) or a tall, narrow one (T)."""
     least = 32 if device.is_gpu else 8
     knobs = [Knob("wg_x", (8, 16, 32, 64, 128, 256), ordered=True), Knob("wg_y", (1, 2, 4, 8, 16), ordered=True),
              Knob("per_item", (1, 2, 4), ordered=True), Knob("unroll", (1, 2, 4, 8), ordered=True),
-             Knob("waves", (0, 1, 2, 4, 8), ordered=True)]
+             Knob("waves", (1, 2, 4, 8), ordered=True)]
 
     def reject(params: GemvParams) -> str | None:
         if params.work_group_size < least:
@@ -128,13 +142,13 @@ def verify_gemv(ctx: DeviceContext, params: GemvParams, dt: Dtype) -> str | None
     return None
 
 
-def tune_gemv_layout(ctx: DeviceContext, dt: Dtype, layout: str, shape: tuple[int, int], budget: Budget,
-                     strategy: str, fresh: bool, top: int, seed: int, known: list[GemvParams],
-                     on_record=None, on_start=None) -> tuple[SizeClassEntry | None, Objective,
-                                                              list[tuple[GemvParams, str]]]:
-    """Search the GEMV space of ``layout`` under ``budget`` (the ``known`` configurations first), into
-    its own checkpoint, and keep the ``top`` verified ones: (the profile entry or None, the objective,
-    the configurations verification rejected)."""
+def tune_gemv_class(ctx: DeviceContext, dt: Dtype, layout: str, kind: str, shape: tuple[int, int], budget: Budget,
+                    strategy: str, fresh: bool, top: int, seed: int, known: list[GemvParams],
+                    on_record=None, on_start=None) -> tuple[SizeClassEntry | None, Objective,
+                                                             list[tuple[GemvParams, str]]]:
+    """Search the GEMV space of ``layout`` on A of ``shape`` (the ``kind`` class) under ``budget`` (the
+    ``known`` configurations first), into its own checkpoint, and keep the ``top`` verified ones: (the
+    profile entry or None, the objective, the configurations verification rejected)."""
     space = gemv_space(ctx.device, dt, layout)
     checkpoint = Checkpoint.for_problem(ctx.device, dt, (*shape, 1), routine=f"gemv-{layout.lower()}")
     if fresh:
@@ -163,7 +177,7 @@ def tune_gemv_layout(ctx: DeviceContext, dt: Dtype, layout: str, shape: tuple[in
             kept.append(Ranked(record.config, record.gflops))
     entry = None
     if kept:
-        entry = SizeClassEntry(layout.lower(), (*shape, 1), tuple(kept), strategy, objective.evaluations,
+        entry = SizeClassEntry(f"{layout.lower()}-{kind}", (*shape, 1), tuple(kept), strategy, objective.evaluations,
                                time.monotonic() - started)
     return entry, objective, rejected
 

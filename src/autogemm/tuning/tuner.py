@@ -33,7 +33,7 @@ from . import fma
 from .budget import Budget
 from .checkpoint import Checkpoint
 from .evaluator import Evaluator
-from .gemv_tuner import gemv_shape, tune_gemv_layout
+from .gemv_tuner import GEMV_SHAPES, gemv_shape, tune_gemv_class
 from .objective import Objective, default_workers
 from .records import Record
 from .simt_space import simt_space
@@ -62,7 +62,7 @@ class SizeClass:
 
 
 #: The size classes tuned for, largest first, and the share of a dtype's budget each gets; "gemv" is
-#: GEMV's two layouts (half each), tuned for the dtypes in their own precision.
+#: GEMV's two layouts and two shapes (a quarter each), tuned for the dtypes in their own precision.
 CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, "gemv": 0.2}
 GEMV = "gemv"
 
@@ -241,8 +241,9 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
                           device.driver_version.strip(), __version__,
                           datetime.now(timezone.utc).isoformat(timespec="seconds"), budget.describe(), macs)
         gemv_dtypes = [dt for dt in dtypes if with_gemv and dt is dt.native]
+        gemv_share = CLASS_SHARES[GEMV] / (2 * len(GEMV_SHAPES))
         weights = [share for dt in dtypes for share in [size.share for size in sizes]
-                   + ([CLASS_SHARES[GEMV] / 2] * 2 if dt in gemv_dtypes else [])]
+                   + ([gemv_share] * 2 * len(GEMV_SHAPES) if dt in gemv_dtypes else [])]
         total_weight = sum(weights)
 
         def next_budget() -> Budget:
@@ -265,8 +266,9 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
                     space, start = spaces[0]
                     if start is not None:      # the simt search's, which the next class starts from
                         spaces[0] = (space, start_point(space, entry.ranked[0].config) or start)
-            for layout in ("N", "T") if dt in gemv_dtypes else ():
-                entry = _tune_gemv(ctx, dt, layout, quick, next_budget(), strategy, fresh, top, listener, seed, prior)
+            for layout, kind in [(x, k) for x in "NT" for k in GEMV_SHAPES] if dt in gemv_dtypes else ():
+                entry = _tune_gemv(ctx, dt, layout, kind, quick, next_budget(), strategy, fresh, top, listener, seed,
+                                   prior)
                 if entry is not None:
                     profile = profile.with_entry(dt.key, entry, GEMV)
                     if write:
@@ -347,19 +349,20 @@ def _tune_class(ctx: DeviceContext, dt: Dtype, size: SizeClass, spaces: list[tup
     return entry
 
 
-def _tune_gemv(ctx: DeviceContext, dt: Dtype, layout: str, quick: bool, budget: Budget, strategy: str, fresh: bool,
-               top: int, listener: TuneListener, seed: int, prior: Profile | None) -> SizeClassEntry | None:
-    """GEMV's search of ``layout`` for ``dt``, reported to ``listener`` as a class named gemv-n or gemv-t,
-    starting from the configurations the device's profile ranked before."""
-    rows, cols = gemv_shape(ctx.device, dt, quick)
-    size = SizeClass(f"{GEMV}-{layout.lower()}", rows, cols, 1, CLASS_SHARES[GEMV] / 2)
-    before = prior.gemv_entry(dt.key, layout) if prior else None
+def _tune_gemv(ctx: DeviceContext, dt: Dtype, layout: str, kind: str, quick: bool, budget: Budget, strategy: str,
+               fresh: bool, top: int, listener: TuneListener, seed: int, prior: Profile | None) -> SizeClassEntry | None:
+    """GEMV's search of ``layout`` and shape ``kind`` for ``dt``, reported to ``listener`` as a class
+    named gemv-n-square and so on, starting from the configurations the device's profile ranked before."""
+    rows, cols = gemv_shape(ctx.device, dt, layout, kind, quick)
+    name = f"{layout.lower()}-{kind}"
+    size = SizeClass(f"{GEMV}-{name}", rows, cols, 1, CLASS_SHARES[GEMV] / (2 * len(GEMV_SHAPES)))
+    before = next((e for e in prior.gemv_entries(dt.key, layout) if e.name == name), None) if prior else None
     known = [r.config for r in before.ranked] if before else []
 
     def started(space: SearchSpace, objective: Objective) -> None:
         listener.class_started(dt, size, space, objective)
 
-    entry, objective, rejected = tune_gemv_layout(ctx, dt, layout, (rows, cols), budget, strategy, fresh, top, seed,
-                                                  known, on_record=listener.record, on_start=started)
+    entry, objective, rejected = tune_gemv_class(ctx, dt, layout, kind, (rows, cols), budget, strategy, fresh, top,
+                                                 seed, known, on_record=listener.record, on_start=started)
     listener.class_finished(dt, size, entry, [objective], rejected)
     return entry
