@@ -26,6 +26,11 @@ def gemm_flops(dt: Dtype, m: int, n: int, k: int) -> float:
     return (8.0 if dt.is_complex else 2.0) * m * n * k
 
 
+def gemv_flops(dt: Dtype, rows: int, cols: int) -> float:
+    """Floating-point operations of a GEMV on a rows x cols A."""
+    return (8.0 if dt.is_complex else 2.0) * rows * cols
+
+
 def relative_error(got: np.ndarray, want: np.ndarray) -> float:
     """||got - want|| / ||want|| in the precision of ``want`` (NaN or inf in ``got`` give inf)."""
     if not np.all(np.isfinite(got)):

@@ -90,11 +90,11 @@ def stored(arr: Matrix, name: str) -> Stored:
         if found is None:
             raise ShapeError(f"{name}: a device array with strides {arr.strides} does not hold row- or column-major "
                              f"matrices; pass a contiguous one")
-        return _placed(arr, Stored(*found))
+        return _placed(arr, found)
     if found is None:
         arr = np.ascontiguousarray(arr)
         found = _storage(arr)
-    return _placed(arr, Stored(*found))
+    return _placed(arr, found)
 
 
 def stored_vector(arr: Matrix, name: str) -> Stored:
@@ -103,21 +103,23 @@ def stored_vector(arr: Matrix, name: str) -> Stored:
     in place, or ``ShapeError``."""
     length, stride, itemsize = arr.shape[0], arr.strides[0], arr.dtype.itemsize
     if length <= 1 or (stride > 0 and stride % itemsize == 0):
-        return _placed(arr, Stored(stride // itemsize if length > 1 else 1, False, length, 1))
+        return _placed(arr, (stride // itemsize if length > 1 else 1, False, length, 1, 1, 0))
     if on_device(arr):
         raise ShapeError(f"{name}: a device vector with stride {stride} bytes is not a positive whole number of "
                          f"elements apart; pass a contiguous one")
     return stored_vector(np.ascontiguousarray(arr), name)
 
 
-def _placed(arr: Matrix, layout: Stored) -> Stored:
-    """``layout`` with the memory of ``arr``: its buffer and offset on the device, or a 1-D view of the
-    host memory it covers."""
+def _placed(arr: Matrix, layout: tuple[int, bool, int, int, int, int]) -> Stored:
+    """The ``Stored`` of ``layout`` (ld, flipped, rows, cols, layers, stride) with the memory of ``arr``: its
+    buffer and offset on the device, or a 1-D view of the host memory it covers (made once: calls make
+    three per product)."""
     if on_device(arr):
         if arr.base_data is None:          # pyopencl gives an empty array no buffer: the kernels get a stand-in
-            return layout._replace(span=np.empty(0, arr.dtype))
-        return layout._replace(offset=arr.offset // arr.dtype.itemsize, buffer=arr.base_data)
-    return layout._replace(span=np.lib.stride_tricks.as_strided(arr, shape=(layout.elements,), strides=(arr.itemsize,),
+            return Stored(*layout, span=np.empty(0, arr.dtype))
+        return Stored(*layout, offset=arr.offset // arr.dtype.itemsize, buffer=arr.base_data)
+    elements = Stored(*layout).elements
+    return Stored(*layout, span=np.lib.stride_tricks.as_strided(arr, shape=(elements,), strides=(arr.itemsize,),
                                                                 writeable=False))
 
 

@@ -32,6 +32,7 @@ def transpose(a: Matrix, out: Matrix | None = None, *, conjugate: bool = False,
         raise ArgumentError(f"conjugate must be True or False, not {conjugate!r}")
     dt = get_dtype(a.dtype)
     shape = a.shape[:-2] + a.shape[:-3:-1]
+    sa = stored(a, "a")
     if out is not None:
         out = as_array(out, "out")
         if out.shape != shape:
@@ -40,7 +41,7 @@ def transpose(a: Matrix, out: Matrix | None = None, *, conjugate: bool = False,
             raise DtypeError(f"a is {a.dtype} but out is {out.dtype}")
         if isinstance(out, np.ndarray) and not out.flags.writeable:
             raise ArgumentError("out is read-only")
-        if _overlap(a, out):
+        if _overlap(a, sa, out):
             raise ArgumentError("out overlaps a: the transpose is out of place")
     wait_for = event_list(wait_for)
     ctx = call_context(device, {"a": a, "out": out})
@@ -51,7 +52,7 @@ def transpose(a: Matrix, out: Matrix | None = None, *, conjugate: bool = False,
         out = cl_array.empty(ctx.queue, shape, dt.numpy) if asynchronous else np.empty(shape, dt.numpy)
     if not all(shape):
         return out
-    sa, so = stored(a, "a"), stored(out, "out")
+    so = stored(out, "out")
     # the storages are each other's transposes unless exactly one of them is column-major
     flip = sa.flipped == so.flipped
 
@@ -62,17 +63,16 @@ def transpose(a: Matrix, out: Matrix | None = None, *, conjugate: bool = False,
     return execute(ctx, (sa, so), (True, False), out, [], enqueue, events_of([a, out], ctx.queue) + wait_for)
 
 
-def _overlap(a: Matrix, out: Matrix) -> bool:
-    """True when ``a`` and ``out`` share memory (for device arrays: byte ranges of one buffer meet)."""
+def _overlap(a: Matrix, sa: Stored, out: Matrix) -> bool:
+    """True when ``a`` (stored as ``sa``) and ``out`` share memory (for device arrays: byte ranges of one
+    buffer meet)."""
     if on_device(a) != on_device(out):
         return False
     if not on_device(a):
         return np.may_share_memory(a, out)
     if a.base_data is None or a.base_data != out.base_data:
         return False
-    spans = []
-    for arr in (a, out):
-        st: Stored = stored(arr, "out")
-        spans.append((arr.offset, arr.offset + st.elements * arr.dtype.itemsize))
-    (a0, a1), (b0, b1) = spans
+    itemsize = a.dtype.itemsize
+    a0, b0 = a.offset, out.offset
+    a1, b1 = a0 + sa.elements * itemsize, b0 + stored(out, "out").elements * itemsize
     return a0 < b1 and b0 < a1

@@ -29,7 +29,7 @@ from ..runtime.context import DeviceContext
 from ..runtime.timing import median, time_enqueue
 from . import peers
 from .peers import PeerResult
-from .runner import AUTOGEMM, Measurement, Rates, Reference, measure
+from .runner import AUTOGEMM, KnownReference, Measurement, Rates, measure
 
 STRIDED, LOOP, BMM = AUTOGEMM + " strided", AUTOGEMM + " loop", "torch.bmm"
 
@@ -48,13 +48,10 @@ class BatchCase(Rates):
         return ours / theirs if ours and theirs else None
 
 
-class StackReference(Reference):
+def stack_reference(dt: Dtype, a: np.ndarray, b: np.ndarray) -> KnownReference:
     """The float64 (complex128) products of a whole stack."""
-
-    def __init__(self, dt: Dtype, a: np.ndarray, b: np.ndarray) -> None:
-        self.rows = None
-        self.product = a.astype(dt.reference_numpy) @ b.astype(dt.reference_numpy)
-        self.dt, self.k = dt, a.shape[-1]
+    wide = dt.reference_numpy
+    return KnownReference(dt, a.astype(wide) @ b.astype(wide), a.shape[-1])
 
 
 def run_batch(ctx: DeviceContext, dt: Dtype, batch: int, n: int, runs: int, rng: np.random.Generator,
@@ -64,7 +61,7 @@ def run_batch(ctx: DeviceContext, dt: Dtype, batch: int, n: int, runs: int, rng:
                           stride_c=n * n)
     plan = LaunchPlan(ctx, problem)
     case = BatchCase(dt.key, batch, n, plan.params.describe())
-    reference, flops = StackReference(dt, a, b), batch * gemm_flops(dt, n, n, n)
+    reference, flops = stack_reference(dt, a, b), batch * gemm_flops(dt, n, n, n)
     calls: list[tuple[str, Callable[[], PeerResult | None]]] = [
         (STRIDED, lambda: _strided(ctx, plan, a, b, runs)),
         (LOOP, lambda: _loop(ctx, a, b, max(1, runs // 3)))]
@@ -158,7 +155,7 @@ def call_overhead(ctx: DeviceContext, dt: Dtype, n: int = 256, calls: int = 200,
         kernel = median(time_enqueue(lambda: plan.enqueue(da.data, db.data, dc.data), warmup=1, runs=5))
         bare = idle_host_seconds(ctx.queue, lambda: plan.enqueue(da.data, db.data, dc.data), calls)
         high = idle_host_seconds(ctx.queue, lambda: gemm(da, db, dc), calls)
-        error, ok = StackReference(dt, a, b).check(dc.get())
+        error, ok = stack_reference(dt, a, b).check(dc.get())
         if not ok:
             raise AssertionError(f"gemm on device arrays was wrong (relative error {error:.1e})")
         return Overhead(n, kernel, bare, high)
@@ -199,7 +196,7 @@ def plan_reuse(ctx: DeviceContext, dt: Dtype, n: int, trans_a: str = "T", runs: 
         for name, enqueue in (("twice", twice), ("reused", reused)):
             seconds[name] = median(time_enqueue(enqueue, warmup=1, runs=runs))
             for c, b in ((c1, b1), (c2, b2)):
-                error, ok = StackReference(dt, apply_op(a, trans_a), b).check(c.get())
+                error, ok = stack_reference(dt, apply_op(a, trans_a), b).check(c.get())
                 if not ok:
                     raise AssertionError(f"{name}: wrong product (relative error {error:.1e})")
         return Reuse(n, trans_a, seconds["twice"], seconds["reused"], plan.describe())

@@ -15,26 +15,15 @@ import pyopencl.array as cl_array
 from ..blas import Op
 from ..blas.gemv import GemvLaunchPlan, GemvProblem
 from ..blas.transpose import Storage, enqueue_transpose
-from ..checking import apply_op, random_matrix, relative_error, tolerance
+from ..checking import apply_op, gemv_flops, random_matrix
 from ..dtypes import Dtype
 from ..runtime.context import DeviceContext
 from ..runtime.timing import median, time_enqueue
 from . import peers
 from .peers import PeerResult, wall_median
-from .runner import AUTOGEMM
+from .runner import AUTOGEMM, KnownReference, Measurement, measure
 
 CUBLAS_GEMV, TORCH_COPY, NUMPY = "cuBLAS (torch.mv)", "torch .T.contiguous()", "numpy"
-
-
-@dataclass
-class Timed:
-    """One implementation of one case: seconds (None when it failed or was wrong), error, a note."""
-
-    name: str
-    seconds: float | None
-    error: float | None
-    correct: bool
-    note: str = ""
 
 
 @dataclass
@@ -47,7 +36,7 @@ class RoutineCase:
     cols: int
     bytes: int
     config: str
-    timings: list[Timed] = field(default_factory=list)
+    timings: list[Measurement] = field(default_factory=list)
 
     def gbs(self, name: str) -> float | None:
         found = next((t for t in self.timings if t.name == name), None)
@@ -59,18 +48,6 @@ class RoutineCase:
         return ours / theirs if ours and theirs else None
 
 
-def _timed(name: str, call, want: np.ndarray, bound: float) -> Timed:
-    try:
-        got: PeerResult | None = call()
-    except Exception as exc:   # noqa: BLE001 - a failing implementation is reported, the run goes on
-        return Timed(name, None, None, False, f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
-    if got is None:
-        return Timed(name, None, None, False, "not available")
-    error = relative_error(got.result, want)
-    ok = error < bound
-    return Timed(name, got.seconds if ok else None, None if np.isinf(error) else error, ok, "" if ok else "wrong result")
-
-
 def run_gemv(ctx: DeviceContext, dt: Dtype, rows: int, cols: int, trans: str, runs: int,
              rng: np.random.Generator) -> RoutineCase:
     """y = op(A) x for a row-major A of ``rows`` x ``cols``, trans 'N' or 'T'."""
@@ -78,15 +55,14 @@ def run_gemv(ctx: DeviceContext, dt: Dtype, rows: int, cols: int, trans: str, ru
     op = Op.from_letter(trans, "trans")
     x = random_matrix(rng, dt, (rows if op.transposed else cols,))
     wide = dt.reference_numpy
-    want = apply_op(a.astype(wide), trans) @ x.astype(wide)
+    reference = KnownReference(dt, apply_op(a.astype(wide), trans) @ x.astype(wide), x.size)
     plan = GemvLaunchPlan(ctx, GemvProblem(dt, rows, cols, op, cols))
     case = RoutineCase(f"gemv {trans}", dt.key, rows, cols, (rows * cols + rows + cols) * dt.itemsize,
                        plan.describe())
-    bound = tolerance(dt, x.size)
-    case.timings.append(_timed(AUTOGEMM, lambda: _autogemm_gemv(ctx, plan, a, x), want, bound))
-    case.timings.append(_timed(CUBLAS_GEMV, lambda: _torch_gemv(a, x, trans, runs), want, bound))
-    case.timings.append(_timed(NUMPY, lambda: PeerResult(NUMPY, *wall_median(lambda: _numpy_gemv(a, x, trans),
-                                                                             max(1, runs // 2))), want, bound))
+    flops = gemv_flops(dt, rows, cols)
+    calls = [(AUTOGEMM, lambda: _autogemm_gemv(ctx, plan, a, x)), (CUBLAS_GEMV, lambda: _torch_gemv(a, x, trans, runs)),
+             (NUMPY, lambda: PeerResult(NUMPY, *wall_median(lambda: _numpy_gemv(a, x, trans), max(1, runs // 2))))]
+    case.timings += [measure(name, call, reference, flops, dt) for name, call in calls]
     plan.release()
     return case
 
@@ -122,13 +98,12 @@ def run_transpose(ctx: DeviceContext, dt: Dtype, rows: int, cols: int, runs: int
     """out = A^T (conjugated for complex dtypes) for a row-major A of ``rows`` x ``cols``."""
     a = random_matrix(rng, dt, (rows, cols))
     op = (a.conj() if dt.is_complex else a).T
-    want = op.astype(dt.reference_numpy)
+    reference = KnownReference(dt, op.astype(dt.reference_numpy), 1, exact=True)
     case = RoutineCase("transpose", dt.key, rows, cols, 2 * rows * cols * dt.itemsize,
                        "pack helper" + (" (conjugating)" if dt.is_complex else ""))
-    case.timings.append(_timed(AUTOGEMM, lambda: _autogemm_transpose(ctx, dt, a, runs), want, 1e-300))
-    case.timings.append(_timed(TORCH_COPY, lambda: _torch_transpose(a, runs), want, 1e-300))
-    case.timings.append(_timed(NUMPY, lambda: PeerResult(NUMPY, *wall_median(lambda: np.ascontiguousarray(op),
-                                                                             max(1, runs // 2))), want, 1e-300))
+    calls = [(AUTOGEMM, lambda: _autogemm_transpose(ctx, dt, a, runs)), (TORCH_COPY, lambda: _torch_transpose(a, runs)),
+             (NUMPY, lambda: PeerResult(NUMPY, *wall_median(lambda: np.ascontiguousarray(op), max(1, runs // 2))))]
+    case.timings += [measure(name, call, reference, 0.0, dt) for name, call in calls]
     return case
 
 

@@ -85,7 +85,9 @@ class CaseResult(Rates):
 
 class Reference:
     """The float64 (complex128) product of one problem, whole or on sampled rows, and the check of a
-    result against it."""
+    result against it (``exact``: it must match to the last bit, as a copy must)."""
+
+    exact = False
 
     def __init__(self, dt: Dtype, a: np.ndarray, b: np.ndarray, shape: Shape, rng: np.random.Generator) -> None:
         wide = dt.reference_numpy
@@ -107,7 +109,15 @@ class Reference:
         if not np.all(np.isfinite(result)):
             return math.inf, False
         error = relative_error(result if self.rows is None else result[self.rows], self.product)
-        return error, error < tolerance(precision or self.dt, self.k)
+        return error, error == 0 if self.exact else error < tolerance(precision or self.dt, self.k)
+
+
+class KnownReference(Reference):
+    """A reference result given whole: ``expected`` (in float64 or complex128) of a sum of ``k`` terms per
+    element, or, with ``exact``, of a copy."""
+
+    def __init__(self, dt: Dtype, expected: np.ndarray, k: int, exact: bool = False) -> None:
+        self.rows, self.product, self.dt, self.k, self.exact = None, expected, dt, k, exact
 
 
 class Bench:

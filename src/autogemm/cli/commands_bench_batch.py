@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -15,21 +14,8 @@ from rich.table import Table
 
 from ..bench.api_costs import BMM, LOOP, STRIDED, call_overhead, plan_reuse, run_batch
 from ..dtypes import get_dtype
-from ..errors import ArgumentError, AutogemmError
-from ..runtime import context_for
 from . import main
-from .common import console, fail, select_device
-
-
-def dimensions(text: str) -> list[tuple[int, int]]:
-    """'1024x64,256x256' -> [(1024, 64), (256, 256)] (a batch's count x size, a matrix's rows x columns)."""
-    found = []
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        match = re.fullmatch(r"(\d+)x(\d+)", part)
-        if not match or 0 in (int(match[1]), int(match[2])):
-            raise ArgumentError(f"{part!r} is not two positive numbers as AxB, e.g. 1024x64")
-        found.append((int(match[1]), int(match[2])))
-    return found
+from .common import bench_inputs, console, fail
 
 
 def _rate(value: float | None) -> str:
@@ -52,13 +38,7 @@ def bench_batch_command(device, dtypes, batches, runs, overhead_size, reuse_size
     """Time a strided batch (one launch) against the same products as a Python loop of gemm calls and
     against cuBLAS's batched GEMM (torch.bmm, where CUDA is there), all checked against float64; then the
     host time a gemm call on device arrays costs beyond the bare plan. Rates are TFLOP/s."""
-    try:
-        dev = select_device(None, device)
-        letters = [get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()]
-        cases_wanted = dimensions(batches)
-        ctx = context_for(dev)
-    except AutogemmError as exc:
-        fail(str(exc))
+    dev, letters, cases_wanted, ctx = bench_inputs(device, dtypes, batches)
     rng = np.random.default_rng(seed)
     cases = []
     with console.status("timing batches") as status:

@@ -13,12 +13,8 @@ from rich.table import Table
 
 from ..bench.routines import CUBLAS_GEMV, NUMPY, TORCH_COPY, run_gemv, run_transpose
 from ..bench.runner import AUTOGEMM
-from ..dtypes import get_dtype
-from ..errors import AutogemmError
-from ..runtime import context_for
 from . import main
-from .commands_bench_batch import dimensions
-from .common import console, fail, select_device
+from .common import bench_inputs, console, fail
 
 
 def _rate(value: float | None) -> str:
@@ -37,13 +33,7 @@ def bench_routines_command(device, dtypes, sizes, runs, seed, json_path) -> None
     """Time GEMV (y = A x and y = A^T x) against cuBLAS's (torch.mv, where CUDA is there) and numpy's, and
     the transpose against torch's transposing copy and numpy's, on the same random data, every result
     checked against float64. Rates are GB/s of the bytes each must move."""
-    try:
-        dev = select_device(None, device)
-        letters = [get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()]
-        shapes = dimensions(sizes)
-        ctx = context_for(dev)
-    except AutogemmError as exc:
-        fail(str(exc))
+    dev, letters, shapes, ctx = bench_inputs(device, dtypes, sizes)
     rng = np.random.default_rng(seed)
     cases = []
     with console.status("timing") as status:

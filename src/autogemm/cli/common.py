@@ -1,16 +1,19 @@
-"""What the commands share: the console, failing with a message, choosing a device and a configuration."""
+"""What the commands share: the console, failing with a message, choosing a device and a configuration,
+reading a bench command's device, dtypes and dimensions."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
 from ..codelets.families import KernelParams, params_from_dict
-from ..errors import ConfigError, DeviceError
-from ..runtime import Device, discovery, list_devices
+from ..dtypes import Dtype, get_dtype
+from ..errors import ArgumentError, AutogemmError, ConfigError, DeviceError
+from ..runtime import Device, DeviceContext, context_for, discovery, list_devices
 
 console = Console()
 
@@ -77,3 +80,24 @@ def gib(n: int) -> str:
     return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**10:.0f} KiB"
 
 
+def dimensions(text: str) -> list[tuple[int, int]]:
+    """'1024x64,256x256' -> [(1024, 64), (256, 256)] (a batch's count x size, a matrix's rows x columns)."""
+    found = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        match = re.fullmatch(r"(\d+)x(\d+)", part)
+        if not match or 0 in (int(match[1]), int(match[2])):
+            raise ArgumentError(f"{part!r} is not two positive numbers as AxB, e.g. 1024x64")
+        found.append((int(match[1]), int(match[2])))
+    return found
+
+
+def bench_inputs(device: str | None, dtypes: str, sizes: str
+                 ) -> tuple[Device, list[Dtype], list[tuple[int, int]], DeviceContext]:
+    """A bench command's device, its comma-separated ``dtypes`` and ``sizes`` (``dimensions``) and the
+    device's context; a clear error and exit on anything wrong."""
+    try:
+        dev = select_device(None, device)
+        letters = [get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()]
+        return dev, letters, dimensions(sizes), context_for(dev)
+    except AutogemmError as exc:
+        fail(str(exc))

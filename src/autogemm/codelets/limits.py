@@ -24,3 +24,10 @@ def device_limits(params, device: Device, dt: Dtype, wg_cols: int, wg_rows: int)
         if NVIDIA_OPTION.match(option) and not device.is_nvidia:
             return f"{option} is an NVIDIA compiler option"
     return None
+
+
+def local_memory_problem(used: int, device: Device) -> str | None:
+    """Why ``used`` bytes of local memory per work-group do not fit ``device``, or None."""
+    if used > device.local_mem_bytes:
+        return f"needs {used} bytes of local memory; the device has {device.local_mem_bytes}"
+    return None

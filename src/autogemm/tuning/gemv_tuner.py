@@ -16,7 +16,7 @@ import pyopencl as cl
 
 from ..blas import Op
 from ..blas.gemv import DEFAULTS, GemvLaunchPlan, GemvProblem
-from ..checking import random_matrix, tolerance
+from ..checking import apply_op, gemv_flops, random_matrix, tolerance
 from ..codelets.gemv import GemvParams, check
 from ..dtypes import Dtype
 from ..profiles import Ranked, SizeClassEntry
@@ -53,14 +53,10 @@ def gemv_shape(device: Device, dt: Dtype, layout: str, kind: str, quick: bool = 
     return (reduction, outputs) if layout == "T" else (outputs, reduction)
 
 
-def flops(dt: Dtype, rows: int, cols: int) -> float:
-    return (8.0 if dt.is_complex else 2.0) * rows * cols
-
-
 def bandwidth(dt: Dtype, shape: tuple[int, ...], gflops: float) -> float:
     """The GB/s a GEMV of ``shape`` (rows, cols) at ``gflops`` moves: A once, x once, y written."""
     rows, cols = shape[:2]
-    return gflops * (rows * cols + rows + cols) * dt.itemsize / flops(dt, rows, cols)
+    return gflops * (rows * cols + rows + cols) * dt.itemsize / gemv_flops(dt, rows, cols)
 
 
 class GemvEvaluator(KernelEvaluator):
@@ -73,9 +69,8 @@ class GemvEvaluator(KernelEvaluator):
         a = random_matrix(rng, dtype, (rows, cols))
         x = random_matrix(rng, dtype, (self.problem.reduction,))
         ref_type = dtype.reference_numpy
-        op_a = a.astype(ref_type)
-        reference = (op_a.T if layout == "T" else op_a) @ x.astype(ref_type)
-        super().__init__(ctx, dtype, reference, flops(dtype, rows, cols), tolerance(dtype, self.problem.reduction),
+        reference = apply_op(a.astype(ref_type), layout) @ x.astype(ref_type)
+        super().__init__(ctx, dtype, reference, gemv_flops(dtype, rows, cols), tolerance(dtype, self.problem.reduction),
                          warmup=warmup, runs=runs, slow_factor=slow_factor)
         self.a, self.x = self.upload(a), self.upload(x)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...dtypes import Dtype, get_dtype
 from ...runtime.device import Device
-from ..limits import device_limits
+from ..limits import device_limits, local_memory_problem
 from .params import GemvParams
 
 
@@ -19,7 +19,4 @@ def check(params: GemvParams, device: Device, dtype: Dtype | str) -> str | None:
     problem = device_limits(params, device, dt, params.wg_x, params.wg_y)
     if problem:
         return problem
-    used = local_bytes(params, dt)
-    if used > device.local_mem_bytes:
-        return f"needs {used} bytes of local memory; the device has {device.local_mem_bytes}"
-    return None
+    return local_memory_problem(local_bytes(params, dt), device)

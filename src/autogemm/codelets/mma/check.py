@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...dtypes import Dtype, get_dtype
 from ...runtime.device import Device
-from ..limits import device_limits
+from ..limits import device_limits, local_memory_problem
 from .params import OPERANDS, WARP, MmaParams
 from .render import local_bytes
 
@@ -59,9 +59,9 @@ def check(params: MmaParams, device: Device, dtype: Dtype | str) -> str | None:
         problem = ptx_problem(device, dt.mma_operand, params.shape)
         if problem:
             return problem
-    used = local_bytes(params, dt)
-    if used > device.local_mem_bytes:
-        return f"needs {used} bytes of local memory; the device has {device.local_mem_bytes}"
+    problem = local_memory_problem(local_bytes(params, dt), device)
+    if problem:
+        return problem
     registers, budget = register_estimate(params, dt), register_budget(device, params.work_group_size)
     if registers > budget:
         return f"estimated {registers} registers per work-item, over the budget of {budget} for its work-group"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...dtypes import Dtype, get_dtype
 from ...runtime.device import Device
-from ..limits import device_limits
+from ..limits import device_limits, local_memory_problem
 from .geometry import local_bytes, operands, register_estimate
 from .params import NVIDIA_OPTION, SimtParams
 
@@ -24,9 +24,9 @@ def check(params: SimtParams, device: Device, dtype: Dtype | str) -> str | None:
     problem = device_limits(params, device, dt, params.wg_cols, params.wg_rows)
     if problem:
         return problem
-    used = local_bytes(params, dt)
-    if used > device.local_mem_bytes:
-        return f"needs {used} bytes of local memory; the device has {device.local_mem_bytes}"
+    problem = local_memory_problem(local_bytes(params, dt), device)
+    if problem:
+        return problem
     registers = register_estimate(params, dt)
     if registers > device.max_registers_per_work_item:
         return (f"estimated {registers} registers per work-item, over the device's budget of "

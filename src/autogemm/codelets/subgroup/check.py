@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...dtypes import Dtype, get_dtype
 from ...runtime.device import Device
-from ..limits import device_limits
+from ..limits import device_limits, local_memory_problem
 from .params import SubgroupParams
 
 #: The extensions each shuffle spelling needs ("ptx" needs NVIDIA's compiler instead); the Intel one also
@@ -35,7 +35,5 @@ def check(params: SubgroupParams, device: Device, dtype: Dtype | str) -> str | N
     if params.shuffle == "ptx" and params.subgroup != WARP:
         return f"shuffle 'ptx' works on warps: subgroup must be {WARP}"
     if params.shuffle == "local":
-        used = params.wg_rows * params.tile_rows * params.subgroup * dt.itemsize
-        if used > device.local_mem_bytes:
-            return f"needs {used} bytes of local memory; the device has {device.local_mem_bytes}"
+        return local_memory_problem(params.wg_rows * params.tile_rows * params.subgroup * dt.itemsize, device)
     return None
