@@ -153,17 +153,23 @@ def test_clblast_tuner_results_are_read_per_precision(tmp_path):
 
 def test_bench_batch_times_checks_and_compares(tmp_path):
     out = CliRunner().invoke(main, ["bench-batch", "--dtype", "s", "--batches", "12x8", "--runs", "2",
-                                    "--overhead-size", "16", "--reuse-size", "24", "--json", str(tmp_path / "b.json")])
+                                    "--overhead-size", "16", "--reuse", "24x8x40", "--reuse-products", "3",
+                                    "--json", str(tmp_path / "b.json")])
     assert out.exit_code == 0, out.output
     data = json.loads((tmp_path / "b.json").read_text())
     case = data["cases"][0]
     timed = {m["name"]: m for m in case["measurements"]}
     assert timed["autogemm strided"]["correct"] and timed["autogemm loop"]["correct"]
     assert timed["autogemm strided"]["tflops"] > 0 and case["batch"] == 12 and case["n"] == 8
-    assert data["overhead"]["call_seconds"] > 0 and data["reuse"][0]["reused_seconds"] > 0
+    assert data["overhead"]["call_seconds"] > 0 and data["overhead"]["call_done_seconds"] > 0
+    reuse = data["reuse"][0]
+    assert reuse["reused_seconds"] > 0 and (reuse["m"], reuse["n"], reuse["k"], reuse["products"]) == (24, 8, 40, 3)
+    assert 0 < reuse["reused_busy"] <= 1.01 and reuse["a_packed"]     # the case the plan is for: A packed
     assert "(one launch)" in out.output and "copying A once" in out.output
     bad = CliRunner().invoke(main, ["bench-batch", "--batches", "12by8"])
-    assert bad.exit_code != 0 and "not two positive numbers" in bad.output
+    assert bad.exit_code != 0 and "not 2 positive numbers" in bad.output
+    bad = CliRunner().invoke(main, ["bench-batch", "--reuse", "24x8"])
+    assert bad.exit_code != 0 and "not 3 positive numbers" in bad.output
 
 
 def test_bench_routines_checks_gemv_and_transpose(tmp_path):

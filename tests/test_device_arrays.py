@@ -4,6 +4,8 @@ matmul rules for 1-D and stacked operands; errors raised before anything is enqu
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
@@ -166,18 +168,23 @@ def test_a_product_larger_than_the_device_says_how_much_it_needs(ctx, monkeypatc
     assert np.all(c == 5.0)
 
 
-def test_repeated_calls_and_loops_over_views_reuse_their_resolution_and_plan(queue):
+def test_repeated_calls_and_loops_over_views_reuse_their_resolution_and_plan(queue, monkeypatch):
     """A call repeated on device arrays skips its checks, and views at offsets of the same alignment share
     a plan; each still computes with its own memory and offsets."""
     from autogemm.blas import plan_cache
+    gemm_module = importlib.import_module("autogemm.api.gemm")
     dt = DTYPES["s"]
     a, b = random_matrix(RNG, dt, (20, 9, 7)), random_matrix(RNG, dt, (20, 7, 5))
     da, db = cl_array.to_device(queue, a), cl_array.to_device(queue, b)
     dc = cl_array.to_device(queue, np.full((20, 9, 5), np.nan, np.float32))
     plan_cache.clear()
+    resolved = []
+    real = gemm_module._resolve
+    monkeypatch.setattr(gemm_module, "_resolve", lambda *args: resolved.append(real(*args)) or resolved[-1])
     for i in range(20):
         autogemm.gemm(da[i], db[i], dc[i])
     assert len(plan_cache._plans) == 6     # offsets 63 i, 35 i, 45 i: i's alignment (0, 1, 2, 4, 8 or 16)
+    assert len(resolved) == 6              # views at offsets of one class share a resolution
     assert relative_error(dc.get(), a.astype(np.float64) @ b) < dt.tolerance
     same = cl_array.to_device(queue, a[3])
     for scale in (1.0, -2.0):
@@ -186,3 +193,20 @@ def test_repeated_calls_and_loops_over_views_reuse_their_resolution_and_plan(que
         assert relative_error(got.get(), 0.5 * scale * (a[3].astype(np.float64) @ b[3])) < dt.tolerance
     with pytest.raises(autogemm.ArgumentError, match="beta is not 0"):
         autogemm.gemm(same, db[3], beta=1.0)         # checked on a repeated call too
+
+
+def test_a_view_beyond_32_bit_indexing_is_refused_on_a_repeated_call_too(queue, monkeypatch):
+    """A view sharing a resolved call's key (its offset of the same alignment class) is still checked
+    against the kernels' 32-bit indexing, before anything is enqueued."""
+    gemm_module = importlib.import_module("autogemm.api.gemm")
+    stack = cl_array.to_device(queue, random_matrix(RNG, DTYPES["s"], (8, 4, 4)))
+    b = cl_array.to_device(queue, random_matrix(RNG, DTYPES["s"], (4, 4)))
+    c = cl_array.to_device(queue, np.full((4, 4), np.nan, np.float32))
+    autogemm.gemm(stack[0], b, c)
+    c.finish()
+    monkeypatch.setattr(gemm_module, "INT32_MAX", 16 * 5)     # A's reach: offset + 16 elements
+    autogemm.gemm(stack[4], b, c)                             # offset 64: within
+    before = c.get()
+    with pytest.raises(autogemm.ShapeError, match="A spans more than 2"):
+        autogemm.gemm(stack[6], b, c)                         # offset 96: the class of 0 and 64 too
+    assert np.array_equal(c.get(), before)

@@ -46,3 +46,35 @@ def test_gemm_keeps_plans_between_calls_and_evicts_the_oldest(ctx, monkeypatch):
     assert len(made) == 4          # the second call reused the first plan; the last came after its eviction
     assert len(plan_cache._plans) == 2
     plan_cache.clear()
+
+
+def test_a_repeated_device_call_holds_its_plan_only_while_the_cache_does(ctx, monkeypatch):
+    """Calls on device arrays keep the plan they ran on and skip its lookup; a plan the cache dropped,
+    or made under a profile since replaced, is not used again: the call gets a new one."""
+    import pyopencl.array as cl_array
+
+    import autogemm
+    from autogemm.blas import plan_cache
+
+    plan_cache.clear()
+    monkeypatch.setattr(plan_cache, "CAPACITY", 1)
+    made = []
+    real = plan_cache.LaunchPlan
+    monkeypatch.setattr(plan_cache, "LaunchPlan", lambda *args: made.append(real(*args)) or made[-1])
+    rng = np.random.default_rng(10)
+    host = {m: (rng.uniform(-1, 1, (m, 9)), rng.uniform(-1, 1, (9, 5))) for m in (6, 7)}
+    arrays = {m: [cl_array.to_device(ctx.queue, x) for x in pair] for m, pair in host.items()}
+
+    def call(m: int) -> None:
+        a, b = host[m]
+        got = autogemm.gemm(*arrays[m]).get()
+        np.testing.assert_allclose(got, a @ b, rtol=1e-12, atol=1e-12)
+
+    for m in (6, 6, 7, 6):
+        call(m)
+    assert len(made) == 3          # the second call ran on the first's plan; the last came after its eviction
+    stale = made[-1]
+    monkeypatch.setattr(plan_cache, "profile_for", lambda device: object())   # a new profile each lookup
+    call(6)
+    assert len(made) == 4 and not stale.allocated
+    plan_cache.clear()

@@ -16,13 +16,13 @@ CACHE_ENV = "AUTOGEMM_CACHE_DIR"
 
 def cache_dir() -> Path:
     """The root of autogemm's cache: ``$AUTOGEMM_CACHE_DIR`` or the user's cache directory."""
-    root = os.environ.get(CACHE_ENV)
-    return Path(root) if root else _user_cache()
+    return _root(os.environ.get(CACHE_ENV))
 
 
-@lru_cache(maxsize=1)
-def _user_cache() -> Path:
-    return Path(platformdirs.user_cache_dir("autogemm"))
+@lru_cache(maxsize=8)
+def _root(override: str | None) -> Path:
+    """The cache root for a value of ``$AUTOGEMM_CACHE_DIR`` (made once: every call looks up its profile)."""
+    return Path(override) if override else Path(platformdirs.user_cache_dir("autogemm"))
 
 
 def cache_subdir(name: str) -> Path:

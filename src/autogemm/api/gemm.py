@@ -11,14 +11,15 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..blas import GemmProblem, Op
-from ..blas.plan_cache import cached_plan
+from ..blas import GemmProblem, LaunchPlan, Op
+from ..blas.problem import INT32_MAX, alignment_class
+from ..blas.plan_cache import cached_plan, is_current
 from ..codelets.simt import SimtParams
 from ..dtypes import Dtype, get_dtype, with_output, with_precision
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..runtime import Device, DeviceContext
 from .operands import Matrix, Stored, as_matrix, call_context, event_list, events_of, on_device, scalar, stored
-from .transfer import execute
+from .transfer import check_memory, execute
 
 
 def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | float = 1.0,
@@ -67,13 +68,14 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
     ``b`` a matrix, or a stack of one, is used in every product)."""
     wait_for = event_list(wait_for)
     key = _device_key(a, b, c, device, batch, trans_a, trans_b, config, edge, precision, out_dtype)
-    call = _resolved.get(key) if key is not None else None
-    if call is None:
-        call, sa, sb = _resolve(a, b, c, batch, trans_a, trans_b, device, config, edge, precision, out_dtype)
-        if key is not None:
-            _remember(key, call)
+    found = _resolved.get(key) if key is not None else None
+    if found is not None and is_current(found[1]):
+        call, plan = found
     else:
-        sa, sb = stored(a, "a"), stored(b, "b")
+        call = _resolve(a, b, c, batch, trans_a, trans_b, device, config, edge, precision, out_dtype)
+        plan = cached_plan(call.ctx, call.planned, config, edge)
+        if key is not None:
+            _remember(key, (call, plan))
     alpha, beta = scalar(alpha, "alpha", call.dt), scalar(beta, "beta", call.dt)
     if c is None and beta != 0:
         raise ArgumentError("beta is not 0 but no c was given to scale")
@@ -86,21 +88,42 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
         out = cl_array.empty(ctx.queue, call.shape, call.dt.output.numpy)
     else:
         out = np.empty(call.shape, dtype=call.dt.output.numpy)
-    plan = cached_plan(ctx, call.planned, config, edge)
     problem = call.problem
     if problem.m == 0 or problem.n == 0 or problem.batch == 0:
         return out
-    sc = stored(out, "c")
+    wait_for = events_of([a, b, c], ctx.queue) + wait_for
+    if key is None:
+        return _run_with_transfers(call, plan, a, b, out, alpha, beta, wait_for)
+    # device arrays alone: nothing to upload; the offsets are this call's own (the key holds their class)
+    first, second = (b, a) if call.swapped else (a, b)
+    offsets = (first.offset // first.dtype.itemsize, second.offset // second.dtype.itemsize,
+               out.offset // out.dtype.itemsize)
+    for name, offset, extent in zip("ABC", offsets, call.extents):
+        if offset + extent > INT32_MAX:
+            raise ShapeError(f"{name} spans more than 2^31 elements, beyond this kernel's 32-bit indexing")
+    if not plan.allocated:
+        check_memory(ctx, list(plan.temporary_bytes().values()))
+    events = plan.enqueue(first.base_data, second.base_data, out.base_data, alpha=alpha, beta=beta,
+                          wait_for=wait_for, offsets=offsets)
+    if events:
+        out.add_event(events[-1])
+    return out
+
+
+def _run_with_transfers(call: _Call, plan: LaunchPlan, a: Matrix, b: Matrix, out: Matrix, alpha, beta,
+                        wait_for: list[cl.Event]) -> Matrix:
+    """A call with host operands (or resolved afresh): uploads, the product, and a host result's download."""
+    sa, sb, sc = stored(a, "a"), stored(b, "b"), stored(out, "c")
     operands = (sb, sa, sc) if call.swapped else (sa, sb, sc)
     temporaries = [] if plan.allocated else list(plan.temporary_bytes().values())
+    problem = call.problem
 
     def enqueue(buffers: list[cl.Buffer], events: list[cl.Event]) -> list[cl.Event]:
         return plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=events,
-                            offsets=tuple(st.offset for st in operands))
+                            offsets=(problem.offset_a, problem.offset_b, problem.offset_c))
 
     # C is uploaded only when beta is not 0: it is not read then
-    return execute(ctx, operands, (True, True, beta != 0), out, temporaries, enqueue,
-                   events_of([a, b, c], ctx.queue) + wait_for)
+    return execute(call.ctx, operands, (True, True, beta != 0), out, temporaries, enqueue, wait_for)
 
 
 @dataclass(frozen=True)
@@ -115,38 +138,41 @@ class _Call:
     problem: GemmProblem
     swapped: bool
     planned: GemmProblem         # ``problem.aligned()``: what the plan is made for
+    extents: tuple[int, int, int]  # elements of A, B and C past their offsets (every product's)
 
 
-#: Resolutions of recent calls on device arrays alone, by everything they depend on: a program that
-#: repeats a call on the same arrays (or arrays of the same shapes and layouts) skips the checks.
+#: Resolutions of recent calls on device arrays alone, by everything they depend on, with the plan each
+#: ran on: a program that repeats a call on the same arrays (or arrays of the same shapes and layouts)
+#: skips the checks and the plan's lookup while that plan is current.
 RESOLVED_CAPACITY = 64
-_resolved: OrderedDict[tuple, _Call] = OrderedDict()
+_resolved: OrderedDict[tuple, tuple[_Call, LaunchPlan]] = OrderedDict()
 _resolved_lock = threading.Lock()
 
 
 def _device_key(a: Matrix, b: Matrix, c: Matrix | None, device: object, *options) -> tuple | None:
-    """The key of a call whose operands are all device arrays (shapes, strides, offsets, dtypes, queues,
-    ``device`` and every other option), else None: host arrays are resolved afresh each time, and so is
-    a call naming a ``Device`` object (not worth hashing)."""
+    """The key of a call whose operands are all device arrays (shapes, strides, the alignment classes of
+    their offsets, dtypes, queues, ``device`` and every other option), else None: host arrays are
+    resolved afresh each time, and so is a call naming a ``Device`` object (not worth hashing). Views
+    of a stack at offsets of one class share a key, so a loop over them is resolved once."""
     if not (on_device(a) and on_device(b) and (c is None or on_device(c))):
         return None
     if not isinstance(device, (str, int, type(None))):
         return None
-    return (*((x.shape, x.strides, x.offset, x.dtype, x.queue) for x in (a, b, c) if x is not None),
+    return (*((x.shape, x.strides, alignment_class(x.offset // x.dtype.itemsize), x.dtype, x.queue)
+              for x in (a, b, c) if x is not None),
             c is None, device, *options)
 
 
-def _remember(key: tuple, call: _Call) -> None:
+def _remember(key: tuple, resolved: tuple[_Call, LaunchPlan]) -> None:
     with _resolved_lock:
-        _resolved[key] = call
+        _resolved[key] = resolved
         while len(_resolved) > RESOLVED_CAPACITY:
             _resolved.popitem(last=False)
 
 
 def _resolve(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, trans_a: str, trans_b: str, device,
-             config, edge: str, precision, out_dtype) -> tuple[_Call, Stored, Stored]:
-    """Check the arrays and options of a call (everything but the scalars and events) and resolve them;
-    with the storage of ``a`` and ``b``."""
+             config, edge: str, precision, out_dtype) -> _Call:
+    """Check the arrays and options of a call (everything but the scalars and events) and resolve them."""
     dt = with_precision(get_dtype(a.dtype), precision)
     if b.dtype != a.dtype:
         raise DtypeError(f"a is {a.dtype} but b is {b.dtype}; convert them to one dtype")
@@ -185,4 +211,5 @@ def _resolve(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, trans_a:
                           offset_b=pb.offset, offset_c=sc.offset, batch=sc.layers, stride_a=pa.stride,
                           stride_b=pb.stride, stride_c=sc.stride)
     problem.validate()
-    return _Call(ctx, dt, shape, asynchronous, problem, sc.flipped, problem.aligned()), sa, sb
+    extents = tuple(problem.elements_needed(x) - problem.offset(x) for x in "ABC")
+    return _Call(ctx, dt, shape, asynchronous, problem, sc.flipped, problem.aligned(), extents)

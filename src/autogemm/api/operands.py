@@ -126,7 +126,10 @@ def _placed(arr: Matrix, layout: tuple[int, bool, int, int, int, int]) -> Stored
 def scalar(value: object, name: str, dt: Dtype) -> complex | float:
     """``value`` as the Python number a kernel argument of ``dt`` is made from; ``ArgumentError`` for a
     non-number, ``DtypeError`` for a complex one with real matrices."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Number):
+    kind = type(value)
+    if kind is float or kind is int:        # the common case, without the costlier checks below
+        return complex(value) if dt.is_complex else float(value)
+    if kind is bool or not isinstance(value, numbers.Number):
         raise ArgumentError(f"{name} must be a number, not {value!r}")
     if not dt.is_complex and isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
         if complex(value).imag != 0:

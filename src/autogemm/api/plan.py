@@ -21,7 +21,7 @@ from ..codelets.families import KernelParams
 from ..dtypes import get_dtype, with_precision
 from ..errors import ArgumentError, ShapeError
 from ..runtime import Device, context_for
-from .operands import event_list, scalar
+from .operands import event_list, events_of, scalar
 
 Memory = cl_array.Array | cl.Buffer
 
@@ -87,7 +87,7 @@ class GemmPlan:
         dt = self.problem.dtype
         alpha, beta = scalar(alpha, "alpha", dt), scalar(beta, "beta", dt)
         buffer, offset = self._memory("C", c, offset)
-        events = self._plan.enqueue_product(self._operands, buffer, offset, alpha, beta, _events(c, wait_for))
+        events = self._plan.enqueue_product(self._operands, buffer, offset, alpha, beta, self._events(c, wait_for))
         if isinstance(c, cl_array.Array) and events:
             c.add_event(events[-1])
         return events
@@ -106,7 +106,7 @@ class GemmPlan:
 
     def _copy(self, name: str, x: Memory, offset: int, wait_for: list[cl.Event] | None) -> list[cl.Event]:
         buffer, offset = self._memory(name, x, offset)
-        events, operand = self._plan.enqueue_copy(name, buffer, offset, _events(x, wait_for))
+        events, operand = self._plan.enqueue_copy(name, buffer, offset, self._events(x, wait_for))
         self._operands[name] = operand
         self._held[name] = x            # read in place, or until the pack is done
         return events
@@ -139,8 +139,8 @@ class GemmPlan:
                              f"from element {offset}")
         return x, int(offset)
 
-
-def _events(x: object, wait_for: object) -> list[cl.Event] | None:
-    """``wait_for``, checked, with the pending events of a device array."""
-    events = event_list(wait_for) + (x.events if isinstance(x, cl_array.Array) else [])
-    return events or None
+    def _events(self, x: object, wait_for: object) -> list[cl.Event] | None:
+        """``wait_for``, checked, with the pending events of a device array on another queue (the
+        plan's in-order queue orders its own)."""
+        events = event_list(wait_for) + events_of([x], self.queue)
+        return events or None

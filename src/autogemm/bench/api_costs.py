@@ -7,7 +7,7 @@ fresh random data, a warm-up, the median of several runs, every result checked a
   cost is on the host), and cuBLAS's batched GEMM through ``torch.bmm`` (CUDA events).
 - ``call_overhead``: what the high-level call on device arrays costs on the host beyond the bare plan's
   ``enqueue`` of the same kernels.
-- ``plan_reuse``: two products that share A, as two whole calls (each packing A) and in the four-step
+- ``plan_reuse``: products that share A, as whole products (each packing A) and in the four-step
   ``GemmPlan`` (A copied once), by profiling events."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ..blas import LaunchPlan, GemmProblem
 from ..checking import apply_op, gemm_flops, random_matrix
 from ..dtypes import Dtype
 from ..runtime.context import DeviceContext
-from ..runtime.timing import median, time_enqueue
+from ..runtime.timing import event_seconds, median, time_enqueue
 from . import peers
 from .peers import PeerResult
 from .runner import AUTOGEMM, KnownReference, Measurement, Rates, measure
@@ -135,70 +135,110 @@ class Overhead:
     kernel_seconds: float        # the plan's launches on the device, one call
     plan_seconds: float          # host time of one ``LaunchPlan.enqueue``
     call_seconds: float          # host time of one ``gemm`` on device arrays
+    plan_done_seconds: float     # wall time from ``LaunchPlan.enqueue`` to its end, waited for
+    call_done_seconds: float     # wall time from ``gemm`` to its result, waited for
 
     @property
     def overhead_seconds(self) -> float:
+        """What the high-level call costs the host beyond the bare plan."""
         return self.call_seconds - self.plan_seconds
+
+    @property
+    def latency_overhead_seconds(self) -> float:
+        """How much later the high-level call's result is ready than the bare plan's."""
+        return self.call_done_seconds - self.plan_done_seconds
 
 
 def call_overhead(ctx: DeviceContext, dt: Dtype, n: int = 256, calls: int = 200, rng: np.random.Generator | None = None,
                   ) -> Overhead:
     """Host seconds of one call of ``gemm`` on device arrays and of the bare plan's ``enqueue`` (the
-    median of ``calls`` calls, each made on an idle queue, after a warm-up), and the device seconds of
-    the kernels; the high-level call's result is checked."""
+    median of ``calls`` calls, each made on an idle queue, after a warm-up), the same to the end of the
+    product (each waited for), and the device seconds of the kernels; the high-level call's result is
+    checked."""
     rng = rng or np.random.default_rng(0)
     a, b = random_matrix(rng, dt, (n, n)), random_matrix(rng, dt, (n, n))
     da, db, dc = _device_operands(ctx, a, b)
     plan = LaunchPlan(ctx, GemmProblem.dense(dt, n, n, n))
 
+    def bare() -> list[cl.Event]:
+        return plan.enqueue(da.data, db.data, dc.data)
+
     try:
-        kernel = median(time_enqueue(lambda: plan.enqueue(da.data, db.data, dc.data), warmup=1, runs=5))
-        bare = idle_host_seconds(ctx.queue, lambda: plan.enqueue(da.data, db.data, dc.data), calls)
-        high = idle_host_seconds(ctx.queue, lambda: gemm(da, db, dc), calls)
+        kernel = median(time_enqueue(bare, warmup=1, runs=5))
+        times = [idle_host_seconds(ctx.queue, call, calls) for call in (
+            bare, lambda: gemm(da, db, dc), lambda: bare()[-1].wait(), lambda: gemm(da, db, dc).finish())]
         error, ok = stack_reference(dt, a, b).check(dc.get())
         if not ok:
             raise AssertionError(f"gemm on device arrays was wrong (relative error {error:.1e})")
-        return Overhead(n, kernel, bare, high)
+        return Overhead(n, kernel, *times)
     finally:
         plan.release()
 
 
 @dataclass
 class Reuse:
+    dtype: str
+    m: int
     n: int
+    k: int
     trans_a: str
-    twice_seconds: float         # two whole products, each packing its operands
-    reused_seconds: float        # copy A once; copy B, compute; copy B, compute
+    products: int
+    a_packed: bool               # False: the kernel reads A in place, so there is no copy to save
+    whole_seconds: float         # each product whole: A packed for every one
+    reused_seconds: float        # ``GemmPlan``: A copied once, then (copy B, compute) per product
+    whole_busy: float            # the share of each span the device computed (the rest: waiting for the host)
+    reused_busy: float
     launches: str
 
+    @property
+    def saved(self) -> float:
+        return 1 - self.reused_seconds / self.whole_seconds
 
-def plan_reuse(ctx: DeviceContext, dt: Dtype, n: int, trans_a: str = "T", runs: int = 5,
+
+def plan_reuse(ctx: DeviceContext, dt: Dtype, m: int, n: int, k: int, products: int = 4, runs: int = 5,
                rng: np.random.Generator | None = None) -> Reuse:
-    """Device seconds (median of ``runs``, first event's start to last one's end) of A B1 and A B2 for
-    n x n x n problems: as two ``LaunchPlan.enqueue`` calls, and with ``GemmPlan`` copying A once.
-    Both results are checked."""
+    """A B1, A B2, ... (``products`` of them, m x n x k) timed by profiling events (median of ``runs``,
+    first start to last end): as whole products, each packing A, and with ``GemmPlan`` copying A once.
+    A is stored transposed or not, whichever the configuration must pack (the case the plan is for);
+    every result is checked."""
     rng = rng or np.random.default_rng(0)
-    a, b1, b2 = (random_matrix(rng, dt, (n, n)) for _ in range(3))
-    plan = GemmPlan(ctx.device, dt.numpy, n, n, n, trans_a, precision=dt.precision or None)
+    plans = [GemmPlan(ctx.device, dt.numpy, m, n, k, trans_a, precision=dt.precision or None) for trans_a in "NT"]
+    packing = [p for p in plans if p.launch_plan.staging["A"].packed]
+    plan = (packing or plans)[0]
+    for other in plans:
+        if other is not plan:
+            other.release()
+    trans_a = "T" if plan.problem.op_a.transposed else "N"
+    a = random_matrix(rng, dt, (k, m) if trans_a == "T" else (m, k))
+    bs = [random_matrix(rng, dt, (k, n)) for _ in range(products)]
     queue = plan.queue
-    da, db1, db2 = (cl_array.to_device(queue, x) for x in (a, b1, b2))
-    c1, c2 = (cl_array.empty(queue, (n, n), dt.output.numpy) for _ in range(2))
+    da, dbs = cl_array.to_device(queue, a), [cl_array.to_device(queue, b) for b in bs]
+    cs = [cl_array.empty(queue, (m, n), dt.output.numpy) for _ in bs]
     whole = plan.launch_plan
 
-    def twice() -> list[cl.Event]:
-        return whole.enqueue(da.data, db1.data, c1.data) + whole.enqueue(da.data, db2.data, c2.data)
+    def each_whole() -> list[cl.Event]:
+        return [e for db, c in zip(dbs, cs) for e in whole.enqueue(da.data, db.data, c.data)]
 
-    def reused() -> list[cl.Event]:
-        return (plan.copy_a(da) + plan.copy_b(db1) + plan.compute(c1) + plan.copy_b(db2) + plan.compute(c2))
+    def a_once() -> list[cl.Event]:
+        return plan.copy_a(da) + [e for db, c in zip(dbs, cs) for e in plan.copy_b(db) + plan.compute(c)]
 
     try:
-        seconds = {}
-        for name, enqueue in (("twice", twice), ("reused", reused)):
-            seconds[name] = median(time_enqueue(enqueue, warmup=1, runs=runs))
-            for c, b in ((c1, b1), (c2, b2)):
-                error, ok = stack_reference(dt, apply_op(a, trans_a), b).check(c.get())
+        seconds, busy = {}, {}
+        for name, enqueue in (("whole", each_whole), ("reused", a_once)):
+            spans, shares = [], []
+            for _ in range(runs + 1):          # the first is the warm-up
+                for c in cs:
+                    c.fill(np.nan)
+                events = enqueue()
+                spans.append(event_seconds(events[0], events[-1]))
+                shares.append(sum(event_seconds(e) for e in events) / spans[-1])
+            seconds[name], busy[name] = median(spans[1:]), median(shares[1:])
+            reference = apply_op(a.astype(dt.reference_numpy), trans_a)
+            for c, b in zip(cs, bs):
+                error, ok = stack_reference(dt, reference, b).check(c.get())
                 if not ok:
                     raise AssertionError(f"{name}: wrong product (relative error {error:.1e})")
-        return Reuse(n, trans_a, seconds["twice"], seconds["reused"], plan.describe())
+        return Reuse(dt.key, m, n, k, trans_a, products, whole.staging["A"].packed, seconds["whole"],
+                     seconds["reused"], busy["whole"], busy["reused"], plan.describe())
     finally:
         plan.release()

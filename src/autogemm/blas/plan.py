@@ -14,6 +14,7 @@ its operands are read through buffers, so configurations with images are refused
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass
 
@@ -94,6 +95,7 @@ class LaunchPlan:
         self.c_converted = self.dtype.output.numpy != self.dtype.scalar_numpy
         self.c_temp = self.c_converted or (not self.guarded and (self.slices > 1 or not self._in_place_whole("C")))
         self._temps: list[cl.MemoryObject] = []
+        self._allocated = False       # True from ``allocate`` to ``release`` (a plan may need no temporaries)
         self._epilogues: dict[str, cl.Kernel] = {}
         self._last_args: dict[int, tuple] = {}    # kernel handle -> the arguments last set
         self._lock = threading.Lock()
@@ -219,7 +221,7 @@ class LaunchPlan:
     def allocate(self) -> None:
         """Create the temporary buffers and images (``enqueue`` does on first use, so that plans can be
         built ahead, on other threads, without holding device memory)."""
-        if self._temps:
+        if self._allocated:
             return
         sizes = self.temporary_bytes()
         self.pack_buffers: dict[str, cl.Buffer] = {}
@@ -231,11 +233,12 @@ class LaunchPlan:
                     self.images[name] = self._image(st)
         if self.c_temp:
             self.c_buffer = self._buffer(sizes["C"])
+        self._allocated = True
 
     @property
     def allocated(self) -> bool:
-        """True while the plan holds its temporary buffers."""
-        return bool(self._temps)
+        """True while the plan holds its temporary buffers (from ``allocate`` to ``release``)."""
+        return self._allocated
 
     def _packed_layers(self, name: str) -> int:
         """How many copies of operand ``name`` its pack writes: one per product, or one that every
@@ -284,6 +287,7 @@ class LaunchPlan:
         for mem in self._temps:
             mem.release()
         self._temps.clear()
+        self._allocated = False
         self._last_args.clear()
 
     # ----- launching ----------------------------------------------------------------------------
@@ -371,29 +375,47 @@ class LaunchPlan:
         st = self.staging[name]
         if not st.packed:
             return user, i32(offset), i32(pr.ld(name))
-        kern, dst, layers = self.pack_kernels[name], self.pack_buffers[name], self._packed_layers(name)
-        self._set_args(kern, i32(st.rows), i32(st.cols), user, i32(offset), i32(pr.ld(name)),
-                       dst, i32(0), i32(st.dst_rows), i32(st.dst_cols), i32(st.dst_ld), i32(pr.stride(name)),
-                       i32(st.dst_rows * st.dst_ld))
-        launches.append((kern, (round_up(st.dst_cols, helpers.TILE), round_up(st.dst_rows, helpers.TILE), layers),
-                         TILE_GROUP))
+        kern, dst = self.pack_kernels[name], self.pack_buffers[name]
+        rows, cols, ld, dst_args, size = self._pack_constants[name]
+        self._set_args(kern, rows, cols, user, i32(offset), ld, dst, *dst_args)
+        launches.append((kern, size, TILE_GROUP))
         if st.image:
             launches.append((self.images[name], dst))
             return self.images[name], i32(0), i32(0)
         return dst, i32(0), i32(st.dst_ld)
 
+    @functools.cached_property
+    def _pack_constants(self) -> dict[str, tuple]:
+        """Per packed operand, what its pack's launch takes that no call changes: the source's shape and
+        leading dimension, the destination's arguments after its buffer, the NDRange."""
+        pr, i32 = self.problem, np.int32
+        return {name: (i32(st.rows), i32(st.cols), i32(pr.ld(name)),
+                       (i32(0), i32(st.dst_rows), i32(st.dst_cols), i32(st.dst_ld), i32(pr.stride(name)),
+                        i32(st.dst_rows * st.dst_ld)),
+                       (round_up(st.dst_cols, helpers.TILE), round_up(st.dst_rows, helpers.TILE),
+                        self._packed_layers(name)))
+                for name, st in self.staging.items() if st.packed}
+
+    @functools.cached_property
+    def _gemm_constants(self) -> tuple[tuple, tuple, tuple, tuple]:
+        """What the GEMM kernel's launch takes that no call changes: its size arguments, the layer
+        strides, its global and local sizes."""
+        pr = self.problem
+        dims = (pr.m, pr.n, pr.k) if self.guarded else (self.padded_m, self.padded_n, self.padded_k // self.slices)
+        return (tuple(np.int32(d) for d in dims), self._layer_strides(),
+                (*self.kernel_source.global_size(dims[0], dims[1]), self.slices * pr.batch),
+                (*self.kernel_source.local_size, 1))
+
     def _product_launches(self, operands: dict[str, tuple], c: cl.Buffer, offset_c: int, alpha, beta) -> list[tuple]:
         """The GEMM kernel's launch on staged operands and, into a temporary C, the merge's."""
         pr, i32 = self.problem, np.int32
-        dims = (pr.m, pr.n, pr.k) if self.guarded else (self.padded_m, self.padded_n, self.padded_k // self.slices)
+        dims, strides, global_size, local_size = self._gemm_constants
         target = (self.c_buffer, i32(0), i32(self.padded_n)) if self.c_temp else (c, i32(offset_c), i32(pr.ldc))
         # into a temporary the kernel writes op(A) op(B) alone; the merge applies alpha and beta
         kernel_alpha, kernel_beta = (1.0, 0.0) if self.c_temp else (alpha, beta)
-        self._set_args(self.gemm_kernel, *(i32(d) for d in dims), self._scalar(kernel_alpha),
-                       self._scalar(kernel_beta), *operands["A"], *operands["B"], *target,
-                       *self._layer_strides())
-        launches = [(self.gemm_kernel, (*self.kernel_source.global_size(dims[0], dims[1]), self.slices * pr.batch),
-                     (*self.kernel_source.local_size, 1))]
+        self._set_args(self.gemm_kernel, *dims, self._scalar(kernel_alpha), self._scalar(kernel_beta),
+                       *operands["A"], *operands["B"], *target, *strides)
+        launches = [(self.gemm_kernel, global_size, local_size)]
         if self.c_temp:
             merge = self._epilogue("merge")
             self._set_args(merge, i32(pr.m), i32(pr.n), self.c_buffer, i32(self.padded_n),

@@ -22,6 +22,8 @@ Plan = TypeVar("Plan", LaunchPlan, GemvLaunchPlan)
 CAPACITY = 32
 
 _plans: OrderedDict[tuple, tuple[object, Union[LaunchPlan, GemvLaunchPlan]]] = OrderedDict()
+#: id of each plan in ``_plans`` -> (its context, the profile it was made under, whether it depends on it)
+_kept: dict[int, tuple[DeviceContext, object, bool]] = {}
 _lock = threading.Lock()
 
 
@@ -48,12 +50,26 @@ def _cached(ctx: DeviceContext, key: tuple, params: object, make: Callable[[], P
     with _lock:
         old = _plans.pop(key, None)
         _plans[key] = (profile, plan)
+        _kept[id(plan)] = (ctx, profile, params is None)
         evicted = [old[1]] if old else []
         while len(_plans) > CAPACITY:
             evicted.append(_plans.popitem(last=False)[1][1])
+        for stale in evicted:
+            del _kept[id(stale)]
     for stale in evicted:
         stale.release()
     return plan
+
+
+def is_current(plan: LaunchPlan | GemvLaunchPlan) -> bool:
+    """True while ``plan`` is kept here and, made from the device's profile, that profile is still the
+    device's: what the lookup that returned it would return again (a caller holding a plan checks this
+    instead of looking it up)."""
+    kept = _kept.get(id(plan))
+    if kept is None:
+        return False
+    ctx, profile, from_profile = kept
+    return not from_profile or profile_for(ctx.device) is profile
 
 
 def clear() -> None:
@@ -61,5 +77,6 @@ def clear() -> None:
     with _lock:
         plans = [plan for _, plan in _plans.values()]
         _plans.clear()
+        _kept.clear()
     for plan in plans:
         plan.release()

@@ -15,7 +15,7 @@ INT32_MAX = 2**31 - 1
 OFFSET_ALIGNMENT = 64
 
 
-def _alignment_class(offset: int) -> int:
+def alignment_class(offset: int) -> int:
     """The smallest offset divisible by the same powers of two up to ``OFFSET_ALIGNMENT`` as ``offset``."""
     return 0 if offset % OFFSET_ALIGNMENT == 0 else offset & -offset
 
@@ -75,8 +75,8 @@ class GemmProblem:
 
     def aligned(self) -> "GemmProblem":
         """This problem with each offset replaced by its alignment class: what plans are made for."""
-        return replace(self, offset_a=_alignment_class(self.offset_a), offset_b=_alignment_class(self.offset_b),
-                       offset_c=_alignment_class(self.offset_c))
+        return replace(self, offset_a=alignment_class(self.offset_a), offset_b=alignment_class(self.offset_b),
+                       offset_c=alignment_class(self.offset_c))
 
     def stored_shape(self, name: str) -> tuple[int, int]:
         """(rows, cols) of the stored A, B or C."""

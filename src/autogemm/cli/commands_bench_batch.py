@@ -12,10 +12,11 @@ import click
 import numpy as np
 from rich.table import Table
 
-from ..bench.api_costs import BMM, LOOP, STRIDED, call_overhead, plan_reuse, run_batch
+from ..bench.api_costs import BMM, LOOP, STRIDED, Reuse, call_overhead, plan_reuse, run_batch
 from ..dtypes import get_dtype
+from ..errors import AutogemmError
 from . import main
-from .common import bench_inputs, console, fail
+from .common import bench_inputs, console, dimensions, fail
 
 
 def _rate(value: float | None) -> str:
@@ -28,17 +29,25 @@ def _rate(value: float | None) -> str:
 @click.option("--batches", default="1024x64,256x256", show_default=True,
               help="Batches as COUNTxSIZE: COUNT products of SIZE x SIZE x SIZE.")
 @click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True, help="Timed runs (median).")
-@click.option("--overhead-size", type=click.IntRange(1, 8192), default=256, show_default=True,
-              help="Size of the float32 product whose call overhead is measured (0 rows: skip).")
-@click.option("--reuse-size", type=click.IntRange(0, 32768), default=4096, show_default=True,
-              help="Size of the problems A B1, A B2 timed with and without copying A once (0: skip).")
+@click.option("--overhead-size", type=click.IntRange(0, 8192), default=256, show_default=True,
+              help="Size of the float32 product whose call overhead is measured (0: skip).")
+@click.option("--reuse", "reuse_shapes", default="4096x4096x4096,8192x256x8192", show_default=True,
+              help="Products MxNxK timed with A copied once by GemmPlan and whole ('': skip).")
+@click.option("--reuse-products", type=click.IntRange(2, 64), default=4, show_default=True,
+              help="Products sharing A in each --reuse timing.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random operands.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")
-def bench_batch_command(device, dtypes, batches, runs, overhead_size, reuse_size, seed, json_path) -> None:
+def bench_batch_command(device, dtypes, batches, runs, overhead_size, reuse_shapes, reuse_products, seed,
+                        json_path) -> None:
     """Time a strided batch (one launch) against the same products as a Python loop of gemm calls and
     against cuBLAS's batched GEMM (torch.bmm, where CUDA is there), all checked against float64; then the
-    host time a gemm call on device arrays costs beyond the bare plan. Rates are TFLOP/s."""
+    host time a gemm call on device arrays costs beyond the bare plan, and the time the four-step
+    GemmPlan saves by copying A once for several products. Rates are TFLOP/s."""
     dev, letters, cases_wanted, ctx = bench_inputs(device, dtypes, batches)
+    try:
+        reuse_wanted = dimensions(reuse_shapes, 3)
+    except AutogemmError as exc:
+        fail(str(exc))
     rng = np.random.default_rng(seed)
     cases = []
     with console.status("timing batches") as status:
@@ -46,12 +55,15 @@ def bench_batch_command(device, dtypes, batches, runs, overhead_size, reuse_size
             for batch, n in cases_wanted:
                 status.update(f"{dt.routine}: {batch} x {n}^3")
                 cases.append(run_batch(ctx, dt, batch, n, runs, rng))
-        status.update(f"call overhead, {overhead_size}^3 SGEMM")
-        overhead = call_overhead(ctx, get_dtype("s"), overhead_size, rng=rng)
+        overhead = None
+        if overhead_size:
+            status.update(f"call overhead, {overhead_size}^3 SGEMM")
+            overhead = call_overhead(ctx, get_dtype("s"), overhead_size, rng=rng)
         reuses = []
-        for dt in letters if reuse_size else []:
-            status.update(f"{dt.routine}: A B1, A B2 at {reuse_size}, copying A once or twice")
-            reuses.append(plan_reuse(ctx, dt, reuse_size, rng=rng))
+        for dt in letters:
+            for m, n, k in reuse_wanted:
+                status.update(f"{dt.routine}: {reuse_products} products {m}x{n}x{k} sharing A, copying it once or each time")
+                reuses.append(plan_reuse(ctx, dt, m, n, k, reuse_products, runs, rng=rng))
     table = Table(title=f"Batched GEMM, TFLOP/s on {dev.name.strip()} (median of {runs})")
     for column in ("dtype", "batch", "size", "strided", "loop", "bmm", "strided / loop", "strided / bmm"):
         table.add_column(column, justify="left" if column == "dtype" else "right")
@@ -65,19 +77,37 @@ def bench_batch_command(device, dtypes, batches, runs, overhead_size, reuse_size
         notes = [f"{m.name}: {m.note}" for m in case.measurements if m.note]
         console.print(f"{case.dtype} {case.batch}x{case.n}: {case.config}" + "".join(f"; {x}" for x in notes),
                       highlight=False)
-    console.print(f"{overhead.n}^3 SGEMM on device arrays: kernel {overhead.kernel_seconds * 1e6:.1f} us; host time per "
-                  f"call: gemm {overhead.call_seconds * 1e6:.1f} us, bare plan.enqueue {overhead.plan_seconds * 1e6:.1f} us;"
-                  f" overhead {overhead.overhead_seconds * 1e6:.1f} us", highlight=False)
-    for dt, reuse in zip(letters, reuses):
-        console.print(f"{dt.routine} A^T B1, A^T B2 at {reuse.n}: two whole products {reuse.twice_seconds * 1e3:.3f} ms, "
-                      f"GemmPlan copying A once {reuse.reused_seconds * 1e3:.3f} ms "
-                      f"({1 - reuse.reused_seconds / reuse.twice_seconds:.0%} saved; {reuse.launches})", highlight=False)
+    if overhead:
+        us = 1e6
+        console.print(f"{overhead.n}^3 SGEMM on device arrays: kernel {overhead.kernel_seconds * us:.1f} us; host time per "
+                      f"call: gemm {overhead.call_seconds * us:.1f} us, bare plan.enqueue {overhead.plan_seconds * us:.1f} us "
+                      f"(overhead {overhead.overhead_seconds * us:.1f} us); to the result: gemm "
+                      f"{overhead.call_done_seconds * us:.1f} us, bare plan {overhead.plan_done_seconds * us:.1f} us "
+                      f"(overhead {overhead.latency_overhead_seconds * us:.1f} us)", highlight=False)
+    if reuses:
+        console.print(_reuse_table(reuses, reuse_products, runs))
+        for reuse in reuses:
+            console.print(f"{reuse.dtype} {reuse.m}x{reuse.n}x{reuse.k}: {reuse.launches}", highlight=False)
     if json_path:
         data = {"device": dev.name.strip(), "runs": runs, "cases": [dataclasses.asdict(c) for c in cases],
-                "overhead": dataclasses.asdict(overhead), "reuse": [dataclasses.asdict(r) for r in reuses]}
+                "overhead": dataclasses.asdict(overhead) if overhead else None,
+                "reuse": [dataclasses.asdict(r) for r in reuses]}
         try:
             json_path.write_text(json.dumps(data, indent=1))
         except OSError as exc:
             fail(str(exc))
     if any(not m.correct and m.note == "wrong result" for c in cases for m in c.measurements):
         sys.exit(1)
+
+
+def _reuse_table(reuses: list[Reuse], products: int, runs: int) -> Table:
+    """The four-step plan's saving: milliseconds for all products, device busy share in brackets."""
+    table = Table(title=f"{products} products sharing A: whole, or with GemmPlan copying A once "
+                        f"(ms, median of {runs}; device busy share)")
+    for column in ("dtype", "m x n x k", "A stored", "whole", "A copied once", "saved"):
+        table.add_column(column, justify="left" if column == "dtype" else "right")
+    for r in reuses:
+        stored = ("transposed" if r.trans_a == "T" else "as is") + ("" if r.a_packed else ", read in place")
+        table.add_row(r.dtype, f"{r.m}x{r.n}x{r.k}", stored, f"{r.whole_seconds * 1e3:.3f} ({r.whole_busy:.0%})",
+                      f"{r.reused_seconds * 1e3:.3f} ({r.reused_busy:.0%})", f"{r.saved:.0%}")
+    return table

@@ -4,7 +4,6 @@ reading a bench command's device, dtypes and dimensions."""
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -80,14 +79,16 @@ def gib(n: int) -> str:
     return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**10:.0f} KiB"
 
 
-def dimensions(text: str) -> list[tuple[int, int]]:
-    """'1024x64,256x256' -> [(1024, 64), (256, 256)] (a batch's count x size, a matrix's rows x columns)."""
+def dimensions(text: str, parts: int = 2) -> list[tuple[int, ...]]:
+    """'1024x64,256x256' -> [(1024, 64), (256, 256)] (a batch's count x size, a matrix's rows x columns);
+    with ``parts`` 3, 'MxNxK' products."""
+    example = "x".join(("1024", "64", "256")[:parts])
     found = []
     for part in filter(None, (p.strip() for p in text.split(","))):
-        match = re.fullmatch(r"(\d+)x(\d+)", part)
-        if not match or 0 in (int(match[1]), int(match[2])):
-            raise ArgumentError(f"{part!r} is not two positive numbers as AxB, e.g. 1024x64")
-        found.append((int(match[1]), int(match[2])))
+        numbers = part.split("x")
+        if len(numbers) != parts or not all(x.isascii() and x.isdigit() and int(x) > 0 for x in numbers):
+            raise ArgumentError(f"{part!r} is not {parts} positive numbers joined by x, e.g. {example}")
+        found.append(tuple(int(x) for x in numbers))
     return found
 
 
