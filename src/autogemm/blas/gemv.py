@@ -17,6 +17,7 @@ from ..codelets.kernel import ceil_div, round_up
 from ..dtypes import Dtype
 from ..errors import ConfigError, ShapeError
 from ..profiles import profile_for
+from ..runtime.arguments import KernelArguments
 from ..runtime.context import DeviceContext
 from ..runtime.device import Device
 from .problem import INT32_MAX, Op
@@ -132,6 +133,7 @@ class GemvLaunchPlan:
         self.slices, self.chunk = self._split()
         self._partial: cl.Buffer | None = None
         self._lock = threading.Lock()
+        self._arguments = KernelArguments()
         self.kernel = ctx.kernel(self.kernel_source.source, self.kernel_source.name, self.kernel_source.options)
         epilogues = helpers.epilogues(self.dtype)
         self._merge = ctx.kernel(epilogues.source, "merge") if self.slices > 1 else None
@@ -172,6 +174,7 @@ class GemvLaunchPlan:
         if self._partial is not None:
             self._partial.release()
             self._partial = None
+            self._arguments.clear()
 
     def _scalar(self, value: complex | float) -> np.generic:
         return self.dtype.scalar_numpy.type(value)
@@ -190,18 +193,18 @@ class GemvLaunchPlan:
         tiles = (helpers.TILE, helpers.TILE, 1)
         with self._lock:
             if alpha == 0 or pr.reduction == 0:
-                self._scale.set_args(i32(pr.outputs), i32(1), y, i32(offset_y), i32(pr.incy), self._scalar(beta), i32(0))
+                self._arguments.set(self._scale, i32(pr.outputs), i32(1), y, i32(offset_y), i32(pr.incy), self._scalar(beta), i32(0))
                 return [cl.enqueue_nd_range_kernel(queue, self._scale, (helpers.TILE, round_up(pr.outputs, helpers.TILE), 1),
                                                    tiles, wait_for=wait_for)]
             if self.slices > 1 and self._partial is None:
                 self._partial = cl.Buffer(self.ctx.context, cl.mem_flags.READ_WRITE, self.temporary_bytes()["partial"])
             partial = self._partial if self._partial is not None else y   # unsplit: never written
-            self.kernel.set_args(i32(pr.rows), i32(pr.cols), i32(self.chunk), i32(self.slices), a, i64(offset_a),
+            self._arguments.set(self.kernel, i32(pr.rows), i32(pr.cols), i32(self.chunk), i32(self.slices), a, i64(offset_a),
                                  i32(pr.lda), x, i64(offset_x), i32(pr.incx), y, i64(offset_y), i32(pr.incy),
                                  partial, self._scalar(alpha), self._scalar(beta))
             if self._merge is not None:
                 # y as an outputs x 1 matrix of leading dimension incy; the slices are its T_s
-                self._merge.set_args(i32(pr.outputs), i32(1), self._partial, i32(1), i32(pr.outputs),
+                self._arguments.set(self._merge, i32(pr.outputs), i32(1), self._partial, i32(1), i32(pr.outputs),
                                      i32(self.slices), self._scalar(alpha), y, i32(offset_y), i32(pr.incy),
                                      self._scalar(beta), i32(0))
             events = [cl.enqueue_nd_range_kernel(queue, self.kernel, self.global_size(),

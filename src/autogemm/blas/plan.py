@@ -26,6 +26,7 @@ from ..codelets.kernel import KernelSource, round_up
 from ..codelets.families import KernelParams, check, kernel_dtype, render
 from ..codelets.simt.geometry import TEXEL_BYTES
 from ..errors import ArgumentError, ConfigError
+from ..runtime.arguments import KernelArguments
 from ..runtime.context import DeviceContext
 from .coverage import MAX_SLICES, auto_slices
 from .problem import GemmProblem
@@ -97,7 +98,7 @@ class LaunchPlan:
         self._temps: list[cl.MemoryObject] = []
         self._allocated = False       # True from ``allocate`` to ``release`` (a plan may need no temporaries)
         self._epilogues: dict[str, cl.Kernel] = {}
-        self._last_args: dict[int, tuple] = {}    # kernel handle -> the arguments last set
+        self._arguments = KernelArguments()
         self._lock = threading.Lock()
         self.kernel_source: KernelSource = render(self.params, self.dtype, guarded=self.guarded)
         if self.problem.m and self.problem.n and self.problem.k and self.problem.batch:
@@ -288,21 +289,11 @@ class LaunchPlan:
             mem.release()
         self._temps.clear()
         self._allocated = False
-        self._last_args.clear()
+        self._arguments.clear()
 
     # ----- launching ----------------------------------------------------------------------------
     def _scalar(self, value: complex | float) -> np.generic:
         return self.dtype.scalar_numpy.type(value)
-
-    def _set_args(self, kernel: cl.Kernel, *args: object) -> None:
-        """Set ``kernel``'s arguments unless they are those of its last launch: the same memory objects
-        (compared by handle; the last ones are held here, so no new object can take their handle) and
-        equal scalars (of the same types: each argument of a kernel always has one). Setting them costs
-        tens of microseconds of host time per kernel; a plan enqueued again on the same buffers skips that."""
-        last = self._last_args.get(kernel.int_ptr)
-        if last != args:
-            kernel.set_args(*args)
-            self._last_args[kernel.int_ptr] = args
 
     def enqueue(self, a: cl.Buffer, b: cl.Buffer, c: cl.Buffer, alpha: complex | float = 1.0,
                 beta: complex | float = 0.0, wait_for: list[cl.Event] | None = None,
@@ -352,7 +343,7 @@ class LaunchPlan:
                 if pr.m == 0 or pr.n == 0 or pr.batch == 0:
                     return []
                 scale = self._epilogue("scale")
-                self._set_args(scale, i32(pr.m), i32(pr.n), c, i32(offset_c), i32(pr.ldc), self._scalar(beta),
+                self._arguments.set(scale, i32(pr.m), i32(pr.n), c, i32(offset_c), i32(pr.ldc), self._scalar(beta),
                                i32(pr.stride_c))
                 return self._launch([(scale, self._tiles_of_c(), TILE_GROUP)], wait_for)
             self.allocate()
@@ -377,7 +368,7 @@ class LaunchPlan:
             return user, i32(offset), i32(pr.ld(name))
         kern, dst = self.pack_kernels[name], self.pack_buffers[name]
         rows, cols, ld, dst_args, size = self._pack_constants[name]
-        self._set_args(kern, rows, cols, user, i32(offset), ld, dst, *dst_args)
+        self._arguments.set(kern, rows, cols, user, i32(offset), ld, dst, *dst_args)
         launches.append((kern, size, TILE_GROUP))
         if st.image:
             launches.append((self.images[name], dst))
@@ -413,12 +404,12 @@ class LaunchPlan:
         target = (self.c_buffer, i32(0), i32(self.padded_n)) if self.c_temp else (c, i32(offset_c), i32(pr.ldc))
         # into a temporary the kernel writes op(A) op(B) alone; the merge applies alpha and beta
         kernel_alpha, kernel_beta = (1.0, 0.0) if self.c_temp else (alpha, beta)
-        self._set_args(self.gemm_kernel, *dims, self._scalar(kernel_alpha), self._scalar(kernel_beta),
+        self._arguments.set(self.gemm_kernel, *dims, self._scalar(kernel_alpha), self._scalar(kernel_beta),
                        *operands["A"], *operands["B"], *target, *strides)
         launches = [(self.gemm_kernel, global_size, local_size)]
         if self.c_temp:
             merge = self._epilogue("merge")
-            self._set_args(merge, i32(pr.m), i32(pr.n), self.c_buffer, i32(self.padded_n),
+            self._arguments.set(merge, i32(pr.m), i32(pr.n), self.c_buffer, i32(self.padded_n),
                            i32(self.padded_m * self.padded_n), i32(self.slices), self._scalar(alpha), c,
                            i32(offset_c), i32(pr.ldc), self._scalar(beta), i32(pr.stride_c))
             launches.append((merge, self._tiles_of_c(), TILE_GROUP))
