@@ -4,6 +4,7 @@ from .api import GemmPlan, gemm, gemm_batched, gemv, matmul, transpose
 from .blas import LaunchPlan, GemmProblem, Op
 from .codelets.gemv import GemvParams
 from .codelets.simt import SimtParams
+from .blas.split import Split
 from .errors import (ArgumentError, AutogemmError, BuildError, ConfigError, DeviceError, DtypeError,
                      ShapeError)
 from .runtime import Device, context_for, context_for_queue, default_device, find_device, list_devices
@@ -12,6 +13,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "gemm", "gemm_batched", "gemv", "matmul", "transpose", "GemmPlan", "LaunchPlan", "GemmProblem", "Op",
-    "SimtParams", "GemvParams", "Device", "context_for", "context_for_queue", "default_device", "find_device", "list_devices", "AutogemmError", "ArgumentError", "BuildError", "ConfigError",
+    "SimtParams", "GemvParams", "Split", "Device", "context_for", "context_for_queue", "default_device", "find_device", "list_devices", "AutogemmError", "ArgumentError", "BuildError", "ConfigError",
     "DeviceError", "DtypeError", "ShapeError", "__version__",
 ]

@@ -13,20 +13,25 @@ import pyopencl.array as cl_array
 
 from ..blas import GemmProblem, LaunchPlan, Op
 from ..blas.problem import INT32_MAX, alignment_class
+from ..blas.split import Split
 from ..blas.plan_cache import cached_plan, is_current
-from ..codelets.simt import SimtParams
-from ..dtypes import Dtype, get_dtype, with_output, with_precision
-from ..errors import ArgumentError, DtypeError, ShapeError
+from ..codelets.families import KernelParams
+from ..dtypes import Dtype
+from ..errors import ArgumentError, ShapeError
 from ..runtime import Device, DeviceContext
 from .operands import Matrix, Stored, as_matrix, call_context, event_list, events_of, on_device, scalar, stored
-from .transfer import check_memory, execute
+from ..runtime.memory import check_memory
+from .checks import checked_call
+from .hybrid import Devices, gemm_on_targets
+from .transfer import execute
 
 
 def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | float = 1.0,
          beta: complex | float = 0.0, trans_a: str = "N", trans_b: str = "N",
-         device: Device | str | int | None = None, config: SimtParams | None = None,
+         device: Device | str | int | None = None, config: KernelParams | None = None,
          edge: str = "auto", precision: str | None = None, out_dtype: object = None,
-         wait_for: list[cl.Event] | None = None) -> Matrix:
+         wait_for: list[cl.Event] | None = None, devices: Devices | None = None,
+         split: Split | None = None) -> Matrix:
     """C = alpha op(A) op(B) + beta C on an OpenCL device, for arrays of one of the dtypes float32,
     float64, complex64, complex128, float16 and bfloat16 (``ml_dtypes.bfloat16``).
 
@@ -54,9 +59,22 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
     ``config`` a ``SimtParams`` (default: from the device's profile); ``edge`` chooses how sizes that are
     not whole tiles are handled ('auto', 'pad', 'guard'). Every argument is checked before anything is
     enqueued; on an error the caller's arrays are unchanged.
+
+    ``devices`` shares one product of numpy arrays among several targets by rows of C: 'all' (every GPU
+    and the host) or a list of device specifications and 'host' (numpy's BLAS on this machine's CPU).
+    ``split`` (a ``Split``, one share per target in that order) says how many of its parts each computes;
+    by default the GPUs share the rows evenly and the host computes none unless it is the only target.
+    Each device computes its rows on its own queue while the host computes its own; the call blocks.
     """
     a, b = as_matrix(a, "a"), as_matrix(b, "b")
     c = None if c is None else as_matrix(c, "c")
+    if devices is not None or split is not None:
+        if devices is None:
+            raise ArgumentError("split is for a product shared among devices: give devices= too")
+        if device is not None or wait_for:
+            raise ArgumentError("devices= runs on several targets and blocks: leave device and wait_for out")
+        return gemm_on_targets(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, devices=devices,
+                               split=split, config=config, edge=edge, precision=precision, out_dtype=out_dtype)
     return product(a, b, c, None, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, device=device,
                    config=config, edge=edge, precision=precision, out_dtype=out_dtype, wait_for=wait_for)
 
@@ -173,29 +191,8 @@ def _remember(key: tuple, resolved: tuple[_Call, LaunchPlan]) -> None:
 def _resolve(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, trans_a: str, trans_b: str, device,
              config, edge: str, precision, out_dtype) -> _Call:
     """Check the arrays and options of a call (everything but the scalars and events) and resolve them."""
-    dt = with_precision(get_dtype(a.dtype), precision)
-    if b.dtype != a.dtype:
-        raise DtypeError(f"a is {a.dtype} but b is {b.dtype}; convert them to one dtype")
-    if c is not None:
-        if out_dtype is not None and c.dtype != get_dtype(out_dtype).numpy:
-            raise DtypeError(f"c is {c.dtype} but out_dtype is {get_dtype(out_dtype).numpy}")
-    try:
-        dt = with_output(dt, c.dtype if c is not None else out_dtype)
-    except DtypeError as exc:
-        raise DtypeError(f"{'c' if c is not None else 'out_dtype'}: {exc}") from None
+    dt, (m, n, k), shape = checked_call(a, b, c, batch, trans_a, trans_b, config, precision, out_dtype)
     op_a, op_b = Op.from_letter(trans_a, "trans_a"), Op.from_letter(trans_b, "trans_b")
-    m, k = a.shape[-1:-3:-1] if op_a.transposed else a.shape[-2:]
-    k_b, n = b.shape[-1:-3:-1] if op_b.transposed else b.shape[-2:]
-    if k != k_b:
-        raise ShapeError(f"op(a) is {m}x{k} but op(b) is {k_b}x{n}: inner dimensions differ")
-    shape = (m, n) if batch is None else (batch, m, n)
-    if c is not None:
-        if c.shape != shape:
-            raise ShapeError(f"c has shape {c.shape}; the result is {'x'.join(map(str, shape))}")
-        if isinstance(c, np.ndarray) and not c.flags.writeable:
-            raise ArgumentError("c is read-only")
-    if config is not None and not isinstance(config, SimtParams):
-        raise ArgumentError(f"config must be a SimtParams, not {type(config).__name__}")
     ctx = call_context(device, {"a": a, "b": b, "c": c})
     asynchronous = any(on_device(x) for x in (a, b, c))
     sa, sb = stored(a, "a"), stored(b, "b")

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pyopencl as cl
 
-from ..errors import DeviceError
 from ..runtime import DeviceContext
+from ..runtime.memory import check_memory
 from .operands import Matrix, Stored, on_device
 
 Enqueue = Callable[[list[cl.Buffer], list[cl.Event]], list[cl.Event]]
@@ -45,18 +45,6 @@ def execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[boo
         for st, buf in zip(operands, buffers):
             if st.buffer is None:
                 buf.release()      # freed once the commands using it are done
-
-
-def check_memory(ctx: DeviceContext, sizes: list[int]) -> None:
-    """``DeviceError`` when buffers of ``sizes`` bytes cannot fit the device: more in all than its
-    memory, or one larger than it allocates at once."""
-    total, largest = sum(sizes), max(sizes, default=0)
-    dev = ctx.device
-    if total > dev.global_mem_bytes or largest > dev.max_mem_alloc_bytes:
-        mib = 2**20
-        raise DeviceError(f"this call needs {total / mib:.0f} MiB on {dev.name.strip()}, {largest / mib:.0f} MiB "
-                          f"in one buffer; the device has {dev.global_mem_bytes / mib:.0f} MiB and allocates at most "
-                          f"{dev.max_mem_alloc_bytes / mib:.0f} MiB at once")
 
 
 def download(queue: cl.CommandQueue, st: Stored, buffer: cl.Buffer, out: np.ndarray) -> None:

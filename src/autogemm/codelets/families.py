@@ -6,7 +6,7 @@ families do)."""
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Union, get_args
 
 from ..dtypes import Dtype, get_dtype
 from ..errors import ConfigError
@@ -15,6 +15,8 @@ from . import gemv, mma, simt, subgroup
 from .kernel import KernelSource
 
 KernelParams = Union[simt.SimtParams, subgroup.SubgroupParams, mma.MmaParams]
+#: The GEMM families' configuration types, for isinstance checks of a ``KernelParams``.
+KERNEL_PARAMS = get_args(KernelParams)
 #: A configuration of any routine's codelets (what tuning records and checkpoints hold).
 AnyParams = Union[KernelParams, gemv.GemvParams]
 

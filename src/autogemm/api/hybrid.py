@@ -1,0 +1,81 @@
+"""``gemm(..., devices=...)``: one product on numpy arrays shared by rows of C among several GPUs and the
+host's own BLAS (``blas.hybrid``), each target's share given by a ``Split``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..blas.hybrid import HOST, HostGemm, Target, run_split
+from ..blas.split import Split
+from ..codelets.families import KernelParams
+from ..errors import ArgumentError
+from ..runtime import context_for, find_device, list_devices
+from .checks import checked_call
+from .operands import Matrix, on_device, scalar
+
+Devices = str | list | tuple
+
+
+def targets_for(devices: Devices) -> list[Target]:
+    """The targets ``devices`` names: 'all' (every GPU, then the host) or a list of device specifications
+    (as ``device`` takes) and 'host' (numpy's BLAS on this machine's CPU), in that order."""
+    if devices == "all":
+        return [context_for(d) for d in list_devices() if d.is_gpu] + [HOST]
+    if isinstance(devices, str) or not isinstance(devices, (list, tuple)) or not devices:
+        raise ArgumentError(f"devices must be 'all' or a non-empty list of devices and 'host', not {devices!r}")
+    targets: list[Target] = []
+    for spec in devices:
+        target = HOST if spec == HOST else context_for(find_device(spec))
+        if target in targets:
+            raise ArgumentError(f"devices names {spec!r} twice")
+        targets.append(target)
+    return targets
+
+
+def default_split(targets: list[Target]) -> Split:
+    """The split a call uses unless given one: the parts evenly over the devices, none to the host unless
+    it is the only target (the host's BLAS is far slower than a GPU; ``split`` gives it a share)."""
+    devices = [i for i, t in enumerate(targets) if t != HOST]
+    if not devices:
+        return Split.only(0, len(targets))
+    even = Split.even(len(devices))
+    shares = [0] * len(targets)
+    for i, share in zip(devices, even.shares):
+        shares[i] = share
+    return Split(even.parts, tuple(shares))
+
+
+def gemm_on_targets(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, trans_a: str, trans_b: str,
+                    devices: Devices, split: Split | None, config: KernelParams | None, edge: str, precision,
+                    out_dtype) -> np.ndarray:
+    """``gemm`` with ``devices``: numpy operands only; C's rows shared per ``split`` (default
+    ``default_split``) with one share per target, in the order of ``devices``."""
+    for name, x in (("a", a), ("b", b), ("c", c)):
+        if on_device(x):
+            raise ArgumentError(f"{name} is a device array; devices= shares a product of numpy arrays among "
+                                f"several targets")
+    dt, (m, n, k), shape = checked_call(a, b, c, None, trans_a, trans_b, config, precision, out_dtype)
+    alpha, beta = scalar(alpha, "alpha", dt), scalar(beta, "beta", dt)
+    if c is None and beta != 0:
+        raise ArgumentError("beta is not 0 but no c was given to scale")
+    targets = targets_for(devices)
+    split = default_split(targets) if split is None else split
+    if not isinstance(split, Split):
+        raise ArgumentError(f"split must be a Split, not {type(split).__name__}")
+    if len(split.shares) != len(targets):
+        raise ArgumentError(f"split has {len(split.shares)} shares for {len(targets)} targets")
+    # the targets write rows of a row-major C: the caller's own where it is one, else a copy
+    if c is not None and c.flags.c_contiguous:
+        out = c
+    else:
+        out = np.empty(shape, dtype=dt.output.numpy)
+        if c is not None and beta != 0:
+            out[...] = c
+    if m and n:
+        configs = [None if t == HOST else config for t in targets]
+        run_split(targets, split, HostGemm(dt, a, b, out, trans_a.upper(), trans_b.upper(), alpha, beta), configs,
+                  edge)
+    if c is not None and out is not c:
+        c[...] = out
+        return c
+    return out

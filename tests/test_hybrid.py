@@ -1,0 +1,131 @@
+"""One product shared by rows of C among devices and the host's BLAS (issue 7): the split's rows for every P
+and p_g, the assembled C against float64 for every share, several devices at once, and the errors, all
+raised before anything runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autogemm
+from autogemm.blas import hybrid
+from autogemm.blas.hybrid import HOST, HostGemm, run_split
+from autogemm.blas.split import Split
+from autogemm.checking import apply_op, random_matrix, relative_error, tolerance
+from autogemm.dtypes import DTYPES
+from autogemm.runtime.context import DeviceContext
+
+RNG = np.random.default_rng()
+
+
+@pytest.mark.parametrize("m", [0, 1, 5, 63, 64, 517, 1024, 4099])
+def test_the_split_covers_every_row_once_for_every_p_and_p_g(m):
+    for parts in range(1, 17):
+        for gpu in range(parts + 1):
+            split = Split(parts, (gpu, parts - gpu))
+            (g0, g1), (h0, h1) = split.rows(m)
+            assert (g0, g1, h1) == (0, h0, m)                 # contiguous, in order, all of C
+            if gpu in (0, parts):
+                assert (g1 - g0) == (m if gpu else 0)          # all to one side: nothing to the other
+            if m >= 64 * parts and 0 < gpu < parts:
+                assert g1 % 64 == 0 and abs(g1 - m * gpu / parts) <= 32   # whole tiles, near m p_g / P
+            elif 0 < gpu < parts:
+                assert abs(g1 - m * gpu / parts) <= 0.5
+
+
+def test_even_and_single_splits_and_their_errors():
+    assert Split.even(3).shares == (3, 3, 2) and Split.even(3, 2).shares == (1, 1, 1)
+    assert Split.only(1, 3, 4) == Split(4, (0, 4, 0))
+    assert [r[1] - r[0] for r in Split.even(4).rows(1000, align=1)] == [250, 250, 250, 250]
+    assert Split(8, (5, 3)).describe(["gpu", "host"]) == "gpu 5/8, host 3/8"
+    for parts, shares in ((0, (0,)), (8, (5, 2)), (8, (9, -1)), (8, ()), (True, (1,)), (4, (2.0, 2))):
+        with pytest.raises(autogemm.ArgumentError):
+            Split(parts, shares)
+
+
+def _reference(a, b, c, alpha, beta, ta, tb, dt):
+    wide = dt.reference_numpy
+    product = alpha * (apply_op(a.astype(wide), ta) @ apply_op(b.astype(wide), tb))
+    return product + beta * c.astype(wide) if beta != 0 else product
+
+
+@pytest.mark.parametrize("letter", "sdczh")
+def test_every_share_of_a_device_and_the_host_gives_c(ctx, letter):
+    """Every p_g of P = 4 and 8, transposes, alpha/beta; C poisoned where beta is 0 (never read)."""
+    dt = DTYPES[letter]
+    m, n, k = 75, 33, 41
+    cases = [("N", "N", 1.0, 0.0), ("T", "C" if dt.is_complex else "T", -0.5, 0.0), ("N", "T", 2.0, 0.5)]
+    for ta, tb, alpha, beta in cases:
+        a = random_matrix(RNG, dt, (k, m) if ta != "N" else (m, k))
+        b = random_matrix(RNG, dt, (n, k) if tb != "N" else (k, n))
+        c0 = random_matrix(RNG, dt, (m, n)).astype(dt.output.numpy)
+        want = _reference(a, b, c0, alpha, beta, ta, tb, dt)
+        for parts in (4, 8):
+            for gpu in range(parts + 1):
+                c = c0.copy() if beta != 0 else np.full((m, n), np.nan, dt.output.numpy)
+                run_split([ctx, HOST], Split(parts, (gpu, parts - gpu)), HostGemm(dt, a, b, c, ta, tb, alpha, beta))
+                assert relative_error(c, want) < tolerance(dt, k), (ta, tb, parts, gpu)
+
+
+def test_several_devices_and_the_host_at_once(device):
+    """Three targets, each a share: two queues of their own (two contexts of this machine's device) and
+    the host; C assembled from all three."""
+    targets = [DeviceContext(device), DeviceContext(device), HOST]
+    dt = DTYPES["d"]
+    m, n, k = 301, 47, 130
+    a, b = random_matrix(RNG, dt, (m, k)), random_matrix(RNG, dt, (k, n))
+    for shares in ((3, 3, 2), (1, 6, 1), (0, 5, 3), (8, 0, 0)):
+        c = np.full((m, n), np.nan)
+        run_split(targets, Split(8, shares), HostGemm(dt, a, b, c, "N", "N", 1.0, 0.0))
+        assert relative_error(c, a @ b) < dt.tolerance, shares
+
+
+def test_gemm_with_devices_takes_any_layout_of_c_and_the_default_split(ctx):
+    dt = DTYPES["s"]
+    a, b = random_matrix(RNG, dt, (130, 60)), random_matrix(RNG, dt, (60, 40))
+    want = a.astype(np.float64) @ b
+    got = autogemm.gemm(a, b, devices=[ctx.device])               # all rows on the device
+    assert got.flags.c_contiguous and relative_error(got, want) < dt.tolerance
+    assert relative_error(autogemm.gemm(a, b, devices=[HOST]), want) < dt.tolerance
+    c = np.asfortranarray(random_matrix(RNG, dt, (130, 40)))
+    before = c.astype(np.float64)
+    out = autogemm.gemm(a, b, c, beta=2.0, devices=[ctx.device, HOST], split=Split(8, (3, 5)))
+    assert out is c and relative_error(c, want + 2 * before) < dt.tolerance
+    assert autogemm.gemm(a[:0], b, devices="all").shape == (0, 40)
+
+
+def test_errors_name_the_argument_and_change_nothing(ctx, monkeypatch):
+    import pyopencl.array as cl_array
+
+    dt = DTYPES["s"]
+    a, b = random_matrix(RNG, dt, (130, 60)), random_matrix(RNG, dt, (60, 40))
+    c = random_matrix(RNG, dt, (130, 40))
+    before = c.copy()
+    bad = [
+        (dict(devices="gpus"), "devices must be"), (dict(devices=[]), "devices must be"),
+        (dict(devices=[HOST, HOST]), "twice"), (dict(devices=[ctx.device, ctx.device]), "twice"),
+        (dict(split=Split(2, (1, 1))), "give devices= too"),
+        (dict(devices=[ctx.device], split=Split(2, (1, 1))), "2 shares for 1 targets"),
+        (dict(devices=[ctx.device], split=(1, 1)), "split must be a Split"),
+        (dict(devices=[HOST], device=ctx.device), "leave device"),
+    ]
+    for kwargs, message in bad:
+        with pytest.raises(autogemm.ArgumentError, match=message):
+            autogemm.gemm(a, b, c, beta=1.0, **kwargs)
+    with pytest.raises(autogemm.ArgumentError, match="a is a device array"):
+        autogemm.gemm(cl_array.to_device(ctx.queue, a), b, devices=[HOST])
+    with pytest.raises(autogemm.ShapeError):
+        autogemm.gemm(a, a, c, devices=[HOST])
+    # a share that does not fit its device stops the call before any share runs
+    targets = [ctx, DeviceContext(ctx.device), HOST]
+    checked = []
+
+    def check_memory(target_ctx, sizes):
+        checked.append(target_ctx)
+        if len(checked) == 2:
+            raise autogemm.DeviceError("this call needs more than the device has")
+
+    monkeypatch.setattr(hybrid, "check_memory", check_memory)
+    with pytest.raises(autogemm.DeviceError):
+        run_split(targets, Split(3, (1, 1, 1)), HostGemm(dt, a, b, c, "N", "N", 1.0, 1.0))
+    assert np.array_equal(c, before)
