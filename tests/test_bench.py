@@ -12,7 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from autogemm.bench import report
-from autogemm.bench.runner import AUTOGEMM, Bench, CaseResult, Measurement, Reference
+from autogemm.bench.runner import AUTOGEMM, Bench, CaseResult, Measurement
+from autogemm.checking import Reference
 from autogemm.bench.shapes import Shape, read_shapes, square_sweep, suite
 from autogemm.blas import plan as plan_module
 from autogemm.checking import random_matrix
@@ -83,10 +84,11 @@ def test_a_wrong_autogemm_result_is_reported_not_counted(bench, monkeypatch):
 
 def test_sampled_rows_still_see_every_element_written(ctx):
     rng = np.random.default_rng(3)
-    dt, shape = DTYPES["d"], Shape(600, 40, 30)
+    dt = DTYPES["d"]
     a, b = random_matrix(rng, dt, (600, 30)), random_matrix(rng, dt, (30, 40))
-    ref = Reference(dt, a, b, shape, rng)
+    ref = Reference(dt, a, b, rng, rows=[300, 301, 5000])
     assert ref.rows is not None and 0 in ref.rows and 599 in ref.rows and len(ref.rows) < 600
+    assert 300 in ref.rows and 301 in ref.rows            # rows asked for (5000 is beyond C)
     exact = a @ b
     assert ref.check(exact)[1]
     hole = exact.copy()
@@ -185,3 +187,19 @@ def test_bench_routines_checks_gemv_and_transpose(tmp_path):
         assert timed["autogemm"]["correct"] and timed["numpy"]["correct"] and timed["autogemm"]["seconds"] > 0
         assert case["bytes"] > 33 * 70 * 2
     assert "GB/s" in out.output and "vs numpy" in out.output
+
+
+def test_bench_hybrid_reports_the_four_strategies(tmp_path):
+    """One co-tuning sweep gives all four strategies, each checked; the resident rate beside them."""
+    out = CliRunner().invoke(main, ["bench-hybrid", "-d", "cpu", "--dtype", "d", "--sizes", "96", "--parts", "2",
+                                    "--kernels", "2", "--runs", "1", "--json", str(tmp_path / "h.json")])
+    assert out.exit_code == 0, out.output
+    case = json.loads((tmp_path / "h.json").read_text())["cases"][0]
+    rates = {s["name"]: s["tflops"] for s in case["strategies"]}
+    assert set(rates) == {"CPU only", "GPU only", "CPU+GPU, tuned split", "CPU+GPU, co-tuned"}
+    assert all(r > 0 for r in rates.values()) and case["resident_tflops"] > 0
+    # each the best of a superset of the one before's points
+    assert rates["CPU+GPU, co-tuned"] >= rates["CPU+GPU, tuned split"] >= rates["GPU only"]
+    assert 2 <= case["points"] <= 2 * 3                                   # kernels x (P + 1) splits at most
+    bad = CliRunner().invoke(main, ["bench-hybrid", "-d", "cpu", "--sizes", "96x96"])
+    assert bad.exit_code != 0 and "not a positive number" in bad.output

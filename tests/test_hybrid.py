@@ -129,3 +129,39 @@ def test_errors_name_the_argument_and_change_nothing(ctx, monkeypatch):
     with pytest.raises(autogemm.DeviceError):
         run_split(targets, Split(3, (1, 1, 1)), HostGemm(dt, a, b, c, "N", "N", 1.0, 1.0))
     assert np.array_equal(c, before)
+
+
+def test_the_tuner_tries_every_host_share_and_checks_every_point(ctx, monkeypatch):
+    from autogemm.blas.selection import candidates
+    from autogemm.blas import GemmProblem
+    from autogemm.tuning import hybrid as tuner
+
+    assert [s.shares for s in tuner.splits([ctx, HOST], 4)] == [(4, 0), (3, 1), (2, 2), (1, 3), (0, 4)]
+    other = DeviceContext(ctx.device)
+    assert [s.shares for s in tuner.splits([ctx, other, HOST], 3)] == [(2, 1, 0), (1, 1, 1), (1, 0, 2), (0, 0, 3)]
+    assert [s.shares for s in tuner.splits([ctx, other], 3)] == [(2, 1)]
+    dt = DTYPES["s"]
+    kernels = candidates(ctx.device, GemmProblem.dense(dt, 150, 40, 30), 2)
+    seen = []
+    monkeypatch.setattr(tuner, "PRUNE", float("inf"))             # every split, however slow
+    points = tuner.co_tune([ctx, HOST], dt, 150, 40, 30, kernels, parts=4, runs=1, progress=seen.append)
+    assert len(points) == len(seen) == 5 * len(kernels)
+    assert all(p.seconds > 0 for p in points) and points == sorted(points, key=lambda p: p.seconds)
+    # a point whose host leaves a row unwritten is recorded as wrong, and the others still run
+    real = HostGemm.on_host
+    monkeypatch.setattr(HostGemm, "on_host", lambda self, start, stop: real(self, start, stop - (stop > start)))
+    points = tuner.co_tune([HOST, ctx], dt, 150, 40, 30, kernels[:1], parts=4, runs=1)
+    wrong = [p for p in points if p.seconds is None]
+    assert wrong and all("wrong result" in p.note for p in wrong) and any(p.seconds for p in points)
+
+
+def test_the_host_share_stops_growing_once_calls_get_slower(ctx, monkeypatch):
+    from autogemm.tuning import hybrid as tuner
+
+    by_host_share = {0: 5.0, 1: 3.0, 2: 4.0, 3: 6.0, 4: 9.0}
+    monkeypatch.setattr(tuner, "_measure", lambda targets, split, gemm, configs, config, reference, runs:
+                        tuner.HybridPoint(config, split, by_host_share[split.shares[1]]))
+    points = tuner.co_tune([ctx, HOST], DTYPES["s"], 150, 40, 30, ["k1", "k2"], parts=4, runs=1)
+    # per kernel: 5, 3, then 4 (over 1.25 x 3 and climbing) ends its sweep
+    assert [p.seconds for p in points] == [3.0, 3.0, 4.0, 4.0, 5.0, 5.0]
+    assert [p.split.shares for p in points if p.config == "k1"] == [(3, 1), (2, 2), (4, 0)]

@@ -1,6 +1,10 @@
-"""Random operands and the error measure every correctness check in autogemm uses."""
+"""Random operands, the error measure and the float64 references every correctness check in autogemm
+uses."""
 
 from __future__ import annotations
+
+import math
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -43,3 +47,49 @@ def tolerance(dt: Dtype, k: int) -> float:
     """The bound on ``relative_error`` for a correct product with inner dimension ``k``: the dtype's
     bound, widened as sqrt(k) beyond k = 4096 (rounding errors of a sum grow about so)."""
     return dt.tolerance * max(1.0, (k / 4096) ** 0.5)
+
+
+#: Products with more rows than this are checked on a sample of rows.
+FULL_CHECK_ROWS = 512
+SAMPLE_EDGE_ROWS, SAMPLE_RANDOM_ROWS = 64, 128
+
+
+class Reference:
+    """The float64 (complex128) product op(A) op(B) of one problem, whole or on sampled rows, and the check
+    of a result against it (``exact``: it must match to the last bit, as a copy must). A result is
+    first checked to be finite everywhere, so an unwritten (NaN-poisoned) element fails even outside
+    the sample, which holds the first and last ``SAMPLE_EDGE_ROWS`` rows, random ones, and ``rows``
+    (where a result is assembled from parts: the rows on each side of every boundary)."""
+
+    exact = False
+
+    def __init__(self, dt: Dtype, op_a: np.ndarray, op_b: np.ndarray, rng: np.random.Generator,
+                 rows: Iterable[int] = ()) -> None:
+        m = op_a.shape[0]
+        if m <= FULL_CHECK_ROWS:
+            self.rows = None
+        else:
+            edges = np.r_[0:SAMPLE_EDGE_ROWS, m - SAMPLE_EDGE_ROWS:m]
+            inner = rng.choice(np.arange(SAMPLE_EDGE_ROWS, m - SAMPLE_EDGE_ROWS), SAMPLE_RANDOM_ROWS, replace=False)
+            asked = np.array([r for r in rows if 0 <= r < m], dtype=np.int64)
+            self.rows = np.unique(np.r_[edges, inner, asked])
+            op_a = op_a[self.rows]
+        wide = dt.reference_numpy
+        self.product = op_a.astype(wide) @ op_b.astype(wide)
+        self.dt, self.k = dt, op_b.shape[0]
+
+    def check(self, result: np.ndarray, precision: Dtype | None = None) -> tuple[float, bool]:
+        """(relative error, within the bound of ``precision``, by default the case's dtype); inf when any
+        element of the result is not finite."""
+        if not np.all(np.isfinite(result)):
+            return math.inf, False
+        error = relative_error(result if self.rows is None else result[self.rows], self.product)
+        return error, error == 0 if self.exact else error < tolerance(precision or self.dt, self.k)
+
+
+class KnownReference(Reference):
+    """A reference result given whole: ``expected`` (in float64 or complex128) of a sum of ``k`` terms per
+    element, or, with ``exact``, of a copy."""
+
+    def __init__(self, dt: Dtype, expected: np.ndarray, k: int, exact: bool = False) -> None:
+        self.rows, self.product, self.dt, self.k, self.exact = None, expected, dt, k, exact

@@ -29,7 +29,8 @@ from ..runtime.context import DeviceContext
 from ..runtime.timing import event_seconds, median, time_enqueue
 from . import peers
 from .peers import PeerResult
-from .runner import AUTOGEMM, KnownReference, Measurement, Rates, measure
+from ..checking import KnownReference
+from .runner import AUTOGEMM, Measurement, Rates, measure
 
 STRIDED, LOOP, BMM = AUTOGEMM + " strided", AUTOGEMM + " loop", "torch.bmm"
 

@@ -21,7 +21,8 @@ from ..runtime.context import DeviceContext
 from ..runtime.timing import median, time_enqueue
 from . import peers
 from .peers import PeerResult, wall_median
-from .runner import AUTOGEMM, KnownReference, Measurement, measure
+from ..checking import KnownReference
+from .runner import AUTOGEMM, Measurement, measure
 
 CUBLAS_GEMV, TORCH_COPY, NUMPY = "cuBLAS (torch.mv)", "torch .T.contiguous()", "numpy"
 

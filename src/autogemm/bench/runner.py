@@ -21,7 +21,7 @@ import pyopencl as cl
 
 from ..api import gemm
 from ..blas import LaunchPlan, GemmProblem, Op
-from ..checking import apply_op, gemm_flops, random_matrix, relative_error, tolerance
+from ..checking import Reference, apply_op, gemm_flops, random_matrix
 from ..dtypes import DTYPES, Dtype
 from ..errors import ArgumentError
 from ..runtime.context import DeviceContext
@@ -36,9 +36,6 @@ END_TO_END = " e2e"          # suffix of the numpy-in, numpy-out timings
 PEERS = ("cublas", "clblast", "numpy")
 #: cuBLAS in its TF32 mode: the peer of the reduced precision modes, beside its float32 products.
 CUBLAS_TF32 = "cuBLAS TF32"
-#: Problems with more rows than this are checked on a sample of rows.
-FULL_CHECK_ROWS = 512
-SAMPLE_EDGE_ROWS, SAMPLE_RANDOM_ROWS = 64, 128
 
 
 @dataclass
@@ -83,43 +80,6 @@ class CaseResult(Rates):
         return ours / theirs if ours and theirs else None
 
 
-class Reference:
-    """The float64 (complex128) product of one problem, whole or on sampled rows, and the check of a
-    result against it (``exact``: it must match to the last bit, as a copy must)."""
-
-    exact = False
-
-    def __init__(self, dt: Dtype, a: np.ndarray, b: np.ndarray, shape: Shape, rng: np.random.Generator) -> None:
-        wide = dt.reference_numpy
-        op_a = apply_op(a, shape.trans_a)
-        if shape.m <= FULL_CHECK_ROWS:
-            self.rows = None
-        else:
-            edges = np.r_[0:SAMPLE_EDGE_ROWS, shape.m - SAMPLE_EDGE_ROWS:shape.m]
-            inner = rng.choice(np.arange(SAMPLE_EDGE_ROWS, shape.m - SAMPLE_EDGE_ROWS), SAMPLE_RANDOM_ROWS,
-                               replace=False)
-            self.rows = np.unique(np.r_[edges, inner])
-            op_a = op_a[self.rows]
-        self.product = op_a.astype(wide) @ apply_op(b, shape.trans_b).astype(wide)
-        self.dt, self.k = dt, shape.k
-
-    def check(self, result: np.ndarray, precision: Dtype | None = None) -> tuple[float, bool]:
-        """(relative error, within the bound of ``precision``, by default the case's dtype); inf when any
-        element of the result is not finite."""
-        if not np.all(np.isfinite(result)):
-            return math.inf, False
-        error = relative_error(result if self.rows is None else result[self.rows], self.product)
-        return error, error == 0 if self.exact else error < tolerance(precision or self.dt, self.k)
-
-
-class KnownReference(Reference):
-    """A reference result given whole: ``expected`` (in float64 or complex128) of a sum of ``k`` terms per
-    element, or, with ``exact``, of a copy."""
-
-    def __init__(self, dt: Dtype, expected: np.ndarray, k: int, exact: bool = False) -> None:
-        self.rows, self.product, self.dt, self.k, self.exact = None, expected, dt, k, exact
-
-
 class Bench:
     """Runs cases on one device; ``peers`` are names from ``PEERS``."""
 
@@ -146,7 +106,7 @@ class Bench:
     def run(self, dt: Dtype, shape: Shape) -> CaseResult:
         a = random_matrix(self.rng, dt, (shape.m, shape.k) if shape.trans_a == "N" else (shape.k, shape.m))
         b = random_matrix(self.rng, dt, (shape.k, shape.n) if shape.trans_b == "N" else (shape.n, shape.k))
-        reference = Reference(dt, a, b, shape, self.rng)
+        reference = Reference(dt, apply_op(a, shape.trans_a), apply_op(b, shape.trans_b), self.rng)
         flops = gemm_flops(dt, shape.m, shape.n, shape.k)
         case = CaseResult(dt.key, shape, self.peak_tflops(dt), "")
         plan_or_error = self._plan(dt, shape)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..codelets.families import check
+from ..codelets.families import KernelParams, check
 from ..codelets.simt import SimtParams
 from ..profiles import Ranked, profile_for
 from ..runtime.device import Device
@@ -64,3 +64,18 @@ def prefer_stored_layout(ranked: list[Ranked], problem: GemmProblem) -> Ranked:
     if matching is not None and matching.gflops >= LAYOUT_MATCH_SHARE * ranked[0].gflops:
         return matching
     return ranked[0]
+
+
+def candidates(device: Device, problem: GemmProblem, count: int) -> list[KernelParams]:
+    """Up to ``count`` configurations worth trying for ``problem`` on ``device``: ``choose_params``'s
+    first, then the other usable ones the profile ranks for the dtype in the size classes nearest in
+    shape (the hybrid tuner's candidates: the kernel best alone is not always best beside the host)."""
+    first, _ = choose_params(device, problem)
+    found = [first]
+    profile = profile_for(device)
+    if profile is not None:
+        for entry in profile.nearest((problem.dtype.key,), problem.m, problem.n, problem.k):
+            for ranked in entry.ranked:
+                if len(found) < count and ranked.config not in found and check(ranked.config, device, problem.dtype) is None:
+                    found.append(ranked.config)
+    return found[:count]

@@ -1,5 +1,5 @@
 """The ``autogemm`` command line: ``devices``, ``show-kernel``, ``run``, ``tune``, ``profile``, ``bench``,
-``bench-batch`` and ``bench-routines``."""
+``bench-batch``, ``bench-routines`` and ``bench-hybrid``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,6 @@ def main() -> None:
     """Auto-tuned GEMM for any OpenCL device."""
 
 
-from . import commands_bench, commands_bench_batch, commands_bench_routines, commands_devices, commands_gemm, commands_profile, commands_tune  # noqa: E402,F401  (registers them)
+from . import commands_bench, commands_bench_batch, commands_bench_hybrid, commands_bench_routines, commands_devices, commands_gemm, commands_profile, commands_tune  # noqa: E402,F401  (registers them)
 
 __all__ = ["main"]

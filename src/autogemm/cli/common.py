@@ -82,23 +82,24 @@ def gib(n: int) -> str:
 def dimensions(text: str, parts: int = 2) -> list[tuple[int, ...]]:
     """'1024x64,256x256' -> [(1024, 64), (256, 256)] (a batch's count x size, a matrix's rows x columns);
     with ``parts`` 3, 'MxNxK' products."""
-    example = "x".join(("1024", "64", "256")[:parts])
+    example = "x".join(("1024", "64", "256")[:parts])   # parts 1: sizes alone
     found = []
     for part in filter(None, (p.strip() for p in text.split(","))):
         numbers = part.split("x")
         if len(numbers) != parts or not all(x.isascii() and x.isdigit() and int(x) > 0 for x in numbers):
-            raise ArgumentError(f"{part!r} is not {parts} positive numbers joined by x, e.g. {example}")
+            wanted = "a positive number" if parts == 1 else f"{parts} positive numbers joined by x"
+            raise ArgumentError(f"{part!r} is not {wanted}, e.g. {example}")
         found.append(tuple(int(x) for x in numbers))
     return found
 
 
-def bench_inputs(device: str | None, dtypes: str, sizes: str
-                 ) -> tuple[Device, list[Dtype], list[tuple[int, int]], DeviceContext]:
-    """A bench command's device, its comma-separated ``dtypes`` and ``sizes`` (``dimensions``) and the
+def bench_inputs(device: str | None, dtypes: str, sizes: str, parts: int = 2
+                 ) -> tuple[Device, list[Dtype], list[tuple[int, ...]], DeviceContext]:
+    """A bench command's device, its comma-separated ``dtypes`` and ``sizes`` (``dimensions`` of ``parts``) and the
     device's context; a clear error and exit on anything wrong."""
     try:
         dev = select_device(None, device)
         letters = [get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()]
-        return dev, letters, dimensions(sizes), context_for(dev)
+        return dev, letters, dimensions(sizes, parts), context_for(dev)
     except AutogemmError as exc:
         fail(str(exc))

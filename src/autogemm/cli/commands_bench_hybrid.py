@@ -1,0 +1,72 @@
+"""``autogemm bench-hybrid``: RaijinCL's hybrid strategies (CPU only, GPU only, CPU+GPU with a tuned split,
+CPU+GPU co-tuned) from numpy operands to a numpy result, beside the device-resident rate and cuBLAS."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import click
+import numpy as np
+from rich.table import Table
+
+from ..bench.hybrid import CO_TUNED, CPU_ONLY, GPU_ONLY, SIMPLE, run_hybrid
+from ..blas.split import DEFAULT_PARTS
+from . import main
+from .common import bench_inputs, console, fail
+
+
+def _rate(value: float | None) -> str:
+    return f"{value:.3g}" if value else "-"
+
+
+@main.command("bench-hybrid")
+@click.option("-d", "--device", default="gpu", show_default=True,
+              help="The device beside the host: P:D, index, gpu, cpu or part of its name.")
+@click.option("--dtype", "dtypes", default="s,d", show_default=True, help="Comma-separated dtypes.")
+@click.option("--sizes", default="4096,8192", show_default=True, help="Comma-separated n of n x n x n products.")
+@click.option("--parts", type=click.IntRange(1, 256), default=DEFAULT_PARTS, show_default=True,
+              help="P: the parts of C's rows the split deals out.")
+@click.option("--kernels", type=click.IntRange(1, 16), default=3, show_default=True,
+              help="Candidate kernels the co-tuning tries (the profile's, best first).")
+@click.option("--runs", type=click.IntRange(1, 100), default=3, show_default=True, help="Timed runs (median).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random operands.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")
+def bench_hybrid_command(device, dtypes, sizes, parts, kernels, runs, seed, json_path) -> None:
+    """Time n x n x n products from numpy operands to a numpy result on the host's BLAS alone, on the
+    device alone, and shared by rows between them with the device's best kernel and a tuned split and
+    with kernel and split co-tuned (every kernel with every split of P parts, each call checked against
+    float64); beside the same kernel on device-resident operands and cuBLAS end to end (torch). TFLOP/s."""
+    dev, letters, wanted, ctx = bench_inputs(device, dtypes, sizes, parts=1)
+    rng = np.random.default_rng(seed)
+    cases = []
+    with console.status("co-tuning") as status:
+        for dt in letters:
+            for (n,) in wanted:
+                status.update(f"{dt.routine} {n}^3: {kernels} kernels x {parts + 1} splits")
+                cases.append(run_hybrid(ctx, dt, n, parts, kernels, runs, rng))
+    table = Table(title=f"Hybrid GEMM, numpy in and out, TFLOP/s: {dev.name.strip()} and the host "
+                        f"(median of {runs}; P = {parts})")
+    for column in ("dtype", "n", CPU_ONLY, GPU_ONLY, SIMPLE, CO_TUNED, "resident", "cuBLAS e2e",
+                   "co-tuned / resident", "co-tuned / cuBLAS e2e"):
+        table.add_column(column, justify="left" if column == "dtype" else "right")
+    for case in cases:
+        best = case.tflops(CO_TUNED)
+        ratios = [best / peer if best and peer else None for peer in (case.resident_tflops, case.cublas_e2e_tflops)]
+        table.add_row(case.dtype, str(case.n), *(_rate(case.tflops(name)) for name in (CPU_ONLY, GPU_ONLY, SIMPLE, CO_TUNED)),
+                      _rate(case.resident_tflops), _rate(case.cublas_e2e_tflops),
+                      *(f"{r:.2f}x" if r else "-" for r in ratios))
+    console.print(table)
+    for case in cases:
+        for s in case.strategies:
+            console.print(f"{case.dtype} {case.n} {s.name}: {s.split or 'failed'}; {s.config}", highlight=False)
+    if json_path:
+        data = {"device": dev.name.strip(), "runs": runs, "cases": [dataclasses.asdict(c) for c in cases]}
+        try:
+            json_path.write_text(json.dumps(data, indent=1))
+        except OSError as exc:
+            fail(str(exc))
+    if any(s.seconds is None for c in cases for s in c.strategies):
+        sys.exit(1)
