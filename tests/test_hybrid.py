@@ -117,15 +117,18 @@ def test_errors_name_the_argument_and_change_nothing(ctx, monkeypatch):
     with pytest.raises(autogemm.ShapeError):
         autogemm.gemm(a, a, c, devices=[HOST])
     # a share that does not fit its device stops the call before any share runs
+    from autogemm.blas import stream
     targets = [ctx, DeviceContext(ctx.device), HOST]
-    checked = []
+    planned = []
+    real = stream.DeviceStream._layout
 
-    def check_memory(target_ctx, sizes):
-        checked.append(target_ctx)
-        if len(checked) == 2:
+    def layout(self, tile):
+        planned.append(self)
+        if len(planned) == 2:
             raise autogemm.DeviceError("this call needs more than the device has")
+        return real(self, tile)
 
-    monkeypatch.setattr(hybrid, "check_memory", check_memory)
+    monkeypatch.setattr(stream.DeviceStream, "_layout", layout)
     with pytest.raises(autogemm.DeviceError):
         run_split(targets, Split(3, (1, 1, 1)), HostGemm(dt, a, b, c, "N", "N", 1.0, 1.0))
     assert np.array_equal(c, before)
@@ -165,3 +168,50 @@ def test_the_host_share_stops_growing_once_calls_get_slower(ctx, monkeypatch):
     # per kernel: 5, 3, then 4 (over 1.25 x 3 and climbing) ends its sweep
     assert [p.seconds for p in points] == [3.0, 3.0, 4.0, 4.0, 5.0, 5.0]
     assert [p.split.shares for p in points if p.config == "k1"] == [(3, 1), (2, 2), (4, 0)]
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Streams in 128-wide tiles through 4 KiB staging chunks: many tiles, many chunks per block."""
+    from autogemm.blas import stream
+    monkeypatch.setattr(stream, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(stream, "THREADED_BYTES", 1024)      # the threaded copies too
+    return stream
+
+
+@pytest.mark.parametrize("letter, ta, tb, beta", [("s", "N", "N", 0.0), ("d", "T", "N", 0.5), ("z", "N", "C", 1.0),
+                                                  ("h", "T", "T", 0.0)])
+def test_a_streamed_share_in_many_tiles_and_chunks_gives_c(ctx, small_chunks, letter, ta, tb, beta):
+    dt = DTYPES[letter]
+    m, n, k = 300, 270, 90
+    a = random_matrix(RNG, dt, (k, m) if ta != "N" else (m, k))
+    b = random_matrix(RNG, dt, (n, k) if tb != "N" else (k, n))
+    c0 = random_matrix(RNG, dt, (m, n)).astype(dt.output.numpy)
+    gemm = HostGemm(dt, a, b, c0.copy() if beta else np.full((m, n), np.nan, dt.output.numpy), ta, tb, -1.5, beta)
+    share = small_chunks.DeviceStream(ctx, gemm, (20, 290), None, "auto")
+    assert share.layout == small_chunks.Layout(128, True) and len(share.tiles()) == 9
+    share.run()
+    want = _reference(a, b, c0, -1.5, beta, ta, tb, dt)
+    assert relative_error(gemm.c[20:290], want[20:290]) < tolerance(dt, k)
+    if beta == 0:
+        assert np.isnan(gemm.c[:20]).all() and np.isnan(gemm.c[290:]).all()     # other rows untouched
+
+
+def test_a_product_larger_than_the_device_streams_b_or_says_what_it_needs(ctx, small_chunks, monkeypatch):
+    """Where all of B does not fit beside the rest, B's blocks come again for every tile (out of core);
+    where not even 128-wide tiles fit, DeviceError before anything runs."""
+    dt = DTYPES["s"]
+    m, n, k = 300, 270, 90
+    a, b = random_matrix(RNG, dt, (m, k)), random_matrix(RNG, dt, (k, n))
+    gemm = HostGemm(dt, a, b, np.full((m, n), np.nan, np.float32), "N", "N", 1.0, 0.0)
+    whole = small_chunks.DeviceStream(ctx, gemm, (0, m), None, "guard")
+    (resident, _), (streamed, _) = whole._needs(128, True), whole._needs(128, False)
+    assert streamed < resident
+    monkeypatch.setattr(small_chunks, "MEMORY_SHARE", (streamed + 1) / ctx.device.global_mem_bytes)
+    share = small_chunks.DeviceStream(ctx, gemm, (0, m), None, "guard")
+    assert share.layout == small_chunks.Layout(128, False)
+    share.run()
+    assert relative_error(gemm.c, a.astype(np.float64) @ b) < dt.tolerance
+    monkeypatch.setattr(small_chunks, "MEMORY_SHARE", 1000 / ctx.device.global_mem_bytes)
+    with pytest.raises(autogemm.DeviceError, match="even in tiles of 128"):
+        small_chunks.DeviceStream(ctx, gemm, (0, m), None, "guard")

