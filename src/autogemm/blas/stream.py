@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -135,6 +136,7 @@ class DeviceStream:
         self.op_a, self.op_b = Op.from_letter(gemm.trans_a, "trans_a"), Op.from_letter(gemm.trans_b, "trans_b")
         largest = tile_side(self.out_dtype.itemsize)
         self.layout = self._layout(min(tile or largest, largest))
+        self._trace: list | None = None
 
     # ----- planning -------------------------------------------------------------------------------
     def tiles(self, tile: int | None = None) -> list[tuple[int, int, int, int]]:
@@ -195,17 +197,25 @@ class DeviceStream:
         for r0 in range(0, len(block), rows_per_chunk):
             part = block[r0:r0 + rows_per_chunk]
             index, staged = self._staging_in.take(part.shape, part.dtype)
+            started = time.perf_counter()
             parallel_copy(staged, part)
+            if self._trace is not None:
+                self._trace.append(("host copy in", started, time.perf_counter()))
             event = cl.enqueue_copy(queue, buffer, staged, dst_offset=r0 * block.shape[1] * block.itemsize,
                                     is_blocking=False, wait_for=wait_for if event is None else None)
             self._staging_in.pending[index] = event
+            if self._trace is not None:
+                self._trace.append(("copy in", event))
         queue.flush()
         return event
 
     # ----- running ---------------------------------------------------------------------------------
-    def run(self) -> None:
+    def run(self, trace: list | None = None) -> None:
         """Compute the share's tiles; blocks until all of C's rows are written (also on an error, every
-        enqueued command is waited for before the buffers are freed)."""
+        enqueued command is waited for before the buffers are freed). ``trace`` collects what happened,
+        for timelines: (what, event) for device commands, (what, start, end) in ``time.perf_counter``
+        seconds for the host's copies."""
+        self._trace = trace
         if not (self.m and self.n):
             return
         mf, tile = cl.mem_flags, self.layout.tile
@@ -248,6 +258,8 @@ class DeviceStream:
                 events = self._plan(r1 - r0, c1 - c0).enqueue(a_slots[a_index], b_slots[b_index], c_slots[c_index],
                                                                alpha=gemm.alpha, beta=gemm.beta, wait_for=waits)
                 self.ctx.queue.flush()
+                if self._trace is not None:
+                    self._trace.extend(("kernel", event) for event in events)
                 for slot in (a_slots[a_index], b_slots[b_index]):
                     readers[id(slot)] = events[-1]
                 index, staged = staging_out.take((r1 - r0, c1 - c0), self.out_dtype)
@@ -273,4 +285,7 @@ class DeviceStream:
         """Copy a downloaded tile from its staging buffer into C."""
         event, staged, r0, r1, c0, c1 = download
         event.wait()
+        started = time.perf_counter()
         parallel_copy(self.gemm.c[self.start + r0:self.start + r1, c0:c1], staged)
+        if self._trace is not None:
+            self._trace.extend([("copy out", event), ("host copy out", started, time.perf_counter())])
