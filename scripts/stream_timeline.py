@@ -40,7 +40,7 @@ for run in range(3):
     kernels = [e for w, e in device if w == "kernel"]
     first = min(e.profile.start for e in kernels)
     last = max(e.profile.end for e in kernels)
-    print(f"run {run}: {n}^3 {letter}, tile {stream.layout.tile}, B resident {stream.layout.b_resident}: wall "
+    print(f"run {run}: {n}^3 {letter}, {stream.layout}: wall "
           f"{wall * 1e3:.1f} ms, kernels from first start to last end {(last - first) * 1e-6:.1f} ms; "
           + ", ".join(f"{w} {s * 1e3:.1f} ms" for w, s in sorted(busy.items())))
 print(f"check: max error on row 0 {np.abs(c[0] - a[0].astype(np.float64) @ b).max():.2e}")

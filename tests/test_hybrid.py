@@ -189,7 +189,7 @@ def test_a_streamed_share_in_many_tiles_and_chunks_gives_c(ctx, small_chunks, le
     c0 = random_matrix(RNG, dt, (m, n)).astype(dt.output.numpy)
     gemm = HostGemm(dt, a, b, c0.copy() if beta else np.full((m, n), np.nan, dt.output.numpy), ta, tb, -1.5, beta)
     share = small_chunks.DeviceStream(ctx, gemm, (20, 290), None, "auto")
-    assert share.layout == small_chunks.Layout(128, True) and len(share.tiles()) == 9
+    assert share.layout == small_chunks.Layout(128, True, True) and len(share.tiles()) == 9
     share.run()
     want = _reference(a, b, c0, -1.5, beta, ta, tb, dt)
     assert relative_error(gemm.c[20:290], want[20:290]) < tolerance(dt, k)
@@ -198,20 +198,33 @@ def test_a_streamed_share_in_many_tiles_and_chunks_gives_c(ctx, small_chunks, le
 
 
 def test_a_product_larger_than_the_device_streams_b_or_says_what_it_needs(ctx, small_chunks, monkeypatch):
-    """Where all of B does not fit beside the rest, B's blocks come again for every tile (out of core);
-    where not even 128-wide tiles fit, DeviceError before anything runs."""
+    """Where A and B do not both fit beside the rest, A's blocks pass through two slots, and where B does
+    not fit either, B's blocks come again for every tile (out of core); where not even 128-wide tiles
+    fit, DeviceError before anything runs."""
     dt = DTYPES["s"]
     m, n, k = 300, 270, 90
     a, b = random_matrix(RNG, dt, (m, k)), random_matrix(RNG, dt, (k, n))
     gemm = HostGemm(dt, a, b, np.full((m, n), np.nan, np.float32), "N", "N", 1.0, 0.0)
     whole = small_chunks.DeviceStream(ctx, gemm, (0, m), None, "guard")
-    (resident, _), (streamed, _) = whole._needs(128, True), whole._needs(128, False)
-    assert streamed < resident
-    monkeypatch.setattr(small_chunks, "MEMORY_SHARE", (streamed + 1) / ctx.device.global_mem_bytes)
-    share = small_chunks.DeviceStream(ctx, gemm, (0, m), None, "guard")
-    assert share.layout == small_chunks.Layout(128, False)
-    share.run()
-    assert relative_error(gemm.c, a.astype(np.float64) @ b) < dt.tolerance
+    Layout = small_chunks.Layout
+    streamed, b_resident = (whole._needs(Layout(128, False, False))[0], whole._needs(Layout(128, False, True))[0])
+    assert streamed < b_resident < whole._needs(Layout(128, True, True))[0]
+    for budget, layout in ((streamed, Layout(128, False, False)), (b_resident, Layout(128, False, True))):
+        monkeypatch.setattr(small_chunks, "MEMORY_SHARE", (budget + 1) / ctx.device.global_mem_bytes)
+        share = small_chunks.DeviceStream(ctx, gemm, (0, m), None, "guard")
+        assert share.layout == layout
+        gemm.c.fill(np.nan)
+        share.run()
+        assert relative_error(gemm.c, a.astype(np.float64) @ b) < dt.tolerance
     monkeypatch.setattr(small_chunks, "MEMORY_SHARE", 1000 / ctx.device.global_mem_bytes)
     with pytest.raises(autogemm.DeviceError, match="even in tiles of 128"):
         small_chunks.DeviceStream(ctx, gemm, (0, m), None, "guard")
+
+
+def test_tiles_are_taken_in_growing_squares_where_both_operands_stay():
+    from autogemm.blas.stream import tile_order
+    assert tile_order(2, 3, False) == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+    assert tile_order(3, 3, True) == [(0, 0), (1, 0), (1, 1), (0, 1), (2, 0), (2, 1), (2, 2), (0, 2), (1, 2)]
+    for rows, cols in ((1, 5), (5, 1), (4, 7), (7, 4), (6, 6)):
+        order = tile_order(rows, cols, True)
+        assert sorted(order) == [(i, j) for i in range(rows) for j in range(cols)]

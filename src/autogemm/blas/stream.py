@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import math
 import os
+import queue
 import threading
 import time
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -44,6 +44,8 @@ COPY_THREADS = min(8, os.cpu_count() or 1)
 THREADED_BYTES = 4 * 2**20
 #: The share of the device's memory a streamed product may plan to use.
 MEMORY_SHARE = 0.9
+#: Device slots (and staging buffers) for tiles of C: one computed while others go back to the host.
+C_SLOTS = 3
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -72,8 +74,10 @@ def tile_side(dt_itemsize: int) -> int:
 
 
 class Staging:
-    """Page-locked host buffers (allocated with ALLOC_HOST_PTR and mapped once) in a ring, each with the
-    event of the last copy that used it."""
+    """Page-locked host buffers (allocated with ALLOC_HOST_PTR and mapped once) in a ring. A buffer is
+    handed out again once the copy that last used it is done (its event in ``pending``) and its user
+    has given it back (``done``: at once for copies to the device, after the host has read it for
+    copies from the device)."""
 
     def __init__(self, ctx: DeviceContext, count: int, nbytes: int) -> None:
         mf = cl.mem_flags
@@ -81,17 +85,26 @@ class Staging:
         flags = cl.map_flags.READ | cl.map_flags.WRITE
         self.arrays = [cl.enqueue_map_buffer(ctx.queue, buf, flags, 0, (nbytes,), np.uint8)[0] for buf in self.buffers]
         self.pending: list[cl.Event | None] = [None] * count
+        self.free = [threading.Event() for _ in range(count)]
+        for flag in self.free:
+            flag.set()
         self.nbytes = nbytes
         self._next = 0
 
     def take(self, shape: tuple[int, int], dtype: np.dtype) -> tuple[int, np.ndarray]:
-        """The next buffer (once its last copy is done) as a C-contiguous array of ``shape`` and ``dtype``."""
+        """The next buffer, once free, as a C-contiguous array of ``shape`` and ``dtype``."""
         index, self._next = self._next, (self._next + 1) % len(self.buffers)
+        self.free[index].wait()
+        self.free[index].clear()
         if self.pending[index] is not None:
             self.pending[index].wait()
             self.pending[index] = None
         size = shape[0] * shape[1] * dtype.itemsize
         return index, self.arrays[index][:size].view(dtype).reshape(shape)
+
+    def done(self, index: int) -> None:
+        """Give buffer ``index`` back (its copy's event, if any, is in ``pending``)."""
+        self.free[index].set()
 
     def wait(self) -> None:
         """Wait for every copy that used a buffer of the ring."""
@@ -111,16 +124,34 @@ def staging_rings(ctx: DeviceContext, in_bytes: int, out_bytes: int) -> tuple[th
             lock = found[0] if found else threading.Lock()
             with lock:                         # not while a stream still uses the old ones
                 _rings[id(ctx)] = (lock, Staging(ctx, STAGING_IN, max(in_bytes, CHUNK_BYTES)),
-                                   Staging(ctx, 2, max(out_bytes, CHUNK_BYTES)))
+                                   Staging(ctx, C_SLOTS, max(out_bytes, CHUNK_BYTES)))
         return _rings[id(ctx)]
 
 
 @dataclass(frozen=True)
 class Layout:
-    """How a streamed product uses the device: the tile side and whether all of op(B) stays resident."""
+    """How a streamed product uses the device: the tile side, and which operands stay resident (all of
+    their blocks on the device; else two slots that blocks pass through)."""
 
     tile: int
+    a_resident: bool
     b_resident: bool
+
+
+def tile_order(rows: int, cols: int, growing: bool) -> list[tuple[int, int]]:
+    """(row, column) of every tile of a rows x cols grid in the order they are computed: row by row, or
+    ``growing`` squares (row s up to column s, then column s down to row s - 1), so that where both
+    operands stay resident each new block of A or B brings more tiles to compute as the product goes on,
+    and the copies spread over the whole product instead of gathering in its first row."""
+    if not growing:
+        return [(i, j) for i in range(rows) for j in range(cols)]
+    order = []
+    for s in range(max(rows, cols)):
+        if s < rows:
+            order += [(s, j) for j in range(min(s, cols - 1) + 1)]
+        if s < cols:
+            order += [(i, s) for i in range(min(s, rows))]
+    return order
 
 
 class DeviceStream:
@@ -139,36 +170,43 @@ class DeviceStream:
         self._trace: list | None = None
 
     # ----- planning -------------------------------------------------------------------------------
-    def tiles(self, tile: int | None = None) -> list[tuple[int, int, int, int]]:
-        """(row0, row1, col0, col1) of each tile of this share's C (rows relative to the share), row by row."""
-        tile = tile or self.layout.tile
-        return [(i, min(i + tile, self.m), j, min(j + tile, self.n))
-                for i in range(0, self.m, tile) for j in range(0, self.n, tile)]
+    def tiles(self, layout: Layout | None = None) -> list[tuple[int, int, int, int]]:
+        """(row0, row1, col0, col1) of each tile of this share's C (rows relative to the share), in the
+        order they are computed (``tile_order``: growing squares where A and B both stay resident)."""
+        layout = layout or self.layout
+        tile = layout.tile
+        grid = tile_order(math.ceil(self.m / tile), math.ceil(self.n / tile), layout.a_resident and layout.b_resident)
+        return [(i * tile, min((i + 1) * tile, self.m), j * tile, min((j + 1) * tile, self.n)) for i, j in grid]
 
     def _plan(self, rows: int, cols: int) -> LaunchPlan:
         problem = GemmProblem.dense(self.gemm.dt, rows, cols, self.k, self.op_a, self.op_b)
         return cached_plan(self.ctx, problem, self.config, self.edge)
 
-    def _needs(self, tile: int, b_resident: bool) -> tuple[int, int]:
-        """(bytes in all, largest buffer) of the device memory a layout takes: two slots of A's rows, B
-        (all of it, or two slots), two slots of C and the plans' temporaries."""
-        a_block = tile * self.k * self.dtype.itemsize
+    def _needs(self, layout: Layout) -> tuple[int, int]:
+        """(bytes in all, largest buffer) of the device memory a layout takes: A's and B's blocks (all,
+        or two slots each), two slots of C and the plans' temporaries."""
+        tile = layout.tile
+        a_block = min(tile, self.m) * self.k * self.dtype.itemsize
         b_block = self.k * min(tile, self.n) * self.dtype.itemsize
-        b_blocks = math.ceil(self.n / tile) if b_resident else 2
+        a_blocks = math.ceil(self.m / tile) if layout.a_resident else 2
+        b_blocks = math.ceil(self.n / tile) if layout.b_resident else 2
         c_block = min(tile, self.m) * min(tile, self.n) * self.out_dtype.itemsize
-        shapes = {(r1 - r0, c1 - c0) for r0, r1, c0, c1 in self.tiles(tile)}
+        shapes = {(r1 - r0, c1 - c0) for r0, r1, c0, c1 in self.tiles(layout)}
         temporaries = sum(sum(self._plan(*shape).temporary_bytes().values()) for shape in shapes)
-        return 2 * a_block + b_blocks * b_block + 2 * c_block + temporaries, max(a_block, b_block, c_block)
+        return (a_blocks * a_block + b_blocks * b_block + C_SLOTS * c_block + temporaries,
+                max(a_block, b_block, c_block))
 
     def _layout(self, tile: int) -> Layout:
-        """The largest tile (halving from ``tile``), B resident where it fits, within ``MEMORY_SHARE`` of
-        the device's memory; ``DeviceError`` when not even a 128-wide tile fits."""
+        """The largest tile (halving from ``tile``), with as much resident as fits (both operands, then B
+        alone, then neither) within ``MEMORY_SHARE`` of the device's memory; ``DeviceError`` when not even
+        a 128-wide tile fits."""
         dev = self.ctx.device
         while True:
-            for resident in (True, False):
-                total, largest = self._needs(tile, resident)
+            for a_resident, b_resident in ((True, True), (False, True), (False, False)):
+                layout = Layout(tile, a_resident, b_resident)
+                total, largest = self._needs(layout)
                 if total <= MEMORY_SHARE * dev.global_mem_bytes and largest <= dev.max_mem_alloc_bytes:
-                    return Layout(tile, resident)
+                    return layout
             if tile <= 128:
                 mib = 2**20
                 raise DeviceError(f"a streamed product of k = {self.k} needs {total / mib:.1f} MiB on "
@@ -204,6 +242,7 @@ class DeviceStream:
             event = cl.enqueue_copy(queue, buffer, staged, dst_offset=r0 * block.shape[1] * block.itemsize,
                                     is_blocking=False, wait_for=wait_for if event is None else None)
             self._staging_in.pending[index] = event
+            self._staging_in.done(index)
             if self._trace is not None:
                 self._trace.append(("copy in", event))
         queue.flush()
@@ -212,74 +251,103 @@ class DeviceStream:
     # ----- running ---------------------------------------------------------------------------------
     def run(self, trace: list | None = None) -> None:
         """Compute the share's tiles; blocks until all of C's rows are written (also on an error, every
-        enqueued command is waited for before the buffers are freed). ``trace`` collects what happened,
-        for timelines: (what, event) for device commands, (what, start, end) in ``time.perf_counter``
-        seconds for the host's copies."""
+        enqueued command is waited for before the buffers are freed). The calling thread copies blocks
+        in and enqueues; a thread of the stream's own copies the tiles of C out as they come back.
+        ``trace`` collects what happened, for timelines: (what, event) for device commands, (what,
+        start, end) in ``time.perf_counter`` seconds for the host's copies."""
         self._trace = trace
         if not (self.m and self.n):
             return
-        mf, tile = cl.mem_flags, self.layout.tile
-        itemsize, out_size = self.dtype.itemsize, self.out_dtype.itemsize
-        alloc: list[cl.Buffer] = []
-
-        def buffer(nbytes: int) -> cl.Buffer:
-            alloc.append(cl.Buffer(self.ctx.context, mf.READ_WRITE, max(nbytes, 1)))
-            return alloc[-1]
-
+        layout, mf = self.layout, cl.mem_flags
+        tile, itemsize, out_size = layout.tile, self.dtype.itemsize, self.out_dtype.itemsize
         widest_row = max(self.k, tile) * itemsize          # a chunk holds at least one row of a block
         lock, self._staging_in, staging_out = staging_rings(self.ctx, widest_row, tile * tile * out_size)
+        allocated: list[cl.Buffer] = []
+
+        def buffers(count: int, nbytes: int) -> list[cl.Buffer]:
+            allocated.extend(cl.Buffer(self.ctx.context, mf.READ_WRITE, max(nbytes, 1)) for _ in range(count))
+            return allocated[-count:]
+
+        retiring: queue.SimpleQueue = queue.SimpleQueue()
+        errors: list[BaseException] = []
+        retirer = threading.Thread(target=self._retirer, args=(retiring, staging_out, errors), name="autogemm-retire")
+        readers: dict[tuple[str, int], cl.Event] = {}       # a slot of A or B -> the last kernel reading it
+        c_free: list[list[cl.Event]] = [[] for _ in range(C_SLOTS)]
         lock.acquire()
-        readers: dict[int, cl.Event] = {}          # id of a slot -> the last kernel that reads it
-        c_free: list[list[cl.Event]] = [[], []]
         try:
-            a_slots = [buffer(tile * self.k * itemsize) for _ in range(2)]
-            b_count = math.ceil(self.n / tile) if self.layout.b_resident else 2
-            b_slots = [buffer(self.k * min(tile, self.n) * itemsize) for _ in range(b_count)]
-            c_slots = [buffer(min(tile, self.m) * min(tile, self.n) * out_size) for _ in range(2)]
-            a_loaded: list[tuple[int, cl.Event] | None] = [None, None]    # (row0, copy event) per A slot
-            b_loaded: dict[int, tuple[int, cl.Event]] = {}                # B slot -> (col0, copy event)
-            downloads: deque = deque()
+            slots = {"A": buffers(math.ceil(self.m / tile) if layout.a_resident else 2,
+                                  min(tile, self.m) * self.k * itemsize),
+                     "B": buffers(math.ceil(self.n / tile) if layout.b_resident else 2,
+                                  self.k * min(tile, self.n) * itemsize)}
+            c_slots = buffers(C_SLOTS, min(tile, self.m) * min(tile, self.n) * out_size)
+            holding: dict[tuple[str, int], tuple[int, cl.Event]] = {}   # slot -> (block in it, its copy)
+            turn = {"A": 0, "B": 0}                  # the slot a block of a non-resident operand goes to next
+            readers_key: dict[str, tuple[str, int]] = {}     # operand -> the slot the current tile reads
+            retirer.start()
+
+            def block(name: str, index: int, start: int, stop: int) -> tuple[cl.Buffer, cl.Event]:
+                """Operand ``name``'s block ``index`` on the device: copied into its slot unless there."""
+                resident = layout.a_resident if name == "A" else layout.b_resident
+                slot = index if resident else next((s for s in range(2) if holding.get((name, s), (None,))[0] == index),
+                                                   None)
+                if slot is None:
+                    slot, turn[name] = turn[name], 1 - turn[name]
+                if holding.get((name, slot), (None,))[0] != index:
+                    host = self._a_rows(start, stop) if name == "A" else self._b_columns(start, stop)
+                    after = [readers[(name, slot)]] if (name, slot) in readers else []
+                    holding[(name, slot)] = (index, self._upload(host, slots[name][slot], after))
+                readers_key[name] = (name, slot)
+                return slots[name][slot], holding[(name, slot)][1]
+
             gemm, out_queue = self.gemm, self.ctx.transfer_queue("out")
             for t, (r0, r1, c0, c1) in enumerate(self.tiles()):
-                a_index = (r0 // tile) % 2
-                if a_loaded[a_index] is None or a_loaded[a_index][0] != r0:
-                    slot = a_slots[a_index]
-                    a_loaded[a_index] = (r0, self._upload(self._a_rows(r0, r1), slot,
-                                                          [readers[id(slot)]] if id(slot) in readers else []))
-                b_index = c0 // tile if self.layout.b_resident else t % 2
-                if b_loaded.get(b_index, (None,))[0] != c0:
-                    slot = b_slots[b_index]
-                    b_loaded[b_index] = (c0, self._upload(self._b_columns(c0, c1), slot,
-                                                          [readers[id(slot)]] if id(slot) in readers else []))
-                c_index = t % 2
-                waits = [a_loaded[a_index][1], b_loaded[b_index][1], *c_free[c_index]]
+                if errors:
+                    break
+                a_buffer, a_copied = block("A", r0 // tile, r0, r1)
+                b_buffer, b_copied = block("B", c0 // tile, c0, c1)
+                c_index = t % C_SLOTS
+                waits = [a_copied, b_copied, *c_free[c_index]]
                 if gemm.beta != 0:
                     waits.append(self._upload(gemm.c[self.start + r0:self.start + r1, c0:c1], c_slots[c_index], waits))
-                events = self._plan(r1 - r0, c1 - c0).enqueue(a_slots[a_index], b_slots[b_index], c_slots[c_index],
-                                                               alpha=gemm.alpha, beta=gemm.beta, wait_for=waits)
+                events = self._plan(r1 - r0, c1 - c0).enqueue(a_buffer, b_buffer, c_slots[c_index], alpha=gemm.alpha,
+                                                               beta=gemm.beta, wait_for=waits)
                 self.ctx.queue.flush()
                 if self._trace is not None:
                     self._trace.extend(("kernel", event) for event in events)
-                for slot in (a_slots[a_index], b_slots[b_index]):
-                    readers[id(slot)] = events[-1]
+                for key in readers_key.values():
+                    readers[key] = events[-1]
                 index, staged = staging_out.take((r1 - r0, c1 - c0), self.out_dtype)
                 download = cl.enqueue_copy(out_queue, staged, c_slots[c_index], is_blocking=False, wait_for=events[-1:])
                 out_queue.flush()
                 staging_out.pending[index] = download
                 c_free[c_index] = [download]
-                downloads.append((download, staged, r0, r1, c0, c1))
-                if len(downloads) > 1:
-                    self._retire(downloads.popleft())
-            while downloads:
-                self._retire(downloads.popleft())
+                retiring.put((download, index, staged, r0, r1, c0, c1))
         finally:
+            retiring.put(None)
+            if retirer.is_alive():
+                retirer.join()
             for event in [*readers.values(), *(e for events in c_free for e in events)]:
                 event.wait()
             staging_out.wait()
             self._staging_in.wait()
             lock.release()
-            for buf in alloc:
+            for buf in allocated:
                 buf.release()
+        if errors:
+            raise errors[0]
+
+    def _retirer(self, retiring: queue.SimpleQueue, staging: Staging, errors: list[BaseException]) -> None:
+        """The stream's second thread: copy each downloaded tile into C as it comes back, give its staging
+        buffer back; after an error only give the buffers back."""
+        while (item := retiring.get()) is not None:
+            download, index, staged, r0, r1, c0, c1 = item
+            try:
+                if not errors:
+                    self._retire((download, staged, r0, r1, c0, c1))
+            except BaseException as exc:  # noqa: BLE001 - raised by ``run``
+                errors.append(exc)
+            finally:
+                staging.done(index)
 
     def _retire(self, download: tuple) -> None:
         """Copy a downloaded tile from its staging buffer into C."""
