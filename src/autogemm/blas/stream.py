@@ -36,8 +36,9 @@ from .problem import GemmProblem, Op
 CHUNK_BYTES = 64 * 2**20
 #: Staging buffers for copies to the device (a chunk is copied into one while the last is in flight).
 STAGING_IN = 3
-#: The largest tile side; a tile of C is also kept within one chunk, and its sides are multiples of 128.
-MAX_TILE = 4096
+#: Tiles per side of C that a streamed product aims at, within the smallest and largest tile sides (a
+#: tile of C is also kept within one chunk, and its sides are multiples of 128).
+TILES_PER_SIDE, MIN_TILE, MAX_TILE = 8, 1024, 4096
 #: Host threads copying between numpy arrays and staging buffers (numpy's copies release the GIL).
 COPY_THREADS = min(8, os.cpu_count() or 1)
 #: Chunks smaller than this are copied by the calling thread alone.
@@ -68,9 +69,13 @@ def parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
         future.result()
 
 
-def tile_side(dt_itemsize: int) -> int:
-    """The largest tile side (a multiple of 128, at most ``MAX_TILE``) whose tile of C fits one chunk."""
-    return max(128, min(MAX_TILE, int(math.sqrt(CHUNK_BYTES / dt_itemsize)) // 128 * 128))
+def tile_side(dt_itemsize: int, m: int, n: int) -> int:
+    """The tile side for an m x n C: about 1/``TILES_PER_SIDE`` of its larger side (the first tile's blocks
+    are copied before anything computes, so a smaller tile starts sooner), at least ``MIN_TILE``, at most
+    ``MAX_TILE`` and what keeps a tile of C within one chunk; a multiple of 128."""
+    fits_chunk = int(math.sqrt(CHUNK_BYTES / dt_itemsize)) // 128 * 128
+    wanted = max(MIN_TILE, max(m, n) // TILES_PER_SIDE // 128 * 128)
+    return max(128, min(MAX_TILE, fits_chunk, wanted))
 
 
 class Staging:
@@ -165,7 +170,7 @@ class DeviceStream:
         self.m, self.n, self.k = self.stop - self.start, gemm.shape[1], gemm.shape[2]
         self.dtype, self.out_dtype = np.dtype(gemm.dt.numpy), np.dtype(gemm.dt.output.numpy)
         self.op_a, self.op_b = Op.from_letter(gemm.trans_a, "trans_a"), Op.from_letter(gemm.trans_b, "trans_b")
-        largest = tile_side(self.out_dtype.itemsize)
+        largest = tile_side(self.out_dtype.itemsize, self.m, self.n)
         self.layout = self._layout(min(tile or largest, largest))
         self._trace: list | None = None
 
