@@ -38,7 +38,7 @@ CHUNK_BYTES = 64 * 2**20
 STAGING_IN = 3
 #: Tiles per side of C that a streamed product aims at, within the smallest and largest tile sides (a
 #: tile of C is also kept within one chunk, and its sides are multiples of 128).
-TILES_PER_SIDE, MIN_TILE, MAX_TILE = 8, 1024, 4096
+TILES_PER_SIDE, MIN_TILE, MAX_TILE = 8, 2048, 4096
 #: Host threads copying between numpy arrays and staging buffers (numpy's copies release the GIL).
 COPY_THREADS = min(8, os.cpu_count() or 1)
 #: Chunks smaller than this are copied by the calling thread alone.
