@@ -228,3 +228,24 @@ def test_tiles_are_taken_in_growing_squares_where_both_operands_stay():
     for rows, cols in ((1, 5), (5, 1), (4, 7), (7, 4), (6, 6)):
         order = tile_order(rows, cols, True)
         assert sorted(order) == [(i, j) for i in range(rows) for j in range(cols)]
+
+
+def test_large_host_calls_stream_through_the_device(ctx, monkeypatch):
+    """gemm on numpy arrays of at least STREAM_BYTES goes through the device's stream (any layout of c,
+    alpha and beta as ever); smaller ones and device arrays do not."""
+    import importlib
+
+    from autogemm.blas import stream
+    gemm_module = importlib.import_module("autogemm.api.gemm")
+    streamed = []
+    real = stream.DeviceStream.run
+    monkeypatch.setattr(stream.DeviceStream, "run", lambda self, trace=None: streamed.append(self) or real(self, trace))
+    dt = DTYPES["c"]
+    a, b = random_matrix(RNG, dt, (70, 50)), random_matrix(RNG, dt, (90, 50))
+    c = np.asfortranarray(random_matrix(RNG, dt, (70, 90)))
+    want = 2j * (a.astype(np.complex128) @ b.T.conj()) - c
+    autogemm.gemm(a, b, c.copy(), alpha=2j, beta=-1, trans_b="C", device=ctx.device)
+    assert not streamed
+    monkeypatch.setattr(gemm_module, "STREAM_BYTES", a.nbytes)
+    got = autogemm.gemm(a, b, c, alpha=2j, beta=-1, trans_b="C", device=ctx.device)
+    assert len(streamed) == 1 and got is c and relative_error(c, want) < dt.tolerance
