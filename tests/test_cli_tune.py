@@ -132,3 +132,17 @@ def test_tuning_16_bit_dtypes_needs_their_instructions(invoke, device):
     out = invoke("tune", "--quick", "--dtype", "b", "--budget", "2")
     assert out.exit_code != 0 and "needs matrix instructions for bf16 operands" in out.output
     assert "sgemm kernels compute it exactly" in out.output
+
+
+def test_tune_hybrid_adds_a_hybrid_entry_and_keeps_the_rest(invoke, device):
+    """The co-tuned split and kernel join the tuned profile; its GEMM entries stay."""
+    before = read(path_for(device.fingerprint))
+    out = invoke("tune", "--hybrid", "--dtype", "s", "--hybrid-size", "128", "--parts", "2", "--kernels", "2")
+    assert out.exit_code == 0, out.output
+    profile = read(path_for(device.fingerprint))
+    entry = profile.hybrid_entry("s", 128, 128, 128)
+    assert entry.shape == (128, 128, 128) and entry.parts == 2 and 0 <= entry.host_parts <= 2
+    assert 1 <= entry.evaluations <= 2 * 3 and entry.gflops > 0
+    assert profile.dtypes == before.dtypes and "hybrid entries saved" in out.output
+    bad = invoke("tune", "--hybrid", "--parts", "0")
+    assert bad.exit_code != 0

@@ -5,6 +5,7 @@ picking its kernel from the profile by dtype and shape."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import multiprocessing
 import warnings
@@ -19,7 +20,8 @@ from autogemm.blas.selection import choose_params
 from autogemm.codelets.gemv import GemvParams
 from autogemm.codelets.simt import SimtParams
 from autogemm.errors import ProfileError
-from autogemm.profiles import Profile, ProfileWarning, Ranked, SizeClassEntry, path_for, profile_for, read, save
+from autogemm.profiles import (HybridEntry, Profile, ProfileWarning, Ranked, SizeClassEntry, path_for, profile_for, read,
+                               save)
 from autogemm.profiles import store
 
 LARGE = SimtParams("NN", "consecutive", 8, 4, 2, 4, 4, 2, False, False, mac="mul_add")
@@ -35,8 +37,11 @@ def make_profile(device, entries: dict[str, list[SizeClassEntry]] | None = None)
     gemv = {"d": (SizeClassEntry("n-square", (1024, 1024, 1), (Ranked(GEMV_N, 3.5),), "model", 20, 4.0),
                   SizeClassEntry("t-square", (1024, 1024, 1), (Ranked(GEMV_T, 2.5),), "model", 20, 4.0),
                   SizeClassEntry("t-long", (8192, 128, 1), (Ranked(GEMV_T_LONG, 2.0),), "model", 20, 4.0))}
+    hybrid = {"s": (HybridEntry((512, 512, 512), 8, 3, LARGE, 12.0, 9, 1.5),
+                    HybridEntry((4096, 4096, 4096), 8, 0, SMALL, 30.0, 9, 4.5))}
     return Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
-                   "2026-11-22T10:00:00+00:00", "90s", {"s4": "fma"}, {k: tuple(v) for k, v in entries.items()}, gemv)
+                   "2026-11-22T10:00:00+00:00", "90s", {"s4": "fma"}, {k: tuple(v) for k, v in entries.items()}, gemv,
+                   hybrid)
 
 
 @pytest.fixture
@@ -107,6 +112,12 @@ FORGERIES = [
     (("gemv", "d", 1, "class"), "large", "must be a layout and a shape"),
     (("gemv", "d", 1, "class"), "n-long", "hold configurations of that layout"),
     (CONFIG, GEMV_N.to_dict(), "unknown kernel family 'gemv'"),
+    (("hybrid", "s", 0, "host_parts"), 9, "host_parts must be an integer in 0..8"),
+    (("hybrid", "s", 0, "parts"), 0, "parts must be an integer in 1..256"),
+    (("hybrid", "s", 0, "config", "build_options"), ["-D x=1"], "build option"),
+    (("hybrid", "s", 0, "shell"), "rm -rf /", "unexpected shell"),
+    (("hybrid", "s", 1, "shape"), [512, 512, 512], "shapes repeat"),
+    (("hybrid", "q"), [], "unknown dtype"),
 ]
 
 
@@ -244,3 +255,24 @@ def test_saving_merges_with_what_is_there(cache, device):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert profile_for(device) == merged
+
+
+def test_devices_with_the_host_take_the_co_tuned_split_and_kernel(cache, ctx, device, monkeypatch):
+    """gemm(devices=[device, 'host']) shares C as the profile's hybrid entry nearest in shape says, with
+    its kernel on the device; without the host among the targets, or given a split, the entry is not used."""
+    from autogemm.blas.split import Split
+    hybrid_api = importlib.import_module("autogemm.api.hybrid")
+    save(make_profile(device))
+    calls = []
+    real = hybrid_api.run_split
+    monkeypatch.setattr(hybrid_api, "run_split", lambda targets, split, gemm, configs, edge: (
+        calls.append((split, configs)), real(targets, split, gemm, configs, edge)))
+    rng = np.random.default_rng(2)
+    a, b = rng.uniform(-1, 1, (600, 300)).astype(np.float32), rng.uniform(-1, 1, (300, 500)).astype(np.float32)
+    for devices in ([device, "host"], ["host", device], [device]):
+        np.testing.assert_allclose(autogemm.gemm(a, b, devices=devices), a @ b, rtol=1e-4, atol=1e-4)
+    assert calls[0] == (Split(8, (5, 3)), [LARGE, None])       # the 512^3 entry: 3 of 8 parts to the host
+    assert calls[1] == (Split(8, (3, 5)), [None, LARGE])
+    assert calls[2] == (Split(8, (8,)), [None])
+    autogemm.gemm(a, b, devices=[device, "host"], split=Split(4, (4, 0)))
+    assert calls[3] == (Split(4, (4, 0)), [None, None])

@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..blas.hybrid import HOST, HostGemm, Target, run_split
-from ..blas.split import Split
+from ..blas.split import DEFAULT_PARTS, Split
 from ..codelets.families import KernelParams
+from ..dtypes import Dtype
 from ..errors import ArgumentError
+from ..profiles import profile_for
 from ..runtime import context_for, find_device, list_devices
 from .checks import checked_call
 from .operands import Matrix, on_device, scalar
@@ -32,24 +34,39 @@ def targets_for(devices: Devices) -> list[Target]:
     return targets
 
 
-def default_split(targets: list[Target]) -> Split:
-    """The split a call uses unless given one: the parts evenly over the devices, none to the host unless
-    it is the only target (the host's BLAS is far slower than a GPU; ``split`` gives it a share)."""
+def default_plan(targets: list[Target], dt: Dtype, shape: tuple[int, int, int]
+                 ) -> tuple[Split, list[KernelParams | None]]:
+    """The split and per-target kernels a call uses unless given a split: with the host among the
+    targets, the host's share and the kernel co-tuned by ``autogemm tune --hybrid`` (the first device's
+    profile entry nearest in shape; its kernel on the devices that profile is for), the devices sharing
+    the rest evenly; without such an entry the host computes nothing unless it is the only target (its
+    BLAS is far slower than a GPU). None: the device's profile kernel."""
     devices = [i for i, t in enumerate(targets) if t != HOST]
+    configs: list[KernelParams | None] = [None] * len(targets)
     if not devices:
-        return Split.only(0, len(targets))
-    even = Split.even(len(devices))
+        return Split.only(0, len(targets)), configs
+    entry = profile = None
+    if HOST in targets:
+        profile = profile_for(targets[devices[0]].device)
+        entry = profile.hybrid_entry(dt.key, *shape) if profile else None
+    parts = entry.parts if entry else DEFAULT_PARTS
+    host_parts = entry.host_parts if entry else 0
     shares = [0] * len(targets)
-    for i, share in zip(devices, even.shares):
-        shares[i] = share
-    return Split(even.parts, tuple(shares))
+    if host_parts:
+        shares[targets.index(HOST)] = host_parts
+    rest = parts - host_parts
+    for n, i in enumerate(devices):
+        shares[i] = rest // len(devices) + (n < rest % len(devices))
+        if entry and targets[i].device.fingerprint == profile.device_fingerprint:
+            configs[i] = entry.config
+    return Split(parts, tuple(shares)), configs
 
 
 def gemm_on_targets(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, trans_a: str, trans_b: str,
                     devices: Devices, split: Split | None, config: KernelParams | None, edge: str, precision,
                     out_dtype) -> np.ndarray:
     """``gemm`` with ``devices``: numpy operands only; C's rows shared per ``split`` (default
-    ``default_split``) with one share per target, in the order of ``devices``."""
+    ``default_plan``) with one share per target, in the order of ``devices``."""
     for name, x in (("a", a), ("b", b), ("c", c)):
         if on_device(x):
             raise ArgumentError(f"{name} is a device array; devices= shares a product of numpy arrays among "
@@ -59,7 +76,12 @@ def gemm_on_targets(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, tran
     if c is None and beta != 0:
         raise ArgumentError("beta is not 0 but no c was given to scale")
     targets = targets_for(devices)
-    split = default_split(targets) if split is None else split
+    if split is None:
+        split, configs = default_plan(targets, dt, (m, n, k))
+        if config is not None:
+            configs = [None if t == HOST else config for t in targets]
+    else:
+        configs = [None if t == HOST else config for t in targets]
     if not isinstance(split, Split):
         raise ArgumentError(f"split must be a Split, not {type(split).__name__}")
     if len(split.shares) != len(targets):
@@ -72,7 +94,6 @@ def gemm_on_targets(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, tran
         if c is not None and beta != 0:
             out[...] = c
     if m and n:
-        configs = [None if t == HOST else config for t in targets]
         run_split(targets, split, HostGemm(dt, a, b, out, trans_a.upper(), trans_b.upper(), alpha, beta), configs,
                   edge)
     if c is not None and out is not c:

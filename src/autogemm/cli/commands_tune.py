@@ -5,9 +5,11 @@ from __future__ import annotations
 import sys
 
 import click
+import numpy as np
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..blas.split import DEFAULT_PARTS
 from ..codelets.families import KernelParams
 from ..dtypes import Dtype, get_dtype
 from ..errors import AutogemmError
@@ -17,6 +19,7 @@ from ..tuning import (DEFAULT_STRATEGY, STRATEGIES, Budget, Objective, Record, S
                       TuneListener, default_budget, tune)
 from ..tuning.fma import FmaResult
 from ..tuning.gemv_tuner import bandwidth
+from ..tuning.hybrid import HybridPoint, tune_hybrid
 from ..tuning.tuner import CLASS_SHARES, GEMV
 from . import main
 from .common import console, fail, select_device
@@ -112,11 +115,23 @@ def _shape(size: SizeClass) -> str:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the search's random choices.")
 @click.option("--size-class", "classes", multiple=True, type=click.Choice(list(CLASS_SHARES)),
               help="Tune only this size class (repeatable; default: all); gemv is GEMV's two layouts.")
-def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, classes) -> None:
+@click.option("--hybrid", is_flag=True,
+              help="Instead, co-tune the kernel and the split of products shared with the host's BLAS "
+                   "(gemm(..., devices=[device, 'host'])), from the profile's kernels.")
+@click.option("--hybrid-size", type=click.IntRange(64, 65536), default=8192, show_default=True,
+              help="n of the n^3 product --hybrid times.")
+@click.option("--parts", type=click.IntRange(1, 256), default=DEFAULT_PARTS, show_default=True,
+              help="P: the parts of C's rows --hybrid deals out.")
+@click.option("--kernels", type=click.IntRange(1, 16), default=3, show_default=True,
+              help="Candidate kernels --hybrid tries (the profile's, best first).")
+def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, classes, hybrid, hybrid_size, parts,
+                 kernels) -> None:
     """Tune the GEMM and GEMV kernels of a device and save its profile.
 
     Every measurement is written to a checkpoint as it is taken: after Ctrl-C or a crash, the same
-    command resumes without measuring anything twice."""
+    command resumes without measuring anything twice. With --hybrid, co-tune instead the kernel and the
+    split of products shared with the host (every candidate kernel with every host share, each a whole
+    call from numpy in to numpy out) and save the best as the profile's hybrid entry."""
     try:
         dev = select_device(None, device)
         letters = tuple(get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()) if dtypes else None
@@ -124,6 +139,10 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
         ctx = context_for(dev)
     except AutogemmError as exc:
         fail(str(exc))
+    if hybrid:
+        _tune_hybrid(ctx, letters or tuple(get_dtype(x) for x in ("s", "d") if x == "s" or dev.fp64), hybrid_size,
+                     parts, kernels, seed)
+        return
     console.print(f"tuning {dev.label} with strategy {strategy}, budget {limit.describe()}"
                   f"{' (quick)' if quick else ''}", highlight=False)
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[status]}"),
@@ -143,3 +162,27 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
             fail(str(exc))
     console.print(summary_table(listener.rows))
     console.print(f"profile: {path_for(dev.fingerprint)}", highlight=False)
+
+
+def _tune_hybrid(ctx, letters: tuple[Dtype, ...], n: int, parts: int, kernels: int, seed: int) -> None:
+    """``tune --hybrid``: co-tune each dtype, a status line per point timed, then the table of the entries."""
+    console.print(f"co-tuning {ctx.device.label} and the host: {n}^3, P = {parts}, {kernels} candidate kernels",
+                  highlight=False)
+    table = Table(title="hybrid entries saved", title_justify="left")
+    for column in ("dtype", "n", "host share", "GFLOP/s (numpy in, numpy out)", "kernel", "points", "s"):
+        table.add_column(column, justify="left" if column in ("dtype", "kernel") else "right", overflow="fold")
+    rng = np.random.default_rng(seed)
+    with console.status("co-tuning") as status:
+        for dt in letters:
+            def progress(point: HybridPoint) -> None:
+                took = f"{point.seconds * 1e3:.1f} ms" if point.seconds else point.note
+                status.update(f"{dt.routine} {n}^3: host {point.split.shares[1]}/{parts}, "
+                              f"{point.config.describe()}: {took}")
+            try:
+                entry = tune_hybrid(ctx, dt, n, parts, kernels, rng=rng, progress=progress)
+            except AutogemmError as exc:
+                fail(str(exc))
+            table.add_row(dt.key, str(n), f"{entry.host_parts}/{entry.parts}", f"{entry.gflops:.1f}",
+                          entry.config.describe(), str(entry.evaluations), f"{entry.seconds:.0f}")
+    console.print(table)
+    console.print(f"profile: {path_for(ctx.device.fingerprint)}", highlight=False)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import TypeVar
 
 from ..codelets.families import FAMILIES, GEMV_FAMILIES, AnyParams, params_from_dict
 from ..dtypes import DTYPES
@@ -21,12 +23,14 @@ FORMAT = "autogemm-profile"
 VERSION = 1
 MAX_RANKED = 32
 MAX_DIMENSION = 2**31 - 1
+MAX_PARTS = 256
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _FINGERPRINT = re.compile(r"^[0-9a-f]{16}$")
 _FMA_KEY = re.compile(r"^[sd](1|2|4|8|16)$")
 _MACS = ("fma", "mad", "mul_add")
 #: GEMV's classes: the codelet layout, and a square A or a long one (few outputs, a long reduction)
 GEMV_CLASS = re.compile(r"^[nt]-(square|long)$")
+Entry = TypeVar("Entry")
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,21 @@ class SizeClassEntry:
 
 
 @dataclass(frozen=True)
+class HybridEntry:
+    """A product shared with the host (``gemm(..., devices=[this device, 'host'])``), kernel and split
+    co-tuned at ``shape``: ``host_parts`` of ``parts`` parts of C's rows to the host's BLAS, the rest to
+    the device with ``config``; ``gflops`` is the whole call's rate, host operands to host result."""
+
+    shape: tuple[int, int, int]
+    parts: int
+    host_parts: int
+    config: AnyParams
+    gflops: float
+    evaluations: int
+    seconds: float
+
+
+@dataclass(frozen=True)
 class Profile:
     device_fingerprint: str
     device_name: str
@@ -63,6 +82,8 @@ class Profile:
     #: GEMV's best configurations per dtype: entries per codelet layout and shape class, named
     #: "n-square", "n-long", "t-square", "t-long" (``GEMV_CLASS``)
     gemv: dict[str, tuple[SizeClassEntry, ...]] = field(default_factory=dict)
+    #: Products shared with the host, per dtype: one co-tuned entry per shape (``autogemm tune --hybrid``)
+    hybrid: dict[str, tuple[HybridEntry, ...]] = field(default_factory=dict)
 
     # ----- use ------------------------------------------------------------------------------------
     def entry(self, dtype: str, name: str) -> SizeClassEntry | None:
@@ -78,6 +99,16 @@ class Profile:
         """GEMV's entries for ``dtype`` and codelet ``layout`` ('N' or 'T'), one per shape class tuned."""
         return [e for e in self.gemv.get(dtype, ()) if e.name[0] == layout.lower()]
 
+    def hybrid_entry(self, dtype: str, m: int, n: int, k: int) -> HybridEntry | None:
+        """The hybrid entry of ``dtype`` nearest in shape to (m, n, k) (log scale), if any."""
+        entries = self.hybrid.get(dtype, ())
+        return min(entries, key=lambda e: _distance(e.shape, (m, n, k))) if entries else None
+
+    def with_hybrid(self, dtype: str, entry: HybridEntry) -> "Profile":
+        """A copy with ``entry`` added or replacing ``dtype``'s entry of the same shape."""
+        kept = tuple(e for e in self.hybrid.get(dtype, ()) if e.shape != entry.shape)
+        return replace(self, hybrid={**self.hybrid, dtype: kept + (entry,)})
+
     def with_entry(self, dtype: str, entry: SizeClassEntry, routine: str = "gemm") -> "Profile":
         """A copy with ``entry`` added or replacing the entry of the same dtype and class (of GEMM's
         size classes, or with ``routine`` 'gemv' of GEMV's layouts)."""
@@ -87,11 +118,15 @@ class Profile:
 
     def merged_into(self, older: "Profile") -> "Profile":
         """This profile's entries laid over ``older``'s (what two tuners writing one file keep)."""
-        out = replace(self, dtypes=dict(older.dtypes), gemv=dict(older.gemv), fma={**older.fma, **self.fma})
+        out = replace(self, dtypes=dict(older.dtypes), gemv=dict(older.gemv), hybrid=dict(older.hybrid),
+                      fma={**older.fma, **self.fma})
         for routine, table in (("gemm", self.dtypes), ("gemv", self.gemv)):
             for letter, entries in table.items():
                 for entry in entries:
                     out = out.with_entry(letter, entry, routine)
+        for letter, hybrids in self.hybrid.items():
+            for hybrid in hybrids:
+                out = out.with_hybrid(letter, hybrid)
         return out
 
     # ----- JSON -----------------------------------------------------------------------------------
@@ -104,6 +139,12 @@ class Profile:
         }
         if self.gemv:        # written only once tuned, so profiles without GEMV read as before
             out["gemv"] = _entries_to_dict(self.gemv)
+        if self.hybrid:
+            out["hybrid"] = {letter: [{"shape": list(e.shape), "parts": e.parts, "host_parts": e.host_parts,
+                                       "config": e.config.to_dict(), "gflops": round(e.gflops, 3),
+                                       "evaluations": e.evaluations, "seconds": round(e.seconds, 3)}
+                                      for e in entries]
+                             for letter, entries in sorted(self.hybrid.items())}
         return out
 
     def to_json(self) -> str:
@@ -168,7 +209,7 @@ def _number(value: object, where: str, high: float) -> float:
 
 def _parse(data: object) -> Profile:
     top = _object(data, "the profile", {"format", "version", "autogemm", "created", "device", "budget", "fma", "dtypes"},
-                  {"gemv"})
+                  {"gemv", "hybrid"})
     if top["format"] != FORMAT:
         raise ProfileError(f"format is {top['format']!r}, not {FORMAT!r}")
     version = _integer(top["version"], "version", 1, 10**6)
@@ -200,44 +241,71 @@ def _parse(data: object) -> Profile:
         device_name=_text(dev["name"], "device.name"), device_vendor=_text(dev["vendor"], "device.vendor"),
         driver_version=_text(dev["driver_version"], "device.driver_version"),
         autogemm_version=_text(top["autogemm"], "autogemm", 40), created=created,
-        budget=_text(top["budget"], "budget", 40), fma=dict(fma), dtypes=parsed, gemv=gemv)
+        budget=_text(top["budget"], "budget", 40), fma=dict(fma), dtypes=parsed, gemv=gemv,
+        hybrid=_hybrid_table(top.get("hybrid", {})))
 
 
-def _table(value: object, where: str, families: dict) -> dict[str, tuple[SizeClassEntry, ...]]:
-    """The entries by dtype of one routine, their configurations of ``families``."""
+def _by_dtype(value: object, where: str, parse: Callable[[object, str], Entry], key: Callable[[Entry], object],
+              repeated: str) -> dict[str, tuple[Entry, ...]]:
+    """A section of entries by dtype: 1 to 16 per dtype, each read by ``parse``, none sharing a ``key``."""
     if not isinstance(value, dict):
         raise ProfileError(f"{where} must be a JSON object")
-    parsed: dict[str, tuple[SizeClassEntry, ...]] = {}
+    parsed: dict[str, tuple[Entry, ...]] = {}
     for letter, entries in value.items():
         if letter not in DTYPES:
             raise ProfileError(f"{where}: unknown dtype {letter!r}")
         if not isinstance(entries, list) or not 1 <= len(entries) <= 16:
-            raise ProfileError(f"{where}[{letter}] must be a list of 1 to 16 size classes")
-        parsed[letter] = tuple(_entry(e, f"{where}[{letter}][{i}]", families) for i, e in enumerate(entries))
-        names = [e.name for e in parsed[letter]]
-        if len(set(names)) != len(names):
-            raise ProfileError(f"{where}[{letter}]: size classes repeat")
+            raise ProfileError(f"{where}[{letter}] must be a list of 1 to 16 entries")
+        parsed[letter] = tuple(parse(e, f"{where}[{letter}][{i}]") for i, e in enumerate(entries))
+        keys = [key(e) for e in parsed[letter]]
+        if len(set(keys)) != len(keys):
+            raise ProfileError(f"{where}[{letter}]: {repeated} repeat")
     return parsed
+
+
+def _table(value: object, where: str, families: dict) -> dict[str, tuple[SizeClassEntry, ...]]:
+    """The size-class entries by dtype of one routine, their configurations of ``families``."""
+    return _by_dtype(value, where, lambda e, at: _entry(e, at, families), lambda e: e.name, "size classes")
 
 
 def _entry(value: object, where: str, families: dict) -> SizeClassEntry:
     e = _object(value, where, {"class", "shape", "strategy", "evaluations", "seconds", "ranked"})
-    shape = e["shape"]
-    if not isinstance(shape, list) or len(shape) != 3:
-        raise ProfileError(f"{where}.shape must be [m, n, k]")
-    dims = tuple(_integer(x, f"{where}.shape", 1, MAX_DIMENSION) for x in shape)
     ranked = e["ranked"]
     if not isinstance(ranked, list) or not 1 <= len(ranked) <= MAX_RANKED:
         raise ProfileError(f"{where}.ranked must be a list of 1 to {MAX_RANKED} configurations")
     items = []
     for i, r in enumerate(ranked):
         r = _object(r, f"{where}.ranked[{i}]", {"gflops", "config"})
-        try:
-            config = params_from_dict(r["config"], families)
-        except AutogemmError as exc:
-            raise ProfileError(f"{where}.ranked[{i}].config: {exc}") from None
-        items.append(Ranked(config, _number(r["gflops"], f"{where}.ranked[{i}].gflops", 1e7)))
-    return SizeClassEntry(_text(e["class"], f"{where}.class", 32, _NAME), dims, tuple(items),  # type: ignore[arg-type]
+        items.append(Ranked(_config(r["config"], f"{where}.ranked[{i}].config", families),
+                            _number(r["gflops"], f"{where}.ranked[{i}].gflops", 1e7)))
+    return SizeClassEntry(_text(e["class"], f"{where}.class", 32, _NAME), _shape(e["shape"], where), tuple(items),
                           _text(e["strategy"], f"{where}.strategy", 40),
                           _integer(e["evaluations"], f"{where}.evaluations", 0, 10**9),
                           _number(e["seconds"], f"{where}.seconds", 1e8))
+
+
+def _shape(value: object, where: str) -> tuple[int, int, int]:
+    if not isinstance(value, list) or len(value) != 3:
+        raise ProfileError(f"{where}.shape must be [m, n, k]")
+    return tuple(_integer(x, f"{where}.shape", 1, MAX_DIMENSION) for x in value)  # type: ignore[return-value]
+
+
+def _config(value: object, where: str, families: dict) -> AnyParams:
+    try:
+        return params_from_dict(value, families)
+    except AutogemmError as exc:
+        raise ProfileError(f"{where}: {exc}") from None
+
+
+def _hybrid_table(value: object) -> dict[str, tuple[HybridEntry, ...]]:
+    """The hybrid entries by dtype, of distinct shapes."""
+    return _by_dtype(value, "hybrid", _hybrid_entry, lambda e: e.shape, "shapes")
+
+
+def _hybrid_entry(value: object, where: str) -> HybridEntry:
+    e = _object(value, where, {"shape", "parts", "host_parts", "config", "gflops", "evaluations", "seconds"})
+    parts = _integer(e["parts"], f"{where}.parts", 1, MAX_PARTS)
+    return HybridEntry(_shape(e["shape"], where), parts, _integer(e["host_parts"], f"{where}.host_parts", 0, parts),
+                       _config(e["config"], f"{where}.config", FAMILIES), _number(e["gflops"], f"{where}.gflops", 1e7),
+                       _integer(e["evaluations"], f"{where}.evaluations", 0, 10**9),
+                       _number(e["seconds"], f"{where}.seconds", 1e8))

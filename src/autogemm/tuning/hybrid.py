@@ -17,11 +17,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..blas import GemmProblem
 from ..blas.hybrid import HOST, HostGemm, Target, run_split
+from ..blas.selection import candidates
 from ..blas.split import DEFAULT_PARTS, Split
-from ..checking import Reference, random_matrix
+from ..checking import Reference, gemm_flops, random_matrix
 from ..codelets.families import KernelParams
 from ..dtypes import Dtype
+from ..errors import TuningError
+from ..profiles import HybridEntry, profile_for, save
+from ..runtime.context import DeviceContext
+from .tuner import new_profile
 
 
 #: The host's share stops growing once a call takes this many times the kernel's best so far and longer
@@ -107,3 +113,23 @@ def _measure(targets: Sequence[Target], split: Split, gemm: HostGemm, configs: l
         return HybridPoint(config, split, None, f"wrong result (relative error {error:.1e})")
     return HybridPoint(config, split, statistics.median(times))
 
+
+
+def tune_hybrid(ctx: DeviceContext, dt: Dtype, n: int, parts: int = DEFAULT_PARTS, kernels: int = 3, runs: int = 3,
+                rng: np.random.Generator | None = None, progress: Callable[[HybridPoint], None] | None = None,
+                write: bool = True) -> HybridEntry:
+    """Co-tune ``ctx``'s device and the host on an n^3 product of ``dt``: ``kernels`` candidates (the
+    profile's, best first) with every host share; the best as the profile's hybrid entry for ``dt`` at
+    that shape, saved to the device's profile unless ``write`` is False. ``TuningError`` when no point
+    ran correctly."""
+    started = time.monotonic()
+    configs = candidates(ctx.device, GemmProblem.dense(dt, n, n, n), kernels)
+    points = co_tune([ctx, HOST], dt, n, n, n, configs, parts, runs, rng, progress)
+    best = points[0]
+    if best.seconds is None:
+        raise TuningError(f"no hybrid {dt.routine} call of {n}^3 ran correctly: {best.note}")
+    entry = HybridEntry((n, n, n), parts, best.split.shares[1], best.config,
+                        gemm_flops(dt, n, n, n) / best.seconds / 1e9, len(points), time.monotonic() - started)
+    if write:
+        save((profile_for(ctx.device) or new_profile(ctx.device, "hybrid")).with_hybrid(dt.key, entry))
+    return entry

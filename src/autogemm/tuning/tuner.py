@@ -237,9 +237,7 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
         results = fma.benchmark(ctx, reals, widths)
         listener.fma_done(results)
         macs = fma.mac_table(results)
-        profile = Profile(device.fingerprint, device.name.strip(), device.vendor.strip(),
-                          device.driver_version.strip(), __version__,
-                          datetime.now(timezone.utc).isoformat(timespec="seconds"), budget.describe(), macs)
+        profile = new_profile(device, budget.describe(), macs)
         gemv_dtypes = [dt for dt in dtypes if with_gemv and dt is dt.native]
         gemv_share = CLASS_SHARES[GEMV] / (2 * len(GEMV_SHAPES))
         weights = [share for dt in dtypes for share in [size.share for size in sizes]
@@ -274,6 +272,12 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
                     if write:
                         save(profile)
     return profile
+
+
+def new_profile(device: Device, budget: str, macs: dict[str, str] | None = None) -> Profile:
+    """An empty profile of ``device``, made now by this autogemm (entries are added as they are tuned)."""
+    return Profile(device.fingerprint, device.name.strip(), device.vendor.strip(), device.driver_version.strip(),
+                   __version__, datetime.now(timezone.utc).isoformat(timespec="seconds"), budget, macs or {})
 
 
 def _spaces(device: Device, dt: Dtype, macs: dict[int, str], instructions: dict[str, tuple[str, ...]]
