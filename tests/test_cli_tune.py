@@ -144,5 +144,8 @@ def test_tune_hybrid_adds_a_hybrid_entry_and_keeps_the_rest(invoke, device):
     assert entry.shape == (128, 128, 128) and entry.parts == 2 and 0 <= entry.host_parts <= 2
     assert 1 <= entry.evaluations <= 2 * 3 and entry.gflops > 0
     assert profile.dtypes == before.dtypes and "hybrid entries saved" in out.output
+    shown = invoke("profile", "show")
+    assert "shared with the host" in shown.output and "128x128x128" in shown.output
+    assert "hybrid" in invoke("profile", "list").output
     bad = invoke("tune", "--hybrid", "--parts", "0")
     assert bad.exit_code != 0

@@ -56,9 +56,11 @@ def list_command() -> None:
         if isinstance(item, ProfileError):
             table.add_row("[red]invalid[/red]", "", "", "", str(item).split(": ", 1)[-1][:80], source)
             continue
-        tuned = ", ".join(f"{'gemv ' if routine == 'gemv' else ''}{key}:{'/'.join(e.name for e in entries)}"
-                          for routine, kind in (("gemm", item.dtypes), ("gemv", item.gemv))
-                          for key, entries in kind.items())
+        tuned = ", ".join([f"{'gemv ' if routine == 'gemv' else ''}{key}:{'/'.join(e.name for e in entries)}"
+                           for routine, kind in (("gemm", item.dtypes), ("gemv", item.gemv))
+                           for key, entries in kind.items()]
+                          + [f"hybrid {key}:{'/'.join(str(e.shape[0]) for e in entries)}"
+                             for key, entries in item.hybrid.items()])
         table.add_row(item.device_name, item.device_fingerprint, _device_named(item.device_fingerprint, devices),
                       item.created[:10], tuned, source)
     console.print(table)
@@ -95,6 +97,15 @@ def show_command(target, as_json) -> None:
         for i, ranked in enumerate(entry.ranked, 1):
             rates = [f"{ranked.gflops:.1f}"] + ([f"{bandwidth(dt, shape, ranked.gflops):.0f}"] if gemv else [])
             table.add_row(str(i), *rates, ranked.config.describe())
+        console.print(table)
+    if prof.hybrid:
+        table = Table(title="shared with the host (tune --hybrid): numpy in, numpy out", title_justify="left")
+        for column in ("dtype", "shape", "host share", "GFLOP/s", "kernel", "evaluations"):
+            table.add_column(column, justify="left" if column in ("dtype", "kernel") else "right")
+        for key, hybrids in prof.hybrid.items():
+            for e in hybrids:
+                table.add_row(key, "x".join(map(str, e.shape)), f"{e.host_parts}/{e.parts}", f"{e.gflops:.1f}",
+                              e.config.describe(), str(e.evaluations))
         console.print(table)
 
 
