@@ -39,8 +39,9 @@ STAGING_IN = 3
 #: Tiles per side of C that a streamed product aims at, within the smallest and largest tile sides (a
 #: tile of C is also kept within one chunk, and its sides are multiples of 128).
 TILES_PER_SIDE, MIN_TILE, MAX_TILE = 8, 2048, 4096
-#: Host threads copying between numpy arrays and staging buffers (numpy's copies release the GIL).
-COPY_THREADS = min(8, os.cpu_count() or 1)
+#: Host threads copying between numpy arrays and staging buffers (numpy's copies release the GIL): half the
+#: cores, at most 16 (8 reached 27 GB/s on the H100's 16-core host; several devices share them).
+COPY_THREADS = max(1, min(16, (os.cpu_count() or 2) // 2))
 #: Chunks smaller than this are copied by the calling thread alone.
 THREADED_BYTES = 4 * 2**20
 #: The share of the device's memory a streamed product may plan to use.
