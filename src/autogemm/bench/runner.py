@@ -2,8 +2,9 @@
 
 For each (dtype, shape): fresh random operands; autogemm with the device's profile, operands on the
 device, timed with profiling events (warm-up, median of ``runs``) over a NaN-poisoned C; each peer as it
-is used (see ``peers``); with ``end_to_end`` also the numpy-in, numpy-out calls of autogemm and of cuBLAS
-(through torch), copies included (named with the suffix " e2e"). Every result is compared with a float64 reference: all of it for
+is used (see ``peers``); with ``end_to_end`` also the numpy-in, numpy-out calls of autogemm (also
+shared with the host as its profile's hybrid entry says, "autogemm+host") and of cuBLAS (through torch),
+copies included (named with the suffix " e2e"). Every result is compared with a float64 reference: all of it for
 small problems, else a sample of rows (the first and last blocks and random ones) after checking that
 every element is finite. The fraction of peak is against the FMA peak measured on the device in the same
 run (the micro-benchmark the tuner uses), so it means the same on every device."""
@@ -21,6 +22,7 @@ import pyopencl as cl
 
 from ..api import gemm
 from ..blas import LaunchPlan, GemmProblem, Op
+from ..blas.hybrid import HOST
 from ..checking import Reference, apply_op, gemm_flops, random_matrix
 from ..dtypes import DTYPES, Dtype
 from ..errors import ArgumentError
@@ -33,6 +35,8 @@ from .shapes import Shape
 
 AUTOGEMM = "autogemm"
 END_TO_END = " e2e"          # suffix of the numpy-in, numpy-out timings
+#: autogemm sharing the product with the host's BLAS (``gemm(..., devices=[device, 'host'])``)
+WITH_HOST = AUTOGEMM + "+host"
 PEERS = ("cublas", "clblast", "numpy")
 #: cuBLAS in its TF32 mode: the peer of the reduced precision modes, beside its float32 products.
 CUBLAS_TF32 = "cuBLAS TF32"
@@ -116,6 +120,9 @@ class Bench:
             (AUTOGEMM, lambda: self._autogemm(dt, plan_or_error, a, b))]
         if self.end_to_end:
             calls.append((AUTOGEMM + END_TO_END, lambda: self._autogemm_end_to_end(dt, a, b, shape)))
+            # shared with the host as the device profile's hybrid entry says (without one: the device alone)
+            calls.append((WITH_HOST + END_TO_END,
+                          lambda: self._autogemm_end_to_end(dt, a, b, shape, [self.ctx.device, HOST])))
         ops = dict(trans_a=shape.trans_a, trans_b=shape.trans_b)
         if "cublas" in self.peers:
             calls.append(("cuBLAS", lambda: peer_functions.cublas_gemm(a, b, self.runs, **ops)))
@@ -173,12 +180,14 @@ class Bench:
                 buf.release()
         return PeerResult(AUTOGEMM, median(times), result)
 
-    def _autogemm_end_to_end(self, dt: Dtype, a: np.ndarray, b: np.ndarray, shape: Shape) -> PeerResult:
+    def _autogemm_end_to_end(self, dt: Dtype, a: np.ndarray, b: np.ndarray, shape: Shape,
+                             devices: list | None = None) -> PeerResult:
+        """numpy in, numpy out: on the device (streamed where large), or shared among ``devices``."""
+        where = {"devices": devices} if devices else {"device": self.ctx.device}
         seconds, out = wall_median(lambda: gemm(a, b, trans_a=shape.trans_a, trans_b=shape.trans_b,
-                                                device=self.ctx.device, precision=dt.precision or None,
-                                                out_dtype=dt.output.numpy),
+                                                precision=dt.precision or None, out_dtype=dt.output.numpy, **where),
                                    max(1, self.runs // 3))
-        return PeerResult(AUTOGEMM + END_TO_END, seconds, out)
+        return PeerResult((WITH_HOST if devices else AUTOGEMM) + END_TO_END, seconds, out)
 
 
 def measure(name: str, call: Callable[[], PeerResult | None], reference: Reference,
