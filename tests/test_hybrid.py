@@ -1,6 +1,6 @@
 """One product shared by rows of C among devices and the host's BLAS (issue 7): the split's rows for every P
-and p_g, the assembled C against float64 for every share, several devices at once, and the errors, all
-raised before anything runs."""
+and p_g, the assembled C against float64 for every share, several devices at once, streamed shares in
+many tiles and chunks and out of core, the co-tuner, and the errors, all raised before anything runs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import autogemm
-from autogemm.blas import hybrid
 from autogemm.blas.hybrid import HOST, HostGemm, run_split
 from autogemm.blas.split import Split
 from autogemm.checking import apply_op, random_matrix, relative_error, tolerance

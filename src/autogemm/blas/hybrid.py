@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pyopencl as cl
 
 from ..checking import apply_op
 from ..codelets.families import KernelParams

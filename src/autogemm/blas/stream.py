@@ -1,16 +1,18 @@
 """One device's rows of a product of host operands, streamed tile by tile of C so that the copies overlap
 the kernels, for products larger than the device's memory too (out of core).
 
-The rows are cut into tiles of at most ``tile`` x ``tile`` of C, taken row by row. A tile needs its rows
-of op(A) (kept on the device while the next tiles are on the same rows) and its columns of op(B) (kept
-for the whole product where all of B fits beside the rest, else brought again for every tile). Every
-block crosses through page-locked staging buffers in chunks: host threads copy a chunk of the numpy
-block into one (27 GB/s on the H100's host with 8 threads, where the driver's own copies from pageable
-memory ran at 7-10 GB/s) and a transfer queue copies it to the device (54 GB/s), while the device
-computes the previous tile on its own queue; C's tiles come back the same way on a second transfer
-queue. Events order everything: a kernel waits for its blocks' copies and for the download of the tile
-its C slot last held; a device slot of A or B is refilled only after the kernels that read it are
-done; a staging buffer is refilled only after the copy that used it."""
+The rows are cut into tiles of C (``tile_side``). A tile needs its rows of op(A) and its columns of
+op(B). Where both operands fit on the device beside the rest, every block is copied once and kept, and
+the tiles are taken in growing squares, so the copies spread over the product; otherwise A's blocks
+(and, where B does not fit either, B's) pass through two device slots, brought again as tiles need them.
+Every block crosses through page-locked staging buffers in chunks: host threads copy a chunk of the
+numpy block into one (27 GB/s on the H100's host with 8 threads, where the driver's own copies from
+pageable memory ran at 7-10 GB/s) and a transfer queue copies it to the device (54 GB/s), while the
+device computes earlier tiles on its own queue; C's tiles come back the same way on a second transfer
+queue, copied into C by a thread of the stream's own. Events order everything: a kernel waits for its
+blocks' copies and for the download of the tile its C slot last held; a device slot of A or B is
+refilled only after the kernels that read it are done; a staging buffer only after its copy is done
+and its user has given it back."""
 
 from __future__ import annotations
 
@@ -19,8 +21,10 @@ import os
 import queue
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyopencl as cl
@@ -31,6 +35,9 @@ from ..runtime.context import DeviceContext
 from .plan import LaunchPlan
 from .plan_cache import cached_plan
 from .problem import GemmProblem, Op
+
+if TYPE_CHECKING:                      # hybrid runs streams: a type only, no import at run time
+    from .hybrid import HostGemm
 
 #: Bytes of one staging buffer: a block crosses in chunks of at most this size.
 CHUNK_BYTES = 64 * 2**20
@@ -51,7 +58,7 @@ C_SLOTS = 3
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
-_rings: dict[int, tuple[threading.Lock, "Staging", "Staging"]] = {}
+_rings: "weakref.WeakKeyDictionary[DeviceContext, tuple[threading.Lock, Staging, Staging]]" = weakref.WeakKeyDictionary()
 _rings_lock = threading.Lock()
 
 
@@ -125,13 +132,13 @@ def staging_rings(ctx: DeviceContext, in_bytes: int, out_bytes: int) -> tuple[th
     a tile of C), kept between calls (page-locked memory is slow to allocate) and made anew, larger, only
     when too small; with the lock a stream holds while it uses them."""
     with _rings_lock:
-        found = _rings.get(id(ctx))
+        found = _rings.get(ctx)
         if found is None or found[1].nbytes < in_bytes or found[2].nbytes < out_bytes:
             lock = found[0] if found else threading.Lock()
             with lock:                         # not while a stream still uses the old ones
-                _rings[id(ctx)] = (lock, Staging(ctx, STAGING_IN, max(in_bytes, CHUNK_BYTES)),
+                _rings[ctx] = (lock, Staging(ctx, STAGING_IN, max(in_bytes, CHUNK_BYTES)),
                                    Staging(ctx, C_SLOTS, max(out_bytes, CHUNK_BYTES)))
-        return _rings[id(ctx)]
+        return _rings[ctx]
 
 
 @dataclass(frozen=True)
@@ -164,15 +171,14 @@ class DeviceStream:
     """Rows [start, stop) of C = alpha op(A) op(B) + beta C on host arrays (a ``hybrid.HostGemm``),
     computed on ``ctx``'s device in tiles; ``run`` blocks until they are in C."""
 
-    def __init__(self, ctx: DeviceContext, gemm, rows: tuple[int, int], config: KernelParams | None, edge: str,
-                 tile: int | None = None) -> None:
+    def __init__(self, ctx: DeviceContext, gemm: HostGemm, rows: tuple[int, int], config: KernelParams | None,
+                 edge: str) -> None:
         self.ctx, self.gemm, self.config, self.edge = ctx, gemm, config, edge
         self.start, self.stop = rows
         self.m, self.n, self.k = self.stop - self.start, gemm.shape[1], gemm.shape[2]
         self.dtype, self.out_dtype = np.dtype(gemm.dt.numpy), np.dtype(gemm.dt.output.numpy)
         self.op_a, self.op_b = Op.from_letter(gemm.trans_a, "trans_a"), Op.from_letter(gemm.trans_b, "trans_b")
-        largest = tile_side(self.out_dtype.itemsize, self.m, self.n)
-        self.layout = self._layout(min(tile or largest, largest))
+        self.layout = self._layout(tile_side(self.out_dtype.itemsize, self.m, self.n))
         self._trace: list | None = None
 
     # ----- planning -------------------------------------------------------------------------------
@@ -190,7 +196,7 @@ class DeviceStream:
 
     def _needs(self, layout: Layout) -> tuple[int, int]:
         """(bytes in all, largest buffer) of the device memory a layout takes: A's and B's blocks (all,
-        or two slots each), two slots of C and the plans' temporaries."""
+        or two slots each), ``C_SLOTS`` slots of C and the plans' temporaries."""
         tile = layout.tile
         a_block = min(tile, self.m) * self.k * self.dtype.itemsize
         b_block = self.k * min(tile, self.n) * self.dtype.itemsize
@@ -233,9 +239,9 @@ class DeviceStream:
     def _upload(self, block: np.ndarray, buffer: cl.Buffer, wait_for: list[cl.Event]) -> cl.Event:
         """Copy a 2-D host block into ``buffer`` (row-major, dense) through the staging ring, chunk by
         chunk; the last copy's event (the copies of one queue finish in order)."""
-        queue = self.ctx.transfer_queue("in")
+        copies = self.ctx.transfer_queue("in")
         if block.size == 0:                      # nothing to copy (k is 0): an event to wait on all the same
-            return cl.enqueue_marker(queue, wait_for=wait_for or None)
+            return cl.enqueue_marker(copies, wait_for=wait_for or None)
         rows_per_chunk = max(1, self._staging_in.nbytes // max(block[0:1].nbytes, 1))
         event = None
         for r0 in range(0, len(block), rows_per_chunk):
@@ -245,13 +251,13 @@ class DeviceStream:
             parallel_copy(staged, part)
             if self._trace is not None:
                 self._trace.append(("host copy in", started, time.perf_counter()))
-            event = cl.enqueue_copy(queue, buffer, staged, dst_offset=r0 * block.shape[1] * block.itemsize,
+            event = cl.enqueue_copy(copies, buffer, staged, dst_offset=r0 * block.shape[1] * block.itemsize,
                                     is_blocking=False, wait_for=wait_for if event is None else None)
             self._staging_in.pending[index] = event
             self._staging_in.done(index)
             if self._trace is not None:
                 self._trace.append(("copy in", event))
-        queue.flush()
+        copies.flush()
         return event
 
     # ----- running ---------------------------------------------------------------------------------
