@@ -248,3 +248,23 @@ def test_large_host_calls_stream_through_the_device(ctx, monkeypatch):
     monkeypatch.setattr(gemm_module, "STREAM_BYTES", a.nbytes)
     got = autogemm.gemm(a, b, c, alpha=2j, beta=-1, trans_b="C", device=ctx.device)
     assert len(streamed) == 1 and got is c and relative_error(c, want) < dt.tolerance
+
+
+def test_devices_sharing_a_product_copy_b_through_the_host_once(device, small_chunks, monkeypatch):
+    """Two device streams (each needing all of B) take B's blocks from one page-locked copy: every block
+    crosses the host's memory once, and both shares come out right."""
+    dt = DTYPES["d"]
+    m, n, k = 300, 270, 90
+    copied = []
+    real = small_chunks.parallel_copy
+    monkeypatch.setattr(small_chunks, "parallel_copy", lambda dst, src: (copied.append(src), real(dst, src))[1])
+    for tb in ("N", "T"):
+        a = random_matrix(RNG, dt, (m, k))
+        b = random_matrix(RNG, dt, (n, k) if tb == "T" else (k, n))
+        copied.clear()
+        c = np.full((m, n), np.nan)
+        run_split([DeviceContext(device), DeviceContext(device)], Split(2, (1, 1)),
+                  HostGemm(dt, a, b, c, "N", tb, 1.0, 0.0))
+        assert relative_error(c, a @ apply_op(b, tb)) < dt.tolerance
+        from_b = [x for x in copied if np.shares_memory(x, b)]
+        assert len(from_b) == 3 and sum(x.size for x in from_b) == b.size     # three 128-wide blocks, once

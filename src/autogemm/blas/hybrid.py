@@ -20,7 +20,7 @@ from ..codelets.families import KernelParams
 from ..dtypes import Dtype
 from ..runtime.context import DeviceContext
 from .split import Split
-from .stream import DeviceStream
+from .stream import DeviceStream, share_b
 
 #: The target that is the host's own BLAS rather than an OpenCL device.
 HOST = "host"
@@ -86,6 +86,7 @@ def run_split(targets: Sequence[Target], split: Split, gemm: HostGemm,
         except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
             errors.append(exc)
 
+    shared = share_b(streams)
     threads = [threading.Thread(target=stream, args=(share,), name="autogemm-stream") for share in streams]
     for thread in threads:
         thread.start()
@@ -96,5 +97,7 @@ def run_split(targets: Sequence[Target], split: Split, gemm: HostGemm,
     finally:
         for thread in threads:
             thread.join()
+        if shared is not None:
+            shared.release()
     if errors:
         raise errors[0]
