@@ -268,3 +268,12 @@ def test_devices_sharing_a_product_copy_b_through_the_host_once(device, small_ch
         assert relative_error(c, a @ apply_op(b, tb)) < dt.tolerance
         from_b = [x for x in copied if np.shares_memory(x, b)]
         assert len(from_b) == 3 and sum(x.size for x in from_b) == b.size     # three 128-wide blocks, once
+
+
+def test_page_locked_memory_is_kept_and_grown_only_when_too_small(device):
+    from autogemm.blas.stream import page_locked
+    ctx = DeviceContext(device)
+    lock, first = page_locked(ctx, 4096)
+    assert page_locked(ctx, 1000)[1] is first and page_locked(ctx, 1000)[0] is lock
+    larger = page_locked(ctx, 10_000)[1]
+    assert larger is not first and larger.nbytes >= 10_000 and page_locked(ctx, 4096)[1] is larger
