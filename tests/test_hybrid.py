@@ -17,6 +17,21 @@ from autogemm.runtime.context import DeviceContext
 RNG = np.random.default_rng()
 
 
+@pytest.fixture
+def streamed(monkeypatch):
+    """Devices treated as not sharing the host's memory, so their shares stream through staging buffers
+    (PoCL's CPU device shares it, and would compute in the host's arrays in place)."""
+    monkeypatch.setattr(autogemm.Device, "shares_host_memory", property(lambda self: False))
+
+
+@pytest.fixture(params=["in place", "streamed"])
+def either_path(request, monkeypatch):
+    """Each test twice: the device's share in the host's memory (where the device shares it), and streamed."""
+    if request.param == "streamed":
+        monkeypatch.setattr(autogemm.Device, "shares_host_memory", property(lambda self: False))
+    return request.param
+
+
 @pytest.mark.parametrize("m", [0, 1, 5, 63, 64, 517, 1024, 4099])
 def test_the_split_covers_every_row_once_for_every_p_and_p_g(m):
     for parts in range(1, 17):
@@ -49,7 +64,7 @@ def _reference(a, b, c, alpha, beta, ta, tb, dt):
 
 
 @pytest.mark.parametrize("letter", "sdczh")
-def test_every_share_of_a_device_and_the_host_gives_c(ctx, letter):
+def test_every_share_of_a_device_and_the_host_gives_c(ctx, letter, either_path):
     """Every p_g of P = 4 and 8, transposes, alpha/beta; C poisoned where beta is 0 (never read)."""
     dt = DTYPES[letter]
     m, n, k = 75, 33, 41
@@ -66,7 +81,7 @@ def test_every_share_of_a_device_and_the_host_gives_c(ctx, letter):
                 assert relative_error(c, want) < tolerance(dt, k), (ta, tb, parts, gpu)
 
 
-def test_several_devices_and_the_host_at_once(device):
+def test_several_devices_and_the_host_at_once(device, either_path):
     """Three targets, each a share: two queues of their own (two contexts of this machine's device) and
     the host; C assembled from all three."""
     targets = [DeviceContext(device), DeviceContext(device), HOST]
@@ -93,7 +108,7 @@ def test_gemm_with_devices_takes_any_layout_of_c_and_the_default_split(ctx):
     assert autogemm.gemm(a[:0], b, devices="all").shape == (0, 40)
 
 
-def test_errors_name_the_argument_and_change_nothing(ctx, monkeypatch):
+def test_errors_name_the_argument_and_change_nothing(ctx, monkeypatch, streamed):
     import pyopencl.array as cl_array
 
     dt = DTYPES["s"]
@@ -229,7 +244,7 @@ def test_tiles_are_taken_in_growing_squares_where_both_operands_stay():
         assert sorted(order) == [(i, j) for i in range(rows) for j in range(cols)]
 
 
-def test_large_host_calls_stream_through_the_device(ctx, monkeypatch):
+def test_large_host_calls_stream_through_the_device(ctx, monkeypatch, streamed):
     """gemm on numpy arrays of at least STREAM_BYTES goes through the device's stream (any layout of c,
     alpha and beta as ever); smaller ones and device arrays do not."""
     import importlib
@@ -250,7 +265,7 @@ def test_large_host_calls_stream_through_the_device(ctx, monkeypatch):
     assert len(streamed) == 1 and got is c and relative_error(c, want) < dt.tolerance
 
 
-def test_devices_sharing_a_product_copy_b_through_the_host_once(device, small_chunks, monkeypatch):
+def test_devices_sharing_a_product_copy_b_through_the_host_once(device, small_chunks, monkeypatch, streamed):
     """Two device streams (each needing all of B) take B's blocks from one page-locked copy: every block
     crosses the host's memory once, and both shares come out right."""
     dt = DTYPES["d"]
@@ -277,3 +292,21 @@ def test_page_locked_memory_is_kept_and_grown_only_when_too_small(device):
     assert page_locked(ctx, 1000)[1] is first and page_locked(ctx, 1000)[0] is lock
     larger = page_locked(ctx, 10_000)[1]
     assert larger is not first and larger.nbytes >= 10_000 and page_locked(ctx, 4096)[1] is larger
+
+
+def test_a_device_sharing_the_hosts_memory_computes_in_place(ctx, monkeypatch):
+    """On a device that shares the host's memory (PoCL's CPU device) the share runs on buffers over the
+    numpy arrays: nothing goes through staging, and beta and transposes hold as ever."""
+    from autogemm.blas import mapped, stream
+    if not ctx.device.shares_host_memory:
+        pytest.skip("this device has memory of its own")
+    monkeypatch.setattr(stream, "parallel_copy", lambda dst, src: pytest.fail("copied through staging"))
+    ran = []
+    real = mapped.MappedShare.run
+    monkeypatch.setattr(mapped.MappedShare, "run", lambda self: (ran.append(self), real(self))[1])
+    dt = DTYPES["z"]
+    a, b = random_matrix(RNG, dt, (40, 90)), random_matrix(RNG, dt, (70, 40))
+    c = random_matrix(RNG, dt, (90, 70))
+    want = 0.5 * (a.T @ b.T) + 2 * c
+    run_split([ctx, HOST], Split(4, (3, 1)), HostGemm(dt, a, b, c, "T", "T", 0.5, 2.0))
+    assert len(ran) == 1 and relative_error(c, want) < dt.tolerance

@@ -76,15 +76,17 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
         return gemm_on_targets(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, devices=devices,
                                split=split, config=config, edge=edge, precision=precision, out_dtype=out_dtype)
     if not wait_for and _large_on_host(a, b, c):
-        # through the device's stream: copies by page-locked staging, overlapping the kernels
+        # as a share of its device: streamed (copies through page-locked staging, overlapping the
+        # kernels), or in place where the device shares the host's memory
         return gemm_on_targets(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, devices=[device],
                                split=None, config=config, edge=edge, precision=precision, out_dtype=out_dtype)
     return product(a, b, c, None, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, device=device,
                    config=config, edge=edge, precision=precision, out_dtype=out_dtype, wait_for=wait_for)
 
 
-#: A call on numpy arrays of at least this many bytes in all streams through the device (``blas.stream``):
-#: on the H100 that took a 16384^3 SGEMM from 14 to 41 TFLOP/s end to end; smaller calls copy directly.
+#: A call on numpy arrays of at least this many bytes in all runs as a share of its device (``blas.hybrid``:
+#: streamed, or in place): on the H100 that took a 16384^3 SGEMM from 14 to 41 TFLOP/s end to end;
+#: smaller calls copy directly.
 STREAM_BYTES = 256 * 2**20
 
 

@@ -1,11 +1,12 @@
 """GEMM on host operands shared among several targets by rows of C (``split.Split``): each device computes
 its rows while the host's BLAS (numpy's) computes the host's rows in place.
 
-RaijinCL's hybrid algorithm, for any number of devices: every device starts on its rows (its operands
-copied in, the product enqueued, its rows of C copied back; ``stream.DeviceStream`` does so tile by tile,
-overlapping the copies with the kernels, each device from a thread of its own), the host computes its
-rows meanwhile, and the call returns when every share is in C. No callbacks (the seed measured that
-they cost CPU time)."""
+RaijinCL's hybrid algorithm, for any number of devices: every device starts on its rows, each from a
+thread of its own (its operands copied in, the product enqueued, its rows of C copied back:
+``stream.DeviceStream`` does so tile by tile, overlapping the copies with the kernels; a device that
+shares the host's memory reads and writes the arrays in place instead, ``mapped.MappedShare``), the host
+computes its rows meanwhile, and the call returns when every share is in C. No callbacks (the seed
+measured that they cost CPU time)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from ..codelets.families import KernelParams
 from ..dtypes import Dtype
 from ..runtime.context import DeviceContext
 from .split import Split
+from .mapped import MappedShare
 from .stream import DeviceStream, share_b
 
 #: The target that is the host's own BLAS rather than an OpenCL device.
@@ -75,18 +77,18 @@ def run_split(targets: Sequence[Target], split: Split, gemm: HostGemm,
     while the calling thread computes the host's rows; errors are raised once every share has stopped."""
     m = gemm.shape[0]
     configs = list(configs) if configs is not None else [None] * len(targets)
-    streams = [DeviceStream(target, gemm, rows, config, edge)
+    streams = [(MappedShare if target.device.shares_host_memory else DeviceStream)(target, gemm, rows, config, edge)
                for target, rows, config in zip(targets, split.rows(m), configs)
                if target != HOST and rows[1] > rows[0]]
     errors: list[BaseException] = []
 
-    def stream(share: DeviceStream) -> None:
+    def stream(share: DeviceStream | MappedShare) -> None:
         try:
             share.run()
         except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
             errors.append(exc)
 
-    shared = share_b(streams)
+    shared = share_b([share for share in streams if isinstance(share, DeviceStream)])
     threads = [threading.Thread(target=stream, args=(share,), name="autogemm-stream") for share in streams]
     for thread in threads:
         thread.start()

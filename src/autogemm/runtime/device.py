@@ -41,6 +41,12 @@ class Device:
         return self.device_type == "GPU"
 
     @property
+    def shares_host_memory(self) -> bool:
+        """True where the device computes in the host's own memory (a CPU, an integrated GPU): buffers made
+        over host arrays need no copies. Asked of the driver, not part of the fingerprint."""
+        return self.cl_device is not None and bool(self.cl_device.host_unified_memory)
+
+    @property
     def is_nvidia(self) -> bool:
         return "nvidia" in self.vendor.lower() or "nvidia" in self.platform_name.lower()
 

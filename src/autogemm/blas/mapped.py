@@ -1,0 +1,66 @@
+"""One device's rows of a product of host operands on a device that shares the host's memory (a CPU, an
+integrated GPU): the kernels read A and B where they lie and write the share's rows of C in place,
+through buffers made over the numpy arrays (``USE_HOST_PTR``), with no copies, as RaijinCL did on
+single-chip CPU+GPU systems."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyopencl as cl
+
+from ..codelets.families import KernelParams
+from ..runtime.context import DeviceContext
+from ..runtime.memory import check_memory
+from .plan_cache import cached_plan
+from .problem import GemmProblem, Op
+
+if TYPE_CHECKING:                      # hybrid runs shares: a type only, no import at run time
+    from .hybrid import HostGemm
+
+
+class MappedShare:
+    """Rows [start, stop) of C = alpha op(A) op(B) + beta C (a ``hybrid.HostGemm``) on ``ctx``'s device,
+    in the host's memory; ``run`` blocks until they are in C. Operands that are not C-contiguous are
+    copied once (the buffers must cover row-major storage). The plan's temporaries are checked against
+    the device's memory when the share is made, before anything runs."""
+
+    def __init__(self, ctx: DeviceContext, gemm: HostGemm, rows: tuple[int, int], config: KernelParams | None,
+                 edge: str) -> None:
+        self.ctx, self.gemm = ctx, gemm
+        self.start, self.stop = rows
+        m, n, k = gemm.shape
+        op_a, op_b = Op.from_letter(gemm.trans_a, "trans_a"), Op.from_letter(gemm.trans_b, "trans_b")
+        self.a, self.b = np.ascontiguousarray(gemm.a), np.ascontiguousarray(gemm.b)
+        # A's rows of op(A): stored rows (op N, a block of its own) or columns (op T: all of A, at an offset)
+        self.a_part = self.a[self.start:self.stop] if not op_a.transposed else self.a
+        lda = max(self.a.shape[1], 1)
+        self.problem = GemmProblem(gemm.dt, self.stop - self.start, n, k, op_a, op_b, lda=lda,
+                                   ldb=max(self.b.shape[1], 1), ldc=max(n, 1),
+                                   offset_a=self.start if op_a.transposed else 0)
+        self.plan = cached_plan(ctx, self.problem.aligned(), config, edge)
+        check_memory(ctx, [] if self.plan.allocated else list(self.plan.temporary_bytes().values()))
+
+    def run(self) -> None:
+        """Enqueue the product on buffers over the host arrays and wait for its rows of C."""
+        gemm, queue, mf = self.gemm, self.ctx.queue, cl.mem_flags
+        rows = gemm.c[self.start:self.stop]
+        if not rows.size:
+            return
+        buffers = [cl.Buffer(self.ctx.context, flags | mf.USE_HOST_PTR, hostbuf=host)
+                   for flags, host in ((mf.READ_ONLY, self.a_part if self.a_part.size else np.empty(1, self.a.dtype)),
+                                       (mf.READ_ONLY, self.b if self.b.size else np.empty(1, self.b.dtype)),
+                                       (mf.READ_WRITE, rows))]
+        try:
+            pr = self.problem
+            events = self.plan.enqueue(*buffers, alpha=gemm.alpha, beta=gemm.beta,
+                                       offsets=(pr.offset_a, pr.offset_b, pr.offset_c))
+            # mapping C's buffer after the product makes the results visible in the host's array
+            view, _ = cl.enqueue_map_buffer(queue, buffers[2], cl.map_flags.READ, 0, rows.shape, rows.dtype,
+                                                 wait_for=events[-1:] or None, is_blocking=True)
+            view.base.release(queue)
+        finally:
+            queue.finish()
+            for buf in buffers:
+                buf.release()
