@@ -9,6 +9,7 @@ import numpy as np
 import pyopencl as cl
 
 import autogemm
+from autogemm.bench.peers import wall_median
 from autogemm.blas import GemmProblem, LaunchPlan
 from autogemm.dtypes import get_dtype
 
@@ -26,14 +27,9 @@ def rate(seconds: float, nbytes: int = size) -> str:
     return f"{nbytes / seconds / 1e9:6.1f} GB/s ({seconds * 1e3:7.2f} ms)"
 
 
-def wall(call, runs: int = 5) -> float:
-    call()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+def wall(call) -> float:
+    """Median wall seconds of 5 calls after a warm-up."""
+    return wall_median(call, 5)[0]
 
 
 start = time.perf_counter()

@@ -8,6 +8,7 @@ import time
 import numpy as np
 
 import autogemm
+from autogemm.bench.peers import wall_median
 from autogemm.blas import stream
 from autogemm.blas.hybrid import HostGemm
 from autogemm.checking import Reference
@@ -23,14 +24,8 @@ reference = Reference(dt, a, b, rng, rows=[n // len(gpus) * i + d for i in range
 
 
 def timed(devices: list, runs: int = 3) -> float:
-    autogemm.gemm(a, b, devices=devices)                   # warm-up: kernels, staging, pages of C
-    times, c = [], None
-    for _ in range(runs):
-        start = time.perf_counter()
-        c = autogemm.gemm(a, b, devices=devices)
-        times.append(time.perf_counter() - start)
+    seconds, c = wall_median(lambda: autogemm.gemm(a, b, devices=devices), runs)   # after a warm-up call
     error, ok = reference.check(c)
-    seconds = float(np.median(times))
     print(f"{len(devices)} device(s): {seconds * 1e3:8.1f} ms = {2 * n**3 / seconds / 1e12:6.2f} TFLOP/s end to end; "
           f"error {error:.1e}, {'right' if ok else 'WRONG'}", flush=True)
     return seconds

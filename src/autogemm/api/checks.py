@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..blas import Op
@@ -11,10 +13,22 @@ from ..errors import ArgumentError, DtypeError, ShapeError
 from .operands import Matrix
 
 
+class Checked(NamedTuple):
+    """What the checks of a product found: its dtype, ops, sizes and the result's shape."""
+
+    dt: Dtype
+    op_a: Op
+    op_b: Op
+    m: int
+    n: int
+    k: int
+    shape: tuple[int, ...]
+
+
 def checked_call(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, trans_a: str, trans_b: str, config,
-                 precision, out_dtype) -> tuple[Dtype, tuple[int, int, int], tuple[int, ...]]:
-    """The checks of a product's arrays and options that do not depend on where it runs: its dtype, its
-    (m, n, k) and the result's shape, or the error that names what is wrong."""
+                 precision, out_dtype) -> Checked:
+    """The checks of a product's arrays and options that do not depend on where it runs, or the error
+    that names what is wrong."""
     dt = with_precision(get_dtype(a.dtype), precision)
     if b.dtype != a.dtype:
         raise DtypeError(f"a is {a.dtype} but b is {b.dtype}; convert them to one dtype")
@@ -39,4 +53,4 @@ def checked_call(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, tran
     if config is not None and not isinstance(config, KERNEL_PARAMS):
         raise ArgumentError(f"config must be a kernel configuration (SimtParams or another family's), not "
                             f"{type(config).__name__}")
-    return dt, (m, n, k), shape
+    return Checked(dt, op_a, op_b, m, n, k, shape)

@@ -11,7 +11,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..blas import GemmProblem, LaunchPlan, Op
+from ..blas import GemmProblem, LaunchPlan
 from ..blas.problem import INT32_MAX, alignment_class
 from ..blas.split import Split
 from ..blas.plan_cache import cached_plan, is_current
@@ -207,8 +207,7 @@ def _remember(key: tuple, resolved: tuple[_Call, LaunchPlan]) -> None:
 def _resolve(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, trans_a: str, trans_b: str, device,
              config, edge: str, precision, out_dtype) -> _Call:
     """Check the arrays and options of a call (everything but the scalars and events) and resolve them."""
-    dt, (m, n, k), shape = checked_call(a, b, c, batch, trans_a, trans_b, config, precision, out_dtype)
-    op_a, op_b = Op.from_letter(trans_a, "trans_a"), Op.from_letter(trans_b, "trans_b")
+    dt, op_a, op_b, m, n, k, shape = checked_call(a, b, c, batch, trans_a, trans_b, config, precision, out_dtype)
     ctx = call_context(device, {"a": a, "b": b, "c": c})
     asynchronous = any(on_device(x) for x in (a, b, c))
     sa, sb = stored(a, "a"), stored(b, "b")

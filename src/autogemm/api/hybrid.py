@@ -71,7 +71,7 @@ def gemm_on_targets(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, tran
         if on_device(x):
             raise ArgumentError(f"{name} is a device array; devices= shares a product of numpy arrays among "
                                 f"several targets")
-    dt, (m, n, k), shape = checked_call(a, b, c, None, trans_a, trans_b, config, precision, out_dtype)
+    dt, _, _, m, n, k, shape = checked_call(a, b, c, None, trans_a, trans_b, config, precision, out_dtype)
     alpha, beta = scalar(alpha, "alpha", dt), scalar(beta, "beta", dt)
     if c is None and beta != 0:
         raise ArgumentError("beta is not 0 but no c was given to scale")

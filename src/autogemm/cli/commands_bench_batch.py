@@ -4,7 +4,6 @@ GEMM), the high-level call's overhead and the four-step plan's saving, as a tabl
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from pathlib import Path
 
@@ -16,11 +15,8 @@ from ..bench.api_costs import BMM, LOOP, STRIDED, Reuse, call_overhead, plan_reu
 from ..dtypes import get_dtype
 from ..errors import AutogemmError
 from . import main
-from .common import bench_inputs, console, dimensions, fail
+from .common import bench_inputs, cell, console, dimensions, fail, write_results
 
-
-def _rate(value: float | None) -> str:
-    return f"{value:.3g}" if value else "-"
 
 
 @main.command("bench-batch")
@@ -68,7 +64,7 @@ def bench_batch_command(device, dtypes, batches, runs, overhead_size, reuse_shap
     for column in ("dtype", "batch", "size", "strided", "loop", "bmm", "strided / loop", "strided / bmm"):
         table.add_column(column, justify="left" if column == "dtype" else "right")
     for case in cases:
-        table.add_row(case.dtype, str(case.batch), str(case.n), *(_rate(case.rate(x)) for x in (STRIDED, LOOP, BMM)),
+        table.add_row(case.dtype, str(case.batch), str(case.n), *(cell(case.rate(x)) for x in (STRIDED, LOOP, BMM)),
                       *(f"{r:.1f}x" if r else "-" for r in (case.ratio(LOOP), case.ratio(BMM))))
     console.print(table)
     console.print(f"strided: {STRIDED} (one launch); loop: {LOOP} (a gemm call per product); bmm: {BMM} (cuBLAS)",
@@ -88,14 +84,10 @@ def bench_batch_command(device, dtypes, batches, runs, overhead_size, reuse_shap
         console.print(_reuse_table(reuses, reuse_products, runs))
         for reuse in reuses:
             console.print(f"{reuse.dtype} {reuse.m}x{reuse.n}x{reuse.k}: {reuse.launches}", highlight=False)
-    if json_path:
-        data = {"device": dev.name.strip(), "runs": runs, "cases": [dataclasses.asdict(c) for c in cases],
-                "overhead": dataclasses.asdict(overhead) if overhead else None,
-                "reuse": [dataclasses.asdict(r) for r in reuses]}
-        try:
-            json_path.write_text(json.dumps(data, indent=1))
-        except OSError as exc:
-            fail(str(exc))
+    data = {"device": dev.name.strip(), "runs": runs, "cases": [dataclasses.asdict(c) for c in cases],
+            "overhead": dataclasses.asdict(overhead) if overhead else None,
+            "reuse": [dataclasses.asdict(r) for r in reuses]}
+    write_results(json_path, data)
     if any(not m.correct and m.note == "wrong result" for c in cases for m in c.measurements):
         sys.exit(1)
 

@@ -4,7 +4,6 @@ CPU+GPU co-tuned) from numpy operands to a numpy result, beside the device-resid
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from pathlib import Path
 
@@ -15,11 +14,8 @@ from rich.table import Table
 from ..bench.hybrid import CO_TUNED, CPU_ONLY, GPU_ONLY, SIMPLE, run_hybrid
 from ..blas.split import DEFAULT_PARTS
 from . import main
-from .common import bench_inputs, console, fail
+from .common import bench_inputs, cell, console, write_results
 
-
-def _rate(value: float | None) -> str:
-    return f"{value:.3g}" if value else "-"
 
 
 @main.command("bench-hybrid")
@@ -55,18 +51,14 @@ def bench_hybrid_command(device, dtypes, sizes, parts, kernels, runs, seed, json
     for case in cases:
         best = case.tflops(CO_TUNED)
         ratios = [best / peer if best and peer else None for peer in (case.resident_tflops, case.cublas_e2e_tflops)]
-        table.add_row(case.dtype, str(case.n), *(_rate(case.tflops(name)) for name in (CPU_ONLY, GPU_ONLY, SIMPLE, CO_TUNED)),
-                      _rate(case.resident_tflops), _rate(case.cublas_e2e_tflops),
+        table.add_row(case.dtype, str(case.n), *(cell(case.tflops(name)) for name in (CPU_ONLY, GPU_ONLY, SIMPLE, CO_TUNED)),
+                      cell(case.resident_tflops), cell(case.cublas_e2e_tflops),
                       *(f"{r:.2f}x" if r else "-" for r in ratios))
     console.print(table)
     for case in cases:
         for s in case.strategies:
             console.print(f"{case.dtype} {case.n} {s.name}: {s.split or 'failed'}; {s.config}", highlight=False)
-    if json_path:
-        data = {"device": dev.name.strip(), "runs": runs, "cases": [dataclasses.asdict(c) for c in cases]}
-        try:
-            json_path.write_text(json.dumps(data, indent=1))
-        except OSError as exc:
-            fail(str(exc))
+    data = {"device": dev.name.strip(), "runs": runs, "cases": [dataclasses.asdict(c) for c in cases]}
+    write_results(json_path, data)
     if any(s.seconds is None for c in cases for s in c.strategies):
         sys.exit(1)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from pathlib import Path
 
@@ -14,11 +13,8 @@ from rich.table import Table
 from ..bench.routines import CUBLAS_GEMV, NUMPY, TORCH_COPY, run_gemv, run_transpose
 from ..bench.runner import AUTOGEMM
 from . import main
-from .common import bench_inputs, console, fail
+from .common import bench_inputs, cell, console, write_results
 
-
-def _rate(value: float | None) -> str:
-    return f"{value:.0f}" if value else "-"
 
 
 @main.command("bench-routines")
@@ -52,18 +48,14 @@ def bench_routines_command(device, dtypes, sizes, runs, seed, json_path) -> None
         peer = TORCH_COPY if case.routine == "transpose" else CUBLAS_GEMV
         ratios = [case.ratio(peer), case.ratio(NUMPY)]
         table.add_row(case.routine, case.dtype, f"{case.rows}x{case.cols}",
-                      *(_rate(case.gbs(name)) for name in (AUTOGEMM, peer, NUMPY)),
+                      *(cell(case.gbs(name), ".0f") for name in (AUTOGEMM, peer, NUMPY)),
                       *(f"{r:.2f}x" if r else "-" for r in ratios))
     console.print(table)
     for case in cases:
         notes = [f"{t.name}: {t.note}" for t in case.timings if t.note]
         console.print(f"{case.routine} {case.dtype} {case.rows}x{case.cols}: {case.config}"
                       + "".join(f"; {x}" for x in notes), highlight=False)
-    if json_path:
-        data = {"device": dev.name.strip(), "runs": runs, "cases": [dataclasses.asdict(c) for c in cases]}
-        try:
-            json_path.write_text(json.dumps(data, indent=1))
-        except OSError as exc:
-            fail(str(exc))
+    data = {"device": dev.name.strip(), "runs": runs, "cases": [dataclasses.asdict(c) for c in cases]}
+    write_results(json_path, data)
     if any(t.note == "wrong result" for c in cases for t in c.timings):
         sys.exit(1)

@@ -103,3 +103,19 @@ def bench_inputs(device: str | None, dtypes: str, sizes: str, parts: int = 2
         return dev, letters, dimensions(sizes, parts), context_for(dev)
     except AutogemmError as exc:
         fail(str(exc))
+
+
+def cell(value: float | None, spec: str = ".3g") -> str:
+    """A rate for a bench table: formatted by ``spec``, or '-' where there is none."""
+    return format(value, spec) if value else "-"
+
+
+def write_results(path: Path | None, data: dict) -> None:
+    """Write a bench command's results as JSON to ``path`` (when given); a clear error and exit if it
+    cannot be written."""
+    if not path:
+        return
+    try:
+        path.write_text(json.dumps(data, indent=1))
+    except OSError as exc:
+        fail(str(exc))
