@@ -8,8 +8,10 @@ import dataclasses
 import numpy as np
 import pyopencl as cl
 import pytest
+from click.testing import CliRunner
 
 import autogemm
+from autogemm.cli import main
 from autogemm.runtime import discovery
 from autogemm.runtime.context import context_for
 
@@ -90,6 +92,69 @@ def test_build_error_carries_log(ctx):
     with pytest.raises(autogemm.BuildError) as info:
         ctx.program("__kernel void broken(__global float* x) { x[0] = undefined_name; }")
     assert "undefined_name" in str(info.value) or info.value.log
+
+
+def test_a_compiler_that_does_not_know_the_cpu_is_named_as_the_cause(ctx, monkeypatch):
+    """PoCL's LLVM fails every build on a CPU it does not know ('unknown target CPU'); the error says
+    that the driver, not the kernel, is at fault."""
+    def refuse(self, options=None, devices=None, cache_dir=None):
+        raise cl.RuntimeError("clBuildProgram failed: BUILD_PROGRAM_FAILURE\nerror: unknown target CPU 'generic'")
+    monkeypatch.setattr(cl.Program, "build", refuse)
+    with pytest.raises(autogemm.BuildError, match="does not know this CPU") as info:
+        ctx.program("__kernel void any_kernel(__global float* x) { x[0] = 1.0f; }")
+    assert "unknown target CPU" in info.value.log
+    monkeypatch.undo()
+    with pytest.raises(autogemm.BuildError) as info:
+        ctx.program("__kernel void broken(__global float* x) { x[0] = not_declared; }")
+    assert "does not know this CPU" not in str(info.value)
+
+
+def test_the_compiler_probe_says_whether_a_device_builds_and_why_not(device, monkeypatch):
+    discovery.compiler_fault.cache_clear()
+    assert discovery.compiler_fault(device) is None
+    discovery.compiler_fault.cache_clear()
+
+    def refuse(self, options=None, devices=None, cache_dir=None):
+        raise cl.RuntimeError("clBuildProgram failed: BUILD_PROGRAM_FAILURE\nerror: unknown target CPU 'generic'")
+    monkeypatch.setattr(cl.Program, "build", refuse)
+    assert "does not know this CPU" in discovery.compiler_fault(device)
+    discovery.compiler_fault.cache_clear()
+
+
+def test_a_cpu_driver_that_builds_is_chosen_over_one_that_cannot(device, monkeypatch):
+    """Two CPU drivers (PyPI's PoCL that cannot target the CPU, and one that can): the default device and
+    'cpu' are the one that builds, whatever the platform order; with one CPU driver nothing is probed."""
+    broken = dataclasses.replace(device, device_type="CPU", platform_index=0, device_index=0, name="broken")
+    working = dataclasses.replace(device, device_type="CPU", platform_index=1, device_index=0, name="working")
+    probed = []
+
+    def fault(d):
+        probed.append(d.name)
+        return "cannot" if "broken" in d.name else None
+    monkeypatch.setattr(discovery, "compiler_fault", fault)
+    monkeypatch.delenv("AUTOGEMM_DEVICE", raising=False)
+    monkeypatch.setattr(discovery, "list_devices", lambda: (broken, working))
+    assert discovery.default_device().name == "working"
+    assert discovery.find_device("cpu").name == "working"
+    assert discovery.find_device("0:0").name == "broken"          # asked for by slot, it is given
+    monkeypatch.setattr(discovery, "list_devices", lambda: (broken, dataclasses.replace(working, name="also broken")))
+    assert discovery.default_device().name == "broken"            # none builds: the first, which will say why
+    probed.clear()
+    monkeypatch.setattr(discovery, "list_devices", lambda: (broken,))
+    assert discovery.default_device().name == "broken" and not probed
+
+
+def test_devices_check_names_each_compiler_and_fails_when_none_builds(device, monkeypatch):
+    monkeypatch.setattr(discovery, "list_devices", lambda: (device,))
+    monkeypatch.setattr("autogemm.cli.commands_devices.list_devices", lambda: (device,))
+    monkeypatch.setattr(discovery, "compiler_fault", lambda d: None)
+    result = CliRunner().invoke(main, ["devices", "--check"])
+    assert result.exit_code == 0 and "builds kernels" in result.output
+    monkeypatch.setattr(discovery, "compiler_fault", lambda d: "the driver's compiler does not know this CPU")
+    result = CliRunner().invoke(main, ["devices", "--check"])
+    assert result.exit_code != 0
+    assert "cannot build" in result.output and "does not know this CPU" in result.output
+    assert "no OpenCL device here builds kernels" in result.output
 
 
 def test_builds_in_worker_processes_give_working_programs(ctx):

@@ -139,4 +139,6 @@ def test_a_retune_measures_the_profiles_configurations_first(ctx, monkeypatch, t
     measured.clear()
     tune(ctx, (DTYPES["s"],), Budget(evaluations=len(wanted) + 2), quick=True, listener=Listener(),
          classes=("small",), write=False)
-    assert measured[:len(wanted)] == wanted
+    # first, in any order: measure_many reports those the checkpoint answers before those it measures anew,
+    # and on Debian's PoCL which ones it measured anew varied from run to run
+    assert set(measured[:len(wanted)]) == set(wanted)

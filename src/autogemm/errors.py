@@ -27,11 +27,25 @@ class ConfigError(AutogemmError, ValueError):
     """A kernel configuration that is malformed or that ``check()`` rejects for the device."""
 
 
+#: A compiler that cannot build anything for this CPU says so in its log; the message then says why.
+_UNKNOWN_CPU = "unknown target CPU"
+
+
+def driver_fault(log: str) -> str:
+    """What a build log says of the driver rather than of the kernel, or "" when it says nothing of it."""
+    if _UNKNOWN_CPU in log:
+        return ("the driver's compiler does not know this CPU, so it builds no kernel at all (PoCL from PyPI "
+                "is built on LLVM 14, older than AMD's Zen 5 and other recent CPUs); use an OpenCL driver "
+                "whose compiler knows it (scripts/ensure-opencl-driver.sh installs Debian's PoCL)")
+    return ""
+
+
 class BuildError(AutogemmError, RuntimeError):
     """The OpenCL compiler rejected a generated kernel; carries the build log."""
 
     def __init__(self, message: str, log: str = "", source: str = "") -> None:
-        super().__init__(message + (f"\n--- build log ---\n{log}" if log else ""))
+        fault = driver_fault(log)
+        super().__init__(message + (f": {fault}" if fault else "") + (f"\n--- build log ---\n{log}" if log else ""))
         self.log = log
         self.source = source
 

@@ -5,26 +5,48 @@ from __future__ import annotations
 import json
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
-from ..runtime import discovery, list_devices
+from ..runtime import Device, discovery, list_devices
 from . import main
 from .common import fail, gib, console
 
 
+def _compiler(device: Device) -> str:
+    """Whether the device's compiler builds a minimal kernel, as rich markup."""
+    fault = discovery.compiler_fault(device)
+    return "[green]builds kernels[/green]" if fault is None else f"[red]cannot build:[/red] {escape(fault)}"
+
+
+def _check(found: tuple[Device, ...]) -> None:
+    """One line per device saying whether its compiler builds; fails when none does."""
+    for d in found:
+        console.print(f"{escape(d.label)}: {_compiler(d)}", highlight=False)
+    if all(discovery.compiler_fault(d) for d in found):
+        fail("no OpenCL device here builds kernels")
+
+
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the devices' facts as JSON.")
-def devices(as_json: bool) -> None:
-    """List every OpenCL device and its facts."""
+@click.option("--check", is_flag=True,
+              help="Only build a minimal kernel on each device and say which compilers work; fail when none "
+                   "does.")
+def devices(as_json: bool, check: bool) -> None:
+    """List every OpenCL device, its facts and whether its compiler builds kernels."""
     found = list_devices()
     if as_json:
         click.echo(json.dumps([dict(d.facts(), slot=f"{d.platform_index}:{d.device_index}",
-                                    fingerprint=d.fingerprint) for d in found], indent=2))
+                                    fingerprint=d.fingerprint, compiler_fault=discovery.compiler_fault(d))
+                               for d in found], indent=2))
         return
     if discovery.icd_note:
         console.print(f"[yellow]note:[/yellow] {discovery.icd_note}", highlight=False)
     if not found:
         fail("no OpenCL device found; for the CPU install PoCL: pip install 'autogemm[pocl]'")
+    if check:
+        _check(found)
+        return
     default = discovery.default_device()
     for d in found:
         table = Table(title=f"{d.label}{'  (default)' if d == default else ''}", show_header=False,
@@ -39,6 +61,7 @@ def devices(as_json: bool) -> None:
             ("fp64", "yes" if d.fp64 else "no"), ("images", "yes" if d.image_support else "no"),
             *((k.replace("_", " "), v) for k, v in d.vendor_facts.items()),
             ("fingerprint", d.fingerprint),
+            ("compiler", _compiler(d)),
         ]
         for key, value in rows:
             table.add_row(key, value)

@@ -1,5 +1,6 @@
 """Find every OpenCL platform and device, choose the default one, and register NVIDIA's driver where
-a container ships ``libnvidia-opencl.so.1`` without an ICD file naming it."""
+a container ships ``libnvidia-opencl.so.1`` without an ICD file naming it. A CPU driver whose compiler
+cannot build for the host CPU (PyPI's PoCL, on LLVM 14, on AMD's Zen 5) is passed over for another."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import logging
 import os
 import re
 import tempfile
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
 import pyopencl as cl
 
-from ..errors import DeviceError
+from ..errors import DeviceError, driver_fault
 from .device import Device, describe
 
 log = logging.getLogger("autogemm")
@@ -95,8 +97,38 @@ def list_devices() -> tuple[Device, ...]:
     return tuple(found)
 
 
+#: The smallest kernel; a compiler that cannot build it can build nothing.
+PROBE_SOURCE = "__kernel void probe(__global int *out) { out[get_global_id(0)] = 1; }"
+
+
+@lru_cache(maxsize=None)
+def compiler_fault(device: Device) -> str | None:
+    """None when ``device``'s compiler builds a minimal kernel, else why not: the first line of the build
+    log and the ``BuildError`` explanation where there is one. Some drivers list a device and build
+    nothing for it: PyPI's PoCL, on LLVM 14, does not know AMD's Zen 5 as a target."""
+    try:
+        context = cl.Context([device.cl_device])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            cl.Program(context, PROBE_SOURCE).build()
+    except cl.Error as exc:
+        log = str(exc)
+        errors = [line.strip() for line in log.splitlines() if "error" in line.lower()]
+        return driver_fault(log) or (errors[-1] if errors else log.strip().splitlines()[0])
+    return None
+
+
+def _cpus(devices: tuple[Device, ...]) -> list[Device]:
+    """The CPU devices; where there are several, those whose compiler works, if any does."""
+    cpus = [d for d in devices if d.device_type == "CPU"]
+    if len(cpus) > 1:
+        return [d for d in cpus if compiler_fault(d) is None] or cpus
+    return cpus
+
+
 def default_device() -> Device:
-    """``AUTOGEMM_DEVICE`` if set, else the fastest GPU, else the first CPU, else any device."""
+    """``AUTOGEMM_DEVICE`` if set, else the fastest GPU, else the first CPU whose compiler works, else any
+    device."""
     spec = os.environ.get(DEVICE_ENV)
     if spec:
         return find_device(spec)
@@ -108,8 +140,7 @@ def default_device() -> Device:
     gpus = [d for d in devices if d.is_gpu]
     if gpus:
         return max(gpus, key=lambda d: d.peak_gflops_estimate)
-    cpus = [d for d in devices if d.device_type == "CPU"]
-    return (cpus or list(devices))[0]
+    return (_cpus(devices) or list(devices))[0]
 
 
 _SLOT = re.compile(r"^(\d+):(\d+)$")
@@ -136,7 +167,7 @@ def find_device(spec: str | int | Device | None) -> Device:
         if int(text) < len(devices):
             return devices[int(text)]
     elif text.lower() in ("gpu", "cpu"):
-        of_type = [d for d in devices if d.device_type == text.upper()]
+        of_type = [d for d in devices if d.is_gpu] if text.lower() == "gpu" else _cpus(devices)
         if of_type:
             return max(of_type, key=lambda d: d.peak_gflops_estimate)
     else:
