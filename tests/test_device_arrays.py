@@ -20,9 +20,12 @@ RNG = np.random.default_rng()
 
 @pytest.fixture(scope="module")
 def queue(ctx):
-    """A queue of the caller's own context, as an application that made its arrays would have."""
+    """A queue of the caller's own context, as an application that made its arrays would have (which
+    keeps its context too: Intel's CPU runtime invalidates a context whose last handle is gone, even with
+    a queue of it left)."""
     context = cl.Context([ctx.device.cl_device])
-    return cl.CommandQueue(context)
+    yield cl.CommandQueue(context)
+    del context
 
 
 def _want(a, b, c, alpha, beta, ta, tb, dt):
@@ -96,7 +99,8 @@ def test_host_and_device_operands_mix(queue):
 def test_device_errors_are_raised_before_anything_runs(queue, ctx):
     a = cl_array.to_device(queue, random_matrix(RNG, DTYPES["s"], (8, 8)))
     c = cl_array.to_device(queue, np.full((8, 8), 7.0, np.float32))
-    other = cl.CommandQueue(cl.Context([ctx.device.cl_device]))
+    other_context = cl.Context([ctx.device.cl_device])
+    other = cl.CommandQueue(other_context)
     with pytest.raises(autogemm.ArgumentError, match="b and a are device arrays of different OpenCL contexts"):
         autogemm.gemm(a, cl_array.to_device(other, np.ones((8, 8), np.float32)), c)
     wide = cl_array.to_device(queue, np.ones((16, 16), np.float32))

@@ -211,6 +211,39 @@ def test_a_streamed_share_in_many_tiles_and_chunks_gives_c(ctx, small_chunks, le
         assert np.isnan(gemm.c[:20]).all() and np.isnan(gemm.c[290:]).all()     # other rows untouched
 
 
+def test_a_new_c_is_touched_ahead_of_the_copies_that_write_it(ctx, small_chunks, monkeypatch):
+    """With beta = 0 a thread writes one element per page of the share's rows ahead of the copies out
+    (``FirstTouch``: a new C's pages are faulted in off the copies' path); each copy waits for it, so a
+    slow toucher never overwrites a tile already written."""
+    import time
+    real = small_chunks.FirstTouch._touch
+    monkeypatch.setattr(small_chunks.FirstTouch, "_touch", lambda self: (time.sleep(0.3), real(self)))
+    monkeypatch.setattr(small_chunks.FirstTouch, "stop", lambda self: [t.join() for t in self._threads])    # touches it all
+    monkeypatch.setattr(small_chunks, "PAGE_BYTES", 64)             # sixteen touched elements per row
+    dt = DTYPES["s"]
+    a, b = random_matrix(RNG, dt, (300, 90)), random_matrix(RNG, dt, (90, 270))
+    gemm = HostGemm(dt, a, b, np.full((300, 270), np.nan, np.float32), "N", "N", 1.0, 0.0)
+    small_chunks.DeviceStream(ctx, gemm, (10, 300), None, "auto").run()
+    assert relative_error(gemm.c[10:], a[10:].astype(np.float64) @ b) < dt.tolerance
+    assert np.isnan(gemm.c[:10]).all()
+
+
+def test_first_touch_writes_one_element_per_page_in_order_and_stops():
+    from autogemm.blas.stream import PAGE_BYTES, FirstTouch
+    rows = np.full((64, 1500), np.nan, np.float32)
+    touch = FirstTouch(rows, 8)
+    touch.wait(64)
+    step = PAGE_BYTES // 4                        # float32 elements in a page; a block of 8 rows at a time
+    touched = np.concatenate([r0 * 1500 + np.arange(0, 8 * 1500, step) for r0 in range(0, 64, 8)])
+    flat = rows.reshape(-1)
+    assert (flat[touched] == 0).all() and np.isnan(np.delete(flat, touched)).all()
+    assert np.diff(touched).max() <= step         # so every page has one
+    touch.stop()
+    touch = FirstTouch(np.full((4096, 1024), np.nan, np.float32), 1)
+    touch.stop()                                  # stops after at most the block it is in,
+    touch.wait(4096)                              # and nothing waits for the rest
+
+
 def test_a_product_larger_than_the_device_streams_b_or_says_what_it_needs(ctx, small_chunks, monkeypatch):
     """Where A and B do not both fit beside the rest, A's blocks pass through two slots, and where B does
     not fit either, B's blocks come again for every tile (out of core); where not even 128-wide tiles

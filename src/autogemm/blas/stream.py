@@ -9,7 +9,8 @@ Every block crosses through page-locked staging buffers in chunks: host threads 
 numpy block into one (27 GB/s on the H100's host with 8 threads, where the driver's own copies from
 pageable memory ran at 7-10 GB/s) and a transfer queue copies it to the device (54 GB/s), while the
 device computes earlier tiles on its own queue; C's tiles come back the same way on a second transfer
-queue, copied into C by a thread of the stream's own. Events order everything: a kernel waits for its
+queue, copied into C by a thread of the stream's own (a third thread faults in the pages of a new C
+ahead of it: ``FirstTouch``). Events order everything: a kernel waits for its
 blocks' copies and for the download of the tile its C slot last held; a device slot of A or B is
 refilled only after the kernels that read it are done; a staging buffer only after its copy is done
 and its user has given it back."""
@@ -55,6 +56,8 @@ THREADED_BYTES = 4 * 2**20
 MEMORY_SHARE = 0.9
 #: Device slots (and staging buffers) for tiles of C: one computed while others go back to the host.
 C_SLOTS = 3
+#: Bytes of a page of host memory: ``FirstTouch`` writes one element in each, by this many threads.
+PAGE_BYTES, TOUCH_THREADS = 4096, 4
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -206,6 +209,63 @@ def page_locked(ctx: DeviceContext, nbytes: int) -> tuple[threading.Lock, np.nda
         return _page_locked[ctx][0], _page_locked[ctx][2]
 
 
+class FirstTouch:
+    """Faults in the pages of C's rows ahead of the copies that write the tiles, by ``TOUCH_THREADS``
+    threads taking blocks of rows in order: a new C (``np.empty``) has no pages yet, and the kernel zeroes
+    each on the first write (3.6 GB/s for one thread on the H100's host), which made the copies out of a
+    16384^3 SGEMM 10-35 ms slower into a new C than into one written before. Only where beta is 0 (C's
+    old values are not read, so one written element per page can be lost): a copy into rows [0, r)
+    waits for ``wait(r)``."""
+
+    def __init__(self, rows: np.ndarray, block_rows: int) -> None:
+        self._rows, self._block = rows, max(1, block_rows)
+        self._blocks = math.ceil(len(rows) / self._block)
+        self._next = self._done_blocks = 0            # the next block to take; blocks [0, done) are touched
+        self._done: set[int] = set()
+        self._stop = False
+        self._changed = threading.Condition()
+        self._threads = [threading.Thread(target=self._touch, name="autogemm-first-touch", daemon=True)
+                         for _ in range(min(TOUCH_THREADS, self._blocks))]
+        self._running = len(self._threads)
+        for thread in self._threads:
+            thread.start()
+
+    def _touch(self) -> None:
+        step = max(1, PAGE_BYTES // self._rows.itemsize)
+        try:
+            while True:
+                with self._changed:
+                    if self._stop or self._next == self._blocks:
+                        return
+                    block, self._next = self._next, self._next + 1
+                r0 = block * self._block
+                self._rows[r0:r0 + self._block].reshape(-1)[::step] = 0
+                with self._changed:
+                    self._done.add(block)
+                    while self._done_blocks in self._done:
+                        self._done.remove(self._done_blocks)
+                        self._done_blocks += 1
+                    self._changed.notify_all()
+        finally:                                 # the last thread out: nothing is waited for any more
+            with self._changed:
+                self._running -= 1
+                if not self._running:
+                    self._done_blocks = self._blocks
+                    self._changed.notify_all()
+
+    def wait(self, rows: int) -> None:
+        """Block until rows [0, ``rows``) are touched."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._done_blocks * self._block >= rows)
+
+    def stop(self) -> None:
+        """Stop touching (once the threads' current blocks are done) and wait for the threads."""
+        with self._changed:
+            self._stop = True
+        for thread in self._threads:
+            thread.join()
+
+
 @dataclass(frozen=True)
 class Layout:
     """How a streamed product uses the device: the tile side, and which operands stay resident (all of
@@ -246,6 +306,7 @@ class DeviceStream:
         self.op_a, self.op_b = Op.from_letter(gemm.trans_a, "trans_a"), Op.from_letter(gemm.trans_b, "trans_b")
         self.layout = self._layout(tile_side(self.out_dtype.itemsize, self.m, self.n))
         self._trace: list | None = None
+        self._first_touch: FirstTouch | None = None
 
     # ----- planning -------------------------------------------------------------------------------
     def tiles(self, layout: Layout | None = None) -> list[tuple[int, int, int, int]]:
@@ -316,7 +377,7 @@ class DeviceStream:
             started = time.perf_counter()
             parallel_copy(staged, part)
             if self._trace is not None:
-                self._trace.append(("host copy in", started, time.perf_counter()))
+                self._trace.append(("host copy in", started, time.perf_counter(), part.nbytes))
             event = cl.enqueue_copy(copies, buffer, staged, dst_offset=r0 * block.shape[1] * block.itemsize,
                                     is_blocking=False, wait_for=wait_for if event is None else None)
             self._staging_in.pending[index] = event
@@ -332,7 +393,7 @@ class DeviceStream:
         enqueued command is waited for before the buffers are freed). The calling thread copies blocks
         in and enqueues; a thread of the stream's own copies the tiles of C out as they come back.
         ``trace`` collects what happened, for timelines: (what, event) for device commands, (what,
-        start, end) in ``time.perf_counter`` seconds for the host's copies."""
+        start, end, bytes), in ``time.perf_counter`` seconds, for the host's copies."""
         self._trace = trace
         if not (self.m and self.n):
             return
@@ -361,6 +422,9 @@ class DeviceStream:
             holding: dict[tuple[str, int], tuple[int, cl.Event]] = {}   # slot -> (block in it, its copy)
             turn = {"A": 0, "B": 0}                  # the slot a block of a non-resident operand goes to next
             readers_key: dict[str, tuple[str, int]] = {}     # operand -> the slot the current tile reads
+            rows = self.gemm.c[self.start:self.stop]
+            if self.gemm.beta == 0 and rows.flags.c_contiguous:
+                self._first_touch = FirstTouch(rows, min(tile, 256))
             retirer.start()
 
             def block(name: str, index: int, start: int, stop: int) -> tuple[cl.Buffer, cl.Event]:
@@ -411,6 +475,9 @@ class DeviceStream:
             retiring.put(None)
             if retirer.is_alive():
                 retirer.join()
+            if self._first_touch is not None:
+                self._first_touch.stop()
+                self._first_touch = None
             for event in [*readers.values(), *(e for events in c_free for e in events)]:
                 event.wait()
             staging_out.wait()
@@ -438,10 +505,12 @@ class DeviceStream:
         """Copy a downloaded tile from its staging buffer into C."""
         event, staged, r0, r1, c0, c1 = download
         event.wait()
+        if self._first_touch is not None:
+            self._first_touch.wait(r1)
         started = time.perf_counter()
         parallel_copy(self.gemm.c[self.start + r0:self.start + r1, c0:c1], staged)
         if self._trace is not None:
-            self._trace.extend([("copy out", event), ("host copy out", started, time.perf_counter())])
+            self._trace.extend([("copy out", event), ("host copy out", started, time.perf_counter(), staged.nbytes)])
 
 
 def share_b(streams: list[DeviceStream]) -> SharedBlocks | None:
