@@ -23,7 +23,6 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +32,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from h100_mma_peak import kernel as peak_kernel  # noqa: E402
 
 import autogemm  # noqa: E402
-from autogemm.codelets.families import render  # noqa: E402
 from autogemm.codelets.mma import MmaParams, SHAPES  # noqa: E402
 from autogemm.dtypes import DTYPES  # noqa: E402
 from autogemm.runtime import context_for  # noqa: E402

@@ -31,10 +31,11 @@ ALL_FAMILIES = {**FAMILIES, **GEMV_FAMILIES}
 
 
 def _family(params: object) -> tuple:
-    for entry in FAMILIES.values():
-        if isinstance(params, entry[0]):
-            return entry
-    raise ConfigError(f"not a kernel configuration: {type(params).__name__}")
+    """The family entry of ``params``, by the family its class names."""
+    entry = FAMILIES.get(getattr(type(params), "family", None))
+    if entry is None or not isinstance(params, entry[0]):
+        raise ConfigError(f"not a kernel configuration: {type(params).__name__}")
+    return entry
 
 
 def kernel_dtype(params: KernelParams, dtype: Dtype | str) -> Dtype:

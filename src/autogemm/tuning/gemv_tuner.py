@@ -25,6 +25,7 @@ from ..runtime.device import Device
 from .budget import Budget
 from .checkpoint import Checkpoint
 from .evaluator import KernelEvaluator, fresh_random
+from .isolated import IsolatedEvaluator, WorkerProcess
 from .objective import Objective
 from .space import Knob, SearchSpace
 from .strategies import get_strategy
@@ -138,7 +139,7 @@ def verify_gemv(ctx: DeviceContext, params: GemvParams, dt: Dtype) -> str | None
 
 
 def tune_gemv_class(ctx: DeviceContext, dt: Dtype, layout: str, kind: str, shape: tuple[int, int], budget: Budget,
-                    strategy: str, fresh: bool, top: int, seed: int, known: list[GemvParams],
+                    strategy: str, fresh: bool, top: int, seed: int, known: list[GemvParams], worker: WorkerProcess,
                     on_record=None, on_start=None) -> tuple[SizeClassEntry | None, Objective,
                                                              list[tuple[GemvParams, str]]]:
     """Search the GEMV space of ``layout`` on A of ``shape`` (the ``kind`` class) under ``budget`` (the
@@ -148,7 +149,7 @@ def tune_gemv_class(ctx: DeviceContext, dt: Dtype, layout: str, kind: str, shape
     checkpoint = Checkpoint.for_problem(ctx.device, dt, (*shape, 1), routine=f"gemv-{layout.lower()}")
     if fresh:
         checkpoint.clear()
-    evaluator = GemvEvaluator(ctx, dt, layout, *shape)
+    evaluator = IsolatedEvaluator(worker, {"kind": "gemv", "dtype": dt.key, "layout": layout, "shape": list(shape)})
     objective = Objective(space, evaluator, checkpoint, budget, overlap=ctx.device.is_gpu, on_record=on_record)
     if on_start is not None:
         on_start(space, objective)

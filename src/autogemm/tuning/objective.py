@@ -160,7 +160,7 @@ class Objective:
                     try:
                         self._charge()
                     except BudgetSpent as spent:
-                        _discard(plan)
+                        discard_plan(plan)
                         yield point, spent, 0.0
                         return
                     yield point, plan, seconds
@@ -171,10 +171,10 @@ class Objective:
             finally:
                 for _, future in queue:
                     if not future.cancel():
-                        _discard(future.result()[0])
+                        discard_plan(future.result()[0])
 
 
-def _discard(plan: object) -> None:
+def discard_plan(plan: object) -> None:
     """Free a plan built ahead and not measured (the evaluator's plans hold device memory)."""
     release = getattr(plan, "release", None)
     if release is not None:

@@ -17,7 +17,8 @@ class Outcome(str, Enum):
     OK = "ok"
     BUILD_ERROR = "build_error"   # the OpenCL compiler rejected it
     WRONG = "wrong"               # ran, but an output was unwritten or off by more than the bound
-    CRASHED = "crashed"           # the runtime failed while it ran
+    CRASHED = "crashed"           # the runtime failed while it ran, or its process died
+    TIMED_OUT = "timed_out"       # still running after the run limit: its process was stopped
     TOO_SLOW = "too_slow"         # its first run was slower than a multiple of the best: cut short
 
 

@@ -2,8 +2,10 @@
 
 For each dtype and size class: the pruned space of each kernel family the device can run (``simt_space``,
 ``subgroup_space`` where it offers a shuffle, ``mma_space`` where it has tensor-core instructions for the
-dtype) with the multiply-add form the FMA micro-benchmark chose, an ``Evaluator`` on fresh random data of the class's shape, the checkpoint of that (device, dtype,
-shape), and a strategy per family under its share of the budget. The best correct configurations are
+dtype) with the multiply-add form the FMA micro-benchmark chose, an evaluator on fresh random data of the
+class's shape, the checkpoint of that (device, dtype, shape), and a strategy per family under its share of
+the budget. The candidates build and run in a worker process (``isolated``), so that one that crashes it
+or never finishes is recorded as such and the search goes on. The best correct configurations are
 verified on awkward shapes (and, for a GPU's large class, ranked again on a problem twice its size) and
 written to the device profile as each class finishes, so an interrupted run keeps every finished class
 (and, in the checkpoint, every measurement). Then, unless the size classes named leave it out, GEMV's
@@ -34,6 +36,7 @@ from .budget import Budget
 from .checkpoint import Checkpoint
 from .evaluator import Evaluator
 from .gemv_tuner import GEMV_SHAPES, gemv_shape, tune_gemv_class
+from .isolated import IsolatedEvaluator, WorkerProcess
 from .objective import Objective, default_workers
 from .records import Record
 from .simt_space import simt_space
@@ -226,6 +229,7 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
     with ExitStack() as stack:
         if device.is_gpu:
             stack.enter_context(ctx.building_in_processes(default_workers()))
+        worker = stack.enter_context(WorkerProcess(device))
         widths = (1, 2, 4) if device.is_gpu else (1, 2, 4, 8)
         instructions = instructions_available(ctx) if any(dt.mma_operand for dt in dtypes) else {}
         for dt in dtypes if sizes else ():
@@ -256,7 +260,7 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
                 share = next_budget()
                 before = prior.entry(dt.key, size.name) if prior else None
                 known = [r.config for r in before.ranked] if before else []
-                entry = _tune_class(ctx, dt, size, spaces, share, strategy, fresh, top, listener, seed, known)
+                entry = _tune_class(ctx, worker, dt, size, spaces, share, strategy, fresh, top, listener, seed, known)
                 if entry is not None:
                     profile = profile.with_entry(dt.key, entry)
                     if write:
@@ -265,8 +269,8 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
                     if start is not None:      # the simt search's, which the next class starts from
                         spaces[0] = (space, start_point(space, entry.ranked[0].config) or start)
             for layout, kind in [(x, k) for x in "NT" for k in GEMV_SHAPES] if dt in gemv_dtypes else ():
-                entry = _tune_gemv(ctx, dt, layout, kind, quick, next_budget(), strategy, fresh, top, listener, seed,
-                                   prior)
+                entry = _tune_gemv(ctx, worker, dt, layout, kind, quick, next_budget(), strategy, fresh, top, listener,
+                                   seed, prior)
                 if entry is not None:
                     profile = profile.with_entry(dt.key, entry, GEMV)
                     if write:
@@ -313,16 +317,17 @@ def class_budget(budget: Budget, elapsed: float, weight: float, remaining_weight
 FAMILY_WEIGHTS = {"simt": 4.0, "subgroup": 1.0, "nvidia_mma": 8.0}
 
 
-def _tune_class(ctx: DeviceContext, dt: Dtype, size: SizeClass, spaces: list[tuple[SearchSpace, Point | None]],
-                budget: Budget, strategy: str, fresh: bool, top: int, listener: TuneListener,
-                seed: int, known: list[KernelParams] = ()) -> SizeClassEntry | None:
+def _tune_class(ctx: DeviceContext, worker: WorkerProcess, dt: Dtype, size: SizeClass,
+                spaces: list[tuple[SearchSpace, Point | None]], budget: Budget, strategy: str, fresh: bool, top: int,
+                listener: TuneListener, seed: int, known: list[KernelParams] = ()) -> SizeClassEntry | None:
     """Search each family's space (simt first, with its start point) under its share of ``budget``,
-    all into one checkpoint, and keep the finalists of all of them. The ``known`` configurations of each
-    family are measured first, and the best of them is the search's start when it beats the given one."""
+    all into one checkpoint, and keep the finalists of all of them. The candidates run in ``worker``'s
+    process. The ``known`` configurations of each family are measured first, and the best of them is the
+    search's start when it beats the given one."""
     checkpoint = Checkpoint.for_problem(ctx.device, dt, size.shape)
     if fresh:
         checkpoint.clear()
-    evaluator = Evaluator(ctx, dt, *size.shape)
+    evaluator = IsolatedEvaluator(worker, {"kind": "gemm", "dtype": dt.key, "shape": list(size.shape)})
     weights = [FAMILY_WEIGHTS[space.family] for space, _ in spaces]
     shares = [weight / sum(weights) for weight in weights]
     objectives = []
@@ -353,8 +358,9 @@ def _tune_class(ctx: DeviceContext, dt: Dtype, size: SizeClass, spaces: list[tup
     return entry
 
 
-def _tune_gemv(ctx: DeviceContext, dt: Dtype, layout: str, kind: str, quick: bool, budget: Budget, strategy: str,
-               fresh: bool, top: int, listener: TuneListener, seed: int, prior: Profile | None) -> SizeClassEntry | None:
+def _tune_gemv(ctx: DeviceContext, worker: WorkerProcess, dt: Dtype, layout: str, kind: str, quick: bool,
+               budget: Budget, strategy: str, fresh: bool, top: int, listener: TuneListener, seed: int,
+               prior: Profile | None) -> SizeClassEntry | None:
     """GEMV's search of ``layout`` and shape ``kind`` for ``dt``, reported to ``listener`` as a class
     named gemv-n-square and so on, starting from the configurations the device's profile ranked before."""
     rows, cols = gemv_shape(ctx.device, dt, layout, kind, quick)
@@ -367,6 +373,6 @@ def _tune_gemv(ctx: DeviceContext, dt: Dtype, layout: str, kind: str, quick: boo
         listener.class_started(dt, size, space, objective)
 
     entry, objective, rejected = tune_gemv_class(ctx, dt, layout, kind, (rows, cols), budget, strategy, fresh, top,
-                                                 seed, known, on_record=listener.record, on_start=started)
+                                                 seed, known, worker, on_record=listener.record, on_start=started)
     listener.class_finished(dt, size, entry, [objective], rejected)
     return entry

@@ -1,0 +1,146 @@
+"""The process a tuning run's candidates are measured in, started by ``isolated.IsolatedEvaluator``: it
+opens its own context on the device and makes the evaluator of each problem tuned, answering requests, one JSON object per
+line on stdin, with replies on stdout:
+
+- ``{"start": {...}}`` first: the device's slot and fingerprint, the build threads and processes, and
+  modules to import first (families that tests define); replied ``{"ready": true}``.
+- ``{"evaluator": {...}}``: make the evaluator described (``EVALUATORS``: a kind, a dtype, a problem, its
+  runs and the seed of its random operands), in place of the last; replied ``{"ready": true}``.
+- ``{"prepare": id, "config": {...}}``: build that configuration's plan in the background; no reply.
+- ``{"discard": id}``: free a plan prepared and not measured; no reply.
+- ``{"evaluate": id, "config": {...}, "runs": n, "best_seconds": s}``: replied ``{"running": id}`` once the
+  plan is built and the device is about to run it, then ``{"record": {...}, "best_seconds": s}``.
+
+A candidate that crashes the process or never finishes costs this process, not the tuner: the parent
+stops it and starts another. After a candidate that crashed while running, the context may be unusable
+(on NVIDIA an illegal access poisons it), so this process exits at once when it has replied. It ends
+when its stdin does."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
+from typing import IO, Callable
+
+from ..codelets.families import ALL_FAMILIES, params_from_dict
+from ..dtypes import get_dtype
+from ..runtime.context import DeviceContext, context_for
+from ..runtime.discovery import find_device
+from .evaluator import Evaluator, KernelEvaluator
+from .objective import discard_plan
+from .records import Outcome
+
+
+def _gemm(ctx: DeviceContext, spec: dict) -> KernelEvaluator:
+    return Evaluator(ctx, get_dtype(spec["dtype"]), *spec["shape"], runs=spec["runs"], seed=spec["seed"])
+
+
+def _gemv(ctx: DeviceContext, spec: dict) -> KernelEvaluator:
+    from .gemv_tuner import GemvEvaluator
+    return GemvEvaluator(ctx, get_dtype(spec["dtype"]), spec["layout"], *spec["shape"], runs=spec["runs"],
+                         seed=spec["seed"])
+
+
+#: The evaluators a worker can make, by the ``kind`` of the start request's ``evaluator``.
+EVALUATORS: dict[str, Callable[[DeviceContext, dict], KernelEvaluator]] = {"gemm": _gemm, "gemv": _gemv}
+
+
+class Worker:
+    """The evaluator of the problem being tuned and the plans being built ahead for it."""
+
+    def __init__(self, ctx: DeviceContext, builders: int, reply: Callable[[dict], None]) -> None:
+        self.ctx, self.reply = ctx, reply
+        self.evaluator: KernelEvaluator | None = None
+        self.pool = ThreadPoolExecutor(builders, thread_name_prefix="autogemm-build")
+        self.plans: dict[int, Future] = {}
+
+    def _prepare(self, config) -> tuple[object, float]:
+        started = time.perf_counter()
+        try:
+            plan: object = self.evaluator.prepare(config)
+        except Exception as exc:   # noqa: BLE001 - the evaluator turns it into a record
+            plan = exc
+        return plan, time.perf_counter() - started
+
+    def handle(self, request: dict) -> None:
+        """Serve one request."""
+        if "evaluator" in request:
+            self._drop_evaluator()
+            spec = request["evaluator"]
+            self.evaluator = EVALUATORS[spec["kind"]](self.ctx, spec)
+            self.reply({"ready": True})
+        elif "prepare" in request:
+            config = params_from_dict(request["config"], ALL_FAMILIES)
+            self.plans[request["prepare"]] = self.pool.submit(self._prepare, config)
+        elif "discard" in request:
+            future = self.plans.pop(request["discard"], None)
+            if future is not None:
+                future.add_done_callback(lambda done: discard_plan(done.result()[0]))
+        elif "evaluate" in request:
+            index = request["evaluate"]
+            config = params_from_dict(request["config"], ALL_FAMILIES)
+            future = self.plans.pop(index, None)
+            plan, build_seconds = future.result() if future is not None else self._prepare(config)
+            self.evaluator.best_seconds = float(request["best_seconds"])
+            self.reply({"running": index})
+            record = self.evaluator.evaluate(config, plan, request["runs"], build_seconds)
+            self.reply({"record": record.to_dict(), "best_seconds": self.evaluator.best_seconds})
+            if record.outcome is Outcome.CRASHED:
+                os._exit(0)       # its context may be unusable, and freeing it could hang: the parent starts anew
+
+    def _drop_evaluator(self) -> None:
+        for future in self.plans.values():
+            discard_plan(future.result()[0])
+        self.plans.clear()
+        if self.evaluator is not None:
+            self.evaluator.release()
+            self.evaluator = None
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self._drop_evaluator()
+
+
+def _protocol_stream() -> IO[str]:
+    """The original stdout, for replies alone: file descriptor 1 is pointed at stderr, so that whatever a
+    driver or compiler prints cannot break a reply."""
+    stream = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return stream
+
+
+def main() -> None:
+    out = _protocol_stream()
+    lock = threading.Lock()
+
+    def reply(message: dict) -> None:
+        with lock:
+            out.write(json.dumps(message) + "\n")
+            out.flush()
+
+    start = json.loads(sys.stdin.readline())["start"]
+    for module in start["preload"]:
+        importlib.import_module(module)
+    device = find_device(start["device"])
+    if device.fingerprint != start["fingerprint"]:
+        raise SystemExit(f"device {start['device']} here is not the tuner's device")
+    ctx = context_for(device)
+    with ExitStack() as stack:
+        if start["build_processes"]:
+            stack.enter_context(ctx.building_in_processes(start["build_processes"]))
+        worker = Worker(ctx, start["builders"], reply)
+        stack.callback(worker.close)
+        reply({"ready": True})
+        for line in sys.stdin:
+            worker.handle(json.loads(line))
+
+
+if __name__ == "__main__":
+    main()
