@@ -56,7 +56,7 @@ def requirements(device) -> list[dict]:
     return needs
 
 
-def build_sample(device, count: int = 200, seed: int = SEED) -> list[Case]:
+def build_sample(device, count: int = 180, seed: int = SEED) -> list[Case]:
     rng = random.Random(seed)
     letters = [d for d in "sdcz" if device.fp64 or not DTYPES[d].needs_fp64]
     pairs: dict[tuple[SimtParams, str], None] = {}

@@ -1,12 +1,15 @@
 """Properties of ``gemm`` against numpy over random shapes (0 and 1 included), transposes, layouts,
 offsets, host or device placement of each operand, alpha and beta: the result matches a float64
-reference and the operands are unchanged."""
+reference and the operands are unchanged. And over random calls valid or not (issue 8's fuzzing): each
+matches numpy or raises an ``AutogemmError``, changing nothing."""
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pyopencl.array as cl_array
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 import autogemm
 from autogemm.checking import apply_op, random_matrix, relative_error, tolerance
@@ -82,3 +85,60 @@ def test_matmul_matches_numpy_on_stacks(ctx, letter, stacks, m, n, k, places, fo
     assert got.shape == want.shape
     if got.size:
         assert relative_error(got, want) < tolerance(dt, k)
+
+
+NUMERIC = {"s": np.float32, "d": np.float64, "c": np.complex64, "z": np.complex128}
+ODD_TYPES = {"int32": np.int32, "bool": np.bool_, "f16": np.float16}
+
+
+def _operand(chance, kind: str, rows: int, cols: int) -> np.ndarray:
+    """A numpy operand of ``rows`` x ``cols`` and type ``kind``; now and then of another type, another
+    number of dimensions or another shape, or read-only."""
+    kind = _mostly(chance, [kind], [*NUMERIC, *ODD_TYPES])
+    shape = _mostly(chance, [(rows, cols)], [(rows,), (1, rows, cols), (rows, cols + 1)])
+    x = np.random.default_rng(chance.getrandbits(32)).standard_normal(shape).astype({**NUMERIC, **ODD_TYPES}[kind])
+    if chance.random() < 0.03:
+        x.setflags(write=False)
+    return x
+
+
+def _mostly(chance, valid: list, invalid: list):
+    """One of ``valid``, or one of ``invalid`` once in twenty."""
+    return chance.choice(invalid if chance.random() < 0.05 else valid)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(list(NUMERIC)), m=st.integers(0, 20),
+       n=st.integers(0, 20), k=st.integers(0, 20), with_c=st.booleans())
+def test_any_call_matches_numpy_or_raises_an_autogemm_error_and_changes_nothing(ctx, seed, kind, m, n, k, with_c):
+    """Random calls, valid and not: wrong types, dimensions, shapes, transposes, scalars, edge modes and
+    read-only outputs. Each either gives numpy's result or raises an ``AutogemmError``, and the caller's
+    arrays are as they were (C too, when it raises). The seed draws every choice, so that a failing call
+    is found again from it."""
+    chance = random.Random(seed)
+    ta, tb = _mostly(chance, ["N", "T", "C"], ["x", 1, None]), _mostly(chance, ["N", "T", "C"], ["Q", ""])
+    alpha = _mostly(chance, [1.0, -0.5, 0.0, 2], [1 + 2j, "two", None])
+    beta = _mostly(chance, [0.0, 1.5, 0, -1] if with_c else [0.0, 0], [-1j, "0", [1.0], 1.5])
+    edge = _mostly(chance, ["auto", "guard", "pad"], ["sideways", 3])
+    a = _operand(chance, kind, k, m) if ta in ("T", "C") else _operand(chance, kind, m, k)
+    b = _operand(chance, kind, n, k) if tb in ("T", "C") else _operand(chance, kind, k, n)
+    c = _operand(chance, kind, m, n) if with_c else None
+    before = [x.copy() for x in (a, b, c) if x is not None]
+    try:
+        out = autogemm.gemm(a, b, c, alpha=alpha, beta=beta, trans_a=ta, trans_b=tb, edge=edge, device=ctx.device)
+    except autogemm.AutogemmError as error:
+        event(f"raised {type(error).__name__}")
+        after = [x for x in (a, b, c) if x is not None]
+        assert all(np.array_equal(x, y, equal_nan=True) for x, y in zip(before, after))
+        return
+    event("computed")
+    assert np.array_equal(a, before[0]) and np.array_equal(b, before[1])
+    ref = np.complex128 if np.iscomplexobj(out) else np.float64
+    want = alpha * (apply_op(before[0].astype(ref), ta) @ apply_op(before[1].astype(ref), tb))
+    if c is not None:
+        assert out is c
+        want = want + beta * before[2].astype(ref)
+    assert out.shape == want.shape and out.dtype == np.result_type(a.dtype, b.dtype)   # shapes drawn "wrong" may fit
+    if out.size:
+        dt = {np.dtype(v): DTYPES[key] for key, v in NUMERIC.items()}[out.dtype]
+        assert relative_error(out, want) < tolerance(dt, max(apply_op(before[0], ta).shape[1], 1))

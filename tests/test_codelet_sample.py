@@ -19,7 +19,7 @@ CASES = build_sample(autogemm.default_device())
 
 def test_sample_is_large_and_distinct():
     pairs = {(c.params, c.dtype) for c in CASES}
-    assert len(pairs) == len(CASES) >= 200
+    assert len(pairs) == len(CASES) >= 180
 
 
 def test_sample_covers_every_value_codelet_and_dtype(device):

@@ -76,5 +76,5 @@ def test_a_repeated_device_call_holds_its_plan_only_while_the_cache_does(ctx, mo
     stale = made[-1]
     monkeypatch.setattr(plan_cache, "profile_for", lambda device: object())   # a new profile each lookup
     call(6)
-    assert len(made) == 4 and not stale.allocated
+    assert len(made) == 4 and not plan_cache.is_current(stale)   # forgotten; freed once nothing holds it
     plan_cache.clear()

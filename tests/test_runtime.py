@@ -173,6 +173,26 @@ def test_builds_in_worker_processes_give_working_programs(ctx):
     assert np.array_equal(out, 3 * data)
 
 
+def test_a_compiler_process_that_dies_fails_its_build_and_the_next_one_starts_anew(device):
+    """The build pool's child is killed (as a crashing compiler would be): that build raises BuildError
+    saying so, and the next build runs in a new child."""
+    import os
+    import signal
+
+    from autogemm.runtime.build_pool import BuildPool
+    source = "__kernel void twice(__global float* x) { x[get_global_id(0)] *= 2.0f; }  // pool test"
+    pool = BuildPool(device, 1)
+    try:
+        assert pool.compile(source)
+        (child,) = pool._children
+        os.kill(child._process.pid, signal.SIGKILL)
+        with pytest.raises(autogemm.BuildError, match="died of SIGKILL"):
+            pool.compile(source + " ")
+        assert pool.compile(source + "  ") and child.restarts == 1 and child.generation == 2
+    finally:
+        pool.close()
+
+
 def test_the_stored_layout_is_preferred_only_where_the_tuners_rates_do_not_hold():
     from autogemm.blas import GemmProblem, Op
     from autogemm.blas.selection import prefer_stored_layout

@@ -1,6 +1,10 @@
 """Plans (GEMM's and GEMV's) kept between calls of the high-level API: making one compiles nothing new
 but still renders and looks up kernels and creates kernel objects (over a millisecond), more than a small
-product takes."""
+product takes.
+
+A plan that leaves the cache is only forgotten, never released here: another thread may be enqueueing on
+it (threads that ask for a new problem at once all make a plan, and once freed its temporaries and kernel
+arguments crashed PoCL), and its buffers are freed when the last user lets go of it."""
 
 from __future__ import annotations
 
@@ -48,6 +52,10 @@ def _cached(ctx: DeviceContext, key: tuple, params: object, make: Callable[[], P
             return found[1]
     plan = make()
     with _lock:
+        found = _plans.get(key)
+        if found is not None and found[0] is profile:   # another thread made it meanwhile: one plan per key
+            _plans.move_to_end(key)
+            return found[1]
         old = _plans.pop(key, None)
         _plans[key] = (profile, plan)
         _kept[id(plan)] = (ctx, profile, params is None)
@@ -56,8 +64,6 @@ def _cached(ctx: DeviceContext, key: tuple, params: object, make: Callable[[], P
             evicted.append(_plans.popitem(last=False)[1][1])
         for stale in evicted:
             del _kept[id(stale)]
-    for stale in evicted:
-        stale.release()
     return plan
 
 
@@ -73,10 +79,7 @@ def is_current(plan: LaunchPlan | GemvLaunchPlan) -> bool:
 
 
 def clear() -> None:
-    """Forget every kept plan and free their temporaries."""
+    """Forget every kept plan."""
     with _lock:
-        plans = [plan for _, plan in _plans.values()]
         _plans.clear()
         _kept.clear()
-    for plan in plans:
-        plan.release()

@@ -1,6 +1,6 @@
-"""The process a tuning run's candidates are measured in, started by ``isolated.IsolatedEvaluator``: it
-opens its own context on the device and makes the evaluator of each problem tuned, answering requests, one JSON object per
-line on stdin, with replies on stdout:
+"""The process a tuning run's candidates are measured in (``isolated.WorkerProcess`` starts it;
+``runtime.child.serve`` carries its requests and replies, a JSON object per line): it opens its own context
+on the device and makes the evaluator of each problem tuned. Its requests:
 
 - ``{"start": {...}}`` first: the device's slot and fingerprint, the build threads and processes, and
   modules to import first (families that tests define); replied ``{"ready": true}``.
@@ -19,17 +19,15 @@ when its stdin does."""
 from __future__ import annotations
 
 import importlib
-import json
 import os
-import sys
-import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
-from typing import IO, Callable
+from typing import Callable
 
 from ..codelets.families import ALL_FAMILIES, params_from_dict
 from ..dtypes import get_dtype
+from ..runtime.child import serve
 from ..runtime.context import DeviceContext, context_for
 from ..runtime.discovery import find_device
 from .evaluator import Evaluator, KernelEvaluator
@@ -52,13 +50,26 @@ EVALUATORS: dict[str, Callable[[DeviceContext, dict], KernelEvaluator]] = {"gemm
 
 
 class Worker:
-    """The evaluator of the problem being tuned and the plans being built ahead for it."""
+    """The device's context (made by the start request), the evaluator of the problem being tuned and the
+    plans being built ahead for it."""
 
-    def __init__(self, ctx: DeviceContext, builders: int, reply: Callable[[dict], None]) -> None:
-        self.ctx, self.reply = ctx, reply
+    def __init__(self) -> None:
+        self.stack = ExitStack()
+        self.ctx: DeviceContext | None = None
+        self.pool: ThreadPoolExecutor | None = None
         self.evaluator: KernelEvaluator | None = None
-        self.pool = ThreadPoolExecutor(builders, thread_name_prefix="autogemm-build")
         self.plans: dict[int, Future] = {}
+
+    def _start(self, start: dict) -> None:
+        for module in start["preload"]:
+            importlib.import_module(module)
+        device = find_device(start["device"])
+        if device.fingerprint != start["fingerprint"]:
+            raise SystemExit(f"device {start['device']} here is not the tuner's device")
+        self.ctx = context_for(device)
+        if start["build_processes"]:
+            self.stack.enter_context(self.ctx.building_in_processes(start["build_processes"]))
+        self.pool = ThreadPoolExecutor(start["builders"], thread_name_prefix="autogemm-build")
 
     def _prepare(self, config) -> tuple[object, float]:
         started = time.perf_counter()
@@ -68,13 +79,16 @@ class Worker:
             plan = exc
         return plan, time.perf_counter() - started
 
-    def handle(self, request: dict) -> None:
+    def handle(self, request: dict, reply: Callable[[dict], None]) -> None:
         """Serve one request."""
-        if "evaluator" in request:
+        if "start" in request:
+            self._start(request["start"])
+            reply({"ready": True})
+        elif "evaluator" in request:
             self._drop_evaluator()
             spec = request["evaluator"]
             self.evaluator = EVALUATORS[spec["kind"]](self.ctx, spec)
-            self.reply({"ready": True})
+            reply({"ready": True})
         elif "prepare" in request:
             config = params_from_dict(request["config"], ALL_FAMILIES)
             self.plans[request["prepare"]] = self.pool.submit(self._prepare, config)
@@ -88,9 +102,9 @@ class Worker:
             future = self.plans.pop(index, None)
             plan, build_seconds = future.result() if future is not None else self._prepare(config)
             self.evaluator.best_seconds = float(request["best_seconds"])
-            self.reply({"running": index})
+            reply({"running": index})
             record = self.evaluator.evaluate(config, plan, request["runs"], build_seconds)
-            self.reply({"record": record.to_dict(), "best_seconds": self.evaluator.best_seconds})
+            reply({"record": record.to_dict(), "best_seconds": self.evaluator.best_seconds})
             if record.outcome is Outcome.CRASHED:
                 os._exit(0)       # its context may be unusable, and freeing it could hang: the parent starts anew
 
@@ -103,43 +117,18 @@ class Worker:
             self.evaluator = None
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
         self._drop_evaluator()
-
-
-def _protocol_stream() -> IO[str]:
-    """The original stdout, for replies alone: file descriptor 1 is pointed at stderr, so that whatever a
-    driver or compiler prints cannot break a reply."""
-    stream = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return stream
+        self.stack.close()
 
 
 def main() -> None:
-    out = _protocol_stream()
-    lock = threading.Lock()
-
-    def reply(message: dict) -> None:
-        with lock:
-            out.write(json.dumps(message) + "\n")
-            out.flush()
-
-    start = json.loads(sys.stdin.readline())["start"]
-    for module in start["preload"]:
-        importlib.import_module(module)
-    device = find_device(start["device"])
-    if device.fingerprint != start["fingerprint"]:
-        raise SystemExit(f"device {start['device']} here is not the tuner's device")
-    ctx = context_for(device)
-    with ExitStack() as stack:
-        if start["build_processes"]:
-            stack.enter_context(ctx.building_in_processes(start["build_processes"]))
-        worker = Worker(ctx, start["builders"], reply)
-        stack.callback(worker.close)
-        reply({"ready": True})
-        for line in sys.stdin:
-            worker.handle(json.loads(line))
+    worker = Worker()
+    try:
+        serve(worker.handle)
+    finally:
+        worker.close()
 
 
 if __name__ == "__main__":

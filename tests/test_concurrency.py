@@ -1,0 +1,56 @@
+"""Many threads calling ``gemm`` on one device at once (issue 8): each gets the right answer. The threads
+share the device's queue, its program cache and, all of them at each step, the plan of one problem: its
+kernels carry arguments, and in the padding edge mode its temporary buffers hold the padded operands,
+so one thread's launches must not interleave with another's."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+import autogemm
+from autogemm.checking import apply_op, random_matrix, relative_error, tolerance
+from autogemm.dtypes import DTYPES
+
+THREADS, CALLS = 8, 12
+#: (dtype, m, n, k, trans_a, trans_b): shapes repeat across threads, so that threads share plans.
+PROBLEMS = [("s", 64, 48, 33, "N", "N"), ("d", 37, 70, 19, "T", "N"), ("c", 20, 21, 22, "N", "C"),
+            ("s", 129, 65, 7, "T", "T"), ("z", 9, 30, 41, "C", "N"), ("d", 64, 48, 33, "N", "T")]
+
+
+def test_many_threads_calling_gemm_at_once_each_get_the_right_answer(ctx):
+    problems = [p for p in PROBLEMS if ctx.device.fp64 or not DTYPES[p[0]].needs_fp64]
+    start = threading.Barrier(THREADS)
+    failures: list[str] = []
+
+    def work(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        start.wait()
+        for call in range(CALLS):
+            letter, m, n, k, ta, tb = problems[call % len(problems)]     # all threads on one plan at once
+            dt = DTYPES[letter]
+            a = random_matrix(rng, dt, (k, m) if ta != "N" else (m, k))
+            b = random_matrix(rng, dt, (n, k) if tb != "N" else (k, n))
+            c = random_matrix(rng, dt, (m, n))
+            before = (a.copy(), b.copy(), c.copy())
+            alpha, beta = 1.5, (0.0 if call % 2 else -0.5)
+            try:
+                autogemm.gemm(a, b, c, alpha=alpha, beta=beta, trans_a=ta, trans_b=tb, device=ctx.device,
+                              edge="pad" if call % 2 else "guard")
+            except Exception as exc:    # noqa: BLE001 - reported with the others below
+                failures.append(f"thread {seed} call {call}: {exc!r}")
+                continue
+            ref = dt.reference_numpy
+            want = alpha * apply_op(before[0].astype(ref), ta) @ apply_op(before[1].astype(ref), tb) \
+                + beta * before[2].astype(ref)
+            error = relative_error(c, want)
+            if not error < tolerance(dt, k) or not (np.array_equal(a, before[0]) and np.array_equal(b, before[1])):
+                failures.append(f"thread {seed} call {call} ({letter} {m}x{n}x{k} {ta}{tb}): error {error:.1e}")
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, "\n".join(failures)
