@@ -92,3 +92,25 @@ def test_a_checkpoint_of_another_problem_is_not_used(tmp_path, device):
     search(checkpoint_in(tmp_path, device), evaluator, 10)
     assert evaluator.calls == 10
     assert len(checkpoint_in(tmp_path, device)) == 10
+
+
+def test_a_resumed_run_keeps_the_multiply_add_forms_it_measured(ctx, monkeypatch, tmp_path):
+    """The FMA benchmark's results are kept beside the checkpoints: a resumed run tunes the same space
+    (the forms are part of every configuration), ``fresh`` measures again, a forged file is ignored."""
+    from autogemm.tuning import fma
+
+    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
+    calls = []
+    real = fma.benchmark
+    monkeypatch.setattr(fma, "benchmark", lambda *args: calls.append(args[1:]) or real(*args))
+    first = fma.measured(ctx, ("s",), (1, 2))
+    assert fma.measured(ctx, ("s",), (1, 2)) == first and len(calls) == 1
+    assert fma.measured(ctx, ("s",), (2,)) == first[1:] and len(calls) == 1
+    fma.measured(ctx, ("s",), (1, 2), fresh=True)
+    assert len(calls) == 2
+    path = tmp_path / "checkpoints" / f"{ctx.device.fingerprint}-fma.json"
+    forged = json.loads(path.read_text())
+    forged[0]["gflops"]["fma"] = "fast"
+    path.write_text(json.dumps(forged))
+    fma.measured(ctx, ("s",), (1, 2))
+    assert len(calls) == 3 and json.loads(path.read_text())[0]["gflops"]["fma"] != "fast"

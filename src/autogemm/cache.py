@@ -10,6 +10,8 @@ from functools import lru_cache
 
 import platformdirs
 
+from .errors import ArgumentError
+
 #: Overrides the cache directory (tests use it; so may a user with a shared profile directory).
 CACHE_ENV = "AUTOGEMM_CACHE_DIR"
 
@@ -21,8 +23,16 @@ def cache_dir() -> Path:
 
 @lru_cache(maxsize=8)
 def _root(override: str | None) -> Path:
-    """The cache root for a value of ``$AUTOGEMM_CACHE_DIR`` (made once: every call looks up its profile)."""
-    return Path(override) if override else Path(platformdirs.user_cache_dir("autogemm"))
+    """The cache root for a value of ``$AUTOGEMM_CACHE_DIR`` (made once: every call looks up its profile).
+    The value must be an absolute path of printable characters: a relative one would move with the
+    working directory."""
+    if not override:
+        return Path(platformdirs.user_cache_dir("autogemm"))
+    if len(override) > 4096 or not override.isprintable():
+        raise ArgumentError(f"{CACHE_ENV} must be a path of printable characters")
+    if not os.path.isabs(override):
+        raise ArgumentError(f"{CACHE_ENV} must be an absolute path, not {override!r}")
+    return Path(override)
 
 
 def cache_subdir(name: str) -> Path:

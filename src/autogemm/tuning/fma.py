@@ -4,11 +4,14 @@ speed differs with type and width). The tuning space then uses the winner instea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import math
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pyopencl as cl
 
+from ..cache import cache_subdir, write_atomically
 from ..runtime.context import DeviceContext
 from ..runtime.timing import event_seconds, median
 
@@ -87,3 +90,39 @@ def benchmark(ctx: DeviceContext, reals: tuple[str, ...], widths: tuple[int, ...
 def mac_table(results: list[FmaResult]) -> dict[str, str]:
     """The profile's ``fma`` section: "s4" -> the fastest form for float4."""
     return {f"{r.real}{r.vector_width}": r.best for r in results}
+
+
+def measured(ctx: DeviceContext, reals: tuple[str, ...], widths: tuple[int, ...], fresh: bool = False) -> list[FmaResult]:
+    """``benchmark``'s results, kept beside the device's tuning checkpoints: a run that resumes takes them
+    from there (unless ``fresh``), so that its space has the multiply-add forms of the run it resumes and
+    that run's measurements stand (the forms are part of each configuration, and a benchmark run again
+    can choose another where two forms are close)."""
+    path = cache_subdir("checkpoints") / f"{ctx.device.fingerprint}-fma.json"
+    kept = {} if fresh else _read(path)
+    wanted = [(real, width) for real in reals if real != "d" or ctx.device.fp64 for width in widths]
+    if all(key in kept for key in wanted):
+        return [kept[key] for key in wanted]
+    results = benchmark(ctx, reals, widths)
+    kept.update({(r.real, r.vector_width): r for r in results})
+    write_atomically(path, json.dumps([asdict(r) for r in kept.values()], indent=1))
+    return results
+
+
+def _read(path) -> dict[tuple[str, int], FmaResult]:
+    """The results kept at ``path``, validated (a file anyone could have edited); none when it is not
+    there or not valid."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        results = {}
+        for item in data:
+            real, width, rates = item["real"], item["vector_width"], item["gflops"]
+            valid = (real in ("s", "d") and isinstance(width, int) and not isinstance(width, bool) and 1 <= width <= 16
+                     and isinstance(rates, dict) and set(rates) == set(MACS)
+                     and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+                             for v in rates.values()))
+            if not valid:
+                return {}
+            results[(real, width)] = FmaResult(real, width, {k: float(v) for k, v in rates.items()})
+        return results
+    except (OSError, ValueError, TypeError, KeyError):
+        return {}

@@ -238,7 +238,7 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
                 raise TuningError(f"{dt.routine} needs matrix instructions for {dt.mma_operand} operands, which "
                                   f"{device.name.strip()} lacks (its {exact.routine} kernels compute it exactly)")
         reals = tuple(sorted({"d" if dt.needs_fp64 else "s" for dt in dtypes}))
-        results = fma.benchmark(ctx, reals, widths)
+        results = fma.measured(ctx, reals, widths, fresh)
         listener.fma_done(results)
         macs = fma.mac_table(results)
         profile = new_profile(device, budget.describe(), macs)
