@@ -142,3 +142,128 @@ def test_any_call_matches_numpy_or_raises_an_autogemm_error_and_changes_nothing(
     if out.size:
         dt = {np.dtype(v): DTYPES[key] for key, v in NUMERIC.items()}[out.dtype]
         assert relative_error(out, want) < tolerance(dt, max(apply_op(before[0], ta).shape[1], 1))
+
+
+def _placed(chance, queue, x: np.ndarray | None):
+    """``x`` on the device one time in three (else as it is), and a function reading it back to the host."""
+    if x is None or x.ndim == 0 or chance.random() >= 1 / 3 or x.dtype.kind not in "fc" or x.dtype == np.float16:
+        return x, (lambda: x)
+    placed = cl_array.to_device(queue, x)
+    return placed, placed.get
+
+
+def _host(result) -> np.ndarray:
+    return result.get() if isinstance(result, cl_array.Array) else result
+
+
+def _unchanged(before: list, readers: list) -> bool:
+    return all(np.array_equal(x, read(), equal_nan=True) for x, read in zip(before, readers))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(list(NUMERIC)), m=st.integers(0, 20),
+       n=st.integers(0, 20), with_y=st.booleans())
+def test_any_gemv_call_matches_numpy_or_raises_an_autogemm_error_and_changes_nothing(ctx, seed, kind, m, n, with_y):
+    """``gemv`` with operands on the host or the device, valid and not, as for ``gemm`` above."""
+    chance = random.Random(seed)
+    trans = _mostly(chance, ["N", "T", "C"], ["x", None])
+    rows, cols = (n, m) if trans in ("T", "C") else (m, n)       # op(A) is m x n
+    a = _operand(chance, kind, rows, cols)
+    x = _operand(chance, kind, 1, n)[0] if chance.random() > 0.05 else _operand(chance, kind, 1, n + 1)
+    y = _operand(chance, kind, 1, m)[0] if with_y else None
+    alpha = _mostly(chance, [1.0, -0.5, 0.0], [1j, "one"])
+    beta = _mostly(chance, [0.0, 2.0] if with_y else [0.0], [-1j, 2.0])
+    placed = [_placed(chance, ctx.queue, v) for v in (a, x, y)]
+    before = [v.copy() for v in (a, x, y) if v is not None]
+    readers = [read for (v, read) in placed if v is not None]
+    try:
+        out = autogemm.gemv(placed[0][0], placed[1][0], placed[2][0], alpha=alpha, beta=beta, trans=trans,
+                            device=None if any(isinstance(v, cl_array.Array) for v, _ in placed) else ctx.device)
+    except autogemm.AutogemmError as error:
+        event(f"raised {type(error).__name__}")
+        assert _unchanged(before, readers)
+        return
+    event("computed")
+    assert _unchanged(before[:2], readers[:2])
+    ref = np.complex128 if np.iscomplexobj(before[0]) else np.float64
+    want = alpha * (apply_op(before[0].astype(ref), trans) @ before[1].astype(ref))
+    if y is not None:
+        want = want + beta * before[2].astype(ref)
+    got = _host(out)
+    assert got.shape == want.shape
+    if got.size:
+        dt = {np.dtype(v): DTYPES[key] for key, v in NUMERIC.items()}[got.dtype]
+        assert relative_error(got, want) < tolerance(dt, max(before[1].size, 1))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(list(NUMERIC)), m=st.integers(0, 12),
+       n=st.integers(0, 12), with_out=st.booleans())
+def test_any_transpose_call_matches_numpy_or_raises_an_autogemm_error_and_changes_nothing(ctx, seed, kind, m, n,
+                                                                                          with_out):
+    """``transpose`` (conjugating or not) of a matrix or a stack, on the host or the device, into a new or
+    a given array, valid and not: the result is numpy's bit for bit, or an ``AutogemmError``."""
+    chance = random.Random(seed)
+    a = _operand(chance, kind, m, n)
+    if chance.random() < 0.3:
+        a = np.stack([a, a[::-1]]) if a.ndim == 2 else a
+    conjugate = _mostly(chance, [False, True], ["yes"])
+    want = np.swapaxes(a, -1, -2) if a.ndim >= 2 else None
+    if want is not None and conjugate is True:
+        want = want.conj()
+    out = None
+    if with_out:
+        shape = want.shape if want is not None and chance.random() > 0.1 else (n + 1, m)
+        out = np.full(shape, np.nan, _mostly(chance, [a.dtype], [np.float64, np.int32]))
+    placed = [_placed(chance, ctx.queue, v) for v in (a, out)]
+    before = [v.copy() for v in (a, out) if v is not None]
+    readers = [read for (v, read) in placed if v is not None]
+    try:
+        result = autogemm.transpose(placed[0][0], placed[1][0], conjugate=conjugate,
+                                    device=None if any(isinstance(v, cl_array.Array) for v, _ in placed) else ctx.device)
+    except autogemm.AutogemmError as error:
+        event(f"raised {type(error).__name__}")
+        assert _unchanged(before, readers)
+        return
+    event("computed")
+    assert _unchanged(before[:1], readers[:1])
+    assert np.array_equal(_host(result), want)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(list(NUMERIC)),
+       shape_a=st.lists(st.integers(0, 6), min_size=1, max_size=4), shape_b=st.lists(st.integers(0, 6), min_size=1,
+                                                                                        max_size=4))
+def test_any_matmul_call_matches_numpy_or_raises_an_autogemm_error_and_changes_nothing(ctx, seed, kind, shape_a,
+                                                                                       shape_b):
+    """``matmul`` on operands of any number of dimensions, broadcasting or not, on the host or the
+    device: numpy's result (and numpy's refusal of shapes that do not fit), or an ``AutogemmError``."""
+    chance = random.Random(seed)
+    if chance.random() < 0.7 and len(shape_a) >= 2:          # mostly inner dimensions that fit
+        shape_b[-2 if len(shape_b) >= 2 else -1] = shape_a[-1]
+    make = np.random.default_rng(seed).standard_normal
+    a = make(shape_a).astype(_mostly(chance, [NUMERIC[kind]], [np.int32, np.float16]))
+    b = make(shape_b).astype(_mostly(chance, [NUMERIC[kind]], [np.complex128]))
+    try:
+        want = np.matmul(a.astype(np.complex128), b.astype(np.complex128))
+    except ValueError:
+        want = None
+    placed = [_placed(chance, ctx.queue, v) for v in (a, b)]
+    before = [a.copy(), b.copy()]
+    try:
+        result = autogemm.matmul(placed[0][0], placed[1][0],
+                                 device=None if any(isinstance(v, cl_array.Array) for v, _ in placed) else ctx.device)
+    except autogemm.AutogemmError as error:
+        event(f"raised {type(error).__name__}")
+        assert _unchanged(before, [read for _, read in placed])
+        return
+    event("computed")
+    assert want is not None, "numpy refuses these shapes"
+    assert _unchanged(before, [read for _, read in placed])
+    got = _host(result)
+    assert got.shape == want.shape
+    if got.size:
+        dt = {np.dtype(v): DTYPES[key] for key, v in NUMERIC.items()}[got.dtype]
+        if not np.iscomplexobj(got):
+            want = want.real
+        assert relative_error(got, want) < tolerance(dt, max(a.shape[-1], 1))
