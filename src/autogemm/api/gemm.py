@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ..blas import GemmProblem, LaunchPlan
-from ..blas.problem import INT32_MAX, alignment_class
+from ..blas import blocks
+from ..blas.problem import alignment_class
 from ..blas.split import Split
 from ..blas.plan_cache import cached_plan, is_current
 from ..codelets.families import KernelParams
 from ..dtypes import Dtype
-from ..errors import ArgumentError, ShapeError
+from ..errors import ArgumentError
 from ..runtime import Device, DeviceContext
 from .operands import Matrix, Stored, as_matrix, call_context, event_list, events_of, on_device, scalar, stored
 from ..runtime.memory import check_memory
@@ -107,7 +108,7 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
         call, plan = found
     else:
         call = _resolve(a, b, c, batch, trans_a, trans_b, device, config, edge, precision, out_dtype)
-        plan = cached_plan(call.ctx, call.planned, config, edge)
+        plan = None if call.blocked else cached_plan(call.ctx, call.planned, config, edge)
         if key is not None:
             _remember(key, (call, plan))
     alpha, beta = scalar(alpha, "alpha", call.dt), scalar(beta, "beta", call.dt)
@@ -132,13 +133,14 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
     first, second = (b, a) if call.swapped else (a, b)
     offsets = (first.offset // first.dtype.itemsize, second.offset // second.dtype.itemsize,
                out.offset // out.dtype.itemsize)
-    for name, offset, extent in zip("ABC", offsets, call.extents):
-        if offset + extent > INT32_MAX:
-            raise ShapeError(f"{name} spans more than 2^31 elements, beyond this kernel's 32-bit indexing")
-    if not plan.allocated:
-        check_memory(ctx, list(plan.temporary_bytes().values()))
-    events = plan.enqueue(first.base_data, second.base_data, out.base_data, alpha=alpha, beta=beta,
-                          wait_for=wait_for, offsets=offsets)
+    buffers = (first.base_data, second.base_data, out.base_data)
+    if call.blocked or any(offset + extent > blocks.INDEX_LIMIT for offset, extent in zip(offsets, call.extents)):
+        placed = replace(call.problem, offset_a=offsets[0], offset_b=offsets[1], offset_c=offsets[2])
+        events = blocks.enqueue_blocks(ctx, placed, config, edge, buffers, alpha, beta, wait_for)
+    else:
+        if not plan.allocated:
+            check_memory(ctx, list(plan.temporary_bytes().values()))
+        events = plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=wait_for, offsets=offsets)
     if events:
         out.add_event(events[-1])
     return out
@@ -173,6 +175,7 @@ class _Call:
     swapped: bool
     planned: GemmProblem         # ``problem.aligned()``: what the plan is made for
     extents: tuple[int, int, int]  # elements of A, B and C past their offsets (every product's)
+    blocked: bool = False        # past 32-bit indexing: run in blocks (device arrays alone, one product)
 
 
 #: Resolutions of recent calls on device arrays alone, by everything they depend on, with the plan each
@@ -222,6 +225,9 @@ def _resolve(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, trans_a:
     problem = GemmProblem(dt, m, n, k, op_a, op_b, lda=pa.ld, ldb=pb.ld, ldc=sc.ld, offset_a=pa.offset,
                           offset_b=pb.offset, offset_c=sc.offset, batch=sc.layers, stride_a=pa.stride,
                           stride_b=pb.stride, stride_c=sc.stride)
-    problem.validate()
+    # past 32-bit indexing a product of device arrays alone runs in blocks; anything else cannot
+    blockable = problem.batch == 1 and all(on_device(x) for x in (a, b, c) if x is not None)
+    problem.validate(index_limit=None if blockable else blocks.INDEX_LIMIT)
+    blocked = blockable and blocks.exceeds(problem)
     extents = tuple(problem.elements_needed(x) - problem.offset(x) for x in "ABC")
-    return _Call(ctx, dt, shape, asynchronous, problem, sc.flipped, problem.aligned(), extents)
+    return _Call(ctx, dt, shape, asynchronous, problem, sc.flipped, problem.aligned(), extents, blocked)

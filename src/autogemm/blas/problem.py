@@ -107,9 +107,10 @@ class GemmProblem:
             return self.offset(name)
         return self.offset(name) + (self.batch - 1) * self.stride(name) + one
 
-    def validate(self) -> None:
+    def validate(self, index_limit: int | None = INT32_MAX) -> None:
         """Raise ``ShapeError`` for negative sizes, short leading dimensions, products of a batch that
-        would write one C, or int32 overflow."""
+        would write one C, or an operand past ``index_limit`` elements (the kernels' 32-bit indices; None
+        for a caller that cuts such a problem into blocks, ``blocks``)."""
         for size_name in ("m", "n", "k", "batch"):
             size = getattr(self, size_name)
             if not isinstance(size, int) or size < 0:
@@ -124,7 +125,7 @@ class GemmProblem:
                 raise ShapeError(f"stride of {name} must be a non-negative integer, not {stride!r}")
             if ld < max(1, cols):
                 raise ShapeError(f"ld{name.lower()}={ld} is less than the {cols} columns of the stored {name}")
-            if self.elements_needed(name) > INT32_MAX:
+            if index_limit is not None and self.elements_needed(name) > index_limit:
                 raise ShapeError(f"{name} spans more than 2^31 elements, beyond this kernel's 32-bit indexing")
         if self.batch > 1 and self.stride_c == 0 and self.member_elements("C"):
             raise ShapeError("stride of C is 0: every product of the batch would write the same C")
