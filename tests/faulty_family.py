@@ -9,7 +9,8 @@ not OpenCL), with nothing the compiler could prove about it:
 - ``crash``: writes far outside any buffer (the process dies on a CPU; on NVIDIA the context is lost);
 - ``oob_read``: reads far outside A;
 - ``hang``: never finishes (a loop that stores, so that no compiler may take it out: NVIDIA's removed
-  one that only read a volatile local)."""
+  one that only read a volatile local);
+- ``edge_crash``: crashes only where M is not a whole number of blocks (as on the verification's shapes)."""
 
 from __future__ import annotations
 
@@ -23,12 +24,15 @@ from autogemm.codelets.simt import SimtParams
 from autogemm.errors import ConfigError
 
 FAULTS = ("build", "wrong", "crash", "oob_read", "hang", "none")
+#: Faults that show only off the tuning problem's shape: there the kernel is right, so it reaches verification.
+EDGE_FAULTS = ("edge_crash",)
 STATEMENTS = {
     "none": "",
     "wrong": "if (get_global_id(0) == 0 && get_global_id(1) == 0) C[0] = (real)12345;",
     "crash": "C[(long)M << 40] = (real)1;",
     "oob_read": "if (get_global_id(0) == 0) C[0] += A[(long)K << 36] * (real)0;",
     "hang": "while (M > 0) ((volatile __global real*)C)[0] = (real)0;",
+    "edge_crash": "if (M % BLOCK_ROWS) C[(long)M << 40] = (real)1;",
 }
 
 
@@ -43,7 +47,7 @@ class FaultyParams(SimtParams):
     @classmethod
     def from_dict(cls, data: dict) -> "FaultyParams":
         params = params_from_fields(cls, data, cls.family)
-        if params.fault not in FAULTS:
+        if params.fault not in FAULTS + EDGE_FAULTS:
             raise ConfigError(f"unknown fault {params.fault!r}")
         return params
 

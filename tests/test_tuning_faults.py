@@ -34,3 +34,16 @@ def test_every_fault_is_recorded_with_its_cause_and_the_search_goes_on(device):
         assert all("died of SIG" in records[fault].message for fault in ("crash", "oob_read"))
     assert objective.best[1].config.fault == "none" and records["none"].gflops > 0
     assert restarts >= 3           # after each crash and after the hang, a new process went on
+
+
+def test_a_finalist_that_crashes_on_the_verifications_shapes_is_rejected_and_the_next_is_verified(device):
+    """Verification runs in the worker too: a kernel right on the tuning problem that crashes on awkward
+    shapes is rejected with the cause, and the worker starts anew for the next finalist."""
+    base = default_params(device, DTYPES["s"])
+    with WorkerProcess(device, preload=("faulty_family",), run_limit=RUN_LIMIT) as worker:
+        evaluator = IsolatedEvaluator(worker, {"kind": "gemm", "dtype": "s", "shape": [64, 48, 40]})
+        assert base.block_rows <= 64 and 64 % base.block_rows == 0
+        assert evaluator.evaluate(faulty(base, "edge_crash")).outcome is Outcome.OK
+        problem = worker.verify(faulty(base, "edge_crash"), DTYPES["s"])
+        assert worker.verify(faulty(base, "none"), DTYPES["s"]) is None
+    assert problem and ("lost its process" in problem or "OUT_OF_RESOURCES" in problem)

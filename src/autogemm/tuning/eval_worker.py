@@ -10,10 +10,13 @@ on the device and makes the evaluator of each problem tuned. Its requests:
 - ``{"discard": id}``: free a plan prepared and not measured; no reply.
 - ``{"evaluate": id, "config": {...}, "runs": n, "best_seconds": s}``: replied ``{"running": id}`` once the
   plan is built and the device is about to run it, then ``{"record": {...}, "best_seconds": s}``.
+- ``{"verify": {...}, "dtype": key}``: a finalist on awkward shapes (``verify``, or ``verify_gemv``);
+  replied ``{"verified": null}`` or what went wrong.
 
 A candidate that crashes the process or never finishes costs this process, not the tuner: the parent
-stops it and starts another. After a candidate that crashed while running, the context may be unusable
-(on NVIDIA an illegal access poisons it), so this process exits at once when it has replied. It ends
+stops it and starts another. After a candidate that crashed while running, or failed its verification,
+the context may be unusable (on NVIDIA an illegal access poisons it), so this process exits at once when
+it has replied. It ends
 when its stdin does."""
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from ..runtime.discovery import find_device
 from .evaluator import Evaluator, KernelEvaluator
 from .objective import discard_plan
 from .records import Outcome
+from .verify import verify
 
 
 def _gemm(ctx: DeviceContext, spec: dict) -> KernelEvaluator:
@@ -96,6 +100,15 @@ class Worker:
             future = self.plans.pop(request["discard"], None)
             if future is not None:
                 future.add_done_callback(lambda done: discard_plan(done.result()[0]))
+        elif "verify" in request:
+            from ..codelets.gemv import GemvParams
+            from .gemv_tuner import verify_gemv
+            config = params_from_dict(request["verify"], ALL_FAMILIES)
+            check = verify_gemv if isinstance(config, GemvParams) else verify
+            problem = check(self.ctx, config, get_dtype(request["dtype"]))
+            reply({"verified": problem})
+            if problem:
+                os._exit(0)       # it may have failed by losing the context: the next request starts anew
         elif "evaluate" in request:
             index = request["evaluate"]
             config = params_from_dict(request["config"], ALL_FAMILIES)

@@ -166,7 +166,7 @@ def tune_gemv_class(ctx: DeviceContext, dt: Dtype, layout: str, kind: str, shape
     for record in measured:
         if len(kept) == top:
             break
-        problem = verify_gemv(ctx, record.config, dt)
+        problem = worker.verify(record.config, dt)
         if problem:
             rejected.append((record.config, problem))
         else:

@@ -71,6 +71,16 @@ class WorkerProcess(Child):
             raise TuningError(f"the evaluation process on {self.device.name.strip()} failed making its "
                               f"evaluator: {gone}") from None
 
+    def verify(self, params, dtype) -> str | None:
+        """What goes wrong when ``params`` computes awkward shapes of ``dtype`` (``verify``, or
+        ``verify_gemv``), run in the worker; None when nothing does. A worker that dies or stalls doing
+        it is what went wrong."""
+        try:
+            self.send({"verify": params.to_dict(), "dtype": dtype.key})
+            return self.expect("verified", BUILD_LIMIT_SECONDS + self.run_limit)["verified"]
+        except ChildGone as gone:
+            return f"the verification lost its process: {gone}"
+
     def new_id(self) -> int:
         with self._lock:
             self._next_id += 1

@@ -44,7 +44,6 @@ from .mma_space import instructions_available, mma_space
 from .subgroup_space import subgroup_space
 from .space import Point, SearchSpace
 from .strategies import DEFAULT_STRATEGY, get_strategy
-from .verify import verify
 
 
 @dataclass(frozen=True)
@@ -147,15 +146,16 @@ def start_point(space: SearchSpace, params: KernelParams) -> Point | None:
     return next((p for p in space.points() if key(space.config(p)) == wanted), None)
 
 
-def finalists(ctx: DeviceContext, dtype: Dtype, objectives: list[Objective], top: int
+def finalists(check: Callable[[KernelParams], str | None], objectives: list[Objective], top: int
               ) -> tuple[list[Ranked], list[tuple[KernelParams, str]]]:
     """Over the measurements of ``objectives`` (one per family searched): the ``top`` best correct
-    configurations that also pass ``verify`` (see ``best_of_each_layout``); and those rejected by it."""
+    configurations that also pass ``check`` (the verification: what goes wrong, or None; see
+    ``best_of_each_layout``); and those rejected by it."""
     ok = [Ranked(r.config, r.gflops) for o in objectives for r in o.records.values() if o.complete(r)]
     rejected: list[tuple[KernelParams, str]] = []
 
     def verified(ranked: Ranked) -> bool:
-        problem = verify(ctx, ranked.config, dtype)
+        problem = check(ranked.config)
         if problem:
             rejected.append((ranked.config, problem))
         return not problem
@@ -341,7 +341,8 @@ def _tune_class(ctx: DeviceContext, worker: WorkerProcess, dt: Dtype, size: Size
             get_strategy(strategy, seed).run(space, objective, start, known_points(space, list(known)))
     finally:
         evaluator.release()
-    ranked, rejected = finalists(ctx, dt, objectives, top * CONFIRM_POOL if size.confirm else top)
+    ranked, rejected = finalists(lambda config: worker.verify(config, dt), objectives,
+                                 top * CONFIRM_POOL if size.confirm else top)
     shape = size.shape
     if ranked and size.confirm:
         listener.confirming(dt, size, len(ranked))
