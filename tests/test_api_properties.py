@@ -214,7 +214,8 @@ def test_any_transpose_call_matches_numpy_or_raises_an_autogemm_error_and_change
     out = None
     if with_out:
         shape = want.shape if want is not None and chance.random() > 0.1 else (n + 1, m)
-        out = np.full(shape, np.nan, _mostly(chance, [a.dtype], [np.float64, np.int32]))
+        kind_out = np.dtype(_mostly(chance, [a.dtype], [np.float64, np.int32]))
+        out = np.full(shape, np.nan if kind_out.kind in "fc" else -7, kind_out)
     placed = [_placed(chance, ctx.queue, v) for v in (a, out)]
     before = [v.copy() for v in (a, out) if v is not None]
     readers = [read for (v, read) in placed if v is not None]
