@@ -268,3 +268,56 @@ def test_any_matmul_call_matches_numpy_or_raises_an_autogemm_error_and_changes_n
         if not np.iscomplexobj(got):
             want = want.real
         assert relative_error(got, want) < tolerance(dt, max(a.shape[-1], 1))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(list(NUMERIC)), batch=st.integers(0, 4),
+       m=st.integers(0, 9), n=st.integers(0, 9), k=st.integers(0, 9), with_c=st.booleans())
+def test_any_batched_or_device_gemm_call_matches_numpy_or_raises_an_autogemm_error_and_changes_nothing(
+        ctx, seed, kind, batch, m, n, k, with_c):
+    """``gemm_batched`` on stacks (a stack of one, or a matrix, used in every product) and ``gemm`` on its
+    first products, operands on the host or the device, valid and not, as for ``gemm`` above."""
+    chance = random.Random(seed)
+    ta, tb = _mostly(chance, ["N", "T", "C"], ["x"]), _mostly(chance, ["N", "T", "C"], [2])
+    alpha = _mostly(chance, [1.0, -0.5, 0.0], ["two", 1j])
+    beta = _mostly(chance, [0.0, 1.5] if with_c else [0.0], [1.5, -1j])
+
+    def stack(rows: int, cols: int, depth: int) -> np.ndarray:
+        """A stack of ``depth`` matrices (of one, sometimes a plain matrix); drawn wrong now and then."""
+        x = _operand(chance, kind, rows, cols)
+        if x.ndim != 2 or (depth == 1 and chance.random() < 0.5):
+            return x
+        return np.repeat(x[None], depth, axis=0) + np.arange(depth).reshape(-1, 1, 1).astype(x.dtype)
+
+    def matrix(x: np.ndarray, i: int) -> np.ndarray:
+        return x if x.ndim == 2 else x[min(i, len(x) - 1)]
+
+    depths = [_mostly(chance, [batch, 1], [batch + 1]) for _ in range(2)]
+    a = stack(*((k, m) if ta in ("T", "C") else (m, k)), depths[0])
+    b = stack(*((n, k) if tb in ("T", "C") else (k, n)), depths[1])
+    c = stack(m, n, _mostly(chance, [batch], [batch + 2])) if with_c else None
+    placed = [_placed(chance, ctx.queue, v) for v in (a, b, c)]
+    before = [v.copy() for v in (a, b, c) if v is not None]
+    readers = [read for (v, read) in placed if v is not None]
+    on_device = any(isinstance(v, cl_array.Array) for v, _ in placed)
+    try:
+        out = autogemm.gemm_batched(placed[0][0], placed[1][0], placed[2][0], alpha=alpha, beta=beta, trans_a=ta,
+                                    trans_b=tb, device=None if on_device else ctx.device)
+    except autogemm.AutogemmError as error:
+        event(f"raised {type(error).__name__}")
+        assert _unchanged(before, readers)
+        return
+    event("computed")
+    assert _unchanged(before[:2], readers[:2])
+    ref = np.complex128 if np.iscomplexobj(before[0]) else np.float64
+    got = _host(out)
+    want = np.stack([alpha * (apply_op(matrix(before[0], i).astype(ref), ta) @ apply_op(matrix(before[1], i).astype(ref), tb))
+                     for i in range(len(got))]) if len(got) else got.astype(ref)
+    if c is not None:
+        want = want + beta * before[2].astype(ref)
+    stacks = [len(x) for x in (a, b, c) if x is not None and x.ndim == 3]
+    assert len(got) == next((depth for depth in stacks if depth != 1), 1)       # stacks of one are every product's
+    assert got.shape == want.shape
+    if got.size:
+        dt = {np.dtype(v): DTYPES[key] for key, v in NUMERIC.items()}[got.dtype]
+        assert relative_error(got, want) < tolerance(dt, max(apply_op(matrix(before[0], 0), ta).shape[1], 1))

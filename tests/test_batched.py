@@ -118,8 +118,15 @@ def test_lists_of_matrices(ctx):
     assert autogemm.gemm_batched([], []) == []
 
 
-def test_empty_batches_and_matrices():
-    assert autogemm.gemm_batched(np.ones((0, 3, 4)), np.ones((0, 4, 2))).shape == (0, 3, 2)
+def test_empty_batches_and_matrices(monkeypatch):
+    """An empty batch launches nothing: it once ran as a batch of one into a new C of no elements, which
+    wrote past the end of that buffer (on a CPU device, the host's heap; the fuzzing found it)."""
+    from autogemm.blas.plan import LaunchPlan
+    with monkeypatch.context() as patch:
+        patch.setattr(LaunchPlan, "enqueue", lambda *args, **kwargs: pytest.fail("an empty batch launched"))
+        assert autogemm.gemm_batched(np.ones((0, 3, 4)), np.ones((0, 4, 2))).shape == (0, 3, 2)
+        assert autogemm.gemm_batched(np.ones((0, 5, 0), np.complex64), np.ones((0, 0, 5), np.complex64),
+                                     alpha=0.0, trans_a="C", trans_b="C").shape == (0, 0, 0)
     got = autogemm.gemm_batched(np.ones((3, 2, 0)), np.ones((3, 0, 4)))
     assert got.shape == (3, 2, 4) and not got.any()
 

@@ -215,7 +215,7 @@ def _resolve(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, trans_a:
     asynchronous = any(on_device(x) for x in (a, b, c))
     sa, sb = stored(a, "a"), stored(b, "b")
     # a new C is dense and row-major
-    sc = stored(c, "c") if c is not None else Stored(max(n, 1), False, m, n, batch or 1, m * n)
+    sc = stored(c, "c") if c is not None else Stored(max(n, 1), False, m, n, 1 if batch is None else batch, m * n)
     op_a = op_a.flipped() if sa.flipped else op_a
     op_b = op_b.flipped() if sb.flipped else op_b
     first, second = (sa, op_a), (sb, op_b)
