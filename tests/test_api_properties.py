@@ -111,10 +111,10 @@ def _mostly(chance, valid: list, invalid: list):
 @given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(list(NUMERIC)), m=st.integers(0, 20),
        n=st.integers(0, 20), k=st.integers(0, 20), with_c=st.booleans())
 def test_any_call_matches_numpy_or_raises_an_autogemm_error_and_changes_nothing(ctx, seed, kind, m, n, k, with_c):
-    """Random calls, valid and not: wrong types, dimensions, shapes, transposes, scalars, edge modes and
-    read-only outputs. Each either gives numpy's result or raises an ``AutogemmError``, and the caller's
-    arrays are as they were (C too, when it raises). The seed draws every choice, so that a failing call
-    is found again from it."""
+    """Random calls, valid and not, operands on the host or the device: wrong types, dimensions, shapes,
+    transposes, scalars, edge modes and read-only outputs. Each either gives numpy's result or raises an
+    ``AutogemmError``, and the caller's arrays are as they were (C too, when it raises). The seed draws
+    every choice, so that a failing call is found again from it."""
     chance = random.Random(seed)
     ta, tb = _mostly(chance, ["N", "T", "C"], ["x", 1, None]), _mostly(chance, ["N", "T", "C"], ["Q", ""])
     alpha = _mostly(chance, [1.0, -0.5, 0.0, 2], [1 + 2j, "two", None])
@@ -123,25 +123,29 @@ def test_any_call_matches_numpy_or_raises_an_autogemm_error_and_changes_nothing(
     a = _operand(chance, kind, k, m) if ta in ("T", "C") else _operand(chance, kind, m, k)
     b = _operand(chance, kind, n, k) if tb in ("T", "C") else _operand(chance, kind, k, n)
     c = _operand(chance, kind, m, n) if with_c else None
+    placed = [_placed(chance, ctx.queue, x) for x in (a, b, c)]
     before = [x.copy() for x in (a, b, c) if x is not None]
+    readers = [read for x, read in placed if x is not None]
+    on_device = any(isinstance(x, cl_array.Array) for x, _ in placed)
     try:
-        out = autogemm.gemm(a, b, c, alpha=alpha, beta=beta, trans_a=ta, trans_b=tb, edge=edge, device=ctx.device)
+        out = autogemm.gemm(*(x for x, _ in placed), alpha=alpha, beta=beta, trans_a=ta, trans_b=tb, edge=edge,
+                            device=None if on_device else ctx.device)
     except autogemm.AutogemmError as error:
         event(f"raised {type(error).__name__}")
-        after = [x for x in (a, b, c) if x is not None]
-        assert all(np.array_equal(x, y, equal_nan=True) for x, y in zip(before, after))
+        assert _unchanged(before, readers)
         return
     event("computed")
-    assert np.array_equal(a, before[0]) and np.array_equal(b, before[1])
-    ref = np.complex128 if np.iscomplexobj(out) else np.float64
+    assert _unchanged(before[:2], readers[:2])
+    got = _host(out)
+    ref = np.complex128 if np.iscomplexobj(got) else np.float64
     want = alpha * (apply_op(before[0].astype(ref), ta) @ apply_op(before[1].astype(ref), tb))
     if c is not None:
-        assert out is c
+        assert out is placed[2][0]
         want = want + beta * before[2].astype(ref)
-    assert out.shape == want.shape and out.dtype == np.result_type(a.dtype, b.dtype)   # shapes drawn "wrong" may fit
-    if out.size:
-        dt = {np.dtype(v): DTYPES[key] for key, v in NUMERIC.items()}[out.dtype]
-        assert relative_error(out, want) < tolerance(dt, max(apply_op(before[0], ta).shape[1], 1))
+    assert got.shape == want.shape and got.dtype == np.result_type(a.dtype, b.dtype)   # shapes drawn "wrong" may fit
+    if got.size:
+        dt = {np.dtype(v): DTYPES[key] for key, v in NUMERIC.items()}[got.dtype]
+        assert relative_error(got, want) < tolerance(dt, max(apply_op(before[0], ta).shape[1], 1))
 
 
 def _placed(chance, queue, x: np.ndarray | None):
