@@ -6,6 +6,7 @@ matches numpy or raises an ``AutogemmError``, changing nothing."""
 from __future__ import annotations
 
 import random
+from typing import NamedTuple
 
 import numpy as np
 import pyopencl.array as cl_array
@@ -89,6 +90,7 @@ def test_matmul_matches_numpy_on_stacks(ctx, letter, stacks, m, n, k, places, fo
 
 NUMERIC = {"s": np.float32, "d": np.float64, "c": np.complex64, "z": np.complex128}
 ODD_TYPES = {"int32": np.int32, "bool": np.bool_, "f16": np.float16}
+DTYPE_OF = {np.dtype(v): DTYPES[key] for key, v in NUMERIC.items()}
 
 
 def _operand(chance, kind: str, rows: int, cols: int) -> np.ndarray:
@@ -107,6 +109,48 @@ def _mostly(chance, valid: list, invalid: list):
     return chance.choice(invalid if chance.random() < 0.05 else valid)
 
 
+def _placed(chance, queue, x: np.ndarray | None):
+    """``x`` on the device one time in three (else as it is), and a function reading it back to the host."""
+    if x is None or x.ndim == 0 or chance.random() >= 1 / 3 or x.dtype.kind not in "fc" or x.dtype == np.float16:
+        return x, (lambda: x)
+    placed = cl_array.to_device(queue, x)
+    return placed, placed.get
+
+
+class _Called(NamedTuple):
+    result: object            # what the routine returned
+    got: np.ndarray           # the result on the host
+    placed: list              # the arguments as passed (host or device arrays, or None)
+    before: list              # copies of the arguments from before the call (None for those left out)
+
+
+def _call(ctx, chance, routine, arrays: tuple, inputs: int, **options) -> _Called | None:
+    """``routine(*arrays, **options)`` with each array on the host or the device (the call's device is the
+    arrays' where any is on one, else ``ctx``'s). None when it raised an ``AutogemmError``, which must have
+    left every array as it was; else the first ``inputs`` arrays must be as they were."""
+    placed = [_placed(chance, ctx.queue, x) for x in arrays]
+    before = [None if x is None else x.copy() for x in arrays]
+    kept = [(x, read) for x, (_, read) in zip(before, placed) if x is not None]
+    on_device = any(isinstance(x, cl_array.Array) for x, _ in placed)
+    try:
+        result = routine(*(x for x, _ in placed), device=None if on_device else ctx.device, **options)
+    except autogemm.AutogemmError as error:
+        event(f"raised {type(error).__name__}")
+        assert all(np.array_equal(x, read(), equal_nan=True) for x, read in kept)
+        return None
+    event("computed")
+    assert all(np.array_equal(x, read(), equal_nan=True) for x, read in kept[:inputs])
+    got = result.get() if isinstance(result, cl_array.Array) else result
+    return _Called(result, got, [x for x, _ in placed], before)
+
+
+def _close(got: np.ndarray, want: np.ndarray, inner: int) -> None:
+    """``got`` has ``want``'s shape and is within the tolerance of its dtype over sums of ``inner`` terms."""
+    assert got.shape == want.shape
+    if got.size:
+        assert relative_error(got, want) < tolerance(DTYPE_OF[got.dtype], max(inner, 1))
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(list(NUMERIC)), m=st.integers(0, 20),
        n=st.integers(0, 20), k=st.integers(0, 20), with_c=st.booleans())
@@ -123,45 +167,16 @@ def test_any_call_matches_numpy_or_raises_an_autogemm_error_and_changes_nothing(
     a = _operand(chance, kind, k, m) if ta in ("T", "C") else _operand(chance, kind, m, k)
     b = _operand(chance, kind, n, k) if tb in ("T", "C") else _operand(chance, kind, k, n)
     c = _operand(chance, kind, m, n) if with_c else None
-    placed = [_placed(chance, ctx.queue, x) for x in (a, b, c)]
-    before = [x.copy() for x in (a, b, c) if x is not None]
-    readers = [read for x, read in placed if x is not None]
-    on_device = any(isinstance(x, cl_array.Array) for x, _ in placed)
-    try:
-        out = autogemm.gemm(*(x for x, _ in placed), alpha=alpha, beta=beta, trans_a=ta, trans_b=tb, edge=edge,
-                            device=None if on_device else ctx.device)
-    except autogemm.AutogemmError as error:
-        event(f"raised {type(error).__name__}")
-        assert _unchanged(before, readers)
+    called = _call(ctx, chance, autogemm.gemm, (a, b, c), 2, alpha=alpha, beta=beta, trans_a=ta, trans_b=tb, edge=edge)
+    if called is None:
         return
-    event("computed")
-    assert _unchanged(before[:2], readers[:2])
-    got = _host(out)
-    ref = np.complex128 if np.iscomplexobj(got) else np.float64
-    want = alpha * (apply_op(before[0].astype(ref), ta) @ apply_op(before[1].astype(ref), tb))
+    ref = np.complex128 if np.iscomplexobj(called.got) else np.float64
+    want = alpha * (apply_op(a.astype(ref), ta) @ apply_op(b.astype(ref), tb))
     if c is not None:
-        assert out is placed[2][0]
-        want = want + beta * before[2].astype(ref)
-    assert got.shape == want.shape and got.dtype == np.result_type(a.dtype, b.dtype)   # shapes drawn "wrong" may fit
-    if got.size:
-        dt = {np.dtype(v): DTYPES[key] for key, v in NUMERIC.items()}[got.dtype]
-        assert relative_error(got, want) < tolerance(dt, max(apply_op(before[0], ta).shape[1], 1))
-
-
-def _placed(chance, queue, x: np.ndarray | None):
-    """``x`` on the device one time in three (else as it is), and a function reading it back to the host."""
-    if x is None or x.ndim == 0 or chance.random() >= 1 / 3 or x.dtype.kind not in "fc" or x.dtype == np.float16:
-        return x, (lambda: x)
-    placed = cl_array.to_device(queue, x)
-    return placed, placed.get
-
-
-def _host(result) -> np.ndarray:
-    return result.get() if isinstance(result, cl_array.Array) else result
-
-
-def _unchanged(before: list, readers: list) -> bool:
-    return all(np.array_equal(x, read(), equal_nan=True) for x, read in zip(before, readers))
+        assert called.result is called.placed[2]
+        want = want + beta * called.before[2].astype(ref)
+    assert called.got.dtype == np.result_type(a.dtype, b.dtype)
+    _close(called.got, want, apply_op(a, ta).shape[1])           # shapes drawn "wrong" may fit
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -177,27 +192,14 @@ def test_any_gemv_call_matches_numpy_or_raises_an_autogemm_error_and_changes_not
     y = _operand(chance, kind, 1, m)[0] if with_y else None
     alpha = _mostly(chance, [1.0, -0.5, 0.0], [1j, "one"])
     beta = _mostly(chance, [0.0, 2.0] if with_y else [0.0], [-1j, 2.0])
-    placed = [_placed(chance, ctx.queue, v) for v in (a, x, y)]
-    before = [v.copy() for v in (a, x, y) if v is not None]
-    readers = [read for (v, read) in placed if v is not None]
-    try:
-        out = autogemm.gemv(placed[0][0], placed[1][0], placed[2][0], alpha=alpha, beta=beta, trans=trans,
-                            device=None if any(isinstance(v, cl_array.Array) for v, _ in placed) else ctx.device)
-    except autogemm.AutogemmError as error:
-        event(f"raised {type(error).__name__}")
-        assert _unchanged(before, readers)
+    called = _call(ctx, chance, autogemm.gemv, (a, x, y), 2, alpha=alpha, beta=beta, trans=trans)
+    if called is None:
         return
-    event("computed")
-    assert _unchanged(before[:2], readers[:2])
-    ref = np.complex128 if np.iscomplexobj(before[0]) else np.float64
-    want = alpha * (apply_op(before[0].astype(ref), trans) @ before[1].astype(ref))
+    ref = np.complex128 if np.iscomplexobj(a) else np.float64
+    want = alpha * (apply_op(a.astype(ref), trans) @ x.astype(ref))
     if y is not None:
-        want = want + beta * before[2].astype(ref)
-    got = _host(out)
-    assert got.shape == want.shape
-    if got.size:
-        dt = {np.dtype(v): DTYPES[key] for key, v in NUMERIC.items()}[got.dtype]
-        assert relative_error(got, want) < tolerance(dt, max(before[1].size, 1))
+        want = want + beta * called.before[2].astype(ref)
+    _close(called.got, want, x.size)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -220,19 +222,9 @@ def test_any_transpose_call_matches_numpy_or_raises_an_autogemm_error_and_change
         shape = want.shape if want is not None and chance.random() > 0.1 else (n + 1, m)
         kind_out = np.dtype(_mostly(chance, [a.dtype], [np.float64, np.int32]))
         out = np.full(shape, np.nan if kind_out.kind in "fc" else -7, kind_out)
-    placed = [_placed(chance, ctx.queue, v) for v in (a, out)]
-    before = [v.copy() for v in (a, out) if v is not None]
-    readers = [read for (v, read) in placed if v is not None]
-    try:
-        result = autogemm.transpose(placed[0][0], placed[1][0], conjugate=conjugate,
-                                    device=None if any(isinstance(v, cl_array.Array) for v, _ in placed) else ctx.device)
-    except autogemm.AutogemmError as error:
-        event(f"raised {type(error).__name__}")
-        assert _unchanged(before, readers)
-        return
-    event("computed")
-    assert _unchanged(before[:1], readers[:1])
-    assert np.array_equal(_host(result), want)
+    called = _call(ctx, chance, autogemm.transpose, (a, out), 1, conjugate=conjugate)
+    if called is not None:
+        assert np.array_equal(called.got, want)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -253,25 +245,11 @@ def test_any_matmul_call_matches_numpy_or_raises_an_autogemm_error_and_changes_n
         want = np.matmul(a.astype(np.complex128), b.astype(np.complex128))
     except ValueError:
         want = None
-    placed = [_placed(chance, ctx.queue, v) for v in (a, b)]
-    before = [a.copy(), b.copy()]
-    try:
-        result = autogemm.matmul(placed[0][0], placed[1][0],
-                                 device=None if any(isinstance(v, cl_array.Array) for v, _ in placed) else ctx.device)
-    except autogemm.AutogemmError as error:
-        event(f"raised {type(error).__name__}")
-        assert _unchanged(before, [read for _, read in placed])
+    called = _call(ctx, chance, autogemm.matmul, (a, b), 2)
+    if called is None:
         return
-    event("computed")
     assert want is not None, "numpy refuses these shapes"
-    assert _unchanged(before, [read for _, read in placed])
-    got = _host(result)
-    assert got.shape == want.shape
-    if got.size:
-        dt = {np.dtype(v): DTYPES[key] for key, v in NUMERIC.items()}[got.dtype]
-        if not np.iscomplexobj(got):
-            want = want.real
-        assert relative_error(got, want) < tolerance(dt, max(a.shape[-1], 1))
+    _close(called.got, want if np.iscomplexobj(called.got) else want.real, a.shape[-1])
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -300,28 +278,15 @@ def test_any_batched_or_device_gemm_call_matches_numpy_or_raises_an_autogemm_err
     a = stack(*((k, m) if ta in ("T", "C") else (m, k)), depths[0])
     b = stack(*((n, k) if tb in ("T", "C") else (k, n)), depths[1])
     c = stack(m, n, _mostly(chance, [batch], [batch + 2])) if with_c else None
-    placed = [_placed(chance, ctx.queue, v) for v in (a, b, c)]
-    before = [v.copy() for v in (a, b, c) if v is not None]
-    readers = [read for (v, read) in placed if v is not None]
-    on_device = any(isinstance(v, cl_array.Array) for v, _ in placed)
-    try:
-        out = autogemm.gemm_batched(placed[0][0], placed[1][0], placed[2][0], alpha=alpha, beta=beta, trans_a=ta,
-                                    trans_b=tb, device=None if on_device else ctx.device)
-    except autogemm.AutogemmError as error:
-        event(f"raised {type(error).__name__}")
-        assert _unchanged(before, readers)
+    called = _call(ctx, chance, autogemm.gemm_batched, (a, b, c), 2, alpha=alpha, beta=beta, trans_a=ta, trans_b=tb)
+    if called is None:
         return
-    event("computed")
-    assert _unchanged(before[:2], readers[:2])
-    ref = np.complex128 if np.iscomplexobj(before[0]) else np.float64
-    got = _host(out)
-    want = np.stack([alpha * (apply_op(matrix(before[0], i).astype(ref), ta) @ apply_op(matrix(before[1], i).astype(ref), tb))
+    ref = np.complex128 if np.iscomplexobj(a) else np.float64
+    got = called.got
+    want = np.stack([alpha * (apply_op(matrix(a, i).astype(ref), ta) @ apply_op(matrix(b, i).astype(ref), tb))
                      for i in range(len(got))]) if len(got) else got.astype(ref)
     if c is not None:
-        want = want + beta * before[2].astype(ref)
+        want = want + beta * called.before[2].astype(ref)
     stacks = [len(x) for x in (a, b, c) if x is not None and x.ndim == 3]
     assert len(got) == next((depth for depth in stacks if depth != 1), 1)       # stacks of one are every product's
-    assert got.shape == want.shape
-    if got.size:
-        dt = {np.dtype(v): DTYPES[key] for key, v in NUMERIC.items()}[got.dtype]
-        assert relative_error(got, want) < tolerance(dt, max(apply_op(matrix(before[0], 0), ta).shape[1], 1))
+    _close(got, want, a.shape[-2 if ta in ("T", "C") else -1])

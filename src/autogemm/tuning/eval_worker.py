@@ -29,11 +29,13 @@ from contextlib import ExitStack
 from typing import Callable
 
 from ..codelets.families import ALL_FAMILIES, params_from_dict
+from ..codelets.gemv import GemvParams
 from ..dtypes import get_dtype
 from ..runtime.child import serve
 from ..runtime.context import DeviceContext, context_for
 from ..runtime.discovery import find_device
 from .evaluator import Evaluator, KernelEvaluator
+from .gemv_tuner import GemvEvaluator, verify_gemv
 from .objective import discard_plan
 from .records import Outcome
 from .verify import verify
@@ -44,7 +46,6 @@ def _gemm(ctx: DeviceContext, spec: dict) -> KernelEvaluator:
 
 
 def _gemv(ctx: DeviceContext, spec: dict) -> KernelEvaluator:
-    from .gemv_tuner import GemvEvaluator
     return GemvEvaluator(ctx, get_dtype(spec["dtype"]), spec["layout"], *spec["shape"], runs=spec["runs"],
                          seed=spec["seed"])
 
@@ -101,8 +102,6 @@ class Worker:
             if future is not None:
                 future.add_done_callback(lambda done: discard_plan(done.result()[0]))
         elif "verify" in request:
-            from ..codelets.gemv import GemvParams
-            from .gemv_tuner import verify_gemv
             config = params_from_dict(request["verify"], ALL_FAMILIES)
             check = verify_gemv if isinstance(config, GemvParams) else verify
             problem = check(self.ctx, config, get_dtype(request["dtype"]))
