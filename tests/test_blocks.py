@@ -10,6 +10,7 @@ import pytest
 
 import autogemm
 from autogemm.blas import blocks
+from autogemm.blas import plan as plan_module
 from autogemm.blas.problem import GemmProblem, Op
 from autogemm.checking import apply_op, random_matrix, relative_error, tolerance
 from autogemm.dtypes import DTYPES
@@ -28,13 +29,16 @@ def test_every_block_fits_and_together_they_cover_the_product_once(ta, tb):
     finally:
         blocks.INDEX_LIMIT = old
     assert len(found) > 1
-    covered = np.zeros((97, 83), int)
+    covered = np.zeros((97, 83, 61), int)            # row of C, column of C, index along K
     for block in found:
         b = block.problem
-        assert all(b.elements_needed(name) <= LIMIT for name in "ABC")
-        row, col = divmod(block.starts[2] - pr.offset_c, pr.ldc)
-        covered[row:row + b.m, col:col + b.n] += b.k
-    assert (covered == pr.k).all()                   # each element of C gets all of K, once
+        assert all(b.member_elements(name) <= LIMIT for name in "ABC")
+        row, col = divmod(b.offset_c - pr.offset_c, pr.ldc)
+        k0, row_a = divmod(b.offset_a - pr.offset_a, pr.lda) if ta == "T" else (b.offset_a - pr.offset_a - row * pr.lda, row)
+        col_b, k0_b = divmod(b.offset_b - pr.offset_b, pr.ldb) if tb == "T" else divmod(b.offset_b - pr.offset_b, pr.ldb)[::-1]
+        assert row_a == row and col_b == col and k0_b == k0 and block.accumulate == (k0 > 0)
+        covered[row:row + b.m, col:col + b.n, k0:k0 + b.k] += 1
+    assert (covered == 1).all()                      # each element of C gets each product along K, once
 
 
 @pytest.mark.parametrize("letter, ta, tb, beta", [("s", "N", "N", 0.0), ("d", "T", "N", 0.5), ("c", "N", "C", 0.0),
@@ -43,7 +47,7 @@ def test_device_arrays_past_the_limit_give_the_right_product(ctx, monkeypatch, l
     monkeypatch.setattr(blocks, "INDEX_LIMIT", LIMIT)
     ran = []
     real = blocks.blocks
-    monkeypatch.setattr(blocks, "blocks", lambda pr: ran.append(real(pr)) or ran[-1])
+    monkeypatch.setattr(blocks, "blocks", lambda pr, limit=None: ran.append(real(pr, limit)) or ran[-1])
     dt, rng = DTYPES[letter], np.random.default_rng()
     m, n, k = 97, 83, 61
     a = random_matrix(rng, dt, (k, m) if ta != "N" else (m, k))
@@ -65,11 +69,63 @@ def test_device_arrays_past_the_limit_give_the_right_product(ctx, monkeypatch, l
     assert np.isnan(got[:3]).all() and np.isnan(got[3:, :2]).all() and np.isnan(got[3:, 2 + n:]).all()
 
 
+def test_blocks_halve_until_the_plans_padded_copies_fit(ctx, monkeypatch):
+    """A block within the limit can still need a padded copy past it (rows and leading dimensions rounded
+    up to the tiles): the blocks are halved until every plan's temporaries fit."""
+    monkeypatch.setattr(blocks, "INDEX_LIMIT", LIMIT)
+    monkeypatch.setattr(blocks, "MIN_LIMIT", 64)
+    monkeypatch.setattr(plan_module, "INT32_MAX", LIMIT)      # the plans' own limit, for their temporaries
+    limits = []
+    real = blocks.blocks
+    monkeypatch.setattr(blocks, "blocks", lambda pr, limit=None: limits.append(limit) or real(pr, limit))
+    rng = np.random.default_rng()
+    a, b = rng.random((197, 61), np.float32), rng.random((61, 24), np.float32)
+    dc = cl_array.to_device(ctx.queue, np.full((197, 24), np.nan, np.float32))
+    autogemm.gemm(cl_array.to_device(ctx.queue, a), cl_array.to_device(ctx.queue, b), dc, edge="pad")
+    assert len(limits) > 1 and limits[-1] < LIMIT
+    want = a.astype(np.float64) @ b
+    assert relative_error(dc.get(), want) < tolerance(DTYPES["s"], 61)
+
+
+def test_offsets_and_batches_past_the_limit_need_no_blocks(ctx, monkeypatch):
+    """Offsets are 64-bit: a matrix far into its buffer, or a batch whose stack spans past the limit while
+    each matrix fits, runs in one launch."""
+    monkeypatch.setattr(blocks, "INDEX_LIMIT", LIMIT)
+    monkeypatch.setattr(blocks, "blocks", lambda *args: pytest.fail("blocked"))
+    rng, queue = np.random.default_rng(), ctx.queue
+    big = rng.random((200, 40), np.float32)                     # 8000 elements; the rows used start past 3000
+    b = rng.random((40, 30), np.float32)
+    dc = cl_array.to_device(queue, np.full((50, 30), np.nan, np.float32))
+    autogemm.gemm(cl_array.to_device(queue, big)[150:], cl_array.to_device(queue, b), dc)
+    assert relative_error(dc.get(), big[150:].astype(np.float64) @ b) < tolerance(DTYPES["s"], 40)
+    stack_a, stack_b = rng.random((6, 30, 25), np.float32), rng.random((6, 25, 20), np.float32)   # 4500 each
+    got = autogemm.gemm_batched(cl_array.to_device(queue, stack_a), cl_array.to_device(queue, stack_b)).get()
+    assert relative_error(got, stack_a.astype(np.float64) @ stack_b) < tolerance(DTYPES["s"], 25)
+
+
 def test_past_the_limit_a_batch_or_a_host_operand_still_says_so(ctx, monkeypatch):
     monkeypatch.setattr(blocks, "INDEX_LIMIT", LIMIT)
     a = np.ones((97, 61), np.float32)
-    with pytest.raises(autogemm.ShapeError, match="2\\^31"):
+    with pytest.raises(autogemm.ShapeError, match="32-bit indexing"):
         autogemm.gemm(cl_array.to_device(ctx.queue, a), a.T.copy())
     stack = cl_array.to_device(ctx.queue, np.ones((2, 97, 61), np.float32))
-    with pytest.raises(autogemm.ShapeError, match="2\\^31"):
+    with pytest.raises(autogemm.ShapeError, match="32-bit indexing"):
         autogemm.gemm_batched(stack, stack, trans_b="T")
+
+
+@pytest.mark.parametrize("letter", "sdcz")
+def test_complex_operands_reach_the_limit_at_half_the_elements(monkeypatch, letter):
+    """Kernels address a complex element through its first real (its index times 2, in 32 bits), so
+    complex operands are cut at half as many elements as real ones."""
+    monkeypatch.setattr(blocks, "INDEX_LIMIT", LIMIT)
+    dt = DTYPES[letter]
+    pr = GemmProblem.dense(dt, 40, 40, 40)               # 1600 elements an operand: over LIMIT / 2, under LIMIT
+    assert blocks.exceeds(pr) == dt.is_complex
+    found = blocks.blocks(pr)
+    assert (len(found) > 1) == dt.is_complex
+    assert all(b.problem.member_elements(x) * dt.reals_per_element <= LIMIT for b in found for x in "ABC")
+    if dt.is_complex:
+        with pytest.raises(autogemm.ShapeError, match="32-bit indexing"):
+            pr.validate(index_limit=LIMIT)
+    else:
+        pr.validate(index_limit=LIMIT)

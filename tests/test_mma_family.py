@@ -16,6 +16,7 @@ from autogemm.codelets.mma import MmaParams, ptx_problem
 from autogemm.codelets.mma.render import swizzle
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ConfigError
+from autogemm.tuning.isolated import IsolatedEvaluator, WorkerProcess
 
 from gemm_check import run_and_check
 
@@ -287,13 +288,18 @@ def test_the_instruction_probe_runs_once_per_device(ctx, monkeypatch, tmp_path):
     from autogemm.tuning import mma_space as module
 
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
-    assert module.instructions_available(ctx) == ({} if ptx_problem(ctx.device, "f64", "m8n8k4") else
-                                                  module.instructions_available(ctx))
+    with WorkerProcess(ctx.device) as worker:
+        def isolated(dt, shape):
+            return IsolatedEvaluator(worker, {"kind": "gemm", "dtype": dt.key, "shape": list(shape)}, runs=1)
+
+        found = module.instructions_available(ctx.device, isolated)
+        assert found == ({} if ptx_problem(ctx.device, "f64", "m8n8k4") else module.instructions_available(
+            ctx.device, isolated))
     probed = []
 
     class FakeEvaluator:
-        def __init__(self, *args, **kwargs):
-            pass
+        def __init__(self, dt, shape):
+            assert shape == module.PROBE_SHAPE
 
         def evaluate(self, params):
             probed.append(params.shape)
@@ -304,10 +310,9 @@ def test_the_instruction_probe_runs_once_per_device(ctx, monkeypatch, tmp_path):
 
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path / "fake"))      # not what a real probe found
     monkeypatch.setattr(module, "ptx_problem", lambda device, operand, shape: None)
-    monkeypatch.setattr(module, "Evaluator", FakeEvaluator)
-    first = module.instructions_available(ctx)
+    first = module.instructions_available(ctx.device, FakeEvaluator)
     assert first == {"f64": ("m8n8k4", "m16n8k4", "m16n8k8"), "tf32": ("m16n8k4", "m16n8k8"),
                      "f16": ("m16n8k8",), "bf16": ("m16n8k8",)} and len(probed) == 10
-    assert module.instructions_available(ctx) == first and len(probed) == 10     # remembered
+    assert module.instructions_available(ctx.device, FakeEvaluator) == first and len(probed) == 10   # remembered
     (tmp_path / "fake" / "capabilities" / f"{ctx.device.fingerprint}-mma.json").write_text("{not json")
-    assert module.instructions_available(ctx) == first and len(probed) == 20     # a broken file: probed again
+    assert module.instructions_available(ctx.device, FakeEvaluator) == first and len(probed) == 20   # broken file

@@ -107,7 +107,7 @@ def test_the_tuner_searches_every_family_offered_into_one_profile(ctx, monkeypat
         def class_started(self, dtype, size, space, objective):
             families.append(space.family)
 
-    profile = tune(ctx, (DTYPES["s"],), Budget(evaluations=20), quick=True, top=2, listener=Listener(),
+    profile = tune(ctx.device, (DTYPES["s"],), Budget(evaluations=20), quick=True, top=2, listener=Listener(),
                    write=False, classes=("small",))
     assert families == ["simt", "subgroup"]
     entry = profile.entry("s", "small")
@@ -122,7 +122,7 @@ def test_a_retune_measures_the_profiles_configurations_first(ctx, monkeypatch, t
     from autogemm.tuning import Budget, TuneListener, tune
 
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
-    first = tune(ctx, (DTYPES["s"],), Budget(evaluations=6), quick=True, top=3, classes=("small",))
+    first = tune(ctx.device, (DTYPES["s"],), Budget(evaluations=6), quick=True, top=3, classes=("small",))
     stored = profile_for(ctx.device).entry("s", "small").ranked
     assert [r.config for r in stored] == [r.config for r in first.entry("s", "small").ranked]
     wanted = [dataclasses.replace(r.config, mac="fma") for r in stored]
@@ -132,12 +132,12 @@ def test_a_retune_measures_the_profiles_configurations_first(ctx, monkeypatch, t
         def record(self, objective, record, fresh):
             measured.append(dataclasses.replace(record.config, mac="fma"))
 
-    tune(ctx, (DTYPES["s"],), Budget(evaluations=len(wanted) + 2), quick=True, fresh=True, listener=Listener(),
+    tune(ctx.device, (DTYPES["s"],), Budget(evaluations=len(wanted) + 2), quick=True, fresh=True, listener=Listener(),
          classes=("small",), write=False)
     # a fresh run starts from the class default, not from the profile (whose ranking may begin with it too)
     assert measured[0] == dataclasses.replace(default_params(ctx.device, DTYPES["s"]), mac="fma")
     measured.clear()
-    tune(ctx, (DTYPES["s"],), Budget(evaluations=len(wanted) + 2), quick=True, listener=Listener(),
+    tune(ctx.device, (DTYPES["s"],), Budget(evaluations=len(wanted) + 2), quick=True, listener=Listener(),
          classes=("small",), write=False)
     # first, in any order: measure_many reports those the checkpoint answers before those it measures anew,
     # and on Debian's PoCL which ones it measured anew varied from run to run

@@ -101,16 +101,19 @@ def test_a_resumed_run_keeps_the_multiply_add_forms_it_measured(ctx, monkeypatch
 
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
     calls = []
-    real = fma.benchmark
-    monkeypatch.setattr(fma, "benchmark", lambda *args: calls.append(args[1:]) or real(*args))
-    first = fma.measured(ctx, ("s",), (1, 2))
-    assert fma.measured(ctx, ("s",), (1, 2)) == first and len(calls) == 1
-    assert fma.measured(ctx, ("s",), (2,)) == first[1:] and len(calls) == 1
-    fma.measured(ctx, ("s",), (1, 2), fresh=True)
+
+    def measure(reals, widths):
+        calls.append((reals, widths))
+        return fma.benchmark(ctx, reals, widths, runs=1)
+
+    first = fma.measured(ctx.device, measure, ("s",), (1, 2))
+    assert fma.measured(ctx.device, measure, ("s",), (1, 2)) == first and len(calls) == 1
+    assert fma.measured(ctx.device, measure, ("s",), (2,)) == first[1:] and len(calls) == 1
+    fma.measured(ctx.device, measure, ("s",), (1, 2), fresh=True)
     assert len(calls) == 2
     path = tmp_path / "checkpoints" / f"{ctx.device.fingerprint}-fma.json"
     forged = json.loads(path.read_text())
     forged[0]["gflops"]["fma"] = "fast"
     path.write_text(json.dumps(forged))
-    fma.measured(ctx, ("s",), (1, 2))
+    fma.measured(ctx.device, measure, ("s",), (1, 2))
     assert len(calls) == 3 and json.loads(path.read_text())[0]["gflops"]["fma"] != "fast"

@@ -41,8 +41,8 @@ def test_a_finalist_that_crashes_on_the_verifications_shapes_is_rejected_and_the
     shapes is rejected with the cause, and the worker starts anew for the next finalist."""
     base = default_params(device, DTYPES["s"])
     with WorkerProcess(device, preload=("faulty_family",), run_limit=RUN_LIMIT) as worker:
-        evaluator = IsolatedEvaluator(worker, {"kind": "gemm", "dtype": "s", "shape": [64, 48, 40]})
-        assert base.block_rows <= 64 and 64 % base.block_rows == 0
+        rows = 2 * base.block_rows                     # the tuning problem: whole blocks of M
+        evaluator = IsolatedEvaluator(worker, {"kind": "gemm", "dtype": "s", "shape": [rows, 48, 40]})
         assert evaluator.evaluate(faulty(base, "edge_crash")).outcome is Outcome.OK
         problem = worker.verify(faulty(base, "edge_crash"), DTYPES["s"])
         assert worker.verify(faulty(base, "none"), DTYPES["s"]) is None

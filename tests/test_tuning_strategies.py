@@ -165,8 +165,9 @@ def test_a_gpus_large_class_ranks_its_finalists_again_on_a_larger_problem(device
     shapes = []
 
     class Timed:
-        def __init__(self, ctx, dtype, m, n, k, **options):
-            shapes.append((m, n, k))
+        def __init__(self, worker, spec, **options):
+            assert spec["slow_factor"] is None                      # every finalist timed in full
+            shapes.append(tuple(spec["shape"]))
 
         def evaluate(self, config):
             ok = truth[config] > 0
@@ -175,13 +176,13 @@ def test_a_gpus_large_class_ranks_its_finalists_again_on_a_larger_problem(device
         def release(self):
             pass
 
-    monkeypatch.setattr(tuner, "Evaluator", Timed)
-    ctx = type("Ctx", (), {"device": gpu})()
-    again = tuner.confirmed(ctx, DTYPES["d"], 8192, at_4096, top=3)
+    monkeypatch.setattr(tuner, "IsolatedEvaluator", Timed)
+    worker = type("Worker", (), {"device": gpu})()
+    again = tuner.confirmed(worker, DTYPES["d"], 8192, at_4096, top=3)
     assert shapes == [(8192, 8192, 8192)]
     want = tuner.best_of_each_layout([Ranked(c, r) for c, r in truth.items() if r > 0], 3)
     assert again == want and [r.gflops for r in again] == [truth[r.config] for r in again]
     assert configs[39] not in {r.config for r in again} and again != at_4096[:len(again)]
     small = dataclasses.replace(gpu, global_mem_bytes=4 << 30)               # 8192^2 doubles x 4 > a quarter
-    assert tuner.confirmed(type("Ctx", (), {"device": small})(), DTYPES["d"], 8192, at_4096, top=3) is None
+    assert tuner.confirmed(type("Worker", (), {"device": small})(), DTYPES["d"], 8192, at_4096, top=3) is None
     assert len(shapes) == 1

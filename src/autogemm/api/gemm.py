@@ -134,7 +134,7 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
     offsets = (first.offset // first.dtype.itemsize, second.offset // second.dtype.itemsize,
                out.offset // out.dtype.itemsize)
     buffers = (first.base_data, second.base_data, out.base_data)
-    if call.blocked or any(offset + extent > blocks.INDEX_LIMIT for offset, extent in zip(offsets, call.extents)):
+    if call.blocked:
         placed = replace(call.problem, offset_a=offsets[0], offset_b=offsets[1], offset_c=offsets[2])
         events = blocks.enqueue_blocks(ctx, placed, config, edge, buffers, alpha, beta, wait_for)
     else:
@@ -174,7 +174,6 @@ class _Call:
     problem: GemmProblem
     swapped: bool
     planned: GemmProblem         # ``problem.aligned()``: what the plan is made for
-    extents: tuple[int, int, int]  # elements of A, B and C past their offsets (every product's)
     blocked: bool = False        # past 32-bit indexing: run in blocks (device arrays alone, one product)
 
 
@@ -229,5 +228,4 @@ def _resolve(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, trans_a:
     blockable = problem.batch == 1 and all(on_device(x) for x in (a, b, c) if x is not None)
     problem.validate(index_limit=None if blockable else blocks.INDEX_LIMIT)
     blocked = blockable and blocks.exceeds(problem)
-    extents = tuple(problem.elements_needed(x) - problem.offset(x) for x in "ABC")
-    return _Call(ctx, dt, shape, asynchronous, problem, sc.flipped, problem.aligned(), extents, blocked)
+    return _Call(ctx, dt, shape, asynchronous, problem, sc.flipped, problem.aligned(), blocked)

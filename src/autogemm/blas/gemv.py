@@ -20,7 +20,7 @@ from ..profiles import profile_for
 from ..runtime.arguments import KernelArguments
 from ..runtime.context import DeviceContext
 from ..runtime.device import Device
-from .problem import INT32_MAX, Op
+from .problem import INT32_MAX, Op, addressable
 
 #: A configuration per layout for devices without a tuned one: a warp per row (N) or per 32 columns (T),
 #: eight of them per work-group, and the T reduction split so that a few waves of work-groups run.
@@ -78,8 +78,9 @@ class GemvProblem:
         for name, length, inc in (("x", self.reduction, self.incx), ("y", self.outputs, self.incy)):
             if length and (length - 1) * inc > INT32_MAX:
                 raise ShapeError(f"{name} spans {(length - 1) * inc + 1} elements, past the kernels' int32 range")
-        if self.outputs and self.offset_y + (self.outputs - 1) * self.incy > INT32_MAX:
-            raise ShapeError("y ends past element 2^31 of its buffer, beyond the merge kernel's int32 range")
+        if self.outputs and (self.outputs - 1) * self.incy > addressable(self.dtype):
+            raise ShapeError(f"y spans {(self.outputs - 1) * self.incy + 1} elements, beyond the merge kernel's "
+                             "32-bit indexing")
 
 
 def default_gemv_params(device: Device, dt: Dtype, layout: str) -> codelet.GemvParams:
@@ -193,7 +194,7 @@ class GemvLaunchPlan:
         tiles = (helpers.TILE, helpers.TILE, 1)
         with self._lock:
             if alpha == 0 or pr.reduction == 0:
-                self._arguments.set(self._scale, i32(pr.outputs), i32(1), y, i32(offset_y), i32(pr.incy), self._scalar(beta), i32(0))
+                self._arguments.set(self._scale, i32(pr.outputs), i32(1), y, i64(offset_y), i32(pr.incy), self._scalar(beta), i32(0))
                 return [cl.enqueue_nd_range_kernel(queue, self._scale, (helpers.TILE, round_up(pr.outputs, helpers.TILE), 1),
                                                    tiles, wait_for=wait_for)]
             if self.slices > 1 and self._partial is None:
@@ -205,7 +206,7 @@ class GemvLaunchPlan:
             if self._merge is not None:
                 # y as an outputs x 1 matrix of leading dimension incy; the slices are its T_s
                 self._arguments.set(self._merge, i32(pr.outputs), i32(1), self._partial, i32(1), i32(pr.outputs),
-                                     i32(self.slices), self._scalar(alpha), y, i32(offset_y), i32(pr.incy),
+                                     i32(self.slices), self._scalar(alpha), y, i64(offset_y), i32(pr.incy),
                                      self._scalar(beta), i32(0))
             events = [cl.enqueue_nd_range_kernel(queue, self.kernel, self.global_size(),
                                                  (self.params.wg_x, self.params.wg_y), wait_for=wait_for)]

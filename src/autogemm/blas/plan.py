@@ -25,11 +25,11 @@ from ..codelets import helpers
 from ..codelets.kernel import KernelSource, round_up
 from ..codelets.families import KernelParams, check, kernel_dtype, render
 from ..codelets.simt.geometry import TEXEL_BYTES
-from ..errors import ArgumentError, ConfigError
+from ..errors import ArgumentError, ConfigError, ShapeError
 from ..runtime.arguments import KernelArguments
 from ..runtime.context import DeviceContext
 from .coverage import MAX_SLICES, auto_slices
-from .problem import GemmProblem
+from .problem import INT32_MAX, GemmProblem
 from .selection import choose_params
 
 EDGES = ("auto", "pad", "guard")
@@ -95,6 +95,7 @@ class LaunchPlan:
         # the kernel writes C in the compute type: a C stored otherwise is rounded into by the merge
         self.c_converted = self.dtype.output.numpy != self.dtype.scalar_numpy
         self.c_temp = self.c_converted or (not self.guarded and (self.slices > 1 or not self._in_place_whole("C")))
+        self._check_temporaries()
         self._temps: list[cl.MemoryObject] = []
         self._allocated = False       # True from ``allocate`` to ``release`` (a plan may need no temporaries)
         self._epilogues: dict[str, cl.Kernel] = {}
@@ -256,6 +257,16 @@ class LaunchPlan:
                           * self.dtype.scalar_numpy.itemsize)
         return sizes
 
+    def _check_temporaries(self) -> None:
+        """``ShapeError`` where a temporary (an operand padded to the tiles) would span more reals than the
+        kernels' 32-bit indices reach, though the operands themselves do not."""
+        real_bytes = {"A": self.kernel_dtype.real_bytes, "B": self.kernel_dtype.real_bytes,
+                      "C": self.dtype.scalar_numpy.itemsize // self.dtype.reals_per_element}
+        for name, size in self.temporary_bytes().items():
+            if size // real_bytes[name] > INT32_MAX:
+                raise ShapeError(f"the padded copy of {name} would span {size // real_bytes[name]} reals, beyond "
+                                 "this kernel's 32-bit indexing")
+
     def _layer_strides(self) -> tuple[np.int32, ...]:
         """The gemm kernel's A, B and C strides between layers: between the K slices of a split product
         (for A and B a slice's depth along their K, for C one padded C of the temporary), else between
@@ -336,14 +347,14 @@ class LaunchPlan:
                         alpha: complex | float = 1.0, beta: complex | float = 0.0,
                         wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
         """The product and its merge on operands from ``enqueue_copy``: C = alpha op(A) op(B) + beta C."""
-        pr, i32 = self.problem, np.int32
+        pr, i32, i64 = self.problem, np.int32, np.int64
         offset_c = pr.offset_c if offset_c is None else offset_c
         with self._lock:
             if self.nothing_to_multiply(alpha):
                 if pr.m == 0 or pr.n == 0 or pr.batch == 0:
                     return []
                 scale = self._epilogue("scale")
-                self._arguments.set(scale, i32(pr.m), i32(pr.n), c, i32(offset_c), i32(pr.ldc), self._scalar(beta),
+                self._arguments.set(scale, i32(pr.m), i32(pr.n), c, i64(offset_c), i32(pr.ldc), self._scalar(beta),
                                i32(pr.stride_c))
                 return self._launch([(scale, self._tiles_of_c(), TILE_GROUP)], wait_for)
             self.allocate()
@@ -362,26 +373,26 @@ class LaunchPlan:
     def _stage_operand(self, name: str, user: cl.Buffer, offset: int, launches: list[tuple]) -> tuple:
         """Add the launches that bring operand ``name`` to the kernel (none when it is read in place) and
         return its kernel arguments: memory, offset, leading dimension."""
-        pr, i32 = self.problem, np.int32
+        pr, i32, i64 = self.problem, np.int32, np.int64
         st = self.staging[name]
         if not st.packed:
-            return user, i32(offset), i32(pr.ld(name))
+            return user, i64(offset), i32(pr.ld(name))
         kern, dst = self.pack_kernels[name], self.pack_buffers[name]
         rows, cols, ld, dst_args, size = self._pack_constants[name]
-        self._arguments.set(kern, rows, cols, user, i32(offset), ld, dst, *dst_args)
+        self._arguments.set(kern, rows, cols, user, i64(offset), ld, dst, *dst_args)
         launches.append((kern, size, TILE_GROUP))
         if st.image:
             launches.append((self.images[name], dst))
-            return self.images[name], i32(0), i32(0)
-        return dst, i32(0), i32(st.dst_ld)
+            return self.images[name], i64(0), i32(0)
+        return dst, i64(0), i32(st.dst_ld)
 
     @functools.cached_property
     def _pack_constants(self) -> dict[str, tuple]:
         """Per packed operand, what its pack's launch takes that no call changes: the source's shape and
         leading dimension, the destination's arguments after its buffer, the NDRange."""
-        pr, i32 = self.problem, np.int32
+        pr, i32, i64 = self.problem, np.int32, np.int64
         return {name: (i32(st.rows), i32(st.cols), i32(pr.ld(name)),
-                       (i32(0), i32(st.dst_rows), i32(st.dst_cols), i32(st.dst_ld), i32(pr.stride(name)),
+                       (i64(0), i32(st.dst_rows), i32(st.dst_cols), i32(st.dst_ld), i32(pr.stride(name)),
                         i32(st.dst_rows * st.dst_ld)),
                        (round_up(st.dst_cols, helpers.TILE), round_up(st.dst_rows, helpers.TILE),
                         self._packed_layers(name)))
@@ -399,9 +410,9 @@ class LaunchPlan:
 
     def _product_launches(self, operands: dict[str, tuple], c: cl.Buffer, offset_c: int, alpha, beta) -> list[tuple]:
         """The GEMM kernel's launch on staged operands and, into a temporary C, the merge's."""
-        pr, i32 = self.problem, np.int32
+        pr, i32, i64 = self.problem, np.int32, np.int64
         dims, strides, global_size, local_size = self._gemm_constants
-        target = (self.c_buffer, i32(0), i32(self.padded_n)) if self.c_temp else (c, i32(offset_c), i32(pr.ldc))
+        target = (self.c_buffer, i64(0), i32(self.padded_n)) if self.c_temp else (c, i64(offset_c), i32(pr.ldc))
         # into a temporary the kernel writes op(A) op(B) alone; the merge applies alpha and beta
         kernel_alpha, kernel_beta = (1.0, 0.0) if self.c_temp else (alpha, beta)
         self._arguments.set(self.gemm_kernel, *dims, self._scalar(kernel_alpha), self._scalar(kernel_beta),
@@ -411,7 +422,7 @@ class LaunchPlan:
             merge = self._epilogue("merge")
             self._arguments.set(merge, i32(pr.m), i32(pr.n), self.c_buffer, i32(self.padded_n),
                            i32(self.padded_m * self.padded_n), i32(self.slices), self._scalar(alpha), c,
-                           i32(offset_c), i32(pr.ldc), self._scalar(beta), i32(pr.stride_c))
+                           i64(offset_c), i32(pr.ldc), self._scalar(beta), i32(pr.stride_c))
             launches.append((merge, self._tiles_of_c(), TILE_GROUP))
         return launches
 

@@ -15,6 +15,12 @@ INT32_MAX = 2**31 - 1
 OFFSET_ALIGNMENT = 64
 
 
+def addressable(dt: Dtype, limit: int = INT32_MAX) -> int:
+    """How many elements of ``dt`` a kernel's 32-bit indices reach when they reach ``limit`` reals: half
+    as many complex elements, which kernels address through their first real (index times 2)."""
+    return limit // dt.reals_per_element
+
+
 def alignment_class(offset: int) -> int:
     """The smallest offset divisible by the same powers of two up to ``OFFSET_ALIGNMENT`` as ``offset``."""
     return 0 if offset % OFFSET_ALIGNMENT == 0 else offset & -offset
@@ -109,8 +115,9 @@ class GemmProblem:
 
     def validate(self, index_limit: int | None = INT32_MAX) -> None:
         """Raise ``ShapeError`` for negative sizes, short leading dimensions, products of a batch that
-        would write one C, or an operand past ``index_limit`` elements (the kernels' 32-bit indices; None
-        for a caller that cuts such a problem into blocks, ``blocks``)."""
+        would write one C, or one matrix spanning more than ``index_limit`` reals (the kernels' indices
+        within a matrix are 32-bit, their offsets 64-bit; None for a caller that cuts such a problem into
+        blocks, ``blocks``)."""
         for size_name in ("m", "n", "k", "batch"):
             size = getattr(self, size_name)
             if not isinstance(size, int) or size < 0:
@@ -125,7 +132,10 @@ class GemmProblem:
                 raise ShapeError(f"stride of {name} must be a non-negative integer, not {stride!r}")
             if ld < max(1, cols):
                 raise ShapeError(f"ld{name.lower()}={ld} is less than the {cols} columns of the stored {name}")
-            if index_limit is not None and self.elements_needed(name) > index_limit:
-                raise ShapeError(f"{name} spans more than 2^31 elements, beyond this kernel's 32-bit indexing")
+            if index_limit is not None and self.member_elements(name) > addressable(self.dtype, index_limit):
+                raise ShapeError(f"{name} spans more than {addressable(self.dtype, index_limit)} elements, beyond "
+                                 "this kernel's 32-bit indexing")
+            if stride > INT32_MAX:
+                raise ShapeError(f"stride of {name} is {stride} elements, beyond this kernel's 32-bit strides")
         if self.batch > 1 and self.stride_c == 0 and self.member_elements("C"):
             raise ShapeError("stride of C is 0: every product of the batch would write the same C")

@@ -35,7 +35,7 @@ from ..errors import DeviceError
 from ..runtime.context import DeviceContext
 from .plan import LaunchPlan
 from .plan_cache import cached_plan
-from .problem import GemmProblem, Op
+from .problem import GemmProblem, Op, addressable
 
 if TYPE_CHECKING:                      # hybrid runs streams: a type only, no import at run time
     from .hybrid import HostGemm
@@ -337,20 +337,23 @@ class DeviceStream:
 
     def _layout(self, tile: int) -> Layout:
         """The largest tile (halving from ``tile``), with as much resident as fits (both operands, then B
-        alone, then neither) within ``MEMORY_SHARE`` of the device's memory; ``DeviceError`` when not even
-        a 128-wide tile fits."""
+        alone, then neither) within ``MEMORY_SHARE`` of the device's memory, each buffer within one
+        allocation and the kernels' 32-bit indices; ``DeviceError`` when not even a 128-wide tile fits."""
         dev = self.ctx.device
         while True:
             for a_resident, b_resident in ((True, True), (False, True), (False, False)):
                 layout = Layout(tile, a_resident, b_resident)
                 total, largest = self._needs(layout)
-                if total <= MEMORY_SHARE * dev.global_mem_bytes and largest <= dev.max_mem_alloc_bytes:
+                if (total <= MEMORY_SHARE * dev.global_mem_bytes and largest <= dev.max_mem_alloc_bytes
+                        and largest <= addressable(self.gemm.dt) * self.dtype.itemsize):
                     return layout
             if tile <= 128:
                 mib = 2**20
                 raise DeviceError(f"a streamed product of k = {self.k} needs {total / mib:.1f} MiB on "
-                                  f"{dev.name.strip()} even in tiles of 128; the device has "
-                                  f"{dev.global_mem_bytes / mib:.0f} MiB")
+                                  f"{dev.name.strip()} even in tiles of 128, {largest / mib:.1f} MiB of it in "
+                                  f"one buffer; the device has {dev.global_mem_bytes / mib:.0f} MiB and allocates "
+                                  f"at most {dev.max_mem_alloc_bytes / mib:.0f} MiB at once (and the kernels "
+                                  f"index {addressable(self.gemm.dt)} elements)")
             tile = max(128, tile // 2)
 
     # ----- blocks of the operands ---------------------------------------------------------------

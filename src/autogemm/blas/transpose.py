@@ -13,7 +13,7 @@ from ..codelets.kernel import round_up
 from ..dtypes import Dtype
 from ..errors import ShapeError
 from ..runtime.context import DeviceContext
-from .problem import INT32_MAX
+from .problem import INT32_MAX, addressable
 
 
 class Storage(NamedTuple):
@@ -30,16 +30,18 @@ def enqueue_transpose(ctx: DeviceContext, dt: Dtype, rows: int, cols: int, layer
                       transpose: bool, conjugate: bool, wait_for: list[cl.Event] | None = None) -> cl.Event:
     """Write the ``rows`` x ``cols`` matrices dst = op(src) of ``layers`` stacked products, op a transpose
     (src is then stored ``cols`` x ``rows``) or not, conjugating complex elements when asked; ``ShapeError``
-    where an index would pass the kernel's int32 range."""
+    where an index within one matrix, or the stride between two, would pass the kernel's 32-bit indices
+    (offsets are 64-bit)."""
     for name, side, height, width in (("source", src, cols if transpose else rows, rows if transpose else cols),
                                       ("result", dst, rows, cols)):
-        last = side.offset + (layers - 1) * side.stride + (height - 1) * side.ld + width - 1
-        if last > INT32_MAX:
-            raise ShapeError(f"the {name} reaches element {last} of its buffer, past the transpose's int32 range")
+        span = (height - 1) * side.ld + width if height and width else 0
+        if span > addressable(dt) or side.stride > INT32_MAX:
+            raise ShapeError(f"a {name} matrix spans {span} elements, {side.stride} from the next, past the "
+                             "transpose's 32-bit indexing")
     source = helpers.pack(dt, transpose, conjugate and dt.is_complex)
     kernel = ctx.kernel(source.source, source.name)
-    i32 = np.int32
-    kernel.set_args(i32(rows), i32(cols), src.buffer, i32(src.offset), i32(src.ld), dst.buffer, i32(dst.offset),
+    i32, i64 = np.int32, np.int64
+    kernel.set_args(i32(rows), i32(cols), src.buffer, i64(src.offset), i32(src.ld), dst.buffer, i64(dst.offset),
                     i32(rows), i32(cols), i32(dst.ld), i32(src.stride), i32(dst.stride))
     size = (round_up(cols, helpers.TILE), round_up(rows, helpers.TILE), layers)
     return cl.enqueue_nd_range_kernel(ctx.queue, kernel, size, (helpers.TILE, helpers.TILE, 1), wait_for=wait_for)

@@ -12,10 +12,9 @@ from rich.table import Table
 from ..dtypes import Dtype, get_dtype
 from ..errors import AutogemmError, ProfileError
 from ..profiles import Profile, SizeClassEntry, bundled, path_for, profile_for, read, save, user_profiles
-from ..runtime import Device, context_for, list_devices
-from ..tuning import Evaluator
-from ..tuning.gemv_tuner import GemvEvaluator, bandwidth, verify_gemv
-from ..tuning.verify import verify
+from ..runtime import Device, list_devices
+from ..tuning.gemv_tuner import bandwidth
+from ..tuning.isolated import IsolatedEvaluator, WorkerProcess
 from . import main
 from .common import console, fail, select_device
 
@@ -163,37 +162,30 @@ def verify_command(device, dtypes, runs) -> None:
         if prof.device_fingerprint != dev.fingerprint:
             raise ProfileError(f"the profile is for {prof.device_name} {prof.device_fingerprint}, not {dev.label}")
         letters = {get_dtype(x.strip()).key for x in dtypes.split(",")} if dtypes else None
-        ctx = context_for(dev)
     except AutogemmError as exc:
         fail(str(exc))
     table = Table(title=f"{dev.label}: stored best, checked and timed again", title_justify="left")
     for column in ("entry", "shape", "stored GFLOP/s", "now GFLOP/s", "drift", "check"):
         table.add_column(column, justify="left" if column in ("entry", "shape", "check") else "right")
     failed = False
-    for routine, letter, entry in entries_of(prof):
-        if letters is not None and letter not in letters:
-            continue
-        dt = get_dtype(letter)
-        best = entry.ranked[0]
-        if routine == "gemv":
-            evaluator = GemvEvaluator(ctx, dt, best.config.layout, *entry.shape[:2], runs=runs, slow_factor=float("inf"))
-        else:
-            evaluator = Evaluator(ctx, dt, *entry.shape, runs=runs, slow_factor=float("inf"))
-        try:
+    with WorkerProcess(dev) as worker:   # a stored kernel that crashes costs that process, not this one
+        for routine, letter, entry in entries_of(prof):
+            if letters is not None and letter not in letters:
+                continue
+            dt = get_dtype(letter)
+            best = entry.ranked[0]
+            spec = ({"kind": "gemv", "layout": best.config.layout, "shape": list(entry.shape[:2])} if routine == "gemv"
+                    else {"kind": "gemm", "shape": list(entry.shape)})
+            evaluator = IsolatedEvaluator(worker, {**spec, "dtype": letter, "slow_factor": None}, runs=runs)
             record = evaluator.evaluate(best.config)
-        finally:
-            evaluator.release()
-        if not record.ok:
-            problem = record.message
-        else:
-            problem = verify_gemv(ctx, best.config, dt) if routine == "gemv" else verify(ctx, best.config, dt)
-        failed |= bool(problem)
-        drift = (record.gflops / best.gflops - 1) * 100 if record.ok and best.gflops else None
-        shape = entry.shape[:2] if routine == "gemv" else entry.shape
-        table.add_row(entry_label(routine, dt, entry.name), "x".join(map(str, shape)), f"{best.gflops:.1f}",
-                      f"{record.gflops:.1f}" if record.ok else record.outcome.value,
-                      f"{drift:+.1f}%" if drift is not None else "-",
-                      "[green]ok[/green]" if not problem else f"[red]{problem[:60]}[/red]")
+            problem = worker.verify(best.config, dt) if record.ok else record.message
+            failed |= bool(problem)
+            drift = (record.gflops / best.gflops - 1) * 100 if record.ok and best.gflops else None
+            shape = entry.shape[:2] if routine == "gemv" else entry.shape
+            table.add_row(entry_label(routine, dt, entry.name), "x".join(map(str, shape)), f"{best.gflops:.1f}",
+                          f"{record.gflops:.1f}" if record.ok else record.outcome.value,
+                          f"{drift:+.1f}%" if drift is not None else "-",
+                          "[green]ok[/green]" if not problem else f"[red]{problem[:60]}[/red]")
     console.print(table)
     if failed:
         sys.exit(1)

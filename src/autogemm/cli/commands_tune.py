@@ -136,11 +136,10 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
         dev = select_device(None, device)
         letters = tuple(get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()) if dtypes else None
         limit = Budget.parse(budget) if budget else default_budget(dev, quick)
-        ctx = context_for(dev)
     except AutogemmError as exc:
         fail(str(exc))
     if hybrid:
-        _tune_hybrid(ctx, letters or tuple(get_dtype(x) for x in ("s", "d") if x == "s" or dev.fp64), hybrid_size,
+        _tune_hybrid(context_for(dev), letters or tuple(get_dtype(x) for x in ("s", "d") if x == "s" or dev.fp64), hybrid_size,
                      parts, kernels, seed)
         return
     console.print(f"tuning {dev.label} with strategy {strategy}, budget {limit.describe()}"
@@ -150,7 +149,7 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
     with Progress(*columns, console=console, transient=False) as progress:
         listener = ProgressListener(progress)
         try:
-            tune(ctx, letters, limit, strategy, quick=quick, fresh=fresh, top=top, listener=listener, seed=seed,
+            tune(dev, letters, limit, strategy, quick=quick, fresh=fresh, top=top, listener=listener, seed=seed,
                  classes=classes or None)
         except KeyboardInterrupt:
             progress.stop()

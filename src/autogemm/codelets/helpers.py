@@ -77,16 +77,16 @@ def pack(dt: Dtype, transpose: bool, conjugate: bool, to_compute: bool = False) 
 // autogemm pack: dst = {'conj(' if conjugate else ''}{'src^T' if transpose else 'src'}{')' if conjugate else ''}, zero-padded to dst_rows x dst_cols
 __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
 void pack(const int rows, const int cols,
-          const __global stored* src, const int src_offset, const int src_ld,
-          __global {dst_type}* dst, const int dst_offset, const int dst_rows, const int dst_cols, const int dst_ld,
+          const __global stored* src, const long src_offset, const int src_ld,
+          __global {dst_type}* dst, const long dst_offset, const int dst_rows, const int dst_cols, const int dst_ld,
           const int src_stride, const int dst_stride)
 {{
     const int tx = get_local_id(0), ty = get_local_id(1);
     const int r0 = get_group_id(1) * TILE, c0 = get_group_id(0) * TILE;
     const int r = r0 + ty, c = c0 + tx;
     const int layer = get_group_id(2);
-    src += (src_offset + layer * src_stride) * {dt.reals_per_element};
-    dst += (dst_offset + layer * dst_stride) * {dt.reals_per_element};
+    src += (src_offset + (long)layer * src_stride) * {dt.reals_per_element};
+    dst += (dst_offset + (long)layer * dst_stride) * {dt.reals_per_element};
 {read}
     if (r < dst_rows && c < dst_cols) {store}(dst, r * dst_ld + c, {conj});
 }}
@@ -106,13 +106,13 @@ def epilogues(dt: Dtype) -> KernelSource:
 // slices (t_slice elements apart) of a temporary holding op(A) op(B), possibly padded and split along K
 __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
 void merge(const int m, const int n, const __global real* T, const int t_ld, const int t_slice,
-           const int slices, const elem alpha, __global stored* C, const int c_offset, const int ldc,
+           const int slices, const elem alpha, __global stored* C, const long c_offset, const int ldc,
            const elem beta, const int c_stride)
 {{
     const int r = get_global_id(1), c = get_global_id(0), layer = get_group_id(2);
     if (r >= m || c >= n) return;
     T += layer * slices * t_slice * {dt.reals_per_element};
-    C += (c_offset + layer * c_stride) * {dt.reals_per_element};
+    C += (c_offset + (long)layer * c_stride) * {dt.reals_per_element};
     elem t = ELEM_LOAD(T, r * t_ld + c);
     for (int s = 1; s < slices; ++s) t += ELEM_LOAD(T, s * t_slice + r * t_ld + c);
     t = MUL(alpha, t);
@@ -121,12 +121,12 @@ void merge(const int m, const int n, const __global real* T, const int t_ld, con
 
 // autogemm scale: C = beta * C for the m x n C
 __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
-void scale(const int m, const int n, __global stored* C, const int c_offset, const int ldc, const elem beta,
+void scale(const int m, const int n, __global stored* C, const long c_offset, const int ldc, const elem beta,
            const int c_stride)
 {{
     const int r = get_global_id(1), c = get_global_id(0), layer = get_group_id(2);
     if (r >= m || c >= n) return;
-    C += (c_offset + layer * c_stride) * {dt.reals_per_element};
+    C += (c_offset + (long)layer * c_stride) * {dt.reals_per_element};
     STORE(C, r * ldc + c, IS_ZERO(beta) ? (elem)(0) : MUL(beta, LOAD(C, r * ldc + c)));
 }}
 """

@@ -182,9 +182,9 @@ class ElementCode:
         self.store_helper()
         self.out(f"__kernel {attributes}",
                  f"void {name}(const int M, const int N, const int K, const elem alpha, const elem beta,",
-                 f"    const __global {operand}* restrict A, const int a_offset, const int lda,",
-                 f"    const __global {operand}* restrict B, const int b_offset, const int ldb,",
-                 "    __global real* restrict C, const int c_offset, const int ldc,",
+                 f"    const __global {operand}* restrict A, const long a_offset, const int lda,",
+                 f"    const __global {operand}* restrict B, const long b_offset, const int ldb,",
+                 "    __global real* restrict C, const long c_offset, const int ldc,",
                  LAYER_STRIDES,
                  "{")
         self.out.lines.extend(body)
@@ -193,11 +193,12 @@ class ElementCode:
 
     def layer_offsets(self, names: Sequence[str]) -> None:
         """Point the buffers ``names`` (of A, B, C) at this work-group's layer: its element offset plus
-        the layer's stride times its index along dimension 2."""
+        the layer's stride times its index along dimension 2, in 64 bits (a buffer may pass 2^31
+        elements; the indices within one matrix are 32-bit)."""
         self.out("const int layer = get_group_id(2);            // a K slice (split K) or a product of a batch")
         for name in names:
             lower = name.lower()
-            self.out(f"{name} += ({lower}_offset + layer * {lower}_stride) * {self.rpe};")
+            self.out(f"{name} += ({lower}_offset + (long)layer * {lower}_stride) * {self.rpe};")
 
     def unrolled(self, var: str, count: str, body: str | None = None, pragma: str = "#pragma unroll") -> None:
         """Open a fully unrolled loop; with ``body``, write it and close the loop too."""

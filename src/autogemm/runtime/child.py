@@ -29,7 +29,8 @@ class ChildGone(Exception):
 class Child:
     """``python -m module`` as a child process. Its first request is ``hello``, answered ``{"ready": ...}``
     within ``start_limit`` seconds; ``started`` is called after every start (to tell a new process what the
-    last one knew). Sending is safe from several threads; one thread at a time may ``expect``."""
+    last one knew). A reply with ``"ending": true`` says the child exits after it. Sending is safe from
+    several threads; one thread at a time may ``expect``."""
 
     def __init__(self, module: str, hello: dict, start_limit: float) -> None:
         self.module, self.hello, self.start_limit = module, hello, start_limit
@@ -94,6 +95,8 @@ class Child:
         if key not in reply:
             self.stop()
             raise ChildGone(f"it replied {sorted(reply)} where {key!r} was due")
+        if reply.get("ending"):
+            self.stop()                  # it exits after this reply: the next ``send`` starts a new one
         return reply
 
     def _death(self) -> str:

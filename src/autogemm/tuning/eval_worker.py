@@ -10,20 +10,23 @@ on the device and makes the evaluator of each problem tuned. Its requests:
 - ``{"discard": id}``: free a plan prepared and not measured; no reply.
 - ``{"evaluate": id, "config": {...}, "runs": n, "best_seconds": s}``: replied ``{"running": id}`` once the
   plan is built and the device is about to run it, then ``{"record": {...}, "best_seconds": s}``.
+- ``{"fma": {"reals": [...], "widths": [...]}}``: the FMA benchmark (``fma.benchmark``); replied with
+  its results.
 - ``{"verify": {...}, "dtype": key}``: a finalist on awkward shapes (``verify``, or ``verify_gemv``);
   replied ``{"verified": null}`` or what went wrong.
 
 A candidate that crashes the process or never finishes costs this process, not the tuner: the parent
 stops it and starts another. After a candidate that crashed while running, or failed its verification,
 the context may be unusable (on NVIDIA an illegal access poisons it), so this process exits at once when
-it has replied. It ends
-when its stdin does."""
+it has replied, and says so in the reply (``"ending": true``). Otherwise it ends when its stdin does."""
 
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import time
+from dataclasses import asdict
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from typing import Callable
@@ -34,6 +37,7 @@ from ..dtypes import get_dtype
 from ..runtime.child import serve
 from ..runtime.context import DeviceContext, context_for
 from ..runtime.discovery import find_device
+from . import fma
 from .evaluator import Evaluator, KernelEvaluator
 from .gemv_tuner import GemvEvaluator, verify_gemv
 from .objective import discard_plan
@@ -41,13 +45,21 @@ from .records import Outcome
 from .verify import verify
 
 
+def _options(spec: dict) -> dict:
+    """An evaluator's options in ``spec``: its runs and seed, and its slow factor where given (None: every
+    candidate is timed in full)."""
+    options = {"runs": spec["runs"], "seed": spec["seed"]}
+    if "slow_factor" in spec:
+        options["slow_factor"] = math.inf if spec["slow_factor"] is None else float(spec["slow_factor"])
+    return options
+
+
 def _gemm(ctx: DeviceContext, spec: dict) -> KernelEvaluator:
-    return Evaluator(ctx, get_dtype(spec["dtype"]), *spec["shape"], runs=spec["runs"], seed=spec["seed"])
+    return Evaluator(ctx, get_dtype(spec["dtype"]), *spec["shape"], **_options(spec))
 
 
 def _gemv(ctx: DeviceContext, spec: dict) -> KernelEvaluator:
-    return GemvEvaluator(ctx, get_dtype(spec["dtype"]), spec["layout"], *spec["shape"], runs=spec["runs"],
-                         seed=spec["seed"])
+    return GemvEvaluator(ctx, get_dtype(spec["dtype"]), spec["layout"], *spec["shape"], **_options(spec))
 
 
 #: The evaluators a worker can make, by the ``kind`` of the start request's ``evaluator``.
@@ -101,11 +113,14 @@ class Worker:
             future = self.plans.pop(request["discard"], None)
             if future is not None:
                 future.add_done_callback(lambda done: discard_plan(done.result()[0]))
+        elif "fma" in request:
+            results = fma.benchmark(self.ctx, tuple(request["fma"]["reals"]), tuple(request["fma"]["widths"]))
+            reply({"fma": [asdict(result) for result in results]})
         elif "verify" in request:
             config = params_from_dict(request["verify"], ALL_FAMILIES)
             check = verify_gemv if isinstance(config, GemvParams) else verify
             problem = check(self.ctx, config, get_dtype(request["dtype"]))
-            reply({"verified": problem})
+            reply({"verified": problem, "ending": bool(problem)})
             if problem:
                 os._exit(0)       # it may have failed by losing the context: the next request starts anew
         elif "evaluate" in request:
@@ -116,8 +131,9 @@ class Worker:
             self.evaluator.best_seconds = float(request["best_seconds"])
             reply({"running": index})
             record = self.evaluator.evaluate(config, plan, request["runs"], build_seconds)
-            reply({"record": record.to_dict(), "best_seconds": self.evaluator.best_seconds})
-            if record.outcome is Outcome.CRASHED:
+            crashed = record.outcome is Outcome.CRASHED
+            reply({"record": record.to_dict(), "best_seconds": self.evaluator.best_seconds, "ending": crashed})
+            if crashed:
                 os._exit(0)       # its context may be unusable, and freeing it could hang: the parent starts anew
 
     def _drop_evaluator(self) -> None:

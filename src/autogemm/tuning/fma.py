@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass
+from typing import Callable
 
 import numpy as np
 import pyopencl as cl
 
 from ..cache import cache_subdir, write_atomically
 from ..runtime.context import DeviceContext
+from ..runtime.device import Device
 from ..runtime.timing import event_seconds, median
 
 MACS = {"fma": "fma(a, b, c)", "mad": "mad(a, b, c)", "mul_add": "(a) * (b) + (c)"}
@@ -92,17 +94,19 @@ def mac_table(results: list[FmaResult]) -> dict[str, str]:
     return {f"{r.real}{r.vector_width}": r.best for r in results}
 
 
-def measured(ctx: DeviceContext, reals: tuple[str, ...], widths: tuple[int, ...], fresh: bool = False) -> list[FmaResult]:
-    """``benchmark``'s results, kept beside the device's tuning checkpoints: a run that resumes takes them
-    from there (unless ``fresh``), so that its space has the multiply-add forms of the run it resumes and
-    that run's measurements stand (the forms are part of each configuration, and a benchmark run again
-    can choose another where two forms are close)."""
-    path = cache_subdir("checkpoints") / f"{ctx.device.fingerprint}-fma.json"
+def measured(device: Device, measure: Callable[[tuple[str, ...], tuple[int, ...]], list[FmaResult]],
+             reals: tuple[str, ...], widths: tuple[int, ...], fresh: bool = False) -> list[FmaResult]:
+    """The results of ``measure(reals, widths)`` (``benchmark`` on ``device``, in the tuner's worker
+    process), kept beside the device's tuning checkpoints: a run that resumes takes them from there
+    (unless ``fresh``), so that its space has the multiply-add forms of the run it resumes and that run's
+    measurements stand (the forms are part of each configuration, and a benchmark run again can choose
+    another where two forms are close)."""
+    path = cache_subdir("checkpoints") / f"{device.fingerprint}-fma.json"
     kept = {} if fresh else _read(path)
-    wanted = [(real, width) for real in reals if real != "d" or ctx.device.fp64 for width in widths]
+    wanted = [(real, width) for real in reals if real != "d" or device.fp64 for width in widths]
     if all(key in kept for key in wanted):
         return [kept[key] for key in wanted]
-    results = benchmark(ctx, reals, widths)
+    results = measure(reals, widths)
     kept.update({(r.real, r.vector_width): r for r in results})
     write_atomically(path, json.dumps([asdict(r) for r in kept.values()], indent=1))
     return results

@@ -138,19 +138,20 @@ def verify_gemv(ctx: DeviceContext, params: GemvParams, dt: Dtype) -> str | None
     return None
 
 
-def tune_gemv_class(ctx: DeviceContext, dt: Dtype, layout: str, kind: str, shape: tuple[int, int], budget: Budget,
-                    strategy: str, fresh: bool, top: int, seed: int, known: list[GemvParams], worker: WorkerProcess,
+def tune_gemv_class(worker: WorkerProcess, dt: Dtype, layout: str, kind: str, shape: tuple[int, int], budget: Budget,
+                    strategy: str, fresh: bool, top: int, seed: int, known: list[GemvParams],
                     on_record=None, on_start=None) -> tuple[SizeClassEntry | None, Objective,
                                                              list[tuple[GemvParams, str]]]:
     """Search the GEMV space of ``layout`` on A of ``shape`` (the ``kind`` class) under ``budget`` (the
     ``known`` configurations first), into its own checkpoint, and keep the ``top`` verified ones: (the
-    profile entry or None, the objective, the configurations verification rejected)."""
-    space = gemv_space(ctx.device, dt, layout)
-    checkpoint = Checkpoint.for_problem(ctx.device, dt, (*shape, 1), routine=f"gemv-{layout.lower()}")
+    profile entry or None, the objective, the configurations verification rejected). The candidates run
+    in ``worker``'s process."""
+    space = gemv_space(worker.device, dt, layout)
+    checkpoint = Checkpoint.for_problem(worker.device, dt, (*shape, 1), routine=f"gemv-{layout.lower()}")
     if fresh:
         checkpoint.clear()
     evaluator = IsolatedEvaluator(worker, {"kind": "gemv", "dtype": dt.key, "layout": layout, "shape": list(shape)})
-    objective = Objective(space, evaluator, checkpoint, budget, overlap=ctx.device.is_gpu, on_record=on_record)
+    objective = Objective(space, evaluator, checkpoint, budget, overlap=worker.device.is_gpu, on_record=on_record)
     if on_start is not None:
         on_start(space, objective)
     started = time.monotonic()

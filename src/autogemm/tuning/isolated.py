@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import TuningError
 from ..runtime.child import Child, ChildGone
 from ..runtime.device import Device
+from .fma import FmaResult
 from .objective import default_workers
 from .records import Outcome, Record
 
@@ -80,6 +81,14 @@ class WorkerProcess(Child):
             return self.expect("verified", BUILD_LIMIT_SECONDS + self.run_limit)["verified"]
         except ChildGone as gone:
             return f"the verification lost its process: {gone}"
+
+    def fma(self, reals: tuple[str, ...], widths: tuple[int, ...]) -> list[FmaResult]:
+        """The FMA benchmark (``fma.benchmark``) run in the worker; ``TuningError`` when it fails there."""
+        try:
+            self.send({"fma": {"reals": list(reals), "widths": list(widths)}})
+            return [FmaResult(**result) for result in self.expect("fma", BUILD_LIMIT_SECONDS)["fma"]]
+        except ChildGone as gone:
+            raise TuningError(f"the FMA benchmark on {self.device.name.strip()} lost its process: {gone}") from None
 
     def new_id(self) -> int:
         with self._lock:

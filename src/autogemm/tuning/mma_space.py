@@ -8,13 +8,12 @@ device and driver: the probe runs once per device and its answer is kept in the 
 from __future__ import annotations
 
 import json
+from typing import Callable
 
 from ..cache import cache_subdir, write_atomically
 from ..codelets.mma import OPERANDS, MmaParams, check, ptx_problem
 from ..dtypes import DTYPES, Dtype
-from ..runtime.context import DeviceContext
 from ..runtime.device import Device
-from .evaluator import Evaluator
 from .space import Knob, SearchSpace
 
 #: The register cap every configuration asks NVIDIA's compiler for (its default is lower than the
@@ -34,10 +33,12 @@ def _probe_dtype(operand: str) -> Dtype:
     return next(dt for dt in DTYPES.values() if dt.mma_operand == operand and not dt.is_complex)
 
 
-def instructions_available(ctx: DeviceContext) -> dict[str, tuple[str, ...]]:
+def instructions_available(device: Device, evaluator: Callable[[Dtype, tuple[int, int, int]], object]
+                           ) -> dict[str, tuple[str, ...]]:
     """For each operand type, the mma shapes whose PTX this device's compiler accepts and whose products
-    come out right: measured once per device (fingerprint), then read from the cache."""
-    device = ctx.device
+    come out right: measured once per device (fingerprint), then read from the cache. ``evaluator(dtype,
+    shape)`` makes what runs the probes of one operand type (``evaluate`` and ``release``: the tuner's
+    worker process, where a probe that crashes costs only that process)."""
     candidates = [f"{operand} {shape}" for operand, facts in OPERANDS.items() for shape in facts.shapes
                   if ptx_problem(device, operand, shape) is None]
     if not candidates:
@@ -49,17 +50,15 @@ def instructions_available(ctx: DeviceContext) -> dict[str, tuple[str, ...]]:
     except (OSError, ValueError, AttributeError):
         known = {}
     missing = [name for name in candidates if name not in known]
-    evaluators: dict[str, Evaluator] = {}
-    try:
-        for name in missing:
-            operand, shape = name.split()
-            dt = _probe_dtype(operand)
-            if operand not in evaluators:
-                evaluators[operand] = Evaluator(ctx, dt, *PROBE_SHAPE, runs=1)
-            known[name] = evaluators[operand].evaluate(_probe_params(shape, dt)).ok
-    finally:
-        for evaluator in evaluators.values():
-            evaluator.release()
+    for operand in dict.fromkeys(name.split()[0] for name in missing):
+        dt = _probe_dtype(operand)
+        probe = evaluator(dt, PROBE_SHAPE)
+        try:
+            for name in missing:
+                if name.split()[0] == operand:
+                    known[name] = probe.evaluate(_probe_params(name.split()[1], dt)).ok
+        finally:
+            probe.release()
     if missing:
         write_atomically(path, json.dumps(known, indent=1, sort_keys=True))
     available: dict[str, tuple[str, ...]] = {}

@@ -15,7 +15,6 @@ the FMA benchmark and the verifications are paid from it. On a GPU, kernels comp
 from __future__ import annotations
 
 import time
-from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Callable
@@ -29,15 +28,13 @@ from ..codelets.simt import SimtParams
 from ..dtypes import NATIVE, Dtype
 from ..errors import TuningError
 from ..profiles import Profile, Ranked, SizeClassEntry, profile_for, save
-from ..runtime.context import DeviceContext
 from ..runtime.device import Device
 from . import fma
 from .budget import Budget
 from .checkpoint import Checkpoint
-from .evaluator import Evaluator
 from .gemv_tuner import GEMV_SHAPES, gemv_shape, tune_gemv_class
 from .isolated import IsolatedEvaluator, WorkerProcess
-from .objective import Objective, default_workers
+from .objective import Objective
 from .records import Record
 from .simt_space import simt_space
 from .mma_space import instructions_available, mma_space
@@ -183,32 +180,29 @@ def best_of_each_layout(candidates: list[Ranked], top: int, accept: Callable[[Ra
     return kept
 
 
-def confirmed(ctx: DeviceContext, dtype: Dtype, size: int, ranked: list[Ranked], top: int) -> list[Ranked] | None:
-    """``ranked`` timed again on the square problem of ``size`` and kept as ``best_of_each_layout`` keeps
-    them; None where that problem would take more than a quarter of the device's memory (operands, C and
-    the float64 reference) or none of them computes it right."""
+def confirmed(worker: WorkerProcess, dtype: Dtype, size: int, ranked: list[Ranked], top: int) -> list[Ranked] | None:
+    """``ranked`` timed again, in full, on the square problem of ``size`` in ``worker`` and kept as
+    ``best_of_each_layout`` keeps them; None where that problem would take more than a quarter of the
+    device's memory (operands, C and the float64 reference) or none of them computes it right."""
+    device = worker.device
     reference_itemsize = np.dtype(dtype.reference_numpy).itemsize
     needed = size * size * (2 * dtype.itemsize + dtype.output.itemsize + reference_itemsize)
-    if 4 * needed > ctx.device.global_mem_bytes or size * size * reference_itemsize > ctx.device.max_mem_alloc_bytes:
+    if 4 * needed > device.global_mem_bytes or size * size * reference_itemsize > device.max_mem_alloc_bytes:
         return None
-    evaluator = Evaluator(ctx, dtype, size, size, size, slow_factor=float("inf"))
-    try:
-        records = [evaluator.evaluate(r.config) for r in ranked]
-    finally:
-        evaluator.release()
+    evaluator = IsolatedEvaluator(worker, {"kind": "gemm", "dtype": dtype.key, "shape": [size] * 3, "slow_factor": None})
+    records = [evaluator.evaluate(r.config) for r in ranked]
     timed = [Ranked(record.config, record.gflops) for record in records if record.ok]
     return best_of_each_layout(timed, top) or None
 
 
-def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Budget | None = None,
+def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget | None = None,
          strategy: str = DEFAULT_STRATEGY, quick: bool = False, fresh: bool = False, top: int = 5,
          listener: TuneListener | None = None, seed: int = 0, write: bool = True,
          classes: tuple[str, ...] | None = None) -> Profile:
-    """Tune ``ctx``'s device and return its profile (also saved to the user's cache when ``write``);
+    """Tune ``device`` and return its profile (also saved to the user's cache when ``write``);
     ``classes`` limits the run to some size classes (by name). Unless ``fresh``, each class first measures
     the configurations the device's existing profile ranks for it, so that a re-tune (a larger space, a
     new driver) starts from what was best before and cannot end below it."""
-    device = ctx.device
     prior = None if fresh else profile_for(device)
     listener = listener or TuneListener()
     dtypes = dtypes or supported_dtypes(device)
@@ -226,19 +220,18 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
                               f"choose from {', '.join(CLASS_SHARES)}")
         sizes = tuple(c for c in sizes if c.name in classes)
     started = time.monotonic()
-    with ExitStack() as stack:
-        if device.is_gpu:
-            stack.enter_context(ctx.building_in_processes(default_workers()))
-        worker = stack.enter_context(WorkerProcess(device))
+    with WorkerProcess(device) as worker:       # every kernel of the run is built and run there
         widths = (1, 2, 4) if device.is_gpu else (1, 2, 4, 8)
-        instructions = instructions_available(ctx) if any(dt.mma_operand for dt in dtypes) else {}
+        instructions = (instructions_available(device, lambda dt, shape: IsolatedEvaluator(
+            worker, {"kind": "gemm", "dtype": dt.key, "shape": list(shape)}, runs=1))
+            if any(dt.mma_operand for dt in dtypes) else {})
         for dt in dtypes if sizes else ():
             if dt.tensor_only and dt.mma_operand not in instructions:
                 exact = dt.native if dt.precision else dt.compute
                 raise TuningError(f"{dt.routine} needs matrix instructions for {dt.mma_operand} operands, which "
                                   f"{device.name.strip()} lacks (its {exact.routine} kernels compute it exactly)")
         reals = tuple(sorted({"d" if dt.needs_fp64 else "s" for dt in dtypes}))
-        results = fma.measured(ctx, reals, widths, fresh)
+        results = fma.measured(device, worker.fma, reals, widths, fresh)
         listener.fma_done(results)
         macs = fma.mac_table(results)
         profile = new_profile(device, budget.describe(), macs)
@@ -260,7 +253,7 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
                 share = next_budget()
                 before = prior.entry(dt.key, size.name) if prior else None
                 known = [r.config for r in before.ranked] if before else []
-                entry = _tune_class(ctx, worker, dt, size, spaces, share, strategy, fresh, top, listener, seed, known)
+                entry = _tune_class(worker, dt, size, spaces, share, strategy, fresh, top, listener, seed, known)
                 if entry is not None:
                     profile = profile.with_entry(dt.key, entry)
                     if write:
@@ -269,7 +262,7 @@ def tune(ctx: DeviceContext, dtypes: tuple[Dtype, ...] | None = None, budget: Bu
                     if start is not None:      # the simt search's, which the next class starts from
                         spaces[0] = (space, start_point(space, entry.ranked[0].config) or start)
             for layout, kind in [(x, k) for x in "NT" for k in GEMV_SHAPES] if dt in gemv_dtypes else ():
-                entry = _tune_gemv(ctx, worker, dt, layout, kind, quick, next_budget(), strategy, fresh, top, listener,
+                entry = _tune_gemv(worker, dt, layout, kind, quick, next_budget(), strategy, fresh, top, listener,
                                    seed, prior)
                 if entry is not None:
                     profile = profile.with_entry(dt.key, entry, GEMV)
@@ -317,14 +310,14 @@ def class_budget(budget: Budget, elapsed: float, weight: float, remaining_weight
 FAMILY_WEIGHTS = {"simt": 4.0, "subgroup": 1.0, "nvidia_mma": 8.0}
 
 
-def _tune_class(ctx: DeviceContext, worker: WorkerProcess, dt: Dtype, size: SizeClass,
+def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
                 spaces: list[tuple[SearchSpace, Point | None]], budget: Budget, strategy: str, fresh: bool, top: int,
                 listener: TuneListener, seed: int, known: list[KernelParams] = ()) -> SizeClassEntry | None:
     """Search each family's space (simt first, with its start point) under its share of ``budget``,
     all into one checkpoint, and keep the finalists of all of them. The candidates run in ``worker``'s
     process. The ``known`` configurations of each family are measured first, and the best of them is the
     search's start when it beats the given one."""
-    checkpoint = Checkpoint.for_problem(ctx.device, dt, size.shape)
+    checkpoint = Checkpoint.for_problem(worker.device, dt, size.shape)
     if fresh:
         checkpoint.clear()
     evaluator = IsolatedEvaluator(worker, {"kind": "gemm", "dtype": dt.key, "shape": list(size.shape)})
@@ -334,7 +327,7 @@ def _tune_class(ctx: DeviceContext, worker: WorkerProcess, dt: Dtype, size: Size
     started = time.monotonic()
     try:
         for (space, start), share in zip(spaces, shares):
-            objective = Objective(space, evaluator, checkpoint, budget.share(share), overlap=ctx.device.is_gpu,
+            objective = Objective(space, evaluator, checkpoint, budget.share(share), overlap=worker.device.is_gpu,
                                   on_record=listener.record)
             objectives.append(objective)
             listener.class_started(dt, size, space, objective)
@@ -346,7 +339,7 @@ def _tune_class(ctx: DeviceContext, worker: WorkerProcess, dt: Dtype, size: Size
     shape = size.shape
     if ranked and size.confirm:
         listener.confirming(dt, size, len(ranked))
-        again = confirmed(ctx, dt, size.confirm, ranked, top)
+        again = confirmed(worker, dt, size.confirm, ranked, top)
         if again:
             shape, ranked = (size.confirm,) * 3, again
         else:
@@ -359,12 +352,12 @@ def _tune_class(ctx: DeviceContext, worker: WorkerProcess, dt: Dtype, size: Size
     return entry
 
 
-def _tune_gemv(ctx: DeviceContext, worker: WorkerProcess, dt: Dtype, layout: str, kind: str, quick: bool,
+def _tune_gemv(worker: WorkerProcess, dt: Dtype, layout: str, kind: str, quick: bool,
                budget: Budget, strategy: str, fresh: bool, top: int, listener: TuneListener, seed: int,
                prior: Profile | None) -> SizeClassEntry | None:
     """GEMV's search of ``layout`` and shape ``kind`` for ``dt``, reported to ``listener`` as a class
     named gemv-n-square and so on, starting from the configurations the device's profile ranked before."""
-    rows, cols = gemv_shape(ctx.device, dt, layout, kind, quick)
+    rows, cols = gemv_shape(worker.device, dt, layout, kind, quick)
     name = f"{layout.lower()}-{kind}"
     size = SizeClass(f"{GEMV}-{name}", rows, cols, 1, CLASS_SHARES[GEMV] / (2 * len(GEMV_SHAPES)))
     before = next((e for e in prior.gemv_entries(dt.key, layout) if e.name == name), None) if prior else None
@@ -373,7 +366,7 @@ def _tune_gemv(ctx: DeviceContext, worker: WorkerProcess, dt: Dtype, layout: str
     def started(space: SearchSpace, objective: Objective) -> None:
         listener.class_started(dt, size, space, objective)
 
-    entry, objective, rejected = tune_gemv_class(ctx, dt, layout, kind, (rows, cols), budget, strategy, fresh, top,
-                                                 seed, known, worker, on_record=listener.record, on_start=started)
+    entry, objective, rejected = tune_gemv_class(worker, dt, layout, kind, (rows, cols), budget, strategy, fresh, top,
+                                                 seed, known, on_record=listener.record, on_start=started)
     listener.class_finished(dt, size, entry, [objective], rejected)
     return entry

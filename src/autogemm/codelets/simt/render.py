@@ -134,11 +134,11 @@ class _Generator(ElementCode):
             lower = op.name.lower()
             arg = (f"__read_only image2d_t {op.name}" if op.image
                    else f"const __global real* restrict {op.name}")
-            operand_args.append(f"    {arg}, const int {lower}_offset, const int ld{lower},")
+            operand_args.append(f"    {arg}, const long {lower}_offset, const int ld{lower},")
         w("__kernel __attribute__((reqd_work_group_size(WG_COLS, WG_ROWS, 1)))",
           f"void {KERNEL_NAME}(const int M, const int N, const int K, const elem alpha, const elem beta,",
           *operand_args,
-          "    __global real* restrict C, const int c_offset, const int ldc,",
+          "    __global real* restrict C, const long c_offset, const int ldc,",
           LAYER_STRIDES,
           "{")
 
