@@ -174,6 +174,27 @@ def test_a_product_larger_than_the_device_says_how_much_it_needs(ctx, monkeypatc
     assert np.all(c == 5.0)
 
 
+def test_a_device_out_of_memory_at_the_first_launch_says_so_and_the_next_call_runs(queue, monkeypatch):
+    """Drivers allocate a buffer at its first use: a device whose memory is full fails the launch. The
+    caller gets a DeviceError that says what to do, C is not written, and a later call computes."""
+    from autogemm.blas import plan as plan_module
+
+    a = random_matrix(RNG, DTYPES["s"], (70, 50))
+    da, dc = cl_array.to_device(queue, a), cl_array.to_device(queue, np.full((70, 70), 3.0, np.float32))
+    real = plan_module.cl.enqueue_nd_range_kernel
+
+    def full(*args, **kwargs):
+        raise plan_module.cl.MemoryError("clEnqueueNDRangeKernel failed: MEM_OBJECT_ALLOCATION_FAILURE")
+
+    monkeypatch.setattr(plan_module.cl, "enqueue_nd_range_kernel", full)
+    with pytest.raises(autogemm.DeviceError, match="no memory left for this call .*: free device arrays"):
+        autogemm.gemm(da, da, dc, trans_b="T", edge="pad")
+    assert np.all(dc.get() == 3.0)
+    monkeypatch.setattr(plan_module.cl, "enqueue_nd_range_kernel", real)
+    autogemm.gemm(da, da, dc, trans_b="T", edge="pad")
+    assert relative_error(dc.get(), a.astype(np.float64) @ a.T) < DTYPES["s"].tolerance
+
+
 def test_repeated_calls_and_loops_over_views_reuse_their_resolution_and_plan(queue, monkeypatch):
     """A call repeated on device arrays skips its checks, and views at offsets of the same alignment share
     a plan; each still computes with its own memory and offsets."""

@@ -11,6 +11,7 @@ import pyopencl as cl
 from ..codelets.simt import SimtParams
 from ..errors import ArgumentError, ShapeError
 from ..runtime import Device
+from ..runtime.memory import reports_full_memory
 from .gemm import gemm, product
 from .operands import Matrix, as_array
 
@@ -25,6 +26,7 @@ def _stack(value: object, name: str) -> Matrix:
     return value
 
 
+@reports_full_memory
 def gemm_batched(a: Stack, b: Stack, c: Stack | None = None, *, alpha: complex | float = 1.0,
                  beta: complex | float = 0.0, trans_a: str = "N", trans_b: str = "N",
                  device: Device | str | int | None = None, config: SimtParams | None = None, edge: str = "auto",

@@ -21,12 +21,13 @@ from ..dtypes import Dtype
 from ..errors import ArgumentError
 from ..runtime import Device, DeviceContext
 from .operands import Matrix, Stored, as_matrix, call_context, event_list, events_of, on_device, scalar, stored
-from ..runtime.memory import check_memory
+from ..runtime.memory import check_memory, reports_full_memory
 from .checks import checked_call
 from .hybrid import Devices, gemm_on_targets
 from .transfer import execute
 
 
+@reports_full_memory
 def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | float = 1.0,
          beta: complex | float = 0.0, trans_a: str = "N", trans_b: str = "N",
          device: Device | str | int | None = None, config: KernelParams | None = None,

@@ -15,10 +15,12 @@ from ..codelets.gemv import GemvParams
 from ..dtypes import get_dtype
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..runtime import Device
+from ..runtime.memory import reports_full_memory
 from .operands import Matrix, as_array, as_matrix, call_context, event_list, events_of, on_device, scalar, stored, stored_vector
 from .transfer import execute
 
 
+@reports_full_memory
 def gemv(a: Matrix, x: Matrix, y: Matrix | None = None, *, alpha: complex | float = 1.0,
          beta: complex | float = 0.0, trans: str = "N", device: Device | str | int | None = None,
          config: GemvParams | None = None, wait_for: list[cl.Event] | None = None) -> Matrix:

@@ -8,6 +8,7 @@ import pyopencl.array as cl_array
 
 from ..errors import ArgumentError, ShapeError
 from ..runtime import Device
+from ..runtime.memory import reports_full_memory
 from .batched import gemm_batched
 from .gemm import gemm
 from .operands import Matrix, as_array, call_context, events_of, on_device
@@ -20,6 +21,7 @@ def _array(value: object, name: str):
     return value
 
 
+@reports_full_memory
 def matmul(a, b, *, out=None, device: Device | str | int | None = None, precision: str | None = None,
            wait_for: list[cl.Event] | None = None):
     """``a @ b`` with numpy's rules: 2-D operands are matrices; a 1-D ``a`` is a row and a 1-D ``b`` a

@@ -21,6 +21,7 @@ from ..codelets.families import KernelParams
 from ..dtypes import get_dtype, with_precision
 from ..errors import ArgumentError, ShapeError
 from ..runtime import Device, context_for
+from ..runtime.memory import reports_full_memory
 from .operands import event_list, events_of, scalar
 
 Memory = cl_array.Array | cl.Buffer
@@ -68,15 +69,18 @@ class GemmPlan:
         """The launches of the copies and of the product, for logs."""
         return self._plan.describe()
 
+    @reports_full_memory
     def copy_a(self, a: Memory, offset: int = 0, wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
         """Step 2 for A: pack it for the kernel (its events returned), or keep it to read in place (no
         events: ``a`` must then stay unchanged while products use it)."""
         return self._copy("A", a, offset, wait_for)
 
+    @reports_full_memory
     def copy_b(self, b: Memory, offset: int = 0, wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
         """Step 2 for B, as ``copy_a``."""
         return self._copy("B", b, offset, wait_for)
 
+    @reports_full_memory
     def compute(self, c: Memory, alpha: complex | float = 1.0, beta: complex | float = 0.0, offset: int = 0,
                 wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
         """Step 3: C = alpha op(A) op(B) + beta C on the operands last copied; C a device array (its events

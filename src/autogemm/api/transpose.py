@@ -10,10 +10,12 @@ from ..blas.transpose import Storage, enqueue_transpose
 from ..dtypes import get_dtype
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..runtime import Device
+from ..runtime.memory import reports_full_memory
 from .operands import Matrix, Stored, as_array, call_context, event_list, events_of, on_device, stored
 from .transfer import execute
 
 
+@reports_full_memory
 def transpose(a: Matrix, out: Matrix | None = None, *, conjugate: bool = False,
               device: Device | str | int | None = None, wait_for: list[cl.Event] | None = None) -> Matrix:
     """A^T (A^H with ``conjugate``, for complex dtypes) of a matrix, or of each matrix of a 3-D stack, for

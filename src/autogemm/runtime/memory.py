@@ -1,9 +1,31 @@
-"""Whether buffers fit a device, asked before anything is enqueued."""
+"""Whether buffers fit a device, asked before anything is enqueued; and what a call says when the
+device's memory turns out to be full only once it runs."""
 
 from __future__ import annotations
 
+import functools
+from typing import Callable, TypeVar
+
+import pyopencl as cl
+
 from ..errors import DeviceError
 from .context import DeviceContext
+
+Call = TypeVar("Call", bound=Callable)
+
+
+def reports_full_memory(call: Call) -> Call:
+    """``call`` (a public entry point) with the driver's out-of-memory errors turned into a
+    ``DeviceError`` that says what to do: drivers allocate a buffer when it is first used, so a device
+    whose memory is full fails a copy or a launch, not the allocation."""
+    @functools.wraps(call)
+    def reporting(*args, **kwargs):
+        try:
+            return call(*args, **kwargs)
+        except cl.MemoryError as exc:
+            raise DeviceError(f"the device has no memory left for this call ({exc}): free device arrays and "
+                              "call again") from None
+    return reporting  # type: ignore[return-value]
 
 
 def check_memory(ctx: DeviceContext, sizes: list[int]) -> None:
