@@ -14,6 +14,9 @@ from .errors import ArgumentError
 
 #: Overrides the cache directory (tests use it; so may a user with a shared profile directory).
 CACHE_ENV = "AUTOGEMM_CACHE_DIR"
+#: Modes of what autogemm writes, whatever the umask: readable by all (profiles are meant to be shared),
+#: writable by the user alone (no one else can plant a file in them or change one).
+FILE_MODE, DIRECTORY_MODE = 0o644, 0o755
 
 
 def cache_dir() -> Path:
@@ -36,15 +39,31 @@ def _root(override: str | None) -> Path:
 
 
 def cache_subdir(name: str) -> Path:
-    """A subdirectory of the cache, created on demand."""
+    """A subdirectory of the cache, created on demand (and the cache with it)."""
     path = cache_dir() / name
-    path.mkdir(parents=True, exist_ok=True)
+    make_directory(path)
     return path
 
 
-def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
+def make_directory(path: Path) -> None:
+    """``path`` and the directories above it that are missing, each ``DIRECTORY_MODE``."""
+    if not path.is_dir():
+        make_directory(path.parent)
+        path.mkdir(mode=DIRECTORY_MODE, exist_ok=True)
+        os.chmod(path, DIRECTORY_MODE)      # mkdir's mode passes through the umask
+
+
+def open_for_appending(path: Path):
+    """``path`` opened to append text, created with ``FILE_MODE`` if it is not there."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+    if os.fstat(fd).st_size == 0:
+        os.fchmod(fd, FILE_MODE)            # a new file: its mode passed through the umask
+    return os.fdopen(fd, "a", encoding="utf-8")
+
+
+def write_atomically(path: Path, text: str, mode: int = FILE_MODE) -> None:
     """Replace ``path`` with ``text`` so that a reader sees the old file or the new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_directory(path.parent)
     fd, temp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from ..cache import cache_dir, cache_subdir, write_atomically
+from ..cache import cache_dir, cache_subdir, make_directory, write_atomically
 from ..errors import ProfileError
 from ..runtime.device import Device
 from .profile import Profile
@@ -61,7 +61,7 @@ def read(path: Path | str) -> Profile:
 def save(profile: Profile, path: Path | None = None) -> Path:
     """Write ``profile`` (merged over a valid profile already at ``path``) under a lock, atomically."""
     path = path or path_for(profile.device_fingerprint)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_directory(path.parent)
     with FileLock(str(path) + ".lock"):
         if path.exists():
             try:

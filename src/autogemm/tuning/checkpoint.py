@@ -13,7 +13,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from ..cache import cache_subdir
+from ..cache import cache_subdir, open_for_appending
 from ..dtypes import Dtype
 from ..errors import AutogemmError
 from ..runtime.device import Device
@@ -85,7 +85,7 @@ class Checkpoint:
         line = json.dumps(record.to_dict(), separators=(",", ":")) + "\n"
         with self.lock:
             fresh = not self.path.exists() or self.path.stat().st_size == 0
-            with open(self.path, "a", encoding="utf-8") as f:
+            with open_for_appending(self.path) as f:
                 if fresh:
                     f.write(json.dumps(self.header) + "\n")
                 f.write(line)
