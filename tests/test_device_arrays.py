@@ -237,3 +237,23 @@ def test_views_far_into_their_buffer_reuse_the_call_with_their_own_offsets(queue
     for layer in (4, 6, 7):                                  # offsets 64, 96 and 112: the key of 0 too
         autogemm.gemm(stack[layer], b, c)
         assert relative_error(c.get(), host[layer].astype(np.float64) @ b_host) < DTYPES["s"].tolerance
+
+
+def test_clear_plans_lets_go_of_the_last_operands_a_plan_kept(queue):
+    """A cached plan keeps its last call's memory objects (a repeated call then sets no argument again),
+    so a device array the caller dropped stays allocated; ``clear_plans`` lets go of it."""
+    import gc
+    import sys
+
+    a = cl_array.to_device(queue, random_matrix(RNG, DTYPES["s"], (37, 29)))
+    memory = a.base_data
+    alone = sys.getrefcount(memory)                  # (counted outside asserts, which keep their operands)
+    c = autogemm.gemm(a, a, trans_b="T")
+    c.finish()
+    held = sys.getrefcount(memory)                   # by the plan's kernel arguments
+    autogemm.clear_plans()
+    gc.collect()
+    after = sys.getrefcount(memory)
+    assert held > alone and after == alone
+    again = autogemm.gemm(a, a, trans_b="T")                   # and calls go on, with plans made anew
+    assert relative_error(again.get(), c.get().astype(np.float64)) < DTYPES["s"].tolerance

@@ -1,6 +1,6 @@
 """autogemm: auto-tuned dense matrix multiplication (GEMM) for any OpenCL device."""
 
-from .api import GemmPlan, gemm, gemm_batched, gemv, matmul, transpose
+from .api import GemmPlan, clear_plans, gemm, gemm_batched, gemv, matmul, transpose
 from .blas import LaunchPlan, GemmProblem, Op
 from .codelets.gemv import GemvParams
 from .codelets.simt import SimtParams
@@ -12,7 +12,7 @@ from .runtime import Device, context_for, context_for_queue, default_device, fin
 __version__ = "0.1.0"
 
 __all__ = [
-    "gemm", "gemm_batched", "gemv", "matmul", "transpose", "GemmPlan", "LaunchPlan", "GemmProblem", "Op",
+    "gemm", "gemm_batched", "gemv", "matmul", "transpose", "clear_plans", "GemmPlan", "LaunchPlan", "GemmProblem", "Op",
     "SimtParams", "GemvParams", "Split", "Device", "context_for", "context_for_queue", "default_device", "find_device", "list_devices", "AutogemmError", "ArgumentError", "BuildError", "ConfigError",
     "DeviceError", "DtypeError", "ShapeError", "__version__",
 ]

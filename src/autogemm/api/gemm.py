@@ -15,6 +15,7 @@ from ..blas import GemmProblem, LaunchPlan
 from ..blas import blocks
 from ..blas.problem import alignment_class
 from ..blas.split import Split
+from ..blas import plan_cache
 from ..blas.plan_cache import cached_plan, is_current
 from ..codelets.families import KernelParams
 from ..dtypes import Dtype
@@ -198,6 +199,15 @@ def _device_key(a: Matrix, b: Matrix, c: Matrix | None, device: object, *options
     return (*((x.shape, x.strides, alignment_class(x.offset // x.dtype.itemsize), x.dtype, x.queue)
               for x in (a, b, c) if x is not None),
             c is None, device, *options)
+
+
+def clear_plans() -> None:
+    """Forget every cached plan and every resolved call. A plan keeps its temporaries, and the memory of
+    its last call's operands (so that a repeated call sets no argument again): after this, both are freed
+    once no call in flight still uses them. For a device whose memory is needed elsewhere."""
+    with _resolved_lock:
+        _resolved.clear()
+    plan_cache.clear()
 
 
 def _remember(key: tuple, resolved: tuple[_Call, LaunchPlan]) -> None:

@@ -23,8 +23,9 @@ def reports_full_memory(call: Call) -> Call:
         try:
             return call(*args, **kwargs)
         except cl.MemoryError as exc:
-            raise DeviceError(f"the device has no memory left for this call ({exc}): free device arrays and "
-                              "call again") from None
+            raise DeviceError(f"the device has no memory left for this call ({exc}): free device arrays (and "
+                              "autogemm.clear_plans(), whose plans keep their last operands) and call again"
+                              ) from None
     return reporting  # type: ignore[return-value]
 
 
