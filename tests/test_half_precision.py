@@ -13,7 +13,7 @@ import pyopencl as cl
 import pytest
 
 import autogemm
-from autogemm.blas import LaunchPlan, GemmProblem
+from autogemm.blas import LaunchPlan, GemmProblem, default_params
 from autogemm.codelets import helpers
 from autogemm.codelets.families import check, render
 from autogemm.codelets.mma import MmaParams
@@ -101,7 +101,8 @@ def test_16_bit_arguments_are_checked():
 
 
 def test_the_plans_say_where_16_bits_are_converted(ctx, device):
-    plan = LaunchPlan(ctx, GemmProblem.dense(DTYPES["b"], 64, 64, 64))
+    simt = default_params(device, DTYPES["s"])              # a simt kernel computes bfloat16 in float32
+    plan = LaunchPlan(ctx, GemmProblem.dense(DTYPES["b"], 64, 64, 64), simt)
     assert plan.kernel_dtype.key == "s" and "pack B (to float32)" in plan.launches()
     assert plan.launches()[-1] == "merge C (to bfloat16)"
     plan = LaunchPlan(ctx, GemmProblem.dense(DTYPES["hs"], 64, 64, 64), dataclasses.replace(SMALL, layout="NN"), edge="guard")
