@@ -16,7 +16,7 @@ from autogemm.codelets.mma import MmaParams, ptx_problem
 from autogemm.codelets.mma.render import swizzle
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ConfigError
-from autogemm.tuning.isolated import IsolatedEvaluator, WorkerProcess
+from autogemm.tuning.isolated import IsolatedEvaluator, WorkerProcess, evaluator_spec
 
 from gemm_check import run_and_check
 
@@ -290,7 +290,7 @@ def test_the_instruction_probe_runs_once_per_device(ctx, monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
     with WorkerProcess(ctx.device) as worker:
         def isolated(dt, shape):
-            return IsolatedEvaluator(worker, {"kind": "gemm", "dtype": dt.key, "shape": list(shape)}, runs=1)
+            return IsolatedEvaluator(worker, evaluator_spec(dt, shape), runs=1)
 
         found = module.instructions_available(ctx.device, isolated)
         assert found == ({} if ptx_problem(ctx.device, "f64", "m8n8k4") else module.instructions_available(

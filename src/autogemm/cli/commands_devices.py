@@ -36,7 +36,7 @@ def devices(as_json: bool, check: bool) -> None:
     """List every OpenCL device, its facts and whether its compiler builds kernels."""
     found = list_devices()
     if as_json:
-        click.echo(json.dumps([dict(d.facts(), slot=f"{d.platform_index}:{d.device_index}",
+        click.echo(json.dumps([dict(d.facts(), slot=d.slot,
                                     fingerprint=d.fingerprint, compiler_fault=discovery.compiler_fault(d))
                                for d in found], indent=2))
         return

@@ -14,7 +14,7 @@ from ..errors import AutogemmError, ProfileError
 from ..profiles import Profile, SizeClassEntry, bundled, path_for, profile_for, read, save, user_profiles
 from ..runtime import Device, list_devices
 from ..tuning.gemv_tuner import bandwidth
-from ..tuning.isolated import IsolatedEvaluator, WorkerProcess
+from ..tuning.isolated import IsolatedEvaluator, WorkerProcess, evaluator_spec
 from . import main
 from .common import console, fail, select_device
 
@@ -41,7 +41,7 @@ def _device_profile(target: str | None) -> tuple[Profile, str]:
 
 
 def _device_named(fingerprint: str, devices: list[Device]) -> str:
-    return next((f"{d.platform_index}:{d.device_index}" for d in devices if d.fingerprint == fingerprint), "no")
+    return next((d.slot for d in devices if d.fingerprint == fingerprint), "no")
 
 
 @profile.command("list")
@@ -174,9 +174,9 @@ def verify_command(device, dtypes, runs) -> None:
                 continue
             dt = get_dtype(letter)
             best = entry.ranked[0]
-            spec = ({"kind": "gemv", "layout": best.config.layout, "shape": list(entry.shape[:2])} if routine == "gemv"
-                    else {"kind": "gemm", "shape": list(entry.shape)})
-            evaluator = IsolatedEvaluator(worker, {**spec, "dtype": letter, "slow_factor": None}, runs=runs)
+            spec = (evaluator_spec(dt, entry.shape[:2], best.config.layout, full=True) if routine == "gemv"
+                    else evaluator_spec(dt, entry.shape, full=True))
+            evaluator = IsolatedEvaluator(worker, spec, runs=runs)
             record = evaluator.evaluate(best.config)
             problem = worker.verify(best.config, dt) if record.ok else record.message
             failed |= bool(problem)

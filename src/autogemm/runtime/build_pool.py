@@ -26,7 +26,7 @@ class BuildPool:
 
     def __init__(self, device: Device, workers: int) -> None:
         self.device = device
-        hello = {"device": f"{device.platform_index}:{device.device_index}", "fingerprint": device.fingerprint}
+        hello = {"device": device.slot, "fingerprint": device.fingerprint}
         self._idle: queue.Queue[Child] = queue.Queue()
         self._children = [Child("autogemm.runtime.compile_worker", hello, BUILD_LIMIT_SECONDS) for _ in range(workers)]
         for child in self._children:

@@ -10,7 +10,7 @@ import warnings
 import pyopencl as cl
 
 from .child import serve
-from .discovery import find_device
+from .discovery import same_device
 
 
 class Compiler:
@@ -21,10 +21,7 @@ class Compiler:
 
     def handle(self, request: dict, reply) -> None:
         if self.context is None:
-            device = find_device(request["device"])
-            if device.fingerprint != request["fingerprint"]:
-                raise SystemExit(f"device {request['device']} here is not the pool's device")
-            self.context = cl.Context([device.cl_device])
+            self.context = cl.Context([same_device(request["device"], request["fingerprint"]).cl_device])
             reply({"ready": True})
             return
         try:

@@ -82,8 +82,13 @@ class Device:
         return hashlib.sha256(blob).hexdigest()[:16]
 
     @property
+    def slot(self) -> str:
+        """"P:D": the platform and device numbers that ``find_device`` takes (in this process's listing)."""
+        return f"{self.platform_index}:{self.device_index}"
+
+    @property
     def label(self) -> str:
-        return f"[{self.platform_index}:{self.device_index}] {self.name.strip()} ({self.platform_name.strip()})"
+        return f"[{self.slot}] {self.name.strip()} ({self.platform_name.strip()})"
 
     @property
     def peak_gflops_estimate(self) -> float:

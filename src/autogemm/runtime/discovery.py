@@ -146,6 +146,15 @@ def default_device() -> Device:
 _SLOT = re.compile(r"^(\d+):(\d+)$")
 
 
+def same_device(slot: str, fingerprint: str) -> Device:
+    """The device at ``slot`` in this process, which must be the one with ``fingerprint`` (a child process
+    opening its parent's device); ``DeviceError`` when it is another."""
+    device = find_device(slot)
+    if device.fingerprint != fingerprint:
+        raise DeviceError(f"device {slot} in this process is not the device {fingerprint} asked for")
+    return device
+
+
 def find_device(spec: str | int | Device | None) -> Device:
     """A device by ``"P:D"`` (platform and device numbers), by flat index, by ``gpu``/``cpu``, or by a
     case-insensitive piece of its name; None means the default device."""

@@ -36,7 +36,7 @@ from ..codelets.gemv import GemvParams
 from ..dtypes import get_dtype
 from ..runtime.child import serve
 from ..runtime.context import DeviceContext, context_for
-from ..runtime.discovery import find_device
+from ..runtime.discovery import same_device
 from . import fma
 from .evaluator import Evaluator, KernelEvaluator
 from .gemv_tuner import GemvEvaluator, verify_gemv
@@ -80,10 +80,7 @@ class Worker:
     def _start(self, start: dict) -> None:
         for module in start["preload"]:
             importlib.import_module(module)
-        device = find_device(start["device"])
-        if device.fingerprint != start["fingerprint"]:
-            raise SystemExit(f"device {start['device']} here is not the tuner's device")
-        self.ctx = context_for(device)
+        self.ctx = context_for(same_device(start["device"], start["fingerprint"]))
         if start["build_processes"]:
             self.stack.enter_context(self.ctx.building_in_processes(start["build_processes"]))
         self.pool = ThreadPoolExecutor(start["builders"], thread_name_prefix="autogemm-build")

@@ -25,7 +25,7 @@ from ..runtime.device import Device
 from .budget import Budget
 from .checkpoint import Checkpoint
 from .evaluator import KernelEvaluator, fresh_random
-from .isolated import IsolatedEvaluator, WorkerProcess
+from .isolated import IsolatedEvaluator, WorkerProcess, evaluator_spec
 from .objective import Objective
 from .space import Knob, SearchSpace
 from .strategies import get_strategy
@@ -150,7 +150,7 @@ def tune_gemv_class(worker: WorkerProcess, dt: Dtype, layout: str, kind: str, sh
     checkpoint = Checkpoint.for_problem(worker.device, dt, (*shape, 1), routine=f"gemv-{layout.lower()}")
     if fresh:
         checkpoint.clear()
-    evaluator = IsolatedEvaluator(worker, {"kind": "gemv", "dtype": dt.key, "layout": layout, "shape": list(shape)})
+    evaluator = IsolatedEvaluator(worker, evaluator_spec(dt, shape, layout))
     objective = Objective(space, evaluator, checkpoint, budget, overlap=worker.device.is_gpu, on_record=on_record)
     if on_start is not None:
         on_start(space, objective)

@@ -19,6 +19,7 @@ import math
 import os
 from typing import Any
 
+from ..dtypes import Dtype
 from ..errors import TuningError
 from ..runtime.child import Child, ChildGone
 from ..runtime.device import Device
@@ -38,7 +39,7 @@ class WorkerProcess(Child):
 
     def __init__(self, device: Device, preload: tuple[str, ...] = (), run_limit: float = RUN_LIMIT_SECONDS) -> None:
         builders = default_workers()
-        start = {"device": f"{device.platform_index}:{device.device_index}", "fingerprint": device.fingerprint,
+        start = {"device": device.slot, "fingerprint": device.fingerprint,
                  "preload": list(preload), "builders": builders, "build_processes": builders if device.is_gpu else 0}
         super().__init__("autogemm.tuning.eval_worker", {"start": start}, BUILD_LIMIT_SECONDS)
         self.device, self.run_limit = device, run_limit
@@ -123,6 +124,17 @@ class _Lost(Exception):
     def record(self, params) -> Record:
         outcome = Outcome.TIMED_OUT if self.gone.timed_out and self.running else Outcome.CRASHED
         return Record(params, outcome, message=f"{'while it ran' if self.running else 'while it was built'}: {self.gone}")
+
+
+def evaluator_spec(dtype: Dtype, shape: tuple[int, ...], layout: str | None = None, full: bool = False) -> dict:
+    """What ``IsolatedEvaluator`` asks the worker to make: GEMM on (m, n, k), or, with a ``layout``, GEMV
+    on A of (rows, cols); ``full`` times every candidate in full (none is cut short for being slow)."""
+    spec: dict[str, Any] = {"kind": "gemm" if layout is None else "gemv", "dtype": dtype.key, "shape": list(shape)}
+    if layout is not None:
+        spec["layout"] = layout
+    if full:
+        spec["slow_factor"] = None
+    return spec
 
 
 class IsolatedEvaluator:

@@ -33,7 +33,7 @@ from . import fma
 from .budget import Budget
 from .checkpoint import Checkpoint
 from .gemv_tuner import GEMV_SHAPES, gemv_shape, tune_gemv_class
-from .isolated import IsolatedEvaluator, WorkerProcess
+from .isolated import IsolatedEvaluator, WorkerProcess, evaluator_spec
 from .objective import Objective
 from .records import Record
 from .simt_space import simt_space
@@ -189,7 +189,7 @@ def confirmed(worker: WorkerProcess, dtype: Dtype, size: int, ranked: list[Ranke
     needed = size * size * (2 * dtype.itemsize + dtype.output.itemsize + reference_itemsize)
     if 4 * needed > device.global_mem_bytes or size * size * reference_itemsize > device.max_mem_alloc_bytes:
         return None
-    evaluator = IsolatedEvaluator(worker, {"kind": "gemm", "dtype": dtype.key, "shape": [size] * 3, "slow_factor": None})
+    evaluator = IsolatedEvaluator(worker, evaluator_spec(dtype, (size,) * 3, full=True))
     records = [evaluator.evaluate(r.config) for r in ranked]
     timed = [Ranked(record.config, record.gflops) for record in records if record.ok]
     return best_of_each_layout(timed, top) or None
@@ -223,8 +223,7 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
     with WorkerProcess(device) as worker:       # every kernel of the run is built and run there
         widths = (1, 2, 4) if device.is_gpu else (1, 2, 4, 8)
         instructions = (instructions_available(device, lambda dt, shape: IsolatedEvaluator(
-            worker, {"kind": "gemm", "dtype": dt.key, "shape": list(shape)}, runs=1))
-            if any(dt.mma_operand for dt in dtypes) else {})
+            worker, evaluator_spec(dt, shape), runs=1)) if any(dt.mma_operand for dt in dtypes) else {})
         for dt in dtypes if sizes else ():
             if dt.tensor_only and dt.mma_operand not in instructions:
                 exact = dt.native if dt.precision else dt.compute
@@ -320,7 +319,7 @@ def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
     checkpoint = Checkpoint.for_problem(worker.device, dt, size.shape)
     if fresh:
         checkpoint.clear()
-    evaluator = IsolatedEvaluator(worker, {"kind": "gemm", "dtype": dt.key, "shape": list(size.shape)})
+    evaluator = IsolatedEvaluator(worker, evaluator_spec(dt, size.shape))
     weights = [FAMILY_WEIGHTS[space.family] for space, _ in spaces]
     shares = [weight / sum(weights) for weight in weights]
     objectives = []
