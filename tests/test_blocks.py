@@ -69,6 +69,16 @@ def test_device_arrays_past_the_limit_give_the_right_product(ctx, monkeypatch, l
     assert np.isnan(got[:3]).all() and np.isnan(got[3:, :2]).all() and np.isnan(got[3:, 2 + n:]).all()
 
 
+def test_a_blocked_product_runs_when_the_device_is_given_as_an_object(ctx, monkeypatch):
+    """A call naming a ``Device`` object is resolved afresh each time (it has no key): blocked, it still
+    runs on the device arrays it was given (it had no plan, and went to the host-transfer path)."""
+    monkeypatch.setattr(blocks, "INDEX_LIMIT", LIMIT)
+    rng = np.random.default_rng()
+    a, b = rng.random((97, 61), np.float32), rng.random((61, 83), np.float32)
+    c = autogemm.gemm(cl_array.to_device(ctx.queue, a), cl_array.to_device(ctx.queue, b), device=ctx.device)
+    assert relative_error(c.get(), a.astype(np.float64) @ b) < tolerance(DTYPES["s"], 61)
+
+
 def test_blocks_halve_until_the_plans_padded_copies_fit(ctx, monkeypatch):
     """A block within the limit can still need a padded copy past it (rows and leading dimensions rounded
     up to the tiles): the blocks are halved until every plan's temporaries fit."""

@@ -129,7 +129,7 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
     if problem.m == 0 or problem.n == 0 or problem.batch == 0:
         return out
     wait_for = events_of([a, b, c], ctx.queue) + wait_for
-    if key is None:
+    if key is None and not call.blocked:        # a blocked call has device arrays alone, with or without a key
         return _run_with_transfers(call, plan, a, b, out, alpha, beta, wait_for)
     # device arrays alone: nothing to upload; the offsets are this call's own (the key holds their class)
     first, second = (b, a) if call.swapped else (a, b)
