@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from h100_mma_peak import kernel as peak_kernel  # noqa: E402
 
 import autogemm  # noqa: E402
-from autogemm.codelets.mma import MmaParams, SHAPES  # noqa: E402
+from autogemm.codelets.nvidia_mma import SHAPES, MmaParams  # noqa: E402
 from autogemm.dtypes import DTYPES  # noqa: E402
 from autogemm.runtime import context_for  # noqa: E402
 from autogemm.runtime.timing import median, time_enqueue  # noqa: E402

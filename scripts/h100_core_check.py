@@ -13,17 +13,16 @@ import time
 import traceback
 
 import numpy as np
+from codelet_sample import build_sample
+from gemm_check import run_and_check
 
 import autogemm
 from autogemm.bench.peers import clblast_gemm, cublas_gemm, numpy_gemm
-from autogemm.blas import LaunchPlan, GemmProblem, default_params
+from autogemm.blas import GemmProblem, LaunchPlan, default_params
+from autogemm.checking import random_matrix, relative_error
 from autogemm.codelets.simt import SimtParams, check
 from autogemm.dtypes import DTYPES
 from autogemm.runtime import context_for, median, time_enqueue
-
-from codelet_sample import build_sample
-from autogemm.checking import random_matrix, relative_error
-from gemm_check import run_and_check
 
 OUT = os.environ.get("OUT", "out")
 os.makedirs(OUT, exist_ok=True)

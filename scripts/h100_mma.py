@@ -24,13 +24,15 @@ from h100_probe import archive_ptx, ptxas_report  # noqa: E402
 
 import autogemm  # noqa: E402
 from autogemm.bench.peers import cublas_gemm  # noqa: E402
-from autogemm.checking import random_matrix  # noqa: E402
+from autogemm.checking import (
+    gemm_flops,  # noqa: E402
+    random_matrix,  # noqa: E402
+)
 from autogemm.codelets.families import check  # noqa: E402
-from autogemm.codelets.mma import MmaParams  # noqa: E402
+from autogemm.codelets.nvidia_mma import MmaParams  # noqa: E402
 from autogemm.dtypes import DTYPES  # noqa: E402
 from autogemm.runtime import context_for  # noqa: E402
 from autogemm.tuning import Evaluator  # noqa: E402
-from autogemm.checking import gemm_flops  # noqa: E402
 
 OUT = Path(os.environ.get("OUT", "out"))
 OUT.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ import numpy as np
 import pyopencl as cl
 
 import autogemm
-from autogemm.codelets.mma import OPERANDS, SHAPES
+from autogemm.codelets.nvidia_mma import OPERANDS, SHAPES
 from autogemm.runtime import context_for
 from autogemm.runtime.timing import median, time_enqueue
 

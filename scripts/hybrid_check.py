@@ -1,7 +1,9 @@
 """gemm(devices=[gpu, "host"]) with the profile's hybrid entry against gemm on the GPU alone (streamed), 16384 SGEMM,
 numpy in and numpy out: median wall time of 3 calls after a warm-up, each result checked on sampled rows."""
 import time
+
 import numpy as np
+
 import autogemm
 from autogemm.checking import Reference
 from autogemm.dtypes import get_dtype

@@ -19,7 +19,7 @@ import numpy as np
 import pyopencl as cl
 
 import autogemm
-from autogemm.blas import LaunchPlan, GemmProblem
+from autogemm.blas import GemmProblem, LaunchPlan
 from autogemm.dtypes import DTYPES
 from autogemm.runtime import context_for
 

@@ -10,7 +10,18 @@ import random
 from dataclasses import dataclass
 
 from autogemm.codelets.simt import SimtParams, check
-from autogemm.codelets.simt.space import _axes, _make
+from autogemm.codelets.simt.params import (
+    ASSIGNMENTS,
+    LAYOUTS,
+    MACS,
+    PORTABLE_OPTIONS,
+    TILE_K_SIZES,
+    TILE_SIZES,
+    VECTOR_WIDTHS,
+    WARP_COLS,
+    WORK_GROUP_DIMS,
+    WORK_GROUP_SIZES,
+)
 from autogemm.dtypes import DTYPES
 
 SEED = 20261122
@@ -38,12 +49,39 @@ class Case:
         return f"{self.dtype}-{self.trans}-{self.m}x{self.n}x{self.k}-{self.edge}"
 
 
-def _draw(device, dtype: str, rng: random.Random, fixed: dict) -> SimtParams | None:
-    axes = _axes(device)
+def axes(device) -> dict[str, list]:
+    """Every value of every simt parameter (the whole codelet space, not the tuner's pruned one), with
+    the work-group as one axis of (rows, cols) shapes of 32 to 256 work-items and the build option sets
+    worth trying on ``device``."""
+    shapes = [(r, c) for r in WORK_GROUP_DIMS for c in WORK_GROUP_DIMS if r * c in WORK_GROUP_SIZES]
+    options: list[tuple[str, ...]] = [()] + [(o,) for o in PORTABLE_OPTIONS]
+    if device.is_nvidia:
+        options += [(f"-cl-nv-maxrregcount={n}",) for n in (128, 255)]
+    return {
+        "layout": list(LAYOUTS), "assignment": list(ASSIGNMENTS), "shape": shapes,
+        "tile_rows": list(TILE_SIZES), "tile_cols": list(TILE_SIZES), "tile_k": list(TILE_K_SIZES),
+        "vector_width": list(VECTOR_WIDTHS), "local_a": [True, False], "local_b": [True, False],
+        "image_a": [False, True], "image_b": [False, True], "double_buffer": [False, True],
+        "local_pad": [False, True], "unroll_k": [True, False], "mac": list(MACS), "warp_cols": list(WARP_COLS),
+        "build_options": options,
+    }
+
+
+def make(point: dict) -> SimtParams:
+    """The configuration of a point of ``axes``."""
+    values = dict(point)
+    values["wg_rows"], values["wg_cols"] = values.pop("shape")
+    return SimtParams(**values)
+
+
+def draw(device, dtype: str, rng: random.Random, fixed: dict) -> SimtParams | None:
+    """A configuration valid on ``device`` for ``dtype``, each parameter drawn uniformly except ``fixed``
+    (None when none is found: some values fit only some dtypes)."""
+    axes_of_device = axes(device)
     for _ in range(20000):
-        point = {name: rng.choice(values) for name, values in axes.items()}
+        point = {name: rng.choice(values) for name, values in axes_of_device.items()}
         point.update(fixed)
-        params = _make(point)
+        params = make(point)
         if check(params, device, dtype) is None:
             return params
     return None
@@ -51,7 +89,7 @@ def _draw(device, dtype: str, rng: random.Random, fixed: dict) -> SimtParams | N
 
 def requirements(device) -> list[dict]:
     """One fixed assignment per parameter value and per codelet (layout x assignment)."""
-    needs = [{name: value} for name, values in _axes(device).items() for value in values]
+    needs = [{name: value} for name, values in axes(device).items() for value in values]
     needs += [{"layout": lay, "assignment": asg} for lay in ("NN", "NT", "TN") for asg in ("consecutive", "offset")]
     return needs
 
@@ -63,14 +101,14 @@ def build_sample(device, count: int = 180, seed: int = SEED) -> list[Case]:
     for i, fixed in enumerate(requirements(device)):
         dtype = letters[i % len(letters)]
         for attempt in range(len(letters)):       # some values fit only some dtypes (images, registers)
-            params = _draw(device, letters[(i + attempt) % len(letters)], rng, fixed)
+            params = draw(device, letters[(i + attempt) % len(letters)], rng, fixed)
             if params is not None:
                 pairs[(params, letters[(i + attempt) % len(letters)])] = None
                 break
     i = 0
     while len(pairs) < count:
         dtype = letters[i % len(letters)]
-        params = _draw(device, dtype, rng, {})
+        params = draw(device, dtype, rng, {})
         if params is not None:
             pairs[(params, dtype)] = None
         i += 1

@@ -17,9 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from autogemm.codelets import families, simt
+from autogemm.codelets import simt
 from autogemm.codelets.fields import params_from_fields, params_to_dict
 from autogemm.codelets.kernel import KernelSource
+from autogemm.codelets.registry import Family, register
 from autogemm.codelets.simt import SimtParams
 from autogemm.errors import ConfigError
 
@@ -45,7 +46,7 @@ class FaultyParams(SimtParams):
         return params_to_dict(self, self.family)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "FaultyParams":
+    def from_dict(cls, data: dict) -> FaultyParams:
         params = params_from_fields(cls, data, cls.family)
         if params.fault not in FAULTS + EDGE_FAULTS:
             raise ConfigError(f"unknown fault {params.fault!r}")
@@ -66,5 +67,5 @@ def render(params: FaultyParams, dtype, guarded: bool = True) -> KernelSource:
     return replace(kernel, source=source)
 
 
-families.FAMILIES[FaultyParams.family] = (FaultyParams, simt.check, render)
-families.ALL_FAMILIES[FaultyParams.family] = families.FAMILIES[FaultyParams.family]
+# no tuning space of its own: tests search spaces they build from ``faulty``
+register(Family(FaultyParams.family, FaultyParams, simt.check, render, lambda facts: None))

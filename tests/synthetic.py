@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 
 from autogemm.codelets.simt import SimtParams
-from autogemm.tuning import Knob, Outcome, Record, SearchSpace
+from autogemm.codelets.space import Knob, SearchSpace
+from autogemm.tuning import Outcome, Record
 
 KNOBS = [
     Knob("layout", ("TN", "NN", "NT")),
@@ -25,7 +26,8 @@ def make(values: dict) -> SimtParams:
 
 def synthetic_space() -> SearchSpace:
     """1,920 points; tiles of 1x8 and 8x1 are invalid (to exercise pruning)."""
-    return SearchSpace(KNOBS, make, lambda p: "thin" if {p.tile_rows, p.tile_cols} == {1, 8} else None)
+    return SearchSpace(KNOBS, make, lambda p: "thin" if {p.tile_rows, p.tile_cols} == {1, 8} else None,
+                       family=SimtParams.family)
 
 
 def rate(p: SimtParams) -> float:

@@ -10,7 +10,8 @@ from typing import NamedTuple
 
 import numpy as np
 import pyopencl.array as cl_array
-from hypothesis import HealthCheck, event, given, settings, strategies as st
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 import autogemm
 from autogemm.checking import apply_op, random_matrix, relative_error, tolerance

@@ -8,17 +8,16 @@ import dataclasses
 import numpy as np
 import pyopencl.array as cl_array
 import pytest
+from gemm_check import run_and_check
 
 import autogemm
-from autogemm.blas import LaunchPlan, GemmProblem, Op
+from autogemm.blas import GemmProblem, LaunchPlan, Op
 from autogemm.checking import apply_op, random_matrix, relative_error, tolerance
-from autogemm.codelets.mma import MmaParams
+from autogemm.codelets.nvidia_mma import MmaParams
 from autogemm.codelets.simt import SimtParams
 from autogemm.codelets.subgroup import SubgroupParams
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError, ConfigError, ShapeError
-
-from gemm_check import run_and_check
 
 RNG = np.random.default_rng()
 SIMT = SimtParams("TN", "offset", 4, 4, 2, 2, 4, 2, True, False, double_buffer=True)

@@ -6,13 +6,11 @@ import dataclasses
 
 import numpy as np
 import pytest
+from codelet_sample import axes, build_sample, requirements
+from gemm_check import run_and_check
 
 import autogemm
-from autogemm.codelets.simt.space import _axes
 from autogemm.dtypes import DTYPES
-
-from codelet_sample import build_sample, requirements
-from gemm_check import run_and_check
 
 CASES = build_sample(autogemm.default_device())
 
@@ -42,7 +40,7 @@ def _value(params, name):
 
 
 def test_axes_match_dataclass(device):
-    names = set(_axes(device)) - {"shape"} | {"wg_rows", "wg_cols"}
+    names = set(axes(device)) - {"shape"} | {"wg_rows", "wg_cols"}
     assert names == {f.name for f in dataclasses.fields(autogemm.SimtParams)}
 
 

@@ -8,14 +8,15 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import autogemm
 from autogemm.blas import Op
 from autogemm.blas.gemv import GemvLaunchPlan, GemvProblem
 from autogemm.checking import random_matrix, relative_error
-from autogemm.codelets.families import ALL_FAMILIES, params_from_dict
 from autogemm.codelets.gemv import GemvParams, check
+from autogemm.codelets.registry import params_from_dict
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError, ConfigError, DtypeError, ShapeError
 
@@ -176,10 +177,10 @@ def test_a_configuration_of_the_wrong_layout_is_refused(ctx):
     with pytest.raises(ConfigError, match="layout"):
         GemvLaunchPlan(ctx, GemvProblem(DTYPES["s"], 4, 4, Op(True), 4), GemvParams("N"))
     with pytest.raises(ConfigError, match="wg_x=3"):
-        params_from_dict({"family": "gemv", "wg_x": 3}, ALL_FAMILIES)
+        params_from_dict({"family": "gemv", "wg_x": 3}, routine=None)
     with pytest.raises(ConfigError, match="unknown kernel family 'gemv'"):
         params_from_dict(GemvParams().to_dict())          # where a GEMM kernel is expected
-    assert params_from_dict(GemvParams("T", 16).to_dict(), ALL_FAMILIES) == GemvParams("T", 16)
+    assert params_from_dict(GemvParams("T", 16).to_dict(), routine=None) == GemvParams("T", 16)
 
 
 @settings(max_examples=25, deadline=None)

@@ -11,17 +11,16 @@ import ml_dtypes
 import numpy as np
 import pyopencl as cl
 import pytest
+from gemm_check import assert_rounded, run_and_check
 
 import autogemm
-from autogemm.blas import LaunchPlan, GemmProblem, default_params
+from autogemm.blas import GemmProblem, LaunchPlan, default_params
 from autogemm.codelets import helpers
-from autogemm.codelets.families import check, render
-from autogemm.codelets.mma import MmaParams
+from autogemm.codelets.nvidia_mma import MmaParams
+from autogemm.codelets.registry import check, render
 from autogemm.dtypes import DTYPES, with_output
 from autogemm.errors import ConfigError, DtypeError
 from autogemm.tuning.tuner import supported_dtypes
-
-from gemm_check import assert_rounded, run_and_check
 
 NUMPY = {"h": np.float16, "b": ml_dtypes.bfloat16}
 SMALL = MmaParams(layout="NT", shape="m16n8k8", warps_m=1, warps_n=2, tiles_m=1, tiles_n=1, tile_k=32, stages=2,

@@ -149,8 +149,8 @@ def test_errors_name_the_argument_and_change_nothing(ctx, monkeypatch, streamed)
 
 
 def test_the_tuner_tries_every_host_share_and_checks_every_point(ctx, monkeypatch):
-    from autogemm.blas.selection import candidates
     from autogemm.blas import GemmProblem
+    from autogemm.blas.selection import candidates
     from autogemm.tuning import hybrid as tuner
 
     assert [s.shares for s in tuner.splits([ctx, HOST], 4)] == [(4, 0), (3, 1), (2, 2), (1, 3), (0, 4)]

@@ -10,15 +10,14 @@ import json
 
 import numpy as np
 import pytest
+from gemm_check import run_and_check
 
-from autogemm.codelets.families import check, params_from_dict, render
-from autogemm.codelets.mma import MmaParams, ptx_problem
-from autogemm.codelets.mma.render import swizzle
+from autogemm.codelets.nvidia_mma import MmaParams, ptx_problem
+from autogemm.codelets.nvidia_mma.render import swizzle
+from autogemm.codelets.registry import check, params_from_dict, render
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ConfigError
 from autogemm.tuning.isolated import IsolatedEvaluator, WorkerProcess, evaluator_spec
-
-from gemm_check import run_and_check
 
 SMALL = MmaParams(layout="NT", warps_m=2, warps_n=1, tiles_m=1, tiles_n=2, tile_k=8, stages=2, vector_width=2,
                   mma="local")
@@ -270,13 +269,18 @@ def _h100_like(device):
 
 
 def test_the_tuning_space_holds_the_instructions_the_device_runs(device):
-    from autogemm.tuning.mma_space import mma_space
+    from autogemm.codelets.nvidia_mma.space import space as mma_space
+    from autogemm.codelets.registry import SpaceFacts
 
     h100 = _h100_like(device)
-    assert mma_space(h100, DTYPES["d"], {}) is None and mma_space(h100, DTYPES["s"], {"f64": ("m8n8k4",)}) is None
-    tf32 = mma_space(h100, DTYPES["s.3xtf32"], {"tf32": ("m16n8k8",), "f64": ("m8n8k4",)})
+
+    def facts(dtype, instructions):
+        return SpaceFacts(h100, DTYPES[dtype], instructions=instructions)
+
+    assert mma_space(facts("d", {})) is None and mma_space(facts("s", {"f64": ("m8n8k4",)})) is None
+    tf32 = mma_space(facts("s.3xtf32", {"tf32": ("m16n8k8",), "f64": ("m8n8k4",)}))
     assert {tf32.config(p).shape for p in tf32.points()} == {"m16n8k8"}
-    space = mma_space(h100, DTYPES["z"], {"f64": ("m8n8k4", "m16n8k8")})
+    space = mma_space(facts("z", {"f64": ("m8n8k4", "m16n8k8")}))
     configs = [space.config(p) for p in space.points()]
     assert len(configs) > 100 and {c.shape for c in configs} == {"m8n8k4", "m16n8k8"}
     assert all(c.mma == "ptx" and check(c, h100, "z") is None for c in configs)
@@ -285,7 +289,7 @@ def test_the_tuning_space_holds_the_instructions_the_device_runs(device):
 
 
 def test_the_instruction_probe_runs_once_per_device(ctx, monkeypatch, tmp_path):
-    from autogemm.tuning import mma_space as module
+    from autogemm.codelets.nvidia_mma import probe as module
 
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
     with WorkerProcess(ctx.device) as worker:

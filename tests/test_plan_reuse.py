@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from autogemm.blas import LaunchPlan, GemmProblem
+from autogemm.blas import GemmProblem, LaunchPlan
 from autogemm.checking import random_matrix
 from autogemm.dtypes import DTYPES
 

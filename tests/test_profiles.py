@@ -14,15 +14,24 @@ import numpy as np
 import pytest
 
 import autogemm
-from autogemm.blas import LaunchPlan, GemmProblem, Op
+from autogemm.blas import GemmProblem, LaunchPlan, Op
 from autogemm.blas.gemv import GemvLaunchPlan, GemvProblem
 from autogemm.blas.selection import choose_params
 from autogemm.codelets.gemv import GemvParams
 from autogemm.codelets.simt import SimtParams
 from autogemm.errors import ProfileError
-from autogemm.profiles import (HybridEntry, Profile, ProfileWarning, Ranked, SizeClassEntry, path_for, profile_for, read,
-                               save)
-from autogemm.profiles import store
+from autogemm.profiles import (
+    HybridEntry,
+    Profile,
+    ProfileWarning,
+    Ranked,
+    SizeClassEntry,
+    path_for,
+    profile_for,
+    read,
+    save,
+    store,
+)
 
 LARGE = SimtParams("NN", "consecutive", 8, 4, 2, 4, 4, 2, False, False, mac="mul_add")
 SMALL = SimtParams("NT", "offset", 4, 8, 1, 2, 2, 1, True, False, mac="mul_add")   # blocks 4 x 16
@@ -153,7 +162,7 @@ def test_gemm_picks_the_configuration_predicted_fastest_for_the_shape(cache, ctx
 
 
 def test_a_precision_mode_uses_its_entries_or_the_native_ones_whichever_is_faster(cache, ctx, device):
-    from autogemm.codelets.mma import MmaParams
+    from autogemm.codelets.nvidia_mma import MmaParams
 
     tensor = MmaParams(layout="NN", shape="m16n8k8", warps_m=1, warps_n=2, tiles_m=1, tiles_n=1, tile_k=16,
                        vector_width=1)

@@ -196,7 +196,7 @@ def test_a_compiler_process_that_dies_fails_its_build_and_the_next_one_starts_an
 def test_the_stored_layout_is_preferred_only_where_the_tuners_rates_do_not_hold():
     from autogemm.blas import GemmProblem, Op
     from autogemm.blas.selection import prefer_stored_layout
-    from autogemm.codelets.mma import MmaParams
+    from autogemm.codelets.nvidia_mma import MmaParams
     from autogemm.dtypes import DTYPES
     from autogemm.profiles import Ranked
 

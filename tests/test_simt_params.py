@@ -6,13 +6,15 @@ import dataclasses
 import random
 
 import pytest
+from codelet_sample import draw
 
 from autogemm import ConfigError, SimtParams
-from autogemm.codelets.simt import check, render, sample, space
+from autogemm.codelets.registry import SpaceFacts
+from autogemm.codelets.simt import check, render
 from autogemm.codelets.simt.check import register_cap
 from autogemm.codelets.simt.geometry import register_estimate
+from autogemm.codelets.simt.space import space as simt_space
 from autogemm.dtypes import DTYPES
-from autogemm.tuning.simt_space import simt_space
 
 
 def test_round_trip_through_dict():
@@ -73,10 +75,10 @@ def test_nvidia_register_caps_are_searched_and_held_to(device):
     big = SimtParams("NN", "offset", 16, 16, 8, 8, 8, 4, True, True, build_options=("-cl-nv-maxrregcount=128",))
     assert "over the cap of 128" in check(big, nvidia, "d")
     assert check(dataclasses.replace(big, build_options=("-cl-nv-maxrregcount=255",)), nvidia, "d") is None
-    tuning_space = simt_space(nvidia, DTYPES["s"])
+    tuning_space = simt_space(SpaceFacts(nvidia, DTYPES["s"]))
     assert {register_cap(tuning_space.config(p)) for p in tuning_space.points()} == {255, 168, 128}
-    assert {register_cap(simt_space(device, DTYPES["s"]).config(p)) for p in simt_space(device, DTYPES["s"]).points()
-            } == ({255, 168, 128} if device.is_nvidia else {None})
+    own = simt_space(SpaceFacts(device, DTYPES["s"]))
+    assert {register_cap(own.config(p)) for p in own.points()} == ({255, 168, 128} if device.is_nvidia else {None})
 
 
 def test_image_texel_rules(device):
@@ -86,11 +88,12 @@ def test_image_texel_rules(device):
     assert "layout" in check(direct_k, img, "s")
 
 
-def test_space_and_sample_only_yield_valid_points(device):
-    first = [p for _, p in zip(range(200), space(device, "s"))]
-    assert first and all(check(p, device, "s") is None for p in first)
-    drawn = sample(device, "c", 50, random.Random(3))
-    assert len(set(drawn)) == 50 and all(check(p, device, "c") is None for p in drawn)
+def test_the_tuning_space_and_draws_from_the_codelet_space_are_valid(device):
+    space = simt_space(SpaceFacts(device, DTYPES["s"]))
+    assert len(space) and all(check(space.config(p), device, "s") is None for p in space.points()[:200])
+    rng = random.Random(3)
+    drawn = {draw(device, "c", rng, {}) for _ in range(50)}
+    assert len(drawn) > 40 and all(check(p, device, "c") is None for p in drawn)
 
 
 def test_generated_source_names_its_parameters():

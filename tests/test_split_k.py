@@ -6,14 +6,13 @@ import dataclasses
 
 import numpy as np
 import pytest
+from gemm_check import run_and_check
 
-from autogemm.blas import LaunchPlan, GemmProblem
+from autogemm.blas import GemmProblem, LaunchPlan
 from autogemm.blas.coverage import MAX_SLICES, busy_share, split_count
 from autogemm.codelets.simt import SimtParams
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError, ConfigError
-
-from gemm_check import run_and_check
 
 LOCAL = SimtParams("NN", "offset", 4, 8, 2, 4, 4, 2, True, True, double_buffer=True, mac="mul_add")
 

@@ -9,13 +9,12 @@ import json
 
 import numpy as np
 import pytest
+from gemm_check import run_and_check
 
-from autogemm.codelets.families import check, params_from_dict, render
+from autogemm.codelets.registry import check, params_from_dict, render
 from autogemm.codelets.subgroup import SubgroupParams, shuffles_available
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ConfigError
-
-from gemm_check import run_and_check
 
 PORTABLE = SubgroupParams(layout="NN", subgroup=8, wg_rows=2, tile_rows=2, vector_width=2, shuffle="local",
                           mac="mul_add")
@@ -80,27 +79,29 @@ def test_the_device_shuffles_are_exact_where_offered(ctx, device, letter):
 
 
 def test_the_tuning_space_follows_the_shuffles_offered(device):
-    from autogemm.tuning.subgroup_space import subgroup_space
+    from autogemm.codelets.registry import SpaceFacts
+    from autogemm.codelets.subgroup.space import space as subgroup_space
 
     bare = dataclasses.replace(device, extensions=(), vendor="Other", platform_name="Other")
-    assert subgroup_space(bare, DTYPES["s"]) is None
+    assert subgroup_space(SpaceFacts(bare, DTYPES["s"])) is None
     khr = dataclasses.replace(bare, extensions=("cl_khr_subgroup_shuffle",))
-    space = subgroup_space(khr, DTYPES["s"])
+    space = subgroup_space(SpaceFacts(khr, DTYPES["s"]))
     configs = [space.config(p) for p in space.points()]
     assert configs and {c.shuffle for c in configs} == {"khr"} and {c.subgroup for c in configs} <= {8, 16, 32}
     assert all(check(c, khr, "s") is None for c in configs)
     nvidia = dataclasses.replace(bare, vendor="NVIDIA Corporation", platform_name="NVIDIA CUDA")
-    assert {space_config.subgroup for space_config in
-            (subgroup_space(nvidia, DTYPES["s"]).config(p) for p in subgroup_space(nvidia, DTYPES["s"]).points())} == {32}
+    nvidia_space = subgroup_space(SpaceFacts(nvidia, DTYPES["s"]))
+    assert {nvidia_space.config(p).subgroup for p in nvidia_space.points()} == {32}
 
 
 def test_the_tuner_searches_every_family_offered_into_one_profile(ctx, monkeypatch, tmp_path):
-    from autogemm.tuning import Budget, TuneListener, tune, tuner
-    from autogemm.tuning.subgroup_space import subgroup_space
+    from autogemm.codelets import registry, subgroup
+    from autogemm.codelets.subgroup.space import space as subgroup_space
+    from autogemm.tuning import Budget, TuneListener, tune
 
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(tuner, "subgroup_space", lambda device, dt, macs: subgroup_space(
-        device, dt, macs, shuffles=("local",)))
+    portable = dataclasses.replace(subgroup.FAMILY, space=lambda facts: subgroup_space(facts, shuffles=("local",)))
+    monkeypatch.setitem(registry._FAMILIES, "subgroup", portable)
     families = []
 
     class Listener(TuneListener):

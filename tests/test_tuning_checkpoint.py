@@ -10,12 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from synthetic import SyntheticEvaluator, synthetic_space
 
 from autogemm.dtypes import DTYPES
 from autogemm.tuning import Budget, BudgetSpent, Objective, get_strategy
 from autogemm.tuning.checkpoint import Checkpoint
-
-from synthetic import SyntheticEvaluator, synthetic_space
 
 HERE = Path(__file__).parent
 

@@ -4,7 +4,6 @@ crashed) and nothing raises; FMA micro-benchmark; finalist verification."""
 from __future__ import annotations
 
 import dataclasses
-
 import math
 
 import numpy as np
@@ -12,11 +11,10 @@ import pyopencl as cl
 import pytest
 
 from autogemm.blas import plan as plan_module
+from autogemm.checking import random_matrix, relative_error
 from autogemm.codelets.simt import SimtParams
 from autogemm.dtypes import DTYPES
-from autogemm.tuning import Evaluator, Outcome
-from autogemm.checking import random_matrix, relative_error
-from autogemm.tuning import fma
+from autogemm.tuning import Evaluator, Outcome, fma
 from autogemm.tuning.device_check import DeviceReference
 from autogemm.tuning.verify import verify
 

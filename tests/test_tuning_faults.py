@@ -7,8 +7,9 @@ from __future__ import annotations
 from faulty_family import FAULTS, faulty
 
 from autogemm.blas import default_params
+from autogemm.codelets.space import Knob, SearchSpace
 from autogemm.dtypes import DTYPES
-from autogemm.tuning import Budget, Knob, Objective, Outcome, SearchSpace
+from autogemm.tuning import Budget, Objective, Outcome
 from autogemm.tuning.isolated import IsolatedEvaluator, WorkerProcess
 from autogemm.tuning.strategies import get_strategy
 

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from synthetic import SyntheticEvaluator, rate, synthetic_space, true_best
 
+from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError
-from autogemm.tuning import Budget, BudgetSpent, Objective, get_strategy
+from autogemm.tuning import Budget, BudgetSpent, Objective, get_strategy, tuner
 from autogemm.tuning.strategies import exponential_stride_search
 from autogemm.tuning.surrogate import ExtraTrees
-from autogemm.dtypes import DTYPES
-from autogemm.tuning import tuner
 from autogemm.tuning.tuner import class_budget
-
-from synthetic import SyntheticEvaluator, rate, synthetic_space, true_best
 
 # (strategy, share of the space it may measure, noise on one-run probes)
 CASES = [("exhaustive", None, 0.0), ("random", 1.0, 0.0), ("phased", 0.15, 0.0), ("model", 0.15, 0.0),
@@ -114,17 +112,18 @@ def test_the_search_starts_at_the_class_default(device):
     import dataclasses
 
     from autogemm.blas import default_params
+    from autogemm.codelets.registry import SpaceFacts
+    from autogemm.codelets.simt.space import space as simt_space
     from autogemm.dtypes import DTYPES
     from autogemm.tuning.tuner import start_point
-    from autogemm.tuning import simt_space
 
     gpu = dataclasses.replace(device, device_type="GPU", vendor="NVIDIA Corporation", local_mem_bytes=48 << 10,
                               max_work_group_size=1024)
-    space = simt_space(gpu, DTYPES["s"], {4: "mad"})
+    space = simt_space(SpaceFacts(gpu, DTYPES["s"], {4: "mad"}))
     default = default_params(gpu, DTYPES["s"])
     config = space.config(start_point(space, default))
     assert dataclasses.replace(config, mac="fma", build_options=()) == default
-    from autogemm.codelets.mma import MmaParams
+    from autogemm.codelets.nvidia_mma import MmaParams
     assert start_point(space, MmaParams()) is None      # a class won by another family: no simt start
 
 

@@ -1,12 +1,11 @@
 """autogemm: auto-tuned dense matrix multiplication (GEMM) for any OpenCL device."""
 
 from .api import GemmPlan, clear_plans, gemm, gemm_batched, gemv, matmul, transpose
-from .blas import LaunchPlan, GemmProblem, Op
+from .blas import GemmProblem, LaunchPlan, Op
+from .blas.split import Split
 from .codelets.gemv import GemvParams
 from .codelets.simt import SimtParams
-from .blas.split import Split
-from .errors import (ArgumentError, AutogemmError, BuildError, ConfigError, DeviceError, DtypeError,
-                     ShapeError)
+from .errors import ArgumentError, AutogemmError, BuildError, ConfigError, DeviceError, DtypeError, ShapeError
 from .runtime import Device, context_for, context_for_queue, default_device, find_device, list_devices
 
 __version__ = "0.1.0"

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from pathlib import Path
-
 from functools import lru_cache
+from pathlib import Path
 
 import platformdirs
 

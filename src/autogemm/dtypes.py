@@ -42,7 +42,7 @@ class Dtype:
         return f"{self.letter}gemm" + (f" ({mode})" if mode else "")
 
     @property
-    def native(self) -> "Dtype":
+    def native(self) -> Dtype:
         """The same operands at their own precision, with C in their own type."""
         return DTYPES[self.letter]
 
@@ -57,13 +57,13 @@ class Dtype:
         return "ushort" if self.half else self.real_cl
 
     @property
-    def compute(self) -> "Dtype":
+    def compute(self) -> Dtype:
         """The dtype a kernel computes this one in when it does not read the 16-bit storage itself
         (float32: the operands are converted exactly before the product); itself otherwise."""
         return DTYPES["s"] if self.half else self
 
     @property
-    def output(self) -> "Dtype":
+    def output(self) -> Dtype:
         """The dtype C is stored in."""
         return DTYPES["s"] if self.float32_output else self
 

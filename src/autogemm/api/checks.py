@@ -7,9 +7,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ..blas import Op
-from ..codelets.families import KERNEL_PARAMS
+from ..codelets.registry import GEMM, family_of
 from ..dtypes import Dtype, get_dtype, with_output, with_precision
-from ..errors import ArgumentError, DtypeError, ShapeError
+from ..errors import ArgumentError, ConfigError, DtypeError, ShapeError
 from .operands import Matrix
 
 
@@ -50,7 +50,15 @@ def checked_call(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, tran
             raise ShapeError(f"c has shape {c.shape}; the result is {'x'.join(map(str, shape))}")
         if isinstance(c, np.ndarray) and not c.flags.writeable:
             raise ArgumentError("c is read-only")
-    if config is not None and not isinstance(config, KERNEL_PARAMS):
+    if config is not None and not _is_gemm_config(config):
         raise ArgumentError(f"config must be a kernel configuration (SimtParams or another family's), not "
                             f"{type(config).__name__}")
     return Checked(dt, op_a, op_b, m, n, k, shape)
+
+
+def _is_gemm_config(config: object) -> bool:
+    """True for a configuration of a GEMM kernel family."""
+    try:
+        return family_of(config).routine == GEMM
+    except ConfigError:
+        return False

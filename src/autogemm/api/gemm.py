@@ -11,20 +11,18 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..blas import GemmProblem, LaunchPlan
-from ..blas import blocks
+from ..blas import GemmProblem, LaunchPlan, blocks, plan_cache
+from ..blas.plan_cache import cached_plan, is_current
 from ..blas.problem import alignment_class
 from ..blas.split import Split
-from ..blas import plan_cache
-from ..blas.plan_cache import cached_plan, is_current
-from ..codelets.families import KernelParams
+from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..errors import ArgumentError
 from ..runtime import Device, DeviceContext
-from .operands import Matrix, Stored, as_matrix, call_context, event_list, events_of, on_device, scalar, stored
 from ..runtime.memory import check_memory, reports_full_memory
 from .checks import checked_call
 from .hybrid import Devices, gemm_on_targets
+from .operands import Matrix, Stored, as_matrix, call_context, event_list, events_of, on_device, scalar, stored
 from .transfer import execute
 
 

@@ -16,7 +16,18 @@ from ..dtypes import get_dtype
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..runtime import Device
 from ..runtime.memory import reports_full_memory
-from .operands import Matrix, as_array, as_matrix, call_context, event_list, events_of, on_device, scalar, stored, stored_vector
+from .operands import (
+    Matrix,
+    as_array,
+    as_matrix,
+    call_context,
+    event_list,
+    events_of,
+    on_device,
+    scalar,
+    stored,
+    stored_vector,
+)
 from .transfer import execute
 
 

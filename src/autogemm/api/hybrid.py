@@ -7,7 +7,7 @@ import numpy as np
 
 from ..blas.hybrid import HOST, HostGemm, Target, run_split
 from ..blas.split import DEFAULT_PARTS, Split
-from ..codelets.families import KernelParams
+from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..errors import ArgumentError
 from ..profiles import profile_for

@@ -16,8 +16,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..blas import LaunchPlan, GemmProblem, Op
-from ..codelets.families import KernelParams
+from ..blas import GemmProblem, LaunchPlan, Op
+from ..codelets.registry import KernelParams
 from ..dtypes import get_dtype, with_precision
 from ..errors import ArgumentError, ShapeError
 from ..runtime import Device, context_for
@@ -102,7 +102,7 @@ class GemmPlan:
         self._operands.clear()
         self._held.clear()
 
-    def __enter__(self) -> "GemmPlan":
+    def __enter__(self) -> GemmPlan:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -22,14 +22,13 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ..api import GemmPlan, gemm
-from ..blas import LaunchPlan, GemmProblem
-from ..checking import apply_op, gemm_flops, random_matrix
+from ..blas import GemmProblem, LaunchPlan
+from ..checking import KnownReference, apply_op, gemm_flops, random_matrix
 from ..dtypes import Dtype
 from ..runtime.context import DeviceContext
 from ..runtime.timing import event_seconds, median, time_enqueue
 from . import peers
 from .peers import PeerResult
-from ..checking import KnownReference
 from .runner import AUTOGEMM, Measurement, Rates, measure
 
 STRIDED, LOOP, BMM = AUTOGEMM + " strided", AUTOGEMM + " loop", "torch.bmm"

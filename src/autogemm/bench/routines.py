@@ -15,13 +15,12 @@ import pyopencl.array as cl_array
 from ..blas import Op
 from ..blas.gemv import GemvLaunchPlan, GemvProblem
 from ..blas.transpose import Storage, enqueue_transpose
-from ..checking import apply_op, gemv_flops, random_matrix
+from ..checking import KnownReference, apply_op, gemv_flops, random_matrix
 from ..dtypes import Dtype
 from ..runtime.context import DeviceContext
 from ..runtime.timing import median, time_enqueue
 from . import peers
 from .peers import PeerResult, wall_median
-from ..checking import KnownReference
 from .runner import AUTOGEMM, Measurement, measure
 
 CUBLAS_GEMV, TORCH_COPY, NUMPY = "cuBLAS (torch.mv)", "torch .T.contiguous()", "numpy"

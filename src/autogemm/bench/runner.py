@@ -11,17 +11,16 @@ run (the micro-benchmark the tuner uses), so it means the same on every device."
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pyopencl as cl
 
 from ..api import gemm
-from ..blas import LaunchPlan, GemmProblem, Op
+from ..blas import GemmProblem, LaunchPlan, Op
 from ..blas.hybrid import HOST
 from ..checking import Reference, apply_op, gemm_flops, random_matrix
 from ..dtypes import DTYPES, Dtype

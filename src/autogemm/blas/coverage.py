@@ -4,8 +4,8 @@ split K; selection uses it to predict which stored configuration suits a shape b
 
 from __future__ import annotations
 
-from ..codelets.families import KernelParams
 from ..codelets.kernel import ceil_div
+from ..codelets.registry import KernelParams
 from .problem import GemmProblem
 
 MAX_SLICES = 64

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..checking import apply_op
-from ..codelets.families import KernelParams
+from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..runtime.context import DeviceContext
-from .split import Split
 from .mapped import MappedShare
+from .split import Split
 from .stream import DeviceStream, share_b
 
 #: The target that is the host's own BLAS rather than an OpenCL device.

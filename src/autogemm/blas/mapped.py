@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyopencl as cl
 
-from ..codelets.families import KernelParams
+from ..codelets.registry import KernelParams
 from ..runtime.context import DeviceContext
 from ..runtime.memory import check_memory
 from .plan_cache import cached_plan

@@ -23,7 +23,7 @@ import pyopencl as cl
 
 from ..codelets import helpers
 from ..codelets.kernel import KernelSource, round_up
-from ..codelets.families import KernelParams, check, kernel_dtype, render
+from ..codelets.registry import KernelParams, check, kernel_dtype, render
 from ..codelets.simt.geometry import TEXEL_BYTES
 from ..errors import ArgumentError, ConfigError, ShapeError
 from ..runtime.arguments import KernelArguments

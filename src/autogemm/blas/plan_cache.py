@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Callable, TypeVar, Union
+from collections.abc import Callable
+from typing import TypeVar
 
 from ..codelets.gemv import GemvParams
 from ..codelets.simt import SimtParams
@@ -25,7 +26,7 @@ Plan = TypeVar("Plan", LaunchPlan, GemvLaunchPlan)
 #: Plans kept, least recently used first out (each may hold temporary buffers on its device).
 CAPACITY = 32
 
-_plans: OrderedDict[tuple, tuple[object, Union[LaunchPlan, GemvLaunchPlan]]] = OrderedDict()
+_plans: OrderedDict[tuple, tuple[object, LaunchPlan | GemvLaunchPlan]] = OrderedDict()
 #: id of each plan in ``_plans`` -> (its context, the profile it was made under, whether it depends on it)
 _kept: dict[int, tuple[DeviceContext, object, bool]] = {}
 _lock = threading.Lock()

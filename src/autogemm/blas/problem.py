@@ -34,13 +34,13 @@ class Op:
     conjugated: bool = False
 
     @classmethod
-    def from_letter(cls, letter: object, name: str) -> "Op":
+    def from_letter(cls, letter: object, name: str) -> Op:
         if not isinstance(letter, str) or letter.upper() not in ("N", "T", "C"):
             raise ArgumentError(f"{name} must be 'N', 'T' or 'C', not {letter!r}")
         upper = letter.upper()
         return cls(transposed=upper != "N", conjugated=upper == "C")
 
-    def flipped(self) -> "Op":
+    def flipped(self) -> Op:
         """The op for the same matrix seen through its transpose (a column-major array)."""
         return Op(not self.transposed, self.conjugated)
 
@@ -74,12 +74,12 @@ class GemmProblem:
     stride_c: int = 0
 
     @classmethod
-    def dense(cls, dtype: Dtype, m: int, n: int, k: int, op_a: Op = Op(), op_b: Op = Op()) -> "GemmProblem":
+    def dense(cls, dtype: Dtype, m: int, n: int, k: int, op_a: Op = Op(), op_b: Op = Op()) -> GemmProblem:
         """A problem on operands stored contiguously (each leading dimension its stored row's length)."""
         return cls(dtype, m, n, k, op_a, op_b, lda=max(1, m if op_a.transposed else k),
                    ldb=max(1, k if op_b.transposed else n), ldc=max(1, n))
 
-    def aligned(self) -> "GemmProblem":
+    def aligned(self) -> GemmProblem:
         """This problem with each offset replaced by its alignment class: what plans are made for."""
         return replace(self, offset_a=alignment_class(self.offset_a), offset_b=alignment_class(self.offset_b),
                        offset_c=alignment_class(self.offset_c))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from ..codelets.families import KernelParams, check
+from ..codelets.registry import KernelParams, check
 from ..codelets.simt import SimtParams
 from ..profiles import Ranked, profile_for
 from ..runtime.device import Device
 from .coverage import predicted_rate
 from .defaults import default_params
 from .problem import GemmProblem
-
 
 #: A stored configuration that reads the operands as they are stored (no pack before the product) is
 #: preferred to the fastest one when its measured rate is at least this share of the fastest's.

@@ -30,7 +30,7 @@ class Split:
             raise ArgumentError(f"shares {self.shares} add up to {sum(self.shares)}, not the {self.parts} parts")
 
     @classmethod
-    def even(cls, targets: int, parts: int = DEFAULT_PARTS) -> "Split":
+    def even(cls, targets: int, parts: int = DEFAULT_PARTS) -> Split:
         """The parts dealt as evenly as they go over ``targets`` targets (the first ones get any extra)."""
         if isinstance(targets, bool) or not isinstance(targets, int) or targets < 1:
             raise ArgumentError(f"targets must be a positive integer, not {targets!r}")
@@ -38,7 +38,7 @@ class Split:
         return cls(parts, tuple(parts // targets + (i < parts % targets) for i in range(targets)))
 
     @classmethod
-    def only(cls, target: int, targets: int, parts: int = DEFAULT_PARTS) -> "Split":
+    def only(cls, target: int, targets: int, parts: int = DEFAULT_PARTS) -> Split:
         """Every part to target ``target`` of ``targets``."""
         return cls(parts, tuple(parts if i == target else 0 for i in range(targets)))
 

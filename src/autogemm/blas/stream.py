@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyopencl as cl
 
-from ..codelets.families import KernelParams
+from ..codelets.registry import KernelParams
 from ..errors import DeviceError
 from ..runtime.context import DeviceContext
 from .plan import LaunchPlan
@@ -61,9 +61,9 @@ PAGE_BYTES, TOUCH_THREADS = 4096, 4
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
-_rings: "weakref.WeakKeyDictionary[DeviceContext, tuple[threading.Lock, Staging, Staging]]" = weakref.WeakKeyDictionary()
+_rings: weakref.WeakKeyDictionary[DeviceContext, tuple[threading.Lock, Staging, Staging]] = weakref.WeakKeyDictionary()
 _rings_lock = threading.Lock()
-_page_locked: "weakref.WeakKeyDictionary[DeviceContext, tuple[threading.Lock, cl.Buffer, np.ndarray]]" = \
+_page_locked: weakref.WeakKeyDictionary[DeviceContext, tuple[threading.Lock, cl.Buffer, np.ndarray]] = \
     weakref.WeakKeyDictionary()
 
 

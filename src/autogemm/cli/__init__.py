@@ -14,6 +14,15 @@ def main() -> None:
     """Auto-tuned GEMM for any OpenCL device."""
 
 
-from . import commands_bench, commands_bench_batch, commands_bench_hybrid, commands_bench_routines, commands_devices, commands_gemm, commands_profile, commands_tune  # noqa: E402,F401  (registers them)
+from . import (  # noqa: E402,F401  (registers them)
+    commands_bench,
+    commands_bench_batch,
+    commands_bench_hybrid,
+    commands_bench_routines,
+    commands_devices,
+    commands_gemm,
+    commands_profile,
+    commands_tune,
+)
 
 __all__ = ["main"]

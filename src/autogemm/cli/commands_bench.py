@@ -15,7 +15,7 @@ from ..bench.report import geometric_means, plot, table, write_csv, write_json
 from ..bench.runner import PEERS, Bench
 from ..bench.shapes import LAYOUTS, read_shapes, square_sweep, suite
 from ..dtypes import get_dtype
-from ..errors import AutogemmError, ArgumentError
+from ..errors import ArgumentError, AutogemmError
 from ..profiles import profile_for
 from ..runtime import context_for
 from . import main

@@ -18,7 +18,6 @@ from . import main
 from .common import bench_inputs, cell, console, dimensions, fail, write_results
 
 
-
 @main.command("bench-batch")
 @click.option("-d", "--device", help="Device: P:D, index, gpu, cpu or part of its name (default: the default).")
 @click.option("--dtype", "dtypes", default="s,d", show_default=True, help="Comma-separated dtypes.")

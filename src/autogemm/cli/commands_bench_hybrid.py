@@ -17,7 +17,6 @@ from . import main
 from .common import bench_inputs, cell, console, write_results
 
 
-
 @main.command("bench-hybrid")
 @click.option("-d", "--device", default="gpu", show_default=True,
               help="The device beside the host: P:D, index, gpu, cpu or part of its name.")

@@ -16,7 +16,6 @@ from . import main
 from .common import bench_inputs, cell, console, write_results
 
 
-
 @main.command("bench-routines")
 @click.option("-d", "--device", help="Device: P:D, index, gpu, cpu or part of its name (default: the default).")
 @click.option("--dtype", "dtypes", default="s,d,c,z,h", show_default=True, help="Comma-separated dtypes.")

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ..runtime import Device, discovery, list_devices
 from . import main
-from .common import fail, gib, console
+from .common import console, fail, gib
 
 
 def _compiler(device: Device) -> str:

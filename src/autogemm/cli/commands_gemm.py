@@ -8,17 +8,15 @@ import click
 import numpy as np
 import pyopencl as cl
 
-from ..blas import EDGES, LaunchPlan, GemmProblem, Op
+from ..blas import EDGES, GemmProblem, LaunchPlan, Op
 from ..blas.selection import choose_params
 from ..checking import apply_op, gemm_flops, random_matrix, relative_error
-from ..codelets.families import FAMILIES, check, render
-from ..codelets.mma import MmaParams
+from ..codelets.registry import GEMM, check, families, family_named, render
 from ..dtypes import DTYPES, get_dtype
 from ..errors import AutogemmError
 from ..runtime import context_for, median, time_enqueue
 from . import main
-from .common import fail, parse_config, select_device, console
-
+from .common import console, fail, parse_config, select_device
 
 config_options = [
     click.option("--dtype", "dtype_letter", type=click.Choice(list(DTYPES)), default="s", show_default=True,
@@ -44,7 +42,7 @@ def _with_options(options):
 @_with_options(config_options)
 @click.option("--whole/--guarded", "whole", default=False,
               help="The whole-tile kernel (aligned, no edge guards) or the guarded one (default).")
-@click.option("--family", type=click.Choice(list(FAMILIES)), default="simt", show_default=True,
+@click.option("--family", type=click.Choice([f.name for f in families(GEMM)]), default="simt", show_default=True,
               help="The kernel family (from its default configuration where the profile has none of it).")
 def show_kernel(dtype_letter, config, settings, platform, device, whole, family) -> None:
     """Print the OpenCL source of one configuration: the device's for large problems of the family (from
@@ -53,9 +51,8 @@ def show_kernel(dtype_letter, config, settings, platform, device, whole, family)
         dt = get_dtype(dtype_letter)
         dev = select_device(platform, device)
         chosen, _ = choose_params(dev, GemmProblem.dense(dt, 4096, 4096, 4096))
-        base = chosen if chosen.family == family else FAMILIES[family][0]()
-        if isinstance(base, MmaParams):
-            base = base.fitted(dt)
+        chosen_family = family_named(family)
+        base = chosen_family.fit(chosen, dt) if chosen.family == family else chosen_family.default(dt)
         params = parse_config(config, settings, base)
         reason = check(params, dev, dt)
         if reason:

@@ -10,13 +10,23 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 
 from ..blas.split import DEFAULT_PARTS
-from ..codelets.families import KernelParams
+from ..codelets.registry import KernelParams
+from ..codelets.space import SearchSpace
 from ..dtypes import Dtype, get_dtype
 from ..errors import AutogemmError
 from ..profiles import SizeClassEntry, path_for
 from ..runtime import context_for
-from ..tuning import (DEFAULT_STRATEGY, STRATEGIES, Budget, Objective, Record, SearchSpace, SizeClass,
-                      TuneListener, default_budget, tune)
+from ..tuning import (
+    DEFAULT_STRATEGY,
+    STRATEGIES,
+    Budget,
+    Objective,
+    Record,
+    SizeClass,
+    TuneListener,
+    default_budget,
+    tune,
+)
 from ..tuning.fma import FmaResult
 from ..tuning.gemv_tuner import bandwidth
 from ..tuning.hybrid import HybridPoint, tune_hybrid

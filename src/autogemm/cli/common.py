@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..codelets.families import KernelParams, params_from_dict
+from ..codelets.registry import KernelParams, params_from_dict
 from ..dtypes import Dtype, get_dtype
 from ..errors import ArgumentError, AutogemmError, ConfigError, DeviceError
 from ..runtime import Device, DeviceContext, context_for, discovery, list_devices

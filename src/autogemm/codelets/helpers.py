@@ -7,7 +7,7 @@ to the host)."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from ..dtypes import Dtype
 from .kernel import KernelSource
@@ -54,7 +54,7 @@ def prelude(dt: Dtype) -> str:
     return "\n".join(lines) + "\n"
 
 
-@lru_cache(maxsize=None)
+@cache
 def pack(dt: Dtype, transpose: bool, conjugate: bool, to_compute: bool = False) -> KernelSource:
     """dst[r][c] = op(src)[r][c] for r < rows, c < cols, and zero on the rest of dst_rows x dst_cols.
     op is a transpose when ``transpose`` (src is then stored cols x rows) and conjugates when asked.
@@ -94,7 +94,7 @@ void pack(const int rows, const int cols,
     return KernelSource("pack", source, (), (TILE, TILE), (TILE, TILE, 1))
 
 
-@lru_cache(maxsize=None)
+@cache
 def epilogues(dt: Dtype) -> KernelSource:
     """Two kernels on an m x n C stored as ``dt``: ``merge`` (C = alpha (T_0 + ... + T_S-1) + beta C, the
     T_s computed elsewhere, in the compute type: one padded product, the K slices of a split one, or a
@@ -136,7 +136,7 @@ void scale(const int m, const int n, __global stored* C, const long c_offset, co
 RESIDUAL_GROUP = 256   # work-items per residual work-group (a power of two, for the tree reduction)
 
 
-@lru_cache(maxsize=None)
+@cache
 def residual(dt: Dtype) -> KernelSource:
     """Per work-group partial sums of |C - R|^2 over n elements, and counts of non-finite elements of C
     (unwritten outputs poisoned with NaN show up there), for C stored as ``dt`` and R in its compute

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TypeVar
 
-from ..codelets.families import FAMILIES, GEMV_FAMILIES, AnyParams, params_from_dict
+from ..codelets.registry import GEMM, GEMV, Params, params_from_dict
 from ..dtypes import DTYPES
 from ..errors import AutogemmError, ProfileError
 
@@ -37,7 +37,7 @@ Entry = TypeVar("Entry")
 class Ranked:
     """A configuration and the rate it reached on the class's problem."""
 
-    config: AnyParams
+    config: Params
     gflops: float
 
 
@@ -62,7 +62,7 @@ class HybridEntry:
     shape: tuple[int, int, int]
     parts: int
     host_parts: int
-    config: AnyParams
+    config: Params
     gflops: float
     evaluations: int
     seconds: float
@@ -104,19 +104,19 @@ class Profile:
         entries = self.hybrid.get(dtype, ())
         return min(entries, key=lambda e: _distance(e.shape, (m, n, k))) if entries else None
 
-    def with_hybrid(self, dtype: str, entry: HybridEntry) -> "Profile":
+    def with_hybrid(self, dtype: str, entry: HybridEntry) -> Profile:
         """A copy with ``entry`` added or replacing ``dtype``'s entry of the same shape."""
         kept = tuple(e for e in self.hybrid.get(dtype, ()) if e.shape != entry.shape)
         return replace(self, hybrid={**self.hybrid, dtype: kept + (entry,)})
 
-    def with_entry(self, dtype: str, entry: SizeClassEntry, routine: str = "gemm") -> "Profile":
+    def with_entry(self, dtype: str, entry: SizeClassEntry, routine: str = "gemm") -> Profile:
         """A copy with ``entry`` added or replacing the entry of the same dtype and class (of GEMM's
         size classes, or with ``routine`` 'gemv' of GEMV's layouts)."""
         table = self.dtypes if routine == "gemm" else self.gemv
         kept = tuple(e for e in table.get(dtype, ()) if e.name != entry.name)
         return replace(self, **{"dtypes" if routine == "gemm" else "gemv": {**table, dtype: kept + (entry,)}})
 
-    def merged_into(self, older: "Profile") -> "Profile":
+    def merged_into(self, older: Profile) -> Profile:
         """This profile's entries laid over ``older``'s (what two tuners writing one file keep)."""
         out = replace(self, dtypes=dict(older.dtypes), gemv=dict(older.gemv), hybrid=dict(older.hybrid),
                       fma={**older.fma, **self.fma})
@@ -151,7 +151,7 @@ class Profile:
         return json.dumps(self.to_dict(), indent=1) + "\n"
 
     @classmethod
-    def from_json(cls, text: str, source: str = "profile") -> "Profile":
+    def from_json(cls, text: str, source: str = "profile") -> Profile:
         """Parse and validate; ``ProfileError`` says what is wrong and where."""
         try:
             data = json.loads(text)
@@ -229,8 +229,8 @@ def _parse(data: object) -> Profile:
         _text(key, "an fma key", 3, _FMA_KEY)
         if mac not in _MACS:
             raise ProfileError(f"fma[{key}] must be one of {_MACS}, not {mac!r}")
-    parsed = _table(top["dtypes"], "dtypes", FAMILIES)
-    gemv = _table(top.get("gemv", {}), "gemv", GEMV_FAMILIES)
+    parsed = _table(top["dtypes"], "dtypes", GEMM)
+    gemv = _table(top.get("gemv", {}), "gemv", GEMV)
     for letter, entries in gemv.items():
         for entry in entries:
             if not GEMV_CLASS.match(entry.name) or any(r.config.layout.lower() != entry.name[0] for r in entry.ranked):
@@ -263,12 +263,12 @@ def _by_dtype(value: object, where: str, parse: Callable[[object, str], Entry], 
     return parsed
 
 
-def _table(value: object, where: str, families: dict) -> dict[str, tuple[SizeClassEntry, ...]]:
-    """The size-class entries by dtype of one routine, their configurations of ``families``."""
-    return _by_dtype(value, where, lambda e, at: _entry(e, at, families), lambda e: e.name, "size classes")
+def _table(value: object, where: str, routine: str) -> dict[str, tuple[SizeClassEntry, ...]]:
+    """The size-class entries by dtype of one routine, their configurations of its families."""
+    return _by_dtype(value, where, lambda e, at: _entry(e, at, routine), lambda e: e.name, "size classes")
 
 
-def _entry(value: object, where: str, families: dict) -> SizeClassEntry:
+def _entry(value: object, where: str, routine: str) -> SizeClassEntry:
     e = _object(value, where, {"class", "shape", "strategy", "evaluations", "seconds", "ranked"})
     ranked = e["ranked"]
     if not isinstance(ranked, list) or not 1 <= len(ranked) <= MAX_RANKED:
@@ -276,7 +276,7 @@ def _entry(value: object, where: str, families: dict) -> SizeClassEntry:
     items = []
     for i, r in enumerate(ranked):
         r = _object(r, f"{where}.ranked[{i}]", {"gflops", "config"})
-        items.append(Ranked(_config(r["config"], f"{where}.ranked[{i}].config", families),
+        items.append(Ranked(_config(r["config"], f"{where}.ranked[{i}].config", routine),
                             _number(r["gflops"], f"{where}.ranked[{i}].gflops", 1e7)))
     return SizeClassEntry(_text(e["class"], f"{where}.class", 32, _NAME), _shape(e["shape"], where), tuple(items),
                           _text(e["strategy"], f"{where}.strategy", 40),
@@ -290,9 +290,9 @@ def _shape(value: object, where: str) -> tuple[int, int, int]:
     return tuple(_integer(x, f"{where}.shape", 1, MAX_DIMENSION) for x in value)  # type: ignore[return-value]
 
 
-def _config(value: object, where: str, families: dict) -> AnyParams:
+def _config(value: object, where: str, routine: str) -> Params:
     try:
-        return params_from_dict(value, families)
+        return params_from_dict(value, routine)
     except AutogemmError as exc:
         raise ProfileError(f"{where}: {exc}") from None
 
@@ -306,6 +306,6 @@ def _hybrid_entry(value: object, where: str) -> HybridEntry:
     e = _object(value, where, {"shape", "parts", "host_parts", "config", "gflops", "evaluations", "seconds"})
     parts = _integer(e["parts"], f"{where}.parts", 1, MAX_PARTS)
     return HybridEntry(_shape(e["shape"], where), parts, _integer(e["host_parts"], f"{where}.host_parts", 0, parts),
-                       _config(e["config"], f"{where}.config", FAMILIES), _number(e["gflops"], f"{where}.gflops", 1e7),
+                       _config(e["config"], f"{where}.config", GEMM), _number(e["gflops"], f"{where}.gflops", 1e7),
                        _integer(e["evaluations"], f"{where}.evaluations", 0, 10**9),
                        _number(e["seconds"], f"{where}.seconds", 1e8))

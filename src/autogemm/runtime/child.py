@@ -15,7 +15,8 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import IO, Callable
+from collections.abc import Callable
+from typing import IO
 
 
 class ChildGone(Exception):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import cached_property
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 
 import pyopencl as cl
 

@@ -10,7 +10,7 @@ import os
 import re
 import tempfile
 import warnings
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import pyopencl as cl
@@ -101,7 +101,7 @@ def list_devices() -> tuple[Device, ...]:
 PROBE_SOURCE = "__kernel void probe(__global int *out) { out[get_global_id(0)] = 1; }"
 
 
-@lru_cache(maxsize=None)
+@cache
 def compiler_fault(device: Device) -> str | None:
     """None when ``device``'s compiler builds a minimal kernel, else why not: the first line of the build
     log and the ``BuildError`` explanation where there is one. Some drivers list a device and build

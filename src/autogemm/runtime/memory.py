@@ -4,7 +4,8 @@ device's memory turns out to be full only once it runs."""
 from __future__ import annotations
 
 import functools
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import pyopencl as cl
 

@@ -21,7 +21,7 @@ class Budget:
     seconds: float | None = None
 
     @classmethod
-    def parse(cls, text: str) -> "Budget":
+    def parse(cls, text: str) -> Budget:
         """'10m', '90s', '1.5h' (wall time), '200' or '200e' (evaluations), or both: '10m,500'."""
         evaluations: int | None = None
         seconds: float | None = None
@@ -45,7 +45,7 @@ class Budget:
     def bounded(self) -> bool:
         return self.evaluations is not None or self.seconds is not None
 
-    def share(self, fraction: float) -> "Budget":
+    def share(self, fraction: float) -> Budget:
         """This budget scaled by ``fraction`` (at least one evaluation)."""
         # (the epsilon keeps a share that is whole on paper, 6 x 0.6 / 1.2, whole in floating point too)
         return Budget(None if self.evaluations is None else max(1, math.floor(self.evaluations * fraction + 1e-9)),

@@ -36,7 +36,7 @@ class Checkpoint:
 
     @classmethod
     def for_problem(cls, device: Device, dtype: Dtype, shape: tuple[int, int, int],
-                    directory: Path | None = None, routine: str = "gemm") -> "Checkpoint":
+                    directory: Path | None = None, routine: str = "gemm") -> Checkpoint:
         """The checkpoint of a GEMM of ``shape`` (m, n, k), or of another ``routine`` (named in the
         header and the file name: 'gemv-n' for GEMV of layout N)."""
         m, n, k = shape

@@ -26,13 +26,13 @@ import importlib
 import math
 import os
 import time
-from dataclasses import asdict
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
-from typing import Callable
+from dataclasses import asdict
 
-from ..codelets.families import ALL_FAMILIES, params_from_dict
 from ..codelets.gemv import GemvParams
+from ..codelets.registry import params_from_dict
 from ..dtypes import get_dtype
 from ..runtime.child import serve
 from ..runtime.context import DeviceContext, context_for
@@ -104,7 +104,7 @@ class Worker:
             self.evaluator = EVALUATORS[spec["kind"]](self.ctx, spec)
             reply({"ready": True})
         elif "prepare" in request:
-            config = params_from_dict(request["config"], ALL_FAMILIES)
+            config = params_from_dict(request["config"], routine=None)
             self.plans[request["prepare"]] = self.pool.submit(self._prepare, config)
         elif "discard" in request:
             future = self.plans.pop(request["discard"], None)
@@ -114,7 +114,7 @@ class Worker:
             results = fma.benchmark(self.ctx, tuple(request["fma"]["reals"]), tuple(request["fma"]["widths"]))
             reply({"fma": [asdict(result) for result in results]})
         elif "verify" in request:
-            config = params_from_dict(request["verify"], ALL_FAMILIES)
+            config = params_from_dict(request["verify"], routine=None)
             check = verify_gemv if isinstance(config, GemvParams) else verify
             problem = check(self.ctx, config, get_dtype(request["dtype"]))
             reply({"verified": problem, "ending": bool(problem)})
@@ -122,7 +122,7 @@ class Worker:
                 os._exit(0)       # it may have failed by losing the context: the next request starts anew
         elif "evaluate" in request:
             index = request["evaluate"]
-            config = params_from_dict(request["config"], ALL_FAMILIES)
+            config = params_from_dict(request["config"], routine=None)
             future = self.plans.pop(index, None)
             plan, build_seconds = future.result() if future is not None else self._prepare(config)
             self.evaluator.best_seconds = float(request["best_seconds"])

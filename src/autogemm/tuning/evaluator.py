@@ -18,9 +18,9 @@ import time
 import numpy as np
 import pyopencl as cl
 
-from ..blas import LaunchPlan, GemmProblem
+from ..blas import GemmProblem, LaunchPlan
 from ..checking import gemm_flops, random_matrix, tolerance
-from ..codelets.families import KernelParams
+from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..errors import BuildError, ConfigError
 from ..runtime.context import DeviceContext

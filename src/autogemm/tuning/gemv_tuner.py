@@ -17,7 +17,9 @@ import pyopencl as cl
 from ..blas import Op
 from ..blas.gemv import DEFAULTS, GemvLaunchPlan, GemvProblem
 from ..checking import apply_op, gemv_flops, random_matrix, tolerance
-from ..codelets.gemv import GemvParams, check
+from ..codelets.gemv import GemvParams
+from ..codelets.gemv.space import space as gemv_space
+from ..codelets.registry import SpaceFacts
 from ..dtypes import Dtype
 from ..profiles import Ranked, SizeClassEntry
 from ..runtime.context import DeviceContext
@@ -27,7 +29,6 @@ from .checkpoint import Checkpoint
 from .evaluator import KernelEvaluator, fresh_random
 from .isolated import IsolatedEvaluator, WorkerProcess, evaluator_spec
 from .objective import Objective
-from .space import Knob, SearchSpace
 from .strategies import get_strategy
 
 #: The bytes of A a GEMV class is tuned on: a GPU's (well past the caches, e.g. the H100's 50 MB of L2)
@@ -86,25 +87,6 @@ class GemvEvaluator(KernelEvaluator):
         return plan.enqueue(self.a, self.x, self.output, 1.0, 0.0)
 
 
-def gemv_space(device: Device, dt: Dtype, layout: str) -> SearchSpace[GemvParams]:
-    """The GEMV configurations of ``layout`` a search visits: work-groups of at least a warp on a GPU
-    (fewer, down to 8 work-items, on a CPU, whose compiler vectorises across them). The reduction is
-    always split where too few work-groups would run (``waves`` at least 1): on the square problem tuned
-    for, splitting never happens, so an unsplit configuration would tie with it there and then leave
-    most of the device idle on a short, wide A (N) or a tall, narrow one (T)."""
-    least = 32 if device.is_gpu else 8
-    knobs = [Knob("wg_x", (8, 16, 32, 64, 128, 256), ordered=True), Knob("wg_y", (1, 2, 4, 8, 16), ordered=True),
-             Knob("per_item", (1, 2, 4), ordered=True), Knob("unroll", (1, 2, 4, 8), ordered=True),
-             Knob("waves", (1, 2, 4, 8), ordered=True)]
-
-    def reject(params: GemvParams) -> str | None:
-        if params.work_group_size < least:
-            return f"a work-group of {params.work_group_size} is below {least}"
-        return check(params, device, dt)
-
-    return SearchSpace(knobs, lambda values: GemvParams(layout, **values), reject, family="gemv")
-
-
 def verify_gemv(ctx: DeviceContext, params: GemvParams, dt: Dtype) -> str | None:
     """What is wrong with ``params`` on problems unlike the tuned one (sizes off every block, a wider
     leading dimension, increments, offsets, beta not 0, conjugation), or None."""
@@ -146,7 +128,7 @@ def tune_gemv_class(worker: WorkerProcess, dt: Dtype, layout: str, kind: str, sh
     ``known`` configurations first), into its own checkpoint, and keep the ``top`` verified ones: (the
     profile entry or None, the objective, the configurations verification rejected). The candidates run
     in ``worker``'s process."""
-    space = gemv_space(worker.device, dt, layout)
+    space = gemv_space(SpaceFacts(worker.device, dt, layout=layout))
     checkpoint = Checkpoint.for_problem(worker.device, dt, (*shape, 1), routine=f"gemv-{layout.lower()}")
     if fresh:
         checkpoint.clear()

@@ -22,13 +22,12 @@ from ..blas.hybrid import HOST, HostGemm, Target, run_split
 from ..blas.selection import candidates
 from ..blas.split import DEFAULT_PARTS, Split
 from ..checking import Reference, gemm_flops, random_matrix
-from ..codelets.families import KernelParams
+from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..errors import TuningError
 from ..profiles import HybridEntry, profile_for, save
 from ..runtime.context import DeviceContext
 from .tuner import new_profile
-
 
 #: The host's share stops growing once a call takes this many times the kernel's best so far and longer
 #: than the share before: the whole call's time over the host's share falls, then rises (one device or

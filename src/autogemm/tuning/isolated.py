@@ -96,7 +96,7 @@ class WorkerProcess(Child):
             self._next_id += 1
             return self._next_id
 
-    def __enter__(self) -> "WorkerProcess":
+    def __enter__(self) -> WorkerProcess:
         return self
 
     def __exit__(self, *exc: object) -> None:

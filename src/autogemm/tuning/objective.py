@@ -15,11 +15,11 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from ..codelets.space import Point, SearchSpace
 from .budget import Budget, BudgetClock
 from .checkpoint import Checkpoint
 from .evaluator import KernelEvaluator
 from .records import Outcome, Record, config_key
-from .space import Point, SearchSpace
 
 
 class BudgetSpent(Exception):
@@ -35,7 +35,7 @@ class Objective:
 
     def __init__(self, space: SearchSpace, evaluator: KernelEvaluator, checkpoint: Checkpoint | None,
                  budget: Budget, *, overlap: bool = True, workers: int | None = None,
-                 on_record: Callable[["Objective", Record, bool], None] | None = None) -> None:
+                 on_record: Callable[[Objective, Record, bool], None] | None = None) -> None:
         self.space, self.evaluator, self.checkpoint = space, evaluator, checkpoint
         self.clock = BudgetClock(budget)
         self.overlap = overlap

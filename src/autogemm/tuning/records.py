@@ -7,7 +7,7 @@ import math
 from dataclasses import asdict, dataclass
 from enum import Enum
 
-from ..codelets.families import ALL_FAMILIES, AnyParams, params_from_dict
+from ..codelets.registry import Params, params_from_dict
 from ..errors import ConfigError
 
 
@@ -22,7 +22,7 @@ class Outcome(str, Enum):
     TOO_SLOW = "too_slow"         # its first run was slower than a multiple of the best: cut short
 
 
-def config_key(config: AnyParams) -> str:
+def config_key(config: Params) -> str:
     """A canonical text of a configuration, the identity records are kept under."""
     return json.dumps(config.to_dict(), sort_keys=True, separators=(",", ":"))
 
@@ -31,7 +31,7 @@ def config_key(config: AnyParams) -> str:
 class Record:
     """One measurement: the configuration, its outcome and, when it ran, its rate and error."""
 
-    config: AnyParams
+    config: Params
     outcome: Outcome
     gflops: float = 0.0            # median rate (OK) or the rate of the one run (TOO_SLOW)
     seconds: float = 0.0           # median device time of one product
@@ -60,7 +60,7 @@ class Record:
         return out
 
     @classmethod
-    def from_dict(cls, data: object) -> "Record":
+    def from_dict(cls, data: object) -> Record:
         """Validate a record read back from a checkpoint (a file anyone could have edited)."""
         if not isinstance(data, dict):
             raise ConfigError("a record must be a JSON object")
@@ -82,6 +82,6 @@ class Record:
             raise ConfigError(f"record field runs must be an integer in 0..10000, not {runs!r}")
         if not isinstance(data["message"], str):
             raise ConfigError("record field message must be a string")
-        return cls(params_from_dict(data["config"], ALL_FAMILIES), outcome, float(data["gflops"]), float(data["seconds"]),
+        return cls(params_from_dict(data["config"], routine=None), outcome, float(data["gflops"]), float(data["seconds"]),
                    None if data["error"] is None else float(data["error"]), runs,
                    float(data["build_seconds"]), data["message"][:4000])

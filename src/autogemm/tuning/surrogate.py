@@ -79,7 +79,7 @@ class ExtraTrees:
         self.rng = np.random.default_rng(seed)
         self._fitted: list[_Tree] = []
 
-    def fit(self, x: np.ndarray, y: np.ndarray) -> "ExtraTrees":
+    def fit(self, x: np.ndarray, y: np.ndarray) -> ExtraTrees:
         tries = max(1, int(np.sqrt(x.shape[1])) * 2)
         self._fitted = [_Tree(x, y, self.rng, self.min_leaf, self.max_depth, tries) for _ in range(self.trees)]
         return self

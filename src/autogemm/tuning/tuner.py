@@ -1,8 +1,8 @@
 """``tune``: search the codelet space of a device per dtype and size class, and keep the best in its profile.
 
-For each dtype and size class: the pruned space of each kernel family the device can run (``simt_space``,
-``subgroup_space`` where it offers a shuffle, ``mma_space`` where it has tensor-core instructions for the
-dtype) with the multiply-add form the FMA micro-benchmark chose, an evaluator on fresh random data of the
+For each dtype and size class: the pruned space of each registered GEMM kernel family the device can run
+(``codelets.<family>.space``: simt everywhere, subgroup where it offers a shuffle, nvidia_mma where it has
+tensor-core instructions for the dtype) with the multiply-add form the FMA micro-benchmark chose, an evaluator on fresh random data of the
 class's shape, the checkpoint of that (device, dtype, shape), and a strategy per family under its share of
 the budget. The candidates build and run in a worker process (``isolated``), so that one that crashes it
 or never finishes is recorded as such and the search goes on. The best correct configurations are
@@ -15,16 +15,18 @@ the FMA benchmark and the verifications are paid from it. On a GPU, kernels comp
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Callable
 
 import numpy as np
 
 from .. import __version__
 from ..blas import default_params
-from ..codelets.families import KernelParams
+from ..codelets.nvidia_mma.probe import instructions_available
+from ..codelets.registry import GEMM, KernelParams, SpaceFacts, families, family_named
 from ..codelets.simt import SimtParams
+from ..codelets.space import Point, SearchSpace
 from ..dtypes import NATIVE, Dtype
 from ..errors import TuningError
 from ..profiles import Profile, Ranked, SizeClassEntry, profile_for, save
@@ -36,10 +38,6 @@ from .gemv_tuner import GEMV_SHAPES, gemv_shape, tune_gemv_class
 from .isolated import IsolatedEvaluator, WorkerProcess, evaluator_spec
 from .objective import Objective
 from .records import Record
-from .simt_space import simt_space
-from .mma_space import instructions_available, mma_space
-from .subgroup_space import subgroup_space
-from .space import Point, SearchSpace
 from .strategies import DEFAULT_STRATEGY, get_strategy
 
 
@@ -247,7 +245,8 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
 
         for dt in dtypes:
             real = "d" if dt.needs_fp64 else "s"
-            spaces = _spaces(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths}, instructions) if sizes else []
+            facts = SpaceFacts(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths}, instructions)
+            spaces = _spaces(facts) if sizes else []
             for size in sizes:
                 share = next_budget()
                 before = prior.entry(dt.key, size.name) if prior else None
@@ -257,9 +256,9 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                     profile = profile.with_entry(dt.key, entry)
                     if write:
                         save(profile)
-                    space, start = spaces[0]
-                    if start is not None:      # the simt search's, which the next class starts from
-                        spaces[0] = (space, start_point(space, entry.ranked[0].config) or start)
+                    best = entry.ranked[0].config      # where the searches with a start begin the next class
+                    spaces = [(space, start if start is None else start_point(space, best) or start)
+                              for space, start in spaces]
             for layout, kind in [(x, k) for x in "NT" for k in GEMV_SHAPES] if dt in gemv_dtypes else ():
                 entry = _tune_gemv(worker, dt, layout, kind, quick, next_budget(), strategy, fresh, top, listener,
                                    seed, prior)
@@ -276,21 +275,16 @@ def new_profile(device: Device, budget: str, macs: dict[str, str] | None = None)
                    __version__, datetime.now(timezone.utc).isoformat(timespec="seconds"), budget, macs or {})
 
 
-def _spaces(device: Device, dt: Dtype, macs: dict[int, str], instructions: dict[str, tuple[str, ...]]
-            ) -> list[tuple[SearchSpace, Point | None]]:
-    """The spaces a class of ``dt`` searches, each with the point to start from (if any): the simt
-    codelets (from the device class's default), the subgroup ones and the matrix instructions'; for a
-    reduced precision mode or a 16-bit dtype only the last (the others are those of the native dtype or
-    of float32, exact, and tuned there)."""
-    tensor = mma_space(device, dt, instructions)
-    space = tensor if dt.tensor_only else simt_space(device, dt, macs)
-    if space is None or not len(space):
-        raise TuningError(f"no configuration of the {dt.key} space fits {device.name.strip()}")
-    if dt.tensor_only:
-        return [(space, None)]
-    start = start_point(space, default_params(device, dt))
-    extra = [s for s in (subgroup_space(device, dt, macs), tensor) if s is not None and len(s)]
-    return [(space, start)] + [(s, None) for s in extra]
+def _spaces(facts: SpaceFacts) -> list[tuple[SearchSpace, Point | None]]:
+    """The spaces a class of ``facts.dtype`` searches, in the families' order, each with the point to
+    start from where it holds the device class's default (simt's). A family that does not apply returns
+    no space: for a reduced precision mode or a 16-bit dtype only the matrix instructions' remain (the
+    others are those of the native dtype or of float32, exact, and tuned there)."""
+    spaces = [space for family in families(GEMM) if (space := family.space(facts)) is not None and len(space)]
+    if not spaces:
+        raise TuningError(f"no configuration of the {facts.dtype.key} space fits {facts.device.name.strip()}")
+    default = default_params(facts.device, facts.dtype)
+    return [(space, start_point(space, default)) for space in spaces]
 
 
 def class_budget(budget: Budget, elapsed: float, weight: float, remaining_weight: float,
@@ -304,11 +298,6 @@ def class_budget(budget: Budget, elapsed: float, weight: float, remaining_weight
     return Budget(budget.share(weight / total_weight).evaluations, seconds)
 
 
-#: How a class's budget is split among the families searched: in proportion to these weights (the
-#: tensor cores, where a device has them, are where its fastest kernels are).
-FAMILY_WEIGHTS = {"simt": 4.0, "subgroup": 1.0, "nvidia_mma": 8.0}
-
-
 def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
                 spaces: list[tuple[SearchSpace, Point | None]], budget: Budget, strategy: str, fresh: bool, top: int,
                 listener: TuneListener, seed: int, known: list[KernelParams] = ()) -> SizeClassEntry | None:
@@ -320,7 +309,7 @@ def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
     if fresh:
         checkpoint.clear()
     evaluator = IsolatedEvaluator(worker, evaluator_spec(dt, size.shape))
-    weights = [FAMILY_WEIGHTS[space.family] for space, _ in spaces]
+    weights = [family_named(space.family).weight for space, _ in spaces]
     shares = [weight / sum(weights) for weight in weights]
     objectives = []
     started = time.monotonic()

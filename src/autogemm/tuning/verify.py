@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from ..blas import LaunchPlan, GemmProblem, Op
+from ..blas import GemmProblem, LaunchPlan, Op
 from ..checking import apply_op, random_matrix, relative_error, tolerance
 from ..codelets.simt import SimtParams
 from ..dtypes import Dtype

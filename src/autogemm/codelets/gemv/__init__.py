@@ -2,8 +2,13 @@
 or transposed (layout T), with the work-group's shape, outputs per work-item, unrolling and the split of
 the reduction over work-groups as parameters (RaijinCL tunes GEMV with codelets of its own too)."""
 
+from ..registry import GEMV, Family, register
+from . import space
 from .check import check
 from .params import GemvParams
 from .render import render
 
-__all__ = ["GemvParams", "check", "render"]
+FAMILY = register(Family(GemvParams.family, GemvParams, check, render, space.space,
+                         routine=GEMV))
+
+__all__ = ["FAMILY", "GemvParams", "check", "render"]

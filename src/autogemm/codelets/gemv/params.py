@@ -57,7 +57,7 @@ class GemvParams:
         return params_to_dict(self, self.family)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "GemvParams":
+    def from_dict(cls, data: dict) -> GemvParams:
         """Build from JSON data, validating every field's type and value (data may come from outside)."""
         return params_from_fields(cls, data, cls.family)
 

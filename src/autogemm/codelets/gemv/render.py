@@ -10,7 +10,7 @@ them into y.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from ...dtypes import Dtype
 from ..helpers import prelude
@@ -139,7 +139,7 @@ void gemv{signature}
 """
 
 
-@lru_cache(maxsize=None)
+@cache
 def render(params: GemvParams, dt: Dtype, conjugate: bool = False) -> KernelSource:
     """The GEMV kernel of ``params`` for A, x and y stored as ``dt`` (16-bit storage computed in float32),
     conjugating A's elements when asked (op 'C' of complex A). Its ``block`` is (outputs per work-group,

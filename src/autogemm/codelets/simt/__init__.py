@@ -2,9 +2,12 @@
 with local memory and images per operand, tiles, vectors, work-group shapes, double buffering, padded
 local arrays, unroll and multiply-add choices, and build options as parameters."""
 
+from ..registry import Family, register
+from . import space
 from .check import check
 from .params import SimtParams
 from .render import render
-from .space import sample, space
 
-__all__ = ["SimtParams", "check", "render", "sample", "space"]
+FAMILY = register(Family(SimtParams.family, SimtParams, check, render, space.space, weight=4.0))
+
+__all__ = ["FAMILY", "SimtParams", "check", "render"]

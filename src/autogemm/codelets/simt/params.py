@@ -95,7 +95,7 @@ class SimtParams:
         return params_to_dict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "SimtParams":
+    def from_dict(cls, data: dict) -> SimtParams:
         """Build from JSON data, validating every field's type and value (data may come from outside)."""
         return params_from_fields(cls, data, "simt")
 

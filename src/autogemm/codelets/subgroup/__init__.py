@@ -2,8 +2,13 @@
 cl_intel_subgroups, Khronos cl_khr_subgroup_shuffle, NVIDIA's shfl.sync in inline PTX, or local memory
 as a portable fallback) instead of through local memory and barriers."""
 
+from ..registry import Family, register
+from . import space
 from .check import check, shuffles_available
 from .params import SubgroupParams
 from .render import render
 
-__all__ = ["SubgroupParams", "check", "render", "shuffles_available"]
+FAMILY = register(Family(SubgroupParams.family, SubgroupParams, check, render, space.space,
+                         weight=1.0))
+
+__all__ = ["FAMILY", "SubgroupParams", "check", "render", "shuffles_available"]

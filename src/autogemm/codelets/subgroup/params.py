@@ -65,7 +65,7 @@ class SubgroupParams:
         return params_to_dict(self, self.family)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "SubgroupParams":
+    def from_dict(cls, data: dict) -> SubgroupParams:
         """Build from JSON data (its "family" key, if any, removed), validating every field."""
         return params_from_fields(cls, data, "subgroup")
 

@@ -6,8 +6,8 @@ import random
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
+from ...codelets.space import Point, SearchSpace
 from ..objective import BudgetSpent, Objective
-from ..space import Point, SearchSpace
 
 
 class Strategy(ABC):

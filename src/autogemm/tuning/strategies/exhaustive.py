@@ -3,8 +3,8 @@ one that honours any budget."""
 
 from __future__ import annotations
 
+from ...codelets.space import Point, SearchSpace
 from ..objective import Objective
-from ..space import Point, SearchSpace
 from .base import Strategy, in_chunks
 
 CHUNK = 32

@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
+from ...codelets.space import Point, SearchSpace
 from ..objective import Objective
-from ..space import Point, SearchSpace
 from ..surrogate import ExtraTrees
 from .base import Strategy
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from ...codelets.space import Point, SearchSpace
 from ..objective import Objective
-from ..space import Point, SearchSpace
 from .base import Strategy
 
 #: The phases on the codelet space, in order: the codelet; the work-group and register tile together (they

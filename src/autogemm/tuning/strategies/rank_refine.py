@@ -3,8 +3,8 @@ of the best few, since probes are cheap but noisy."""
 
 from __future__ import annotations
 
+from ...codelets.space import Point, SearchSpace
 from ..objective import Objective
-from ..space import Point, SearchSpace
 from .base import Strategy, in_chunks
 
 PROBE_RUNS = 1

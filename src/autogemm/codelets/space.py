@@ -1,8 +1,9 @@
 """``SearchSpace``: the points a search may visit, as a product of named knobs with a validity test.
 
-A point is a tuple of value indices, one per knob (compact and hashable); ``config`` turns it into the
-configuration the evaluator measures. Searches see only knobs, points and ``valid``, so they work the same
-on the codelet space and on the synthetic spaces the tests use."""
+Each family's ``space`` module builds one per device and dtype. A point is a tuple of value indices, one
+per knob (compact and hashable); ``config`` turns it into the configuration an evaluator measures.
+Searches see only knobs, points and ``valid``, so they work the same on every family's space and on the
+synthetic spaces the tests use."""
 
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ class SearchSpace(Generic[T]):
     """The valid points of a product of knobs."""
 
     def __init__(self, knobs: Sequence[Knob], make: Callable[[dict], T],
-                 reject: Callable[[T], str | None] = lambda _: None, family: str = "simt") -> None:
-        self.family = family          # the kernel family whose configurations ``make`` builds
+                 reject: Callable[[T], str | None] = lambda _: None, *, family: str) -> None:
+        self.family = family          # the name of the kernel family whose configurations ``make`` builds
         self.knobs = tuple(knobs)
         self.names = tuple(k.name for k in self.knobs)
         self._make = make

@@ -4,19 +4,19 @@ sizes they allow, work-group and tile shapes, vector widths. None where the devi
 
 from __future__ import annotations
 
-from ..codelets.subgroup import SubgroupParams, check, shuffles_available
-from ..dtypes import Dtype
-from ..runtime.device import Device
-from .space import Knob, SearchSpace
+from ..registry import SpaceFacts
+from ..space import Knob, SearchSpace
+from .check import check, shuffles_available
+from .params import SubgroupParams
 
 
-def subgroup_space(device: Device, dtype: Dtype, macs: dict[int, str] | None = None,
-                   shuffles: tuple[str, ...] | None = None) -> SearchSpace[SubgroupParams] | None:
-    """The pruned space for ``dtype`` on ``device`` over ``shuffles`` (default: those it offers);
-    ``macs`` maps a vector width to the multiply-add form to use."""
-    macs = macs or {}
+def space(facts: SpaceFacts, shuffles: tuple[str, ...] | None = None) -> SearchSpace[SubgroupParams] | None:
+    """The pruned space for ``facts.dtype`` on ``facts.device`` over ``shuffles`` (default: those it
+    offers), each configuration with the multiply-add form ``facts.macs`` gives its vector width; None
+    where there is no shuffle, or for a dtype only matrix instructions multiply."""
+    device, dtype, macs = facts.device, facts.dtype, facts.macs
     shuffles = shuffles_available(device) if shuffles is None else shuffles
-    if not shuffles:
+    if not shuffles or dtype.tensor_only:
         return None
     sizes = (32,) if shuffles == ("ptx",) else (8, 16, 32)
     knobs = [Knob("layout", ("NN", "TN")), Knob("shuffle", shuffles), Knob("subgroup", sizes, ordered=True),
@@ -26,4 +26,4 @@ def subgroup_space(device: Device, dtype: Dtype, macs: dict[int, str] | None = N
     def make(values: dict) -> SubgroupParams:
         return SubgroupParams(mac=macs.get(values["vector_width"], "fma"), **values)
 
-    return SearchSpace(knobs, make, lambda params: check(params, device, dtype), family="subgroup")
+    return SearchSpace(knobs, make, lambda params: check(params, device, dtype), family=SubgroupParams.family)

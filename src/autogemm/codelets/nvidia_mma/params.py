@@ -157,7 +157,7 @@ class MmaParams:
         return params_to_dict(self, self.family)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "MmaParams":
+    def from_dict(cls, data: dict) -> MmaParams:
         """Build from JSON data (its "family" key, if any, removed), validating every field."""
         return params_from_fields(cls, data, "nvidia_mma")
 
@@ -203,7 +203,7 @@ class MmaParams:
                     f"tile_k {self.tile_k} holds {self.chunks(dt)} of {4 * self.lane_k(dt)} k")
         return None
 
-    def fitted(self, dt: Dtype) -> "MmaParams":
+    def fitted(self, dt: Dtype) -> MmaParams:
         """This configuration with a shape that multiplies ``dt`` (its operand's largest, where this one
         does not) and a K block of at least one chunk of its lanes' reads."""
         operand = OPERANDS.get(dt.mma_operand or "")

@@ -1,0 +1,15 @@
+"""The ``nvidia_mma`` codelet family: warps multiply on the tensor cores through ``mma.sync`` in inline
+PTX (or, to test the kernel around it on any device, an emulation of the instruction in local memory).
+Its weight among the families searched is the largest: where a device has tensor cores for a dtype,
+its fastest kernels are there."""
+
+from ..registry import Family, register
+from . import space
+from .check import check, ptx_problem
+from .params import OPERANDS, SHAPES, MmaParams
+from .render import render
+
+FAMILY = register(Family(MmaParams.family, MmaParams, check, render, space.space,
+                         MmaParams.fitted, weight=8.0, multiplies_16bit=True))
+
+__all__ = ["FAMILY", "OPERANDS", "SHAPES", "MmaParams", "check", "ptx_problem", "render"]

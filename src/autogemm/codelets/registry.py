@@ -1,0 +1,152 @@
+"""The kernel families autogemm generates, behind one typed registry.
+
+A family is one folder of ``codelets`` holding all of it: a frozen parameter class, ``check`` (why a
+configuration cannot run on a device), ``render`` (its OpenCL source) and ``space`` (the points a tuning
+run searches on a device). Each folder registers a ``Family`` when the package is imported; everything
+above this layer (plans, the tuner, profiles, the command line) reaches the families only through this
+module, so that adding one touches no shared code. Configurations read from outside name their family
+(``"family"``; none means ``simt``, as profiles written before there were families do)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from ..dtypes import Dtype, get_dtype
+from ..errors import ConfigError
+from ..runtime.device import Device
+from .kernel import KernelSource
+from .space import SearchSpace
+
+#: The routines a family's kernels compute.
+GEMM, GEMV = "gemm", "gemv"
+
+
+class Params(Protocol):
+    """A configuration of any family: a frozen dataclass that names its family and says, without a
+    device, whether it lies outside its family's space."""
+
+    family: ClassVar[str]
+    build_options: tuple[str, ...]
+
+    def to_dict(self) -> dict: ...
+
+    def malformed(self) -> str | None: ...
+
+    def describe(self) -> str: ...
+
+
+class KernelParams(Params, Protocol):
+    """A configuration of a GEMM family, with the geometry a plan needs around its kernel."""
+
+    layout: str
+    vector_width: int
+    image_a: bool
+    image_b: bool
+
+    @property
+    def block_rows(self) -> int: ...
+
+    @property
+    def block_cols(self) -> int: ...
+
+    @property
+    def tile_k(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class SpaceFacts:
+    """What a family's tuning space depends on besides the device and the dtype: the multiply-add form
+    the FMA micro-benchmark chose per vector width, the matrix instructions the device was probed to run
+    (by operand type), and, for GEMV, the layout tuned."""
+
+    device: Device
+    dtype: Dtype
+    macs: Mapping[int, str] = field(default_factory=dict)
+    instructions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    layout: str | None = None
+
+
+@dataclass(frozen=True)
+class Family:
+    """One kernel family: its configurations' class and the functions on them. ``render`` takes a
+    configuration, a dtype and a flag (GEMM families: edge-guarded; GEMV: conjugating A). ``fit`` adapts a
+    configuration to a dtype where the family's instructions depend on it (by default it is returned as it
+    is). ``weight`` is the family's share of a size class's budget among the families a device searches
+    (relative to the others'), and ``multiplies_16bit`` says its kernels take 16-bit operands as they are
+    (the others' plans convert such operands to float32 first)."""
+
+    name: str
+    params: type
+    check: Callable[[Any, Device, Dtype], str | None]
+    render: Callable[[Any, Dtype, bool], KernelSource]
+    space: Callable[[SpaceFacts], SearchSpace | None]
+    fit: Callable[[Any, Dtype], Any] = lambda params, dtype: params
+    routine: str = GEMM
+    weight: float = 1.0
+    multiplies_16bit: bool = False
+
+    def default(self, dtype: Dtype) -> Any:
+        """The family's default configuration, fitted to ``dtype``."""
+        return self.fit(self.params(), dtype)
+
+
+_FAMILIES: dict[str, Family] = {}
+
+
+def register(family: Family) -> Family:
+    """Add ``family`` (a family's own package calls this; so do tests that define one)."""
+    if getattr(family.params, "family", None) != family.name:
+        raise ConfigError(f"{family.params.__name__}.family must be {family.name!r}")
+    _FAMILIES[family.name] = family
+    return family
+
+
+def families(routine: str | None = GEMM) -> tuple[Family, ...]:
+    """The registered families of ``routine`` (None: of every routine), in registration order."""
+    return tuple(f for f in _FAMILIES.values() if routine is None or f.routine == routine)
+
+
+def family_named(name: str, routine: str | None = None) -> Family:
+    """The family called ``name`` (of ``routine`` where given), or ``ConfigError``."""
+    found = _FAMILIES.get(name)
+    if found is None or (routine is not None and found.routine != routine):
+        known = ", ".join(f.name for f in families(routine))
+        raise ConfigError(f"unknown kernel family {name!r}; expected one of {known}")
+    return found
+
+
+def family_of(params: object) -> Family:
+    """The family of ``params``, or ``ConfigError`` when it is no registered family's configuration."""
+    found = _FAMILIES.get(getattr(type(params), "family", None))
+    if found is None or not isinstance(params, found.params):
+        raise ConfigError(f"not a kernel configuration: {type(params).__name__}")
+    return found
+
+
+def kernel_dtype(params: KernelParams, dtype: Dtype | str) -> Dtype:
+    """The dtype the kernel of ``params`` computes a ``dtype`` problem in: ``dtype`` itself where the
+    family multiplies 16-bit operands, else ``dtype.compute`` (a plan then converts such operands to
+    float32 before the product)."""
+    dt = get_dtype(dtype)
+    return dt if family_of(params).multiplies_16bit else dt.compute
+
+
+def check(params: Params, device: Device, dtype: Dtype | str) -> str | None:
+    """Why ``params`` (of any family) cannot run on ``device`` for ``dtype``, or None."""
+    return family_of(params).check(params, device, kernel_dtype(params, dtype))
+
+
+def render(params: KernelParams, dtype: Dtype | str, guarded: bool = True) -> KernelSource:
+    """The OpenCL source of ``params`` (of any GEMM family) for a ``dtype`` problem."""
+    return family_of(params).render(params, kernel_dtype(params, dtype), guarded)
+
+
+def params_from_dict(data: object, routine: str | None = GEMM) -> Params:
+    """A configuration of the family ``data`` names, validated field by field; the family must be one of
+    ``routine``'s (None: of any routine)."""
+    if not isinstance(data, dict):
+        raise ConfigError("a configuration must be a JSON object")
+    fields = dict(data)
+    return family_named(fields.pop("family", "simt"), routine).params.from_dict(fields)
