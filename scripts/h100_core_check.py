@@ -19,7 +19,7 @@ from gemm_check import run_and_check
 import autogemm
 from autogemm.bench.peers import clblast_gemm, cublas_gemm, numpy_gemm
 from autogemm.blas import GemmProblem, LaunchPlan, default_params
-from autogemm.checking import random_matrix, relative_error
+from autogemm.accuracy import random_matrix, relative_error
 from autogemm.codelets.simt import SimtParams, check
 from autogemm.dtypes import DTYPES
 from autogemm.runtime import context_for, median, time_enqueue

@@ -24,7 +24,7 @@ from h100_probe import archive_ptx, ptxas_report  # noqa: E402
 
 import autogemm  # noqa: E402
 from autogemm.bench.peers import cublas_gemm  # noqa: E402
-from autogemm.checking import (
+from autogemm.accuracy import (
     gemm_flops,  # noqa: E402
     random_matrix,  # noqa: E402
 )

@@ -82,7 +82,7 @@ def clblast_tune(letters: list[str], seconds: int, size: int = 2048, fraction: s
 def peers() -> None:
     import autogemm
     from autogemm.bench.peers import clblast_gemm, clblast_override, clblast_tuned_from, cublas_gemm, numpy_gemm
-    from autogemm.checking import gemm_flops, random_matrix, relative_error, tolerance
+    from autogemm.accuracy import gemm_flops, random_matrix, relative_error, tolerance
     from autogemm.dtypes import DTYPES
     from autogemm.profiles import profile_for
     from autogemm.runtime import context_for

@@ -5,7 +5,7 @@ import time
 import numpy as np
 
 import autogemm
-from autogemm.checking import Reference
+from autogemm.accuracy import Reference
 from autogemm.dtypes import get_dtype
 
 n, dt = 16384, get_dtype("s")

@@ -11,7 +11,7 @@ import autogemm
 from autogemm.bench.peers import wall_median
 from autogemm.blas import stream
 from autogemm.blas.hybrid import HostGemm
-from autogemm.checking import Reference
+from autogemm.accuracy import Reference
 from autogemm.dtypes import get_dtype
 
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 32768

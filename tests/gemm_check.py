@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
+from autogemm.accuracy import apply_op, random_matrix, relative_error
 from autogemm.blas import GemmProblem, LaunchPlan, Op
-from autogemm.checking import apply_op, random_matrix, relative_error
 from autogemm.dtypes import Dtype
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import autogemm
-from autogemm.checking import apply_op, random_matrix, relative_error
+from autogemm.accuracy import apply_op, random_matrix, relative_error
 from autogemm.dtypes import DTYPES
 
 RNG = np.random.default_rng()

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import autogemm
-from autogemm.checking import apply_op, random_matrix, relative_error, tolerance
+from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
 from autogemm.dtypes import DTYPES
 
 LAYOUTS = ("C", "F", "view")

@@ -11,8 +11,8 @@ import pytest
 from gemm_check import run_and_check
 
 import autogemm
+from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
 from autogemm.blas import GemmProblem, LaunchPlan, Op
-from autogemm.checking import apply_op, random_matrix, relative_error, tolerance
 from autogemm.codelets.nvidia_mma import MmaParams
 from autogemm.codelets.simt import SimtParams
 from autogemm.codelets.subgroup import SubgroupParams

@@ -11,11 +11,11 @@ import pyopencl as cl
 import pytest
 from click.testing import CliRunner
 
+from autogemm.accuracy import Reference, random_matrix
 from autogemm.bench import report
 from autogemm.bench.runner import AUTOGEMM, Bench, CaseResult, Measurement
 from autogemm.bench.shapes import Shape, read_shapes, square_sweep, suite
 from autogemm.blas import plan as plan_module
-from autogemm.checking import Reference, random_matrix
 from autogemm.cli import main
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError

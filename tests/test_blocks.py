@@ -9,10 +9,10 @@ import pyopencl.array as cl_array
 import pytest
 
 import autogemm
+from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
 from autogemm.blas import blocks
 from autogemm.blas import plan as plan_module
 from autogemm.blas.problem import GemmProblem, Op
-from autogemm.checking import apply_op, random_matrix, relative_error, tolerance
 from autogemm.dtypes import DTYPES
 
 LIMIT = 3000

@@ -10,7 +10,7 @@ import threading
 import numpy as np
 
 import autogemm
-from autogemm.checking import apply_op, random_matrix, relative_error, tolerance
+from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
 from autogemm.dtypes import DTYPES
 
 THREADS, CALLS = 8, 12

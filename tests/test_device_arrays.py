@@ -12,7 +12,7 @@ import pyopencl.array as cl_array
 import pytest
 
 import autogemm
-from autogemm.checking import apply_op, random_matrix, relative_error, tolerance
+from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
 from autogemm.dtypes import DTYPES
 
 RNG = np.random.default_rng()

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import autogemm
+from autogemm.accuracy import random_matrix, relative_error
 from autogemm.blas import Op
 from autogemm.blas.gemv import GemvLaunchPlan, GemvProblem
-from autogemm.checking import random_matrix, relative_error
 from autogemm.codelets.gemv import GemvParams, check
 from autogemm.codelets.registry import params_from_dict
 from autogemm.dtypes import DTYPES

@@ -20,7 +20,7 @@ from autogemm.codelets.nvidia_mma import MmaParams
 from autogemm.codelets.registry import check, render
 from autogemm.dtypes import DTYPES, with_output
 from autogemm.errors import ConfigError, DtypeError
-from autogemm.tuning.tuner import supported_dtypes
+from autogemm.tuning.scope import supported_dtypes
 
 NUMPY = {"h": np.float16, "b": ml_dtypes.bfloat16}
 SMALL = MmaParams(layout="NT", shape="m16n8k8", warps_m=1, warps_n=2, tiles_m=1, tiles_n=1, tile_k=32, stages=2,

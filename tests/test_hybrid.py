@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import autogemm
+from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
 from autogemm.blas.hybrid import HOST, HostGemm, run_split
 from autogemm.blas.split import Split
-from autogemm.checking import apply_op, random_matrix, relative_error, tolerance
 from autogemm.dtypes import DTYPES
 from autogemm.runtime.context import DeviceContext
 

@@ -17,7 +17,7 @@ from autogemm.codelets.nvidia_mma.render import swizzle
 from autogemm.codelets.registry import check, params_from_dict, render
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ConfigError
-from autogemm.tuning.isolated import IsolatedEvaluator, WorkerProcess, evaluator_spec
+from autogemm.tuning.evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
 
 SMALL = MmaParams(layout="NT", warps_m=2, warps_n=1, tiles_m=1, tiles_n=2, tile_k=8, stages=2, vector_width=2,
                   mma="local")
@@ -294,7 +294,7 @@ def test_the_instruction_probe_runs_once_per_device(ctx, monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
     with WorkerProcess(ctx.device) as worker:
         def isolated(dt, shape):
-            return IsolatedEvaluator(worker, evaluator_spec(dt, shape), runs=1)
+            return IsolatedEvaluator(worker, EvaluatorSpec.gemm(dt, shape), runs=1)
 
         found = module.instructions_available(ctx.device, isolated)
         assert found == ({} if ptx_problem(ctx.device, "f64", "m8n8k4") else module.instructions_available(

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import autogemm
-from autogemm.checking import apply_op, random_matrix
+from autogemm.accuracy import apply_op, random_matrix
 from autogemm.dtypes import DTYPES
 
 SPECIALS = (np.nan, np.inf, -np.inf)

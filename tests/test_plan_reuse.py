@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
+from autogemm.accuracy import random_matrix
 from autogemm.blas import GemmProblem, LaunchPlan
-from autogemm.checking import random_matrix
 from autogemm.dtypes import DTYPES
 
 

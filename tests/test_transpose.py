@@ -9,7 +9,7 @@ import pyopencl.array as cl_array
 import pytest
 
 import autogemm
-from autogemm.checking import random_matrix
+from autogemm.accuracy import random_matrix
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError, DtypeError, ShapeError
 

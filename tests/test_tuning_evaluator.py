@@ -10,13 +10,13 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
+from autogemm.accuracy import random_matrix, relative_error
 from autogemm.blas import plan as plan_module
-from autogemm.checking import random_matrix, relative_error
 from autogemm.codelets.simt import SimtParams
 from autogemm.dtypes import DTYPES
-from autogemm.tuning import Evaluator, Outcome, fma
-from autogemm.tuning.device_check import DeviceReference
-from autogemm.tuning.verify import verify
+from autogemm.tuning import GemmEvaluator, Outcome, fma
+from autogemm.tuning.evaluation.device_reference import DeviceReference
+from autogemm.tuning.evaluation.verification import verify
 
 GOOD = SimtParams("NN", "consecutive", 4, 8, 2, 2, 2, 1, False, False, mac="mul_add")
 
@@ -35,7 +35,7 @@ def sabotage(monkeypatch, old: str, new: str) -> None:
 
 @pytest.fixture
 def evaluator(ctx):
-    ev = Evaluator(ctx, DTYPES["s"], 40, 24, 36, runs=2)
+    ev = GemmEvaluator(ctx, DTYPES["s"], 40, 24, 36, runs=2)
     yield ev
     ev.release()
 
@@ -48,7 +48,7 @@ def test_a_good_kernel_is_ok(evaluator):
 
 @pytest.mark.parametrize("letter", "dcz")
 def test_every_dtype(ctx, letter):
-    ev = Evaluator(ctx, DTYPES[letter], 33, 17, 9, runs=1)
+    ev = GemmEvaluator(ctx, DTYPES[letter], 33, 17, 9, runs=1)
     try:
         record = ev.evaluate(GOOD)
     finally:

@@ -1,6 +1,6 @@
 """Tuning survives its candidates (issue 8): kernels that do not build, compute wrongly, crash their
 process, read far out of bounds or never finish are each recorded with their cause, and the search goes on
-in a new worker process (``tuning.isolated``)."""
+in a new worker process (``tuning.evaluation.isolated``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from autogemm.blas import default_params
 from autogemm.codelets.space import Knob, SearchSpace
 from autogemm.dtypes import DTYPES
 from autogemm.tuning import Budget, Objective, Outcome
-from autogemm.tuning.isolated import IsolatedEvaluator, WorkerProcess
+from autogemm.tuning.evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
 from autogemm.tuning.strategies import get_strategy
 
 EXPECTED = {"build": Outcome.BUILD_ERROR, "wrong": Outcome.WRONG, "crash": Outcome.CRASHED,
@@ -22,7 +22,7 @@ def test_every_fault_is_recorded_with_its_cause_and_the_search_goes_on(device):
     base = default_params(device, DTYPES["s"])
     space = SearchSpace([Knob("fault", FAULTS)], lambda values: faulty(base, values["fault"]), family="faulty")
     with WorkerProcess(device, preload=("faulty_family",), run_limit=RUN_LIMIT) as worker:
-        evaluator = IsolatedEvaluator(worker, {"kind": "gemm", "dtype": "s", "shape": [64, 48, 40]})
+        evaluator = IsolatedEvaluator(worker, EvaluatorSpec.gemm(DTYPES["s"], (64, 48, 40)))
         objective = Objective(space, evaluator, None, Budget(evaluations=len(FAULTS)), overlap=False, workers=2)
         get_strategy("exhaustive").run(space, objective, None)
         restarts = worker.restarts
@@ -43,7 +43,7 @@ def test_a_finalist_that_crashes_on_the_verifications_shapes_is_rejected_and_the
     base = default_params(device, DTYPES["s"])
     with WorkerProcess(device, preload=("faulty_family",), run_limit=RUN_LIMIT) as worker:
         rows = 2 * base.block_rows                     # the tuning problem: whole blocks of M
-        evaluator = IsolatedEvaluator(worker, {"kind": "gemm", "dtype": "s", "shape": [rows, 48, 40]})
+        evaluator = IsolatedEvaluator(worker, EvaluatorSpec.gemm(DTYPES["s"], (rows, 48, 40)))
         assert evaluator.evaluate(faulty(base, "edge_crash")).outcome is Outcome.OK
         problem = worker.verify(faulty(base, "edge_crash"), DTYPES["s"])
         assert worker.verify(faulty(base, "none"), DTYPES["s"]) is None

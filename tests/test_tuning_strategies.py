@@ -9,7 +9,7 @@ from synthetic import SyntheticEvaluator, rate, synthetic_space, true_best
 
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError
-from autogemm.tuning import Budget, BudgetSpent, Objective, get_strategy, tuner
+from autogemm.tuning import Budget, BudgetSpent, Objective, finalists, get_strategy, scope
 from autogemm.tuning.strategies import exponential_stride_search
 from autogemm.tuning.surrogate import ExtraTrees
 from autogemm.tuning.tuner import class_budget
@@ -134,7 +134,7 @@ def test_finalists_are_the_top_and_the_best_of_every_other_layout():
         get_strategy("random", seed=3).search(space, objective)
     measured = sorted(objective.records.values(), key=lambda r: r.gflops, reverse=True)
     failing = measured[0].config                                  # the fastest fails verification
-    kept, rejected = tuner.finalists(lambda config: "wrong" if config == failing else None, [objective], top=3)
+    kept, rejected = finalists.finalists(lambda config: "wrong" if config == failing else None, [objective], top=3)
     passing = measured[1:]
     assert [k.config for k in kept[:3]] == [r.config for r in passing[:3]]
     best_of = {}
@@ -153,9 +153,9 @@ def test_a_gpus_large_class_ranks_its_finalists_again_on_a_larger_problem(device
     from autogemm.tuning.records import Outcome, Record
 
     gpu = dataclasses.replace(device, device_type="GPU", global_mem_bytes=80 << 30, max_mem_alloc_bytes=20 << 30)
-    large, *others = tuner.size_classes(gpu)
+    large, *others = scope.size_classes(gpu)
     assert large.confirm == 2 * large.m and not any(c.confirm for c in others)
-    assert not any(c.confirm for c in tuner.size_classes(gpu, quick=True) + tuner.size_classes(device))
+    assert not any(c.confirm for c in scope.size_classes(gpu, quick=True) + scope.size_classes(device))
 
     space = synthetic_space()
     configs = [space.config(p) for p in list(space.points())[:40]]
@@ -165,8 +165,8 @@ def test_a_gpus_large_class_ranks_its_finalists_again_on_a_larger_problem(device
 
     class Timed:
         def __init__(self, worker, spec, **options):
-            assert spec["slow_factor"] is None                      # every finalist timed in full
-            shapes.append(tuple(spec["shape"]))
+            assert spec.full                                        # every finalist timed in full
+            shapes.append(spec.shape)
 
         def evaluate(self, config):
             ok = truth[config] > 0
@@ -175,13 +175,13 @@ def test_a_gpus_large_class_ranks_its_finalists_again_on_a_larger_problem(device
         def release(self):
             pass
 
-    monkeypatch.setattr(tuner, "IsolatedEvaluator", Timed)
+    monkeypatch.setattr(finalists, "IsolatedEvaluator", Timed)
     worker = type("Worker", (), {"device": gpu})()
-    again = tuner.confirmed(worker, DTYPES["d"], 8192, at_4096, top=3)
+    again = finalists.confirmed(worker, DTYPES["d"], 8192, at_4096, top=3)
     assert shapes == [(8192, 8192, 8192)]
-    want = tuner.best_of_each_layout([Ranked(c, r) for c, r in truth.items() if r > 0], 3)
+    want = finalists.best_of_each_layout([Ranked(c, r) for c, r in truth.items() if r > 0], 3)
     assert again == want and [r.gflops for r in again] == [truth[r.config] for r in again]
     assert configs[39] not in {r.config for r in again} and again != at_4096[:len(again)]
     small = dataclasses.replace(gpu, global_mem_bytes=4 << 30)               # 8192^2 doubles x 4 > a quarter
-    assert tuner.confirmed(type("Worker", (), {"device": small})(), DTYPES["d"], 8192, at_4096, top=3) is None
+    assert finalists.confirmed(type("Worker", (), {"device": small})(), DTYPES["d"], 8192, at_4096, top=3) is None
     assert len(shapes) == 1

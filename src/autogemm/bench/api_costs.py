@@ -21,9 +21,9 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from ..accuracy import KnownReference, apply_op, gemm_flops, random_matrix
 from ..api import GemmPlan, gemm
 from ..blas import GemmProblem, LaunchPlan
-from ..checking import KnownReference, apply_op, gemm_flops, random_matrix
 from ..dtypes import Dtype
 from ..runtime.context import DeviceContext
 from ..runtime.timing import event_seconds, median, time_enqueue

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..accuracy import gemm_flops
 from ..blas import GemmProblem
 from ..blas.hybrid import HOST, target_name
 from ..blas.selection import candidates
 from ..blas.split import Split
-from ..checking import gemm_flops
 from ..dtypes import Dtype
 from ..runtime.context import DeviceContext
 from ..tuning.hybrid import HybridPoint, co_tune

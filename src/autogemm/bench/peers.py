@@ -18,7 +18,7 @@ import ml_dtypes
 import numpy as np
 import pyopencl as cl
 
-from ..checking import apply_op
+from ..accuracy import apply_op
 from ..dtypes import Dtype, get_dtype
 from ..runtime.context import DeviceContext
 from ..runtime.timing import event_seconds

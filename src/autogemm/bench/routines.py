@@ -12,10 +12,10 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from ..accuracy import KnownReference, apply_op, gemv_flops, random_matrix
 from ..blas import Op
 from ..blas.gemv import GemvLaunchPlan, GemvProblem
 from ..blas.transpose import Storage, enqueue_transpose
-from ..checking import KnownReference, apply_op, gemv_flops, random_matrix
 from ..dtypes import Dtype
 from ..runtime.context import DeviceContext
 from ..runtime.timing import median, time_enqueue

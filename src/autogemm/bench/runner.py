@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pyopencl as cl
 
+from ..accuracy import Reference, apply_op, gemm_flops, random_matrix
 from ..api import gemm
 from ..blas import GemmProblem, LaunchPlan, Op
 from ..blas.hybrid import HOST
-from ..checking import Reference, apply_op, gemm_flops, random_matrix
 from ..dtypes import DTYPES, Dtype
 from ..errors import ArgumentError
 from ..runtime.context import DeviceContext

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checking import apply_op
+from ..accuracy import apply_op
 from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..runtime.context import DeviceContext

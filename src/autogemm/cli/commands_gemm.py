@@ -8,9 +8,9 @@ import click
 import numpy as np
 import pyopencl as cl
 
+from ..accuracy import apply_op, gemm_flops, random_matrix, relative_error
 from ..blas import EDGES, GemmProblem, LaunchPlan, Op
 from ..blas.selection import choose_params
-from ..checking import apply_op, gemm_flops, random_matrix, relative_error
 from ..codelets.registry import GEMM, check, families, family_named, render
 from ..dtypes import DTYPES, get_dtype
 from ..errors import AutogemmError

@@ -13,8 +13,8 @@ from ..dtypes import Dtype, get_dtype
 from ..errors import AutogemmError, ProfileError
 from ..profiles import Profile, SizeClassEntry, bundled, path_for, profile_for, read, save, user_profiles
 from ..runtime import Device, list_devices
-from ..tuning.gemv_tuner import bandwidth
-from ..tuning.isolated import IsolatedEvaluator, WorkerProcess, evaluator_spec
+from ..tuning.evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
+from ..tuning.scope import bandwidth
 from . import main
 from .common import console, fail, select_device
 
@@ -174,8 +174,8 @@ def verify_command(device, dtypes, runs) -> None:
                 continue
             dt = get_dtype(letter)
             best = entry.ranked[0]
-            spec = (evaluator_spec(dt, entry.shape[:2], best.config.layout, full=True) if routine == "gemv"
-                    else evaluator_spec(dt, entry.shape, full=True))
+            spec = (EvaluatorSpec.gemv(dt, entry.shape[:2], best.config.layout, full=True) if routine == "gemv"
+                    else EvaluatorSpec.gemm(dt, entry.shape, full=True))
             evaluator = IsolatedEvaluator(worker, spec, runs=runs)
             record = evaluator.evaluate(best.config)
             problem = worker.verify(best.config, dt) if record.ok else record.message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 import numpy as np
@@ -13,7 +14,7 @@ from ..blas.split import DEFAULT_PARTS
 from ..codelets.registry import KernelParams
 from ..codelets.space import SearchSpace
 from ..dtypes import Dtype, get_dtype
-from ..errors import AutogemmError
+from ..errors import ArgumentError, AutogemmError
 from ..profiles import SizeClassEntry, path_for
 from ..runtime import context_for
 from ..tuning import (
@@ -27,10 +28,11 @@ from ..tuning import (
     default_budget,
     tune,
 )
+from ..tuning.checkpoint import Checkpoint
 from ..tuning.fma import FmaResult
-from ..tuning.gemv_tuner import bandwidth
 from ..tuning.hybrid import HybridPoint, tune_hybrid
-from ..tuning.tuner import CLASS_SHARES, GEMV
+from ..tuning.replay import replay
+from ..tuning.scope import CLASS_SHARES, GEMV, bandwidth
 from . import main
 from .common import console, fail, select_device
 
@@ -89,22 +91,22 @@ def summary_table(rows: list[tuple]) -> Table:
             if _is_gemv(size):
                 rate += f" ({bandwidth(dtype, entry.shape, best.gflops):.0f} GB/s)"
         ranked_at = entry.shape[0] if entry else size.m
-        table.add_row(f"{dtype.key} {size.name} {ranked_at}", rate,
+        name = size.name if size.routine != GEMV else f"{GEMV}-{size.name}"
+        table.add_row(f"{dtype.key} {name} {ranked_at}", rate,
                       best.config.describe() if best else "no correct kernel", str(evaluations), str(failures),
                       f"{seconds:.0f}")
     return table
 
 
 def _is_gemv(size: SizeClass) -> bool:
-    return size.name.startswith(GEMV)
+    return size.routine == GEMV
 
 
 def _label(dtype: Dtype, size: SizeClass) -> str:
     """'sgemm large', 'sgemv N square'."""
     if not _is_gemv(size):
         return f"{dtype.routine} {size.name}"
-    _, layout, kind = size.name.split("-")
-    return f"{dtype.letter}gemv {layout.upper()} {kind}"
+    return f"{dtype.letter}gemv {size.layout} {size.name.partition('-')[2]}"
 
 
 def _shape(size: SizeClass) -> str:
@@ -117,7 +119,8 @@ def _shape(size: SizeClass) -> str:
 @click.option("--budget", default=None,
               help="Wall time (10m, 90s, 1h), evaluations (500) or both (10m,500) for the whole run "
                    "[default: 7m on a GPU, 10m on a CPU; with --quick 2m and 1m].")
-@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default=DEFAULT_STRATEGY, show_default=True)
+@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default=None,
+              help=f"The search strategy [default: {DEFAULT_STRATEGY}; with --replay, every one].")
 @click.option("--quick", is_flag=True, help="Smaller problems and budget: a first profile in a minute or two.")
 @click.option("--fresh", is_flag=True, help="Measure again instead of resuming from earlier measurements.")
 @click.option("--top", type=click.IntRange(1, 30), default=5, show_default=True,
@@ -134,14 +137,25 @@ def _shape(size: SizeClass) -> str:
               help="P: the parts of C's rows --hybrid deals out.")
 @click.option("--kernels", type=click.IntRange(1, 16), default=3, show_default=True,
               help="Candidate kernels --hybrid tries (the profile's, best first).")
+@click.option("--replay", "replayed", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Instead, replay the strategies on this checkpoint's measurements (no device needed): "
+                   "the best found after a share of --budget evaluations (default 200).")
+@click.option("--seeds", type=click.IntRange(1, 1000), default=10, show_default=True,
+              help="Seeds each strategy is replayed with (--replay).")
+@click.option("--cold", is_flag=True, help="Replay without starting at the device class's default (--replay).")
 def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, classes, hybrid, hybrid_size, parts,
-                 kernels) -> None:
+                 kernels, replayed, seeds, cold) -> None:
     """Tune the GEMM and GEMV kernels of a device and save its profile.
 
     Every measurement is written to a checkpoint as it is taken: after Ctrl-C or a crash, the same
     command resumes without measuring anything twice. With --hybrid, co-tune instead the kernel and the
     split of products shared with the host (every candidate kernel with every host share, each a whole
-    call from numpy in to numpy out) and save the best as the profile's hybrid entry."""
+    call from numpy in to numpy out) and save the best as the profile's hybrid entry. With --replay,
+    search a finished checkpoint again with each strategy, every measurement answered from it."""
+    if replayed:
+        _replay(replayed, budget, [strategy] if strategy else list(STRATEGIES), seeds, cold)
+        return
+    strategy = strategy or DEFAULT_STRATEGY
     try:
         dev = select_device(None, device)
         letters = tuple(get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()) if dtypes else None
@@ -171,6 +185,32 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
             fail(str(exc))
     console.print(summary_table(listener.rows))
     console.print(f"profile: {path_for(dev.fingerprint)}", highlight=False)
+
+
+def _replay(path: Path, budget: str | None, strategies: list[str], seeds: int, cold: bool) -> None:
+    """``tune --replay``: each strategy's best after 1/8, 1/4, 1/2 and all of the budget, in % of the
+    checkpoint's best."""
+    try:
+        limit = Budget.parse(budget) if budget else Budget(evaluations=200)
+        if limit.evaluations is None:
+            raise ArgumentError("--replay counts evaluations: give --budget as a number of them, e.g. 200")
+        checkpoint = Checkpoint.read(path)
+        with console.status("replaying"):
+            found = replay(checkpoint, strategies, limit.evaluations, seeds, cold)
+    except AutogemmError as exc:
+        fail(str(exc))
+    marks = sorted({max(1, limit.evaluations * i // 8) for i in (1, 2, 4, 8)})
+    console.print(f"{found.description}: {found.held} of {found.points} configurations measured, best "
+                  f"{found.best_gflops:.1f} GFLOP/s; {'cold start' if cold else 'from the class default'}; "
+                  f"median (worst) of {seeds} seeds, % of the best", highlight=False)
+    table = Table(title_justify="left")
+    table.add_column("strategy")
+    for mark in marks:
+        table.add_column(f"{mark} evals", justify="right")
+    for name in strategies:
+        table.add_row(name, *(f"{median:.1f} ({worst:.1f})" for median, worst in
+                              (found.quality(name, mark) for mark in marks)))
+    console.print(table)
 
 
 def _tune_hybrid(ctx, letters: tuple[Dtype, ...], n: int, parts: int, kernels: int, seed: int) -> None:

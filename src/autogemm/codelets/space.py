@@ -76,6 +76,14 @@ class SearchSpace(Generic[T]):
     def knob(self, name: str) -> Knob:
         return self.knobs[self.names.index(name)]
 
+    def restricted(self, keep: Callable[[T], bool], why: str) -> SearchSpace[T]:
+        """The same knobs with only the points whose configurations ``keep`` accepts valid (the others
+        rejected for ``why``)."""
+        def reject(config: T) -> str | None:
+            return self._reject(config) or (None if keep(config) else why)
+
+        return SearchSpace(self.knobs, self._make, reject, family=self.family)
+
     # ----- moving around -------------------------------------------------------------------------
     def with_values(self, point: Point, changes: dict[str, int]) -> Point:
         """``point`` with the knobs named in ``changes`` set to the given value indices."""

@@ -86,8 +86,10 @@ class Profile:
     hybrid: dict[str, tuple[HybridEntry, ...]] = field(default_factory=dict)
 
     # ----- use ------------------------------------------------------------------------------------
-    def entry(self, dtype: str, name: str) -> SizeClassEntry | None:
-        return next((e for e in self.dtypes.get(dtype, ()) if e.name == name), None)
+    def entry(self, dtype: str, name: str, routine: str = GEMM) -> SizeClassEntry | None:
+        """The entry of ``dtype``'s class ``name`` (of GEMM's size classes, or of GEMV's), if tuned."""
+        table = self.dtypes if routine == GEMM else self.gemv
+        return next((e for e in table.get(dtype, ()) if e.name == name), None)
 
     def nearest(self, dtypes: tuple[str, ...], m: int, n: int, k: int) -> list[SizeClassEntry]:
         """The size-class entries of ``dtypes``, the one nearest to (m, n, k) first (nearest in log
@@ -109,18 +111,18 @@ class Profile:
         kept = tuple(e for e in self.hybrid.get(dtype, ()) if e.shape != entry.shape)
         return replace(self, hybrid={**self.hybrid, dtype: kept + (entry,)})
 
-    def with_entry(self, dtype: str, entry: SizeClassEntry, routine: str = "gemm") -> Profile:
+    def with_entry(self, dtype: str, entry: SizeClassEntry, routine: str = GEMM) -> Profile:
         """A copy with ``entry`` added or replacing the entry of the same dtype and class (of GEMM's
         size classes, or with ``routine`` 'gemv' of GEMV's layouts)."""
-        table = self.dtypes if routine == "gemm" else self.gemv
+        table = self.dtypes if routine == GEMM else self.gemv
         kept = tuple(e for e in table.get(dtype, ()) if e.name != entry.name)
-        return replace(self, **{"dtypes" if routine == "gemm" else "gemv": {**table, dtype: kept + (entry,)}})
+        return replace(self, **{"dtypes" if routine == GEMM else "gemv": {**table, dtype: kept + (entry,)}})
 
     def merged_into(self, older: Profile) -> Profile:
         """This profile's entries laid over ``older``'s (what two tuners writing one file keep)."""
         out = replace(self, dtypes=dict(older.dtypes), gemv=dict(older.gemv), hybrid=dict(older.hybrid),
                       fma={**older.fma, **self.fma})
-        for routine, table in (("gemm", self.dtypes), ("gemv", self.gemv)):
+        for routine, table in ((GEMM, self.dtypes), (GEMV, self.gemv)):
             for letter, entries in table.items():
                 for entry in entries:
                     out = out.with_entry(letter, entry, routine)

@@ -10,6 +10,7 @@ started again for the next one."""
 from __future__ import annotations
 
 import base64
+import os
 import queue
 
 from ..errors import BuildError
@@ -18,6 +19,11 @@ from .device import Device
 
 #: Seconds one build may take before its child is stopped and the build reported failed.
 BUILD_LIMIT_SECONDS = 900.0
+
+
+def default_builders() -> int:
+    """How many builds to run at once: a core each, one left for the process timing them (at most 16)."""
+    return max(1, min(16, (os.cpu_count() or 2) - 1))
 
 
 class BuildPool:

@@ -9,6 +9,8 @@ from functools import cached_property
 
 import pyopencl as cl
 
+from ..errors import ArgumentError
+
 
 @dataclass(frozen=True)
 class Device:
@@ -68,6 +70,36 @@ class Device:
         out["image2d_max"] = list(self.image2d_max)
         return out
 
+    @classmethod
+    def from_facts(cls, facts: object) -> Device:
+        """A device described by ``facts`` (as ``facts()`` writes them, read from a file someone could
+        have edited: every field is checked for its type), with no OpenCL device behind it: for planning
+        and pruning as on that device, e.g. to replay a search measured there."""
+        if not isinstance(facts, dict):
+            raise ArgumentError("device facts must be a JSON object")
+        expected = {f.name: f for f in fields(cls) if f.name not in ("cl_device", "platform_index", "device_index")}
+        if set(facts) != set(expected):
+            raise ArgumentError(f"device facts must have the fields {sorted(expected)}, not {sorted(facts)}")
+        values: dict = {}
+        for name, value in facts.items():
+            kind = _FACT_TYPES.get(name, str)
+            if kind is bool:
+                ok = isinstance(value, bool)
+            elif kind is int:
+                ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+            elif kind is dict:
+                ok = isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+            elif kind is tuple:
+                ok = isinstance(value, list) and all(isinstance(x, (int, str)) and not isinstance(x, bool)
+                                                     for x in value)
+                value = tuple(value)
+            else:
+                ok = isinstance(value, str) and len(value) <= 4096
+            if not ok:
+                raise ArgumentError(f"device fact {name} has the wrong type: {value!r}"[:300])
+            values[name] = value
+        return cls(platform_index=-1, device_index=-1, **values)
+
     @cached_property
     def fingerprint(self) -> str:
         """A short stable hash of vendor, name, driver and hardware facts (not of the slot it sits in).
@@ -96,6 +128,11 @@ class Device:
         lanes = 128 if self.is_gpu else 16
         return self.compute_units * lanes * 2 * self.clock_mhz / 1000.0
 
+
+#: The type of each fact that is not a string (``from_facts`` checks them).
+_FACT_TYPES = {"compute_units": int, "clock_mhz": int, "global_mem_bytes": int, "local_mem_bytes": int,
+               "max_work_group_size": int, "max_mem_alloc_bytes": int, "fp64": bool, "image_support": bool,
+               "max_work_item_sizes": tuple, "extensions": tuple, "image2d_max": tuple, "vendor_facts": dict}
 
 _TYPE_NAMES = {
     cl.device_type.GPU: "GPU",

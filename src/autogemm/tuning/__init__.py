@@ -2,11 +2,12 @@
 FMA micro-benchmark, and the device profile as its product."""
 
 from .budget import Budget
-from .evaluator import Evaluator
+from .evaluation import Evaluator, GemmEvaluator, GemvEvaluator
 from .objective import BudgetSpent, Objective
 from .records import Outcome, Record
+from .scope import SizeClass, default_budget, size_classes, supported_dtypes
 from .strategies import DEFAULT_STRATEGY, STRATEGIES, get_strategy
-from .tuner import SizeClass, TuneListener, default_budget, size_classes, supported_dtypes, tune
+from .tuner import TuneListener, tune
 
-__all__ = ["DEFAULT_STRATEGY", "STRATEGIES", "Budget", "BudgetSpent", "Evaluator", "Objective", "Outcome", "Record",
+__all__ = ["DEFAULT_STRATEGY", "STRATEGIES", "Budget", "BudgetSpent", "Evaluator", "GemmEvaluator", "GemvEvaluator", "Objective", "Outcome", "Record",
            "SizeClass", "TuneListener", "default_budget", "get_strategy", "size_classes", "supported_dtypes", "tune"]

@@ -1,12 +1,14 @@
 """``Checkpoint``: every measurement of a (device, dtype, problem size) on disk the moment it is taken.
 
-A JSON-lines file: a header line naming what was measured, then one ``Record`` per line, appended and
-flushed to disk under a file lock. Reading it back skips a line cut short by a kill and any line that fails
-validation, so an interrupted run resumes with everything it finished. Measurements do not depend on the
-strategy that asked for them, so every strategy shares them."""
+A JSON-lines file: a header line naming what was measured (and the device's facts, so that a search can
+be replayed on its records elsewhere: ``evaluation.simulated``), then one ``Record`` per line, appended
+and flushed to disk under a file lock. Reading it back skips a line cut short by a kill and any line that
+fails validation, so an interrupted run resumes with everything it finished. Measurements do not depend on
+the strategy that asked for them, so every strategy shares them."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from pathlib import Path
@@ -15,12 +17,15 @@ from filelock import FileLock
 
 from ..cache import cache_subdir, open_for_appending
 from ..dtypes import Dtype
-from ..errors import AutogemmError
+from ..errors import AutogemmError, TuningError
 from ..runtime.device import Device
 from .records import Record, config_key
 
 FORMAT = "autogemm-checkpoint"
 VERSION = 1
+#: The header's keys that say what was measured: a file whose header differs in one of them is another
+#: problem's (the device's facts ride along for replays, and do not count).
+IDENTITY = ("format", "version", "device", "device_name", "dtype", "shape", "routine")
 
 
 class Checkpoint:
@@ -46,15 +51,29 @@ class Checkpoint:
         prefix = ""
         if routine != "gemm":        # GEMM's headers and names stay those of checkpoints made before
             header["routine"], prefix = routine, f"{routine}-"
+        header["device_facts"] = device.facts()
         return cls(folder / f"{prefix}{device.fingerprint}-{dtype.key}-{m}x{n}x{k}.jsonl", header)
+
+    @classmethod
+    def read(cls, path: Path) -> Checkpoint:
+        """A checkpoint file as it is, or gzip-compressed (``.gz``), to replay searches on its records;
+        ``TuningError`` when it is not one."""
+        try:
+            with (gzip.open if Path(path).suffix == ".gz" else open)(path, "rt", encoding="utf-8") as f:
+                header = _header_of(f.readline())
+        except (OSError, EOFError) as exc:
+            raise TuningError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        if header is None or header.get("format") != FORMAT or header.get("version") != VERSION:
+            raise TuningError(f"{path} is not an autogemm checkpoint (format {FORMAT}, version {VERSION})")
+        return cls(Path(path), header)
 
     def _load(self) -> None:
         if not self.path.exists():
             return
         with self.lock:
-            with open(self.path, encoding="utf-8") as f:
+            with (gzip.open if self.path.suffix == ".gz" else open)(self.path, "rt", encoding="utf-8") as f:
                 lines = f.read().splitlines()
-            if not lines or _header_of(lines[0]) != self.header:
+            if not lines or not _same_problem(_header_of(lines[0]), self.header):
                 self.skipped = len(lines)
                 self.path.unlink()   # a file of another format or problem: start over
                 return
@@ -103,6 +122,10 @@ class Checkpoint:
 
     def __len__(self) -> int:
         return len(self.records)
+
+
+def _same_problem(found: dict | None, wanted: dict) -> bool:
+    return found is not None and all(found.get(key) == wanted.get(key) for key in IDENTITY)
 
 
 def _header_of(line: str) -> dict | None:

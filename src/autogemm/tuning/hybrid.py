@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..accuracy import Reference, gemm_flops, random_matrix
 from ..blas import GemmProblem
 from ..blas.hybrid import HOST, HostGemm, Target, run_split
 from ..blas.selection import candidates
 from ..blas.split import DEFAULT_PARTS, Split
-from ..checking import Reference, gemm_flops, random_matrix
 from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..errors import TuningError

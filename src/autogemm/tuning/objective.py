@@ -9,16 +9,16 @@ progress bar)."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from ..codelets.space import Point, SearchSpace
+from ..runtime.build_pool import default_builders
 from .budget import Budget, BudgetClock
 from .checkpoint import Checkpoint
-from .evaluator import KernelEvaluator
+from .evaluation.interface import Evaluator, discard_plan
 from .records import Outcome, Record, config_key
 
 
@@ -26,20 +26,16 @@ class BudgetSpent(Exception):
     """Raised inside a search when its budget is used up; the tuner catches it."""
 
 
-def default_workers() -> int:
-    return max(1, min(16, (os.cpu_count() or 2) - 1))
-
-
 class Objective:
     """Measured scores (GFLOP/s of correct kernels, else 0) of points of one ``SearchSpace``."""
 
-    def __init__(self, space: SearchSpace, evaluator: KernelEvaluator, checkpoint: Checkpoint | None,
+    def __init__(self, space: SearchSpace, evaluator: Evaluator, checkpoint: Checkpoint | None,
                  budget: Budget, *, overlap: bool = True, workers: int | None = None,
                  on_record: Callable[[Objective, Record, bool], None] | None = None) -> None:
         self.space, self.evaluator, self.checkpoint = space, evaluator, checkpoint
         self.clock = BudgetClock(budget)
         self.overlap = overlap
-        self.workers = workers or default_workers()
+        self.workers = workers or default_builders()
         self.on_record = on_record
         self.records: dict[Point, Record] = {}
         self.scores: dict[Point, float] = {}
@@ -172,10 +168,3 @@ class Objective:
                 for _, future in queue:
                     if not future.cancel():
                         discard_plan(future.result()[0])
-
-
-def discard_plan(plan: object) -> None:
-    """Free a plan built ahead and not measured (the evaluator's plans hold device memory)."""
-    release = getattr(plan, "release", None)
-    if release is not None:
-        release()

@@ -1,103 +1,44 @@
-"""``tune``: search the codelet space of a device per dtype and size class, and keep the best in its profile.
+"""``tune``: search the kernel families of a device per dtype and size class, and keep the best in its profile.
 
-For each dtype and size class: the pruned space of each registered GEMM kernel family the device can run
-(``codelets.<family>.space``: simt everywhere, subgroup where it offers a shuffle, nvidia_mma where it has
-tensor-core instructions for the dtype) with the multiply-add form the FMA micro-benchmark chose, an evaluator on fresh random data of the
-class's shape, the checkpoint of that (device, dtype, shape), and a strategy per family under its share of
-the budget. The candidates build and run in a worker process (``isolated``), so that one that crashes it
-or never finishes is recorded as such and the search goes on. The best correct configurations are
-verified on awkward shapes (and, for a GPU's large class, ranked again on a problem twice its size) and
-written to the device profile as each class finishes, so an interrupted run keeps every finished class
-(and, in the checkpoint, every measurement). Then, unless the size classes named leave it out, GEMV's
-two layouts for each dtype in its own precision (``gemv_tuner``). The budget covers the whole run:
-the FMA benchmark and the verifications are paid from it. On a GPU, kernels compile in worker processes."""
+For each dtype and size class (``scope``): the pruned space of each registered family of the
+class's routine that the device can run (``codelets.<family>.space``: for GEMM simt everywhere, subgroup
+where it offers a shuffle, nvidia_mma where it has tensor-core instructions for the dtype; for GEMV the
+gemv codelets of the class's layout) with the multiply-add form the FMA micro-benchmark chose, an
+evaluator on fresh random data of the class's shape, the checkpoint of that problem, and a strategy per
+family under its share of the budget. The candidates build and run in a worker process
+(``evaluation.isolated``), so that one that crashes it or never finishes is recorded as such and the
+search goes on. The best correct configurations are verified on awkward shapes (and, for a GPU's large
+class, ranked again on a problem twice its size: ``finalists``) and written to the device profile as each
+class finishes, so an interrupted run keeps every finished class (and, in the checkpoint, every
+measurement). The budget covers the whole run: the FMA benchmark and the verifications are paid from it.
+On a GPU, kernels compile in worker processes."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timezone
-
-import numpy as np
 
 from .. import __version__
 from ..blas import default_params
+from ..blas.gemv import DEFAULTS as GEMV_DEFAULTS
 from ..codelets.nvidia_mma.probe import instructions_available
-from ..codelets.registry import GEMM, KernelParams, SpaceFacts, families, family_named
-from ..codelets.simt import SimtParams
+from ..codelets.registry import GEMM, KernelParams, Params, SpaceFacts, families, family_named
 from ..codelets.space import Point, SearchSpace
-from ..dtypes import NATIVE, Dtype
+from ..dtypes import Dtype
 from ..errors import TuningError
-from ..profiles import Profile, Ranked, SizeClassEntry, profile_for, save
+from ..profiles import Profile, SizeClassEntry, profile_for, save
 from ..runtime.device import Device
 from . import fma
 from .budget import Budget
 from .checkpoint import Checkpoint
-from .gemv_tuner import GEMV_SHAPES, gemv_shape, tune_gemv_class
-from .isolated import IsolatedEvaluator, WorkerProcess, evaluator_spec
+from .evaluation import Evaluator, EvaluatorSpec, IsolatedEvaluator, WorkerProcess
+from .finalists import CONFIRM_POOL, best_of_each_layout, confirmed, finalists
 from .objective import Objective
 from .records import Record
+from .scope import CLASS_SHARES, GEMV, SizeClass, default_budget, gemv_classes, size_classes, supported_dtypes
 from .strategies import DEFAULT_STRATEGY, get_strategy
-
-
-@dataclass(frozen=True)
-class SizeClass:
-    """A problem shape tuned for, the share of a dtype's budget it gets, and the size of the square
-    problem its finalists are ranked on where that is another (``confirm``)."""
-
-    name: str
-    m: int
-    n: int
-    k: int
-    share: float
-    confirm: int | None = None
-
-    @property
-    def shape(self) -> tuple[int, int, int]:
-        return self.m, self.n, self.k
-
-
-#: The size classes tuned for, largest first, and the share of a dtype's budget each gets; "gemv" is
-#: GEMV's two layouts and two shapes (a quarter each), tuned for the dtypes in their own precision.
-CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, "gemv": 0.2}
-GEMV = "gemv"
-
-
-def size_classes(device: Device, quick: bool = False) -> tuple[SizeClass, ...]:
-    """A large square problem (where the rate is decided by the inner loop), a small one (where filling
-    the device with work-groups matters more, so smaller blocks win) and one between them (a mid-sized
-    problem is nearer to it, in log scale, than to either end)."""
-    if device.is_gpu:
-        sizes = (2048, 768, 256) if quick else (4096, 1536, 512)
-    else:
-        sizes = (256, 128, 64) if quick else (768, 320, 128)
-    classes = [SizeClass(name, n, n, n, share) for (name, share), n in zip(CLASS_SHARES.items(), sizes)
-               if name != GEMV]
-    if device.is_gpu and not quick:
-        classes[0] = replace(classes[0], confirm=CONFIRM_SCALE * classes[0].m)
-    return tuple(classes)
-
-
-#: A GPU's large class ranks its finalists on a problem this many times larger in each dimension: the
-#: largest problems keep less of their operands in the caches, and the tile that wins at 4096 on the
-#: H100 can lose at 8192 (DGEMM: 48.0 against 46.0 TFLOP/s at 4096, 41.1 against 44.6 at 8192).
-CONFIRM_SCALE = 2
-#: How many more verified finalists than it keeps a class with ``confirm`` times again.
-CONFIRM_POOL = 2
-
-
-def default_budget(device: Device, quick: bool = False) -> Budget:
-    """The whole run's budget: minutes on a GPU, less for a quick look."""
-    if device.is_gpu:
-        return Budget(seconds=120.0 if quick else 420.0)
-    return Budget(seconds=60.0 if quick else 600.0)
-
-
-def supported_dtypes(device: Device) -> tuple[Dtype, ...]:
-    """The dtypes a tuning run covers unless told: s, d, c, z where the device can (16-bit ones, tuned
-    only for their matrix instructions, are named explicitly)."""
-    return tuple(dt for dt in NATIVE if not dt.tensor_only and (device.fp64 or not dt.needs_fp64))
 
 
 class TuneListener:
@@ -112,13 +53,13 @@ class TuneListener:
     def confirming(self, dtype: Dtype, size: SizeClass, count: int) -> None: ...
 
     def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None,
-                       objectives: list[Objective], rejected: list[tuple[KernelParams, str]]) -> None: ...
+                       objectives: list[Objective], rejected: list[tuple[Params, str]]) -> None: ...
 
 
-def known_points(space: SearchSpace, configs: list[KernelParams]) -> list[Point]:
+def known_points(space: SearchSpace, configs: list[Params]) -> list[Point]:
     """The points of ``space`` whose configurations are among ``configs`` up to the multiply-add form
     (which the space sets from this run's FMA benchmark), in the order of ``configs``."""
-    def key(config: KernelParams) -> KernelParams:
+    def key(config: Params) -> Params:
         return replace(config, mac="fma") if hasattr(config, "mac") else config
 
     order = {key(c): i for i, c in reversed(list(enumerate(configs))) if c.family == space.family}
@@ -128,12 +69,12 @@ def known_points(space: SearchSpace, configs: list[KernelParams]) -> list[Point]
     return [p for _, p in sorted((i, p) for i, p in keyed if i is not None)]
 
 
-def start_point(space: SearchSpace, params: KernelParams) -> Point | None:
-    """The point of the simt ``space`` whose configuration is ``params`` up to the multiply-add form and
-    build options (which the space sets itself), to start local searches from; None when it is not in
-    it (or is of another family)."""
-    def key(config: SimtParams) -> SimtParams:
-        return replace(config, mac="fma", build_options=())
+def start_point(space: SearchSpace, params: Params) -> Point | None:
+    """The point of ``space`` whose configuration is ``params`` up to the multiply-add form and build
+    options (which the space sets itself), to start local searches from; None when it is not in it (or
+    is of another family)."""
+    def key(config: Params) -> Params:
+        return replace(config, build_options=(), **({"mac": "fma"} if hasattr(config, "mac") else {}))
 
     if params.family != space.family:
         return None
@@ -141,66 +82,14 @@ def start_point(space: SearchSpace, params: KernelParams) -> Point | None:
     return next((p for p in space.points() if key(space.config(p)) == wanted), None)
 
 
-def finalists(check: Callable[[KernelParams], str | None], objectives: list[Objective], top: int
-              ) -> tuple[list[Ranked], list[tuple[KernelParams, str]]]:
-    """Over the measurements of ``objectives`` (one per family searched): the ``top`` best correct
-    configurations that also pass ``check`` (the verification: what goes wrong, or None; see
-    ``best_of_each_layout``); and those rejected by it."""
-    ok = [Ranked(r.config, r.gflops) for o in objectives for r in o.records.values() if o.complete(r)]
-    rejected: list[tuple[KernelParams, str]] = []
-
-    def verified(ranked: Ranked) -> bool:
-        problem = check(ranked.config)
-        if problem:
-            rejected.append((ranked.config, problem))
-        return not problem
-
-    return best_of_each_layout(ok, top, verified), rejected
-
-
-def best_of_each_layout(candidates: list[Ranked], top: int, accept: Callable[[Ranked], bool] = lambda r: True
-                        ) -> list[Ranked]:
-    """The ``top`` fastest of ``candidates`` that ``accept`` takes, then the fastest accepted one of each
-    codelet layout not among them (so that a problem stored in that layout can be computed without a
-    transposing pack, see ``blas.selection``), best first. ``accept`` is asked only as far as needed."""
-    ordered = sorted(candidates, key=lambda r: r.gflops, reverse=True)
-    kept: list[Ranked] = []
-    layouts: set[str] = set()
-    all_layouts = {r.config.layout for r in ordered}
-    for ranked in ordered:
-        if len(kept) >= top and ranked.config.layout in layouts:
-            continue
-        if accept(ranked):
-            kept.append(ranked)
-            layouts.add(ranked.config.layout)
-        if len(kept) >= top and layouts >= all_layouts:
-            break
-    return kept
-
-
-def confirmed(worker: WorkerProcess, dtype: Dtype, size: int, ranked: list[Ranked], top: int) -> list[Ranked] | None:
-    """``ranked`` timed again, in full, on the square problem of ``size`` in ``worker`` and kept as
-    ``best_of_each_layout`` keeps them; None where that problem would take more than a quarter of the
-    device's memory (operands, C and the float64 reference) or none of them computes it right."""
-    device = worker.device
-    reference_itemsize = np.dtype(dtype.reference_numpy).itemsize
-    needed = size * size * (2 * dtype.itemsize + dtype.output.itemsize + reference_itemsize)
-    if 4 * needed > device.global_mem_bytes or size * size * reference_itemsize > device.max_mem_alloc_bytes:
-        return None
-    evaluator = IsolatedEvaluator(worker, evaluator_spec(dtype, (size,) * 3, full=True))
-    records = [evaluator.evaluate(r.config) for r in ranked]
-    timed = [Ranked(record.config, record.gflops) for record in records if record.ok]
-    return best_of_each_layout(timed, top) or None
-
-
 def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget | None = None,
          strategy: str = DEFAULT_STRATEGY, quick: bool = False, fresh: bool = False, top: int = 5,
          listener: TuneListener | None = None, seed: int = 0, write: bool = True,
          classes: tuple[str, ...] | None = None) -> Profile:
     """Tune ``device`` and return its profile (also saved to the user's cache when ``write``);
-    ``classes`` limits the run to some size classes (by name). Unless ``fresh``, each class first measures
-    the configurations the device's existing profile ranks for it, so that a re-tune (a larger space, a
-    new driver) starts from what was best before and cannot end below it."""
+    ``classes`` limits the run to some size classes (by name; "gemv" is GEMV's). Unless ``fresh``, each
+    class first measures the configurations the device's existing profile ranks for it, so that a
+    re-tune (a larger space, a new driver) starts from what was best before and cannot end below it."""
     prior = None if fresh else profile_for(device)
     listener = listener or TuneListener()
     dtypes = dtypes or supported_dtypes(device)
@@ -221,7 +110,7 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
     with WorkerProcess(device) as worker:       # every kernel of the run is built and run there
         widths = (1, 2, 4) if device.is_gpu else (1, 2, 4, 8)
         instructions = (instructions_available(device, lambda dt, shape: IsolatedEvaluator(
-            worker, evaluator_spec(dt, shape), runs=1)) if any(dt.mma_operand for dt in dtypes) else {})
+            worker, EvaluatorSpec.gemm(dt, shape), runs=1)) if any(dt.mma_operand for dt in dtypes) else {})
         for dt in dtypes if sizes else ():
             if dt.tensor_only and dt.mma_operand not in instructions:
                 exact = dt.native if dt.precision else dt.compute
@@ -232,40 +121,31 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
         listener.fma_done(results)
         macs = fma.mac_table(results)
         profile = new_profile(device, budget.describe(), macs)
-        gemv_dtypes = [dt for dt in dtypes if with_gemv and dt is dt.native]
-        gemv_share = CLASS_SHARES[GEMV] / (2 * len(GEMV_SHAPES))
-        weights = [share for dt in dtypes for share in [size.share for size in sizes]
-                   + ([gemv_share] * 2 * len(GEMV_SHAPES) if dt in gemv_dtypes else [])]
+        plan = {dt: sizes + (gemv_classes(device, dt, quick) if with_gemv and dt is dt.native else ())
+                for dt in dtypes}
+        weights = [size.share for dt_sizes in plan.values() for size in dt_sizes]
         total_weight = sum(weights)
-
-        def next_budget() -> Budget:
-            share = class_budget(budget, time.monotonic() - started, weights[0], sum(weights), total_weight)
-            weights.pop(0)
-            return share
-
-        for dt in dtypes:
+        for dt, dt_sizes in plan.items():
             real = "d" if dt.needs_fp64 else "s"
             facts = SpaceFacts(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths}, instructions)
-            spaces = _spaces(facts) if sizes else []
-            for size in sizes:
-                share = next_budget()
-                before = prior.entry(dt.key, size.name) if prior else None
+            gemm_spaces = searched_spaces(facts, GEMM, default_params(device, dt)) if sizes else []
+            for size in dt_sizes:
+                share = class_budget(budget, time.monotonic() - started, weights[0], sum(weights), total_weight)
+                weights.pop(0)
+                spaces = gemm_spaces if size.routine == GEMM else searched_spaces(
+                    replace(facts, layout=size.layout), GEMV, GEMV_DEFAULTS[size.layout])
+                before = prior.entry(dt.key, size.name, size.routine) if prior else None
                 known = [r.config for r in before.ranked] if before else []
                 entry = _tune_class(worker, dt, size, spaces, share, strategy, fresh, top, listener, seed, known)
-                if entry is not None:
-                    profile = profile.with_entry(dt.key, entry)
-                    if write:
-                        save(profile)
-                    best = entry.ranked[0].config      # where the searches with a start begin the next class
-                    spaces = [(space, start if start is None else start_point(space, best) or start)
-                              for space, start in spaces]
-            for layout, kind in [(x, k) for x in "NT" for k in GEMV_SHAPES] if dt in gemv_dtypes else ():
-                entry = _tune_gemv(worker, dt, layout, kind, quick, next_budget(), strategy, fresh, top, listener,
-                                   seed, prior)
-                if entry is not None:
-                    profile = profile.with_entry(dt.key, entry, GEMV)
-                    if write:
-                        save(profile)
+                if entry is None:
+                    continue
+                profile = profile.with_entry(dt.key, entry, size.routine)
+                if write:
+                    save(profile)
+                if size.routine == GEMM:     # the searches with a start begin the next class at this best
+                    best = entry.ranked[0].config
+                    gemm_spaces = [(space, start if start is None else start_point(space, best) or start)
+                                   for space, start in gemm_spaces]
     return profile
 
 
@@ -275,15 +155,16 @@ def new_profile(device: Device, budget: str, macs: dict[str, str] | None = None)
                    __version__, datetime.now(timezone.utc).isoformat(timespec="seconds"), budget, macs or {})
 
 
-def _spaces(facts: SpaceFacts) -> list[tuple[SearchSpace, Point | None]]:
-    """The spaces a class of ``facts.dtype`` searches, in the families' order, each with the point to
-    start from where it holds the device class's default (simt's). A family that does not apply returns
-    no space: for a reduced precision mode or a 16-bit dtype only the matrix instructions' remain (the
-    others are those of the native dtype or of float32, exact, and tuned there)."""
-    spaces = [space for family in families(GEMM) if (space := family.space(facts)) is not None and len(space)]
+def searched_spaces(facts: SpaceFacts, routine: str, default: Params) -> list[tuple[SearchSpace, Point | None]]:
+    """The spaces a class of ``routine`` for ``facts.dtype`` searches, in the families' order, each with
+    the point to start from where it holds ``default`` (the device class's default configuration). A
+    family that does not apply returns no space: for a reduced precision mode or a 16-bit dtype only the
+    matrix instructions' remain (the others are those of the native dtype or of float32, exact, and tuned
+    there)."""
+    spaces = [space for family in families(routine) if (space := family.space(facts)) is not None and len(space)]
     if not spaces:
-        raise TuningError(f"no configuration of the {facts.dtype.key} space fits {facts.device.name.strip()}")
-    default = default_params(facts.device, facts.dtype)
+        raise TuningError(f"no configuration of the {facts.dtype.key} {routine} space fits "
+                          f"{facts.device.name.strip()}")
     return [(space, start_point(space, default)) for space in spaces]
 
 
@@ -298,28 +179,49 @@ def class_budget(budget: Budget, elapsed: float, weight: float, remaining_weight
     return Budget(budget.share(weight / total_weight).evaluations, seconds)
 
 
+def search(spaces: list[tuple[SearchSpace, Point | None]], evaluator: Evaluator, checkpoint: Checkpoint | None,
+           budget: Budget, strategy: str, seed: int, known: list[Params] = (), *, overlap: bool,
+           workers: int | None = None, on_record: Callable[[Objective, Record, bool], None] | None = None,
+           on_start: Callable[[SearchSpace, Objective], None] | None = None) -> list[Objective]:
+    """Search each family's space in turn, from its start point, with ``strategy`` under its family's
+    share of ``budget`` (by the families' weights), measuring through ``evaluator`` into ``checkpoint``;
+    the ``known`` configurations of each family first, building ``workers`` candidates at once (see
+    ``Objective``). The objectives, one per space."""
+    weights = [family_named(space.family).weight for space, _ in spaces]
+    objectives = []
+    for (space, start), weight in zip(spaces, weights):
+        objective = Objective(space, evaluator, checkpoint, budget.share(weight / sum(weights)), overlap=overlap,
+                              workers=workers, on_record=on_record)
+        objectives.append(objective)
+        if on_start is not None:
+            on_start(space, objective)
+        get_strategy(strategy, seed).run(space, objective, start, known_points(space, list(known)))
+    return objectives
+
+
+def _evaluator_spec(dt: Dtype, size: SizeClass) -> EvaluatorSpec:
+    if size.routine == GEMM:
+        return EvaluatorSpec.gemm(dt, size.shape)
+    return EvaluatorSpec.gemv(dt, size.shape[:2], size.layout)
+
+
 def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
                 spaces: list[tuple[SearchSpace, Point | None]], budget: Budget, strategy: str, fresh: bool, top: int,
                 listener: TuneListener, seed: int, known: list[KernelParams] = ()) -> SizeClassEntry | None:
-    """Search each family's space (simt first, with its start point) under its share of ``budget``,
+    """Search each family's space (in order, each from its start point) under its share of ``budget``,
     all into one checkpoint, and keep the finalists of all of them. The candidates run in ``worker``'s
     process. The ``known`` configurations of each family are measured first, and the best of them is the
     search's start when it beats the given one."""
-    checkpoint = Checkpoint.for_problem(worker.device, dt, size.shape)
+    routine = "gemm" if size.routine == GEMM else f"gemv-{size.layout.lower()}"
+    checkpoint = Checkpoint.for_problem(worker.device, dt, size.shape, routine=routine)
     if fresh:
         checkpoint.clear()
-    evaluator = IsolatedEvaluator(worker, evaluator_spec(dt, size.shape))
-    weights = [family_named(space.family).weight for space, _ in spaces]
-    shares = [weight / sum(weights) for weight in weights]
-    objectives = []
+    evaluator = IsolatedEvaluator(worker, _evaluator_spec(dt, size))
     started = time.monotonic()
     try:
-        for (space, start), share in zip(spaces, shares):
-            objective = Objective(space, evaluator, checkpoint, budget.share(share), overlap=worker.device.is_gpu,
-                                  on_record=listener.record)
-            objectives.append(objective)
-            listener.class_started(dt, size, space, objective)
-            get_strategy(strategy, seed).run(space, objective, start, known_points(space, list(known)))
+        objectives = search(spaces, evaluator, checkpoint, budget, strategy, seed, known,
+                            overlap=worker.device.is_gpu, on_record=listener.record,
+                            on_start=lambda space, objective: listener.class_started(dt, size, space, objective))
     finally:
         evaluator.release()
     ranked, rejected = finalists(lambda config: worker.verify(config, dt), objectives,
@@ -337,24 +239,4 @@ def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
         entry = SizeClassEntry(size.name, shape, tuple(ranked), strategy,
                                sum(o.evaluations for o in objectives), time.monotonic() - started)
     listener.class_finished(dt, size, entry, objectives, rejected)
-    return entry
-
-
-def _tune_gemv(worker: WorkerProcess, dt: Dtype, layout: str, kind: str, quick: bool,
-               budget: Budget, strategy: str, fresh: bool, top: int, listener: TuneListener, seed: int,
-               prior: Profile | None) -> SizeClassEntry | None:
-    """GEMV's search of ``layout`` and shape ``kind`` for ``dt``, reported to ``listener`` as a class
-    named gemv-n-square and so on, starting from the configurations the device's profile ranked before."""
-    rows, cols = gemv_shape(worker.device, dt, layout, kind, quick)
-    name = f"{layout.lower()}-{kind}"
-    size = SizeClass(f"{GEMV}-{name}", rows, cols, 1, CLASS_SHARES[GEMV] / (2 * len(GEMV_SHAPES)))
-    before = next((e for e in prior.gemv_entries(dt.key, layout) if e.name == name), None) if prior else None
-    known = [r.config for r in before.ranked] if before else []
-
-    def started(space: SearchSpace, objective: Objective) -> None:
-        listener.class_started(dt, size, space, objective)
-
-    entry, objective, rejected = tune_gemv_class(worker, dt, layout, kind, (rows, cols), budget, strategy, fresh, top,
-                                                 seed, known, on_record=listener.record, on_start=started)
-    listener.class_finished(dt, size, entry, [objective], rejected)
     return entry

@@ -13,9 +13,9 @@ import math
 import numpy as np
 import pyopencl as cl
 
-from ..codelets import helpers
-from ..dtypes import Dtype
-from ..runtime.context import DeviceContext
+from ...codelets import helpers
+from ...dtypes import Dtype
+from ...runtime.context import DeviceContext
 
 #: Work-groups of the reduction at most (each work-item strides over the elements).
 MAX_GROUPS = 1024

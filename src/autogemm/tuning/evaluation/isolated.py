@@ -1,10 +1,9 @@
-"""Candidates measured in a worker process (``eval_worker``), so that a kernel that crashes the process or
+"""Candidates measured in a worker process (``worker``), so that a kernel that crashes the process or
 its context, or never finishes, becomes a record and the tuning goes on.
 
-``WorkerProcess`` is that process (a ``runtime.child.Child``); a tuning run keeps one for all its
-problems, and a new process is told the evaluator in use. ``IsolatedEvaluator`` is what the tuner's search
-sees: the evaluator interface (``prepare``, ``evaluate``, ``runs``, ``best_seconds``, ``release``) over one
-problem in that worker. What becomes of a candidate:
+``WorkerProcess`` is that process (a ``runtime.child.Child``, spoken to in the typed ``requests``); a
+tuning run keeps one for all its problems, and a new process is told the evaluator in use.
+``IsolatedEvaluator`` is what the tuner's search sees: an ``Evaluator`` of one problem in that worker. What becomes of a candidate:
 
 - its process dies while building it (a compiler that crashes) or while it runs (an out-of-bounds access
   the operating system stops): ``CRASHED``, once a new process died of it too (builds ahead of it share
@@ -17,15 +16,28 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
+from dataclasses import replace
 
-from ..dtypes import Dtype
-from ..errors import TuningError
-from ..runtime.child import Child, ChildGone
-from ..runtime.device import Device
-from .fma import FmaResult
-from .objective import default_workers
-from .records import Outcome, Record
+from ...codelets.registry import Params
+from ...dtypes import Dtype
+from ...errors import TuningError
+from ...runtime.build_pool import default_builders
+from ...runtime.child import Child, ChildGone
+from ...runtime.device import Device
+from ..fma import FmaResult
+from ..records import Outcome, Record
+from .requests import (
+    BenchmarkFma,
+    Discard,
+    Evaluate,
+    EvaluatorSpec,
+    MakeEvaluator,
+    Prepare,
+    Request,
+    Start,
+    Verify,
+    encode,
+)
 
 #: Seconds a candidate may run on the device (its check and its timed runs) before its process is killed.
 RUN_LIMIT_SECONDS = 60.0
@@ -38,17 +50,20 @@ class WorkerProcess(Child):
     first (families tests define) and ``run_limit`` seconds for each candidate's run."""
 
     def __init__(self, device: Device, preload: tuple[str, ...] = (), run_limit: float = RUN_LIMIT_SECONDS) -> None:
-        builders = default_workers()
-        start = {"device": device.slot, "fingerprint": device.fingerprint,
-                 "preload": list(preload), "builders": builders, "build_processes": builders if device.is_gpu else 0}
-        super().__init__("autogemm.tuning.eval_worker", {"start": start}, BUILD_LIMIT_SECONDS)
+        builders = default_builders()
+        start = Start(device.slot, device.fingerprint, tuple(preload), builders, builders if device.is_gpu else 0)
+        super().__init__("autogemm.tuning.evaluation.worker", encode(start), BUILD_LIMIT_SECONDS)
         self.device, self.run_limit = device, run_limit
-        self._spec: dict | None = None
+        self._spec: EvaluatorSpec | None = None
         self._next_id = 0
+
+    def request(self, request: Request) -> int:
+        """Send ``request`` (starting the process if needed); the generation of the process it went to."""
+        return self.send(encode(request))
 
     def started(self) -> None:
         if self._spec is not None:
-            self._post({"evaluator": self._spec})
+            self._post(encode(MakeEvaluator(self._spec)))
             self.expect("ready", BUILD_LIMIT_SECONDS)
 
     def ensure(self) -> None:
@@ -59,26 +74,26 @@ class WorkerProcess(Child):
             raise TuningError(f"the evaluation process on {self.device.name.strip()} could not start: {gone}") \
                 from None
 
-    def use(self, spec: dict) -> None:
+    def use(self, spec: EvaluatorSpec) -> None:
         """Make the evaluator ``spec`` describes the worker's (and the one each new process makes)."""
         with self._lock:
             self._spec = spec
             if self._process is None:
                 self.ensure()            # starting makes it
                 return
-            self._post({"evaluator": spec})
+            self._post(encode(MakeEvaluator(spec)))
         try:
             self.expect("ready", BUILD_LIMIT_SECONDS)
         except ChildGone as gone:
             raise TuningError(f"the evaluation process on {self.device.name.strip()} failed making its "
                               f"evaluator: {gone}") from None
 
-    def verify(self, params, dtype) -> str | None:
-        """What goes wrong when ``params`` computes awkward shapes of ``dtype`` (``verify``, or
-        ``verify_gemv``), run in the worker; None when nothing does. A worker that dies or stalls doing
-        it is what went wrong."""
+    def verify(self, params: Params, dtype: Dtype) -> str | None:
+        """What goes wrong when ``params`` computes awkward shapes of ``dtype`` (``verification.verify``),
+        run in the worker; None when nothing does. A worker that dies or stalls doing it is what went
+        wrong."""
         try:
-            self.send({"verify": params.to_dict(), "dtype": dtype.key})
+            self.request(Verify(params, dtype.key))
             return self.expect("verified", BUILD_LIMIT_SECONDS + self.run_limit)["verified"]
         except ChildGone as gone:
             return f"the verification lost its process: {gone}"
@@ -86,7 +101,7 @@ class WorkerProcess(Child):
     def fma(self, reals: tuple[str, ...], widths: tuple[int, ...]) -> list[FmaResult]:
         """The FMA benchmark (``fma.benchmark``) run in the worker; ``TuningError`` when it fails there."""
         try:
-            self.send({"fma": {"reals": list(reals), "widths": list(widths)}})
+            self.request(BenchmarkFma(tuple(reals), tuple(widths)))
             return [FmaResult(**result) for result in self.expect("fma", BUILD_LIMIT_SECONDS)["fma"]]
         except ChildGone as gone:
             raise TuningError(f"the FMA benchmark on {self.device.name.strip()} lost its process: {gone}") from None
@@ -111,7 +126,7 @@ class PendingPlan:
 
     def release(self) -> None:
         if self.generation == self.worker.generation:
-            self.worker.send({"discard": self.index})
+            self.worker.request(Discard(self.index))
 
 
 class _Lost(Exception):
@@ -121,39 +136,27 @@ class _Lost(Exception):
         super().__init__(str(gone))
         self.gone, self.running = gone, running
 
-    def record(self, params) -> Record:
+    def record(self, params: Params) -> Record:
         outcome = Outcome.TIMED_OUT if self.gone.timed_out and self.running else Outcome.CRASHED
         return Record(params, outcome, message=f"{'while it ran' if self.running else 'while it was built'}: {self.gone}")
 
 
-def evaluator_spec(dtype: Dtype, shape: tuple[int, ...], layout: str | None = None, full: bool = False) -> dict:
-    """What ``IsolatedEvaluator`` asks the worker to make: GEMM on (m, n, k), or, with a ``layout``, GEMV
-    on A of (rows, cols); ``full`` times every candidate in full (none is cut short for being slow)."""
-    spec: dict[str, Any] = {"kind": "gemm" if layout is None else "gemv", "dtype": dtype.key, "shape": list(shape)}
-    if layout is not None:
-        spec["layout"] = layout
-    if full:
-        spec["slow_factor"] = None
-    return spec
-
-
 class IsolatedEvaluator:
-    """The evaluator ``spec`` describes (``eval_worker.EVALUATORS``), run in ``worker``: a kind (``gemm``
-    or ``gemv``), a dtype key and the problem's ``shape`` (and a GEMV's ``layout``); ``runs`` timed runs,
-    and operands from ``seed`` (the same after a restart)."""
+    """The evaluator ``spec`` describes, run in ``worker``, with ``runs`` timed runs and operands from
+    ``seed`` (a fresh one when None; the same after a restart)."""
 
-    def __init__(self, worker: WorkerProcess, spec: dict[str, Any], runs: int = 5, seed: int | None = None) -> None:
+    def __init__(self, worker: WorkerProcess, spec: EvaluatorSpec, runs: int = 5, seed: int | None = None) -> None:
         self.worker, self.runs = worker, runs
         self.best_seconds = math.inf
         self.seed = seed if seed is not None else int.from_bytes(os.urandom(4), "little")
-        worker.use({**spec, "runs": runs, "seed": self.seed})
+        worker.use(replace(spec, runs=runs, seed=self.seed))
 
-    def prepare(self, params) -> PendingPlan:
+    def prepare(self, params: Params) -> PendingPlan:
         index = self.worker.new_id()
-        generation = self.worker.send({"prepare": index, "config": params.to_dict()})
+        generation = self.worker.request(Prepare(index, params))
         return PendingPlan(self.worker, index, generation)
 
-    def evaluate(self, params, plan: PendingPlan | BaseException | None = None, runs: int | None = None,
+    def evaluate(self, params: Params, plan: object = None, runs: int | None = None,
                  build_seconds: float = 0.0) -> Record:
         """Measure ``params`` in the worker, with the plan it prepared if it still has it (else it builds
         it now). A process that dies is started again and the candidate tried once more before it is
@@ -170,11 +173,10 @@ class IsolatedEvaluator:
         except _Lost as lost:
             return lost.record(params)
 
-    def _attempt(self, params, index: int, runs: int) -> Record:
+    def _attempt(self, params: Params, index: int, runs: int) -> Record:
         """One try; ``_Lost`` when the worker dies or stalls."""
         try:
-            self.worker.send({"evaluate": index, "config": params.to_dict(), "runs": runs,
-                              "best_seconds": self.best_seconds})
+            self.worker.request(Evaluate(index, params, runs, self.best_seconds))
             self.worker.expect("running", BUILD_LIMIT_SECONDS)
         except ChildGone as gone:
             raise _Lost(gone, running=False) from None

@@ -1,8 +1,8 @@
-"""``Evaluator``: build one configuration, check it on random data, time it; always return a ``Record``.
+"""``DeviceEvaluator``: build one configuration, check it on random data, time it, on a device in this
+process; always return a ``Record``.
 
-``KernelEvaluator`` holds what every routine's evaluator does; ``Evaluator`` is GEMM's. For each
-candidate: build the plan for the evaluator's problem (a build error is a record, not an
-exception); run it once over a NaN-poisoned C and compare every element, on the device, with a float64
+It holds what the GEMM and GEMV evaluators (``gemm``, ``gemv``) share. For each candidate: build the plan
+for the evaluator's problem (a build error is a record, not an exception); run it once over a NaN-poisoned C and compare every element, on the device, with a float64
 reference computed once from fresh random operands; time one run, and cut the candidate short as too slow
 when that run took more than ``slow_factor`` times the best so far; else time it with profiling events
 after a warm-up, a run averaging short products repeated until it covers a few milliseconds (each product
@@ -14,19 +14,19 @@ from __future__ import annotations
 import math
 import os
 import time
+from abc import ABC, abstractmethod
 
 import numpy as np
 import pyopencl as cl
 
-from ..blas import GemmProblem, LaunchPlan
-from ..checking import gemm_flops, random_matrix, tolerance
-from ..codelets.registry import KernelParams
-from ..dtypes import Dtype
-from ..errors import BuildError, ConfigError
-from ..runtime.context import DeviceContext
-from ..runtime.timing import event_seconds, median
-from .device_check import DeviceReference
-from .records import Outcome, Record
+from ...codelets.registry import Params
+from ...dtypes import Dtype
+from ...errors import BuildError, ConfigError
+from ...runtime.context import DeviceContext
+from ...runtime.timing import event_seconds, median
+from ..records import Outcome, Record
+from .device_reference import DeviceReference
+from .requests import EvaluatorSpec
 
 #: A timed run covers at least this much device time (short products are repeated within it).
 MIN_RUN_SECONDS = 2e-3
@@ -39,10 +39,11 @@ def fresh_random(seed: int | None) -> tuple[int, np.random.Generator]:
     return seed, np.random.default_rng(seed)
 
 
-class KernelEvaluator:
-    """What every routine's evaluator shares: build a configuration's plan, run it once on a NaN-poisoned
-    output and compare that with the ``reference`` on the device, then time it. A routine supplies its
-    operands, ``prepare`` (the plan) and ``_launch`` (its events, first to last, for one run)."""
+class DeviceEvaluator(ABC):
+    """An ``Evaluator`` on a device in this process: build a configuration's plan, run it once on a
+    NaN-poisoned output and compare that with the ``reference`` on the device, then time it. A routine
+    supplies its operands, ``prepare`` (the plan) and ``_launch`` (its events, first to last, for one
+    run), and ``from_spec`` (how a worker process makes it)."""
 
     def __init__(self, ctx: DeviceContext, dtype: Dtype, reference: np.ndarray, flops: float, bound: float, *,
                  warmup: int, runs: int, slow_factor: float) -> None:
@@ -61,14 +62,21 @@ class KernelEvaluator:
         self._buffers.append(buf)
         return buf
 
-    def prepare(self, params):
+    @classmethod
+    @abstractmethod
+    def from_spec(cls, ctx: DeviceContext, spec: EvaluatorSpec) -> DeviceEvaluator:
+        """The evaluator ``spec`` describes, on ``ctx``'s device."""
+
+    @abstractmethod
+    def prepare(self, params: Params) -> object:
         """Build the plan (compiles its kernels; safe to call from worker threads)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _launch(self, plan) -> list[cl.Event]:
-        raise NotImplementedError
+        """Enqueue one run of ``plan`` on the evaluator's operands; its events, first to last."""
 
-    def evaluate(self, params, plan=None, runs: int | None = None, build_seconds: float = 0.0) -> Record:
+    def evaluate(self, params: Params, plan: object = None, runs: int | None = None,
+                 build_seconds: float = 0.0) -> Record:
         """Measure ``params``; ``plan`` is a prepared plan, or the exception preparing it raised."""
         runs = self.runs if runs is None else runs
         if plan is None:
@@ -80,11 +88,11 @@ class KernelEvaluator:
             build_seconds = time.perf_counter() - started
         if isinstance(plan, BaseException):
             outcome = Outcome.BUILD_ERROR if isinstance(plan, (BuildError, ConfigError)) else Outcome.CRASHED
-            return Record(params, outcome, build_seconds=build_seconds, message=_summary(plan))
+            return Record(params, outcome, build_seconds=build_seconds, message=summary(plan))
         try:
             return self._run(params, plan, runs, build_seconds)
         except Exception as exc:   # noqa: BLE001 - a kernel that fails never stops the run
-            return Record(params, Outcome.CRASHED, build_seconds=build_seconds, message=_summary(exc))
+            return Record(params, Outcome.CRASHED, build_seconds=build_seconds, message=summary(exc))
         finally:
             plan.release()
             src = plan.kernel_source
@@ -129,31 +137,7 @@ class KernelEvaluator:
         self.reference.release()
 
 
-class Evaluator(KernelEvaluator):
-    """Measures GEMM configurations on one problem C = A B (m x k times k x n, row-major) of one dtype."""
-
-    def __init__(self, ctx: DeviceContext, dtype: Dtype, m: int, n: int, k: int, *, warmup: int = 1,
-                 runs: int = 5, slow_factor: float = 4.0, seed: int | None = None) -> None:
-        self.problem = GemmProblem.dense(dtype, m, n, k)
-        self.seed, rng = fresh_random(seed)
-        a, b = random_matrix(rng, dtype, (m, k)), random_matrix(rng, dtype, (k, n))
-        ref_type = dtype.reference_numpy
-        super().__init__(ctx, dtype, a.astype(ref_type) @ b.astype(ref_type), gemm_flops(dtype, m, n, k),
-                         tolerance(dtype, k), warmup=warmup, runs=runs, slow_factor=slow_factor)
-        self.a, self.b = self.upload(a), self.upload(b)
-
-    @property
-    def shape(self) -> tuple[int, int, int]:
-        return self.problem.m, self.problem.n, self.problem.k
-
-    def prepare(self, params: KernelParams) -> LaunchPlan:
-        return LaunchPlan(self.ctx, self.problem, params, edge="auto")
-
-    def _launch(self, plan: LaunchPlan) -> list[cl.Event]:
-        return plan.enqueue(self.a, self.b, self.output, 1.0, 0.0)
-
-
-def _summary(exc: BaseException) -> str:
+def summary(exc: BaseException) -> str:
     """The exception's type and first lines (build logs can be long)."""
     text = f"{type(exc).__name__}: {exc}"
     lines = text.splitlines()

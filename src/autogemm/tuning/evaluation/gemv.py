@@ -1,0 +1,48 @@
+"""``GemvEvaluator``: GEMV configurations of one layout measured on one problem of one dtype (GEMV is
+bound by memory, so the tuner measures it on an A far larger than the device's caches)."""
+
+from __future__ import annotations
+
+import math
+
+import pyopencl as cl
+
+from ...accuracy import apply_op, gemv_flops, random_matrix, tolerance
+from ...blas import Op
+from ...blas.gemv import GemvLaunchPlan, GemvProblem
+from ...codelets.gemv import GemvParams
+from ...dtypes import Dtype, get_dtype
+from ...runtime.context import DeviceContext
+from .on_device import DeviceEvaluator, fresh_random
+from .requests import EvaluatorSpec
+
+
+class GemvEvaluator(DeviceEvaluator):
+    """Measures GEMV configurations of one layout on one problem: A of ``rows`` x ``cols`` row-major."""
+
+    def __init__(self, ctx: DeviceContext, dtype: Dtype, layout: str, rows: int, cols: int, *, warmup: int = 1,
+                 runs: int = 5, slow_factor: float = 4.0, seed: int | None = None) -> None:
+        self.problem = GemvProblem(dtype, rows, cols, Op(transposed=layout == "T"), cols)
+        self.seed, rng = fresh_random(seed)
+        a = random_matrix(rng, dtype, (rows, cols))
+        x = random_matrix(rng, dtype, (self.problem.reduction,))
+        ref_type = dtype.reference_numpy
+        reference = apply_op(a.astype(ref_type), layout) @ x.astype(ref_type)
+        super().__init__(ctx, dtype, reference, gemv_flops(dtype, rows, cols), tolerance(dtype, self.problem.reduction),
+                         warmup=warmup, runs=runs, slow_factor=slow_factor)
+        self.a, self.x = self.upload(a), self.upload(x)
+
+    @classmethod
+    def from_spec(cls, ctx: DeviceContext, spec: EvaluatorSpec) -> GemvEvaluator:
+        return cls(ctx, get_dtype(spec.dtype), spec.layout, *spec.shape, runs=spec.runs, seed=spec.seed,
+                   **({"slow_factor": math.inf} if spec.full else {}))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.problem.rows, self.problem.cols
+
+    def prepare(self, params: GemvParams) -> GemvLaunchPlan:
+        return GemvLaunchPlan(self.ctx, self.problem, params)
+
+    def _launch(self, plan: GemvLaunchPlan) -> list[cl.Event]:
+        return plan.enqueue(self.a, self.x, self.output, 1.0, 0.0)

@@ -1,0 +1,152 @@
+"""What the tuner asks its evaluation worker (``worker``), as typed requests, and how they cross the pipe:
+``encode`` makes a JSON object of a request (``{"request": name, ...fields}``, configurations as their
+JSON data), ``decode`` makes the request again on the other side, validating every configuration as it
+validates one read from a file. The replies are small JSON objects, described with each request."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import ClassVar
+
+from ...codelets.registry import GEMM, GEMV, Params, params_from_dict
+from ...dtypes import Dtype
+from ...errors import ArgumentError
+
+
+@dataclass(frozen=True)
+class EvaluatorSpec:
+    """An evaluator a worker makes: its ``routine``'s problem of ``dtype`` (a key) and ``shape`` (GEMM's
+    (m, n, k); GEMV's A as (rows, cols), read as ``layout`` N or T), ``runs`` timed runs a full
+    measurement, random operands from ``seed`` (the same after a restart), and with ``full`` every
+    candidate timed in full (none cut short for being slow)."""
+
+    routine: str
+    dtype: str
+    shape: tuple[int, ...]
+    layout: str | None = None
+    full: bool = False
+    runs: int = 5
+    seed: int = 0
+
+    @classmethod
+    def gemm(cls, dtype: Dtype, shape: tuple[int, int, int], full: bool = False) -> EvaluatorSpec:
+        return cls(GEMM, dtype.key, tuple(shape), full=full)
+
+    @classmethod
+    def gemv(cls, dtype: Dtype, shape: tuple[int, int], layout: str, full: bool = False) -> EvaluatorSpec:
+        return cls(GEMV, dtype.key, tuple(shape), layout, full)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> EvaluatorSpec:
+        return cls(**{**data, "shape": tuple(data["shape"])})
+
+
+@dataclass(frozen=True)
+class Start:
+    """The first request of a process: open a context on the device of ``slot`` (checked against its
+    ``fingerprint``) after importing ``preload`` (families tests define), with ``builders`` build threads
+    and ``build_processes`` compile processes (0: compile in the worker). Replied ``{"ready": true}``."""
+
+    name: ClassVar[str] = "start"
+    slot: str
+    fingerprint: str
+    preload: tuple[str, ...] = ()
+    builders: int = 1
+    build_processes: int = 0
+
+
+@dataclass(frozen=True)
+class MakeEvaluator:
+    """Make the evaluator ``spec`` describes, in place of the last. Replied ``{"ready": true}``."""
+
+    name: ClassVar[str] = "evaluator"
+    spec: EvaluatorSpec
+
+
+@dataclass(frozen=True)
+class Prepare:
+    """Build ``config``'s plan in the background, as candidate ``index``. No reply."""
+
+    name: ClassVar[str] = "prepare"
+    index: int
+    config: Params
+
+
+@dataclass(frozen=True)
+class Discard:
+    """Free candidate ``index``'s plan, prepared and not measured. No reply."""
+
+    name: ClassVar[str] = "discard"
+    index: int
+
+
+@dataclass(frozen=True)
+class Evaluate:
+    """Measure candidate ``index`` (``config``; built now if it was not prepared) with ``runs`` timed runs,
+    the fastest full measurement so far being ``best_seconds``. Replied ``{"running": index}`` once the
+    plan is built and the device is about to run it, then ``{"record": {...}, "best_seconds": s}``."""
+
+    name: ClassVar[str] = "evaluate"
+    index: int
+    config: Params
+    runs: int
+    best_seconds: float
+
+
+@dataclass(frozen=True)
+class BenchmarkFma:
+    """The FMA micro-benchmark (``fma.benchmark``) of ``reals`` ('s', 'd') at ``widths``. Replied
+    ``{"fma": [result, ...]}``."""
+
+    name: ClassVar[str] = "fma"
+    reals: tuple[str, ...]
+    widths: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Verify:
+    """``config`` on awkward shapes of ``dtype`` (a key; ``verification.verify``). Replied
+    ``{"verified": null}`` or what went wrong."""
+
+    name: ClassVar[str] = "verify"
+    config: Params
+    dtype: str
+
+
+Request = Start | MakeEvaluator | Prepare | Discard | Evaluate | BenchmarkFma | Verify
+REQUESTS: dict[str, type] = {cls.name: cls for cls in (Start, MakeEvaluator, Prepare, Discard, Evaluate,
+                                                          BenchmarkFma, Verify)}
+
+
+def encode(request: Request) -> dict:
+    """The JSON object of ``request``."""
+    message: dict = {"request": request.name}
+    for field in fields(request):
+        value = getattr(request, field.name)
+        if field.name == "config":
+            value = value.to_dict()
+        elif isinstance(value, EvaluatorSpec):
+            value = asdict(value)
+        message[field.name] = list(value) if isinstance(value, tuple) else value
+    return message
+
+
+def decode(message: dict) -> Request:
+    """The request ``message`` (from ``encode``) stands for; ``ArgumentError`` for one no request has
+    the shape of, ``ConfigError`` for a configuration that fails validation."""
+    cls = REQUESTS.get(message.get("request")) if isinstance(message, dict) else None
+    if cls is None:
+        raise ArgumentError(f"not an evaluation request: {str(message)[:200]}")
+    values = {}
+    for field in fields(cls):
+        if field.name not in message:
+            continue
+        value = message[field.name]
+        if field.name == "config":
+            value = params_from_dict(value, routine=None)
+        elif field.name == "spec":
+            value = EvaluatorSpec.from_dict(value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        values[field.name] = value
+    return cls(**values)

@@ -1,0 +1,104 @@
+"""``verify``: a configuration about to enter a profile must be right for every shape, not only for the
+whole-tile problem it was timed on. A GEMM kernel is run through a plan with edge-guarded and padded
+kernels on sizes that are not multiples of its tiles, with transposes (conjugate ones for complex), alpha
+and beta, beta = 0 over a NaN-filled C; a GEMV kernel on sizes off every block, with a wider leading
+dimension, increments, offsets and beta; each compared with a float64 reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+
+from ...accuracy import apply_op, random_matrix, relative_error, tolerance
+from ...blas import GemmProblem, LaunchPlan, Op
+from ...blas.gemv import GemvLaunchPlan, GemvProblem
+from ...codelets.gemv import GemvParams
+from ...codelets.registry import GEMM, KernelParams, Params, family_of
+from ...dtypes import Dtype
+from ...runtime.context import DeviceContext
+
+
+def verify(ctx: DeviceContext, params: Params, dtype: Dtype) -> str | None:
+    """None when ``params`` (of any family) computes every case of its routine right, else what went
+    wrong."""
+    return (verify_gemm if family_of(params).routine == GEMM else verify_gemv)(ctx, params, dtype)
+
+
+def verify_gemm(ctx: DeviceContext, params: KernelParams, dtype: Dtype, seed: int = 0) -> str | None:
+    """None when ``params`` computes every GEMM case right, else what went wrong."""
+    rng = np.random.default_rng(seed)
+    m, n, k = params.block_rows + 3, 2 * params.block_cols + 5, 3 * params.tile_k + 1
+    conj = "C" if dtype.is_complex else "T"
+    cases = (("guard", "N", "N", 1.0, 0.0), ("pad", "T", conj, 1.5, 0.0), ("guard", conj, "T", -0.5, 0.75),
+             ("pad", "N", "T", 1.0, 0.5))
+    for edge, ta, tb, alpha, beta in cases:
+        a = random_matrix(rng, dtype, (k, m) if ta != "N" else (m, k))
+        b = random_matrix(rng, dtype, (n, k) if tb != "N" else (k, n))
+        c = random_matrix(rng, dtype.output, (m, n)) if beta else np.full((m, n), np.nan, dtype.output.numpy)
+        ref_t = dtype.reference_numpy
+        want = alpha * (apply_op(a.astype(ref_t), ta) @ apply_op(b.astype(ref_t), tb))
+        if beta:
+            want = want + beta * c.astype(ref_t)
+        try:
+            c = _run(ctx, params, dtype, edge, (a, ta), (b, tb), c, alpha, beta)
+        except Exception as exc:   # noqa: BLE001 - any failure disqualifies the configuration
+            return f"{edge} {ta}{tb} {m}x{n}x{k}: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+        error = relative_error(c, want)
+        if not error < tolerance(dtype, k):
+            return f"{edge} {ta}{tb} {m}x{n}x{k}: relative error {error:.2e}"
+    return None
+
+
+def _run(ctx: DeviceContext, params: KernelParams, dtype: Dtype, edge: str, a: tuple[np.ndarray, str],
+         b: tuple[np.ndarray, str], c: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    """C = alpha op(A) op(B) + beta C through a plan on device buffers; returns the new C."""
+    (a, ta), (b, tb) = a, b
+    op_a, op_b = Op.from_letter(ta, "trans_a"), Op.from_letter(tb, "trans_b")
+    m, n = c.shape
+    k = a.shape[0] if op_a.transposed else a.shape[1]
+    problem = GemmProblem.dense(dtype, m, n, k, op_a, op_b)
+    plan = LaunchPlan(ctx, problem, params, edge)
+    mf = cl.mem_flags
+    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x) for x in (a, b, c)]
+    try:
+        plan.enqueue(*buffers, alpha=alpha, beta=beta)
+        out = np.empty_like(c)
+        cl.enqueue_copy(ctx.queue, out, buffers[2])
+        return out
+    finally:
+        plan.release()
+        for buf in buffers:
+            buf.release()
+
+
+def verify_gemv(ctx: DeviceContext, params: GemvParams, dt: Dtype) -> str | None:
+    """What is wrong with ``params`` on problems unlike the tuned one (sizes off every block, a wider
+    leading dimension, increments, offsets, beta not 0, conjugation), or None."""
+    rng = np.random.default_rng()
+    conjugate = dt.is_complex
+    for rows, cols in ((37, 53), (1, 300), (300, 1)):
+        problem = GemvProblem(dt, rows, cols, Op(params.layout == "T", conjugate), cols + 3, 2, 3, 5, 1, 2)
+        a = random_matrix(rng, dt, (5 + rows * (cols + 3),))
+        x = random_matrix(rng, dt, (1 + problem.reduction * 2,))
+        y = random_matrix(rng, dt, (2 + problem.outputs * 3,))
+        plan = GemvLaunchPlan(ctx, problem, params)
+        mf = cl.mem_flags
+        buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=v) for v in (a, x, y)]
+        try:
+            plan.enqueue(*buffers, alpha=0.5, beta=-1.0)
+            got = np.empty_like(y)
+            cl.enqueue_copy(ctx.queue, got, buffers[2]).wait()
+        finally:
+            plan.release()
+            for buf in buffers:
+                buf.release()
+        ref_type = dt.reference_numpy
+        stored = a[5:].reshape(rows, cols + 3)[:, :cols].astype(ref_type)
+        stored = stored.conj() if conjugate else stored
+        op_a = stored.T if params.layout == "T" else stored
+        want = y.astype(ref_type)
+        want[2::3] = 0.5 * op_a @ x[1::2].astype(ref_type) - want[2::3]
+        error = np.linalg.norm(got.astype(ref_type) - want) / np.linalg.norm(want)
+        if not error < tolerance(dt, problem.reduction):
+            return f"{rows}x{cols}: relative error {error:.2e} (or an element outside y written)"
+    return None

@@ -1,0 +1,135 @@
+"""The process a tuning run's candidates are measured in (``isolated.WorkerProcess`` starts it;
+``runtime.child.serve`` carries its requests and replies, a JSON object per line, made and read by
+``requests``). It opens its own context on the device and makes the evaluator of each problem tuned
+(``GemmEvaluator`` or ``GemvEvaluator``, by the spec's routine); the requests and their replies are
+described in ``requests``.
+
+A candidate that crashes the process or never finishes costs this process, not the tuner: the parent
+stops it and starts another. After a candidate that crashed while running, or failed its verification,
+the context may be unusable (on NVIDIA an illegal access poisons it), so this process exits at once when
+it has replied, and says so in the reply (``"ending": true``). Otherwise it ends when its stdin does."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import asdict
+
+from ...codelets.registry import GEMM, GEMV, Params
+from ...dtypes import get_dtype
+from ...runtime.child import serve
+from ...runtime.context import DeviceContext, context_for
+from ...runtime.discovery import same_device
+from .. import fma
+from ..records import Outcome
+from .gemm import GemmEvaluator
+from .gemv import GemvEvaluator
+from .interface import discard_plan
+from .on_device import DeviceEvaluator
+from .requests import BenchmarkFma, Discard, Evaluate, MakeEvaluator, Prepare, Request, Start, Verify, decode
+from .verification import verify
+
+#: The evaluators a worker makes, by the routine of the spec.
+EVALUATORS: dict[str, type[DeviceEvaluator]] = {GEMM: GemmEvaluator, GEMV: GemvEvaluator}
+Reply = Callable[[dict], None]
+
+
+class Worker:
+    """The device's context (made by the start request), the evaluator of the problem being tuned and the
+    plans being built ahead for it."""
+
+    def __init__(self) -> None:
+        self.stack = ExitStack()
+        self.ctx: DeviceContext | None = None
+        self.pool: ThreadPoolExecutor | None = None
+        self.evaluator: DeviceEvaluator | None = None
+        self.plans: dict[int, Future] = {}
+        self.handlers: dict[type, Callable[[Request, Reply], None]] = {
+            Start: self._start, MakeEvaluator: self._make_evaluator, Prepare: self._prepare_ahead,
+            Discard: self._discard, Evaluate: self._evaluate, BenchmarkFma: self._fma, Verify: self._verify}
+
+    def handle(self, message: dict, reply: Reply) -> None:
+        """Serve one request."""
+        request = decode(message)
+        self.handlers[type(request)](request, reply)
+
+    def _start(self, start: Start, reply: Reply) -> None:
+        for module in start.preload:
+            importlib.import_module(module)
+        self.ctx = context_for(same_device(start.slot, start.fingerprint))
+        if start.build_processes:
+            self.stack.enter_context(self.ctx.building_in_processes(start.build_processes))
+        self.pool = ThreadPoolExecutor(start.builders, thread_name_prefix="autogemm-build")
+        reply({"ready": True})
+
+    def _make_evaluator(self, request: MakeEvaluator, reply: Reply) -> None:
+        self._drop_evaluator()
+        self.evaluator = EVALUATORS[request.spec.routine].from_spec(self.ctx, request.spec)
+        reply({"ready": True})
+
+    def _prepare(self, config: Params) -> tuple[object, float]:
+        started = time.perf_counter()
+        try:
+            plan: object = self.evaluator.prepare(config)
+        except Exception as exc:   # noqa: BLE001 - the evaluator turns it into a record
+            plan = exc
+        return plan, time.perf_counter() - started
+
+    def _prepare_ahead(self, request: Prepare, reply: Reply) -> None:
+        self.plans[request.index] = self.pool.submit(self._prepare, request.config)
+
+    def _discard(self, request: Discard, reply: Reply) -> None:
+        future = self.plans.pop(request.index, None)
+        if future is not None:
+            future.add_done_callback(lambda done: discard_plan(done.result()[0]))
+
+    def _evaluate(self, request: Evaluate, reply: Reply) -> None:
+        future = self.plans.pop(request.index, None)
+        plan, build_seconds = future.result() if future is not None else self._prepare(request.config)
+        self.evaluator.best_seconds = request.best_seconds
+        reply({"running": request.index})
+        record = self.evaluator.evaluate(request.config, plan, request.runs, build_seconds)
+        crashed = record.outcome is Outcome.CRASHED
+        reply({"record": record.to_dict(), "best_seconds": self.evaluator.best_seconds, "ending": crashed})
+        if crashed:
+            os._exit(0)       # its context may be unusable, and freeing it could hang: the parent starts anew
+
+    def _fma(self, request: BenchmarkFma, reply: Reply) -> None:
+        results = fma.benchmark(self.ctx, request.reals, request.widths)
+        reply({"fma": [asdict(result) for result in results]})
+
+    def _verify(self, request: Verify, reply: Reply) -> None:
+        problem = verify(self.ctx, request.config, get_dtype(request.dtype))
+        reply({"verified": problem, "ending": bool(problem)})
+        if problem:
+            os._exit(0)       # it may have failed by losing the context: the next request starts anew
+
+    def _drop_evaluator(self) -> None:
+        for future in self.plans.values():
+            discard_plan(future.result()[0])
+        self.plans.clear()
+        if self.evaluator is not None:
+            self.evaluator.release()
+            self.evaluator = None
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+        self._drop_evaluator()
+        self.stack.close()
+
+
+def main() -> None:
+    worker = Worker()
+    try:
+        serve(worker.handle)
+    finally:
+        worker.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""What enters a profile from a size class's measurements: the fastest correct configurations that pass
+verification on awkward shapes, with the best of each codelet layout beside them, and, for a GPU's large
+class, their order decided again on a problem twice the size."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..codelets.registry import Params
+from ..dtypes import Dtype
+from ..profiles import Ranked
+from .evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
+from .objective import Objective
+
+#: How many more verified finalists than it keeps a class with ``confirm`` times again.
+CONFIRM_POOL = 2
+
+
+def finalists(check: Callable[[Params], str | None], objectives: list[Objective], top: int
+              ) -> tuple[list[Ranked], list[tuple[Params, str]]]:
+    """Over the measurements of ``objectives`` (one per family searched): the ``top`` best correct
+    configurations that also pass ``check`` (the verification: what goes wrong, or None; see
+    ``best_of_each_layout``); and those rejected by it."""
+    ok = [Ranked(r.config, r.gflops) for o in objectives for r in o.records.values() if o.complete(r)]
+    rejected: list[tuple[Params, str]] = []
+
+    def verified(ranked: Ranked) -> bool:
+        problem = check(ranked.config)
+        if problem:
+            rejected.append((ranked.config, problem))
+        return not problem
+
+    return best_of_each_layout(ok, top, verified), rejected
+
+
+def best_of_each_layout(candidates: list[Ranked], top: int, accept: Callable[[Ranked], bool] = lambda r: True
+                        ) -> list[Ranked]:
+    """The ``top`` fastest of ``candidates`` that ``accept`` takes, then the fastest accepted one of each
+    codelet layout not among them (so that a problem stored in that layout can be computed without a
+    transposing pack, see ``blas.selection``), best first. ``accept`` is asked only as far as needed."""
+    ordered = sorted(candidates, key=lambda r: r.gflops, reverse=True)
+    kept: list[Ranked] = []
+    layouts: set[str] = set()
+    all_layouts = {r.config.layout for r in ordered}
+    for ranked in ordered:
+        if len(kept) >= top and ranked.config.layout in layouts:
+            continue
+        if accept(ranked):
+            kept.append(ranked)
+            layouts.add(ranked.config.layout)
+        if len(kept) >= top and layouts >= all_layouts:
+            break
+    return kept
+
+
+def confirmed(worker: WorkerProcess, dtype: Dtype, size: int, ranked: list[Ranked], top: int) -> list[Ranked] | None:
+    """``ranked`` timed again, in full, on the square problem of ``size`` in ``worker`` and kept as
+    ``best_of_each_layout`` keeps them; None where that problem would take more than a quarter of the
+    device's memory (operands, C and the float64 reference) or none of them computes it right."""
+    device = worker.device
+    reference_itemsize = np.dtype(dtype.reference_numpy).itemsize
+    needed = size * size * (2 * dtype.itemsize + dtype.output.itemsize + reference_itemsize)
+    if 4 * needed > device.global_mem_bytes or size * size * reference_itemsize > device.max_mem_alloc_bytes:
+        return None
+    evaluator = IsolatedEvaluator(worker, EvaluatorSpec.gemm(dtype, (size,) * 3, full=True))
+    records = [evaluator.evaluate(r.config) for r in ranked]
+    timed = [Ranked(record.config, record.gflops) for record in records if record.ok]
+    return best_of_each_layout(timed, top) or None

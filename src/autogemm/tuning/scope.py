@@ -1,0 +1,114 @@
+"""What a tuning run covers: the problems it tunes for (size classes) and the share of the budget each
+gets, the whole run's default budget and the dtypes it covers.
+
+GEMM is tuned on three square problems: a large one (where the rate is decided by the inner loop), a
+small one (where filling the device with work-groups matters more, so smaller blocks win) and one between
+them. GEMV reads each element of A once, so its rate is set by memory bandwidth: it is tuned on matrices
+far larger than the device's caches (a quarter GiB on a GPU), per codelet layout (N for y = A x, T for
+y = A^T x) and shape (a square A, and a long one: few outputs, a long reduction). GEMV's rates are kept as
+GFLOP/s like GEMM's; ``bandwidth`` turns them into the GB/s they stand for."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from ..accuracy import gemv_flops
+from ..codelets.registry import GEMM, GEMV
+from ..dtypes import NATIVE, Dtype
+from ..runtime.device import Device
+from .budget import Budget
+
+
+@dataclass(frozen=True)
+class SizeClass:
+    """A problem tuned for: its name in the profile ("large"; GEMV's "n-square"), its shape (GEMV's A is
+    m x n, with k 1), the share of a dtype's budget it gets, the size of the square problem its finalists
+    are ranked on where that is another (``confirm``), and for GEMV the codelet ``layout``."""
+
+    name: str
+    m: int
+    n: int
+    k: int
+    share: float
+    confirm: int | None = None
+    layout: str | None = None
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.m, self.n, self.k
+
+    @property
+    def routine(self) -> str:
+        return GEMM if self.layout is None else GEMV
+
+
+#: The size classes tuned for, largest first, and the share of a dtype's budget each gets; "gemv" is
+#: GEMV's two layouts and two shapes (a quarter each), tuned for the dtypes in their own precision.
+CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, GEMV: 0.2}
+#: A GPU's large class ranks its finalists on a problem this many times larger in each dimension: the
+#: largest problems keep less of their operands in the caches, and the tile that wins at 4096 on the
+#: H100 can lose at 8192 (DGEMM: 48.0 against 46.0 TFLOP/s at 4096, 41.1 against 44.6 at 8192).
+CONFIRM_SCALE = 2
+
+#: The bytes of A a GEMV class is tuned on: a GPU's (well past the caches, e.g. the H100's 50 MB of L2)
+#: and a CPU's, and with ``quick``.
+GPU_BYTES, CPU_BYTES, QUICK_BYTES = 2**28, 2**25, 2**22
+#: GEMV's shape classes: a square A, and a long one with as many elements, ``LONG_RATIO`` times fewer
+#: outputs and a reduction as many times longer (a short, wide A for layout N, a tall, narrow one for T),
+#: where a configuration must keep the device busy with few outputs.
+GEMV_SHAPES = ("square", "long")
+LONG_RATIO = 8
+
+
+def size_classes(device: Device, quick: bool = False) -> tuple[SizeClass, ...]:
+    """GEMM's classes on ``device``: large, medium and small squares (smaller with ``quick``, and on a
+    CPU); a GPU's large class is confirmed at twice its size."""
+    if device.is_gpu:
+        sizes = (2048, 768, 256) if quick else (4096, 1536, 512)
+    else:
+        sizes = (256, 128, 64) if quick else (768, 320, 128)
+    classes = [SizeClass(name, n, n, n, share) for (name, share), n in zip(CLASS_SHARES.items(), sizes)
+               if name != GEMV]
+    if device.is_gpu and not quick:
+        classes[0] = replace(classes[0], confirm=CONFIRM_SCALE * classes[0].m)
+    return tuple(classes)
+
+
+def gemv_classes(device: Device, dt: Dtype, quick: bool = False) -> tuple[SizeClass, ...]:
+    """GEMV's classes for ``dt`` on ``device``: each layout, N then T, with a square and a long A, a
+    quarter of the gemv share each."""
+    share = CLASS_SHARES[GEMV] / (2 * len(GEMV_SHAPES))
+    return tuple(SizeClass(f"{layout.lower()}-{kind}", *gemv_shape(device, dt, layout, kind, quick), 1, share,
+                           layout=layout) for layout in "NT" for kind in GEMV_SHAPES)
+
+
+def gemv_shape(device: Device, dt: Dtype, layout: str, kind: str, quick: bool = False) -> tuple[int, int]:
+    """A's (rows, cols) for the ``kind`` class of ``layout``: of about ``*_BYTES`` (at most an eighth of the
+    device's memory and of its largest allocation), the square's side a multiple of 256."""
+    target = QUICK_BYTES if quick else (GPU_BYTES if device.is_gpu else CPU_BYTES)
+    target = min(target, device.global_mem_bytes // 8, device.max_mem_alloc_bytes // 2)
+    side = max(256, int(math.sqrt(target / dt.itemsize)) // 256 * 256)
+    if kind == "square":
+        return side, side
+    outputs, reduction = side // LONG_RATIO, side * LONG_RATIO
+    return (reduction, outputs) if layout == "T" else (outputs, reduction)
+
+
+def bandwidth(dt: Dtype, shape: tuple[int, ...], gflops: float) -> float:
+    """The GB/s a GEMV of ``shape`` (rows, cols) at ``gflops`` moves: A once, x once, y written."""
+    rows, cols = shape[:2]
+    return gflops * (rows * cols + rows + cols) * dt.itemsize / gemv_flops(dt, rows, cols)
+
+
+def default_budget(device: Device, quick: bool = False) -> Budget:
+    """The whole run's budget: minutes on a GPU, less for a quick look."""
+    if device.is_gpu:
+        return Budget(seconds=120.0 if quick else 420.0)
+    return Budget(seconds=60.0 if quick else 600.0)
+
+
+def supported_dtypes(device: Device) -> tuple[Dtype, ...]:
+    """The dtypes a tuning run covers unless told: s, d, c, z where the device can (16-bit ones, tuned
+    only for their matrix instructions, are named explicitly)."""
+    return tuple(dt for dt in NATIVE if not dt.tensor_only and (device.fp64 or not dt.needs_fp64))
