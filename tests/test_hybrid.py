@@ -9,10 +9,9 @@ import pytest
 
 import autogemm
 from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
-from autogemm.blas.hybrid import HOST, HostGemm, run_split
-from autogemm.blas.split import Split
 from autogemm.dtypes import DTYPES
 from autogemm.runtime.context import DeviceContext
+from autogemm.shares import HOST, HostGemm, Split, run_split, staging
 
 RNG = np.random.default_rng()
 
@@ -131,7 +130,7 @@ def test_errors_name_the_argument_and_change_nothing(ctx, monkeypatch, streamed)
     with pytest.raises(autogemm.ShapeError):
         autogemm.gemm(a, a, c, devices=[HOST])
     # a share that does not fit its device stops the call before any share runs
-    from autogemm.blas import stream
+    from autogemm.shares import stream
     targets = [ctx, DeviceContext(ctx.device), HOST]
     planned = []
     real = stream.DeviceStream._layout
@@ -151,7 +150,7 @@ def test_errors_name_the_argument_and_change_nothing(ctx, monkeypatch, streamed)
 def test_the_tuner_tries_every_host_share_and_checks_every_point(ctx, monkeypatch):
     from autogemm.blas import GemmProblem
     from autogemm.blas.selection import candidates
-    from autogemm.tuning import hybrid as tuner
+    from autogemm.tuning import cotune as tuner
 
     assert [s.shares for s in tuner.splits([ctx, HOST], 4)] == [(4, 0), (3, 1), (2, 2), (1, 3), (0, 4)]
     other = DeviceContext(ctx.device)
@@ -173,7 +172,7 @@ def test_the_tuner_tries_every_host_share_and_checks_every_point(ctx, monkeypatc
 
 
 def test_the_host_share_stops_growing_once_calls_get_slower(ctx, monkeypatch):
-    from autogemm.tuning import hybrid as tuner
+    from autogemm.tuning import cotune as tuner
 
     by_host_share = {0: 5.0, 1: 3.0, 2: 4.0, 3: 6.0, 4: 9.0}
     monkeypatch.setattr(tuner, "_measure", lambda targets, split, gemm, configs, config, reference, runs:
@@ -187,9 +186,9 @@ def test_the_host_share_stops_growing_once_calls_get_slower(ctx, monkeypatch):
 @pytest.fixture
 def small_chunks(monkeypatch):
     """Streams in 128-wide tiles through 4 KiB staging chunks: many tiles, many chunks per block."""
-    from autogemm.blas import stream
-    monkeypatch.setattr(stream, "CHUNK_BYTES", 4096)
-    monkeypatch.setattr(stream, "THREADED_BYTES", 1024)      # the threaded copies too
+    from autogemm.shares import stream
+    monkeypatch.setattr(staging, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(staging, "THREADED_BYTES", 1024)      # the threaded copies too
     return stream
 
 
@@ -216,10 +215,10 @@ def test_a_new_c_is_touched_ahead_of_the_copies_that_write_it(ctx, small_chunks,
     (``FirstTouch``: a new C's pages are faulted in off the copies' path); each copy waits for it, so a
     slow toucher never overwrites a tile already written."""
     import time
-    real = small_chunks.FirstTouch._touch
-    monkeypatch.setattr(small_chunks.FirstTouch, "_touch", lambda self: (time.sleep(0.3), real(self)))
-    monkeypatch.setattr(small_chunks.FirstTouch, "stop", lambda self: [t.join() for t in self._threads])    # touches it all
-    monkeypatch.setattr(small_chunks, "PAGE_BYTES", 64)             # sixteen touched elements per row
+    real = staging.FirstTouch._touch
+    monkeypatch.setattr(staging.FirstTouch, "_touch", lambda self: (time.sleep(0.3), real(self)))
+    monkeypatch.setattr(staging.FirstTouch, "stop", lambda self: [t.join() for t in self._threads])    # touches it all
+    monkeypatch.setattr(staging, "PAGE_BYTES", 64)             # sixteen touched elements per row
     dt = DTYPES["s"]
     a, b = random_matrix(RNG, dt, (300, 90)), random_matrix(RNG, dt, (90, 270))
     gemm = HostGemm(dt, a, b, np.full((300, 270), np.nan, np.float32), "N", "N", 1.0, 0.0)
@@ -229,7 +228,7 @@ def test_a_new_c_is_touched_ahead_of_the_copies_that_write_it(ctx, small_chunks,
 
 
 def test_first_touch_writes_one_element_per_page_in_order_and_stops():
-    from autogemm.blas.stream import PAGE_BYTES, FirstTouch
+    from autogemm.shares.staging import PAGE_BYTES, FirstTouch
     rows = np.full((64, 1500), np.nan, np.float32)
     touch = FirstTouch(rows, 8)
     touch.wait(64)
@@ -269,7 +268,7 @@ def test_a_product_larger_than_the_device_streams_b_or_says_what_it_needs(ctx, s
 
 
 def test_tiles_are_taken_in_growing_squares_where_both_operands_stay():
-    from autogemm.blas.stream import tile_order
+    from autogemm.shares.stream import tile_order
     assert tile_order(2, 3, False) == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
     assert tile_order(3, 3, True) == [(0, 0), (1, 0), (1, 1), (0, 1), (2, 0), (2, 1), (2, 2), (0, 2), (1, 2)]
     for rows, cols in ((1, 5), (5, 1), (4, 7), (7, 4), (6, 6)):
@@ -282,7 +281,7 @@ def test_large_host_calls_stream_through_the_device(ctx, monkeypatch, streamed):
     alpha and beta as ever); smaller ones and device arrays do not."""
     import importlib
 
-    from autogemm.blas import stream
+    from autogemm.shares import stream
     gemm_module = importlib.import_module("autogemm.api.gemm")
     streamed = []
     real = stream.DeviceStream.run
@@ -304,8 +303,8 @@ def test_devices_sharing_a_product_copy_b_through_the_host_once(device, small_ch
     dt = DTYPES["d"]
     m, n, k = 300, 270, 90
     copied = []
-    real = small_chunks.parallel_copy
-    monkeypatch.setattr(small_chunks, "parallel_copy", lambda dst, src: (copied.append(src), real(dst, src))[1])
+    real = staging.parallel_copy
+    monkeypatch.setattr(staging, "parallel_copy", lambda dst, src: (copied.append(src), real(dst, src))[1])
     for tb in ("N", "T"):
         a = random_matrix(RNG, dt, (m, k))
         b = random_matrix(RNG, dt, (n, k) if tb == "T" else (k, n))
@@ -319,7 +318,7 @@ def test_devices_sharing_a_product_copy_b_through_the_host_once(device, small_ch
 
 
 def test_page_locked_memory_is_kept_and_grown_only_when_too_small(device):
-    from autogemm.blas.stream import page_locked
+    from autogemm.shares.staging import page_locked
     ctx = DeviceContext(device)
     lock, first = page_locked(ctx, 4096)
     assert page_locked(ctx, 1000)[1] is first and page_locked(ctx, 1000)[0] is lock
@@ -330,10 +329,10 @@ def test_page_locked_memory_is_kept_and_grown_only_when_too_small(device):
 def test_a_device_sharing_the_hosts_memory_computes_in_place(ctx, monkeypatch):
     """On a device that shares the host's memory (PoCL's CPU device) the share runs on buffers over the
     numpy arrays: nothing goes through staging, and beta and transposes hold as ever."""
-    from autogemm.blas import mapped, stream
+    from autogemm.shares import mapped
     if not ctx.device.shares_host_memory:
         pytest.skip("this device has memory of its own")
-    monkeypatch.setattr(stream, "parallel_copy", lambda dst, src: pytest.fail("copied through staging"))
+    monkeypatch.setattr(staging, "parallel_copy", lambda dst, src: pytest.fail("copied through staging"))
     ran = []
     real = mapped.MappedShare.run
     monkeypatch.setattr(mapped.MappedShare, "run", lambda self: (ran.append(self), real(self))[1])

@@ -269,8 +269,8 @@ def test_saving_merges_with_what_is_there(cache, device):
 def test_devices_with_the_host_take_the_co_tuned_split_and_kernel(cache, ctx, device, monkeypatch):
     """gemm(devices=[device, 'host']) shares C as the profile's hybrid entry nearest in shape says, with
     its kernel on the device; without the host among the targets, or given a split, the entry is not used."""
-    from autogemm.blas.split import Split
-    hybrid_api = importlib.import_module("autogemm.api.hybrid")
+    from autogemm.shares import Split
+    hybrid_api = importlib.import_module("autogemm.api.targets")
     save(make_profile(device))
     calls = []
     real = hybrid_api.run_split

@@ -2,11 +2,11 @@
 
 from .api import GemmPlan, clear_plans, gemm, gemm_batched, gemv, matmul, transpose
 from .blas import GemmProblem, LaunchPlan, Op
-from .blas.split import Split
 from .codelets.gemv import GemvParams
 from .codelets.simt import SimtParams
 from .errors import ArgumentError, AutogemmError, BuildError, ConfigError, DeviceError, DtypeError, ShapeError
 from .runtime import Device, context_for, context_for_queue, default_device, find_device, list_devices
+from .shares.split import Split
 
 __version__ = "0.1.0"
 

@@ -14,15 +14,15 @@ import pyopencl.array as cl_array
 from ..blas import GemmProblem, LaunchPlan, blocks, plan_cache
 from ..blas.plan_cache import cached_plan, is_current
 from ..blas.problem import alignment_class
-from ..blas.split import Split
 from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..errors import ArgumentError
 from ..runtime import Device, DeviceContext
 from ..runtime.memory import check_memory, reports_full_memory
+from ..shares.split import Split
 from .checks import checked_call
-from .hybrid import Devices, gemm_on_targets
 from .operands import Matrix, Stored, as_matrix, call_context, event_list, events_of, on_device, scalar, stored
+from .targets import Devices, gemm_on_targets
 from .transfer import execute
 
 
@@ -85,7 +85,7 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
                    config=config, edge=edge, precision=precision, out_dtype=out_dtype, wait_for=wait_for)
 
 
-#: A call on numpy arrays of at least this many bytes in all runs as a share of its device (``blas.hybrid``:
+#: A call on numpy arrays of at least this many bytes in all runs as a share of its device (``shares``:
 #: streamed, or in place): on the H100 that took a 16384^3 SGEMM from 14 to 41 TFLOP/s end to end;
 #: smaller calls copy directly.
 STREAM_BYTES = 256 * 2**20

@@ -22,11 +22,11 @@ import pyopencl as cl
 from ..accuracy import Reference, apply_op, gemm_flops, random_matrix
 from ..api import gemm
 from ..blas import GemmProblem, LaunchPlan, Op
-from ..blas.hybrid import HOST
 from ..dtypes import DTYPES, Dtype
 from ..errors import ArgumentError
 from ..runtime.context import DeviceContext
 from ..runtime.timing import median, time_enqueue
+from ..shares.host import HOST
 from ..tuning import fma
 from . import peers as peer_functions
 from .peers import PeerResult, wall_median

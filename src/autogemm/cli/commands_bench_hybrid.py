@@ -11,8 +11,8 @@ import click
 import numpy as np
 from rich.table import Table
 
-from ..bench.hybrid import CO_TUNED, CPU_ONLY, GPU_ONLY, SIMPLE, run_hybrid
-from ..blas.split import DEFAULT_PARTS
+from ..bench.sharing import CO_TUNED, CPU_ONLY, GPU_ONLY, SIMPLE, run_hybrid
+from ..shares.split import DEFAULT_PARTS
 from . import main
 from .common import bench_inputs, cell, console, write_results
 

@@ -10,13 +10,13 @@ import numpy as np
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..blas.split import DEFAULT_PARTS
 from ..codelets.registry import KernelParams
 from ..codelets.space import SearchSpace
 from ..dtypes import Dtype, get_dtype
 from ..errors import ArgumentError, AutogemmError
 from ..profiles import SizeClassEntry, path_for
 from ..runtime import context_for
+from ..shares.split import DEFAULT_PARTS
 from ..tuning import (
     DEFAULT_STRATEGY,
     STRATEGIES,
@@ -29,8 +29,8 @@ from ..tuning import (
     tune,
 )
 from ..tuning.checkpoint import Checkpoint
+from ..tuning.cotune import HybridPoint, tune_hybrid
 from ..tuning.fma import FmaResult
-from ..tuning.hybrid import HybridPoint, tune_hybrid
 from ..tuning.replay import replay
 from ..tuning.scope import CLASS_SHARES, GEMV, bandwidth
 from . import main

@@ -5,23 +5,19 @@ single-chip CPU+GPU systems."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pyopencl as cl
 
+from ..blas.plan_cache import cached_plan
+from ..blas.problem import GemmProblem, Op
 from ..codelets.registry import KernelParams
 from ..runtime.context import DeviceContext
 from ..runtime.memory import check_memory
-from .plan_cache import cached_plan
-from .problem import GemmProblem, Op
-
-if TYPE_CHECKING:                      # hybrid runs shares: a type only, no import at run time
-    from .hybrid import HostGemm
+from .host import HostGemm
 
 
 class MappedShare:
-    """Rows [start, stop) of C = alpha op(A) op(B) + beta C (a ``hybrid.HostGemm``) on ``ctx``'s device,
+    """Rows [start, stop) of C = alpha op(A) op(B) + beta C (a ``host.HostGemm``) on ``ctx``'s device,
     in the host's memory; ``run`` blocks until they are in C. Operands that are not C-contiguous are
     copied once (the buffers must cover row-major storage). The plan's temporaries are checked against
     the device's memory when the share is made, before anything runs."""

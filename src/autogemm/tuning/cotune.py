@@ -3,7 +3,7 @@ BLAS, tuned together for the time of the whole call (host operands in, host resu
 kernel best alone is not always best beside the host.
 
 The space is every candidate kernel times every host share h of P parts (the devices sharing the other
-P - h parts evenly), h growing from 0 until the calls get slower (``PRUNE``). Each point is a whole ``blas.hybrid.run_split`` call, timed by wall clock after a
+P - h parts evenly), h growing from 0 until the calls get slower (``PRUNE``). Each point is a whole ``shares.run_split`` call, timed by wall clock after a
 warm-up (the median of ``runs``) and checked against float64 on sampled rows, including the rows on both
 sides of each share's boundary. With one candidate, the GPU-only best, this is the seed's "CPU+GPU with
 a tuned split" strategy; with several it is its full co-tuning."""
@@ -19,14 +19,14 @@ import numpy as np
 
 from ..accuracy import Reference, gemm_flops, random_matrix
 from ..blas import GemmProblem
-from ..blas.hybrid import HOST, HostGemm, Target, run_split
 from ..blas.selection import candidates
-from ..blas.split import DEFAULT_PARTS, Split
 from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..errors import TuningError
 from ..profiles import HybridEntry, profile_for, save
 from ..runtime.context import DeviceContext
+from ..shares import HOST, HostGemm, Target, run_split
+from ..shares.split import DEFAULT_PARTS, Split
 from .tuner import new_profile
 
 #: The host's share stops growing once a call takes this many times the kernel's best so far and longer

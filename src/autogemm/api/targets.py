@@ -1,17 +1,17 @@
 """``gemm(..., devices=...)``: one product on numpy arrays shared by rows of C among several GPUs and the
-host's own BLAS (``blas.hybrid``), each target's share given by a ``Split``."""
+host's own BLAS (``shares``), each target's share given by a ``Split``."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..blas.hybrid import HOST, HostGemm, Target, run_split
-from ..blas.split import DEFAULT_PARTS, Split
 from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..errors import ArgumentError
 from ..profiles import profile_for
 from ..runtime import context_for, find_device, list_devices
+from ..shares import HOST, HostGemm, Target, run_split
+from ..shares.split import DEFAULT_PARTS, Split
 from .checks import checked_call
 from .operands import Matrix, on_device, scalar
 

@@ -2,7 +2,7 @@
 four ways (CPU only: numpy's BLAS; GPU only: the device's profile kernel; CPU+GPU with that kernel and a
 tuned split; CPU+GPU with kernel and split co-tuned), beside the same kernel's device-resident rate and
 cuBLAS end to end (torch: copy in, multiply, copy out). The last three strategies come from one
-co-tuning sweep (``tuning.hybrid.co_tune``), timed the same way on the same data; CPU only, the resident
+co-tuning sweep (``tuning.cotune.co_tune``), timed the same way on the same data; CPU only, the resident
 rate and cuBLAS from one ``Bench`` run of the same product; every result is checked."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import numpy as np
 
 from ..accuracy import gemm_flops
 from ..blas import GemmProblem
-from ..blas.hybrid import HOST, target_name
 from ..blas.selection import candidates
-from ..blas.split import Split
 from ..dtypes import Dtype
 from ..runtime.context import DeviceContext
-from ..tuning.hybrid import HybridPoint, co_tune
+from ..shares.host import HOST, target_name
+from ..shares.split import Split
+from ..tuning.cotune import HybridPoint, co_tune
 from .runner import AUTOGEMM, END_TO_END, Bench
 from .shapes import Shape
 

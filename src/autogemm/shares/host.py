@@ -1,0 +1,56 @@
+"""A product on host arrays (``HostGemm``), which every share of it reads and writes, and the host's own
+BLAS as one of the targets a product is shared among (``HOST``: numpy's, computing its rows in place)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..accuracy import apply_op
+from ..dtypes import Dtype
+from ..runtime.context import DeviceContext
+
+#: The target that is the host's own BLAS rather than an OpenCL device.
+HOST = "host"
+Target = DeviceContext | str
+
+
+def target_name(target: Target) -> str:
+    """'host', or the device's name."""
+    return HOST if target == HOST else target.device.name.strip()
+
+
+@dataclass(frozen=True)
+class HostGemm:
+    """C = alpha op(A) op(B) + beta C on host arrays: ``a`` and ``b`` as stored (op given by their BLAS
+    letters), ``c`` the row-major, contiguous m x n result (read only when beta is not 0)."""
+
+    dt: Dtype
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    trans_a: str
+    trans_b: str
+    alpha: complex | float
+    beta: complex | float
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(m, n, k)."""
+        m, k = apply_op(self.a, self.trans_a).shape
+        return m, apply_op(self.b, self.trans_b).shape[1], k
+
+    def on_host(self, start: int, stop: int) -> None:
+        """Rows [start, stop) of C by numpy's BLAS, in the compute type (float32 for 16-bit dtypes)."""
+        if start == stop:
+            return
+        compute = self.dt.compute.numpy
+        x = apply_op(self.a, self.trans_a)[start:stop].astype(compute, copy=False)
+        y = apply_op(self.b, self.trans_b).astype(compute, copy=False)
+        rows = self.c[start:stop]
+        product = x @ y
+        if self.beta == 0:
+            rows[...] = self.alpha * product if self.alpha != 1 else product
+        else:
+            rows[...] = self.alpha * product + self.beta * rows.astype(compute)

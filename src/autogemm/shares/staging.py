@@ -1,0 +1,230 @@
+"""Host memory for streamed products: page-locked staging buffers in rings (``StagingRing``) and a
+page-locked copy of B that several devices' streams share (``SharedBlocks``), both kept between calls
+(page-locking is slow); host copies on several threads (``parallel_copy``: numpy's copies release the
+GIL); and ``FirstTouch``, which faults in a new C's pages ahead of the copies that write its tiles."""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyopencl as cl
+
+from ..errors import DeviceError
+from ..runtime.context import DeviceContext
+
+#: Bytes of one staging buffer: a block crosses in chunks of at most this size.
+CHUNK_BYTES = 64 * 2**20
+#: Staging buffers for copies to the device (a chunk is copied into one while the last is in flight).
+STAGING_IN = 3
+#: Host threads copying between numpy arrays and staging buffers (numpy's copies release the GIL): half the
+#: cores, at most 16 (8 reached 27 GB/s on the H100's 16-core host; several devices share them).
+COPY_THREADS = max(1, min(16, (os.cpu_count() or 2) // 2))
+#: Chunks smaller than this are copied by the calling thread alone.
+THREADED_BYTES = 4 * 2**20
+#: Bytes of a page of host memory: ``FirstTouch`` writes one element in each, by this many threads.
+PAGE_BYTES, TOUCH_THREADS = 4096, 4
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+_rings: weakref.WeakKeyDictionary[DeviceContext, tuple[threading.Lock, StagingRing, StagingRing]] = \
+    weakref.WeakKeyDictionary()
+_rings_lock = threading.Lock()
+_page_locked: weakref.WeakKeyDictionary[DeviceContext, tuple[threading.Lock, cl.Buffer, np.ndarray]] = \
+    weakref.WeakKeyDictionary()
+
+
+def parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
+    """``dst[...] = src`` for 2-D arrays of one shape, by ``COPY_THREADS`` threads over row ranges."""
+    global _pool
+    if src.nbytes < THREADED_BYTES or COPY_THREADS == 1 or len(src) < 2:
+        np.copyto(dst, src)
+        return
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(COPY_THREADS, thread_name_prefix="autogemm-copy")
+    bounds = np.linspace(0, len(src), min(COPY_THREADS, len(src)) + 1).astype(int)
+    futures = [_pool.submit(np.copyto, dst[a:b], src[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a]
+    for future in futures:
+        future.result()
+
+
+class StagingRing:
+    """Page-locked host buffers (allocated with ALLOC_HOST_PTR and mapped once) in a ring. A buffer is
+    handed out again once the copy that last used it is done (its event in ``pending``) and its user
+    has given it back (``done``: at once for copies to the device, after the host has read it for
+    copies from the device)."""
+
+    def __init__(self, ctx: DeviceContext, count: int, nbytes: int) -> None:
+        mf = cl.mem_flags
+        self.buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.ALLOC_HOST_PTR, nbytes) for _ in range(count)]
+        flags = cl.map_flags.READ | cl.map_flags.WRITE
+        self.arrays = [cl.enqueue_map_buffer(ctx.queue, buf, flags, 0, (nbytes,), np.uint8)[0] for buf in self.buffers]
+        self.pending: list[cl.Event | None] = [None] * count
+        self.free = [threading.Event() for _ in range(count)]
+        for flag in self.free:
+            flag.set()
+        self.nbytes = nbytes
+        self._next = 0
+
+    def take(self, shape: tuple[int, int], dtype: np.dtype) -> tuple[int, np.ndarray]:
+        """The next buffer, once free, as a C-contiguous array of ``shape`` and ``dtype``."""
+        index, self._next = self._next, (self._next + 1) % len(self.buffers)
+        self.free[index].wait()
+        self.free[index].clear()
+        if self.pending[index] is not None:
+            self.pending[index].wait()
+            self.pending[index] = None
+        size = shape[0] * shape[1] * dtype.itemsize
+        return index, self.arrays[index][:size].view(dtype).reshape(shape)
+
+    def done(self, index: int) -> None:
+        """Give buffer ``index`` back (its copy's event, if any, is in ``pending``)."""
+        self.free[index].set()
+
+    def wait(self) -> None:
+        """Wait for every copy that used a buffer of the ring."""
+        for index, event in enumerate(self.pending):
+            if event is not None:
+                event.wait()
+                self.pending[index] = None
+
+
+def staging_rings(ctx: DeviceContext, in_bytes: int, out_bytes: int, out_count: int
+                  ) -> tuple[threading.Lock, StagingRing, StagingRing]:
+    """The device's staging rings for copies in (``STAGING_IN`` buffers of at least ``in_bytes``) and out
+    (``out_count`` of ``out_bytes``: tiles of C), kept between calls (page-locked memory is slow to
+    allocate) and made anew, larger, only when too small; with the lock a stream holds while it uses
+    them."""
+    with _rings_lock:
+        found = _rings.get(ctx)
+        if found is None or found[1].nbytes < in_bytes or found[2].nbytes < out_bytes:
+            lock = found[0] if found else threading.Lock()
+            with lock:                         # not while a stream still uses the old ones
+                _rings[ctx] = (lock, StagingRing(ctx, STAGING_IN, max(in_bytes, CHUNK_BYTES)),
+                                   StagingRing(ctx, out_count, max(out_bytes, CHUNK_BYTES)))
+        return _rings[ctx]
+
+
+class SharedBlocks:
+    """The blocks of op(B) (columns ``tile`` wide) staged once in page-locked memory for several device
+    streams, which all need all of B: the first stream to need a block copies it in (host threads), the
+    others wait for it, and every stream copies it to its own device from there. Page-locked memory of
+    one context copies to another device at the page-locked rate (55 GB/s on two H200s, against 8 GB/s
+    from pageable memory), so the host copies B once instead of once per device."""
+
+    def __init__(self, ctx: DeviceContext, b: np.ndarray, transposed: bool, tile: int) -> None:
+        self.b, self.transposed, self.tile = b, transposed, tile
+        self._memory_lock, self.array = page_locked(ctx, b.nbytes)
+        self._memory_lock.acquire()
+        columns = b.shape[0] if transposed else b.shape[1]
+        self._ready = [threading.Event() for _ in range(math.ceil(columns / tile))]
+        self._claimed = [False] * len(self._ready)
+        self._failed = False
+        self._lock = threading.Lock()
+
+    def block(self, index: int, source: np.ndarray) -> np.ndarray:
+        """Block ``index`` (``source``, its stored columns of B) in page-locked memory, copied in by the
+        first caller; the others wait until it is there."""
+        offset = index * self.tile * (self.b.shape[1] if self.transposed else self.b.shape[0]) * self.b.itemsize
+        staged = self.array[offset:offset + source.nbytes].view(source.dtype).reshape(source.shape)
+        with self._lock:
+            first, self._claimed[index] = not self._claimed[index], True
+        if first:
+            try:
+                parallel_copy(staged, source)
+            except BaseException:
+                self._failed = True
+                raise
+            finally:
+                self._ready[index].set()
+        else:
+            self._ready[index].wait()
+        if self._failed:
+            raise DeviceError("another device's stream failed while copying B in")
+        return staged
+
+    def release(self) -> None:
+        """Give the page-locked memory back for the next product (it is kept: see ``page_locked``)."""
+        self._memory_lock.release()
+
+
+def page_locked(ctx: DeviceContext, nbytes: int) -> tuple[threading.Lock, np.ndarray]:
+    """At least ``nbytes`` of page-locked host memory of ``ctx`` (mapped), kept between calls and made anew,
+    larger, only when too small: page-locking is slow (a new 4 GiB each call made a 32768^3 SGEMM on two
+    H200s take 3.1 s instead of 0.9), so a process that shares B among devices holds as much as its
+    largest B. With the lock its user holds while it uses the memory."""
+    with _rings_lock:
+        found = _page_locked.get(ctx)
+        if found is None or found[2].nbytes < nbytes:
+            lock = found[0] if found else threading.Lock()
+            with lock:                         # not while a product still uses the old memory
+                if found is not None:
+                    found[2].base.release()
+                    found[1].release()
+                buffer = cl.Buffer(ctx.context, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, max(nbytes, 1))
+                flags = cl.map_flags.READ | cl.map_flags.WRITE
+                array = cl.enqueue_map_buffer(ctx.queue, buffer, flags, 0, (max(nbytes, 1),), np.uint8)[0]
+                _page_locked[ctx] = (lock, buffer, array)
+        return _page_locked[ctx][0], _page_locked[ctx][2]
+
+
+class FirstTouch:
+    """Faults in the pages of C's rows ahead of the copies that write the tiles, by ``TOUCH_THREADS``
+    threads taking blocks of rows in order: a new C (``np.empty``) has no pages yet, and the kernel zeroes
+    each on the first write (3.6 GB/s for one thread on the H100's host), which made the copies out of a
+    16384^3 SGEMM 10-35 ms slower into a new C than into one written before. Only where beta is 0 (C's
+    old values are not read, so one written element per page can be lost): a copy into rows [0, r)
+    waits for ``wait(r)``."""
+
+    def __init__(self, rows: np.ndarray, block_rows: int) -> None:
+        self._rows, self._block = rows, max(1, block_rows)
+        self._blocks = math.ceil(len(rows) / self._block)
+        self._next = self._done_blocks = 0            # the next block to take; blocks [0, done) are touched
+        self._done: set[int] = set()
+        self._stop = False
+        self._changed = threading.Condition()
+        self._threads = [threading.Thread(target=self._touch, name="autogemm-first-touch", daemon=True)
+                         for _ in range(min(TOUCH_THREADS, self._blocks))]
+        self._running = len(self._threads)
+        for thread in self._threads:
+            thread.start()
+
+    def _touch(self) -> None:
+        step = max(1, PAGE_BYTES // self._rows.itemsize)
+        try:
+            while True:
+                with self._changed:
+                    if self._stop or self._next == self._blocks:
+                        return
+                    block, self._next = self._next, self._next + 1
+                r0 = block * self._block
+                self._rows[r0:r0 + self._block].reshape(-1)[::step] = 0
+                with self._changed:
+                    self._done.add(block)
+                    while self._done_blocks in self._done:
+                        self._done.remove(self._done_blocks)
+                        self._done_blocks += 1
+                    self._changed.notify_all()
+        finally:                                 # the last thread out: nothing is waited for any more
+            with self._changed:
+                self._running -= 1
+                if not self._running:
+                    self._done_blocks = self._blocks
+                    self._changed.notify_all()
+
+    def wait(self, rows: int) -> None:
+        """Block until rows [0, ``rows``) are touched."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._done_blocks * self._block >= rows)
+
+    def stop(self) -> None:
+        """Stop touching (once the threads' current blocks are done) and wait for the threads."""
+        with self._changed:
+            self._stop = True
+        for thread in self._threads:
+            thread.join()
