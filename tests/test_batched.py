@@ -120,7 +120,7 @@ def test_lists_of_matrices(ctx):
 def test_empty_batches_and_matrices(monkeypatch):
     """An empty batch launches nothing: it once ran as a batch of one into a new C of no elements, which
     wrote past the end of that buffer (on a CPU device, the host's heap; the fuzzing found it)."""
-    from autogemm.blas.plan import LaunchPlan
+    from autogemm.blas.launch_plan import LaunchPlan
     with monkeypatch.context() as patch:
         patch.setattr(LaunchPlan, "enqueue", lambda *args, **kwargs: pytest.fail("an empty batch launched"))
         assert autogemm.gemm_batched(np.ones((0, 3, 4)), np.ones((0, 4, 2))).shape == (0, 3, 2)

@@ -15,7 +15,7 @@ from autogemm.accuracy import Reference, random_matrix
 from autogemm.bench import report
 from autogemm.bench.runner import AUTOGEMM, Bench, CaseResult, Measurement
 from autogemm.bench.shapes import Shape, read_shapes, square_sweep, suite
-from autogemm.blas import plan as plan_module
+from autogemm.blas import launch_plan as plan_module
 from autogemm.cli import main
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError

@@ -11,7 +11,7 @@ import pytest
 import autogemm
 from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
 from autogemm.blas import blocks
-from autogemm.blas import plan as plan_module
+from autogemm.blas import launch_plan as plan_module
 from autogemm.blas.problem import GemmProblem, Op
 from autogemm.dtypes import DTYPES
 

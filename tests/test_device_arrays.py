@@ -177,7 +177,7 @@ def test_a_product_larger_than_the_device_says_how_much_it_needs(ctx, monkeypatc
 def test_a_device_out_of_memory_at_the_first_launch_says_so_and_the_next_call_runs(queue, monkeypatch):
     """Drivers allocate a buffer at its first use: a device whose memory is full fails the launch. The
     caller gets a DeviceError that says what to do, C is not written, and a later call computes."""
-    from autogemm.blas import plan as plan_module
+    from autogemm.blas import launch_plan as plan_module
 
     a = random_matrix(RNG, DTYPES["s"], (70, 50))
     da, dc = cl_array.to_device(queue, a), cl_array.to_device(queue, np.full((70, 70), 3.0, np.float32))

@@ -11,7 +11,7 @@ import pyopencl as cl
 import pytest
 
 from autogemm.accuracy import random_matrix, relative_error
-from autogemm.blas import plan as plan_module
+from autogemm.blas import launch_plan as plan_module
 from autogemm.codelets.simt import SimtParams
 from autogemm.dtypes import DTYPES
 from autogemm.tuning import GemmEvaluator, Outcome, fma

@@ -3,9 +3,9 @@ four-step ``GemmPlan`` on device memory; ``clear_plans`` frees what the calls' c
 
 from .batched import gemm_batched
 from .gemm import clear_plans, gemm
+from .gemm_plan import GemmPlan
 from .gemv import gemv
 from .matmul import matmul
-from .plan import GemmPlan
 from .transpose import transpose
 
 __all__ = ["GemmPlan", "clear_plans", "gemm", "gemm_batched", "gemv", "matmul", "transpose"]

@@ -20,10 +20,10 @@ from ..errors import ArgumentError
 from ..runtime import Device, DeviceContext
 from ..runtime.memory import check_memory, reports_full_memory
 from ..shares.split import Split
-from .checks import checked_call
 from .operands import Matrix, Stored, as_matrix, call_context, event_list, events_of, on_device, scalar, stored
 from .targets import Devices, gemm_on_targets
 from .transfer import execute
+from .validation import validate_call
 
 
 @reports_full_memory
@@ -218,7 +218,7 @@ def _remember(key: tuple, resolved: tuple[_Call, LaunchPlan]) -> None:
 def _resolve(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, trans_a: str, trans_b: str, device,
              config, edge: str, precision, out_dtype) -> _Call:
     """Check the arrays and options of a call (everything but the scalars and events) and resolve them."""
-    dt, op_a, op_b, m, n, k, shape = checked_call(a, b, c, batch, trans_a, trans_b, config, precision, out_dtype)
+    dt, op_a, op_b, m, n, k, shape = validate_call(a, b, c, batch, trans_a, trans_b, config, precision, out_dtype)
     ctx = call_context(device, {"a": a, "b": b, "c": c})
     asynchronous = any(on_device(x) for x in (a, b, c))
     sa, sb = stored(a, "a"), stored(b, "b")

@@ -12,8 +12,8 @@ from ..profiles import profile_for
 from ..runtime import context_for, find_device, list_devices
 from ..shares import HOST, HostGemm, Target, run_split
 from ..shares.split import DEFAULT_PARTS, Split
-from .checks import checked_call
 from .operands import Matrix, on_device, scalar
+from .validation import validate_call
 
 Devices = str | list | tuple
 
@@ -71,7 +71,7 @@ def gemm_on_targets(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, tran
         if on_device(x):
             raise ArgumentError(f"{name} is a device array; devices= shares a product of numpy arrays among "
                                 f"several targets")
-    dt, _, _, m, n, k, shape = checked_call(a, b, c, None, trans_a, trans_b, config, precision, out_dtype)
+    dt, _, _, m, n, k, shape = validate_call(a, b, c, None, trans_a, trans_b, config, precision, out_dtype)
     alpha, beta = scalar(alpha, "alpha", dt), scalar(beta, "beta", dt)
     if c is None and beta != 0:
         raise ArgumentError("beta is not 0 but no c was given to scale")

@@ -26,7 +26,7 @@ CPU_ONLY, GPU_ONLY, SIMPLE, CO_TUNED = "CPU only", "GPU only", "CPU+GPU, tuned s
 
 
 @dataclass
-class Strategy:
+class SharingStrategy:
     name: str
     config: str
     split: str
@@ -39,7 +39,7 @@ class HybridCase:
     dtype: str
     n: int
     parts: int
-    strategies: list[Strategy] = field(default_factory=list)
+    strategies: list[SharingStrategy] = field(default_factory=list)
     resident_tflops: float | None = None        # the GPU-only kernel on device-resident operands
     cublas_e2e_tflops: float | None = None      # torch: copies in, cuBLAS, copy out
     points: int = 0                             # (kernel, split) points the co-tuning timed
@@ -59,20 +59,20 @@ def run_hybrid(ctx: DeviceContext, dt: Dtype, n: int, parts: int, kernels: int, 
     flops = gemm_flops(dt, n, n, n)
     names = [target_name(t) for t in targets]
 
-    def strategy(name: str, chosen: list[HybridPoint]) -> Strategy:
+    def strategy(name: str, chosen: list[HybridPoint]) -> SharingStrategy:
         good = [p for p in chosen if p.seconds is not None]
         if not good:
-            return Strategy(name, "", "", None, None)
+            return SharingStrategy(name, "", "", None, None)
         best = min(good, key=lambda p: p.seconds)
         on_device = any(share for t, share in zip(targets, best.split.shares) if t != HOST)
-        return Strategy(name, best.config.describe() if on_device else "", best.split.describe(names), best.seconds,
+        return SharingStrategy(name, best.config.describe() if on_device else "", best.split.describe(names), best.seconds,
                         flops / best.seconds / 1e12)
 
     # the co-tuning stops giving the host more rows once calls get slower: numpy times the host alone
     beside = Bench(ctx, ("numpy", "cublas"), runs, end_to_end=True, seed=int(rng.integers(2**31))).run(dt, Shape(n, n, n))
     numpy = next(m for m in beside.measurements if m.name == "numpy")
-    cpu = (Strategy(CPU_ONLY, "", "host", numpy.seconds, numpy.tflops) if numpy.correct
-           else Strategy(CPU_ONLY, "", "", None, None))
+    cpu = (SharingStrategy(CPU_ONLY, "", "host", numpy.seconds, numpy.tflops) if numpy.correct
+           else SharingStrategy(CPU_ONLY, "", "", None, None))
     first = [p for p in points if p.config == configs[0]]
     case = HybridCase(dt.key, n, parts, points=len(points))
     case.strategies = [cpu, strategy(GPU_ONLY, [p for p in first if p.split == Split.only(0, 2, parts)]),

@@ -16,7 +16,7 @@ import pyopencl as cl
 from ..errors import DeviceError, ShapeError
 from ..runtime.context import DeviceContext
 from ..runtime.memory import check_memory
-from .plan import LaunchPlan
+from .launch_plan import LaunchPlan
 from .plan_cache import cached_plan
 from .problem import INT32_MAX, GemmProblem, addressable
 

@@ -18,7 +18,7 @@ from ..codelets.simt import SimtParams
 from ..profiles import profile_for
 from ..runtime.context import DeviceContext
 from .gemv import GemvLaunchPlan, GemvProblem
-from .plan import LaunchPlan
+from .launch_plan import LaunchPlan
 from .problem import GemmProblem
 
 Plan = TypeVar("Plan", LaunchPlan, GemvLaunchPlan)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from ..cache import cache_dir, cache_subdir, make_directory, write_atomically
+from ..cache_dir import cache_dir, cache_subdir, make_directory, write_atomically
 from ..errors import ProfileError
 from ..runtime.device import Device
 from .profile import Profile

@@ -1,4 +1,4 @@
-"""One OpenCL context and in-order profiling queue per device, and a cache of built programs."""
+"""One OpenCL context and in-order profiling queue per device, and the programs built on it (by source)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from .discovery import find_device, list_devices
 
 
 class DeviceContext:
-    """The context, queue and program cache of one device; get it with ``context_for``."""
+    """The context, queue and built programs of one device; get it with ``context_for``."""
 
     def __init__(self, device: Device, queue: cl.CommandQueue | None = None) -> None:
         self.device = device
@@ -54,8 +54,8 @@ class DeviceContext:
             pool.close()
 
     def program(self, source: str, options: tuple[str, ...] = ()) -> cl.Program:
-        """Build ``source`` with ``options`` once; later calls return the cached program.
-        Builds run outside the cache lock, so several threads can compile different programs at once
+        """Build ``source`` with ``options`` once; later calls return the program built then.
+        Builds run outside the programs' lock, so several threads can compile different programs at once
         (the tuner compiles ahead while the device times), in worker processes within
         ``building_in_processes``. Raises ``BuildError`` with the compiler's log
         when the build fails."""
@@ -82,7 +82,7 @@ class DeviceContext:
             return self._programs.setdefault(key, built)
 
     def forget(self, source: str, options: tuple[str, ...] = ()) -> None:
-        """Drop a program from the cache (the tuner builds thousands it will not run again)."""
+        """Forget a built program (the tuner builds thousands it will not run again)."""
         with self._lock:
             self._programs.pop((source, " ".join(options)), None)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyopencl as cl
 
-from ..blas.plan import LaunchPlan
+from ..blas.launch_plan import LaunchPlan
 from ..blas.plan_cache import cached_plan
 from ..blas.problem import GemmProblem, Op, addressable
 from ..codelets.registry import KernelParams

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from ..cache import cache_subdir, open_for_appending
+from ..cache_dir import cache_subdir, open_for_appending
 from ..dtypes import Dtype
 from ..errors import AutogemmError, TuningError
 from ..runtime.device import Device

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pyopencl as cl
 
-from ..cache import cache_subdir, write_atomically
+from ..cache_dir import cache_subdir, write_atomically
 from ..runtime.context import DeviceContext
 from ..runtime.device import Device
 from ..runtime.timing import event_seconds, median

@@ -15,7 +15,7 @@ WARP = 32
 
 
 @dataclass(frozen=True)
-class Shape:
+class InstructionShape:
     """The geometry of one ``mma.sync`` shape: a warp computes an ``m`` x 8 block of D = A B + C over ``k``.
 
     The fragments are spread over the lanes as PTX defines them: with g = lane / 4 and t = lane % 4, a
@@ -41,12 +41,12 @@ class Shape:
         return self.k // 4
 
 
-SHAPES = {shape.name: shape for shape in (Shape("m8n8k4", 8, 4), Shape("m16n8k4", 16, 4),
-                                          Shape("m16n8k8", 16, 8), Shape("m16n8k16", 16, 16))}
+SHAPES = {shape.name: shape for shape in (InstructionShape("m8n8k4", 8, 4), InstructionShape("m16n8k4", 16, 4),
+                                          InstructionShape("m16n8k8", 16, 8), InstructionShape("m16n8k16", 16, 16))}
 
 
 @dataclass(frozen=True)
-class Operand:
+class OperandType:
     """A type the instructions multiply (``Dtype.mma_operand`` names it), the type they accumulate in,
     and the shapes that take it with the oldest NVIDIA architecture that has each."""
 
@@ -64,10 +64,10 @@ class Operand:
 
 
 OPERANDS = {
-    "f64": Operand("f64", "f64", "d", "d", {"m8n8k4": (8, 0), "m16n8k4": (9, 0), "m16n8k8": (9, 0), "m16n8k16": (9, 0)}),
-    "tf32": Operand("tf32", "f32", "r", "f", {"m16n8k4": (8, 0), "m16n8k8": (8, 0)}),
-    "f16": Operand("f16", "f32", "r", "f", {"m16n8k8": (7, 5), "m16n8k16": (8, 0)}, pack=2),
-    "bf16": Operand("bf16", "f32", "r", "f", {"m16n8k8": (8, 0), "m16n8k16": (8, 0)}, pack=2),
+    "f64": OperandType("f64", "f64", "d", "d", {"m8n8k4": (8, 0), "m16n8k4": (9, 0), "m16n8k8": (9, 0), "m16n8k16": (9, 0)}),
+    "tf32": OperandType("tf32", "f32", "r", "f", {"m16n8k4": (8, 0), "m16n8k8": (8, 0)}),
+    "f16": OperandType("f16", "f32", "r", "f", {"m16n8k8": (7, 5), "m16n8k16": (8, 0)}, pack=2),
+    "bf16": OperandType("bf16", "f32", "r", "f", {"m16n8k8": (8, 0), "m16n8k16": (8, 0)}, pack=2),
 }
 LAYOUTS = ("NN", "NT", "TN", "TT")
 WARPS = (1, 2, 4)
@@ -138,7 +138,7 @@ class MmaParams:
     image_b: ClassVar[bool] = False
 
     @property
-    def geometry(self) -> Shape:
+    def geometry(self) -> InstructionShape:
         return SHAPES[self.shape]
 
     @property

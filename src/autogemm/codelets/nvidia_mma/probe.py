@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from ...cache import cache_subdir, write_atomically
+from ...cache_dir import cache_subdir, write_atomically
 from ...dtypes import DTYPES, Dtype
 from ...runtime.device import Device
 from .check import ptx_problem

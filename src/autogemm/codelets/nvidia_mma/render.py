@@ -25,7 +25,7 @@ from ...errors import ConfigError
 from ..kernel import KernelSource, ceil_div
 from ..storage import conversions
 from ..writer import ElementCode, hex_digit
-from .params import OPERANDS, WARP, MmaParams, Shape
+from .params import OPERANDS, WARP, InstructionShape, MmaParams
 
 KERNEL_NAME = "gemm"
 #: Local memory is 32 banks of 4 bytes: one pass serves 128 bytes, e.g. 16 bytes each to 8 lanes.
@@ -67,7 +67,7 @@ def swizzle(params: MmaParams, dtype: Dtype) -> Swizzle:
     return Swizzle(rows_per_line, max(1, rows_read // rows_per_line), step)
 
 
-def scratch_reals(shape: Shape) -> int:
+def scratch_reals(shape: InstructionShape) -> int:
     """Reals of local memory one warp's emulated instruction exchanges its fragments through."""
     return shape.m * shape.k + shape.k * shape.n
 

@@ -12,7 +12,7 @@ TEXEL_BYTES = 16          # images hold RGBA texels of four 32-bit channels
 
 
 @dataclass(frozen=True)
-class Operand:
+class OperandPath:
     """How the kernel moves one operand (A or B) from memory into its registers."""
 
     name: str                 # "A" or "B"
@@ -51,13 +51,13 @@ class Operand:
         return self.outer + (self.vector_width if self.local_pad else 0)
 
 
-def operands(params: SimtParams, dtype: Dtype | str) -> tuple[Operand, Operand]:
+def operands(params: SimtParams, dtype: Dtype | str) -> tuple[OperandPath, OperandPath]:
     dtype = get_dtype(dtype)
     ept = max(1, TEXEL_BYTES // dtype.itemsize)
     common = dict(tile_k=params.tile_k, vector_width=params.vector_width, local_pad=params.local_pad,
                   work_group_size=params.work_group_size, elements_per_texel=ept)
-    a = Operand("A", params.block_rows, params.a_outer_contiguous, params.local_a, params.image_a, **common)
-    b = Operand("B", params.block_cols, params.b_outer_contiguous, params.local_b, params.image_b, **common)
+    a = OperandPath("A", params.block_rows, params.a_outer_contiguous, params.local_a, params.image_a, **common)
+    b = OperandPath("B", params.block_cols, params.b_outer_contiguous, params.local_b, params.image_b, **common)
     return a, b
 
 

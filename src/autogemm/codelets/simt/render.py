@@ -25,7 +25,7 @@ from ...dtypes import Dtype, get_dtype
 from ...errors import ConfigError
 from ..kernel import KernelSource
 from ..writer import LAYER_STRIDES, ElementCode, SourceWriter
-from .geometry import Operand, operands
+from .geometry import OperandPath, operands
 from .params import WARP, SimtParams
 
 KERNEL_NAME = "gemm"
@@ -43,7 +43,7 @@ class _Generator(ElementCode):
         # the work-item's place in the work-group's grid of tiles (along N, along M)
         self.position = ("wx", "wy") if params.warp_cols else ("lx", "ly")
 
-    def outer_index(self, op: Operand, group: str) -> str:
+    def outer_index(self, op: OperandPath, group: str) -> str:
         """Offset within the block of the work-item's vector group ``group`` along M (A) or N (B)."""
         if op.name == "A":
             local_id, wg, tile = self.position[1], "WG_ROWS", "TILE_ROWS"
@@ -53,7 +53,7 @@ class _Generator(ElementCode):
             return f"{local_id} * {tile} + {group} * VW"
         return f"({local_id} + {group} * {wg}) * VW"
 
-    def stored(self, op: Operand, outer: str, k: str) -> tuple[str, str, str, str, str, str]:
+    def stored(self, op: OperandPath, outer: str, k: str) -> tuple[str, str, str, str, str, str]:
         """(pointer, ld, rows, cols, r, c): where element (outer, k) of an operand lives in memory."""
         block = "block_row" if op.name == "A" else "block_col"
         extent = "M" if op.name == "A" else "N"
@@ -63,7 +63,7 @@ class _Generator(ElementCode):
             return ptr, ld, "K", extent, k, outer_expr
         return ptr, ld, extent, "K", outer_expr, k
 
-    def read(self, op: Operand, n: int, outer: str, k: str) -> str:
+    def read(self, op: OperandPath, n: int, outer: str, k: str) -> str:
         """Expression reading ``n`` consecutive stored elements of ``op`` at (outer, k)."""
         ptr, ld, rows, cols, r, c = self.stored(op, outer, k)
         if op.image:
@@ -167,7 +167,7 @@ class _Generator(ElementCode):
         self.out.close()
         w("")
 
-    def stage_defines(self, op: Operand) -> None:
+    def stage_defines(self, op: OperandPath) -> None:
         rows, cols = op.stored_shape
         n = op.name
         self.out(f"#define {n}_LOAD_WIDTH {op.load_width}",
@@ -175,7 +175,7 @@ class _Generator(ElementCode):
                  f"#define {n}_VECTORS {op.vectors}",
                  f"#define {n}_LOADS {op.loads_per_item}             // per work-item")
 
-    def stage_loop(self, op: Operand, body: list[str]) -> None:
+    def stage_loop(self, op: OperandPath, body: list[str]) -> None:
         """A loop over this work-item's share of the staging reads of one block; ``body`` sees r, c, l."""
         w = self.out
         n = op.name
@@ -191,7 +191,7 @@ class _Generator(ElementCode):
             w.close()
         w.close()
 
-    def stage_load(self, op: Operand, k0: str) -> None:
+    def stage_load(self, op: OperandPath, k0: str) -> None:
         """Read this work-item's share of the block at K offset ``k0`` into registers."""
         if op.outer_contiguous:
             src = self.read(op, op.load_width, "c", f"{k0} + r")
@@ -199,7 +199,7 @@ class _Generator(ElementCode):
             src = self.read(op, op.load_width, "r", f"{k0} + c")
         self.stage_loop(op, [f"{op.name.lower()}_stage[l] = {src};"])
 
-    def stage_store(self, op: Operand, buf: str) -> None:
+    def stage_store(self, op: OperandPath, buf: str) -> None:
         """Write the staged registers into local buffer ``buf`` (k-major: row k holds the block's M or N)."""
         reg = f"{op.name.lower()}_stage[l]"
         local = f"{op.name}_local[{buf}]"

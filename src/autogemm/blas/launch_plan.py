@@ -40,7 +40,7 @@ TILE_GROUP = (helpers.TILE, helpers.TILE, 1)    # the helper kernels' work-group
 
 
 @dataclass(frozen=True)
-class Staging:
+class OperandRoute:
     """How one operand (A or B) reaches the kernel: in place, or packed (and maybe into an image)."""
 
     name: str
@@ -91,7 +91,7 @@ class LaunchPlan:
         self.k_step = self.params.tile_k * self.slices
         self.guarded = self.slices == 1 and self._choose_guarded(edge)
         self.padded_m, self.padded_n, self.padded_k = self._padded_sizes()
-        self.staging = {name: self._stage(name) for name in ("A", "B")}
+        self.staging = {name: self._route(name) for name in ("A", "B")}
         # the kernel writes C in the compute type: a C stored otherwise is rounded into by the merge
         self.c_converted = self.dtype.output.numpy != self.dtype.scalar_numpy
         self.c_temp = self.c_converted or (not self.guarded and (self.slices > 1 or not self._in_place_whole("C")))
@@ -166,11 +166,11 @@ class LaunchPlan:
         return (round_up(max(pr.m, 1), p.block_rows), round_up(max(pr.n, 1), p.block_cols),
                 round_up(max(pr.k, 1), self.k_step))
 
-    def _stage(self, name: str) -> Staging:
+    def _route(self, name: str) -> OperandRoute:
         image = self._through_image(name)
         pad = image or not self.guarded
         if (self._in_place_whole(name) if not self.guarded else self._readable_in_place(name)):
-            return Staging(name, packed=False)
+            return OperandRoute(name, packed=False)
         letter = self._letter(name)
         rows, cols = _kernel_shape(self.problem, name, letter)
         outer = self.padded_m if name == "A" else self.padded_n
@@ -179,7 +179,7 @@ class LaunchPlan:
         else:
             dst_rows, dst_cols = rows, cols
         texel = max(1, TEXEL_BYTES // self.kernel_dtype.itemsize) if image else 1
-        return Staging(name, packed=True, transpose=self._stored_letter(name) != letter,
+        return OperandRoute(name, packed=True, transpose=self._stored_letter(name) != letter,
                        conjugate=self._conjugated(name), convert=self._converted(), rows=rows, cols=cols,
                        dst_rows=dst_rows, dst_cols=dst_cols,
                        dst_ld=round_up(max(dst_cols, 1), max(self.params.vector_width, texel)), image=image)
@@ -190,7 +190,7 @@ class LaunchPlan:
         self._temps.append(buf)
         return buf
 
-    def _image_shape(self, st: Staging) -> tuple[int, int]:
+    def _image_shape(self, st: OperandRoute) -> tuple[int, int]:
         """(width, height) in texels of operand ``st`` as an image; ConfigError if the device's limits
         are too small for it."""
         texel = max(1, TEXEL_BYTES // self.kernel_dtype.itemsize)
@@ -200,7 +200,7 @@ class LaunchPlan:
             raise ConfigError(f"{st.name} as an image needs {width}x{height} texels; the device allows {max_w}x{max_h}")
         return width, height
 
-    def _image(self, st: Staging) -> cl.Image:
+    def _image(self, st: OperandRoute) -> cl.Image:
         channel = cl.channel_type.UNSIGNED_INT32 if self.dtype.needs_fp64 else cl.channel_type.FLOAT
         fmt = cl.ImageFormat(cl.channel_order.RGBA, channel)
         img = cl.create_image(self.ctx.context, cl.mem_flags.READ_ONLY, fmt, shape=self._image_shape(st))

@@ -1,4 +1,4 @@
-"""The checks of a product's arrays and options that hold wherever it runs (one device or several)."""
+"""The validation of a product's arrays and options that holds wherever it runs (one device or several)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from ..errors import ArgumentError, ConfigError, DtypeError, ShapeError
 from .operands import Matrix
 
 
-class Checked(NamedTuple):
-    """What the checks of a product found: its dtype, ops, sizes and the result's shape."""
+class ValidCall(NamedTuple):
+    """What validating a product found: its dtype, ops, sizes and the result's shape."""
 
     dt: Dtype
     op_a: Op
@@ -25,10 +25,10 @@ class Checked(NamedTuple):
     shape: tuple[int, ...]
 
 
-def checked_call(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, trans_a: str, trans_b: str, config,
-                 precision, out_dtype) -> Checked:
-    """The checks of a product's arrays and options that do not depend on where it runs, or the error
-    that names what is wrong."""
+def validate_call(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, trans_a: str, trans_b: str, config,
+                 precision, out_dtype) -> ValidCall:
+    """A product's arrays and options validated where that does not depend on where it runs, or the
+    error that names what is wrong."""
     dt = with_precision(get_dtype(a.dtype), precision)
     if b.dtype != a.dtype:
         raise DtypeError(f"a is {a.dtype} but b is {b.dtype}; convert them to one dtype")
@@ -53,7 +53,7 @@ def checked_call(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, tran
     if config is not None and not _is_gemm_config(config):
         raise ArgumentError(f"config must be a kernel configuration (SimtParams or another family's), not "
                             f"{type(config).__name__}")
-    return Checked(dt, op_a, op_b, m, n, k, shape)
+    return ValidCall(dt, op_a, op_b, m, n, k, shape)
 
 
 def _is_gemm_config(config: object) -> bool:

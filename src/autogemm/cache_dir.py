@@ -1,4 +1,5 @@
-"""Where autogemm keeps what it learns about devices: profiles and tuning checkpoints."""
+"""The cache directory: where autogemm keeps what it learns about devices (profiles, tuning checkpoints,
+the FMA benchmark's and the instruction probe's findings), written safely by several processes."""
 
 from __future__ import annotations
 
