@@ -36,7 +36,7 @@ def driver_fault(log: str) -> str:
     if _UNKNOWN_CPU in log:
         return ("the driver's compiler does not know this CPU, so it builds no kernel at all (PoCL from PyPI "
                 "is built on LLVM 14, older than AMD's Zen 5 and other recent CPUs); use an OpenCL driver "
-                "whose compiler knows it (scripts/ensure-opencl-driver.sh installs Debian's PoCL)")
+                "whose compiler knows it (tools/ensure-opencl-driver.sh installs Debian's PoCL)")
     return ""
 
 

@@ -1,10 +1,14 @@
-"""What a benchmark run shows and writes: a terminal table, geometric-mean ratios, JSON, CSV and a plot."""
+"""What a benchmark run shows and writes: a terminal table, geometric-mean ratios, JSON, CSV and a plot; and
+a run read back from its JSON (``read_json``), to show or plot it again."""
 
 from __future__ import annotations
 
 import csv
 import json
 import math
+import shlex
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,7 +16,8 @@ from rich.table import Table
 
 from ..dtypes import get_dtype
 from ..errors import ArgumentError
-from .runner import AUTOGEMM, CaseResult
+from .runner import AUTOGEMM, CaseResult, Measurement
+from .shapes import Shape
 
 
 def implementations(cases: Sequence[CaseResult]) -> list[str]:
@@ -83,10 +88,41 @@ def table(cases: Sequence[CaseResult], title: str) -> Table:
     return out
 
 
+def provenance() -> dict:
+    """What made a result: the command line, and the git commit of autogemm's source where it runs from a
+    checkout ("-dirty" after it where the source differs from it; None elsewhere: an installed package
+    knows only its version)."""
+    try:
+        commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=Path(__file__).parent,
+                                capture_output=True, text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"command": shlex.join(["autogemm", *sys.argv[1:]]), "commit": commit}
+
+
 def write_json(cases: Sequence[CaseResult], path: Path, meta: dict) -> None:
     means = [{"dtype": d, "peer": p, "geomean_autogemm_over_peer": g, "cases": n}
              for (d, p), (g, n) in sorted(geometric_means(cases).items())]
     Path(path).write_text(json.dumps({**meta, "results": flat_rows(cases), "geometric_means": means}, indent=1))
+
+
+def read_json(path: Path) -> tuple[dict, list[CaseResult]]:
+    """(the run's facts, its cases) from a JSON file ``write_json`` wrote; ``ArgumentError`` when the file
+    is not one."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        meta = {key: value for key, value in data.items() if key not in ("results", "geometric_means")}
+        cases: dict[tuple, CaseResult] = {}
+        for row in data["results"]:
+            shape = Shape(int(row["m"]), int(row["n"]), int(row["k"]), str(row["layout"]))
+            key = (row["dtype"], shape)
+            if key not in cases:
+                cases[key] = CaseResult(str(row["dtype"]), shape, row["peak_tflops"], str(row["autogemm_config"]))
+            cases[key].measurements.append(Measurement(str(row["implementation"]), row["seconds"], row["tflops"],
+                                                       row["error"], bool(row["correct"]), str(row["note"])))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ArgumentError(f"{path} is not a JSON file of autogemm bench: {exc}") from None
+    return meta, list(cases.values())
 
 
 def write_csv(cases: Sequence[CaseResult], path: Path) -> None:
@@ -108,7 +144,7 @@ def plot(cases: Sequence[CaseResult], path: Path, title: str) -> None:
         raise ArgumentError("--plot needs matplotlib: pip install 'autogemm[plot]'") from exc
     dtypes = list(dict.fromkeys(c.dtype for c in cases))
     names = implementations(cases)
-    fig, axes = plt.subplots(len(dtypes), 1, figsize=(10, 3.6 * len(dtypes)), squeeze=False)
+    fig, axes = plt.subplots(len(dtypes), 1, figsize=(10, 3.6 * len(dtypes)), squeeze=False, layout="constrained")
     for ax, dtype in zip(axes[:, 0], dtypes):
         mine = [c for c in cases if c.dtype == dtype]
         sweep = all(c.shape.square for c in mine) and len({c.shape.layout for c in mine}) == 1
@@ -134,6 +170,5 @@ def plot(cases: Sequence[CaseResult], path: Path, title: str) -> None:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(title)
-    fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -11,7 +11,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .. import __version__
-from ..bench.report import geometric_means, plot, table, write_csv, write_json
+from ..bench.report import geometric_means, plot, provenance, read_json, table, write_csv, write_json
 from ..bench.runner import PEERS, Bench
 from ..bench.shapes import LAYOUTS, read_shapes, square_sweep, suite
 from ..dtypes import get_dtype
@@ -55,13 +55,25 @@ def _peers(text: str) -> tuple[str, ...]:
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="Write every result as CSV.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a PNG of rate against problem, per dtype.")
+@click.option("--from-json", "from_json", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Measure nothing: show a run that --json wrote (its table, means, --csv and --plot) again.")
 def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_text, runs, clblast_tuned, end_to_end,
-                  seed, json_path, csv_path, plot_path) -> None:
+                  seed, json_path, csv_path, plot_path, from_json) -> None:
     """Time autogemm (with the device's profile) and its peers on the same problems in one run.
 
     Every result is checked against a float64 reference; a wrong one is shown, never counted. Rates are
     TFLOP/s; '% FMA peak' is autogemm's share of the device's multiply-add peak measured in the same run
     (over 100% on tensor cores); '/ peer' is autogemm's rate over the peer's."""
+    if from_json:
+        try:
+            meta, cases = read_json(from_json)
+        except AutogemmError as exc:
+            fail(str(exc))
+        console.print(f"{from_json}: {meta.get('date')}, {meta.get('command') or 'command not recorded'}",
+                      highlight=False)
+        _report(cases, f"TFLOP/s on {meta.get('device')} (median of {meta.get('runs')}; autogemm "
+                       f"{meta.get('autogemm')})", None, csv_path, plot_path, {})
+        return
     try:
         if sum(bool(x) for x in (sizes, shapes_file, use_suite)) > 1:
             raise ArgumentError("choose one of --sizes, --shapes and --suite")
@@ -94,14 +106,22 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
                     progress.advance(task)
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/yellow] after {len(cases)} problems; showing those")
-    title = f"TFLOP/s on {dev.name.strip()} (median of {runs}; autogemm {__version__})"
+    meta = {"device": dev.name.strip(), "driver": dev.driver_version.strip(), "fingerprint": dev.fingerprint,
+            "autogemm": __version__, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "runs": runs, "profile": profile.created if profile else None, **provenance()}
+    _report(cases, f"TFLOP/s on {dev.name.strip()} (median of {runs}; autogemm {__version__})", json_path,
+            csv_path, plot_path, meta)
+    if any(not m.correct and m.note == "wrong result" for c in cases for m in c.measurements):
+        sys.exit(1)
+
+
+def _report(cases: list, title: str, json_path: Path | None, csv_path: Path | None, plot_path: Path | None,
+            meta: dict) -> None:
+    """The table and geometric means of ``cases``, and the files asked for."""
     console.print(table(cases, title))
     for (dtype, peer), (mean, count) in sorted(geometric_means(cases).items()):
         console.print(f"{get_dtype(dtype).routine}: autogemm / {peer}, geometric mean over {count} problems: {mean:.2f}",
                       highlight=False)
-    meta = {"device": dev.name.strip(), "driver": dev.driver_version.strip(), "fingerprint": dev.fingerprint,
-            "autogemm": __version__, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "runs": runs, "profile": profile.created if profile else None}
     try:
         if json_path:
             write_json(cases, json_path, meta)
@@ -114,5 +134,3 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
     for path in (json_path, csv_path, plot_path):
         if path:
             console.print(f"wrote {path}", highlight=False)
-    if any(not m.correct and m.note == "wrong result" for c in cases for m in c.measurements):
-        sys.exit(1)
