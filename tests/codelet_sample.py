@@ -116,7 +116,7 @@ def build_sample(device, count: int = 180, seed: int = SEED) -> list[Case]:
     for i, (params, dtype) in enumerate(pairs):
         alpha, beta = SCALARS[i % len(SCALARS)]
         if not DTYPES[dtype].is_complex:
-            alpha, beta = alpha.real if isinstance(alpha, complex) else alpha, beta.real if isinstance(beta, complex) else beta
+            alpha, beta = (x.real if isinstance(x, complex) else x for x in (alpha, beta))
         cases.append(Case(
             params=params, dtype=dtype,
             m=SIZES[i % len(SIZES)], n=SIZES[(i // 2 + 1) % len(SIZES)], k=SIZES[(i // 3 + 2) % len(SIZES)],

@@ -181,7 +181,8 @@ def test_bench_routines_checks_gemv_and_transpose(tmp_path):
                                     "--json", str(tmp_path / "r.json")])
     assert out.exit_code == 0, out.output
     cases = json.loads((tmp_path / "r.json").read_text())["cases"]
-    assert [(c["routine"], c["dtype"]) for c in cases] == [(r, d) for d in "cb" for r in ("gemv N", "gemv T", "transpose")]
+    routines = ("gemv N", "gemv T", "transpose")
+    assert [(c["routine"], c["dtype"]) for c in cases] == [(r, d) for d in "cb" for r in routines]
     for case in cases:
         timed = {t["name"]: t for t in case["timings"]}
         assert timed["autogemm"]["correct"] and timed["numpy"]["correct"] and timed["autogemm"]["seconds"] > 0

@@ -34,8 +34,9 @@ def test_every_block_fits_and_together_they_cover_the_product_once(ta, tb):
         b = block.problem
         assert all(b.member_elements(name) <= LIMIT for name in "ABC")
         row, col = divmod(b.offset_c - pr.offset_c, pr.ldc)
-        k0, row_a = divmod(b.offset_a - pr.offset_a, pr.lda) if ta == "T" else (b.offset_a - pr.offset_a - row * pr.lda, row)
-        col_b, k0_b = divmod(b.offset_b - pr.offset_b, pr.ldb) if tb == "T" else divmod(b.offset_b - pr.offset_b, pr.ldb)[::-1]
+        into_a, into_b = b.offset_a - pr.offset_a, b.offset_b - pr.offset_b
+        k0, row_a = divmod(into_a, pr.lda) if ta == "T" else (into_a - row * pr.lda, row)
+        col_b, k0_b = divmod(into_b, pr.ldb) if tb == "T" else divmod(into_b, pr.ldb)[::-1]
         assert row_a == row and col_b == col and k0_b == k0 and block.accumulate == (k0 > 0)
         covered[row:row + b.m, col:col + b.n, k0:k0 + b.k] += 1
     assert (covered == 1).all()                      # each element of C gets each product along K, once

@@ -41,7 +41,8 @@ def test_one_copy_of_a_serves_several_products(ctx, letter, edge):
         for b, got in zip(bs, results):
             want = 2.0 * (apply_op(a.astype(dt.reference_numpy), ta) @ b)
             assert relative_error(got.get(), want) < tolerance(dt, k)
-        want = (apply_op(a.astype(dt.reference_numpy), ta) @ bs[-1]) - 2.0 * (apply_op(a.astype(dt.reference_numpy), ta) @ bs[0])
+        op_a = apply_op(a.astype(dt.reference_numpy), ta)
+        want = (op_a @ bs[-1]) - 2.0 * (op_a @ bs[0])
         assert relative_error(c.get(), want) < tolerance(dt, k)
     assert not plan.launch_plan.allocated                # released on leaving the block
 

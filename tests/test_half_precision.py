@@ -104,7 +104,8 @@ def test_the_plans_say_where_16_bits_are_converted(ctx, device):
     plan = LaunchPlan(ctx, GemmProblem.dense(DTYPES["b"], 64, 64, 64), simt)
     assert plan.kernel_dtype.key == "s" and "pack B (to float32)" in plan.launches()
     assert plan.launches()[-1] == "merge C (to bfloat16)"
-    plan = LaunchPlan(ctx, GemmProblem.dense(DTYPES["hs"], 64, 64, 64), dataclasses.replace(SMALL, layout="NN"), edge="guard")
+    plan = LaunchPlan(ctx, GemmProblem.dense(DTYPES["hs"], 64, 64, 64), dataclasses.replace(SMALL, layout="NN"),
+                      edge="guard")
     assert plan.kernel_dtype.key == "hs" and not any(s.startswith(("pack", "merge")) for s in plan.launches())
 
 

@@ -23,7 +23,8 @@ def checkpoint_in(folder: Path, device) -> Checkpoint:
     return Checkpoint.for_problem(device, DTYPES["s"], (64, 64, 64), directory=folder)
 
 
-def search(checkpoint: Checkpoint, evaluator: SyntheticEvaluator, evaluations: int, strategy: str = "phased") -> Objective:
+def search(checkpoint: Checkpoint, evaluator: SyntheticEvaluator, evaluations: int,
+           strategy: str = "phased") -> Objective:
     space = synthetic_space()
     objective = Objective(space, evaluator, checkpoint, Budget(evaluations=evaluations), overlap=False, workers=1)
     try:

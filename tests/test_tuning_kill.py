@@ -47,7 +47,8 @@ def test_a_tuning_run_killed_at_random_moments_resumes_and_loses_nothing(tmp_pat
     measured_before = []
     for _ in range(KILLS):
         target = _measured(checkpoints) + rng.randint(1, 5)
-        run = subprocess.Popen([sys.executable, *COMMAND], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        run = subprocess.Popen([sys.executable, *COMMAND], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 300
         while _measured(checkpoints) < target and run.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)

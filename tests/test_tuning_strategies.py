@@ -155,7 +155,8 @@ def test_a_gpus_large_class_ranks_its_finalists_again_on_a_larger_problem(device
     gpu = dataclasses.replace(device, device_type="GPU", global_mem_bytes=80 << 30, max_mem_alloc_bytes=20 << 30)
     large, *others = scope.size_classes(gpu)
     assert large.confirm == 2 * large.m and not any(c.confirm for c in others)
-    assert not any(c.confirm for c in scope.size_classes(gpu, quick=True) + scope.size_classes(device))
+    cpu = dataclasses.replace(device, device_type="CPU")
+    assert not any(c.confirm for c in scope.size_classes(gpu, quick=True) + scope.size_classes(cpu))
 
     space = synthetic_space()
     configs = [space.config(p) for p in list(space.points())[:40]]

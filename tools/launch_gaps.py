@@ -31,9 +31,9 @@ def report(name: str, events: list[cl.Event], host_seconds: float) -> None:
     gaps = [(b.profile.start - a.profile.end) / 1e3 for a, b in zip(events, events[1:])]
     waits = [(e.profile.start - e.profile.submit) / 1e3 for e in events]
     runs = [(e.profile.end - e.profile.start) / 1e3 for e in events]
-    print(f"{name:34s} host {host_seconds / len(events) * 1e6:7.1f} us/enqueue   kernel {statistics.median(runs):6.1f} us"
-          f"   gap {statistics.median(gaps):7.1f} us (max {max(gaps):7.1f})   start-submit {statistics.median(waits):7.1f} us",
-          flush=True)
+    print(f"{name:34s} host {host_seconds / len(events) * 1e6:7.1f} us/enqueue   "
+          f"kernel {statistics.median(runs):6.1f} us   gap {statistics.median(gaps):7.1f} us (max {max(gaps):7.1f})   "
+          f"start-submit {statistics.median(waits):7.1f} us", flush=True)
 
 
 def main() -> None:

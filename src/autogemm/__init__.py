@@ -12,6 +12,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "gemm", "gemm_batched", "gemv", "matmul", "transpose", "clear_plans", "GemmPlan", "LaunchPlan", "GemmProblem", "Op",
-    "SimtParams", "GemvParams", "Split", "Device", "context_for", "context_for_queue", "default_device", "find_device", "list_devices", "AutogemmError", "ArgumentError", "BuildError", "ConfigError",
+    "SimtParams", "GemvParams", "Split", "Device", "context_for", "context_for_queue", "default_device",
+    "find_device", "list_devices", "AutogemmError", "ArgumentError", "BuildError", "ConfigError",
     "DeviceError", "DtypeError", "ShapeError", "__version__",
 ]

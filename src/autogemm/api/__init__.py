@@ -1,5 +1,6 @@
-"""The public calls: ``gemm``, ``gemm_batched``, ``matmul``, ``gemv`` and ``transpose`` on numpy or pyopencl arrays, and the
-four-step ``GemmPlan`` on device memory; ``clear_plans`` frees what the calls' cached plans hold."""
+"""The public calls: ``gemm``, ``gemm_batched``, ``matmul``, ``gemv`` and ``transpose`` on numpy or pyopencl
+arrays, and the four-step ``GemmPlan`` on device memory; ``clear_plans`` frees what the calls' cached plans
+hold."""
 
 from .batched import gemm_batched
 from .gemm import clear_plans, gemm

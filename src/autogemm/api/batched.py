@@ -70,7 +70,8 @@ def _over_lists(a: object, b: object, c: object, options: dict) -> list[Matrix]:
     named = {"a": a, "b": b} if c is None else {"a": a, "b": b, "c": c}
     for name, value in named.items():
         if not isinstance(value, (list, tuple)):
-            raise ArgumentError(f"{name} must be a list of matrices like the other operands, not {type(value).__name__}")
+            raise ArgumentError(f"{name} must be a list of matrices like the other operands, "
+                                f"not {type(value).__name__}")
     if len({len(value) for value in named.values()}) != 1:
         raise ShapeError("the lists differ in length: " + ", ".join(f"{k} has {len(v)}" for k, v in named.items()))
     items = [dict(zip(named, values)) for values in zip(*named.values())]

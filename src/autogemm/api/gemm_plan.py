@@ -139,7 +139,8 @@ class GemmPlan:
         if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)) or offset < 0:
             raise ArgumentError(f"offset must be a non-negative integer, not {offset!r}")
         if (offset + needed) * itemsize > x.size:
-            raise ShapeError(f"{name.lower()} holds {x.size} bytes; the plan's {name} needs {(offset + needed) * itemsize} "
+            raise ShapeError(f"{name.lower()} holds {x.size} bytes; the plan's {name} needs "
+                             f"{(offset + needed) * itemsize} "
                              f"from element {offset}")
         return x, int(offset)
 

@@ -56,8 +56,8 @@ def matmul(a, b, *, out=None, device: Device | str | int | None = None, precisio
     if out is None:
         out = cl_array.empty(ctx.queue, final, a.dtype) if asynchronous else np.empty(final, a.dtype)
     target = out.reshape(shape)            # a copy only for a host out that no view can reshape
-    options = dict(device=device, precision=precision, wait_for=(events_of([a, b, out], ctx.queue) + list(wait_for or []))
-                   if asynchronous else None)
+    waits = events_of([a, b, out], ctx.queue) + list(wait_for or []) if asynchronous else None
+    options = dict(device=device, precision=precision, wait_for=waits)
     if 0 in stack:
         done = []                           # no products
     elif stack:

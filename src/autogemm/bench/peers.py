@@ -1,6 +1,7 @@
 """The libraries autogemm is measured against, each timed the way it is used, on the same data:
-cuBLAS through torch (TF32 off unless asked for, CUDA events; end to end, with the copies, by wall clock), CLBlast through
-ctypes on autogemm's own OpenCL queue (profiling events), and numpy's BLAS on the CPU (wall clock). Each
+cuBLAS through torch (TF32 off unless asked for, CUDA events; end to end, with the copies, by wall clock),
+CLBlast through ctypes on autogemm's own OpenCL queue (profiling events), and numpy's BLAS on the CPU
+(wall clock). Each
 computes op(A) op(B) from row-major operands as stored, and returns the median seconds of several runs
 after a warm-up and the result of the last run, for checking."""
 

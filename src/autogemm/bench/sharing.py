@@ -65,11 +65,12 @@ def run_hybrid(ctx: DeviceContext, dt: Dtype, n: int, parts: int, kernels: int, 
             return SharingStrategy(name, "", "", None, None)
         best = min(good, key=lambda p: p.seconds)
         on_device = any(share for t, share in zip(targets, best.split.shares) if t != HOST)
-        return SharingStrategy(name, best.config.describe() if on_device else "", best.split.describe(names), best.seconds,
-                        flops / best.seconds / 1e12)
+        return SharingStrategy(name, best.config.describe() if on_device else "", best.split.describe(names),
+                               best.seconds, flops / best.seconds / 1e12)
 
     # the co-tuning stops giving the host more rows once calls get slower: numpy times the host alone
-    beside = Bench(ctx, ("numpy", "cublas"), runs, end_to_end=True, seed=int(rng.integers(2**31))).run(dt, Shape(n, n, n))
+    peers = Bench(ctx, ("numpy", "cublas"), runs, end_to_end=True, seed=int(rng.integers(2**31)))
+    beside = peers.run(dt, Shape(n, n, n))
     numpy = next(m for m in beside.measurements if m.name == "numpy")
     cpu = (SharingStrategy(CPU_ONLY, "", "host", numpy.seconds, numpy.tflops) if numpy.correct
            else SharingStrategy(CPU_ONLY, "", "", None, None))

@@ -194,15 +194,16 @@ class GemvLaunchPlan:
         tiles = (helpers.TILE, helpers.TILE, 1)
         with self._lock:
             if alpha == 0 or pr.reduction == 0:
-                self._arguments.set(self._scale, i32(pr.outputs), i32(1), y, i64(offset_y), i32(pr.incy), self._scalar(beta), i32(0))
-                return [cl.enqueue_nd_range_kernel(queue, self._scale, (helpers.TILE, round_up(pr.outputs, helpers.TILE), 1),
-                                                   tiles, wait_for=wait_for)]
+                self._arguments.set(self._scale, i32(pr.outputs), i32(1), y, i64(offset_y), i32(pr.incy),
+                                    self._scalar(beta), i32(0))
+                grid = (helpers.TILE, round_up(pr.outputs, helpers.TILE), 1)
+                return [cl.enqueue_nd_range_kernel(queue, self._scale, grid, tiles, wait_for=wait_for)]
             if self.slices > 1 and self._partial is None:
                 self._partial = cl.Buffer(self.ctx.context, cl.mem_flags.READ_WRITE, self.temporary_bytes()["partial"])
             partial = self._partial if self._partial is not None else y   # unsplit: never written
-            self._arguments.set(self.kernel, i32(pr.rows), i32(pr.cols), i32(self.chunk), i32(self.slices), a, i64(offset_a),
-                                 i32(pr.lda), x, i64(offset_x), i32(pr.incx), y, i64(offset_y), i32(pr.incy),
-                                 partial, self._scalar(alpha), self._scalar(beta))
+            self._arguments.set(self.kernel, i32(pr.rows), i32(pr.cols), i32(self.chunk), i32(self.slices), a,
+                                 i64(offset_a), i32(pr.lda), x, i64(offset_x), i32(pr.incx), y, i64(offset_y),
+                                 i32(pr.incy), partial, self._scalar(alpha), self._scalar(beta))
             if self._merge is not None:
                 # y as an outputs x 1 matrix of leading dimension incy; the slices are its T_s
                 self._arguments.set(self._merge, i32(pr.outputs), i32(1), self._partial, i32(1), i32(pr.outputs),

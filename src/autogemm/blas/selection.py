@@ -75,6 +75,8 @@ def candidates(device: Device, problem: GemmProblem, count: int) -> list[KernelP
     if profile is not None:
         for entry in profile.nearest((problem.dtype.key,), problem.m, problem.n, problem.k):
             for ranked in entry.ranked:
-                if len(found) < count and ranked.config not in found and check(ranked.config, device, problem.dtype) is None:
+                if len(found) >= count or ranked.config in found:
+                    continue
+                if check(ranked.config, device, problem.dtype) is None:
                     found.append(ranked.config)
     return found[:count]

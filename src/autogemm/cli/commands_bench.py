@@ -34,7 +34,8 @@ def _peers(text: str) -> tuple[str, ...]:
 
 @main.command("bench")
 @click.option("-d", "--device", help="Device: P:D, index, gpu, cpu or part of its name (default: the default).")
-@click.option("--dtype", "dtypes", default="s", show_default=True, help="Comma-separated dtypes, e.g. s,d,c,z, s.tf32,s.3xtf32 or h,b.")
+@click.option("--dtype", "dtypes", default="s", show_default=True,
+              help="Comma-separated dtypes, e.g. s,d,c,z, s.tf32,s.3xtf32 or h,b.")
 @click.option("--sizes", help="Square sizes: 1024,2048 or 256:8192 (doubling) or 256:4096:256 "
                               "[default: 256:8192 on a GPU, 64:1024 on a CPU].")
 @click.option("--layout", type=click.Choice(LAYOUTS, case_sensitive=False), default="NN", show_default=True,
@@ -51,7 +52,8 @@ def _peers(text: str) -> tuple[str, ...]:
               help="A directory of clblast_tuner_xgemm results: CLBlast runs with its tuner's best parameters.")
 @click.option("--end-to-end", is_flag=True, help="Also time numpy-in, numpy-out calls, copies included.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random operands.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write every result as JSON.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write every result as JSON (with the command and commit that made it).")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="Write every result as CSV.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a PNG of rate against problem, per dtype.")
@@ -120,8 +122,8 @@ def _report(cases: list, title: str, json_path: Path | None, csv_path: Path | No
     """The table and geometric means of ``cases``, and the files asked for."""
     console.print(table(cases, title))
     for (dtype, peer), (mean, count) in sorted(geometric_means(cases).items()):
-        console.print(f"{get_dtype(dtype).routine}: autogemm / {peer}, geometric mean over {count} problems: {mean:.2f}",
-                      highlight=False)
+        console.print(f"{get_dtype(dtype).routine}: autogemm / {peer}, geometric mean over {count} problems: "
+                      f"{mean:.2f}", highlight=False)
     try:
         if json_path:
             write_json(cases, json_path, meta)

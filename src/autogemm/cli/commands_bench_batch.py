@@ -57,7 +57,8 @@ def bench_batch_command(device, dtypes, batches, runs, overhead_size, reuse_shap
         reuses = []
         for dt in letters:
             for m, n, k in reuse_wanted:
-                status.update(f"{dt.routine}: {reuse_products} products {m}x{n}x{k} sharing A, copying it once or each time")
+                status.update(f"{dt.routine}: {reuse_products} products {m}x{n}x{k} sharing A, copying it once or "
+                              f"each time")
                 reuses.append(plan_reuse(ctx, dt, m, n, k, reuse_products, runs, rng=rng))
     table = Table(title=f"Batched GEMM, TFLOP/s on {dev.name.strip()} (median of {runs})")
     for column in ("dtype", "batch", "size", "strided", "loop", "bmm", "strided / loop", "strided / bmm"):
@@ -74,8 +75,9 @@ def bench_batch_command(device, dtypes, batches, runs, overhead_size, reuse_shap
                       highlight=False)
     if overhead:
         us = 1e6
-        console.print(f"{overhead.n}^3 SGEMM on device arrays: kernel {overhead.kernel_seconds * us:.1f} us; host time per "
-                      f"call: gemm {overhead.call_seconds * us:.1f} us, bare plan.enqueue {overhead.plan_seconds * us:.1f} us "
+        console.print(f"{overhead.n}^3 SGEMM on device arrays: kernel {overhead.kernel_seconds * us:.1f} us; host "
+                      f"time per call: gemm {overhead.call_seconds * us:.1f} us, bare plan.enqueue "
+                      f"{overhead.plan_seconds * us:.1f} us "
                       f"(overhead {overhead.overhead_seconds * us:.1f} us); to the result: gemm "
                       f"{overhead.call_done_seconds * us:.1f} us, bare plan {overhead.plan_done_seconds * us:.1f} us "
                       f"(overhead {overhead.latency_overhead_seconds * us:.1f} us)", highlight=False)

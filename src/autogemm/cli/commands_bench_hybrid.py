@@ -50,7 +50,8 @@ def bench_hybrid_command(device, dtypes, sizes, parts, kernels, runs, seed, json
     for case in cases:
         best = case.tflops(CO_TUNED)
         ratios = [best / peer if best and peer else None for peer in (case.resident_tflops, case.cublas_e2e_tflops)]
-        table.add_row(case.dtype, str(case.n), *(cell(case.tflops(name)) for name in (CPU_ONLY, GPU_ONLY, SIMPLE, CO_TUNED)),
+        strategies = (CPU_ONLY, GPU_ONLY, SIMPLE, CO_TUNED)
+        table.add_row(case.dtype, str(case.n), *(cell(case.tflops(name)) for name in strategies),
                       cell(case.resident_tflops), cell(case.cublas_e2e_tflops),
                       *(f"{r:.2f}x" if r else "-" for r in ratios))
     console.print(table)

@@ -100,8 +100,8 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, time
     rng = np.random.default_rng()
     hosts = {name: random_matrix(rng, dt.output if name == "C" else dt, problem.stored_shape(name)) for name in "ABC"}
     mf = cl.mem_flags
-    bufs = {name: cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=h if h.size else np.zeros(1, dt.numpy))
-            for name, h in hosts.items()}
+    bufs = {name: cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR,
+                            hostbuf=h if h.size else np.zeros(1, dt.numpy)) for name, h in hosts.items()}
     flops = gemm_flops(dt, m, n, k)
     times = time_enqueue(lambda: plan.enqueue(bufs["A"], bufs["B"], bufs["C"], alpha, beta) or [_marker(ctx)],
                          warmup=1, runs=iterations)
@@ -117,7 +117,8 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, time
         origin = events[0].profile.start
         for name, event in zip(names, events):
             start, end = (event.profile.start - origin) / 1e3, (event.profile.end - origin) / 1e3
-            console.print(f"  {start:10.1f} .. {end:10.1f} us  ({end - start:9.1f} us)  {name}", highlight=False, markup=False)
+            console.print(f"  {start:10.1f} .. {end:10.1f} us  ({end - start:9.1f} us)  {name}", highlight=False,
+                          markup=False)
     if validate:
         # C was overwritten by each iteration: recompute once from the original C.
         cl.enqueue_copy(ctx.queue, bufs["C"], hosts["C"] if hosts["C"].size else np.zeros(1, dt.numpy))

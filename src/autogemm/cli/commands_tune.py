@@ -115,7 +115,8 @@ def _shape(size: SizeClass) -> str:
 
 @main.command("tune")
 @click.option("-d", "--device", help="Device: P:D, index, gpu, cpu or part of its name (default: the default).")
-@click.option("--dtype", "dtypes", default=None, help="Comma-separated dtypes, e.g. s,d, s.tf32 or h,b (default: s, d, c, z where the device can).")
+@click.option("--dtype", "dtypes", default=None,
+              help="Comma-separated dtypes, e.g. s,d, s.tf32 or h,b (default: s, d, c, z where the device can).")
 @click.option("--budget", default=None,
               help="Wall time (10m, 90s, 1h), evaluations (500) or both (10m,500) for the whole run "
                    "[default: 7m on a GPU, 10m on a CPU; with --quick 2m and 1m].")
@@ -163,8 +164,8 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
     except AutogemmError as exc:
         fail(str(exc))
     if hybrid:
-        _tune_hybrid(context_for(dev), letters or tuple(get_dtype(x) for x in ("s", "d") if x == "s" or dev.fp64), hybrid_size,
-                     parts, kernels, seed)
+        letters = letters or tuple(get_dtype(x) for x in ("s", "d") if x == "s" or dev.fp64)
+        _tune_hybrid(context_for(dev), letters, hybrid_size, parts, kernels, seed)
         return
     console.print(f"tuning {dev.label} with strategy {strategy}, budget {limit.describe()}"
                   f"{' (quick)' if quick else ''}", highlight=False)
@@ -223,7 +224,7 @@ def _tune_hybrid(ctx, letters: tuple[Dtype, ...], n: int, parts: int, kernels: i
     rng = np.random.default_rng(seed)
     with console.status("co-tuning") as status:
         for dt in letters:
-            def progress(point: HybridPoint) -> None:
+            def progress(point: HybridPoint, dt: Dtype = dt) -> None:
                 took = f"{point.seconds * 1e3:.1f} ms" if point.seconds else point.note
                 status.update(f"{dt.routine} {n}^3: host {point.split.shares[1]}/{parts}, "
                               f"{point.config.describe()}: {took}")

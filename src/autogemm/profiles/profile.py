@@ -204,14 +204,15 @@ def _integer(value: object, where: str, low: int, high: int) -> int:
 
 
 def _number(value: object, where: str, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and 0 <= value <= high):
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not (math.isfinite(value) and 0 <= value <= high):
         raise ProfileError(f"{where} must be a number in 0..{high:g}, not {value!r}")
     return float(value)
 
 
 def _parse(data: object) -> Profile:
-    top = _object(data, "the profile", {"format", "version", "autogemm", "created", "device", "budget", "fma", "dtypes"},
-                  {"gemv", "hybrid"})
+    required = {"format", "version", "autogemm", "created", "device", "budget", "fma", "dtypes"}
+    top = _object(data, "the profile", required, {"gemv", "hybrid"})
     if top["format"] != FORMAT:
         raise ProfileError(f"format is {top['format']!r}, not {FORMAT!r}")
     version = _integer(top["version"], "version", 1, 10**6)

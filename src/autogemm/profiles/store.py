@@ -128,7 +128,7 @@ def _find(device: Device, path: Path) -> Profile | None:
                 return profile
         except ProfileError as exc:
             warnings.warn(f"ignoring profile: {exc}", ProfileWarning, stacklevel=3)
-    for name, item in bundled():
+    for _, item in bundled():
         if isinstance(item, Profile) and item.device_fingerprint == device.fingerprint:
             return item
         if isinstance(item, ProfileError):

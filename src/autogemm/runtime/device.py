@@ -88,7 +88,7 @@ class Device:
             elif kind is int:
                 ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
             elif kind is dict:
-                ok = isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+                ok = isinstance(value, dict) and all(isinstance(x, str) for item in value.items() for x in item)
             elif kind is tuple:
                 ok = isinstance(value, list) and all(isinstance(x, (int, str)) and not isinstance(x, bool)
                                                      for x in value)

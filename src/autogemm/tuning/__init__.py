@@ -9,5 +9,6 @@ from .scope import SizeClass, default_budget, size_classes, supported_dtypes
 from .strategies import DEFAULT_STRATEGY, STRATEGIES, get_strategy
 from .tuner import TuneListener, tune
 
-__all__ = ["DEFAULT_STRATEGY", "STRATEGIES", "Budget", "BudgetSpent", "Evaluator", "GemmEvaluator", "GemvEvaluator", "Objective", "Outcome", "Record",
-           "SizeClass", "TuneListener", "default_budget", "get_strategy", "size_classes", "supported_dtypes", "tune"]
+__all__ = ["DEFAULT_STRATEGY", "STRATEGIES", "Budget", "BudgetSpent", "Evaluator", "GemmEvaluator", "GemvEvaluator",
+           "Objective", "Outcome", "Record", "SizeClass", "TuneListener", "default_budget", "get_strategy",
+           "size_classes", "supported_dtypes", "tune"]

@@ -1,12 +1,13 @@
-"""RaijinCL's hybrid tuner: the GPU kernel and the split of C's rows between the devices and the host's
-BLAS, tuned together for the time of the whole call (host operands in, host result out), because the
-kernel best alone is not always best beside the host.
+"""RaijinCL's hybrid tuner: the GPU kernel and the split of C's rows between the devices and the host's BLAS,
+tuned together for the time of the whole call (host operands in, host result out), because the kernel best
+alone is not always best beside the host.
 
 The space is every candidate kernel times every host share h of P parts (the devices sharing the other
-P - h parts evenly), h growing from 0 until the calls get slower (``PRUNE``). Each point is a whole ``shares.run_split`` call, timed by wall clock after a
-warm-up (the median of ``runs``) and checked against float64 on sampled rows, including the rows on both
-sides of each share's boundary. With one candidate, the GPU-only best, this is the seed's "CPU+GPU with
-a tuned split" strategy; with several it is its full co-tuning."""
+P - h parts evenly), h growing from 0 until the calls get slower (``PRUNE``). Each point is a whole
+``shares.run_split`` call, timed by wall clock after a warm-up (the median of ``runs``) and checked
+against float64 on sampled rows, including the rows on both sides of each share's boundary. With one
+candidate, the GPU-only best, this is the seed's "CPU+GPU with a tuned split" strategy; with several it is
+its full co-tuning."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ speed differs with type and width). The tuning space then uses the winner instea
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable
@@ -44,8 +45,8 @@ def source(real_cl: str, width: int, iterations: int) -> str:
     chains = range(CHAINS)
     kernels = []
     for name, expr in MACS.items():
-        init = "\n".join(f"    {vec} x{i} = ({vec})(seed + ({real_cl}){i} * ({real_cl})0.01) + ({real_cl})gid * ({real_cl})1e-7;"
-                         for i in chains)
+        init = "\n".join(f"    {vec} x{i} = ({vec})(seed + ({real_cl}){i} * ({real_cl})0.01)"
+                         f" + ({real_cl})gid * ({real_cl})1e-7;" for i in chains)
         step = "\n".join(f"        x{i} = MAC_{name}(x{i}, b, c);" for i in chains)
         total = " + ".join(f"x{i}" for i in chains)
         kernels.append(f"""#define MAC_{name}(a, b, c) {expr}
@@ -80,7 +81,7 @@ def benchmark(ctx: DeviceContext, reals: tuple[str, ...], widths: tuple[int, ...
             for name in MACS:
                 kernel = cl.Kernel(program, f"bench_{name}")
                 kernel.set_args(out, np_type(1.0))
-                launch = lambda: cl.enqueue_nd_range_kernel(ctx.queue, kernel, (work_items,), None)  # noqa: E731
+                launch = functools.partial(cl.enqueue_nd_range_kernel, ctx.queue, kernel, (work_items,), None)
                 launch().wait()
                 seconds = median([event_seconds(launch()) for _ in range(runs)])
                 rates[name] = 2.0 * CHAINS * width * iterations * work_items / seconds / 1e9

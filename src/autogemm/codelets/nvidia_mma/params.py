@@ -64,7 +64,8 @@ class OperandType:
 
 
 OPERANDS = {
-    "f64": OperandType("f64", "f64", "d", "d", {"m8n8k4": (8, 0), "m16n8k4": (9, 0), "m16n8k8": (9, 0), "m16n8k16": (9, 0)}),
+    "f64": OperandType("f64", "f64", "d", "d",
+                       {"m8n8k4": (8, 0), "m16n8k4": (9, 0), "m16n8k8": (9, 0), "m16n8k16": (9, 0)}),
     "tf32": OperandType("tf32", "f32", "r", "f", {"m16n8k4": (8, 0), "m16n8k8": (8, 0)}),
     "f16": OperandType("f16", "f32", "r", "f", {"m16n8k8": (7, 5), "m16n8k16": (8, 0)}, pack=2),
     "bf16": OperandType("bf16", "f32", "r", "f", {"m16n8k8": (8, 0), "m16n8k16": (8, 0)}, pack=2),
@@ -186,7 +187,8 @@ class MmaParams:
         if self.shape not in operand.shapes:
             return f"mma.sync has no {self.shape} shape for {operand.name} operands ({dt.routine})"
         if self.tile_k % (4 * self.lane_k(dt)):
-            return f"tile_k {self.tile_k} must be a multiple of {4 * self.lane_k(dt)} (the k a warp's lanes read at once)"
+            return (f"tile_k {self.tile_k} must be a multiple of {4 * self.lane_k(dt)} "
+                    f"(the k a warp's lanes read at once)")
         if self.complex_method == "3m" and not dt.is_complex:
             return f"complex_method '3m' makes complex products; {dt.routine} is real"
         if self.copy == "async" and dt.is_complex:
@@ -232,6 +234,7 @@ class MmaParams:
                  f"stages{self.stages}" + ("/async" if self.copy == "async" else ""), self.mma,
                  *(["3m"] if self.complex_method == "3m" else []),
                  *([f"read{self.read_width}"] if self.read_width != 16 else []),
-                 *(["prefetch"] if self.fragment_sets == 2 else []), *(["ldmatrix"] if self.loads == "ldmatrix" else []),
+                 *(["prefetch"] if self.fragment_sets == 2 else []),
+                 *(["ldmatrix"] if self.loads == "ldmatrix" else []),
                  *self.build_options]
         return " ".join(parts)

@@ -3,7 +3,8 @@ its context, or never finishes, becomes a record and the tuning goes on.
 
 ``WorkerProcess`` is that process (a ``runtime.child.Child``, spoken to in the typed ``requests``); a
 tuning run keeps one for all its problems, and a new process is told the evaluator in use.
-``IsolatedEvaluator`` is what the tuner's search sees: an ``Evaluator`` of one problem in that worker. What becomes of a candidate:
+``IsolatedEvaluator`` is what the tuner's search sees: an ``Evaluator`` of one problem in that worker.
+What becomes of a candidate:
 
 - its process dies while building it (a compiler that crashes) or while it runs (an out-of-bounds access
   the operating system stops): ``CRASHED``, once a new process died of it too (builds ahead of it share
@@ -138,7 +139,8 @@ class _Lost(Exception):
 
     def record(self, params: Params) -> Record:
         outcome = Outcome.TIMED_OUT if self.gone.timed_out and self.running else Outcome.CRASHED
-        return Record(params, outcome, message=f"{'while it ran' if self.running else 'while it was built'}: {self.gone}")
+        when = "while it ran" if self.running else "while it was built"
+        return Record(params, outcome, message=f"{when}: {self.gone}")
 
 
 class IsolatedEvaluator:

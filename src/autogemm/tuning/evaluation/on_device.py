@@ -2,12 +2,12 @@
 process; always return a ``Record``.
 
 It holds what the GEMM and GEMV evaluators (``gemm``, ``gemv``) share. For each candidate: build the plan
-for the evaluator's problem (a build error is a record, not an exception); run it once over a NaN-poisoned C and compare every element, on the device, with a float64
-reference computed once from fresh random operands; time one run, and cut the candidate short as too slow
-when that run took more than ``slow_factor`` times the best so far; else time it with profiling events
-after a warm-up, a run averaging short products repeated until it covers a few milliseconds (each product
-timed from its first launch's start to its last's end, gaps between products left out), and keep the
-median of the runs."""
+for the evaluator's problem (a build error is a record, not an exception); run it once over a NaN-poisoned
+C and compare every element, on the device, with a float64 reference computed once from fresh random
+operands; time one run, and cut the candidate short as too slow when that run took more than
+``slow_factor`` times the best so far; else time it with profiling events after a warm-up, a run averaging
+short products repeated until it covers a few milliseconds (each product timed from its first launch's
+start to its last's end, gaps between products left out), and keep the median of the runs."""
 
 from __future__ import annotations
 
