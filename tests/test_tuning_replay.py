@@ -87,6 +87,9 @@ def test_a_compressed_checkpoint_replays_the_same(measured, tmp_path):
     again = Checkpoint.read(packed)
     assert again.records == measured.records
     assert replay(again, ["phased"], 20, seeds=1).curves == replay(measured, ["phased"], 20, seeds=1).curves
+    assert not list(tmp_path.glob("packed*.lock"))            # read only: no lock file left beside it
+    with pytest.raises(TuningError, match="read only"):
+        again.add(next(iter(again.records.values())))
 
 
 def test_a_checkpoint_without_device_facts_cannot_be_replayed(measured, tmp_path):

@@ -11,7 +11,7 @@ from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError
 from autogemm.tuning import Budget, BudgetSpent, Objective, finalists, get_strategy, scope
 from autogemm.tuning.strategies import exponential_stride_search
-from autogemm.tuning.surrogate import ExtraTrees
+from autogemm.tuning.strategies.surrogate import ExtraTrees
 from autogemm.tuning.tuner import class_budget
 
 # (strategy, share of the space it may measure, noise on one-run probes)

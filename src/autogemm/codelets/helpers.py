@@ -10,8 +10,8 @@ from __future__ import annotations
 from functools import cache
 
 from ..dtypes import Dtype
+from .conversions import conversions
 from .kernel import KernelSource
-from .storage import conversions
 
 TILE = 16   # helper work-groups are TILE x TILE; pack transposes through a TILE x (TILE + 1) local tile
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from contextlib import nullcontext
 from pathlib import Path
 
 from filelock import FileLock
@@ -31,10 +32,12 @@ IDENTITY = ("format", "version", "device", "device_name", "dtype", "shape", "rou
 class Checkpoint:
     """The measurements of one device, dtype and problem shape, as a dict from config key to record."""
 
-    def __init__(self, path: Path, header: dict) -> None:
+    def __init__(self, path: Path, header: dict, writable: bool = True) -> None:
         self.path = path
         self.header = header
-        self.lock = FileLock(str(path) + ".lock")
+        # a checkpoint only read (a replay) takes no lock: it leaves no lock file beside a file it only reads
+        self.lock = FileLock(str(path) + ".lock") if writable else nullcontext()
+        self.writable = writable
         self.records: dict[str, Record] = {}
         self.skipped = 0
         self._load()
@@ -65,7 +68,7 @@ class Checkpoint:
             raise TuningError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
         if header is None or header.get("format") != FORMAT or header.get("version") != VERSION:
             raise TuningError(f"{path} is not an autogemm checkpoint (format {FORMAT}, version {VERSION})")
-        return cls(Path(path), header)
+        return cls(Path(path), header, writable=False)
 
     def _load(self) -> None:
         if not self.path.exists():
@@ -100,6 +103,8 @@ class Checkpoint:
 
     def add(self, record: Record) -> None:
         """Keep ``record`` and append it to the file, on disk before this returns."""
+        if not self.writable:
+            raise TuningError(f"{self.path} was opened to be read only")
         self._keep(record)
         line = json.dumps(record.to_dict(), separators=(",", ":")) + "\n"
         with self.lock:
@@ -113,6 +118,8 @@ class Checkpoint:
 
     def clear(self) -> None:
         """Forget every measurement (``autogemm tune --fresh``)."""
+        if not self.writable:
+            raise TuningError(f"{self.path} was opened to be read only")
         with self.lock:
             self.path.unlink(missing_ok=True)
         self.records.clear()

@@ -22,8 +22,8 @@ from functools import lru_cache
 
 from ...dtypes import Dtype, get_dtype
 from ...errors import ConfigError
+from ..conversions import conversions
 from ..kernel import KernelSource, ceil_div
-from ..storage import conversions
 from ..writer import ElementCode, hex_digit
 from .params import OPERANDS, WARP, InstructionShape, MmaParams
 

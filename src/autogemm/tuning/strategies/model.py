@@ -15,8 +15,8 @@ import numpy as np
 
 from ...codelets.space import Point, SearchSpace
 from ..objective import Objective
-from ..surrogate import ExtraTrees
 from .base import Strategy
+from .surrogate import ExtraTrees
 
 INITIAL = 16          # random points measured before the first fit
 BATCH = 8             # points measured per refit (more once many are measured: fits cost)
