@@ -44,15 +44,16 @@ class Checkpoint:
 
     @classmethod
     def for_problem(cls, device: Device, dtype: Dtype, shape: tuple[int, int, int],
-                    directory: Path | None = None, routine: str = "gemm") -> Checkpoint:
-        """The checkpoint of a GEMM of ``shape`` (m, n, k), or of another ``routine`` (named in the
-        header and the file name: 'gemv-n' for GEMV of layout N)."""
+                    directory: Path | None = None, gemv_layout: str | None = None) -> Checkpoint:
+        """The checkpoint of a GEMM of ``shape`` (m, n, k), or with ``gemv_layout`` of a GEMV of that
+        layout on A of (m, n) (named in the header and the file name: 'gemv-n' for layout N)."""
         m, n, k = shape
         folder = directory or cache_subdir("checkpoints")
         header = {"format": FORMAT, "version": VERSION, "device": device.fingerprint,
                   "device_name": device.name.strip(), "dtype": dtype.key, "shape": [m, n, k]}
         prefix = ""
-        if routine != "gemm":        # GEMM's headers and names stay those of checkpoints made before
+        if gemv_layout is not None:  # GEMM's headers and names stay those of checkpoints made before
+            routine = f"gemv-{gemv_layout.lower()}"
             header["routine"], prefix = routine, f"{routine}-"
         header["device_facts"] = device.facts()
         return cls(folder / f"{prefix}{device.fingerprint}-{dtype.key}-{m}x{n}x{k}.jsonl", header)
@@ -69,6 +70,12 @@ class Checkpoint:
         if header is None or header.get("format") != FORMAT or header.get("version") != VERSION:
             raise TuningError(f"{path} is not an autogemm checkpoint (format {FORMAT}, version {VERSION})")
         return cls(Path(path), header, writable=False)
+
+    @property
+    def gemv_layout(self) -> str | None:
+        """The layout of the GEMV measured ('N' or 'T'), or None for a GEMM."""
+        routine = self.header.get("routine")
+        return routine.split("-")[1].upper() if isinstance(routine, str) and routine.startswith("gemv-") else None
 
     def _load(self) -> None:
         if not self.path.exists():

@@ -60,8 +60,7 @@ def replay(checkpoint: Checkpoint, strategies: Sequence[str], evaluations: int, 
         raise TuningError(f"{checkpoint.path} cannot be replayed: its header lacks the device's facts "
                           f"(checkpoints made before autogemm wrote them): {exc}") from None
     dt = get_dtype(header["dtype"])
-    routine = header.get("routine", GEMM)
-    layout = routine.split("-")[1].upper() if routine != GEMM else None
+    layout = checkpoint.gemv_layout
     records = list(checkpoint.records.values())
     evaluator = SimulatedEvaluator(checkpoint)
     macs = {r.config.vector_width: r.config.mac for r in records if hasattr(r.config, "mac")}

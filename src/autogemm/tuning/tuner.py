@@ -212,8 +212,7 @@ def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
     all into one checkpoint, and keep the finalists of all of them. The candidates run in ``worker``'s
     process. The ``known`` configurations of each family are measured first, and the best of them is the
     search's start when it beats the given one."""
-    routine = "gemm" if size.routine == GEMM else f"gemv-{size.layout.lower()}"
-    checkpoint = Checkpoint.for_problem(worker.device, dt, size.shape, routine=routine)
+    checkpoint = Checkpoint.for_problem(worker.device, dt, size.shape, gemv_layout=size.layout)
     if fresh:
         checkpoint.clear()
     evaluator = IsolatedEvaluator(worker, _evaluator_spec(dt, size))
