@@ -110,8 +110,8 @@ def test_geometric_means_pair_end_to_end_with_end_to_end():
     cases = [_case("s", 64, {AUTOGEMM: 2.0, "autogemm e2e": 1.0, "cuBLAS": 4.0, "cuBLAS e2e": 0.5}),
              _case("s", 128, {AUTOGEMM: 8.0, "autogemm e2e": 2.0, "cuBLAS": 4.0, "cuBLAS e2e": None})]
     means = report.geometric_means(cases)
-    assert means[("s", "cuBLAS")] == (pytest.approx(1.0), 2)
-    assert means[("s", "cuBLAS e2e")] == (pytest.approx(2.0), 1)
+    assert means[("s", "cuBLAS")] == report.Comparison(pytest.approx(1.0), 2, 0.5, "64x64x64 NN")
+    assert means[("s", "cuBLAS e2e")] == report.Comparison(pytest.approx(2.0), 1, 2.0, "64x64x64 NN")
     assert ("s", "autogemm e2e") not in means
 
 
@@ -127,6 +127,8 @@ def test_bench_command_writes_table_json_csv_and_plot(tmp_path):
     assert {r["implementation"] for r in rows} == {"autogemm", "autogemm e2e", "autogemm+host e2e", "numpy"}
     assert all(r["correct"] for r in rows)
     assert {(m["dtype"], m["peer"]) for m in data["geometric_means"]} == {("s", "numpy"), ("c", "numpy")}
+    assert all(m["worst_autogemm_over_peer"] <= m["geomean_autogemm_over_peer"] for m in data["geometric_means"])
+    assert "worst" in out.output
     with open(tmp_path / "b.csv") as f:
         assert len(list(csv.DictReader(f))) == len(rows)
     assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
@@ -204,3 +206,26 @@ def test_bench_hybrid_reports_the_four_strategies(tmp_path):
     assert 2 <= case["points"] <= 2 * 3                                   # kernels x (P + 1) splits at most
     bad = CliRunner().invoke(main, ["bench-hybrid", "-d", "cpu", "--sizes", "96x96"])
     assert bad.exit_code != 0 and "not a positive number" in bad.output
+
+
+def test_the_llm_suite_holds_forward_and_weight_gradient_products_of_each_layer():
+    from autogemm.bench.shapes import SUITES, llm_suite
+
+    shapes = llm_suite()
+    assert SUITES["llm"] is llm_suite and len(shapes) == len(set(shapes)) == 2 * (5 * 7 + 3 * 2)
+    forward = {s.name: s for s in shapes if s.layout == "NT"}
+    assert forward["lm_head T=1"] == Shape(1, 128256, 4096, "NT", "lm_head T=1")
+    assert forward["kv_proj T=8192"] == Shape(8192, 1024, 4096, "NT", "kv_proj T=8192")
+    gradient = {s.name: s for s in shapes if s.layout == "TN"}
+    assert gradient["down_proj dW T=512"] == Shape(4096, 14336, 512, "TN", "down_proj dW T=512")
+    assert gradient["bert_up dW T=128"].k == 128 and "T=2048" in forward["bert_down T=2048"].label
+
+
+def test_a_named_shape_survives_the_json_and_the_cli_takes_a_suite_by_name(tmp_path):
+    case = _case("s", 32, {AUTOGEMM: 2.0, "cuBLAS": 4.0})
+    case.shape = Shape(32, 32, 32, "NT", "q_proj T=32")
+    report.write_json([case], tmp_path / "r.json", {})
+    _, (again,) = report.read_json(tmp_path / "r.json")
+    assert again.shape == case.shape and again.rate("cuBLAS") == 4.0
+    out = CliRunner().invoke(main, ["bench", "--suite", "nonsense", "--peers", "none"])
+    assert out.exit_code == 2 and "llm" in out.output

@@ -10,6 +10,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.table import Table
@@ -35,7 +36,7 @@ def flat_rows(cases: Sequence[CaseResult]) -> list[dict]:
         for m in case.measurements:
             rows.append({
                 "dtype": case.dtype, "m": case.shape.m, "n": case.shape.n, "k": case.shape.k,
-                "layout": case.shape.layout, "implementation": m.name, "seconds": m.seconds,
+                "layout": case.shape.layout, "name": case.shape.name, "implementation": m.name, "seconds": m.seconds,
                 "tflops": m.tflops, "peak_tflops": case.peak_tflops,
                 "fraction_of_peak": m.tflops / case.peak_tflops if m.tflops and case.peak_tflops else None,
                 "error": m.error, "correct": m.correct, "autogemm_over_this": case.ratio(m.name),
@@ -44,15 +45,27 @@ def flat_rows(cases: Sequence[CaseResult]) -> list[dict]:
     return rows
 
 
-def geometric_means(cases: Sequence[CaseResult]) -> dict[tuple[str, str], tuple[float, int]]:
-    """(dtype, peer) -> (geometric mean of autogemm / peer over the cases both ran correctly, count)."""
-    logs: dict[tuple[str, str], list[float]] = {}
+@dataclass(frozen=True)
+class Comparison:
+    """autogemm against one peer over the cases of one dtype both ran correctly: the geometric mean of
+    autogemm / peer, how many cases, and the worst case's ratio and problem."""
+
+    mean: float
+    count: int
+    worst: float
+    worst_problem: str
+
+
+def geometric_means(cases: Sequence[CaseResult]) -> dict[tuple[str, str], Comparison]:
+    """(dtype, peer) -> how autogemm compares with the peer over the cases both ran correctly."""
+    ratios: dict[tuple[str, str], list[tuple[float, str]]] = {}
     for case in cases:
         for m in case.measurements:
             ratio = case.ratio(m.name)
             if ratio:
-                logs.setdefault((case.dtype, m.name), []).append(math.log(ratio))
-    return {key: (math.exp(sum(v) / len(v)), len(v)) for key, v in logs.items()}
+                ratios.setdefault((case.dtype, m.name), []).append((ratio, case.shape.label))
+    return {key: Comparison(math.exp(sum(math.log(r) for r, _ in found) / len(found)), len(found),
+                            *min(found)) for key, found in ratios.items()}
 
 
 def table(cases: Sequence[CaseResult], title: str) -> Table:
@@ -101,8 +114,9 @@ def provenance() -> dict:
 
 
 def write_json(cases: Sequence[CaseResult], path: Path, meta: dict) -> None:
-    means = [{"dtype": d, "peer": p, "geomean_autogemm_over_peer": g, "cases": n}
-             for (d, p), (g, n) in sorted(geometric_means(cases).items())]
+    means = [{"dtype": d, "peer": p, "geomean_autogemm_over_peer": c.mean, "cases": c.count,
+              "worst_autogemm_over_peer": c.worst, "worst_problem": c.worst_problem}
+             for (d, p), c in sorted(geometric_means(cases).items())]
     Path(path).write_text(json.dumps({**meta, "results": flat_rows(cases), "geometric_means": means}, indent=1))
 
 
@@ -114,7 +128,7 @@ def read_json(path: Path) -> tuple[dict, list[CaseResult]]:
         meta = {key: value for key, value in data.items() if key not in ("results", "geometric_means")}
         cases: dict[tuple, CaseResult] = {}
         for row in data["results"]:
-            shape = Shape(int(row["m"]), int(row["n"]), int(row["k"]), str(row["layout"]))
+            shape = Shape(int(row["m"]), int(row["n"]), int(row["k"]), str(row["layout"]), str(row.get("name", "")))
             key = (row["dtype"], shape)
             if key not in cases:
                 cases[key] = CaseResult(str(row["dtype"]), shape, row["peak_tflops"], str(row["autogemm_config"]))

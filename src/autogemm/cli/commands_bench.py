@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .. import __version__
 from ..bench.report import geometric_means, plot, provenance, read_json, table, write_csv, write_json
 from ..bench.runner import PEERS, Bench
-from ..bench.shapes import LAYOUTS, read_shapes, square_sweep, suite
+from ..bench.shapes import LAYOUTS, SUITES, read_shapes, square_sweep
 from ..dtypes import get_dtype
 from ..errors import ArgumentError, AutogemmError
 from ..profiles import profile_for
@@ -42,8 +42,10 @@ def _peers(text: str) -> tuple[str, ...]:
               help="Transposes of A and B for --sizes.")
 @click.option("--shapes", "shapes_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A file of problems, one 'M N K [LAYOUT]' per line.")
-@click.option("--suite", "use_suite", is_flag=True,
-              help="The shipped suite: squares, odd sizes and skinny shapes in NN, NT and TN.")
+@click.option("--suite", "use_suite", type=click.Choice(list(SUITES)), is_flag=False, flag_value="standard",
+              default=None, help="A shipped suite: 'standard' (alone: --suite), squares, odd sizes and skinny "
+                                 "shapes in NN, NT and TN; or 'llm', the linear layers of Llama-3-8B and "
+                                 "BERT-large at 1 to 8192 tokens, forward (NT) and weight gradients (TN).")
 @click.option("--peers", "peer_text", default=",".join(PEERS), show_default=True,
               help="Peers to run beside autogemm (those not installed are skipped), or none.")
 @click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True,
@@ -82,7 +84,7 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
         dev = select_device(None, device)
         letters = [get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()]
         if use_suite:
-            shapes = suite()
+            shapes = SUITES[use_suite]()
         elif shapes_file:
             shapes = read_shapes(shapes_file)
         else:
@@ -121,9 +123,9 @@ def _report(cases: list, title: str, json_path: Path | None, csv_path: Path | No
             meta: dict) -> None:
     """The table and geometric means of ``cases``, and the files asked for."""
     console.print(table(cases, title))
-    for (dtype, peer), (mean, count) in sorted(geometric_means(cases).items()):
-        console.print(f"{get_dtype(dtype).routine}: autogemm / {peer}, geometric mean over {count} problems: "
-                      f"{mean:.2f}", highlight=False)
+    for (dtype, peer), found in sorted(geometric_means(cases).items()):
+        console.print(f"{get_dtype(dtype).routine}: autogemm / {peer}, geometric mean over {found.count} problems: "
+                      f"{found.mean:.2f}; worst {found.worst:.2f} ({found.worst_problem})", highlight=False)
     try:
         if json_path:
             write_json(cases, json_path, meta)
