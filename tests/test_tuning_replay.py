@@ -164,12 +164,13 @@ def test_a_gemv_checkpoint_replays_in_its_layouts_space(device, tmp_path):
     from autogemm.codelets.gemv.space import space as gemv_space
 
     space = gemv_space(SpaceFacts(device, DTYPES["d"], layout="T"))
-    checkpoint = Checkpoint.for_problem(device, DTYPES["d"], (512, 512, 1), directory=tmp_path, gemv_layout="T")
+    checkpoint = Checkpoint.for_problem(device, DTYPES["d"], (512, 512, 1), directory=tmp_path, routine="gemv",
+                                        layout="T")
     for i, point in enumerate(space.points()[:30]):
         config = space.config(point)
         checkpoint.add(Record(config, Outcome.OK, 10.0 + (i * 7) % 13, 1e-3, 1e-12, runs=5))
     read = Checkpoint.read(checkpoint.path)
-    assert read.gemv_layout == "T" and "gemv-t-" in read.path.name
+    assert read.problem == ("gemv", "T") and "gemv-t-" in read.path.name
     found = replay(read, ["random", "exhaustive"], evaluations=30, seeds=2)
     assert found.held == 30 and found.description.startswith("dgemv T 512x512x1")
     assert found.quality("exhaustive", 30) == (100.0, 100.0)

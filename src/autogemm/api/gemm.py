@@ -11,6 +11,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from .. import workload
 from ..blas import GemmProblem, LaunchPlan, blocks, plan_cache
 from ..blas.plan_cache import cached_plan, is_current
 from ..blas.problem import alignment_class
@@ -159,6 +160,10 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
         plan = None if call.blocked else cached_plan(call.ctx, call.planned, config, edge)
         if key is not None:
             _remember(key, (call, plan))
+    if workload.RECORDER is not None:
+        pr = call.problem
+        workload.RECORDER.record("gemm", pr.dtype.key, "NT"[pr.op_a.transposed] + "NT"[pr.op_b.transposed], pr.m,
+                                 pr.n, pr.k, pr.batch)
     alpha, beta = scalar(alpha, "alpha", call.dt), scalar(beta, "beta", call.dt)
     if c is None and beta != 0:
         raise ArgumentError("beta is not 0 but no c was given to scale")

@@ -8,6 +8,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from .. import workload
 from ..blas import Op
 from ..blas.gemv import GemvProblem
 from ..blas.plan_cache import cached_gemv_plan
@@ -89,6 +90,8 @@ def gemv(a: Matrix, x: Matrix, y: Matrix | None = None, *, alpha: complex | floa
     problem.validate()
     if m == 0:
         return out
+    if workload.RECORDER is not None:
+        workload.RECORDER.record("gemv", dt.key, problem.layout, problem.rows, problem.cols, 1)
     if config is not None and config.layout != problem.layout:
         raise ArgumentError(f"config has layout {config.layout} but this call reads A in layout {problem.layout} "
                             f"(A {'column' if sa.flipped else 'row'}-major, trans={trans!r})")

@@ -4,11 +4,10 @@ split K; selection uses it to predict which stored configuration suits a shape b
 
 from __future__ import annotations
 
-from ..codelets.kernel import ceil_div
+from ..codelets.kernel import MAX_SLICES, ceil_div
 from ..codelets.registry import KernelParams
 from .problem import GemmProblem
 
-MAX_SLICES = 64
 #: Problems with fewer multiply-adds are not split automatically: the merge of the slices is one more
 #: launch, and launches cost up to a few hundred microseconds each on the H100's OpenCL driver.
 SPLIT_MIN_WORK = 2**30

@@ -78,7 +78,8 @@ class LaunchPlan:
         self.problem = problem
         self.dtype = problem.dtype
         if params is None:
-            self.params, self.params_source = choose_params(ctx.device, problem)
+            self.params, self.params_source, measured_split = choose_params(ctx.device, problem)
+            split_k = split_k if split_k is not None else measured_split
         else:
             self.params, self.params_source = params, "given"
         reason = check(self.params, ctx.device, problem.dtype)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..codelets.registry import KernelParams, check
-from ..codelets.simt import SimtParams
 from ..profiles import Ranked, profile_for
+from ..profiles.profile import SHAPES
 from ..runtime.device import Device
 from .coverage import predicted_rate
 from .defaults import default_params
@@ -20,9 +22,20 @@ MEASURED_LAYOUT = "NN"
 PREDICTION_MARGIN = 1.1
 
 
-def choose_params(device: Device, problem: GemmProblem) -> tuple[SimtParams, str]:
-    """The configuration for ``problem`` on ``device`` and where it came from. From the profile: in each
-    size class, the best stored configuration that passes ``check``, or one nearly as fast whose layout
+class Selection(NamedTuple):
+    """A configuration chosen for a problem, where it came from, and the K slices measured best for it
+    on that very problem (None: the plan decides)."""
+
+    params: KernelParams
+    source: str
+    split: int | None = None
+
+
+def choose_params(device: Device, problem: GemmProblem) -> Selection:
+    """The configuration for ``problem`` on ``device`` and where it came from. From the profile: the best
+    of its entry for this very problem where ``autogemm tune --shapes`` made one (with its measured K
+    slices); else, in each size class, the best stored configuration that passes ``check``, or one nearly
+    as fast whose layout
     matches how A and B are stored (see ``prefer_stored_layout``); of those, the one with the highest
     rate predicted for this shape (``coverage.predicted_rate``: a narrow or small C wastes large blocks
     and leaves compute units idle), the nearer class unless a farther one is predicted ``PREDICTION_MARGIN``
@@ -33,6 +46,12 @@ def choose_params(device: Device, problem: GemmProblem) -> tuple[SimtParams, str
     dt = problem.dtype
     profile = profile_for(device)
     if profile is not None:
+        layout = "NT"[problem.op_a.transposed] + "NT"[problem.op_b.transposed]
+        exact = profile.entry(dt.key, layout, SHAPES, (problem.m, problem.n, problem.k)) \
+            if problem.batch == 1 else None
+        usable = [r for r in exact.ranked if check(r.config, device, dt) is None] if exact else []
+        if usable:
+            return Selection(usable[0].config, f"profile {profile.device_fingerprint} (this shape)", usable[0].split)
         candidates = []
         keys = tuple(dict.fromkeys((dt.key, dt.native.key, dt.compute.key)))
         for entry in profile.nearest(keys, problem.m, problem.n, problem.k):
@@ -46,8 +65,8 @@ def choose_params(device: Device, problem: GemmProblem) -> tuple[SimtParams, str
             for i in range(1, len(candidates)):
                 if rates[i] > PREDICTION_MARGIN * rates[best]:
                     best = i
-            return candidates[best].config, f"profile {profile.device_fingerprint}"
-    return default_params(device, dt), "default"
+            return Selection(candidates[best].config, f"profile {profile.device_fingerprint}")
+    return Selection(default_params(device, dt), "default")
 
 
 def prefer_stored_layout(ranked: list[Ranked], problem: GemmProblem) -> Ranked:
@@ -69,7 +88,7 @@ def candidates(device: Device, problem: GemmProblem, count: int) -> list[KernelP
     """Up to ``count`` configurations worth trying for ``problem`` on ``device``: ``choose_params``'s
     first, then the other usable ones the profile ranks for the dtype in the size classes nearest in
     shape (the hybrid tuner's candidates: the kernel best alone is not always best beside the host)."""
-    first, _ = choose_params(device, problem)
+    first = choose_params(device, problem).params
     found = [first]
     profile = profile_for(device)
     if profile is not None:

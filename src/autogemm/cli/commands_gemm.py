@@ -50,7 +50,7 @@ def show_kernel(dtype_letter, config, settings, platform, device, whole, family)
     try:
         dt = get_dtype(dtype_letter)
         dev = select_device(platform, device)
-        chosen, _ = choose_params(dev, GemmProblem.dense(dt, 4096, 4096, 4096))
+        chosen = choose_params(dev, GemmProblem.dense(dt, 4096, 4096, 4096)).params
         chosen_family = family_named(family)
         base = chosen_family.fit(chosen, dt) if chosen.family == family else chosen_family.default(dt)
         params = parse_config(config, settings, base)
@@ -89,7 +89,7 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, time
         problem = GemmProblem.dense(dt, m, n, k, op_a, op_b)
         params = None
         if config or settings:
-            params = parse_config(config, settings, choose_params(dev, problem)[0])
+            params = parse_config(config, settings, choose_params(dev, problem).params)
         plan = LaunchPlan(ctx, problem, params, edge)
     except AutogemmError as exc:
         fail(str(exc))

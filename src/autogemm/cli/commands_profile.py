@@ -12,6 +12,7 @@ from rich.table import Table
 from ..dtypes import Dtype, get_dtype
 from ..errors import AutogemmError, ProfileError
 from ..profiles import Profile, SizeClassEntry, bundled, path_for, profile_for, read, save, user_profiles
+from ..profiles.profile import CLASSES, GEMV_CLASSES, SHAPES
 from ..runtime import Device, list_devices
 from ..tuning.evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
 from ..tuning.scope import bandwidth
@@ -55,9 +56,9 @@ def list_command() -> None:
         if isinstance(item, ProfileError):
             table.add_row("[red]invalid[/red]", "", "", "", str(item).split(": ", 1)[-1][:80], source)
             continue
-        tuned = ", ".join([f"{'gemv ' if routine == 'gemv' else ''}{key}:{'/'.join(e.name for e in entries)}"
-                           for routine, kind in (("gemm", item.dtypes), ("gemv", item.gemv))
-                           for key, entries in kind.items()]
+        tuned = ", ".join([f"{'gemv ' if section == GEMV_CLASSES else ''}{key}:{'/'.join(e.name for e in entries)}"
+                           for section in (CLASSES, GEMV_CLASSES) for key, entries in item.table(section).items()]
+                          + [f"{len(entries)} {key} shapes" for key, entries in item.shapes.items()]
                           + [f"hybrid {key}:{'/'.join(str(e.shape[0]) for e in entries)}"
                              for key, entries in item.hybrid.items()])
         table.add_row(item.device_name, item.device_fingerprint, _device_named(item.device_fingerprint, devices),
@@ -82,11 +83,13 @@ def show_command(target, as_json) -> None:
                   f"budget {prof.budget}; {source}", highlight=False)
     if prof.fma:
         console.print("multiply-add forms: " + ", ".join(f"{k}:{v}" for k, v in prof.fma.items()), highlight=False)
-    for routine, key, entry in entries_of(prof):
+    for section, key, entry in entries_of(prof):
+        if section == SHAPES:
+            continue
         dt = get_dtype(key)
-        gemv = routine == "gemv"
+        gemv = section == GEMV_CLASSES
         shape = entry.shape[:2] if gemv else entry.shape
-        table = Table(title=f"{entry_label(routine, dt, entry.name)} {'x'.join(map(str, shape))}: {entry.strategy}, "
+        table = Table(title=f"{entry_label(section, dt, entry.name)} {'x'.join(map(str, shape))}: {entry.strategy}, "
                             f"{entry.evaluations} evaluations, {entry.seconds:.0f} s", title_justify="left")
         table.add_column("rank", justify="right")
         table.add_column("GFLOP/s", justify="right")
@@ -96,6 +99,16 @@ def show_command(target, as_json) -> None:
         for i, ranked in enumerate(entry.ranked, 1):
             rates = [f"{ranked.gflops:.1f}"] + ([f"{bandwidth(dt, shape, ranked.gflops):.0f}"] if gemv else [])
             table.add_row(str(i), *rates, ranked.config.describe())
+        console.print(table)
+    if prof.shapes:
+        table = Table(title="tuned for these shapes (tune --shapes): their best", title_justify="left")
+        for column in ("dtype", "layout", "m x n x k", "GFLOP/s", "split", "configuration"):
+            table.add_column(column, justify="right" if column in ("GFLOP/s", "split") else "left")
+        for key, entries in prof.shapes.items():
+            for e in entries:
+                best = e.ranked[0]
+                table.add_row(key, e.name, "x".join(map(str, e.shape)), f"{best.gflops:.1f}",
+                              str(best.split or "auto"), best.config.describe())
         console.print(table)
     if prof.hybrid:
         table = Table(title="shared with the host (tune --hybrid): numpy in, numpy out", title_justify="left")
@@ -109,14 +122,15 @@ def show_command(target, as_json) -> None:
 
 
 def entries_of(prof: Profile) -> list[tuple[str, str, SizeClassEntry]]:
-    """(routine, dtype key, entry) for every entry of the profile, GEMM's then GEMV's."""
-    return [(routine, key, entry) for routine, table in (("gemm", prof.dtypes), ("gemv", prof.gemv))
-            for key, entries in table.items() for entry in entries]
+    """(section, dtype key, entry) for every entry of the profile: GEMM's size classes, GEMV's, then the
+    exact shapes."""
+    return [(section, key, entry) for section in (CLASSES, GEMV_CLASSES, SHAPES)
+            for key, entries in prof.table(section).items() for entry in entries]
 
 
-def entry_label(routine: str, dt: Dtype, name: str) -> str:
-    """How tables name an entry: 'sgemm large', 'sgemv N square'."""
-    if routine == "gemv":
+def entry_label(section: str, dt: Dtype, name: str) -> str:
+    """How tables name an entry: 'sgemm large', 'sgemv N square', 'sgemm NT' (an exact shape)."""
+    if section == GEMV_CLASSES:
         layout, kind = name.split("-")
         return f"{dt.letter}gemv {layout.upper()} {kind}"
     return f"{dt.routine} {name}"
@@ -169,20 +183,22 @@ def verify_command(device, dtypes, runs) -> None:
         table.add_column(column, justify="left" if column in ("entry", "shape", "check") else "right")
     failed = False
     with WorkerProcess(dev) as worker:   # a stored kernel that crashes costs that process, not this one
-        for routine, letter, entry in entries_of(prof):
+        for section, letter, entry in entries_of(prof):
             if letters is not None and letter not in letters:
                 continue
             dt = get_dtype(letter)
             best = entry.ranked[0]
-            spec = (EvaluatorSpec.gemv(dt, entry.shape[:2], best.config.layout, full=True) if routine == "gemv"
-                    else EvaluatorSpec.gemm(dt, entry.shape, full=True))
+            gemv = section == GEMV_CLASSES
+            spec = (EvaluatorSpec.gemv(dt, entry.shape[:2], best.config.layout, full=True) if gemv
+                    else EvaluatorSpec.gemm(dt, entry.shape, full=True,
+                                            layout=entry.name if section == SHAPES else "NN"))
             evaluator = IsolatedEvaluator(worker, spec, runs=runs)
             record = evaluator.evaluate(best.config)
             problem = worker.verify(best.config, dt) if record.ok else record.message
             failed |= bool(problem)
             drift = (record.gflops / best.gflops - 1) * 100 if record.ok and best.gflops else None
-            shape = entry.shape[:2] if routine == "gemv" else entry.shape
-            table.add_row(entry_label(routine, dt, entry.name), "x".join(map(str, shape)), f"{best.gflops:.1f}",
+            shape = entry.shape[:2] if gemv else entry.shape
+            table.add_row(entry_label(section, dt, entry.name), "x".join(map(str, shape)), f"{best.gflops:.1f}",
                           f"{record.gflops:.1f}" if record.ok else record.outcome.value,
                           f"{drift:+.1f}%" if drift is not None else "-",
                           "[green]ok[/green]" if not problem else f"[red]{problem[:60]}[/red]")

@@ -33,6 +33,7 @@ from ..tuning.cotune import HybridPoint, tune_hybrid
 from ..tuning.fma import FmaResult
 from ..tuning.replay import replay
 from ..tuning.scope import CLASS_SHARES, GEMV, bandwidth
+from ..workload import read_workload
 from . import main
 from .common import console, fail, select_device
 
@@ -90,7 +91,7 @@ def summary_table(rows: list[tuple]) -> Table:
             rate = f"{best.gflops:.1f}"
             if _is_gemv(size):
                 rate += f" ({bandwidth(dtype, entry.shape, best.gflops):.0f} GB/s)"
-        ranked_at = entry.shape[0] if entry else size.m
+        ranked_at = "x".join(map(str, size.shape)) if size.exact else entry.shape[0] if entry else size.m
         name = size.name if size.routine != GEMV else f"{GEMV}-{size.name}"
         table.add_row(f"{dtype.key} {name} {ranked_at}", rate,
                       best.config.describe() if best else "no correct kernel", str(evaluations), str(failures),
@@ -138,6 +139,10 @@ def _shape(size: SizeClass) -> str:
               help="P: the parts of C's rows --hybrid deals out.")
 @click.option("--kernels", type=click.IntRange(1, 16), default=3, show_default=True,
               help="Candidate kernels --hybrid tries (the profile's, best first).")
+@click.option("--shapes", "shapes_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Tune exactly the GEMM shapes of this workload file (recorded by a program run with "
+                   "AUTOGEMM_RECORD=FILE, or lines of 'M N K [LAYOUT]' of --dtype, default s), each into an "
+                   "entry used for that very shape.")
 @click.option("--replay", "replayed", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Instead, replay the strategies on this checkpoint's measurements (no device needed): "
                    "the best found after a share of --budget evaluations (default 200).")
@@ -145,14 +150,15 @@ def _shape(size: SizeClass) -> str:
               help="Seeds each strategy is replayed with (--replay).")
 @click.option("--cold", is_flag=True, help="Replay without starting at the device class's default (--replay).")
 def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, classes, hybrid, hybrid_size, parts,
-                 kernels, replayed, seeds, cold) -> None:
+                 kernels, shapes_file, replayed, seeds, cold) -> None:
     """Tune the GEMM and GEMV kernels of a device and save its profile.
 
     Every measurement is written to a checkpoint as it is taken: after Ctrl-C or a crash, the same
     command resumes without measuring anything twice. With --hybrid, co-tune instead the kernel and the
     split of products shared with the host (every candidate kernel with every host share, each a whole
-    call from numpy in to numpy out) and save the best as the profile's hybrid entry. With --replay,
-    search a finished checkpoint again with each strategy, every measurement answered from it."""
+    call from numpy in to numpy out) and save the best as the profile's hybrid entry. With --shapes, tune
+    exactly a workload's shapes. With --replay, search a finished checkpoint again with each strategy,
+    every measurement answered from it."""
     if replayed:
         _replay(replayed, budget, [strategy] if strategy else list(STRATEGIES), seeds, cold)
         return
@@ -161,6 +167,11 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
         dev = select_device(None, device)
         letters = tuple(get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()) if dtypes else None
         limit = Budget.parse(budget) if budget else default_budget(dev, quick)
+        shapes = None
+        if shapes_file:
+            shapes, skipped = read_workload(shapes_file, tuple(dt.key for dt in letters or (get_dtype("s"),)))
+            for line in skipped:
+                console.print(f"[yellow]skipped[/yellow] {line}", highlight=False)
     except AutogemmError as exc:
         fail(str(exc))
     if hybrid:
@@ -175,7 +186,7 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
         listener = ProgressListener(progress)
         try:
             tune(dev, letters, limit, strategy, quick=quick, fresh=fresh, top=top, listener=listener, seed=seed,
-                 classes=classes or None)
+                 classes=classes or None, shapes=shapes)
         except KeyboardInterrupt:
             progress.stop()
             console.print("[yellow]interrupted[/yellow]: every measurement so far is in the checkpoint, and "

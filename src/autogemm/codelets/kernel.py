@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: The most K slices one launch computes side by side (split K), each a layer of work-groups.
+MAX_SLICES = 64
+
 
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TypeVar
 
+from ..codelets.kernel import MAX_SLICES
 from ..codelets.registry import GEMM, GEMV, Params, params_from_dict
 from ..dtypes import DTYPES
 from ..errors import AutogemmError, ProfileError
@@ -24,6 +25,13 @@ VERSION = 1
 MAX_RANKED = 32
 MAX_DIMENSION = 2**31 - 1
 MAX_PARTS = 256
+#: Per-shape entries a dtype may hold (``autogemm tune --shapes``): a program's distinct products.
+MAX_SHAPES = 4096
+#: The tables of size-class entries by dtype, as the JSON's sections name them: GEMM's size classes,
+#: GEMV's layouts and shapes, and exact shapes tuned for (``tune --shapes``), whose entry is named by the
+#: problem's stored layout (NN, NT, TN or TT).
+CLASSES, GEMV_CLASSES, SHAPES = "dtypes", "gemv", "shapes"
+SHAPE_LAYOUT = re.compile(r"^[NT]{2}$")
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _FINGERPRINT = re.compile(r"^[0-9a-f]{16}$")
 _FMA_KEY = re.compile(r"^[sd](1|2|4|8|16)$")
@@ -35,10 +43,12 @@ Entry = TypeVar("Entry")
 
 @dataclass(frozen=True)
 class Ranked:
-    """A configuration and the rate it reached on the class's problem."""
+    """A configuration and the rate it reached on the class's problem, with ``split`` K slices where
+    that count was measured best for it (None: a plan decides, ``blas.coverage.auto_slices``)."""
 
     config: Params
     gflops: float
+    split: int | None = None
 
 
 @dataclass(frozen=True)
@@ -84,12 +94,20 @@ class Profile:
     gemv: dict[str, tuple[SizeClassEntry, ...]] = field(default_factory=dict)
     #: Products shared with the host, per dtype: one co-tuned entry per shape (``autogemm tune --hybrid``)
     hybrid: dict[str, tuple[HybridEntry, ...]] = field(default_factory=dict)
+    #: Exact shapes tuned for, per dtype (``autogemm tune --shapes``): an entry per stored layout and
+    #: (m, n, k), used for that very problem
+    shapes: dict[str, tuple[SizeClassEntry, ...]] = field(default_factory=dict)
 
     # ----- use ------------------------------------------------------------------------------------
-    def entry(self, dtype: str, name: str, routine: str = GEMM) -> SizeClassEntry | None:
-        """The entry of ``dtype``'s class ``name`` (of GEMM's size classes, or of GEMV's), if tuned."""
-        table = self.dtypes if routine == GEMM else self.gemv
-        return next((e for e in table.get(dtype, ()) if e.name == name), None)
+    def table(self, section: str) -> dict[str, tuple[SizeClassEntry, ...]]:
+        """The entries by dtype of ``section`` (``CLASSES``, ``GEMV_CLASSES`` or ``SHAPES``)."""
+        return {CLASSES: self.dtypes, GEMV_CLASSES: self.gemv, SHAPES: self.shapes}[section]
+
+    def entry(self, dtype: str, name: str, section: str = CLASSES,
+              shape: tuple[int, int, int] | None = None) -> SizeClassEntry | None:
+        """The entry of ``dtype``'s class ``name`` in ``section`` (and of ``shape`` where given), if tuned."""
+        return next((e for e in self.table(section).get(dtype, ())
+                     if e.name == name and (shape is None or e.shape == tuple(shape))), None)
 
     def nearest(self, dtypes: tuple[str, ...], m: int, n: int, k: int) -> list[SizeClassEntry]:
         """The size-class entries of ``dtypes``, the one nearest to (m, n, k) first (nearest in log
@@ -111,21 +129,23 @@ class Profile:
         kept = tuple(e for e in self.hybrid.get(dtype, ()) if e.shape != entry.shape)
         return replace(self, hybrid={**self.hybrid, dtype: kept + (entry,)})
 
-    def with_entry(self, dtype: str, entry: SizeClassEntry, routine: str = GEMM) -> Profile:
-        """A copy with ``entry`` added or replacing the entry of the same dtype and class (of GEMM's
-        size classes, or with ``routine`` 'gemv' of GEMV's layouts)."""
-        table = self.dtypes if routine == GEMM else self.gemv
-        kept = tuple(e for e in table.get(dtype, ()) if e.name != entry.name)
-        return replace(self, **{"dtypes" if routine == GEMM else "gemv": {**table, dtype: kept + (entry,)}})
+    def with_entry(self, dtype: str, entry: SizeClassEntry, section: str = CLASSES) -> Profile:
+        """A copy with ``entry`` added to ``section``, replacing the entry of the same dtype and class
+        (and, among exact shapes, of the same shape)."""
+        table = self.table(section)
+        same = (lambda e: e.name == entry.name and e.shape == entry.shape) if section == SHAPES else \
+            (lambda e: e.name == entry.name)
+        kept = tuple(e for e in table.get(dtype, ()) if not same(e))
+        return replace(self, **{section: {**table, dtype: kept + (entry,)}})
 
     def merged_into(self, older: Profile) -> Profile:
         """This profile's entries laid over ``older``'s (what two tuners writing one file keep)."""
         out = replace(self, dtypes=dict(older.dtypes), gemv=dict(older.gemv), hybrid=dict(older.hybrid),
-                      fma={**older.fma, **self.fma})
-        for routine, table in ((GEMM, self.dtypes), (GEMV, self.gemv)):
-            for letter, entries in table.items():
+                      shapes=dict(older.shapes), fma={**older.fma, **self.fma})
+        for section in (CLASSES, GEMV_CLASSES, SHAPES):
+            for letter, entries in self.table(section).items():
                 for entry in entries:
-                    out = out.with_entry(letter, entry, routine)
+                    out = out.with_entry(letter, entry, section)
         for letter, hybrids in self.hybrid.items():
             for hybrid in hybrids:
                 out = out.with_hybrid(letter, hybrid)
@@ -141,6 +161,8 @@ class Profile:
         }
         if self.gemv:        # written only once tuned, so profiles without GEMV read as before
             out["gemv"] = _entries_to_dict(self.gemv)
+        if self.shapes:
+            out["shapes"] = _entries_to_dict(self.shapes)
         if self.hybrid:
             out["hybrid"] = {letter: [{"shape": list(e.shape), "parts": e.parts, "host_parts": e.host_parts,
                                        "config": e.config.to_dict(), "gflops": round(e.gflops, 3),
@@ -168,7 +190,8 @@ class Profile:
 def _entries_to_dict(table: dict[str, tuple[SizeClassEntry, ...]]) -> dict:
     return {letter: [{"class": e.name, "shape": list(e.shape), "strategy": e.strategy,
                       "evaluations": e.evaluations, "seconds": round(e.seconds, 3),
-                      "ranked": [{"gflops": round(r.gflops, 3), "config": r.config.to_dict()} for r in e.ranked]}
+                      "ranked": [{"gflops": round(r.gflops, 3), "config": r.config.to_dict(),
+                                  **({"split": r.split} if r.split is not None else {})} for r in e.ranked]}
                      for e in entries]
             for letter, entries in sorted(table.items())}
 
@@ -212,7 +235,7 @@ def _number(value: object, where: str, high: float) -> float:
 
 def _parse(data: object) -> Profile:
     required = {"format", "version", "autogemm", "created", "device", "budget", "fma", "dtypes"}
-    top = _object(data, "the profile", required, {"gemv", "hybrid"})
+    top = _object(data, "the profile", required, {"gemv", "hybrid", "shapes"})
     if top["format"] != FORMAT:
         raise ProfileError(f"format is {top['format']!r}, not {FORMAT!r}")
     version = _integer(top["version"], "version", 1, 10**6)
@@ -245,20 +268,21 @@ def _parse(data: object) -> Profile:
         driver_version=_text(dev["driver_version"], "device.driver_version"),
         autogemm_version=_text(top["autogemm"], "autogemm", 40), created=created,
         budget=_text(top["budget"], "budget", 40), fma=dict(fma), dtypes=parsed, gemv=gemv,
-        hybrid=_hybrid_table(top.get("hybrid", {})))
+        hybrid=_hybrid_table(top.get("hybrid", {})), shapes=_shape_table(top.get("shapes", {})))
 
 
 def _by_dtype(value: object, where: str, parse: Callable[[object, str], Entry], key: Callable[[Entry], object],
-              repeated: str) -> dict[str, tuple[Entry, ...]]:
-    """A section of entries by dtype: 1 to 16 per dtype, each read by ``parse``, none sharing a ``key``."""
+              repeated: str, most: int = 16) -> dict[str, tuple[Entry, ...]]:
+    """A section of entries by dtype: 1 to ``most`` per dtype, each read by ``parse``, none sharing a
+    ``key``."""
     if not isinstance(value, dict):
         raise ProfileError(f"{where} must be a JSON object")
     parsed: dict[str, tuple[Entry, ...]] = {}
     for letter, entries in value.items():
         if letter not in DTYPES:
             raise ProfileError(f"{where}: unknown dtype {letter!r}")
-        if not isinstance(entries, list) or not 1 <= len(entries) <= 16:
-            raise ProfileError(f"{where}[{letter}] must be a list of 1 to 16 entries")
+        if not isinstance(entries, list) or not 1 <= len(entries) <= most:
+            raise ProfileError(f"{where}[{letter}] must be a list of 1 to {most} entries")
         parsed[letter] = tuple(parse(e, f"{where}[{letter}][{i}]") for i, e in enumerate(entries))
         keys = [key(e) for e in parsed[letter]]
         if len(set(keys)) != len(keys):
@@ -271,17 +295,26 @@ def _table(value: object, where: str, routine: str) -> dict[str, tuple[SizeClass
     return _by_dtype(value, where, lambda e, at: _entry(e, at, routine), lambda e: e.name, "size classes")
 
 
-def _entry(value: object, where: str, routine: str) -> SizeClassEntry:
+def _shape_table(value: object) -> dict[str, tuple[SizeClassEntry, ...]]:
+    """The entries of exact shapes by dtype: each named by its stored layout, of distinct shapes."""
+    table = _by_dtype(value, SHAPES, lambda e, at: _entry(e, at, GEMM, SHAPE_LAYOUT), lambda e: (e.name, e.shape),
+                      "shapes", MAX_SHAPES)
+    return table
+
+
+def _entry(value: object, where: str, routine: str, name: re.Pattern = _NAME) -> SizeClassEntry:
     e = _object(value, where, {"class", "shape", "strategy", "evaluations", "seconds", "ranked"})
     ranked = e["ranked"]
     if not isinstance(ranked, list) or not 1 <= len(ranked) <= MAX_RANKED:
         raise ProfileError(f"{where}.ranked must be a list of 1 to {MAX_RANKED} configurations")
     items = []
     for i, r in enumerate(ranked):
-        r = _object(r, f"{where}.ranked[{i}]", {"gflops", "config"})
-        items.append(Ranked(_config(r["config"], f"{where}.ranked[{i}].config", routine),
-                            _number(r["gflops"], f"{where}.ranked[{i}].gflops", 1e7)))
-    return SizeClassEntry(_text(e["class"], f"{where}.class", 32, _NAME), _shape(e["shape"], where), tuple(items),
+        at = f"{where}.ranked[{i}]"
+        r = _object(r, at, {"gflops", "config"}, {"split"})
+        split = _integer(r["split"], f"{at}.split", 1, MAX_SLICES) if "split" in r else None
+        items.append(Ranked(_config(r["config"], f"{at}.config", routine), _number(r["gflops"], f"{at}.gflops", 1e7),
+                            split))
+    return SizeClassEntry(_text(e["class"], f"{where}.class", 32, name), _shape(e["shape"], where), tuple(items),
                           _text(e["strategy"], f"{where}.strategy", 40),
                           _integer(e["evaluations"], f"{where}.evaluations", 0, 10**9),
                           _number(e["seconds"], f"{where}.seconds", 1e8))

@@ -44,17 +44,18 @@ class Checkpoint:
 
     @classmethod
     def for_problem(cls, device: Device, dtype: Dtype, shape: tuple[int, int, int],
-                    directory: Path | None = None, gemv_layout: str | None = None) -> Checkpoint:
-        """The checkpoint of a GEMM of ``shape`` (m, n, k), or with ``gemv_layout`` of a GEMV of that
-        layout on A of (m, n) (named in the header and the file name: 'gemv-n' for layout N)."""
+                    directory: Path | None = None, routine: str = "gemm", layout: str | None = None) -> Checkpoint:
+        """The checkpoint of a GEMM of ``shape`` (m, n, k) with A and B stored as ``layout`` says (None:
+        NN), or of a GEMV (``routine`` 'gemv') of that layout on A of (m, n), named in the header and the
+        file name ('gemv-n' for GEMV of layout N, 'gemm-nt' for a GEMM of layout NT)."""
         m, n, k = shape
         folder = directory or cache_subdir("checkpoints")
         header = {"format": FORMAT, "version": VERSION, "device": device.fingerprint,
                   "device_name": device.name.strip(), "dtype": dtype.key, "shape": [m, n, k]}
         prefix = ""
-        if gemv_layout is not None:  # GEMM's headers and names stay those of checkpoints made before
-            routine = f"gemv-{gemv_layout.lower()}"
-            header["routine"], prefix = routine, f"{routine}-"
+        if routine != "gemm" or layout not in (None, "NN"):  # NN GEMM's names stay those made before
+            named = f"{routine}-{layout.lower()}"
+            header["routine"], prefix = named, f"{named}-"
         header["device_facts"] = device.facts()
         return cls(folder / f"{prefix}{device.fingerprint}-{dtype.key}-{m}x{n}x{k}.jsonl", header)
 
@@ -72,10 +73,13 @@ class Checkpoint:
         return cls(Path(path), header, writable=False)
 
     @property
-    def gemv_layout(self) -> str | None:
-        """The layout of the GEMV measured ('N' or 'T'), or None for a GEMM."""
+    def problem(self) -> tuple[str, str | None]:
+        """The routine measured ('gemm' or 'gemv') and its layout (None: a GEMM stored NN)."""
         routine = self.header.get("routine")
-        return routine.split("-")[1].upper() if isinstance(routine, str) and routine.startswith("gemv-") else None
+        if not isinstance(routine, str) or routine.count("-") != 1:
+            return "gemm", None
+        name, layout = routine.split("-")
+        return name, layout.upper()
 
     def _load(self) -> None:
         if not self.path.exists():

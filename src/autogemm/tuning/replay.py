@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..blas import default_params
 from ..blas.gemv import DEFAULTS as GEMV_DEFAULTS
-from ..codelets.registry import GEMM, GEMV, SpaceFacts
+from ..codelets.registry import GEMV, SpaceFacts
 from ..dtypes import get_dtype
 from ..errors import AutogemmError, TuningError
 from ..runtime.device import Device
@@ -60,14 +60,16 @@ def replay(checkpoint: Checkpoint, strategies: Sequence[str], evaluations: int, 
         raise TuningError(f"{checkpoint.path} cannot be replayed: its header lacks the device's facts "
                           f"(checkpoints made before autogemm wrote them): {exc}") from None
     dt = get_dtype(header["dtype"])
-    layout = checkpoint.gemv_layout
+    routine, layout = checkpoint.problem
     records = list(checkpoint.records.values())
     evaluator = SimulatedEvaluator(checkpoint)
     macs = {r.config.vector_width: r.config.mac for r in records if hasattr(r.config, "mac")}
     shapes = tuple(dict.fromkeys(r.config.shape for r in records if r.config.family == "nvidia_mma"))
-    facts = SpaceFacts(device, dt, macs, {dt.mma_operand: shapes} if dt.mma_operand else {}, layout)
-    default = default_params(device, dt) if layout is None else GEMV_DEFAULTS[layout]
-    full = searched_spaces(facts, GEMM if layout is None else GEMV, default)
+    gemv = routine == GEMV
+    facts = SpaceFacts(device, dt, macs, {dt.mma_operand: shapes} if dt.mma_operand else {},
+                       layout if gemv else None)
+    default = GEMV_DEFAULTS[layout] if gemv else default_params(device, dt)
+    full = searched_spaces(facts, routine, default)
     held = [space.restricted(evaluator.holds, "not in the checkpoint") for space, _ in full]
     spaces = [(space, None if cold else start_point(space, default)) for space in held if len(space)]
     if not spaces:
@@ -78,8 +80,8 @@ def replay(checkpoint: Checkpoint, strategies: Sequence[str], evaluations: int, 
     curves = {name: [_curve(spaces, evaluator, evaluations, name, seed) for seed in range(seeds)]
               for name in strategies}
     shape = "x".join(map(str, header["shape"]))
-    description = (f"{dt.routine if layout is None else f'{dt.letter}gemv {layout}'} {shape} on "
-                   f"{header['device_name']}")
+    problem = f"{dt.letter}gemv {layout}" if gemv else dt.routine + (f" {layout}" if layout else "")
+    description = f"{problem} {shape} on {header['device_name']}"
     return Replay(description, max(complete), sum(len(space) for space, _ in full),
                   sum(len(space) for space, _ in spaces), curves)
 

@@ -16,15 +16,20 @@ from dataclasses import dataclass, replace
 from ..accuracy import gemv_flops
 from ..codelets.registry import GEMM, GEMV
 from ..dtypes import NATIVE, Dtype
+from ..profiles.profile import CLASSES, GEMV_CLASSES, SHAPES
 from ..runtime.device import Device
+from ..workload import ShapeRecord
 from .budget import Budget
 
 
 @dataclass(frozen=True)
 class SizeClass:
-    """A problem tuned for: its name in the profile ("large"; GEMV's "n-square"), its shape (GEMV's A is
-    m x n, with k 1), the share of a dtype's budget it gets, the size of the square problem its finalists
-    are ranked on where that is another (``confirm``), and for GEMV the codelet ``layout``."""
+    """A problem tuned for: its name in the profile ("large"; GEMV's "n-square"; an exact shape's stored
+    layout, "NT"), its shape (GEMV's A is m x n, with k 1), the share of a dtype's budget it gets, the
+    size of the square problem its finalists are ranked on where that is another (``confirm``), the
+    ``routine``, how A and B are stored (``layout``: GEMV's codelet layout N or T, an exact GEMM shape's
+    NN to TT; None: NN), and whether the class is an ``exact`` shape, whose entry serves that very
+    problem (``autogemm tune --shapes``)."""
 
     name: str
     m: int
@@ -33,14 +38,17 @@ class SizeClass:
     share: float
     confirm: int | None = None
     layout: str | None = None
+    routine: str = GEMM
+    exact: bool = False
 
     @property
     def shape(self) -> tuple[int, int, int]:
         return self.m, self.n, self.k
 
     @property
-    def routine(self) -> str:
-        return GEMM if self.layout is None else GEMV
+    def section(self) -> str:
+        """The table of the profile its entry goes to."""
+        return GEMV_CLASSES if self.routine == GEMV else SHAPES if self.exact else CLASSES
 
 
 #: The size classes tuned for, largest first, and the share of a dtype's budget each gets; "gemv" is
@@ -80,7 +88,14 @@ def gemv_classes(device: Device, dt: Dtype, quick: bool = False) -> tuple[SizeCl
     quarter of the gemv share each."""
     share = CLASS_SHARES[GEMV] / (2 * len(GEMV_SHAPES))
     return tuple(SizeClass(f"{layout.lower()}-{kind}", *gemv_shape(device, dt, layout, kind, quick), 1, share,
-                           layout=layout) for layout in "NT" for kind in GEMV_SHAPES)
+                           layout=layout, routine=GEMV) for layout in "NT" for kind in GEMV_SHAPES)
+
+
+def shape_classes(records: list[ShapeRecord], dt: Dtype) -> tuple[SizeClass, ...]:
+    """The exact GEMM shapes of ``dt`` among a workload's ``records`` (one product each: batches and GEMV
+    are tuned by their classes), each a class with an equal share of the budget."""
+    return tuple(SizeClass(r.layout, r.m, r.n, r.k, 1.0, layout=r.layout, exact=True) for r in records
+                 if r.routine == GEMM and r.dtype == dt.key and r.batch == 1)
 
 
 def gemv_shape(device: Device, dt: Dtype, layout: str, kind: str, quick: bool = False) -> tuple[int, int]:

@@ -21,15 +21,17 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from .. import __version__
-from ..blas import default_params
+from ..blas import GemmProblem, Op, default_params
 from ..blas.gemv import DEFAULTS as GEMV_DEFAULTS
+from ..blas.selection import candidates
 from ..codelets.nvidia_mma.probe import instructions_available
 from ..codelets.registry import GEMM, KernelParams, Params, SpaceFacts, families, family_named
 from ..codelets.space import Point, SearchSpace
-from ..dtypes import Dtype
+from ..dtypes import Dtype, get_dtype
 from ..errors import TuningError
 from ..profiles import Profile, SizeClassEntry, profile_for, save
 from ..runtime.device import Device
+from ..workload import ShapeRecord
 from . import fma
 from .budget import Budget
 from .checkpoint import Checkpoint
@@ -37,8 +39,20 @@ from .evaluation import Evaluator, EvaluatorSpec, IsolatedEvaluator, WorkerProce
 from .finalists import CONFIRM_POOL, best_of_each_layout, confirmed, finalists
 from .objective import Objective
 from .records import Record
-from .scope import CLASS_SHARES, GEMV, SizeClass, default_budget, gemv_classes, size_classes, supported_dtypes
+from .scope import (
+    CLASS_SHARES,
+    GEMV,
+    SizeClass,
+    default_budget,
+    gemv_classes,
+    shape_classes,
+    size_classes,
+    supported_dtypes,
+)
 from .strategies import DEFAULT_STRATEGY, get_strategy
+
+#: How many of the configurations the profile would choose for an exact shape are measured first.
+EXACT_CANDIDATES = 4
 
 
 class TuneListener:
@@ -85,13 +99,20 @@ def start_point(space: SearchSpace, params: Params) -> Point | None:
 def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget | None = None,
          strategy: str = DEFAULT_STRATEGY, quick: bool = False, fresh: bool = False, top: int = 5,
          listener: TuneListener | None = None, seed: int = 0, write: bool = True,
-         classes: tuple[str, ...] | None = None) -> Profile:
+         classes: tuple[str, ...] | None = None, shapes: list[ShapeRecord] | None = None) -> Profile:
     """Tune ``device`` and return its profile (also saved to the user's cache when ``write``);
-    ``classes`` limits the run to some size classes (by name; "gemv" is GEMV's). Unless ``fresh``, each
-    class first measures the configurations the device's existing profile ranks for it, so that a
-    re-tune (a larger space, a new driver) starts from what was best before and cannot end below it."""
+    ``classes`` limits the run to some size classes (by name; "gemv" is GEMV's). With ``shapes`` (a
+    workload, ``autogemm.workload``) it tunes instead exactly those GEMM shapes of ``dtypes`` (default: the
+    workload's), each into an entry of its own that serves that very problem. Unless ``fresh``, each class
+    first measures the configurations the device's existing profile ranks for it (for an exact shape,
+    also those it would choose for it), so that a re-tune (a larger space, a new driver) starts from what
+    was best before and cannot end below it."""
     prior = None if fresh else profile_for(device)
     listener = listener or TuneListener()
+    if shapes is not None and classes:
+        raise TuningError("tune either size classes or a workload's shapes, not both")
+    if shapes is not None and not dtypes:
+        dtypes = tuple(get_dtype(key) for key in dict.fromkeys(r.dtype for r in shapes if r.routine == GEMM))
     dtypes = dtypes or supported_dtypes(device)
     for dt in dtypes:
         if dt.needs_fp64 and not device.fp64:
@@ -121,25 +142,35 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
         listener.fma_done(results)
         macs = fma.mac_table(results)
         profile = new_profile(device, budget.describe(), macs)
-        plan = {dt: sizes + (gemv_classes(device, dt, quick) if with_gemv and dt is dt.native else ())
-                for dt in dtypes}
+        if shapes is not None:
+            plan = {dt: shape_classes(shapes, dt) for dt in dtypes}
+            if not any(plan.values()):
+                raise TuningError("the workload holds no GEMM shape of a dtype tuned (batches and GEMV are "
+                                  "tuned by their classes)")
+        else:
+            plan = {dt: sizes + (gemv_classes(device, dt, quick) if with_gemv and dt is dt.native else ())
+                    for dt in dtypes}
         weights = [size.share for dt_sizes in plan.values() for size in dt_sizes]
         total_weight = sum(weights)
         for dt, dt_sizes in plan.items():
             real = "d" if dt.needs_fp64 else "s"
             facts = SpaceFacts(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths}, instructions)
-            gemm_spaces = searched_spaces(facts, GEMM, default_params(device, dt)) if sizes else []
+            needs_gemm = any(size.routine == GEMM for size in dt_sizes)
+            gemm_spaces = searched_spaces(facts, GEMM, default_params(device, dt)) if needs_gemm else []
             for size in dt_sizes:
                 share = class_budget(budget, time.monotonic() - started, weights[0], sum(weights), total_weight)
                 weights.pop(0)
                 spaces = gemm_spaces if size.routine == GEMM else searched_spaces(
                     replace(facts, layout=size.layout), GEMV, GEMV_DEFAULTS[size.layout])
-                before = prior.entry(dt.key, size.name, size.routine) if prior else None
+                before = prior.entry(dt.key, size.name, size.section, size.shape if size.exact else None) \
+                    if prior else None
                 known = [r.config for r in before.ranked] if before else []
+                if size.exact and prior is not None:     # and what the profile would choose for it
+                    known += [c for c in candidates(device, _problem(dt, size), EXACT_CANDIDATES) if c not in known]
                 entry = _tune_class(worker, dt, size, spaces, share, strategy, fresh, top, listener, seed, known)
                 if entry is None:
                     continue
-                profile = profile.with_entry(dt.key, entry, size.routine)
+                profile = profile.with_entry(dt.key, entry, size.section)
                 if write:
                     save(profile)
                 if size.routine == GEMM:     # the searches with a start begin the next class at this best
@@ -201,8 +232,14 @@ def search(spaces: list[tuple[SearchSpace, Point | None]], evaluator: Evaluator,
 
 def _evaluator_spec(dt: Dtype, size: SizeClass) -> EvaluatorSpec:
     if size.routine == GEMM:
-        return EvaluatorSpec.gemm(dt, size.shape)
+        return EvaluatorSpec.gemm(dt, size.shape, layout=size.layout or "NN")
     return EvaluatorSpec.gemv(dt, size.shape[:2], size.layout)
+
+
+def _problem(dt: Dtype, size: SizeClass) -> GemmProblem:
+    """The GEMM problem of a class, its operands stored as its layout says."""
+    layout = size.layout or "NN"
+    return GemmProblem.dense(dt, *size.shape, Op.from_letter(layout[0], "layout"), Op.from_letter(layout[1], "layout"))
 
 
 def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
@@ -212,7 +249,7 @@ def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
     all into one checkpoint, and keep the finalists of all of them. The candidates run in ``worker``'s
     process. The ``known`` configurations of each family are measured first, and the best of them is the
     search's start when it beats the given one."""
-    checkpoint = Checkpoint.for_problem(worker.device, dt, size.shape, gemv_layout=size.layout)
+    checkpoint = Checkpoint.for_problem(worker.device, dt, size.shape, routine=size.routine, layout=size.layout)
     if fresh:
         checkpoint.clear()
     evaluator = IsolatedEvaluator(worker, _evaluator_spec(dt, size))

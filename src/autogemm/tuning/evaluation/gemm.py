@@ -6,8 +6,8 @@ import math
 
 import pyopencl as cl
 
-from ...accuracy import gemm_flops, random_matrix, tolerance
-from ...blas import GemmProblem, LaunchPlan
+from ...accuracy import apply_op, gemm_flops, random_matrix, tolerance
+from ...blas import GemmProblem, LaunchPlan, Op
 from ...codelets.registry import KernelParams
 from ...dtypes import Dtype, get_dtype
 from ...runtime.context import DeviceContext
@@ -16,22 +16,26 @@ from .requests import EvaluatorSpec
 
 
 class GemmEvaluator(DeviceEvaluator):
-    """Measures GEMM configurations on one problem C = A B (m x k times k x n, row-major) of one dtype."""
+    """Measures GEMM configurations on one problem C = op(A) op(B) (m x k times k x n) of one dtype, A and
+    B row-major and stored as ``layout`` says: 'N' as they are, 'T' transposed (NN by default)."""
 
-    def __init__(self, ctx: DeviceContext, dtype: Dtype, m: int, n: int, k: int, *, warmup: int = 1,
-                 runs: int = 5, slow_factor: float = 4.0, seed: int | None = None) -> None:
-        self.problem = GemmProblem.dense(dtype, m, n, k)
+    def __init__(self, ctx: DeviceContext, dtype: Dtype, m: int, n: int, k: int, *, layout: str = "NN",
+                 warmup: int = 1, runs: int = 5, slow_factor: float = 4.0, seed: int | None = None) -> None:
+        op_a, op_b = Op.from_letter(layout[0], "layout"), Op.from_letter(layout[1], "layout")
+        self.problem = GemmProblem.dense(dtype, m, n, k, op_a, op_b)
         self.seed, rng = fresh_random(seed)
-        a, b = random_matrix(rng, dtype, (m, k)), random_matrix(rng, dtype, (k, n))
+        a = random_matrix(rng, dtype, (k, m) if op_a.transposed else (m, k))
+        b = random_matrix(rng, dtype, (n, k) if op_b.transposed else (k, n))
         ref_type = dtype.reference_numpy
-        super().__init__(ctx, dtype, a.astype(ref_type) @ b.astype(ref_type), gemm_flops(dtype, m, n, k),
-                         tolerance(dtype, k), warmup=warmup, runs=runs, slow_factor=slow_factor)
+        reference = apply_op(a.astype(ref_type), layout[0]) @ apply_op(b.astype(ref_type), layout[1])
+        super().__init__(ctx, dtype, reference, gemm_flops(dtype, m, n, k), tolerance(dtype, k), warmup=warmup,
+                         runs=runs, slow_factor=slow_factor)
         self.a, self.b = self.upload(a), self.upload(b)
 
     @classmethod
     def from_spec(cls, ctx: DeviceContext, spec: EvaluatorSpec) -> GemmEvaluator:
-        return cls(ctx, get_dtype(spec.dtype), *spec.shape, runs=spec.runs, seed=spec.seed,
-                   **({"slow_factor": math.inf} if spec.full else {}))
+        return cls(ctx, get_dtype(spec.dtype), *spec.shape, layout=spec.layout or "NN", runs=spec.runs,
+                   seed=spec.seed, **({"slow_factor": math.inf} if spec.full else {}))
 
     @property
     def shape(self) -> tuple[int, int, int]:

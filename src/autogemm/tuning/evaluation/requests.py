@@ -16,9 +16,9 @@ from ...errors import ArgumentError
 @dataclass(frozen=True)
 class EvaluatorSpec:
     """An evaluator a worker makes: its ``routine``'s problem of ``dtype`` (a key) and ``shape`` (GEMM's
-    (m, n, k); GEMV's A as (rows, cols), read as ``layout`` N or T), ``runs`` timed runs a full
-    measurement, random operands from ``seed`` (the same after a restart), and with ``full`` every
-    candidate timed in full (none cut short for being slow)."""
+    (m, n, k) with A and B stored as ``layout`` says, NN by default; GEMV's A as (rows, cols), read as
+    ``layout`` N or T), ``runs`` timed runs a full measurement, random operands from ``seed`` (the same
+    after a restart), and with ``full`` every candidate timed in full (none cut short for being slow)."""
 
     routine: str
     dtype: str
@@ -29,8 +29,8 @@ class EvaluatorSpec:
     seed: int = 0
 
     @classmethod
-    def gemm(cls, dtype: Dtype, shape: tuple[int, int, int], full: bool = False) -> EvaluatorSpec:
-        return cls(GEMM, dtype.key, tuple(shape), full=full)
+    def gemm(cls, dtype: Dtype, shape: tuple[int, int, int], full: bool = False, layout: str = "NN") -> EvaluatorSpec:
+        return cls(GEMM, dtype.key, tuple(shape), None if layout == "NN" else layout, full)
 
     @classmethod
     def gemv(cls, dtype: Dtype, shape: tuple[int, int], layout: str, full: bool = False) -> EvaluatorSpec:

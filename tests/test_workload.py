@@ -1,0 +1,143 @@
+"""Tuning for a workload: a program's shapes recorded as it runs (``AUTOGEMM_RECORD``), the file read back
+line by line as untrusted data, ``tune --shapes`` tuning exactly those shapes, and the profile's entries
+for them used for that very problem."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import autogemm
+from autogemm import workload
+from autogemm.blas import GemmProblem, LaunchPlan, Op
+from autogemm.blas.selection import choose_params
+from autogemm.cli import main
+from autogemm.dtypes import DTYPES
+from autogemm.errors import ArgumentError, ProfileError
+from autogemm.profiles import Profile, profile_for
+from autogemm.tuning import Budget, tune
+from autogemm.workload import Recorder, ShapeRecord, read_workload
+
+PROGRAM = """
+import numpy as np, autogemm
+a, b = np.ones((30, 20), np.float32), np.ones((20, 10), np.float32)
+for _ in range(3):
+    autogemm.gemm(a, b)
+autogemm.gemm(a, np.ones((10, 20), np.float32), trans_b="T")
+autogemm.matmul(a, np.ones(20, np.float32))
+autogemm.gemm_batched(np.ones((4, 5, 6), np.float32), np.ones((4, 6, 7), np.float32))
+"""
+
+
+def test_a_program_run_twice_at_once_records_every_shape_with_its_count(tmp_path):
+    path = tmp_path / "shapes.jsonl"
+    env = dict(os.environ, AUTOGEMM_RECORD=str(path))
+    runs = [subprocess.Popen([sys.executable, "-c", PROGRAM], env=env) for _ in range(2)]
+    assert all(run.wait(timeout=300) == 0 for run in runs)
+    records, skipped = read_workload(path)
+    assert not skipped
+    found = {r.describe(): r.count for r in records}
+    assert found == {"sgemm NN 30x10x20": 6, "sgemm NT 30x10x20": 2, "sgemv N 30x20x1": 2,
+                     "sgemm NN 5x7x6 x4": 2}
+    lines = path.read_text().splitlines()
+    assert all(json.loads(line).keys() == {"routine", "dtype", "layout", "m", "n", "k", "batch", "count"}
+               for line in lines)
+
+
+def test_threads_recording_at_once_lose_no_count(tmp_path):
+    recorder = Recorder(tmp_path / "r.jsonl")
+
+    def work(i: int) -> None:
+        for _ in range(200):
+            recorder.record("gemm", "d", "NT", 8 + i % 3, 9, 10)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    recorder.flush()
+    recorder.flush()                                    # nothing more to write
+    records, _ = read_workload(tmp_path / "r.jsonl")
+    assert sorted((r.m, r.count) for r in records) == [(8, 400), (9, 400), (10, 400)]
+
+
+def test_a_broken_or_hostile_line_is_reported_and_skipped(tmp_path):
+    good = {"routine": "gemm", "dtype": "s", "layout": "NT", "m": 4, "n": 5, "k": 6, "batch": 1, "count": 2}
+    lines = [json.dumps(good), "64 32 16 TN", "  # a comment", "",
+             json.dumps({**good, "m": -1}), json.dumps({**good, "layout": "NX"}), json.dumps({**good, "dtype": "q"}),
+             json.dumps({**good, "extra": 1}), json.dumps({**good, "count": True}), json.dumps({**good, "k": 2**40}),
+             json.dumps({**good, "routine": "gemv", "layout": "N", "k": 7}), '{"routine": "gemm"',
+             "__import__('os').system('touch pwned')", "1 2", "[1, 2, 3]"]
+    path = tmp_path / "w.txt"
+    path.write_text("\n".join(lines))
+    records, skipped = read_workload(path, ("s", "d"))
+    assert [r.describe() for r in records] == ["sgemm NT 4x5x6", "sgemm TN 64x32x16", "dgemm TN 64x32x16"]
+    assert len(skipped) == 11 and all(str(path) in s for s in skipped)
+    assert not (tmp_path / "pwned").exists()
+    path.write_text("nothing here\n")
+    with pytest.raises(ArgumentError, match="holds no shape"):
+        read_workload(path)
+
+
+def test_a_recorder_that_cannot_write_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv(workload.RECORD_ENV, str(tmp_path))          # a directory is no file to append to
+    with pytest.raises(ArgumentError, match="AUTOGEMM_RECORD"):
+        workload._from_environment()
+
+
+def test_tuned_shapes_are_used_for_those_problems_alone(device, monkeypatch, tmp_path):
+    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
+    shapes = [ShapeRecord("gemm", "s", "NT", 70, 45, 33), ShapeRecord("gemm", "s", "NN", 40, 24, 36),
+              ShapeRecord("gemm", "s", "NN", 5, 7, 6, batch=4), ShapeRecord("gemv", "s", "N", 30, 20, 1)]
+    profile = tune(device, budget=Budget(evaluations=8), shapes=shapes, top=2)
+    assert sorted((key, e.name, e.shape) for key, entries in profile.shapes.items() for e in entries) == [
+        ("s", "NN", (40, 24, 36)), ("s", "NT", (70, 45, 33))]
+    assert not profile.dtypes and not profile.gemv           # a workload run tunes nothing else
+    stored = profile_for(device)
+    best = stored.entry("s", "NT", "shapes", (70, 45, 33)).ranked[0].config
+    exact = GemmProblem.dense(DTYPES["s"], 70, 45, 33, Op(), Op(transposed=True))
+    chosen = choose_params(device, exact)
+    assert chosen.params == best and "this shape" in chosen.source
+    assert "this shape" not in choose_params(device, GemmProblem.dense(DTYPES["s"], 70, 45, 34)).source
+    ctx = autogemm.context_for(device)
+    assert LaunchPlan(ctx, exact).params == best
+    a, b = np.random.rand(70, 33).astype(np.float32), np.random.rand(45, 33).astype(np.float32)
+    assert np.allclose(autogemm.gemm(a, b, trans_b="T", device=device), a @ b.T, rtol=1e-4)
+
+
+def test_a_forged_shape_entry_is_rejected_field_by_field(device):
+    entry = {"class": "NT", "shape": [4, 5, 6], "strategy": "model", "evaluations": 1, "seconds": 1.0,
+             "ranked": [{"gflops": 1.0, "config": autogemm.SimtParams().to_dict(), "split": 4}]}
+    base = Profile(device.fingerprint, "d", "v", "1", "0.1.0", "2026-11-24T00:00:00+00:00", "1").to_dict()
+    assert Profile.from_json(json.dumps({**base, "shapes": {"s": [entry]}})).shapes["s"][0].ranked[0].split == 4
+    forged = [({**entry, "class": "large"}, "shapes"), ({**entry, "class": "NC"}, "shapes"),
+              ({**entry, "ranked": [{**entry["ranked"][0], "split": 0}]}, "split"),
+              ({**entry, "ranked": [{**entry["ranked"][0], "split": 65}]}, "split"),
+              ({**entry, "ranked": [{**entry["ranked"][0], "cmd": "rm"}]}, "unexpected cmd"),
+              ({**entry, "ranked": [{**entry["ranked"][0], "config": {"family": "gemv"}}]}, "unknown kernel family")]
+    for bad, words in forged:
+        with pytest.raises(ProfileError, match=words):
+            Profile.from_json(json.dumps({**base, "shapes": {"s": [bad]}}))
+    with pytest.raises(ProfileError, match="repeat"):
+        Profile.from_json(json.dumps({**base, "shapes": {"s": [entry, entry]}}))
+
+
+def test_tune_shapes_from_the_command_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
+    path = tmp_path / "w.txt"
+    path.write_text("48 40 24 NT\nnot a shape\n")
+    out = CliRunner().invoke(main, ["tune", "--shapes", str(path), "--budget", "4"])
+    assert out.exit_code == 0, out.output
+    assert "skipped" in out.output and "s NT 48x40x24" in out.output
+    out = CliRunner().invoke(main, ["profile", "show"])
+    assert out.exit_code == 0 and "tune --shapes" in out.output and "48x40x24" in out.output
+    out = CliRunner().invoke(main, ["tune", "--shapes", str(path), "--size-class", "large"])
+    assert out.exit_code == 2 and "not both" in out.output
