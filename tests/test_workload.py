@@ -141,3 +141,22 @@ def test_tune_shapes_from_the_command_line(monkeypatch, tmp_path):
     assert out.exit_code == 0 and "tune --shapes" in out.output and "48x40x24" in out.output
     out = CliRunner().invoke(main, ["tune", "--shapes", str(path), "--size-class", "large"])
     assert out.exit_code == 2 and "not both" in out.output
+
+
+def test_an_exact_shape_that_leaves_units_idle_gets_its_k_split_measured(device, monkeypatch, tmp_path):
+    from autogemm.blas.coverage import split_counts
+
+    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
+    problem = GemmProblem.dense(DTYPES["s"], 8, 8, 4096)
+    one_block = autogemm.SimtParams(tile_k=4)
+    assert split_counts(one_block, problem, 2) == [1, 2, 4, 8, 16]
+    assert split_counts(one_block, GemmProblem.dense(DTYPES["s"], 4096, 4096, 4096), 2) == []
+    assert split_counts(one_block, GemmProblem.dense(DTYPES["s"], 8, 8, 300), 2) == []     # too short a K
+    profile = tune(device, budget=Budget(evaluations=4), shapes=[ShapeRecord("gemm", "s", "NN", 8, 8, 4096)],
+                   top=2)
+    best = profile.shapes["s"][0].ranked[0]
+    assert best.split in split_counts(best.config, problem, device.compute_units)
+    plan = LaunchPlan(autogemm.context_for(device), problem)
+    assert plan.params == best.config and plan.slices == best.split
+    a, b = np.random.rand(8, 4096).astype(np.float32), np.random.rand(4096, 8).astype(np.float32)
+    assert np.allclose(autogemm.gemm(a, b, device=device), a.astype(np.float64) @ b, rtol=1e-4)

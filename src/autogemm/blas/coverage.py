@@ -38,6 +38,16 @@ def split_count(blocks: int, compute_units: int, k: int, tile_k: int) -> int:
     return max(range(1, most + 1), key=lambda s: (busy_share(blocks * s, compute_units), s))
 
 
+def split_counts(params: KernelParams, problem: GemmProblem, compute_units: int) -> list[int]:
+    """The K slice counts worth measuring for ``problem`` (``tune --shapes``): none where its blocks of C
+    alone keep every compute unit busy (or a split is not possible: images, a batch, a short K), else 1
+    and the powers of two up to the deepest split its K allows."""
+    if params.image_a or params.image_b or problem.batch > 1 or blocks(params, problem) >= compute_units:
+        return []
+    deepest = min(MAX_SLICES, problem.k // max(MIN_SLICE_DEPTH, 16 * params.tile_k))
+    return [1] + [2**i for i in range(1, deepest.bit_length()) if 2**i <= deepest] if deepest >= 2 else []
+
+
 def auto_slices(params: KernelParams, problem: GemmProblem, compute_units: int) -> int:
     """The K slices a plan uses for ``problem`` unless told: none for small problems, image operands or
     batches."""

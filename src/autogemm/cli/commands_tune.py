@@ -32,7 +32,7 @@ from ..tuning.checkpoint import Checkpoint
 from ..tuning.cotune import HybridPoint, tune_hybrid
 from ..tuning.fma import FmaResult
 from ..tuning.replay import replay
-from ..tuning.scope import CLASS_SHARES, GEMV, bandwidth
+from ..tuning.scope import CLASS_SHARES, EXACT_MAX_WORK, GEMV, bandwidth, tunable_exactly
 from ..workload import read_workload
 from . import main
 from .common import console, fail, select_device
@@ -172,6 +172,10 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
             shapes, skipped = read_workload(shapes_file, tuple(dt.key for dt in letters or (get_dtype("s"),)))
             for line in skipped:
                 console.print(f"[yellow]skipped[/yellow] {line}", highlight=False)
+            others = [r.describe() for r in shapes if not tunable_exactly(r)]
+            if others:
+                console.print(f"left to the size classes (batches, GEMV, over {EXACT_MAX_WORK:.1e} multiply-adds): "
+                              f"{', '.join(others)}", highlight=False)
     except AutogemmError as exc:
         fail(str(exc))
     if hybrid:

@@ -1,6 +1,7 @@
 """What enters a profile from a size class's measurements: the fastest correct configurations that pass
-verification on awkward shapes, with the best of each codelet layout beside them, and, for a GPU's large
-class, their order decided again on a problem twice the size."""
+verification on awkward shapes, with the best of each codelet layout beside them; for a GPU's large
+class, their order decided again on a problem twice the size; and for an exact shape whose blocks leave
+compute units idle, the K split measured best for each."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..blas import GemmProblem
+from ..blas.coverage import split_counts
 from ..codelets.registry import Params
 from ..dtypes import Dtype
 from ..profiles import Ranked
@@ -53,6 +56,23 @@ def best_of_each_layout(candidates: list[Ranked], top: int, accept: Callable[[Ra
         if len(kept) >= top and layouts >= all_layouts:
             break
     return kept
+
+
+def with_measured_splits(worker: WorkerProcess, problem: GemmProblem, ranked: list[Ranked]) -> list[Ranked]:
+    """``ranked`` (configurations for ``problem``, one exact shape) with, for each whose blocks leave
+    compute units idle, every K split ``coverage.split_counts`` allows timed in full and the fastest kept
+    (``Ranked.split``, used by plans of that shape); best first."""
+    counts = {r.config: split_counts(r.config, problem, worker.device.compute_units) for r in ranked}
+    best = {r.config: r for r in ranked}
+    layout = "NT"[problem.op_a.transposed] + "NT"[problem.op_b.transposed]
+    for count in sorted({c for found in counts.values() for c in found}):
+        spec = EvaluatorSpec.gemm(problem.dtype, (problem.m, problem.n, problem.k), True, layout, split=count)
+        evaluator = IsolatedEvaluator(worker, spec)
+        for config in (c for c, found in counts.items() if count in found):
+            record = evaluator.evaluate(config)
+            if record.ok and (best[config].split is None or record.gflops > best[config].gflops):
+                best[config] = Ranked(config, record.gflops, count)
+    return sorted(best.values(), key=lambda r: r.gflops, reverse=True)
 
 
 def confirmed(worker: WorkerProcess, dtype: Dtype, size: int, ranked: list[Ranked], top: int) -> list[Ranked] | None:

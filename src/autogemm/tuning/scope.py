@@ -46,6 +46,11 @@ class SizeClass:
         return self.m, self.n, self.k
 
     @property
+    def skinny(self) -> bool:
+        """True for an exact shape whose C has few rows or columns."""
+        return self.exact and min(self.m, self.n) < SKINNY_BELOW
+
+    @property
     def section(self) -> str:
         """The table of the profile its entry goes to."""
         return GEMV_CLASSES if self.routine == GEMV else SHAPES if self.exact else CLASSES
@@ -54,6 +59,9 @@ class SizeClass:
 #: The size classes tuned for, largest first, and the share of a dtype's budget each gets; "gemv" is
 #: GEMV's two layouts and two shapes (a quarter each), tuned for the dtypes in their own precision.
 CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, GEMV: 0.2}
+#: An exact shape with fewer rows or columns of C than this is searched in the skinny spaces (blocks of
+#: few rows or columns besides the usual ones).
+SKINNY_BELOW = 128
 #: A GPU's large class ranks its finalists on a problem this many times larger in each dimension: the
 #: largest problems keep less of their operands in the caches, and the tile that wins at 4096 on the
 #: H100 can lose at 8192 (DGEMM: 48.0 against 46.0 TFLOP/s at 4096, 41.1 against 44.6 at 8192).
@@ -91,11 +99,23 @@ def gemv_classes(device: Device, dt: Dtype, quick: bool = False) -> tuple[SizeCl
                            layout=layout, routine=GEMV) for layout in "NT" for kind in GEMV_SHAPES)
 
 
+#: An exact shape of more multiply-adds than this is left to the size classes: every candidate is checked
+#: against a float64 product computed on the host, which takes seconds beyond it (and such products fill
+#: the device as the large class does).
+EXACT_MAX_WORK = 2**36
+
+
+def tunable_exactly(record: ShapeRecord) -> bool:
+    """True for a workload's shape that ``tune --shapes`` tunes as itself: a GEMM of one product (batches
+    and GEMV are tuned by their classes) of at most ``EXACT_MAX_WORK`` multiply-adds."""
+    return record.routine == GEMM and record.batch == 1 and record.m * record.n * record.k <= EXACT_MAX_WORK
+
+
 def shape_classes(records: list[ShapeRecord], dt: Dtype) -> tuple[SizeClass, ...]:
-    """The exact GEMM shapes of ``dt`` among a workload's ``records`` (one product each: batches and GEMV
-    are tuned by their classes), each a class with an equal share of the budget."""
+    """The shapes of ``dt`` among a workload's ``records`` that are tuned exactly, each a class with an
+    equal share of the budget."""
     return tuple(SizeClass(r.layout, r.m, r.n, r.k, 1.0, layout=r.layout, exact=True) for r in records
-                 if r.routine == GEMM and r.dtype == dt.key and r.batch == 1)
+                 if r.dtype == dt.key and tunable_exactly(r))
 
 
 def gemv_shape(device: Device, dt: Dtype, layout: str, kind: str, quick: bool = False) -> tuple[int, int]:

@@ -36,7 +36,7 @@ from . import fma
 from .budget import Budget
 from .checkpoint import Checkpoint
 from .evaluation import Evaluator, EvaluatorSpec, IsolatedEvaluator, WorkerProcess
-from .finalists import CONFIRM_POOL, best_of_each_layout, confirmed, finalists
+from .finalists import CONFIRM_POOL, best_of_each_layout, confirmed, finalists, with_measured_splits
 from .objective import Objective
 from .records import Record
 from .scope import (
@@ -145,8 +145,8 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
         if shapes is not None:
             plan = {dt: shape_classes(shapes, dt) for dt in dtypes}
             if not any(plan.values()):
-                raise TuningError("the workload holds no GEMM shape of a dtype tuned (batches and GEMV are "
-                                  "tuned by their classes)")
+                raise TuningError("the workload holds no shape to tune exactly of a dtype tuned (batches, GEMV "
+                                  "and the largest products are tuned by their classes)")
         else:
             plan = {dt: sizes + (gemv_classes(device, dt, quick) if with_gemv and dt is dt.native else ())
                     for dt in dtypes}
@@ -155,13 +155,20 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
         for dt, dt_sizes in plan.items():
             real = "d" if dt.needs_fp64 else "s"
             facts = SpaceFacts(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths}, instructions)
-            needs_gemm = any(size.routine == GEMM for size in dt_sizes)
+            needs_gemm = any(size.routine == GEMM and not size.skinny for size in dt_sizes)
             gemm_spaces = searched_spaces(facts, GEMM, default_params(device, dt)) if needs_gemm else []
+            skinny_spaces: list = []
             for size in dt_sizes:
                 share = class_budget(budget, time.monotonic() - started, weights[0], sum(weights), total_weight)
                 weights.pop(0)
-                spaces = gemm_spaces if size.routine == GEMM else searched_spaces(
-                    replace(facts, layout=size.layout), GEMV, GEMV_DEFAULTS[size.layout])
+                if size.skinny:
+                    skinny_spaces = skinny_spaces or searched_spaces(replace(facts, skinny=True), GEMM,
+                                                                     default_params(device, dt))
+                    spaces = skinny_spaces
+                elif size.routine == GEMM:
+                    spaces = gemm_spaces
+                else:
+                    spaces = searched_spaces(replace(facts, layout=size.layout), GEMV, GEMV_DEFAULTS[size.layout])
                 before = prior.entry(dt.key, size.name, size.section, size.shape if size.exact else None) \
                     if prior else None
                 known = [r.config for r in before.ranked] if before else []
@@ -173,7 +180,7 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                 profile = profile.with_entry(dt.key, entry, size.section)
                 if write:
                     save(profile)
-                if size.routine == GEMM:     # the searches with a start begin the next class at this best
+                if size.routine == GEMM and not size.skinny:   # searches with a start begin the next class here
                     best = entry.ranked[0].config
                     gemm_spaces = [(space, start if start is None else start_point(space, best) or start)
                                    for space, start in gemm_spaces]
@@ -263,6 +270,8 @@ def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
     ranked, rejected = finalists(lambda config: worker.verify(config, dt), objectives,
                                  top * CONFIRM_POOL if size.confirm else top)
     shape = size.shape
+    if ranked and size.exact:
+        ranked = with_measured_splits(worker, _problem(dt, size), ranked)
     if ranked and size.confirm:
         listener.confirming(dt, size, len(ranked))
         again = confirmed(worker, dt, size.confirm, ranked, top)

@@ -35,17 +35,27 @@ NVIDIA_REGISTER_CAPS = (255, 168, 128)
 WARP_ARRANGEMENTS = (0, 8, 4)
 
 
-def _knobs(device: Device, register_caps: tuple[int, ...]) -> list[Knob]:
+#: A skinny C's space also holds blocks of few rows or columns: work-groups of 2 or 4 rows (or columns)
+#: and tiles of 1 or 2, so that such a C is not mostly padding.
+SKINNY_GROUPS = ((2, 32), (4, 16), (4, 32), (2, 64))
+SKINNY_TILES = ((1, 2), (1, 4), (1, 8), (2, 8))
+
+
+def _knobs(device: Device, register_caps: tuple[int, ...], skinny: bool) -> list[Knob]:
     tiles = tuple((r, c) for r in (2, 4, 8) for c in (2, 4, 8))
+    if skinny:
+        tiles += tuple(t for t in SKINNY_TILES + tuple(t[::-1] for t in SKINNY_TILES) if t not in tiles)
     if device.is_gpu:
         groups = ((8, 8), (8, 16), (16, 8), (16, 16))
+        if skinny:
+            groups += SKINNY_GROUPS + tuple(g[::-1] for g in SKINNY_GROUPS)
         staging = ("global", "local", "local-pad", "local-dbuf") + (("image-local",) if device.image_support else ())
         return [Knob("layout", ("TN", "NN", "NT")), Knob("assignment", ("offset", "consecutive")),
                 Knob("work_group", groups), Knob("warps", WARP_ARRANGEMENTS),
                 Knob("tile", tiles + ((8, 16), (16, 8))), Knob("vector_width", (1, 2, 4), ordered=True),
                 Knob("tile_k", (4, 8, 16), ordered=True), Knob("staging", staging)] + (
                     [Knob("registers", register_caps, ordered=True)] if device.is_nvidia else [])
-    groups = ((4, 8), (8, 4), (8, 8), (8, 16), (16, 8))
+    groups = ((4, 8), (8, 4), (8, 8), (8, 16), (16, 8)) + (((2, 16), (16, 2)) if skinny else ())
     return [Knob("layout", ("TN", "NN", "NT")), Knob("assignment", ("consecutive", "offset")),
             Knob("work_group", groups), Knob("tile", tiles), Knob("vector_width", (1, 2, 4, 8), ordered=True),
             Knob("tile_k", (2, 4, 8), ordered=True), Knob("staging", ("global", "local"))]
@@ -70,5 +80,5 @@ def space(facts: SpaceFacts, register_caps: tuple[int, ...] = NVIDIA_REGISTER_CA
                           build_options=(f"-cl-nv-maxrregcount={values['registers']}",) if "registers" in values
                           else (), **staging)
 
-    return SearchSpace(_knobs(device, register_caps), make, lambda params: check(params, device, dtype),
+    return SearchSpace(_knobs(device, register_caps, facts.skinny), make, lambda params: check(params, device, dtype),
                        family=SimtParams.family)

@@ -17,10 +17,13 @@ from .requests import EvaluatorSpec
 
 class GemmEvaluator(DeviceEvaluator):
     """Measures GEMM configurations on one problem C = op(A) op(B) (m x k times k x n) of one dtype, A and
-    B row-major and stored as ``layout`` says: 'N' as they are, 'T' transposed (NN by default)."""
+    B row-major and stored as ``layout`` says: 'N' as they are, 'T' transposed (NN by default); K in
+    ``split`` slices (None: as plans decide)."""
 
     def __init__(self, ctx: DeviceContext, dtype: Dtype, m: int, n: int, k: int, *, layout: str = "NN",
-                 warmup: int = 1, runs: int = 5, slow_factor: float = 4.0, seed: int | None = None) -> None:
+                 split: int | None = None, warmup: int = 1, runs: int = 5, slow_factor: float = 4.0,
+                 seed: int | None = None) -> None:
+        self.split = split
         op_a, op_b = Op.from_letter(layout[0], "layout"), Op.from_letter(layout[1], "layout")
         self.problem = GemmProblem.dense(dtype, m, n, k, op_a, op_b)
         self.seed, rng = fresh_random(seed)
@@ -34,15 +37,15 @@ class GemmEvaluator(DeviceEvaluator):
 
     @classmethod
     def from_spec(cls, ctx: DeviceContext, spec: EvaluatorSpec) -> GemmEvaluator:
-        return cls(ctx, get_dtype(spec.dtype), *spec.shape, layout=spec.layout or "NN", runs=spec.runs,
-                   seed=spec.seed, **({"slow_factor": math.inf} if spec.full else {}))
+        return cls(ctx, get_dtype(spec.dtype), *spec.shape, layout=spec.layout or "NN", split=spec.split,
+                   runs=spec.runs, seed=spec.seed, **({"slow_factor": math.inf} if spec.full else {}))
 
     @property
     def shape(self) -> tuple[int, int, int]:
         return self.problem.m, self.problem.n, self.problem.k
 
     def prepare(self, params: KernelParams) -> LaunchPlan:
-        return LaunchPlan(self.ctx, self.problem, params, edge="auto")
+        return LaunchPlan(self.ctx, self.problem, params, edge="auto", split_k=self.split)
 
     def _launch(self, plan: LaunchPlan) -> list[cl.Event]:
         return plan.enqueue(self.a, self.b, self.output, 1.0, 0.0)

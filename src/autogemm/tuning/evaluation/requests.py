@@ -18,7 +18,8 @@ class EvaluatorSpec:
     """An evaluator a worker makes: its ``routine``'s problem of ``dtype`` (a key) and ``shape`` (GEMM's
     (m, n, k) with A and B stored as ``layout`` says, NN by default; GEMV's A as (rows, cols), read as
     ``layout`` N or T), ``runs`` timed runs a full measurement, random operands from ``seed`` (the same
-    after a restart), and with ``full`` every candidate timed in full (none cut short for being slow)."""
+    after a restart), with ``full`` every candidate timed in full (none cut short for being slow), and
+    for GEMM K computed in ``split`` slices (None: as plans decide)."""
 
     routine: str
     dtype: str
@@ -27,10 +28,12 @@ class EvaluatorSpec:
     full: bool = False
     runs: int = 5
     seed: int = 0
+    split: int | None = None
 
     @classmethod
-    def gemm(cls, dtype: Dtype, shape: tuple[int, int, int], full: bool = False, layout: str = "NN") -> EvaluatorSpec:
-        return cls(GEMM, dtype.key, tuple(shape), None if layout == "NN" else layout, full)
+    def gemm(cls, dtype: Dtype, shape: tuple[int, int, int], full: bool = False, layout: str = "NN",
+             split: int | None = None) -> EvaluatorSpec:
+        return cls(GEMM, dtype.key, tuple(shape), None if layout == "NN" else layout, full, split=split)
 
     @classmethod
     def gemv(cls, dtype: Dtype, shape: tuple[int, int], layout: str, full: bool = False) -> EvaluatorSpec:
