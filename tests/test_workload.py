@@ -160,3 +160,23 @@ def test_an_exact_shape_that_leaves_units_idle_gets_its_k_split_measured(device,
     assert plan.params == best.config and plan.slices == best.split
     a, b = np.random.rand(8, 4096).astype(np.float32), np.random.rand(4096, 8).astype(np.float32)
     assert np.allclose(autogemm.gemm(a, b, device=device), a.astype(np.float64) @ b, rtol=1e-4)
+
+
+def test_a_partial_tune_keeps_every_entry_of_a_bundled_profile(device, monkeypatch, tmp_path):
+    """The profile a run saves in the user's cache replaces a bundled one for the device: the entries the
+    run does not tune must come along (they were lost, and a device's other products fell back to the
+    class defaults, after tuning a workload on the H100)."""
+    from autogemm.profiles import Ranked, SizeClassEntry, store
+
+    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
+    shipped = Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
+                      "2026-11-20T00:00:00+00:00", "1m", {"s1": "fma"},
+                      {"s": (SizeClassEntry("large", (64, 64, 64), (Ranked(autogemm.SimtParams(), 9.0),), "model",
+                                            1, 1.0),)})
+    monkeypatch.setattr(store, "bundled", lambda: [("bundled/test.json", shipped)])
+    store._memo.clear()
+    assert profile_for(device) is shipped
+    tune(device, budget=Budget(evaluations=3), shapes=[ShapeRecord("gemm", "s", "NT", 40, 24, 36)], top=1)
+    saved = profile_for(device)
+    assert saved is not shipped and saved.entry("s", "large") == shipped.entry("s", "large")
+    assert saved.entry("s", "NT", "shapes", (40, 24, 36)) is not None

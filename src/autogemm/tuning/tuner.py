@@ -141,7 +141,12 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
         results = fma.measured(device, worker.fma, reals, widths, fresh)
         listener.fma_done(results)
         macs = fma.mac_table(results)
+        # every entry this run does not tune stays as the device's profile had it (a bundled one too: the
+        # profile saved in the user's cache replaces it for this device)
         profile = new_profile(device, budget.describe(), macs)
+        existing = profile_for(device)
+        if existing is not None:
+            profile = profile.merged_into(existing)
         if shapes is not None:
             plan = {dt: shape_classes(shapes, dt) for dt in dtypes}
             if not any(plan.values()):
