@@ -229,3 +229,11 @@ def test_a_named_shape_survives_the_json_and_the_cli_takes_a_suite_by_name(tmp_p
     assert again.shape == case.shape and again.rate("cuBLAS") == 4.0
     out = CliRunner().invoke(main, ["bench", "--suite", "nonsense", "--peers", "none"])
     assert out.exit_code == 2 and "llm" in out.output
+
+
+def test_a_column_or_row_product_is_timed_as_the_gemv_gemm_runs(ctx):
+    bench = Bench(ctx, peers=(), runs=2)
+    for shape in (Shape(1, 70, 40, "NT"), Shape(70, 1, 40, "TN"), Shape(1, 30, 20, "NN")):
+        case = bench.run(DTYPES["s"], shape)
+        assert case.config.startswith("gemv") and case.measurements[0].correct, (shape, case.measurements)
+    assert not bench.run(DTYPES["s"], Shape(8, 9, 10)).config.startswith("gemv")
