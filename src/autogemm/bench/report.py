@@ -158,7 +158,9 @@ def plot(cases: Sequence[CaseResult], path: Path, title: str) -> None:
         raise ArgumentError("--plot needs matplotlib: pip install 'autogemm[plot]'") from exc
     dtypes = list(dict.fromkeys(c.dtype for c in cases))
     names = implementations(cases)
-    fig, axes = plt.subplots(len(dtypes), 1, figsize=(10, 3.6 * len(dtypes)), squeeze=False, layout="constrained")
+    widest = max(sum(1 for c in cases if c.dtype == dtype) for dtype in dtypes)    # problems in one panel
+    fig, axes = plt.subplots(len(dtypes), 1, figsize=(max(10, 0.2 * widest), 3.6 * len(dtypes) + 0.02 * widest),
+                             squeeze=False, layout="constrained")
     for ax, dtype in zip(axes[:, 0], dtypes):
         mine = [c for c in cases if c.dtype == dtype]
         sweep = all(c.shape.square for c in mine) and len({c.shape.layout for c in mine}) == 1
