@@ -16,6 +16,7 @@ from autogemm.bench import report
 from autogemm.bench.runner import AUTOGEMM, Bench, CaseResult, Measurement
 from autogemm.bench.shapes import Shape, read_shapes, square_sweep, suite
 from autogemm.blas import launch_plan as plan_module
+from autogemm.blas.vectors import MAX_VECTORS
 from autogemm.cli import main
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError
@@ -231,9 +232,10 @@ def test_a_named_shape_survives_the_json_and_the_cli_takes_a_suite_by_name(tmp_p
     assert out.exit_code == 2 and "llm" in out.output
 
 
-def test_a_column_or_row_product_is_timed_as_the_gemv_gemm_runs(ctx):
+def test_a_product_of_few_columns_or_rows_is_timed_as_the_gemv_gemm_runs(ctx):
     bench = Bench(ctx, peers=(), runs=2)
-    for shape in (Shape(1, 70, 40, "NT"), Shape(70, 1, 40, "TN"), Shape(1, 30, 20, "NN")):
+    for shape in (Shape(1, 70, 40, "NT"), Shape(70, 1, 40, "TN"), Shape(1, 30, 20, "NN"),
+                  Shape(MAX_VECTORS, 70, 40, "NT"), Shape(70, 3, 40, "TT")):
         case = bench.run(DTYPES["s"], shape)
         assert case.config.startswith("gemv") and case.measurements[0].correct, (shape, case.measurements)
-    assert not bench.run(DTYPES["s"], Shape(8, 9, 10)).config.startswith("gemv")
+    assert not bench.run(DTYPES["s"], Shape(MAX_VECTORS + 1, MAX_VECTORS + 1, 10)).config.startswith("gemv")

@@ -13,6 +13,7 @@ from autogemm.blas.gemv import GemvLaunchPlan, GemvProblem
 from autogemm.cli import main
 from autogemm.dtypes import DTYPES
 from autogemm.profiles import path_for, read, store
+from autogemm.tuning.scope import GEMV_SHAPES, VECTOR_CLASS
 
 
 @pytest.fixture(scope="module")
@@ -55,13 +56,19 @@ def test_tune_covers_gemv_and_gemv_then_uses_its_profile(tuned, device, invoke, 
     out = tuned[1]
     assert "s gemv-n-square" in out.output and "s gemv-t-long" in out.output and "GB/s" in out.output, out.output
     prof = read(path_for(device.fingerprint))
-    assert {e.name for e in prof.gemv["s"]} == {"n-square", "n-long", "t-square", "t-long"}
+    assert {e.name for e in prof.gemv["s"]} == {f"{layout}-{kind}" for layout in "nt" for kind in GEMV_SHAPES}
     for layout in "NT":
         square = next(e for e in prof.gemv_entries("s", layout) if e.name.endswith("square"))
         best = square.ranked[0]
         assert best.config.layout == layout and best.gflops > 0 and square.shape[0] == square.shape[1]
         plan = GemvLaunchPlan(ctx, GemvProblem(DTYPES["s"], 50, 40, Op(layout == "T"), 40))
         assert plan.params == best.config and plan.params_source.startswith("profile")
+        # several right-hand sides take the class tuned with them
+        vectors = next(e for e in prof.gemv_entries("s", layout) if e.name.endswith("vectors"))
+        assert vectors.shape[2] == VECTOR_CLASS and vectors.ranked[0].config.vectors <= VECTOR_CLASS
+        plan = GemvLaunchPlan(ctx, GemvProblem(DTYPES["s"], 50, 40, Op(layout == "T"), 40, vectors=6, ldx=50,
+                                               ldy=50))
+        assert plan.params == vectors.ranked[0].config and plan.params_source.endswith("vectors")
     out = invoke("tune", "--quick", "--dtype", "h", "--size-class", "gemv", "--budget", "2")
     assert out.exit_code == 0, out.output      # 16-bit GEMV needs no matrix instructions
     prof = read(path_for(device.fingerprint))

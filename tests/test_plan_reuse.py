@@ -37,8 +37,8 @@ def test_gemm_keeps_plans_between_calls_and_evicts_the_oldest(ctx, monkeypatch):
     monkeypatch.setattr(plan_cache, "CAPACITY", 2)
     rng = np.random.default_rng(9)
     made = []
-    real = plan_cache.LaunchPlan
-    monkeypatch.setattr(plan_cache, "LaunchPlan", lambda *args: made.append(real(*args)) or made[-1])
+    real = plan_cache.plan_for
+    monkeypatch.setattr(plan_cache, "plan_for", lambda *args: made.append(real(*args)) or made[-1])
     for shape in ((30, 20, 10), (30, 20, 10), (31, 20, 10), (32, 20, 10), (30, 20, 10)):
         m, n, k = shape
         a, b = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (k, n))
@@ -59,8 +59,8 @@ def test_a_repeated_device_call_holds_its_plan_only_while_the_cache_does(ctx, mo
     plan_cache.clear()
     monkeypatch.setattr(plan_cache, "CAPACITY", 1)
     made = []
-    real = plan_cache.LaunchPlan
-    monkeypatch.setattr(plan_cache, "LaunchPlan", lambda *args: made.append(real(*args)) or made[-1])
+    real = plan_cache.plan_for
+    monkeypatch.setattr(plan_cache, "plan_for", lambda *args: made.append(real(*args)) or made[-1])
     rng = np.random.default_rng(10)
     host = {m: (rng.uniform(-1, 1, (m, 9)), rng.uniform(-1, 1, (9, 5))) for m in (6, 7)}
     arrays = {m: [cl_array.to_device(ctx.queue, x) for x in pair] for m, pair in host.items()}

@@ -1,70 +1,132 @@
-"""A product whose C is one column or one row goes to GEMV (reading A once, at memory bandwidth) wherever
-GEMV computes it as it is, and is right either way: every dtype, transpose, alpha and beta, host and
-device operands, a NaN-poisoned C with beta = 0."""
+"""A product whose C has at most ``MAX_VECTORS`` columns or rows goes to the multi-vector GEMV (reading
+the matrix once, at memory bandwidth) and is right: every dtype, transpose and conjugation, alpha and
+beta, sizes off every block (one vector, 2^k +- 1 of them, a reduction shorter than a slice, more slices
+than reduction steps), host and device operands, a NaN-poisoned C with beta = 0, and the same bits on
+every run."""
 
 from __future__ import annotations
 
 import itertools
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cl_array
 import pytest
 
 import autogemm
 from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
+from autogemm.blas import GemmProblem, Op
+from autogemm.blas.gemv import GemvLaunchPlan
+from autogemm.blas.vectors import MAX_VECTORS, VectorsPlan, as_vectors
+from autogemm.codelets.gemv import GemvParams
 from autogemm.dtypes import DTYPES
 
 RNG = np.random.default_rng(31)
-CASES = [(letter, ta, tb, vector) for letter in "sdcz" for ta, tb in itertools.product("NTC", repeat=2)
-         for vector in ("column", "row")]
+VECTOR_COUNTS = (1, 3, 8, MAX_VECTORS - 1, MAX_VECTORS)
+CASES = [(letter, ta, tb, few, VECTOR_COUNTS[i % len(VECTOR_COUNTS)])
+         for i, (letter, (ta, tb), few) in enumerate(itertools.product(
+             "sdczhb", itertools.product("NTC", repeat=2), ("columns", "rows")))
+         if not (letter in "hb" and "C" in (ta, tb))]
 
 
 @pytest.fixture
 def routed(monkeypatch):
-    """The vector products that went to GEMV, as (trans, matrix shape)."""
-    module = __import__("autogemm.api.gemm", fromlist=["gemv"])
+    """The products that went to the multi-vector GEMV, as (vectors, whether B was the matrix)."""
     calls = []
-    real = module.gemv
+    real = VectorsPlan.__init__
 
-    def spy(a, x, y=None, **options):
-        calls.append((options["trans"], a.shape))
-        return real(a, x, y, **options)
+    def spy(self, ctx, problem, route):
+        calls.append((route.gemv.vectors, route.matrix_is_b))
+        real(self, ctx, problem, route)
 
-    monkeypatch.setattr(module, "gemv", spy)
-    return calls
+    monkeypatch.setattr(VectorsPlan, "__init__", spy)
+    autogemm.clear_plans()
+    yield calls
+    autogemm.clear_plans()
 
 
-@pytest.mark.parametrize("letter, ta, tb, vector", CASES)
-def test_a_column_or_row_product_is_right_and_goes_to_gemv_where_it_can(ctx, routed, letter, ta, tb, vector):
-    dt = DTYPES[letter]
-    m, n, k = (77, 1, 131) if vector == "column" else (1, 77, 131)
+def _operands(dt, m, n, k, ta, tb):
     a = random_matrix(RNG, dt, (k, m) if ta != "N" else (m, k))
     b = random_matrix(RNG, dt, (n, k) if tb != "N" else (k, n))
-    c0 = random_matrix(RNG, dt, (m, n))
     wide = dt.reference_numpy
-    product = apply_op(a.astype(wide), ta) @ apply_op(b.astype(wide), tb)
+    return a, b, apply_op(a.astype(wide), ta) @ apply_op(b.astype(wide), tb)
+
+
+@pytest.mark.parametrize("letter, ta, tb, few, vectors", CASES)
+def test_a_product_of_few_columns_or_rows_is_right_and_goes_to_gemv(ctx, routed, letter, ta, tb, few, vectors):
+    dt = DTYPES[letter]
+    m, n, k = (77, vectors, 131) if few == "columns" else (vectors, 77, 131)
+    a, b, product = _operands(dt, m, n, k, ta, tb)
     got = autogemm.gemm(a, b, trans_a=ta, trans_b=tb, device=ctx.device)
     assert got.shape == (m, n) and relative_error(got, product) < tolerance(dt, k)
+    c0 = random_matrix(RNG, dt, (m, n))
     c = c0.copy()
     assert autogemm.gemm(a, b, c, alpha=0.5, beta=-2.0, trans_a=ta, trans_b=tb, device=ctx.device) is c
-    assert relative_error(c, 0.5 * product - 2.0 * c0.astype(wide)) < tolerance(dt, k)
-    conjugated_vector = dt.is_complex and ("C" in (tb,) if vector == "column" else "C" in (ta, tb))
-    assert len(routed) == (0 if conjugated_vector else 2)
+    assert relative_error(c, 0.5 * product - 2.0 * c0.astype(dt.reference_numpy)) < tolerance(dt, k)
+    assert routed and all(call == (vectors, few == "rows") for call in routed)
 
 
-def test_device_operands_and_a_poisoned_column_of_a_fortran_c(ctx, routed):
+@pytest.mark.parametrize("layout", ["N", "T"])
+@pytest.mark.parametrize("k", [1, 5, 33, 1025])
+def test_a_split_reduction_is_right_and_the_same_bits_on_every_run(ctx, layout, k):
+    """Reductions shorter than one slice and longer than many, split as far as the configuration asks
+    (more slices than reduction steps are cut to one step each): right, and bit-for-bit equal on two runs
+    (the slices are added in order by the merge, never by atomics)."""
+    dt = DTYPES["s"]
+    params = GemvParams(layout, 16, 4, 2, 2, 16, vectors=4)
+    m, n = 7, 13        # 7 vectors: two passes of 4, the last one short; few outputs, so the reduction splits
+    tb = "T" if layout == "N" else "N"             # B stored n x k is read as it is, k x n transposed
+    a, b, product = _operands(dt, m, n, k, "N", tb)
+    problem = GemmProblem.dense(dt, m, n, k, Op(), Op(tb == "T"))
+    route = as_vectors(problem)
+    assert route is not None and route.matrix_is_b and route.gemv.layout == layout
+    plan = VectorsPlan(ctx, problem, route)
+    plan.gemv = GemvLaunchPlan(ctx, route.gemv, params)
+    assert (plan.gemv.slices > 1) == (k > params.reduction_step) and plan.gemv.slices <= -(-k // params.reduction_step)
+    results = []
+    mf = cl.mem_flags
+    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x)
+               for x in (a, b, np.full((m, n), np.nan, np.float32))]
+    try:
+        for _ in range(2):
+            plan.enqueue(*buffers)
+            out = np.empty((m, n), np.float32)
+            cl.enqueue_copy(ctx.queue, out, buffers[2]).wait()
+            results.append(out)
+    finally:
+        plan.release()
+        for buffer in buffers:
+            buffer.release()
+    assert relative_error(results[0], product) < tolerance(dt, k)
+    assert results[0].tobytes() == results[1].tobytes()
+
+
+def test_sizes_at_the_edges_of_the_route(ctx, routed):
     dt = DTYPES["d"]
-    a, x = random_matrix(RNG, dt, (90, 40)), random_matrix(RNG, dt, (40, 1))
-    da, dx = cl_array.to_device(ctx.queue, a), cl_array.to_device(ctx.queue, x)
+    for m, n, k in ((0, 5, 9), (5, 0, 9), (33, 15, 0), (MAX_VECTORS, MAX_VECTORS, 1), (65, 17, 63)):
+        a, b, product = _operands(dt, m, n, k, "N", "N")
+        c0 = random_matrix(RNG, dt, (m, n))
+        got = autogemm.gemm(a, b, c0.copy(), beta=0.5, device=ctx.device)
+        assert got.shape == (m, n) and np.allclose(got, product + 0.5 * c0, rtol=1e-12, atol=1e-12), (m, n, k)
+    # the empty products never make a plan; K = 0 scales C; 17 columns and rows is a GEMM
+    assert routed == [(15, False), (MAX_VECTORS, False)]
+
+
+def test_device_operands_with_offsets_and_a_poisoned_fortran_c(ctx, routed):
+    dt = DTYPES["c"]
+    a, x = random_matrix(RNG, dt, (90, 40)), random_matrix(RNG, dt, (40, 5))
+    stack = cl_array.to_device(ctx.queue, np.concatenate([random_matrix(RNG, dt, (3, 40)), a]))
+    da, dx = stack[3:], cl_array.to_device(ctx.queue, x)
     dc = autogemm.gemm(da, dx)
-    assert dc.shape == (90, 1) and relative_error(dc.get(), a @ x) < dt.tolerance
-    wide = np.full((90, 3), np.nan, order="F")       # C a column of a wider Fortran-ordered matrix
-    out = wide[:, 1:2]
-    autogemm.gemm(a, x, out, beta=0.0)                # NaN in C is not read with beta = 0
-    assert relative_error(out, a @ x) < dt.tolerance and np.isnan(wide[:, [0, 2]]).all()
-    dout = cl_array.to_device(ctx.queue, np.full((90, 1), np.nan))
-    result = autogemm.gemm(da, dx, dout, alpha=2.0)
-    assert result is dout and dout.events and relative_error(dout.get(), 2 * a @ x) < dt.tolerance
+    assert dc.shape == (90, 5) and relative_error(dc.get(), a @ x) < dt.tolerance
+    wide = np.full((90, 9), np.nan, np.complex64, order="F")    # C columns of a wider Fortran matrix
+    out = wide[:, 2:7]
+    autogemm.gemm(a, x, out, beta=0.0)                          # NaN in C is not read with beta = 0
+    assert relative_error(out, a @ x) < dt.tolerance and np.isnan(wide[:, [0, 1, 7, 8]]).all()
+    dout = cl_array.to_device(ctx.queue, np.full((5, 90), np.nan, np.complex64))
+    result = autogemm.gemm(dx, da, dout, alpha=2.0, trans_a="T", trans_b="C")
+    assert result is dout and dout.events
+    assert relative_error(dout.get(), 2 * x.T @ a.conj().T) < dt.tolerance
     assert len(routed) == 3
 
 
@@ -73,15 +135,18 @@ def test_matmul_of_a_matrix_and_a_vector_is_a_gemv(ctx, routed):
     assert relative_error(autogemm.matmul(a, v, device=ctx.device), a.astype(np.float64) @ v) < 1e-5
     w = random_matrix(RNG, DTYPES["s"], (64,))
     assert relative_error(autogemm.matmul(w, a, device=ctx.device), w.astype(np.float64) @ a) < 1e-5
-    assert [trans for trans, _ in routed] == ["N", "T"]
+    assert routed == [(1, False), (1, True)]
 
 
-def test_what_gemv_cannot_compute_as_it_is_stays_a_gemm(ctx, routed):
+def test_what_the_gemv_does_not_compute_stays_a_gemm(ctx, routed):
     a = random_matrix(RNG, DTYPES["s"], (32, 16))
     x = random_matrix(RNG, DTYPES["s"], (16, 1))
     autogemm.gemm(a, x, config=autogemm.SimtParams(), device=ctx.device)          # a configuration asked for
     half = random_matrix(RNG, DTYPES["h"], (32, 16)), random_matrix(RNG, DTYPES["h"], (16, 1))
     got = autogemm.gemm(*half, out_dtype=np.float32, device=ctx.device)           # C of another dtype
     assert got.dtype == np.float32 and got.shape == (32, 1)
-    autogemm.gemm(a, random_matrix(RNG, DTYPES["s"], (16, 2)), device=ctx.device)  # two columns
+    autogemm.gemm(a, x, precision="tf32", device=ctx.device)                      # a precision mode
+    stack = random_matrix(RNG, DTYPES["s"], (3, 32, 16))
+    autogemm.gemm_batched(stack, x, device=ctx.device)                            # a batch
+    autogemm.gemm(a, random_matrix(RNG, DTYPES["s"], (16, MAX_VECTORS + 1)), device=ctx.device)
     assert routed == []

@@ -32,6 +32,7 @@ for _ in range(3):
     autogemm.gemm(a, b)
 autogemm.gemm(a, np.ones((10, 20), np.float32), trans_b="T")
 autogemm.matmul(a, np.ones(20, np.float32))
+autogemm.gemv(a, np.ones(20, np.float32))
 autogemm.gemm_batched(np.ones((4, 5, 6), np.float32), np.ones((4, 6, 7), np.float32))
 """
 
@@ -44,7 +45,8 @@ def test_a_program_run_twice_at_once_records_every_shape_with_its_count(tmp_path
     records, skipped = read_workload(path)
     assert not skipped
     found = {r.describe(): r.count for r in records}
-    assert found == {"sgemm NN 30x10x20": 6, "sgemm NT 30x10x20": 2, "sgemv N 30x20x1": 2,
+    assert found == {"sgemm NN 30x10x20": 6, "sgemm NT 30x10x20": 2, "sgemm NN 30x1x20": 2,
+                     "sgemv N 30x20x1": 2,
                      "sgemm NN 5x7x6 x4": 2}
     lines = path.read_text().splitlines()
     assert all(json.loads(line).keys() == {"routine", "dtype", "layout", "m", "n", "k", "batch", "count"}

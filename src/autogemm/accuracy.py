@@ -30,9 +30,9 @@ def gemm_flops(dt: Dtype, m: int, n: int, k: int) -> float:
     return (8.0 if dt.is_complex else 2.0) * m * n * k
 
 
-def gemv_flops(dt: Dtype, rows: int, cols: int) -> float:
-    """Floating-point operations of a GEMV on a rows x cols A."""
-    return (8.0 if dt.is_complex else 2.0) * rows * cols
+def gemv_flops(dt: Dtype, rows: int, cols: int, vectors: int = 1) -> float:
+    """Floating-point operations of a GEMV on a rows x cols A (with ``vectors`` right-hand sides)."""
+    return (8.0 if dt.is_complex else 2.0) * rows * cols * vectors
 
 
 def relative_error(got: np.ndarray, want: np.ndarray) -> float:

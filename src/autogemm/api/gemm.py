@@ -21,7 +21,6 @@ from ..errors import ArgumentError
 from ..runtime import Device, DeviceContext
 from ..runtime.memory import check_memory, reports_full_memory
 from ..shares.split import Split
-from .gemv import gemv
 from .operands import Matrix, Stored, as_matrix, call_context, event_list, events_of, on_device, scalar, stored
 from .targets import Devices, gemm_on_targets
 from .transfer import execute
@@ -83,55 +82,8 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
         # kernels), or in place where the device shares the host's memory
         return gemm_on_targets(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, devices=[device],
                                split=None, config=config, edge=edge, precision=precision, out_dtype=out_dtype)
-    vector = as_gemv(a, b, c, trans_a, trans_b, config, precision, out_dtype)
-    if vector is not None:
-        return _gemv_product(vector, c, alpha=alpha, beta=beta, device=device, wait_for=wait_for)
     return product(a, b, c, None, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, device=device,
                    config=config, edge=edge, precision=precision, out_dtype=out_dtype, wait_for=wait_for)
-
-
-@dataclass(frozen=True)
-class VectorProduct:
-    """A product whose C is one column or one row, computed by GEMV at memory bandwidth: y = op(A) x for
-    a column (N = 1), y^T = op(B)^T x for a row (M = 1, C^T = op(B)^T op(A)^T); ``y`` is C's vector (a view
-    of ``c``, None for a new C) and ``shape`` C's."""
-
-    matrix: Matrix
-    x: Matrix
-    y: Matrix | None
-    trans: str
-    shape: tuple[int, int]
-
-
-def as_gemv(a: Matrix, b: Matrix, c: Matrix | None, trans_a: str, trans_b: str, config, precision,
-             out_dtype) -> VectorProduct | None:
-    """The GEMV a call is, where C is one column or one row and GEMV computes it as it is: no kernel
-    configuration or precision mode asked for, C of the operands' dtype, and no conjugated vector (GEMV
-    conjugates its matrix only). None for every other call (and the checks' errors are raised here)."""
-    dt, _, _, m, n, k, _ = validate_call(a, b, c, None, trans_a, trans_b, config, precision, out_dtype)
-    if config is not None or dt.precision or dt.output is not dt or not (m and n and k) or 1 not in (m, n):
-        return None
-    trans_a, trans_b = trans_a.upper(), trans_b.upper()
-    conjugates = dt.is_complex
-    if n == 1 and not (conjugates and trans_b == "C"):      # y = op(A) x, x the column op(B)
-        x = b[:, 0] if trans_b == "N" else b[0, :]
-        return VectorProduct(a, x, None if c is None else c[:, 0], trans_a, (m, 1))
-    if m == 1 and not (conjugates and "C" in (trans_a, trans_b)):   # y^T = op(B)^T x, x the row op(A)
-        x = a[0, :] if trans_a == "N" else a[:, 0]
-        return VectorProduct(b, x, None if c is None else c[0, :], "T" if trans_b == "N" else "N", (1, n))
-    return None
-
-
-def _gemv_product(vector: VectorProduct, c: Matrix | None, *, alpha, beta, device, wait_for) -> Matrix:
-    """``gemm`` of a ``VectorProduct`` by ``gemv``: C itself where given, else a new C of the product's
-    shape around GEMV's vector."""
-    y = gemv(vector.matrix, vector.x, vector.y, alpha=alpha, beta=beta, trans=vector.trans, device=device,
-             wait_for=wait_for)
-    if c is None:
-        return y.reshape(vector.shape)
-    if on_device(c) and y.events:
-        c.add_event(y.events[-1])          # the view's completion is C's
-    return c
 
 
 #: A call on numpy arrays of at least this many bytes in all runs as a share of its device (``shares``:

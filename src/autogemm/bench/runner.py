@@ -21,9 +21,8 @@ import pyopencl as cl
 
 from ..accuracy import Reference, apply_op, gemm_flops, random_matrix
 from ..api import gemm
-from ..api.gemm import as_gemv
 from ..blas import GemmProblem, LaunchPlan, Op
-from ..blas.gemv import GemvLaunchPlan, GemvProblem
+from ..blas.vectors import VectorsPlan, plan_for
 from ..dtypes import DTYPES, Dtype
 from ..errors import ArgumentError
 from ..runtime.context import DeviceContext
@@ -85,17 +84,6 @@ class CaseResult(Rates):
         return ours / theirs if ours and theirs else None
 
 
-@dataclass(frozen=True)
-class Planned:
-    """How ``gemm`` computes one bench problem on the device: the plan (a GEMM's, or a GEMV's for a C of
-    one column or row), the two operands it reads as stored, and C's shape."""
-
-    plan: LaunchPlan | GemvLaunchPlan
-    first: np.ndarray
-    second: np.ndarray
-    shape: tuple[int, int]
-
-
 class Bench:
     """Runs cases on one device; ``peers`` are names from ``PEERS``."""
 
@@ -125,11 +113,11 @@ class Bench:
         reference = Reference(dt, apply_op(a, shape.trans_a), apply_op(b, shape.trans_b), self.rng)
         flops = gemm_flops(dt, shape.m, shape.n, shape.k)
         case = CaseResult(dt.key, shape, self.peak_tflops(dt), "")
-        plan_or_error = self._plan(dt, shape, a, b)
-        if isinstance(plan_or_error, Planned):
-            case.config = plan_or_error.plan.params.describe()
+        plan_or_error = self._plan(dt, shape)
+        if not isinstance(plan_or_error, Exception):
+            case.config = plan_or_error.params.describe()
         calls: list[tuple[str, Callable[[], PeerResult | None]]] = [
-            (AUTOGEMM, lambda: self._autogemm(dt, plan_or_error))]
+            (AUTOGEMM, lambda: self._autogemm(dt, plan_or_error, a, b, shape))]
         if self.end_to_end:
             calls.append((AUTOGEMM + END_TO_END, lambda: self._autogemm_end_to_end(dt, a, b, shape)))
             # shared with the host as the device profile's hybrid entry says (without one: the device alone)
@@ -166,30 +154,24 @@ class Bench:
             self._clblast_names[dt.letter] = "CLBlast tuned" if params else "CLBlast"
         return self._clblast_names[dt.letter]
 
-    def _plan(self, dt: Dtype, shape: Shape, a: np.ndarray, b: np.ndarray) -> Planned | Exception:
-        """The plan ``gemm`` computes the shape's product of ``a`` and ``b`` with: a GEMV's where C is a
-        column or row that ``gemm`` computes so (``api.gemm.as_gemv``), else a GEMM's."""
+    def _plan(self, dt: Dtype, shape: Shape) -> LaunchPlan | VectorsPlan | Exception:
+        """The plan ``gemm`` computes the shape's product with (``blas.vectors.plan_for``: a multi-vector
+        GEMV's where C has few columns or rows, else a GEMM's), or why there is none."""
         try:
-            vector = as_gemv(a, b, None, shape.trans_a, shape.trans_b, None, dt.precision or None, None)
-            if vector is not None:
-                rows, cols = vector.matrix.shape
-                problem = GemvProblem(dt, rows, cols, Op.from_letter(vector.trans, "trans"), cols)
-                return Planned(GemvLaunchPlan(self.ctx, problem), vector.matrix, np.ascontiguousarray(vector.x),
-                               vector.shape)
             op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
-            problem = GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b)
-            return Planned(LaunchPlan(self.ctx, problem), a, b, (shape.m, shape.n))
+            return plan_for(self.ctx, GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b))
         except Exception as exc:   # noqa: BLE001 - reported in the table, the run goes on
             return exc
 
-    def _autogemm(self, dt: Dtype, planned: Planned | Exception) -> PeerResult:
+    def _autogemm(self, dt: Dtype, plan: LaunchPlan | VectorsPlan | Exception, a: np.ndarray, b: np.ndarray,
+                  shape: Shape) -> PeerResult:
         """Device-resident: operands already on the device, C poisoned with NaN, events timing."""
-        if isinstance(planned, Exception):
-            raise planned
-        ctx, mf, plan = self.ctx, cl.mem_flags, planned.plan
-        result = np.full(planned.shape, np.nan, dt.output.numpy)
-        a_buf = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=planned.first)
-        b_buf = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=planned.second)
+        if isinstance(plan, Exception):
+            raise plan
+        ctx, mf = self.ctx, cl.mem_flags
+        result = np.full((shape.m, shape.n), np.nan, dt.output.numpy)
+        a_buf = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
+        b_buf = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=b)
         c_buf = cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=result)
         try:
             times = time_enqueue(lambda: plan.enqueue(a_buf, b_buf, c_buf), warmup=1, runs=self.runs)

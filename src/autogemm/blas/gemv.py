@@ -1,12 +1,13 @@
 """GEMV on row-major storage: ``GemvProblem`` (y = alpha op(A) x + beta y with A's leading dimension, the
-vectors' increments and everyone's offsets) and ``GemvLaunchPlan`` (the gemv kernel of one configuration
-and, when the reduction is split over work-groups, the merge that adds the slices into y)."""
+vectors' increments and everyone's offsets, or several such vectors at once) and ``GemvLaunchPlan`` (the
+gemv kernel of one configuration and, when the reduction is split over work-groups, the merge that adds
+the slices into y)."""
 
 from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyopencl as cl
@@ -34,7 +35,12 @@ _SAFE = {layout: codelet.GemvParams(layout, 1, 1, 1, 1, 0) for layout in codelet
 @dataclass(frozen=True)
 class GemvProblem:
     """y = alpha op(A) x + beta y for A stored row-major as ``rows`` x ``cols`` (leading dimension ``lda``),
-    op a transpose or not, conjugating or not; x and y ``incx`` and ``incy`` elements apart (positive)."""
+    op a transpose or not, conjugating or not; x and y ``incx`` and ``incy`` elements apart (positive).
+
+    With ``vectors`` above 1, Y = alpha op(A) X + beta Y for that many pairs of x and y, vector j's
+    starting ``j * ldx`` and ``j * ldy`` elements after the first (one of ``incy`` and ``ldy`` is 1: Y is
+    a row-major matrix, or its transpose), x conjugated where ``conjugate_x``: the GEMM of a C with few
+    columns (or rows) read as it is stored."""
 
     dtype: Dtype
     rows: int
@@ -46,6 +52,10 @@ class GemvProblem:
     offset_a: int = 0
     offset_x: int = 0
     offset_y: int = 0
+    vectors: int = 1
+    ldx: int = 0
+    ldy: int = 0
+    conjugate_x: bool = False
 
     @property
     def layout(self) -> str:
@@ -71,21 +81,35 @@ class GemvProblem:
             raise ShapeError(f"lda={self.lda} is below the {self.cols} columns A stores per row")
         if self.incx < 1 or self.incy < 1:
             raise ShapeError(f"the increments of x and y must be positive, not {self.incx} and {self.incy}")
+        if self.vectors < 1 or min(self.ldx, self.ldy) < 0:
+            raise ShapeError(f"{self.vectors} vectors {self.ldx} and {self.ldy} apart: give at least one, "
+                             "distances not negative")
+        if self.vectors > 1 and 1 not in (self.incy, self.ldy):
+            raise ShapeError(f"{self.vectors} vectors of y need incy or ldy 1, not {self.incy} and {self.ldy}")
         for name, value in (("rows", self.rows), ("cols", self.cols), ("lda", self.lda),
-                            ("incx", self.incx), ("incy", self.incy)):
+                            ("incx", self.incx), ("incy", self.incy), ("vectors", self.vectors),
+                            ("ldx", self.ldx), ("ldy", self.ldy)):
             if value > INT32_MAX:
                 raise ShapeError(f"{name}={value} exceeds the kernels' int32 range")
         for name, length, inc in (("x", self.reduction, self.incx), ("y", self.outputs, self.incy)):
             if length and (length - 1) * inc > INT32_MAX:
                 raise ShapeError(f"{name} spans {(length - 1) * inc + 1} elements, past the kernels' int32 range")
-        if self.outputs and (self.outputs - 1) * self.incy > addressable(self.dtype):
-            raise ShapeError(f"y spans {(self.outputs - 1) * self.incy + 1} elements, beyond the merge kernel's "
-                             "32-bit indexing")
+        span = (self.outputs - 1) * self.incy + (self.vectors - 1) * self.ldy
+        if self.outputs and span > addressable(self.dtype):
+            raise ShapeError(f"y spans {span + 1} elements, beyond the merge kernel's 32-bit indexing")
+
+    @property
+    def y_rows_are_vectors(self) -> bool:
+        """True where Y is stored as a row per vector (``incy`` 1 with several vectors): the merge then
+        writes Y^T, vectors x outputs of leading dimension ``ldy``, else outputs x vectors of ``incy``."""
+        return self.vectors > 1 and self.incy == 1
 
 
-def default_gemv_params(device: Device, dt: Dtype, layout: str) -> codelet.GemvParams:
-    """The default of ``layout``, or the smallest configuration where it does not fit the device."""
-    for params in (DEFAULTS[layout], _SAFE[layout]):
+def default_gemv_params(device: Device, dt: Dtype, layout: str, vectors: int = 1) -> codelet.GemvParams:
+    """The default of ``layout`` (taking as many of ``vectors`` right-hand sides per pass as fit), or the
+    smallest configuration where it does not fit the device."""
+    wanted = [replace(DEFAULTS[layout], vectors=v) for v in codelet.params.VECTORS if 1 < v < 2 * vectors][::-1]
+    for params in (*wanted, DEFAULTS[layout], _SAFE[layout]):
         if codelet.check(params, device, dt) is None:
             return params
     raise ConfigError(f"no GEMV configuration fits {device.name.strip()}: {codelet.check(_SAFE[layout], device, dt)}")
@@ -94,21 +118,22 @@ def default_gemv_params(device: Device, dt: Dtype, layout: str) -> codelet.GemvP
 def choose_gemv_params(device: Device, problem: GemvProblem) -> tuple[codelet.GemvParams, str]:
     """The configuration for ``problem`` on ``device`` and where it came from: from the device's profile,
     the best one that passes ``check`` of the class of the problem's layout nearest to it in shape
-    (outputs and reduction length, in log scale); else the default."""
+    (outputs, reduction length and right-hand sides, in log scale; a class's third dimension is its
+    vectors); else the default."""
     dt, layout = problem.dtype, problem.layout
     profile = profile_for(device)
     if profile is not None:
         def distance(entry) -> float:
-            rows, cols = entry.shape[:2]
+            rows, cols, vectors = (*entry.shape[:2], max(1, entry.shape[2]))
             tuned = (cols, rows) if layout == "T" else (rows, cols)
             return sum(abs(math.log(max(a, 1)) - math.log(max(b, 1)))
-                       for a, b in zip(tuned, (problem.outputs, problem.reduction)))
+                       for a, b in zip((*tuned, vectors), (problem.outputs, problem.reduction, problem.vectors)))
 
         for entry in sorted(profile.gemv_entries(dt.key, layout), key=distance):
             for ranked in entry.ranked:
                 if codelet.check(ranked.config, device, dt) is None:
                     return ranked.config, f"profile {profile.device_fingerprint} {entry.name}"
-    return default_gemv_params(device, dt, layout), "default"
+    return default_gemv_params(device, dt, layout, problem.vectors), "default"
 
 
 class GemvLaunchPlan:
@@ -130,7 +155,10 @@ class GemvLaunchPlan:
         reason = codelet.check(self.params, ctx.device, problem.dtype)
         if reason:
             raise ConfigError(f"configuration rejected for {ctx.device.name.strip()}: {reason}")
-        self.kernel_source = codelet.render(self.params, self.dtype, problem.op.conjugated and self.dtype.is_complex)
+        self.kernel_source = codelet.render(self.params, self.dtype, problem.op.conjugated and self.dtype.is_complex,
+                                            conjugate_x=problem.conjugate_x and self.dtype.is_complex,
+                                            vectors=problem.vectors)
+        self.vector_groups = ceil_div(problem.vectors, min(problem.vectors, self.params.vectors))
         self.slices, self.chunk = self._split()
         self._partial: cl.Buffer | None = None
         self._lock = threading.Lock()
@@ -146,25 +174,36 @@ class GemvLaunchPlan:
         work-groups run, no further than one step per slice."""
         p, pr = self.params, self.problem
         step, length = p.reduction_step, max(pr.reduction, 1)
-        groups = ceil_div(max(pr.outputs, 1), p.outputs_per_group)
+        groups = ceil_div(max(pr.outputs, 1), p.outputs_per_group) * self.vector_groups
         wanted = ceil_div(p.waves * self.ctx.device.compute_units, groups) if p.waves else 1
         slices = max(1, min(wanted, ceil_div(length, step)))
         chunk = round_up(ceil_div(length, slices), step)
         return ceil_div(length, chunk), chunk
 
-    def global_size(self) -> tuple[int, int]:
-        """The NDRange: output blocks along one dimension, slices of the reduction along the other."""
+    def global_size(self) -> tuple[int, int, int]:
+        """The NDRange: output blocks along one dimension, slices of the reduction along the other, groups
+        of right-hand sides along the third."""
         p = self.params
         blocks = ceil_div(self.problem.outputs, p.outputs_per_group)
         if p.layout == "N":
-            return self.slices * p.wg_x, blocks * p.wg_y
-        return blocks * p.wg_x, self.slices * p.wg_y
+            return self.slices * p.wg_x, blocks * p.wg_y, self.vector_groups
+        return blocks * p.wg_x, self.slices * p.wg_y, self.vector_groups
+
+    def _y_matrix(self) -> tuple[int, int, int, int]:
+        """Y as the merge and scale kernels see it, a row-major matrix: (rows, columns, leading dimension,
+        the partial sums' leading dimension): outputs x vectors, or vectors x outputs where each vector is
+        a row of Y."""
+        pr = self.problem
+        if pr.y_rows_are_vectors:
+            return pr.vectors, pr.outputs, pr.ldy, pr.outputs
+        return pr.outputs, pr.vectors, pr.incy, pr.vectors
 
     def temporary_bytes(self) -> dict[str, int]:
         """The bytes of the buffer ``enqueue`` allocates: the partial sums of a split reduction."""
         if self.slices == 1:
             return {}
-        return {"partial": self.slices * self.problem.outputs * self.dtype.compute.itemsize}
+        pr = self.problem
+        return {"partial": self.slices * pr.outputs * pr.vectors * self.dtype.compute.itemsize}
 
     @property
     def allocated(self) -> bool:
@@ -192,28 +231,30 @@ class GemvLaunchPlan:
         if pr.outputs == 0:
             return []
         tiles = (helpers.TILE, helpers.TILE, 1)
+        y_rows, y_cols, y_ld, partial_ld = self._y_matrix()
+        y_grid = (round_up(y_cols, helpers.TILE), round_up(y_rows, helpers.TILE), 1)
         with self._lock:
             if alpha == 0 or pr.reduction == 0:
-                self._arguments.set(self._scale, i32(pr.outputs), i32(1), y, i64(offset_y), i32(pr.incy),
+                self._arguments.set(self._scale, i32(y_rows), i32(y_cols), y, i64(offset_y), i32(y_ld),
                                     self._scalar(beta), i32(0))
-                grid = (helpers.TILE, round_up(pr.outputs, helpers.TILE), 1)
-                return [cl.enqueue_nd_range_kernel(queue, self._scale, grid, tiles, wait_for=wait_for)]
+                return [cl.enqueue_nd_range_kernel(queue, self._scale, y_grid, tiles, wait_for=wait_for)]
             if self.slices > 1 and self._partial is None:
                 self._partial = cl.Buffer(self.ctx.context, cl.mem_flags.READ_WRITE, self.temporary_bytes()["partial"])
             partial = self._partial if self._partial is not None else y   # unsplit: never written
-            self._arguments.set(self.kernel, i32(pr.rows), i32(pr.cols), i32(self.chunk), i32(self.slices), a,
-                                 i64(offset_a), i32(pr.lda), x, i64(offset_x), i32(pr.incx), y, i64(offset_y),
-                                 i32(pr.incy), partial, self._scalar(alpha), self._scalar(beta))
+            # the partial sums of a slice: element (o, v) at o x partial_o + v x partial_v, Y's layout
+            partial_o, partial_v = (1, pr.outputs) if pr.y_rows_are_vectors else (pr.vectors, 1)
+            self._arguments.set(self.kernel, i32(pr.rows), i32(pr.cols), i32(self.chunk), i32(self.slices),
+                                 i32(pr.vectors), a, i64(offset_a), i32(pr.lda), x, i64(offset_x), i32(pr.incx),
+                                 i32(pr.ldx), y, i64(offset_y), i32(pr.incy), i32(pr.ldy), partial, i32(partial_o),
+                                 i32(partial_v), self._scalar(alpha), self._scalar(beta))
             if self._merge is not None:
-                # y as an outputs x 1 matrix of leading dimension incy; the slices are its T_s
-                self._arguments.set(self._merge, i32(pr.outputs), i32(1), self._partial, i32(1), i32(pr.outputs),
-                                     i32(self.slices), self._scalar(alpha), y, i64(offset_y), i32(pr.incy),
-                                     self._scalar(beta), i32(0))
+                self._arguments.set(self._merge, i32(y_rows), i32(y_cols), self._partial, i32(partial_ld),
+                                     i32(pr.outputs * pr.vectors), i32(self.slices), self._scalar(alpha), y,
+                                     i64(offset_y), i32(y_ld), self._scalar(beta), i32(0))
             events = [cl.enqueue_nd_range_kernel(queue, self.kernel, self.global_size(),
-                                                 (self.params.wg_x, self.params.wg_y), wait_for=wait_for)]
+                                                 (self.params.wg_x, self.params.wg_y, 1), wait_for=wait_for)]
             if self._merge is not None:
-                events.append(cl.enqueue_nd_range_kernel(queue, self._merge,
-                                                         (helpers.TILE, round_up(pr.outputs, helpers.TILE), 1), tiles))
+                events.append(cl.enqueue_nd_range_kernel(queue, self._merge, y_grid, tiles))
             return events
 
     def describe(self) -> str:

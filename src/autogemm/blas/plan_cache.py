@@ -14,28 +14,30 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..codelets.gemv import GemvParams
-from ..codelets.simt import SimtParams
+from ..codelets.registry import KernelParams
 from ..profiles import profile_for
 from ..runtime.context import DeviceContext
 from .gemv import GemvLaunchPlan, GemvProblem
 from .launch_plan import LaunchPlan
 from .problem import GemmProblem
+from .vectors import VectorsPlan, plan_for
 
-Plan = TypeVar("Plan", LaunchPlan, GemvLaunchPlan)
+Plan = TypeVar("Plan", LaunchPlan, VectorsPlan, GemvLaunchPlan)
 
 #: Plans kept, least recently used first out (each may hold temporary buffers on its device).
 CAPACITY = 32
 
-_plans: OrderedDict[tuple, tuple[object, LaunchPlan | GemvLaunchPlan]] = OrderedDict()
+_plans: OrderedDict[tuple, tuple[object, LaunchPlan | VectorsPlan | GemvLaunchPlan]] = OrderedDict()
 #: id of each plan in ``_plans`` -> (its context, the profile it was made under, whether it depends on it)
 _kept: dict[int, tuple[DeviceContext, object, bool]] = {}
 _lock = threading.Lock()
 
 
-def cached_plan(ctx: DeviceContext, problem: GemmProblem, params: SimtParams | None, edge: str) -> LaunchPlan:
-    """A plan for ``problem``, made once per (device, problem, configuration, edge mode) and kept while
+def cached_plan(ctx: DeviceContext, problem: GemmProblem, params: KernelParams | None,
+                edge: str) -> LaunchPlan | VectorsPlan:
+    """The plan of ``plan_for``, made once per (device, problem, configuration, edge mode) and kept while
     the device's profile stays the same (a plan without ``params`` took its configuration from it)."""
-    return _cached(ctx, (problem, params, edge), params, lambda: LaunchPlan(ctx, problem, params, edge))
+    return _cached(ctx, (problem, params, edge), params, lambda: plan_for(ctx, problem, params, edge))
 
 
 def cached_gemv_plan(ctx: DeviceContext, problem: GemvProblem, params: GemvParams | None) -> GemvLaunchPlan:
@@ -68,7 +70,7 @@ def _cached(ctx: DeviceContext, key: tuple, params: object, make: Callable[[], P
     return plan
 
 
-def is_current(plan: LaunchPlan | GemvLaunchPlan) -> bool:
+def is_current(plan: LaunchPlan | VectorsPlan | GemvLaunchPlan) -> bool:
     """True while ``plan`` is kept here and, made from the device's profile, that profile is still the
     device's: what the lookup that returned it would return again (a caller holding a plan checks this
     instead of looking it up)."""

@@ -59,14 +59,16 @@ class KernelParams(Params, Protocol):
 class SpaceFacts:
     """What a family's tuning space depends on besides the device and the dtype: the multiply-add form
     the FMA micro-benchmark chose per vector width, the matrix instructions the device was probed to run
-    (by operand type), for GEMV the layout tuned, and whether the space is searched for a ``skinny`` C, of
-    few rows or columns (``tune --shapes`` of such a shape: it wants blocks of its shape)."""
+    (by operand type), for GEMV the layout and the number of right-hand sides tuned for, and whether the
+    space is searched for a ``skinny`` C, of few rows or columns (``tune --shapes`` of such a shape: it
+    wants blocks of its shape)."""
 
     device: Device
     dtype: Dtype
     macs: Mapping[int, str] = field(default_factory=dict)
     instructions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     layout: str | None = None
+    vectors: int = 1
     skinny: bool = False
 
 

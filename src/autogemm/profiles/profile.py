@@ -36,8 +36,9 @@ _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _FINGERPRINT = re.compile(r"^[0-9a-f]{16}$")
 _FMA_KEY = re.compile(r"^[sd](1|2|4|8|16)$")
 _MACS = ("fma", "mad", "mul_add")
-#: GEMV's classes: the codelet layout, and a square A or a long one (few outputs, a long reduction)
-GEMV_CLASS = re.compile(r"^[nt]-(square|long)$")
+#: GEMV's classes: the codelet layout, and a square A, a long one (few outputs, a long reduction) or a
+#: square one with several right-hand sides (the shape's third dimension)
+GEMV_CLASS = re.compile(r"^[nt]-(square|long|vectors)$")
 Entry = TypeVar("Entry")
 
 
@@ -90,7 +91,7 @@ class Profile:
     fma: dict[str, str] = field(default_factory=dict)                    # "s4" -> "fma"
     dtypes: dict[str, tuple[SizeClassEntry, ...]] = field(default_factory=dict)
     #: GEMV's best configurations per dtype: entries per codelet layout and shape class, named
-    #: "n-square", "n-long", "t-square", "t-long" (``GEMV_CLASS``)
+    #: "n-square", "n-long", "n-vectors", "t-square", ... (``GEMV_CLASS``)
     gemv: dict[str, tuple[SizeClassEntry, ...]] = field(default_factory=dict)
     #: Products shared with the host, per dtype: one co-tuned entry per shape (``autogemm tune --hybrid``)
     hybrid: dict[str, tuple[HybridEntry, ...]] = field(default_factory=dict)
@@ -260,8 +261,9 @@ def _parse(data: object) -> Profile:
     for letter, entries in gemv.items():
         for entry in entries:
             if not GEMV_CLASS.match(entry.name) or any(r.config.layout.lower() != entry.name[0] for r in entry.ranked):
-                raise ProfileError(f"gemv[{letter}]: class {entry.name!r} must be a layout and a shape (n-square, "
-                                   f"n-long, t-square or t-long) and hold configurations of that layout")
+                raise ProfileError(f"gemv[{letter}]: class {entry.name!r} must be a layout and a shape "
+                                   "(n-square, n-long, n-vectors, t-square, t-long or t-vectors) and hold "
+                                   "configurations of that layout")
     return Profile(
         device_fingerprint=_text(dev["fingerprint"], "device.fingerprint", 16, _FINGERPRINT),
         device_name=_text(dev["name"], "device.name"), device_vendor=_text(dev["vendor"], "device.vendor"),

@@ -67,7 +67,7 @@ def replay(checkpoint: Checkpoint, strategies: Sequence[str], evaluations: int, 
     shapes = tuple(dict.fromkeys(r.config.shape for r in records if r.config.family == "nvidia_mma"))
     gemv = routine == GEMV
     facts = SpaceFacts(device, dt, macs, {dt.mma_operand: shapes} if dt.mma_operand else {},
-                       layout if gemv else None)
+                       layout if gemv else None, max(r.config.vectors for r in records) if gemv else 1)
     default = GEMV_DEFAULTS[layout] if gemv else default_params(device, dt)
     full = searched_spaces(facts, routine, default)
     held = [space.restricted(evaluator.holds, "not in the checkpoint") for space, _ in full]

@@ -5,7 +5,8 @@ GEMM is tuned on three square problems: a large one (where the rate is decided b
 small one (where filling the device with work-groups matters more, so smaller blocks win) and one between
 them. GEMV reads each element of A once, so its rate is set by memory bandwidth: it is tuned on matrices
 far larger than the device's caches (a quarter GiB on a GPU), per codelet layout (N for y = A x, T for
-y = A^T x) and shape (a square A, and a long one: few outputs, a long reduction). GEMV's rates are kept as
+y = A^T x) and shape (a square A, a long one: few outputs, a long reduction, and a square one with
+``VECTOR_CLASS`` right-hand sides: the GEMM of a C with few columns). GEMV's rates are kept as
 GFLOP/s like GEMM's; ``bandwidth`` turns them into the GB/s they stand for."""
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from .budget import Budget
 @dataclass(frozen=True)
 class SizeClass:
     """A problem tuned for: its name in the profile ("large"; GEMV's "n-square"; an exact shape's stored
-    layout, "NT"), its shape (GEMV's A is m x n, with k 1), the share of a dtype's budget it gets, the
+    layout, "NT"), its shape (GEMV's A is m x n, with k right-hand sides), the share of a dtype's budget it gets, the
     size of the square problem its finalists are ranked on where that is another (``confirm``), the
     ``routine``, how A and B are stored (``layout``: GEMV's codelet layout N or T, an exact GEMM shape's
     NN to TT; None: NN), and whether the class is an ``exact`` shape, whose entry serves that very
@@ -70,11 +71,13 @@ CONFIRM_SCALE = 2
 #: The bytes of A a GEMV class is tuned on: a GPU's (well past the caches, e.g. the H100's 50 MB of L2)
 #: and a CPU's, and with ``quick``.
 GPU_BYTES, CPU_BYTES, QUICK_BYTES = 2**28, 2**25, 2**22
-#: GEMV's shape classes: a square A, and a long one with as many elements, ``LONG_RATIO`` times fewer
+#: GEMV's shape classes: a square A, a long one with as many elements, ``LONG_RATIO`` times fewer
 #: outputs and a reduction as many times longer (a short, wide A for layout N, a tall, narrow one for T),
-#: where a configuration must keep the device busy with few outputs.
-GEMV_SHAPES = ("square", "long")
+#: where a configuration must keep the device busy with few outputs, and the square with
+#: ``VECTOR_CLASS`` right-hand sides.
+GEMV_SHAPES = ("square", "long", "vectors")
 LONG_RATIO = 8
+VECTOR_CLASS = 8
 
 
 def size_classes(device: Device, quick: bool = False) -> tuple[SizeClass, ...]:
@@ -92,11 +95,12 @@ def size_classes(device: Device, quick: bool = False) -> tuple[SizeClass, ...]:
 
 
 def gemv_classes(device: Device, dt: Dtype, quick: bool = False) -> tuple[SizeClass, ...]:
-    """GEMV's classes for ``dt`` on ``device``: each layout, N then T, with a square and a long A, a
-    quarter of the gemv share each."""
+    """GEMV's classes for ``dt`` on ``device``: each layout, N then T, with each of ``GEMV_SHAPES``, an
+    equal part of the gemv share each."""
     share = CLASS_SHARES[GEMV] / (2 * len(GEMV_SHAPES))
-    return tuple(SizeClass(f"{layout.lower()}-{kind}", *gemv_shape(device, dt, layout, kind, quick), 1, share,
-                           layout=layout, routine=GEMV) for layout in "NT" for kind in GEMV_SHAPES)
+    return tuple(SizeClass(f"{layout.lower()}-{kind}", *gemv_shape(device, dt, layout, kind, quick),
+                           VECTOR_CLASS if kind == "vectors" else 1, share, layout=layout, routine=GEMV)
+                 for layout in "NT" for kind in GEMV_SHAPES)
 
 
 #: An exact shape of more multiply-adds than this is left to the size classes: every candidate is checked
@@ -124,16 +128,17 @@ def gemv_shape(device: Device, dt: Dtype, layout: str, kind: str, quick: bool = 
     target = QUICK_BYTES if quick else (GPU_BYTES if device.is_gpu else CPU_BYTES)
     target = min(target, device.global_mem_bytes // 8, device.max_mem_alloc_bytes // 2)
     side = max(256, int(math.sqrt(target / dt.itemsize)) // 256 * 256)
-    if kind == "square":
+    if kind != "long":
         return side, side
     outputs, reduction = side // LONG_RATIO, side * LONG_RATIO
     return (reduction, outputs) if layout == "T" else (outputs, reduction)
 
 
 def bandwidth(dt: Dtype, shape: tuple[int, ...], gflops: float) -> float:
-    """The GB/s a GEMV of ``shape`` (rows, cols) at ``gflops`` moves: A once, x once, y written."""
-    rows, cols = shape[:2]
-    return gflops * (rows * cols + rows + cols) * dt.itemsize / gemv_flops(dt, rows, cols)
+    """The GB/s a GEMV of ``shape`` (rows, cols, right-hand sides) at ``gflops`` moves: A once, each x once,
+    each y written."""
+    rows, cols, vectors = (*shape[:2], max(1, shape[2]) if len(shape) > 2 else 1)
+    return gflops * (rows * cols + (rows + cols) * vectors) * dt.itemsize / gemv_flops(dt, rows, cols, vectors)
 
 
 def default_budget(device: Device, quick: bool = False) -> Budget:

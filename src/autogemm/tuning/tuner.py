@@ -173,7 +173,8 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                 elif size.routine == GEMM:
                     spaces = gemm_spaces
                 else:
-                    spaces = searched_spaces(replace(facts, layout=size.layout), GEMV, GEMV_DEFAULTS[size.layout])
+                    spaces = searched_spaces(replace(facts, layout=size.layout, vectors=size.k), GEMV,
+                                             GEMV_DEFAULTS[size.layout])
                 before = prior.entry(dt.key, size.name, size.section, size.shape if size.exact else None) \
                     if prior else None
                 known = [r.config for r in before.ranked] if before else []
@@ -245,7 +246,7 @@ def search(spaces: list[tuple[SearchSpace, Point | None]], evaluator: Evaluator,
 def _evaluator_spec(dt: Dtype, size: SizeClass) -> EvaluatorSpec:
     if size.routine == GEMM:
         return EvaluatorSpec.gemm(dt, size.shape, layout=size.layout or "NN")
-    return EvaluatorSpec.gemv(dt, size.shape[:2], size.layout)
+    return EvaluatorSpec.gemv(dt, size.shape, size.layout)
 
 
 def _problem(dt: Dtype, size: SizeClass) -> GemmProblem:

@@ -9,13 +9,22 @@ from .params import GemvParams
 
 
 def local_bytes(params: GemvParams, dt: Dtype) -> int:
-    """Local memory of the partial sums the work-group adds: one element per output per work-item."""
-    return params.work_group_size * params.per_item * dt.compute.itemsize
+    """Local memory of the partial sums the work-group adds: one element per output and right-hand side
+    per work-item."""
+    return params.work_group_size * params.per_item * params.vectors * dt.compute.itemsize
+
+
+#: The most 32-bit registers a work-item's sums may take (per_item x vectors elements); past it they spill.
+SUM_REGISTERS = 128
 
 
 def check(params: GemvParams, device: Device, dtype: Dtype | str) -> str | None:
     """Return the reason ``params`` is invalid for ``device`` and ``dtype``, or None if it is valid."""
     dt = get_dtype(dtype)
+    registers = params.per_item * params.vectors * dt.compute.itemsize // 4
+    if registers > SUM_REGISTERS:
+        return (f"{params.per_item} outputs x {params.vectors} vectors of sums take {registers} registers, "
+                f"over {SUM_REGISTERS}")
     problem = device_limits(params, device, dt, params.wg_x, params.wg_y)
     if problem:
         return problem

@@ -13,6 +13,7 @@ WORK_GROUP_DIMS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 PER_ITEM = (1, 2, 4, 8)
 UNROLLS = (1, 2, 4, 8)
 WAVES = (0, 1, 2, 4, 8, 16)
+VECTORS = (1, 2, 4, 8, 16)
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,10 @@ class GemvParams:
     the knobs decide how many loads each work-item has in flight (``per_item`` outputs sharing each x
     value, ``unroll`` steps along the reduction) and, with ``waves``, whether the reduction is split over
     work-groups too, so that a short, wide problem still fills the device.
+
+    With several right-hand sides (Y = alpha op(A) X + beta Y, X of a few columns: a GEMM whose C has few
+    rows or columns) each work-item multiplies every element of A it reads by up to ``vectors`` of them,
+    so that A is read once for that many; more vectors than that take more passes over A.
     """
 
     family: ClassVar[str] = "gemv"
@@ -37,6 +42,7 @@ class GemvParams:
     per_item: int = 1       # outputs per work-item (N: rows of A; T: columns, wg_x apart)
     unroll: int = 4         # reduction steps per loop iteration, their loads independent
     waves: int = 0          # split the reduction until about waves x compute units work-groups run (0: never)
+    vectors: int = 1        # right-hand sides each work-item multiplies A's elements by (at most)
     build_options: tuple[str, ...] = ()
 
     @property
@@ -64,11 +70,12 @@ class GemvParams:
     def malformed(self) -> str | None:
         """Why this point lies outside the codelet space regardless of device, or None."""
         choices = {"layout": LAYOUTS, "wg_x": WORK_GROUP_DIMS, "wg_y": WORK_GROUP_DIMS, "per_item": PER_ITEM,
-                   "unroll": UNROLLS, "waves": WAVES}
+                   "unroll": UNROLLS, "waves": WAVES, "vectors": VECTORS}
         return choices_problem(self, choices) or build_options_problem(self.build_options)
 
     def describe(self) -> str:
-        """A one-line summary, e.g. ``gemv N wg32x8 per2 unroll4 waves2``."""
+        """A one-line summary, e.g. ``gemv N wg32x8 per2 unroll4 waves2`` (``vec8`` with vectors 8)."""
         parts = [f"gemv {self.layout}", f"wg{self.wg_x}x{self.wg_y}", f"per{self.per_item}",
                  f"unroll{self.unroll}", f"waves{self.waves}" if self.waves else "unsplit"]
+        parts += [f"vec{self.vectors}"] if self.vectors > 1 else []
         return " ".join(parts + list(self.build_options))

@@ -1,11 +1,12 @@
 """``render``: the OpenCL source of one GEMV configuration.
 
 One kernel per layout. Both take A as row-major storage of ``rows`` x ``cols`` (leading dimension
-``lda``, element offsets in 64-bit so that A may exceed 2^31 elements), x and y with their increments,
-and the slice of the reduction each work-group covers (``chunk``). With ``slices`` 1 the kernel writes
-y = alpha op(A) x + beta y itself (with beta 0 it never reads y); otherwise each slice's partial sums go
-to ``partial`` (``slices`` vectors of the outputs, in the compute type) and the ``merge`` helper adds
-them into y.
+``lda``, element offsets in 64-bit so that A may exceed 2^31 elements), ``vectors`` right-hand sides x
+(``ldx`` elements apart, each element ``incx`` after the last) and as many results y (``ldy`` and
+``incy``), and the slice of the reduction each work-group covers (``chunk``). With ``slices`` 1 the
+kernel writes Y = alpha op(A) X + beta Y itself (with beta 0 it never reads Y); otherwise each slice's
+partial sums go to ``partial`` (per slice, the outputs x vectors laid out by ``partial_o`` and
+``partial_v``, in the compute type) and the ``merge`` helper adds them into Y.
 """
 
 from __future__ import annotations
@@ -17,22 +18,35 @@ from ..helpers import prelude
 from ..kernel import KernelSource
 from .params import GemvParams
 
-_SIGNATURE = """(const int rows, const int cols, const int chunk, const int slices,
+_SIGNATURE = """(const int rows, const int cols, const int chunk, const int slices, const int vectors,
           const __global stored* A, const long a_offset, const int lda,
-          const __global stored* x, const long x_offset, const int incx,
-          __global stored* y, const long y_offset, const int incy,
-          __global real* partial, const elem alpha, const elem beta)"""
+          const __global stored* x, const long x_offset, const int incx, const int ldx,
+          __global stored* y, const long y_offset, const int incy, const int ldy,
+          __global real* partial, const int partial_o, const int partial_v,
+          const elem alpha, const elem beta)"""
 
-#: The end of both kernels: output ``index`` of ``outputs`` gets ``sum``, into y or this slice's partial.
-_WRITE = """#define WRITE(index, outputs, sum) do { \\
+#: The end of both kernels: output ``index`` (of ``outputs``) of vector ``v`` gets ``sum``, into y or this
+#: slice's partial sums (element index x partial_o + v x partial_v of the slice's outputs x vectors).
+_WRITE = """#define WRITE(index, outputs, v, sum) do { \\
         if (slices == 1) { \\
-            const long at = (long)(index) * incy; \\
+            const long at = (long)(index) * incy + (long)(v) * ldy; \\
             const elem scaled = MUL(alpha, (sum)); \\
             STORE(y, at, IS_ZERO(beta) ? scaled : scaled + MUL(beta, LOAD(y, at))); \\
         } else { \\
-            ELEM_STORE(partial, (long)slice * (outputs) + (index), (sum)); \\
+            ELEM_STORE(partial, (long)slice * (outputs) * vectors + (long)(index) * partial_o \\
+                       + (long)(v) * partial_v, (sum)); \\
         } \\
     } while (0)"""
+
+#: Both kernels' start: this work-group's vectors (the last group's extra ones copy the last vector, never
+#: written) and their offsets in x.
+_VECTORS = """    const int first_vector = get_group_id(2) * VECTORS;
+    A += a_offset * {rpe};
+    x += x_offset * {rpe};
+    y += y_offset * {rpe};
+    long x_start[VECTORS];
+    #pragma unroll
+    for (int v = 0; v < VECTORS; ++v) x_start[v] = (long)min(first_vector + v, vectors - 1) * ldx;"""
 
 _ROWS = """
 // y_r = sum_j op(A)[r][j] x_j: a row of the work-group reads a stored row's consecutive elements
@@ -43,43 +57,58 @@ void gemv{signature}
     const int slice = get_group_id(0);
     const int begin = slice * chunk, end = min(begin + chunk, cols);
     const int first_row = get_group_id(1) * (WG_Y * PER_ITEM) + ty * PER_ITEM;
-    A += a_offset * {rpe};
-    x += x_offset * {rpe};
-    y += y_offset * {rpe};
+{vectors}
     long row_start[PER_ITEM];
-    elem sum[PER_ITEM];
+    elem sum[PER_ITEM][VECTORS];
     #pragma unroll
     for (int p = 0; p < PER_ITEM; ++p) {{
         // rows past the last compute a copy of it, never written
         row_start[p] = (long)min(first_row + p, rows - 1) * lda;
-        sum[p] = (elem)(0);
+        #pragma unroll
+        for (int v = 0; v < VECTORS; ++v) sum[p][v] = (elem)(0);
     }}
     for (int j0 = begin + tx; j0 < end; j0 += WG_X * UNROLL) {{
         #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {{
             const int j = j0 + u * WG_X;
             if (j < end) {{
-                const elem xj = LOAD(x, (long)j * incx);
+                elem xj[VECTORS];
                 #pragma unroll
-                for (int p = 0; p < PER_ITEM; ++p) sum[p] += MUL(OP_A(LOAD(A, row_start[p] + j)), xj);
+                for (int v = 0; v < VECTORS; ++v) xj[v] = OP_X(LOAD(x, x_start[v] + (long)j * incx));
+                #pragma unroll
+                for (int p = 0; p < PER_ITEM; ++p) {{
+                    const elem a = OP_A(LOAD(A, row_start[p] + j));
+                    #pragma unroll
+                    for (int v = 0; v < VECTORS; ++v) sum[p][v] += MUL(a, xj[v]);
+                }}
             }}
         }}
     }}
-    // the WG_X partial sums of each row, added in local memory
-    __local elem sums[WG_Y * PER_ITEM][WG_X];
+    // the WG_X partial sums of each row and vector, added in local memory
+    __local elem sums[WG_Y * PER_ITEM * VECTORS][WG_X];
     #pragma unroll
-    for (int p = 0; p < PER_ITEM; ++p) sums[ty * PER_ITEM + p][tx] = sum[p];
+    for (int p = 0; p < PER_ITEM; ++p) {{
+        #pragma unroll
+        for (int v = 0; v < VECTORS; ++v) sums[(ty * PER_ITEM + p) * VECTORS + v][tx] = sum[p][v];
+    }}
     for (int width = WG_X / 2; width > 0; width /= 2) {{
         barrier(CLK_LOCAL_MEM_FENCE);
         if (tx < width) {{
             #pragma unroll
-            for (int p = 0; p < PER_ITEM; ++p) sums[ty * PER_ITEM + p][tx] += sums[ty * PER_ITEM + p][tx + width];
+            for (int s = 0; s < PER_ITEM * VECTORS; ++s) {{
+                const int q = ty * PER_ITEM * VECTORS + s;
+                sums[q][tx] += sums[q][tx + width];
+            }}
         }}
     }}
     if (tx == 0) {{
         #pragma unroll
         for (int p = 0; p < PER_ITEM; ++p) {{
-            if (first_row + p < rows) WRITE(first_row + p, rows, sums[ty * PER_ITEM + p][0]);
+            #pragma unroll
+            for (int v = 0; v < VECTORS; ++v) {{
+                if (first_row + p < rows && first_vector + v < vectors)
+                    WRITE(first_row + p, rows, first_vector + v, sums[(ty * PER_ITEM + p) * VECTORS + v][0]);
+            }}
         }}
     }}
 }}
@@ -95,44 +124,56 @@ void gemv{signature}
     const int slice = get_group_id(1);
     const int begin = slice * chunk, end = min(begin + chunk, rows);
     const int first_col = get_group_id(0) * (WG_X * PER_ITEM) + tx;
-    A += a_offset * {rpe};
-    x += x_offset * {rpe};
-    y += y_offset * {rpe};
+{vectors}
     int col[PER_ITEM];
-    elem sum[PER_ITEM];
+    elem sum[PER_ITEM][VECTORS];
     #pragma unroll
     for (int p = 0; p < PER_ITEM; ++p) {{
         // columns past the last compute a copy of it, never written
         col[p] = min(first_col + p * WG_X, cols - 1);
-        sum[p] = (elem)(0);
+        #pragma unroll
+        for (int v = 0; v < VECTORS; ++v) sum[p][v] = (elem)(0);
     }}
     for (int i0 = begin + ty; i0 < end; i0 += WG_Y * UNROLL) {{
         #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {{
             const int i = i0 + u * WG_Y;
             if (i < end) {{
-                const elem xi = LOAD(x, (long)i * incx);
+                elem xi[VECTORS];
+                #pragma unroll
+                for (int v = 0; v < VECTORS; ++v) xi[v] = OP_X(LOAD(x, x_start[v] + (long)i * incx));
                 const long row_start = (long)i * lda;
                 #pragma unroll
-                for (int p = 0; p < PER_ITEM; ++p) sum[p] += MUL(OP_A(LOAD(A, row_start + col[p])), xi);
+                for (int p = 0; p < PER_ITEM; ++p) {{
+                    const elem a = OP_A(LOAD(A, row_start + col[p]));
+                    #pragma unroll
+                    for (int v = 0; v < VECTORS; ++v) sum[p][v] += MUL(a, xi[v]);
+                }}
             }}
         }}
     }}
-    // the WG_Y partial sums of each column, added in local memory
-    __local elem sums[WG_Y][WG_X * PER_ITEM];
+    // the WG_Y partial sums of each column and vector, added in local memory
+    __local elem sums[WG_Y][WG_X * PER_ITEM * VECTORS];
     #pragma unroll
-    for (int p = 0; p < PER_ITEM; ++p) sums[ty][tx + p * WG_X] = sum[p];
+    for (int p = 0; p < PER_ITEM; ++p) {{
+        #pragma unroll
+        for (int v = 0; v < VECTORS; ++v) sums[ty][(p * VECTORS + v) * WG_X + tx] = sum[p][v];
+    }}
     for (int width = WG_Y / 2; width > 0; width /= 2) {{
         barrier(CLK_LOCAL_MEM_FENCE);
         if (ty < width) {{
             #pragma unroll
-            for (int p = 0; p < PER_ITEM; ++p) sums[ty][tx + p * WG_X] += sums[ty + width][tx + p * WG_X];
+            for (int s = 0; s < PER_ITEM * VECTORS; ++s) sums[ty][s * WG_X + tx] += sums[ty + width][s * WG_X + tx];
         }}
     }}
     if (ty == 0) {{
         #pragma unroll
         for (int p = 0; p < PER_ITEM; ++p) {{
-            if (first_col + p * WG_X < cols) WRITE(first_col + p * WG_X, cols, sums[0][tx + p * WG_X]);
+            #pragma unroll
+            for (int v = 0; v < VECTORS; ++v) {{
+                if (first_col + p * WG_X < cols && first_vector + v < vectors)
+                    WRITE(first_col + p * WG_X, cols, first_vector + v, sums[0][(p * VECTORS + v) * WG_X + tx]);
+            }}
         }}
     }}
 }}
@@ -140,15 +181,21 @@ void gemv{signature}
 
 
 @cache
-def render(params: GemvParams, dt: Dtype, conjugate: bool = False) -> KernelSource:
+def render(params: GemvParams, dt: Dtype, conjugate: bool = False, *, conjugate_x: bool = False,
+           vectors: int = 1) -> KernelSource:
     """The GEMV kernel of ``params`` for A, x and y stored as ``dt`` (16-bit storage computed in float32),
-    conjugating A's elements when asked (op 'C' of complex A). Its ``block`` is (outputs per work-group,
-    1, reduction step)."""
+    conjugating A's elements when asked (op 'C' of complex A), and x's with ``conjugate_x``. Each
+    work-group multiplies by ``vectors`` right-hand sides at once (at most ``params.vectors``; a problem of
+    more takes groups of them along the third NDRange dimension). Its ``block`` is (outputs per
+    work-group, 1, reduction step)."""
     p = params
-    conj = "(elem)((v).x, -(v).y)" if conjugate and dt.is_complex else "(v)"
+    block = max(1, min(vectors, p.vectors))
+    complex_ = dt.is_complex
+    conj = "(elem)((v).x, -(v).y)"
     body = _ROWS if p.layout == "N" else _COLS
-    op = "conj(A)" if conjugate and dt.is_complex else "A"
-    what = f"y = alpha {op}{'' if p.layout == 'N' else '^T'} x + beta y"
+    op = "conj(A)" if conjugate and complex_ else "A"
+    rhs = "conj(X)" if conjugate_x and complex_ else "X"
+    what = f"Y = alpha {op}{'' if p.layout == 'N' else '^T'} {rhs} + beta Y"
     source = "\n".join([
         prelude(dt).rstrip("\n"),
         f"// autogemm gemv: {what} [{p.describe()}]",
@@ -156,8 +203,10 @@ def render(params: GemvParams, dt: Dtype, conjugate: bool = False) -> KernelSour
         f"#define WG_Y {p.wg_y}        // work-items along a stored column",
         f"#define PER_ITEM {p.per_item}    // outputs per work-item",
         f"#define UNROLL {p.unroll}      // reduction steps per iteration",
-        f"#define OP_A(v) {conj}",
+        f"#define VECTORS {block}     // right-hand sides per work-item",
+        f"#define OP_A(v) {conj if conjugate and complex_ else '(v)'}",
+        f"#define OP_X(v) {conj if conjugate_x and complex_ else '(v)'}",
         _WRITE,
-        body.format(signature=_SIGNATURE, rpe=dt.reals_per_element),
+        body.format(signature=_SIGNATURE, vectors=_VECTORS.format(rpe=dt.reals_per_element)),
     ])
     return KernelSource("gemv", source, p.build_options, (p.wg_x, p.wg_y), (p.outputs_per_group, 1, p.reduction_step))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..registry import SpaceFacts
 from ..space import Knob, SearchSpace
 from .check import check
-from .params import GemvParams
+from .params import VECTORS, GemvParams
 
 
 def space(facts: SpaceFacts) -> SearchSpace[GemvParams]:
@@ -13,12 +13,14 @@ def space(facts: SpaceFacts) -> SearchSpace[GemvParams]:
     GPU (fewer, down to 8 work-items, on a CPU, whose compiler vectorises across them). The reduction is
     always split where too few work-groups would run (``waves`` at least 1): on the square problem tuned
     for, splitting never happens, so an unsplit configuration would tie with it there and then leave
-    most of the device idle on a short, wide A (N) or a tall, narrow one (T)."""
+    most of the device idle on a short, wide A (N) or a tall, narrow one (T). With several right-hand
+    sides, each work-item takes up to as many of them per pass over A."""
     device, dtype, layout = facts.device, facts.dtype, facts.layout or "N"
     least = 32 if device.is_gpu else 8
     knobs = [Knob("wg_x", (8, 16, 32, 64, 128, 256), ordered=True), Knob("wg_y", (1, 2, 4, 8, 16), ordered=True),
              Knob("per_item", (1, 2, 4), ordered=True), Knob("unroll", (1, 2, 4, 8), ordered=True),
-             Knob("waves", (1, 2, 4, 8), ordered=True)]
+             Knob("waves", (1, 2, 4, 8), ordered=True),
+             Knob("vectors", tuple(v for v in VECTORS if v <= max(1, facts.vectors)), ordered=True)]
 
     def reject(params: GemvParams) -> str | None:
         if params.work_group_size < least:

@@ -18,18 +18,21 @@ from .requests import EvaluatorSpec
 
 
 class GemvEvaluator(DeviceEvaluator):
-    """Measures GEMV configurations of one layout on one problem: A of ``rows`` x ``cols`` row-major."""
+    """Measures GEMV configurations of one layout on one problem: A of ``rows`` x ``cols`` row-major, and
+    ``vectors`` right-hand sides, each stored contiguously, as their results are (Y^T row-major)."""
 
-    def __init__(self, ctx: DeviceContext, dtype: Dtype, layout: str, rows: int, cols: int, *, warmup: int = 1,
-                 runs: int = 5, slow_factor: float = 4.0, seed: int | None = None) -> None:
-        self.problem = GemvProblem(dtype, rows, cols, Op(transposed=layout == "T"), cols)
+    def __init__(self, ctx: DeviceContext, dtype: Dtype, layout: str, rows: int, cols: int, vectors: int = 1, *,
+                 warmup: int = 1, runs: int = 5, slow_factor: float = 4.0, seed: int | None = None) -> None:
+        outputs, reduction = (cols, rows) if layout == "T" else (rows, cols)
+        self.problem = GemvProblem(dtype, rows, cols, Op(transposed=layout == "T"), cols, vectors=vectors,
+                                   ldx=reduction, ldy=outputs)
         self.seed, rng = fresh_random(seed)
         a = random_matrix(rng, dtype, (rows, cols))
-        x = random_matrix(rng, dtype, (self.problem.reduction,))
+        x = random_matrix(rng, dtype, (vectors, reduction))
         ref_type = dtype.reference_numpy
-        reference = apply_op(a.astype(ref_type), layout) @ x.astype(ref_type)
-        super().__init__(ctx, dtype, reference, gemv_flops(dtype, rows, cols), tolerance(dtype, self.problem.reduction),
-                         warmup=warmup, runs=runs, slow_factor=slow_factor)
+        reference = x.astype(ref_type) @ apply_op(a.astype(ref_type), layout).T
+        super().__init__(ctx, dtype, reference, gemv_flops(dtype, rows, cols, vectors),
+                         tolerance(dtype, reduction), warmup=warmup, runs=runs, slow_factor=slow_factor)
         self.a, self.x = self.upload(a), self.upload(x)
 
     @classmethod
@@ -38,8 +41,8 @@ class GemvEvaluator(DeviceEvaluator):
                    **({"slow_factor": math.inf} if spec.full else {}))
 
     @property
-    def shape(self) -> tuple[int, int]:
-        return self.problem.rows, self.problem.cols
+    def shape(self) -> tuple[int, int, int]:
+        return self.problem.rows, self.problem.cols, self.problem.vectors
 
     def prepare(self, params: GemvParams) -> GemvLaunchPlan:
         return GemvLaunchPlan(self.ctx, self.problem, params)

@@ -16,10 +16,10 @@ from ...errors import ArgumentError
 @dataclass(frozen=True)
 class EvaluatorSpec:
     """An evaluator a worker makes: its ``routine``'s problem of ``dtype`` (a key) and ``shape`` (GEMM's
-    (m, n, k) with A and B stored as ``layout`` says, NN by default; GEMV's A as (rows, cols), read as
-    ``layout`` N or T), ``runs`` timed runs a full measurement, random operands from ``seed`` (the same
-    after a restart), with ``full`` every candidate timed in full (none cut short for being slow), and
-    for GEMM K computed in ``split`` slices (None: as plans decide)."""
+    (m, n, k) with A and B stored as ``layout`` says, NN by default; GEMV's A as (rows, cols) and its
+    right-hand sides, read as ``layout`` N or T), ``runs`` timed runs a full measurement, random operands
+    from ``seed`` (the same after a restart), with ``full`` every candidate timed in full (none cut short
+    for being slow), and for GEMM K computed in ``split`` slices (None: as plans decide)."""
 
     routine: str
     dtype: str
@@ -36,7 +36,7 @@ class EvaluatorSpec:
         return cls(GEMM, dtype.key, tuple(shape), None if layout == "NN" else layout, full, split=split)
 
     @classmethod
-    def gemv(cls, dtype: Dtype, shape: tuple[int, int], layout: str, full: bool = False) -> EvaluatorSpec:
+    def gemv(cls, dtype: Dtype, shape: tuple[int, ...], layout: str, full: bool = False) -> EvaluatorSpec:
         return cls(GEMV, dtype.key, tuple(shape), layout, full)
 
     @classmethod

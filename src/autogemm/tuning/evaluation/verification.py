@@ -73,32 +73,49 @@ def _run(ctx: DeviceContext, params: KernelParams, dtype: Dtype, edge: str, a: t
 
 def verify_gemv(ctx: DeviceContext, params: GemvParams, dt: Dtype) -> str | None:
     """What is wrong with ``params`` on problems unlike the tuned one (sizes off every block, a wider
-    leading dimension, increments, offsets, beta not 0, conjugation), or None."""
+    leading dimension, increments, offsets, beta not 0, conjugation; with several right-hand sides, one
+    more than a pass takes, Y stored both ways), or None."""
     rng = np.random.default_rng()
     conjugate = dt.is_complex
-    for rows, cols in ((37, 53), (1, 300), (300, 1)):
-        problem = GemvProblem(dt, rows, cols, Op(params.layout == "T", conjugate), cols + 3, 2, 3, 5, 1, 2)
+    cases = [(37, 53, 1, 3, 0), (1, 300, 1, 3, 0), (300, 1, 1, 3, 0)]
+    if params.vectors > 1:
+        vectors = params.vectors + 1
+        cases += [(29, 41, vectors, 1, 0), (29, 41, vectors, vectors + 2, 1)]
+    for rows, cols, vectors, incy, ldy in cases:
+        outputs, reduction = (cols, rows) if params.layout == "T" else (rows, cols)
+        ldy = ldy or incy * outputs + 3
+        problem = GemvProblem(dt, rows, cols, Op(params.layout == "T", conjugate), cols + 3, 2, incy, 5, 1, 2,
+                              vectors=vectors, ldx=2 * reduction + 1, ldy=ldy, conjugate_x=conjugate)
         a = random_matrix(rng, dt, (5 + rows * (cols + 3),))
-        x = random_matrix(rng, dt, (1 + problem.reduction * 2,))
-        y = random_matrix(rng, dt, (2 + problem.outputs * 3,))
-        plan = GemvLaunchPlan(ctx, problem, params)
-        mf = cl.mem_flags
-        buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=v) for v in (a, x, y)]
-        try:
-            plan.enqueue(*buffers, alpha=0.5, beta=-1.0)
-            got = np.empty_like(y)
-            cl.enqueue_copy(ctx.queue, got, buffers[2]).wait()
-        finally:
-            plan.release()
-            for buf in buffers:
-                buf.release()
+        x = random_matrix(rng, dt, (1 + vectors * problem.ldx,))
+        y = random_matrix(rng, dt, (2 + (outputs - 1) * incy + (vectors - 1) * ldy + 1,))
+        got = _run_gemv(ctx, problem, params, a, x, y)
         ref_type = dt.reference_numpy
         stored = a[5:].reshape(rows, cols + 3)[:, :cols].astype(ref_type)
-        stored = stored.conj() if conjugate else stored
-        op_a = stored.T if params.layout == "T" else stored
+        op_a = apply_op(stored.conj() if conjugate else stored, params.layout)
+        xs = x.astype(ref_type)[1 + np.arange(vectors)[None, :] * problem.ldx + 2 * np.arange(reduction)[:, None]]
+        at = 2 + np.arange(outputs)[:, None] * incy + np.arange(vectors)[None, :] * ldy
         want = y.astype(ref_type)
-        want[2::3] = 0.5 * op_a @ x[1::2].astype(ref_type) - want[2::3]
+        want[at] = 0.5 * op_a @ (xs.conj() if conjugate else xs) - want[at]
         error = np.linalg.norm(got.astype(ref_type) - want) / np.linalg.norm(want)
-        if not error < tolerance(dt, problem.reduction):
-            return f"{rows}x{cols}: relative error {error:.2e} (or an element outside y written)"
+        if not error < tolerance(dt, reduction):
+            return (f"{rows}x{cols} with {vectors} vectors: relative error {error:.2e} (or an element outside Y "
+                    "written)")
     return None
+
+
+def _run_gemv(ctx: DeviceContext, problem: GemvProblem, params: GemvParams, a: np.ndarray, x: np.ndarray,
+              y: np.ndarray) -> np.ndarray:
+    """Y = 0.5 op(A) X - Y of ``problem`` on the device, from and to host arrays."""
+    plan = GemvLaunchPlan(ctx, problem, params)
+    mf = cl.mem_flags
+    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=v) for v in (a, x, y)]
+    try:
+        plan.enqueue(*buffers, alpha=0.5, beta=-1.0)
+        got = np.empty_like(y)
+        cl.enqueue_copy(ctx.queue, got, buffers[2]).wait()
+        return got
+    finally:
+        plan.release()
+        for buf in buffers:
+            buf.release()
