@@ -119,7 +119,7 @@ def choose_gemv_params(device: Device, problem: GemvProblem) -> tuple[codelet.Ge
     """The configuration for ``problem`` on ``device`` and where it came from: from the device's profile,
     the best one that passes ``check`` of the class of the problem's layout nearest to it in shape
     (outputs, reduction length and right-hand sides, in log scale; a class's third dimension is its
-    vectors); else the default."""
+    vectors), among those tuned with several vectors for a problem of several; else the default."""
     dt, layout = problem.dtype, problem.layout
     profile = profile_for(device)
     if profile is not None:
@@ -129,7 +129,13 @@ def choose_gemv_params(device: Device, problem: GemvProblem) -> tuple[codelet.Ge
             return sum(abs(math.log(max(a, 1)) - math.log(max(b, 1)))
                        for a, b in zip((*tuned, vectors), (problem.outputs, problem.reduction, problem.vectors)))
 
-        for entry in sorted(profile.gemv_entries(dt.key, layout), key=distance):
+        def several(entry) -> bool:
+            return len(entry.shape) > 2 and entry.shape[2] > 1
+
+        # a problem of several vectors takes a class tuned with several first, one of one vector the others
+        ranked = sorted(profile.gemv_entries(dt.key, layout),
+                        key=lambda e: (several(e) != (problem.vectors > 1), distance(e)))
+        for entry in ranked:
             for ranked in entry.ranked:
                 if codelet.check(ranked.config, device, dt) is None:
                     return ranked.config, f"profile {profile.device_fingerprint} {entry.name}"
@@ -160,6 +166,7 @@ class GemvLaunchPlan:
                                             vectors=problem.vectors)
         self.vector_groups = ceil_div(problem.vectors, min(problem.vectors, self.params.vectors))
         self.slices, self.chunk = self._split()
+        self.packs_x = problem.layout == "N" and problem.vectors > 1 and problem.incx != 1 and problem.ldx == 1
         self._partial: cl.Buffer | None = None
         self._lock = threading.Lock()
         self._arguments = KernelArguments()
@@ -167,6 +174,10 @@ class GemvLaunchPlan:
         epilogues = helpers.epilogues(self.dtype)
         self._merge = ctx.kernel(epilogues.source, "merge") if self.slices > 1 else None
         self._scale = ctx.kernel(epilogues.source, "scale")
+        self._x: cl.Buffer | None = None
+        if self.packs_x:
+            pack = helpers.pack(self.dtype, transpose=True, conjugate=False)
+            self._pack = ctx.kernel(pack.source, pack.name)
 
     def _split(self) -> tuple[int, int]:
         """(slices, chunk): how many work-groups share each output's reduction, and how many elements of
@@ -199,22 +210,28 @@ class GemvLaunchPlan:
         return pr.outputs, pr.vectors, pr.incy, pr.vectors
 
     def temporary_bytes(self) -> dict[str, int]:
-        """The bytes of the buffer ``enqueue`` allocates: the partial sums of a split reduction."""
-        if self.slices == 1:
-            return {}
-        pr = self.problem
-        return {"partial": self.slices * pr.outputs * pr.vectors * self.dtype.compute.itemsize}
+        """The bytes of the buffers ``enqueue`` allocates: the partial sums of a split reduction, and the
+        right-hand sides packed one after another where they are stored interleaved (layout N reads a
+        vector's consecutive elements across a warp: interleaved, each load would touch a cache line per
+        work-item, which halved the rate of 16 vectors on the H100)."""
+        pr, sizes = self.problem, {}
+        if self.slices > 1:
+            sizes["partial"] = self.slices * pr.outputs * pr.vectors * self.dtype.compute.itemsize
+        if self.packs_x:
+            sizes["x"] = pr.vectors * pr.reduction * self.dtype.itemsize
+        return sizes
 
     @property
     def allocated(self) -> bool:
-        """True while the plan holds its partial sums buffer."""
-        return self._partial is not None
+        """True while the plan holds its temporary buffers."""
+        return self._partial is not None or self._x is not None
 
     def release(self) -> None:
-        if self._partial is not None:
-            self._partial.release()
-            self._partial = None
-            self._arguments.clear()
+        for buffer in (self._partial, self._x):
+            if buffer is not None:
+                buffer.release()
+        self._partial = self._x = None
+        self._arguments.clear()
 
     def _scalar(self, value: complex | float) -> np.generic:
         return self.dtype.scalar_numpy.type(value)
@@ -238,26 +255,43 @@ class GemvLaunchPlan:
                 self._arguments.set(self._scale, i32(y_rows), i32(y_cols), y, i64(offset_y), i32(y_ld),
                                     self._scalar(beta), i32(0))
                 return [cl.enqueue_nd_range_kernel(queue, self._scale, y_grid, tiles, wait_for=wait_for)]
+            sizes = self.temporary_bytes()
             if self.slices > 1 and self._partial is None:
-                self._partial = cl.Buffer(self.ctx.context, cl.mem_flags.READ_WRITE, self.temporary_bytes()["partial"])
+                self._partial = cl.Buffer(self.ctx.context, cl.mem_flags.READ_WRITE, sizes["partial"])
+            if self.packs_x and self._x is None:
+                self._x = cl.Buffer(self.ctx.context, cl.mem_flags.READ_WRITE, sizes["x"])
             partial = self._partial if self._partial is not None else y   # unsplit: never written
+            launches = []
+            if self.packs_x:
+                # X stored reduction x vectors (leading dimension incx) -> vectors x reduction
+                self._arguments.set(self._pack, i32(pr.vectors), i32(pr.reduction), x, i64(offset_x), i32(pr.incx),
+                                     self._x, i64(0), i32(pr.vectors), i32(pr.reduction), i32(pr.reduction),
+                                     i32(0), i32(0))
+                launches.append((self._pack, (round_up(pr.reduction, helpers.TILE),
+                                              round_up(pr.vectors, helpers.TILE), 1), tiles))
+                x, offset_x, incx, ldx = self._x, 0, 1, pr.reduction
+            else:
+                incx, ldx = pr.incx, pr.ldx
             # the partial sums of a slice: element (o, v) at o x partial_o + v x partial_v, Y's layout
             partial_o, partial_v = (1, pr.outputs) if pr.y_rows_are_vectors else (pr.vectors, 1)
             self._arguments.set(self.kernel, i32(pr.rows), i32(pr.cols), i32(self.chunk), i32(self.slices),
-                                 i32(pr.vectors), a, i64(offset_a), i32(pr.lda), x, i64(offset_x), i32(pr.incx),
-                                 i32(pr.ldx), y, i64(offset_y), i32(pr.incy), i32(pr.ldy), partial, i32(partial_o),
+                                 i32(pr.vectors), a, i64(offset_a), i32(pr.lda), x, i64(offset_x), i32(incx),
+                                 i32(ldx), y, i64(offset_y), i32(pr.incy), i32(pr.ldy), partial, i32(partial_o),
                                  i32(partial_v), self._scalar(alpha), self._scalar(beta))
             if self._merge is not None:
                 self._arguments.set(self._merge, i32(y_rows), i32(y_cols), self._partial, i32(partial_ld),
                                      i32(pr.outputs * pr.vectors), i32(self.slices), self._scalar(alpha), y,
                                      i64(offset_y), i32(y_ld), self._scalar(beta), i32(0))
-            events = [cl.enqueue_nd_range_kernel(queue, self.kernel, self.global_size(),
-                                                 (self.params.wg_x, self.params.wg_y, 1), wait_for=wait_for)]
+            launches.append((self.kernel, self.global_size(), (self.params.wg_x, self.params.wg_y, 1)))
             if self._merge is not None:
-                events.append(cl.enqueue_nd_range_kernel(queue, self._merge, y_grid, tiles))
+                launches.append((self._merge, y_grid, tiles))
+            events = []
+            for kernel, grid, group in launches:
+                events.append(cl.enqueue_nd_range_kernel(queue, kernel, grid, group,
+                                                         wait_for=None if events else wait_for))
             return events
 
     def describe(self) -> str:
         """What ``enqueue`` launches, for logs."""
-        text = f"{self.params.describe()} ({self.params_source})"
+        text = ("pack x ; " if self.packs_x else "") + f"{self.params.describe()} ({self.params_source})"
         return text + (f", reduction split in {self.slices} ; merge y" if self.slices > 1 else "")

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ..accuracy import gemv_flops
+from ..blas.vectors import MAX_VECTORS
 from ..codelets.registry import GEMM, GEMV
 from ..dtypes import NATIVE, Dtype
 from ..profiles.profile import CLASSES, GEMV_CLASSES, SHAPES
@@ -77,7 +78,7 @@ GPU_BYTES, CPU_BYTES, QUICK_BYTES = 2**28, 2**25, 2**22
 #: ``VECTOR_CLASS`` right-hand sides.
 GEMV_SHAPES = ("square", "long", "vectors")
 LONG_RATIO = 8
-VECTOR_CLASS = 8
+VECTOR_CLASS = MAX_VECTORS
 
 
 def size_classes(device: Device, quick: bool = False) -> tuple[SizeClass, ...]:
