@@ -13,7 +13,7 @@ from autogemm.blas.gemv import GemvLaunchPlan, GemvProblem
 from autogemm.cli import main
 from autogemm.dtypes import DTYPES
 from autogemm.profiles import path_for, read, store
-from autogemm.tuning.scope import GEMV_SHAPES, VECTOR_CLASS
+from autogemm.tuning.scope import GEMV_SHAPES, VECTOR_CLASSES
 
 
 @pytest.fixture(scope="module")
@@ -63,12 +63,13 @@ def test_tune_covers_gemv_and_gemv_then_uses_its_profile(tuned, device, invoke, 
         assert best.config.layout == layout and best.gflops > 0 and square.shape[0] == square.shape[1]
         plan = GemvLaunchPlan(ctx, GemvProblem(DTYPES["s"], 50, 40, Op(layout == "T"), 40))
         assert plan.params == best.config and plan.params_source.startswith("profile")
-        # several right-hand sides take the class tuned with them
-        vectors = next(e for e in prof.gemv_entries("s", layout) if e.name.endswith("vectors"))
-        assert vectors.shape[2] == VECTOR_CLASS and vectors.ranked[0].config.vectors <= VECTOR_CLASS
-        plan = GemvLaunchPlan(ctx, GemvProblem(DTYPES["s"], 50, 40, Op(layout == "T"), 40, vectors=6, ldx=50,
-                                               ldy=50))
-        assert plan.params == vectors.ranked[0].config and plan.params_source.endswith("vectors")
+        # several right-hand sides take the class tuned with the nearest number of them
+        for kind, vectors in VECTOR_CLASSES.items():
+            entry = next(e for e in prof.gemv_entries("s", layout) if e.name.endswith(kind))
+            assert entry.shape[2] == vectors and entry.ranked[0].config.vectors <= vectors
+            problem = GemvProblem(DTYPES["s"], 50, 40, Op(layout == "T"), 40, vectors=vectors - 1, ldx=50, ldy=50)
+            plan = GemvLaunchPlan(ctx, problem)
+            assert plan.params == entry.ranked[0].config and plan.params_source.endswith(kind)
     out = invoke("tune", "--quick", "--dtype", "h", "--size-class", "gemv", "--budget", "2")
     assert out.exit_code == 0, out.output      # 16-bit GEMV needs no matrix instructions
     prof = read(path_for(device.fingerprint))

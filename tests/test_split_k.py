@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pyopencl as cl
 import pytest
 from gemm_check import run_and_check
 
+from autogemm.accuracy import random_matrix
 from autogemm.blas import GemmProblem, LaunchPlan
 from autogemm.blas.coverage import MAX_SLICES, busy_share, split_count
 from autogemm.codelets.simt import SimtParams
@@ -35,6 +37,34 @@ def test_split_k_in_place_operands(ctx):
     assert not any(st.packed for st in plan.staging.values()) and plan.c_temp and "K split in 4" in plan.describe()
     run_and_check(ctx, LOCAL, DTYPES["s"], 16, 32, 256, "N", "N", 2.0, 0.0, "auto", np.random.default_rng(1),
                   split_k=4)
+
+
+@pytest.mark.parametrize("letter", "sz")
+@pytest.mark.parametrize("k_tiles, slices", [(0, 5), (2, 8), (3, MAX_SLICES)])
+def test_more_slices_than_k_tiles_are_right_and_the_same_bits_on_every_run(ctx, letter, k_tiles, slices):
+    """K shorter than one slice (and than one tile), and more slices than K has tiles (empty slices add
+    zeros): right with a NaN-poisoned C, and bit-for-bit equal on two runs, since the merge adds the slices
+    in their order, never by atomics."""
+    dt, rng = DTYPES[letter], np.random.default_rng(k_tiles)
+    m, n, k = 2 * LOCAL.block_rows + 1, LOCAL.block_cols - 1, k_tiles * LOCAL.tile_k + 3
+    run_and_check(ctx, LOCAL, dt, m, n, k, "N", "T", 1.0, 0.0, "auto", rng, split_k=slices)
+    a, b = random_matrix(rng, dt, (m, k)), random_matrix(rng, dt, (k, n))
+    plan = LaunchPlan(ctx, GemmProblem.dense(dt, m, n, k), LOCAL, split_k=slices)
+    assert plan.slices == slices
+    mf = cl.mem_flags
+    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x)
+               for x in (a, b, np.full((m, n), np.nan, dt.numpy))]
+    results = []
+    try:
+        for _ in range(2):
+            plan.enqueue(*buffers, alpha=0.5)
+            results.append(np.empty((m, n), dt.numpy))
+            cl.enqueue_copy(ctx.queue, results[-1], buffers[2]).wait()
+    finally:
+        plan.release()
+        for buffer in buffers:
+            buffer.release()
+    assert np.all(np.isfinite(results[0])) and results[0].tobytes() == results[1].tobytes()
 
 
 def test_split_count():

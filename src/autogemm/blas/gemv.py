@@ -161,12 +161,12 @@ class GemvLaunchPlan:
         reason = codelet.check(self.params, ctx.device, problem.dtype)
         if reason:
             raise ConfigError(f"configuration rejected for {ctx.device.name.strip()}: {reason}")
-        self.kernel_source = codelet.render(self.params, self.dtype, problem.op.conjugated and self.dtype.is_complex,
-                                            conjugate_x=problem.conjugate_x and self.dtype.is_complex,
-                                            vectors=problem.vectors)
         self.vector_groups = ceil_div(problem.vectors, min(problem.vectors, self.params.vectors))
         self.slices, self.chunk = self._split()
         self.packs_x = problem.layout == "N" and problem.vectors > 1 and problem.incx != 1 and problem.ldx == 1
+        self.kernel_source = codelet.render(self.params, self.dtype, problem.op.conjugated and self.dtype.is_complex,
+                                            conjugate_x=problem.conjugate_x and self.dtype.is_complex,
+                                            vectors=problem.vectors, unit_x=self.packs_x or problem.incx == 1)
         self._partial: cl.Buffer | None = None
         self._lock = threading.Lock()
         self._arguments = KernelArguments()

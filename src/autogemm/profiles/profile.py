@@ -37,8 +37,8 @@ _FINGERPRINT = re.compile(r"^[0-9a-f]{16}$")
 _FMA_KEY = re.compile(r"^[sd](1|2|4|8|16)$")
 _MACS = ("fma", "mad", "mul_add")
 #: GEMV's classes: the codelet layout, and a square A, a long one (few outputs, a long reduction) or a
-#: square one with several right-hand sides (the shape's third dimension)
-GEMV_CLASS = re.compile(r"^[nt]-(square|long|vectors)$")
+#: square one with a few or more right-hand sides (the shape's third dimension)
+GEMV_CLASS = re.compile(r"^[nt]-(square|long|few|vectors)$")
 Entry = TypeVar("Entry")
 
 
@@ -262,7 +262,7 @@ def _parse(data: object) -> Profile:
         for entry in entries:
             if not GEMV_CLASS.match(entry.name) or any(r.config.layout.lower() != entry.name[0] for r in entry.ranked):
                 raise ProfileError(f"gemv[{letter}]: class {entry.name!r} must be a layout and a shape "
-                                   "(n-square, n-long, n-vectors, t-square, t-long or t-vectors) and hold "
+                                   "(n-square, n-long, n-few, n-vectors, t-square, ...) and hold "
                                    "configurations of that layout")
     return Profile(
         device_fingerprint=_text(dev["fingerprint"], "device.fingerprint", 16, _FINGERPRINT),

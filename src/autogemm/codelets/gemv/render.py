@@ -74,7 +74,7 @@ void gemv{signature}
             if (j < end) {{
                 elem xj[VECTORS];
                 #pragma unroll
-                for (int v = 0; v < VECTORS; ++v) xj[v] = OP_X(LOAD(x, x_start[v] + (long)j * incx));
+                for (int v = 0; v < VECTORS; ++v) xj[v] = OP_X(LOAD(x, x_start[v] + X_INDEX(j)));
                 #pragma unroll
                 for (int p = 0; p < PER_ITEM; ++p) {{
                     const elem a = OP_A(LOAD(A, row_start[p] + j));
@@ -141,7 +141,7 @@ void gemv{signature}
             if (i < end) {{
                 elem xi[VECTORS];
                 #pragma unroll
-                for (int v = 0; v < VECTORS; ++v) xi[v] = OP_X(LOAD(x, x_start[v] + (long)i * incx));
+                for (int v = 0; v < VECTORS; ++v) xi[v] = OP_X(LOAD(x, x_start[v] + X_INDEX(i)));
                 const long row_start = (long)i * lda;
                 #pragma unroll
                 for (int p = 0; p < PER_ITEM; ++p) {{
@@ -182,9 +182,10 @@ void gemv{signature}
 
 @cache
 def render(params: GemvParams, dt: Dtype, conjugate: bool = False, *, conjugate_x: bool = False,
-           vectors: int = 1) -> KernelSource:
+           vectors: int = 1, unit_x: bool = False) -> KernelSource:
     """The GEMV kernel of ``params`` for A, x and y stored as ``dt`` (16-bit storage computed in float32),
-    conjugating A's elements when asked (op 'C' of complex A), and x's with ``conjugate_x``. Each
+    conjugating A's elements when asked (op 'C' of complex A), and x's with ``conjugate_x``; with
+    ``unit_x`` for x's increment 1 only (no multiplication in its addresses). Each
     work-group multiplies by ``vectors`` right-hand sides at once (at most ``params.vectors``; a problem of
     more takes groups of them along the third NDRange dimension). Its ``block`` is (outputs per
     work-group, 1, reduction step)."""
@@ -206,6 +207,7 @@ def render(params: GemvParams, dt: Dtype, conjugate: bool = False, *, conjugate_
         f"#define VECTORS {block}     // right-hand sides per work-item",
         f"#define OP_A(v) {conj if conjugate and complex_ else '(v)'}",
         f"#define OP_X(v) {conj if conjugate_x and complex_ else '(v)'}",
+        f"#define X_INDEX(j) {'((long)(j))' if unit_x else '((long)(j) * incx)'}   // x's element j",
         _WRITE,
         body.format(signature=_SIGNATURE, vectors=_VECTORS.format(rpe=dt.reals_per_element)),
     ])
