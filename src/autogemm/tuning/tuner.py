@@ -174,7 +174,7 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                     spaces = gemm_spaces
                 else:
                     spaces = searched_spaces(replace(facts, layout=size.layout, vectors=size.k), GEMV,
-                                             GEMV_DEFAULTS[size.layout])
+                                             replace(GEMV_DEFAULTS[size.layout], vectors=size.k))
                 before = prior.entry(dt.key, size.name, size.section, size.shape if size.exact else None) \
                     if prior else None
                 known = [r.config for r in before.ranked] if before else []
