@@ -13,17 +13,17 @@ from autogemm.blas.gemv import GemvLaunchPlan, GemvProblem
 from autogemm.cli import main
 from autogemm.dtypes import DTYPES
 from autogemm.profiles import path_for, read, store
-from autogemm.tuning.scope import GEMV_SHAPES, VECTOR_CLASSES
+from autogemm.tuning.scope import GEMV_SHAPES, SKINNY_ROWS, VECTOR_CLASSES
 
 
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory, device):
-    """One quick tuning run of sgemm with 6 evaluations, shared by the tests of this module."""
+    """One quick tuning run of sgemm with 7 evaluations, shared by the tests of this module."""
     folder = tmp_path_factory.mktemp("cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AUTOGEMM_CACHE_DIR", str(folder))
         store._memo.clear()
-        out = CliRunner().invoke(main, ["tune", "--quick", "--dtype", "s", "--budget", "6", "--top", "2"])
+        out = CliRunner().invoke(main, ["tune", "--quick", "--dtype", "s", "--budget", "7", "--top", "2"])
     store._memo.clear()
     return folder, out
 
@@ -41,7 +41,8 @@ def test_tune_writes_a_profile_and_shows_a_table(tuned, device, invoke):
     assert out.exit_code == 0, out.output
     assert "multiply-add forms" in out.output and "s large" in out.output and "s small" in out.output
     prof = read(path_for(device.fingerprint))
-    assert set(prof.dtypes) == {"s"} and {e.name for e in prof.dtypes["s"]} == {"large", "medium", "small"}
+    assert set(prof.dtypes) == {"s"} and {e.name for e in prof.dtypes["s"]} == {"large", "medium", "small", "skinny"}
+    assert prof.entry("s", "skinny").shape[0] == SKINNY_ROWS < prof.entry("s", "skinny").shape[1]
     large = prof.entry("s", "large")
     assert large.ranked[0].gflops > 0 and large.evaluations == 3
     rates = [r.gflops for r in large.ranked]

@@ -3,11 +3,13 @@ gets, the whole run's default budget and the dtypes it covers.
 
 GEMM is tuned on three square problems: a large one (where the rate is decided by the inner loop), a
 small one (where filling the device with work-groups matters more, so smaller blocks win) and one between
-them. GEMV reads each element of A once, so its rate is set by memory bandwidth: it is tuned on matrices
-far larger than the device's caches (a quarter GiB on a GPU), per codelet layout (N for y = A x, T for
-y = A^T x) and shape (a square A, a long one: few outputs, a long reduction, and square ones with
-several right-hand sides, ``VECTOR_CLASSES``: the GEMM of a C with few columns). GEMV's rates are kept as
-GFLOP/s like GEMM's; ``bandwidth`` turns them into the GB/s they stand for."""
+them; and on a skinny one, C of a few dozen rows and a long K (a neural network's layer at a small batch),
+searched with blocks of few rows besides the usual ones. GEMV reads each element of A once, so its rate is
+set by memory bandwidth: it is tuned on matrices far larger than the device's caches (a quarter GiB on a
+GPU), per codelet layout (N for y = A x, T for y = A^T x) and shape (a square A, a long one: few outputs,
+a long reduction, and square ones with several right-hand sides, ``VECTOR_CLASSES``: the GEMM of a C with
+few columns). GEMV's rates are kept as GFLOP/s like GEMM's; ``bandwidth`` turns them into the GB/s they
+stand for."""
 
 from __future__ import annotations
 
@@ -49,8 +51,8 @@ class SizeClass:
 
     @property
     def skinny(self) -> bool:
-        """True for an exact shape whose C has few rows or columns."""
-        return self.exact and min(self.m, self.n) < SKINNY_BELOW
+        """True for a GEMM class whose C has few rows or columns (searched in the skinny spaces)."""
+        return self.routine == GEMM and min(self.m, self.n) < SKINNY_BELOW
 
     @property
     def section(self) -> str:
@@ -60,10 +62,13 @@ class SizeClass:
 
 #: The size classes tuned for, largest first, and the share of a dtype's budget each gets; "gemv" is
 #: GEMV's two layouts and two shapes (a quarter each), tuned for the dtypes in their own precision.
-CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, GEMV: 0.2}
+CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, "skinny": 0.2, GEMV: 0.2}
 #: An exact shape with fewer rows or columns of C than this is searched in the skinny spaces (blocks of
 #: few rows or columns besides the usual ones).
 SKINNY_BELOW = 128
+#: The rows of the skinny class's C: past the multi-vector GEMV's 16, where 32 to 128 tokens of a layer
+#: are nearest (on the H100 the squares' kernels ran those at 0.16x to 0.54x cuBLAS).
+SKINNY_ROWS = 64
 #: A GPU's large class ranks its finalists on a problem this many times larger in each dimension: the
 #: largest problems keep less of their operands in the caches, and the tile that wins at 4096 on the
 #: H100 can lose at 8192 (DGEMM: 48.0 against 46.0 TFLOP/s at 4096, 41.1 against 44.6 at 8192).
@@ -84,13 +89,14 @@ VECTOR_CLASSES = {"few": 4, "vectors": MAX_VECTORS}
 
 def size_classes(device: Device, quick: bool = False) -> tuple[SizeClass, ...]:
     """GEMM's classes on ``device``: large, medium and small squares (smaller with ``quick``, and on a
-    CPU); a GPU's large class is confirmed at twice its size."""
+    CPU), and the skinny class, C of ``SKINNY_ROWS`` rows and the large square's columns and K; a GPU's
+    large class is confirmed at twice its size."""
     if device.is_gpu:
         sizes = (2048, 768, 256) if quick else (4096, 1536, 512)
     else:
         sizes = (256, 128, 64) if quick else (768, 320, 128)
-    classes = [SizeClass(name, n, n, n, share) for (name, share), n in zip(CLASS_SHARES.items(), sizes)
-               if name != GEMV]
+    classes = [SizeClass(name, n, n, n, CLASS_SHARES[name]) for name, n in zip(("large", "medium", "small"), sizes)]
+    classes.append(SizeClass("skinny", SKINNY_ROWS, sizes[0], sizes[0], CLASS_SHARES["skinny"]))
     if device.is_gpu and not quick:
         classes[0] = replace(classes[0], confirm=CONFIRM_SCALE * classes[0].m)
     return tuple(classes)

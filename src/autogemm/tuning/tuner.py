@@ -178,7 +178,8 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                 before = prior.entry(dt.key, size.name, size.section, size.shape if size.exact else None) \
                     if prior else None
                 known = [r.config for r in before.ranked] if before else []
-                if size.exact and prior is not None:     # and what the profile would choose for it
+                if prior is not None and size.routine == GEMM and (size.exact or before is None):
+                    # and what the profile would choose for it: a new class starts from no worse
                     known += [c for c in candidates(device, _problem(dt, size), EXACT_CANDIDATES) if c not in known]
                 entry = _tune_class(worker, dt, size, spaces, share, strategy, fresh, top, listener, seed, known)
                 if entry is None:
