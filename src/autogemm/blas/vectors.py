@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import pyopencl as cl
 
+from ..codelets.gemv import GemvParams
 from ..codelets.registry import KernelParams
 from ..errors import ArgumentError
 from ..runtime.context import DeviceContext
@@ -66,7 +67,7 @@ class VectorsPlan:
         self.gemv = GemvLaunchPlan(ctx, route.gemv)
 
     @property
-    def params(self) -> KernelParams:
+    def params(self) -> GemvParams:
         return self.gemv.params
 
     @property
