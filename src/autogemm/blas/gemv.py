@@ -129,12 +129,9 @@ def choose_gemv_params(device: Device, problem: GemvProblem) -> tuple[codelet.Ge
             return sum(abs(math.log(max(a, 1)) - math.log(max(b, 1)))
                        for a, b in zip((*tuned, vectors), (problem.outputs, problem.reduction, problem.vectors)))
 
-        def several(entry) -> bool:
-            return len(entry.shape) > 2 and entry.shape[2] > 1
-
         # a problem of several vectors takes a class tuned with several first, one of one vector the others
         ranked = sorted(profile.gemv_entries(dt.key, layout),
-                        key=lambda e: (several(e) != (problem.vectors > 1), distance(e)))
+                        key=lambda e: ((e.shape[2] > 1) != (problem.vectors > 1), distance(e)))
         for entry in ranked:
             for ranked in entry.ranked:
                 if codelet.check(ranked.config, device, dt) is None:
@@ -200,14 +197,14 @@ class GemvLaunchPlan:
             return self.slices * p.wg_x, blocks * p.wg_y, self.vector_groups
         return blocks * p.wg_x, self.slices * p.wg_y, self.vector_groups
 
-    def _y_matrix(self) -> tuple[int, int, int, int]:
-        """Y as the merge and scale kernels see it, a row-major matrix: (rows, columns, leading dimension,
-        the partial sums' leading dimension): outputs x vectors, or vectors x outputs where each vector is
-        a row of Y."""
+    def _y_matrix(self) -> tuple[int, int, int]:
+        """Y as the merge and scale kernels see it, a row-major matrix (rows, columns, leading dimension):
+        outputs x vectors, or vectors x outputs where each vector is a row of Y. Each slice's partial
+        sums are that matrix, dense."""
         pr = self.problem
         if pr.y_rows_are_vectors:
-            return pr.vectors, pr.outputs, pr.ldy, pr.outputs
-        return pr.outputs, pr.vectors, pr.incy, pr.vectors
+            return pr.vectors, pr.outputs, pr.ldy
+        return pr.outputs, pr.vectors, pr.incy
 
     def temporary_bytes(self) -> dict[str, int]:
         """The bytes of the buffers ``enqueue`` allocates: the partial sums of a split reduction, and the
@@ -248,7 +245,7 @@ class GemvLaunchPlan:
         if pr.outputs == 0:
             return []
         tiles = (helpers.TILE, helpers.TILE, 1)
-        y_rows, y_cols, y_ld, partial_ld = self._y_matrix()
+        y_rows, y_cols, y_ld = self._y_matrix()
         y_grid = (round_up(y_cols, helpers.TILE), round_up(y_rows, helpers.TILE), 1)
         with self._lock:
             if alpha == 0 or pr.reduction == 0:
@@ -272,14 +269,14 @@ class GemvLaunchPlan:
                 x, offset_x, incx, ldx = self._x, 0, 1, pr.reduction
             else:
                 incx, ldx = pr.incx, pr.ldx
-            # the partial sums of a slice: element (o, v) at o x partial_o + v x partial_v, Y's layout
-            partial_o, partial_v = (1, pr.outputs) if pr.y_rows_are_vectors else (pr.vectors, 1)
+            # a slice's partial sums, Y's matrix dense: element (o, v) at o x partial_o + v x partial_v
+            partial_o, partial_v = (1, y_cols) if pr.y_rows_are_vectors else (y_cols, 1)
             self._arguments.set(self.kernel, i32(pr.rows), i32(pr.cols), i32(self.chunk), i32(self.slices),
                                  i32(pr.vectors), a, i64(offset_a), i32(pr.lda), x, i64(offset_x), i32(incx),
                                  i32(ldx), y, i64(offset_y), i32(pr.incy), i32(pr.ldy), partial, i32(partial_o),
                                  i32(partial_v), self._scalar(alpha), self._scalar(beta))
             if self._merge is not None:
-                self._arguments.set(self._merge, i32(y_rows), i32(y_cols), self._partial, i32(partial_ld),
+                self._arguments.set(self._merge, i32(y_rows), i32(y_cols), self._partial, i32(y_cols),
                                      i32(pr.outputs * pr.vectors), i32(self.slices), self._scalar(alpha), y,
                                      i64(offset_y), i32(y_ld), self._scalar(beta), i32(0))
             launches.append((self.kernel, self.global_size(), (self.params.wg_x, self.params.wg_y, 1)))

@@ -56,6 +56,12 @@ class OperandRoute:
     image: bool = False
 
 
+def check_edge(edge: object) -> None:
+    """``ArgumentError`` unless ``edge`` is one of ``EDGES``."""
+    if edge not in EDGES:
+        raise ArgumentError(f"edge must be one of {EDGES}, not {edge!r}")
+
+
 def _kernel_shape(problem: GemmProblem, name: str, letter: str) -> tuple[int, int]:
     """(rows, cols) of operand ``name`` in the kernel's layout ``letter`` ('N' as stored, 'T' transposed)."""
     m, n, k = problem.m, problem.n, problem.k
@@ -72,8 +78,7 @@ class LaunchPlan:
     def __init__(self, ctx: DeviceContext, problem: GemmProblem, params: KernelParams | None = None,
                  edge: str = "auto", split_k: int | None = None) -> None:
         problem.validate()
-        if edge not in EDGES:
-            raise ArgumentError(f"edge must be one of {EDGES}, not {edge!r}")
+        check_edge(edge)
         self.ctx = ctx
         self.problem = problem
         self.dtype = problem.dtype

@@ -14,10 +14,9 @@ import pyopencl as cl
 
 from ..codelets.gemv import GemvParams
 from ..codelets.registry import KernelParams
-from ..errors import ArgumentError
 from ..runtime.context import DeviceContext
 from .gemv import GemvLaunchPlan, GemvProblem
-from .launch_plan import EDGES, LaunchPlan
+from .launch_plan import LaunchPlan, check_edge
 from .problem import GemmProblem, Op
 
 #: A product whose C has at most this many columns (or rows) is computed by the multi-vector GEMV.
@@ -106,8 +105,7 @@ def plan_for(ctx: DeviceContext, problem: GemmProblem, params: KernelParams | No
              edge: str = "auto") -> LaunchPlan | VectorsPlan:
     """The plan a GEMM call of ``problem`` runs on: the multi-vector GEMV's where ``as_vectors`` routes it
     there and no GEMM configuration is given, else a ``LaunchPlan``."""
-    if edge not in EDGES:
-        raise ArgumentError(f"edge must be one of {EDGES}, not {edge!r}")
+    check_edge(edge)
     route = as_vectors(problem) if params is None else None
     if route is not None:
         return VectorsPlan(ctx, problem, route)

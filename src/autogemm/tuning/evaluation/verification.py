@@ -57,13 +57,19 @@ def _run(ctx: DeviceContext, params: KernelParams, dtype: Dtype, edge: str, a: t
     m, n = c.shape
     k = a.shape[0] if op_a.transposed else a.shape[1]
     problem = GemmProblem.dense(dtype, m, n, k, op_a, op_b)
-    plan = LaunchPlan(ctx, problem, params, edge)
+    return _run_plan(ctx, LaunchPlan(ctx, problem, params, edge), (a, b, c), alpha, beta)
+
+
+def _run_plan(ctx: DeviceContext, plan: LaunchPlan | GemvLaunchPlan, operands: tuple[np.ndarray, ...],
+              alpha: float, beta: float) -> np.ndarray:
+    """Enqueue ``plan`` on device copies of the host ``operands`` (its output last) and return the
+    output's new contents; the plan and the buffers are released."""
     mf = cl.mem_flags
-    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x) for x in (a, b, c)]
+    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x) for x in operands]
     try:
         plan.enqueue(*buffers, alpha=alpha, beta=beta)
-        out = np.empty_like(c)
-        cl.enqueue_copy(ctx.queue, out, buffers[2])
+        out = np.empty_like(operands[-1])
+        cl.enqueue_copy(ctx.queue, out, buffers[-1]).wait()
         return out
     finally:
         plan.release()
@@ -89,7 +95,7 @@ def verify_gemv(ctx: DeviceContext, params: GemvParams, dt: Dtype) -> str | None
         a = random_matrix(rng, dt, (5 + rows * (cols + 3),))
         x = random_matrix(rng, dt, (1 + vectors * problem.ldx,))
         y = random_matrix(rng, dt, (2 + (outputs - 1) * incy + (vectors - 1) * ldy + 1,))
-        got = _run_gemv(ctx, problem, params, a, x, y)
+        got = _run_plan(ctx, GemvLaunchPlan(ctx, problem, params), (a, x, y), 0.5, -1.0)
         ref_type = dt.reference_numpy
         stored = a[5:].reshape(rows, cols + 3)[:, :cols].astype(ref_type)
         op_a = apply_op(stored.conj() if conjugate else stored, params.layout)
@@ -102,20 +108,3 @@ def verify_gemv(ctx: DeviceContext, params: GemvParams, dt: Dtype) -> str | None
             return (f"{rows}x{cols} with {vectors} vectors: relative error {error:.2e} (or an element outside Y "
                     "written)")
     return None
-
-
-def _run_gemv(ctx: DeviceContext, problem: GemvProblem, params: GemvParams, a: np.ndarray, x: np.ndarray,
-              y: np.ndarray) -> np.ndarray:
-    """Y = 0.5 op(A) X - Y of ``problem`` on the device, from and to host arrays."""
-    plan = GemvLaunchPlan(ctx, problem, params)
-    mf = cl.mem_flags
-    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=v) for v in (a, x, y)]
-    try:
-        plan.enqueue(*buffers, alpha=0.5, beta=-1.0)
-        got = np.empty_like(y)
-        cl.enqueue_copy(ctx.queue, got, buffers[2]).wait()
-        return got
-    finally:
-        plan.release()
-        for buf in buffers:
-            buf.release()
