@@ -22,9 +22,11 @@ from autogemm.codelets.simt import SimtParams
 from autogemm.errors import ProfileError
 from autogemm.profiles import (
     HybridEntry,
+    Predictor,
     Profile,
     ProfileWarning,
     Ranked,
+    Sample,
     SizeClassEntry,
     path_for,
     profile_for,
@@ -40,7 +42,12 @@ SMALL = SimtParams("NT", "offset", 4, 8, 1, 2, 2, 1, True, False, mac="mul_add")
 GEMV_N, GEMV_T, GEMV_T_LONG = GemvParams("N", 16, 2, 2, 4, 0), GemvParams("T", 32, 4, 1, 2, 4), GemvParams("T", 64, 4)
 
 
-def make_profile(device, entries: dict[str, list[SizeClassEntry]] | None = None) -> Profile:
+PREDICTORS = {"s": Predictor((LARGE, SMALL), (Sample("NT", (64, 512, 256), (((1, 10.0), (2, 14.0)), ((1, 8.0),))),
+                                              Sample("NN", (300, 300, 300), (((1, 20.0),), ()))), 3.0)}
+
+
+def make_profile(device, entries: dict[str, list[SizeClassEntry]] | None = None,
+                 predictors: dict[str, Predictor] | None = None) -> Profile:
     entries = entries or {"s": [SizeClassEntry("large", (256, 256, 256), (Ranked(LARGE, 20.5),), "model", 30, 12.0),
                                 SizeClassEntry("small", (32, 32, 32), (Ranked(SMALL, 1.5),), "model", 10, 3.0)]}
     gemv = {"d": (SizeClassEntry("n-square", (1024, 1024, 1), (Ranked(GEMV_N, 3.5),), "model", 20, 4.0),
@@ -50,7 +57,7 @@ def make_profile(device, entries: dict[str, list[SizeClassEntry]] | None = None)
                     HybridEntry((4096, 4096, 4096), 8, 0, SMALL, 30.0, 9, 4.5))}
     return Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
                    "2026-11-22T10:00:00+00:00", "90s", {"s4": "fma"}, {k: tuple(v) for k, v in entries.items()}, gemv,
-                   hybrid)
+                   hybrid, predictors=predictors or {})
 
 
 @pytest.fixture
@@ -62,7 +69,7 @@ def cache(tmp_path, monkeypatch):
 
 
 def test_round_trip(device):
-    prof = make_profile(device)
+    prof = make_profile(device, predictors=PREDICTORS)
     assert Profile.from_json(prof.to_json()) == prof
     without_gemv = dataclasses.replace(prof, gemv={})
     assert "gemv" not in without_gemv.to_dict()            # as profiles made before GEMV was tuned
@@ -127,12 +134,29 @@ FORGERIES = [
     (("hybrid", "s", 0, "shell"), "rm -rf /", "unexpected shell"),
     (("hybrid", "s", 1, "shape"), [512, 512, 512], "shapes repeat"),
     (("hybrid", "q"), [], "unknown dtype"),
+    (("predictor", "s", "bank", 0, "build_options"), ["-D x=1"], "build option"),
+    (("predictor", "s", "bank", 0, "source"), "__kernel void gemm() {}", "unknown simt parameter"),
+    (("predictor", "s", "bank"), [], "bank must be a list of 1 to"),
+    (("predictor", "s", "bank", 1), LARGE.to_dict(), "configurations repeat"),
+    (("predictor", "s", "samples"), [], "samples must be a list of 1 to"),
+    (("predictor", "s", "samples", 0, "rates"), [[]], "must be a list of 2 lists"),
+    (("predictor", "s", "samples", 0, "rates", 0, 0), [1], r"rates\[0\]\[0\] must be \[split, gflops\]"),
+    (("predictor", "s", "samples", 0, "rates", 0, 0, 0), 0, "split must be an integer in 1.."),
+    (("predictor", "s", "samples", 0, "rates", 0, 0, 0), "2", "split must be an integer"),
+    (("predictor", "s", "samples", 0, "rates", 0, 0, 1), float("inf"), "gflops must be a number"),
+    (("predictor", "s", "samples", 0, "rates", 0, 1, 0), 1, "splits repeat"),
+    (("predictor", "s", "samples", 0, "layout"), "N;", "layout 'N;' is not of the expected form"),
+    (("predictor", "s", "samples", 1, "shape"), [0, 300, 300], "shape must be an integer in 1.."),
+    (("predictor", "s", "samples", 1, "code"), "import os", "unexpected code"),
+    (("predictor", "s", "seconds"), -1, "seconds must be a number"),
+    (("predictor", "s", "model"), "lambda: 0", "unexpected model"),
+    (("predictor", "q"), {}, "unknown dtype"),
 ]
 
 
 @pytest.mark.parametrize("path,value,message", FORGERIES, ids=[f"{'.'.join(map(str, f[0]))}" for f in FORGERIES])
 def test_a_forged_field_is_rejected(device, path, value, message):
-    data = forge(json.loads(make_profile(device).to_json()), path, value)
+    data = forge(json.loads(make_profile(device, predictors=PREDICTORS).to_json()), path, value)
     with pytest.raises(ProfileError, match=message.replace("(", r"\(").replace(")", r"\)")):
         Profile.from_json(json.dumps(data), source="forged.json")
 

@@ -17,8 +17,20 @@ MIN_SLICE_DEPTH = 256
 
 def blocks(params: KernelParams, problem: GemmProblem) -> int:
     """Work-groups of one K slice: the blocks that cover C (every C of a batch)."""
-    return (ceil_div(max(problem.m, 1), params.block_rows) * ceil_div(max(problem.n, 1), params.block_cols)
-            * max(problem.batch, 1))
+    return c_blocks(params, problem.m, problem.n) * max(problem.batch, 1)
+
+
+def c_blocks(params: KernelParams, m: int, n: int) -> int:
+    """The blocks of ``params`` that cover one C of m x n."""
+    return ceil_div(max(m, 1), params.block_rows) * ceil_div(max(n, 1), params.block_cols)
+
+
+def useful_share(params: KernelParams, m: int, n: int, slices: int, compute_units: int) -> float:
+    """The share of the device's time a launch of ``params`` over one C of m x n in ``slices`` K slices
+    spends on real work: its padded blocks' share that is C, times the share of the compute units its
+    waves keep busy."""
+    count = c_blocks(params, m, n)
+    return m * n / (count * params.block_rows * params.block_cols) * busy_share(count * slices, compute_units)
 
 
 def busy_share(groups: int, compute_units: int) -> float:
@@ -60,6 +72,6 @@ def auto_slices(params: KernelParams, problem: GemmProblem, compute_units: int) 
 def predicted_rate(params: KernelParams, rate: float, problem: GemmProblem, compute_units: int) -> float:
     """``rate``, measured on a problem that filled the device with whole blocks, scaled by the share
     of ``problem``'s padded blocks that is real work and by the share of the device its waves keep busy."""
-    covered = blocks(params, problem) * params.block_rows * params.block_cols
     groups = blocks(params, problem) * auto_slices(params, problem, compute_units)
-    return rate * (problem.m * problem.n) / covered * busy_share(groups, compute_units)
+    covered = blocks(params, problem) * params.block_rows * params.block_cols
+    return rate * (problem.m * problem.n * max(problem.batch, 1)) / covered * busy_share(groups, compute_units)

@@ -10,6 +10,7 @@ from ..profiles.profile import SHAPES
 from ..runtime.device import Device
 from .coverage import predicted_rate
 from .defaults import default_params
+from .prediction import predict
 from .problem import GemmProblem
 
 #: A stored configuration that reads the operands as they are stored (no pack before the product) is
@@ -34,7 +35,8 @@ class Selection(NamedTuple):
 def choose_params(device: Device, problem: GemmProblem) -> Selection:
     """The configuration for ``problem`` on ``device`` and where it came from. From the profile: the best
     of its entry for this very problem where ``autogemm tune --shapes`` made one (with its measured K
-    slices); else, in each size class, the best stored configuration that passes ``check``, or one nearly
+    slices); else the kernel and K slices its predictor predicts fastest (``prediction``); else, in each
+    size class, the best stored configuration that passes ``check``, or one nearly
     as fast whose layout
     matches how A and B are stored (see ``prefer_stored_layout``); of those, the one with the highest
     rate predicted for this shape (``coverage.predicted_rate``: a narrow or small C wastes large blocks
@@ -52,6 +54,11 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
         usable = [r for r in exact.ranked if check(r.config, device, dt) is None] if exact else []
         if usable:
             return Selection(usable[0].config, f"profile {profile.device_fingerprint} (this shape)", usable[0].split)
+        predictor = profile.predictors.get(dt.key)
+        predicted = predict(predictor, problem, device.compute_units,
+                            lambda config: check(config, device, dt) is None) if predictor else None
+        if predicted is not None:
+            return Selection(predicted.params, f"profile {profile.device_fingerprint} (predicted)", predicted.split)
         candidates = []
         keys = tuple(dict.fromkeys((dt.key, dt.native.key, dt.compute.key)))
         for entry in profile.nearest(keys, problem.m, problem.n, problem.k):

@@ -14,7 +14,7 @@ from ..codelets.registry import KernelParams
 from ..codelets.space import SearchSpace
 from ..dtypes import Dtype, get_dtype
 from ..errors import ArgumentError, AutogemmError
-from ..profiles import SizeClassEntry, path_for
+from ..profiles import Predictor, SizeClassEntry, path_for
 from ..runtime import context_for
 from ..shares.split import DEFAULT_PARTS
 from ..tuning import (
@@ -77,6 +77,19 @@ class ProgressListener(TuneListener):
         self.rows.append((dtype, size, entry, sum(o.evaluations for o in objectives),
                           sum(o.failures for o in objectives), sum(o.clock.elapsed for o in objectives)))
 
+    def predictor_started(self, dtype: Dtype, kernels: tuple[KernelParams, ...]) -> None:
+        self.task = self.progress.add_task(f"{dtype.routine} predictor", total=1.0,
+                                           status=f"{len(kernels)} kernels on sampled shapes")
+
+    def predictor_progress(self, dtype: Dtype, samples: int, fraction: float) -> None:
+        self.progress.update(self.task, completed=fraction, status=f"{samples} shapes measured")
+
+    def predictor_finished(self, dtype: Dtype, fitted: Predictor | None) -> None:
+        self.progress.update(self.task, completed=1.0)
+        what = (f"{len(fitted.samples)} shapes, {len(fitted.bank)} kernels, {fitted.seconds:.0f} s" if fitted
+                else "no shape measured")
+        self.progress.console.print(f"{dtype.routine} predictor: {what}", highlight=False)
+
 
 def summary_table(rows: list[tuple]) -> Table:
     table = Table(title="tuned (evaluations: measured or from the checkpoint; errors: failed kernels)",
@@ -129,7 +142,8 @@ def _shape(size: SizeClass) -> str:
               help="Configurations kept per dtype and size class (and the best of each other layout).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the search's random choices.")
 @click.option("--size-class", "classes", multiple=True, type=click.Choice(list(CLASS_SHARES)),
-              help="Tune only this size class (repeatable; default: all); gemv is GEMV's two layouts.")
+              help="Tune only this size class (repeatable; default: all); gemv is GEMV's classes, "
+                   "predictor times the classes' best kernels on sampled shapes.")
 @click.option("--hybrid", is_flag=True,
               help="Instead, co-tune the kernel and the split of products shared with the host's BLAS "
                    "(gemm(..., devices=[device, 'host'])), from the profile's kernels.")

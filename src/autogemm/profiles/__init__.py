@@ -1,7 +1,7 @@
 """Device profiles: the tuned configurations of a device, stored, shared and validated."""
 
-from .profile import HybridEntry, Profile, Ranked, SizeClassEntry
+from .profile import HybridEntry, Predictor, Profile, Ranked, Sample, SizeClassEntry
 from .store import ProfileWarning, bundled, path_for, profile_dir, profile_for, read, save, user_profiles
 
-__all__ = ["HybridEntry", "Profile", "ProfileWarning", "Ranked", "SizeClassEntry", "bundled", "path_for", "profile_dir",
-           "profile_for", "read", "save", "user_profiles"]
+__all__ = ["HybridEntry", "Predictor", "Profile", "ProfileWarning", "Ranked", "Sample", "SizeClassEntry", "bundled",
+           "path_for", "profile_dir", "profile_for", "read", "save", "user_profiles"]

@@ -36,6 +36,8 @@ _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _FINGERPRINT = re.compile(r"^[0-9a-f]{16}$")
 _FMA_KEY = re.compile(r"^[sd](1|2|4|8|16)$")
 _MACS = ("fma", "mad", "mul_add")
+#: The predictor's bank of kernels and the shapes it was trained on, per dtype, at most.
+MAX_BANK, MAX_SAMPLES = 32, 512
 #: GEMV's classes: the codelet layout, and a square A, a long one (few outputs, a long reduction) or a
 #: square one with a few or more right-hand sides (the shape's third dimension)
 GEMV_CLASS = re.compile(r"^[nt]-(square|long|few|vectors)$")
@@ -80,6 +82,28 @@ class HybridEntry:
 
 
 @dataclass(frozen=True)
+class Sample:
+    """A shape the predictor measured its bank on: A and B stored as ``layout`` says (NN to TT), C of
+    ``shape`` (m, n, k), and for each kernel of the bank, in its order, the GFLOP/s it reached with
+    each K split it was timed with: ``((split, gflops), ...)``, empty where it failed or did not run."""
+
+    layout: str
+    shape: tuple[int, int, int]
+    rates: tuple[tuple[tuple[int, float], ...], ...]
+
+
+@dataclass(frozen=True)
+class Predictor:
+    """What selection predicts the rate of a (kernel, K split) for any shape from (``blas.prediction``):
+    a ``bank`` of candidate kernels and the ``samples`` they were measured on, with the ``seconds``
+    that took (``autogemm tune``, ``tuning.predictor``). Data only: the model is in the code."""
+
+    bank: tuple[Params, ...]
+    samples: tuple[Sample, ...]
+    seconds: float
+
+
+@dataclass(frozen=True)
 class Profile:
     device_fingerprint: str
     device_name: str
@@ -98,6 +122,8 @@ class Profile:
     #: Exact shapes tuned for, per dtype (``autogemm tune --shapes``): an entry per stored layout and
     #: (m, n, k), used for that very problem
     shapes: dict[str, tuple[SizeClassEntry, ...]] = field(default_factory=dict)
+    #: The rate predictor of each dtype tuned with one (``Predictor``)
+    predictors: dict[str, Predictor] = field(default_factory=dict)
 
     # ----- use ------------------------------------------------------------------------------------
     def table(self, section: str) -> dict[str, tuple[SizeClassEntry, ...]]:
@@ -114,7 +140,7 @@ class Profile:
         """The size-class entries of ``dtypes``, the one nearest to (m, n, k) first (nearest in log
         scale, so 3000 is near 4096 and 100 near 256; at equal distances in the order of ``dtypes``)."""
         entries = [e for key in dtypes for e in self.dtypes.get(key, ())]
-        return sorted(entries, key=lambda e: _distance(e.shape, (m, n, k)))
+        return sorted(entries, key=lambda e: shape_distance(e.shape, (m, n, k)))
 
     def gemv_entries(self, dtype: str, layout: str) -> list[SizeClassEntry]:
         """GEMV's entries for ``dtype`` and codelet ``layout`` ('N' or 'T'), one per shape class tuned."""
@@ -123,7 +149,7 @@ class Profile:
     def hybrid_entry(self, dtype: str, m: int, n: int, k: int) -> HybridEntry | None:
         """The hybrid entry of ``dtype`` nearest in shape to (m, n, k) (log scale), if any."""
         entries = self.hybrid.get(dtype, ())
-        return min(entries, key=lambda e: _distance(e.shape, (m, n, k))) if entries else None
+        return min(entries, key=lambda e: shape_distance(e.shape, (m, n, k))) if entries else None
 
     def with_hybrid(self, dtype: str, entry: HybridEntry) -> Profile:
         """A copy with ``entry`` added or replacing ``dtype``'s entry of the same shape."""
@@ -139,10 +165,15 @@ class Profile:
         kept = tuple(e for e in table.get(dtype, ()) if not same(e))
         return replace(self, **{section: {**table, dtype: kept + (entry,)}})
 
+    def with_predictor(self, dtype: str, predictor: Predictor) -> Profile:
+        """A copy with ``predictor`` as ``dtype``'s."""
+        return replace(self, predictors={**self.predictors, dtype: predictor})
+
     def merged_into(self, older: Profile) -> Profile:
         """This profile's entries laid over ``older``'s (what two tuners writing one file keep)."""
         out = replace(self, dtypes=dict(older.dtypes), gemv=dict(older.gemv), hybrid=dict(older.hybrid),
-                      shapes=dict(older.shapes), fma={**older.fma, **self.fma})
+                      shapes=dict(older.shapes), fma={**older.fma, **self.fma},
+                      predictors={**older.predictors, **self.predictors})
         for section in (CLASSES, GEMV_CLASSES, SHAPES):
             for letter, entries in self.table(section).items():
                 for entry in entries:
@@ -164,6 +195,8 @@ class Profile:
             out["gemv"] = _entries_to_dict(self.gemv)
         if self.shapes:
             out["shapes"] = _entries_to_dict(self.shapes)
+        if self.predictors:
+            out["predictor"] = {letter: _predictor_to_dict(p) for letter, p in sorted(self.predictors.items())}
         if self.hybrid:
             out["hybrid"] = {letter: [{"shape": list(e.shape), "parts": e.parts, "host_parts": e.host_parts,
                                        "config": e.config.to_dict(), "gflops": round(e.gflops, 3),
@@ -197,7 +230,15 @@ def _entries_to_dict(table: dict[str, tuple[SizeClassEntry, ...]]) -> dict:
             for letter, entries in sorted(table.items())}
 
 
-def _distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+def _predictor_to_dict(predictor: Predictor) -> dict:
+    return {"bank": [config.to_dict() for config in predictor.bank], "seconds": round(predictor.seconds, 3),
+            "samples": [{"layout": s.layout, "shape": list(s.shape),
+                         "rates": [[[split, round(gflops, 3)] for split, gflops in rates] for rates in s.rates]}
+                        for s in predictor.samples]}
+
+
+def shape_distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+    """How far apart two shapes (m, n, k) are: the sum of the distances of their dimensions in log scale."""
     return sum(abs(math.log(max(x, 1)) - math.log(max(y, 1))) for x, y in zip(a, b))
 
 
@@ -236,7 +277,7 @@ def _number(value: object, where: str, high: float) -> float:
 
 def _parse(data: object) -> Profile:
     required = {"format", "version", "autogemm", "created", "device", "budget", "fma", "dtypes"}
-    top = _object(data, "the profile", required, {"gemv", "hybrid", "shapes"})
+    top = _object(data, "the profile", required, {"gemv", "hybrid", "shapes", "predictor"})
     if top["format"] != FORMAT:
         raise ProfileError(f"format is {top['format']!r}, not {FORMAT!r}")
     version = _integer(top["version"], "version", 1, 10**6)
@@ -270,7 +311,8 @@ def _parse(data: object) -> Profile:
         driver_version=_text(dev["driver_version"], "device.driver_version"),
         autogemm_version=_text(top["autogemm"], "autogemm", 40), created=created,
         budget=_text(top["budget"], "budget", 40), fma=dict(fma), dtypes=parsed, gemv=gemv,
-        hybrid=_hybrid_table(top.get("hybrid", {})), shapes=_shape_table(top.get("shapes", {})))
+        hybrid=_hybrid_table(top.get("hybrid", {})), shapes=_shape_table(top.get("shapes", {})),
+        predictors=_predictors(top.get("predictor", {})))
 
 
 def _by_dtype(value: object, where: str, parse: Callable[[object, str], Entry], key: Callable[[Entry], object],
@@ -347,3 +389,51 @@ def _hybrid_entry(value: object, where: str) -> HybridEntry:
                        _config(e["config"], f"{where}.config", GEMM), _number(e["gflops"], f"{where}.gflops", 1e7),
                        _integer(e["evaluations"], f"{where}.evaluations", 0, 10**9),
                        _number(e["seconds"], f"{where}.seconds", 1e8))
+
+
+def _predictors(value: object) -> dict[str, Predictor]:
+    """The predictors by dtype, each checked field by field."""
+    if not isinstance(value, dict):
+        raise ProfileError("predictor must be a JSON object")
+    out = {}
+    for letter, item in value.items():
+        if letter not in DTYPES:
+            raise ProfileError(f"predictor: unknown dtype {letter!r}")
+        out[letter] = _predictor(item, f"predictor[{letter}]")
+    return out
+
+
+def _predictor(value: object, where: str) -> Predictor:
+    p = _object(value, where, {"bank", "samples", "seconds"})
+    bank, samples = p["bank"], p["samples"]
+    if not isinstance(bank, list) or not 1 <= len(bank) <= MAX_BANK:
+        raise ProfileError(f"{where}.bank must be a list of 1 to {MAX_BANK} configurations")
+    configs = tuple(_config(c, f"{where}.bank[{i}]", GEMM) for i, c in enumerate(bank))
+    if len(set(configs)) != len(configs):
+        raise ProfileError(f"{where}.bank: configurations repeat")
+    if not isinstance(samples, list) or not 1 <= len(samples) <= MAX_SAMPLES:
+        raise ProfileError(f"{where}.samples must be a list of 1 to {MAX_SAMPLES} samples")
+    parsed = tuple(_sample(s, f"{where}.samples[{i}]", len(configs)) for i, s in enumerate(samples))
+    return Predictor(configs, parsed, _number(p["seconds"], f"{where}.seconds", 1e8))
+
+
+def _sample(value: object, where: str, bank: int) -> Sample:
+    s = _object(value, where, {"layout", "shape", "rates"})
+    rates = s["rates"]
+    if not isinstance(rates, list) or len(rates) != bank:
+        raise ProfileError(f"{where}.rates must be a list of {bank} lists, one per kernel of the bank")
+    parsed = []
+    for i, timed in enumerate(rates):
+        at = f"{where}.rates[{i}]"
+        if not isinstance(timed, list) or len(timed) > MAX_SLICES:
+            raise ProfileError(f"{at} must be a list of at most {MAX_SLICES} [split, gflops] pairs")
+        pairs = []
+        for j, pair in enumerate(timed):
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise ProfileError(f"{at}[{j}] must be [split, gflops]")
+            pairs.append((_integer(pair[0], f"{at}[{j}] split", 1, MAX_SLICES),
+                          _number(pair[1], f"{at}[{j}] gflops", 1e7)))
+        if len({split for split, _ in pairs}) != len(pairs):
+            raise ProfileError(f"{at}: splits repeat")
+        parsed.append(tuple(pairs))
+    return Sample(_text(s["layout"], f"{where}.layout", 2, SHAPE_LAYOUT), _shape(s["shape"], where), tuple(parsed))

@@ -29,10 +29,10 @@ from ..codelets.registry import GEMM, KernelParams, Params, SpaceFacts, families
 from ..codelets.space import Point, SearchSpace
 from ..dtypes import Dtype, get_dtype
 from ..errors import TuningError
-from ..profiles import Profile, SizeClassEntry, profile_for, save
+from ..profiles import Predictor, Profile, SizeClassEntry, profile_for, save
 from ..runtime.device import Device
 from ..workload import ShapeRecord
-from . import fma
+from . import fma, predictor
 from .budget import Budget
 from .checkpoint import Checkpoint
 from .evaluation import Evaluator, EvaluatorSpec, IsolatedEvaluator, WorkerProcess
@@ -42,6 +42,7 @@ from .records import Record
 from .scope import (
     CLASS_SHARES,
     GEMV,
+    PREDICTOR,
     SizeClass,
     default_budget,
     gemv_classes,
@@ -68,6 +69,12 @@ class TuneListener:
 
     def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None,
                        objectives: list[Objective], rejected: list[tuple[Params, str]]) -> None: ...
+
+    def predictor_started(self, dtype: Dtype, kernels: tuple[Params, ...]) -> None: ...
+
+    def predictor_progress(self, dtype: Dtype, samples: int, fraction: float) -> None: ...
+
+    def predictor_finished(self, dtype: Dtype, fitted: Predictor | None) -> None: ...
 
 
 def known_points(space: SearchSpace, configs: list[Params]) -> list[Point]:
@@ -155,7 +162,9 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
         else:
             plan = {dt: sizes + (gemv_classes(device, dt, quick) if with_gemv and dt is dt.native else ())
                     for dt in dtypes}
-        weights = [size.share for dt_sizes in plan.values() for size in dt_sizes]
+        with_predictor = shapes is None and (not classes or PREDICTOR in classes)
+        weights = [w for dt_sizes in plan.values()
+                   for w in [size.share for size in dt_sizes] + ([CLASS_SHARES[PREDICTOR]] if with_predictor else [])]
         total_weight = sum(weights)
         for dt, dt_sizes in plan.items():
             real = "d" if dt.needs_fp64 else "s"
@@ -191,6 +200,20 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                     best = entry.ranked[0].config
                     gemm_spaces = [(space, start if start is None else start_point(space, best) or start)
                                    for space, start in gemm_spaces]
+            if with_predictor:
+                share = class_budget(budget, time.monotonic() - started, weights[0], sum(weights), total_weight)
+                weights.pop(0)
+                kernels = predictor.bank(profile, dt)
+                if not kernels:
+                    continue
+                listener.predictor_started(dt, kernels)
+                fitted = predictor.fit(worker, dt, kernels, share, quick, seed,
+                                       lambda done, fraction, dt=dt: listener.predictor_progress(dt, done, fraction))
+                listener.predictor_finished(dt, fitted)
+                if fitted is not None:
+                    profile = profile.with_predictor(dt.key, fitted)
+                    if write:
+                        save(profile)
     return profile
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
+import numpy as np
 import pyopencl as cl
 
 from ...accuracy import apply_op, gemm_flops, random_matrix, tolerance
@@ -26,11 +28,8 @@ class GemmEvaluator(DeviceEvaluator):
         self.split = split
         op_a, op_b = Op.from_letter(layout[0], "layout"), Op.from_letter(layout[1], "layout")
         self.problem = GemmProblem.dense(dtype, m, n, k, op_a, op_b)
-        self.seed, rng = fresh_random(seed)
-        a = random_matrix(rng, dtype, (k, m) if op_a.transposed else (m, k))
-        b = random_matrix(rng, dtype, (n, k) if op_b.transposed else (k, n))
-        ref_type = dtype.reference_numpy
-        reference = apply_op(a.astype(ref_type), layout[0]) @ apply_op(b.astype(ref_type), layout[1])
+        self.seed = fresh_random(seed)[0]
+        a, b, reference = operands(dtype.key, m, n, k, layout, self.seed)
         super().__init__(ctx, dtype, reference, gemm_flops(dtype, m, n, k), tolerance(dtype, k), warmup=warmup,
                          runs=runs, slow_factor=slow_factor)
         self.a, self.b = self.upload(a), self.upload(b)
@@ -49,3 +48,17 @@ class GemmEvaluator(DeviceEvaluator):
 
     def _launch(self, plan: LaunchPlan) -> list[cl.Event]:
         return plan.enqueue(self.a, self.b, self.output, 1.0, 0.0)
+
+
+@functools.lru_cache(maxsize=1)
+def operands(dtype_key: str, m: int, n: int, k: int, layout: str, seed: int
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Random A and B of a problem from ``seed``, stored as ``layout`` says, and their float64 product.
+    The last problem's are kept: the tuner times one problem with several K splits, an evaluator each,
+    and the host's float64 product can take longer than the timing."""
+    dtype = get_dtype(dtype_key)
+    rng = fresh_random(seed)[1]
+    a = random_matrix(rng, dtype, (k, m) if layout[0] == "T" else (m, k))
+    b = random_matrix(rng, dtype, (n, k) if layout[1] == "T" else (k, n))
+    ref_type = dtype.reference_numpy
+    return a, b, apply_op(a.astype(ref_type), layout[0]) @ apply_op(b.astype(ref_type), layout[1])

@@ -1,0 +1,103 @@
+"""The predictor's training (``autogemm tune``): a bank of the profile's kernels timed, with every K split
+worth trying, on shapes sampled across the space, for ``blas.prediction`` to choose kernel and split
+for any shape from.
+
+The bank is what the size classes found: each class's best kernel and the best of each other codelet
+layout (a problem stored in that layout runs it without a transposing pack). The shapes are drawn
+log-uniform: m and n from just past the multi-vector GEMV's columns to ``MAX_SIDE``, k from ``MIN_K``
+to ``MAX_K``, each layout in turn, at most ``max_work`` multiply-adds (the host computes each one's
+float64 reference) and at least ``MIN_WORK``; every result is checked like every candidate's. Sampling
+stops when its budget is spent: each sample is kept as it is measured, so a shorter run gives a
+coarser predictor, not none."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from ..blas import GemmProblem, Op
+from ..blas.coverage import split_counts
+from ..blas.vectors import MAX_VECTORS
+from ..codelets.registry import Params
+from ..dtypes import Dtype
+from ..profiles import Predictor, Profile, Sample
+from ..profiles.profile import MAX_BANK, MAX_SAMPLES
+from .budget import Budget, BudgetClock
+from .evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
+from .records import Outcome
+
+#: Kernels in a bank at most, and the timed runs of each measurement.
+BANK_SIZE, RUNS = 16, 3
+LAYOUTS = ("NN", "NT", "TN", "TT")
+MIN_K, MIN_WORK = 16, 2**15
+#: The largest side and reduction sampled, and the most multiply-adds of a sample: on a GPU, with
+#: ``quick``, and on a CPU.
+MAX_SIDE, MAX_K = 16384, 65536
+GPU_WORK, QUICK_WORK, CPU_WORK = 2**33, 2**31, 2**24
+
+
+def bank(profile: Profile, dtype: Dtype) -> tuple[Params, ...]:
+    """The kernels the predictor times for ``dtype``: of each size class the profile holds, its best and
+    the best of each other codelet layout, without repeats, at most ``BANK_SIZE``."""
+    found: list[Params] = []
+    for entry in profile.dtypes.get(dtype.key, ()):
+        layouts: set[str] = set()
+        for ranked in entry.ranked:
+            if ranked.config.layout not in layouts and ranked.config not in found:
+                found.append(ranked.config)
+            layouts.add(ranked.config.layout)
+    return tuple(found[:min(BANK_SIZE, MAX_BANK)])
+
+
+def sample_shapes(max_work: int, seed: int) -> list[tuple[str, tuple[int, int, int]]]:
+    """``MAX_SAMPLES`` (layout, (m, n, k)) drawn log-uniform from ``seed``, the layouts in turn, each of
+    ``MIN_WORK`` to ``max_work`` multiply-adds."""
+    rng = np.random.default_rng(seed)
+    low = MAX_VECTORS + 1
+    shapes = []
+    while len(shapes) < MAX_SAMPLES:
+        m, n = (int(round(math.exp(rng.uniform(math.log(low), math.log(MAX_SIDE))))) for _ in range(2))
+        k = int(round(math.exp(rng.uniform(math.log(MIN_K), math.log(MAX_K)))))
+        if MIN_WORK <= m * n * k <= max_work:
+            shapes.append((LAYOUTS[len(shapes) % len(LAYOUTS)], (m, n, k)))
+    return shapes
+
+
+def max_work(is_gpu: bool, quick: bool) -> int:
+    """The most multiply-adds of a sample on a GPU or a CPU."""
+    return (QUICK_WORK if quick else GPU_WORK) if is_gpu else CPU_WORK
+
+
+def fit(worker: WorkerProcess, dtype: Dtype, kernels: tuple[Params, ...], budget: Budget, quick: bool = False,
+        seed: int = 0, progress: Callable[[int, float], None] = lambda samples, fraction: None) -> Predictor | None:
+    """Time ``kernels`` in ``worker`` on sampled shapes of ``dtype`` until ``budget`` is spent (with every
+    K split ``coverage.split_counts`` allows; else whole), ``progress`` told the samples done and the
+    budget's share used after each; the predictor, or None when no sample was measured."""
+    clock = BudgetClock(budget)
+    started = time.monotonic()
+    samples: list[Sample] = []
+    units = worker.device.compute_units
+    for number, (layout, shape) in enumerate(sample_shapes(max_work(worker.device.is_gpu, quick), seed)):
+        if clock.spent():
+            break
+        problem = GemmProblem.dense(dtype, *shape, Op.from_letter(layout[0], "layout"),
+                                    Op.from_letter(layout[1], "layout"))
+        splits = {config: split_counts(config, problem, units) or [1] for config in kernels}
+        rates: dict[Params, list[tuple[int, float]]] = {config: [] for config in kernels}
+        for split in sorted({s for found in splits.values() for s in found}):
+            evaluator = IsolatedEvaluator(worker, EvaluatorSpec.gemm(dtype, shape, layout=layout, split=split),
+                                          runs=RUNS, seed=seed + number)
+            for config in (c for c in kernels if split in splits[c]):
+                record = evaluator.evaluate(config)
+                clock.evaluations += 1
+                if record.outcome in (Outcome.OK, Outcome.TOO_SLOW) and record.gflops > 0:
+                    rates[config].append((split, record.gflops))
+        if any(rates.values()):
+            samples.append(Sample(layout, shape, tuple(tuple(rates[c]) for c in kernels)))
+        progress(len(samples), clock.fraction())
+    if not samples:
+        return None
+    return Predictor(kernels, tuple(samples), time.monotonic() - started)

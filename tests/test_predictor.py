@@ -1,0 +1,142 @@
+"""The input-aware predictor: its prediction from samples (kernel, split, layout, reach), selection using
+it before the size classes, its training on sampled shapes in the evaluation worker, and the evaluator
+keeping one problem's operands for its several splits."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from gemm_check import run_and_check
+
+from autogemm.blas import GemmProblem, LaunchPlan, Op
+from autogemm.blas.prediction import REACH, predict
+from autogemm.blas.vectors import MAX_VECTORS
+from autogemm.codelets.simt import SimtParams
+from autogemm.dtypes import DTYPES
+from autogemm.profiles import Predictor, Profile, Ranked, Sample, SizeClassEntry, save, store
+from autogemm.tuning.budget import Budget
+from autogemm.tuning.evaluation import WorkerProcess
+from autogemm.tuning.evaluation.gemm import GemmEvaluator, operands
+from autogemm.tuning.predictor import LAYOUTS, MIN_WORK, bank, fit, sample_shapes
+
+S = DTYPES["s"]
+WIDE = SimtParams("NN", "consecutive", 8, 8, 2, 2, 4, 2, False, False, mac="mul_add")     # blocks 16 x 16
+NARROW = SimtParams("NT", "offset", 4, 8, 1, 2, 2, 1, True, False, mac="mul_add")         # blocks 4 x 16
+
+
+def problem(m: int, n: int, k: int, layout: str = "NN", batch: int = 1) -> GemmProblem:
+    dense = GemmProblem.dense(S, m, n, k, Op.from_letter(layout[0], "layout"), Op.from_letter(layout[1], "layout"))
+    return dataclasses.replace(dense, batch=batch, stride_a=m * k, stride_b=k * n, stride_c=m * n) if batch > 1 \
+        else dense
+
+
+def predictor(*samples: Sample) -> Predictor:
+    return Predictor((WIDE, NARROW), samples, 1.0)
+
+
+def usable(config) -> bool:
+    return True
+
+
+SKINNY_NT = Sample("NT", (64, 4096, 4096), (((1, 10.0),), ((1, 30.0),)))
+SKINNY_NN = Sample("NN", (64, 4096, 4096), (((1, 35.0),), ((1, 12.0),)))
+SQUARE = Sample("NN", (2048, 2048, 2048), (((1, 40.0),), ((1, 20.0),)))
+
+
+def test_each_shape_takes_the_kernel_its_nearest_samples_measured_fastest():
+    fitted = predictor(SKINNY_NT, SQUARE)
+    assert predict(fitted, problem(60, 4000, 4000, "NT"), 8, usable).params == NARROW
+    assert predict(fitted, problem(1800, 2000, 2100), 8, usable).params == WIDE
+    # the layout weighs in the distance: a sample of the very shape stored otherwise counts for less
+    both = predictor(SKINNY_NT, SKINNY_NN, SQUARE)
+    assert predict(both, problem(64, 4096, 4096, "NN"), 8, usable).params == WIDE
+    assert predict(both, problem(64, 4096, 4096, "NT"), 8, usable).params == NARROW
+    # a kernel the device cannot run is never chosen
+    assert predict(fitted, problem(60, 4000, 4000, "NT"), 8, lambda c: c is WIDE).params == WIDE
+    assert predict(fitted, problem(60, 4000, 4000, "NT"), 8, lambda c: False) is None
+
+
+def test_the_split_measured_fastest_is_chosen_and_scaled_by_coverage():
+    # 32 x 512 is 64 blocks of WIDE: with 132 compute units, K = 8192 may be split up to 16 ways
+    deep = Sample("NN", (32, 512, 8192), (((1, 5.0), (2, 9.0), (4, 20.0), (8, 12.0)), ()))
+    found = predict(predictor(deep, SQUARE), problem(32, 512, 8000), 132, usable)
+    assert (found.params, found.split) == (WIDE, 4)
+    # the prediction at the sample itself is what it measured
+    assert math.isclose(predict(predictor(deep), problem(32, 512, 8192), 132, usable).gflops, 20.0)
+
+
+def test_the_predictor_keeps_to_its_reach_and_to_single_products():
+    fitted = predictor(SQUARE)
+    assert predict(fitted, problem(2048 * 2, 2048 * 2, 2048 * REACH // 2), 8, usable) is None
+    assert predict(fitted, problem(2048, 2048, 2048 * REACH), 8, usable) is not None
+    assert predict(fitted, problem(64, 64, 64, batch=3), 8, usable) is None
+
+
+def test_sampled_shapes_cover_the_space_in_every_layout():
+    shapes = sample_shapes(2**30, seed=3)
+    assert shapes == sample_shapes(2**30, seed=3) != sample_shapes(2**30, seed=4)
+    assert [layout for layout, _ in shapes[:8]] == list(LAYOUTS) * 2
+    works = [m * n * k for _, (m, n, k) in shapes]
+    assert min(works) >= MIN_WORK and max(works) <= 2**30
+    assert min(min(m, n) for _, (m, n, _) in shapes) > MAX_VECTORS      # fewer columns are GEMV's
+    sides = np.log2([m for _, (m, _, _) in shapes])
+    assert sides.min() < 6 and sides.max() > 11                          # skinny and large both drawn
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
+    store._memo.clear()
+    yield tmp_path
+    store._memo.clear()
+
+
+def make_profile(device, predictors: dict[str, Predictor]) -> Profile:
+    large = SizeClassEntry("large", (256, 256, 256), (Ranked(WIDE, 20.0), Ranked(NARROW, 5.0)), "model", 3, 1.0)
+    return Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
+                   "2026-11-24T10:00:00+00:00", "90s", {}, {"s": (large,)}, predictors=predictors)
+
+
+def test_selection_takes_the_predicted_kernel_and_split_and_computes_right(cache, ctx, device):
+    m, n, k, split = 10, 12, 4096, 4       # one block of WIDE: K split to keep more compute units busy
+    sample = Sample("TT", (m, n, k), (((1, 1.0), (split, 9.0)), ((1, 2.0),)))
+    save(make_profile(device, {"s": predictor(sample)}))
+    plan = LaunchPlan(ctx, problem(m, n, k, "TT"))
+    assert plan.params_source.endswith("(predicted)") and (plan.params, plan.slices) == (WIDE, split)
+    run_and_check(ctx, None, S, m, n, k, "T", "T", 1.5, 0.0, "auto", np.random.default_rng(5))
+    # a dtype the predictor does not cover keeps to the size classes
+    assert LaunchPlan(ctx, GemmProblem.dense(DTYPES["d"], m, n, k)).params_source == "default"
+
+
+def test_the_bank_holds_each_class_best_and_best_of_each_layout(device):
+    other = SimtParams("TN", "offset", 8, 8, 2, 2, 4, 2, False, False, mac="mul_add")
+    small = SizeClassEntry("small", (64, 64, 64), (Ranked(NARROW, 3.0), Ranked(WIDE, 2.5), Ranked(other, 2.0)),
+                           "model", 3, 1.0)
+    prof = make_profile(device, {})
+    prof = prof.with_entry("s", small)
+    assert bank(prof, S) == (WIDE, NARROW, other)
+    assert bank(prof, DTYPES["d"]) == ()
+
+
+def test_training_times_the_bank_on_sampled_shapes(ctx):
+    with WorkerProcess(ctx.device) as worker:
+        fitted = fit(worker, S, (WIDE, NARROW), Budget(seconds=1.0), seed=2)
+    assert fitted.bank == (WIDE, NARROW) and fitted.seconds > 0
+    assert [s.layout for s in fitted.samples] == [LAYOUTS[i % 4] for i in range(len(fitted.samples))]
+    for sample in fitted.samples:
+        assert len(sample.rates) == 2 and all(rates and all(g > 0 for _, g in rates) for rates in sample.rates)
+    text = Profile.from_json(make_profile(ctx.device, {"s": fitted}).to_json()).predictors["s"]
+    assert text.bank == fitted.bank and [s.shape for s in text.samples] == [s.shape for s in fitted.samples]
+
+
+def test_one_problem_timed_with_several_splits_computes_its_reference_once(ctx):
+    operands.cache_clear()
+    first = GemmEvaluator(ctx, S, 40, 50, 300, layout="TN", split=1, seed=7)
+    second = GemmEvaluator(ctx, S, 40, 50, 300, layout="TN", split=2, seed=7)
+    assert operands.cache_info().hits == 1
+    for evaluator in (first, second):
+        assert evaluator.evaluate(WIDE).ok
+        evaluator.release()
