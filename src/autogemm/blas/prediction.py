@@ -22,7 +22,7 @@ from .coverage import split_counts, useful_share
 from .problem import GemmProblem
 
 NEIGHBOURS = 4
-LAYOUT_DISTANCE = 1.0
+LAYOUT_DISTANCE = 2.5
 #: The predictor serves problems of at most this many times the work of its largest sample: past
 #: them every kernel's blocks fill the device, and the size classes measured there decide.
 REACH = 8

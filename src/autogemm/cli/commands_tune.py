@@ -84,10 +84,12 @@ class ProgressListener(TuneListener):
     def predictor_progress(self, dtype: Dtype, samples: int, fraction: float) -> None:
         self.progress.update(self.task, completed=fraction, status=f"{samples} shapes measured")
 
-    def predictor_finished(self, dtype: Dtype, fitted: Predictor | None) -> None:
+    def predictor_finished(self, dtype: Dtype, fitted: Predictor | None, held_out: float | None) -> None:
         self.progress.update(self.task, completed=1.0)
         what = (f"{len(fitted.samples)} shapes, {len(fitted.bank)} kernels, {fitted.seconds:.0f} s" if fitted
                 else "no shape measured")
+        if held_out is not None:
+            what += f"; on shapes held out, its picks ran at {held_out:.0%} of the best measured"
         self.progress.console.print(f"{dtype.routine} predictor: {what}", highlight=False)
 
 
@@ -133,7 +135,7 @@ def _shape(size: SizeClass) -> str:
               help="Comma-separated dtypes, e.g. s,d, s.tf32 or h,b (default: s, d, c, z where the device can).")
 @click.option("--budget", default=None,
               help="Wall time (10m, 90s, 1h), evaluations (500) or both (10m,500) for the whole run "
-                   "[default: 7m on a GPU, 10m on a CPU; with --quick 2m and 1m].")
+                   "[default: 9m on a GPU, 10m on a CPU; with --quick 2m and 1m].")
 @click.option("--strategy", type=click.Choice(list(STRATEGIES)), default=None,
               help=f"The search strategy [default: {DEFAULT_STRATEGY}; with --replay, every one].")
 @click.option("--quick", is_flag=True, help="Smaller problems and budget: a first profile in a minute or two.")

@@ -8,18 +8,21 @@ log-uniform: m and n from just past the multi-vector GEMV's columns to ``MAX_SID
 to ``MAX_K``, each layout in turn, at most ``max_work`` multiply-adds (the host computes each one's
 float64 reference) and at least ``MIN_WORK``; every result is checked like every candidate's. Sampling
 stops when its budget is spent: each sample is kept as it is measured, so a shorter run gives a
-coarser predictor, not none."""
+coarser predictor, not none. ``held_out`` says how near its choices come to the best measured on
+samples it did not see."""
 
 from __future__ import annotations
 
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
 from ..blas import GemmProblem, Op
 from ..blas.coverage import split_counts
+from ..blas.prediction import predict
 from ..blas.vectors import MAX_VECTORS
 from ..codelets.registry import Params
 from ..dtypes import Dtype
@@ -32,11 +35,11 @@ from .records import Outcome
 #: Kernels in a bank at most, and the timed runs of each measurement.
 BANK_SIZE, RUNS = 16, 3
 LAYOUTS = ("NN", "NT", "TN", "TT")
-MIN_K, MIN_WORK = 16, 2**15
+MIN_K, MIN_WORK = 1, 2**15
 #: The largest side and reduction sampled, and the most multiply-adds of a sample: on a GPU, with
 #: ``quick``, and on a CPU.
 MAX_SIDE, MAX_K = 16384, 65536
-GPU_WORK, QUICK_WORK, CPU_WORK = 2**33, 2**31, 2**24
+GPU_WORK, QUICK_WORK, CPU_WORK = 2**34, 2**31, 2**24
 
 
 def bank(profile: Profile, dtype: Dtype) -> tuple[Params, ...]:
@@ -101,3 +104,25 @@ def fit(worker: WorkerProcess, dtype: Dtype, kernels: tuple[Params, ...], budget
     if not samples:
         return None
     return Predictor(kernels, tuple(samples), time.monotonic() - started)
+
+
+def held_out(fitted: Predictor, dtype: Dtype, compute_units: int) -> float | None:
+    """How good the predictor's choices are where nothing told it the answer: for each sample, the rate
+    its pick (predicted from the other samples) measured there over the best rate measured there; the
+    geometric mean over the samples (None with fewer than two)."""
+    shares = []
+    for i, sample in enumerate(fitted.samples):
+        best = max((gflops for rates in sample.rates for _, gflops in rates), default=0.0)
+        others = replace(fitted, samples=fitted.samples[:i] + fitted.samples[i + 1:])
+        if not best or not others.samples:
+            continue
+        layout = sample.layout
+        problem = GemmProblem.dense(dtype, *sample.shape,
+                                    Op.from_letter(layout[0], "layout"), Op.from_letter(layout[1], "layout"))
+        pick = predict(others, problem, compute_units, lambda config: True)
+        if pick is None:
+            continue
+        index = fitted.bank.index(pick.params)
+        got = next((gflops for split, gflops in sample.rates[index] if split == pick.split), 0.0)
+        shares.append(max(got, 1e-9 * best) / best)
+    return math.exp(sum(map(math.log, shares)) / len(shares)) if len(shares) > 1 else None

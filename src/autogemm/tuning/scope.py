@@ -63,7 +63,7 @@ class SizeClass:
 #: The size classes tuned for, largest first, and the share of a dtype's budget each gets; "gemv" is
 #: GEMV's two layouts and four shapes (an eighth each), tuned for the dtypes in their own precision;
 #: "predictor" times the classes' best kernels on sampled shapes, after them.
-CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, "skinny": 0.2, GEMV: 0.2, "predictor": 0.3}
+CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, "skinny": 0.2, GEMV: 0.2, "predictor": 0.8}
 #: The predictor's training (``predictor``): not a size class, but a part of the budget like one.
 PREDICTOR = "predictor"
 #: An exact shape with fewer rows or columns of C than this is searched in the skinny spaces (blocks of
@@ -155,7 +155,7 @@ def bandwidth(dt: Dtype, shape: tuple[int, ...], gflops: float) -> float:
 def default_budget(device: Device, quick: bool = False) -> Budget:
     """The whole run's budget: minutes on a GPU, less for a quick look."""
     if device.is_gpu:
-        return Budget(seconds=120.0 if quick else 420.0)
+        return Budget(seconds=120.0 if quick else 540.0)
     return Budget(seconds=60.0 if quick else 600.0)
 
 

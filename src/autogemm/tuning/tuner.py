@@ -74,7 +74,8 @@ class TuneListener:
 
     def predictor_progress(self, dtype: Dtype, samples: int, fraction: float) -> None: ...
 
-    def predictor_finished(self, dtype: Dtype, fitted: Predictor | None) -> None: ...
+    def predictor_finished(self, dtype: Dtype, fitted: Predictor | None, held_out: float | None) -> None:
+        """``held_out``: ``predictor.held_out`` of ``fitted``."""
 
 
 def known_points(space: SearchSpace, configs: list[Params]) -> list[Point]:
@@ -209,7 +210,7 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                 listener.predictor_started(dt, kernels)
                 fitted = predictor.fit(worker, dt, kernels, share, quick, seed,
                                        lambda done, fraction, dt=dt: listener.predictor_progress(dt, done, fraction))
-                listener.predictor_finished(dt, fitted)
+                listener.predictor_finished(dt, fitted, fitted and predictor.held_out(fitted, dt, device.compute_units))
                 if fitted is not None:
                     profile = profile.with_predictor(dt.key, fitted)
                     if write:
