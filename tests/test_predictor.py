@@ -76,11 +76,13 @@ def test_the_predictor_keeps_to_its_reach_and_to_single_products():
 
 
 def test_sampled_shapes_cover_the_space_in_every_layout():
-    shapes = sample_shapes(2**30, seed=3)
-    assert shapes == sample_shapes(2**30, seed=3) != sample_shapes(2**30, seed=4)
+    shapes = sample_shapes(2**30, 2**26, seed=3)
+    assert shapes == sample_shapes(2**30, 2**26, seed=3) != sample_shapes(2**30, 2**26, seed=4)
     assert [layout for layout, _ in shapes[:8]] == list(LAYOUTS) * 2
     works = [m * n * k for _, (m, n, k) in shapes]
     assert min(works) >= MIN_WORK and max(works) <= 2**30
+    assert max(m * k + k * n + m * n for _, (m, n, k) in shapes) <= 2**26
+    assert min(k for _, (_, _, k) in shapes) < 4                          # outer products too
     assert min(min(m, n) for _, (m, n, _) in shapes) > MAX_VECTORS      # fewer columns are GEMV's
     sides = np.log2([m for _, (m, _, _) in shapes])
     assert sides.min() < 6 and sides.max() > 11                          # skinny and large both drawn

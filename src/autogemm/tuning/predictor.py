@@ -28,6 +28,7 @@ from ..codelets.registry import Params
 from ..dtypes import Dtype
 from ..profiles import Predictor, Profile, Sample
 from ..profiles.profile import MAX_BANK, MAX_SAMPLES
+from ..runtime.device import Device
 from .budget import Budget, BudgetClock
 from .evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
 from .records import Outcome
@@ -36,9 +37,9 @@ from .records import Outcome
 BANK_SIZE, RUNS = 16, 3
 LAYOUTS = ("NN", "NT", "TN", "TT")
 MIN_K, MIN_WORK = 1, 2**15
-#: The largest side and reduction sampled, and the most multiply-adds of a sample: on a GPU, with
-#: ``quick``, and on a CPU.
-MAX_SIDE, MAX_K = 16384, 65536
+#: The largest side and reduction sampled (a language model's vocabulary is a side of 128256), and
+#: the most multiply-adds of a sample: on a GPU, with ``quick``, and on a CPU.
+MAX_SIDE, MAX_K = 2**17, 2**16
 GPU_WORK, QUICK_WORK, CPU_WORK = 2**34, 2**31, 2**24
 
 
@@ -55,23 +56,25 @@ def bank(profile: Profile, dtype: Dtype) -> tuple[Params, ...]:
     return tuple(found[:min(BANK_SIZE, MAX_BANK)])
 
 
-def sample_shapes(max_work: int, seed: int) -> list[tuple[str, tuple[int, int, int]]]:
+def sample_shapes(max_work: int, max_elements: int, seed: int) -> list[tuple[str, tuple[int, int, int]]]:
     """``MAX_SAMPLES`` (layout, (m, n, k)) drawn log-uniform from ``seed``, the layouts in turn, each of
-    ``MIN_WORK`` to ``max_work`` multiply-adds."""
+    ``MIN_WORK`` to ``max_work`` multiply-adds and at most ``max_elements`` in A, B and C together."""
     rng = np.random.default_rng(seed)
     low = MAX_VECTORS + 1
     shapes = []
     while len(shapes) < MAX_SAMPLES:
         m, n = (int(round(math.exp(rng.uniform(math.log(low), math.log(MAX_SIDE))))) for _ in range(2))
         k = int(round(math.exp(rng.uniform(math.log(MIN_K), math.log(MAX_K)))))
-        if MIN_WORK <= m * n * k <= max_work:
+        if MIN_WORK <= m * n * k <= max_work and m * k + k * n + m * n <= max_elements:
             shapes.append((LAYOUTS[len(shapes) % len(LAYOUTS)], (m, n, k)))
     return shapes
 
 
-def max_work(is_gpu: bool, quick: bool) -> int:
-    """The most multiply-adds of a sample on a GPU or a CPU."""
-    return (QUICK_WORK if quick else GPU_WORK) if is_gpu else CPU_WORK
+def sample_limits(device: Device, quick: bool) -> tuple[int, int]:
+    """The most multiply-adds of a sample on ``device`` (a GPU or a CPU), and the most elements of its
+    operands: their float64 copies within an eighth of its memory and half its largest allocation."""
+    work = (QUICK_WORK if quick else GPU_WORK) if device.is_gpu else CPU_WORK
+    return work, min(device.global_mem_bytes // 8, device.max_mem_alloc_bytes // 2) // 8
 
 
 def fit(worker: WorkerProcess, dtype: Dtype, kernels: tuple[Params, ...], budget: Budget, quick: bool = False,
@@ -83,7 +86,7 @@ def fit(worker: WorkerProcess, dtype: Dtype, kernels: tuple[Params, ...], budget
     started = time.monotonic()
     samples: list[Sample] = []
     units = worker.device.compute_units
-    for number, (layout, shape) in enumerate(sample_shapes(max_work(worker.device.is_gpu, quick), seed)):
+    for number, (layout, shape) in enumerate(sample_shapes(*sample_limits(worker.device, quick), seed)):
         if clock.spent():
             break
         problem = GemmProblem.dense(dtype, *shape, Op.from_letter(layout[0], "layout"),
