@@ -142,3 +142,14 @@ def test_one_problem_timed_with_several_splits_computes_its_reference_once(ctx):
     for evaluator in (first, second):
         assert evaluator.evaluate(WIDE).ok
         evaluator.release()
+
+
+def test_a_kernel_that_must_transpose_a_large_operand_loses_by_the_pack_it_needs():
+    # measured only on operands stored as WIDE reads them, where it is a little faster
+    near = Sample("NN", (32, 8192, 4096), (((1, 12.0),), ((1, 10.0),)))
+    fast_memory = Predictor((WIDE, NARROW), (near,), 1.0, 0.0)
+    slow_memory = Predictor((WIDE, NARROW), (near,), 1.0, 64.0)
+    stored_nt = problem(32, 8192, 4096, "NT")       # B stored transposed: WIDE (NN) must pack it, NARROW need not
+    assert predict(fast_memory, stored_nt, 8, usable).params == WIDE
+    assert predict(slow_memory, stored_nt, 8, usable).params == NARROW
+    assert predict(slow_memory, problem(32, 8192, 4096, "NN"), 8, usable).params == WIDE

@@ -1,6 +1,8 @@
 """The rate of a (kernel, K split) on a shape no one measured, predicted from a profile's ``Predictor``.
 
-The model is coverage's (``coverage.useful_share``: padded blocks and idle compute units) corrected by
+The model is coverage's (``coverage.useful_share``: padded blocks and idle compute units), times the
+share of the time left to the product beside the transposing packs a kernel of another layout than the
+operands' needs (their elements read and written, at the device's ``Predictor.balance``), corrected by
 what the samples nearest to the shape measured. For each kernel of the bank and each split, the residual
 of a sample is its measured rate over the model's share at that sample; the prediction is the model's
 share at the shape times the weighted geometric mean of the residuals of the ``NEIGHBOURS`` nearest
@@ -54,16 +56,16 @@ def predict(predictor: Predictor, problem: GemmProblem, compute_units: int,
         if not usable(params):
             continue
         for split in split_counts(params, problem, compute_units) or [1]:
-            rate = _predicted(predictor, order, distances, index, params, split, (m, n), compute_units)
+            rate = _predicted(predictor, order, distances, index, params, split, (stored, m, n, k), compute_units)
             if rate is not None and (best is None or rate > best.gflops):
                 best = Prediction(params, split, rate)
     return best
 
 
 def _predicted(predictor: Predictor, order: list[int], distances: list[float], index: int, params: KernelParams,
-               split: int, mn: tuple[int, int], compute_units: int) -> float | None:
-    """The rate of bank kernel ``index`` with ``split`` slices on C of ``mn``, from the nearest samples
-    that timed that pair (``order``: the samples nearest first); None when none did."""
+               split: int, shape: tuple[str, int, int, int], compute_units: int) -> float | None:
+    """The rate of bank kernel ``index`` with ``split`` slices on ``shape`` (stored layout, m, n, k), from
+    the nearest samples that timed that pair (``order``: the samples nearest first); None when none did."""
     logs, weights = 0.0, 0.0
     found = 0
     for i in order:
@@ -71,7 +73,7 @@ def _predicted(predictor: Predictor, order: list[int], distances: list[float], i
         measured = next((gflops for s, gflops in sample.rates[index] if s == split), None)
         if not measured:
             continue
-        share = useful_share(params, sample.shape[0], sample.shape[1], split, compute_units)
+        share = modelled(predictor, params, split, (sample.layout, *sample.shape), compute_units)
         weight = 1.0 / (distances[i] + 0.1) ** 2
         logs += weight * math.log(measured / share)
         weights += weight
@@ -80,4 +82,18 @@ def _predicted(predictor: Predictor, order: list[int], distances: list[float], i
             break
     if not found:
         return None
-    return useful_share(params, *mn, split, compute_units) * math.exp(logs / weights)
+    return modelled(predictor, params, split, shape, compute_units) * math.exp(logs / weights)
+
+
+def modelled(predictor: Predictor, params: KernelParams, split: int, shape: tuple[str, int, int, int],
+             compute_units: int) -> float:
+    """The model's share of the device's time that is the product's work, for ``params`` with ``split``
+    slices on ``shape`` (stored layout, m, n, k): coverage's, and the share of time the transposing packs
+    leave (each operand stored otherwise than the kernel reads it is read and written once more)."""
+    layout, m, n, k = shape
+    share = useful_share(params, m, n, split, compute_units)
+    packed = (m * k if layout[0] != params.layout[0] else 0) + (k * n if layout[1] != params.layout[1] else 0)
+    if not packed or not predictor.balance:
+        return share
+    flops = 2.0 * m * n * k
+    return share * flops / (flops + predictor.balance * 2.0 * packed)

@@ -101,6 +101,9 @@ class Predictor:
     bank: tuple[Params, ...]
     samples: tuple[Sample, ...]
     seconds: float
+    #: The device's rate over its memory bandwidth for the dtype, in flops per element moved (0:
+    #: unknown): what a pack of an operand costs against the product
+    balance: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -232,6 +235,7 @@ def _entries_to_dict(table: dict[str, tuple[SizeClassEntry, ...]]) -> dict:
 
 def _predictor_to_dict(predictor: Predictor) -> dict:
     return {"bank": [config.to_dict() for config in predictor.bank], "seconds": round(predictor.seconds, 3),
+            "balance": round(predictor.balance, 3),
             "samples": [{"layout": s.layout, "shape": list(s.shape),
                          "rates": [[[split, round(gflops, 3)] for split, gflops in rates] for rates in s.rates]}
                         for s in predictor.samples]}
@@ -404,7 +408,7 @@ def _predictors(value: object) -> dict[str, Predictor]:
 
 
 def _predictor(value: object, where: str) -> Predictor:
-    p = _object(value, where, {"bank", "samples", "seconds"})
+    p = _object(value, where, {"bank", "samples", "seconds", "balance"})
     bank, samples = p["bank"], p["samples"]
     if not isinstance(bank, list) or not 1 <= len(bank) <= MAX_BANK:
         raise ProfileError(f"{where}.bank must be a list of 1 to {MAX_BANK} configurations")
@@ -414,7 +418,8 @@ def _predictor(value: object, where: str) -> Predictor:
     if not isinstance(samples, list) or not 1 <= len(samples) <= MAX_SAMPLES:
         raise ProfileError(f"{where}.samples must be a list of 1 to {MAX_SAMPLES} samples")
     parsed = tuple(_sample(s, f"{where}.samples[{i}]", len(configs)) for i, s in enumerate(samples))
-    return Predictor(configs, parsed, _number(p["seconds"], f"{where}.seconds", 1e8))
+    return Predictor(configs, parsed, _number(p["seconds"], f"{where}.seconds", 1e8),
+                     _number(p["balance"], f"{where}.balance", 1e4))
 
 
 def _sample(value: object, where: str, bank: int) -> Sample:

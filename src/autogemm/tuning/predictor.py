@@ -32,6 +32,7 @@ from ..runtime.device import Device
 from .budget import Budget, BudgetClock
 from .evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
 from .records import Outcome
+from .scope import bandwidth
 
 #: Kernels in a bank at most, and the timed runs of each measurement.
 BANK_SIZE, RUNS = 16, 3
@@ -56,6 +57,16 @@ def bank(profile: Profile, dtype: Dtype) -> tuple[Params, ...]:
     return tuple(found[:min(BANK_SIZE, MAX_BANK)])
 
 
+def balance(profile: Profile, dtype: Dtype) -> float:
+    """``Predictor.balance`` of ``dtype`` from ``profile``: its large class's best rate over its GEMV's
+    best rate in elements per second (0 where either is not tuned)."""
+    large = profile.entry(dtype.key, "large")
+    gemv = [bandwidth(dtype, e.shape, e.ranked[0].gflops) for e in profile.gemv.get(dtype.native.key, ())]
+    if large is None or not gemv:
+        return 0.0
+    return large.ranked[0].gflops / (max(gemv) / dtype.itemsize)
+
+
 def sample_shapes(max_work: int, max_elements: int, seed: int) -> list[tuple[str, tuple[int, int, int]]]:
     """``MAX_SAMPLES`` (layout, (m, n, k)) drawn log-uniform from ``seed``, the layouts in turn, each of
     ``MIN_WORK`` to ``max_work`` multiply-adds and at most ``max_elements`` in A, B and C together."""
@@ -78,10 +89,12 @@ def sample_limits(device: Device, quick: bool) -> tuple[int, int]:
 
 
 def fit(worker: WorkerProcess, dtype: Dtype, kernels: tuple[Params, ...], budget: Budget, quick: bool = False,
-        seed: int = 0, progress: Callable[[int, float], None] = lambda samples, fraction: None) -> Predictor | None:
+        seed: int = 0, flops_per_element: float = 0.0,
+        progress: Callable[[int, float], None] = lambda samples, fraction: None) -> Predictor | None:
     """Time ``kernels`` in ``worker`` on sampled shapes of ``dtype`` until ``budget`` is spent (with every
     K split ``coverage.split_counts`` allows; else whole), ``progress`` told the samples done and the
-    budget's share used after each; the predictor, or None when no sample was measured."""
+    budget's share used after each; the predictor (of the device's ``flops_per_element``, ``balance``),
+    or None when no sample was measured."""
     clock = BudgetClock(budget)
     started = time.monotonic()
     samples: list[Sample] = []
@@ -106,7 +119,7 @@ def fit(worker: WorkerProcess, dtype: Dtype, kernels: tuple[Params, ...], budget
         progress(len(samples), clock.fraction())
     if not samples:
         return None
-    return Predictor(kernels, tuple(samples), time.monotonic() - started)
+    return Predictor(kernels, tuple(samples), time.monotonic() - started, flops_per_element)
 
 
 def held_out(fitted: Predictor, dtype: Dtype, compute_units: int) -> float | None:

@@ -208,7 +208,7 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                 if not kernels:
                     continue
                 listener.predictor_started(dt, kernels)
-                fitted = predictor.fit(worker, dt, kernels, share, quick, seed,
+                fitted = predictor.fit(worker, dt, kernels, share, quick, seed, predictor.balance(profile, dt),
                                        lambda done, fraction, dt=dt: listener.predictor_progress(dt, done, fraction))
                 listener.predictor_finished(dt, fitted, fitted and predictor.held_out(fitted, dt, device.compute_units))
                 if fitted is not None:
