@@ -51,10 +51,11 @@ def test_tune_writes_a_profile_and_shows_a_table(tuned, device, invoke):
     assert len(set(beyond_top)) == len(beyond_top)
     assert not set(beyond_top) & {r.config.layout for r in large.ranked[:2]}
     assert (folder / "checkpoints").is_dir()
-    # the predictor timed the classes' kernels on at least one sampled shape
-    fitted = prof.predictors["s"]
-    assert f"sgemm predictor: {len(fitted.samples)} shapes, {len(fitted.bank)} kernels" in out.output
-    assert fitted.bank[0] == large.ranked[0].config and fitted.samples
+    # the predictor timed the classes' kernels on sampled shapes, and was kept only if its picks beat
+    # the classes' on shapes held out (here the bank is too small for that)
+    line = re.search(r"sgemm predictor: (\d+) shapes, (\d+) kernels.*?(not kept|kept)", out.output, re.S)
+    assert line and int(line[1]) >= 1 and int(line[2]) >= 1, out.output
+    assert ("s" in prof.predictors) == (line[3] == "kept")
 
 
 def test_tune_covers_gemv_and_gemv_then_uses_its_profile(tuned, device, invoke, ctx):

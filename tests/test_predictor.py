@@ -20,7 +20,7 @@ from autogemm.profiles import Predictor, Profile, Ranked, Sample, SizeClassEntry
 from autogemm.tuning.budget import Budget
 from autogemm.tuning.evaluation import WorkerProcess
 from autogemm.tuning.evaluation.gemm import GemmEvaluator, operands
-from autogemm.tuning.predictor import LAYOUTS, MIN_WORK, bank, fit, sample_shapes
+from autogemm.tuning.predictor import LAYOUTS, MIN_WORK, bank, fit, held_out, sample_shapes
 
 S = DTYPES["s"]
 WIDE = SimtParams("NN", "consecutive", 8, 8, 2, 2, 4, 2, False, False, mac="mul_add")     # blocks 16 x 16
@@ -153,3 +153,13 @@ def test_a_kernel_that_must_transpose_a_large_operand_loses_by_the_pack_it_needs
     assert predict(fast_memory, stored_nt, 8, usable).params == WIDE
     assert predict(slow_memory, stored_nt, 8, usable).params == NARROW
     assert predict(slow_memory, problem(32, 8192, 4096, "NN"), 8, usable).params == WIDE
+
+
+def test_held_out_picks_are_judged_beside_the_size_classes(device):
+    # the classes choose WIDE everywhere; every sample measured NARROW faster, which the predictor learns
+    samples = tuple(Sample(layout, (m, 512, 512), (((1, 10.0),), ((1, 30.0),)))
+                    for layout in ("NN", "NT") for m in (64, 128, 256))
+    fitted = Predictor((WIDE, NARROW), samples, 1.0)
+    ours, classes = held_out(fitted, make_profile(device, {}), S, 8)
+    assert math.isclose(ours, 1.0) and math.isclose(classes, 1 / 3)
+    assert held_out(Predictor((WIDE, NARROW), samples[:1], 1.0), make_profile(device, {}), S, 8) is None

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 from ..codelets.registry import KernelParams, check
-from ..profiles import Ranked, profile_for
+from ..profiles import Profile, Ranked, profile_for
 from ..profiles.profile import SHAPES
 from ..runtime.device import Device
 from .coverage import predicted_rate
@@ -59,21 +60,32 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
                             lambda config: check(config, device, dt) is None) if predictor else None
         if predicted is not None:
             return Selection(predicted.params, f"profile {profile.device_fingerprint} (predicted)", predicted.split)
-        candidates = []
-        keys = tuple(dict.fromkeys((dt.key, dt.native.key, dt.compute.key)))
-        for entry in profile.nearest(keys, problem.m, problem.n, problem.k):
-            usable = [r for r in entry.ranked if check(r.config, device, dt) is None
-                      and (problem.batch == 1 or not (r.config.image_a or r.config.image_b))]
-            if usable:
-                candidates.append(prefer_stored_layout(usable, problem))
-        if candidates:
-            rates = [predicted_rate(r.config, r.gflops, problem, device.compute_units) for r in candidates]
-            best = 0
-            for i in range(1, len(candidates)):
-                if rates[i] > PREDICTION_MARGIN * rates[best]:
-                    best = i
-            return Selection(candidates[best].config, f"profile {profile.device_fingerprint}")
+        chosen = class_choice(profile, problem, device.compute_units, lambda config: check(config, device, dt) is None)
+        if chosen is not None:
+            return Selection(chosen, f"profile {profile.device_fingerprint}")
     return Selection(default_params(device, dt), "default")
+
+
+def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
+                 usable: Callable[[KernelParams], bool]) -> KernelParams | None:
+    """Of the ``usable`` configurations of the profile's size classes (for a batch, none with images), the
+    one ``choose_params`` takes from them for ``problem``; None where the profile has none."""
+    dt = problem.dtype
+    candidates = []
+    keys = tuple(dict.fromkeys((dt.key, dt.native.key, dt.compute.key)))
+    for entry in profile.nearest(keys, problem.m, problem.n, problem.k):
+        fit = [r for r in entry.ranked if usable(r.config)
+               and (problem.batch == 1 or not (r.config.image_a or r.config.image_b))]
+        if fit:
+            candidates.append(prefer_stored_layout(fit, problem))
+    if not candidates:
+        return None
+    rates = [predicted_rate(r.config, r.gflops, problem, compute_units) for r in candidates]
+    best = 0
+    for i in range(1, len(candidates)):
+        if rates[i] > PREDICTION_MARGIN * rates[best]:
+            best = i
+    return candidates[best].config
 
 
 def prefer_stored_layout(ranked: list[Ranked], problem: GemmProblem) -> Ranked:

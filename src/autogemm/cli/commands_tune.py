@@ -84,12 +84,17 @@ class ProgressListener(TuneListener):
     def predictor_progress(self, dtype: Dtype, samples: int, fraction: float) -> None:
         self.progress.update(self.task, completed=fraction, status=f"{samples} shapes measured")
 
-    def predictor_finished(self, dtype: Dtype, fitted: Predictor | None, held_out: float | None) -> None:
+    def predictor_finished(self, dtype: Dtype, fitted: Predictor | None,
+                           held_out: tuple[float, float] | None) -> None:
         self.progress.update(self.task, completed=1.0)
         what = (f"{len(fitted.samples)} shapes, {len(fitted.bank)} kernels, {fitted.seconds:.0f} s" if fitted
                 else "no shape measured")
         if held_out is not None:
-            what += f"; on shapes held out, its picks ran at {held_out:.0%} of the best measured"
+            kept = "kept" if held_out[0] > held_out[1] else "not kept"
+            what += (f"; on shapes held out its picks ran at {held_out[0]:.0%} of the best measured, the size "
+                     f"classes' at {held_out[1]:.0%}: {kept}")
+        elif fitted:
+            what += "; too few shapes to judge it: not kept"
         self.progress.console.print(f"{dtype.routine} predictor: {what}", highlight=False)
 
 

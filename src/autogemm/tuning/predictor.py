@@ -9,7 +9,8 @@ to ``MAX_K``, each layout in turn, at most ``max_work`` multiply-adds (the host 
 float64 reference) and at least ``MIN_WORK``; every result is checked like every candidate's. Sampling
 stops when its budget is spent: each sample is kept as it is measured, so a shorter run gives a
 coarser predictor, not none. ``held_out`` says how near its choices come to the best measured on
-samples it did not see."""
+samples it did not see, beside the size classes' choices: a predictor that does not beat them is not
+kept."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ from dataclasses import replace
 import numpy as np
 
 from ..blas import GemmProblem, Op
-from ..blas.coverage import split_counts
+from ..blas.coverage import auto_slices, split_counts
 from ..blas.prediction import predict
+from ..blas.selection import class_choice
 from ..blas.vectors import MAX_VECTORS
 from ..codelets.registry import Params
 from ..dtypes import Dtype
@@ -122,23 +124,33 @@ def fit(worker: WorkerProcess, dtype: Dtype, kernels: tuple[Params, ...], budget
     return Predictor(kernels, tuple(samples), time.monotonic() - started, flops_per_element)
 
 
-def held_out(fitted: Predictor, dtype: Dtype, compute_units: int) -> float | None:
-    """How good the predictor's choices are where nothing told it the answer: for each sample, the rate
-    its pick (predicted from the other samples) measured there over the best rate measured there; the
-    geometric mean over the samples (None with fewer than two)."""
-    shares = []
+def held_out(fitted: Predictor, profile: Profile, dtype: Dtype, compute_units: int) -> tuple[float, float] | None:
+    """How good the predictor's choices are where nothing told it the answer, beside the size classes'
+    (``selection.class_choice`` of ``profile``, with the K slices a plan would take): for each sample,
+    the rate each pick measured there (the predictor's predicted from the other samples) over the best
+    rate measured there; their geometric means over the samples (None with fewer than two)."""
+    shares: list[tuple[float, float]] = []
     for i, sample in enumerate(fitted.samples):
         best = max((gflops for rates in sample.rates for _, gflops in rates), default=0.0)
         others = replace(fitted, samples=fitted.samples[:i] + fitted.samples[i + 1:])
         if not best or not others.samples:
             continue
         layout = sample.layout
-        problem = GemmProblem.dense(dtype, *sample.shape,
-                                    Op.from_letter(layout[0], "layout"), Op.from_letter(layout[1], "layout"))
+        problem = GemmProblem.dense(dtype, *sample.shape, Op.from_letter(layout[0], "layout"),
+                                    Op.from_letter(layout[1], "layout"))
         pick = predict(others, problem, compute_units, lambda config: True)
-        if pick is None:
+        by_class = class_choice(profile, problem, compute_units, lambda config: config in fitted.bank)
+        if pick is None or by_class is None:
             continue
-        index = fitted.bank.index(pick.params)
-        got = next((gflops for split, gflops in sample.rates[index] if split == pick.split), 0.0)
-        shares.append(max(got, 1e-9 * best) / best)
-    return math.exp(sum(map(math.log, shares)) / len(shares)) if len(shares) > 1 else None
+        split = auto_slices(by_class, problem, compute_units)
+        shares.append((_measured(fitted, sample, pick.params, pick.split) / best,
+                       _measured(fitted, sample, by_class, split) / best))
+    if len(shares) < 2:
+        return None
+    return tuple(math.exp(sum(math.log(max(s[j], 1e-6)) for s in shares) / len(shares)) for j in (0, 1))
+
+
+def _measured(fitted: Predictor, sample: Sample, params: Params, split: int) -> float:
+    """The rate ``sample`` measured for ``params`` with the split timed there nearest below ``split``."""
+    timed = [(s, gflops) for s, gflops in sample.rates[fitted.bank.index(params)] if s <= split]
+    return max(timed)[1] if timed else 0.0

@@ -74,8 +74,10 @@ class TuneListener:
 
     def predictor_progress(self, dtype: Dtype, samples: int, fraction: float) -> None: ...
 
-    def predictor_finished(self, dtype: Dtype, fitted: Predictor | None, held_out: float | None) -> None:
-        """``held_out``: ``predictor.held_out`` of ``fitted``."""
+    def predictor_finished(self, dtype: Dtype, fitted: Predictor | None, held_out: tuple[float, float] | None
+                           ) -> None:
+        """``held_out``: ``predictor.held_out`` of ``fitted`` (the profile keeps it only where its picks
+        come nearer to the best than the size classes')."""
 
 
 def known_points(space: SearchSpace, configs: list[Params]) -> list[Point]:
@@ -210,8 +212,9 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                 listener.predictor_started(dt, kernels)
                 fitted = predictor.fit(worker, dt, kernels, share, quick, seed, predictor.balance(profile, dt),
                                        lambda done, fraction, dt=dt: listener.predictor_progress(dt, done, fraction))
-                listener.predictor_finished(dt, fitted, fitted and predictor.held_out(fitted, dt, device.compute_units))
-                if fitted is not None:
+                quality = fitted and predictor.held_out(fitted, profile, dt, device.compute_units)
+                listener.predictor_finished(dt, fitted, quality)
+                if fitted is not None and quality is not None and quality[0] > quality[1]:
                     profile = profile.with_predictor(dt.key, fitted)
                     if write:
                         save(profile)
