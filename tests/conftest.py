@@ -11,6 +11,7 @@ import pytest
 os.environ["AUTOGEMM_CACHE_DIR"] = tempfile.mkdtemp(prefix="autogemm-test-cache-")
 
 import autogemm
+from autogemm.profiles import store
 from autogemm.runtime import context_for
 
 
@@ -22,6 +23,15 @@ def device() -> autogemm.Device:
 @pytest.fixture(scope="session")
 def ctx(device):
     return context_for(device)
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A cache folder of the test's own: the profiles it saves are seen by it alone."""
+    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
+    store._memo.clear()
+    yield tmp_path
+    store._memo.clear()
 
 
 def pytest_collection_modifyitems(config, items):

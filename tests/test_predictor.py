@@ -8,7 +8,6 @@ import dataclasses
 import math
 
 import numpy as np
-import pytest
 from gemm_check import run_and_check
 
 from autogemm.blas import GemmProblem, LaunchPlan, Op
@@ -16,7 +15,7 @@ from autogemm.blas.prediction import REACH, predict
 from autogemm.blas.vectors import MAX_VECTORS
 from autogemm.codelets.simt import SimtParams
 from autogemm.dtypes import DTYPES
-from autogemm.profiles import Predictor, Profile, Ranked, Sample, SizeClassEntry, save, store
+from autogemm.profiles import Predictor, Profile, Ranked, Sample, SizeClassEntry, save
 from autogemm.tuning.budget import Budget
 from autogemm.tuning.evaluation import WorkerProcess
 from autogemm.tuning.evaluation.gemm import GemmEvaluator, operands
@@ -86,14 +85,6 @@ def test_sampled_shapes_cover_the_space_in_every_layout():
     assert min(min(m, n) for _, (m, n, _) in shapes) > MAX_VECTORS      # fewer columns are GEMV's
     sides = np.log2([m for _, (m, _, _) in shapes])
     assert sides.min() < 6 and sides.max() > 11                          # skinny and large both drawn
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
-    store._memo.clear()
-    yield tmp_path
-    store._memo.clear()
 
 
 def make_profile(device, predictors: dict[str, Predictor]) -> Profile:

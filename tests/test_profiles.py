@@ -60,14 +60,6 @@ def make_profile(device, entries: dict[str, list[SizeClassEntry]] | None = None,
                    hybrid, predictors=predictors or {})
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
-    store._memo.clear()
-    yield tmp_path
-    store._memo.clear()
-
-
 def test_round_trip(device):
     prof = make_profile(device, predictors=PREDICTORS)
     assert Profile.from_json(prof.to_json()) == prof
