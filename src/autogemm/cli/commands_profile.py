@@ -101,9 +101,8 @@ def show_command(target, as_json) -> None:
             table.add_row(str(i), *rates, ranked.config.describe())
         console.print(table)
     if prof.shapes:
-        table = Table(title="tuned for these shapes (tune --shapes): their best", title_justify="left")
-        for column in ("dtype", "layout", "m x n x k", "GFLOP/s", "split", "configuration"):
-            table.add_column(column, justify="right" if column in ("GFLOP/s", "split") else "left")
+        table = _titled("tuned for these shapes (tune --shapes): their best",
+                        ("dtype", "layout", "m x n x k", "GFLOP/s", "split", "configuration"), {"GFLOP/s", "split"})
         for key, entries in prof.shapes.items():
             for e in entries:
                 best = e.ranked[0]
@@ -111,14 +110,22 @@ def show_command(target, as_json) -> None:
                               str(best.split or "auto"), best.config.describe())
         console.print(table)
     if prof.hybrid:
-        table = Table(title="shared with the host (tune --hybrid): numpy in, numpy out", title_justify="left")
-        for column in ("dtype", "shape", "host share", "GFLOP/s", "kernel", "evaluations"):
-            table.add_column(column, justify="left" if column in ("dtype", "kernel") else "right")
+        table = _titled("shared with the host (tune --hybrid): numpy in, numpy out",
+                        ("dtype", "shape", "host share", "GFLOP/s", "kernel", "evaluations"),
+                        {"shape", "host share", "GFLOP/s", "evaluations"})
         for key, hybrids in prof.hybrid.items():
             for e in hybrids:
                 table.add_row(key, "x".join(map(str, e.shape)), f"{e.host_parts}/{e.parts}", f"{e.gflops:.1f}",
                               e.config.describe(), str(e.evaluations))
         console.print(table)
+
+
+def _titled(title: str, columns: tuple[str, ...], right: set[str]) -> Table:
+    """A table titled on its left, its ``right`` columns aligned right."""
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column, justify="right" if column in right else "left")
+    return table
 
 
 def entries_of(prof: Profile) -> list[tuple[str, str, SizeClassEntry]]:
