@@ -11,7 +11,8 @@ import numpy as np
 from gemm_check import run_and_check
 
 from autogemm.blas import GemmProblem, LaunchPlan, Op
-from autogemm.blas.prediction import REACH, predict
+from autogemm.blas.prediction import REACH, predict, share, terms
+from autogemm.blas.routing import Routing
 from autogemm.blas.vectors import MAX_VECTORS
 from autogemm.codelets.simt import SimtParams
 from autogemm.dtypes import DTYPES
@@ -19,7 +20,7 @@ from autogemm.profiles import Predictor, Profile, Ranked, Sample, SizeClassEntry
 from autogemm.tuning.budget import Budget
 from autogemm.tuning.evaluation import WorkerProcess
 from autogemm.tuning.evaluation.gemm import GemmEvaluator, operands
-from autogemm.tuning.predictor import LAYOUTS, MIN_WORK, bank, fit, held_out, sample_shapes
+from autogemm.tuning.predictor import LAYOUTS, MIN_WORK, aligned, bank, calibrate, fit, held_out, sample_shapes
 
 S = DTYPES["s"]
 WIDE = SimtParams("NN", "consecutive", 8, 8, 2, 2, 4, 2, False, False, mac="mul_add")     # blocks 16 x 16
@@ -85,6 +86,11 @@ def test_sampled_shapes_cover_the_space_in_every_layout():
     assert min(min(m, n) for _, (m, n, _) in shapes) > MAX_VECTORS      # fewer columns are GEMV's
     sides = np.log2([m for _, (m, _, _) in shapes])
     assert sides.min() < 6 and sides.max() > 11                          # skinny and large both drawn
+    # every other four are whole tiles, as applications' shapes often are; the others are not
+    whole = [shape for i, (_, shape) in enumerate(shapes) if i // 4 % 2]
+    assert all(aligned(side) == side for shape in whole for side in shape)
+    assert any(side % 8 for i, (_, shape) in enumerate(shapes) if not i // 4 % 2 for side in shape)
+    assert [aligned(side) for side in (1, 3, 5, 100, 130, 200, 1000)] == [1, 4, 4, 128, 128, 256, 1024]
 
 
 def make_profile(device, predictors: dict[str, Predictor]) -> Profile:
@@ -144,6 +150,29 @@ def test_a_kernel_that_must_transpose_a_large_operand_loses_by_the_pack_it_needs
     assert predict(fast_memory, stored_nt, 8, usable).params == WIDE
     assert predict(slow_memory, stored_nt, 8, usable).params == NARROW
     assert predict(slow_memory, problem(32, 8192, 4096, "NN"), 8, usable).params == WIDE
+
+
+def test_the_model_charges_what_the_plan_copies_and_launches():
+    # read in place, whole tiles: the kernel's launch alone
+    assert Routing(problem(64, 64, 64), WIDE, 1).overheads() == (0, 1)
+    # B stored transposed for an NN kernel: read and written once more by a pack (guarded: no padding)
+    assert Routing(problem(30, 20, 10, "NT"), WIDE, 1).overheads() == (2 * 20 * 10, 2)
+    # split in 2: padded operands, and every slice's padded C written and read again by the merge
+    moved, launches = Routing(problem(30, 20, 100), WIDE, 2).overheads()
+    assert launches == 4 and moved == (30 * 100 + 32 * 104) + (100 * 20 + 104 * 32) + 2 * 2 * 32 * 32
+    shape = ("NT", 30, 20, 10)
+    plan = terms(S, WIDE, 1, shape, 8)
+    assert plan.moved == 400 and plan.launches == 2 and plan.flops == 2 * 30 * 20 * 10
+    assert share(plan, 0.0, 0.0) == plan.covered > share(plan, 1.0, 0.0) > share(plan, 1.0, 1e4)
+
+
+def test_calibration_finds_the_launch_cost_the_samples_were_measured_with():
+    cost = 2.0**20
+    samples = tuple(Sample(layout, (m, n, k), tuple(((1, 50.0 * share(terms(S, kernel, 1, (layout, m, n, k), 8), 0.0,
+                                                                       cost)),) for kernel in (WIDE, NARROW)))
+                    for layout in ("NN", "NT") for m in (32, 64, 256) for n in (48, 512) for k in (16, 256))
+    found = calibrate(Predictor((WIDE, NARROW), samples, 1.0), S, 8)
+    assert found.launch == cost and found.balance == 0.0 and found.samples == samples
 
 
 def test_held_out_picks_are_judged_beside_the_size_classes(device):

@@ -141,6 +141,7 @@ FORGERIES = [
     (("predictor", "s", "samples", 1, "shape"), [0, 300, 300], "shape must be an integer in 1.."),
     (("predictor", "s", "samples", 1, "code"), "import os", "unexpected code"),
     (("predictor", "s", "seconds"), -1, "seconds must be a number"),
+    (("predictor", "s", "launch"), "1e9", "launch must be a number"),
     (("predictor", "s", "model"), "lambda: 0", "unexpected model"),
     (("predictor", "q"), {}, "unknown dtype"),
 ]

@@ -1,13 +1,6 @@
-"""``LaunchPlan``: the launches that compute one ``GemmProblem`` with one ``KernelParams`` configuration.
-
-Per shape the plan chooses between two ways of handling edges, both exact:
-- guarded: the kernel takes any m, n, k and guards its loads and stores; operands are read in place
-  unless their layout differs from the kernel's or they must be conjugated (then ``pack`` copies them);
-- padded: operands are packed into zero-padded whole tiles, aligned for wide vector access, and the
-  unguarded kernel runs on them; a C that is not whole is computed into a padded temporary and merged.
-Operands read through images are always packed (images are filled from a packed buffer).
-16-bit operands are packed into float32 for a kernel that computes in float32 without reading them
-itself; where C is 16-bit, the kernel writes a float32 temporary that the merge rounds into C.
+"""``LaunchPlan``: the launches that compute one ``GemmProblem`` with one ``KernelParams`` configuration,
+as its ``Routing`` decides them (packs, the GEMM kernel, a merge), with the kernels built and the
+temporary buffers held.
 A strided batch is one launch of each kernel, one layer of work-groups per product (dimension 2);
 its operands are read through buffers, so configurations with images are refused for it.
 """
@@ -16,44 +9,24 @@ from __future__ import annotations
 
 import functools
 import threading
-from dataclasses import dataclass
 
 import numpy as np
 import pyopencl as cl
 
 from ..codelets import helpers
 from ..codelets.kernel import KernelSource, round_up
-from ..codelets.registry import KernelParams, check, kernel_dtype, render
+from ..codelets.registry import KernelParams, check, render
 from ..codelets.simt.geometry import TEXEL_BYTES
 from ..errors import ArgumentError, ConfigError, ShapeError
 from ..runtime.arguments import KernelArguments
 from ..runtime.context import DeviceContext
 from .coverage import MAX_SLICES, auto_slices
 from .problem import INT32_MAX, GemmProblem
+from .routing import OperandRoute, Routing
 from .selection import choose_params
 
 EDGES = ("auto", "pad", "guard")
-#: Problems with at least this many multiply-adds are padded under ``edge='auto'``: the copies then
-#: cost little next to the product, and the unguarded kernel is the faster one.
-PAD_MIN_WORK = 128**3
 TILE_GROUP = (helpers.TILE, helpers.TILE, 1)    # the helper kernels' work-group
-
-
-@dataclass(frozen=True)
-class OperandRoute:
-    """How one operand (A or B) reaches the kernel: in place, or packed (and maybe into an image)."""
-
-    name: str
-    packed: bool
-    transpose: bool = False       # the pack transposes the stored operand
-    conjugate: bool = False
-    convert: bool = False         # the pack converts 16-bit storage to float32
-    rows: int = 0                 # the operand in the kernel's layout, before padding
-    cols: int = 0
-    dst_rows: int = 0             # after padding
-    dst_cols: int = 0
-    dst_ld: int = 0
-    image: bool = False
 
 
 def check_edge(edge: object) -> None:
@@ -62,15 +35,7 @@ def check_edge(edge: object) -> None:
         raise ArgumentError(f"edge must be one of {EDGES}, not {edge!r}")
 
 
-def _kernel_shape(problem: GemmProblem, name: str, letter: str) -> tuple[int, int]:
-    """(rows, cols) of operand ``name`` in the kernel's layout ``letter`` ('N' as stored, 'T' transposed)."""
-    m, n, k = problem.m, problem.n, problem.k
-    if name == "A":
-        return (m, k) if letter == "N" else (k, m)
-    return (k, n) if letter == "N" else (n, k)
-
-
-class LaunchPlan:
+class LaunchPlan(Routing):
     """Launch sequence for one problem on one device: packs, the GEMM kernel, and a merge if needed.
     Kernels are built here; temporary buffers are allocated at the first ``enqueue`` and reused by later
     ones; ``release`` frees them."""
@@ -92,15 +57,7 @@ class LaunchPlan:
             raise ConfigError(f"configuration rejected for {ctx.device.name.strip()}: {reason}")
         if problem.batch > 1 and (self.params.image_a or self.params.image_b):
             raise ConfigError("a batch reads its operands from buffers; this configuration uses images")
-        self.kernel_dtype = kernel_dtype(self.params, self.dtype)
-        self.slices = self._choose_slices(split_k)
-        self.k_step = self.params.tile_k * self.slices
-        self.guarded = self.slices == 1 and self._choose_guarded(edge)
-        self.padded_m, self.padded_n, self.padded_k = self._padded_sizes()
-        self.staging = {name: self._route(name) for name in ("A", "B")}
-        # the kernel writes C in the compute type: a C stored otherwise is rounded into by the merge
-        self.c_converted = self.dtype.output.numpy != self.dtype.scalar_numpy
-        self.c_temp = self.c_converted or (not self.guarded and (self.slices > 1 or not self._in_place_whole("C")))
+        super().__init__(problem, self.params, self._choose_slices(split_k), edge)
         self._check_temporaries()
         self._temps: list[cl.MemoryObject] = []
         self._allocated = False       # True from ``allocate`` to ``release`` (a plan may need no temporaries)
@@ -112,40 +69,6 @@ class LaunchPlan:
             self._build()
 
     # ----- decisions ----------------------------------------------------------------------------
-    def _letter(self, name: str) -> str:
-        return self.params.layout[0 if name == "A" else 1]
-
-    def _stored_letter(self, name: str) -> str:
-        op = self.problem.op_a if name == "A" else self.problem.op_b
-        return "T" if op.transposed else "N"
-
-    def _through_image(self, name: str) -> bool:
-        return self.params.image_a if name == "A" else self.params.image_b
-
-    def _conjugated(self, name: str) -> bool:
-        """Conjugation matters for complex dtypes only ('C' on real data is 'T')."""
-        op = self.problem.op_a if name == "A" else self.problem.op_b
-        return op.conjugated and self.dtype.is_complex
-
-    def _converted(self) -> bool:
-        """True when the kernel reads its operands in another type than they are stored in."""
-        return self.kernel_dtype.numpy != self.dtype.numpy
-
-    def _readable_in_place(self, name: str) -> bool:
-        return (self._stored_letter(name) == self._letter(name) and not self._conjugated(name)
-                and not self._through_image(name) and not self._converted())
-
-    def _in_place_whole(self, name: str) -> bool:
-        """True when operand ``name`` meets the unguarded kernel's needs as it is stored."""
-        p, pr = self.params, self.problem
-        vw = p.vector_width
-        if pr.ld(name) % vw or pr.offset(name) % vw or pr.stride(name) % vw:
-            return False
-        if name == "C":
-            return pr.m % p.block_rows == 0 and pr.n % p.block_cols == 0
-        outer = pr.m % p.block_rows if name == "A" else pr.n % p.block_cols
-        return self._readable_in_place(name) and outer == 0 and pr.k % self.k_step == 0
-
     def _choose_slices(self, requested: int | None) -> int:
         """K slices computed in parallel (split K): as asked, else ``auto_slices`` for this device."""
         p, pr = self.params, self.problem
@@ -158,37 +81,6 @@ class LaunchPlan:
                 raise ArgumentError("split K is for single products: a batch fills the device by itself")
             return requested
         return auto_slices(p, pr, self.ctx.device.compute_units)
-
-    def _choose_guarded(self, edge: str) -> bool:
-        if edge != "auto":
-            return edge == "guard"
-        if all(self._in_place_whole(x) for x in ("A", "B", "C")):
-            return False
-        pr = self.problem
-        return pr.m * pr.n * pr.k < PAD_MIN_WORK
-
-    def _padded_sizes(self) -> tuple[int, int, int]:
-        p, pr = self.params, self.problem
-        return (round_up(max(pr.m, 1), p.block_rows), round_up(max(pr.n, 1), p.block_cols),
-                round_up(max(pr.k, 1), self.k_step))
-
-    def _route(self, name: str) -> OperandRoute:
-        image = self._through_image(name)
-        pad = image or not self.guarded
-        if (self._in_place_whole(name) if not self.guarded else self._readable_in_place(name)):
-            return OperandRoute(name, packed=False)
-        letter = self._letter(name)
-        rows, cols = _kernel_shape(self.problem, name, letter)
-        outer = self.padded_m if name == "A" else self.padded_n
-        if pad:
-            dst_rows, dst_cols = (outer, self.padded_k) if (letter == "N") == (name == "A") else (self.padded_k, outer)
-        else:
-            dst_rows, dst_cols = rows, cols
-        texel = max(1, TEXEL_BYTES // self.kernel_dtype.itemsize) if image else 1
-        return OperandRoute(name, packed=True, transpose=self._stored_letter(name) != letter,
-                       conjugate=self._conjugated(name), convert=self._converted(), rows=rows, cols=cols,
-                       dst_rows=dst_rows, dst_cols=dst_cols,
-                       dst_ld=round_up(max(dst_cols, 1), max(self.params.vector_width, texel)), image=image)
 
     # ----- resources ----------------------------------------------------------------------------
     def _buffer(self, size: int) -> cl.Buffer:
@@ -247,21 +139,6 @@ class LaunchPlan:
     def allocated(self) -> bool:
         """True while the plan holds its temporary buffers (from ``allocate`` to ``release``)."""
         return self._allocated
-
-    def _packed_layers(self, name: str) -> int:
-        """How many copies of operand ``name`` its pack writes: one per product, or one that every
-        product of a batch shares (stride 0)."""
-        return self.problem.batch if self.problem.stride(name) else 1
-
-    def temporary_bytes(self) -> dict[str, int]:
-        """The bytes of each temporary buffer ``enqueue`` allocates: packed A and B, C's temporary
-        (images, filled from the packed buffers, add as much again)."""
-        sizes = {name: self._packed_layers(name) * st.dst_rows * st.dst_ld * self.kernel_dtype.itemsize
-                 for name, st in self.staging.items() if st.packed}
-        if self.c_temp:
-            sizes["C"] = (self.problem.batch * self.slices * self.padded_m * self.padded_n
-                          * self.dtype.scalar_numpy.itemsize)
-        return sizes
 
     def _check_temporaries(self) -> None:
         """``ShapeError`` where a temporary (an operand padded to the tiles) would span more reals than the

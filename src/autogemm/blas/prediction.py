@@ -1,33 +1,41 @@
 """The rate of a (kernel, K split) on a shape no one measured, predicted from a profile's ``Predictor``.
 
-The model is coverage's (``coverage.useful_share``: padded blocks and idle compute units), times the
-share of the time left to the product beside the transposing packs a kernel of another layout than the
-operands' needs (their elements read and written, at the device's ``Predictor.balance``), corrected by
-what the samples nearest to the shape measured. For each kernel of the bank and each split, the residual
-of a sample is its measured rate over the model's share at that sample; the prediction is the model's
-share at the shape times the weighted geometric mean of the residuals of the ``NEIGHBOURS`` nearest
-samples that timed that pair (nearest in log scale of m, n and k, a sample stored in another layout
-farther by ``LAYOUT_DISTANCE`` per operand: the pack a layout needs is in its residuals). So what the
-coverage model misses near the samples (launch costs, the operands' caches, packs, the merge of the
-slices) is measured, and far from them the model still ranks blocks by how well they cover C."""
+The model (``modelled``) is the share of the device's time that is the product's work: the product's
+flops over its time, which is the flops spread over the padded blocks and busy compute units
+(``coverage.useful_share``), plus the elements the plan's packs and C's temporary move (``Routing``:
+transposes, padding, the slices' partial sums) at the device's ``Predictor.balance``, plus a cost per
+launch (``Predictor.launch``, fitted to the samples). That model is corrected by what the samples
+nearest to the shape measured. For each kernel of the bank and each split, the residual of a sample is
+its measured rate over the model's share at that sample; the prediction is the model's share at the
+shape times the weighted geometric mean of the residuals of the ``NEIGHBOURS`` nearest samples that
+timed that pair (``neighbours``: nearest in log scale of m, n and k, a sample stored in another layout
+farther by ``LAYOUT_DISTANCE`` per operand). So what the model misses near the samples (the operands'
+caches, the kernels' own speeds) is measured, and far from them the model still ranks the plans by
+how well they cover C and what they copy."""
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ..codelets.registry import KernelParams
+from ..dtypes import Dtype
 from ..profiles import Predictor
 from ..profiles.profile import shape_distance
 from .coverage import split_counts, useful_share
-from .problem import GemmProblem
+from .problem import GemmProblem, Op
+from .routing import Routing
 
 NEIGHBOURS = 4
 LAYOUT_DISTANCE = 2.5
 #: The predictor serves problems of at most this many times the work of its largest sample: past
 #: them every kernel's blocks fill the device, and the size classes measured there decide.
 REACH = 8
+
+#: A shape as the predictor sees it: A and B stored as the layout says (NN to TT), C of m x n, depth k.
+Shape = tuple[str, int, int, int]
 
 
 class Prediction(NamedTuple):
@@ -36,6 +44,16 @@ class Prediction(NamedTuple):
     params: KernelParams
     split: int
     gflops: float
+
+
+class Terms(NamedTuple):
+    """What the model needs of one plan: the product's flops, the share of the device its blocks keep
+    busy on real work, the elements its packs and temporaries move, and its launches."""
+
+    flops: float
+    covered: float
+    moved: int
+    launches: int
 
 
 def predict(predictor: Predictor, problem: GemmProblem, compute_units: int,
@@ -47,53 +65,67 @@ def predict(predictor: Predictor, problem: GemmProblem, compute_units: int,
     largest = max(s.shape[0] * s.shape[1] * s.shape[2] for s in predictor.samples)
     if problem.batch > 1 or m * n * k > REACH * largest:
         return None
-    stored = ("T" if problem.op_a.transposed else "N") + ("T" if problem.op_b.transposed else "N")
-    distances = [shape_distance(sample.shape, (m, n, k))
-                 + LAYOUT_DISTANCE * sum(a != b for a, b in zip(sample.layout, stored)) for sample in predictor.samples]
-    order = sorted(range(len(distances)), key=distances.__getitem__)
+    shape = (("T" if problem.op_a.transposed else "N") + ("T" if problem.op_b.transposed else "N"), m, n, k)
+    order, distances = nearest(predictor, shape)
     best: Prediction | None = None
     for index, params in enumerate(predictor.bank):
         if not usable(params):
             continue
         for split in split_counts(params, problem, compute_units) or [1]:
-            rate = _predicted(predictor, order, distances, index, params, split, (stored, m, n, k), compute_units)
-            if rate is not None and (best is None or rate > best.gflops):
+            found = neighbours(predictor, order, distances, index, split)
+            if not found:
+                continue
+            logs = sum(weight * math.log(gflops / modelled(predictor, problem.dtype, params, split,
+                                                           predictor.samples[i].layout_shape, compute_units))
+                       for i, weight, gflops in found)
+            rate = modelled(predictor, problem.dtype, params, split, shape, compute_units) \
+                * math.exp(logs / sum(weight for _, weight, _ in found))
+            if best is None or rate > best.gflops:
                 best = Prediction(params, split, rate)
     return best
 
 
-def _predicted(predictor: Predictor, order: list[int], distances: list[float], index: int, params: KernelParams,
-               split: int, shape: tuple[str, int, int, int], compute_units: int) -> float | None:
-    """The rate of bank kernel ``index`` with ``split`` slices on ``shape`` (stored layout, m, n, k), from
-    the nearest samples that timed that pair (``order``: the samples nearest first); None when none did."""
-    logs, weights = 0.0, 0.0
-    found = 0
+def nearest(predictor: Predictor, shape: Shape) -> tuple[list[int], list[float]]:
+    """The samples' indices nearest ``shape`` first, and each sample's distance to it."""
+    layout, m, n, k = shape
+    distances = [shape_distance(s.shape, (m, n, k)) + LAYOUT_DISTANCE * sum(a != b for a, b in zip(s.layout, layout))
+                 for s in predictor.samples]
+    return sorted(range(len(distances)), key=distances.__getitem__), distances
+
+
+def neighbours(predictor: Predictor, order: Sequence[int], distances: Sequence[float], index: int,
+               split: int) -> list[tuple[int, float, float]]:
+    """(sample, weight, measured GFLOP/s) of the ``NEIGHBOURS`` samples first in ``order`` that timed
+    bank kernel ``index`` with ``split`` slices, weighed by the inverse square of their distance."""
+    found = []
     for i in order:
-        sample = predictor.samples[i]
-        measured = next((gflops for s, gflops in sample.rates[index] if s == split), None)
-        if not measured:
-            continue
-        share = modelled(predictor, params, split, (sample.layout, *sample.shape), compute_units)
-        weight = 1.0 / (distances[i] + 0.1) ** 2
-        logs += weight * math.log(measured / share)
-        weights += weight
-        found += 1
-        if found == NEIGHBOURS:
-            break
-    if not found:
-        return None
-    return modelled(predictor, params, split, shape, compute_units) * math.exp(logs / weights)
+        measured = next((gflops for s, gflops in predictor.samples[i].rates[index] if s == split), None)
+        if measured:
+            found.append((i, 1.0 / (distances[i] + 0.1) ** 2, measured))
+            if len(found) == NEIGHBOURS:
+                break
+    return found
 
 
-def modelled(predictor: Predictor, params: KernelParams, split: int, shape: tuple[str, int, int, int],
+def modelled(predictor: Predictor, dtype: Dtype, params: KernelParams, split: int, shape: Shape,
              compute_units: int) -> float:
     """The model's share of the device's time that is the product's work, for ``params`` with ``split``
-    slices on ``shape`` (stored layout, m, n, k): coverage's, and the share of time the transposing packs
-    leave (each operand stored otherwise than the kernel reads it is read and written once more)."""
+    slices on ``shape`` of ``dtype``, at the predictor's balance and launch cost."""
+    return share(terms(dtype, params, split, shape, compute_units), predictor.balance, predictor.launch)
+
+
+def share(plan: Terms, balance: float, launch: float) -> float:
+    """The model's share for a plan's ``Terms`` at ``balance`` flops per element moved and ``launch``
+    flops per launch (numbers, or numpy arrays of them)."""
+    return plan.flops / (plan.flops / plan.covered + balance * plan.moved + launch * plan.launches)
+
+
+@functools.lru_cache(maxsize=2**16)
+def terms(dtype: Dtype, params: KernelParams, split: int, shape: Shape, compute_units: int) -> Terms:
+    """The model's ``Terms`` of ``params`` with ``split`` slices on ``shape`` of ``dtype`` (kept: the
+    samples' are asked for again at every prediction)."""
     layout, m, n, k = shape
-    share = useful_share(params, m, n, split, compute_units)
-    packed = (m * k if layout[0] != params.layout[0] else 0) + (k * n if layout[1] != params.layout[1] else 0)
-    if not packed or not predictor.balance:
-        return share
-    flops = 2.0 * m * n * k
-    return share * flops / (flops + predictor.balance * 2.0 * packed)
+    problem = GemmProblem.dense(dtype, m, n, k, Op.from_letter(layout[0], "layout"),
+                                Op.from_letter(layout[1], "layout"))
+    moved, launches = Routing(problem, params, split).overheads()
+    return Terms(2.0 * m * n * k, useful_share(params, m, n, split, compute_units), moved, launches)

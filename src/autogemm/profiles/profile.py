@@ -91,6 +91,11 @@ class Sample:
     shape: tuple[int, int, int]
     rates: tuple[tuple[tuple[int, float], ...], ...]
 
+    @property
+    def layout_shape(self) -> tuple[str, int, int, int]:
+        """(layout, m, n, k)."""
+        return (self.layout, *self.shape)
+
 
 @dataclass(frozen=True)
 class Predictor:
@@ -104,6 +109,9 @@ class Predictor:
     #: The device's rate over its memory bandwidth for the dtype, in flops per element moved (0:
     #: unknown): what a pack of an operand costs against the product
     balance: float = 0.0
+    #: What one launch costs, in flops at that rate (0: nothing), fitted to the samples
+    #: (``tuning.predictor.calibrate``): a pack or a merge of a short product can cost more than it
+    launch: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -235,7 +243,7 @@ def _entries_to_dict(table: dict[str, tuple[SizeClassEntry, ...]]) -> dict:
 
 def _predictor_to_dict(predictor: Predictor) -> dict:
     return {"bank": [config.to_dict() for config in predictor.bank], "seconds": round(predictor.seconds, 3),
-            "balance": round(predictor.balance, 3),
+            "balance": round(predictor.balance, 3), "launch": round(predictor.launch),
             "samples": [{"layout": s.layout, "shape": list(s.shape),
                          "rates": [[[split, round(gflops, 3)] for split, gflops in rates] for rates in s.rates]}
                         for s in predictor.samples]}
@@ -408,7 +416,7 @@ def _predictors(value: object) -> dict[str, Predictor]:
 
 
 def _predictor(value: object, where: str) -> Predictor:
-    p = _object(value, where, {"bank", "samples", "seconds", "balance"})
+    p = _object(value, where, {"bank", "samples", "seconds", "balance"}, {"launch"})
     bank, samples = p["bank"], p["samples"]
     if not isinstance(bank, list) or not 1 <= len(bank) <= MAX_BANK:
         raise ProfileError(f"{where}.bank must be a list of 1 to {MAX_BANK} configurations")
@@ -419,7 +427,8 @@ def _predictor(value: object, where: str) -> Predictor:
         raise ProfileError(f"{where}.samples must be a list of 1 to {MAX_SAMPLES} samples")
     parsed = tuple(_sample(s, f"{where}.samples[{i}]", len(configs)) for i, s in enumerate(samples))
     return Predictor(configs, parsed, _number(p["seconds"], f"{where}.seconds", 1e8),
-                     _number(p["balance"], f"{where}.balance", 1e4))
+                     _number(p["balance"], f"{where}.balance", 1e4),
+                     _number(p.get("launch", 0), f"{where}.launch", 1e15))
 
 
 def _sample(value: object, where: str, bank: int) -> Sample:

@@ -6,11 +6,13 @@ The bank is what the size classes found: each class's best kernel and the best o
 layout (a problem stored in that layout runs it without a transposing pack). The shapes are drawn
 log-uniform: m and n from just past the multi-vector GEMV's columns to ``MAX_SIDE``, k from ``MIN_K``
 to ``MAX_K``, each layout in turn, at most ``max_work`` multiply-adds (the host computes each one's
-float64 reference) and at least ``MIN_WORK``; every result is checked like every candidate's. Sampling
-stops when its budget is spent: each sample is kept as it is measured, so a shorter run gives a
-coarser predictor, not none. ``held_out`` says how near its choices come to the best measured on
-samples it did not see, beside the size classes' choices: a predictor that does not beat them is not
-kept."""
+float64 reference) and at least ``MIN_WORK``; half of them rounded to whole tiles, as applications'
+shapes often are (their plans copy nothing to pad). Every result is checked like every candidate's.
+Sampling stops when its budget is spent: each sample is kept as it is measured, so a shorter run gives
+a coarser predictor, not none. ``calibrate`` then fits the model's cost of a launch (and its balance,
+near the one measured) to the samples, and ``held_out`` says how near the predictor's choices come to
+the best measured on samples it did not see, beside the size classes' choices: a predictor that does
+not beat them is not kept."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import numpy as np
 
 from ..blas import GemmProblem, Op
 from ..blas.coverage import auto_slices, split_counts
-from ..blas.prediction import predict
+from ..blas.prediction import NEIGHBOURS, Terms, nearest, neighbours, predict, share, terms
 from ..blas.selection import class_choice
 from ..blas.vectors import MAX_VECTORS
 from ..codelets.registry import Params
@@ -44,6 +46,12 @@ MIN_K, MIN_WORK = 1, 2**15
 #: the most multiply-adds of a sample: on a GPU, with ``quick``, and on a CPU.
 MAX_SIDE, MAX_K = 2**17, 2**16
 GPU_WORK, QUICK_WORK, CPU_WORK = 2**34, 2**31, 2**24
+#: Sides of aligned samples are rounded to multiples of this (or of the power of two below a shorter one).
+ALIGNMENT = 128
+#: The launch costs ``calibrate`` tries, in flops: none, and powers of two from about a microsecond of
+#: a CPU to tens of microseconds of a large GPU; and the factors of the measured balance it tries.
+LAUNCH_GRID = (0.0, *(2.0**p for p in range(14, 33)))
+BALANCE_FACTORS = (0.5, 1.0, 2.0)
 
 
 def bank(profile: Profile, dtype: Dtype) -> tuple[Params, ...]:
@@ -71,16 +79,27 @@ def balance(profile: Profile, dtype: Dtype) -> float:
 
 def sample_shapes(max_work: int, max_elements: int, seed: int) -> list[tuple[str, tuple[int, int, int]]]:
     """``MAX_SAMPLES`` (layout, (m, n, k)) drawn log-uniform from ``seed``, the layouts in turn, each of
-    ``MIN_WORK`` to ``max_work`` multiply-adds and at most ``max_elements`` in A, B and C together."""
+    ``MIN_WORK`` to ``max_work`` multiply-adds and at most ``max_elements`` in A, B and C together;
+    every other four (one of each layout) ``aligned``."""
     rng = np.random.default_rng(seed)
     low = MAX_VECTORS + 1
     shapes = []
     while len(shapes) < MAX_SAMPLES:
         m, n = (int(round(math.exp(rng.uniform(math.log(low), math.log(MAX_SIDE))))) for _ in range(2))
         k = int(round(math.exp(rng.uniform(math.log(MIN_K), math.log(MAX_K)))))
+        if len(shapes) // len(LAYOUTS) % 2:
+            m, n = (side if side >= low else 2 * side for side in (aligned(m), aligned(n)))
+            k = aligned(k)
         if MIN_WORK <= m * n * k <= max_work and m * k + k * n + m * n <= max_elements:
             shapes.append((LAYOUTS[len(shapes) % len(LAYOUTS)], (m, n, k)))
     return shapes
+
+
+def aligned(side: int) -> int:
+    """``side`` rounded to the nearest multiple of ``ALIGNMENT``, or of the power of two at most ``side``
+    where that is less."""
+    step = min(ALIGNMENT, 1 << (side.bit_length() - 1))
+    return max(step, round(side / step) * step)
 
 
 def sample_limits(device: Device, quick: bool) -> tuple[int, int]:
@@ -121,7 +140,46 @@ def fit(worker: WorkerProcess, dtype: Dtype, kernels: tuple[Params, ...], budget
         progress(len(samples), clock.fraction())
     if not samples:
         return None
-    return Predictor(kernels, tuple(samples), time.monotonic() - started, flops_per_element)
+    return calibrate(Predictor(kernels, tuple(samples), time.monotonic() - started, flops_per_element),
+                     dtype, units)
+
+
+def calibrate(predictor: Predictor, dtype: Dtype, compute_units: int) -> Predictor:
+    """``predictor`` with the launch cost (of ``LAUNCH_GRID``) and balance (the measured one times one of
+    ``BALANCE_FACTORS``) whose model predicts each sample's measured rates best from the other samples:
+    the least squared error of the logarithms, each sample left out in turn."""
+    targets: list[Terms] = []
+    measured: list[float] = []
+    around: list[list[tuple[Terms, float, float]]] = []
+    for i, sample in enumerate(predictor.samples):
+        order, distances = nearest(predictor, sample.layout_shape)
+        order = [j for j in order if j != i]
+        for index, params in enumerate(predictor.bank):
+            for split, gflops in sample.rates[index]:
+                found = neighbours(predictor, order, distances, index, split)
+                if not found or not gflops:
+                    continue
+                targets.append(terms(dtype, params, split, sample.layout_shape, compute_units))
+                measured.append(math.log(gflops))
+                around.append([(terms(dtype, params, split, predictor.samples[j].layout_shape, compute_units),
+                                weight, math.log(rate)) for j, weight, rate in found])
+    if not targets:
+        return predictor
+    # the neighbours as arrays of NEIGHBOURS columns, missing ones of weight 0
+    padded = [row + [row[0][:1] + (0.0, 0.0)] * (NEIGHBOURS - len(row)) for row in around]
+    near = Terms(*(np.array([[t[0][f] for t in row] for row in padded]) for f in range(len(Terms._fields))))
+    weights = np.array([[t[1] for t in row] for row in padded])
+    near_logs = np.array([[t[2] for t in row] for row in padded])
+    target = Terms(*(np.array(values) for values in zip(*targets)))
+    logs = np.array(measured)
+
+    def error(balance: float, launch: float) -> float:
+        residuals = (weights * (near_logs - np.log(share(near, balance, launch)))).sum(1) / weights.sum(1)
+        return float(((np.log(share(target, balance, launch)) + residuals - logs) ** 2).sum())
+
+    balances = [predictor.balance * f for f in BALANCE_FACTORS] if predictor.balance else [0.0]
+    best = min(((b, launch) for b in balances for launch in LAUNCH_GRID), key=lambda c: error(*c))
+    return replace(predictor, balance=best[0], launch=best[1])
 
 
 def held_out(fitted: Predictor, profile: Profile, dtype: Dtype, compute_units: int) -> tuple[float, float] | None:

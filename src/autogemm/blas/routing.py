@@ -1,0 +1,167 @@
+"""``Routing``: how a plan computes one ``GemmProblem`` with one configuration and K split, decided from
+the problem and the configuration alone (no device): which operands are packed (transposed, padded,
+converted, into images), whether the kernel guards its edges, whether C goes through a temporary and a
+merge. ``LaunchPlan`` launches what it decides; the predictor's model (``prediction``) charges the
+copies and launches it implies.
+
+Per shape the routing chooses between two ways of handling edges, both exact:
+- guarded: the kernel takes any m, n, k and guards its loads and stores; operands are read in place
+  unless their layout differs from the kernel's or they must be conjugated (then they are packed);
+- padded: operands are packed into zero-padded whole tiles, aligned for wide vector access, and the
+  unguarded kernel runs on them; a C that is not whole is computed into a padded temporary and merged.
+Operands read through images are always packed (images are filled from a packed buffer).
+16-bit operands are packed into float32 for a kernel that computes in float32 without reading them
+itself; where C is 16-bit, the kernel writes a float32 temporary that the merge rounds into C.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..codelets.kernel import round_up
+from ..codelets.registry import KernelParams, kernel_dtype
+from ..codelets.simt.geometry import TEXEL_BYTES
+from .problem import GemmProblem
+
+#: Problems with at least this many multiply-adds are padded under ``edge='auto'``: the copies then
+#: cost little next to the product, and the unguarded kernel is the faster one.
+PAD_MIN_WORK = 128**3
+
+
+@dataclass(frozen=True)
+class OperandRoute:
+    """How one operand (A or B) reaches the kernel: in place, or packed (and maybe into an image)."""
+
+    name: str
+    packed: bool
+    transpose: bool = False       # the pack transposes the stored operand
+    conjugate: bool = False
+    convert: bool = False         # the pack converts 16-bit storage to float32
+    rows: int = 0                 # the operand in the kernel's layout, before padding
+    cols: int = 0
+    dst_rows: int = 0             # after padding
+    dst_cols: int = 0
+    dst_ld: int = 0
+    image: bool = False
+
+
+def _kernel_shape(problem: GemmProblem, name: str, letter: str) -> tuple[int, int]:
+    """(rows, cols) of operand ``name`` in the kernel's layout ``letter`` ('N' as stored, 'T' transposed)."""
+    m, n, k = problem.m, problem.n, problem.k
+    if name == "A":
+        return (m, k) if letter == "N" else (k, m)
+    return (k, n) if letter == "N" else (n, k)
+
+
+class Routing:
+    """The launches' plan for ``problem`` with ``params`` in ``slices`` K slices, edges handled as
+    ``edge`` says ('auto': padded from ``PAD_MIN_WORK`` unless everything is whole already)."""
+
+    def __init__(self, problem: GemmProblem, params: KernelParams, slices: int, edge: str = "auto") -> None:
+        self.problem = problem
+        self.params = params
+        self.dtype = problem.dtype
+        self.kernel_dtype = kernel_dtype(params, self.dtype)
+        self.slices = slices
+        self.k_step = params.tile_k * slices
+        self.guarded = slices == 1 and self._choose_guarded(edge)
+        self.padded_m, self.padded_n, self.padded_k = self._padded_sizes()
+        self.staging = {name: self._route(name) for name in ("A", "B")}
+        # the kernel writes C in the compute type: a C stored otherwise is rounded into by the merge
+        self.c_converted = self.dtype.output.numpy != self.dtype.scalar_numpy
+        self.c_temp = self.c_converted or (not self.guarded and (slices > 1 or not self._in_place_whole("C")))
+
+    def _letter(self, name: str) -> str:
+        return self.params.layout[0 if name == "A" else 1]
+
+    def _stored_letter(self, name: str) -> str:
+        op = self.problem.op_a if name == "A" else self.problem.op_b
+        return "T" if op.transposed else "N"
+
+    def _through_image(self, name: str) -> bool:
+        return self.params.image_a if name == "A" else self.params.image_b
+
+    def _conjugated(self, name: str) -> bool:
+        """Conjugation matters for complex dtypes only ('C' on real data is 'T')."""
+        op = self.problem.op_a if name == "A" else self.problem.op_b
+        return op.conjugated and self.dtype.is_complex
+
+    def _converted(self) -> bool:
+        """True when the kernel reads its operands in another type than they are stored in."""
+        return self.kernel_dtype.numpy != self.dtype.numpy
+
+    def _readable_in_place(self, name: str) -> bool:
+        return (self._stored_letter(name) == self._letter(name) and not self._conjugated(name)
+                and not self._through_image(name) and not self._converted())
+
+    def _in_place_whole(self, name: str) -> bool:
+        """True when operand ``name`` meets the unguarded kernel's needs as it is stored."""
+        p, pr = self.params, self.problem
+        vw = p.vector_width
+        if pr.ld(name) % vw or pr.offset(name) % vw or pr.stride(name) % vw:
+            return False
+        if name == "C":
+            return pr.m % p.block_rows == 0 and pr.n % p.block_cols == 0
+        outer = pr.m % p.block_rows if name == "A" else pr.n % p.block_cols
+        return self._readable_in_place(name) and outer == 0 and pr.k % self.k_step == 0
+
+    def _choose_guarded(self, edge: str) -> bool:
+        if edge != "auto":
+            return edge == "guard"
+        if all(self._in_place_whole(x) for x in ("A", "B", "C")):
+            return False
+        pr = self.problem
+        return pr.m * pr.n * pr.k < PAD_MIN_WORK
+
+    def _padded_sizes(self) -> tuple[int, int, int]:
+        p, pr = self.params, self.problem
+        return (round_up(max(pr.m, 1), p.block_rows), round_up(max(pr.n, 1), p.block_cols),
+                round_up(max(pr.k, 1), self.k_step))
+
+    def _route(self, name: str) -> OperandRoute:
+        image = self._through_image(name)
+        pad = image or not self.guarded
+        if (self._in_place_whole(name) if not self.guarded else self._readable_in_place(name)):
+            return OperandRoute(name, packed=False)
+        letter = self._letter(name)
+        rows, cols = _kernel_shape(self.problem, name, letter)
+        outer = self.padded_m if name == "A" else self.padded_n
+        if pad:
+            dst_rows, dst_cols = (outer, self.padded_k) if (letter == "N") == (name == "A") else (self.padded_k, outer)
+        else:
+            dst_rows, dst_cols = rows, cols
+        texel = max(1, TEXEL_BYTES // self.kernel_dtype.itemsize) if image else 1
+        return OperandRoute(name, packed=True, transpose=self._stored_letter(name) != letter,
+                       conjugate=self._conjugated(name), convert=self._converted(), rows=rows, cols=cols,
+                       dst_rows=dst_rows, dst_cols=dst_cols,
+                       dst_ld=round_up(max(dst_cols, 1), max(self.params.vector_width, texel)), image=image)
+
+    def _packed_layers(self, name: str) -> int:
+        """How many copies of operand ``name`` its pack writes: one per product, or one that every
+        product of a batch shares (stride 0)."""
+        return self.problem.batch if self.problem.stride(name) else 1
+
+    def temporary_bytes(self) -> dict[str, int]:
+        """The bytes of each temporary buffer ``enqueue`` allocates: packed A and B, C's temporary
+        (images, filled from the packed buffers, add as much again)."""
+        sizes = {name: self._packed_layers(name) * st.dst_rows * st.dst_ld * self.kernel_dtype.itemsize
+                 for name, st in self.staging.items() if st.packed}
+        if self.c_temp:
+            sizes["C"] = (self.problem.batch * self.slices * self.padded_m * self.padded_n
+                          * self.dtype.scalar_numpy.itemsize)
+        return sizes
+
+    def overheads(self) -> tuple[int, int]:
+        """What the routing costs beyond the product itself: the elements its packs and C's temporary
+        move (each read and written once more: packs read the operand and write its copy; the kernel
+        writes every slice's padded C and the merge reads them) and how many launches it makes in all
+        (the kernel's included)."""
+        moved, launches = 0, 1
+        for name, st in self.staging.items():
+            if st.packed:
+                moved += self._packed_layers(name) * (st.rows * st.cols + st.dst_rows * st.dst_ld)
+                launches += 2 if st.image else 1
+        if self.c_temp:
+            moved += 2 * self.problem.batch * self.slices * self.padded_m * self.padded_n
+            launches += 1
+        return moved, launches
