@@ -153,17 +153,24 @@ def test_a_kernel_that_must_transpose_a_large_operand_loses_by_the_pack_it_needs
 
 
 def test_the_model_charges_what_the_plan_copies_and_launches():
-    # read in place, whole tiles: the kernel's launch alone
-    assert Routing(problem(64, 64, 64), WIDE, 1).overheads() == (0, 1)
-    # B stored transposed for an NN kernel: read and written once more by a pack (guarded: no padding)
-    assert Routing(problem(30, 20, 10, "NT"), WIDE, 1).overheads() == (2 * 20 * 10, 2)
-    # split in 2: padded operands, and every slice's padded C written and read again by the merge
-    moved, launches = Routing(problem(30, 20, 100), WIDE, 2).overheads()
-    assert launches == 4 and moved == (30 * 100 + 32 * 104) + (100 * 20 + 104 * 32) + 2 * 2 * 32 * 32
+    # read in place, whole tiles: the kernel's launch alone, reading A and B and writing C once
+    assert Routing(problem(64, 64, 64), WIDE, 1).traffic() == (0, 3 * 64 * 64, 1, 1.0)
+    # B stored transposed for an NN kernel: read and written once more by a pack (guarded: no padding,
+    # but the last of the 3 steps of 4 along K is partly idle)
+    assert Routing(problem(30, 20, 10, "NT"), WIDE, 1).traffic() == (400, 30 * 10 + 10 * 20 + 30 * 20, 2, 10 / 12)
+    # split in 2: padded operands, every slice's padded C written by the kernel, read by the merge;
+    # K of 100 padded to 104 (two slices of WIDE's 4 deep steps)
+    copied, streamed, launches, depth = Routing(problem(30, 20, 100), WIDE, 2).traffic()
+    assert launches == 4 and depth == 100 / 104
+    assert copied == (30 * 100 + 32 * 104) + (100 * 20 + 104 * 32) + 2 * 32 * 32 + 30 * 20
+    assert streamed == 32 * 104 + 104 * 32 + 2 * 32 * 32
     shape = ("NT", 30, 20, 10)
     plan = terms(S, WIDE, 1, shape, 8)
-    assert plan.moved == 400 and plan.launches == 2 and plan.flops == 2 * 30 * 20 * 10
+    assert plan.copied == 400 and plan.launches == 2 and plan.flops == 2 * 30 * 20 * 10
     assert share(plan, 0.0, 0.0) == plan.covered > share(plan, 1.0, 0.0) > share(plan, 1.0, 1e4)
+    # a kernel bound by what it writes: C of an outer product costs its elements, not its flops
+    outer = terms(S, WIDE, 1, ("NN", 4096, 4096, 4), 8)
+    assert outer.copied == 0 and math.isclose(share(outer, 64.0, 0.0), outer.flops / (64.0 * outer.streamed))
 
 
 def test_calibration_finds_the_launch_cost_the_samples_were_measured_with():

@@ -1,9 +1,10 @@
 """The rate of a (kernel, K split) on a shape no one measured, predicted from a profile's ``Predictor``.
 
 The model (``modelled``) is the share of the device's time that is the product's work: the product's
-flops over its time, which is the flops spread over the padded blocks and busy compute units
-(``coverage.useful_share``), plus the elements the plan's packs and C's temporary move (``Routing``:
-transposes, padding, the slices' partial sums) at the device's ``Predictor.balance``, plus a cost per
+flops over its time. That time is the GEMM kernel's, the longer of its flops spread over the padded
+blocks, K steps and busy compute units (``coverage.useful_share``) and the elements it reads and
+writes at the device's ``Predictor.balance``; plus the elements the plan's packs and merge copy
+(``Routing.traffic``: transposes, padding, the slices' partial sums) at that balance; plus a cost per
 launch (``Predictor.launch``, fitted to the samples). That model is corrected by what the samples
 nearest to the shape measured. For each kernel of the bank and each split, the residual of a sample is
 its measured rate over the model's share at that sample; the prediction is the model's share at the
@@ -19,6 +20,8 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
+
+import numpy as np
 
 from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
@@ -48,11 +51,13 @@ class Prediction(NamedTuple):
 
 class Terms(NamedTuple):
     """What the model needs of one plan: the product's flops, the share of the device its blocks keep
-    busy on real work, the elements its packs and temporaries move, and its launches."""
+    busy on real work, the elements its packs and merge copy, the elements its GEMM kernel reads and
+    writes, and its launches."""
 
     flops: float
     covered: float
-    moved: int
+    copied: int
+    streamed: int
     launches: int
 
 
@@ -116,8 +121,10 @@ def modelled(predictor: Predictor, dtype: Dtype, params: KernelParams, split: in
 
 def share(plan: Terms, balance: float, launch: float) -> float:
     """The model's share for a plan's ``Terms`` at ``balance`` flops per element moved and ``launch``
-    flops per launch (numbers, or numpy arrays of them)."""
-    return plan.flops / (plan.flops / plan.covered + balance * plan.moved + launch * plan.launches)
+    flops per launch (numbers, or numpy arrays of them): the GEMM kernel takes the longer of its
+    multiply-adds and its own reads and writes (they overlap), the copies and launches add to it."""
+    kernel = np.maximum(plan.flops / plan.covered, balance * plan.streamed)
+    return plan.flops / (kernel + balance * plan.copied + launch * plan.launches)
 
 
 @functools.lru_cache(maxsize=2**16)
@@ -127,5 +134,6 @@ def terms(dtype: Dtype, params: KernelParams, split: int, shape: Shape, compute_
     layout, m, n, k = shape
     problem = GemmProblem.dense(dtype, m, n, k, Op.from_letter(layout[0], "layout"),
                                 Op.from_letter(layout[1], "layout"))
-    moved, launches = Routing(problem, params, split).overheads()
-    return Terms(2.0 * m * n * k, useful_share(params, m, n, split, compute_units), moved, launches)
+    traffic = Routing(problem, params, split).traffic()
+    return Terms(2.0 * m * n * k, useful_share(params, m, n, split, compute_units) * traffic.depth_share,
+                 traffic.copied, traffic.streamed, traffic.launches)

@@ -17,6 +17,7 @@ itself; where C is 16-bit, the kernel writes a float32 temporary that the merge 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..codelets.kernel import round_up
 from ..codelets.registry import KernelParams, kernel_dtype
@@ -51,6 +52,18 @@ def _kernel_shape(problem: GemmProblem, name: str, letter: str) -> tuple[int, in
     if name == "A":
         return (m, k) if letter == "N" else (k, m)
     return (k, n) if letter == "N" else (n, k)
+
+
+class Traffic(NamedTuple):
+    """What a plan moves besides its multiply-adds: the elements its packs and merge read and write
+    (kernels of their own, before and after the product), the elements the GEMM kernel itself reads
+    and writes at least (each operand once as it reads it, and its C or every slice's padded C), its
+    launches (the kernel's included), and the share of the kernel's K steps that is not padding."""
+
+    copied: int
+    streamed: int
+    launches: int
+    depth_share: float
 
 
 class Routing:
@@ -151,17 +164,22 @@ class Routing:
                           * self.dtype.scalar_numpy.itemsize)
         return sizes
 
-    def overheads(self) -> tuple[int, int]:
-        """What the routing costs beyond the product itself: the elements its packs and C's temporary
-        move (each read and written once more: packs read the operand and write its copy; the kernel
-        writes every slice's padded C and the merge reads them) and how many launches it makes in all
-        (the kernel's included)."""
-        moved, launches = 0, 1
+    def traffic(self) -> Traffic:
+        """The elements the plan moves and its launches (``Traffic``), for the predictor's model."""
+        pr = self.problem
+        copied, launches = 0, 1
+        streamed = {}
         for name, st in self.staging.items():
+            rows, cols = _kernel_shape(pr, name, self._letter(name))
             if st.packed:
-                moved += self._packed_layers(name) * (st.rows * st.cols + st.dst_rows * st.dst_ld)
+                copied += self._packed_layers(name) * (st.rows * st.cols + st.dst_rows * st.dst_ld)
                 launches += 2 if st.image else 1
+                rows, cols = st.dst_rows, st.dst_cols
+            streamed[name] = pr.batch * rows * cols
         if self.c_temp:
-            moved += 2 * self.problem.batch * self.slices * self.padded_m * self.padded_n
+            written = pr.batch * self.slices * self.padded_m * self.padded_n
+            copied += written + pr.batch * pr.m * pr.n
             launches += 1
-        return moved, launches
+        else:
+            written = pr.batch * pr.m * pr.n
+        return Traffic(copied, streamed["A"] + streamed["B"] + written, launches, pr.k / self.padded_k)
