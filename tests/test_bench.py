@@ -222,6 +222,22 @@ def test_the_llm_suite_holds_forward_and_weight_gradient_products_of_each_layer(
     assert gradient["bert_up dW T=128"].k == 128 and "T=2048" in forward["bert_down T=2048"].label
 
 
+def test_a_run_stopped_early_keeps_in_its_json_what_it_measured(tmp_path, monkeypatch):
+    measure = Bench.run
+
+    def third_fails(self, dt, shape):
+        if shape.m == 56:
+            raise SystemExit(124)         # as a time limit stops a run: no report, no table
+        return measure(self, dt, shape)
+
+    monkeypatch.setattr(Bench, "run", third_fails)
+    out = CliRunner().invoke(main, ["bench", "--dtype", "s", "--sizes", "24,40,56", "--peers", "numpy", "--runs", "1",
+                                    "--json", str(tmp_path / "b.json")])
+    assert out.exit_code == 124 and "geometric mean" not in out.output
+    rows = json.loads((tmp_path / "b.json").read_text())["results"]
+    assert {r["m"] for r in rows} == {24, 40} and all(r["correct"] for r in rows)
+
+
 def test_a_named_shape_survives_the_json_and_the_cli_takes_a_suite_by_name(tmp_path):
     case = _case("s", 32, {AUTOGEMM: 2.0, "cuBLAS": 4.0})
     case.shape = Shape(32, 32, 32, "NT", "q_proj T=32")

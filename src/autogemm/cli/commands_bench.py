@@ -4,6 +4,7 @@ JSON, CSV and a plot."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -55,7 +56,8 @@ def _peers(text: str) -> tuple[str, ...]:
 @click.option("--end-to-end", is_flag=True, help="Also time numpy-in, numpy-out calls, copies included.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random operands.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write every result as JSON (with the command and commit that made it).")
+              help="Write every result as JSON (with the command and commit that made it), after each "
+                   "problem: a run stopped early keeps what it measured.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="Write every result as CSV.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a PNG of rate against problem, per dtype.")
@@ -98,6 +100,9 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
         fail(str(exc))
     console.print(f"bench on {dev.label}; profile: "
                   f"{'tuned ' + profile.created if profile else 'none (class defaults)'}", highlight=False)
+    meta = {"device": dev.name.strip(), "driver": dev.driver_version.strip(), "fingerprint": dev.fingerprint,
+            "autogemm": __version__, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "runs": runs, "profile": profile.created if profile else None, **provenance()}
     cases = []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:
@@ -107,16 +112,23 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
                 for shape in shapes:
                     progress.update(task, description=f"{dt.routine} {shape.label}")
                     cases.append(runner.run(dt, shape))
+                    if json_path:      # kept as it grows: a run stopped early keeps what it measured
+                        _write(lambda: write_json(cases, json_path, meta))
                     progress.advance(task)
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/yellow] after {len(cases)} problems; showing those")
-    meta = {"device": dev.name.strip(), "driver": dev.driver_version.strip(), "fingerprint": dev.fingerprint,
-            "autogemm": __version__, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "runs": runs, "profile": profile.created if profile else None, **provenance()}
     _report(cases, f"TFLOP/s on {dev.name.strip()} (median of {runs}; autogemm {__version__})", json_path,
             csv_path, plot_path, meta)
     if any(not m.correct and m.note == "wrong result" for c in cases for m in c.measurements):
         sys.exit(1)
+
+
+def _write(writer: Callable[[], None]) -> None:
+    """Run ``writer``; a file that cannot be written ends the command with its reason."""
+    try:
+        writer()
+    except (AutogemmError, OSError) as exc:
+        fail(str(exc))
 
 
 def _report(cases: list, title: str, json_path: Path | None, csv_path: Path | None, plot_path: Path | None,
@@ -126,15 +138,12 @@ def _report(cases: list, title: str, json_path: Path | None, csv_path: Path | No
     for (dtype, peer), found in sorted(geometric_means(cases).items()):
         console.print(f"{get_dtype(dtype).routine}: autogemm / {peer}, geometric mean over {found.count} problems: "
                       f"{found.mean:.2f}; worst {found.worst:.2f} ({found.worst_problem})", highlight=False)
-    try:
-        if json_path:
-            write_json(cases, json_path, meta)
-        if csv_path:
-            write_csv(cases, csv_path)
-        if plot_path:
-            plot(cases, plot_path, title)
-    except (AutogemmError, OSError) as exc:
-        fail(str(exc))
+    if json_path:
+        _write(lambda: write_json(cases, json_path, meta))
+    if csv_path:
+        _write(lambda: write_csv(cases, csv_path))
+    if plot_path:
+        _write(lambda: plot(cases, plot_path, title))
     for path in (json_path, csv_path, plot_path):
         if path:
             console.print(f"wrote {path}", highlight=False)
