@@ -16,11 +16,13 @@ from autogemm.blas.routing import Routing
 from autogemm.blas.vectors import MAX_VECTORS
 from autogemm.codelets.simt import SimtParams
 from autogemm.dtypes import DTYPES
-from autogemm.profiles import Predictor, Profile, Ranked, Sample, SizeClassEntry, save
+from autogemm.profiles import Predictor, Profile, Ranked, Sample, SizeClassEntry, profile_for, save
+from autogemm.tuning import tune
 from autogemm.tuning.budget import Budget
 from autogemm.tuning.evaluation import WorkerProcess
 from autogemm.tuning.evaluation.gemm import GemmEvaluator, operands
-from autogemm.tuning.predictor import LAYOUTS, MIN_WORK, aligned, bank, calibrate, fit, held_out, sample_shapes
+from autogemm.tuning.predictor import LAYOUTS, MIN_WORK, aligned, bank, calibrate, fit, held_out, merged, sample_shapes
+from autogemm.workload import ShapeRecord
 
 S = DTYPES["s"]
 WIDE = SimtParams("NN", "consecutive", 8, 8, 2, 2, 4, 2, False, False, mac="mul_add")     # blocks 16 x 16
@@ -190,3 +192,39 @@ def test_held_out_picks_are_judged_beside_the_size_classes(device):
     ours, classes = held_out(fitted, make_profile(device, {}), S, 8)
     assert math.isclose(ours, 1.0) and math.isclose(classes, 1 / 3)
     assert held_out(Predictor((WIDE, NARROW), samples[:1], 1.0), make_profile(device, {}), S, 8) is None
+
+
+def test_what_the_profile_measured_before_joins_a_new_predictor():
+    other = dataclasses.replace(NARROW, wg_rows=8)                  # in the older bank only
+    older = Predictor((other, NARROW, WIDE), (Sample("NN", (64, 512, 512), (((1, 9.0),), ((1, 8.0),), ((1, 7.0),))),
+                                              Sample("NT", (300, 200, 100), (((1, 5.0),), (), ()))), 1.0)
+    exact = (SizeClassEntry("TN", (50, 60, 70), (Ranked(NARROW, 12.0, 2), Ranked(other, 20.0)), "model", 3, 1.0),
+             SizeClassEntry("NN", (40, 40, 40), (Ranked(other, 20.0),), "model", 3, 1.0))
+    found = merged(predictor(SQUARE, SKINNY_NN), older, exact, S, 8)
+    assert found.bank == (WIDE, NARROW)
+    # the exact shape first (its split as measured), the new samples, then the older one's rebanked;
+    # none twice for one shape, none without a rate of this bank
+    assert [(s.layout, s.shape) for s in found.samples] == [("TN", (50, 60, 70)), ("NN", (2048, 2048, 2048)),
+                                                           ("NN", (64, 4096, 4096)), ("NN", (64, 512, 512))]
+    assert found.samples[0].rates == ((), ((2, 12.0),)) and found.samples[3].rates == (((1, 7.0),), ((1, 8.0),))
+    # a ranked kernel without a measured split takes the one a plan would
+    whole = merged(predictor(SQUARE), None, (SizeClassEntry("NN", (16, 16, 8), (Ranked(WIDE, 3.0),), "m", 1, 1.0),),
+                   S, 8)
+    assert whole.samples[0].rates == (((1, 3.0),), ())
+
+
+def test_shapes_tuned_exactly_become_samples_of_the_profile_predictor(device, monkeypatch, tmp_path):
+    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
+    shape = [ShapeRecord("gemm", "s", "NT", 70, 45, 33)]
+    first = tune(device, budget=Budget(evaluations=6), shapes=shape, top=3).entry("s", "NT", "shapes", (70, 45, 33))
+    # a predictor whose bank holds what that run ranked: a second run starts from those and measures them again
+    kernels = tuple(r.config for r in first.ranked)
+    square = Sample("NN", (2048, 2048, 2048), tuple(((1, 10.0),) for _ in kernels))
+    save(dataclasses.replace(profile_for(device), predictors={"s": Predictor(kernels, (square,), 1.0)}))
+    profile = tune(device, budget=Budget(evaluations=6), shapes=shape, top=3)
+    rates = {r.config: r.gflops for r in profile.entry("s", "NT", "shapes", (70, 45, 33)).ranked}
+    fitted = profile.predictors["s"]
+    sample = next(s for s in fitted.samples if s.shape == (70, 45, 33))
+    timed = {config: found[0][1] for config, found in zip(fitted.bank, sample.rates) if found}
+    assert sample.layout == "NT" and timed and timed == {c: g for c, g in rates.items() if c in fitted.bank}
+    assert fitted.samples[-1] == square and fitted.bank == kernels

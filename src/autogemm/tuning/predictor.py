@@ -9,7 +9,8 @@ to ``MAX_K``, each layout in turn, at most ``max_work`` multiply-adds (the host 
 float64 reference) and at least ``MIN_WORK``; half of them rounded to whole tiles, as applications'
 shapes often are (their plans copy nothing to pad). Every result is checked like every candidate's.
 Sampling stops when its budget is spent: each sample is kept as it is measured, so a shorter run gives
-a coarser predictor, not none. ``calibrate`` then fits the model's cost of a launch (and its balance,
+a coarser predictor, not none. ``merged`` adds what the profile measured before (the shapes tuned
+exactly, an older predictor's samples), ``calibrate`` then fits the model's cost of a launch (and its balance,
 near the one measured) to the samples, and ``held_out`` says how near the predictor's choices come to
 the best measured on samples it did not see, beside the size classes' choices: a predictor that does
 not beat them is not kept."""
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -30,7 +31,7 @@ from ..blas.selection import class_choice
 from ..blas.vectors import MAX_VECTORS
 from ..codelets.registry import Params
 from ..dtypes import Dtype
-from ..profiles import Predictor, Profile, Sample
+from ..profiles import Predictor, Profile, Sample, SizeClassEntry
 from ..profiles.profile import MAX_BANK, MAX_SAMPLES
 from ..runtime.device import Device
 from .budget import Budget, BudgetClock
@@ -140,8 +141,31 @@ def fit(worker: WorkerProcess, dtype: Dtype, kernels: tuple[Params, ...], budget
         progress(len(samples), clock.fraction())
     if not samples:
         return None
-    return calibrate(Predictor(kernels, tuple(samples), time.monotonic() - started, flops_per_element),
-                     dtype, units)
+    return Predictor(kernels, tuple(samples), time.monotonic() - started, flops_per_element)
+
+
+def merged(fitted: Predictor, older: Predictor | None, exact: Sequence[SizeClassEntry], dtype: Dtype,
+           compute_units: int) -> Predictor:
+    """``fitted`` with every sample the profile measured before, calibrated (``calibrate``): the shapes
+    ``autogemm tune --shapes`` tuned exactly (``exact``, entries of the profile's ``shapes`` table: the
+    rates of their ranked kernels, with the split each was measured best with or a plan's), then
+    ``fitted``'s own, then ``older``'s (a predictor the profile held). Each keeps the rates of the kernels
+    of ``fitted``'s bank it measured; one sample per stored layout and shape, the first found, at most
+    ``MAX_SAMPLES`` of them, none without a rate."""
+    measured: list[tuple[str, tuple[int, int, int], dict[Params, tuple[tuple[int, float], ...]]]] = []
+    for entry in exact:
+        problem = GemmProblem.dense(dtype, *entry.shape, Op.from_letter(entry.name[0], "layout"),
+                                    Op.from_letter(entry.name[1], "layout"))
+        measured.append((entry.name, entry.shape, {
+            r.config: ((r.split or auto_slices(r.config, problem, compute_units), r.gflops),) for r in entry.ranked}))
+    for source in (fitted, older) if older is not None else (fitted,):
+        measured += [(s.layout, s.shape, dict(zip(source.bank, s.rates))) for s in source.samples]
+    samples: dict[tuple[str, tuple[int, int, int]], Sample] = {}
+    for layout, shape, rates in measured:
+        sample = Sample(layout, shape, tuple(rates.get(config, ()) for config in fitted.bank))
+        if (layout, shape) not in samples and any(sample.rates) and len(samples) < MAX_SAMPLES:
+            samples[layout, shape] = sample
+    return calibrate(replace(fitted, samples=tuple(samples.values())), dtype, compute_units)
 
 
 def calibrate(predictor: Predictor, dtype: Dtype, compute_units: int) -> Predictor:

@@ -203,6 +203,12 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                     best = entry.ranked[0].config
                     gemm_spaces = [(space, start if start is None else start_point(space, best) or start)
                                    for space, start in gemm_spaces]
+            if shapes is not None and dt.key in profile.predictors:
+                # the shapes tuned exactly are samples for the rest too
+                profile = profile.with_predictor(dt.key, predictor.merged(
+                    profile.predictors[dt.key], None, profile.shapes.get(dt.key, ()), dt, device.compute_units))
+                if write:
+                    save(profile)
             if with_predictor:
                 share = class_budget(budget, time.monotonic() - started, weights[0], sum(weights), total_weight)
                 weights.pop(0)
@@ -212,6 +218,8 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                 listener.predictor_started(dt, kernels)
                 fitted = predictor.fit(worker, dt, kernels, share, quick, seed, predictor.balance(profile, dt),
                                        lambda done, fraction, dt=dt: listener.predictor_progress(dt, done, fraction))
+                fitted = fitted and predictor.merged(fitted, profile.predictors.get(dt.key),
+                                                     profile.shapes.get(dt.key, ()), dt, device.compute_units)
                 quality = fitted and predictor.held_out(fitted, profile, dt, device.compute_units)
                 listener.predictor_finished(dt, fitted, quality)
                 if fitted is not None and quality is not None and quality[0] > quality[1]:
