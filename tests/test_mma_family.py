@@ -48,6 +48,15 @@ def test_the_larger_shapes_emulated_are_exact(ctx, letter, shape, tile_k):
     _check_small_problems(ctx, params, letter, "N", "T", "guard")
 
 
+# the skinny space's blocks: one warp of one instruction (16 x 8), a column or a row of 8 of them
+@pytest.mark.parametrize("warps,tiles", [((1, 1), (1, 1)), ((1, 1), (8, 1)), ((1, 1), (1, 8)), ((4, 1), (1, 1))])
+def test_skinny_blocks_are_exact(ctx, warps, tiles):
+    params = dataclasses.replace(SMALL, warps_m=warps[0], warps_n=warps[1], tiles_m=tiles[0], tiles_n=tiles[1])
+    rng = np.random.default_rng(5)
+    for m, n, k in ((9, 130, 37), (130, 9, 20)):
+        run_and_check(ctx, params, DTYPES["d"], m, n, k, "N", "T", 1.5, 0.0, "guard", rng, extra_ld=1, offset=2)
+
+
 def _check_small_problems(ctx, params, letter, ta, tb, edge):
     rng = np.random.default_rng(4)
     for m, n, k, alpha, beta in ((37, 29, 21, 1.0, 0.0), (16, 32, 40, -0.5, 2.0)):
@@ -286,6 +295,12 @@ def test_the_tuning_space_holds_the_instructions_the_device_runs(device):
     assert all(c.mma == "ptx" and check(c, h100, "z") is None for c in configs)
     # a 512-work-item group has 128 registers each on a multiprocessor of 65536: big warp tiles are out
     assert not [c for c in configs if c.work_group_size == 512 and c.tiles_m * c.tiles_n >= 8]
+    # a skinny C's space adds narrow blocks, down to one instruction's 16 x 8
+    skinny = mma_space(dataclasses.replace(facts("d", {"f64": ("m16n8k8",)}), skinny=True))
+    blocks = {(c.block_rows, c.block_cols) for c in (skinny.config(p) for p in skinny.points())}
+    wide = mma_space(facts("d", {"f64": ("m16n8k8",)}))
+    assert (16, 8) in blocks and (128, 8) in blocks
+    assert (16, 8) not in {(c.block_rows, c.block_cols) for c in (wide.config(p) for p in wide.points())}
 
 
 def test_the_instruction_probe_runs_once_per_device(ctx, monkeypatch, tmp_path):

@@ -1,6 +1,6 @@
 """The tuning space of the ``nvidia_mma`` codelets on one device: over the instruction shapes the device
 was probed to run (``probe.instructions_available``), the warps, warp tiles, K blocks, pipeline stages,
-copies and fragment reads."""
+copies and fragment reads; for a skinny C (``SpaceFacts.skinny``) narrow blocks too."""
 
 from __future__ import annotations
 
@@ -9,6 +9,10 @@ from ..space import Knob, SearchSpace
 from .check import check
 from .params import MmaParams
 
+#: A skinny C's space also holds blocks of one warp, and warp tiles in one column or row: blocks as
+#: narrow as one instruction (16 rows or 8 columns), or 8 instructions tall or wide.
+SKINNY_WARPS = ((1, 1),)
+SKINNY_TILES = ((1, 1), (1, 2), (2, 1), (8, 1), (1, 8))
 #: The register cap every configuration asks NVIDIA's compiler for (its default is lower than the
 #: accumulators of a 64 x 32 warp tile need).
 REGISTER_CAP = "-cl-nv-maxrregcount=255"
@@ -21,9 +25,11 @@ def space(facts: SpaceFacts) -> SearchSpace[MmaParams] | None:
     shapes = facts.instructions.get(dtype.mma_operand or "", ())
     if not shapes:
         return None
+    skinny = facts.skinny
     knobs = [Knob("shape", shapes), Knob("layout", ("NT", "TT", "NN", "TN")),
-             Knob("warps", ((2, 4), (4, 2), (2, 2), (1, 4), (4, 1), (2, 1), (1, 2), (4, 4))),
-             Knob("tiles", ((4, 4), (2, 4), (4, 2), (2, 2), (2, 8), (1, 4), (4, 1))),
+             Knob("warps", ((2, 4), (4, 2), (2, 2), (1, 4), (4, 1), (2, 1), (1, 2), (4, 4))
+                  + (SKINNY_WARPS if skinny else ())),
+             Knob("tiles", ((4, 4), (2, 4), (4, 2), (2, 2), (2, 8), (1, 4), (4, 1)) + (SKINNY_TILES if skinny else ())),
              Knob("tile_k", (32, 64) if dtype.half else (8, 16, 32), ordered=True), Knob("stages", (1, 2, 3)),
              Knob("copy", ("registers", "async")),
              Knob("vector_width", (1, 2, 4, 8) if dtype.half else (1, 2, 4) if dtype.real_bytes == 4 else (1, 2),
