@@ -90,12 +90,12 @@ def predict(predictor: Predictor, problem: GemmProblem, compute_units: int,
     return best
 
 
-def nearest(predictor: Predictor, shape: Shape) -> tuple[list[int], list[float]]:
+def nearest(predictor: Predictor, shape: Shape) -> tuple[list[int], np.ndarray]:
     """The samples' indices nearest ``shape`` first, and each sample's distance to it."""
     layout, m, n, k = shape
-    distances = [shape_distance(s.shape, (m, n, k)) + LAYOUT_DISTANCE * sum(a != b for a, b in zip(s.layout, layout))
-                 for s in predictor.samples]
-    return sorted(range(len(distances)), key=distances.__getitem__), distances
+    distances = shape_distance(np.array([s.shape for s in predictor.samples]), (m, n, k)) + LAYOUT_DISTANCE * \
+        np.array([(s.layout[0] != layout[0]) + (s.layout[1] != layout[1]) for s in predictor.samples])
+    return np.argsort(distances, kind="stable").tolist(), distances
 
 
 def neighbours(predictor: Predictor, order: Sequence[int], distances: Sequence[float], index: int,

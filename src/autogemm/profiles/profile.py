@@ -15,6 +15,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TypeVar
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from ..codelets.kernel import MAX_SLICES
 from ..codelets.registry import GEMM, GEMV, Params, params_from_dict
 from ..dtypes import DTYPES
@@ -249,9 +252,10 @@ def _predictor_to_dict(predictor: Predictor) -> dict:
                         for s in predictor.samples]}
 
 
-def shape_distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
-    """How far apart two shapes (m, n, k) are: the sum of the distances of their dimensions in log scale."""
-    return sum(abs(math.log(max(x, 1)) - math.log(max(y, 1))) for x, y in zip(a, b))
+def shape_distance(a: ArrayLike, b: ArrayLike) -> float | np.ndarray:
+    """How far apart two shapes (m, n, k) are: the sum of the distances of their dimensions in log scale
+    (for rows of shapes, as numpy arrays, each row's distance)."""
+    return np.abs(np.log(np.maximum(a, 1)) - np.log(np.maximum(b, 1))).sum(-1)
 
 
 # ----- validation -------------------------------------------------------------------------------
