@@ -25,12 +25,12 @@ def c_blocks(params: KernelParams, m: int, n: int) -> int:
     return ceil_div(max(m, 1), params.block_rows) * ceil_div(max(n, 1), params.block_cols)
 
 
-def useful_share(params: KernelParams, m: int, n: int, slices: int, compute_units: int) -> float:
-    """The share of the device's time a launch of ``params`` over one C of m x n in ``slices`` K slices
-    spends on real work: its padded blocks' share that is C, times the share of the compute units its
-    waves keep busy."""
+def useful_share(params: KernelParams, m: int, n: int, layers: int, compute_units: int) -> float:
+    """The share of the device's time a launch of ``params`` over ``layers`` Cs of m x n (K slices, or the
+    products of a batch) spends on real work: its padded blocks' share that is C, times the share of the
+    compute units its waves keep busy."""
     count = c_blocks(params, m, n)
-    return m * n / (count * params.block_rows * params.block_cols) * busy_share(count * slices, compute_units)
+    return m * n / (count * params.block_rows * params.block_cols) * busy_share(count * layers, compute_units)
 
 
 def busy_share(groups: int, compute_units: int) -> float:
@@ -72,6 +72,5 @@ def auto_slices(params: KernelParams, problem: GemmProblem, compute_units: int) 
 def predicted_rate(params: KernelParams, rate: float, problem: GemmProblem, compute_units: int) -> float:
     """``rate``, measured on a problem that filled the device with whole blocks, scaled by the share
     of ``problem``'s padded blocks that is real work and by the share of the device its waves keep busy."""
-    groups = blocks(params, problem) * auto_slices(params, problem, compute_units)
-    covered = blocks(params, problem) * params.block_rows * params.block_cols
-    return rate * (problem.m * problem.n * max(problem.batch, 1)) / covered * busy_share(groups, compute_units)
+    layers = max(problem.batch, 1) * auto_slices(params, problem, compute_units)
+    return rate * useful_share(params, problem.m, problem.n, layers, compute_units)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
@@ -80,11 +81,11 @@ def predict(predictor: Predictor, problem: GemmProblem, compute_units: int,
             found = neighbours(predictor, order, distances, index, split)
             if not found:
                 continue
-            logs = sum(weight * math.log(gflops / modelled(predictor, problem.dtype, params, split,
-                                                           predictor.samples[i].layout_shape, compute_units))
-                       for i, weight, gflops in found)
-            rate = modelled(predictor, problem.dtype, params, split, shape, compute_units) \
-                * math.exp(logs / sum(weight for _, weight, _ in found))
+            near = [modelled(predictor, problem.dtype, params, split, predictor.samples[i].layout_shape,
+                             compute_units) for i, _, _ in found]
+            rate = math.exp(corrected(modelled(predictor, problem.dtype, params, split, shape, compute_units),
+                                      np.array(near), np.array([w for _, w, _ in found]),
+                                      np.log([gflops for _, _, gflops in found])))
             if best is None or rate > best.gflops:
                 best = Prediction(params, split, rate)
     return best
@@ -110,6 +111,13 @@ def neighbours(predictor: Predictor, order: Sequence[int], distances: Sequence[f
             if len(found) == NEIGHBOURS:
                 break
     return found
+
+
+def corrected(at: ArrayLike, near: ArrayLike, weights: ArrayLike, measured_logs: ArrayLike) -> ArrayLike:
+    """The logarithm of the rate predicted from the model's share ``at`` the shape, corrected by the
+    neighbours' residuals: the weighted mean of their measured rates' logarithms over their modelled
+    shares ``near`` (along the last axis: numbers for one prediction, rows of arrays for many)."""
+    return np.log(at) + (weights * (measured_logs - np.log(near))).sum(-1) / np.sum(weights, -1)
 
 
 def modelled(predictor: Predictor, dtype: Dtype, params: KernelParams, split: int, shape: Shape,

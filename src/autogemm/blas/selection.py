@@ -37,8 +37,7 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
     """The configuration for ``problem`` on ``device`` and where it came from. From the profile: the best
     of its entry for this very problem where ``autogemm tune --shapes`` made one (with its measured K
     slices); else the kernel and K slices its predictor predicts fastest (``prediction``); else, in each
-    size class, the best stored configuration that passes ``check``, or one nearly
-    as fast whose layout
+    size class, the best stored configuration that passes ``check``, or one nearly as fast whose layout
     matches how A and B are stored (see ``prefer_stored_layout``); of those, the one with the highest
     rate predicted for this shape (``coverage.predicted_rate``: a narrow or small C wastes large blocks
     and leaves compute units idle), the nearer class unless a farther one is predicted ``PREDICTION_MARGIN``
@@ -52,15 +51,18 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
         layout = "NT"[problem.op_a.transposed] + "NT"[problem.op_b.transposed]
         exact = profile.entry(dt.key, layout, SHAPES, (problem.m, problem.n, problem.k)) \
             if problem.batch == 1 else None
-        usable = [r for r in exact.ranked if check(r.config, device, dt) is None] if exact else []
-        if usable:
-            return Selection(usable[0].config, f"profile {profile.device_fingerprint} (this shape)", usable[0].split)
+        def usable(config: KernelParams) -> bool:
+            return check(config, device, dt) is None
+
+        measured = [r for r in exact.ranked if usable(r.config)] if exact else []
+        if measured:
+            return Selection(measured[0].config, f"profile {profile.device_fingerprint} (this shape)",
+                             measured[0].split)
         predictor = profile.predictors.get(dt.key)
-        predicted = predict(predictor, problem, device.compute_units,
-                            lambda config: check(config, device, dt) is None) if predictor else None
+        predicted = predict(predictor, problem, device.compute_units, usable) if predictor else None
         if predicted is not None:
             return Selection(predicted.params, f"profile {profile.device_fingerprint} (predicted)", predicted.split)
-        chosen = class_choice(profile, problem, device.compute_units, lambda config: check(config, device, dt) is None)
+        chosen = class_choice(profile, problem, device.compute_units, usable)
         if chosen is not None:
             return Selection(chosen, f"profile {profile.device_fingerprint}")
     return Selection(default_params(device, dt), "default")

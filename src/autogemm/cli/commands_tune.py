@@ -31,6 +31,7 @@ from ..tuning import (
 from ..tuning.checkpoint import Checkpoint
 from ..tuning.cotune import HybridPoint, tune_hybrid
 from ..tuning.fma import FmaResult
+from ..tuning.predictor import kept
 from ..tuning.replay import replay
 from ..tuning.scope import CLASS_SHARES, EXACT_MAX_WORK, GEMV, bandwidth, tunable_exactly
 from ..workload import read_workload
@@ -90,9 +91,9 @@ class ProgressListener(TuneListener):
         what = (f"{len(fitted.samples)} shapes, {len(fitted.bank)} kernels, {fitted.seconds:.0f} s" if fitted
                 else "no shape measured")
         if held_out is not None:
-            kept = "kept" if held_out[0] > held_out[1] else "not kept"
+            verdict = "kept" if kept(held_out) else "not kept"
             what += (f"; on shapes held out its picks ran at {held_out[0]:.0%} of the best measured, the size "
-                     f"classes' at {held_out[1]:.0%}: {kept}")
+                     f"classes' at {held_out[1]:.0%}: {verdict}")
         elif fitted:
             what += "; too few shapes to judge it: not kept"
         self.progress.console.print(f"{dtype.routine} predictor: {what}", highlight=False)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..blas import GemmProblem, Op
 from ..blas.coverage import auto_slices, split_counts
-from ..blas.prediction import NEIGHBOURS, Terms, nearest, neighbours, predict, share, terms
+from ..blas.prediction import NEIGHBOURS, Terms, corrected, nearest, neighbours, predict, share, terms
 from ..blas.selection import class_choice
 from ..blas.vectors import MAX_VECTORS
 from ..codelets.registry import Params
@@ -198,8 +198,8 @@ def calibrate(predictor: Predictor, dtype: Dtype, compute_units: int) -> Predict
     logs = np.array(measured)
 
     def error(balance: float, launch: float) -> float:
-        residuals = (weights * (near_logs - np.log(share(near, balance, launch)))).sum(1) / weights.sum(1)
-        return float(((np.log(share(target, balance, launch)) + residuals - logs) ** 2).sum())
+        predicted = corrected(share(target, balance, launch), share(near, balance, launch), weights, near_logs)
+        return float(((predicted - logs) ** 2).sum())
 
     balances = [predictor.balance * f for f in BALANCE_FACTORS] if predictor.balance else [0.0]
     best = min(((b, launch) for b in balances for launch in LAUNCH_GRID), key=lambda c: error(*c))
@@ -230,6 +230,12 @@ def held_out(fitted: Predictor, profile: Profile, dtype: Dtype, compute_units: i
     if len(shares) < 2:
         return None
     return tuple(math.exp(sum(math.log(max(s[j], 1e-6)) for s in shares) / len(shares)) for j in (0, 1))
+
+
+def kept(held_out: tuple[float, float] | None) -> bool:
+    """Whether a predictor judged ``held_out`` (``held_out``'s figures) is kept: where its picks came
+    nearer to the best measured than the size classes' did."""
+    return held_out is not None and held_out[0] > held_out[1]
 
 
 def _measured(fitted: Predictor, sample: Sample, params: Params, split: int) -> float:

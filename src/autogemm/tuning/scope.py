@@ -60,12 +60,12 @@ class SizeClass:
         return GEMV_CLASSES if self.routine == GEMV else SHAPES if self.exact else CLASSES
 
 
+#: The predictor's training: not a size class, but a part of the budget like one.
+PREDICTOR = "predictor"
 #: The size classes tuned for, largest first, and the share of a dtype's budget each gets; "gemv" is
 #: GEMV's two layouts and four shapes (an eighth each), tuned for the dtypes in their own precision;
 #: "predictor" times the classes' best kernels on sampled shapes, after them.
-CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, "skinny": 0.2, GEMV: 0.2, "predictor": 0.8}
-#: The predictor's training (``predictor``): not a size class, but a part of the budget like one.
-PREDICTOR = "predictor"
+CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, "skinny": 0.2, GEMV: 0.2, PREDICTOR: 0.8}
 #: An exact shape with fewer rows or columns of C than this is searched in the skinny spaces (blocks of
 #: few rows or columns besides the usual ones).
 SKINNY_BELOW = 128

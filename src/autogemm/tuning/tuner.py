@@ -222,7 +222,7 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                                                      profile.shapes.get(dt.key, ()), dt, device.compute_units)
                 quality = fitted and predictor.held_out(fitted, profile, dt, device.compute_units)
                 listener.predictor_finished(dt, fitted, quality)
-                if fitted is not None and quality is not None and quality[0] > quality[1]:
+                if fitted is not None and predictor.kept(quality):
                     profile = profile.with_predictor(dt.key, fitted)
                     if write:
                         save(profile)
