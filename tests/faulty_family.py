@@ -58,8 +58,8 @@ def faulty(base: SimtParams, fault: str) -> FaultyParams:
     return FaultyParams(**{**base.__dict__, "fault": fault})
 
 
-def render(params: FaultyParams, dtype, guarded: bool = True) -> KernelSource:
-    kernel = simt.render(params, dtype, guarded)
+def render(params: FaultyParams, dtype, guarded: bool = True, stream: bool = False) -> KernelSource:
+    kernel = simt.render(params, dtype, guarded, stream)
     if params.fault == "build":
         return replace(kernel, source=kernel.source + "\nthis is not OpenCL C;\n")
     body_end = kernel.source.rstrip().rfind("}")

@@ -156,13 +156,13 @@ def test_a_kernel_that_must_transpose_a_large_operand_loses_by_the_pack_it_needs
 
 def test_the_model_charges_what_the_plan_copies_and_launches():
     # read in place, whole tiles: the kernel's launch alone, reading A and B and writing C once
-    assert Routing(problem(64, 64, 64), WIDE, 1).traffic() == (0, 3 * 64 * 64, 1, 1.0)
+    assert Routing(problem(64, 64, 64), WIDE, 1, 8).traffic() == (0, 3 * 64 * 64, 1, 1.0)
     # B stored transposed for an NN kernel: read and written once more by a pack (guarded: no padding,
     # but the last of the 3 steps of 4 along K is partly idle)
-    assert Routing(problem(30, 20, 10, "NT"), WIDE, 1).traffic() == (400, 30 * 10 + 10 * 20 + 30 * 20, 2, 10 / 12)
+    assert Routing(problem(30, 20, 10, "NT"), WIDE, 1, 8).traffic() == (400, 30 * 10 + 10 * 20 + 30 * 20, 2, 10 / 12)
     # split in 2: padded operands, every slice's padded C written by the kernel, read by the merge;
     # K of 100 padded to 104 (two slices of WIDE's 4 deep steps)
-    copied, streamed, launches, depth = Routing(problem(30, 20, 100), WIDE, 2).traffic()
+    copied, streamed, launches, depth = Routing(problem(30, 20, 100), WIDE, 2, 8).traffic()
     assert launches == 4 and depth == 100 / 104
     assert copied == (30 * 100 + 32 * 104) + (100 * 20 + 104 * 32) + 2 * 32 * 32 + 30 * 20
     assert streamed == 32 * 104 + 104 * 32 + 2 * 32 * 32

@@ -133,7 +133,7 @@ FORGERIES = [
     (("predictor", "s", "samples"), [], "samples must be a list of 1 to"),
     (("predictor", "s", "samples", 0, "rates"), [[]], "must be a list of 2 lists"),
     (("predictor", "s", "samples", 0, "rates", 0, 0), [1], r"rates\[0\]\[0\] must be \[split, gflops\]"),
-    (("predictor", "s", "samples", 0, "rates", 0, 0, 0), 0, "split must be an integer in 1.."),
+    (("predictor", "s", "samples", 0, "rates", 0, 0, 0), -1, "split must be an integer in 0.."),
     (("predictor", "s", "samples", 0, "rates", 0, 0, 0), "2", "split must be an integer"),
     (("predictor", "s", "samples", 0, "rates", 0, 0, 1), float("inf"), "gflops must be a number"),
     (("predictor", "s", "samples", 0, "rates", 0, 1, 0), 1, "splits repeat"),

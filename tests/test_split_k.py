@@ -87,7 +87,7 @@ def test_deep_narrow_problems_split_automatically(ctx, monkeypatch):
 
 def test_bad_split_requests(ctx):
     problem = GemmProblem(DTYPES["s"], 16, 16, 64, lda=64, ldb=16, ldc=16)
-    for bad in (0, MAX_SLICES + 1, 2.5, True):
+    for bad in (-1, MAX_SLICES + 1, 2.5, True):
         with pytest.raises(ArgumentError, match="split_k"):
             LaunchPlan(ctx, problem, LOCAL, split_k=bad)
     imaged = dataclasses.replace(LOCAL, local_a=False, image_a=True, vector_width=4, tile_rows=4,

@@ -121,7 +121,7 @@ def test_a_forged_shape_entry_is_rejected_field_by_field(device):
     base = Profile(device.fingerprint, "d", "v", "1", "0.1.0", "2026-11-24T00:00:00+00:00", "1").to_dict()
     assert Profile.from_json(json.dumps({**base, "shapes": {"s": [entry]}})).shapes["s"][0].ranked[0].split == 4
     forged = [({**entry, "class": "large"}, "shapes"), ({**entry, "class": "NC"}, "shapes"),
-              ({**entry, "ranked": [{**entry["ranked"][0], "split": 0}]}, "split"),
+              ({**entry, "ranked": [{**entry["ranked"][0], "split": -1}]}, "split"),
               ({**entry, "ranked": [{**entry["ranked"][0], "split": 65}]}, "split"),
               ({**entry, "ranked": [{**entry["ranked"][0], "cmd": "rm"}]}, "unexpected cmd"),
               ({**entry, "ranked": [{**entry["ranked"][0], "config": {"family": "gemv"}}]}, "unknown kernel family")]
@@ -147,19 +147,20 @@ def test_tune_shapes_from_the_command_line(monkeypatch, tmp_path):
 
 def test_an_exact_shape_that_leaves_units_idle_gets_its_k_split_measured(device, monkeypatch, tmp_path):
     from autogemm.blas.coverage import split_counts
+    from autogemm.codelets.stream import STREAM_K
 
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
     problem = GemmProblem.dense(DTYPES["s"], 8, 8, 4096)
     one_block = autogemm.SimtParams(tile_k=4)
-    assert split_counts(one_block, problem, 2) == [1, 2, 4, 8, 16]
+    assert split_counts(one_block, problem, 2) == [1, 2, 4, 8, 16, STREAM_K]
     assert split_counts(one_block, GemmProblem.dense(DTYPES["s"], 4096, 4096, 4096), 2) == []
-    assert split_counts(one_block, GemmProblem.dense(DTYPES["s"], 8, 8, 300), 2) == []     # too short a K
+    assert split_counts(one_block, GemmProblem.dense(DTYPES["s"], 8, 8, 300), 2) == [1, STREAM_K]   # too short to slice
     profile = tune(device, budget=Budget(evaluations=4), shapes=[ShapeRecord("gemm", "s", "NN", 8, 8, 4096)],
                    top=2)
     best = profile.shapes["s"][0].ranked[0]
     assert best.split in split_counts(best.config, problem, device.compute_units)
     plan = LaunchPlan(autogemm.context_for(device), problem)
-    assert plan.params == best.config and plan.slices == best.split
+    assert plan.params == best.config and plan.split == best.split
     a, b = np.random.rand(8, 4096).astype(np.float32), np.random.rand(4096, 8).astype(np.float32)
     assert np.allclose(autogemm.gemm(a, b, device=device), a.astype(np.float64) @ b, rtol=1e-4)
 

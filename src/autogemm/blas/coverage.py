@@ -1,11 +1,13 @@
-"""How a configuration's work-groups cover a problem: how many blocks of C, how many K slices (split K),
-and what share of the device's compute units the launch keeps busy, wave after wave. Plans use it to
-split K; selection uses it to predict which stored configuration suits a shape best."""
+"""How a configuration's work-groups cover a problem: how many blocks of C, how many K slices (split K)
+or whether stream-K, and what share of the device's compute units the launch keeps busy, wave after
+wave. Plans use it to split K; selection uses it to predict which stored configuration suits a shape
+best."""
 
 from __future__ import annotations
 
 from ..codelets.kernel import MAX_SLICES, ceil_div
 from ..codelets.registry import KernelParams
+from ..codelets.stream import STREAM_K, StreamPartition
 from .problem import GemmProblem
 
 #: Problems with fewer multiply-adds are not split automatically: the merge of the slices is one more
@@ -13,6 +15,10 @@ from .problem import GemmProblem
 SPLIT_MIN_WORK = 2**30
 #: A K slice is at least this deep (and 16 K steps), so that its partial sum is worth a pass over C.
 MIN_SLICE_DEPTH = 256
+#: Stream-K is worth trying where the tiles' waves keep less than this share of the compute units busy,
+#: in at most ``STREAM_MAX_WAVES`` waves (beyond, the last wave's idle units matter little).
+STREAM_BELOW_SHARE = 0.9
+STREAM_MAX_WAVES = 8
 
 
 def blocks(params: KernelParams, problem: GemmProblem) -> int:
@@ -29,8 +35,19 @@ def useful_share(params: KernelParams, m: int, n: int, layers: int, compute_unit
     """The share of the device's time a launch of ``params`` over ``layers`` Cs of m x n (K slices, or the
     products of a batch) spends on real work: its padded blocks' share that is C, times the share of the
     compute units its waves keep busy."""
-    count = c_blocks(params, m, n)
-    return m * n / (count * params.block_rows * params.block_cols) * busy_share(count * layers, compute_units)
+    return area_share(params, m, n) * busy_share(c_blocks(params, m, n) * layers, compute_units)
+
+
+def area_share(params: KernelParams, m: int, n: int) -> float:
+    """The share of the blocks of ``params`` covering an m x n C that is C."""
+    return m * n / (c_blocks(params, m, n) * params.block_rows * params.block_cols)
+
+
+def stream_share(partition: StreamPartition, compute_units: int) -> float:
+    """The share of compute-unit time doing work under stream-K: the groups' waves' (as ``busy_share``),
+    times the share of its steps the busiest group's work is (the others have one step fewer at most)."""
+    busiest = ceil_div(partition.total, partition.groups)
+    return busy_share(partition.groups, compute_units) * partition.total / (partition.groups * busiest)
 
 
 def busy_share(groups: int, compute_units: int) -> float:
@@ -51,13 +68,20 @@ def split_count(blocks: int, compute_units: int, k: int, tile_k: int) -> int:
 
 
 def split_counts(params: KernelParams, problem: GemmProblem, compute_units: int) -> list[int]:
-    """The K slice counts worth measuring for ``problem`` (``tune --shapes``): none where its blocks of C
-    alone keep every compute unit busy (or a split is not possible: images, a batch, a short K), else 1
-    and the powers of two up to the deepest split its K allows."""
-    if params.image_a or params.image_b or problem.batch > 1 or blocks(params, problem) >= compute_units:
+    """The K splits worth measuring for ``problem`` (``tune --shapes``, the predictor's samples): none
+    where its blocks of C alone keep every compute unit busy (or a split is not possible: images, a
+    batch, a K of one step), else 1, the powers of two up to the deepest split its K allows where the
+    blocks are fewer than the units, and ``STREAM_K`` where their waves leave units idle."""
+    count = blocks(params, problem)
+    if params.image_a or params.image_b or problem.batch > 1 or problem.k <= params.tile_k:
         return []
-    deepest = min(MAX_SLICES, problem.k // max(MIN_SLICE_DEPTH, 16 * params.tile_k))
-    return [1] + [2**i for i in range(1, deepest.bit_length()) if 2**i <= deepest] if deepest >= 2 else []
+    splits = []
+    if count < compute_units:
+        deepest = min(MAX_SLICES, problem.k // max(MIN_SLICE_DEPTH, 16 * params.tile_k))
+        splits = [2**i for i in range(1, deepest.bit_length()) if 2**i <= deepest]
+    if busy_share(count, compute_units) < STREAM_BELOW_SHARE and count <= STREAM_MAX_WAVES * compute_units:
+        splits.append(STREAM_K)
+    return [1, *splits] if splits else []
 
 
 def auto_slices(params: KernelParams, problem: GemmProblem, compute_units: int) -> int:

@@ -17,6 +17,7 @@ from ..codelets import helpers
 from ..codelets.kernel import KernelSource, round_up
 from ..codelets.registry import KernelParams, check, render
 from ..codelets.simt.geometry import TEXEL_BYTES
+from ..codelets.stream import STREAM_K
 from ..errors import ArgumentError, ConfigError, ShapeError
 from ..runtime.arguments import KernelArguments
 from ..runtime.context import DeviceContext
@@ -57,28 +58,32 @@ class LaunchPlan(Routing):
             raise ConfigError(f"configuration rejected for {ctx.device.name.strip()}: {reason}")
         if problem.batch > 1 and (self.params.image_a or self.params.image_b):
             raise ConfigError("a batch reads its operands from buffers; this configuration uses images")
-        super().__init__(problem, self.params, self._choose_slices(split_k), edge)
+        super().__init__(problem, self.params, self._choose_split(split_k), ctx.device.compute_units, edge)
         self._check_temporaries()
         self._temps: list[cl.MemoryObject] = []
         self._allocated = False       # True from ``allocate`` to ``release`` (a plan may need no temporaries)
         self._epilogues: dict[str, cl.Kernel] = {}
         self._arguments = KernelArguments()
         self._lock = threading.Lock()
-        self.kernel_source: KernelSource = render(self.params, self.dtype, guarded=self.guarded)
+        self.kernel_source: KernelSource = render(self.params, self.dtype, guarded=self.guarded, stream=self.stream)
         if self.problem.m and self.problem.n and self.problem.k and self.problem.batch:
             self._build()
 
     # ----- decisions ----------------------------------------------------------------------------
-    def _choose_slices(self, requested: int | None) -> int:
-        """K slices computed in parallel (split K): as asked, else ``auto_slices`` for this device."""
+    def _choose_split(self, requested: int | None) -> int:
+        """How K is shared: as asked (K slices computed in parallel, or ``STREAM_K``), else
+        ``auto_slices`` for this device."""
         p, pr = self.params, self.problem
         if requested is not None:
-            if isinstance(requested, bool) or not isinstance(requested, int) or not 1 <= requested <= MAX_SLICES:
-                raise ArgumentError(f"split_k must be an integer from 1 to {MAX_SLICES}, not {requested!r}")
-            if requested > 1 and (p.image_a or p.image_b):
-                raise ConfigError("split K reads its operands from buffers; this configuration uses images")
-            if requested > 1 and pr.batch > 1:
-                raise ArgumentError("split K is for single products: a batch fills the device by itself")
+            if (isinstance(requested, bool) or not isinstance(requested, int)
+                    or not (1 <= requested <= MAX_SLICES or requested == STREAM_K)):
+                raise ArgumentError(f"split_k must be an integer from 1 to {MAX_SLICES}, or {STREAM_K} for "
+                                    f"stream-K, not {requested!r}")
+            schedule = "stream-K" if requested == STREAM_K else "split K"
+            if requested != 1 and (p.image_a or p.image_b):
+                raise ConfigError(f"{schedule} reads its operands from buffers; this configuration uses images")
+            if requested != 1 and pr.batch > 1:
+                raise ArgumentError(f"{schedule} is for single products: a batch fills the device by itself")
             return requested
         return auto_slices(p, pr, self.ctx.device.compute_units)
 
@@ -133,6 +138,8 @@ class LaunchPlan(Routing):
                     self.images[name] = self._image(st)
         if self.c_temp:
             self.c_buffer = self._buffer(sizes["C"])
+        # the stream-K tiles' partial sums (none where no tile is shared)
+        self.partials = self._buffer(sizes["partials"]) if "partials" in sizes else None
         self._allocated = True
 
     @property
@@ -143,8 +150,9 @@ class LaunchPlan(Routing):
     def _check_temporaries(self) -> None:
         """``ShapeError`` where a temporary (an operand padded to the tiles) would span more reals than the
         kernels' 32-bit indices reach, though the operands themselves do not."""
-        real_bytes = {"A": self.kernel_dtype.real_bytes, "B": self.kernel_dtype.real_bytes,
-                      "C": self.dtype.scalar_numpy.itemsize // self.dtype.reals_per_element}
+        c_real = self.dtype.scalar_numpy.itemsize // self.dtype.reals_per_element
+        real_bytes = {"A": self.kernel_dtype.real_bytes, "B": self.kernel_dtype.real_bytes, "C": c_real,
+                      "partials": c_real}
         for name, size in self.temporary_bytes().items():
             if size // real_bytes[name] > INT32_MAX:
                 raise ShapeError(f"the padded copy of {name} would span {size // real_bytes[name]} reals, beyond "
@@ -152,14 +160,15 @@ class LaunchPlan(Routing):
 
     def _layer_strides(self) -> tuple[np.int32, ...]:
         """The gemm kernel's A, B and C strides between layers: between the K slices of a split product
-        (for A and B a slice's depth along their K, for C one padded C of the temporary), else between
-        the products of a batch as the kernel reads them (packed or in place)."""
+        (for A and B a slice's depth along their K, for C one padded C of the temporary), or under
+        stream-K one K step's, else between the products of a batch as the kernel reads them (packed or
+        in place)."""
         pr = self.problem
         strides = {}
         for name in ("A", "B"):
             st = self.staging[name]
-            if self.slices > 1:
-                depth = self.padded_k // self.slices
+            if self.slices > 1 or self.stream:
+                depth = self.padded_k // self.slices if self.slices > 1 else self.params.tile_k
                 k_contiguous = (self._letter(name) == "N") == (name == "A")
                 strides[name] = depth if k_contiguous else depth * (st.dst_ld if st.packed else pr.ld(name))
             elif st.packed:
@@ -287,9 +296,12 @@ class LaunchPlan(Routing):
         strides, its global and local sizes."""
         pr = self.problem
         dims = (pr.m, pr.n, pr.k) if self.guarded else (self.padded_m, self.padded_n, self.padded_k // self.slices)
-        return (tuple(np.int32(d) for d in dims), self._layer_strides(),
-                (*self.kernel_source.global_size(dims[0], dims[1]), self.slices * pr.batch),
-                (*self.kernel_source.local_size, 1))
+        local = self.kernel_source.local_size
+        if self.partition:
+            global_size = (self.partition.launched * local[0], local[1], 1)
+        else:
+            global_size = (*self.kernel_source.global_size(dims[0], dims[1]), self.slices * pr.batch)
+        return tuple(np.int32(d) for d in dims), self._layer_strides(), global_size, (*local, 1)
 
     def _product_launches(self, operands: dict[str, tuple], c: cl.Buffer, offset_c: int, alpha, beta) -> list[tuple]:
         """The GEMM kernel's launch on staged operands and, into a temporary C, the merge's."""
@@ -298,9 +310,21 @@ class LaunchPlan(Routing):
         target = (self.c_buffer, i64(0), i32(self.padded_n)) if self.c_temp else (c, i64(offset_c), i32(pr.ldc))
         # into a temporary the kernel writes op(A) op(B) alone; the merge applies alpha and beta
         kernel_alpha, kernel_beta = (1.0, 0.0) if self.c_temp else (alpha, beta)
+        # a stream-K kernel that shares no tile writes no partial sum: C stands in for the temporary
+        partials = ((target[0] if self.partials is None else self.partials, i32(self.partition.groups))
+                    if self.partition else ())
         self._arguments.set(self.gemm_kernel, *dims, self._scalar(kernel_alpha), self._scalar(kernel_beta),
-                       *operands["A"], *operands["B"], *target, *strides)
+                       *operands["A"], *operands["B"], *target, *strides, *partials)
         launches = [(self.gemm_kernel, global_size, local_size)]
+        if self.partition and self.partition.most_pieces():
+            fixup = self._epilogue("fixup")
+            p, part = self.params, self.partition
+            self._arguments.set(fixup, *dims[:2], i32(p.block_rows), i32(p.block_cols), i32(part.steps),
+                                i32(part.groups), self.partials, i32(self.padded_n),
+                                i64(self.padded_m * self.padded_n), self._scalar(kernel_alpha), *target,
+                                self._scalar(kernel_beta))
+            launches.append((fixup, (round_up(int(dims[1]), helpers.TILE), round_up(int(dims[0]), helpers.TILE), 1),
+                             TILE_GROUP))
         if self.c_temp:
             merge = self._epilogue("merge")
             self._arguments.set(merge, i32(pr.m), i32(pr.n), self.c_buffer, i32(self.padded_n),
@@ -337,8 +361,10 @@ class LaunchPlan(Routing):
                     steps.append(f"copy {name} to an image")
         steps.append(f"gemm [{self.params.describe()}] ({self.params_source}) "
                      f"{'guarded' if self.guarded else 'whole tiles'}"
-                     + (f", K split in {self.slices}" if self.slices > 1 else "")
+                     + (", stream-K" if self.stream else f", K split in {self.split}" if self.split > 1 else "")
                      + (f", a batch of {self.problem.batch}" if self.problem.batch > 1 else ""))
+        if self.partition and self.partition.most_pieces():
+            steps.append("fix up shared tiles")
         if self.c_temp:
             steps.append("merge C" + (f" (to {self.dtype.output.numpy})" if self.c_converted else ""))
         return steps

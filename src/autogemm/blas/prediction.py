@@ -28,7 +28,7 @@ from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..profiles import Predictor
 from ..profiles.profile import shape_distance
-from .coverage import split_counts, useful_share
+from .coverage import area_share, split_counts, stream_share, useful_share
 from .problem import GemmProblem, Op
 from .routing import Routing
 
@@ -142,6 +142,8 @@ def terms(dtype: Dtype, params: KernelParams, split: int, shape: Shape, compute_
     layout, m, n, k = shape
     problem = GemmProblem.dense(dtype, m, n, k, Op.from_letter(layout[0], "layout"),
                                 Op.from_letter(layout[1], "layout"))
-    traffic = Routing(problem, params, split).traffic()
-    return Terms(2.0 * m * n * k, useful_share(params, m, n, split, compute_units) * traffic.depth_share,
-                 traffic.copied, traffic.streamed, traffic.launches)
+    routing = Routing(problem, params, split, compute_units)
+    traffic = routing.traffic()
+    covered = (area_share(params, m, n) * stream_share(routing.partition, compute_units) if routing.partition
+               else useful_share(params, m, n, split, compute_units))
+    return Terms(2.0 * m * n * k, covered * traffic.depth_share, traffic.copied, traffic.streamed, traffic.launches)

@@ -1,8 +1,9 @@
 """``Routing``: how a plan computes one ``GemmProblem`` with one configuration and K split, decided from
-the problem and the configuration alone (no device): which operands are packed (transposed, padded,
-converted, into images), whether the kernel guards its edges, whether C goes through a temporary and a
-merge. ``LaunchPlan`` launches what it decides; the predictor's model (``prediction``) charges the
-copies and launches it implies.
+the problem, the configuration and the device's compute units alone: which operands are packed
+(transposed, padded, converted, into images), whether the kernel guards its edges, whether C goes
+through a temporary and a merge, and under stream-K how the work-groups share the tiles.
+``LaunchPlan`` launches what it decides; the predictor's model (``prediction``) charges the copies and
+launches it implies.
 
 Per shape the routing chooses between two ways of handling edges, both exact:
 - guarded: the kernel takes any m, n, k and guards its loads and stores; operands are read in place
@@ -22,6 +23,7 @@ from typing import NamedTuple
 from ..codelets.kernel import round_up
 from ..codelets.registry import KernelParams, kernel_dtype
 from ..codelets.simt.geometry import TEXEL_BYTES
+from ..codelets.stream import STREAM_K, StreamPartition
 from .problem import GemmProblem
 
 #: Problems with at least this many multiply-adds are padded under ``edge='auto'``: the copies then
@@ -67,22 +69,29 @@ class Traffic(NamedTuple):
 
 
 class Routing:
-    """The launches' plan for ``problem`` with ``params`` in ``slices`` K slices, edges handled as
-    ``edge`` says ('auto': padded from ``PAD_MIN_WORK`` unless everything is whole already)."""
+    """The launches' plan for ``problem`` with ``params`` and K ``split`` (1 to ``MAX_SLICES`` slices, or
+    ``STREAM_K``) on a device of ``compute_units``, edges handled as ``edge`` says ('auto': padded from
+    ``PAD_MIN_WORK`` unless everything is whole already)."""
 
-    def __init__(self, problem: GemmProblem, params: KernelParams, slices: int, edge: str = "auto") -> None:
+    def __init__(self, problem: GemmProblem, params: KernelParams, split: int, compute_units: int,
+                 edge: str = "auto") -> None:
         self.problem = problem
         self.params = params
         self.dtype = problem.dtype
         self.kernel_dtype = kernel_dtype(params, self.dtype)
-        self.slices = slices
-        self.k_step = params.tile_k * slices
-        self.guarded = slices == 1 and self._choose_guarded(edge)
+        self.split = split
+        self.stream = split == STREAM_K
+        self.slices = 1 if self.stream else split
+        self.k_step = params.tile_k * self.slices
+        self.guarded = self.slices == 1 and self._choose_guarded(edge)
         self.padded_m, self.padded_n, self.padded_k = self._padded_sizes()
         self.staging = {name: self._route(name) for name in ("A", "B")}
         # the kernel writes C in the compute type: a C stored otherwise is rounded into by the merge
         self.c_converted = self.dtype.output.numpy != self.dtype.scalar_numpy
-        self.c_temp = self.c_converted or (not self.guarded and (slices > 1 or not self._in_place_whole("C")))
+        self.c_temp = self.c_converted or (not self.guarded and (self.slices > 1 or not self._in_place_whole("C")))
+        self.partition = (StreamPartition.of(self.padded_m // params.block_rows * (self.padded_n // params.block_cols),
+                                             self.padded_k // params.tile_k, compute_units)
+                          if self.stream else None)
 
     def _letter(self, name: str) -> str:
         return self.params.layout[0 if name == "A" else 1]
@@ -162,6 +171,9 @@ class Routing:
         if self.c_temp:
             sizes["C"] = (self.problem.batch * self.slices * self.padded_m * self.padded_n
                           * self.dtype.scalar_numpy.itemsize)
+        if self.partition and self.partition.most_pieces():
+            sizes["partials"] = (self.partition.most_pieces() * self.padded_m * self.padded_n
+                                 * self.dtype.scalar_numpy.itemsize)
         return sizes
 
     def traffic(self) -> Traffic:
@@ -182,4 +194,11 @@ class Routing:
             launches += 1
         else:
             written = pr.batch * pr.m * pr.n
+        if self.partition:
+            shared = self.partition.shared()
+            if shared:
+                tile = self.params.block_rows * self.params.block_cols
+                written += sum(shared.values()) * tile
+                copied += (sum(shared.values()) + 2 * len(shared)) * tile     # the fix-up reads them, and C
+                launches += 1
         return Traffic(copied, streamed["A"] + streamed["B"] + written, launches, pr.k / self.padded_k)

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from ..codelets.stream import split_name
 from ..dtypes import Dtype, get_dtype
 from ..errors import AutogemmError, ProfileError
 from ..profiles import Profile, SizeClassEntry, bundled, path_for, profile_for, read, save, user_profiles
@@ -107,7 +108,7 @@ def show_command(target, as_json) -> None:
             for e in entries:
                 best = e.ranked[0]
                 table.add_row(key, e.name, "x".join(map(str, e.shape)), f"{best.gflops:.1f}",
-                              str(best.split or "auto"), best.config.describe())
+                              split_name(best.split), best.config.describe())
         console.print(table)
     if prof.hybrid:
         table = _titled("shared with the host (tune --hybrid): numpy in, numpy out",

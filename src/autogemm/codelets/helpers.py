@@ -1,6 +1,7 @@
 """Helper kernels around the GEMM codelets (after Nugteren's kernel 10): ``pack`` copies an operand into
 the layout a codelet reads, transposing, conjugating and zero-padding to whole tiles in one pass;
-``merge`` writes a padded or split-K result back as C = alpha sum(T) + beta C; ``scale`` computes
+``merge`` writes a padded or split-K result back as C = alpha sum(T) + beta C; ``fixup`` adds up the
+partial sums of the tiles a stream-K kernel's work-groups shared (``codelets.stream``); ``scale`` computes
 C = beta C alone (the BLAS quick return when alpha or K is zero); ``residual`` measures a result
 against a reference on the device (the tuner checks every candidate so, without copying large results
 to the host)."""
@@ -12,6 +13,7 @@ from functools import cache
 from ..dtypes import Dtype
 from .conversions import conversions
 from .kernel import KernelSource
+from .stream import OWNER_FUNCTION
 
 TILE = 16   # helper work-groups are TILE x TILE; pack transposes through a TILE x (TILE + 1) local tile
 
@@ -96,11 +98,13 @@ void pack(const int rows, const int cols,
 
 @cache
 def epilogues(dt: Dtype) -> KernelSource:
-    """Two kernels on an m x n C stored as ``dt``: ``merge`` (C = alpha (T_0 + ... + T_S-1) + beta C, the
+    """Three kernels on an m x n C stored as ``dt``: ``merge`` (C = alpha (T_0 + ... + T_S-1) + beta C, the
     T_s computed elsewhere, in the compute type: one padded product, the K slices of a split one, or a
-    product whose C is 16-bit) and ``scale`` (C = beta C). With beta == 0 neither reads C, so NaN in an
-    uninitialised C does not leak. Work-groups along dimension 2 treat the layers of a strided batch:
-    layer z's C is ``c_stride`` elements after the last's, and its slices of T follow those of layer z - 1."""
+    product whose C is 16-bit), ``scale`` (C = beta C), and ``fixup`` (C = alpha (P_0 + ... ) + beta C
+    on the tiles a stream-K kernel's work-groups shared, from their partial sums P, C in the compute
+    type). With beta == 0 none reads C, so NaN in an uninitialised C does not leak. Work-groups along
+    dimension 2 of ``merge`` and ``scale`` treat the layers of a strided batch: layer z's C is
+    ``c_stride`` elements after the last's, and its slices of T follow those of layer z - 1."""
     source = prelude(dt) + f"""
 // autogemm merge: C = alpha * (T_0 + ... + T_(slices-1)) + beta * C for the m x n C, where the T_s are
 // slices (t_slice elements apart) of a temporary holding op(A) op(B), possibly padded and split along K
@@ -128,6 +132,31 @@ void scale(const int m, const int n, __global stored* C, const long c_offset, co
     if (r >= m || c >= n) return;
     C += (c_offset + (long)layer * c_stride) * {dt.reals_per_element};
     STORE(C, r * ldc + c, IS_ZERO(beta) ? (elem)(0) : MUL(beta, LOAD(C, r * ldc + c)));
+}}
+
+{OWNER_FUNCTION}
+// autogemm fixup: C = alpha * (P_0 + ... + P_(pieces-1)) + beta * C on each tile of block_rows x
+// block_cols that the `groups` work-groups of a stream-K kernel shared (`steps` K steps per tile), where
+// P_p is layer p (p_layer elements apart) of their partial sums; the other tiles are left as they are
+__kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
+void fixup(const int m, const int n, const int block_rows, const int block_cols, const int steps,
+           const int groups, const __global real* P, const int p_ld, const long p_layer,
+           const elem alpha, __global real* C, const long c_offset, const int ldc, const elem beta)
+{{
+    const int r = get_global_id(1), c = get_global_id(0);
+    if (r >= m || c >= n) return;
+    const int tiles_n = (n + block_cols - 1) / block_cols, tiles = (m + block_rows - 1) / block_rows * tiles_n;
+    const int before = whole_tiles(tiles, groups);
+    const int tile = r / block_rows * tiles_n + c / block_cols;
+    if (tile < before) return;                    // computed whole in the waves before: in C already
+    const long total = (long)(tiles - before) * steps, first = (long)(tile - before) * steps;
+    const int pieces = owner(first + steps - 1, total, groups) - owner(first, total, groups) + 1;
+    if (pieces == 1) return;                      // one work-group's alone: it wrote C
+    C += c_offset * {dt.reals_per_element};
+    elem t = ELEM_LOAD(P, r * p_ld + c);
+    for (int p = 1; p < pieces; ++p) t += ELEM_LOAD(P, p * p_layer + r * p_ld + c);
+    t = MUL(alpha, t);
+    ELEM_STORE(C, r * ldc + c, IS_ZERO(beta) ? t : t + MUL(beta, ELEM_LOAD(C, r * ldc + c)));
 }}
 """
     return KernelSource("merge", source, (), (TILE, TILE), (TILE, TILE, 1))

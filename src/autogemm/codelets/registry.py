@@ -75,7 +75,8 @@ class SpaceFacts:
 @dataclass(frozen=True)
 class Family:
     """One kernel family: its configurations' class and the functions on them. ``render`` takes a
-    configuration, a dtype and a flag (GEMM families: edge-guarded; GEMV: conjugating A). ``fit`` adapts a
+    configuration, a dtype and a flag (GEMM families: edge-guarded; GEMV: conjugating A), and GEMM
+    families a second (the stream-K schedule, ``codelets.stream``). ``fit`` adapts a
     configuration to a dtype where the family's instructions depend on it (by default it is returned as it
     is). ``weight`` is the family's share of a size class's budget among the families a device searches
     (relative to the others'), and ``multiplies_16bit`` says its kernels take 16-bit operands as they are
@@ -84,7 +85,7 @@ class Family:
     name: str
     params: type
     check: Callable[[Any, Device, Dtype], str | None]
-    render: Callable[[Any, Dtype, bool], KernelSource]
+    render: Callable[..., KernelSource]
     space: Callable[[SpaceFacts], SearchSpace | None]
     fit: Callable[[Any, Dtype], Any] = lambda params, dtype: params
     routine: str = GEMM
@@ -142,9 +143,10 @@ def check(params: Params, device: Device, dtype: Dtype | str) -> str | None:
     return family_of(params).check(params, device, kernel_dtype(params, dtype))
 
 
-def render(params: KernelParams, dtype: Dtype | str, guarded: bool = True) -> KernelSource:
-    """The OpenCL source of ``params`` (of any GEMM family) for a ``dtype`` problem."""
-    return family_of(params).render(params, kernel_dtype(params, dtype), guarded)
+def render(params: KernelParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False) -> KernelSource:
+    """The OpenCL source of ``params`` (of any GEMM family) for a ``dtype`` problem, over its tiles (one
+    work-group each) or with ``stream`` the stream-K schedule."""
+    return family_of(params).render(params, kernel_dtype(params, dtype), guarded, stream)
 
 
 def params_from_dict(data: object, routine: str | None = GEMM) -> Params:

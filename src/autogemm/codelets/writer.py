@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..dtypes import Dtype
+from .stream import OWNER_FUNCTION
 
 
 def hex_digit(i: int) -> str:
@@ -14,8 +15,9 @@ def hex_digit(i: int) -> str:
 
 
 #: The last kernel parameters of every GEMM family: element strides between the layers of dimension 2
-#: (the K slices of a split product, or the products of a strided batch).
-LAYER_STRIDES = "    const int a_stride, const int b_stride, const int c_stride)"
+#: (the K slices of a split product, or the products of a strided batch; under stream-K, A's and B's
+#: strides are one K step's, and the partial sums' temporary follows).
+LAYER_STRIDES = "    const int a_stride, const int b_stride, const int c_stride"
 
 
 class SourceWriter:
@@ -30,7 +32,8 @@ class SourceWriter:
             self.lines.append(("    " * self.depth + line) if line else "")
 
     def open(self, line: str) -> None:
-        self(line + " {")
+        """Open a block after ``line`` (a bare block for an empty one)."""
+        self(f"{line} {{" if line else "{")
         self.depth += 1
 
     def close(self, suffix: str = "") -> None:
@@ -44,15 +47,25 @@ class SourceWriter:
 class ElementCode:
     """Code for ``dtype`` elements in vectors of ``vector_width`` (``elem`` and ``elemsN`` typedefs are the
     kernel's), with loads and stores guarded at the matrix edges when ``guarded``. Subclasses write
-    kernels into ``self.out`` and record in ``self.widths`` the load widths they use."""
+    kernels into ``self.out`` and record in ``self.widths`` the load widths they use.
 
-    def __init__(self, dtype: Dtype, vector_width: int, guarded: bool) -> None:
+    With ``stream`` the kernel runs the stream-K schedule (``codelets.stream``): the family's body, which
+    computes one block of C over ``K`` from its ``tile_index``es and ``layer_offsets``, runs once per unit
+    of work (a tile's K steps from ``unit_first``, ``k_step`` elements each), in a loop around it that
+    declares, for that unit, the ``K``, ``alpha``, ``beta``, A, B, C and ``ldc`` the body reads."""
+
+    def __init__(self, dtype: Dtype, vector_width: int, guarded: bool, stream: bool = False,
+                 k_step: int = 1) -> None:
         self.dt = dtype
         self.vw = vector_width
         self.rpe = dtype.reals_per_element
         self.guarded = guarded
+        self.stream = stream
+        self.k_step = k_step
+        self.operand_scalar = "real"           # the scalar type of A's and B's buffers
         self.widths: set[int] = set()          # element counts of buffer loads used
         self.stored_widths: set[int] = set()   # ... of loads of 16-bit operand bits
+        self.hoisted: list[str] = []           # local memory declared before the stream-K loop
         self.out = SourceWriter()
 
     # ----- small expression helpers -------------------------------------------------------------
@@ -163,16 +176,13 @@ class ElementCode:
             return f"p[{index}] = {value};"
         return f"vstore{reals}({value}, 0, p + ({index}) * {self.rpe});"
 
-    def buffer_kernel_source(self, name: str, attributes: str, functions: Sequence[Callable[[], None]] = (),
-                             operand: str = "real") -> str:
+    def buffer_kernel_source(self, name: str, attributes: str, functions: Sequence[Callable[[], None]] = ()) -> str:
         """The whole source of a family whose kernel takes buffer operands (C = alpha op(A) op(B) + beta C,
-        offsets and leading dimensions in elements; A and B of scalars ``operand``): the subclass's
+        offsets and leading dimensions in elements; A and B of scalars ``self.operand_scalar``): the subclass's
         ``body`` written first (it records the load widths the helpers must cover), then its ``header``,
         the multiply-add, ``functions``, the load and store helpers, and the kernel with ``attributes``
         around the body."""
-        self.out.depth = 1
-        self.body()
-        body = self.out.lines
+        body = self.kernel_body(self.body)
         self.out = type(self.out)()
         self.header()
         self.mac_function()
@@ -182,23 +192,112 @@ class ElementCode:
         self.store_helper()
         self.out(f"__kernel {attributes}",
                  f"void {name}(const int M, const int N, const int K, const elem alpha, const elem beta,",
-                 f"    const __global {operand}* restrict A, const long a_offset, const int lda,",
-                 f"    const __global {operand}* restrict B, const long b_offset, const int ldb,",
+                 f"    const __global {self.operand_scalar}* restrict A, const long a_offset, const int lda,",
+                 f"    const __global {self.operand_scalar}* restrict B, const long b_offset, const int ldb,",
                  "    __global real* restrict C, const long c_offset, const int ldc,",
-                 LAYER_STRIDES,
+                 self.last_parameters(),
                  "{")
         self.out.lines.extend(body)
         self.out("}")
         return self.out.text()
 
+    def last_parameters(self) -> str:
+        """The kernel's last parameters: the layer strides, and under stream-K the partial sums."""
+        if self.stream:
+            return LAYER_STRIDES + ",\n    __global real* restrict partials, const int sharing)"
+        return LAYER_STRIDES + ")"
+
+    def kernel_body(self, write: Callable[[], None]) -> list[str]:
+        """The lines of the kernel's body, ``write`` writing the computation of one block of C (once per
+        work-group, or under stream-K once per unit of work, in the loop ``stream_loop`` writes)."""
+        self.out = type(self.out)()
+        self.out.depth = 1
+        if not self.stream:
+            write()
+            return self.out.lines
+        self.stream_loop(write)
+        return self.out.lines
+
+    def stream_loop(self, write: Callable[[], None]) -> None:
+        """The stream-K loop over this work-group's units of work (see ``codelets.stream``), local memory
+        declared before it (OpenCL wants it at the kernel's outermost scope)."""
+        w, op = self.out, self.operand_scalar
+        one, zero = ("(elem)(1, 0)", "(elem)(0, 0)") if self.dt.is_complex else ("(elem)1", "(elem)0")
+        w("// stream-K: the first work-groups compute a whole tile each, as usual; the last `sharing` share the",
+          "// K steps of the tiles after (one or two waves' worth) evenly: work-group `group` of them the steps",
+          "// [at, end) of those tiles, in row-major order, tile after tile",
+          "const int tiles_m = (M + BLOCK_ROWS - 1) / BLOCK_ROWS, tiles_n = (N + BLOCK_COLS - 1) / BLOCK_COLS;",
+          f"const int steps = (K + {self.k_step} - 1) / {self.k_step};   // K steps per tile",
+          "const int before = whole_tiles(tiles_m * tiles_n, sharing);",
+          "const long total = (long)(tiles_m * tiles_n - before) * steps;",
+          "const int group = get_group_id(0) - before;   // negative: a whole tile's work-group",
+          "const int first_tile = group < 0 ? get_group_id(0) : before;",
+          "long at = group < 0 ? 0 : group * total / sharing;",
+          "const long end = group < 0 ? steps : (group + 1) * total / sharing;",
+          "const int ldp = tiles_n * BLOCK_COLS;   // a shared tile's partial sums: in layer `piece` of partials",
+          "const long partial_size = (long)tiles_m * BLOCK_ROWS * ldp;",
+          "const int K_given = K, ldc_given = ldc;",
+          "const elem alpha_given = alpha, beta_given = beta;",
+          f"const __global {op}* const A_given = A;",
+          f"const __global {op}* const B_given = B;",
+          "__global real* const C_given = C;")
+        loop = len(w.lines)
+        w.open("while (at < end)")
+        w("const int tile = first_tile + at / steps, unit_first = at % steps;",
+          "const int unit_steps = min((long)(steps - unit_first), end - at);",
+          "const int tile_row = tile / tiles_n, tile_col = tile % tiles_n;",
+          "const bool whole = unit_steps == steps;      // the tile is this work-group's alone: into C",
+          "const int piece = whole ? 0 : group - owner((long)(tile - before) * steps, total, sharing);",
+          f"const int K = min(unit_steps * {self.k_step}, K_given - unit_first * {self.k_step});",
+          f"const elem alpha = whole ? alpha_given : {one};",
+          f"const elem beta = whole ? beta_given : {zero};",
+          "const int ldc = whole ? ldc_given : ldp;")
+        w.open("")
+        write()
+        w.close()
+        w("at += unit_steps;",
+          "barrier(CLK_LOCAL_MEM_FENCE);   // everyone is done with local memory before the next unit")
+        w.close()
+        w.lines[loop:loop] = ["    " + line for line in self.hoisted]
+
+    def local_memory(self, *lines: str) -> None:
+        """Declare local memory: here, or under stream-K before the loop over units."""
+        if self.stream:
+            self.hoisted.extend(lines)
+        else:
+            self.out(*lines)
+
+    def tile_index(self, dim: int) -> str:
+        """The index of the block of C the body computes, along N (``dim`` 0) or M (1)."""
+        if self.stream:
+            return ("tile_col", "tile_row")[dim]
+        return f"get_group_id({dim})"
+
+    def stream_functions(self) -> None:
+        """``whole_tiles`` and ``owner``, where the kernel runs stream-K."""
+        if self.stream:
+            self.out(*OWNER_FUNCTION.splitlines(), "")
+
     def layer_offsets(self, names: Sequence[str]) -> None:
         """Point the buffers ``names`` (of A, B, C) at this work-group's layer: its element offset plus
         the layer's stride times its index along dimension 2, in 64 bits (a buffer may pass 2^31
-        elements; the indices within one matrix are 32-bit)."""
-        self.out("const int layer = get_group_id(2);            // a K slice (split K) or a product of a batch")
+        elements; the indices within one matrix are 32-bit). Under stream-K the layer is the unit's first
+        K step, and C is the tile's partial sums where the tile is shared."""
+        if not self.stream:
+            self.out("const int layer = get_group_id(2);            // a K slice (split K) or a product of a batch")
+            for name in names:
+                lower = name.lower()
+                self.out(f"{name} += ({lower}_offset + (long)layer * {lower}_stride) * {self.rpe};")
+            return
+        self.out("const int layer = unit_first;                 // the unit's first K step")
         for name in names:
             lower = name.lower()
-            self.out(f"{name} += ({lower}_offset + (long)layer * {lower}_stride) * {self.rpe};")
+            if name == "C":
+                self.out(f"__global real* restrict C = whole ? C_given + c_offset * {self.rpe}",
+                         f"                                   : partials + piece * partial_size * {self.rpe};")
+            else:
+                self.out(f"const __global {self.operand_scalar}* restrict {name} = "
+                         f"{name}_given + ({lower}_offset + (long)layer * {lower}_stride) * {self.rpe};")
 
     def unrolled(self, var: str, count: str, body: str | None = None, pragma: str = "#pragma unroll") -> None:
         """Open a fully unrolled loop; with ``body``, write it and close the loop too."""

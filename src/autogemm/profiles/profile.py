@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike
 
 from ..codelets.kernel import MAX_SLICES
 from ..codelets.registry import GEMM, GEMV, Params, params_from_dict
+from ..codelets.stream import STREAM_K
 from ..dtypes import DTYPES
 from ..errors import AutogemmError, ProfileError
 
@@ -49,8 +50,9 @@ Entry = TypeVar("Entry")
 
 @dataclass(frozen=True)
 class Ranked:
-    """A configuration and the rate it reached on the class's problem, with ``split`` K slices where
-    that count was measured best for it (None: a plan decides, ``blas.coverage.auto_slices``)."""
+    """A configuration and the rate it reached on the class's problem, with ``split`` K slices (or
+    ``STREAM_K``) where that split was measured best for it (None: a plan decides,
+    ``blas.coverage.auto_slices``)."""
 
     config: Params
     gflops: float
@@ -371,7 +373,7 @@ def _entry(value: object, where: str, routine: str, name: re.Pattern = _NAME) ->
     for i, r in enumerate(ranked):
         at = f"{where}.ranked[{i}]"
         r = _object(r, at, {"gflops", "config"}, {"split"})
-        split = _integer(r["split"], f"{at}.split", 1, MAX_SLICES) if "split" in r else None
+        split = _integer(r["split"], f"{at}.split", STREAM_K, MAX_SLICES) if "split" in r else None
         items.append(Ranked(_config(r["config"], f"{at}.config", routine), _number(r["gflops"], f"{at}.gflops", 1e7),
                             split))
     return SizeClassEntry(_text(e["class"], f"{where}.class", 32, name), _shape(e["shape"], where), tuple(items),
@@ -443,13 +445,13 @@ def _sample(value: object, where: str, bank: int) -> Sample:
     parsed = []
     for i, timed in enumerate(rates):
         at = f"{where}.rates[{i}]"
-        if not isinstance(timed, list) or len(timed) > MAX_SLICES:
-            raise ProfileError(f"{at} must be a list of at most {MAX_SLICES} [split, gflops] pairs")
+        if not isinstance(timed, list) or len(timed) > MAX_SLICES + 1:
+            raise ProfileError(f"{at} must be a list of at most {MAX_SLICES + 1} [split, gflops] pairs")
         pairs = []
         for j, pair in enumerate(timed):
             if not isinstance(pair, list) or len(pair) != 2:
                 raise ProfileError(f"{at}[{j}] must be [split, gflops]")
-            pairs.append((_integer(pair[0], f"{at}[{j}] split", 1, MAX_SLICES),
+            pairs.append((_integer(pair[0], f"{at}[{j}] split", STREAM_K, MAX_SLICES),
                           _number(pair[1], f"{at}[{j}] gflops", 1e7)))
         if len({split for split, _ in pairs}) != len(pairs):
             raise ProfileError(f"{at}: splits repeat")

@@ -157,7 +157,8 @@ def merged(fitted: Predictor, older: Predictor | None, exact: Sequence[SizeClass
         problem = GemmProblem.dense(dtype, *entry.shape, Op.from_letter(entry.name[0], "layout"),
                                     Op.from_letter(entry.name[1], "layout"))
         measured.append((entry.name, entry.shape, {
-            r.config: ((r.split or auto_slices(r.config, problem, compute_units), r.gflops),) for r in entry.ranked}))
+            r.config: ((auto_slices(r.config, problem, compute_units) if r.split is None else r.split, r.gflops),)
+            for r in entry.ranked}))
     for source in (fitted, older) if older is not None else (fitted,):
         measured += [(s.layout, s.shape, dict(zip(source.bank, s.rates))) for s in source.samples]
     samples: dict[tuple[str, tuple[int, int, int]], Sample] = {}

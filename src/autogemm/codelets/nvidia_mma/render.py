@@ -80,8 +80,9 @@ def local_bytes(params: MmaParams, dtype: Dtype) -> int:
 
 
 class _Generator(ElementCode):
-    def __init__(self, params: MmaParams, dtype: Dtype, guarded: bool) -> None:
-        super().__init__(dtype, min(params.vector_width, 2), guarded)
+    def __init__(self, params: MmaParams, dtype: Dtype, guarded: bool, stream: bool) -> None:
+        super().__init__(dtype, min(params.vector_width, 2), guarded, stream, params.tile_k)
+        self.operand_scalar = "stored"
         self.p = params
         self.shape = params.geometry
         self.operand = OPERANDS[dtype.mma_operand]
@@ -530,14 +531,14 @@ class _Generator(ElementCode):
           "const int tid = get_local_id(1) * get_local_size(0) + get_local_id(0);",
           "const int g = lane >> 2, t = lane & 3;       // the lane's group of four, and place in it")
         self.layer_offsets("ABC")
-        w("const int block_row = get_group_id(1) * BLOCK_ROWS, block_col = get_group_id(0) * BLOCK_COLS;",
+        w(f"const int block_row = {self.tile_index(1)} * BLOCK_ROWS, block_col = {self.tile_index(0)} * BLOCK_COLS;",
           "const int warp_row = warp_m * TILES_M * MMA_M, warp_col = warp_n * TILES_N * MMA_N;",
           "")
         for part in self.parts:
-            w(f"__local stored {self.local_name('A', part)}[STAGES * A_STAGE] __attribute__((aligned(16)));",
-              f"__local stored {self.local_name('B', part)}[STAGES * B_STAGE] __attribute__((aligned(16)));")
+            self.local_memory(f"__local stored {self.local_name('A', part)}[STAGES * A_STAGE] __attribute__((aligned(16)));",
+                              f"__local stored {self.local_name('B', part)}[STAGES * B_STAGE] __attribute__((aligned(16)));")
         if p.mma == "local":
-            w("__local real scratch[WARPS_M * WARPS_N * SCRATCH];   // the emulated instruction's exchange")
+            self.local_memory("__local real scratch[WARPS_M * WARPS_N * SCRATCH];   // the emulated instruction's exchange")
         accs = self.accumulators()
         for acc in accs:
             w(f"real {acc}[TILES_M][TILES_N][2 * MMA_M / 8];")
@@ -692,14 +693,16 @@ class _Generator(ElementCode):
 
     def generate(self) -> str:
         functions = ([self.instruction_function] + ([self.copy_functions] if self.p.copy == "async" else [])
-                     + ([self.matrix_functions] if self.matrices and self.p.mma == "ptx" else []))
+                     + ([self.matrix_functions] if self.matrices and self.p.mma == "ptx" else [])
+                     + [self.stream_functions])
         return self.buffer_kernel_source(KERNEL_NAME, "__attribute__((reqd_work_group_size(32 * WARPS_N, WARPS_M, 1)))",
-                                         functions, operand="stored")
+                                         functions)
 
 
 @lru_cache(maxsize=256)
-def render(params: MmaParams, dtype: Dtype | str, guarded: bool = True) -> KernelSource:
-    """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges."""
+def render(params: MmaParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False) -> KernelSource:
+    """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges, ``stream`` the
+    stream-K schedule."""
     dt = get_dtype(dtype)
     problem = params.malformed()
     if problem:
@@ -707,6 +710,6 @@ def render(params: MmaParams, dtype: Dtype | str, guarded: bool = True) -> Kerne
     problem = params.dtype_problem(dt)
     if problem:
         raise ConfigError(problem)
-    return KernelSource(name=KERNEL_NAME, source=_Generator(params, dt, guarded).generate(),
+    return KernelSource(name=KERNEL_NAME, source=_Generator(params, dt, guarded, stream).generate(),
                         options=params.build_options, local_size=(WARP * params.warps_n, params.warps_m),
                         block=(params.block_rows, params.block_cols, params.tile_k))

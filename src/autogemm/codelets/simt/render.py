@@ -14,7 +14,8 @@ read and write whole aligned vectors. The plan in ``blas`` picks one and pads wh
 Layers: work-groups along dimension 2 compute independent products, each layer's A, B and C ``*_stride``
 elements after the last's. The plan uses them for split K (layer s reads the K slice from k = s * K,
 through buffers, not images, into its own slice of a temporary C that a helper kernel then adds up) and
-for strided batches (one product per layer). With one layer this is the plain product.
+for strided batches (one product per layer). With one layer this is the plain product. Rendered for
+stream-K (``codelets.stream``), the body runs once per unit of work a work-group takes.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from functools import lru_cache
 from ...dtypes import Dtype, get_dtype
 from ...errors import ConfigError
 from ..kernel import KernelSource
-from ..writer import LAYER_STRIDES, ElementCode, SourceWriter
+from ..writer import ElementCode
 from .geometry import OperandPath, operands
 from .params import WARP, SimtParams
 
@@ -34,8 +35,8 @@ KERNEL_NAME = "gemm"
 class _Generator(ElementCode):
     """Writes the kernel for one (params, dtype, edge mode)."""
 
-    def __init__(self, params: SimtParams, dtype: Dtype, guarded: bool) -> None:
-        super().__init__(dtype, params.vector_width, guarded)
+    def __init__(self, params: SimtParams, dtype: Dtype, guarded: bool, stream: bool) -> None:
+        super().__init__(dtype, params.vector_width, guarded, stream, params.tile_k)
         self.p = params
         self.a, self.b = operands(params, dtype)
         self.any_local = params.local_a or params.local_b
@@ -139,7 +140,7 @@ class _Generator(ElementCode):
           f"void {KERNEL_NAME}(const int M, const int N, const int K, const elem alpha, const elem beta,",
           *operand_args,
           "    __global real* restrict C, const long c_offset, const int ldc,",
-          LAYER_STRIDES,
+          self.last_parameters(),
           "{")
 
     def prologue(self) -> None:
@@ -152,14 +153,15 @@ class _Generator(ElementCode):
             w(f"const int warp = tid / {WARP}, lane = tid % {WARP};",
               "const int wx = (warp % (WG_COLS / WARP_COLS)) * WARP_COLS + lane % WARP_COLS;   // tile column",
               "const int wy = (warp / (WG_COLS / WARP_COLS)) * WARP_ROWS + lane / WARP_COLS;   // tile row")
-        w("const int block_row = get_group_id(1) * BLOCK_ROWS;",
-          "const int block_col = get_group_id(0) * BLOCK_COLS;")
+        w(f"const int block_row = {self.tile_index(1)} * BLOCK_ROWS;",
+          f"const int block_col = {self.tile_index(0)} * BLOCK_COLS;")
         self.layer_offsets([op.name for op in (self.a, self.b) if not op.image] + ["C"])
         w("")
         for op in (self.a, self.b):
             if op.local:
                 align = self.vw * self.dt.itemsize
-                w(f"__local elem {op.name}_local[NBUF][TILE_K][{op.local_row}] __attribute__((aligned({align})));")
+                self.local_memory(f"__local elem {op.name}_local[NBUF][TILE_K][{op.local_row}] "
+                                  f"__attribute__((aligned({align})));")
         vec = self.vtype(self.vw)
         w(f"{vec} acc[TILE_ROWS][TILE_COLS / VW];")
         self.unrolled("i", "TILE_ROWS")
@@ -311,18 +313,18 @@ class _Generator(ElementCode):
         w.close()
         w.close()
 
-    def generate(self) -> str:
-        body = SourceWriter()
-        self.out = body
-        body.depth = 1
+    def block(self) -> None:
+        """The computation of one block of C."""
         self.prologue()
         self.main_loop()
         self.epilogue()
-        kernel_body = body.lines
 
-        self.out = SourceWriter()
+    def generate(self) -> str:
+        kernel_body = self.kernel_body(self.block)
+        self.out = type(self.out)()
         self.header()
         self.mac_function()
+        self.stream_functions()
         self.load_helpers()
         self.image_helpers()
         self.store_helper()
@@ -333,14 +335,16 @@ class _Generator(ElementCode):
 
 
 @lru_cache(maxsize=1024)
-def render(params: SimtParams, dtype: Dtype | str, guarded: bool = True) -> KernelSource:
-    """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges (see module doc).
-    Remembered: plans ask for the same kernels again and again."""
+def render(params: SimtParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False) -> KernelSource:
+    """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges, ``stream`` the
+    stream-K schedule (see module doc). Remembered: plans ask for the same kernels again and again."""
     dt = get_dtype(dtype)
     problem = params.malformed()
     if problem:
         raise ConfigError(problem)
-    source = _Generator(params, dt, guarded).generate()
+    if stream and (params.image_a or params.image_b):
+        raise ConfigError("stream-K reads its operands from buffers; this configuration uses images")
+    source = _Generator(params, dt, guarded, stream).generate()
     return KernelSource(
         name=KERNEL_NAME,
         source=source,

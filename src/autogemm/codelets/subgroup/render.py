@@ -28,8 +28,8 @@ _SHUFFLE_REAL = {
 
 
 class _Generator(ElementCode):
-    def __init__(self, params: SubgroupParams, dtype: Dtype, guarded: bool) -> None:
-        super().__init__(dtype, params.vector_width, guarded)
+    def __init__(self, params: SubgroupParams, dtype: Dtype, guarded: bool, stream: bool) -> None:
+        super().__init__(dtype, params.vector_width, guarded, stream, params.tile_k)
         self.p = params
 
     def header(self) -> None:
@@ -95,11 +95,11 @@ class _Generator(ElementCode):
         w("const int lane = get_local_id(0);            // position in the subgroup, along N",
           "const int sg = get_local_id(1);              // subgroup in the work-group, along M")
         self.layer_offsets("ABC")
-        w(          "const int row0 = get_group_id(1) * BLOCK_ROWS + sg * TILE_ROWS;",
-          "const int col = get_group_id(0) * BLOCK_COLS + lane * VW;",
+        w(f"const int row0 = {self.tile_index(1)} * BLOCK_ROWS + sg * TILE_ROWS;",
+          f"const int col = {self.tile_index(0)} * BLOCK_COLS + lane * VW;",
           "")
         if p.shuffle == "local":
-            w("__local elem exchange[WG_ROWS][TILE_ROWS][SUBGROUP];   // shuffles through local memory")
+            self.local_memory("__local elem exchange[WG_ROWS][TILE_ROWS][SUBGROUP];   // shuffles through local memory")
         w(f"{vec} acc[TILE_ROWS];")
         self.unrolled("i", "TILE_ROWS", f"acc[i] = ({vec})(0);")
         w("")
@@ -131,16 +131,17 @@ class _Generator(ElementCode):
         # work-items along dimension 0.
         required = " __attribute__((intel_reqd_sub_group_size(SUBGROUP)))" if self.p.shuffle == "intel" else ""
         return self.buffer_kernel_source(KERNEL_NAME, f"__attribute__((reqd_work_group_size(SUBGROUP, WG_ROWS, 1))){required}",
-                                         [self.shuffle_function])
+                                         [self.shuffle_function, self.stream_functions])
 
 
 @lru_cache(maxsize=256)
-def render(params: SubgroupParams, dtype: Dtype | str, guarded: bool = True) -> KernelSource:
-    """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges."""
+def render(params: SubgroupParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False) -> KernelSource:
+    """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges, ``stream`` the
+    stream-K schedule."""
     dt = get_dtype(dtype)
     problem = params.malformed()
     if problem:
         raise ConfigError(problem)
-    return KernelSource(name=KERNEL_NAME, source=_Generator(params, dt, guarded).generate(),
+    return KernelSource(name=KERNEL_NAME, source=_Generator(params, dt, guarded, stream).generate(),
                         options=params.build_options, local_size=(params.subgroup, params.wg_rows),
                         block=(params.block_rows, params.block_cols, params.tile_k))
