@@ -12,9 +12,11 @@ from gemm_check import run_and_check
 
 from autogemm.blas import GemmProblem, LaunchPlan, Op
 from autogemm.blas.prediction import REACH, predict, share, terms
+from autogemm.blas.coverage import split_counts
 from autogemm.blas.routing import Routing
 from autogemm.blas.vectors import MAX_VECTORS
 from autogemm.codelets.simt import SimtParams
+from autogemm.codelets.stream import STREAM_K
 from autogemm.dtypes import DTYPES
 from autogemm.profiles import Predictor, Profile, Ranked, Sample, SizeClassEntry, profile_for, save
 from autogemm.tuning import tune
@@ -192,6 +194,17 @@ def test_held_out_picks_are_judged_beside_the_size_classes(device):
     ours, classes = held_out(fitted, make_profile(device, {}), S, 8)
     assert math.isclose(ours, 1.0) and math.isclose(classes, 1 / 3)
     assert held_out(Predictor((WIDE, NARROW), samples[:1], 1.0), make_profile(device, {}), S, 8) is None
+
+
+def test_a_sample_that_never_timed_the_picked_split_is_not_judged(device):
+    """Samples measured before stream-K was a candidate stay neighbours, but are not judged by a split
+    they never timed (they counted as rate 0, and a retrained predictor was dropped on the H100)."""
+    timed = (((STREAM_K, 40.0), (1, 10.0)), ((1, 30.0),))
+    samples = tuple(Sample("NN", (m, 512, 512), timed) for m in (60, 64, 70)) + \
+        (Sample("NN", (66, 512, 512), (((1, 10.0),), ((1, 30.0),))),)
+    assert STREAM_K in split_counts(WIDE, GemmProblem.dense(S, 64, 512, 512), 30)
+    ours, _ = held_out(Predictor((WIDE, NARROW), samples, 1.0), make_profile(device, {}), S, 30)
+    assert math.isclose(ours, 1.0)
 
 
 def test_what_the_profile_measured_before_joins_a_new_predictor():

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 #: The split value that names the stream-K schedule.
 STREAM_K = 0
 #: Persistent work-groups per compute unit: two keep a unit busy while the other waits on memory, and
@@ -80,13 +82,9 @@ class StreamPartition:
 
     def shared(self) -> dict[int, int]:
         """The tiles that several work-groups share, and into how many pieces."""
-        pieces: dict[int, int] = {}
-        for g in range(1, self.groups):
-            start = g * self.total // self.groups
-            if start % self.steps:
-                tile = self.whole_tiles + start // self.steps
-                pieces[tile] = pieces.get(tile, 1) + 1
-        return pieces
+        starts = np.arange(1, self.groups, dtype=np.int64) * self.total // self.groups
+        tiles, inner = np.unique(starts[starts % self.steps != 0] // self.steps, return_counts=True)
+        return dict(zip((tiles + self.whole_tiles).tolist(), (inner + 1).tolist()))
 
     def most_pieces(self) -> int:
         """The layers the partial sums need: the most pieces of one tile (0 when no tile is shared)."""

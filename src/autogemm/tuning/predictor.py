@@ -211,7 +211,9 @@ def held_out(fitted: Predictor, profile: Profile, dtype: Dtype, compute_units: i
     """How good the predictor's choices are where nothing told it the answer, beside the size classes'
     (``selection.class_choice`` of ``profile``, with the K slices a plan would take): for each sample,
     the rate each pick measured there (the predictor's predicted from the other samples) over the best
-    rate measured there; their geometric means over the samples (None with fewer than two)."""
+    rate measured there; their geometric means over the samples (None with fewer than two). A sample
+    that never timed the split the predictor picks (one measured before that split was a candidate, as
+    stream-K) is not judged."""
     shares: list[tuple[float, float]] = []
     for i, sample in enumerate(fitted.samples):
         best = max((gflops for rates in sample.rates for _, gflops in rates), default=0.0)
@@ -223,7 +225,7 @@ def held_out(fitted: Predictor, profile: Profile, dtype: Dtype, compute_units: i
                                     Op.from_letter(layout[1], "layout"))
         pick = predict(others, problem, compute_units, lambda config: True)
         by_class = class_choice(profile, problem, compute_units, lambda config: config in fitted.bank)
-        if pick is None or by_class is None:
+        if pick is None or by_class is None or all(pick.split != s for rates in sample.rates for s, _ in rates):
             continue
         split = auto_slices(by_class, problem, compute_units)
         shares.append((_measured(fitted, sample, pick.params, pick.split) / best,
