@@ -11,8 +11,8 @@ import numpy as np
 from gemm_check import run_and_check
 
 from autogemm.blas import GemmProblem, LaunchPlan, Op
-from autogemm.blas.prediction import REACH, predict, share, terms
 from autogemm.blas.coverage import split_counts
+from autogemm.blas.prediction import REACH, predict, share, terms
 from autogemm.blas.routing import Routing
 from autogemm.blas.vectors import MAX_VECTORS
 from autogemm.codelets.simt import SimtParams
