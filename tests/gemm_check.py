@@ -84,3 +84,22 @@ def assert_rounded(got: np.ndarray, ref: np.ndarray, dt: Dtype, k: int) -> None:
     ulp = np.exp2(np.floor(np.log2(magnitude)) - MANTISSA_BITS[dt.letter])
     off = np.abs(got.astype(np.float64) - ref) - (ulp + k * 2.0**-23)
     assert np.all(off <= 0), f"{np.count_nonzero(off > 0)} elements off by more than one unit in the last place"
+
+
+def two_runs(ctx, plan, a: np.ndarray, b: np.ndarray, alpha: float) -> list[np.ndarray]:
+    """C = alpha A B by ``plan`` twice into one NaN-poisoned C, each result copied back (then released)."""
+    m, n = plan.problem.m, plan.problem.n
+    mf = cl.mem_flags
+    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x)
+               for x in (a, b, np.full((m, n), np.nan, plan.dtype.numpy))]
+    results = []
+    try:
+        for _ in range(2):
+            plan.enqueue(*buffers, alpha=alpha)
+            results.append(np.empty((m, n), plan.dtype.numpy))
+            cl.enqueue_copy(ctx.queue, results[-1], buffers[2]).wait()
+    finally:
+        plan.release()
+        for buffer in buffers:
+            buffer.release()
+    return results

@@ -5,9 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pyopencl as cl
 import pytest
-from gemm_check import run_and_check
+from gemm_check import run_and_check, two_runs
 
 from autogemm.accuracy import random_matrix
 from autogemm.blas import GemmProblem, LaunchPlan
@@ -60,19 +59,7 @@ def test_stream_k_gives_the_same_bits_on_every_run(ctx, monkeypatch, letter):
     plan = LaunchPlan(ctx, GemmProblem.dense(dt, m, n, k), SIMT, split_k=STREAM_K)
     assert plan.partition.shared() and "stream-K" in plan.describe() and "fix up" in plan.describe()
     a, b = random_matrix(rng, dt, (m, k)), random_matrix(rng, dt, (k, n))
-    mf = cl.mem_flags
-    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x)
-               for x in (a, b, np.full((m, n), np.nan, dt.numpy))]
-    results = []
-    try:
-        for _ in range(2):
-            plan.enqueue(*buffers, alpha=0.5)
-            results.append(np.empty((m, n), dt.numpy))
-            cl.enqueue_copy(ctx.queue, results[-1], buffers[2]).wait()
-    finally:
-        plan.release()
-        for buffer in buffers:
-            buffer.release()
+    results = two_runs(ctx, plan, a, b, 0.5)
     assert np.all(np.isfinite(results[0])) and results[0].tobytes() == results[1].tobytes()
     reference = 0.5 * (a.astype(dt.reference_numpy) @ b.astype(dt.reference_numpy))
     assert np.abs(results[0] - reference).max() < 1e-3 * np.abs(reference).max()
