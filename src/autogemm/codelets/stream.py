@@ -18,6 +18,7 @@ predictor): 1 to ``MAX_SLICES`` count K slices, ``STREAM_K`` is this schedule.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -80,8 +81,10 @@ class StreamPartition:
         """The work-groups the kernel runs: one per whole tile, and those that share the rest."""
         return self.whole_tiles + self.groups
 
+    @lru_cache(maxsize=256)        # noqa: B019 - partitions are few, small and immutable; plans ask at every call
     def shared(self) -> dict[int, int]:
-        """The tiles that several work-groups share, and into how many pieces."""
+        """The tiles that several work-groups share, and into how many pieces (kept: a plan asks at
+        every launch; do not change the dict)."""
         starts = np.arange(1, self.groups, dtype=np.int64) * self.total // self.groups
         tiles, inner = np.unique(starts[starts % self.steps != 0] // self.steps, return_counts=True)
         return dict(zip((tiles + self.whole_tiles).tolist(), (inner + 1).tolist()))
