@@ -207,6 +207,15 @@ def test_a_sample_that_never_timed_the_picked_split_is_not_judged(device):
     assert math.isclose(ours, 1.0)
 
 
+def test_a_sample_without_a_rate_of_the_picked_kernel_is_not_judged(device):
+    """A rate dropped because its plan is now routed otherwise (or a kernel that failed there) leaves
+    nothing to judge the pick by: scoring it 0 once sank every bundled predictor's held-out figure."""
+    samples = tuple(Sample("NN", (m, 512, 512), (((1, 10.0),), ((1, 30.0),))) for m in (60, 64, 70)) + \
+        (Sample("NN", (66, 512, 512), (((1, 10.0),), ((2, 25.0),))), Sample("NN", (62, 512, 512), (((1, 10.0),), ())))
+    ours, classes = held_out(Predictor((WIDE, NARROW), samples, 1.0), make_profile(device, {}), S, 8)
+    assert math.isclose(ours, 1.0) and math.isclose(classes, 1 / 3)
+
+
 def test_what_the_profile_measured_before_joins_a_new_predictor():
     other = dataclasses.replace(NARROW, wg_rows=8)                  # in the older bank only
     older = Predictor((other, NARROW, WIDE), (Sample("NN", (64, 512, 512), (((1, 9.0),), ((1, 8.0),), ((1, 7.0),))),

@@ -7,7 +7,10 @@ launches it implies.
 
 Per shape the routing chooses between two ways of handling edges, both exact:
 - guarded: the kernel takes any m, n, k and guards its loads and stores; operands are read in place
-  unless their layout differs from the kernel's or they must be conjugated (then they are packed);
+  unless their layout differs from the kernel's or they must be conjugated (then they are packed).
+  ``edge='auto'`` guards small products, and those whose K is shorter than one K step where both
+  operands can then be read in place (padding K would pack both: two launches, on a product bound by
+  writing C);
 - padded: operands are packed into zero-padded whole tiles, aligned for wide vector access, and the
   unguarded kernel runs on them; a C that is not whole is computed into a padded temporary and merged.
 Operands read through images are always packed (images are filled from a packed buffer).
@@ -21,7 +24,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..codelets.kernel import round_up
-from ..codelets.registry import KernelParams, kernel_dtype
+from ..codelets.registry import KernelParams, family_named, kernel_dtype
 from ..codelets.simt.geometry import TEXEL_BYTES
 from ..codelets.stream import STREAM_K, StreamPartition
 from .problem import GemmProblem
@@ -133,7 +136,10 @@ class Routing:
         if all(self._in_place_whole(x) for x in ("A", "B", "C")):
             return False
         pr = self.problem
-        return pr.m * pr.n * pr.k < PAD_MIN_WORK
+        if pr.m * pr.n * pr.k < PAD_MIN_WORK:
+            return True
+        return (pr.k < self.params.tile_k and family_named(self.params.family).short_k_guards
+                and self._readable_in_place("A") and self._readable_in_place("B"))
 
     def _padded_sizes(self) -> tuple[int, int, int]:
         p, pr = self.params, self.problem

@@ -79,8 +79,10 @@ class Family:
     families a second (the stream-K schedule, ``codelets.stream``). ``fit`` adapts a
     configuration to a dtype where the family's instructions depend on it (by default it is returned as it
     is). ``weight`` is the family's share of a size class's budget among the families a device searches
-    (relative to the others'), and ``multiplies_16bit`` says its kernels take 16-bit operands as they are
-    (the others' plans convert such operands to float32 first)."""
+    (relative to the others'), ``multiplies_16bit`` says its kernels take 16-bit operands as they are
+    (the others' plans convert such operands to float32 first), and ``short_k_guards`` that its
+    edge-guarded kernels are worth running on a K shorter than one K step, in place of packing both
+    operands to pad K."""
 
     name: str
     params: type
@@ -91,6 +93,7 @@ class Family:
     routine: str = GEMM
     weight: float = 1.0
     multiplies_16bit: bool = False
+    short_k_guards: bool = True
 
     def default(self, dtype: Dtype) -> Any:
         """The family's default configuration, fitted to ``dtype``."""

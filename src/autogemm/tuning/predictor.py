@@ -30,6 +30,7 @@ from ..blas.prediction import NEIGHBOURS, Terms, corrected, nearest, neighbours,
 from ..blas.selection import class_choice
 from ..blas.vectors import MAX_VECTORS
 from ..codelets.registry import Params
+from ..codelets.stream import STREAM_K
 from ..dtypes import Dtype
 from ..profiles import Predictor, Profile, Sample, SizeClassEntry
 from ..profiles.profile import MAX_BANK, MAX_SAMPLES
@@ -212,8 +213,8 @@ def held_out(fitted: Predictor, profile: Profile, dtype: Dtype, compute_units: i
     (``selection.class_choice`` of ``profile``, with the K slices a plan would take): for each sample,
     the rate each pick measured there (the predictor's predicted from the other samples) over the best
     rate measured there; their geometric means over the samples (None with fewer than two). A sample
-    that never timed the split the predictor picks (one measured before that split was a candidate, as
-    stream-K) is not judged."""
+    where either pick's kernel and split has no rate (measured before that split was a candidate, as
+    stream-K, or with a plan since routed otherwise, or failed there) is not judged."""
     shares: list[tuple[float, float]] = []
     for i, sample in enumerate(fitted.samples):
         best = max((gflops for rates in sample.rates for _, gflops in rates), default=0.0)
@@ -225,11 +226,13 @@ def held_out(fitted: Predictor, profile: Profile, dtype: Dtype, compute_units: i
                                     Op.from_letter(layout[1], "layout"))
         pick = predict(others, problem, compute_units, lambda config: True)
         by_class = class_choice(profile, problem, compute_units, lambda config: config in fitted.bank)
-        if pick is None or by_class is None or all(pick.split != s for rates in sample.rates for s, _ in rates):
+        if pick is None or by_class is None:
             continue
-        split = auto_slices(by_class, problem, compute_units)
-        shares.append((_measured(fitted, sample, pick.params, pick.split) / best,
-                       _measured(fitted, sample, by_class, split) / best))
+        rates = (_measured(fitted, sample, pick.params, pick.split),
+                 _measured(fitted, sample, by_class, auto_slices(by_class, problem, compute_units)))
+        if None in rates:
+            continue
+        shares.append((rates[0] / best, rates[1] / best))
     if len(shares) < 2:
         return None
     return tuple(math.exp(sum(math.log(max(s[j], 1e-6)) for s in shares) / len(shares)) for j in (0, 1))
@@ -241,7 +244,9 @@ def kept(held_out: tuple[float, float] | None) -> bool:
     return held_out is not None and held_out[0] > held_out[1]
 
 
-def _measured(fitted: Predictor, sample: Sample, params: Params, split: int) -> float:
-    """The rate ``sample`` measured for ``params`` with the split timed there nearest below ``split``."""
-    timed = [(s, gflops) for s, gflops in sample.rates[fitted.bank.index(params)] if s <= split]
-    return max(timed)[1] if timed else 0.0
+def _measured(fitted: Predictor, sample: Sample, params: Params, split: int) -> float | None:
+    """The rate ``sample`` measured for ``params`` with ``split``, or with the K slices timed there nearest
+    below it; None where it timed no such split (or failed there)."""
+    timed = [(s, gflops) for s, gflops in sample.rates[fitted.bank.index(params)]
+             if s == split or STREAM_K < s < split]
+    return max(timed)[1] if timed else None

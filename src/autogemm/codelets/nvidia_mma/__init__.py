@@ -9,7 +9,9 @@ from .check import check, ptx_problem
 from .params import OPERANDS, SHAPES, MmaParams
 from .render import render
 
+# its guarded kernels store C an element at a time: on the H100 ZGEMM 4096 x 4096 x 1 ran at 0.43 TFLOP/s
+# guarded against 0.73 packed and padded
 FAMILY = register(Family(MmaParams.family, MmaParams, check, render, space.space,
-                         MmaParams.fitted, weight=8.0, multiplies_16bit=True))
+                         MmaParams.fitted, weight=8.0, multiplies_16bit=True, short_k_guards=False))
 
 __all__ = ["FAMILY", "OPERANDS", "SHAPES", "MmaParams", "check", "ptx_problem", "render"]
