@@ -17,6 +17,7 @@ from click.testing import CliRunner
 import autogemm
 from autogemm import workload
 from autogemm.blas import GemmProblem, LaunchPlan, Op
+from autogemm.blas.gemv import GemvProblem, choose_gemv_params
 from autogemm.blas.selection import choose_params
 from autogemm.cli import main
 from autogemm.dtypes import DTYPES
@@ -98,10 +99,12 @@ def test_a_recorder_that_cannot_write_says_so(tmp_path, monkeypatch):
 def test_tuned_shapes_are_used_for_those_problems_alone(device, monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
     shapes = [ShapeRecord("gemm", "s", "NT", 70, 45, 33), ShapeRecord("gemm", "s", "NN", 40, 24, 36),
-              ShapeRecord("gemm", "s", "NN", 5, 7, 6, batch=4), ShapeRecord("gemv", "s", "N", 30, 20, 1)]
+              ShapeRecord("gemm", "s", "NN", 5, 7, 6, batch=4), ShapeRecord("gemv", "s", "N", 30, 20, 1),
+              ShapeRecord("gemm", "s", "NT", 6, 45, 33)]
     profile = tune(device, budget=Budget(evaluations=8), shapes=shapes, top=2)
+    # the GEMV as itself, the GEMM of 6 rows as the GEMV it runs as: B (45 x 33, as stored) times 6 vectors
     assert sorted((key, e.name, e.shape) for key, entries in profile.shapes.items() for e in entries) == [
-        ("s", "NN", (40, 24, 36)), ("s", "NT", (70, 45, 33))]
+        ("s", "N", (30, 20, 1)), ("s", "N", (45, 33, 6)), ("s", "NN", (40, 24, 36)), ("s", "NT", (70, 45, 33))]
     assert not profile.dtypes and not profile.gemv           # a workload run tunes nothing else
     stored = profile_for(device)
     best = stored.entry("s", "NT", "shapes", (70, 45, 33)).ranked[0].config
@@ -113,6 +116,11 @@ def test_tuned_shapes_are_used_for_those_problems_alone(device, monkeypatch, tmp
     assert LaunchPlan(ctx, exact).params == best
     a, b = np.random.rand(70, 33).astype(np.float32), np.random.rand(45, 33).astype(np.float32)
     assert np.allclose(autogemm.gemm(a, b, trans_b="T", device=device), a @ b.T, rtol=1e-4)
+    for rows, cols, vectors in ((30, 20, 1), (45, 33, 6)):
+        gemv = GemvProblem(DTYPES["s"], rows, cols, Op(), cols, vectors=vectors, ldx=cols if vectors > 1 else 0)
+        config, source = choose_gemv_params(device, gemv)
+        assert config == stored.entry("s", "N", "shapes", (rows, cols, vectors)).ranked[0].config and "N" in source
+    assert np.allclose(autogemm.gemm(a[:6], b, trans_b="T", device=device), a[:6] @ b.T, rtol=1e-4)
 
 
 def test_a_forged_shape_entry_is_rejected_field_by_field(device):
@@ -124,7 +132,8 @@ def test_a_forged_shape_entry_is_rejected_field_by_field(device):
               ({**entry, "ranked": [{**entry["ranked"][0], "split": -1}]}, "split"),
               ({**entry, "ranked": [{**entry["ranked"][0], "split": 65}]}, "split"),
               ({**entry, "ranked": [{**entry["ranked"][0], "cmd": "rm"}]}, "unexpected cmd"),
-              ({**entry, "ranked": [{**entry["ranked"][0], "config": {"family": "gemv"}}]}, "unknown kernel family")]
+              ({**entry, "ranked": [{**entry["ranked"][0], "config": {"family": "gemv"}}]}, "unknown kernel family"),
+              ({**entry, "class": "N"}, "expected one of gemv"), ({**entry, "class": 7}, "class")]
     for bad, words in forged:
         with pytest.raises(ProfileError, match=words):
             Profile.from_json(json.dumps({**base, "shapes": {"s": [bad]}}))
@@ -155,13 +164,15 @@ def test_an_exact_shape_that_leaves_units_idle_gets_its_k_split_measured(device,
     assert split_counts(one_block, problem, 2) == [1, 2, 4, 8, 16, STREAM_K]
     assert split_counts(one_block, GemmProblem.dense(DTYPES["s"], 4096, 4096, 4096), 2) == []
     assert split_counts(one_block, GemmProblem.dense(DTYPES["s"], 8, 8, 300), 2) == [1, STREAM_K]   # too short to slice
-    profile = tune(device, budget=Budget(evaluations=4), shapes=[ShapeRecord("gemm", "s", "NN", 8, 8, 4096)],
+    # a C of more than 16 columns and rows: a GEMM kernel's, not the multi-vector GEMV's
+    problem = GemmProblem.dense(DTYPES["s"], 20, 20, 4096)
+    profile = tune(device, budget=Budget(evaluations=4), shapes=[ShapeRecord("gemm", "s", "NN", 20, 20, 4096)],
                    top=2)
     best = profile.shapes["s"][0].ranked[0]
     assert best.split in split_counts(best.config, problem, device.compute_units)
     plan = LaunchPlan(autogemm.context_for(device), problem)
     assert plan.params == best.config and plan.split == best.split
-    a, b = np.random.rand(8, 4096).astype(np.float32), np.random.rand(4096, 8).astype(np.float32)
+    a, b = np.random.rand(20, 4096).astype(np.float32), np.random.rand(4096, 20).astype(np.float32)
     assert np.allclose(autogemm.gemm(a, b, device=device), a.astype(np.float64) @ b, rtol=1e-4)
 
 

@@ -9,11 +9,12 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from ..codelets.registry import GEMV
 from ..codelets.stream import split_name
 from ..dtypes import Dtype, get_dtype
 from ..errors import AutogemmError, ProfileError
 from ..profiles import Profile, SizeClassEntry, bundled, path_for, profile_for, read, save, user_profiles
-from ..profiles.profile import CLASSES, GEMV_CLASSES, SHAPES
+from ..profiles.profile import CLASSES, GEMV_CLASSES, SHAPES, routine_of
 from ..runtime import Device, list_devices
 from ..tuning.evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
 from ..tuning.scope import bandwidth
@@ -137,11 +138,11 @@ def entries_of(prof: Profile) -> list[tuple[str, str, SizeClassEntry]]:
 
 
 def entry_label(section: str, dt: Dtype, name: str) -> str:
-    """How tables name an entry: 'sgemm large', 'sgemv N square', 'sgemm NT' (an exact shape)."""
+    """How tables name an entry: 'sgemm large', 'sgemv N square', 'sgemm NT' and 'sgemv N' (exact shapes)."""
     if section == GEMV_CLASSES:
         layout, kind = name.split("-")
         return f"{dt.letter}gemv {layout.upper()} {kind}"
-    return f"{dt.routine} {name}"
+    return f"{dt.letter}gemv {name}" if routine_of(section, name) == GEMV else f"{dt.routine} {name}"
 
 
 @profile.command("export")
@@ -196,8 +197,8 @@ def verify_command(device, dtypes, runs) -> None:
                 continue
             dt = get_dtype(letter)
             best = entry.ranked[0]
-            gemv = section == GEMV_CLASSES
-            spec = (EvaluatorSpec.gemv(dt, entry.shape[:2], best.config.layout, full=True) if gemv
+            gemv = routine_of(section, entry.name) == GEMV
+            spec = (EvaluatorSpec.gemv(dt, entry.shape, best.config.layout, full=True) if gemv
                     else EvaluatorSpec.gemm(dt, entry.shape, full=True,
                                             layout=entry.name if section == SHAPES else "NN"))
             evaluator = IsolatedEvaluator(worker, spec, runs=runs)

@@ -33,7 +33,7 @@ from ..tuning.cotune import HybridPoint, tune_hybrid
 from ..tuning.fma import FmaResult
 from ..tuning.predictor import kept
 from ..tuning.replay import replay
-from ..tuning.scope import CLASS_SHARES, EXACT_MAX_WORK, GEMV, bandwidth, tunable_exactly
+from ..tuning.scope import CLASS_SHARES, EXACT_MAX_WORK, GEMV, bandwidth, exact_class
 from ..workload import read_workload
 from . import main
 from .common import console, fail, select_device
@@ -125,14 +125,17 @@ def _is_gemv(size: SizeClass) -> bool:
 
 
 def _label(dtype: Dtype, size: SizeClass) -> str:
-    """'sgemm large', 'sgemv N square'."""
+    """'sgemm large', 'sgemv N square', 'sgemm NT' and 'sgemv N' (exact shapes)."""
     if not _is_gemv(size):
         return f"{dtype.routine} {size.name}"
-    return f"{dtype.letter}gemv {size.layout} {size.name.partition('-')[2]}"
+    kind = size.name.partition("-")[2]
+    return f"{dtype.letter}gemv {size.layout}{f' {kind}' if kind else ''}"
 
 
 def _shape(size: SizeClass) -> str:
-    return f"{size.m}x{size.n}" if _is_gemv(size) else f"{size.m}x{size.n}x{size.k}"
+    if not _is_gemv(size):
+        return f"{size.m}x{size.n}x{size.k}"
+    return f"{size.m}x{size.n}{f', {size.k} vectors' if size.k > 1 else ''}"
 
 
 @main.command("tune")
@@ -194,9 +197,9 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
             shapes, skipped = read_workload(shapes_file, tuple(dt.key for dt in letters or (get_dtype("s"),)))
             for line in skipped:
                 console.print(f"[yellow]skipped[/yellow] {line}", highlight=False)
-            others = [r.describe() for r in shapes if not tunable_exactly(r)]
+            others = [r.describe() for r in shapes if exact_class(r) is None]
             if others:
-                console.print(f"left to the size classes (batches, GEMV, over {EXACT_MAX_WORK:.1e} multiply-adds): "
+                console.print(f"left to the size classes (batches, over {EXACT_MAX_WORK:.1e} multiply-adds): "
                               f"{', '.join(others)}", highlight=False)
     except AutogemmError as exc:
         fail(str(exc))

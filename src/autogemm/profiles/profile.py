@@ -33,9 +33,11 @@ MAX_PARTS = 256
 MAX_SHAPES = 4096
 #: The tables of size-class entries by dtype, as the JSON's sections name them: GEMM's size classes,
 #: GEMV's layouts and shapes, and exact shapes tuned for (``tune --shapes``), whose entry is named by the
-#: problem's stored layout (NN, NT, TN or TT).
+#: problem's stored layout: NN, NT, TN or TT for a GEMM, N or T (the codelet layout) for a GEMV, which
+#: is also how a GEMM of few columns or rows runs (``blas.vectors``).
 CLASSES, GEMV_CLASSES, SHAPES = "dtypes", "gemv", "shapes"
 SHAPE_LAYOUT = re.compile(r"^[NT]{2}$")
+EXACT_NAME = re.compile(r"^[NT]{1,2}$")
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _FINGERPRINT = re.compile(r"^[0-9a-f]{16}$")
 _FMA_KEY = re.compile(r"^[sd](1|2|4|8|16)$")
@@ -136,7 +138,8 @@ class Profile:
     #: Products shared with the host, per dtype: one co-tuned entry per shape (``autogemm tune --hybrid``)
     hybrid: dict[str, tuple[HybridEntry, ...]] = field(default_factory=dict)
     #: Exact shapes tuned for, per dtype (``autogemm tune --shapes``): an entry per stored layout and
-    #: (m, n, k), used for that very problem
+    #: (m, n, k), used for that very problem; a GEMV's (``EXACT_NAME`` N or T) is of A's rows and columns
+    #: and the right-hand sides
     shapes: dict[str, tuple[SizeClassEntry, ...]] = field(default_factory=dict)
     #: The rate predictor of each dtype tuned with one (``Predictor``)
     predictors: dict[str, Predictor] = field(default_factory=dict)
@@ -159,8 +162,10 @@ class Profile:
         return sorted(entries, key=lambda e: shape_distance(e.shape, (m, n, k)))
 
     def gemv_entries(self, dtype: str, layout: str) -> list[SizeClassEntry]:
-        """GEMV's entries for ``dtype`` and codelet ``layout`` ('N' or 'T'), one per shape class tuned."""
-        return [e for e in self.gemv.get(dtype, ()) if e.name[0] == layout.lower()]
+        """GEMV's entries for ``dtype`` and codelet ``layout`` ('N' or 'T'): one per shape class tuned, and
+        the exact shapes tuned of that layout."""
+        return [e for e in self.gemv.get(dtype, ()) if e.name[0] == layout.lower()] + \
+            [e for e in self.shapes.get(dtype, ()) if e.name == layout.upper()]
 
     def hybrid_entry(self, dtype: str, m: int, n: int, k: int) -> HybridEntry | None:
         """The hybrid entry of ``dtype`` nearest in shape to (m, n, k) (log scale), if any."""
@@ -359,9 +364,16 @@ def _table(value: object, where: str, routine: str) -> dict[str, tuple[SizeClass
 
 def _shape_table(value: object) -> dict[str, tuple[SizeClassEntry, ...]]:
     """The entries of exact shapes by dtype: each named by its stored layout, of distinct shapes."""
-    table = _by_dtype(value, SHAPES, lambda e, at: _entry(e, at, GEMM, SHAPE_LAYOUT), lambda e: (e.name, e.shape),
-                      "shapes", MAX_SHAPES)
-    return table
+    def parse(entry: object, where: str) -> SizeClassEntry:
+        name = entry.get("class") if isinstance(entry, dict) else None
+        return _entry(entry, where, routine_of(SHAPES, name) if isinstance(name, str) else GEMM, EXACT_NAME)
+
+    return _by_dtype(value, SHAPES, parse, lambda e: (e.name, e.shape), "shapes", MAX_SHAPES)
+
+
+def routine_of(section: str, name: str) -> str:
+    """The routine (GEMM or GEMV) of the entry named ``name`` in ``section``."""
+    return GEMV if section == GEMV_CLASSES or (section == SHAPES and len(name) == 1) else GEMM
 
 
 def _entry(value: object, where: str, routine: str, name: re.Pattern = _NAME) -> SizeClassEntry:

@@ -29,11 +29,11 @@ from ..blas.coverage import auto_slices, split_counts
 from ..blas.prediction import NEIGHBOURS, Terms, corrected, nearest, neighbours, predict, share, terms
 from ..blas.selection import class_choice
 from ..blas.vectors import MAX_VECTORS
-from ..codelets.registry import Params
+from ..codelets.registry import GEMM, Params
 from ..codelets.stream import STREAM_K
 from ..dtypes import Dtype
 from ..profiles import Predictor, Profile, Sample, SizeClassEntry
-from ..profiles.profile import MAX_BANK, MAX_SAMPLES
+from ..profiles.profile import MAX_BANK, MAX_SAMPLES, SHAPES, routine_of
 from ..runtime.device import Device
 from .budget import Budget, BudgetClock
 from .evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
@@ -148,13 +148,15 @@ def fit(worker: WorkerProcess, dtype: Dtype, kernels: tuple[Params, ...], budget
 def merged(fitted: Predictor, older: Predictor | None, exact: Sequence[SizeClassEntry], dtype: Dtype,
            compute_units: int) -> Predictor:
     """``fitted`` with every sample the profile measured before, calibrated (``calibrate``): the shapes
-    ``autogemm tune --shapes`` tuned exactly (``exact``, entries of the profile's ``shapes`` table: the
+    ``autogemm tune --shapes`` tuned exactly (``exact``, the GEMM entries of the profile's ``shapes`` table: the
     rates of their ranked kernels, with the split each was measured best with or a plan's), then
     ``fitted``'s own, then ``older``'s (a predictor the profile held). Each keeps the rates of the kernels
     of ``fitted``'s bank it measured; one sample per stored layout and shape, the first found, at most
     ``MAX_SAMPLES`` of them, none without a rate."""
     measured: list[tuple[str, tuple[int, int, int], dict[Params, tuple[tuple[int, float], ...]]]] = []
     for entry in exact:
+        if routine_of(SHAPES, entry.name) != GEMM:
+            continue
         problem = GemmProblem.dense(dtype, *entry.shape, Op.from_letter(entry.name[0], "layout"),
                                     Op.from_letter(entry.name[1], "layout"))
         measured.append((entry.name, entry.shape, {

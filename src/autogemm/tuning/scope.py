@@ -17,9 +17,10 @@ import math
 from dataclasses import dataclass, replace
 
 from ..accuracy import gemv_flops
-from ..blas.vectors import MAX_VECTORS
+from ..blas.problem import GemmProblem, Op
+from ..blas.vectors import MAX_VECTORS, as_vectors
 from ..codelets.registry import GEMM, GEMV
-from ..dtypes import NATIVE, Dtype
+from ..dtypes import NATIVE, Dtype, get_dtype
 from ..profiles.profile import CLASSES, GEMV_CLASSES, SHAPES
 from ..runtime.device import Device
 from ..workload import ShapeRecord
@@ -29,7 +30,8 @@ from .budget import Budget
 @dataclass(frozen=True)
 class SizeClass:
     """A problem tuned for: its name in the profile ("large"; GEMV's "n-square"; an exact shape's stored
-    layout, "NT"), its shape (GEMV's A is m x n, with k right-hand sides), the share of a dtype's budget it gets, the
+    layout, "NT", or a GEMV's, "N"), its shape (GEMV's A is m x n, with k right-hand sides), the share of a
+    dtype's budget it gets, the
     size of the square problem its finalists are ranked on where that is another (``confirm``), the
     ``routine``, how A and B are stored (``layout``: GEMV's codelet layout N or T, an exact GEMM shape's
     NN to TT; None: NN), and whether the class is an ``exact`` shape, whose entry serves that very
@@ -57,7 +59,7 @@ class SizeClass:
     @property
     def section(self) -> str:
         """The table of the profile its entry goes to."""
-        return GEMV_CLASSES if self.routine == GEMV else SHAPES if self.exact else CLASSES
+        return SHAPES if self.exact else GEMV_CLASSES if self.routine == GEMV else CLASSES
 
 
 #: The predictor's training: not a size class, but a part of the budget like one.
@@ -120,17 +122,30 @@ def gemv_classes(device: Device, dt: Dtype, quick: bool = False) -> tuple[SizeCl
 EXACT_MAX_WORK = 2**36
 
 
-def tunable_exactly(record: ShapeRecord) -> bool:
-    """True for a workload's shape that ``tune --shapes`` tunes as itself: a GEMM of one product (batches
-    and GEMV are tuned by their classes) of at most ``EXACT_MAX_WORK`` multiply-adds."""
-    return record.routine == GEMM and record.batch == 1 and record.m * record.n * record.k <= EXACT_MAX_WORK
+def exact_class(record: ShapeRecord) -> SizeClass | None:
+    """The class ``tune --shapes`` tunes a workload's shape as, with an equal share of the budget: a
+    GEMV's own (A of m x n), a GEMM's as the kernels run it (a C of few columns or rows is a GEMV of
+    several right-hand sides, ``blas.vectors``); None where the size classes tune it: a batch, or a GEMM
+    of more than ``EXACT_MAX_WORK`` multiply-adds."""
+    if record.batch != 1:
+        return None
+    if record.routine == GEMV:
+        return SizeClass(record.layout, record.m, record.n, 1, 1.0, layout=record.layout, routine=GEMV, exact=True)
+    if record.m * record.n * record.k > EXACT_MAX_WORK:
+        return None
+    route = as_vectors(GemmProblem.dense(get_dtype(record.dtype), record.m, record.n, record.k,
+                                         Op.from_letter(record.layout[0], "layout"),
+                                         Op.from_letter(record.layout[1], "layout")))
+    if route is not None:
+        gemv = route.gemv
+        return SizeClass(gemv.layout, gemv.rows, gemv.cols, gemv.vectors, 1.0, layout=gemv.layout, routine=GEMV,
+                         exact=True)
+    return SizeClass(record.layout, record.m, record.n, record.k, 1.0, layout=record.layout, exact=True)
 
 
 def shape_classes(records: list[ShapeRecord], dt: Dtype) -> tuple[SizeClass, ...]:
-    """The shapes of ``dt`` among a workload's ``records`` that are tuned exactly, each a class with an
-    equal share of the budget."""
-    return tuple(SizeClass(r.layout, r.m, r.n, r.k, 1.0, layout=r.layout, exact=True) for r in records
-                 if r.dtype == dt.key and tunable_exactly(r))
+    """The classes ``exact_class`` makes of a workload's ``records`` of ``dt``, each once."""
+    return tuple(dict.fromkeys(size for r in records if r.dtype == dt.key and (size := exact_class(r)) is not None))
 
 
 def gemv_shape(device: Device, dt: Dtype, layout: str, kind: str, quick: bool = False) -> tuple[int, int]:

@@ -190,9 +190,11 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                 before = prior.entry(dt.key, size.name, size.section, size.shape if size.exact else None) \
                     if prior else None
                 known = [r.config for r in before.ranked] if before else []
-                if prior is not None and size.routine == GEMM and (size.exact or before is None):
+                if prior is not None and (size.exact or before is None):
                     # and what the profile would choose for it: a new class starts from no worse
-                    known += [c for c in candidates(device, _problem(dt, size), EXACT_CANDIDATES) if c not in known]
+                    chosen = candidates(device, _problem(dt, size), EXACT_CANDIDATES) if size.routine == GEMM else \
+                        [e.ranked[0].config for e in prior.gemv_entries(dt.key, size.layout)]
+                    known += [c for c in chosen if c not in known]
                 entry = _tune_class(worker, dt, size, spaces, share, strategy, fresh, top, listener, seed, known)
                 if entry is None:
                     continue
@@ -312,7 +314,7 @@ def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
     ranked, rejected = finalists(lambda config: worker.verify(config, dt), objectives,
                                  top * CONFIRM_POOL if size.confirm else top)
     shape = size.shape
-    if ranked and size.exact:
+    if ranked and size.exact and size.routine == GEMM:
         ranked = with_measured_splits(worker, _problem(dt, size), ranked)
     if ranked and size.confirm:
         listener.confirming(dt, size, len(ranked))
