@@ -194,3 +194,21 @@ def test_a_partial_tune_keeps_every_entry_of_a_bundled_profile(device, monkeypat
     saved = profile_for(device)
     assert saved is not shipped and saved.entry("s", "large") == shipped.entry("s", "large")
     assert saved.entry("s", "NT", "shapes", (40, 24, 36)) is not None
+
+
+def test_a_retuned_shape_keeps_the_profile_choice_timed_with_its_splits(device, monkeypatch, tmp_path):
+    """The search times candidates with the plan's split alone: the profile's choice for the shape must
+    be timed with each split too, or a retune can end below it (on the H100 a 128 x 1024 x 4096 product
+    fell from 25 to 11 TFLOP/s)."""
+    from autogemm.profiles import Ranked, SizeClassEntry, save
+
+    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
+    # one block of 32 x 32 for C (the units idle: splits are worth timing), one element of K a step
+    slow = autogemm.SimtParams("NN", "offset", 16, 16, 2, 2, 1, 1, False, False)
+    before = SizeClassEntry("NN", (20, 20, 4096), (Ranked(slow, 0.5, 1),), "model", 1, 1.0)
+    save(Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
+                 "2026-11-24T00:00:00+00:00", "1m", {}, shapes={"s": (before,)}))
+    entry = tune(device, budget=Budget(evaluations=6), shapes=[ShapeRecord("gemm", "s", "NN", 20, 20, 4096)],
+                 top=1).shapes["s"][0]
+    kept = next(r for r in entry.ranked if r.config == slow)
+    assert kept.split is not None and kept.gflops > 0
