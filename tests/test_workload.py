@@ -212,3 +212,16 @@ def test_a_retuned_shape_keeps_the_profile_choice_timed_with_its_splits(device, 
                  top=1).shapes["s"][0]
     kept = next(r for r in entry.ranked if r.config == slow)
     assert kept.split is not None and kept.gflops > 0
+
+
+def test_a_workload_larger_than_the_budget_stops_when_the_time_is_spent(monkeypatch, tmp_path):
+    """Each exact shape had a second at least and then the verification and split timing of its finalists
+    on top: 66 shapes given 230 s ran past 350 s on the H100. Once the time is spent the rest are skipped,
+    and said to be."""
+    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
+    path = tmp_path / "w.txt"
+    path.write_text("".join(f"{m} 40 600 NT\n" for m in range(30, 38)))
+    out = CliRunner().invoke(main, ["tune", "--shapes", str(path), "--budget", "2s"])
+    assert out.exit_code == 0, out.output
+    assert "not tuned" in out.output and "37x40x600" in out.output.partition("not tuned")[2]
+    assert "s NT 30x40x600" in out.output       # the first is tuned, whatever the budget

@@ -47,6 +47,7 @@ class ProgressListener(TuneListener):
         self.progress = progress
         self.task: TaskID | None = None
         self.rows: list[tuple] = []
+        self.skipped: list[str] = []
 
     def fma_done(self, results: list[FmaResult]) -> None:
         chosen = ", ".join(f"{'float' if r.real == 's' else 'double'}{r.vector_width if r.vector_width > 1 else ''}:"
@@ -68,6 +69,9 @@ class ProgressListener(TuneListener):
         self.progress.console.print(f"{_label(dtype, size)}: timing its {count} best again at "
                                     f"{size.confirm}x{size.confirm}x{size.confirm}, which decides their order",
                                     highlight=False)
+
+    def shape_skipped(self, dtype: Dtype, size: SizeClass) -> None:
+        self.skipped.append(f"{_label(dtype, size)} {_shape(size)}")
 
     def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None,
                        objectives: list[Objective], rejected: list[tuple[KernelParams, str]]) -> None:
@@ -225,6 +229,10 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
             progress.stop()
             fail(str(exc))
     console.print(summary_table(listener.rows))
+    if listener.skipped:
+        console.print(f"[yellow]not tuned[/yellow], the budget spent before their turn (they keep what the "
+                      f"profile chose for them; a larger --budget tunes them, reusing the measurements in "
+                      f"the checkpoints): {', '.join(listener.skipped)}", highlight=False)
     console.print(f"profile: {path_for(dev.fingerprint)}", highlight=False)
 
 

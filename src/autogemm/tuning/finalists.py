@@ -5,6 +5,7 @@ compute units idle, the K split measured best for each."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import numpy as np
@@ -58,11 +59,15 @@ def best_of_each_layout(candidates: list[Ranked], top: int, accept: Callable[[Ra
     return kept
 
 
-def with_measured_splits(worker: WorkerProcess, problem: GemmProblem, ranked: list[Ranked]) -> list[Ranked]:
-    """``ranked`` (configurations for ``problem``, one exact shape) with, for each whose blocks leave
-    compute units idle, every K split ``coverage.split_counts`` allows timed in full and the fastest kept
-    (``Ranked.split``, used by plans of that shape); best first."""
-    counts = {r.config: split_counts(r.config, problem, worker.device.compute_units) for r in ranked}
+def with_measured_splits(worker: WorkerProcess, problem: GemmProblem, ranked: list[Ranked], timed: int
+                         ) -> list[Ranked]:
+    """``ranked`` (configurations for ``problem``, one exact shape) with, for the first ``timed`` of them
+    whose blocks leave compute units idle, every K split ``coverage.split_counts`` allows timed in full
+    and the fastest kept (``Ranked.split``, used by plans of that shape); best first. (Splits multiply
+    the measurements of a configuration by up to eight: for all the finalists they were most of an exact
+    shape's time.)"""
+    found = ((r.config, split_counts(r.config, problem, worker.device.compute_units)) for r in ranked)
+    counts = dict(itertools.islice(((config, c) for config, c in found if c), timed))
     best = {r.config: r for r in ranked}
     layout = "NT"[problem.op_a.transposed] + "NT"[problem.op_b.transposed]
     for count in sorted({c for found in counts.values() for c in found}):

@@ -54,6 +54,8 @@ from .strategies import DEFAULT_STRATEGY, get_strategy
 
 #: How many of the configurations the profile would choose for an exact shape are measured first.
 EXACT_CANDIDATES = 4
+#: How many of an exact shape's finalists (besides the profile's choice) are timed with each K split.
+SPLIT_FINALISTS = 2
 
 
 class TuneListener:
@@ -66,6 +68,9 @@ class TuneListener:
     def record(self, objective: Objective, record: Record, fresh: bool) -> None: ...
 
     def confirming(self, dtype: Dtype, size: SizeClass, count: int) -> None: ...
+
+    def shape_skipped(self, dtype: Dtype, size: SizeClass) -> None:
+        """An exact shape left untuned: the run's time was spent before its turn."""
 
     def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None,
                        objectives: list[Objective], rejected: list[tuple[Params, str]]) -> None: ...
@@ -113,7 +118,8 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
     """Tune ``device`` and return its profile (also saved to the user's cache when ``write``);
     ``classes`` limits the run to some size classes (by name; "gemv" is GEMV's). With ``shapes`` (a
     workload, ``autogemm.workload``) it tunes instead exactly those GEMM shapes of ``dtypes`` (default: the
-    workload's), each into an entry of its own that serves that very problem. Unless ``fresh``, each class
+    workload's), each into an entry of its own that serves that very problem, as many as the budget's time
+    allows (the rest keep what the profile chose for them, ``TuneListener.shape_skipped``). Unless ``fresh``, each class
     first measures the configurations the device's existing profile ranks for it (for an exact shape,
     also those it would choose for it), so that a re-tune (a larger space, a new driver) starts from what
     was best before and cannot end below it."""
@@ -169,6 +175,7 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
         weights = [w for dt_sizes in plan.values()
                    for w in [size.share for size in dt_sizes] + ([CLASS_SHARES[PREDICTOR]] if with_predictor else [])]
         total_weight = sum(weights)
+        finishing = 0.0     # what the last exact shape took after its search
         for dt, dt_sizes in plan.items():
             real = "d" if dt.needs_fp64 else "s"
             facts = SpaceFacts(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths}, instructions)
@@ -176,8 +183,12 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
             gemm_spaces = searched_spaces(facts, GEMM, default_params(device, dt)) if needs_gemm else []
             skinny_spaces: list = []
             for size in dt_sizes:
-                share = class_budget(budget, time.monotonic() - started, weights[0], sum(weights), total_weight)
+                elapsed = time.monotonic() - started
+                share = class_budget(budget, elapsed, weights[0], sum(weights), total_weight)
                 weights.pop(0)
+                if size.exact and budget.seconds is not None and elapsed >= budget.seconds:
+                    listener.shape_skipped(dt, size)
+                    continue
                 if size.skinny:
                     skinny_spaces = skinny_spaces or searched_spaces(replace(facts, skinny=True), GEMM,
                                                                      default_params(device, dt))
@@ -195,7 +206,8 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                     chosen = candidates(device, _problem(dt, size), EXACT_CANDIDATES) if size.routine == GEMM else \
                         [e.ranked[0].config for e in prior.gemv_entries(dt.key, size.layout)]
                     known += [c for c in chosen if c not in known]
-                entry = _tune_class(worker, dt, size, spaces, share, strategy, fresh, top, listener, seed, known)
+                entry, finishing = _tune_class(worker, dt, size, spaces, share, strategy, fresh, top, listener,
+                                               seed, known, finishing)
                 if entry is None:
                     continue
                 profile = profile.with_entry(dt.key, entry, size.section)
@@ -295,22 +307,28 @@ def _problem(dt: Dtype, size: SizeClass) -> GemmProblem:
 
 def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
                 spaces: list[tuple[SearchSpace, Point | None]], budget: Budget, strategy: str, fresh: bool, top: int,
-                listener: TuneListener, seed: int, known: list[KernelParams] = ()) -> SizeClassEntry | None:
+                listener: TuneListener, seed: int, known: list[KernelParams] = (), finishing: float = 0.0
+                ) -> tuple[SizeClassEntry | None, float]:
     """Search each family's space (in order, each from its start point) under its share of ``budget``,
     all into one checkpoint, and keep the finalists of all of them. The candidates run in ``worker``'s
     process. The ``known`` configurations of each family are measured first, and the best of them is the
-    search's start when it beats the given one."""
+    search's start when it beats the given one. An exact shape's search leaves ``finishing`` seconds of
+    its share (what the last one took after its search) to the verification and timing of its finalists.
+    The entry (None when nothing was correct), and the seconds taken after the search."""
     checkpoint = Checkpoint.for_problem(worker.device, dt, size.shape, routine=size.routine, layout=size.layout)
     if fresh:
         checkpoint.clear()
     evaluator = IsolatedEvaluator(worker, _evaluator_spec(dt, size))
     started = time.monotonic()
+    if size.exact and budget.seconds is not None:
+        budget = replace(budget, seconds=max(1.0, budget.seconds - finishing))
     try:
         objectives = search(spaces, evaluator, checkpoint, budget, strategy, seed, known,
                             overlap=worker.device.is_gpu, on_record=listener.record,
                             on_start=lambda space, objective: listener.class_started(dt, size, space, objective))
     finally:
         evaluator.release()
+    searched = time.monotonic()
     ranked, rejected = finalists(lambda config: worker.verify(config, dt), objectives,
                                  top * CONFIRM_POOL if size.confirm else top)
     shape = size.shape
@@ -318,7 +336,8 @@ def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
         # the profile's own choice (``known``'s first) is timed with its splits too: the search timed it
         # with the plan's split alone, where the predicted one can run twice as fast
         chosen = [Ranked(config, 0.0) for config in known[:1] if all(r.config != config for r in ranked)]
-        ranked = [r for r in with_measured_splits(worker, _problem(dt, size), ranked + chosen) if r.gflops]
+        ranked = [r for r in with_measured_splits(worker, _problem(dt, size), chosen + ranked,
+                                                  len(chosen) + SPLIT_FINALISTS) if r.gflops]
     if ranked and size.confirm:
         listener.confirming(dt, size, len(ranked))
         again = confirmed(worker, dt, size.confirm, ranked, top)
@@ -331,4 +350,4 @@ def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
         entry = SizeClassEntry(size.name, shape, tuple(ranked), strategy,
                                sum(o.evaluations for o in objectives), time.monotonic() - started)
     listener.class_finished(dt, size, entry, objectives, rejected)
-    return entry
+    return entry, time.monotonic() - searched
