@@ -45,7 +45,7 @@ def test_square_sweeps():
 def test_shapes_files(tmp_path):
     good = tmp_path / "shapes.txt"
     good.write_text("# skinny\n8192 64 8192\n\n100 200 300 tn  # transposed A\n")
-    assert read_shapes(good) == [Shape(8192, 64, 8192), Shape(100, 200, 300, "TN")]
+    assert read_shapes(good) == [Shape(8192, 64, 8192), Shape(100, 200, 300, "TN", "transposed A")]
     for text in ("1 2\n", "1 2 3 XY\n", "0 2 3\n", "a b c\n", "# only a comment\n"):
         bad = tmp_path / "bad.txt"
         bad.write_text(text)

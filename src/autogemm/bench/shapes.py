@@ -104,11 +104,13 @@ def square_sweep(spec: str, layout: str = "NN") -> list[Shape]:
 
 
 def read_shapes(path: Path) -> list[Shape]:
-    """Shapes from a text file: one ``M N K [LAYOUT]`` per line (LAYOUT such as NT; NN by default),
-    blank lines and ``#`` comments ignored."""
+    """Shapes from a text file: one ``M N K [LAYOUT]`` per line (LAYOUT such as NT; NN by default), a
+    ``#`` comment after a shape its name in the tables (``4096 14336 128 TN # down_proj dW``), blank lines
+    and lines of comment alone ignored."""
     shapes = []
     for number, line in enumerate(Path(path).read_text().splitlines(), 1):
-        fields = line.split("#", 1)[0].split()
+        text, _, comment = line.partition("#")
+        fields = text.split()
         if not fields:
             continue
         layout = fields[3].upper() if len(fields) == 4 else "NN"
@@ -118,7 +120,7 @@ def read_shapes(path: Path) -> list[Shape]:
         m, n, k = (int(f) for f in fields[:3])
         if min(m, n, k) < 1:
             raise ArgumentError(f"{path}:{number}: sizes must be at least 1")
-        shapes.append(Shape(m, n, k, layout))
+        shapes.append(Shape(m, n, k, layout, comment.strip()))
     if not shapes:
         raise ArgumentError(f"{path} holds no shapes")
     return shapes

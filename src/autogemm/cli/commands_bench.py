@@ -42,7 +42,7 @@ def _peers(text: str) -> tuple[str, ...]:
 @click.option("--layout", type=click.Choice(LAYOUTS, case_sensitive=False), default="NN", show_default=True,
               help="Transposes of A and B for --sizes.")
 @click.option("--shapes", "shapes_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A file of problems, one 'M N K [LAYOUT]' per line.")
+              help="A file of problems, one 'M N K [LAYOUT] [# name]' per line.")
 @click.option("--suite", "use_suite", type=click.Choice(list(SUITES)), is_flag=False, flag_value="standard",
               default=None, help="A shipped suite: 'standard' (alone: --suite), squares, odd sizes and skinny "
                                  "shapes in NN, NT and TN; or 'llm', the linear layers of Llama-3-8B and "
