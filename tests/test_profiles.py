@@ -302,3 +302,18 @@ def test_devices_with_the_host_take_the_co_tuned_split_and_kernel(cache, ctx, de
     assert calls[2] == (Split(8, (8,)), [None])
     autogemm.gemm(a, b, devices=[device, "host"], split=Split(4, (4, 0)))
     assert calls[3] == (Split(4, (4, 0)), [None, None])
+
+
+def test_a_configuration_reading_an_operand_too_large_for_an_image_is_passed_over(cache, ctx, device):
+    """The H100's CGEMM of 128256 x 4096 x 128 (a language model's output layer's weight gradient)
+    failed: the profile's choice read A through an image of 128256 rows, over the device's 32768."""
+    from autogemm.codelets.registry import check
+
+    image = dataclasses.replace(LARGE, layout="TN", image_a=True, tile_rows=4, vector_width=4)
+    assert check(image, device, autogemm.dtypes.DTYPES["s"]) is None
+    ranked = (Ranked(image, 30.0), Ranked(LARGE, 20.0))
+    save(make_profile(device, {"s": [SizeClassEntry("large", (256, 256, 256), ranked, "model", 30, 12.0)]}))
+    s = autogemm.dtypes.DTYPES["s"]
+    rows = device.image2d_max[1]      # A is read as K x M (layout T): a texel row per element of K
+    assert choose_params(device, GemmProblem.dense(s, 64, 64, rows)).params == image
+    assert choose_params(device, GemmProblem.dense(s, 64, 64, rows + 1)).params == LARGE

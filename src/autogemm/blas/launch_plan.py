@@ -16,7 +16,6 @@ import pyopencl as cl
 from ..codelets import helpers
 from ..codelets.kernel import KernelSource, round_up
 from ..codelets.registry import KernelParams, check, render
-from ..codelets.simt.geometry import TEXEL_BYTES
 from ..codelets.stream import STREAM_K
 from ..errors import ArgumentError, ConfigError, ShapeError
 from ..runtime.arguments import KernelArguments
@@ -96,8 +95,7 @@ class LaunchPlan(Routing):
     def _image_shape(self, st: OperandRoute) -> tuple[int, int]:
         """(width, height) in texels of operand ``st`` as an image; ConfigError if the device's limits
         are too small for it."""
-        texel = max(1, TEXEL_BYTES // self.kernel_dtype.itemsize)
-        width, height = st.dst_ld // texel, st.dst_rows
+        width, height = self.image_texels(st)
         max_w, max_h = self.ctx.device.image2d_max
         if width > max_w or height > max_h:
             raise ConfigError(f"{st.name} as an image needs {width}x{height} texels; the device allows {max_w}x{max_h}")

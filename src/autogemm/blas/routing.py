@@ -164,6 +164,16 @@ class Routing:
                        dst_rows=dst_rows, dst_cols=dst_cols,
                        dst_ld=round_up(max(dst_cols, 1), max(self.params.vector_width, texel)), image=image)
 
+    def image_texels(self, st: OperandRoute) -> tuple[int, int]:
+        """(width, height) in texels of operand route ``st`` (one read through an image)."""
+        return st.dst_ld // max(1, TEXEL_BYTES // self.kernel_dtype.itemsize), st.dst_rows
+
+    def images_fit(self, limits: tuple[int, int]) -> bool:
+        """Whether each operand read through an image fits a device's largest 2D image, ``limits``
+        (width, height in texels)."""
+        return all(w <= limits[0] and h <= limits[1] for w, h in
+                   (self.image_texels(st) for st in self.staging.values() if st.image))
+
     def _packed_layers(self, name: str) -> int:
         """How many copies of operand ``name`` its pack writes: one per product, or one that every
         product of a batch shares (stride 0)."""

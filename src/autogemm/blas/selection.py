@@ -13,6 +13,7 @@ from .coverage import predicted_rate
 from .defaults import default_params
 from .prediction import predict
 from .problem import GemmProblem
+from .routing import Routing
 
 #: A stored configuration that reads the operands as they are stored (no pack before the product) is
 #: preferred to the fastest one when its measured rate is at least this share of the fastest's.
@@ -52,7 +53,9 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
         exact = profile.entry(dt.key, layout, SHAPES, (problem.m, problem.n, problem.k)) \
             if problem.batch == 1 else None
         def usable(config: KernelParams) -> bool:
-            return check(config, device, dt) is None
+            return check(config, device, dt) is None and (
+                not (config.image_a or config.image_b)
+                or Routing(problem, config, 1, device.compute_units).images_fit(device.image2d_max))
 
         measured = [r for r in exact.ranked if usable(r.config)] if exact else []
         if measured:
