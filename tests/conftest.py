@@ -35,7 +35,7 @@ def cache(tmp_path, monkeypatch):
 
 
 def pytest_collection_modifyitems(config, items):
-    if any(d.is_gpu for d in autogemm.list_devices()):
+    if any(d.is_gpu for d in autogemm.devices()):
         return
     skip = pytest.mark.skip(reason="no GPU OpenCL device here")
     for item in items:

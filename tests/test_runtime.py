@@ -17,7 +17,7 @@ from autogemm.runtime.context import context_for
 
 
 def test_devices_found_and_described():
-    devices = autogemm.list_devices()
+    devices = autogemm.devices()
     assert devices
     for d in devices:
         assert d.name and d.compute_units > 0 and d.max_work_group_size > 0 and d.local_mem_bytes > 0
@@ -133,20 +133,19 @@ def test_a_cpu_driver_that_builds_is_chosen_over_one_that_cannot(device, monkeyp
         return "cannot" if "broken" in d.name else None
     monkeypatch.setattr(discovery, "compiler_fault", fault)
     monkeypatch.delenv("AUTOGEMM_DEVICE", raising=False)
-    monkeypatch.setattr(discovery, "list_devices", lambda: (broken, working))
+    monkeypatch.setattr(discovery, "devices", lambda: (broken, working))
     assert discovery.default_device().name == "working"
     assert discovery.find_device("cpu").name == "working"
     assert discovery.find_device("0:0").name == "broken"          # asked for by slot, it is given
-    monkeypatch.setattr(discovery, "list_devices", lambda: (broken, dataclasses.replace(working, name="also broken")))
+    monkeypatch.setattr(discovery, "devices", lambda: (broken, dataclasses.replace(working, name="also broken")))
     assert discovery.default_device().name == "broken"            # none builds: the first, which will say why
     probed.clear()
-    monkeypatch.setattr(discovery, "list_devices", lambda: (broken,))
+    monkeypatch.setattr(discovery, "devices", lambda: (broken,))
     assert discovery.default_device().name == "broken" and not probed
 
 
 def test_devices_check_names_each_compiler_and_fails_when_none_builds(device, monkeypatch):
-    monkeypatch.setattr(discovery, "list_devices", lambda: (device,))
-    monkeypatch.setattr("autogemm.cli.commands_devices.list_devices", lambda: (device,))
+    monkeypatch.setattr(discovery, "devices", lambda: (device,))
     monkeypatch.setattr(discovery, "compiler_fault", lambda d: None)
     result = CliRunner().invoke(main, ["devices", "--check"])
     assert result.exit_code == 0 and "builds kernels" in result.output

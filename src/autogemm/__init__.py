@@ -5,7 +5,7 @@ from .blas import GemmProblem, LaunchPlan, Op
 from .codelets.gemv import GemvParams
 from .codelets.simt import SimtParams
 from .errors import ArgumentError, AutogemmError, BuildError, ConfigError, DeviceError, DtypeError, ShapeError
-from .runtime import Device, context_for, context_for_queue, default_device, find_device, list_devices
+from .runtime import Device, context_for, context_for_queue, default_device, devices, find_device
 from .shares.split import Split
 
 __version__ = "0.1.0"
@@ -13,6 +13,6 @@ __version__ = "0.1.0"
 __all__ = [
     "gemm", "gemm_batched", "gemv", "matmul", "transpose", "clear_plans", "GemmPlan", "LaunchPlan", "GemmProblem", "Op",
     "SimtParams", "GemvParams", "Split", "Device", "context_for", "context_for_queue", "default_device",
-    "find_device", "list_devices", "AutogemmError", "ArgumentError", "BuildError", "ConfigError",
+    "find_device", "devices", "AutogemmError", "ArgumentError", "BuildError", "ConfigError",
     "DeviceError", "DtypeError", "ShapeError", "__version__",
 ]

@@ -9,7 +9,7 @@ from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..errors import ArgumentError
 from ..profiles import profile_for
-from ..runtime import context_for, find_device, list_devices
+from ..runtime import context_for, discovery, find_device
 from ..shares import HOST, HostGemm, Target, run_split
 from ..shares.split import DEFAULT_PARTS, Split
 from .operands import Matrix, on_device, scalar
@@ -22,7 +22,7 @@ def targets_for(devices: Devices) -> list[Target]:
     """The targets ``devices`` names: 'all' (every GPU, then the host) or a list of device specifications
     (as ``device`` takes) and 'host' (numpy's BLAS on this machine's CPU), in that order."""
     if devices == "all":
-        return [context_for(d) for d in list_devices() if d.is_gpu] + [HOST]
+        return [context_for(d) for d in discovery.devices() if d.is_gpu] + [HOST]
     if isinstance(devices, str) or not isinstance(devices, (list, tuple)) or not devices:
         raise ArgumentError(f"devices must be 'all' or a non-empty list of devices and 'host', not {devices!r}")
     targets: list[Target] = []

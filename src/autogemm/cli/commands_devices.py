@@ -8,7 +8,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from ..runtime import Device, discovery, list_devices
+from ..runtime import Device, discovery
 from . import main
 from .common import console, fail, gib
 
@@ -27,14 +27,14 @@ def _check(found: tuple[Device, ...]) -> None:
         fail("no OpenCL device here builds kernels")
 
 
-@main.command()
+@main.command("devices")
 @click.option("--json", "as_json", is_flag=True, help="Print the devices' facts as JSON.")
 @click.option("--check", is_flag=True,
               help="Only build a minimal kernel on each device and say which compilers work; fail when none "
                    "does.")
-def devices(as_json: bool, check: bool) -> None:
+def devices_command(as_json: bool, check: bool) -> None:
     """List every OpenCL device, its facts and whether its compiler builds kernels."""
-    found = list_devices()
+    found = discovery.devices()
     if as_json:
         click.echo(json.dumps([dict(d.facts(), slot=d.slot,
                                     fingerprint=d.fingerprint, compiler_fault=discovery.compiler_fault(d))

@@ -15,7 +15,7 @@ from ..dtypes import Dtype, get_dtype
 from ..errors import AutogemmError, ProfileError
 from ..profiles import Profile, SizeClassEntry, bundled, path_for, profile_for, read, save, user_profiles
 from ..profiles.profile import CLASSES, GEMV_CLASSES, SHAPES, routine_of
-from ..runtime import Device, list_devices
+from ..runtime import Device, devices
 from ..tuning.evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
 from ..tuning.scope import bandwidth
 from . import main
@@ -43,14 +43,14 @@ def _device_profile(target: str | None) -> tuple[Profile, str]:
     return found, str(path_for(dev.fingerprint)) if path_for(dev.fingerprint).exists() else "bundled"
 
 
-def _device_named(fingerprint: str, devices: list[Device]) -> str:
-    return next((d.slot for d in devices if d.fingerprint == fingerprint), "no")
+def _device_named(fingerprint: str, listed: list[Device]) -> str:
+    return next((d.slot for d in listed if d.fingerprint == fingerprint), "no")
 
 
 @profile.command("list")
 def list_command() -> None:
     """Every profile in the cache and bundled with autogemm, and whether it is valid."""
-    devices = list_devices()
+    listed = devices()
     table = Table(title="profiles (here: the device's number on this machine)", title_justify="left")
     for column in ("device", "fingerprint", "here", "created", "tuned", "file"):
         table.add_column(column, overflow="fold", no_wrap=column in ("fingerprint", "created"))
@@ -63,7 +63,7 @@ def list_command() -> None:
                           + [f"{len(entries)} {key} shapes" for key, entries in item.shapes.items()]
                           + [f"hybrid {key}:{'/'.join(str(e.shape[0]) for e in entries)}"
                              for key, entries in item.hybrid.items()])
-        table.add_row(item.device_name, item.device_fingerprint, _device_named(item.device_fingerprint, devices),
+        table.add_row(item.device_name, item.device_fingerprint, _device_named(item.device_fingerprint, listed),
                       item.created[:10], tuned, source)
     console.print(table)
 
@@ -167,7 +167,7 @@ def import_command(source) -> None:
     except AutogemmError as exc:
         fail(str(exc))
     path = save(prof)
-    here = _device_named(prof.device_fingerprint, list_devices())
+    here = _device_named(prof.device_fingerprint, devices())
     console.print(f"imported {prof.device_name} ({prof.device_fingerprint}) into {path}; device here: {here}",
                   highlight=False)
 

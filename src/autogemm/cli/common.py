@@ -12,7 +12,7 @@ from rich.console import Console
 from ..codelets.registry import KernelParams, params_from_dict
 from ..dtypes import Dtype, get_dtype
 from ..errors import ArgumentError, AutogemmError, ConfigError, DeviceError
-from ..runtime import Device, DeviceContext, context_for, discovery, list_devices
+from ..runtime import Device, DeviceContext, context_for, devices, discovery
 
 console = Console()
 
@@ -27,8 +27,8 @@ def select_device(platform: str | None, device: str | None) -> Device:
     ``--device`` alone (anything ``find_device`` accepts); neither means the default device."""
     if platform is None:
         return discovery.find_device(device)
-    devices = list_devices()
-    on_platform = [d for d in devices if str(d.platform_index) == platform
+    listed = devices()
+    on_platform = [d for d in listed if str(d.platform_index) == platform
                    or platform.lower() in d.platform_name.lower()]
     if not on_platform:
         raise DeviceError(f"no platform matches {platform!r}")

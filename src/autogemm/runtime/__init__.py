@@ -2,10 +2,10 @@
 
 from .context import DeviceContext, context_for, context_for_queue
 from .device import Device
-from .discovery import default_device, find_device, list_devices
+from .discovery import default_device, devices, find_device
 from .timing import event_seconds, median, time_enqueue
 
 __all__ = [
-    "Device", "DeviceContext", "context_for", "context_for_queue", "default_device", "find_device", "list_devices",
+    "Device", "DeviceContext", "context_for", "context_for_queue", "default_device", "find_device", "devices",
     "event_seconds", "median", "time_enqueue",
 ]

@@ -12,7 +12,7 @@ import pyopencl as cl
 from ..errors import ArgumentError, BuildError
 from .build_pool import BuildPool
 from .device import Device
-from .discovery import find_device, list_devices
+from .discovery import devices, find_device
 
 
 class DeviceContext:
@@ -119,7 +119,7 @@ def context_for_queue(queue: cl.CommandQueue) -> DeviceContext:
         ctx = _adopted.get(queue.int_ptr)      # holds the queue, so its handle is not reused
         if ctx is not None:
             return ctx
-    dev = next((d for d in list_devices() if d.cl_device == queue.device), None)
+    dev = next((d for d in devices() if d.cl_device == queue.device), None)
     if dev is None:
         raise ArgumentError(f"the arrays' device {queue.device.name.strip()} is not among the devices autogemm finds")
     ctx = DeviceContext(dev, queue)

@@ -76,7 +76,7 @@ def register_nvidia_icd() -> str | None:
 
 
 @lru_cache(maxsize=1)
-def list_devices() -> tuple[Device, ...]:
+def devices() -> tuple[Device, ...]:
     """Every device on every platform, in platform order."""
     global icd_note
     icd_note = register_nvidia_icd()
@@ -118,9 +118,9 @@ def compiler_fault(device: Device) -> str | None:
     return None
 
 
-def _cpus(devices: tuple[Device, ...]) -> list[Device]:
+def _cpus(listed: tuple[Device, ...]) -> list[Device]:
     """The CPU devices; where there are several, those whose compiler works, if any does."""
-    cpus = [d for d in devices if d.device_type == "CPU"]
+    cpus = [d for d in listed if d.device_type == "CPU"]
     if len(cpus) > 1:
         return [d for d in cpus if compiler_fault(d) is None] or cpus
     return cpus
@@ -132,15 +132,15 @@ def default_device() -> Device:
     spec = os.environ.get(DEVICE_ENV)
     if spec:
         return find_device(spec)
-    devices = list_devices()
-    if not devices:
+    listed = devices()
+    if not listed:
         raise DeviceError(
             "no OpenCL device found; install a driver, or PoCL for the CPU: pip install 'autogemm[pocl]'"
         )
-    gpus = [d for d in devices if d.is_gpu]
+    gpus = [d for d in listed if d.is_gpu]
     if gpus:
         return max(gpus, key=lambda d: d.peak_gflops_estimate)
-    return (_cpus(devices) or list(devices))[0]
+    return (_cpus(listed) or list(listed))[0]
 
 
 _SLOT = re.compile(r"^(\d+):(\d+)$")
@@ -162,26 +162,26 @@ def find_device(spec: str | int | Device | None) -> Device:
         return default_device()
     if isinstance(spec, Device):
         return spec
-    devices = list_devices()
+    listed = devices()
     text = str(spec).strip()
     if len(text) > 200 or not text.isprintable():
         raise DeviceError("device specification must be a short printable string")
     match = _SLOT.match(text)
     if match:
         p, d = int(match[1]), int(match[2])
-        for dev in devices:
+        for dev in listed:
             if (dev.platform_index, dev.device_index) == (p, d):
                 return dev
     elif text.isdigit():
-        if int(text) < len(devices):
-            return devices[int(text)]
+        if int(text) < len(listed):
+            return listed[int(text)]
     elif text.lower() in ("gpu", "cpu"):
-        of_type = [d for d in devices if d.is_gpu] if text.lower() == "gpu" else _cpus(devices)
+        of_type = [d for d in listed if d.is_gpu] if text.lower() == "gpu" else _cpus(listed)
         if of_type:
             return max(of_type, key=lambda d: d.peak_gflops_estimate)
     else:
-        named = [d for d in devices if text.lower() in d.name.lower() or text.lower() in d.platform_name.lower()]
+        named = [d for d in listed if text.lower() in d.name.lower() or text.lower() in d.platform_name.lower()]
         if named:
             return named[0]
-    listing = "\n".join(f"  {d.label}" for d in devices) or "  (none)"
+    listing = "\n".join(f"  {d.label}" for d in listed) or "  (none)"
     raise DeviceError(f"no OpenCL device matches {text!r}; devices are:\n{listing}")
