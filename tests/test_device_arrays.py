@@ -13,7 +13,7 @@ import pytest
 
 import autogemm
 from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
-from autogemm.dtypes import DTYPES
+from autogemm.dtypes import DTYPES, get_dtype
 
 RNG = np.random.default_rng()
 
@@ -130,6 +130,28 @@ def test_matmul_follows_numpy(shapes):
     want = np.matmul(a, b)
     got = autogemm.matmul(a, b)
     assert np.shape(got) == want.shape and relative_error(np.asarray(got), want) < dt.tolerance
+
+
+@pytest.mark.parametrize("a,b", [([[0.5, -1.25, 2.0], [3.0, 0.25, -0.75]], ([1.5, -2.0, 0.5])),
+                                 (np.array([[0.5, 2.0], [1.0, -3.0]], np.float32), [[1.25], [-0.5]]),
+                                 (((1.5, 2.5),), np.array([[1 + 2j], [3 - 1j]], np.complex64)),
+                                 (np.arange(6, dtype=np.float32).reshape(2, 3) + 0.5,
+                                  np.arange(12, dtype=np.float64).reshape(3, 4) - 5.5)])
+def test_matmul_takes_what_numpy_matmul_takes(a, b):
+    """Lists and tuples, and host operands of two dtypes, as numpy converts them: the same result,
+    of the same dtype and shape (a line written for numpy runs unchanged)."""
+    want = np.matmul(a, b)
+    got = autogemm.matmul(a, b)
+    assert isinstance(got, np.ndarray) and got.dtype == want.dtype and got.shape == want.shape
+    exact = np.matmul(np.asarray(a, np.complex128), np.asarray(b, np.complex128))
+    assert relative_error(got, exact) < get_dtype(want.dtype).tolerance
+
+
+def test_matmul_refuses_what_numpy_refuses_and_names_the_fix():
+    with pytest.raises(autogemm.ShapeError, match="a is a scalar"):
+        autogemm.matmul(2.0, [[1.0], [2.0]])
+    with pytest.raises(autogemm.DtypeError, match=r"astype\(np.float64\)"):
+        autogemm.matmul([[1, 2]], [[3], [4]])
 
 
 def test_matmul_on_device_stacks(queue):

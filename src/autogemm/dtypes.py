@@ -178,9 +178,11 @@ def get_dtype(value: object) -> Dtype:
     for dt in NATIVE:
         if dt.numpy == np_dtype:
             return dt
+    hint = ("; convert integers with .astype(np.float64), exact while every sum stays below 2**53"
+            if np_dtype.kind in "biu" else "")
     raise DtypeError(
         f"unsupported dtype {np_dtype}; autogemm computes with float32, float64, complex64, complex128 "
-        f"(BLAS letters s, d, c, z), float16 (h) and bfloat16 (b)"
+        f"(BLAS letters s, d, c, z), float16 (h) and bfloat16 (b){hint}"
     )
 
 

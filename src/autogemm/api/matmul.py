@@ -14,11 +14,19 @@ from .gemm import gemm
 from .operands import Matrix, as_array, call_context, events_of, on_device
 
 
-def _array(value: object, name: str):
-    value = as_array(value, name)
-    if value.ndim == 0:
-        raise ShapeError(f"{name} is a scalar; matmul needs at least one dimension")
-    return value
+def _operands(a: object, b: object) -> tuple[Matrix, Matrix]:
+    """``a`` and ``b`` as ``matmul`` computes them: an array-like (a list, a tuple) converted once as
+    numpy converts it, and host operands of two dtypes both converted to the one numpy's ``matmul``
+    returns (device arrays are never copied to convert them; ``gemm`` says what to do about those)."""
+    a, b = (x if isinstance(x, (np.ndarray, cl_array.Array)) else np.asarray(x) for x in (a, b))
+    for value, name in ((a, "a"), (b, "b")):
+        if as_array(value, name).ndim == 0:
+            raise ShapeError(f"{name} is a scalar; matmul needs at least one dimension (numpy's rule too: "
+                             f"multiply by a scalar with *)")
+    if a.dtype != b.dtype and not (on_device(a) or on_device(b)):
+        common = np.result_type(a, b)
+        a, b = a.astype(common, copy=False), b.astype(common, copy=False)
+    return a, b
 
 
 @reports_full_memory
@@ -28,13 +36,15 @@ def matmul(a, b, *, out=None, device: Device | str | int | None = None, precisio
     column, whose dimension is dropped from the result; operands of more dimensions are stacks of
     matrices in their last two, and the stack dimensions broadcast against each other.
 
-    Operands are numpy or pyopencl arrays as for ``gemm`` (same dtypes; both of one dtype): with a device
-    array among them the products are enqueued on its queue and the result is a device array whose
-    ``events`` say when it is done. ``out`` receives the result when given (of the result's shape and
-    dtype). A stack is computed as a strided batch (``gemm_batched``): one launch where the stacks are
-    evenly spaced in memory, as numpy's own arrays and their broadcasts are.
+    Operands are numpy or pyopencl arrays as for ``gemm``, or what numpy turns into arrays (lists,
+    tuples); host operands of two dtypes are converted to the one numpy's result has, device arrays
+    must be of one dtype. With a device array among them the products are enqueued on its queue and the
+    result is a device array whose ``events`` say when it is done. ``out`` receives the result when
+    given (of the result's shape and dtype). A stack is computed as a strided batch (``gemm_batched``):
+    one launch where the stacks are evenly spaced in memory, as numpy's own arrays and their broadcasts
+    are.
     """
-    a, b = _array(a, "a"), _array(b, "b")
+    a, b = _operands(a, b)
     a2 = a.reshape(1, a.shape[0]) if a.ndim == 1 else a
     b2 = b.reshape(b.shape[0], 1) if b.ndim == 1 else b
     if a2.shape[-1] != b2.shape[-2]:
