@@ -190,7 +190,7 @@ def test_bench_routines_checks_gemv_and_transpose(tmp_path):
         timed = {t["name"]: t for t in case["timings"]}
         assert timed["autogemm"]["correct"] and timed["numpy"]["correct"] and timed["autogemm"]["seconds"] > 0
         assert case["bytes"] > 33 * 70 * 2
-    assert "GB/s" in out.output and "vs numpy" in out.output
+    assert "GB/s" in out.output and "/ numpy" in out.output and max(map(len, out.output.splitlines())) <= 80
 
 
 def test_bench_hybrid_reports_the_four_strategies(tmp_path):

@@ -145,11 +145,18 @@ def test_tune_shapes_from_the_command_line(monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
     path = tmp_path / "w.txt"
     path.write_text("48 40 24 NT\nnot a shape\n")
-    out = CliRunner().invoke(main, ["tune", "--shapes", str(path), "--budget", "4"])
+    out = CliRunner().invoke(main, ["tune", "--shapes", str(path), "--budget", "4", "--json", str(tmp_path / "t.json")])
     assert out.exit_code == 0, out.output
     assert "skipped" in out.output and "s NT 48x40x24" in out.output
+    # a plain log at 80 columns: no line longer, the configuration on a line of its own below the table
+    assert max(map(len, out.output.splitlines())) <= 80
+    written = json.loads((tmp_path / "t.json").read_text())
+    (record,) = written["tuned"]
+    assert record["shape"] == [48, 40, 24] and record["gflops"] > 0 and written["not_tuned"] == []
+    assert f"s NT 48x40x24: {record['config']}" in " ".join(out.output.split())
     out = CliRunner().invoke(main, ["profile", "show"])
     assert out.exit_code == 0 and "tune --shapes" in out.output and "48x40x24" in out.output
+    assert max(map(len, out.output.splitlines())) <= 80
     out = CliRunner().invoke(main, ["tune", "--shapes", str(path), "--size-class", "large"])
     assert out.exit_code == 2 and "not both" in out.output
 

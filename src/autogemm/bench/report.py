@@ -17,6 +17,7 @@ from rich.table import Table
 
 from ..dtypes import get_dtype
 from ..errors import ArgumentError
+from ..tables import plain_table
 from .runner import AUTOGEMM, CaseResult, Measurement
 from .shapes import Shape
 
@@ -68,19 +69,20 @@ def geometric_means(cases: Sequence[CaseResult]) -> dict[tuple[str, str], Compar
                             *min(found)) for key, found in ratios.items()}
 
 
-def table(cases: Sequence[CaseResult], title: str) -> Table:
-    """TFLOP/s per implementation (a wrong or failed one shows why), autogemm's share of the FMA peak,
-    and autogemm's ratio to each peer (end to end against end to end)."""
-    names = implementations(cases)
-    peers = [n for n in names if not n.startswith(AUTOGEMM)]
-    out = Table(title=title, title_justify="left")
-    out.add_column("dtype")
-    out.add_column("problem")
-    for name in names:
-        out.add_column(name, justify="right")
-    out.add_column("% FMA peak", justify="right")
-    for peer in peers:
-        out.add_column(f"/ {peer}", justify="right")
+def table(cases: Sequence[CaseResult], title: str, peer_rates: bool = True) -> Table:
+    """TFLOP/s per implementation (a wrong or failed one marked so, ``failures`` says why), autogemm's
+    share of the FMA peak, and autogemm's ratio to each peer (end to end against end to end); without
+    ``peer_rates``, the peers' own TFLOP/s left out (the ratios give them)."""
+    every = implementations(cases)
+    peers = [n for n in every if not n.startswith(AUTOGEMM)]
+    names = every if peer_rates else [n for n in every if n.startswith(AUTOGEMM)]
+    ratios = [f"/ {peer}" for peer in peers]
+    dtypes = list(dict.fromkeys(case.dtype for case in cases))
+    several = len(dtypes) > 1            # else the title names the dtype, and the problems have the room
+    if not several and dtypes:
+        title = f"{get_dtype(dtypes[0]).routine}: {title}"
+    out = plain_table(title, ("dtype", "problem")[not several:] + (*names, "% FMA peak", *ratios),
+                      right=(*names, "% FMA peak", *ratios))
     for case in cases:
         by_name = {m.name: m for m in case.measurements}
         cells = []
@@ -91,14 +93,21 @@ def table(cases: Sequence[CaseResult], title: str) -> Table:
             elif m.correct:
                 cells.append(f"{m.tflops:.2f}" if m.tflops >= 1 else f"{m.tflops:.3g}")
             else:
-                cells.append(f"[red]{m.note or 'wrong'}[/red]")
+                cells.append(f"[red]{'failed' if m.note else 'wrong'}[/red]")
         ours = case.rate(AUTOGEMM)
         cells.append(f"{100 * ours / case.peak_tflops:.0f}%" if ours and case.peak_tflops else "")
         for peer in peers:
             ratio = case.ratio(peer)
             cells.append(f"{ratio:.2f}" if ratio else "")
-        out.add_row(case.dtype, case.shape.label, *cells)
+        out.add_row(*(case.dtype,)[:several], case.shape.label, *cells)
     return out
+
+
+def failures(cases: Sequence[CaseResult]) -> list[str]:
+    """A line per implementation that failed or computed a wrong result (the table says which only):
+    the problem, the implementation and why."""
+    return [f"{case.dtype} {case.shape.label}, {m.name}: {m.note or f'wrong (relative error {m.error:.2g})'}"
+            for case in cases for m in case.measurements if not m.correct]
 
 
 def provenance() -> dict:

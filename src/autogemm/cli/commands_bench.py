@@ -12,7 +12,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .. import __version__
-from ..bench.report import geometric_means, plot, provenance, read_json, table, write_csv, write_json
+from ..bench.report import failures, geometric_means, plot, provenance, read_json, table, write_csv, write_json
 from ..bench.runner import PEERS, Bench
 from ..bench.shapes import LAYOUTS, SUITES, read_shapes, square_sweep
 from ..dtypes import get_dtype
@@ -134,7 +134,12 @@ def _write(writer: Callable[[], None]) -> None:
 def _report(cases: list, title: str, json_path: Path | None, csv_path: Path | None, plot_path: Path | None,
             meta: dict) -> None:
     """The table and geometric means of ``cases``, and the files asked for."""
-    console.print(table(cases, title))
+    shown = table(cases, title)
+    if console.measure(shown, options=console.options.update_width(10**4)).maximum > console.width:
+        shown = table(cases, title + "; peers as autogemm / peer", peer_rates=False)   # not cut short
+    console.print(shown)
+    for line in failures(cases):
+        console.print(f"[red]not counted:[/red] {line}", highlight=False)
     for (dtype, peer), found in sorted(geometric_means(cases).items()):
         console.print(f"{get_dtype(dtype).routine}: autogemm / {peer}, geometric mean over {found.count} problems: "
                       f"{found.mean:.2f}; worst {found.worst:.2f} ({found.worst_problem})", highlight=False)

@@ -14,6 +14,7 @@ from rich.table import Table
 from ..bench.api_costs import BMM, LOOP, STRIDED, Reuse, call_overhead, plan_reuse, run_batch
 from ..dtypes import get_dtype
 from ..errors import AutogemmError
+from ..tables import plain_table
 from . import main
 from .common import bench_inputs, cell, console, dimensions, fail, write_results
 
@@ -60,9 +61,9 @@ def bench_batch_command(device, dtypes, batches, runs, overhead_size, reuse_shap
                 status.update(f"{dt.routine}: {reuse_products} products {m}x{n}x{k} sharing A, copying it once or "
                               f"each time")
                 reuses.append(plan_reuse(ctx, dt, m, n, k, reuse_products, runs, rng=rng))
-    table = Table(title=f"Batched GEMM, TFLOP/s on {dev.name.strip()} (median of {runs})")
-    for column in ("dtype", "batch", "size", "strided", "loop", "bmm", "strided / loop", "strided / bmm"):
-        table.add_column(column, justify="left" if column == "dtype" else "right")
+    columns = ("batch", "size", "strided", "loop", "bmm", "strided / loop", "strided / bmm")
+    table = plain_table(f"Batched GEMM, TFLOP/s on {dev.name.strip()} (median of {runs})", ("dtype", *columns),
+                        right=columns)
     for case in cases:
         table.add_row(case.dtype, str(case.batch), str(case.n), *(cell(case.rate(x)) for x in (STRIDED, LOOP, BMM)),
                       *(f"{r:.1f}x" if r else "-" for r in (case.ratio(LOOP), case.ratio(BMM))))
@@ -95,10 +96,9 @@ def bench_batch_command(device, dtypes, batches, runs, overhead_size, reuse_shap
 
 def _reuse_table(reuses: list[Reuse], products: int, runs: int) -> Table:
     """The four-step plan's saving: milliseconds for all products, device busy share in brackets."""
-    table = Table(title=f"{products} products sharing A: whole, or with GemmPlan copying A once "
-                        f"(ms, median of {runs}; device busy share)")
-    for column in ("dtype", "m x n x k", "A stored", "whole", "A copied once", "saved"):
-        table.add_column(column, justify="left" if column == "dtype" else "right")
+    columns = ("m x n x k", "A stored", "whole", "A copied once", "saved")
+    table = plain_table(f"{products} products sharing A: whole, or with GemmPlan copying A once "
+                        f"(ms, median of {runs}; device busy share)", ("dtype", *columns), right=columns)
     for r in reuses:
         stored = ("transposed" if r.trans_a == "T" else "as is") + ("" if r.a_packed else ", read in place")
         table.add_row(r.dtype, f"{r.m}x{r.n}x{r.k}", stored, f"{r.whole_seconds * 1e3:.3f} ({r.whole_busy:.0%})",

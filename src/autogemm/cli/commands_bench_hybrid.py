@@ -9,10 +9,10 @@ from pathlib import Path
 
 import click
 import numpy as np
-from rich.table import Table
 
 from ..bench.sharing import CO_TUNED, CPU_ONLY, GPU_ONLY, SIMPLE, run_hybrid
 from ..shares.split import DEFAULT_PARTS
+from ..tables import plain_table
 from . import main
 from .common import bench_inputs, cell, console, write_results
 
@@ -42,11 +42,10 @@ def bench_hybrid_command(device, dtypes, sizes, parts, kernels, runs, seed, json
             for (n,) in wanted:
                 status.update(f"{dt.routine} {n}^3: {kernels} kernels x {parts + 1} splits")
                 cases.append(run_hybrid(ctx, dt, n, parts, kernels, runs, rng))
-    table = Table(title=f"Hybrid GEMM, numpy in and out, TFLOP/s: {dev.name.strip()} and the host "
-                        f"(median of {runs}; P = {parts})")
-    for column in ("dtype", "n", CPU_ONLY, GPU_ONLY, SIMPLE, CO_TUNED, "resident", "cuBLAS e2e",
-                   "co-tuned / resident", "co-tuned / cuBLAS e2e"):
-        table.add_column(column, justify="left" if column == "dtype" else "right")
+    columns = ("n", CPU_ONLY, GPU_ONLY, SIMPLE, CO_TUNED, "resident", "cuBLAS e2e", "co-tuned / resident",
+               "co-tuned / cuBLAS e2e")
+    table = plain_table(f"Hybrid GEMM, numpy in and out, TFLOP/s: {dev.name.strip()} and the host "
+                        f"(median of {runs}; P = {parts})", ("dtype", *columns), right=columns)
     for case in cases:
         best = case.tflops(CO_TUNED)
         ratios = [best / peer if best and peer else None for peer in (case.resident_tflops, case.cublas_e2e_tflops)]

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 import numpy as np
-from rich.table import Table
 
 from ..bench.routines import CUBLAS_GEMV, NUMPY, TORCH_COPY, run_gemv, run_transpose
 from ..bench.runner import AUTOGEMM
+from ..tables import plain_table
 from . import main
 from .common import bench_inputs, cell, console, write_results
 
@@ -39,10 +39,9 @@ def bench_routines_command(device, dtypes, sizes, runs, seed, json_path) -> None
                     cases.append(run_gemv(ctx, dt, rows, cols, trans, runs, rng))
                 status.update(f"transpose {dt.key} {rows}x{cols}")
                 cases.append(run_transpose(ctx, dt, rows, cols, runs, rng))
-    table = Table(title=f"GEMV and transpose, GB/s on {dev.name.strip()} (median of {runs})")
-    for column in ("routine", "dtype", "shape", "autogemm", "cuBLAS / torch", "numpy", "vs cuBLAS / torch",
-                   "vs numpy"):
-        table.add_column(column, justify="left" if column in ("routine", "dtype", "shape") else "right")
+    columns = ("autogemm", "peer", "numpy", "/ peer", "/ numpy")
+    table = plain_table(f"GEMV and transpose, GB/s on {dev.name.strip()} (median of {runs}; peer: cuBLAS's "
+                        f"GEMV, torch's transposing copy)", ("routine", "dtype", "shape", *columns), right=columns)
     for case in cases:
         peer = TORCH_COPY if case.routine == "transpose" else CUBLAS_GEMV
         ratios = [case.ratio(peer), case.ratio(NUMPY)]

@@ -6,9 +6,9 @@ import json
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from ..runtime import Device, discovery
+from ..tables import plain_table
 from . import main
 from .common import console, fail, gib
 
@@ -49,10 +49,8 @@ def devices_command(as_json: bool, check: bool) -> None:
         return
     default = discovery.default_device()
     for d in found:
-        table = Table(title=f"{d.label}{'  (default)' if d == default else ''}", show_header=False,
-                      title_justify="left")
-        table.add_column("fact", style="bold")
-        table.add_column("value")
+        table = plain_table(f"{d.label}{'  (default)' if d == default else ''}", ("fact", "value"),
+                            fold=("value",), header=False)
         rows = [
             ("type", d.device_type), ("vendor", d.vendor.strip()), ("driver", d.driver_version),
             ("OpenCL", d.opencl_version), ("compute units", str(d.compute_units)),

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import warnings
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from ..codelets.registry import GEMV
 from ..codelets.stream import split_name
@@ -16,6 +16,7 @@ from ..errors import AutogemmError, ProfileError
 from ..profiles import Profile, SizeClassEntry, bundled, path_for, profile_for, read, save, user_profiles
 from ..profiles.profile import CLASSES, GEMV_CLASSES, SHAPES, routine_of
 from ..runtime import Device, devices
+from ..tables import plain_table
 from ..tuning.evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
 from ..tuning.scope import bandwidth
 from . import main
@@ -48,24 +49,38 @@ def _device_named(fingerprint: str, listed: list[Device]) -> str:
 
 
 @profile.command("list")
-def list_command() -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+def list_command(as_json: bool) -> None:
     """Every profile in the cache and bundled with autogemm, and whether it is valid."""
     listed = devices()
-    table = Table(title="profiles (here: the device's number on this machine)", title_justify="left")
-    for column in ("device", "fingerprint", "here", "created", "tuned", "file"):
-        table.add_column(column, overflow="fold", no_wrap=column in ("fingerprint", "created"))
+    found = []
     for source, item in user_profiles() + bundled():
         if isinstance(item, ProfileError):
-            table.add_row("[red]invalid[/red]", "", "", "", str(item).split(": ", 1)[-1][:80], source)
+            found.append({"file": source, "error": str(item).split(": ", 1)[-1]})
             continue
-        tuned = ", ".join([f"{'gemv ' if section == GEMV_CLASSES else ''}{key}:{'/'.join(e.name for e in entries)}"
-                           for section in (CLASSES, GEMV_CLASSES) for key, entries in item.table(section).items()]
-                          + [f"{len(entries)} {key} shapes" for key, entries in item.shapes.items()]
-                          + [f"hybrid {key}:{'/'.join(str(e.shape[0]) for e in entries)}"
-                             for key, entries in item.hybrid.items()])
-        table.add_row(item.device_name, item.device_fingerprint, _device_named(item.device_fingerprint, listed),
-                      item.created[:10], tuned, source)
-    console.print(table)
+        tuned = ([f"{'gemv ' if section == GEMV_CLASSES else ''}{key}:{'/'.join(e.name for e in entries)}"
+                  for section in (CLASSES, GEMV_CLASSES) for key, entries in item.table(section).items()]
+                 + [f"{len(entries)} {key} shapes" for key, entries in item.shapes.items()]
+                 + [f"hybrid {key}:{'/'.join(str(e.shape[0]) for e in entries)}"
+                    for key, entries in item.hybrid.items()]
+                 + [f"{key} predictor" for key in item.predictors])
+        found.append({"device": item.device_name, "fingerprint": item.device_fingerprint,
+                      "here": _device_named(item.device_fingerprint, listed), "created": item.created,
+                      "tuned": tuned, "file": source})
+    if as_json:
+        click.echo(json.dumps(found, indent=1))
+        return
+    for entry in found:
+        if "error" in entry:
+            console.print(f"[red]invalid profile[/red] {entry['file']}: {entry['error']}", highlight=False)
+            continue
+        table = plain_table(f"{entry['device']}, {entry['fingerprint']}", ("fact", "value"), fold=("value",),
+                            header=False)
+        table.add_row("here", "no" if entry["here"] == "no" else f"device {entry['here']}")
+        for fact in ("created", "file"):
+            table.add_row(fact, entry[fact])
+        table.add_row("tuned", ", ".join(entry["tuned"]))
+        console.print(table)
 
 
 @profile.command("show")
@@ -91,20 +106,18 @@ def show_command(target, as_json) -> None:
         dt = get_dtype(key)
         gemv = section == GEMV_CLASSES
         shape = entry.shape[:2] if gemv else entry.shape
-        table = Table(title=f"{entry_label(section, dt, entry.name)} {'x'.join(map(str, shape))}: {entry.strategy}, "
-                            f"{entry.evaluations} evaluations, {entry.seconds:.0f} s", title_justify="left")
-        table.add_column("rank", justify="right")
-        table.add_column("GFLOP/s", justify="right")
-        if gemv:
-            table.add_column("GB/s", justify="right")
-        table.add_column("configuration")
+        rates = ("GFLOP/s", "GB/s") if gemv else ("GFLOP/s",)
+        table = plain_table(f"{entry_label(section, dt, entry.name)} {'x'.join(map(str, shape))}: {entry.strategy}, "
+                            f"{entry.evaluations} evaluations, {entry.seconds:.0f} s",
+                            ("rank", *rates, "configuration"), right=("rank", *rates), fold=("configuration",))
         for i, ranked in enumerate(entry.ranked, 1):
             rates = [f"{ranked.gflops:.1f}"] + ([f"{bandwidth(dt, shape, ranked.gflops):.0f}"] if gemv else [])
             table.add_row(str(i), *rates, ranked.config.describe())
         console.print(table)
     if prof.shapes:
-        table = _titled("tuned for these shapes (tune --shapes): their best",
-                        ("dtype", "layout", "m x n x k", "GFLOP/s", "split", "configuration"), {"GFLOP/s", "split"})
+        table = plain_table("tuned for these shapes (tune --shapes): their best",
+                            ("dtype", "layout", "m x n x k", "GFLOP/s", "split", "configuration"),
+                            right=("GFLOP/s", "split"), fold=("configuration",))
         for key, entries in prof.shapes.items():
             for e in entries:
                 best = e.ranked[0]
@@ -112,22 +125,14 @@ def show_command(target, as_json) -> None:
                               split_name(best.split), best.config.describe())
         console.print(table)
     if prof.hybrid:
-        table = _titled("shared with the host (tune --hybrid): numpy in, numpy out",
-                        ("dtype", "shape", "host share", "GFLOP/s", "kernel", "evaluations"),
-                        {"shape", "host share", "GFLOP/s", "evaluations"})
+        table = plain_table("shared with the host (tune --hybrid): numpy in, numpy out",
+                            ("dtype", "shape", "host share", "GFLOP/s", "kernel", "evals"),
+                            right=("shape", "host share", "GFLOP/s", "evals"), fold=("kernel",))
         for key, hybrids in prof.hybrid.items():
             for e in hybrids:
                 table.add_row(key, "x".join(map(str, e.shape)), f"{e.host_parts}/{e.parts}", f"{e.gflops:.1f}",
                               e.config.describe(), str(e.evaluations))
         console.print(table)
-
-
-def _titled(title: str, columns: tuple[str, ...], right: set[str]) -> Table:
-    """A table titled on its left, its ``right`` columns aligned right."""
-    table = Table(title=title, title_justify="left")
-    for column in columns:
-        table.add_column(column, justify="right" if column in right else "left")
-    return table
 
 
 def entries_of(prof: Profile) -> list[tuple[str, str, SizeClassEntry]]:
@@ -176,7 +181,8 @@ def import_command(source) -> None:
 @click.option("-d", "--device", help="Device (default: the default device).")
 @click.option("--dtype", "dtypes", default=None, help="Comma-separated dtypes (default: all in the profile).")
 @click.option("--runs", type=click.IntRange(1), default=5, show_default=True)
-def verify_command(device, dtypes, runs) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
+def verify_command(device, dtypes, runs, as_json) -> None:
     """Check and re-time the best stored configuration of each dtype and size class, and report how far
     the rate has drifted from the stored one."""
     try:
@@ -187,10 +193,10 @@ def verify_command(device, dtypes, runs) -> None:
         letters = {get_dtype(x.strip()).key for x in dtypes.split(",")} if dtypes else None
     except AutogemmError as exc:
         fail(str(exc))
-    table = Table(title=f"{dev.label}: stored best, checked and timed again", title_justify="left")
-    for column in ("entry", "shape", "stored GFLOP/s", "now GFLOP/s", "drift", "check"):
-        table.add_column(column, justify="left" if column in ("entry", "shape", "check") else "right")
-    failed = False
+    table = plain_table(f"{dev.label}: stored best, checked and timed again (GFLOP/s)",
+                        ("entry", "shape", "stored", "now", "drift", "check"), right=("stored", "now", "drift"),
+                        fold=("check",))
+    results = []
     with WorkerProcess(dev) as worker:   # a stored kernel that crashes costs that process, not this one
         for section, letter, entry in entries_of(prof):
             if letters is not None and letter not in letters:
@@ -204,13 +210,19 @@ def verify_command(device, dtypes, runs) -> None:
             evaluator = IsolatedEvaluator(worker, spec, runs=runs)
             record = evaluator.evaluate(best.config)
             problem = worker.verify(best.config, dt) if record.ok else record.message
-            failed |= bool(problem)
             drift = (record.gflops / best.gflops - 1) * 100 if record.ok and best.gflops else None
             shape = entry.shape[:2] if gemv else entry.shape
-            table.add_row(entry_label(section, dt, entry.name), "x".join(map(str, shape)), f"{best.gflops:.1f}",
+            results.append({"entry": entry_label(section, dt, entry.name), "shape": list(shape),
+                            "config": best.config.describe(), "stored_gflops": best.gflops,
+                            "gflops": record.gflops if record.ok else None, "outcome": record.outcome.value,
+                            "drift_percent": drift, "problem": problem or None})
+            table.add_row(results[-1]["entry"], "x".join(map(str, shape)), f"{best.gflops:.1f}",
                           f"{record.gflops:.1f}" if record.ok else record.outcome.value,
                           f"{drift:+.1f}%" if drift is not None else "-",
-                          "[green]ok[/green]" if not problem else f"[red]{problem[:60]}[/red]")
-    console.print(table)
-    if failed:
+                          "[green]ok[/green]" if not problem else f"[red]{problem}[/red]")
+    if as_json:
+        click.echo(json.dumps(results, indent=1))
+    else:
+        console.print(table)
+    if any(r["problem"] for r in results):
         sys.exit(1)

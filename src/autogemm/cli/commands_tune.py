@@ -17,6 +17,7 @@ from ..errors import ArgumentError, AutogemmError
 from ..profiles import Predictor, SizeClassEntry, path_for
 from ..runtime import context_for
 from ..shares.split import DEFAULT_PARTS
+from ..tables import plain_table
 from ..tuning import (
     DEFAULT_STRATEGY,
     STRATEGIES,
@@ -36,7 +37,7 @@ from ..tuning.replay import replay
 from ..tuning.scope import CLASS_SHARES, EXACT_MAX_WORK, GEMV, bandwidth, exact_class
 from ..workload import read_workload
 from . import main
-from .common import console, fail, select_device
+from .common import console, fail, select_device, write_results
 
 
 class ProgressListener(TuneListener):
@@ -103,25 +104,35 @@ class ProgressListener(TuneListener):
         self.progress.console.print(f"{dtype.routine} predictor: {what}", highlight=False)
 
 
-def summary_table(rows: list[tuple]) -> Table:
-    table = Table(title="tuned (evaluations: measured or from the checkpoint; errors: failed kernels)",
-                  title_justify="left")
-    for column in ("problem", "GFLOP/s", "best configuration", "evals", "errors", "s"):
-        table.add_column(column, justify="left" if column in ("problem", "best configuration") else "right",
-                         overflow="fold")
+def tuned(rows: list[tuple]) -> list[dict]:
+    """What a run tuned (``ProgressListener.rows``), a record per class: the problem, its best rate
+    (and bandwidth, for GEMV) and configuration, the evaluations, failed kernels and seconds."""
+    records = []
     for dtype, size, entry, evaluations, failures, seconds in rows:
         best = entry.ranked[0] if entry else None
-        rate = "-"
-        if best:
-            rate = f"{best.gflops:.1f}"
-            if _is_gemv(size):
-                rate += f" ({bandwidth(dtype, entry.shape, best.gflops):.0f} GB/s)"
         ranked_at = "x".join(map(str, size.shape)) if size.exact else entry.shape[0] if entry else size.m
         name = size.name if size.routine != GEMV else f"{GEMV}-{size.name}"
-        table.add_row(f"{dtype.key} {name} {ranked_at}", rate,
-                      best.config.describe() if best else "no correct kernel", str(evaluations), str(failures),
-                      f"{seconds:.0f}")
-    return table
+        records.append({"problem": f"{dtype.key} {name} {ranked_at}", "dtype": dtype.key, "class": size.name,
+                        "routine": size.routine, "shape": list(entry.shape if entry else size.shape),
+                        "gflops": best.gflops if best else None,
+                        "gbs": bandwidth(dtype, entry.shape, best.gflops) if best and _is_gemv(size) else None,
+                        "config": best.config.describe() if best else None, "split": best.split if best else None,
+                        "evaluations": evaluations, "errors": failures, "seconds": seconds})
+    return records
+
+
+def summary(records: list[dict]) -> tuple[Table, list[str]]:
+    """The table of ``tuned``'s records (a row per class: its best rate, evaluations, failures, seconds)
+    and a line per class with its best configuration, printed below the table (they are too long for a
+    cell of a table 80 columns wide)."""
+    table = plain_table("tuned (evals: measured or from the checkpoint; errors: failed kernels)",
+                        ("problem", "GFLOP/s", "GB/s", "evals", "errors", "s"),
+                        right=("GFLOP/s", "GB/s", "evals", "errors", "s"))
+    for r in records:
+        table.add_row(r["problem"], f"{r['gflops']:.1f}" if r["gflops"] else "-",
+                      f"{r['gbs']:.0f}" if r["gbs"] else "", str(r["evaluations"]), str(r["errors"]),
+                      f"{r['seconds']:.0f}")
+    return table, [f"{r['problem']}: {r['config'] or 'no correct kernel'}" for r in records]
 
 
 def _is_gemv(size: SizeClass) -> bool:
@@ -178,8 +189,10 @@ def _shape(size: SizeClass) -> str:
 @click.option("--seeds", type=click.IntRange(1, 1000), default=10, show_default=True,
               help="Seeds each strategy is replayed with (--replay).")
 @click.option("--cold", is_flag=True, help="Replay without starting at the device class's default (--replay).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write what was tuned as JSON: each class's best rate and configuration.")
 def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, classes, hybrid, hybrid_size, parts,
-                 kernels, shapes_file, replayed, seeds, cold) -> None:
+                 kernels, shapes_file, replayed, seeds, cold, json_path) -> None:
     """Tune the GEMM and GEMV kernels of a device and save its profile.
 
     Every measurement is written to a checkpoint as it is taken: after Ctrl-C or a crash, the same
@@ -228,12 +241,18 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
         except AutogemmError as exc:
             progress.stop()
             fail(str(exc))
-    console.print(summary_table(listener.rows))
+    records = tuned(listener.rows)
+    table, configurations = summary(records)
+    console.print(table)
+    console.print("best configurations:\n" + "\n".join(f"  {line}" for line in configurations), highlight=False)
     if listener.skipped:
         console.print(f"[yellow]not tuned[/yellow], the budget spent before their turn (they keep what the "
                       f"profile chose for them; a larger --budget tunes them, reusing the measurements in "
                       f"the checkpoints): {', '.join(listener.skipped)}", highlight=False)
     console.print(f"profile: {path_for(dev.fingerprint)}", highlight=False)
+    write_results(json_path, {"device": dev.name.strip(), "fingerprint": dev.fingerprint, "budget": limit.describe(),
+                              "profile": str(path_for(dev.fingerprint)), "tuned": records,
+                              "not_tuned": listener.skipped})
 
 
 def _replay(path: Path, budget: str | None, strategies: list[str], seeds: int, cold: bool) -> None:
@@ -252,10 +271,8 @@ def _replay(path: Path, budget: str | None, strategies: list[str], seeds: int, c
     console.print(f"{found.description}: {found.held} of {found.points} configurations measured, best "
                   f"{found.best_gflops:.1f} GFLOP/s; {'cold start' if cold else 'from the class default'}; "
                   f"median (worst) of {seeds} seeds, % of the best", highlight=False)
-    table = Table(title_justify="left")
-    table.add_column("strategy")
-    for mark in marks:
-        table.add_column(f"{mark} evals", justify="right")
+    columns = [f"{mark} evals" for mark in marks]
+    table = plain_table(None, ["strategy", *columns], right=columns)
     for name in strategies:
         table.add_row(name, *(f"{median:.1f} ({worst:.1f})" for median, worst in
                               (found.quality(name, mark) for mark in marks)))
@@ -266,9 +283,9 @@ def _tune_hybrid(ctx, letters: tuple[Dtype, ...], n: int, parts: int, kernels: i
     """``tune --hybrid``: co-tune each dtype, a status line per point timed, then the table of the entries."""
     console.print(f"co-tuning {ctx.device.label} and the host: {n}^3, P = {parts}, {kernels} candidate kernels",
                   highlight=False)
-    table = Table(title="hybrid entries saved", title_justify="left")
-    for column in ("dtype", "n", "host share", "GFLOP/s (numpy in, numpy out)", "kernel", "points", "s"):
-        table.add_column(column, justify="left" if column in ("dtype", "kernel") else "right", overflow="fold")
+    table = plain_table("hybrid entries saved (GFLOP/s: numpy in, numpy out)",
+                        ("dtype", "n", "host share", "GFLOP/s", "kernel", "points", "s"),
+                        right=("n", "host share", "GFLOP/s", "points", "s"), fold=("kernel",))
     rng = np.random.default_rng(seed)
     with console.status("co-tuning") as status:
         for dt in letters:

@@ -111,7 +111,7 @@ def cell(value: float | None, spec: str = ".3g") -> str:
 
 
 def write_results(path: Path | None, data: dict) -> None:
-    """Write a bench command's results as JSON to ``path`` (when given); a clear error and exit if it
+    """Write a command's results as JSON to ``path`` (when given); a clear error and exit if it
     cannot be written."""
     if not path:
         return
