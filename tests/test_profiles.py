@@ -236,9 +236,12 @@ def test_a_bad_profile_in_the_cache_is_skipped_with_a_warning(cache, ctx, device
         expected = "not valid JSON"
     path.write_text(text)
     with pytest.warns(ProfileWarning, match=expected):
-        assert profile_for(device) is None
+        found = profile_for(device)
     plan = LaunchPlan(ctx, GemmProblem(autogemm.dtypes.DTYPES["s"], 300, 200, 250, lda=250, ldb=200, ldc=200))
-    assert plan.params_source == "default"
+    if damage == "foreign":       # of this model under another driver: borrowed, not its own
+        assert found.device_fingerprint == "0123456789abcdef" and "0123456789abcdef" in plan.params_source
+    else:
+        assert found is None and plan.params_source == "default"
 
 
 def test_a_bundled_profile_is_the_fallback(cache, device, monkeypatch):
@@ -317,3 +320,41 @@ def test_a_configuration_reading_an_operand_too_large_for_an_image_is_passed_ove
     rows = device.image2d_max[1]      # A is read as K x M (layout T): a texel row per element of K
     assert choose_params(device, GemmProblem.dense(s, 64, 64, rows)).params == image
     assert choose_params(device, GemmProblem.dense(s, 64, 64, rows + 1)).params == LARGE
+
+
+def test_a_device_without_a_profile_borrows_a_related_one_verifying_each_configuration_first(
+        cache, device, monkeypatch):
+    """An untuned H200 ran DGEMM at 0.29x cuBLAS on the class default while the H100's profile (the same
+    architecture) was bundled. A related device's profile is borrowed now, each configuration verified on
+    this device before its first use: one that fails here is passed over, never used unchecked."""
+    from autogemm.blas import borrowed, verification
+    from autogemm.profiles import own_profile, profile_origin
+
+    ranked = (Ranked(LARGE, 20.5), Ranked(SMALL, 15.0))
+    other = dataclasses.replace(
+        make_profile(device, {"s": [SizeClassEntry("large", (256, 256, 256), ranked, "model", 30, 12.0)]}),
+        device_fingerprint="0123456789abcdef", device_name="another model", device_architecture=device.architecture)
+    save(other)
+    assert profile_for(device) == other and own_profile(device) is None
+    assert "borrowed from another model" in profile_origin(device, other)
+    assert "the same architecture" in profile_origin(device, other)
+    checked = []
+    real = verification.verify
+
+    def verify(ctx, config, dtype):
+        checked.append(config)
+        return "forged failure" if config == LARGE else real(ctx, config, dtype)
+
+    monkeypatch.setattr(verification, "verify", verify)
+    problem = GemmProblem.dense(autogemm.dtypes.DTYPES["s"], 300, 200, 250)
+    with pytest.warns(autogemm.profiles.ProfileWarning, match="forged failure"):
+        assert choose_params(device, problem).params == SMALL
+    assert checked == [LARGE, SMALL]
+    borrowed._verdicts.clear()                      # another process: the verdicts are read back
+    assert choose_params(device, problem).params == SMALL and checked == [LARGE, SMALL]
+    a, b = np.random.rand(300, 250).astype(np.float32), np.random.rand(250, 200).astype(np.float32)
+    np.testing.assert_allclose(autogemm.gemm(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    # a device of another architecture borrows nothing
+    store._memo.clear()
+    save(dataclasses.replace(other, device_architecture="NVIDIA sm_90"))
+    assert profile_for(device) is None and "none" in profile_origin(device, None)

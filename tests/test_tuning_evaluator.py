@@ -12,11 +12,11 @@ import pytest
 
 from autogemm.accuracy import random_matrix, relative_error
 from autogemm.blas import launch_plan as plan_module
+from autogemm.blas.verification import verify
 from autogemm.codelets.simt import SimtParams
 from autogemm.dtypes import DTYPES
 from autogemm.tuning import GemmEvaluator, Outcome, fma
 from autogemm.tuning.evaluation.device_reference import DeviceReference
-from autogemm.tuning.evaluation.verification import verify
 
 GOOD = SimtParams("NN", "consecutive", 4, 8, 2, 2, 2, 1, False, False, mac="mul_add")
 

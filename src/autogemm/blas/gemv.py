@@ -21,6 +21,7 @@ from ..profiles import profile_for
 from ..runtime.arguments import KernelArguments
 from ..runtime.context import DeviceContext
 from ..runtime.device import Device
+from .borrowed import verified_here
 from .problem import INT32_MAX, Op, addressable
 
 #: A configuration per layout for devices without a tuned one: a warp per row (N) or per 32 columns (T),
@@ -134,7 +135,8 @@ def choose_gemv_params(device: Device, problem: GemvProblem) -> tuple[codelet.Ge
                         key=lambda e: ((e.shape[2] > 1) != (problem.vectors > 1), distance(e)))
         for entry in ranked:
             for ranked in entry.ranked:
-                if codelet.check(ranked.config, device, dt) is None:
+                if codelet.check(ranked.config, device, dt) is None and verified_here(device, profile,
+                                                                                       ranked.config, dt):
                     return ranked.config, f"profile {profile.device_fingerprint} {entry.name}"
     return default_gemv_params(device, dt, layout, problem.vectors), "default"
 

@@ -9,6 +9,7 @@ from ..codelets.registry import KernelParams, check
 from ..profiles import Profile, Ranked, profile_for
 from ..profiles.profile import SHAPES
 from ..runtime.device import Device
+from .borrowed import verified_here
 from .coverage import predicted_rate
 from .defaults import default_params
 from .prediction import predict
@@ -52,22 +53,40 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
         layout = "NT"[problem.op_a.transposed] + "NT"[problem.op_b.transposed]
         exact = profile.entry(dt.key, layout, SHAPES, (problem.m, problem.n, problem.k)) \
             if problem.batch == 1 else None
-        def usable(config: KernelParams) -> bool:
+        def fits(config: KernelParams) -> bool:
             return check(config, device, dt) is None and (
                 not (config.image_a or config.image_b)
                 or Routing(problem, config, 1, device.compute_units).images_fit(device.image2d_max))
 
-        measured = [r for r in exact.ranked if usable(r.config)] if exact else []
-        if measured:
-            return Selection(measured[0].config, f"profile {profile.device_fingerprint} (this shape)",
-                             measured[0].split)
+        def verified(pick: Callable[[Callable[[KernelParams], bool]], Selection | None]) -> Selection | None:
+            """``pick``'s choice among the configurations that fit, the first verified here (a borrowed
+            profile's are verified on this device as each is first chosen, not all of them at once)."""
+            failed: set[KernelParams] = set()
+            while (chosen := pick(lambda config: fits(config) and config not in failed)) is not None:
+                if verified_here(device, profile, chosen.params, dt):
+                    return chosen
+                failed.add(chosen.params)
+            return None
+
+        source = f"profile {profile.device_fingerprint}"
         predictor = profile.predictors.get(dt.key)
-        predicted = predict(predictor, problem, device.compute_units, usable) if predictor else None
-        if predicted is not None:
-            return Selection(predicted.params, f"profile {profile.device_fingerprint} (predicted)", predicted.split)
-        chosen = class_choice(profile, problem, device.compute_units, usable)
-        if chosen is not None:
-            return Selection(chosen, f"profile {profile.device_fingerprint}")
+
+        def by_shape(usable: Callable[[KernelParams], bool]) -> Selection | None:
+            return next((Selection(r.config, f"{source} (this shape)", r.split)
+                         for r in (exact.ranked if exact else ()) if usable(r.config)), None)
+
+        def by_prediction(usable: Callable[[KernelParams], bool]) -> Selection | None:
+            predicted = predict(predictor, problem, device.compute_units, usable) if predictor else None
+            return predicted and Selection(predicted.params, f"{source} (predicted)", predicted.split)
+
+        def by_class(usable: Callable[[KernelParams], bool]) -> Selection | None:
+            chosen = class_choice(profile, problem, device.compute_units, usable)
+            return chosen and Selection(chosen, source)
+
+        for pick in (by_shape, by_prediction, by_class):
+            found = verified(pick)
+            if found is not None:
+                return found
     return Selection(default_params(device, dt), "default")
 
 

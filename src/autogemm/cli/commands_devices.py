@@ -7,6 +7,7 @@ import json
 import click
 from rich.markup import escape
 
+from ..profiles import profile_for, profile_origin
 from ..runtime import Device, discovery
 from ..tables import plain_table
 from . import main
@@ -36,8 +37,9 @@ def devices_command(as_json: bool, check: bool) -> None:
     """List every OpenCL device, its facts and whether its compiler builds kernels."""
     found = discovery.devices()
     if as_json:
-        click.echo(json.dumps([dict(d.facts(), slot=d.slot,
-                                    fingerprint=d.fingerprint, compiler_fault=discovery.compiler_fault(d))
+        click.echo(json.dumps([dict(d.facts(), slot=d.slot, architecture=d.architecture,
+                                    fingerprint=d.fingerprint, compiler_fault=discovery.compiler_fault(d),
+                                    profile=profile_origin(d, profile_for(d)))
                                for d in found], indent=2))
         return
     if discovery.icd_note:
@@ -58,8 +60,8 @@ def devices_command(as_json: bool, check: bool) -> None:
             ("local memory", gib(d.local_mem_bytes)), ("max work-group", str(d.max_work_group_size)),
             ("fp64", "yes" if d.fp64 else "no"), ("images", "yes" if d.image_support else "no"),
             *((k.replace("_", " "), v) for k, v in d.vendor_facts.items()),
-            ("fingerprint", d.fingerprint),
-            ("compiler", _compiler(d)),
+            ("architecture", d.architecture), ("fingerprint", d.fingerprint),
+            ("compiler", _compiler(d)), ("profile", profile_origin(d, profile_for(d))),
         ]
         for key, value in rows:
             table.add_row(key, value)

@@ -13,7 +13,16 @@ from ..codelets.registry import GEMV
 from ..codelets.stream import split_name
 from ..dtypes import Dtype, get_dtype
 from ..errors import AutogemmError, ProfileError
-from ..profiles import Profile, SizeClassEntry, bundled, path_for, profile_for, read, save, user_profiles
+from ..profiles import (
+    Profile,
+    SizeClassEntry,
+    bundled,
+    profile_for,
+    profile_origin,
+    read,
+    save,
+    user_profiles,
+)
 from ..profiles.profile import CLASSES, GEMV_CLASSES, SHAPES, routine_of
 from ..runtime import Device, devices
 from ..tables import plain_table
@@ -41,7 +50,7 @@ def _device_profile(target: str | None) -> tuple[Profile, str]:
         console.print(f"[yellow]warning:[/yellow] {w.message}", highlight=False)
     if found is None:
         raise ProfileError(f"no profile for {dev.label}; make one with `autogemm tune`")
-    return found, str(path_for(dev.fingerprint)) if path_for(dev.fingerprint).exists() else "bundled"
+    return found, f"{dev.label} uses it: {profile_origin(dev, found)}"
 
 
 def _device_named(fingerprint: str, listed: list[Device]) -> str:

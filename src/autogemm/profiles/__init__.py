@@ -1,7 +1,18 @@
 """Device profiles: the tuned configurations of a device, stored, shared and validated."""
 
 from .profile import HybridEntry, Predictor, Profile, Ranked, Sample, SizeClassEntry
-from .store import ProfileWarning, bundled, path_for, profile_dir, profile_for, read, save, user_profiles
+from .store import (
+    ProfileWarning,
+    bundled,
+    own_profile,
+    path_for,
+    profile_dir,
+    profile_for,
+    profile_origin,
+    read,
+    save,
+    user_profiles,
+)
 
 __all__ = ["HybridEntry", "Predictor", "Profile", "ProfileWarning", "Ranked", "Sample", "SizeClassEntry", "bundled",
-           "path_for", "profile_dir", "profile_for", "read", "save", "user_profiles"]
+           "own_profile", "path_for", "profile_dir", "profile_for", "profile_origin", "read", "save", "user_profiles"]

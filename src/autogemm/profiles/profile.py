@@ -143,6 +143,8 @@ class Profile:
     shapes: dict[str, tuple[SizeClassEntry, ...]] = field(default_factory=dict)
     #: The rate predictor of each dtype tuned with one (``Predictor``)
     predictors: dict[str, Predictor] = field(default_factory=dict)
+    #: ``Device.architecture`` of the device (empty in profiles made before it was recorded)
+    device_architecture: str = ""
 
     # ----- use ------------------------------------------------------------------------------------
     def table(self, section: str) -> dict[str, tuple[SizeClassEntry, ...]]:
@@ -209,7 +211,8 @@ class Profile:
         out = {
             "format": FORMAT, "version": VERSION, "autogemm": self.autogemm_version, "created": self.created,
             "device": {"fingerprint": self.device_fingerprint, "name": self.device_name,
-                       "vendor": self.device_vendor, "driver_version": self.driver_version},
+                       "vendor": self.device_vendor, "driver_version": self.driver_version,
+                       **({"architecture": self.device_architecture} if self.device_architecture else {})},
             "budget": self.budget, "fma": dict(sorted(self.fma.items())), "dtypes": _entries_to_dict(self.dtypes),
         }
         if self.gemv:        # written only once tuned, so profiles without GEMV read as before
@@ -312,7 +315,7 @@ def _parse(data: object) -> Profile:
         datetime.fromisoformat(created.replace("Z", "+00:00"))
     except ValueError:
         raise ProfileError(f"created {created!r} is not an ISO 8601 date") from None
-    dev = _object(top["device"], "device", {"fingerprint", "name", "vendor", "driver_version"})
+    dev = _object(top["device"], "device", {"fingerprint", "name", "vendor", "driver_version"}, {"architecture"})
     fma = top["fma"]
     if not isinstance(fma, dict):
         raise ProfileError("fma must be a JSON object")
@@ -335,7 +338,8 @@ def _parse(data: object) -> Profile:
         autogemm_version=_text(top["autogemm"], "autogemm", 40), created=created,
         budget=_text(top["budget"], "budget", 40), fma=dict(fma), dtypes=parsed, gemv=gemv,
         hybrid=_hybrid_table(top.get("hybrid", {})), shapes=_shape_table(top.get("shapes", {})),
-        predictors=_predictors(top.get("predictor", {})))
+        predictors=_predictors(top.get("predictor", {})),
+        device_architecture=_text(dev.get("architecture", ""), "device.architecture", 120))
 
 
 def _by_dtype(value: object, where: str, parse: Callable[[object, str], Entry], key: Callable[[Entry], object],

@@ -1,9 +1,10 @@
 """Where profiles live: one file per device in the user's cache, and the bundled ones as fallbacks.
 
 Writes take a file lock and replace the file atomically (a reader sees the old file or the new one,
-never half of one), and merge with what another tuner wrote meanwhile. Lookups for a device accept
-only a valid profile made for that device's fingerprint; anything else is skipped with a warning that
-says why, and autogemm falls back (to a bundled profile, then to the device class default)."""
+never half of one), and merge with what another tuner wrote meanwhile. A lookup for a device takes a
+valid profile made for that device's fingerprint (the user's, else a bundled one), else one of a related
+device (the same model under another driver, the same architecture), borrowed until the device is
+tuned; an invalid file is skipped with a warning that says why. With none, the device class defaults."""
 
 from __future__ import annotations
 
@@ -106,8 +107,10 @@ _memo: dict[tuple, Profile | None] = {}
 
 
 def profile_for(device: Device) -> Profile | None:
-    """The profile autogemm uses for ``device``: the user's, else a bundled one, each only when it is
-    valid and made for this device's fingerprint; None when there is none."""
+    """The profile autogemm uses for ``device``: its own (the user's, else a bundled one, valid and made
+    for this device's fingerprint), else one borrowed from a related device (``related``: the same model
+    under another driver, else the same architecture), whose configurations are verified on this device
+    before their first use (``blas.borrowed``); None when there is none (``profile_origin`` says which)."""
     path = path_for(device.fingerprint)
     name = _name(path)
     try:
@@ -120,29 +123,53 @@ def profile_for(device: Device) -> Profile | None:
     return _memo[key]
 
 
+def own_profile(device: Device) -> Profile | None:
+    """``device``'s own profile (``profile_for``'s when it is not borrowed), or None: what a tuning run
+    adds its entries to."""
+    profile = profile_for(device)
+    return profile if profile is not None and profile.device_fingerprint == device.fingerprint else None
+
+
+def profile_origin(device: Device, profile: Profile | None) -> str:
+    """Why ``device`` uses ``profile`` (``profile_for``'s), in a phrase for ``autogemm devices`` and
+    ``profile show``."""
+    if profile is None:
+        return "none: the device class's defaults (autogemm tune makes one)"
+    if profile.device_fingerprint == device.fingerprint:
+        return "its own" + (f", {path_for(device.fingerprint)}" if path_for(device.fingerprint).exists()
+                            else ", bundled with autogemm")
+    return (f"borrowed from {profile.device_name} ({profile.device_fingerprint}): {related_because(profile, device)}"
+            f"; each configuration is verified here before its first use, and autogemm tune makes its own")
+
+
+def related_because(profile: Profile, device: Device) -> str | None:
+    """Why ``profile``, made for another device, suits ``device``: the same vendor and model under
+    another driver, or the same vendor and architecture; None where it does not."""
+    if profile.device_vendor.strip().lower() != device.vendor.strip().lower():
+        return None
+    if profile.device_name.strip() == device.name.strip():
+        return f"the same model, driver {profile.driver_version} (this one has {device.driver_version})"
+    if profile.device_architecture and profile.device_architecture == device.architecture:
+        return f"the same architecture, {device.architecture}"
+    return None
+
+
 def _find(device: Device, path: Path) -> Profile | None:
     if path.exists():
         try:
             profile = read(path)
-            if _usable(profile, device, str(path)):
+            if profile.device_fingerprint == device.fingerprint:
                 return profile
+            warnings.warn(f"profile {path} was made for {profile.device_name} {profile.device_fingerprint}, not "
+                          f"this device's {device.fingerprint}: not its own", ProfileWarning, stacklevel=3)
         except ProfileError as exc:
             warnings.warn(f"ignoring profile: {exc}", ProfileWarning, stacklevel=3)
-    for _, item in bundled():
-        if isinstance(item, Profile) and item.device_fingerprint == device.fingerprint:
-            return item
-        if isinstance(item, ProfileError):
-            warnings.warn(f"ignoring bundled profile: {item}", ProfileWarning, stacklevel=3)
-    return None
+    found = [item for _, item in user_profiles() + bundled() if isinstance(item, Profile)]
+    own = next((p for p in found if p.device_fingerprint == device.fingerprint), None)
+    if own is not None:
+        return own
+    # a related device's: the same model first (another driver), then the newest
+    related = [p for p in found if related_because(p, device)]
+    related.sort(key=lambda p: (p.device_name.strip() == device.name.strip(), p.created), reverse=True)
+    return related[0] if related else None
 
-
-def _usable(profile: Profile, device: Device, source: str) -> bool:
-    if profile.device_fingerprint == device.fingerprint:
-        return True
-    same_model = profile.device_name.strip() == device.name.strip()
-    detail = (f"driver {profile.driver_version} (this one has {device.driver_version})" if same_model
-              else f"device {profile.device_name!r}")
-    warnings.warn(f"ignoring profile {source}: it was made for {detail}, fingerprint "
-                  f"{profile.device_fingerprint}, not this device's {device.fingerprint}; re-tune with "
-                  f"`autogemm tune`", ProfileWarning, stacklevel=4)
-    return False

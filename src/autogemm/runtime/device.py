@@ -114,6 +114,16 @@ class Device:
         return hashlib.sha256(blob).hexdigest()[:16]
 
     @property
+    def architecture(self) -> str:
+        """The device's microarchitecture as far as its driver tells: NVIDIA's compute capability
+        ("NVIDIA sm_90"), else its vendor and name (an AMD GPU's name is its gfx target). A device with
+        no profile of its own borrows one of the same architecture (``profiles.store``)."""
+        capability = self.vendor_facts.get("compute_capability")
+        if capability:
+            return f"NVIDIA sm_{capability.replace('.', '')}"
+        return f"{self.vendor.strip()} {self.name.strip()}"
+
+    @property
     def slot(self) -> str:
         """"P:D": the platform and device numbers that ``find_device`` takes (in this process's listing)."""
         return f"{self.platform_index}:{self.device_index}"

@@ -24,7 +24,7 @@ from ..blas.selection import candidates
 from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..errors import TuningError
-from ..profiles import HybridEntry, profile_for, save
+from ..profiles import HybridEntry, own_profile, save
 from ..runtime.context import DeviceContext
 from ..shares import HOST, HostGemm, Target, run_split
 from ..shares.split import DEFAULT_PARTS, Split
@@ -131,5 +131,5 @@ def tune_hybrid(ctx: DeviceContext, dt: Dtype, n: int, parts: int = DEFAULT_PART
     entry = HybridEntry((n, n, n), parts, best.split.shares[1], best.config,
                         gemm_flops(dt, n, n, n) / best.seconds / 1e9, len(points), time.monotonic() - started)
     if write:
-        save((profile_for(ctx.device) or new_profile(ctx.device, "hybrid")).with_hybrid(dt.key, entry))
+        save((own_profile(ctx.device) or new_profile(ctx.device, "hybrid")).with_hybrid(dt.key, entry))
     return entry

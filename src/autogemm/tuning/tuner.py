@@ -29,7 +29,7 @@ from ..codelets.registry import GEMM, KernelParams, Params, SpaceFacts, families
 from ..codelets.space import Point, SearchSpace
 from ..dtypes import Dtype, get_dtype
 from ..errors import TuningError
-from ..profiles import Predictor, Profile, Ranked, SizeClassEntry, profile_for, save
+from ..profiles import Predictor, Profile, Ranked, SizeClassEntry, own_profile, profile_for, save
 from ..runtime.device import Device
 from ..workload import ShapeRecord
 from . import fma, predictor
@@ -160,7 +160,7 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
         # every entry this run does not tune stays as the device's profile had it (a bundled one too: the
         # profile saved in the user's cache replaces it for this device)
         profile = new_profile(device, budget.describe(), macs)
-        existing = profile_for(device)
+        existing = own_profile(device)
         if existing is not None:
             profile = profile.merged_into(existing)
         if shapes is not None:
@@ -246,7 +246,8 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
 def new_profile(device: Device, budget: str, macs: dict[str, str] | None = None) -> Profile:
     """An empty profile of ``device``, made now by this autogemm (entries are added as they are tuned)."""
     return Profile(device.fingerprint, device.name.strip(), device.vendor.strip(), device.driver_version.strip(),
-                   __version__, datetime.now(timezone.utc).isoformat(timespec="seconds"), budget, macs or {})
+                   __version__, datetime.now(timezone.utc).isoformat(timespec="seconds"), budget, macs or {},
+                   device_architecture=device.architecture)
 
 
 def searched_spaces(facts: SpaceFacts, routine: str, default: Params) -> list[tuple[SearchSpace, Point | None]]:

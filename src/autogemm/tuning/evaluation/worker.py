@@ -19,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import asdict
 
+from ...blas.verification import verify
 from ...codelets.registry import GEMM, GEMV, Params
 from ...dtypes import get_dtype
 from ...runtime.child import serve
@@ -31,7 +32,6 @@ from .gemv import GemvEvaluator
 from .interface import discard_plan
 from .on_device import DeviceEvaluator
 from .requests import BenchmarkFma, Discard, Evaluate, MakeEvaluator, Prepare, Request, Start, Verify, decode
-from .verification import verify
 
 #: The evaluators a worker makes, by the routine of the spec.
 EVALUATORS: dict[str, type[DeviceEvaluator]] = {GEMM: GemmEvaluator, GEMV: GemvEvaluator}

@@ -9,13 +9,14 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from ...accuracy import apply_op, random_matrix, relative_error, tolerance
-from ...blas import GemmProblem, LaunchPlan, Op
-from ...blas.gemv import GemvLaunchPlan, GemvProblem
-from ...codelets.gemv import GemvParams
-from ...codelets.registry import GEMM, KernelParams, Params, family_of
-from ...dtypes import Dtype
-from ...runtime.context import DeviceContext
+from ..accuracy import apply_op, random_matrix, relative_error, tolerance
+from ..codelets.gemv import GemvParams
+from ..codelets.registry import GEMM, KernelParams, Params, family_of
+from ..dtypes import Dtype
+from ..runtime.context import DeviceContext
+from .gemv import GemvLaunchPlan, GemvProblem
+from .launch_plan import LaunchPlan
+from .problem import GemmProblem, Op
 
 
 def verify(ctx: DeviceContext, params: Params, dtype: Dtype) -> str | None:
