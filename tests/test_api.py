@@ -156,3 +156,31 @@ def test_a_precision_mode_without_its_instructions_computes_in_float32(precision
     out = autogemm.gemm(a, b, precision=precision)
     assert out.dtype == np.complex64
     assert relative_error(out, a.astype(np.complex128) @ b) < 1e-6      # float32's error, not TF32's
+
+
+def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx, monkeypatch):
+    """numpy in, numpy out goes through page-locked staging (as torch's users copy with pin_memory): a
+    dense C, a column-major one and a strided one with beta, each right, the staging made once and
+    reused by calls that fit; past ``PINNED_BYTES`` the arrays are copied as they are."""
+    from autogemm.api import transfer
+    from autogemm.shares import staging
+
+    monkeypatch.setattr(staging, "_page_locked", type(staging._page_locked)())
+    rng = np.random.default_rng(3)
+    dt = DTYPES["d"]
+    a, b = random_matrix(rng, dt, (70, 45)), random_matrix(rng, dt, (45, 33))
+    want = a @ b
+    c = np.asfortranarray(random_matrix(rng, dt, (70, 33)))
+    wide = np.full((70, 40), 7.0)
+    strided = wide[:, :33]
+    strided[...] = c
+    for out in (c, strided):
+        expected = 2.0 * want + 0.5 * out
+        autogemm.gemm(a, b, out, alpha=2.0, beta=0.5, device=ctx.device)
+        assert relative_error(out, expected) < dt.tolerance
+    assert np.all(wide[:, 33:] == 7.0)                          # the gaps of a strided C left alone
+    (lock, _, memory), = staging._page_locked.values()
+    assert relative_error(autogemm.gemm(a, b, device=ctx.device), want) < dt.tolerance
+    assert staging._page_locked[ctx][2] is memory and not lock.locked()      # reused, and let go
+    monkeypatch.setattr(transfer, "PINNED_BYTES", 1024)
+    assert relative_error(autogemm.gemm(a, b, device=ctx.device), want) < dt.tolerance
