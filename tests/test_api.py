@@ -166,6 +166,7 @@ def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx,
     from autogemm.shares import staging
 
     monkeypatch.setattr(staging, "_page_locked", type(staging._page_locked)())
+    monkeypatch.setattr(transfer, "PINNED_MIN_BYTES", 0)
     rng = np.random.default_rng(3)
     dt = DTYPES["d"]
     a, b = random_matrix(rng, dt, (70, 45)), random_matrix(rng, dt, (45, 33))

@@ -87,9 +87,10 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
 
 
 #: A call on numpy arrays of at least this many bytes in all runs as a share of its device (``shares``:
-#: streamed, or in place): on the H100 that took a 16384^3 SGEMM from 14 to 41 TFLOP/s end to end;
-#: smaller calls copy directly.
-STREAM_BYTES = 256 * 2**20
+#: streamed, or in place): on the H100 that took a 16384^3 SGEMM from 14 to 41 TFLOP/s end to end, and
+#: numpy to numpy DGEMM 4096^3 from 88 to 24 ms (SGEMM 4096^3, 192 MiB, 19.4 ms streamed and 19.7 through
+#: page-locked memory, ``transfer``); smaller calls copy directly.
+STREAM_BYTES = 128 * 2**20
 
 
 def _large_on_host(a: Matrix, b: Matrix, c: Matrix | None) -> bool:
