@@ -327,7 +327,7 @@ def test_a_device_without_a_profile_borrows_a_related_one_verifying_each_configu
     """An untuned H200 ran DGEMM at 0.29x cuBLAS on the class default while the H100's profile (the same
     architecture) was bundled. A related device's profile is borrowed now, each configuration verified on
     this device before its first use: one that fails here is passed over, never used unchecked."""
-    from autogemm.blas import borrowed, verification
+    from autogemm.blas import verification, verified
     from autogemm.profiles import own_profile, profile_origin
 
     ranked = (Ranked(LARGE, 20.5), Ranked(SMALL, 15.0))
@@ -350,7 +350,7 @@ def test_a_device_without_a_profile_borrows_a_related_one_verifying_each_configu
     with pytest.warns(autogemm.profiles.ProfileWarning, match="forged failure"):
         assert choose_params(device, problem).params == SMALL
     assert checked == [LARGE, SMALL]
-    borrowed._verdicts.clear()                      # another process: the verdicts are read back
+    verified._verdicts.clear()                      # another process: the verdicts are read back
     assert choose_params(device, problem).params == SMALL and checked == [LARGE, SMALL]
     a, b = np.random.rand(300, 250).astype(np.float32), np.random.rand(250, 200).astype(np.float32)
     np.testing.assert_allclose(autogemm.gemm(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
@@ -358,3 +358,18 @@ def test_a_device_without_a_profile_borrows_a_related_one_verifying_each_configu
     store._memo.clear()
     save(dataclasses.replace(other, device_architecture="NVIDIA sm_90"))
     assert profile_for(device) is None and "none" in profile_origin(device, None)
+
+
+def test_a_tensor_core_default_is_verified_on_the_device_before_its_first_use(cache, device, monkeypatch):
+    """Without a profile, DGEMM on an NVIDIA GPU tries the tensor-core default first (the plain one ran at
+    0.29x cuBLAS on an untuned H200), once verified there; one that fails falls back to the plain default."""
+    from autogemm.blas import selection, verification
+
+    monkeypatch.setattr(selection, "tensor_defaults", lambda device, dt: (SMALL,))
+    problem = GemmProblem.dense(autogemm.dtypes.DTYPES["s"], 300, 200, 250)
+    chosen = choose_params(device, problem)
+    assert chosen.params == SMALL and "matrix instructions" in chosen.source
+    monkeypatch.setattr(selection, "tensor_defaults", lambda device, dt: (LARGE,))
+    monkeypatch.setattr(verification, "verify", lambda ctx, config, dtype: "forged failure")
+    with pytest.warns(autogemm.profiles.ProfileWarning, match="tensor-core default"):
+        assert choose_params(device, problem).source == "default"

@@ -9,12 +9,12 @@ from ..codelets.registry import KernelParams, check
 from ..profiles import Profile, Ranked, profile_for
 from ..profiles.profile import SHAPES
 from ..runtime.device import Device
-from .borrowed import verified_here
 from .coverage import predicted_rate
-from .defaults import default_params
+from .defaults import default_params, tensor_defaults
 from .prediction import predict
 from .problem import GemmProblem
 from .routing import Routing
+from .verified import verified_here
 
 #: A stored configuration that reads the operands as they are stored (no pack before the product) is
 #: preferred to the fastest one when its measured rate is at least this share of the fastest's.
@@ -63,7 +63,8 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
             profile's are verified on this device as each is first chosen, not all of them at once)."""
             failed: set[KernelParams] = set()
             while (chosen := pick(lambda config: fits(config) and config not in failed)) is not None:
-                if verified_here(device, profile, chosen.params, dt):
+                if verified_here(device, chosen.params, dt, f"of the profile of {profile.device_name}",
+                                 profile.device_fingerprint):
                     return chosen
                 failed.add(chosen.params)
             return None
@@ -87,6 +88,9 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
             found = verified(pick)
             if found is not None:
                 return found
+    for config in tensor_defaults(device, dt):
+        if check(config, device, dt) is None and verified_here(device, config, dt, "a tensor-core default"):
+            return Selection(config, "default (matrix instructions)")
     return Selection(default_params(device, dt), "default")
 
 

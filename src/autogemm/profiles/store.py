@@ -110,7 +110,7 @@ def profile_for(device: Device) -> Profile | None:
     """The profile autogemm uses for ``device``: its own (the user's, else a bundled one, valid and made
     for this device's fingerprint), else one borrowed from a related device (``related``: the same model
     under another driver, else the same architecture), whose configurations are verified on this device
-    before their first use (``blas.borrowed``); None when there is none (``profile_origin`` says which)."""
+    before their first use (``blas.verified``); None when there is none (``profile_origin`` says which)."""
     path = path_for(device.fingerprint)
     name = _name(path)
     try:

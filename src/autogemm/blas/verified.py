@@ -1,8 +1,9 @@
-"""A profile borrowed from a related device (``profiles.store.profile_for``) was measured elsewhere: each
-of its configurations is used on this device only once ``verification.verify`` has passed it here, on
-the awkward shapes a tuning run checks its finalists on. The verdicts are kept per device in the user's
-cache (``verified/<fingerprint>.json``), so each configuration is checked once, not in every process; a
-configuration that fails is passed over with a warning, and selection takes the next."""
+"""A configuration never measured on a device (one of a profile borrowed from a related device,
+``profiles.store.profile_for``, or a tensor-core class default) is used there only once
+``verification.verify`` has passed it on the device, on the awkward shapes a tuning run checks its
+finalists on. The verdicts are kept per device in the user's cache (``verified/<fingerprint>.json``), so
+each configuration is checked once, not in every process; one that fails is passed over with a warning,
+and selection takes the next."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 from ..cache_dir import cache_subdir, write_atomically
 from ..codelets.registry import Params
 from ..dtypes import Dtype
-from ..profiles import Profile, ProfileWarning
+from ..profiles import ProfileWarning
 from ..runtime import Device, context_for
 
 VERIFIED = "verified"
@@ -21,10 +22,11 @@ VERIFIED = "verified"
 _verdicts: dict[str, dict[str, str]] = {}      # by the verdicts file's path
 
 
-def verified_here(device: Device, profile: Profile, config: Params, dtype: Dtype) -> bool:
-    """Whether ``config`` of ``profile`` may compute ``dtype`` on ``device``: always for the device's own
-    profile; for a borrowed one, once it computed every verification case right here."""
-    if profile.device_fingerprint == device.fingerprint:
+def verified_here(device: Device, config: Params, dtype: Dtype, origin: str, measured_on: str = "") -> bool:
+    """Whether ``config`` (``origin``: where it comes from, for the warning) may compute ``dtype`` on
+    ``device``: always where it was measured on the device (``measured_on``, its fingerprint: the
+    device's own profile); else once it computed every verification case right here."""
+    if measured_on == device.fingerprint:
         return True
     path = cache_subdir(VERIFIED) / f"{device.fingerprint}.json"
     verdicts = _known(path)
@@ -36,9 +38,8 @@ def verified_here(device: Device, profile: Profile, config: Params, dtype: Dtype
         verdicts[key] = problem
         write_atomically(path, json.dumps(verdicts, indent=1))
         if problem:
-            warnings.warn(f"{config.describe()}, of the profile borrowed from {profile.device_name}, fails on "
-                          f"{device.name.strip()} ({problem}): not used; autogemm tune makes this device's own",
-                          ProfileWarning, stacklevel=2)
+            warnings.warn(f"{config.describe()}, {origin}, fails on {device.name.strip()} ({problem}): not used; "
+                          f"autogemm tune makes this device's own profile", ProfileWarning, stacklevel=2)
     return not verdicts[key]
 
 
