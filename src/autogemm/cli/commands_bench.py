@@ -13,11 +13,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .. import __version__
 from ..bench.report import failures, geometric_means, plot, provenance, read_json, table, write_csv, write_json
-from ..bench.runner import PEERS, Bench
+from ..bench.runner import AUTOGEMM, PEERS, Bench
 from ..bench.shapes import LAYOUTS, SUITES, read_shapes, square_sweep
 from ..dtypes import get_dtype
 from ..errors import ArgumentError, AutogemmError
-from ..profiles import profile_for
+from ..profiles import profile_for, profile_origin
 from ..runtime import context_for
 from . import main
 from .common import console, fail, select_device
@@ -98,11 +98,12 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
         profile = profile_for(dev)
     except AutogemmError as exc:
         fail(str(exc))
-    console.print(f"bench on {dev.label}; profile: "
-                  f"{'tuned ' + profile.created if profile else 'none (class defaults)'}", highlight=False)
+    origin = profile_origin(dev, profile)
+    console.print(f"bench on {dev.label}; profile: {origin}", highlight=False)
     meta = {"device": dev.name.strip(), "driver": dev.driver_version.strip(), "fingerprint": dev.fingerprint,
             "autogemm": __version__, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "runs": runs, "profile": profile.created if profile else None, **provenance()}
+            "runs": runs, "profile": profile.created if profile else None, "profile_origin": origin,
+            **provenance()}
     cases = []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:
@@ -115,6 +116,10 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
                     if json_path:      # kept as it grows: a run stopped early keeps what it measured
                         _write(lambda: write_json(cases, json_path, meta))
                     progress.advance(task)
+                    if not console.is_terminal:     # a log gets a line per problem instead of the bar
+                        rate = cases[-1].rate(AUTOGEMM)
+                        console.print(f"[{len(cases)}/{len(letters) * len(shapes)}] {dt.routine} {shape.label}: "
+                                      f"{f'{rate:.3g} TFLOP/s' if rate else 'failed'}", highlight=False)
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/yellow] after {len(cases)} problems; showing those")
     _report(cases, f"TFLOP/s on {dev.name.strip()} (median of {runs}; autogemm {__version__})", json_path,
