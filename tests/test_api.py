@@ -185,3 +185,13 @@ def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx,
     assert staging._page_locked[ctx][2] is memory and not lock.locked()      # reused, and let go
     monkeypatch.setattr(transfer, "PINNED_BYTES", 1024)
     assert relative_error(autogemm.gemm(a, b, device=ctx.device), want) < dt.tolerance
+
+
+def test_a_dtype_by_name_is_one_autogemm_knows_and_an_integer_array_names_the_fix():
+    from autogemm.dtypes import get_dtype
+
+    with pytest.raises(autogemm.DtypeError, match="unknown dtype 'q'; autogemm knows s, "):
+        get_dtype("q")                          # numpy's code of int64, not a BLAS letter
+    assert get_dtype("float32") is DTYPES["s"] and get_dtype(np.complex128) is DTYPES["z"]
+    with pytest.raises(autogemm.DtypeError, match=r"astype\(np.float64\)"):
+        get_dtype(np.int32)

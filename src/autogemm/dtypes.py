@@ -169,7 +169,7 @@ def get_dtype(value: object) -> Dtype:
         return value
     if isinstance(value, str) and value.lower() in DTYPES:
         return DTYPES[value.lower()]
-    if isinstance(value, str) and "." in value:
+    if isinstance(value, str) and ("." in value or len(value) == 1):   # not numpy's one-letter codes ('q')
         raise DtypeError(f"unknown dtype {value!r}; autogemm knows {', '.join(DTYPES)}")
     try:
         np_dtype = np.dtype(value)  # type: ignore[call-overload]
