@@ -148,7 +148,7 @@ def test_tune_shapes_from_the_command_line(monkeypatch, tmp_path):
     out = CliRunner().invoke(main, ["tune", "--shapes", str(path), "--budget", "4", "--json", str(tmp_path / "t.json")])
     assert out.exit_code == 0, out.output
     assert "skipped" in out.output and "s NT 48x40x24" in out.output
-    # a plain log at 80 columns: no line longer, the configuration on a line of its own below the table
+    # a plain log at 80 columns: no line longer, the configuration on a line of its own by the table
     assert max(map(len, out.output.splitlines())) <= 80
     written = json.loads((tmp_path / "t.json").read_text())
     (record,) = written["tuned"]

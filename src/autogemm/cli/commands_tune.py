@@ -123,7 +123,7 @@ def tuned(rows: list[tuple]) -> list[dict]:
 
 def summary(records: list[dict]) -> tuple[Table, list[str]]:
     """The table of ``tuned``'s records (a row per class: its best rate, evaluations, failures, seconds)
-    and a line per class with its best configuration, printed below the table (they are too long for a
+    and a line per class with its best configuration, printed above the table (they are too long for a
     cell of a table 80 columns wide)."""
     table = plain_table("tuned (evals: measured or from the checkpoint; errors: failed kernels)",
                         ("problem", "GFLOP/s", "GB/s", "evals", "errors", "s"),
@@ -243,8 +243,8 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
             fail(str(exc))
     records = tuned(listener.rows)
     table, configurations = summary(records)
-    console.print(table)
     console.print("best configurations:\n" + "\n".join(f"  {line}" for line in configurations), highlight=False)
+    console.print(table)
     if listener.skipped:
         console.print(f"[yellow]not tuned[/yellow], the budget spent before their turn (they keep what the "
                       f"profile chose for them; a larger --budget tunes them, reusing the measurements in "
