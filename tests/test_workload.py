@@ -154,6 +154,8 @@ def test_tune_shapes_from_the_command_line(monkeypatch, tmp_path):
     (record,) = written["tuned"]
     assert record["shape"] == [48, 40, 24] and record["gflops"] > 0 and written["not_tuned"] == []
     assert f"s NT 48x40x24: {record['config']}" in " ".join(out.output.split())
+    assert any(line.startswith("s NT 48x40x24 ") and f" {record['gflops']:.1f} " in line   # a row, unwrapped
+               for line in out.output.splitlines())
     out = CliRunner().invoke(main, ["profile", "show"])
     assert out.exit_code == 0 and "tune --shapes" in out.output and "48x40x24" in out.output
     assert max(map(len, out.output.splitlines())) <= 80
