@@ -175,7 +175,8 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
         weights = [w for dt_sizes in plan.values()
                    for w in [size.share for size in dt_sizes] + ([CLASS_SHARES[PREDICTOR]] if with_predictor else [])]
         total_weight = sum(weights)
-        finishing = 0.0     # what the last exact shape took after its search
+        # what the last class of each kind (routine, confirmed or not) took after its search
+        finishing: dict[tuple[str, bool], float] = {}
         for dt, dt_sizes in plan.items():
             real = "d" if dt.needs_fp64 else "s"
             facts = SpaceFacts(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths}, instructions)
@@ -206,8 +207,9 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                     chosen = candidates(device, _problem(dt, size), EXACT_CANDIDATES) if size.routine == GEMM else \
                         [e.ranked[0].config for e in prior.gemv_entries(dt.key, size.layout)]
                     known += [c for c in chosen if c not in known]
-                entry, finishing = _tune_class(worker, dt, size, spaces, share, strategy, fresh, top, listener,
-                                               seed, known, finishing)
+                kind = (size.routine, size.confirm is not None)
+                entry, finishing[kind] = _tune_class(worker, dt, size, spaces, share, strategy, fresh, top,
+                                                     listener, seed, known, finishing.get(kind, 0.0))
                 if entry is None:
                     continue
                 profile = profile.with_entry(dt.key, entry, size.section)
@@ -313,15 +315,16 @@ def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
     """Search each family's space (in order, each from its start point) under its share of ``budget``,
     all into one checkpoint, and keep the finalists of all of them. The candidates run in ``worker``'s
     process. The ``known`` configurations of each family are measured first, and the best of them is the
-    search's start when it beats the given one. An exact shape's search leaves ``finishing`` seconds of
-    its share (what the last one took after its search) to the verification and timing of its finalists.
+    search's start when it beats the given one. The search leaves ``finishing`` seconds of the class's
+    share (what the last class of its kind took after its search) to the verification, confirmation and
+    split timing of its finalists, so that the run keeps to its budget.
     The entry (None when nothing was correct), and the seconds taken after the search."""
     checkpoint = Checkpoint.for_problem(worker.device, dt, size.shape, routine=size.routine, layout=size.layout)
     if fresh:
         checkpoint.clear()
     evaluator = IsolatedEvaluator(worker, _evaluator_spec(dt, size))
     started = time.monotonic()
-    if size.exact and budget.seconds is not None:
+    if budget.seconds is not None:
         budget = replace(budget, seconds=max(1.0, budget.seconds - finishing))
     try:
         objectives = search(spaces, evaluator, checkpoint, budget, strategy, seed, known,
