@@ -43,8 +43,12 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
     matches how A and B are stored (see ``prefer_stored_layout``); of those, the one with the highest
     rate predicted for this shape (``coverage.predicted_rate``: a narrow or small C wastes large blocks
     and leaves compute units idle), the nearer class unless a farther one is predicted ``PREDICTION_MARGIN``
-    times faster (the prediction ignores launch costs and caches). The device class default when there
-    is no usable profile. A reduced precision mode is computed by its own configurations or the native
+    times faster (the prediction ignores launch costs and caches). A configuration whose operand images
+    exceed the device's limits is passed over; so is one of a profile borrowed from a related device
+    until it passes ``verified.verified_here`` on this one (only the winner of each way is verified,
+    and chosen again without it where it fails). Without a usable profile, a tensor-core default where
+    the device has the instructions (also verified first), else the device class default. A reduced
+    precision mode is computed by its own configurations or the native
     dtype's (which are exact), a 16-bit dtype by its own or float32's (on converted operands),
     whichever are predicted faster. A batch, read through buffers, takes no configuration with images."""
     dt = problem.dtype
