@@ -24,8 +24,9 @@ STAGING_IN = 3
 #: Host threads copying between numpy arrays and staging buffers (numpy's copies release the GIL): half the
 #: cores, at most 16 (8 reached 27 GB/s on the H100's 16-core host; several devices share them).
 COPY_THREADS = max(1, min(16, (os.cpu_count() or 2) // 2))
-#: Chunks smaller than this are copied by the calling thread alone.
-THREADED_BYTES = 4 * 2**20
+#: Chunks smaller than this are copied by the calling thread alone: on the H100's host a 4 MiB copy took
+#: 0.37 ms so and 0.49 ms by the threads, 16 MiB 1.55 ms and 0.73 ms.
+THREADED_BYTES = 8 * 2**20
 #: Bytes of a page of host memory: ``FirstTouch`` writes one element in each, by this many threads.
 PAGE_BYTES, TOUCH_THREADS = 4096, 4
 
