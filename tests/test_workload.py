@@ -177,10 +177,14 @@ def test_an_exact_shape_that_leaves_units_idle_gets_its_k_split_measured(device,
     problem = GemmProblem.dense(DTYPES["s"], 20, 20, 4096)
     profile = tune(device, budget=Budget(evaluations=4), shapes=[ShapeRecord("gemm", "s", "NN", 20, 20, 4096)],
                    top=2)
-    best = profile.shapes["s"][0].ranked[0]
-    assert best.split in split_counts(best.config, problem, device.compute_units)
+    ranked = profile.shapes["s"][0].ranked
+    # the finalists whose blocks leave units idle were timed with their splits (the best of all may be
+    # one whose blocks fill the units: it has none)
+    assert any(r.split is not None and r.split in split_counts(r.config, problem, device.compute_units)
+               for r in ranked)
+    best = ranked[0]
     plan = LaunchPlan(autogemm.context_for(device), problem)
-    assert plan.params == best.config and plan.split == best.split
+    assert plan.params == best.config and (best.split is None or plan.split == best.split)
     a, b = np.random.rand(20, 4096).astype(np.float32), np.random.rand(4096, 20).astype(np.float32)
     assert np.allclose(autogemm.gemm(a, b, device=device), a.astype(np.float64) @ b, rtol=1e-4)
 
