@@ -113,7 +113,7 @@ def _bad_calls():
         (dict(a=f4, b=f4, c=np.ones((4, 5), np.float32), beta=1.0), autogemm.ShapeError, "shape"),
         (dict(a=f4, b=f4, c=np.ones((4, 4), np.float64), beta=1.0), autogemm.DtypeError, "c: C of float32"),
         (dict(a=f4, b=f4, beta=1.0), autogemm.ArgumentError, "no c"),
-        (dict(a=np.ones(4, np.float32), b=f4), autogemm.ShapeError, "2-D"),
+        (dict(a=np.ones(4, np.float32), b=f4), autogemm.ShapeError, "2-D, not 1-D.*use autogemm.gemv"),
         (dict(a=[[1.0]], b=f4), autogemm.ArgumentError, "a must be a numpy or pyopencl array, not list"),
         (dict(a=f4, b=f4, edge="sideways"), autogemm.ArgumentError, "edge"),
         (dict(a=f4, b=f4, config=autogemm.SimtParams(tile_rows=3)), autogemm.ConfigError, "tile_rows"),
