@@ -186,3 +186,27 @@ def test_a_gpus_large_class_ranks_its_finalists_again_on_a_larger_problem(device
     small = dataclasses.replace(gpu, global_mem_bytes=4 << 30)               # 8192^2 doubles x 4 > a quarter
     assert finalists.confirmed(type("Worker", (), {"device": small})(), DTYPES["d"], 8192, at_4096, top=3) is None
     assert len(shapes) == 1
+
+
+def test_once_a_class_is_late_only_the_best_of_each_layout_is_verified():
+    """Verifying each finalist costs about a second: on PoCL a 60 s tune spent 20 s on it. Past the
+    class's time, the best and the best of each other layout are still verified (what selection needs),
+    no more."""
+    import dataclasses
+
+    from autogemm.codelets.simt import SimtParams
+    from autogemm.profiles import Ranked
+
+    configs = [SimtParams(layout, "offset", 8, 8, 2, 2, 2, 1, False, False, mac="mul_add") for layout in ("NN", "NT")]
+    candidates = [Ranked(dataclasses.replace(configs[i % 2], tile_k=2 ** (i // 2 % 3 + 1), wg_rows=4 * (1 + i // 6)),
+                         100.0 - i) for i in range(10)]
+    asked = []
+
+    def accept(ranked):
+        asked.append(ranked)
+        return ranked.gflops != 100.0          # the fastest fails its verification
+
+    kept = finalists.best_of_each_layout(candidates, 5, accept, late=lambda: True)
+    assert [r.gflops for r in kept] == [99.0, 98.0] and {r.config.layout for r in kept} == {"NN", "NT"}
+    assert asked == candidates[:3]
+    assert len(finalists.best_of_each_layout(candidates, 5, accept)) == 5

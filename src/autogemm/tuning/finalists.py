@@ -22,11 +22,11 @@ from .objective import Objective
 CONFIRM_POOL = 2
 
 
-def finalists(check: Callable[[Params], str | None], objectives: list[Objective], top: int
-              ) -> tuple[list[Ranked], list[tuple[Params, str]]]:
+def finalists(check: Callable[[Params], str | None], objectives: list[Objective], top: int,
+              late: Callable[[], bool] = lambda: False) -> tuple[list[Ranked], list[tuple[Params, str]]]:
     """Over the measurements of ``objectives`` (one per family searched): the ``top`` best correct
     configurations that also pass ``check`` (the verification: what goes wrong, or None; see
-    ``best_of_each_layout``); and those rejected by it."""
+    ``best_of_each_layout``, which stops at the essentials once ``late``); and those rejected by it."""
     ok = [Ranked(r.config, r.gflops) for o in objectives for r in o.records.values() if o.complete(r)]
     rejected: list[tuple[Params, str]] = []
 
@@ -36,20 +36,22 @@ def finalists(check: Callable[[Params], str | None], objectives: list[Objective]
             rejected.append((ranked.config, problem))
         return not problem
 
-    return best_of_each_layout(ok, top, verified), rejected
+    return best_of_each_layout(ok, top, verified, late), rejected
 
 
-def best_of_each_layout(candidates: list[Ranked], top: int, accept: Callable[[Ranked], bool] = lambda r: True
-                        ) -> list[Ranked]:
+def best_of_each_layout(candidates: list[Ranked], top: int, accept: Callable[[Ranked], bool] = lambda r: True,
+                        late: Callable[[], bool] = lambda: False) -> list[Ranked]:
     """The ``top`` fastest of ``candidates`` that ``accept`` takes, then the fastest accepted one of each
     codelet layout not among them (so that a problem stored in that layout can be computed without a
-    transposing pack, see ``blas.selection``), best first. ``accept`` is asked only as far as needed."""
+    transposing pack, see ``blas.selection``), best first. ``accept`` is asked only as far as needed;
+    once ``late`` (the class's time is spent: each verification costs about a second) only for the
+    fastest of each layout."""
     ordered = sorted(candidates, key=lambda r: r.gflops, reverse=True)
     kept: list[Ranked] = []
     layouts: set[str] = set()
     all_layouts = {r.config.layout for r in ordered}
     for ranked in ordered:
-        if len(kept) >= top and ranked.config.layout in layouts:
+        if (len(kept) >= top or (kept and late())) and ranked.config.layout in layouts:
             continue
         if accept(ranked):
             kept.append(ranked)

@@ -324,6 +324,7 @@ def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
         checkpoint.clear()
     evaluator = IsolatedEvaluator(worker, _evaluator_spec(dt, size))
     started = time.monotonic()
+    deadline = None if budget.seconds is None else started + budget.seconds
     if budget.seconds is not None:
         budget = replace(budget, seconds=max(1.0, budget.seconds - finishing))
     try:
@@ -334,7 +335,8 @@ def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
         evaluator.release()
     searched = time.monotonic()
     ranked, rejected = finalists(lambda config: worker.verify(config, dt), objectives,
-                                 top * CONFIRM_POOL if size.confirm else top)
+                                 top * CONFIRM_POOL if size.confirm else top,
+                                 lambda: deadline is not None and time.monotonic() > deadline)
     shape = size.shape
     if ranked and size.exact and size.routine == GEMM:
         # the profile's own choice (``known``'s first) is timed with its splits too: the search timed it
