@@ -24,7 +24,10 @@ def _records(folder) -> dict[int, list[Record]]:
     """Every whole record in the checkpoints (a line torn by a kill is not one), by the problem's size."""
     found: dict[int, list[Record]] = {}
     for path in folder.glob("*.jsonl"):
-        header, *lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8").splitlines()
+        if not text:
+            continue                     # made a moment ago by the run, its header not written yet
+        header, *lines = text
         records = found.setdefault(json.loads(header)["shape"][0], [])
         for line in lines:
             try:
