@@ -373,3 +373,18 @@ def test_a_tensor_core_default_is_verified_on_the_device_before_its_first_use(ca
     monkeypatch.setattr(verification, "verify", lambda ctx, config, dtype: "forged failure")
     with pytest.warns(autogemm.profiles.ProfileWarning, match="tensor-core default"):
         assert choose_params(device, problem).source == "default"
+
+
+def test_profile_verify_times_a_borrowed_profile_on_this_device(cache, device):
+    """A borrowed profile's stored best are what this device would run: `profile verify` checks and times
+    them here, against the rates of the device they were measured on."""
+    from click.testing import CliRunner
+
+    from autogemm.cli import main
+
+    save(dataclasses.replace(make_profile(device), device_fingerprint="0123456789abcdef", device_name="another model",
+                             device_architecture=device.architecture))
+    out = CliRunner().invoke(main, ["profile", "verify", "--dtype", "s", "--runs", "1", "--json"])
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.output)
+    assert {r["entry"] for r in rows} == {"sgemm large", "sgemm small"} and all(r["gflops"] > 0 for r in rows)
