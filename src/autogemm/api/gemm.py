@@ -17,7 +17,7 @@ from ..blas.plan_cache import cached_plan, is_current
 from ..blas.problem import alignment_class
 from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
-from ..errors import ArgumentError, ShapeError
+from ..errors import ArgumentError
 from ..runtime import Device, DeviceContext
 from ..runtime.memory import check_memory, reports_full_memory
 from ..shares.split import Split
@@ -68,12 +68,9 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
     by default the GPUs share the rows evenly and the host computes none unless it is the only target.
     Each device computes its rows on its own queue while the host computes its own; the call blocks.
     """
-    for value, name in ((a, "a"), (b, "b")):
-        if getattr(value, "ndim", 2) != 2:   # say which call takes it
-            raise ShapeError(f"{name} must be 2-D, not {value.ndim}-D with shape {value.shape}; "
-                             + ("for a vector use autogemm.gemv or autogemm.matmul" if value.ndim < 2
-                                else "for stacks of matrices use autogemm.matmul or autogemm.gemm_batched"))
-    a, b = as_matrix(a, "a"), as_matrix(b, "b")
+    a, b = (as_matrix(x, name, "for a vector use autogemm.gemv or autogemm.matmul",
+                      "for stacks of matrices use autogemm.matmul or autogemm.gemm_batched")
+            for x, name in ((a, "a"), (b, "b")))
     c = None if c is None else as_matrix(c, "c")
     if devices is not None or split is not None:
         if devices is None:

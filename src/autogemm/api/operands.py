@@ -145,11 +145,14 @@ def as_array(value: object, name: str) -> Matrix:
     return value
 
 
-def as_matrix(value: object, name: str) -> Matrix:
-    """``value`` if it is a 2-D numpy or pyopencl array, else ``ArgumentError``/``ShapeError``."""
+def as_matrix(value: object, name: str, for_vectors: str = "", for_stacks: str = "") -> Matrix:
+    """``value`` if it is a 2-D numpy or pyopencl array, else ``ArgumentError``/``ShapeError`` (naming
+    the call that takes a vector, ``for_vectors``, or a stack of matrices, ``for_stacks``, where given)."""
     value = as_array(value, name)
     if value.ndim != 2:
-        raise ShapeError(f"{name} must be 2-D, not {value.ndim}-D with shape {value.shape}")
+        instead = for_vectors if value.ndim < 2 else for_stacks
+        raise ShapeError(f"{name} must be 2-D, not {value.ndim}-D with shape {value.shape}"
+                         + (f"; {instead}" if instead else ""))
     return value
 
 

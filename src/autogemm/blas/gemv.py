@@ -22,7 +22,7 @@ from ..runtime.arguments import KernelArguments
 from ..runtime.context import DeviceContext
 from ..runtime.device import Device
 from .problem import INT32_MAX, Op, addressable
-from .verified import verified_here
+from .verified import verified_in
 
 #: A configuration per layout for devices without a tuned one: a warp per row (N) or per 32 columns (T),
 #: eight of them per work-group, and the T reduction split so that a few waves of work-groups run.
@@ -135,9 +135,8 @@ def choose_gemv_params(device: Device, problem: GemvProblem) -> tuple[codelet.Ge
                         key=lambda e: ((e.shape[2] > 1) != (problem.vectors > 1), distance(e)))
         for entry in ranked:
             for ranked in entry.ranked:
-                if codelet.check(ranked.config, device, dt) is None and verified_here(
-                        device, ranked.config, dt, f"of the profile of {profile.device_name}",
-                        profile.device_fingerprint):
+                if codelet.check(ranked.config, device, dt) is None and verified_in(device, profile,
+                                                                                     ranked.config, dt):
                     return ranked.config, f"profile {profile.device_fingerprint} {entry.name}"
     return default_gemv_params(device, dt, layout, problem.vectors), "default"
 

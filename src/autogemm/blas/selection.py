@@ -14,7 +14,7 @@ from .defaults import default_params, tensor_defaults
 from .prediction import predict
 from .problem import GemmProblem
 from .routing import Routing
-from .verified import verified_here
+from .verified import verified_here, verified_in
 
 #: A stored configuration that reads the operands as they are stored (no pack before the product) is
 #: preferred to the fastest one when its measured rate is at least this share of the fastest's.
@@ -67,8 +67,7 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
             profile's are verified on this device as each is first chosen, not all of them at once)."""
             failed: set[KernelParams] = set()
             while (chosen := pick(lambda config: fits(config) and config not in failed)) is not None:
-                if verified_here(device, chosen.params, dt, f"of the profile of {profile.device_name}",
-                                 profile.device_fingerprint):
+                if verified_in(device, profile, chosen.params, dt):
                     return chosen
                 failed.add(chosen.params)
             return None

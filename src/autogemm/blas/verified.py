@@ -14,7 +14,7 @@ from pathlib import Path
 from ..cache_dir import cache_subdir, write_atomically
 from ..codelets.registry import Params
 from ..dtypes import Dtype
-from ..profiles import ProfileWarning
+from ..profiles import Profile, ProfileWarning
 from ..runtime import Device, context_for
 
 VERIFIED = "verified"
@@ -41,6 +41,12 @@ def verified_here(device: Device, config: Params, dtype: Dtype, origin: str, mea
             warnings.warn(f"{config.describe()}, {origin}, fails on {device.name.strip()} ({problem}): not used; "
                           f"autogemm tune makes this device's own profile", ProfileWarning, stacklevel=2)
     return not verdicts[key]
+
+
+def verified_in(device: Device, profile: Profile, config: Params, dtype: Dtype) -> bool:
+    """``verified_here`` for a configuration of ``profile`` (the device's own, or a borrowed one)."""
+    return verified_here(device, config, dtype, f"of the profile of {profile.device_name}",
+                         profile.device_fingerprint)
 
 
 def _known(path: Path) -> dict[str, str]:

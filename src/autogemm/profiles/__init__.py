@@ -6,7 +6,6 @@ from .store import (
     bundled,
     own_profile,
     path_for,
-    profile_dir,
     profile_for,
     profile_origin,
     read,
@@ -15,4 +14,4 @@ from .store import (
 )
 
 __all__ = ["HybridEntry", "Predictor", "Profile", "ProfileWarning", "Ranked", "Sample", "SizeClassEntry", "bundled",
-           "own_profile", "path_for", "profile_dir", "profile_for", "profile_origin", "read", "save", "user_profiles"]
+           "own_profile", "path_for", "profile_for", "profile_origin", "read", "save", "user_profiles"]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from ..cache_dir import cache_dir, cache_subdir, make_directory, write_atomically
+from ..cache_dir import cache_dir, make_directory, write_atomically
 from ..errors import ProfileError
 from ..runtime.device import Device
 from .profile import Profile
@@ -27,10 +27,6 @@ class ProfileWarning(UserWarning):
 
 
 PROFILES = "profiles"
-
-
-def profile_dir() -> Path:
-    return cache_subdir(PROFILES)
 
 
 def path_for(fingerprint: str) -> Path:
@@ -94,8 +90,10 @@ def bundled() -> list[tuple[str, Profile | ProfileError]]:
 
 
 def user_profiles() -> list[tuple[str, Profile | ProfileError]]:
+    """The profiles in the user's cache, each parsed (or the error that rejects it); the folder is not
+    made where there is none."""
     out: list[tuple[str, Profile | ProfileError]] = []
-    for path in sorted(profile_dir().glob("*.json")):
+    for path in sorted((cache_dir() / PROFILES).glob("*.json")):
         try:
             out.append((str(path), read(path)))
         except ProfileError as exc:
@@ -136,8 +134,8 @@ def profile_origin(device: Device, profile: Profile | None) -> str:
     if profile is None:
         return "none: the device class's defaults (autogemm tune makes one)"
     if profile.device_fingerprint == device.fingerprint:
-        return "its own" + (f", {path_for(device.fingerprint)}" if path_for(device.fingerprint).exists()
-                            else ", bundled with autogemm")
+        path = path_for(device.fingerprint)
+        return f"its own, {path}" if path.exists() else "its own, bundled with autogemm"
     return (f"borrowed from {profile.device_name} ({profile.device_fingerprint}): {related_because(profile, device)}"
             f"; each configuration is verified here before its first use, and autogemm tune makes its own")
 
@@ -155,6 +153,9 @@ def related_because(profile: Profile, device: Device) -> str | None:
 
 
 def _find(device: Device, path: Path) -> Profile | None:
+    """``profile_for``'s answer: the device's own file when it is valid and its own (nothing else read),
+    else every other profile file read once; a warning for the device's own file where it is invalid
+    or made for another device, and for a bundled one that is invalid."""
     if path.exists():
         try:
             profile = read(path)
@@ -164,7 +165,13 @@ def _find(device: Device, path: Path) -> Profile | None:
                           f"this device's {device.fingerprint}: not its own", ProfileWarning, stacklevel=3)
         except ProfileError as exc:
             warnings.warn(f"ignoring profile: {exc}", ProfileWarning, stacklevel=3)
-    found = [item for _, item in user_profiles() + bundled() if isinstance(item, Profile)]
+    found = []
+    for source, item in user_profiles() + bundled():
+        if isinstance(item, ProfileError):
+            if source.startswith("bundled/"):
+                warnings.warn(f"ignoring bundled profile: {item}", ProfileWarning, stacklevel=3)
+        else:
+            found.append(item)
     own = next((p for p in found if p.device_fingerprint == device.fingerprint), None)
     if own is not None:
         return own
