@@ -165,3 +165,14 @@ def test_tune_hybrid_adds_a_hybrid_entry_and_keeps_the_rest(invoke, device):
     assert "hybrid" in invoke("profile", "list").output
     bad = invoke("tune", "--hybrid", "--parts", "0")
     assert bad.exit_code != 0
+
+
+def test_a_run_past_its_time_skips_the_classes_still_to_come_and_says_so(invoke):
+    """On the H100 the default tune ran past 10 minutes: the last dtype's classes each took their second of
+    search and their finishing on top of a spent budget."""
+    out = invoke("tune", "--quick", "--dtype", "s", "--budget", "1s", "--size-class", "small",
+                 "--size-class", "skinny", "--size-class", "predictor")
+    assert out.exit_code == 0, out.output
+    skipped = out.output.partition("not tuned")[2]
+    assert "sgemm skinny" in skipped and "sgemm predictor" in skipped, out.output
+    assert "s small" in out.output.partition("not tuned")[0]     # the first, whatever the budget

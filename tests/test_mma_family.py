@@ -320,7 +320,11 @@ def test_the_instruction_probe_runs_once_per_device(ctx, monkeypatch, tmp_path):
         def __init__(self, dt, shape):
             assert shape == module.PROBE_SHAPE
 
-        def evaluate(self, params):
+        def prepare(self, params):
+            return params.shape
+
+        def evaluate(self, params, plan):
+            assert plan == params.shape
             probed.append(params.shape)
             return type("Record", (), {"ok": params.shape != "m16n8k16"})()
 

@@ -105,3 +105,17 @@ def test_generated_source_names_its_parameters():
     assert "layout NN" in src and "double buffering" in src and "cl_khr_fp64" in src
     whole = render(params, "z", guarded=False).source
     assert "zero outside" not in whole and "zero outside" in src
+
+
+def test_a_large_space_enumerated_in_processes_finds_the_same_points(device, monkeypatch):
+    from autogemm.tuning import enumeration
+
+    monkeypatch.setattr(enumeration, "PARALLEL_FROM", 1000)
+    facts = SpaceFacts(device, DTYPES["c"], skinny=True)
+    parallel, alone = simt_space(facts), simt_space(facts)
+    assert parallel.product_size >= 1000
+    with enumeration.Enumerator(processes=2) as enumerator:
+        enumerator.enumerate(facts, [parallel])
+        assert parallel._points is not None        # found by the processes, not on asking
+    assert parallel.points() == alone.points() and len(alone) > 0
+    assert all(parallel.valid(p) for p in alone.points()[:50])

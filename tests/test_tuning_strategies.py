@@ -3,6 +3,8 @@ stride search finds the peak of unimodal functions; budgets and the surrogate be
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from synthetic import SyntheticEvaluator, rate, synthetic_space, true_best
@@ -10,9 +12,9 @@ from synthetic import SyntheticEvaluator, rate, synthetic_space, true_best
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError
 from autogemm.tuning import Budget, BudgetSpent, Objective, finalists, get_strategy, scope
+from autogemm.tuning.budget import Schedule
 from autogemm.tuning.strategies import exponential_stride_search
 from autogemm.tuning.strategies.surrogate import ExtraTrees
-from autogemm.tuning.tuner import class_budget
 
 # (strategy, share of the space it may measure, noise on one-run probes)
 CASES = [("exhaustive", None, 0.0), ("random", 1.0, 0.0), ("phased", 0.15, 0.0), ("model", 0.15, 0.0),
@@ -68,13 +70,37 @@ def test_budget_parse():
             Budget.parse(bad)
 
 
-def test_a_class_gets_its_share_of_the_time_left():
-    whole = Budget(evaluations=100, seconds=60)
-    first = class_budget(whole, elapsed=12.0, weight=0.7, remaining_weight=2.0, total_weight=2.0)
+def test_a_step_gets_its_share_of_the_time_left_after_the_overheads_still_to_come(monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    schedule = Schedule(Budget(evaluations=100, seconds=60), [("a", 0.7), ("b", 0.3), ("a", 1.0)], started=88.0)
+    first, deadline = schedule.begin()          # 12 s gone, no overhead known yet
     assert first.seconds == pytest.approx(48 * 0.35) and first.evaluations == 35
-    last = class_budget(whole, elapsed=59.5, weight=0.3, remaining_weight=0.3, total_weight=2.0)
-    assert last.seconds == 1.0 and last.evaluations == 15      # overspent: still a second to measure in
-    assert class_budget(Budget(seconds=10), 0.0, 1.0, 1.0, 1.0) == Budget(seconds=10)
+    assert deadline == pytest.approx(100 + 48 * 0.35)
+    now[0] += 20.0
+    schedule.end(searched=16.0)                 # "a" costs 4 s besides its search
+    assert schedule.overhead("a") == 4.0 and schedule.overhead("b") == 4.0    # unseen: the mean
+    second, deadline = schedule.begin()         # 28 s left, 8 kept for the two steps to come
+    assert second.seconds == pytest.approx(20 * 0.3 / 1.3) and second.evaluations == 15
+    assert deadline == pytest.approx(120 + second.seconds + 4.0)
+    now[0] += 27.5
+    schedule.end(searched=1.0)
+    assert not schedule.spent()
+    last, _ = schedule.begin()                  # overspent: still a second to measure in
+    assert last.seconds == 1.0 and last.evaluations == 50
+    now[0] += 2.0
+    schedule.end(searched=1.0)
+    assert schedule.spent()
+    late = Schedule(Budget(seconds=1), [("a", 1.0)], started=0.0)
+    assert not late.spent()                     # a run tunes one step at least
+
+
+def test_a_budget_of_evaluations_alone_is_never_spent_in_time():
+    schedule = Schedule(Budget(evaluations=10), [("a", 1.0), ("b", 1.0)])
+    assert schedule.begin() == (Budget(evaluations=5), None)
+    schedule.end(searched=0.0)
+    assert not schedule.spent()
+    schedule.skip()
 
 
 def test_evaluation_budget_is_honoured():

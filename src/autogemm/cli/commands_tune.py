@@ -48,7 +48,7 @@ class ProgressListener(TuneListener):
         self.progress = progress
         self.task: TaskID | None = None
         self.rows: list[tuple] = []
-        self.skipped: list[str] = []
+        self.not_tuned: list[str] = []
 
     def fma_done(self, results: list[FmaResult]) -> None:
         chosen = ", ".join(f"{'float' if r.real == 's' else 'double'}{r.vector_width if r.vector_width > 1 else ''}:"
@@ -71,8 +71,8 @@ class ProgressListener(TuneListener):
                                     f"{size.confirm}x{size.confirm}x{size.confirm}, which decides their order",
                                     highlight=False)
 
-    def shape_skipped(self, dtype: Dtype, size: SizeClass) -> None:
-        self.skipped.append(f"{_label(dtype, size)} {_shape(size)}")
+    def skipped(self, dtype: Dtype, size: SizeClass | None) -> None:
+        self.not_tuned.append(f"{dtype.routine} predictor" if size is None else f"{_label(dtype, size)} {_shape(size)}")
 
     def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None,
                        objectives: list[Objective], rejected: list[tuple[KernelParams, str]]) -> None:
@@ -245,14 +245,14 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
     table, configurations = summary(records)
     console.print("best configurations:\n" + "\n".join(f"  {line}" for line in configurations), highlight=False)
     console.print(table)
-    if listener.skipped:
+    if listener.not_tuned:
         console.print(f"[yellow]not tuned[/yellow], the budget spent before their turn (they keep what the "
                       f"profile chose for them; a larger --budget tunes them, reusing the measurements in "
-                      f"the checkpoints): {', '.join(listener.skipped)}", highlight=False)
+                      f"the checkpoints): {', '.join(listener.not_tuned)}", highlight=False)
     console.print(f"profile: {path_for(dev.fingerprint)}", highlight=False)
     write_results(json_path, {"device": dev.name.strip(), "fingerprint": dev.fingerprint, "budget": limit.describe(),
                               "profile": str(path_for(dev.fingerprint)), "tuned": records,
-                              "not_tuned": listener.skipped})
+                              "not_tuned": listener.not_tuned})
 
 
 def _replay(path: Path, budget: str | None, strategies: list[str], seeds: int, cold: bool) -> None:

@@ -8,8 +8,9 @@ synthetic spaces the tests use."""
 from __future__ import annotations
 
 import itertools
+import math
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -41,6 +42,7 @@ class SearchSpace(Generic[T]):
         self._reject = reject
         self._valid: dict[Point, bool] = {}
         self._points: list[Point] | None = None
+        self._indexes: dict[Callable[[T], Hashable], dict[Hashable, Point]] = {}
 
     # ----- points and configurations -------------------------------------------------------------
     def values(self, point: Point) -> dict:
@@ -59,12 +61,38 @@ class SearchSpace(Generic[T]):
     def points(self) -> list[Point]:
         """Every valid point, in product order (computed once)."""
         if self._points is None:
-            ranges = [range(len(k.values)) for k in self.knobs]
-            self._points = [p for p in itertools.product(*ranges) if self.valid(p)]
+            self._points = self.valid_between(0, self.product_size)
         return self._points
+
+    @property
+    def product_size(self) -> int:
+        """How many points the product of the knobs holds, valid or not."""
+        return math.prod(len(k.values) for k in self.knobs)
+
+    def valid_between(self, start: int, stop: int) -> list[Point]:
+        """The valid points among the product's ``start``-th to ``stop``-th, in product order: a part of
+        ``points``' work, so that a large space can be enumerated in parts, elsewhere."""
+        ranges = [range(len(k.values)) for k in self.knobs]
+        return [p for p in itertools.islice(itertools.product(*ranges), start, stop) if self.valid(p)]
+
+    def take_points(self, points: list[Point]) -> None:
+        """Take ``points`` as this space's valid points: all of them, in product order, as the parts of
+        ``valid_between`` found them."""
+        self._points = list(points)
+        self._valid.update(dict.fromkeys(self._points, True))
 
     def __len__(self) -> int:
         return len(self.points())
+
+    def index(self, key: Callable[[T], Hashable]) -> dict[Hashable, Point]:
+        """The first valid point (in product order) of each ``key`` of a configuration, computed once per
+        key function: finding configurations in a large space is a lookup, not a pass over it."""
+        if key not in self._indexes:
+            found: dict[Hashable, Point] = {}
+            for point in self.points():
+                found.setdefault(key(self.config(point)), point)
+            self._indexes[key] = found
+        return self._indexes[key]
 
     def point_of(self, values: dict) -> Point | None:
         """The point with these knob values, or None when a value is not on its knob."""

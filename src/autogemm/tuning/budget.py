@@ -1,10 +1,12 @@
-"""``Budget``: how much a search may spend, in evaluations, in wall time, or both."""
+"""``Budget``: how much a search may spend, in evaluations, in wall time, or both; ``Schedule``: the steps of
+a tuning run sharing one."""
 
 from __future__ import annotations
 
 import math
 import re
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 from ..errors import ArgumentError
@@ -85,3 +87,59 @@ class BudgetClock:
         if b.seconds:
             parts.append(self.elapsed / b.seconds)
         return min(1.0, max(parts))
+
+
+class Schedule:
+    """A tuning run's steps in order (size classes, exact shapes, predictors), each a kind and a weight,
+    sharing one ``Budget``. Besides its search, every step costs time the search does not control: building
+    its spaces, setting up its problem, verifying, confirming and split-timing its finalists. The schedule
+    learns that overhead per kind as the run goes (the last measured; for a kind not seen yet, the mean of
+    those seen) and keeps it aside for every step still to come, so each search gets its weight's part of
+    what is left after them and the run ends within its time. Once the time is spent, the remaining steps
+    are skipped (``spent``); evaluations are shared by weight alone."""
+
+    def __init__(self, budget: Budget, steps: list[tuple[Hashable, float]], started: float | None = None) -> None:
+        """``started``: when the run began (``time.monotonic``; default now), so what it did before its
+        steps is paid from the budget too."""
+        self.budget = budget
+        self.started = time.monotonic() if started is None else started
+        self._steps = list(steps)
+        self._total_weight = sum(weight for _, weight in steps) or 1.0
+        self._overheads: dict[Hashable, float] = {}
+        self._began = self.started
+
+    def overhead(self, kind: Hashable) -> float:
+        """The seconds a step of ``kind`` is expected to take besides its search."""
+        if kind in self._overheads:
+            return self._overheads[kind]
+        known = list(self._overheads.values())
+        return sum(known) / len(known) if known else 0.0
+
+    def spent(self) -> bool:
+        """Whether the run's time is used up (never before its first step, nor for a budget of
+        evaluations alone)."""
+        return (bool(self._overheads) and self.budget.seconds is not None
+                and time.monotonic() - self.started >= self.budget.seconds)
+
+    def skip(self) -> None:
+        """Drop the next step unrun."""
+        self._steps.pop(0)
+
+    def begin(self) -> tuple[Budget, float | None]:
+        """Start the next step: the budget of its search, and the time (``time.monotonic``) by which the
+        whole step should end (None for a budget without time). A search gets at least a second."""
+        kind, weight = self._steps[0]
+        self._began = now = time.monotonic()
+        evaluations = self.budget.share(weight / self._total_weight).evaluations
+        if self.budget.seconds is None:
+            return Budget(evaluations, None), None
+        kept = sum(self.overhead(k) for k, _ in self._steps)
+        remaining = sum(w for _, w in self._steps) or 1.0
+        seconds = max(1.0, (self.budget.seconds - (now - self.started) - kept) * weight / remaining)
+        return Budget(evaluations, seconds), now + seconds + self.overhead(kind)
+
+    def end(self, searched: float) -> None:
+        """End the step begun last, whose search took ``searched`` seconds: what else it took is its
+        kind's overhead from now on."""
+        kind, _ = self._steps.pop(0)
+        self._overheads[kind] = max(0.0, time.monotonic() - self._began - searched)

@@ -33,8 +33,9 @@ from ..profiles import Predictor, Profile, Ranked, SizeClassEntry, own_profile, 
 from ..runtime.device import Device
 from ..workload import ShapeRecord
 from . import fma, predictor
-from .budget import Budget
+from .budget import Budget, Schedule
 from .checkpoint import Checkpoint
+from .enumeration import Enumerator
 from .evaluation import Evaluator, EvaluatorSpec, IsolatedEvaluator, WorkerProcess
 from .finalists import CONFIRM_POOL, best_of_each_layout, confirmed, finalists, with_measured_splits
 from .objective import Objective
@@ -69,8 +70,9 @@ class TuneListener:
 
     def confirming(self, dtype: Dtype, size: SizeClass, count: int) -> None: ...
 
-    def shape_skipped(self, dtype: Dtype, size: SizeClass) -> None:
-        """An exact shape left untuned: the run's time was spent before its turn."""
+    def skipped(self, dtype: Dtype, size: SizeClass | None) -> None:
+        """A size class or exact shape (or with None, the predictor) left untuned: the run's time was
+        spent before its turn."""
 
     def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None,
                        objectives: list[Objective], rejected: list[tuple[Params, str]]) -> None: ...
@@ -85,30 +87,30 @@ class TuneListener:
         come nearer to the best than the size classes')."""
 
 
-def known_points(space: SearchSpace, configs: list[Params]) -> list[Point]:
-    """The points of ``space`` whose configurations are among ``configs`` up to the multiply-add form
-    (which the space sets from this run's FMA benchmark), in the order of ``configs``."""
-    def key(config: Params) -> Params:
-        return replace(config, mac="fma") if hasattr(config, "mac") else config
+def _any_mac(config: Params) -> Params:
+    """``config`` up to its multiply-add form (which a space sets from the run's FMA benchmark)."""
+    return replace(config, mac="fma") if hasattr(config, "mac") else config
 
-    order = {key(c): i for i, c in reversed(list(enumerate(configs))) if c.family == space.family}
-    if not order:
-        return []
-    keyed = ((order.get(key(space.config(p))), p) for p in space.points())
-    return [p for _, p in sorted((i, p) for i, p in keyed if i is not None)]
+
+def _any_mac_or_options(config: Params) -> Params:
+    """``config`` up to its multiply-add form and build options (which a space sets itself)."""
+    return replace(_any_mac(config), build_options=())
+
+
+def known_points(space: SearchSpace, configs: list[Params]) -> list[Point]:
+    """The points of ``space`` whose configurations are among ``configs`` up to the multiply-add form, in
+    the order of ``configs``."""
+    index = space.index(_any_mac)
+    found = (index.get(_any_mac(c)) for c in configs if c.family == space.family)
+    return list(dict.fromkeys(p for p in found if p is not None))
 
 
 def start_point(space: SearchSpace, params: Params) -> Point | None:
     """The point of ``space`` whose configuration is ``params`` up to the multiply-add form and build
-    options (which the space sets itself), to start local searches from; None when it is not in it (or
-    is of another family)."""
-    def key(config: Params) -> Params:
-        return replace(config, build_options=(), **({"mac": "fma"} if hasattr(config, "mac") else {}))
-
+    options, to start local searches from; None when it is not in it (or is of another family)."""
     if params.family != space.family:
         return None
-    wanted = key(params)
-    return next((p for p in space.points() if key(space.config(p)) == wanted), None)
+    return space.index(_any_mac_or_options).get(_any_mac_or_options(params))
 
 
 def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget | None = None,
@@ -119,7 +121,7 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
     ``classes`` limits the run to some size classes (by name; "gemv" is GEMV's). With ``shapes`` (a
     workload, ``autogemm.workload``) it tunes instead exactly those GEMM shapes of ``dtypes`` (default: the
     workload's), each into an entry of its own that serves that very problem, as many as the budget's time
-    allows (the rest keep what the profile chose for them, ``TuneListener.shape_skipped``). Unless ``fresh``, each class
+    allows (the rest keep what the profile chose for them, ``TuneListener.skipped``). Unless ``fresh``, each class
     first measures the configurations the device's existing profile ranks for it (for an exact shape,
     also those it would choose for it), so that a re-tune (a larger space, a new driver) starts from what
     was best before and cannot end below it."""
@@ -144,7 +146,7 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                               f"choose from {', '.join(CLASS_SHARES)}")
         sizes = tuple(c for c in sizes if c.name in classes)
     started = time.monotonic()
-    with WorkerProcess(device) as worker:       # every kernel of the run is built and run there
+    with WorkerProcess(device) as worker, Enumerator() as enumerator:   # every kernel is built and run there
         widths = (1, 2, 4) if device.is_gpu else (1, 2, 4, 8)
         instructions = (instructions_available(device, lambda dt, shape: IsolatedEvaluator(
             worker, EvaluatorSpec.gemm(dt, shape), runs=1)) if any(dt.mma_operand for dt in dtypes) else {})
@@ -172,33 +174,31 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
             plan = {dt: sizes + (gemv_classes(device, dt, quick) if with_gemv and dt is dt.native else ())
                     for dt in dtypes}
         with_predictor = shapes is None and (not classes or PREDICTOR in classes)
-        weights = [w for dt_sizes in plan.values()
-                   for w in [size.share for size in dt_sizes] + ([CLASS_SHARES[PREDICTOR]] if with_predictor else [])]
-        total_weight = sum(weights)
-        # what the last class of each kind (routine, confirmed or not) took after its search
-        finishing: dict[tuple[str, bool], float] = {}
+        schedule = Schedule(budget, [
+            step for dt_sizes in plan.values()
+            for step in [((size.routine, size.confirm is not None), size.share) for size in dt_sizes]
+            + ([((PREDICTOR, False), CLASS_SHARES[PREDICTOR])] if with_predictor else [])], started)
         for dt, dt_sizes in plan.items():
             real = "d" if dt.needs_fp64 else "s"
             facts = SpaceFacts(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths}, instructions)
-            needs_gemm = any(size.routine == GEMM and not size.skinny for size in dt_sizes)
-            gemm_spaces = searched_spaces(facts, GEMM, default_params(device, dt)) if needs_gemm else []
+            gemm_spaces: list = []
             skinny_spaces: list = []
             for size in dt_sizes:
-                elapsed = time.monotonic() - started
-                share = class_budget(budget, elapsed, weights[0], sum(weights), total_weight)
-                weights.pop(0)
-                if size.exact and budget.seconds is not None and elapsed >= budget.seconds:
-                    listener.shape_skipped(dt, size)
+                if schedule.spent():
+                    schedule.skip()
+                    listener.skipped(dt, size)
                     continue
+                share, deadline = schedule.begin()
                 if size.skinny:
                     skinny_spaces = skinny_spaces or searched_spaces(replace(facts, skinny=True), GEMM,
-                                                                     default_params(device, dt))
+                                                                     default_params(device, dt), enumerator)
                     spaces = skinny_spaces
                 elif size.routine == GEMM:
+                    gemm_spaces = gemm_spaces or searched_spaces(facts, GEMM, default_params(device, dt), enumerator)
                     spaces = gemm_spaces
                 else:
                     spaces = searched_spaces(replace(facts, layout=size.layout, vectors=size.k), GEMV,
-                                             replace(GEMV_DEFAULTS[size.layout], vectors=size.k))
+                                             replace(GEMV_DEFAULTS[size.layout], vectors=size.k), enumerator)
                 before = prior.entry(dt.key, size.name, size.section, size.shape if size.exact else None) \
                     if prior else None
                 known = [r.config for r in before.ranked] if before else []
@@ -207,18 +207,17 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                     chosen = candidates(device, _problem(dt, size), EXACT_CANDIDATES) if size.routine == GEMM else \
                         [e.ranked[0].config for e in prior.gemv_entries(dt.key, size.layout)]
                     known += [c for c in chosen if c not in known]
-                kind = (size.routine, size.confirm is not None)
-                entry, finishing[kind] = _tune_class(worker, dt, size, spaces, share, strategy, fresh, top,
-                                                     listener, seed, known, finishing.get(kind, 0.0))
-                if entry is None:
-                    continue
-                profile = profile.with_entry(dt.key, entry, size.section)
-                if write:
-                    save(profile)
-                if size.routine == GEMM and not size.skinny:   # searches with a start begin the next class here
-                    best = entry.ranked[0].config
-                    gemm_spaces = [(space, start if start is None else start_point(space, best) or start)
-                                   for space, start in gemm_spaces]
+                entry, searched = _tune_class(worker, dt, size, spaces, share, deadline, strategy, fresh, top,
+                                              listener, seed, known)
+                if entry is not None:
+                    profile = profile.with_entry(dt.key, entry, size.section)
+                    if write:
+                        save(profile)
+                    if size.routine == GEMM and not size.skinny:   # searches with a start begin the next class here
+                        best = entry.ranked[0].config
+                        gemm_spaces = [(space, start if start is None else start_point(space, best) or start)
+                                       for space, start in gemm_spaces]
+                schedule.end(searched)
             if shapes is not None and dt.key in profile.predictors:
                 # the shapes tuned exactly are samples for the rest too
                 profile = profile.with_predictor(dt.key, predictor.merged(
@@ -226,14 +225,18 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                 if write:
                     save(profile)
             if with_predictor:
-                share = class_budget(budget, time.monotonic() - started, weights[0], sum(weights), total_weight)
-                weights.pop(0)
                 kernels = predictor.bank(profile, dt)
-                if not kernels:
+                if schedule.spent() or not kernels:
+                    schedule.skip()
+                    if kernels:
+                        listener.skipped(dt, None)
                     continue
+                share, _ = schedule.begin()
                 listener.predictor_started(dt, kernels)
+                fitting = time.monotonic()
                 fitted = predictor.fit(worker, dt, kernels, share, quick, seed, predictor.balance(profile, dt),
                                        lambda done, fraction, dt=dt: listener.predictor_progress(dt, done, fraction))
+                searched = time.monotonic() - fitting
                 fitted = fitted and predictor.merged(fitted, profile.predictors.get(dt.key),
                                                      profile.shapes.get(dt.key, ()), dt, device.compute_units)
                 quality = fitted and predictor.held_out(fitted, profile, dt, device.compute_units)
@@ -242,6 +245,7 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                     profile = profile.with_predictor(dt.key, fitted)
                     if write:
                         save(profile)
+                schedule.end(searched)
     return profile
 
 
@@ -252,28 +256,21 @@ def new_profile(device: Device, budget: str, macs: dict[str, str] | None = None)
                    device_architecture=device.architecture)
 
 
-def searched_spaces(facts: SpaceFacts, routine: str, default: Params) -> list[tuple[SearchSpace, Point | None]]:
+def searched_spaces(facts: SpaceFacts, routine: str, default: Params, enumerator: Enumerator | None = None
+                    ) -> list[tuple[SearchSpace, Point | None]]:
     """The spaces a class of ``routine`` for ``facts.dtype`` searches, in the families' order, each with
     the point to start from where it holds ``default`` (the device class's default configuration). A
     family that does not apply returns no space: for a reduced precision mode or a 16-bit dtype only the
     matrix instructions' remain (the others are those of the native dtype or of float32, exact, and tuned
-    there)."""
-    spaces = [space for family in families(routine) if (space := family.space(facts)) is not None and len(space)]
+    there). The spaces' points are found by ``enumerator`` where given (large ones in parallel)."""
+    built = [space for family in families(routine) if (space := family.space(facts)) is not None]
+    if enumerator is not None:
+        enumerator.enumerate(facts, built)
+    spaces = [space for space in built if len(space)]
     if not spaces:
         raise TuningError(f"no configuration of the {facts.dtype.key} {routine} space fits "
                           f"{facts.device.name.strip()}")
     return [(space, start_point(space, default)) for space in spaces]
-
-
-def class_budget(budget: Budget, elapsed: float, weight: float, remaining_weight: float,
-                 total_weight: float) -> Budget:
-    """The budget of the next size class: its weight's part of the evaluations, and of the time left
-    after ``elapsed`` seconds of the run (so the FMA benchmark and the verification of earlier classes
-    are paid from the whole run's time). At least a second, so that every class measures something."""
-    seconds = None
-    if budget.seconds is not None:
-        seconds = max(1.0, (budget.seconds - elapsed) * weight / remaining_weight)
-    return Budget(budget.share(weight / total_weight).evaluations, seconds)
 
 
 def search(spaces: list[tuple[SearchSpace, Point | None]], evaluator: Evaluator, checkpoint: Checkpoint | None,
@@ -309,24 +306,20 @@ def _problem(dt: Dtype, size: SizeClass) -> GemmProblem:
 
 
 def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
-                spaces: list[tuple[SearchSpace, Point | None]], budget: Budget, strategy: str, fresh: bool, top: int,
-                listener: TuneListener, seed: int, known: list[KernelParams] = (), finishing: float = 0.0
-                ) -> tuple[SizeClassEntry | None, float]:
+                spaces: list[tuple[SearchSpace, Point | None]], budget: Budget, deadline: float | None,
+                strategy: str, fresh: bool, top: int, listener: TuneListener, seed: int,
+                known: list[KernelParams] = ()) -> tuple[SizeClassEntry | None, float]:
     """Search each family's space (in order, each from its start point) under its share of ``budget``,
     all into one checkpoint, and keep the finalists of all of them. The candidates run in ``worker``'s
     process. The ``known`` configurations of each family are measured first, and the best of them is the
-    search's start when it beats the given one. The search leaves ``finishing`` seconds of the class's
-    share (what the last class of its kind took after its search) to the verification, confirmation and
-    split timing of its finalists, so that the run keeps to its budget.
-    The entry (None when nothing was correct), and the seconds taken after the search."""
+    search's start when it beats the given one. Past ``deadline`` (``time.monotonic``), only the best
+    finalist of each layout is verified.
+    The entry (None when nothing was correct), and the seconds the search took."""
     checkpoint = Checkpoint.for_problem(worker.device, dt, size.shape, routine=size.routine, layout=size.layout)
     if fresh:
         checkpoint.clear()
     evaluator = IsolatedEvaluator(worker, _evaluator_spec(dt, size))
     started = time.monotonic()
-    deadline = None if budget.seconds is None else started + budget.seconds
-    if budget.seconds is not None:
-        budget = replace(budget, seconds=max(1.0, budget.seconds - finishing))
     try:
         objectives = search(spaces, evaluator, checkpoint, budget, strategy, seed, known,
                             overlap=worker.device.is_gpu, on_record=listener.record,
@@ -356,4 +349,4 @@ def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
         entry = SizeClassEntry(size.name, shape, tuple(ranked), strategy,
                                sum(o.evaluations for o in objectives), time.monotonic() - started)
     listener.class_finished(dt, size, entry, objectives, rejected)
-    return entry, time.monotonic() - searched
+    return entry, searched - started

@@ -28,12 +28,20 @@ def _probe_dtype(operand: str) -> Dtype:
     return next(dt for dt in DTYPES.values() if dt.mma_operand == operand and not dt.is_complex)
 
 
+def _prepared(evaluator, params: MmaParams) -> object:
+    """``evaluator.prepare(params)``, or the exception it raised (which ``evaluate`` turns into a record)."""
+    try:
+        return evaluator.prepare(params)
+    except Exception as exc:   # noqa: BLE001 - the evaluation reports it
+        return exc
+
+
 def instructions_available(device: Device, evaluator: Callable[[Dtype, tuple[int, int, int]], object]
                            ) -> dict[str, tuple[str, ...]]:
     """For each operand type, the mma shapes whose PTX this device's compiler accepts and whose products
     come out right: measured once per device (fingerprint), then read from the cache. ``evaluator(dtype,
-    shape)`` makes what runs the probes of one operand type (``evaluate`` and ``release``: the tuner's
-    worker process, where a probe that crashes costs only that process)."""
+    shape)`` makes what runs the probes of one operand type (an ``Evaluator``: the tuner's worker process,
+    where a probe that crashes costs only that process)."""
     candidates = [f"{operand} {shape}" for operand, facts in OPERANDS.items() for shape in facts.shapes
                   if ptx_problem(device, operand, shape) is None]
     if not candidates:
@@ -49,9 +57,11 @@ def instructions_available(device: Device, evaluator: Callable[[Dtype, tuple[int
         dt = _probe_dtype(operand)
         probe = evaluator(dt, PROBE_SHAPE)
         try:
-            for name in missing:
-                if name.split()[0] == operand:
-                    known[name] = probe.evaluate(_probe_params(name.split()[1], dt)).ok
+            # every probe of the operand type is built at once (a worker builds them in parallel)
+            params = {name: _probe_params(name.split()[1], dt) for name in missing if name.split()[0] == operand}
+            plans = {name: _prepared(probe, config) for name, config in params.items()}
+            for name, config in params.items():
+                known[name] = probe.evaluate(config, plans[name]).ok
         finally:
             probe.release()
     if missing:

@@ -9,6 +9,7 @@ every dtype's tolerance."""
 from __future__ import annotations
 
 import math
+from concurrent.futures import Future
 
 import numpy as np
 import pyopencl as cl
@@ -22,17 +23,20 @@ MAX_GROUPS = 1024
 
 
 class DeviceReference:
-    """The reference result of one problem on the device; ``compare`` checks a result buffer against it."""
+    """The reference result of one problem on the device; ``compare`` checks a result buffer against it.
+    The reference of ``size`` elements may still be computing (a ``Future``: the host's float64 product of
+    large operands takes seconds, done while the first candidates build); the first ``compare`` waits
+    for it."""
 
-    def __init__(self, ctx: DeviceContext, dtype: Dtype, reference: np.ndarray) -> None:
-        self.ctx, self.dtype = ctx, dtype
-        self.size = reference.size
-        self.norm = float(np.linalg.norm(reference)) or 1.0
+    def __init__(self, ctx: DeviceContext, dtype: Dtype, reference: np.ndarray | Future[np.ndarray],
+                 size: int) -> None:
+        self.ctx, self.dtype, self.size = ctx, dtype, size
+        self._pending: np.ndarray | Future[np.ndarray] | None = reference
+        self.reference: cl.Buffer | None = None
+        self.norm = 1.0
         output = dtype.output
-        rounded = np.ascontiguousarray(reference, dtype=output.scalar_numpy)
         mf = cl.mem_flags
         self.groups = max(1, min(MAX_GROUPS, math.ceil(self.size / helpers.RESIDUAL_GROUP)))
-        self.reference = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=rounded)
         self.partial_host = np.empty(self.groups, np.dtype(dtype.real_numpy))
         self.bad_host = np.empty(self.groups, np.int32)
         self.partial = cl.Buffer(ctx.context, mf.WRITE_ONLY, self.partial_host.nbytes)
@@ -44,7 +48,7 @@ class DeviceReference:
         """(||C - R|| / ||R||, number of non-finite elements of C) for the C stored densely in ``result``;
         the error is inf when any element is not finite."""
         queue = self.ctx.queue
-        self.kernel.set_args(np.int32(self.size), result, self.reference, self.partial, self.bad)
+        self.kernel.set_args(np.int32(self.size), result, self._uploaded(), self.partial, self.bad)
         group = helpers.RESIDUAL_GROUP
         cl.enqueue_nd_range_kernel(queue, self.kernel, (self.groups * group,), (group,))
         cl.enqueue_copy(queue, self.partial_host, self.partial)
@@ -55,6 +59,18 @@ class DeviceReference:
         error = math.sqrt(float(self.partial_host.astype(np.float64).sum())) / self.norm
         return (error if math.isfinite(error) else math.inf), 0
 
+    def _uploaded(self) -> cl.Buffer:
+        """The reference on the device, uploaded the first time (once it is computed)."""
+        if self.reference is None:
+            pending, self._pending = self._pending, None
+            reference = pending.result() if isinstance(pending, Future) else pending
+            self.norm = float(np.linalg.norm(reference)) or 1.0
+            rounded = np.ascontiguousarray(reference, dtype=self.dtype.output.scalar_numpy)
+            self.reference = cl.Buffer(self.ctx.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                                       hostbuf=rounded)
+        return self.reference
+
     def release(self) -> None:
         for buf in (self.reference, self.partial, self.bad):
-            buf.release()
+            if buf is not None:
+                buf.release()

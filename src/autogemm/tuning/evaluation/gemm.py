@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pyopencl as cl
@@ -30,7 +31,7 @@ class GemmEvaluator(DeviceEvaluator):
         self.problem = GemmProblem.dense(dtype, m, n, k, op_a, op_b)
         self.seed = fresh_random(seed)[0]
         a, b, reference = operands(dtype.key, m, n, k, layout, self.seed)
-        super().__init__(ctx, dtype, reference, gemm_flops(dtype, m, n, k), tolerance(dtype, k), warmup=warmup,
+        super().__init__(ctx, dtype, reference, m * n, gemm_flops(dtype, m, n, k), tolerance(dtype, k), warmup=warmup,
                          runs=runs, slow_factor=slow_factor)
         self.a, self.b = self.upload(a), self.upload(b)
 
@@ -50,15 +51,21 @@ class GemmEvaluator(DeviceEvaluator):
         return plan.enqueue(self.a, self.b, self.output, 1.0, 0.0)
 
 
+#: Computes the host's float64 products of the evaluators' operands, one at a time, while the worker
+#: goes on building (numpy's product leaves the interpreter free).
+_PRODUCTS = ThreadPoolExecutor(1, thread_name_prefix="autogemm-reference")
+
+
 @functools.lru_cache(maxsize=1)
 def operands(dtype_key: str, m: int, n: int, k: int, layout: str, seed: int
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Random A and B of a problem from ``seed``, stored as ``layout`` says, and their float64 product.
-    The last problem's are kept: the tuner times one problem with several K splits, an evaluator each,
-    and the host's float64 product can take longer than the timing."""
+             ) -> tuple[np.ndarray, np.ndarray, Future[np.ndarray]]:
+    """Random A and B of a problem from ``seed``, stored as ``layout`` says, and their float64 product
+    being computed. The last problem's are kept: the tuner times one problem with several K splits, an
+    evaluator each, and the host's float64 product can take longer than the timing."""
     dtype = get_dtype(dtype_key)
     rng = fresh_random(seed)[1]
     a = random_matrix(rng, dtype, (k, m) if layout[0] == "T" else (m, k))
     b = random_matrix(rng, dtype, (n, k) if layout[1] == "T" else (k, n))
     ref_type = dtype.reference_numpy
-    return a, b, apply_op(a.astype(ref_type), layout[0]) @ apply_op(b.astype(ref_type), layout[1])
+    return a, b, _PRODUCTS.submit(lambda: apply_op(a.astype(ref_type), layout[0]) @ apply_op(b.astype(ref_type),
+                                                                                              layout[1]))

@@ -31,7 +31,7 @@ class GemvEvaluator(DeviceEvaluator):
         x = random_matrix(rng, dtype, (vectors, reduction))
         ref_type = dtype.reference_numpy
         reference = x.astype(ref_type) @ apply_op(a.astype(ref_type), layout).T
-        super().__init__(ctx, dtype, reference, gemv_flops(dtype, rows, cols, vectors),
+        super().__init__(ctx, dtype, reference, reference.size, gemv_flops(dtype, rows, cols, vectors),
                          tolerance(dtype, reduction), warmup=warmup, runs=runs, slow_factor=slow_factor)
         self.a, self.x = self.upload(a), self.upload(x)
 

@@ -15,6 +15,7 @@ import math
 import os
 import time
 from abc import ABC, abstractmethod
+from concurrent.futures import Future
 
 import numpy as np
 import pyopencl as cl
@@ -45,15 +46,15 @@ class DeviceEvaluator(ABC):
     supplies its operands, ``prepare`` (the plan) and ``_launch`` (its events, first to last, for one
     run), and ``from_spec`` (how a worker process makes it)."""
 
-    def __init__(self, ctx: DeviceContext, dtype: Dtype, reference: np.ndarray, flops: float, bound: float, *,
-                 warmup: int, runs: int, slow_factor: float) -> None:
+    def __init__(self, ctx: DeviceContext, dtype: Dtype, reference: np.ndarray | Future[np.ndarray], size: int,
+                 flops: float, bound: float, *, warmup: int, runs: int, slow_factor: float) -> None:
+        """``reference``: the float64 result of ``size`` elements, or its computation under way."""
         self.ctx, self.dtype = ctx, dtype
         self.warmup, self.runs, self.slow_factor = warmup, runs, slow_factor
-        self.reference = DeviceReference(ctx, dtype, reference)
+        self.reference = DeviceReference(ctx, dtype, reference, size)
         self.flops, self.bound = flops, bound
         self.best_seconds = math.inf
-        self.output: cl.Buffer = cl.Buffer(ctx.context, cl.mem_flags.READ_WRITE,
-                                           reference.size * dtype.output.itemsize)
+        self.output: cl.Buffer = cl.Buffer(ctx.context, cl.mem_flags.READ_WRITE, size * dtype.output.itemsize)
         self._buffers = [self.output]
 
     def upload(self, data: np.ndarray) -> cl.Buffer:
