@@ -143,8 +143,10 @@ def test_training_times_the_bank_on_sampled_shapes(ctx):
         fitted = fit(worker, S, (WIDE, NARROW), Budget(seconds=1.0), seed=2)
     assert fitted.bank == (WIDE, NARROW) and fitted.seconds > 0
     assert [s.layout for s in fitted.samples] == [LAYOUTS[i % 4] for i in range(len(fitted.samples))]
-    for sample in fitted.samples:
-        assert len(sample.rates) == 2 and all(rates and all(g > 0 for _, g in rates) for rates in sample.rates)
+    for sample in fitted.samples:      # the last one may be cut short by the budget, after a kernel
+        complete = sample is not fitted.samples[-1] or len(fitted.samples) == 1
+        assert len(sample.rates) == 2 and any(sample.rates)
+        assert all((rates or not complete) and all(g > 0 for _, g in rates) for rates in sample.rates)
     text = Profile.from_json(make_profile(ctx.device, {"s": fitted}).to_json()).predictors["s"]
     assert text.bank == fitted.bank and [s.shape for s in text.samples] == [s.shape for s in fitted.samples]
 

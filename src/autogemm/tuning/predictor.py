@@ -119,7 +119,8 @@ def fit(worker: WorkerProcess, dtype: Dtype, kernels: tuple[Params, ...], budget
         seed: int = 0, flops_per_element: float = 0.0,
         progress: Callable[[int, float], None] = lambda samples, fraction: None) -> Predictor | None:
     """Time ``kernels`` in ``worker`` on sampled shapes of ``dtype`` until ``budget`` is spent (with every
-    K split ``coverage.split_counts`` allows; else whole), ``progress`` told the samples done and the
+    K split ``coverage.split_counts`` allows; else whole; the last sample may hold some kernels' rates
+    only, the first holds all of them), ``progress`` told the samples done and the
     budget's share used after each; the predictor (of the device's ``flops_per_element``, ``balance``),
     or None when no sample was measured."""
     clock = BudgetClock(budget)
@@ -134,9 +135,13 @@ def fit(worker: WorkerProcess, dtype: Dtype, kernels: tuple[Params, ...], budget
         splits = {config: split_counts(config, problem, units) or [1] for config in kernels}
         rates: dict[Params, list[tuple[int, float]]] = {config: [] for config in kernels}
         for split in sorted({s for found in splits.values() for s in found}):
+            if samples and clock.spent():
+                break       # (a sample of many kernels and splits can take several seconds)
             evaluator = IsolatedEvaluator(worker, EvaluatorSpec.gemm(dtype, shape, layout=layout, split=split),
                                           runs=RUNS, seed=seed + number)
             for config in (c for c in kernels if split in splits[c]):
+                if samples and clock.spent():
+                    break
                 record = evaluator.evaluate(config)
                 clock.evaluations += 1
                 if record.outcome in (Outcome.OK, Outcome.TOO_SLOW) and record.gflops > 0:
