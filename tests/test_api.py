@@ -3,6 +3,8 @@ and clear errors that leave the caller's arrays untouched."""
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 
@@ -159,14 +161,18 @@ def test_a_precision_mode_without_its_instructions_computes_in_float32(precision
 
 
 def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx, monkeypatch):
-    """numpy in, numpy out goes through page-locked staging (as torch's users copy with pin_memory): a
-    dense C, a column-major one and a strided one with beta, each right, the staging made once and
-    reused by calls that fit; past ``PINNED_BYTES`` the arrays are copied as they are."""
+    """numpy in, numpy out goes through page-locked staging (as torch's users copy with pin_memory), in
+    parts each sent on as soon as it is copied: a dense C, a column-major one and a strided one with beta,
+    each right, the staging made once and reused by calls that fit; past ``PINNED_BYTES`` the arrays are
+    copied as they are. (PoCL's device shares the host's memory and skips all this: it is made to look as
+    if it had its own.)"""
     from autogemm.api import transfer
     from autogemm.shares import staging
 
+    monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
     monkeypatch.setattr(staging, "_page_locked", type(staging._page_locked)())
     monkeypatch.setattr(transfer, "PINNED_MIN_BYTES", 0)
+    monkeypatch.setattr(transfer, "PIPELINE_BYTES", 1000)         # a, b and c in several parts
     rng = np.random.default_rng(3)
     dt = DTYPES["d"]
     a, b = random_matrix(rng, dt, (70, 45)), random_matrix(rng, dt, (45, 33))
@@ -181,10 +187,44 @@ def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx,
         assert relative_error(out, expected) < dt.tolerance
     assert np.all(wide[:, 33:] == 7.0)                          # the gaps of a strided C left alone
     (lock, _, memory), = staging._page_locked.values()
-    assert relative_error(autogemm.gemm(a, b, device=ctx.device), want) < dt.tolerance
+    assert relative_error(autogemm.gemm(a, b.T.copy(), trans_b="T", device=ctx.device), want) < dt.tolerance
     assert staging._page_locked[ctx][2] is memory and not lock.locked()      # reused, and let go
     monkeypatch.setattr(transfer, "PINNED_BYTES", 1024)
     assert relative_error(autogemm.gemm(a, b, device=ctx.device), want) < dt.tolerance
+
+
+def test_a_new_result_is_page_locked_memory_taken_back_when_it_is_gone(ctx, monkeypatch):
+    """A numpy-in, numpy-out call's new result is page-locked memory from the device's pool, which the
+    device writes directly; once the array and its views are gone the next result of its size reuses it,
+    a result given back as C is read and written in place, and past the pool's cap results are ordinary
+    arrays."""
+    from autogemm.api import transfer
+    from autogemm.shares import staging
+
+    monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
+    monkeypatch.setattr(transfer, "PINNED_MIN_BYTES", 0)
+    pool = staging.result_pool(ctx)
+    rng = np.random.default_rng(4)
+    dt = DTYPES["s"]
+    a, b = random_matrix(rng, dt, (65, 33)), random_matrix(rng, dt, (33, 47))
+    want = a.astype(np.float64) @ b
+    first = autogemm.gemm(a, b, device=ctx.device)
+    assert pool.owns(first) and pool.owns(first[3:, 1:]) and not pool.owns(a)
+    assert relative_error(first, want) < dt.tolerance
+    address = first.__array_interface__["data"][0]
+    view = first[1:]
+    del first
+    second = autogemm.gemm(a, b, device=ctx.device)           # the first's memory is still held by its view
+    assert second.__array_interface__["data"][0] != address and relative_error(second, want) < dt.tolerance
+    del view
+    gc.collect()
+    third = autogemm.matmul(a, b, device=ctx.device)
+    assert third.__array_interface__["data"][0] == address and relative_error(third, want) < dt.tolerance
+    autogemm.gemm(a, b, third, alpha=0.5, beta=2.0, device=ctx.device)        # C read and written in place
+    assert relative_error(third, 2.5 * want) < dt.tolerance
+    monkeypatch.setattr(staging, "RESULT_POOL_BYTES", pool.held)
+    fourth = autogemm.gemm(a, b, device=ctx.device)
+    assert not pool.owns(fourth) and relative_error(fourth, want) < dt.tolerance
 
 
 def test_a_dtype_by_name_is_one_autogemm_knows_and_an_integer_array_names_the_fix():

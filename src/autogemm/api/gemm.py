@@ -23,7 +23,7 @@ from ..runtime.memory import check_memory, reports_full_memory
 from ..shares.split import Split
 from .operands import Matrix, Stored, as_matrix, call_context, event_list, events_of, on_device, scalar, stored
 from .targets import Devices, gemm_on_targets
-from .transfer import execute
+from .transfer import execute, host_result
 from .validation import validate_call
 
 
@@ -130,7 +130,7 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
     elif call.asynchronous:
         out = cl_array.empty(ctx.queue, call.shape, call.dt.output.numpy)
     else:
-        out = np.empty(call.shape, dtype=call.dt.output.numpy)
+        out = host_result(ctx, call.shape, call.dt.output.numpy)
     problem = call.problem
     if problem.m == 0 or problem.n == 0 or problem.batch == 0:
         return out

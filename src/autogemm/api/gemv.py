@@ -29,7 +29,7 @@ from .operands import (
     stored,
     stored_vector,
 )
-from .transfer import execute
+from .transfer import execute, host_result
 
 
 @reports_full_memory
@@ -83,7 +83,7 @@ def gemv(a: Matrix, x: Matrix, y: Matrix | None = None, *, alpha: complex | floa
     elif asynchronous:
         out = cl_array.empty(ctx.queue, (m,), dt.numpy)
     else:
-        out = np.empty((m,), dt.numpy)
+        out = host_result(ctx, (m,), dt.numpy)
     sy = stored_vector(out, "y")
     problem = GemvProblem(dt, sa.rows, sa.cols, op.flipped() if sa.flipped else op, sa.ld, sx.ld, sy.ld,
                           sa.offset, sx.offset, sy.offset)

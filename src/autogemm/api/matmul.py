@@ -12,6 +12,7 @@ from ..runtime.memory import reports_full_memory
 from .batched import gemm_batched
 from .gemm import gemm
 from .operands import Matrix, as_array, call_context, events_of, on_device
+from .transfer import host_result
 
 
 def _operands(a: object, b: object) -> tuple[Matrix, Matrix]:
@@ -64,7 +65,7 @@ def matmul(a, b, *, out=None, device: Device | str | int | None = None, precisio
     ctx = call_context(device, {"a": a, "b": b, "out": out})
     asynchronous = any(on_device(x) for x in (a, b, out))
     if out is None:
-        out = cl_array.empty(ctx.queue, final, a.dtype) if asynchronous else np.empty(final, a.dtype)
+        out = cl_array.empty(ctx.queue, final, a.dtype) if asynchronous else host_result(ctx, final, a.dtype)
     target = out.reshape(shape)            # a copy only for a host out that no view can reshape
     waits = events_of([a, b, out], ctx.queue) + list(wait_for or []) if asynchronous else None
     options = dict(device=device, precision=precision, wait_for=waits)

@@ -12,7 +12,7 @@ from ..errors import ArgumentError, DtypeError, ShapeError
 from ..runtime import Device
 from ..runtime.memory import reports_full_memory
 from .operands import Matrix, Stored, as_array, call_context, event_list, events_of, on_device, stored
-from .transfer import execute
+from .transfer import execute, host_result
 
 
 @reports_full_memory
@@ -51,7 +51,7 @@ def transpose(a: Matrix, out: Matrix | None = None, *, conjugate: bool = False,
     if wait_for and not asynchronous:
         raise ArgumentError("wait_for is for calls on device arrays; numpy operands are read when the call is made")
     if out is None:
-        out = cl_array.empty(ctx.queue, shape, dt.numpy) if asynchronous else np.empty(shape, dt.numpy)
+        out = cl_array.empty(ctx.queue, shape, dt.numpy) if asynchronous else host_result(ctx, shape, dt.numpy)
     if not all(shape):
         return out
     so = stored(out, "out")

@@ -1,7 +1,8 @@
 """Host memory for streamed products: page-locked staging buffers in rings (``StagingRing``) and a
 page-locked copy of B that several devices' streams share (``SharedBlocks``), both kept between calls
-(page-locking is slow); host copies on several threads (``parallel_copy``: numpy's copies release the
-GIL); and ``FirstTouch``, which faults in a new C's pages ahead of the copies that write its tiles."""
+(page-locking is slow); page-locked results handed out and taken back (``ResultPool``); host copies on
+several threads (``parallel_copy``: numpy's copies release the GIL); and ``FirstTouch``, which faults in
+a new C's pages ahead of the copies that write its tiles."""
 
 from __future__ import annotations
 
@@ -21,12 +22,14 @@ from ..runtime.context import DeviceContext
 CHUNK_BYTES = 64 * 2**20
 #: Staging buffers for copies to the device (a chunk is copied into one while the last is in flight).
 STAGING_IN = 3
-#: Host threads copying between numpy arrays and staging buffers (numpy's copies release the GIL): half the
-#: cores, at most 16 (8 reached 27 GB/s on the H100's 16-core host; several devices share them).
-COPY_THREADS = max(1, min(16, (os.cpu_count() or 2) // 2))
-#: Chunks smaller than this are copied by the calling thread alone: on the H100's host a 4 MiB copy took
-#: 0.37 ms so and 0.49 ms by the threads, 16 MiB 1.55 ms and 0.73 ms.
-THREADED_BYTES = 8 * 2**20
+#: Host threads copying between numpy arrays and page-locked memory (numpy's copies release the GIL): one a
+#: core, at most 16. One thread of the H100's host copied 4.4 GB/s (64 MiB), 8 threads 18 GB/s, torch's
+#: 16 (OpenMP) 35 GB/s.
+COPY_THREADS = max(1, min(16, os.cpu_count() or 1))
+#: Copies smaller than this are made by the calling thread alone; larger ones in parts of at least
+#: ``PART_BYTES``, one part by the calling thread (a part's hand-over to a thread costs tens of
+#: microseconds).
+THREADED_BYTES, PART_BYTES = 2**20, 256 * 2**10
 #: Bytes of a page of host memory: ``FirstTouch`` writes one element in each, by this many threads.
 PAGE_BYTES, TOUCH_THREADS = 4096, 4
 
@@ -40,16 +43,21 @@ _page_locked: weakref.WeakKeyDictionary[DeviceContext, tuple[threading.Lock, cl.
 
 
 def parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
-    """``dst[...] = src`` for 2-D arrays of one shape, by ``COPY_THREADS`` threads over row ranges."""
+    """``dst[...] = src`` for arrays of one shape, by up to ``COPY_THREADS`` threads: over equal byte ranges
+    where both are contiguous, else over ranges of rows."""
     global _pool
     if src.nbytes < THREADED_BYTES or COPY_THREADS == 1 or len(src) < 2:
         np.copyto(dst, src)
         return
+    if dst.flags.c_contiguous and src.flags.c_contiguous:
+        dst, src = dst.reshape(-1), src.reshape(-1)
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(COPY_THREADS, thread_name_prefix="autogemm-copy")
-    bounds = np.linspace(0, len(src), min(COPY_THREADS, len(src)) + 1).astype(int)
-    futures = [_pool.submit(np.copyto, dst[a:b], src[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a]
+            _pool = ThreadPoolExecutor(COPY_THREADS - 1, thread_name_prefix="autogemm-copy")
+    parts = max(1, min(COPY_THREADS, len(src), src.nbytes // PART_BYTES))
+    bounds = np.linspace(0, len(src), parts + 1).astype(int)
+    futures = [_pool.submit(np.copyto, dst[a:b], src[a:b]) for a, b in zip(bounds[1:], bounds[2:]) if b > a]
+    np.copyto(dst[:bounds[1]], src[:bounds[1]])
     for future in futures:
         future.result()
 
@@ -61,10 +69,7 @@ class StagingRing:
     copies from the device)."""
 
     def __init__(self, ctx: DeviceContext, count: int, nbytes: int) -> None:
-        mf = cl.mem_flags
-        self.buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.ALLOC_HOST_PTR, nbytes) for _ in range(count)]
-        flags = cl.map_flags.READ | cl.map_flags.WRITE
-        self.arrays = [cl.enqueue_map_buffer(ctx.queue, buf, flags, 0, (nbytes,), np.uint8)[0] for buf in self.buffers]
+        self.buffers, self.arrays = map(list, zip(*(_mapped(ctx, nbytes) for _ in range(count))))
         self.pending: list[cl.Event | None] = [None] * count
         self.free = [threading.Event() for _ in range(count)]
         for flag in self.free:
@@ -167,11 +172,113 @@ def page_locked(ctx: DeviceContext, nbytes: int) -> tuple[threading.Lock, np.nda
                 if found is not None:
                     found[2].base.release()
                     found[1].release()
-                buffer = cl.Buffer(ctx.context, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, max(nbytes, 1))
-                flags = cl.map_flags.READ | cl.map_flags.WRITE
-                array = cl.enqueue_map_buffer(ctx.queue, buffer, flags, 0, (max(nbytes, 1),), np.uint8)[0]
+                buffer, array = _mapped(ctx, nbytes)
                 _page_locked[ctx] = (lock, buffer, array)
         return _page_locked[ctx][0], _page_locked[ctx][2]
+
+
+#: Page-locked memory one context's ``ResultPool`` holds at most (handed out and free), in bytes.
+RESULT_POOL_BYTES = 2**30
+#: A pooled result's memory is a multiple of this many bytes (results of nearby sizes share buffers).
+RESULT_GRAIN = 2**20
+
+
+class ResultPool:
+    """Page-locked host memory handed out as the results of numpy-in, numpy-out calls, as torch's users
+    keep results in ``pin_memory`` tensors: the device writes such a result at the page-locked rate and no
+    host copy follows, nor the page faults of a new array's first writes (numpy to numpy SGEMM 1024^3 spent
+    more time in those than on the device). A result's memory comes back to the pool when the array and
+    every view of it are gone, for the next result of its size; past ``RESULT_POOL_BYTES`` held, ``take``
+    finds none and the caller makes an ordinary array."""
+
+    def __init__(self, ctx: DeviceContext) -> None:
+        self.ctx = ctx
+        self._free: dict[int, list[tuple[cl.Buffer, np.ndarray]]] = {}
+        self._handed: dict[int, tuple[int, int]] = {}    # the arrays out now: id, and their bytes' addresses
+        self.held = 0
+        self._lock = threading.Lock()
+
+    def take(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
+        """A C-contiguous array of ``shape`` and ``dtype`` in page-locked memory, or None when the pool
+        holds its most already."""
+        dtype = np.dtype(dtype)
+        nbytes = max(1, math.prod(shape)) * dtype.itemsize
+        size = -(-nbytes // RESULT_GRAIN) * RESULT_GRAIN
+        with self._lock:
+            free = self._free.get(size)
+            entry = free.pop() if free else None
+            if entry is None:
+                self._make_room(size)
+                if self.held + size > RESULT_POOL_BYTES:
+                    return None
+                self.held += size
+        if entry is None:
+            try:
+                entry = _mapped(self.ctx, size)
+            except cl.Error:
+                with self._lock:
+                    self.held -= size
+                return None
+        lease = _Lease(entry[1], tuple(shape), dtype)
+        array = np.asarray(lease)
+        start = array.__array_interface__["data"][0]
+        with self._lock:
+            self._handed[id(lease)] = (start, start + size)
+        weakref.finalize(lease, self._give_back, id(lease), size, entry)
+        return array
+
+    def owns(self, array: object) -> bool:
+        """Whether ``array`` (a numpy array) lies in the memory of a result the pool handed out: the whole
+        result, or a view of it."""
+        if not isinstance(array, np.ndarray) or not self._handed:
+            return False
+        start = array.__array_interface__["data"][0]
+        end = start + array.nbytes
+        with self._lock:
+            return any(low <= start and end <= high for low, high in self._handed.values())
+
+    def _give_back(self, handed: int, size: int, entry: tuple[cl.Buffer, np.ndarray]) -> None:
+        with self._lock:
+            self._handed.pop(handed, None)
+            self._free.setdefault(size, []).append(entry)
+
+    def _make_room(self, size: int) -> None:
+        """Free the buffers of other sizes no result uses until ``size`` more bytes fit (lock held)."""
+        for other in list(self._free):
+            while self._free[other] and self.held + size > RESULT_POOL_BYTES:
+                buffer, memory = self._free[other].pop()
+                memory.base.release()
+                buffer.release()
+                self.held -= other
+
+
+class _Lease:
+    """Holds one result's page-locked bytes while an array over them lives: the result and every view of
+    it have the lease as their base (numpy keeps the object an array was made from), so the memory goes
+    back to the pool only when the last of them is gone."""
+
+    def __init__(self, memory: np.ndarray, shape: tuple[int, ...], dtype: np.dtype) -> None:
+        self.memory = memory
+        self.__array_interface__ = {"shape": shape, "typestr": dtype.str, "version": 3,
+                                    "data": (memory.__array_interface__["data"][0], False)}
+
+
+_result_pools: weakref.WeakKeyDictionary[DeviceContext, ResultPool] = weakref.WeakKeyDictionary()
+
+
+def result_pool(ctx: DeviceContext) -> ResultPool:
+    """The context's ``ResultPool``, made on first use."""
+    with _rings_lock:
+        if ctx not in _result_pools:
+            _result_pools[ctx] = ResultPool(ctx)
+        return _result_pools[ctx]
+
+
+def _mapped(ctx: DeviceContext, nbytes: int) -> tuple[cl.Buffer, np.ndarray]:
+    """A new buffer of ``nbytes`` of page-locked host memory, and its bytes mapped for the host."""
+    buffer = cl.Buffer(ctx.context, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, max(nbytes, 1))
+    flags = cl.map_flags.READ | cl.map_flags.WRITE
+    return buffer, cl.enqueue_map_buffer(ctx.queue, buffer, flags, 0, (max(nbytes, 1),), np.uint8)[0]
 
 
 class FirstTouch:
