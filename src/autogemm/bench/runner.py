@@ -35,6 +35,10 @@ from .shapes import Shape
 
 AUTOGEMM = "autogemm"
 END_TO_END = " e2e"          # suffix of the numpy-in, numpy-out timings
+#: numpy-in, numpy-out calls are timed at least this many times (after a warm-up): the first calls of a
+#: size pay for page-locked memory (torch's caching allocator and autogemm's pools alike), which a median
+#: of two still counted (4096^3 SGEMM: 41 ms, against 12 ms for each call after them).
+MIN_END_TO_END_RUNS = 5
 #: autogemm sharing the product with the host's BLAS (``gemm(..., devices=[device, 'host'])``)
 WITH_HOST = AUTOGEMM + "+host"
 PEERS = ("cublas", "clblast", "numpy")
@@ -93,6 +97,7 @@ class Bench:
         if unknown:
             raise ArgumentError(f"unknown peer {', '.join(sorted(unknown))}; choose from {', '.join(PEERS)}")
         self.ctx, self.peers, self.runs, self.end_to_end = ctx, tuple(peers), runs, end_to_end
+        self.end_to_end_runs = max(MIN_END_TO_END_RUNS, runs // 3)
         self.rng = np.random.default_rng(seed)
         self._peaks: dict[str, float] = {}
         self.clblast_tuned = clblast_tuned      # a directory of clblast_tuner_xgemm results
@@ -131,7 +136,7 @@ class Bench:
             if self.end_to_end:
                 calls += [(f"cuBLAS{' pinned' if pinned else ''}{END_TO_END}",
                            lambda pinned=pinned: peer_functions.cublas_gemm_end_to_end(
-                               a, b, max(1, self.runs // 3), **ops, pinned=pinned)) for pinned in (False, True)]
+                               a, b, self.end_to_end_runs, **ops, pinned=pinned)) for pinned in (False, True)]
         if "clblast" in self.peers:
             calls.append((self._clblast_peer(dt),
                           lambda: peer_functions.clblast_gemm(self.ctx, dt, a, b, self.runs, **ops)))
@@ -189,7 +194,7 @@ class Bench:
         where = {"devices": devices} if devices else {"device": self.ctx.device}
         seconds, out = wall_median(lambda: gemm(a, b, trans_a=shape.trans_a, trans_b=shape.trans_b,
                                                 precision=dt.precision or None, out_dtype=dt.output.numpy, **where),
-                                   max(1, self.runs // 3))
+                                   self.end_to_end_runs)
         return PeerResult((WITH_HOST if devices else AUTOGEMM) + END_TO_END, seconds, out)
 
 
