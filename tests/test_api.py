@@ -202,7 +202,7 @@ def test_a_new_result_is_page_locked_memory_taken_back_when_it_is_gone(ctx, monk
     from autogemm.shares import staging
 
     monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
-    monkeypatch.setattr(transfer, "PINNED_MIN_BYTES", 0)
+    monkeypatch.setattr(transfer, "RESULT_MIN_BYTES", 0)
     pool = staging.result_pool(ctx)
     rng = np.random.default_rng(4)
     dt = DTYPES["s"]
