@@ -1,0 +1,135 @@
+"""``autogemm.dask`` on a ``LocalCluster`` of two worker processes (both on this machine's device):
+products of several chunkings, dtypes and transposes agree with numpy, a worker killed after computing
+part of a product leaves the result right, and bad inputs fail before anything is computed."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import autogemm.dask as ad  # noqa: E402
+from autogemm.accuracy import apply_op, random_matrix, relative_error  # noqa: E402
+from autogemm.dask import blocks, products  # noqa: E402
+from autogemm.dtypes import DTYPES  # noqa: E402
+from autogemm.errors import ArgumentError, DtypeError, ShapeError  # noqa: E402
+
+RNG = np.random.default_rng(11)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = ad.local_cluster(n_workers=2, dashboard_address=":0")
+    with distributed.Client(cluster) as client:
+        yield client
+    cluster.close()
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of a few dozen rows stay as they are (they are merged up to ``MIN_BLOCK`` otherwise)."""
+    monkeypatch.setattr(products, "MIN_BLOCK", 16)
+
+
+CASES = [  # (dtype, m, n, k, chunks of A's rows, of K, of B's columns, trans_a, trans_b)
+    ("s", 97, 61, 130, 40, 27, 25, "N", "N"),     # uneven last chunks, K in 5 chunks
+    ("d", 64, 80, 33, 64, 33, 80, "T", "N"),      # one chunk each
+    ("c", 50, 41, 90, 17, 45, 41, "N", "C"),      # K in 2 chunks
+    ("z", 33, 70, 57, 33, 20, 30, "C", "T"),      # K in 3 chunks
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] + c[7] + c[8] for c in CASES])
+def test_products_of_several_chunkings_agree_with_numpy(client, small_blocks, case):
+    key, m, n, k, cm, ck, cn, ta, tb = case
+    dt = DTYPES[key]
+    a = random_matrix(RNG, dt, (k, m) if ta != "N" else (m, k))
+    b = random_matrix(RNG, dt, (n, k) if tb != "N" else (k, n))
+    c = random_matrix(RNG, dt, (m, n))
+    A = da.from_array(a, chunks=(ck, cm) if ta != "N" else (cm, ck))
+    B = da.from_array(b, chunks=(cn, ck) if tb != "N" else (ck, cn))
+    C = da.from_array(c, chunks=(cm, 2 * cn))
+    got = ad.gemm(A, B, C, alpha=0.5, beta=-2.0, trans_a=ta, trans_b=tb, split_every=2)
+    assert isinstance(got, da.Array) and got.shape == (m, n) and got.dtype == dt.numpy
+    want = 0.5 * (apply_op(a.astype(dt.reference_numpy), ta) @ apply_op(b, tb)) - 2.0 * c
+    result = got.compute()
+    assert result.shape == (m, n) and relative_error(result, want) < dt.tolerance
+    assert relative_error(ad.matmul(A if ta == "N" else A.T, B if tb == "N" else B.T).compute(),
+                          apply_op(a, "N" if ta == "N" else "T") @ apply_op(b, "N" if tb == "N" else "T")
+                          ) < dt.tolerance
+
+
+def test_small_blocks_are_merged_before_they_are_multiplied():
+    A = da.ones((3000, 100), chunks=(100, 50), dtype=np.float32)
+    product = ad.matmul(A, A.T)
+    assert max(product.chunks[0]) >= products.MIN_BLOCK and product.numblocks == (2, 2)
+
+
+def test_a_worker_killed_with_blocks_of_a_product_leaves_it_right(client, small_blocks):
+    """The product's blocks are computed and held on both workers; one is killed (SIGKILL) and Dask
+    computes again what it held."""
+    dt = DTYPES["d"]
+    a, b = random_matrix(RNG, dt, (160, 90)), random_matrix(RNG, dt, (90, 150))
+    product = ad.matmul(da.from_array(a, chunks=40), da.from_array(b, chunks=(30, 50))).persist()
+    distributed.wait(product)
+    holders = client.who_has(product)
+    victim = next(iter(holders.values()))[0]
+    assert sum(victim in where for where in holders.values()) >= 1
+    # killed just after it answers (a worker killed while it answers fails the call)
+    client.run(lambda: threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGKILL)).start(), workers=[victim])
+    deadline = time.monotonic() + 30
+    while victim in client.scheduler_info()["workers"]:
+        assert time.monotonic() < deadline, "the worker was not killed"
+        time.sleep(0.05)
+    assert relative_error(product.compute(), a @ b) < dt.tolerance
+
+
+@pytest.mark.parametrize("call,error,words", [
+    (lambda A, B: ad.matmul(A, B[:50]), ShapeError, "inner sizes differ"),
+    (lambda A, B: ad.matmul(A, B.astype(np.float32)), DtypeError, "astype"),
+    (lambda A, B: ad.matmul(A.astype(np.int64), B.astype(np.int64)), DtypeError, "float32"),
+    (lambda A, B: ad.matmul(da.ma.masked_array(A), B), ArgumentError, "numpy chunks"),
+    (lambda A, B: ad.matmul(A[A[:, 0] > 0], B), ShapeError, "compute_chunk_sizes"),
+    (lambda A, B: ad.matmul(A[None], B), ShapeError, "2-D"),
+    (lambda A, B: ad.matmul([[1.0, 2.0]], B), ArgumentError, "dask array"),
+    (lambda A, B: ad.gemm(A, B, beta=1.0), ArgumentError, "no c"),
+    (lambda A, B: ad.gemm(A, B, A, beta=1.0), ShapeError, "c must be"),
+    (lambda A, B: ad.gemm(A, B, trans_a="X"), ArgumentError, "'N', 'T' or 'C'"),
+])
+def test_bad_inputs_fail_before_anything_is_computed(monkeypatch, call, error, words):
+    monkeypatch.setattr(blocks, "block_product", lambda *args, **kw: pytest.fail("computed"))
+    A = da.from_array(RNG.standard_normal((60, 70)), chunks=30)
+    B = da.from_array(RNG.standard_normal((70, 40)), chunks=30)
+    with pytest.raises(error, match=words):
+        call(A, B)
+
+
+def test_a_worker_without_a_device_multiplies_on_numpy_and_says_so_once(monkeypatch, caplog):
+    monkeypatch.setenv("AUTOGEMM_DEVICE", "no such device")
+    blocks.worker_device.cache_clear()
+    try:
+        a, b = RNG.standard_normal((20, 30)), RNG.standard_normal((30, 10))
+        with caplog.at_level(logging.WARNING, logger="autogemm.dask"):
+            first = blocks.block_product(a, b, trans_a="N", trans_b="N", alpha=2.0)
+            blocks.block_product(a, b, trans_a="N", trans_b="N", alpha=2.0)
+        assert first.shape == (20, 1, 10) and np.allclose(first[:, 0], 2 * a @ b)
+        assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
+        assert "numpy's BLAS" in caplog.records[0].message
+    finally:
+        blocks.worker_device.cache_clear()
+
+
+def test_each_worker_is_pinned_to_a_device_and_warmed(client):
+    from autogemm.runtime.discovery import devices
+
+    slots = {f"{d.platform_index}:{d.device_index}" for d in devices()}
+    pinned = client.run(lambda: (os.environ.get("AUTOGEMM_DEVICE"), blocks.worker_device() is not None))
+    assert len(pinned) == 2 and all(slot in slots and found for slot, found in pinned.values())
