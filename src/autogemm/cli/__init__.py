@@ -17,6 +17,7 @@ def main() -> None:
 from . import (  # noqa: E402,F401  (registers them)
     commands_bench,
     commands_bench_batch,
+    commands_bench_dask,
     commands_bench_hybrid,
     commands_bench_routines,
     commands_devices,

@@ -1,0 +1,64 @@
+"""``autogemm bench-dask``: one product through Dask on clusters of several sizes, ``autogemm.dask``
+beside dask's own matmul on numpy chunks and on cupy chunks, from host arrays to a host result."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import click
+import numpy as np
+
+from ..dtypes import get_dtype
+from ..errors import AutogemmError
+from ..tables import plain_table
+from . import main
+from .common import cell, console, fail, write_results
+
+
+@main.command("bench-dask")
+@click.option("--dtype", default="s", show_default=True, help="The dtype: s, d, c or z.")
+@click.option("--size", type=click.IntRange(1), default=4096, show_default=True, help="n of the n x n x n product.")
+@click.option("--chunk", type=click.IntRange(1), default=2048, show_default=True,
+              help="Rows and columns of the dask arrays' chunks.")
+@click.option("--workers", default="1,2", show_default=True,
+              help="Comma-separated numbers of workers (one cluster each).")
+@click.option("--runs", type=click.IntRange(1, 100), default=3, show_default=True, help="Timed runs (median).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random operands.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")
+def bench_dask_command(dtype, size, chunk, workers, runs, seed, json_path) -> None:
+    """Time an n x n x n product of dask arrays made from numpy arrays, computed to a numpy array, on
+    local clusters of each number of --workers: autogemm.dask (workers on autogemm's devices), dask's
+    da.matmul on numpy chunks (the same workers, numpy's BLAS) and on cupy chunks (dask-cuda, where
+    installed). Wall clock, median of --runs after a warm-up; each result checked on sampled rows."""
+    from ..bench.dask_products import AUTOGEMM, run_dask
+    try:
+        dt = get_dtype(dtype)
+        counts = [int(x) for x in workers.split(",") if x.strip()]
+    except (AutogemmError, ValueError) as exc:
+        fail(f"{exc}")
+    if not counts or min(counts) < 1:
+        fail("--workers takes numbers of workers of at least 1, e.g. 1,2")
+    with console.status("starting") as status:
+        results = run_dask(dt, size, chunk, counts, runs, np.random.default_rng(seed),
+                           lambda what: status.update(f"{dt.routine} {size}^3 on {what}"))
+    single = {r.path: r.seconds for r in results if r.workers == min(counts) and r.seconds}
+    ours = {r.workers: r.seconds for r in results if r.path == AUTOGEMM and r.seconds}
+    columns = ("workers", "path", "seconds", "TFLOP/s", f"/ {min(counts)} worker", "autogemm / it")
+    table = plain_table(f"{dt.routine} {size}^3 through Dask, numpy in and out, chunks of {chunk} "
+                        f"(median of {runs})", columns, right=("workers", "seconds", "TFLOP/s",
+                                                                 f"/ {min(counts)} worker", "autogemm / it"))
+    for r in results:
+        speedup = single.get(r.path) / r.seconds if r.seconds and single.get(r.path) else None
+        ratio = r.seconds / ours[r.workers] if r.seconds and ours.get(r.workers) else None
+        table.add_row(str(r.workers), r.path, cell(r.seconds), cell(r.tflops), cell(speedup, ".2f"),
+                      cell(ratio, ".2f"))
+    console.print(table)
+    for r in results:
+        if r.note:
+            console.print(f"{r.workers} {r.path}: {r.note}", highlight=False)
+    write_results(json_path, {"dtype": dt.key, "n": size, "chunk": chunk, "runs": runs,
+                              "results": [dataclasses.asdict(r) for r in results]})
+    if any(r.note.startswith("wrong") for r in results):
+        sys.exit(1)
