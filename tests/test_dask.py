@@ -131,6 +131,7 @@ def test_each_worker_is_pinned_to_a_device_and_warmed(client):
     from autogemm.runtime.discovery import devices
 
     slots = {f"{d.platform_index}:{d.device_index}" for d in devices()}
+    client.wait_for_workers(2, timeout=60)        # a worker killed by another test comes back, pinned too
     pinned = client.run(lambda: (os.environ.get("AUTOGEMM_DEVICE"), blocks.worker_device() is not None))
     assert len(pinned) == 2 and all(slot in slots and found for slot, found in pinned.values())
 
