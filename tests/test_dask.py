@@ -139,3 +139,23 @@ def test_each_worker_is_pinned_to_a_device_and_warmed(client):
             break
         time.sleep(0.2)
     assert len(pinned) == 2 and all(slot in slots and found for slot, found in pinned.values()), pinned
+
+
+def test_bench_dask_times_every_path_and_checks_it(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from autogemm.cli import main
+
+    path = tmp_path / "dask.json"
+    out = CliRunner().invoke(main, ["bench-dask", "--dtype", "d", "--size", "192", "--chunk", "64",
+                                    "--workers", "1", "--runs", "1", "--json", str(path)])
+    assert out.exit_code == 0, out.output
+    assert "autogemm.dask" in out.output and "dask numpy" in out.output and "dask cupy" in out.output
+    rows = {r["path"]: r for r in json.loads(path.read_text())["results"]}
+    for name in ("autogemm.dask", "dask numpy"):
+        assert rows[name]["seconds"] > 0 and rows[name]["error"] < 1e-12 and not rows[name]["note"]
+    assert rows["dask cupy"]["seconds"] or rows["dask cupy"]["note"].startswith("not installed")
+    out = CliRunner().invoke(main, ["bench-dask", "--workers", "0"])
+    assert out.exit_code != 0 and "at least 1" in out.output
