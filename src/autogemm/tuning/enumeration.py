@@ -4,17 +4,22 @@ A space's points are checked one by one in Python (work-group, registers, local 
 H100 the GEMM spaces of four dtypes, half a million configurations each for skinny products, took more
 than a minute of a nine-minute tune in one process, while the device waited. Each part of such a space's
 product is checked in a process of its own, which builds the same space from the family's name and the
-facts it was built from."""
+facts it was built from. Where processes cannot start (a program read from standard input, which
+spawned processes cannot import again), the spaces are enumerated in this process."""
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
+import sys
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import replace
 
 from ..codelets.registry import SpaceFacts, family_named
 from ..codelets.space import Point, SearchSpace
+
+log = logging.getLogger(__name__)
 
 #: Spaces whose product holds fewer points than this are enumerated in this process (starting the
 #: processes would cost more than it saves).
@@ -34,6 +39,9 @@ class Enumerator:
 
     def __init__(self, processes: int | None = None) -> None:
         self.processes = processes or min(MAX_PROCESSES, os.cpu_count() or 1)
+        main = getattr(sys.modules.get("__main__"), "__file__", None)
+        if main is not None and not os.path.exists(main):
+            self.processes = 1          # spawned processes import the main program again, and cannot
         self._pool: Executor | None = None
 
     def enumerate(self, facts: SpaceFacts, spaces: list[SearchSpace]) -> None:
@@ -52,7 +60,12 @@ class Enumerator:
             if id(space) not in parts:
                 space.points()
         for space in large:
-            space.take_points([p for part in parts[id(space)] for p in part.result()])
+            try:
+                space.take_points([p for part in parts[id(space)] for p in part.result()])
+            except Exception as exc:   # noqa: BLE001 - the processes could not run: this one enumerates
+                log.info("enumerating search spaces in processes failed (%s); enumerating here", exc)
+                self.processes = 1
+                space.points()
 
     def close(self) -> None:
         if self._pool is not None:
