@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from ..profiles import profile_for, profile_origin
 from ..runtime import Device, discovery
+from ..runtime.cuda import backends
 from ..tables import plain_table
 from . import main
 from .common import console, fail, gib
@@ -37,7 +38,7 @@ def devices_command(as_json: bool, check: bool) -> None:
     """List every OpenCL device, its facts and whether its compiler builds kernels."""
     found = discovery.devices()
     if as_json:
-        click.echo(json.dumps([dict(d.facts(), slot=d.slot, architecture=d.architecture,
+        click.echo(json.dumps([dict(d.facts(), slot=d.slot, architecture=d.architecture, backends=backends(d),
                                     fingerprint=d.fingerprint, compiler_fault=discovery.compiler_fault(d),
                                     profile=profile_origin(d, profile_for(d)))
                                for d in found], indent=2))
@@ -60,7 +61,7 @@ def devices_command(as_json: bool, check: bool) -> None:
             ("local memory", gib(d.local_mem_bytes)), ("max work-group", str(d.max_work_group_size)),
             ("fp64", "yes" if d.fp64 else "no"), ("images", "yes" if d.image_support else "no"),
             *((k.replace("_", " "), v) for k, v in d.vendor_facts.items()),
-            ("architecture", d.architecture), ("fingerprint", d.fingerprint),
+            ("architecture", d.architecture), ("backends", ", ".join(backends(d))), ("fingerprint", d.fingerprint),
             ("compiler", _compiler(d)), ("profile", profile_origin(d, profile_for(d))),
         ]
         for key, value in rows:

@@ -49,6 +49,19 @@ class Device:
         return self.cl_device is not None and bool(self.cl_device.host_unified_memory)
 
     @property
+    def pci_location(self) -> tuple[int, int] | None:
+        """(domain, bus) of an NVIDIA GPU on PCI, as its OpenCL driver reports them (each GPU has a bus of
+        its own), else None. Not part of the fingerprint: two cards of one model share their profile
+        wherever they sit."""
+        if self.cl_device is None or "cl_nv_device_attribute_query" not in self.extensions:
+            return None
+        try:
+            info = self.cl_device.get_info
+            return info(cl.device_info.PCI_DOMAIN_ID_NV), info(cl.device_info.PCI_BUS_ID_NV)
+        except (cl.Error, AttributeError):
+            return None
+
+    @property
     def is_nvidia(self) -> bool:
         return "nvidia" in self.vendor.lower() or "nvidia" in self.platform_name.lower()
 
