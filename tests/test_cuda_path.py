@@ -49,3 +49,51 @@ def test_an_nvidia_gpu_is_one_device_with_two_backends(device):
         pytest.skip("an NVIDIA GPU with the CUDA bindings")
     assert device.pci_location in {d.pci for d in cuda_devices()}
     assert backends(device) == ("opencl", "cuda")
+
+
+def test_a_failed_driver_call_is_a_device_error_naming_its_status(nvrtc):
+    from cuda.bindings import driver
+
+    from autogemm.errors import DeviceError
+    from autogemm.runtime.cuda.context import checked
+
+    assert checked((driver.CUresult.CUDA_SUCCESS, 7)) == 7
+    with pytest.raises(DeviceError, match="CUDA_ERROR_INVALID_VALUE"):
+        checked((driver.CUresult.CUDA_ERROR_INVALID_VALUE,))
+
+
+SCALED = r'''
+extern "C" __global__ void scaled(float* y, const float* x, float alpha, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = alpha * x[i] + y[i];
+}
+'''
+
+
+@pytest.mark.gpu
+def test_a_kernel_compiled_by_nvrtc_runs_on_the_cuda_device_and_is_timed(device):
+    import ctypes
+
+    import numpy as np
+
+    from autogemm.runtime.cuda import CudaContext
+    from autogemm.runtime.cuda.driver import cuda_device_of
+
+    twin = cuda_device_of(device) if not cuda_missing() else None
+    if twin is None:
+        pytest.skip("an NVIDIA GPU with the CUDA bindings")
+    ctx = CudaContext(twin)
+    arch = f"sm_{twin.capability[0]}{twin.capability[1]}"
+    function = ctx.function(compile_cuda(SCALED, "scaled", arch=arch), "scaled")
+    n = 1000
+    x, y = np.random.default_rng(1).random(n, np.float32), np.ones(n, np.float32)
+    dx, dy = ctx.allocate(x.nbytes), ctx.allocate(y.nbytes)
+    ctx.upload(dx, x)
+    ctx.upload(dy, y)
+    args = [(dy, None), (dx, None), (2.0, ctypes.c_float), (n, ctypes.c_int)]
+    seconds = ctx.seconds(lambda: ctx.launch(function, (4,), (256,), args))
+    got = np.empty_like(y)
+    ctx.download(got, dy)
+    assert np.allclose(got, 2.0 * x + 1.0) and 0 < seconds < 1
+    dx.release()
+    dy.release()

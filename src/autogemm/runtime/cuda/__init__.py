@@ -1,9 +1,12 @@
 """The CUDA path beside OpenCL, for what NVIDIA's OpenCL cannot reach (sm_90a's wgmma and TMA): NVRTC
 compiles CUDA C++ to the device's machine code (``nvrtc``), and the driver API finds the CUDA devices,
-matched to the OpenCL ones by their PCI location (``driver``). Needs the ``cuda`` extra:
+matched to the OpenCL ones by their PCI location (``driver``), and runs kernels with device memory and
+event timing (``context``). Needs the ``cuda`` extra:
 ``pip install 'autogemm[cuda]'``; ``cuda_missing`` says why the path cannot be used where it cannot."""
 
+from .context import CudaContext, DeviceMemory
 from .driver import CudaDevice, backends, cuda_devices
 from .nvrtc import Cubin, compile_cuda, cuda_missing
 
-__all__ = ["CudaDevice", "Cubin", "backends", "compile_cuda", "cuda_devices", "cuda_missing"]
+__all__ = ["CudaContext", "CudaDevice", "Cubin", "DeviceMemory", "backends", "compile_cuda", "cuda_devices",
+           "cuda_missing"]

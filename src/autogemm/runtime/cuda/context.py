@@ -1,0 +1,129 @@
+"""``CudaContext``: one CUDA device's primary context and stream, through the driver API: device memory,
+copies, modules (cubins from ``nvrtc``), launches and event timing. What the CUDA path's plans and the
+tuner's evaluators run on, as ``runtime.context`` is for OpenCL."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ...errors import DeviceError
+from .driver import CudaDevice
+from .nvrtc import Cubin
+
+#: Dynamic shared memory a kernel may use without asking for more (the rest up to the device's limit
+#: needs ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``).
+DEFAULT_SHARED_BYTES = 48 * 1024
+#: A kernel argument: its value and its ctypes type (None for device memory).
+Argument = tuple[object, type | None]
+
+
+def checked(answer: tuple) -> object:
+    """The values a driver call returned after its status; ``DeviceError`` naming the status when it
+    failed."""
+    from cuda.bindings import driver
+
+    status, *values = answer if isinstance(answer, tuple) else (answer,)
+    if status != driver.CUresult.CUDA_SUCCESS:
+        raise DeviceError(f"CUDA driver: {status.name}")
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+class DeviceMemory:
+    """``nbytes`` of device memory at ``pointer`` (freed by ``release``)."""
+
+    def __init__(self, pointer: object, nbytes: int) -> None:
+        self.pointer, self.nbytes = pointer, nbytes
+
+    def release(self) -> None:
+        from cuda.bindings import driver
+
+        if self.pointer is not None:
+            checked(driver.cuMemFree(self.pointer))
+            self.pointer = None
+
+
+class CudaContext:
+    """The primary context of ``device`` (current in the thread that made it; ``activate`` makes it
+    current in another) and one stream."""
+
+    def __init__(self, device: CudaDevice) -> None:
+        from cuda.bindings import driver
+
+        self.device = device
+        checked(driver.cuInit(0))
+        self._handle = checked(driver.cuDeviceGet(device.ordinal))
+        self.context = checked(driver.cuDevicePrimaryCtxRetain(self._handle))
+        self.activate()
+        self.stream = checked(driver.cuStreamCreate(0))
+        self._modules: dict[bytes, object] = {}
+
+    def activate(self) -> None:
+        from cuda.bindings import driver
+
+        checked(driver.cuCtxSetCurrent(self.context))
+
+    def allocate(self, nbytes: int) -> DeviceMemory:
+        from cuda.bindings import driver
+
+        return DeviceMemory(checked(driver.cuMemAlloc(max(1, nbytes))), nbytes)
+
+    def upload(self, memory: DeviceMemory, array: np.ndarray) -> None:
+        """Copy a contiguous ``array`` to ``memory`` (and wait for it)."""
+        from cuda.bindings import driver
+
+        source = np.ascontiguousarray(array)
+        checked(driver.cuMemcpyHtoDAsync(memory.pointer, source.ctypes.data, source.nbytes, self.stream))
+        self.finish()
+
+    def download(self, array: np.ndarray, memory: DeviceMemory) -> None:
+        """Copy ``memory`` into the contiguous ``array`` (and wait for it)."""
+        from cuda.bindings import driver
+
+        checked(driver.cuMemcpyDtoHAsync(array.ctypes.data, memory.pointer, array.nbytes, self.stream))
+        self.finish()
+
+    def function(self, cubin: Cubin, name: str) -> object:
+        """The kernel ``name`` of ``cubin``, its module loaded once."""
+        from cuda.bindings import driver
+
+        module = self._modules.get(cubin.image)
+        if module is None:
+            module = self._modules[cubin.image] = checked(driver.cuModuleLoadData(cubin.image))
+        return checked(driver.cuModuleGetFunction(module, name.encode()))
+
+    def launch(self, function: object, grid: Sequence[int], block: Sequence[int], args: Sequence[Argument],
+               shared_bytes: int = 0) -> None:
+        """Enqueue ``function`` on the stream over ``grid`` blocks of ``block`` threads (up to three
+        dimensions each) with ``shared_bytes`` of dynamic shared memory."""
+        from cuda.bindings import driver
+
+        if shared_bytes > DEFAULT_SHARED_BYTES:
+            attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            checked(driver.cuFuncSetAttribute(function, attribute, shared_bytes))
+        grid, block = (*grid, 1, 1)[:3], (*block, 1, 1)[:3]
+        values = tuple(a.pointer if isinstance(a, DeviceMemory) else a for a, _ in args)
+        types = tuple(t for _, t in args)
+        checked(driver.cuLaunchKernel(function, *grid, *block, shared_bytes, self.stream, (values, types), 0))
+
+    def finish(self) -> None:
+        from cuda.bindings import driver
+
+        checked(driver.cuStreamSynchronize(self.stream))
+
+    def seconds(self, enqueue: Callable[[], None]) -> float:
+        """Device seconds of what ``enqueue`` puts on the stream, between two events."""
+        from cuda.bindings import driver
+
+        start, end = (checked(driver.cuEventCreate(0)) for _ in range(2))
+        try:
+            checked(driver.cuEventRecord(start, self.stream))
+            enqueue()
+            checked(driver.cuEventRecord(end, self.stream))
+            checked(driver.cuEventSynchronize(end))
+            return float(checked(driver.cuEventElapsedTime(start, end))) * 1e-3
+        finally:
+            for event in (start, end):
+                driver.cuEventDestroy(event)
+
