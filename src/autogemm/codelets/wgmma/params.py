@@ -1,0 +1,52 @@
+"""``WgmmaParams``: one configuration of the sm_90a kernel."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+#: wgmma's multiplicand types and the bytes of one element.
+OPERANDS = {"f16": 2, "bf16": 2}
+#: The columns of C one block computes: N of one ``m64nNk16`` instruction.
+BLOCK_N = (64, 128, 256)
+#: K staged in shared memory per step (four k16 instructions for 64).
+BLOCK_K = (32, 64)
+#: Rows of C one block (one warpgroup) computes: M of the instruction.
+BLOCK_M = 64
+#: Threads of a warpgroup.
+WARPGROUP = 128
+
+
+@dataclass(frozen=True)
+class WgmmaParams:
+    """C (float32, M x N) = A (M x K) B^T (B: N x K), both K-contiguous ("NT", x @ W^T), of ``operand``
+    elements; each block of one warpgroup computes ``BLOCK_M`` x ``block_n`` of C, staging ``block_k`` of
+    K at a time. M, N and K must be multiples of the block (plans pad the rest)."""
+
+    family: ClassVar[str] = "wgmma"
+    operand: str = "f16"
+    block_n: int = 128
+    block_k: int = 64
+
+    def malformed(self) -> str | None:
+        """Why this is no configuration of the family, or None."""
+        if self.operand not in OPERANDS:
+            return f"operand {self.operand!r}: expected one of {', '.join(OPERANDS)}"
+        if self.block_n not in BLOCK_N:
+            return f"block_n {self.block_n}: expected one of {BLOCK_N}"
+        if self.block_k not in BLOCK_K:
+            return f"block_k {self.block_k}: expected one of {BLOCK_K}"
+        return None
+
+    @property
+    def accumulators(self) -> int:
+        """float32 accumulators a thread holds: 64 x block_n over 128 threads."""
+        return BLOCK_M * self.block_n // WARPGROUP
+
+    @property
+    def shared_bytes(self) -> int:
+        """Shared memory of the staged tiles of A and B."""
+        return (BLOCK_M + self.block_n) * self.block_k * OPERANDS[self.operand]
+
+    def describe(self) -> str:
+        return f"wgmma m64n{self.block_n}k16 {self.operand} bk{self.block_k}"

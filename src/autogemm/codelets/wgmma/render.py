@@ -1,0 +1,121 @@
+"""``render``: the CUDA C++ source of a ``WgmmaParams`` and its launch geometry.
+
+Both tiles are staged in wgmma's no-swizzle ("interleaved") layout: 8 x 16-byte core matrices, each 8
+rows of 8 elements of K stored together, the core matrices of one row group side by side along K. A
+shared-memory matrix descriptor then tells the instruction where a k16 slice starts (its first core
+matrix), how far the next core matrix along K lies (the leading byte offset, 128) and how far the next
+group of 8 rows (the stride byte offset, a row group's bytes). The accumulators follow the instruction's
+layout: warp w of the warpgroup holds rows 16w..16w+15, each thread two rows 8 apart and, in every 8
+columns, two neighbours."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .params import BLOCK_M, OPERANDS, WARPGROUP, WgmmaParams
+
+#: Bytes of a core matrix: 8 rows of 16 bytes.
+CORE_BYTES = 128
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A kernel's source, its entry point, and how to launch it over an M x N x K problem."""
+
+    source: str
+    name: str
+    params: WgmmaParams
+
+    def grid(self, m: int, n: int) -> tuple[int, int]:
+        return n // self.params.block_n, m // BLOCK_M
+
+    @property
+    def block(self) -> tuple[int]:
+        return (WARPGROUP,)
+
+
+def _instruction(params: WgmmaParams) -> str:
+    """The inline PTX of one m64nNk16 wgmma on the accumulators ``acc``, descriptors ``da`` and ``db``."""
+    count = params.accumulators
+    registers = ", ".join(f"%{i}" for i in range(count))
+    outputs = ", ".join(f'"+f"(acc[{i}])' for i in range(count))
+    kind = f"m64n{params.block_n}k16.f32.{params.operand}.{params.operand}"
+    return (f'asm volatile("wgmma.mma_async.sync.aligned.{kind} {{{registers}}}, %{count}, %{count + 1}, 1, 1, 1, 0, 0;\\n"\n'
+            f'             : {outputs}\n'
+            f'             : "l"(da), "l"(db) : "memory");')
+
+
+def render(params: WgmmaParams) -> Rendered:
+    """The kernel of ``params`` (``ConfigError``-free: check ``malformed`` first)."""
+    name = f"wgmma_nt_{params.operand}_n{params.block_n}_k{params.block_k}"
+    element = OPERANDS[params.operand]
+    per_chunk = 16 // element                     # elements in 16 bytes: one core-matrix row
+    source = f"""// autogemm wgmma family: C = A B^T on sm_90a, {params.describe()}
+// A: M x K, B: N x K (both K-contiguous), C: M x N float32, all row-major.
+#define BLOCK_M {BLOCK_M}
+#define BLOCK_N {params.block_n}
+#define BLOCK_K {params.block_k}
+#define THREADS {WARPGROUP}
+#define CHUNK {per_chunk}                           // elements of one 16-byte core-matrix row
+#define ROW_GROUP_BYTES (BLOCK_K / CHUNK * {CORE_BYTES})   // the core matrices of 8 rows, along K
+typedef unsigned short element_t;                 // the kernel moves {params.operand} values, wgmma reads them
+
+// A shared-memory matrix descriptor: start address, leading (next core matrix along K) and stride (next
+// 8 rows) byte offsets, each in 16-byte units; no swizzle.
+__device__ __forceinline__ unsigned long long descriptor(const void* tile, unsigned leading, unsigned stride) {{
+    unsigned address = (unsigned)__cvta_generic_to_shared(tile);
+    return (unsigned long long)((address & 0x3FFFF) >> 4)
+         | (unsigned long long)((leading & 0x3FFFF) >> 4) << 16
+         | (unsigned long long)((stride & 0x3FFFF) >> 4) << 32;
+}}
+
+// Copy rows [row0, row0 + ROWS) of a K-contiguous matrix, K columns [k0, k0 + BLOCK_K), into the tile in
+// core-matrix order, 16 bytes per thread and step.
+template <int ROWS>
+__device__ __forceinline__ void stage(element_t* tile, const element_t* __restrict__ matrix, long ld, int row0, int k0) {{
+    for (int v = threadIdx.x; v < ROWS * (BLOCK_K / CHUNK); v += THREADS) {{
+        int row = v / (BLOCK_K / CHUNK), chunk = v % (BLOCK_K / CHUNK);
+        uint4 value = *reinterpret_cast<const uint4*>(matrix + (row0 + row) * ld + k0 + chunk * CHUNK);
+        int core = (row / 8) * (BLOCK_K / CHUNK) + chunk;
+        *reinterpret_cast<uint4*>(tile + (core * 8 + row % 8) * CHUNK) = value;
+    }}
+}}
+
+extern "C" __global__ void __launch_bounds__(THREADS) {name}(
+        const element_t* __restrict__ A, const element_t* __restrict__ B, float* __restrict__ C,
+        int M, int N, int K) {{
+    __shared__ __align__(128) element_t a_tile[BLOCK_M * BLOCK_K];
+    __shared__ __align__(128) element_t b_tile[BLOCK_N * BLOCK_K];
+    float acc[{params.accumulators}];
+    #pragma unroll
+    for (int i = 0; i < {params.accumulators}; ++i) acc[i] = 0.0f;
+    const int m0 = blockIdx.y * BLOCK_M, n0 = blockIdx.x * BLOCK_N;
+    for (int k0 = 0; k0 < K; k0 += BLOCK_K) {{
+        stage<BLOCK_M>(a_tile, A, K, m0, k0);
+        stage<BLOCK_N>(b_tile, B, K, n0, k0);
+        __syncthreads();
+        asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");   // the stores, seen by wgmma
+        asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
+        #pragma unroll
+        for (int step = 0; step < BLOCK_K / 16; ++step) {{             // a k16 slice: two core matrices
+            unsigned long long da = descriptor(a_tile + step * 2 * 8 * CHUNK, {CORE_BYTES}, ROW_GROUP_BYTES);
+            unsigned long long db = descriptor(b_tile + step * 2 * 8 * CHUNK, {CORE_BYTES}, ROW_GROUP_BYTES);
+            {_instruction(params)}
+        }}
+        asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
+        __syncthreads();
+    }}
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const long row = m0 + warp * 16 + lane / 4;
+    #pragma unroll
+    for (int j = 0; j < BLOCK_N / 8; ++j) {{
+        const int col = n0 + j * 8 + 2 * (lane % 4);
+        C[row * N + col] = acc[4 * j];
+        C[row * N + col + 1] = acc[4 * j + 1];
+        C[(row + 8) * N + col] = acc[4 * j + 2];
+        C[(row + 8) * N + col + 1] = acc[4 * j + 3];
+    }}
+}}
+"""
+    return Rendered(source, name, params)

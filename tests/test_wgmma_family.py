@@ -1,0 +1,71 @@
+"""The sm_90a family: every configuration renders a kernel that names its parameters and that NVRTC
+compiles for sm_90a without spilling (CI, no GPU needed); malformed ones are refused; on an H100 the
+kernel's products agree with float64."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from autogemm.codelets.wgmma import WgmmaParams, render
+from autogemm.codelets.wgmma.params import BLOCK_K, BLOCK_M, BLOCK_N, OPERANDS
+from autogemm.runtime.cuda import compile_cuda, cuda_missing
+
+CONFIGS = [WgmmaParams(*point) for point in itertools.product(OPERANDS, BLOCK_N, BLOCK_K)]
+
+
+def test_malformed_configurations_are_refused():
+    assert all(c.malformed() is None for c in CONFIGS)
+    assert "operand" in WgmmaParams("f32").malformed()
+    assert "block_n" in WgmmaParams(block_n=96).malformed()
+    assert "block_k" in WgmmaParams(block_k=16).malformed()
+
+
+@pytest.mark.parametrize("params", CONFIGS, ids=[c.describe() for c in CONFIGS])
+def test_every_configuration_compiles_for_sm_90a_without_spilling(params):
+    why = cuda_missing()
+    if why:
+        pytest.skip(f"NVRTC is not here: {why}")
+    rendered = render(params)
+    assert f"#define BLOCK_N {params.block_n}" in rendered.source and rendered.name in rendered.source
+    cubin = compile_cuda(rendered.source, rendered.name, options=["--ptxas-options=-v"])
+    assert "0 bytes spill stores" in cubin.log and f"{params.shared_bytes} bytes smem" in cubin.log
+    assert rendered.grid(4 * BLOCK_M, 3 * params.block_n) == (3, 4) and rendered.block == (128,)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("params", CONFIGS, ids=[c.describe() for c in CONFIGS])
+def test_the_kernel_agrees_with_float64_on_hopper(device, params):
+    import ctypes
+
+    import ml_dtypes
+
+    from autogemm.runtime.cuda import CudaContext
+    from autogemm.runtime.cuda.driver import cuda_device_of
+
+    twin = None if cuda_missing() else cuda_device_of(device)
+    if twin is None or twin.capability != (9, 0):
+        pytest.skip("an sm_90 GPU with the CUDA bindings")
+    numpy_type = np.float16 if params.operand == "f16" else ml_dtypes.bfloat16
+    m, n, k = 2 * BLOCK_M, 2 * params.block_n, 3 * params.block_k
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-1, 1, (m, k)).astype(numpy_type)
+    b = rng.uniform(-1, 1, (n, k)).astype(numpy_type)
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    ctx = CudaContext(twin)
+    rendered = render(params)
+    function = ctx.function(compile_cuda(rendered.source, rendered.name), rendered.name)
+    da, db, dc = ctx.allocate(a.nbytes), ctx.allocate(b.nbytes), ctx.allocate(m * n * 4)
+    ctx.upload(da, a.view(np.uint16))
+    ctx.upload(db, b.view(np.uint16))
+    ctx.upload(dc, np.full((m, n), np.nan, np.float32))       # an unwritten element fails
+    ctx.launch(function, rendered.grid(m, n), rendered.block,
+               [(da, None), (db, None), (dc, None), (m, ctypes.c_int), (n, ctypes.c_int), (k, ctypes.c_int)])
+    got = np.empty((m, n), np.float32)
+    ctx.download(got, dc)
+    for memory in (da, db, dc):
+        memory.release()
+    assert np.isfinite(got).all()
+    assert np.abs(got - want).max() <= 1e-5 * k * np.abs(want).max() + 1e-3
