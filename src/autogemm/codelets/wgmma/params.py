@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-#: wgmma's multiplicand types and the bytes of one element.
-OPERANDS = {"f16": 2, "bf16": 2}
-#: The columns of C one block computes: N of one ``m64nNk16`` instruction.
+#: wgmma's multiplicand types and the bytes of one element (tf32 reads float32's, its low mantissa bits
+#: dropped).
+OPERANDS = {"f16": 2, "bf16": 2, "tf32": 4}
+#: Shared memory a kernel declares statically at most (its tiles must fit).
+STATIC_SHARED_BYTES = 48 * 1024
+#: The columns of C one block computes: N of one ``m64nNkK`` instruction.
 BLOCK_N = (64, 128, 256)
-#: K staged in shared memory per step (four k16 instructions for 64).
+#: K staged in shared memory per step (four k16 instructions for 64 of a 16-bit type).
 BLOCK_K = (32, 64)
 #: Rows of C one block (one warpgroup) computes: M of the instruction.
 BLOCK_M = 64
@@ -36,7 +39,14 @@ class WgmmaParams:
             return f"block_n {self.block_n}: expected one of {BLOCK_N}"
         if self.block_k not in BLOCK_K:
             return f"block_k {self.block_k}: expected one of {BLOCK_K}"
+        if self.shared_bytes > STATIC_SHARED_BYTES:
+            return f"tiles of {self.shared_bytes} bytes, over the {STATIC_SHARED_BYTES} of static shared memory"
         return None
+
+    @property
+    def instruction_k(self) -> int:
+        """K of one instruction: 32 bytes of each operand (16 for 16-bit types, 8 for tf32)."""
+        return 32 // OPERANDS[self.operand]
 
     @property
     def accumulators(self) -> int:
@@ -49,4 +59,4 @@ class WgmmaParams:
         return (BLOCK_M + self.block_n) * self.block_k * OPERANDS[self.operand]
 
     def describe(self) -> str:
-        return f"wgmma m64n{self.block_n}k16 {self.operand} bk{self.block_k}"
+        return f"wgmma m64n{self.block_n}k{self.instruction_k} {self.operand} bk{self.block_k}"

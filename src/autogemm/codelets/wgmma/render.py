@@ -2,7 +2,7 @@
 
 Both tiles are staged in wgmma's no-swizzle ("interleaved") layout: 8 x 16-byte core matrices, each 8
 rows of 8 elements of K stored together, the core matrices of one row group side by side along K. A
-shared-memory matrix descriptor then tells the instruction where a k16 slice starts (its first core
+shared-memory matrix descriptor then tells the instruction where its slice of K (32 bytes) starts (its first core
 matrix), how far the next core matrix along K lies (the leading byte offset, 128) and how far the next
 group of 8 rows (the stride byte offset, a row group's bytes). The accumulators follow the instruction's
 layout: warp w of the warpgroup holds rows 16w..16w+15, each thread two rows 8 apart and, in every 8
@@ -35,12 +35,14 @@ class Rendered:
 
 
 def _instruction(params: WgmmaParams) -> str:
-    """The inline PTX of one m64nNk16 wgmma on the accumulators ``acc``, descriptors ``da`` and ``db``."""
+    """The inline PTX of one wgmma on the accumulators ``acc`` and descriptors ``da`` and ``db`` (both
+    operands K-major: 16-bit types take the transpose flags, 0; tf32 has none)."""
     count = params.accumulators
     registers = ", ".join(f"%{i}" for i in range(count))
     outputs = ", ".join(f'"+f"(acc[{i}])' for i in range(count))
-    kind = f"m64n{params.block_n}k16.f32.{params.operand}.{params.operand}"
-    return (f'asm volatile("wgmma.mma_async.sync.aligned.{kind} {{{registers}}}, %{count}, %{count + 1}, 1, 1, 1, 0, 0;\\n"\n'
+    kind = f"m64n{params.block_n}k{params.instruction_k}.f32.{params.operand}.{params.operand}"
+    flags = "1, 1, 1" if params.operand == "tf32" else "1, 1, 1, 0, 0"
+    return (f'asm volatile("wgmma.mma_async.sync.aligned.{kind} {{{registers}}}, %{count}, %{count + 1}, {flags};\\n"\n'
             f'             : {outputs}\n'
             f'             : "l"(da), "l"(db) : "memory");')
 
@@ -58,7 +60,7 @@ def render(params: WgmmaParams) -> Rendered:
 #define THREADS {WARPGROUP}
 #define CHUNK {per_chunk}                           // elements of one 16-byte core-matrix row
 #define ROW_GROUP_BYTES (BLOCK_K / CHUNK * {CORE_BYTES})   // the core matrices of 8 rows, along K
-typedef unsigned short element_t;                 // the kernel moves {params.operand} values, wgmma reads them
+typedef {"unsigned int" if element == 4 else "unsigned short"} element_t;   // the kernel moves {params.operand} values, wgmma reads them
 
 // A shared-memory matrix descriptor: start address, leading (next core matrix along K) and stride (next
 // 8 rows) byte offsets, each in 16-byte units; no swizzle.
@@ -97,7 +99,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) {name}(
         asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");   // the stores, seen by wgmma
         asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
         #pragma unroll
-        for (int step = 0; step < BLOCK_K / 16; ++step) {{             // a k16 slice: two core matrices
+        for (int step = 0; step < BLOCK_K / {params.instruction_k}; ++step) {{   // 32 bytes of K: two core matrices
             unsigned long long da = descriptor(a_tile + step * 2 * 8 * CHUNK, {CORE_BYTES}, ROW_GROUP_BYTES);
             unsigned long long db = descriptor(b_tile + step * 2 * 8 * CHUNK, {CORE_BYTES}, ROW_GROUP_BYTES);
             {_instruction(params)}
