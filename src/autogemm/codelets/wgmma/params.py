@@ -8,8 +8,10 @@ from typing import ClassVar
 #: wgmma's multiplicand types and the bytes of one element (tf32 reads float32's, its low mantissa bits
 #: dropped).
 OPERANDS = {"f16": 2, "bf16": 2, "tf32": 4}
-#: Shared memory a kernel declares statically at most (its tiles must fit).
-STATIC_SHARED_BYTES = 48 * 1024
+#: Tiles in flight: the next ones load (cp.async) while wgmma multiplies the current one.
+STAGES = (1, 2, 3)
+#: Shared memory a block of sm_90 may use (dynamic, asked for at launch).
+MAX_SHARED_BYTES = 227 * 1024
 #: The columns of C one block computes: N of one ``m64nNkK`` instruction.
 BLOCK_N = (64, 128, 256)
 #: K staged in shared memory per step (four k16 instructions for 64 of a 16-bit type).
@@ -24,12 +26,14 @@ WARPGROUP = 128
 class WgmmaParams:
     """C (float32, M x N) = A (M x K) B^T (B: N x K), both K-contiguous ("NT", x @ W^T), of ``operand``
     elements; each block of one warpgroup computes ``BLOCK_M`` x ``block_n`` of C, staging ``block_k`` of
-    K at a time. M, N and K must be multiples of the block (plans pad the rest)."""
+    K at a time. M, N and K must be multiples of the block (plans pad the rest). ``stages`` tiles of A and B
+    are in shared memory at once, the next ones loading while the current one is multiplied."""
 
     family: ClassVar[str] = "wgmma"
     operand: str = "f16"
     block_n: int = 128
     block_k: int = 64
+    stages: int = 2
 
     def malformed(self) -> str | None:
         """Why this is no configuration of the family, or None."""
@@ -39,8 +43,10 @@ class WgmmaParams:
             return f"block_n {self.block_n}: expected one of {BLOCK_N}"
         if self.block_k not in BLOCK_K:
             return f"block_k {self.block_k}: expected one of {BLOCK_K}"
-        if self.shared_bytes > STATIC_SHARED_BYTES:
-            return f"tiles of {self.shared_bytes} bytes, over the {STATIC_SHARED_BYTES} of static shared memory"
+        if self.stages not in STAGES:
+            return f"stages {self.stages}: expected one of {STAGES}"
+        if self.shared_bytes > MAX_SHARED_BYTES:
+            return f"tiles of {self.shared_bytes} bytes, over the {MAX_SHARED_BYTES} of shared memory of a block"
         return None
 
     @property
@@ -55,8 +61,8 @@ class WgmmaParams:
 
     @property
     def shared_bytes(self) -> int:
-        """Shared memory of the staged tiles of A and B."""
-        return (BLOCK_M + self.block_n) * self.block_k * OPERANDS[self.operand]
+        """Shared memory of the staged tiles of A and B, every stage's."""
+        return self.stages * (BLOCK_M + self.block_n) * self.block_k * OPERANDS[self.operand]
 
     def describe(self) -> str:
-        return f"wgmma m64n{self.block_n}k{self.instruction_k} {self.operand} bk{self.block_k}"
+        return f"wgmma m64n{self.block_n}k{self.instruction_k} {self.operand} bk{self.block_k} stages{self.stages}"

@@ -4,7 +4,8 @@ Both tiles are staged in wgmma's no-swizzle ("interleaved") layout: 8 x 16-byte 
 rows of 8 elements of K stored together, the core matrices of one row group side by side along K. A
 shared-memory matrix descriptor then tells the instruction where its slice of K (32 bytes) starts (its first core
 matrix), how far the next core matrix along K lies (the leading byte offset, 128) and how far the next
-group of 8 rows (the stride byte offset, a row group's bytes). The accumulators follow the instruction's
+group of 8 rows (the stride byte offset, a row group's bytes). ``stages`` tiles are in flight: cp.async
+loads the next ones while wgmma multiplies the current one (dynamic shared memory, ``shared_bytes``). The accumulators follow the instruction's
 layout: warp w of the warpgroup holds rows 16w..16w+15, each thread two rows 8 apart and, in every 8
 columns, two neighbours."""
 
@@ -33,6 +34,11 @@ class Rendered:
     def block(self) -> tuple[int]:
         return (WARPGROUP,)
 
+    @property
+    def shared_bytes(self) -> int:
+        """Dynamic shared memory to launch it with."""
+        return self.params.shared_bytes
+
 
 def _instruction(params: WgmmaParams) -> str:
     """The inline PTX of one wgmma on the accumulators ``acc`` and descriptors ``da`` and ``db`` (both
@@ -49,7 +55,7 @@ def _instruction(params: WgmmaParams) -> str:
 
 def render(params: WgmmaParams) -> Rendered:
     """The kernel of ``params`` (``ConfigError``-free: check ``malformed`` first)."""
-    name = f"wgmma_nt_{params.operand}_n{params.block_n}_k{params.block_k}"
+    name = f"wgmma_nt_{params.operand}_n{params.block_n}_k{params.block_k}_s{params.stages}"
     element = OPERANDS[params.operand]
     per_chunk = 16 // element                     # elements in 16 bytes: one core-matrix row
     source = f"""// autogemm wgmma family: C = A B^T on sm_90a, {params.describe()}
@@ -57,6 +63,7 @@ def render(params: WgmmaParams) -> Rendered:
 #define BLOCK_M {BLOCK_M}
 #define BLOCK_N {params.block_n}
 #define BLOCK_K {params.block_k}
+#define STAGES {params.stages}
 #define THREADS {WARPGROUP}
 #define CHUNK {per_chunk}                           // elements of one 16-byte core-matrix row
 #define ROW_GROUP_BYTES (BLOCK_K / CHUNK * {CORE_BYTES})   // the core matrices of 8 rows, along K
@@ -71,33 +78,49 @@ __device__ __forceinline__ unsigned long long descriptor(const void* tile, unsig
          | (unsigned long long)((stride & 0x3FFFF) >> 4) << 32;
 }}
 
-// Copy rows [row0, row0 + ROWS) of a K-contiguous matrix, K columns [k0, k0 + BLOCK_K), into the tile in
-// core-matrix order, 16 bytes per thread and step.
+// Start copying rows [row0, row0 + ROWS) of a K-contiguous matrix, K columns [k0, k0 + BLOCK_K), into the
+// tile in core-matrix order: 16 bytes per thread and step, asynchronously (cp.async, waited for by group).
 template <int ROWS>
 __device__ __forceinline__ void stage(element_t* tile, const element_t* __restrict__ matrix, long ld, int row0, int k0) {{
     for (int v = threadIdx.x; v < ROWS * (BLOCK_K / CHUNK); v += THREADS) {{
         int row = v / (BLOCK_K / CHUNK), chunk = v % (BLOCK_K / CHUNK);
-        uint4 value = *reinterpret_cast<const uint4*>(matrix + (row0 + row) * ld + k0 + chunk * CHUNK);
+        const element_t* from = matrix + (row0 + row) * ld + k0 + chunk * CHUNK;
         int core = (row / 8) * (BLOCK_K / CHUNK) + chunk;
-        *reinterpret_cast<uint4*>(tile + (core * 8 + row % 8) * CHUNK) = value;
+        unsigned to = (unsigned)__cvta_generic_to_shared(tile + (core * 8 + row % 8) * CHUNK);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\\n" :: "r"(to), "l"(from) : "memory");
     }}
 }}
 
 extern "C" __global__ void __launch_bounds__(THREADS) {name}(
         const element_t* __restrict__ A, const element_t* __restrict__ B, float* __restrict__ C,
         int M, int N, int K) {{
-    __shared__ __align__(128) element_t a_tile[BLOCK_M * BLOCK_K];
-    __shared__ __align__(128) element_t b_tile[BLOCK_N * BLOCK_K];
+    extern __shared__ __align__(128) unsigned char shared[];          // STAGES tiles of A, then of B
+    element_t* a_tiles = reinterpret_cast<element_t*>(shared);
+    element_t* b_tiles = a_tiles + STAGES * BLOCK_M * BLOCK_K;
     float acc[{params.accumulators}];
     #pragma unroll
     for (int i = 0; i < {params.accumulators}; ++i) acc[i] = 0.0f;
-    const int m0 = blockIdx.y * BLOCK_M, n0 = blockIdx.x * BLOCK_N;
-    for (int k0 = 0; k0 < K; k0 += BLOCK_K) {{
-        stage<BLOCK_M>(a_tile, A, K, m0, k0);
-        stage<BLOCK_N>(b_tile, B, K, n0, k0);
+    const int m0 = blockIdx.y * BLOCK_M, n0 = blockIdx.x * BLOCK_N, tiles = K / BLOCK_K;
+    for (int s = 0; s < STAGES - 1; ++s) {{                             // the first tiles in flight
+        if (s < tiles) {{
+            stage<BLOCK_M>(a_tiles + s * BLOCK_M * BLOCK_K, A, K, m0, s * BLOCK_K);
+            stage<BLOCK_N>(b_tiles + s * BLOCK_N * BLOCK_K, B, K, n0, s * BLOCK_K);
+        }}
+        asm volatile("cp.async.commit_group;\\n" ::: "memory");
+    }}
+    for (int t = 0; t < tiles; ++t) {{
+        const int ahead = t + STAGES - 1;
+        if (ahead < tiles) {{                                           // into the buffer freed last
+            stage<BLOCK_M>(a_tiles + (ahead % STAGES) * BLOCK_M * BLOCK_K, A, K, m0, ahead * BLOCK_K);
+            stage<BLOCK_N>(b_tiles + (ahead % STAGES) * BLOCK_N * BLOCK_K, B, K, n0, ahead * BLOCK_K);
+        }}
+        asm volatile("cp.async.commit_group;\\n" ::: "memory");          // (empty groups keep the count)
+        asm volatile("cp.async.wait_group %0;\\n" :: "n"(STAGES - 1) : "memory");   // tile t is there
         __syncthreads();
-        asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");   // the stores, seen by wgmma
+        asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");   // the copies, seen by wgmma
         asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
+        const element_t* a_tile = a_tiles + (t % STAGES) * BLOCK_M * BLOCK_K;
+        const element_t* b_tile = b_tiles + (t % STAGES) * BLOCK_N * BLOCK_K;
         #pragma unroll
         for (int step = 0; step < BLOCK_K / {params.instruction_k}; ++step) {{   // 32 bytes of K: two core matrices
             unsigned long long da = descriptor(a_tile + step * 2 * 8 * CHUNK, {CORE_BYTES}, ROW_GROUP_BYTES);
@@ -106,7 +129,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) {name}(
         }}
         asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
-        __syncthreads();
+        __syncthreads();                                               // its buffer is loaded again next
     }}
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const long row = m0 + warp * 16 + lane / 4;
