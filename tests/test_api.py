@@ -235,3 +235,24 @@ def test_a_dtype_by_name_is_one_autogemm_knows_and_an_integer_array_names_the_fi
     assert get_dtype("float32") is DTYPES["s"] and get_dtype(np.complex128) is DTYPES["z"]
     with pytest.raises(autogemm.DtypeError, match=r"astype\(np.float64\)"):
         get_dtype(np.int32)
+
+
+def test_gemv_transpose_and_stacked_matmul_results_in_page_locked_memory_are_right(ctx, monkeypatch):
+    """Every routine's new host result may be page-locked memory from the pool: GEMV, transpose and a
+    stacked matmul (whose result the batched product writes through a view) come out right in it."""
+    from autogemm.api import transfer
+    from autogemm.shares import staging
+
+    monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
+    monkeypatch.setattr(transfer, "RESULT_MIN_BYTES", 0)
+    pool = staging.result_pool(ctx)
+    rng = np.random.default_rng(6)
+    dt = DTYPES["d"]
+    a, x = random_matrix(rng, dt, (57, 43)), random_matrix(rng, dt, (43,))
+    y = autogemm.gemv(a, x, device=ctx.device)
+    assert pool.owns(y) and relative_error(y, a @ x) < dt.tolerance
+    t = autogemm.transpose(a, device=ctx.device)
+    assert pool.owns(t) and np.array_equal(t, a.T)
+    stack, b = random_matrix(rng, dt, (3, 21, 43)), random_matrix(rng, dt, (43, 17))
+    product = autogemm.matmul(stack, b, device=ctx.device)
+    assert pool.owns(product) and relative_error(product, stack @ b) < dt.tolerance
