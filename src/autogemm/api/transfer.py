@@ -47,8 +47,10 @@ def execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[boo
     and the last launch's. ``temporaries`` are the bytes the launches still have to allocate, for the
     memory check made before anything is enqueued."""
     check_memory(ctx, [st.span.nbytes for st in operands if st.buffer is None] + list(temporaries))
+    if ctx.device.shares_host_memory:       # nothing to stage, nor a pool to ask
+        return _execute(ctx, operands, needed, out, enqueue, wait_for, None)
     out_locked = result_pool(ctx).owns(out)
-    places = None if ctx.device.shares_host_memory else _places(operands, needed, out, out_locked)
+    places = _places(operands, needed, out, out_locked)
     if places is None:
         return _execute(ctx, operands, needed, out, enqueue, wait_for, None)
     lock, memory = page_locked(ctx, places[-1])
