@@ -6,6 +6,8 @@ from __future__ import annotations
 import gc
 
 import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
 import pytest
 
 import autogemm
@@ -172,7 +174,9 @@ def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx,
     monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
     monkeypatch.setattr(staging, "_page_locked", type(staging._page_locked)())
     monkeypatch.setattr(transfer, "PINNED_MIN_BYTES", 0)
+    monkeypatch.setattr(transfer, "PART_BYTES", 0)
     monkeypatch.setattr(transfer, "PIPELINE_BYTES", 1000)         # a, b and c in several parts
+    monkeypatch.setattr(staging, "COPY_THREADS", 3)               # copied and sent by several threads
     rng = np.random.default_rng(3)
     dt = DTYPES["d"]
     a, b = random_matrix(rng, dt, (70, 45)), random_matrix(rng, dt, (45, 33))
@@ -189,8 +193,42 @@ def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx,
     (lock, _, memory), = staging._page_locked.values()
     assert relative_error(autogemm.gemm(a, b.T.copy(), trans_b="T", device=ctx.device), want) < dt.tolerance
     assert staging._page_locked[ctx][2] is memory and not lock.locked()      # reused, and let go
+    sent = []
+    real_send = transfer._send
+    monkeypatch.setattr(transfer, "_send", lambda *args: sent.append(args[3]) or real_send(*args))
+    on_device = cl_array.to_device(ctx.queue, c)              # host operands, a device result
+    got = autogemm.gemm(a, b, on_device, alpha=2.0, beta=0.5, device=ctx.device)
+    assert relative_error(got.get(), 2.0 * want + 0.5 * c) < dt.tolerance
+    assert sum(part.nbytes for part in sent) == a.nbytes + b.nbytes and not lock.locked()
     monkeypatch.setattr(transfer, "PINNED_BYTES", 1024)
     assert relative_error(autogemm.gemm(a, b, device=ctx.device), want) < dt.tolerance
+
+
+def test_device_buffers_of_a_host_call_are_kept_for_the_next_and_freed_by_clear_plans(ctx, monkeypatch):
+    """numpy in, numpy out, the operands' device buffers go back to the context's pool once the result is
+    read, and the next call of those sizes takes them again; a device result's are not kept (its commands
+    may still run); ``clear_plans`` frees the pool."""
+    dt = DTYPES["s"]
+    rng = np.random.default_rng(6)
+    a, b = random_matrix(rng, dt, (300, 200)), random_matrix(rng, dt, (200, 100))
+    autogemm.clear_plans()
+    assert ctx.buffers.held == 0
+    assert relative_error(autogemm.gemm(a, b, device=ctx.device), a.astype(np.float64) @ b) < dt.tolerance
+    kept = ctx.buffers.held
+    assert kept >= a.nbytes + b.nbytes + 300 * 100 * 4
+    made, real_buffer = [], cl.Buffer
+    monkeypatch.setattr(cl, "Buffer", lambda *args: made.append(args) or real_buffer(*args))
+    a2 = random_matrix(rng, dt, (300, 200))
+    assert relative_error(autogemm.gemm(a2, b, device=ctx.device), a2.astype(np.float64) @ b) < dt.tolerance
+    assert ctx.buffers.held == kept and not made            # the same three buffers, none made
+    monkeypatch.undo()
+    on_queue = autogemm.runtime.context_for_queue(ctx.queue)      # the device array's call context
+    on_queue.buffers.clear()
+    out = autogemm.gemm(cl_array.to_device(ctx.queue, a), b, device=ctx.device)
+    assert relative_error(out.get(), a.astype(np.float64) @ b) < dt.tolerance
+    assert on_queue.buffers.held == 0                       # b's buffer went with the device result
+    autogemm.clear_plans()
+    assert ctx.buffers.held == 0
 
 
 def test_a_new_result_is_page_locked_memory_taken_back_when_it_is_gone(ctx, monkeypatch):

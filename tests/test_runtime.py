@@ -205,3 +205,18 @@ def test_the_stored_layout_is_preferred_only_where_the_tuners_rates_do_not_hold(
     a_transposed = GemmProblem(DTYPES["d"], 64, 64, 64, Op.from_letter("T", "trans_a"), Op.from_letter("N", "trans_b"))
     assert prefer_stored_layout([nt, nn, tn], a_transposed) is tn   # no pack, within 0.9 of the best
     assert prefer_stored_layout([nt, nn, Ranked(tn.config, 30.0)], a_transposed) is nt
+
+
+def test_a_buffer_pool_rounds_sizes_up_and_keeps_no_more_than_its_capacity(ctx):
+    from autogemm.runtime.buffer_pool import BufferPool, rounded
+
+    assert [rounded(n) for n in (1, 256, 257, 2**20, 2**20 + 1)] == [256, 256, 320, 2**20, 2**20 + 2**18]
+    pool = BufferPool(ctx.context, capacity=2**20)
+    first, second = pool.take(600_000), pool.take(590_000)
+    assert first.size == second.size == 655_360 and first is not second
+    pool.give(first)
+    pool.give(second)                     # past the capacity: released, not kept
+    assert pool.held == 655_360 and pool.take(640_000) is first and pool.held == 0
+    pool.give(first)
+    pool.clear()
+    assert pool.held == 0 and pool.take(600_000) is not first

@@ -18,9 +18,10 @@ from ..blas.problem import alignment_class
 from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..errors import ArgumentError
-from ..runtime import Device, DeviceContext
+from ..runtime import Device, DeviceContext, live_contexts
 from ..runtime.memory import check_memory, reports_full_memory
 from ..shares.split import Split
+from ..shares.staging import release_page_locked
 from .operands import Matrix, Stored, as_matrix, call_context, event_list, events_of, on_device, scalar, stored
 from .targets import Devices, gemm_on_targets
 from .transfer import execute, host_result
@@ -89,10 +90,11 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
 
 
 #: A call on numpy arrays of at least this many bytes in all runs as a share of its device (``shares``:
-#: streamed, or in place): on the H100 that took a 16384^3 SGEMM from 14 to 41 TFLOP/s end to end, and
-#: numpy to numpy DGEMM 4096^3 from 88 to 24 ms (SGEMM 4096^3, 192 MiB, 19.4 ms streamed and 19.7 through
-#: page-locked memory, ``transfer``); smaller calls copy directly.
-STREAM_BYTES = 128 * 2**20
+#: streamed, or in place): on the H100 that took a 16384^3 SGEMM from 14 to 41 TFLOP/s end to end.
+#: Smaller calls cross through page-locked memory (``transfer``), which on the H100 was faster up to here:
+#: SGEMM 8192^3 (512 MiB) 55 ms so and 75 to 85 ms streamed, DGEMM 6144^3 49 ms and 82 ms, SGEMM 4096^3
+#: 12 ms and 25 ms.
+STREAM_BYTES = 2**30
 
 
 def _large_on_host(a: Matrix, b: Matrix, c: Matrix | None) -> bool:
@@ -208,12 +210,17 @@ def _device_key(a: Matrix, b: Matrix, c: Matrix | None, device: object, *options
 
 
 def clear_plans() -> None:
-    """Forget every cached plan and every resolved call. A plan keeps its temporaries, and the memory of
-    its last call's operands (so that a repeated call sets no argument again): after this, both are freed
-    once no call in flight still uses them. For a device whose memory is needed elsewhere."""
+    """Forget every cached plan and every resolved call, and free the device buffers and the page-locked
+    host memory kept for later calls. A plan keeps its temporaries, and the memory of its last call's
+    operands (so that a repeated call sets no argument again): after this, both are freed once no call in
+    flight still uses them. For a device whose memory (or a host whose page-locked memory, up to
+    ``transfer.PINNED_BYTES``) is needed elsewhere."""
     with _resolved_lock:
         _resolved.clear()
     plan_cache.clear()
+    for ctx in live_contexts():
+        ctx.buffers.clear()
+        release_page_locked(ctx)
 
 
 def _remember(key: tuple, resolved: tuple[_Call, LaunchPlan]) -> None:

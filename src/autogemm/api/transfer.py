@@ -12,6 +12,7 @@ writes and the caller keeps."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -20,18 +21,18 @@ import pyopencl as cl
 
 from ..runtime import DeviceContext
 from ..runtime.memory import check_memory
-from ..shares.staging import page_locked, parallel_copy, result_pool
+from ..shares.staging import COPY_THREADS, PART_BYTES, copy_into, in_parallel, page_locked, parallel_copy, result_pool
 from .operands import Matrix, Stored, on_device
 
 Enqueue = Callable[[list[cl.Buffer], list[cl.Event]], list[cl.Event]]
 
 #: A call whose host operands and result take from ``PINNED_MIN_BYTES`` to ``PINNED_BYTES`` crosses
-#: through page-locked memory (kept between calls, so a process holds as much as its largest such call).
-#: A smaller one copies from its arrays as they are: on the H100, numpy to numpy SGEMM 1024^3 took 2.0 ms
-#: so and 3.5 ms through page-locked memory (3.1 ms with every core copying), 2048^3 7.8 ms and 5.5 ms,
-#: DGEMM 2048^3 20.7 ms and 8.4 ms. A larger one too (a GEMM that large streams:
-#: ``api.gemm.STREAM_BYTES``). A new result from ``RESULT_MIN_BYTES`` on is page-locked memory itself.
-PINNED_MIN_BYTES, PINNED_BYTES, RESULT_MIN_BYTES = 32 * 2**20, 256 * 2**20, 2**20
+#: through page-locked memory (kept between calls, so a process holds as much as its largest such call,
+#: until ``clear_plans``); a smaller one copies from its arrays as they are, a larger one streams
+#: (``api.gemm.STREAM_BYTES``). On the H100, numpy to numpy (ms, page-locked / as they are): SGEMM 1024^3
+#: 2.4 / 1.5, 1536^3 4.3 / 5.1, 2048^3 5.8 / 7.9; DGEMM 1024^3 3.8 / 4.0, 2048^3 6.8 / 16.6. A new result
+#: from ``RESULT_MIN_BYTES`` on is page-locked memory itself.
+PINNED_MIN_BYTES, PINNED_BYTES, RESULT_MIN_BYTES = 16 * 2**20, 1536 * 2**20, 2**20
 #: The staged operands cross in parts of this many bytes at most: the host copies the next part while
 #: the device's DMA engine reads the last.
 PIPELINE_BYTES = 8 * 2**20
@@ -54,7 +55,7 @@ def execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[boo
     if places is None:
         return _execute(ctx, operands, needed, out, enqueue, wait_for, None)
     lock, memory = page_locked(ctx, places[-1])
-    with lock:              # held until the result is read back: the next call reuses the memory
+    with lock:              # held until the uploads are done and a host result is read back
         staging = [memory[start:] for start in places[:-2]] + [None if out_locked else memory[places[-2]:]]
         return _execute(ctx, operands, needed, out, enqueue, wait_for, staging)
 
@@ -73,16 +74,16 @@ def host_result(ctx: DeviceContext, shape: tuple[int, ...], dtype: np.dtype) -> 
 
 def _places(operands: Sequence[Stored], needed: Sequence[bool], out: Matrix, out_locked: bool
             ) -> list[int] | None:
-    """Where each operand lies in the page-locked memory of a numpy-in, numpy-out call (the result last,
-    and the bytes needed after them; none for a result that is page-locked memory already,
-    ``out_locked``); None for a call with a device result, or outside ``PINNED_MIN_BYTES`` to
-    ``PINNED_BYTES``."""
-    if on_device(out) or any(st.buffer is not None for st in operands):
-        return None
+    """Where each host operand lies in the page-locked memory of a call (the result last, and the bytes
+    needed after them; none for an operand on the device, nor for a result that is page-locked memory
+    already, ``out_locked``); None for a call whose host operands and result take less than
+    ``PINNED_MIN_BYTES`` or more than ``PINNED_BYTES``."""
     places, end, total = [], 0, 0
     for st, need in zip(operands, needed):
         places.append(end)
-        if st is operands[-1]:
+        if st.buffer is not None:
+            size = 0
+        elif st is operands[-1]:
             total += st.elements * st.span.itemsize
             size = 0 if out_locked else st.elements * st.span.itemsize
         else:
@@ -95,48 +96,66 @@ def _places(operands: Sequence[Stored], needed: Sequence[bool], out: Matrix, out
 def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bool], out: Matrix,
              enqueue: Enqueue, wait_for: list[cl.Event], staging: list[np.ndarray] | None) -> Matrix:
     """``execute``, host operands copied through ``staging`` (page-locked memory, one place per operand;
-    None for the result where it is page-locked itself) where given, else from their arrays."""
-    mf, queue = cl.mem_flags, ctx.queue
-    buffers, uploads = [], []
+    None for the result where it is page-locked itself) where given, else from their arrays. Their
+    device buffers come from the context's pool, and go back to it once a host result is read."""
+    queue = ctx.queue
+    buffers, uploads, staged = [], [], []
+    done = False
     try:
         for i, (st, need) in enumerate(zip(operands, needed)):
             if st.buffer is not None:
                 buffers.append(st.buffer)
                 continue
-            buffers.append(cl.Buffer(ctx.context, mf.READ_WRITE, max(st.span.nbytes, st.span.itemsize)))
+            buffers.append(ctx.buffers.take(max(st.span.nbytes, st.span.itemsize)))
             place = None if staging is None else staging[i]
             if need and st.span.size and place is None:
                 # the event keeps the host memory alive until the copy is done
                 uploads.append(cl.enqueue_copy(queue, buffers[-1], np.ascontiguousarray(st.span), is_blocking=False))
             elif need and st.span.size:
-                uploads += _staged_upload(queue, buffers[-1], place, st.span)
+                staged.append((buffers[-1], place, st.span))
+        uploads += _staged_uploads(queue, staged)
         events = enqueue(buffers, wait_for + uploads)
         if on_device(out):
             for event in uploads + events[-1:]:
                 out.add_event(event)
+            if staging is not None:     # the page-locked memory is the next call's once they are done
+                cl.wait_for_events(uploads)
             return out
         download(queue, operands[-1], buffers[-1], out, None if staging is None else staging[-1])
+        done = True        # the download waited for every command before it on the in-order queue
         return out
     finally:
         for st, buf in zip(operands, buffers):
-            if st.buffer is None:
+            if st.buffer is None and done:
+                ctx.buffers.give(buf)
+            elif st.buffer is None:
                 buf.release()      # freed once the commands using it are done
 
 
-def _staged_upload(queue: cl.CommandQueue, buffer: cl.Buffer, memory: np.ndarray, array: np.ndarray
-                   ) -> list[cl.Event]:
-    """Copy ``array`` to ``buffer`` through the page-locked bytes ``memory``, in parts of rows of at most
-    ``PIPELINE_BYTES``: host threads copy each part there and its upload is enqueued at once, while they
-    copy the next. The uploads' events."""
-    staged = memory[:array.nbytes].view(array.dtype).reshape(array.shape)
-    row_bytes = max(1, array.nbytes // max(1, len(array)))
-    rows = max(1, PIPELINE_BYTES // row_bytes)
-    events = []
-    for start in range(0, len(array), rows):
-        part = staged[start:start + rows]
-        parallel_copy(part, array[start:start + rows])
-        events.append(cl.enqueue_copy(queue, buffer, part, dst_offset=start * row_bytes, is_blocking=False))
-    return events
+def _staged_uploads(queue: cl.CommandQueue, staged: Sequence[tuple[cl.Buffer, np.ndarray, np.ndarray]]
+                    ) -> list[cl.Event]:
+    """Copy each ``(buffer, memory, array)``'s array to its buffer through its page-locked bytes ``memory``:
+    in parts of rows (one for each copying thread, ``PART_BYTES`` to ``PIPELINE_BYTES``), each copied by
+    one of the host's copy threads and its upload enqueued as soon as it is there, while the other threads
+    copy theirs. Parts are few because each costs the threads about 0.1 ms to hand over (on the H100's
+    host, 8 MiB took 0.84 ms in 8 parts and 3.1 ms in 32; 128 MiB reached 20 GB/s with the uploads, the
+    driver's own copies of pageable memory 7 to 10 GB/s). The uploads' events."""
+    total = sum(array.nbytes for _, _, array in staged)
+    part_bytes = max(PART_BYTES, min(PIPELINE_BYTES, total // COPY_THREADS))
+    parts = []
+    for buffer, memory, array in staged:
+        held = memory[:array.nbytes].view(array.dtype).reshape(array.shape)
+        row_bytes = max(1, array.nbytes // max(1, len(array)))
+        rows = max(1, part_bytes // row_bytes)
+        parts += [functools.partial(_send, queue, buffer, held[start:start + rows], array[start:start + rows],
+                                    start * row_bytes) for start in range(0, len(array), rows)]
+    return in_parallel(parts)
+
+
+def _send(queue: cl.CommandQueue, buffer: cl.Buffer, held: np.ndarray, part: np.ndarray, offset: int) -> cl.Event:
+    """Copy ``part`` into the page-locked ``held`` and enqueue its upload to ``buffer`` at ``offset``."""
+    copy_into(held, part)
+    return cl.enqueue_copy(queue, buffer, held, dst_offset=offset, is_blocking=False)
 
 
 def download(queue: cl.CommandQueue, st: Stored, buffer: cl.Buffer, out: np.ndarray,

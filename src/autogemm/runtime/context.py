@@ -1,4 +1,5 @@
-"""One OpenCL context and in-order profiling queue per device, and the programs built on it (by source)."""
+"""One OpenCL context and in-order profiling queue per device, the programs built on it (by source) and the
+device buffers it keeps free between calls."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from contextlib import contextmanager
 import pyopencl as cl
 
 from ..errors import ArgumentError, BuildError
+from .buffer_pool import POOL_BYTES, BufferPool
 from .build_pool import BuildPool
 from .device import Device
 from .discovery import devices, find_device
 
 
 class DeviceContext:
-    """The context, queue and built programs of one device; get it with ``context_for``."""
+    """The context, queue, built programs and free buffers (``buffers``) of one device; get it with
+    ``context_for``."""
 
     def __init__(self, device: Device, queue: cl.CommandQueue | None = None) -> None:
         self.device = device
@@ -31,6 +34,7 @@ class DeviceContext:
         self._lock = threading.Lock()
         self._build_pool: BuildPool | None = None
         self._transfer_queues: dict[str, cl.CommandQueue] = {}
+        self.buffers = BufferPool(self.context, min(POOL_BYTES, device.global_mem_bytes // 16))
 
     def transfer_queue(self, direction: str) -> cl.CommandQueue:
         """An in-order profiling queue of this context for the copies ``direction`` ('in' or 'out') of a
@@ -107,6 +111,12 @@ def context_for(device: Device | str | int | None = None) -> DeviceContext:
 
 
 _adopted: dict[int, DeviceContext] = {}
+
+
+def live_contexts() -> list[DeviceContext]:
+    """Every ``DeviceContext`` made so far: the devices' own and those on callers' queues."""
+    with _contexts_lock:
+        return [*_contexts.values(), *_adopted.values()]
 
 
 def context_for_queue(queue: cl.CommandQueue) -> DeviceContext:

@@ -1,16 +1,20 @@
 """Host memory for streamed products: page-locked staging buffers in rings (``StagingRing``) and a
 page-locked copy of B that several devices' streams share (``SharedBlocks``), both kept between calls
 (page-locking is slow); page-locked results handed out and taken back (``ResultPool``); host copies on
-several threads (``parallel_copy``: numpy's copies release the GIL); and ``FirstTouch``, which faults in
+several threads (``parallel_copy`` and ``in_parallel``: the copies release the GIL); and ``FirstTouch``, which faults in
 a new C's pages ahead of the copies that write its tiles."""
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import math
 import os
 import threading
 import weakref
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import TypeVar
 
 import numpy as np
 import pyopencl as cl
@@ -46,21 +50,43 @@ _page_locked: weakref.WeakKeyDictionary[DeviceContext, tuple[threading.Lock, cl.
 def parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
     """``dst[...] = src`` for arrays of one shape, by up to ``COPY_THREADS`` threads: over equal byte ranges
     where both are contiguous, else over ranges of rows."""
-    global _pool
     if src.nbytes < THREADED_BYTES or COPY_THREADS == 1 or len(src) < 2:
-        np.copyto(dst, src)
+        copy_into(dst, src)
         return
     if dst.flags.c_contiguous and src.flags.c_contiguous:
         dst, src = dst.reshape(-1), src.reshape(-1)
+    parts = max(1, min(COPY_THREADS, len(src), src.nbytes // PART_BYTES))
+    bounds = np.linspace(0, len(src), parts + 1).astype(int)
+    in_parallel([functools.partial(copy_into, dst[a:b], src[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a])
+
+
+def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
+    """``dst[...] = src``: one ``memmove`` where both are C-contiguous (about a fifth faster than
+    ``np.copyto`` on the H100's host at 16 MiB by 4 threads), else numpy's copy. Either releases the GIL."""
+    if dst.flags.c_contiguous and src.flags.c_contiguous and dst.dtype == src.dtype:
+        ctypes.memmove(dst.ctypes.data, src.ctypes.data, src.nbytes)
+    else:
+        np.copyto(dst, src)
+
+
+Result = TypeVar("Result")
+
+
+def in_parallel(tasks: Sequence[Callable[[], Result]]) -> list[Result]:
+    """The results of ``tasks``, run on ``COPY_THREADS`` threads (the first on the calling thread); every
+    task has ended when this returns or raises."""
+    global _pool
+    if len(tasks) < 2 or COPY_THREADS == 1:
+        return [task() for task in tasks]
     with _pool_lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(COPY_THREADS - 1, thread_name_prefix="autogemm-copy")
-    parts = max(1, min(COPY_THREADS, len(src), src.nbytes // PART_BYTES))
-    bounds = np.linspace(0, len(src), parts + 1).astype(int)
-    futures = [_pool.submit(np.copyto, dst[a:b], src[a:b]) for a, b in zip(bounds[1:], bounds[2:]) if b > a]
-    np.copyto(dst[:bounds[1]], src[:bounds[1]])
-    for future in futures:
-        future.result()
+    futures = [_pool.submit(task) for task in tasks[1:]]
+    try:
+        first = tasks[0]()
+    finally:
+        wait(futures)
+    return [first] + [future.result() for future in futures]
 
 
 class StagingRing:
@@ -176,6 +202,17 @@ def page_locked(ctx: DeviceContext, nbytes: int) -> tuple[threading.Lock, np.nda
                 buffer, array = _mapped(ctx, nbytes)
                 _page_locked[ctx] = (lock, buffer, array)
         return _page_locked[ctx][0], _page_locked[ctx][2]
+
+
+def release_page_locked(ctx: DeviceContext) -> None:
+    """Give the page-locked memory of ``page_locked`` back to the system (once no call uses it); a later
+    call makes it anew."""
+    with _rings_lock:
+        found = _page_locked.pop(ctx, None)
+    if found is not None:
+        with found[0]:
+            found[2].base.release()
+            found[1].release()
 
 
 #: Page-locked memory one context's ``ResultPool`` holds at most (handed out and free), in bytes.
