@@ -1,4 +1,5 @@
-"""``autogemm.dask`` on a ``LocalCluster`` of two worker processes (both on this machine's device):
+"""``autogemm.dask`` on a ``LocalCluster`` of two worker processes (both on this machine's device), and on
+one of worker threads:
 products of several chunkings, dtypes and transposes agree with numpy, a worker killed after computing
 part of a product leaves the result right, and bad inputs fail before anything is computed."""
 
@@ -27,7 +28,7 @@ RNG = np.random.default_rng(11)
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = ad.local_cluster(n_workers=2, dashboard_address=":0")
+    cluster = ad.local_cluster(n_workers=2, processes=True, dashboard_address=":0")
     with distributed.Client(cluster) as client:
         yield client
     cluster.close()
@@ -47,8 +48,12 @@ CASES = [  # (dtype, m, n, k, chunks of A's rows, of K, of B's columns, trans_a,
 ]
 
 
+@pytest.mark.parametrize("cut_k", [False, True], ids=["whole-k", "cut-k"])
 @pytest.mark.parametrize("case", CASES, ids=[c[0] + c[7] + c[8] for c in CASES])
-def test_products_of_several_chunkings_agree_with_numpy(client, small_blocks, case):
+def test_products_of_several_chunkings_agree_with_numpy(client, small_blocks, monkeypatch, case, cut_k):
+    """With K whole (one product per block of C) and cut (partial blocks summed in a tree)."""
+    if cut_k:
+        monkeypatch.setattr(products, "PANEL_BYTES", 4096)
     key, m, n, k, cm, ck, cn, ta, tb = case
     dt = DTYPES[key]
     a = random_matrix(RNG, dt, (k, m) if ta != "N" else (m, k))
@@ -59,6 +64,7 @@ def test_products_of_several_chunkings_agree_with_numpy(client, small_blocks, ca
     C = da.from_array(c, chunks=(cm, 2 * cn))
     got = ad.gemm(A, B, C, alpha=0.5, beta=-2.0, trans_a=ta, trans_b=tb, split_every=2)
     assert isinstance(got, da.Array) and got.shape == (m, n) and got.dtype == dt.numpy
+    assert any(name.startswith("sum") for name in got.dask.layers) == cut_k
     want = 0.5 * (apply_op(a.astype(dt.reference_numpy), ta) @ apply_op(b, tb)) - 2.0 * c
     result = got.compute()
     assert result.shape == (m, n) and relative_error(result, want) < dt.tolerance
@@ -68,9 +74,21 @@ def test_products_of_several_chunkings_agree_with_numpy(client, small_blocks, ca
 
 
 def test_small_blocks_are_merged_before_they_are_multiplied():
-    A = da.ones((3000, 100), chunks=(100, 50), dtype=np.float32)
+    A = da.ones((9000, 100), chunks=(100, 50), dtype=np.float32)
     product = ad.matmul(A, A.T)
-    assert max(product.chunks[0]) >= products.MIN_BLOCK and product.numblocks == (2, 2)
+    assert product.chunks[0] == (products.MIN_BLOCK, products.MIN_BLOCK, 9000 - 2 * products.MIN_BLOCK)
+    assert product.numblocks == (3, 3)
+
+
+def test_worker_threads_each_keep_their_device_and_multiply_right():
+    """``local_cluster``'s default: workers that are threads of this process, each pinned to a device."""
+    dt = DTYPES["s"]
+    a, b = random_matrix(RNG, dt, (300, 200)), random_matrix(RNG, dt, (200, 250))
+    with ad.local_cluster(n_workers=2, dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        workers = client.scheduler_info()["workers"]
+        assert len(workers) == 2 and all(address in blocks._slots for address in workers)
+        got = ad.matmul(da.from_array(a, chunks=100), da.from_array(b, chunks=100)).compute()
+    assert relative_error(got, a.astype(np.float64) @ b) < dt.tolerance
 
 
 def test_a_worker_killed_with_blocks_of_a_product_leaves_it_right(client, small_blocks):
@@ -114,17 +132,18 @@ def test_bad_inputs_fail_before_anything_is_computed(monkeypatch, call, error, w
 
 def test_a_worker_without_a_device_multiplies_on_numpy_and_says_so_once(monkeypatch, caplog):
     monkeypatch.setenv("AUTOGEMM_DEVICE", "no such device")
-    blocks.worker_device.cache_clear()
+    blocks.slot_device.cache_clear()
     try:
         a, b = RNG.standard_normal((20, 30)), RNG.standard_normal((30, 10))
         with caplog.at_level(logging.WARNING, logger="autogemm.dask"):
-            first = blocks.block_product(a, b, trans_a="N", trans_b="N", alpha=2.0)
-            blocks.block_product(a, b, trans_a="N", trans_b="N", alpha=2.0)
-        assert first.shape == (20, 1, 10) and np.allclose(first[:, 0], 2 * a @ b)
+            first = blocks.partial_product(a, b, trans_a="N", trans_b="N", alpha=2.0)
+            panels = blocks.block_product([a[:, :12], a[:, 12:]], [b[:12], b[12:]], trans_a="N", trans_b="N",
+                                          alpha=2.0)
+        assert first.shape == (20, 1, 10) and np.allclose(first[:, 0], 2 * a @ b) and np.allclose(panels, 2 * a @ b)
         assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
         assert "numpy's BLAS" in caplog.records[0].message
     finally:
-        blocks.worker_device.cache_clear()
+        blocks.slot_device.cache_clear()
 
 
 def test_each_worker_is_pinned_to_a_device_and_warmed(client):
@@ -134,7 +153,9 @@ def test_each_worker_is_pinned_to_a_device_and_warmed(client):
     client.wait_for_workers(2, timeout=60)        # a worker killed by another test comes back, pinned too
     deadline = time.monotonic() + 60
     while True:
-        pinned = client.run(lambda: (os.environ.get("AUTOGEMM_DEVICE"), blocks.worker_device() is not None))
+        pinned = client.run(lambda dask_worker: (blocks._slots.get(dask_worker.address),
+                                                 blocks.slot_device(blocks._slots.get(dask_worker.address))
+                                                 is not None))
         if all(slot in slots and found for slot, found in pinned.values()) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
@@ -152,10 +173,15 @@ def test_bench_dask_times_every_path_and_checks_it(tmp_path):
     out = CliRunner().invoke(main, ["bench-dask", "--dtype", "d", "--size", "192", "--chunk", "64",
                                     "--workers", "1", "--runs", "1", "--json", str(path)])
     assert out.exit_code == 0, out.output
-    assert "autogemm.dask" in out.output and "dask numpy" in out.output and "dask cupy" in out.output
+    assert all(name in out.output for name in ("autogemm.dask", "autogemm.gemm", "dask numpy", "dask cupy"))
     rows = {r["path"]: r for r in json.loads(path.read_text())["results"]}
-    for name in ("autogemm.dask", "dask numpy"):
+    for name in ("autogemm.dask", "autogemm.gemm", "dask numpy"):
         assert rows[name]["seconds"] > 0 and rows[name]["error"] < 1e-12 and not rows[name]["note"]
     assert rows["dask cupy"]["seconds"] or rows["dask cupy"]["note"].startswith("not installed")
     out = CliRunner().invoke(main, ["bench-dask", "--workers", "0"])
     assert out.exit_code != 0 and "at least 1" in out.output
+    out = CliRunner().invoke(main, ["bench-dask", "--paths", "dask,blas"])
+    assert out.exit_code != 0 and "not blas" in out.output
+    out = CliRunner().invoke(main, ["bench-dask", "--size", "96", "--chunk", "32", "--workers", "1", "--runs", "1",
+                                    "--paths", "gemm"])
+    assert out.exit_code == 0 and "autogemm.gemm" in out.output and "dask numpy" not in out.output

@@ -16,6 +16,9 @@ from ..tables import plain_table
 from . import main
 from .common import cell, console, fail, write_results
 
+#: ``--paths`` names of ``bench.dask_products.PATHS``.
+PATH_NAMES = {"dask": "autogemm.dask", "gemm": "autogemm.gemm", "numpy": "dask numpy", "cupy": "dask cupy"}
+
 
 @main.command("bench-dask")
 @click.option("--dtype", default="s", show_default=True, help="The dtype: s, d, c or z.")
@@ -26,12 +29,16 @@ from .common import cell, console, fail, write_results
               help="Comma-separated numbers of workers (one cluster each).")
 @click.option("--runs", type=click.IntRange(1, 100), default=3, show_default=True, help="Timed runs (median).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random operands.")
+@click.option("--paths", default=",".join(PATH_NAMES), show_default=True,
+              help="Comma-separated paths to time: dask (autogemm.dask), gemm (autogemm.gemm without Dask), "
+                   "numpy (dask on numpy chunks), cupy (dask on cupy chunks).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")
-def bench_dask_command(dtype, size, chunk, workers, runs, seed, json_path) -> None:
+def bench_dask_command(dtype, size, chunk, workers, runs, seed, paths, json_path) -> None:
     """Time an n x n x n product of dask arrays made from numpy arrays, computed to a numpy array, on
     local clusters of each number of --workers: autogemm.dask (workers on autogemm's devices), dask's
-    da.matmul on numpy chunks (the same workers, numpy's BLAS) and on cupy chunks (dask-cuda, where
-    installed). Wall clock, median of --runs after a warm-up; each result checked on sampled rows."""
+    da.matmul on numpy chunks (the same workers, numpy's BLAS) and on cupy chunks (a worker process per
+    GPU, where cupy is installed); beside them autogemm.gemm on the same numpy arrays without Dask. Wall
+    clock, median of --runs after a warm-up; each result checked on sampled rows."""
     from ..bench.dask_products import AUTOGEMM, run_dask
     try:
         dt = get_dtype(dtype)
@@ -40,9 +47,14 @@ def bench_dask_command(dtype, size, chunk, workers, runs, seed, json_path) -> No
         fail(f"{exc}")
     if not counts or min(counts) < 1:
         fail("--workers takes numbers of workers of at least 1, e.g. 1,2")
+    chosen = [name.strip() for name in paths.split(",") if name.strip()]
+    unknown = sorted(set(chosen) - set(PATH_NAMES))
+    if unknown or not chosen:
+        fail(f"--paths takes {', '.join(PATH_NAMES)}, not {', '.join(unknown) or 'nothing'}")
     with console.status("starting") as status:
         results = run_dask(dt, size, chunk, counts, runs, np.random.default_rng(seed),
-                           lambda what: status.update(f"{dt.routine} {size}^3 on {what}"))
+                           lambda what: status.update(f"{dt.routine} {size}^3 on {what}"),
+                           tuple(PATH_NAMES[name] for name in chosen))
     single = {r.path: r.seconds for r in results if r.workers == min(counts) and r.seconds}
     ours = {r.workers: r.seconds for r in results if r.path == AUTOGEMM and r.seconds}
     columns = ("workers", "path", "seconds", "TFLOP/s", f"/ {min(counts)} worker", "autogemm / it")

@@ -1,40 +1,87 @@
 """The product of one pair of blocks, run by a Dask worker: on the worker's device through
-``autogemm.gemm``, or with numpy's BLAS where the worker has no usable device (said once per process)."""
+``autogemm.gemm``, or with numpy's BLAS where the worker has no usable device (said once per device)."""
 
 from __future__ import annotations
 
 import functools
 import logging
+import threading
 
 import numpy as np
+import pyopencl.array as cl_array
 
 from ..accuracy import apply_op
 from ..api import gemm
 from ..errors import DeviceError
-from ..runtime import Device
-from ..runtime.discovery import default_device
+from ..runtime import Device, context_for
+from ..runtime.discovery import default_device, find_device
 
 log = logging.getLogger("autogemm.dask")
 
+#: Each worker's device, as ``"P:D"`` (set by ``AutogemmPlugin``), by the worker's address: workers that
+#: are threads of one process each keep their own.
+_slots: dict[str, str] = {}
+_slots_lock = threading.Lock()
 
-@functools.lru_cache(maxsize=1)
+
+def pin_worker(address: str, slot: str) -> None:
+    """Make ``slot`` the device of the worker at ``address``."""
+    with _slots_lock:
+        _slots[address] = slot
+
+
 def worker_device() -> Device | None:
-    """This process's device (``AUTOGEMM_DEVICE``, else the default one), or None where there is none;
-    the reason is logged once."""
+    """The device of the worker running this (its pinned slot; outside a pinned worker, ``AUTOGEMM_DEVICE``
+    or the default device), or None where there is none; the reason is logged once."""
     try:
-        return default_device()
+        from distributed import get_worker
+
+        address = get_worker().address
+    except (ImportError, ValueError):
+        address = None
+    return device_of_worker(address)
+
+
+def device_of_worker(address: str | None) -> Device | None:
+    """The device of the worker at ``address`` (see ``worker_device``)."""
+    with _slots_lock:
+        slot = _slots.get(address)
+    return slot_device(slot)
+
+
+@functools.cache
+def slot_device(slot: str | None) -> Device | None:
+    """The device of ``slot`` (``"P:D"``; None: ``AUTOGEMM_DEVICE`` or the default device), or None where
+    there is none, said once."""
+    try:
+        return find_device(slot) if slot else default_device()
     except DeviceError as exc:
         log.warning("autogemm.dask: no usable OpenCL device in this worker (%s); its block products run "
                     "on numpy's BLAS", exc)
         return None
 
 
-def block_product(a: np.ndarray, b: np.ndarray, *, trans_a: str, trans_b: str, alpha: complex) -> np.ndarray:
-    """``alpha`` op(A) op(B) of one pair of blocks, with a middle axis of length 1 (the K block it came
-    from, summed away later)."""
+def block_product(a: np.ndarray | list[np.ndarray], b: np.ndarray | list[np.ndarray], *, trans_a: str,
+                  trans_b: str, alpha: complex) -> np.ndarray:
+    """``alpha`` op(A) op(B) of one pair of blocks, or the sum over K of such products of two lists of
+    blocks (A's row panel and B's column panel, in K's order): the sum is made on the device, the block
+    of C staying there while each pair of blocks is uploaded and multiplied into it."""
+    pairs = list(zip(a, b)) if isinstance(a, list) else [(a, b)]
     device = worker_device()
     if device is None:
-        product = alpha * (apply_op(a, trans_a) @ apply_op(b, trans_b))
-    else:
-        product = gemm(a, b, alpha=alpha, trans_a=trans_a, trans_b=trans_b, device=device)
-    return product[:, None, :]
+        return sum(alpha * (apply_op(x, trans_a) @ apply_op(y, trans_b)) for x, y in pairs)
+    if len(pairs) == 1:
+        return gemm(*pairs[0], alpha=alpha, trans_a=trans_a, trans_b=trans_b, device=device)
+    first_a, first_b = pairs[0]
+    rows = first_a.shape[1 if trans_a != "N" else 0]
+    cols = first_b.shape[0 if trans_b != "N" else 1]
+    c = cl_array.empty(context_for(device).queue, (rows, cols), first_a.dtype)
+    for step, (x, y) in enumerate(pairs):
+        gemm(x, y, c, alpha=alpha, beta=1.0 if step else 0.0, trans_a=trans_a, trans_b=trans_b)
+    return c.get()
+
+
+def partial_product(a: np.ndarray, b: np.ndarray, *, trans_a: str, trans_b: str, alpha: complex) -> np.ndarray:
+    """``block_product`` of one pair of blocks with a middle axis of length 1: the K block it came from,
+    summed away later."""
+    return block_product(a, b, trans_a=trans_a, trans_b=trans_b, alpha=alpha)[:, None, :]

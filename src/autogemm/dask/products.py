@@ -1,9 +1,11 @@
 """``matmul`` and ``gemm`` on dask arrays: the graph of block products and the checks made before it.
 
-Every pair of blocks A[i, k] and B[k, j] is multiplied by ``blocks.block_product`` into a partial block
-P[i, k, j]; ``sum`` over k adds the partials in a tree (``split_every`` at a time), as dask's own matmul
-does. Blocks smaller than ``MIN_BLOCK`` on a side are merged first (a device is not kept busy by small
-products; a block larger than a device's memory streams through it, as ``autogemm.gemm`` does)."""
+Each block C[i, j] is made by one task, ``blocks.block_product``, from A's row panel and B's column
+panel as lists of blocks over K: on a worker's device the block of C stays there while each pair of
+blocks is uploaded and multiplied into it, so neither the panels nor partial blocks of C are assembled
+on the host. Where a panel would outgrow ``PANEL_BYTES`` (one task would hold it all), every pair A[i, k],
+B[k, j] gives a partial block P[i, k, j] instead, and ``sum`` over k adds them in a tree (``split_every``
+at a time), as dask's own matmul does. Blocks smaller than ``MIN_BLOCK`` on a side are merged first."""
 
 from __future__ import annotations
 
@@ -12,10 +14,15 @@ import numpy as np
 
 from ..dtypes import NATIVE
 from ..errors import ArgumentError, DtypeError, ShapeError
-from .blocks import block_product
+from .blocks import block_product, partial_product
 
-#: Blocks are merged up to this many rows and columns at least (or the whole side where it is shorter).
-MIN_BLOCK = 2048
+#: Blocks of C are merged up to this many rows and columns at least (or the whole side where it is
+#: shorter): a block of b x b takes 2 b K elements of panels for 2 b^2 K flops, so b = 4096 asks one
+#: byte of the host for each 512 (float32) to 1024 (float64) flops, which a GPU at 50 TFLOP/s gets from
+#: 25 to 50 GB/s of copies; on the H100, 16384^3 SGEMM in blocks of 2048 took 2.4x the time of 8192's.
+MIN_BLOCK = 4096
+#: Bytes of one panel (A's rows of a block of C over K, or B's columns) one task holds at most.
+PANEL_BYTES = 2**30
 _TRANSPOSES = ("N", "T", "C")
 
 
@@ -43,11 +50,17 @@ def gemm(a: object, b: object, c: object | None = None, *, alpha: complex = 1.0,
             raise ShapeError(f"c must be {m} x {n} of {a.dtype}, not {c.shape[0]} x {c.shape[1]} of {c.dtype}")
     if beta != 0 and c is None:
         raise ArgumentError("beta is not 0 but no c was given to scale")
-    a, b = _merged(a), _merged(b)
-    partial = da.blockwise(block_product, "ikj", a, "ki" if trans_a != "N" else "ik",
-                           b, "jk" if trans_b != "N" else "kj", adjust_chunks={"k": 1}, dtype=a.dtype,
-                           meta=np.empty((0, 0, 0), a.dtype), trans_a=trans_a, trans_b=trans_b, alpha=alpha)
-    product = partial.sum(axis=1, split_every=split_every, dtype=a.dtype)
+    a, b = _rechunked(a, trans_a != "N", b, trans_b != "N")
+    pattern_a, pattern_b = "ki" if trans_a != "N" else "ik", "jk" if trans_b != "N" else "kj"
+    options = {"dtype": a.dtype, "trans_a": trans_a, "trans_b": trans_b, "alpha": alpha}
+    side = max(max(a.chunks[0 if trans_a == "N" else 1]), max(b.chunks[1 if trans_b == "N" else 0]))
+    if side * a.shape[1 if trans_a == "N" else 0] * a.dtype.itemsize <= PANEL_BYTES:    # one task per block
+        product = da.blockwise(block_product, "ij", a, pattern_a, b, pattern_b, concatenate=False,
+                               meta=np.empty((0, 0), a.dtype), **options)
+    else:
+        partial = da.blockwise(partial_product, "ikj", a, pattern_a, b, pattern_b, adjust_chunks={"k": 1},
+                               meta=np.empty((0, 0, 0), a.dtype), **options)
+        product = partial.sum(axis=1, split_every=split_every, dtype=a.dtype)
     if beta == 0:
         return product
     return product + beta * c.rechunk(product.chunks)
@@ -78,7 +91,17 @@ def _transpose(letter: object, name: str) -> str:
     return letter.upper()
 
 
-def _merged(x: da.Array) -> da.Array:
-    """``x`` with blocks of at least ``MIN_BLOCK`` on a side where they were smaller."""
-    wanted = {axis: MIN_BLOCK for axis, sizes in enumerate(x.chunks) if max(sizes) < min(MIN_BLOCK, sum(sizes))}
-    return x.rechunk(wanted) if wanted else x
+def _rechunked(a: da.Array, a_flipped: bool, b: da.Array, b_flipped: bool) -> tuple[da.Array, da.Array]:
+    """``a`` and ``b`` (whose K axis is their first where ``flipped``) with blocks smaller than
+    ``MIN_BLOCK`` on a side merged (C's rows and columns, and K)."""
+    k_a, k_b = (0 if a_flipped else 1), (1 if b_flipped else 0)
+    k_sizes = a.chunks[k_a] if len(a.chunks[k_a]) <= len(b.chunks[k_b]) else b.chunks[k_b]
+    a = a.rechunk({1 - k_a: _merged(a.chunks[1 - k_a]), k_a: _merged(k_sizes)})
+    b = b.rechunk({1 - k_b: _merged(b.chunks[1 - k_b]), k_b: _merged(k_sizes)})
+    return a, b
+
+
+def _merged(sizes: tuple[int, ...]) -> int | tuple[int, ...]:
+    """Chunks of one axis: as they are where none is under ``MIN_BLOCK`` (or the axis is one chunk),
+    else merged to ``MIN_BLOCK``."""
+    return sizes if max(sizes) >= min(MIN_BLOCK, sum(sizes)) else MIN_BLOCK
