@@ -8,32 +8,38 @@ from typing import ClassVar
 #: wgmma's multiplicand types and the bytes of one element (tf32 reads float32's, its low mantissa bits
 #: dropped).
 OPERANDS = {"f16": 2, "bf16": 2, "tf32": 4}
-#: Tiles in flight: the next ones load (cp.async) while wgmma multiplies the current one.
-STAGES = (1, 2, 3)
+#: Tiles in flight in shared memory: TMA loads the next ones while wgmma multiplies the current one.
+STAGES = (2, 3, 4, 5, 6)
 #: Shared memory a block of sm_90 may use (dynamic, asked for at launch).
 MAX_SHARED_BYTES = 227 * 1024
 #: The columns of C one block computes: N of one ``m64nNkK`` instruction.
 BLOCK_N = (64, 128, 256)
-#: K staged in shared memory per step (four k16 instructions for 64 of a 16-bit type).
-BLOCK_K = (32, 64)
-#: Rows of C one block (one warpgroup) computes: M of the instruction.
-BLOCK_M = 64
+#: Consumer warpgroups of a block, each computing 64 rows of C with the block's tile of B.
+CONSUMERS = (1, 2)
+#: Rows of C one consumer warpgroup computes: M of the instruction.
+WARPGROUP_M = 64
 #: Threads of a warpgroup.
 WARPGROUP = 128
+#: Bytes of K in a staged row: the span of the 128-byte swizzle, which TMA writes and wgmma reads.
+ROW_BYTES = 128
+#: Registers of a thread in the producer warpgroup and in a consumer one, where a block has two consumers
+#: (``setmaxnreg``: the producer issues copies, the consumers hold the accumulators).
+PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232
 
 
 @dataclass(frozen=True)
 class WgmmaParams:
     """C (float32, M x N) = A (M x K) B^T (B: N x K), both K-contiguous ("NT", x @ W^T), of ``operand``
-    elements; each block of one warpgroup computes ``BLOCK_M`` x ``block_n`` of C, staging ``block_k`` of
-    K at a time. M, N and K must be multiples of the block (plans pad the rest). ``stages`` tiles of A and B
-    are in shared memory at once, the next ones loading while the current one is multiplied."""
+    elements. Each block computes ``block_m`` x ``block_n`` of C: a producer warpgroup loads tiles of A
+    and B (128 bytes of K) by TMA into ``stages`` buffers of shared memory, and ``consumers`` warpgroups
+    multiply them with wgmma as they arrive, each 64 rows of C. M, N and K must be multiples of the block
+    (plans pad the rest)."""
 
     family: ClassVar[str] = "wgmma"
     operand: str = "f16"
     block_n: int = 128
-    block_k: int = 64
-    stages: int = 2
+    consumers: int = 2
+    stages: int = 4
 
     def malformed(self) -> str | None:
         """Why this is no configuration of the family, or None."""
@@ -41,13 +47,27 @@ class WgmmaParams:
             return f"operand {self.operand!r}: expected one of {', '.join(OPERANDS)}"
         if self.block_n not in BLOCK_N:
             return f"block_n {self.block_n}: expected one of {BLOCK_N}"
-        if self.block_k not in BLOCK_K:
-            return f"block_k {self.block_k}: expected one of {BLOCK_K}"
+        if self.consumers not in CONSUMERS:
+            return f"consumers {self.consumers}: expected one of {CONSUMERS}"
         if self.stages not in STAGES:
             return f"stages {self.stages}: expected one of {STAGES}"
         if self.shared_bytes > MAX_SHARED_BYTES:
             return f"tiles of {self.shared_bytes} bytes, over the {MAX_SHARED_BYTES} of shared memory of a block"
         return None
+
+    @property
+    def block_m(self) -> int:
+        return WARPGROUP_M * self.consumers
+
+    @property
+    def block_k(self) -> int:
+        """K of a staged tile: 128 bytes of each row (64 of a 16-bit type, 32 of tf32)."""
+        return ROW_BYTES // OPERANDS[self.operand]
+
+    @property
+    def threads(self) -> int:
+        """The producer warpgroup and the consumers."""
+        return WARPGROUP * (1 + self.consumers)
 
     @property
     def instruction_k(self) -> int:
@@ -56,13 +76,14 @@ class WgmmaParams:
 
     @property
     def accumulators(self) -> int:
-        """float32 accumulators a thread holds: 64 x block_n over 128 threads."""
-        return BLOCK_M * self.block_n // WARPGROUP
+        """float32 accumulators a consumer thread holds: 64 x block_n over 128 threads."""
+        return WARPGROUP_M * self.block_n // WARPGROUP
 
     @property
     def shared_bytes(self) -> int:
-        """Shared memory of the staged tiles of A and B, every stage's."""
-        return self.stages * (BLOCK_M + self.block_n) * self.block_k * OPERANDS[self.operand]
+        """Shared memory: every stage's tiles of A and B, their barriers, and room to align the tiles to
+        1024 bytes (the 128-byte swizzle's period)."""
+        return self.stages * (self.block_m + self.block_n) * ROW_BYTES + 16 * self.stages + 1024
 
     def describe(self) -> str:
-        return f"wgmma m64n{self.block_n}k{self.instruction_k} {self.operand} bk{self.block_k} stages{self.stages}"
+        return f"wgmma m{self.block_m}n{self.block_n}k{self.block_k} {self.operand} stages{self.stages}"

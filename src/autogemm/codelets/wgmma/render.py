@@ -1,43 +1,61 @@
 """``render``: the CUDA C++ source of a ``WgmmaParams`` and its launch geometry.
 
-Both tiles are staged in wgmma's no-swizzle ("interleaved") layout: 8 x 16-byte core matrices, each 8
-rows of 8 elements of K stored together, the core matrices of one row group side by side along K. A
-shared-memory matrix descriptor then tells the instruction where its slice of K (32 bytes) starts (its first core
-matrix), how far the next core matrix along K lies (the leading byte offset, 128) and how far the next
-group of 8 rows (the stride byte offset, a row group's bytes). ``stages`` tiles are in flight: cp.async
-loads the next ones while wgmma multiplies the current one (dynamic shared memory, ``shared_bytes``). The accumulators follow the instruction's
-layout: warp w of the warpgroup holds rows 16w..16w+15, each thread two rows 8 apart and, in every 8
-columns, two neighbours."""
+A block is warp-specialized. Its first warpgroup is the producer: one thread issues TMA copies
+(``cp.async.bulk.tensor``) of each tile of A and B into a free stage of shared memory, each completing
+on that stage's "full" mbarrier with the bytes it brought. The other warpgroups are consumers: each
+waits for a stage to be full, multiplies its 64 rows of A by the tile of B with wgmma (asynchronous,
+one group in flight), and once the group before has finished reading its stage, arrives on that stage's
+"empty" mbarrier, which the producer waits for before loading it again.
+
+TMA writes the tiles in the 128-byte swizzle (rows of 128 bytes of K, the 16-byte chunks of each row
+permuted by the row's index within 8), the layout wgmma reads without bank conflicts; a shared-memory
+matrix descriptor names it (layout 1), with 1024 bytes from one group of 8 rows to the next. A step of K
+within the 128 bytes moves the descriptor's start address. The accumulators follow the instruction's
+layout: warp w of a consumer holds rows 16w..16w+15 of its 64, each thread two rows 8 apart and, in
+every 8 columns, two neighbours."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .params import BLOCK_M, OPERANDS, WARPGROUP, WgmmaParams
+from .params import CONSUMER_REGISTERS, PRODUCER_REGISTERS, ROW_BYTES, WARPGROUP, WgmmaParams
 
-#: Bytes of a core matrix: 8 rows of 16 bytes.
-CORE_BYTES = 128
+#: CUDA's names of the operands' element types in a tensor map (``runtime.cuda.tensor_map``).
+TENSOR_TYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32"}
 
 
 @dataclass(frozen=True)
 class Rendered:
-    """A kernel's source, its entry point, and how to launch it over an M x N x K problem."""
+    """A kernel's source, its entry point, and how to launch it over an M x N x K problem: its arguments
+    are the tensor maps of A and B (``tensor_boxes`` give their boxes, rows x elements of K), C, M, N
+    and K."""
 
     source: str
     name: str
     params: WgmmaParams
 
     def grid(self, m: int, n: int) -> tuple[int, int]:
-        return n // self.params.block_n, m // BLOCK_M
+        return n // self.params.block_n, m // self.params.block_m
 
     @property
     def block(self) -> tuple[int]:
-        return (WARPGROUP,)
+        return (self.params.threads,)
 
     @property
     def shared_bytes(self) -> int:
         """Dynamic shared memory to launch it with."""
         return self.params.shared_bytes
+
+    @property
+    def tensor_type(self) -> str:
+        """The element type of A's and B's tensor maps."""
+        return TENSOR_TYPES[self.params.operand]
+
+    @property
+    def tensor_boxes(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The tiles TMA copies of A and of B: (rows, elements of K)."""
+        p = self.params
+        return (p.block_m, p.block_k), (p.block_n, p.block_k)
 
 
 def _instruction(params: WgmmaParams) -> str:
@@ -49,98 +67,143 @@ def _instruction(params: WgmmaParams) -> str:
     kind = f"m64n{params.block_n}k{params.instruction_k}.f32.{params.operand}.{params.operand}"
     flags = "1, 1, 1" if params.operand == "tf32" else "1, 1, 1, 0, 0"
     return (f'asm volatile("wgmma.mma_async.sync.aligned.{kind} {{{registers}}}, %{count}, %{count + 1}, {flags};\\n"\n'
-            f'             : {outputs}\n'
-            f'             : "l"(da), "l"(db) : "memory");')
+            f'                 : {outputs}\n'
+            f'                 : "l"(da), "l"(db) : "memory");')
+
+
+def _registers(params: WgmmaParams, kind: str) -> str:
+    """The ``setmaxnreg`` of a producer or a consumer where a block has two consumers (with one, every
+    thread has registers enough)."""
+    if params.consumers == 1:
+        return ""
+    count, way = (PRODUCER_REGISTERS, "dec") if kind == "producer" else (CONSUMER_REGISTERS, "inc")
+    return f'asm volatile("setmaxnreg.{way}.sync.aligned.u32 {count};\\n" ::: "memory");'
 
 
 def render(params: WgmmaParams) -> Rendered:
     """The kernel of ``params`` (``ConfigError``-free: check ``malformed`` first)."""
-    name = f"wgmma_nt_{params.operand}_n{params.block_n}_k{params.block_k}_s{params.stages}"
-    element = OPERANDS[params.operand]
-    per_chunk = 16 // element                     # elements in 16 bytes: one core-matrix row
+    name = f"wgmma_nt_{params.operand}_m{params.block_m}_n{params.block_n}_s{params.stages}"
+    steps = params.block_k // params.instruction_k
     source = f"""// autogemm wgmma family: C = A B^T on sm_90a, {params.describe()}
-// A: M x K, B: N x K (both K-contiguous), C: M x N float32, all row-major.
-#define BLOCK_M {BLOCK_M}
+// A: M x K, B: N x K (both K-contiguous, read through tensor maps), C: M x N float32, all row-major.
+#define BLOCK_M {params.block_m}
 #define BLOCK_N {params.block_n}
-#define BLOCK_K {params.block_k}
+#define BLOCK_K {params.block_k}                          // 128 bytes of K: one swizzled row
 #define STAGES {params.stages}
-#define THREADS {WARPGROUP}
-#define CHUNK {per_chunk}                           // elements of one 16-byte core-matrix row
-#define ROW_GROUP_BYTES (BLOCK_K / CHUNK * {CORE_BYTES})   // the core matrices of 8 rows, along K
-typedef {"unsigned int" if element == 4 else "unsigned short"} element_t;   // the kernel moves {params.operand} values, wgmma reads them
+#define CONSUMERS {params.consumers}
+#define THREADS {params.threads}
+#define ROW_BYTES {ROW_BYTES}
+#define A_TILE_BYTES (BLOCK_M * ROW_BYTES)
+#define B_TILE_BYTES (BLOCK_N * ROW_BYTES)
 
-// A shared-memory matrix descriptor: start address, leading (next core matrix along K) and stride (next
-// 8 rows) byte offsets, each in 16-byte units; no swizzle.
-__device__ __forceinline__ unsigned long long descriptor(const void* tile, unsigned leading, unsigned stride) {{
-    unsigned address = (unsigned)__cvta_generic_to_shared(tile);
-    return (unsigned long long)((address & 0x3FFFF) >> 4)
-         | (unsigned long long)((leading & 0x3FFFF) >> 4) << 16
-         | (unsigned long long)((stride & 0x3FFFF) >> 4) << 32;
+struct __align__(64) TensorMap {{ unsigned long long opaque[16]; }};   // CUtensorMap, made by the host
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {{
+    return (unsigned)__cvta_generic_to_shared(p);
 }}
 
-// Start copying rows [row0, row0 + ROWS) of a K-contiguous matrix, K columns [k0, k0 + BLOCK_K), into the
-// tile in core-matrix order: 16 bytes per thread and step, asynchronously (cp.async, waited for by group).
-template <int ROWS>
-__device__ __forceinline__ void stage(element_t* tile, const element_t* __restrict__ matrix, long ld, int row0, int k0) {{
-    for (int v = threadIdx.x; v < ROWS * (BLOCK_K / CHUNK); v += THREADS) {{
-        int row = v / (BLOCK_K / CHUNK), chunk = v % (BLOCK_K / CHUNK);
-        const element_t* from = matrix + (row0 + row) * ld + k0 + chunk * CHUNK;
-        int core = (row / 8) * (BLOCK_K / CHUNK) + chunk;
-        unsigned to = (unsigned)__cvta_generic_to_shared(tile + (core * 8 + row % 8) * CHUNK);
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\\n" :: "r"(to), "l"(from) : "memory");
+__device__ __forceinline__ void barrier_init(unsigned long long* barrier, unsigned arrivals) {{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\\n" :: "r"(shared_address(barrier)), "r"(arrivals) : "memory");
+}}
+
+// One arrival that also says how many bytes copies will complete on the barrier in this phase.
+__device__ __forceinline__ void barrier_expect(unsigned long long* barrier, unsigned bytes) {{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n"
+                 :: "r"(shared_address(barrier)), "r"(bytes) : "memory");
+}}
+
+__device__ __forceinline__ void barrier_arrive(unsigned long long* barrier) {{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\\n" :: "r"(shared_address(barrier)) : "memory");
+}}
+
+// Wait until the barrier's phase of this parity has completed.
+__device__ __forceinline__ void barrier_wait(unsigned long long* barrier, unsigned parity) {{
+    asm volatile("{{\\n"
+                 ".reg .pred done;\\n"
+                 "waiting:\\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\\n"
+                 "@!done bra waiting;\\n"
+                 "}}\\n" :: "r"(shared_address(barrier)), "r"(parity) : "memory");
+}}
+
+// Copy the box of the tensor map at (inner, outer) into shared memory; it completes on the barrier.
+__device__ __forceinline__ void tile_load(void* to, const TensorMap* map, int inner, int outer,
+                                          unsigned long long* barrier) {{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {{%2, %3}}], [%4];\\n"
+                 :: "r"(shared_address(to)), "l"((unsigned long long)map), "r"(inner), "r"(outer),
+                    "r"(shared_address(barrier)) : "memory");
+}}
+
+// A shared-memory matrix descriptor of a tile in the 128-byte swizzle: start address, stride from one
+// group of 8 rows to the next (1024 bytes), both in 16-byte units, and the layout (1: 128-byte swizzle).
+__device__ __forceinline__ unsigned long long descriptor(const void* tile) {{
+    return (unsigned long long)((shared_address(tile) & 0x3FFFF) >> 4)
+         | 1ull << 16
+         | (unsigned long long)(8 * ROW_BYTES >> 4) << 32
+         | 1ull << 62;
+}}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
+        const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
+        float* __restrict__ C, int M, int N, int K) {{
+    extern __shared__ unsigned char shared_bytes[];
+    unsigned char* a_tiles = shared_bytes + ((1024 - (shared_address(shared_bytes) & 1023)) & 1023);
+    unsigned char* b_tiles = a_tiles + STAGES * A_TILE_BYTES;
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(b_tiles + STAGES * B_TILE_BYTES);
+    unsigned long long* empty = full + STAGES;
+    const int warpgroup = threadIdx.x / {WARPGROUP};
+    const int m0 = blockIdx.y * BLOCK_M, n0 = blockIdx.x * BLOCK_N, tiles = K / BLOCK_K;
+    if (threadIdx.x == 0) {{
+        for (int s = 0; s < STAGES; ++s) {{
+            barrier_init(&full[s], 1);                  // the producer's arrival, and the copies' bytes
+            barrier_init(&empty[s], CONSUMERS);         // one arrival by each consumer
+        }}
+        asm volatile("fence.mbarrier_init.release.cluster;\\n" ::: "memory");
     }}
-}}
-
-extern "C" __global__ void __launch_bounds__(THREADS) {name}(
-        const element_t* __restrict__ A, const element_t* __restrict__ B, float* __restrict__ C,
-        int M, int N, int K) {{
-    extern __shared__ __align__(128) unsigned char shared[];          // STAGES tiles of A, then of B
-    element_t* a_tiles = reinterpret_cast<element_t*>(shared);
-    element_t* b_tiles = a_tiles + STAGES * BLOCK_M * BLOCK_K;
+    __syncthreads();
+    if (warpgroup == 0) {{                               // the producer
+        {_registers(params, "producer")}
+        if (threadIdx.x == 0) {{
+            for (int t = 0; t < tiles; ++t) {{
+                const int s = t % STAGES;
+                if (t >= STAGES) barrier_wait(&empty[s], (t / STAGES - 1) & 1);
+                barrier_expect(&full[s], A_TILE_BYTES + B_TILE_BYTES);
+                tile_load(a_tiles + s * A_TILE_BYTES, &map_a, t * BLOCK_K, m0, &full[s]);
+                tile_load(b_tiles + s * B_TILE_BYTES, &map_b, t * BLOCK_K, n0, &full[s]);
+            }}
+        }}
+        return;
+    }}
+    {_registers(params, "consumer")}
+    const int row0 = (warpgroup - 1) * 64;              // this consumer's rows of the block
     float acc[{params.accumulators}];
     #pragma unroll
     for (int i = 0; i < {params.accumulators}; ++i) acc[i] = 0.0f;
-    const int m0 = blockIdx.y * BLOCK_M, n0 = blockIdx.x * BLOCK_N, tiles = K / BLOCK_K;
-    for (int s = 0; s < STAGES - 1; ++s) {{                             // the first tiles in flight
-        if (s < tiles) {{
-            stage<BLOCK_M>(a_tiles + s * BLOCK_M * BLOCK_K, A, K, m0, s * BLOCK_K);
-            stage<BLOCK_N>(b_tiles + s * BLOCK_N * BLOCK_K, B, K, n0, s * BLOCK_K);
-        }}
-        asm volatile("cp.async.commit_group;\\n" ::: "memory");
-    }}
     for (int t = 0; t < tiles; ++t) {{
-        const int ahead = t + STAGES - 1;
-        if (ahead < tiles) {{                                           // into the buffer freed last
-            stage<BLOCK_M>(a_tiles + (ahead % STAGES) * BLOCK_M * BLOCK_K, A, K, m0, ahead * BLOCK_K);
-            stage<BLOCK_N>(b_tiles + (ahead % STAGES) * BLOCK_N * BLOCK_K, B, K, n0, ahead * BLOCK_K);
-        }}
-        asm volatile("cp.async.commit_group;\\n" ::: "memory");          // (empty groups keep the count)
-        asm volatile("cp.async.wait_group %0;\\n" :: "n"(STAGES - 1) : "memory");   // tile t is there
-        __syncthreads();
-        asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");   // the copies, seen by wgmma
+        const int s = t % STAGES;
+        barrier_wait(&full[s], (t / STAGES) & 1);
         asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
-        const element_t* a_tile = a_tiles + (t % STAGES) * BLOCK_M * BLOCK_K;
-        const element_t* b_tile = b_tiles + (t % STAGES) * BLOCK_N * BLOCK_K;
+        const unsigned long long a_start = descriptor(a_tiles + s * A_TILE_BYTES + row0 * ROW_BYTES);
+        const unsigned long long b_start = descriptor(b_tiles + s * B_TILE_BYTES);
         #pragma unroll
-        for (int step = 0; step < BLOCK_K / {params.instruction_k}; ++step) {{   // 32 bytes of K: two core matrices
-            unsigned long long da = descriptor(a_tile + step * 2 * 8 * CHUNK, {CORE_BYTES}, ROW_GROUP_BYTES);
-            unsigned long long db = descriptor(b_tile + step * 2 * 8 * CHUNK, {CORE_BYTES}, ROW_GROUP_BYTES);
+        for (int step = 0; step < {steps}; ++step) {{       // 32 bytes of K each: 2 in 16-byte units
+            const unsigned long long da = a_start + 2 * step, db = b_start + 2 * step;
             {_instruction(params)}
         }}
         asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
-        __syncthreads();                                               // its buffer is loaded again next
+        asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::: "memory");     // the tile before is read
+        if (t > 0 && threadIdx.x % {WARPGROUP} == 0) barrier_arrive(&empty[(t - 1) % STAGES]);
     }}
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const long row = m0 + warp * 16 + lane / 4;
+    asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
+    const int warp = (threadIdx.x % {WARPGROUP}) / 32, lane = threadIdx.x % 32;
+    const long row = m0 + row0 + warp * 16 + lane / 4;
     #pragma unroll
     for (int j = 0; j < BLOCK_N / 8; ++j) {{
         const int col = n0 + j * 8 + 2 * (lane % 4);
-        C[row * N + col] = acc[4 * j];
-        C[row * N + col + 1] = acc[4 * j + 1];
-        C[(row + 8) * N + col] = acc[4 * j + 2];
-        C[(row + 8) * N + col + 1] = acc[4 * j + 3];
+        *reinterpret_cast<float2*>(&C[row * N + col]) = make_float2(acc[4 * j], acc[4 * j + 1]);
+        *reinterpret_cast<float2*>(&C[(row + 8) * N + col]) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
     }}
 }}
 """
     return Rendered(source, name, params)
+

@@ -84,6 +84,27 @@ class CudaContext:
         checked(driver.cuMemcpyDtoHAsync(array.ctypes.data, memory.pointer, array.nbytes, self.stream))
         self.finish()
 
+    def tensor_map(self, memory: DeviceMemory, shape: tuple[int, int], element: str, box: tuple[int, int]
+                   ) -> object:
+        """A TMA tensor map of the row-major ``shape`` matrix of ``element`` values ('float16', 'bfloat16'
+        or 'float32') in ``memory``, copied in boxes of ``box`` (rows, columns; the columns 128 bytes) in
+        the 128-byte swizzle: a kernel argument (its type None)."""
+        from cuda.bindings import driver
+
+        kinds = driver.CUtensorMapDataType
+        kind, size = {"float16": (kinds.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2),
+                      "bfloat16": (kinds.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2),
+                      "float32": (kinds.CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4)}[element]
+        rows, cols = shape
+        wide, narrow = driver.cuuint64_t, driver.cuuint32_t
+        return checked(driver.cuTensorMapEncodeTiled(
+            kind, 2, memory.pointer, [wide(cols), wide(rows)], [wide(cols * size)], [narrow(box[1]), narrow(box[0])],
+            [narrow(1), narrow(1)],
+            driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+            driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE))
+
     def function(self, cubin: Cubin, name: str) -> object:
         """The kernel ``name`` of ``cubin``, its module loaded once."""
         from cuda.bindings import driver
