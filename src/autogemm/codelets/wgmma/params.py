@@ -16,6 +16,9 @@ MAX_SHARED_BYTES = 227 * 1024
 BLOCK_N = (64, 128, 256)
 #: Consumer warpgroups of a block, each computing 64 rows of C with the block's tile of B.
 CONSUMERS = (1, 2)
+#: Rows of blocks of C taken together, down the rows first, by the blocks working at once: their tiles
+#: of B stay in L2 while the group's blocks read them.
+GROUPS = (1, 8, 16)
 #: Rows of C one consumer warpgroup computes: M of the instruction.
 WARPGROUP_M = 64
 #: Threads of a warpgroup.
@@ -32,14 +35,17 @@ class WgmmaParams:
     """C (float32, M x N) = A (M x K) B^T (B: N x K), both K-contiguous ("NT", x @ W^T), of ``operand``
     elements. Each block computes ``block_m`` x ``block_n`` of C: a producer warpgroup loads tiles of A
     and B (128 bytes of K) by TMA into ``stages`` buffers of shared memory, and ``consumers`` warpgroups
-    multiply them with wgmma as they arrive, each 64 rows of C. M, N and K must be multiples of the block
-    (plans pad the rest)."""
+    multiply them with wgmma as they arrive, each 64 rows of C. Blocks are persistent, one per
+    multiprocessor, each taking blocks of C in turn in groups of ``group`` rows of blocks (the producer
+    loads the next one's tiles while the consumers store the last). M, N and K must be multiples of the
+    block (plans pad the rest)."""
 
     family: ClassVar[str] = "wgmma"
     operand: str = "f16"
-    block_n: int = 128
+    block_n: int = 256
     consumers: int = 2
-    stages: int = 4
+    stages: int = 3
+    group: int = 8
 
     def malformed(self) -> str | None:
         """Why this is no configuration of the family, or None."""
@@ -51,6 +57,8 @@ class WgmmaParams:
             return f"consumers {self.consumers}: expected one of {CONSUMERS}"
         if self.stages not in STAGES:
             return f"stages {self.stages}: expected one of {STAGES}"
+        if self.group not in GROUPS:
+            return f"group {self.group}: expected one of {GROUPS}"
         if self.shared_bytes > MAX_SHARED_BYTES:
             return f"tiles of {self.shared_bytes} bytes, over the {MAX_SHARED_BYTES} of shared memory of a block"
         return None
@@ -86,4 +94,5 @@ class WgmmaParams:
         return self.stages * (self.block_m + self.block_n) * ROW_BYTES + 16 * self.stages + 1024
 
     def describe(self) -> str:
-        return f"wgmma m{self.block_m}n{self.block_n}k{self.block_k} {self.operand} stages{self.stages}"
+        return (f"wgmma m{self.block_m}n{self.block_n}k{self.block_k} {self.operand} stages{self.stages} "
+                f"group{self.group}")

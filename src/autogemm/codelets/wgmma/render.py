@@ -1,11 +1,13 @@
 """``render``: the CUDA C++ source of a ``WgmmaParams`` and its launch geometry.
 
-A block is warp-specialized. Its first warpgroup is the producer: one thread issues TMA copies
+Blocks are persistent (one per multiprocessor), each computing blocks of C in turn, taken in groups of
+rows of blocks for L2 reuse. A block is warp-specialized. Its first warpgroup is the producer: one thread issues TMA copies
 (``cp.async.bulk.tensor``) of each tile of A and B into a free stage of shared memory, each completing
 on that stage's "full" mbarrier with the bytes it brought. The other warpgroups are consumers: each
 waits for a stage to be full, multiplies its 64 rows of A by the tile of B with wgmma (asynchronous,
 one group in flight), and once the group before has finished reading its stage, arrives on that stage's
-"empty" mbarrier, which the producer waits for before loading it again.
+"empty" mbarrier, which the producer waits for before loading it again. The producer runs on into the
+next block of C while the consumers store the last.
 
 TMA writes the tiles in the 128-byte swizzle (rows of 128 bytes of K, the 16-byte chunks of each row
 permuted by the row's index within 8), the layout wgmma reads without bank conflicts; a shared-memory
@@ -34,8 +36,9 @@ class Rendered:
     name: str
     params: WgmmaParams
 
-    def grid(self, m: int, n: int) -> tuple[int, int]:
-        return n // self.params.block_n, m // self.params.block_m
+    def grid(self, m: int, n: int, multiprocessors: int) -> tuple[int]:
+        """Persistent blocks: one per multiprocessor, or per block of C where there are fewer."""
+        return (min(multiprocessors, (m // self.params.block_m) * (n // self.params.block_n)),)
 
     @property
     def block(self) -> tuple[int]:
@@ -82,7 +85,7 @@ def _registers(params: WgmmaParams, kind: str) -> str:
 
 def render(params: WgmmaParams) -> Rendered:
     """The kernel of ``params`` (``ConfigError``-free: check ``malformed`` first)."""
-    name = f"wgmma_nt_{params.operand}_m{params.block_m}_n{params.block_n}_s{params.stages}"
+    name = f"wgmma_nt_{params.operand}_m{params.block_m}_n{params.block_n}_s{params.stages}_g{params.group}"
     steps = params.block_k // params.instruction_k
     source = f"""// autogemm wgmma family: C = A B^T on sm_90a, {params.describe()}
 // A: M x K, B: N x K (both K-contiguous, read through tensor maps), C: M x N float32, all row-major.
@@ -91,6 +94,7 @@ def render(params: WgmmaParams) -> Rendered:
 #define BLOCK_K {params.block_k}                          // 128 bytes of K: one swizzled row
 #define STAGES {params.stages}
 #define CONSUMERS {params.consumers}
+#define GROUP {params.group}                             // rows of blocks of C taken together
 #define THREADS {params.threads}
 #define ROW_BYTES {ROW_BYTES}
 #define A_TILE_BYTES (BLOCK_M * ROW_BYTES)
@@ -143,6 +147,15 @@ __device__ __forceinline__ unsigned long long descriptor(const void* tile) {{
          | 1ull << 62;
 }}
 
+// The first row and column of C of block number ``tile``: GROUP rows of blocks at a time, down the rows
+// of the group first, so that the blocks working at once share their tiles of B in L2.
+__device__ __forceinline__ void place(int tile, int tiles_m, int tiles_n, int* m0, int* n0) {{
+    const int per_group = GROUP * tiles_n, first = tile / per_group * GROUP;
+    const int rows = min(GROUP, tiles_m - first), within = tile % per_group;
+    *m0 = (first + within % rows) * BLOCK_M;
+    *n0 = within / rows * BLOCK_N;
+}}
+
 extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
         float* __restrict__ C, int M, int N, int K) {{
@@ -152,7 +165,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
     unsigned long long* full = reinterpret_cast<unsigned long long*>(b_tiles + STAGES * B_TILE_BYTES);
     unsigned long long* empty = full + STAGES;
     const int warpgroup = threadIdx.x / {WARPGROUP};
-    const int m0 = blockIdx.y * BLOCK_M, n0 = blockIdx.x * BLOCK_N, tiles = K / BLOCK_K;
+    const int tiles_m = M / BLOCK_M, tiles_n = N / BLOCK_N, k_tiles = K / BLOCK_K;
     if (threadIdx.x == 0) {{
         for (int s = 0; s < STAGES; ++s) {{
             barrier_init(&full[s], 1);                  // the producer's arrival, and the copies' bytes
@@ -161,47 +174,61 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
         asm volatile("fence.mbarrier_init.release.cluster;\\n" ::: "memory");
     }}
     __syncthreads();
+    // Every block takes blocks of C number blockIdx.x, + gridDim.x, ...; ``iteration`` counts the tiles of
+    // K it went through before, which give each tile's stage and the parity of that stage's barriers.
     if (warpgroup == 0) {{                               // the producer
         {_registers(params, "producer")}
         if (threadIdx.x == 0) {{
-            for (int t = 0; t < tiles; ++t) {{
-                const int s = t % STAGES;
-                if (t >= STAGES) barrier_wait(&empty[s], (t / STAGES - 1) & 1);
-                barrier_expect(&full[s], A_TILE_BYTES + B_TILE_BYTES);
-                tile_load(a_tiles + s * A_TILE_BYTES, &map_a, t * BLOCK_K, m0, &full[s]);
-                tile_load(b_tiles + s * B_TILE_BYTES, &map_b, t * BLOCK_K, n0, &full[s]);
+            int iteration = 0;
+            for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x, iteration += k_tiles) {{
+                int m0, n0;
+                place(tile, tiles_m, tiles_n, &m0, &n0);
+                for (int t = 0; t < k_tiles; ++t) {{
+                    const int it = iteration + t, s = it % STAGES;
+                    if (it >= STAGES) barrier_wait(&empty[s], (it / STAGES - 1) & 1);
+                    barrier_expect(&full[s], A_TILE_BYTES + B_TILE_BYTES);
+                    tile_load(a_tiles + s * A_TILE_BYTES, &map_a, t * BLOCK_K, m0, &full[s]);
+                    tile_load(b_tiles + s * B_TILE_BYTES, &map_b, t * BLOCK_K, n0, &full[s]);
+                }}
             }}
         }}
         return;
     }}
     {_registers(params, "consumer")}
     const int row0 = (warpgroup - 1) * 64;              // this consumer's rows of the block
-    float acc[{params.accumulators}];
-    #pragma unroll
-    for (int i = 0; i < {params.accumulators}; ++i) acc[i] = 0.0f;
-    for (int t = 0; t < tiles; ++t) {{
-        const int s = t % STAGES;
-        barrier_wait(&full[s], (t / STAGES) & 1);
-        asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
-        const unsigned long long a_start = descriptor(a_tiles + s * A_TILE_BYTES + row0 * ROW_BYTES);
-        const unsigned long long b_start = descriptor(b_tiles + s * B_TILE_BYTES);
-        #pragma unroll
-        for (int step = 0; step < {steps}; ++step) {{       // 32 bytes of K each: 2 in 16-byte units
-            const unsigned long long da = a_start + 2 * step, db = b_start + 2 * step;
-            {_instruction(params)}
-        }}
-        asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::: "memory");     // the tile before is read
-        if (t > 0 && threadIdx.x % {WARPGROUP} == 0) barrier_arrive(&empty[(t - 1) % STAGES]);
-    }}
-    asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
+    const bool leader = threadIdx.x % {WARPGROUP} == 0;
     const int warp = (threadIdx.x % {WARPGROUP}) / 32, lane = threadIdx.x % 32;
-    const long row = m0 + row0 + warp * 16 + lane / 4;
-    #pragma unroll
-    for (int j = 0; j < BLOCK_N / 8; ++j) {{
-        const int col = n0 + j * 8 + 2 * (lane % 4);
-        *reinterpret_cast<float2*>(&C[row * N + col]) = make_float2(acc[4 * j], acc[4 * j + 1]);
-        *reinterpret_cast<float2*>(&C[(row + 8) * N + col]) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+    float acc[{params.accumulators}];
+    int iteration = 0;
+    for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x, iteration += k_tiles) {{
+        int m0, n0;
+        place(tile, tiles_m, tiles_n, &m0, &n0);
+        #pragma unroll
+        for (int i = 0; i < {params.accumulators}; ++i) acc[i] = 0.0f;
+        for (int t = 0; t < k_tiles; ++t) {{
+            const int it = iteration + t, s = it % STAGES;
+            barrier_wait(&full[s], (it / STAGES) & 1);
+            asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
+            const unsigned long long a_start = descriptor(a_tiles + s * A_TILE_BYTES + row0 * ROW_BYTES);
+            const unsigned long long b_start = descriptor(b_tiles + s * B_TILE_BYTES);
+            #pragma unroll
+            for (int step = 0; step < {steps}; ++step) {{   // 32 bytes of K each: 2 in 16-byte units
+                const unsigned long long da = a_start + 2 * step, db = b_start + 2 * step;
+                {_instruction(params)}
+            }}
+            asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::: "memory");   // the tile before is read
+            if (t > 0 && leader) barrier_arrive(&empty[(it - 1) % STAGES]);
+        }}
+        asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
+        if (leader) barrier_arrive(&empty[(iteration + k_tiles - 1) % STAGES]);
+        const long row = m0 + row0 + warp * 16 + lane / 4;
+        #pragma unroll
+        for (int j = 0; j < BLOCK_N / 8; ++j) {{
+            const int col = n0 + j * 8 + 2 * (lane % 4);
+            *reinterpret_cast<float2*>(&C[row * N + col]) = make_float2(acc[4 * j], acc[4 * j + 1]);
+            *reinterpret_cast<float2*>(&C[(row + 8) * N + col]) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+        }}
     }}
 }}
 """

@@ -58,6 +58,8 @@ class CudaContext:
         self.activate()
         self.stream = checked(driver.cuStreamCreate(0))
         self._modules: dict[bytes, object] = {}
+        self.multiprocessors = int(checked(driver.cuDeviceGetAttribute(
+            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, self._handle)))
 
     def activate(self) -> None:
         from cuda.bindings import driver
