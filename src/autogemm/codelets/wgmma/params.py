@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-#: wgmma's multiplicand types and the bytes of one element (tf32 reads float32's, its low mantissa bits
-#: dropped).
-OPERANDS = {"f16": 2, "bf16": 2, "tf32": 4}
+#: The operands' types and the bytes of one element: wgmma's multiplicand types (tf32 reads float32's,
+#: its low mantissa bits dropped), and 3xtf32: float32 operands each split into a tf32 part and the tf32
+#: of what it left (``render.split``), multiplied as big x big + big x small + small x big, which keeps
+#: float32's accuracy at three tf32 products' cost.
+OPERANDS = {"f16": 2, "bf16": 2, "tf32": 4, "3xtf32": 4}
 #: Tiles in flight in shared memory: TMA loads the next ones while wgmma multiplies the current one.
 STAGES = (2, 3, 4, 5, 6)
 #: Shared memory a block of sm_90 may use (dynamic, asked for at launch).
@@ -73,6 +75,16 @@ class WgmmaParams:
         return ROW_BYTES // OPERANDS[self.operand]
 
     @property
+    def planes(self) -> int:
+        """Tiles of each operand a stage holds: the big and small parts of 3xtf32's, else one."""
+        return 2 if self.operand == "3xtf32" else 1
+
+    @property
+    def instruction_type(self) -> str:
+        """The multiplicand type of the wgmma instruction."""
+        return "tf32" if self.operand == "3xtf32" else self.operand
+
+    @property
     def threads(self) -> int:
         """The producer warpgroup and the consumers."""
         return WARPGROUP * (1 + self.consumers)
@@ -89,9 +101,9 @@ class WgmmaParams:
 
     @property
     def shared_bytes(self) -> int:
-        """Shared memory: every stage's tiles of A and B, their barriers, and room to align the tiles to
-        1024 bytes (the 128-byte swizzle's period)."""
-        return self.stages * (self.block_m + self.block_n) * ROW_BYTES + 16 * self.stages + 1024
+        """Shared memory: every stage's tiles of A and B (each of their planes), their barriers, and room to
+        align the tiles to 1024 bytes (the 128-byte swizzle's period)."""
+        return self.stages * self.planes * (self.block_m + self.block_n) * ROW_BYTES + 16 * self.stages + 1024
 
     def describe(self) -> str:
         return (f"wgmma m{self.block_m}n{self.block_n}k{self.block_k} {self.operand} stages{self.stages} "

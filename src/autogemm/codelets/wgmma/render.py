@@ -23,13 +23,16 @@ from dataclasses import dataclass
 from .params import CONSUMER_REGISTERS, PRODUCER_REGISTERS, ROW_BYTES, WARPGROUP, WgmmaParams
 
 #: CUDA's names of the operands' element types in a tensor map (``runtime.cuda.tensor_map``).
-TENSOR_TYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32"}
+TENSOR_TYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "3xtf32": "float32"}
+#: The products of 3xtf32's parts (plane 0 big, 1 small), the small ones first; one plane's single one.
+PRODUCTS = {1: ((0, 0),), 2: ((1, 0), (0, 1), (0, 0))}
 
 
 @dataclass(frozen=True)
 class Rendered:
     """A kernel's source, its entry point, and how to launch it over an M x N x K problem: its arguments
-    are the tensor maps of A and B (``tensor_boxes`` give their boxes, rows x elements of K), C, M, N
+    are the tensor maps of A and B (``tensor_boxes`` give their boxes, rows x elements of K; each of
+    ``params.planes`` x M, or N, rows: 3xtf32's parts from ``split``, one above the other), C, M, N
     and K."""
 
     source: str
@@ -61,17 +64,22 @@ class Rendered:
         return (p.block_m, p.block_k), (p.block_n, p.block_k)
 
 
-def _instruction(params: WgmmaParams) -> str:
-    """The inline PTX of one wgmma on the accumulators ``acc`` and descriptors ``da`` and ``db`` (both
-    operands K-major: 16-bit types take the transpose flags, 0; tf32 has none)."""
+def _instruction(params: WgmmaParams, a: str, b: str) -> str:
+    """The inline PTX of one wgmma on the accumulators ``acc`` and the descriptors named ``a`` and ``b``
+    (both operands K-major: 16-bit types take the transpose flags, 0; tf32 has none)."""
     count = params.accumulators
     registers = ", ".join(f"%{i}" for i in range(count))
     outputs = ", ".join(f'"+f"(acc[{i}])' for i in range(count))
-    kind = f"m64n{params.block_n}k{params.instruction_k}.f32.{params.operand}.{params.operand}"
-    flags = "1, 1, 1" if params.operand == "tf32" else "1, 1, 1, 0, 0"
+    kind = f"m64n{params.block_n}k{params.instruction_k}.f32.{params.instruction_type}.{params.instruction_type}"
+    flags = "1, 1, 1" if params.instruction_type == "tf32" else "1, 1, 1, 0, 0"
     return (f'asm volatile("wgmma.mma_async.sync.aligned.{kind} {{{registers}}}, %{count}, %{count + 1}, {flags};\\n"\n'
-            f'                 : {outputs}\n'
-            f'                 : "l"(da), "l"(db) : "memory");')
+            f'                     : {outputs}\n'
+            f'                     : "l"({a} + 2 * step), "l"({b} + 2 * step) : "memory");')
+
+
+def _products(params: WgmmaParams) -> str:
+    """The wgmma of one step of K: one, or 3xtf32's three (each term's parts, the small ones first)."""
+    return "\n                ".join(_instruction(params, f"a_start{x}", f"b_start{y}") for x, y in PRODUCTS[params.planes])
 
 
 def _registers(params: WgmmaParams, kind: str) -> str:
@@ -87,13 +95,20 @@ def render(params: WgmmaParams) -> Rendered:
     """The kernel of ``params`` (``ConfigError``-free: check ``malformed`` first)."""
     name = f"wgmma_nt_{params.operand}_m{params.block_m}_n{params.block_n}_s{params.stages}_g{params.group}"
     steps = params.block_k // params.instruction_k
+    starts = "\n".join(
+        f"            const unsigned long long a_start{p} = descriptor(a_tiles + (s * PLANES + {p}) * A_TILE_BYTES"
+        f" + row0 * ROW_BYTES);\n"
+        f"            const unsigned long long b_start{p} = descriptor(b_tiles + (s * PLANES + {p}) * B_TILE_BYTES);"
+        for p in range(params.planes))
     source = f"""// autogemm wgmma family: C = A B^T on sm_90a, {params.describe()}
-// A: M x K, B: N x K (both K-contiguous, read through tensor maps), C: M x N float32, all row-major.
+// A: PLANES M x K, B: PLANES N x K (both K-contiguous, read through tensor maps), C: M x N float32,
+// all row-major.
 #define BLOCK_M {params.block_m}
 #define BLOCK_N {params.block_n}
 #define BLOCK_K {params.block_k}                          // 128 bytes of K: one swizzled row
 #define STAGES {params.stages}
 #define CONSUMERS {params.consumers}
+#define PLANES {params.planes}                            // tiles of each operand: 3xtf32's big and small parts
 #define GROUP {params.group}                             // rows of blocks of C taken together
 #define THREADS {params.threads}
 #define ROW_BYTES {ROW_BYTES}
@@ -161,8 +176,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
         float* __restrict__ C, int M, int N, int K) {{
     extern __shared__ unsigned char shared_bytes[];
     unsigned char* a_tiles = shared_bytes + ((1024 - (shared_address(shared_bytes) & 1023)) & 1023);
-    unsigned char* b_tiles = a_tiles + STAGES * A_TILE_BYTES;
-    unsigned long long* full = reinterpret_cast<unsigned long long*>(b_tiles + STAGES * B_TILE_BYTES);
+    unsigned char* b_tiles = a_tiles + STAGES * PLANES * A_TILE_BYTES;
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(b_tiles + STAGES * PLANES * B_TILE_BYTES);
     unsigned long long* empty = full + STAGES;
     const int warpgroup = threadIdx.x / {WARPGROUP};
     const int tiles_m = M / BLOCK_M, tiles_n = N / BLOCK_N, k_tiles = K / BLOCK_K;
@@ -186,9 +201,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
                 for (int t = 0; t < k_tiles; ++t) {{
                     const int it = iteration + t, s = it % STAGES;
                     if (it >= STAGES) barrier_wait(&empty[s], (it / STAGES - 1) & 1);
-                    barrier_expect(&full[s], A_TILE_BYTES + B_TILE_BYTES);
-                    tile_load(a_tiles + s * A_TILE_BYTES, &map_a, t * BLOCK_K, m0, &full[s]);
-                    tile_load(b_tiles + s * B_TILE_BYTES, &map_b, t * BLOCK_K, n0, &full[s]);
+                    barrier_expect(&full[s], PLANES * (A_TILE_BYTES + B_TILE_BYTES));
+                    for (int p = 0; p < PLANES; ++p) {{           // plane p: rows p M + m0 of A, p N + n0 of B
+                        tile_load(a_tiles + (s * PLANES + p) * A_TILE_BYTES, &map_a, t * BLOCK_K, p * M + m0, &full[s]);
+                        tile_load(b_tiles + (s * PLANES + p) * B_TILE_BYTES, &map_b, t * BLOCK_K, p * N + n0, &full[s]);
+                    }}
                 }}
             }}
         }}
@@ -209,12 +226,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
             const int it = iteration + t, s = it % STAGES;
             barrier_wait(&full[s], (it / STAGES) & 1);
             asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
-            const unsigned long long a_start = descriptor(a_tiles + s * A_TILE_BYTES + row0 * ROW_BYTES);
-            const unsigned long long b_start = descriptor(b_tiles + s * B_TILE_BYTES);
+{starts}
             #pragma unroll
             for (int step = 0; step < {steps}; ++step) {{   // 32 bytes of K each: 2 in 16-byte units
-                const unsigned long long da = a_start + 2 * step, db = b_start + 2 * step;
-                {_instruction(params)}
+                {_products(params)}
             }}
             asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::: "memory");   // the tile before is read
@@ -234,3 +249,26 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
 """
     return Rendered(source, name, params)
 
+
+
+#: Threads of a block of ``split``'s kernel.
+SPLIT_THREADS = 256
+
+
+def split() -> tuple[str, str]:
+    """The source and name of the kernel that splits float32 values into 3xtf32's parts: ``out[i]`` the
+    tf32 nearest ``x[i]`` and ``out[plane + i]`` the rest, for ``i < count`` (``SPLIT_THREADS`` a block).
+    The rest is exact in float32; the multiplication rounds it to tf32 in turn."""
+    name = "split_3xtf32"
+    source = f"""// autogemm wgmma family: float32 values split into 3xtf32's big and small parts
+extern "C" __global__ void __launch_bounds__({SPLIT_THREADS}) {name}(
+        const float* __restrict__ x, float* __restrict__ out, long long count, long long plane) {{
+    const long long i = (long long)blockIdx.x * {SPLIT_THREADS} + threadIdx.x;
+    if (i >= count) return;
+    unsigned big;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(big) : "f"(x[i]));
+    out[i] = __uint_as_float(big);
+    out[plane + i] = x[i] - __uint_as_float(big);
+}}
+"""
+    return source, name
