@@ -39,8 +39,8 @@ class WgmmaParams:
     and B (128 bytes of K) by TMA into ``stages`` buffers of shared memory, and ``consumers`` warpgroups
     multiply them with wgmma as they arrive, each 64 rows of C. Blocks are persistent, one per
     multiprocessor, each taking blocks of C in turn in groups of ``group`` rows of blocks (the producer
-    loads the next one's tiles while the consumers store the last). M, N and K must be multiples of the
-    block (plans pad the rest)."""
+    loads the next one's tiles while the consumers store the last). Any M, N and K, the rows of A and B
+    a multiple of 16 bytes apart (TMA's rule: K a multiple of 8 for 16-bit types, 4 for the others)."""
 
     family: ClassVar[str] = "wgmma"
     operand: str = "f16"
@@ -61,6 +61,8 @@ class WgmmaParams:
             return f"stages {self.stages}: expected one of {STAGES}"
         if self.group not in GROUPS:
             return f"group {self.group}: expected one of {GROUPS}"
+        if self.planes == 2 and self.block_n > 128:
+            return f"block_n {self.block_n}: 3xtf32 holds two sets of accumulators, at most 64 x 128 a consumer"
         if self.shared_bytes > MAX_SHARED_BYTES:
             return f"tiles of {self.shared_bytes} bytes, over the {MAX_SHARED_BYTES} of shared memory of a block"
         return None

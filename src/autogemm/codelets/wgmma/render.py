@@ -41,7 +41,8 @@ class Rendered:
 
     def grid(self, m: int, n: int, multiprocessors: int) -> tuple[int]:
         """Persistent blocks: one per multiprocessor, or per block of C where there are fewer."""
-        return (min(multiprocessors, (m // self.params.block_m) * (n // self.params.block_n)),)
+        blocks = -(-m // self.params.block_m) * -(-n // self.params.block_n)
+        return (min(multiprocessors, blocks),)
 
     @property
     def block(self) -> tuple[int]:
@@ -82,6 +83,23 @@ def _products(params: WgmmaParams) -> str:
     return "\n                ".join(_instruction(params, f"a_start{x}", f"b_start{y}") for x, y in PRODUCTS[params.planes])
 
 
+#: The end of a consumer's tile of K, one group of wgmma in flight: the stage of the tile before is read,
+#: and handed back; the last tile's after the loop.
+PIPELINED = """            asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::: "memory");   // the tile before is read
+            if (t > 0 && leader) barrier_arrive(&empty[(it - 1) % STAGES]);
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
+        if (leader) barrier_arrive(&empty[(iteration + k_tiles - 1) % STAGES]);"""
+#: The same for 3xtf32: the tensor cores' sums of one tile of K are added to ``sums`` by the CUDA cores
+#: in float32 (rounded to nearest), as the tensor cores' own long sums lose more than float32's rounding
+#: (on the H100 f16 products summed over 4096 erred 7e-6, cuBLAS's SGEMM 5e-7).
+PROMOTED = """            asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");   // this tile's products are in
+            if (leader) barrier_arrive(&empty[s]);
+            #pragma unroll
+            for (int i = 0; i < COUNT; ++i) { sums[i] += acc[i]; acc[i] = 0.0f; }
+        }"""
+
+
 def _registers(params: WgmmaParams, kind: str) -> str:
     """The ``setmaxnreg`` of a producer or a consumer where a block has two consumers (with one, every
     thread has registers enough)."""
@@ -95,6 +113,12 @@ def render(params: WgmmaParams) -> Rendered:
     """The kernel of ``params`` (``ConfigError``-free: check ``malformed`` first)."""
     name = f"wgmma_nt_{params.operand}_m{params.block_m}_n{params.block_n}_s{params.stages}_g{params.group}"
     steps = params.block_k // params.instruction_k
+    promoted = params.planes == 2
+    count = params.accumulators
+    sums_declared = f"\n    float sums[{count}];                              // float32 sums of the tiles' products" if promoted else ""
+    zeroed = "{ sums[i] = 0.0f; acc[i] = 0.0f; }" if promoted else "acc[i] = 0.0f;"
+    released = (PROMOTED if promoted else PIPELINED).replace("COUNT", str(count))
+    result = "sums" if promoted else "acc"
     starts = "\n".join(
         f"            const unsigned long long a_start{p} = descriptor(a_tiles + (s * PLANES + {p}) * A_TILE_BYTES"
         f" + row0 * ROW_BYTES);\n"
@@ -180,7 +204,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
     unsigned long long* full = reinterpret_cast<unsigned long long*>(b_tiles + STAGES * PLANES * B_TILE_BYTES);
     unsigned long long* empty = full + STAGES;
     const int warpgroup = threadIdx.x / {WARPGROUP};
-    const int tiles_m = M / BLOCK_M, tiles_n = N / BLOCK_N, k_tiles = K / BLOCK_K;
+    // edges: TMA fills what lies past K (and past the last rows of a plane) with zeros or the next
+    // plane's rows, which only reach elements of C past M and N, never stored
+    const int tiles_m = (M + BLOCK_M - 1) / BLOCK_M, tiles_n = (N + BLOCK_N - 1) / BLOCK_N;
+    const int k_tiles = (K + BLOCK_K - 1) / BLOCK_K;
     if (threadIdx.x == 0) {{
         for (int s = 0; s < STAGES; ++s) {{
             barrier_init(&full[s], 1);                  // the producer's arrival, and the copies' bytes
@@ -215,13 +242,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
     const int row0 = (warpgroup - 1) * 64;              // this consumer's rows of the block
     const bool leader = threadIdx.x % {WARPGROUP} == 0;
     const int warp = (threadIdx.x % {WARPGROUP}) / 32, lane = threadIdx.x % 32;
-    float acc[{params.accumulators}];
+    float acc[{params.accumulators}];{sums_declared}
     int iteration = 0;
     for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x, iteration += k_tiles) {{
         int m0, n0;
         place(tile, tiles_m, tiles_n, &m0, &n0);
         #pragma unroll
-        for (int i = 0; i < {params.accumulators}; ++i) acc[i] = 0.0f;
+        for (int i = 0; i < {params.accumulators}; ++i) {zeroed}
         for (int t = 0; t < k_tiles; ++t) {{
             const int it = iteration + t, s = it % STAGES;
             barrier_wait(&full[s], (it / STAGES) & 1);
@@ -232,17 +259,23 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
                 {_products(params)}
             }}
             asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::: "memory");   // the tile before is read
-            if (t > 0 && leader) barrier_arrive(&empty[(it - 1) % STAGES]);
-        }}
-        asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
-        if (leader) barrier_arrive(&empty[(iteration + k_tiles - 1) % STAGES]);
+{released}
         const long row = m0 + row0 + warp * 16 + lane / 4;
         #pragma unroll
         for (int j = 0; j < BLOCK_N / 8; ++j) {{
             const int col = n0 + j * 8 + 2 * (lane % 4);
-            *reinterpret_cast<float2*>(&C[row * N + col]) = make_float2(acc[4 * j], acc[4 * j + 1]);
-            *reinterpret_cast<float2*>(&C[(row + 8) * N + col]) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+            #pragma unroll
+            for (int half = 0; half < 2; ++half) {{          // rows row and row + 8
+                const long r = row + 8 * half;
+                if (r >= M) continue;
+                float* to = &C[r * N + col];
+                if (N % 2 == 0 && col + 1 < N) {{
+                    *reinterpret_cast<float2*>(to) = make_float2({result}[4 * j + 2 * half], {result}[4 * j + 2 * half + 1]);
+                }} else {{
+                    if (col < N) to[0] = {result}[4 * j + 2 * half];
+                    if (col + 1 < N) to[1] = {result}[4 * j + 2 * half + 1];
+                }}
+            }}
         }}
     }}
 }}
