@@ -118,3 +118,17 @@ def test_the_3xtf32_split_kernel_compiles_for_sm_90a():
         pytest.skip(f"NVRTC is not here: {why}")
     source, name = split()
     assert "cvt.rna.tf32.f32" in source and compile_cuda(source, name).arch == "sm_90a"
+
+
+def test_show_kernel_prints_a_wgmma_configuration_without_a_device():
+    from click.testing import CliRunner
+
+    from autogemm.cli import main
+
+    out = CliRunner().invoke(main, ["show-kernel", "--family", "wgmma", "--dtype", "b", "--set", "stages=5",
+                                    "--set", "block_n=128"])
+    assert out.exit_code == 0 and "#define STAGES 5" in out.output and "m64n128k16.f32.bf16.bf16" in out.output
+    out = CliRunner().invoke(main, ["show-kernel", "--family", "wgmma", "--dtype", "d"])
+    assert out.exit_code != 0 and "multiplies" in out.output and "Traceback" not in out.output
+    out = CliRunner().invoke(main, ["show-kernel", "--family", "wgmma", "--dtype", "s.3xtf32", "--set", "block_n=256"])
+    assert out.exit_code != 0 and "accumulators" in out.output

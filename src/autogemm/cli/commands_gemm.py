@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import click
@@ -12,8 +13,10 @@ from ..accuracy import apply_op, gemm_flops, random_matrix, relative_error
 from ..blas import EDGES, GemmProblem, LaunchPlan, Op
 from ..blas.selection import choose_params
 from ..codelets.registry import GEMM, check, families, family_named, render
-from ..dtypes import DTYPES, get_dtype
-from ..errors import AutogemmError
+from ..codelets.wgmma import WgmmaParams
+from ..codelets.wgmma import render as wgmma_render
+from ..dtypes import DTYPES, Dtype, get_dtype
+from ..errors import AutogemmError, ConfigError
 from ..runtime import context_for, median, time_enqueue
 from . import main
 from .common import console, fail, parse_config, select_device
@@ -42,13 +45,17 @@ def _with_options(options):
 @_with_options(config_options)
 @click.option("--whole/--guarded", "whole", default=False,
               help="The whole-tile kernel (aligned, no edge guards) or the guarded one (default).")
-@click.option("--family", type=click.Choice([f.name for f in families(GEMM)]), default="simt", show_default=True,
-              help="The kernel family (from its default configuration where the profile has none of it).")
+@click.option("--family", type=click.Choice([f.name for f in families(GEMM)] + [WgmmaParams.family]), default="simt",
+              show_default=True, help="The kernel family (from its default configuration where the profile has "
+                                      "none of it); wgmma: the CUDA C++ of the sm_90a family, no device needed.")
 def show_kernel(dtype_letter, config, settings, platform, device, whole, family) -> None:
     """Print the OpenCL source of one configuration: the device's for large problems of the family (from
     its profile, else the family's default), changed by --config/--set."""
     try:
         dt = get_dtype(dtype_letter)
+        if family == WgmmaParams.family:
+            click.echo(_wgmma_source(dt, settings))
+            return
         dev = select_device(platform, device)
         chosen = choose_params(dev, GemmProblem.dense(dt, 4096, 4096, 4096)).params
         chosen_family = family_named(family)
@@ -61,6 +68,28 @@ def show_kernel(dtype_letter, config, settings, platform, device, whole, family)
         click.echo(render(params, dt, guarded=not whole).source)
     except (AutogemmError, OSError) as exc:
         fail(str(exc))
+
+
+#: The wgmma family's operand for each dtype it multiplies.
+WGMMA_OPERANDS = {"h": "f16", "hs": "f16", "b": "bf16", "bs": "bf16", "s.tf32": "tf32", "s.3xtf32": "3xtf32"}
+
+
+def _wgmma_source(dt: Dtype, settings: tuple[str, ...]) -> str:
+    """The CUDA C++ of the wgmma family's default configuration for ``dt``, changed by NAME=VALUE
+    ``settings`` (integers; ``ConfigError`` for a malformed result)."""
+    operand = WGMMA_OPERANDS.get(dt.key)
+    if operand is None:
+        raise ConfigError(f"the wgmma family multiplies {', '.join(WGMMA_OPERANDS)}, not {dt.key}")
+    params = WgmmaParams(operand=operand)
+    for item in settings:
+        key, _, raw = item.partition("=")
+        if key not in ("block_n", "consumers", "stages", "group") or not raw.isdigit():
+            raise ConfigError(f"--set {item!r}: expected block_n, consumers, stages or group = an integer")
+        params = dataclasses.replace(params, **{key: int(raw)})
+    why = params.malformed()
+    if why:
+        raise ConfigError(f"not a configuration of the wgmma family: {why}")
+    return wgmma_render(params).source
 
 
 @main.command()
