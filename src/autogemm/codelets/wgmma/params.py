@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ..hopper import ROW_BYTES, WARPGROUP
+
 #: The operands' types and the bytes of one element: wgmma's multiplicand types (tf32 reads float32's,
 #: its low mantissa bits dropped), and 3xtf32: float32 operands each split into a tf32 part and the tf32
 #: of what it left (``render.split``), multiplied as big x big + big x small + small x big, which keeps
@@ -23,10 +25,8 @@ CONSUMERS = (1, 2)
 GROUPS = (1, 8, 16)
 #: Rows of C one consumer warpgroup computes: M of the instruction.
 WARPGROUP_M = 64
-#: Threads of a warpgroup.
-WARPGROUP = 128
-#: Bytes of K in a staged row: the span of the 128-byte swizzle, which TMA writes and wgmma reads.
-ROW_BYTES = 128
+#: CUDA's names of the operands' element types in a tensor map (``runtime.cuda.tensor_map``).
+TENSOR_TYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "3xtf32": "float32"}
 #: Registers of a thread in the producer warpgroup and in a consumer one, where a block has two consumers
 #: (``setmaxnreg``: the producer issues copies, the consumers hold the accumulators).
 PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232
@@ -80,6 +80,11 @@ class WgmmaParams:
     def planes(self) -> int:
         """Tiles of each operand a stage holds: the big and small parts of 3xtf32's, else one."""
         return 2 if self.operand == "3xtf32" else 1
+
+    @property
+    def tensor_type(self) -> str:
+        """The element type of A's and B's tensor maps."""
+        return TENSOR_TYPES[self.operand]
 
     @property
     def instruction_type(self) -> str:

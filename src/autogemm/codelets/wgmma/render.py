@@ -1,13 +1,10 @@
 """``render``: the CUDA C++ source of a ``WgmmaParams`` and its launch geometry.
 
-Blocks are persistent (one per multiprocessor), each computing blocks of C in turn, taken in groups of
-rows of blocks for L2 reuse. A block is warp-specialized. Its first warpgroup is the producer: one thread issues TMA copies
-(``cp.async.bulk.tensor``) of each tile of A and B into a free stage of shared memory, each completing
-on that stage's "full" mbarrier with the bytes it brought. The other warpgroups are consumers: each
-waits for a stage to be full, multiplies its 64 rows of A by the tile of B with wgmma (asynchronous,
-one group in flight), and once the group before has finished reading its stage, arrives on that stage's
-"empty" mbarrier, which the producer waits for before loading it again. The producer runs on into the
-next block of C while the consumers store the last.
+Blocks are persistent and warp-specialized (``codelets.hopper``: a producer warpgroup loads the tiles by
+TMA). Each consumer warpgroup waits for a stage to be full, multiplies its 64 rows of A by the tile of B
+with wgmma (asynchronous, one group in flight), and once the group before has finished reading its
+stage, arrives on that stage's "empty" mbarrier. The producer runs on into the next block of C while
+the consumers store the last.
 
 TMA writes the tiles in the 128-byte swizzle (rows of 128 bytes of K, the 16-byte chunks of each row
 permuted by the row's index within 8), the layout wgmma reads without bank conflicts; a shared-memory
@@ -18,51 +15,11 @@ every 8 columns, two neighbours."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..hopper import HELPERS, ROW_BYTES, WARPGROUP, Rendered, pipeline
+from .params import CONSUMER_REGISTERS, PRODUCER_REGISTERS, WgmmaParams
 
-from .params import CONSUMER_REGISTERS, PRODUCER_REGISTERS, ROW_BYTES, WARPGROUP, WgmmaParams
-
-#: CUDA's names of the operands' element types in a tensor map (``runtime.cuda.tensor_map``).
-TENSOR_TYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "3xtf32": "float32"}
 #: The products of 3xtf32's parts (plane 0 big, 1 small), the small ones first; one plane's single one.
 PRODUCTS = {1: ((0, 0),), 2: ((1, 0), (0, 1), (0, 0))}
-
-
-@dataclass(frozen=True)
-class Rendered:
-    """A kernel's source, its entry point, and how to launch it over an M x N x K problem: its arguments
-    are the tensor maps of A and B (``tensor_boxes`` give their boxes, rows x elements of K; each of
-    ``params.planes`` x M, or N, rows: 3xtf32's parts from ``split``, one above the other), C, M, N
-    and K."""
-
-    source: str
-    name: str
-    params: WgmmaParams
-
-    def grid(self, m: int, n: int, multiprocessors: int) -> tuple[int]:
-        """Persistent blocks: one per multiprocessor, or per block of C where there are fewer."""
-        blocks = -(-m // self.params.block_m) * -(-n // self.params.block_n)
-        return (min(multiprocessors, blocks),)
-
-    @property
-    def block(self) -> tuple[int]:
-        return (self.params.threads,)
-
-    @property
-    def shared_bytes(self) -> int:
-        """Dynamic shared memory to launch it with."""
-        return self.params.shared_bytes
-
-    @property
-    def tensor_type(self) -> str:
-        """The element type of A's and B's tensor maps."""
-        return TENSOR_TYPES[self.params.operand]
-
-    @property
-    def tensor_boxes(self) -> tuple[tuple[int, int], tuple[int, int]]:
-        """The tiles TMA copies of A and of B: (rows, elements of K)."""
-        p = self.params
-        return (p.block_m, p.block_k), (p.block_n, p.block_k)
 
 
 def _instruction(params: WgmmaParams, a: str, b: str) -> str:
@@ -138,45 +95,9 @@ def render(params: WgmmaParams) -> Rendered:
 #define ROW_BYTES {ROW_BYTES}
 #define A_TILE_BYTES (BLOCK_M * ROW_BYTES)
 #define B_TILE_BYTES (BLOCK_N * ROW_BYTES)
+#define EMPTY_ARRIVALS CONSUMERS                      // each consumer warpgroup hands a buffer back
 
-struct __align__(64) TensorMap {{ unsigned long long opaque[16]; }};   // CUtensorMap, made by the host
-
-__device__ __forceinline__ unsigned shared_address(const void* p) {{
-    return (unsigned)__cvta_generic_to_shared(p);
-}}
-
-__device__ __forceinline__ void barrier_init(unsigned long long* barrier, unsigned arrivals) {{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\\n" :: "r"(shared_address(barrier)), "r"(arrivals) : "memory");
-}}
-
-// One arrival that also says how many bytes copies will complete on the barrier in this phase.
-__device__ __forceinline__ void barrier_expect(unsigned long long* barrier, unsigned bytes) {{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n"
-                 :: "r"(shared_address(barrier)), "r"(bytes) : "memory");
-}}
-
-__device__ __forceinline__ void barrier_arrive(unsigned long long* barrier) {{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\\n" :: "r"(shared_address(barrier)) : "memory");
-}}
-
-// Wait until the barrier's phase of this parity has completed.
-__device__ __forceinline__ void barrier_wait(unsigned long long* barrier, unsigned parity) {{
-    asm volatile("{{\\n"
-                 ".reg .pred done;\\n"
-                 "waiting:\\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\\n"
-                 "@!done bra waiting;\\n"
-                 "}}\\n" :: "r"(shared_address(barrier)), "r"(parity) : "memory");
-}}
-
-// Copy the box of the tensor map at (inner, outer) into shared memory; it completes on the barrier.
-__device__ __forceinline__ void tile_load(void* to, const TensorMap* map, int inner, int outer,
-                                          unsigned long long* barrier) {{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {{%2, %3}}], [%4];\\n"
-                 :: "r"(shared_address(to)), "l"((unsigned long long)map), "r"(inner), "r"(outer),
-                    "r"(shared_address(barrier)) : "memory");
-}}
-
+{HELPERS}
 // A shared-memory matrix descriptor of a tile in the 128-byte swizzle: start address, stride from one
 // group of 8 rows to the next (1024 bytes), both in 16-byte units, and the layout (1: 128-byte swizzle).
 __device__ __forceinline__ unsigned long long descriptor(const void* tile) {{
@@ -186,58 +107,10 @@ __device__ __forceinline__ unsigned long long descriptor(const void* tile) {{
          | 1ull << 62;
 }}
 
-// The first row and column of C of block number ``tile``: GROUP rows of blocks at a time, down the rows
-// of the group first, so that the blocks working at once share their tiles of B in L2.
-__device__ __forceinline__ void place(int tile, int tiles_m, int tiles_n, int* m0, int* n0) {{
-    const int per_group = GROUP * tiles_n, first = tile / per_group * GROUP;
-    const int rows = min(GROUP, tiles_m - first), within = tile % per_group;
-    *m0 = (first + within % rows) * BLOCK_M;
-    *n0 = within / rows * BLOCK_N;
-}}
-
 extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
         float* __restrict__ C, int M, int N, int K) {{
-    extern __shared__ unsigned char shared_bytes[];
-    unsigned char* a_tiles = shared_bytes + ((1024 - (shared_address(shared_bytes) & 1023)) & 1023);
-    unsigned char* b_tiles = a_tiles + STAGES * PLANES * A_TILE_BYTES;
-    unsigned long long* full = reinterpret_cast<unsigned long long*>(b_tiles + STAGES * PLANES * B_TILE_BYTES);
-    unsigned long long* empty = full + STAGES;
-    const int warpgroup = threadIdx.x / {WARPGROUP};
-    // edges: TMA fills what lies past K (and past the last rows of a plane) with zeros or the next
-    // plane's rows, which only reach elements of C past M and N, never stored
-    const int tiles_m = (M + BLOCK_M - 1) / BLOCK_M, tiles_n = (N + BLOCK_N - 1) / BLOCK_N;
-    const int k_tiles = (K + BLOCK_K - 1) / BLOCK_K;
-    if (threadIdx.x == 0) {{
-        for (int s = 0; s < STAGES; ++s) {{
-            barrier_init(&full[s], 1);                  // the producer's arrival, and the copies' bytes
-            barrier_init(&empty[s], CONSUMERS);         // one arrival by each consumer
-        }}
-        asm volatile("fence.mbarrier_init.release.cluster;\\n" ::: "memory");
-    }}
-    __syncthreads();
-    // Every block takes blocks of C number blockIdx.x, + gridDim.x, ...; ``iteration`` counts the tiles of
-    // K it went through before, which give each tile's stage and the parity of that stage's barriers.
-    if (warpgroup == 0) {{                               // the producer
-        {_registers(params, "producer")}
-        if (threadIdx.x == 0) {{
-            int iteration = 0;
-            for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x, iteration += k_tiles) {{
-                int m0, n0;
-                place(tile, tiles_m, tiles_n, &m0, &n0);
-                for (int t = 0; t < k_tiles; ++t) {{
-                    const int it = iteration + t, s = it % STAGES;
-                    if (it >= STAGES) barrier_wait(&empty[s], (it / STAGES - 1) & 1);
-                    barrier_expect(&full[s], PLANES * (A_TILE_BYTES + B_TILE_BYTES));
-                    for (int p = 0; p < PLANES; ++p) {{           // plane p: rows p M + m0 of A, p N + n0 of B
-                        tile_load(a_tiles + (s * PLANES + p) * A_TILE_BYTES, &map_a, t * BLOCK_K, p * M + m0, &full[s]);
-                        tile_load(b_tiles + (s * PLANES + p) * B_TILE_BYTES, &map_b, t * BLOCK_K, p * N + n0, &full[s]);
-                    }}
-                }}
-            }}
-        }}
-        return;
-    }}
+{pipeline(_registers(params, "producer"))}
     {_registers(params, "consumer")}
     const int row0 = (warpgroup - 1) * 64;              // this consumer's rows of the block
     const bool leader = threadIdx.x % {WARPGROUP} == 0;

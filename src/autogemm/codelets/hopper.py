@@ -1,0 +1,171 @@
+"""What the sm_90a families share: a persistent, warp-specialized block whose first warpgroup loads tiles
+of A and B by TMA into ``STAGES`` buffers of shared memory (each completing on a "full" mbarrier with
+the bytes it brought) while the other warpgroups, the consumers, multiply them and hand each buffer back
+on an "empty" mbarrier. The families render the consumers; this module the rest (``HELPERS``, the
+device functions; ``pipeline``, the kernel's start and its producer) and ``Rendered``, how to launch it.
+
+A kernel using them defines BLOCK_M, BLOCK_N, BLOCK_K (128 bytes of K: one row of the 128-byte swizzle),
+STAGES, PLANES (tiles of each operand a stage holds), GROUP (rows of blocks of C taken together),
+A_TILE_BYTES, B_TILE_BYTES and EMPTY_ARRIVALS (arrivals that hand a buffer back), and takes the tensor
+maps ``map_a`` and ``map_b`` and M, N and K. Blocks take blocks of C number blockIdx.x, + gridDim.x, ...;
+``iteration`` counts the tiles of K a block went through before, which give each tile's stage and the
+parity of that stage's barriers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+#: Bytes of K in a staged row: the span of the 128-byte swizzle, which TMA writes.
+ROW_BYTES = 128
+#: Threads of a warpgroup.
+WARPGROUP = 128
+
+HELPERS = r"""struct __align__(64) TensorMap { unsigned long long opaque[16]; };   // CUtensorMap, made by the host
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void barrier_init(unsigned long long* barrier, unsigned arrivals) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(shared_address(barrier)), "r"(arrivals) : "memory");
+}
+
+// One arrival that also says how many bytes copies will complete on the barrier in this phase.
+__device__ __forceinline__ void barrier_expect(unsigned long long* barrier, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+                 :: "r"(shared_address(barrier)), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void barrier_arrive(unsigned long long* barrier) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(shared_address(barrier)) : "memory");
+}
+
+// Wait until the barrier's phase of this parity has completed.
+__device__ __forceinline__ void barrier_wait(unsigned long long* barrier, unsigned parity) {
+    asm volatile("{\n"
+                 ".reg .pred done;\n"
+                 "waiting:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra waiting;\n"
+                 "}\n" :: "r"(shared_address(barrier)), "r"(parity) : "memory");
+}
+
+// Copy the box of the tensor map at (inner, outer) into shared memory; it completes on the barrier.
+__device__ __forceinline__ void tile_load(void* to, const TensorMap* map, int inner, int outer,
+                                          unsigned long long* barrier) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];\n"
+                 :: "r"(shared_address(to)), "l"((unsigned long long)map), "r"(inner), "r"(outer),
+                    "r"(shared_address(barrier)) : "memory");
+}
+
+// The first row and column of C of block number ``tile``: GROUP rows of blocks at a time, down the rows
+// of the group first, so that the blocks working at once share their tiles of B in L2.
+__device__ __forceinline__ void place(int tile, int tiles_m, int tiles_n, int* m0, int* n0) {
+    const int per_group = GROUP * tiles_n, first = tile / per_group * GROUP;
+    const int rows = min(GROUP, tiles_m - first), within = tile % per_group;
+    *m0 = (first + within % rows) * BLOCK_M;
+    *n0 = within / rows * BLOCK_N;
+}
+
+"""
+
+
+def pipeline(producer_registers: str = "") -> str:
+    """The kernel's start: shared memory carved into the stages' tiles and barriers, the barriers made,
+    and the producer warpgroup's loop (``producer_registers``: its ``setmaxnreg``, if any); the
+    consumers' code follows, with ``a_tiles``, ``b_tiles``, ``full``, ``empty``, ``warpgroup``,
+    ``tiles_m``, ``tiles_n`` and ``k_tiles`` in scope."""
+    return r"""    extern __shared__ unsigned char shared_bytes[];
+    unsigned char* a_tiles = shared_bytes + ((1024 - (shared_address(shared_bytes) & 1023)) & 1023);
+    unsigned char* b_tiles = a_tiles + STAGES * PLANES * A_TILE_BYTES;
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(b_tiles + STAGES * PLANES * B_TILE_BYTES);
+    unsigned long long* empty = full + STAGES;
+    const int warpgroup = threadIdx.x / 128;
+    // edges: TMA fills what lies past K (and past the last rows of a plane) with zeros or the next
+    // plane's rows, which only reach elements of C past M and N, never stored
+    const int tiles_m = (M + BLOCK_M - 1) / BLOCK_M, tiles_n = (N + BLOCK_N - 1) / BLOCK_N;
+    const int k_tiles = (K + BLOCK_K - 1) / BLOCK_K;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            barrier_init(&full[s], 1);                  // the producer's arrival, and the copies' bytes
+            barrier_init(&empty[s], EMPTY_ARRIVALS);    // one arrival by each consumer (warpgroup or warp)
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    // Every block takes blocks of C number blockIdx.x, + gridDim.x, ...; ``iteration`` counts the tiles of
+    // K it went through before, which give each tile's stage and the parity of that stage's barriers.
+    if (warpgroup == 0) {                               // the producer
+        PRODUCER_REGISTERS
+        if (threadIdx.x == 0) {
+            int iteration = 0;
+            for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x, iteration += k_tiles) {
+                int m0, n0;
+                place(tile, tiles_m, tiles_n, &m0, &n0);
+                for (int t = 0; t < k_tiles; ++t) {
+                    const int it = iteration + t, s = it % STAGES;
+                    if (it >= STAGES) barrier_wait(&empty[s], (it / STAGES - 1) & 1);
+                    barrier_expect(&full[s], PLANES * (A_TILE_BYTES + B_TILE_BYTES));
+                    for (int p = 0; p < PLANES; ++p) {           // plane p: rows p M + m0 of A, p N + n0 of B
+                        tile_load(a_tiles + (s * PLANES + p) * A_TILE_BYTES, &map_a, t * BLOCK_K, p * M + m0, &full[s]);
+                        tile_load(b_tiles + (s * PLANES + p) * B_TILE_BYTES, &map_b, t * BLOCK_K, p * N + n0, &full[s]);
+                    }
+                }
+            }
+        }
+        return;
+    }
+""".replace("PRODUCER_REGISTERS", producer_registers)
+
+
+class HopperParams(Protocol):
+    """What ``Rendered`` asks of a family's parameters."""
+
+    block_m: int
+    block_n: int
+
+    @property
+    def block_k(self) -> int: ...
+    @property
+    def threads(self) -> int: ...
+    @property
+    def shared_bytes(self) -> int: ...
+    @property
+    def tensor_type(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A kernel's source, its entry point, and how to launch it over an M x N x K problem: its arguments
+    are the tensor maps of A and B (``tensor_type`` elements, ``tensor_boxes`` their boxes, rows x
+    elements of K), C, M, N and K."""
+
+    source: str
+    name: str
+    params: HopperParams
+
+    def grid(self, m: int, n: int, multiprocessors: int) -> tuple[int]:
+        """Persistent blocks: one per multiprocessor, or per block of C where there are fewer."""
+        blocks = -(-m // self.params.block_m) * -(-n // self.params.block_n)
+        return (min(multiprocessors, blocks),)
+
+    @property
+    def block(self) -> tuple[int]:
+        return (self.params.threads,)
+
+    @property
+    def shared_bytes(self) -> int:
+        """Dynamic shared memory to launch it with."""
+        return self.params.shared_bytes
+
+    @property
+    def tensor_type(self) -> str:
+        return self.params.tensor_type
+
+    @property
+    def tensor_boxes(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The tiles TMA copies of A and of B: (rows, elements of K)."""
+        p = self.params
+        return (p.block_m, p.block_k), (p.block_n, p.block_k)
