@@ -88,15 +88,16 @@ class CudaContext:
 
     def tensor_map(self, memory: DeviceMemory, shape: tuple[int, int], element: str, box: tuple[int, int]
                    ) -> object:
-        """A TMA tensor map of the row-major ``shape`` matrix of ``element`` values ('float16', 'bfloat16'
-        or 'float32') in ``memory``, copied in boxes of ``box`` (rows, columns; the columns 128 bytes) in
+        """A TMA tensor map of the row-major ``shape`` matrix of ``element`` values ('float16', 'bfloat16',
+        'float32' or 'float64') in ``memory``, copied in boxes of ``box`` (rows, columns; the columns 128 bytes) in
         the 128-byte swizzle: a kernel argument (its type None)."""
         from cuda.bindings import driver
 
         kinds = driver.CUtensorMapDataType
         kind, size = {"float16": (kinds.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2),
                       "bfloat16": (kinds.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2),
-                      "float32": (kinds.CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4)}[element]
+                      "float32": (kinds.CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4),
+                      "float64": (kinds.CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 8)}[element]
         rows, cols = shape
         wide, narrow = driver.cuuint64_t, driver.cuuint32_t
         return checked(driver.cuTensorMapEncodeTiled(

@@ -1,0 +1,98 @@
+"""``DmmaParams``: one configuration of the sm_90a FP64 kernel."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..hopper import ROW_BYTES, WARPGROUP
+
+#: Tiles in flight in shared memory: TMA loads the next ones while the warps multiply the current one.
+STAGES = (2, 3, 4, 6, 8)
+#: Consumer warpgroups of a block (four warps each).
+CONSUMERS = (1, 2)
+#: Rows of warps in a block (the rest of its consumer warps side by side along N).
+WARPS_M = (1, 2, 4)
+#: Rows and columns of C one warp computes, in tiles of the 16 x 8 instruction.
+WARP_M, WARP_N = (32, 64), (16, 32, 64)
+#: Rows of blocks of C taken together (``codelets.hopper``).
+GROUPS = (1, 8, 16)
+#: Shared memory a block of sm_90 may use (dynamic, asked for at launch).
+MAX_SHARED_BYTES = 227 * 1024
+#: float64 accumulators a thread holds at most (two registers each).
+MAX_ACCUMULATORS = 64
+#: Registers of a producer thread and of a consumer one where a block has two consumer warpgroups.
+PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232
+
+
+@dataclass(frozen=True)
+class DmmaParams:
+    """C (float64, M x N) = A (M x K) B^T (B: N x K), both K-contiguous ("NT"), on the FP64 tensor
+    cores (``mma.sync`` m16n8k4 f64: wgmma has no FP64 form). Blocks are persistent and warp-specialized
+    (``codelets.hopper``): a producer warpgroup loads tiles of 16 elements of K by TMA into ``stages``
+    buffers, and ``consumers`` warpgroups of four warps each, ``warps_m`` rows of warps, compute
+    ``warp_m`` x ``warp_n`` of C per warp from fragments read out of the swizzled tiles. Any M, N and K
+    with K even (TMA: rows 16 bytes apart)."""
+
+    family: ClassVar[str] = "dmma"
+    consumers: int = 2
+    warps_m: int = 2
+    warp_m: int = 64
+    warp_n: int = 32
+    stages: int = 4
+    group: int = 8
+
+    def malformed(self) -> str | None:
+        """Why this is no configuration of the family, or None."""
+        for name, value, allowed in (("consumers", self.consumers, CONSUMERS), ("warps_m", self.warps_m, WARPS_M),
+                                     ("warp_m", self.warp_m, WARP_M), ("warp_n", self.warp_n, WARP_N),
+                                     ("stages", self.stages, STAGES), ("group", self.group, GROUPS)):
+            if value not in allowed:
+                return f"{name} {value}: expected one of {allowed}"
+        if self.accumulators > MAX_ACCUMULATORS:
+            return f"a warp tile of {self.warp_m} x {self.warp_n}: over {MAX_ACCUMULATORS} accumulators a thread"
+        if max(self.block_m, self.block_n) > 256:
+            return f"a block of {self.block_m} x {self.block_n}: TMA copies at most 256 rows"
+        if self.shared_bytes > MAX_SHARED_BYTES:
+            return f"tiles of {self.shared_bytes} bytes, over the {MAX_SHARED_BYTES} of shared memory of a block"
+        return None
+
+    @property
+    def warps(self) -> int:
+        """Consumer warps of a block."""
+        return 4 * self.consumers
+
+    @property
+    def block_m(self) -> int:
+        return self.warp_m * self.warps_m
+
+    @property
+    def block_n(self) -> int:
+        return self.warp_n * (self.warps // self.warps_m)
+
+    @property
+    def block_k(self) -> int:
+        """K of a staged tile: 128 bytes of each row, 16 float64."""
+        return ROW_BYTES // 8
+
+    @property
+    def threads(self) -> int:
+        return WARPGROUP * (1 + self.consumers)
+
+    @property
+    def accumulators(self) -> int:
+        """float64 accumulators a consumer thread holds: its warp's tile over 32 threads."""
+        return self.warp_m * self.warp_n // 32
+
+    @property
+    def shared_bytes(self) -> int:
+        """Every stage's tiles of A and B, their barriers, and room to align the tiles to 1024 bytes."""
+        return self.stages * (self.block_m + self.block_n) * ROW_BYTES + 16 * self.stages + 1024
+
+    @property
+    def tensor_type(self) -> str:
+        return "float64"
+
+    def describe(self) -> str:
+        return (f"dmma m{self.block_m}n{self.block_n}k{self.block_k} warps {self.warps_m}x"
+                f"{self.warps // self.warps_m} of {self.warp_m}x{self.warp_n} stages{self.stages} group{self.group}")

@@ -1,0 +1,124 @@
+"""``render``: the CUDA C++ source of a ``DmmaParams``.
+
+Blocks are persistent and warp-specialized (``codelets.hopper``: a producer warpgroup loads the tiles by
+TMA, in the 128-byte swizzle). Each consumer warp waits for a stage to be full, reads its fragments of A
+and B out of the swizzled tiles (element (r, k) of a tile lies in 16-byte chunk k / 2 XOR r mod 8 of
+row r) and multiplies them with ``mma.sync`` m16n8k4 f64, four steps of K a tile; then it hands the
+stage back on its "empty" mbarrier (every consumer warp arrives: warps run apart). The producer runs
+on into the next block of C while the consumers store the last. Fragments follow the instruction: in
+each 16 x 8 tile of C a thread holds rows lane / 4 and lane / 4 + 8, columns 2 (lane % 4) and the next;
+of A rows lane / 4 and + 8 at column lane % 4 of the step; of B^T row lane % 4, column lane / 4."""
+
+from __future__ import annotations
+
+from ..hopper import HELPERS, ROW_BYTES, WARPGROUP, Rendered, pipeline
+from .params import CONSUMER_REGISTERS, PRODUCER_REGISTERS, DmmaParams
+
+
+def _registers(params: DmmaParams, kind: str) -> str:
+    """The ``setmaxnreg`` of a producer or a consumer where a block has two consumer warpgroups."""
+    if params.consumers == 1:
+        return ""
+    count, way = (PRODUCER_REGISTERS, "dec") if kind == "producer" else (CONSUMER_REGISTERS, "inc")
+    return f'asm volatile("setmaxnreg.{way}.sync.aligned.u32 {count};\\n" ::: "memory");'
+
+
+def render(params: DmmaParams) -> Rendered:
+    """The kernel of ``params`` (check ``malformed`` first)."""
+    name = (f"dmma_nt_m{params.block_m}_n{params.block_n}_w{params.warps_m}x{params.warp_m}x{params.warp_n}"
+            f"_s{params.stages}_g{params.group}")
+    source = f"""// autogemm dmma family: C = A B^T in float64 on sm_90a, {params.describe()}
+// A: M x K, B: N x K (both K-contiguous, read through tensor maps), C: M x N float64, all row-major.
+#define BLOCK_M {params.block_m}
+#define BLOCK_N {params.block_n}
+#define BLOCK_K {params.block_k}                          // 128 bytes of K: one swizzled row
+#define STAGES {params.stages}
+#define PLANES 1
+#define GROUP {params.group}                             // rows of blocks of C taken together
+#define THREADS {params.threads}
+#define WARPS_N {params.warps // params.warps_m}                           // consumer warps side by side along N
+#define WARP_M {params.warp_m}
+#define WARP_N {params.warp_n}
+#define TILES_M (WARP_M / 16)                     // instruction tiles of a warp's rows
+#define TILES_N (WARP_N / 8)                      // and of its columns
+#define ROW_BYTES {ROW_BYTES}
+#define A_TILE_BYTES (BLOCK_M * ROW_BYTES)
+#define B_TILE_BYTES (BLOCK_N * ROW_BYTES)
+#define EMPTY_ARRIVALS {params.warps}                       // every consumer warp hands a buffer back
+
+{HELPERS}
+// Element (row, k) of a tile in the 128-byte swizzle.
+__device__ __forceinline__ double swizzled(const unsigned char* tile, int row, int k) {{
+    return *reinterpret_cast<const double*>(tile + row * ROW_BYTES + ((((k) >> 1) ^ (row & 7)) << 4) + ((k) & 1) * 8);
+}}
+
+__device__ __forceinline__ void dmma(double* c, double a0, double a1, double b0) {{
+    asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {{%0, %1, %2, %3}}, {{%4, %5}}, {{%6}}, {{%0, %1, %2, %3}};\\n"
+                 : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3]) : "d"(a0), "d"(a1), "d"(b0));
+}}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
+        const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
+        double* __restrict__ C, int M, int N, int K) {{
+{pipeline(_registers(params, "producer"))}
+    {_registers(params, "consumer")}
+    const int warp = (threadIdx.x - {WARPGROUP}) / 32, lane = threadIdx.x % 32;
+    const int group_id = lane / 4, member = lane % 4;
+    const int warp_row = warp / WARPS_N * WARP_M, warp_col = warp % WARPS_N * WARP_N;
+    double acc[TILES_M][TILES_N][4];
+    int iteration = 0;
+    for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x, iteration += k_tiles) {{
+        int m0, n0;
+        place(tile, tiles_m, tiles_n, &m0, &n0);
+        #pragma unroll
+        for (int i = 0; i < TILES_M; ++i)
+            #pragma unroll
+            for (int j = 0; j < TILES_N; ++j)
+                #pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0;
+        for (int t = 0; t < k_tiles; ++t) {{
+            const int it = iteration + t, s = it % STAGES;
+            barrier_wait(&full[s], (it / STAGES) & 1);
+            const unsigned char* a_tile = a_tiles + s * A_TILE_BYTES;
+            const unsigned char* b_tile = b_tiles + s * B_TILE_BYTES;
+            #pragma unroll
+            for (int kk = 0; kk < BLOCK_K; kk += 4) {{
+                double a[TILES_M][2], b[TILES_N];
+                #pragma unroll
+                for (int i = 0; i < TILES_M; ++i) {{
+                    a[i][0] = swizzled(a_tile, warp_row + i * 16 + group_id, kk + member);
+                    a[i][1] = swizzled(a_tile, warp_row + i * 16 + group_id + 8, kk + member);
+                }}
+                #pragma unroll
+                for (int j = 0; j < TILES_N; ++j) b[j] = swizzled(b_tile, warp_col + j * 8 + group_id, kk + member);
+                #pragma unroll
+                for (int i = 0; i < TILES_M; ++i)
+                    #pragma unroll
+                    for (int j = 0; j < TILES_N; ++j) dmma(acc[i][j], a[i][0], a[i][1], b[j]);
+            }}
+            __syncwarp();
+            if (lane == 0) barrier_arrive(&empty[s]);   // this warp's reads of the stage are done
+        }}
+        #pragma unroll
+        for (int i = 0; i < TILES_M; ++i) {{
+            #pragma unroll
+            for (int j = 0; j < TILES_N; ++j) {{
+                const int col = n0 + warp_col + j * 8 + 2 * member;
+                #pragma unroll
+                for (int half = 0; half < 2; ++half) {{      // rows group_id and group_id + 8
+                    const long row = m0 + warp_row + i * 16 + group_id + 8 * half;
+                    if (row >= M) continue;
+                    double* to = &C[row * N + col];
+                    if (N % 2 == 0 && col + 1 < N) {{
+                        *reinterpret_cast<double2*>(to) = make_double2(acc[i][j][2 * half], acc[i][j][2 * half + 1]);
+                    }} else {{
+                        if (col < N) to[0] = acc[i][j][2 * half];
+                        if (col + 1 < N) to[1] = acc[i][j][2 * half + 1];
+                    }}
+                }}
+            }}
+        }}
+    }}
+}}
+"""
+    return Rendered(source, name, params)
