@@ -1,6 +1,6 @@
 """The sm_90a FP64 family: configurations render kernels that name their parameters and that NVRTC
 compiles for sm_90a without spilling (CI, no GPU needed); malformed ones are refused; on an H100 the
-kernels agree with float64 products computed on the host (over more tiles of K than stages, blocks that
+kernels agree with float64 and complex128 products computed on the host (over more tiles of K than stages, blocks that
 compute several blocks of C in turn, and M, N and K that are not multiples of the block)."""
 
 from __future__ import annotations
@@ -11,24 +11,26 @@ import numpy as np
 import pytest
 
 from autogemm.codelets.dmma import DmmaParams, render
-from autogemm.codelets.dmma.params import CONSUMERS, GROUPS, STAGES, WARP_M, WARP_N, WARPS_M
+from autogemm.codelets.dmma.params import CONSUMERS, DTYPES, GROUPS, STAGES, WARP_M, WARP_N, WARPS_M
 from autogemm.runtime.cuda import compile_cuda, cuda_missing
 
-# every warp layout at the default depth, and every depth and group of the default
-CONFIGS = [c for c in (DmmaParams(*shape) for shape in itertools.product(CONSUMERS, WARPS_M, WARP_M, WARP_N))
+# every dtype and warp layout at the default depth, and every depth and group of the default
+CONFIGS = [c for c in (DmmaParams(*shape) for shape in itertools.product(DTYPES, CONSUMERS, WARPS_M, WARP_M, WARP_N))
            if c.malformed() is None]
 CONFIGS += [c for c in (DmmaParams(stages=s) for s in STAGES if s != DmmaParams.stages) if c.malformed() is None]
 CONFIGS += [DmmaParams(group=g) for g in GROUPS if g != DmmaParams.group]
 
 
 def test_malformed_configurations_are_refused():
-    assert len(CONFIGS) == 34
+    assert len(CONFIGS) == 52
     assert "accumulators" in DmmaParams(warp_m=64, warp_n=64).malformed()
     assert "256 rows" in DmmaParams(consumers=2, warps_m=1, warp_m=32, warp_n=64).malformed()
     assert "stages" in DmmaParams(stages=5).malformed()
     assert "shared memory of a block" in DmmaParams(stages=8).malformed()          # 8 x 64 KiB of tiles
     assert "group" in DmmaParams(group=4).malformed()
-    assert DmmaParams().block_k == 16 and DmmaParams().threads == 384
+    assert DmmaParams().block_k == 16 and DmmaParams().threads == 384 and DmmaParams("z").block_k == 8
+    assert "accumulators" in DmmaParams("z", warp_m=64, warp_n=32).malformed()     # real and imaginary parts
+    assert "dtype" in DmmaParams("s").malformed()
 
 
 @pytest.mark.parametrize("params", CONFIGS, ids=[c.describe() for c in CONFIGS])
@@ -42,6 +44,7 @@ def test_every_configuration_compiles_for_sm_90a_without_spilling(params):
     assert "0 bytes spill stores" in cubin.log and "warning" not in cubin.log
     assert rendered.grid(4 * params.block_m + 1, 3 * params.block_n, 132) == (15,)
     assert rendered.tensor_boxes == ((params.block_m, 16), (params.block_n, 16))
+    assert rendered.tensor_shape(5, 32) == (5, 32 * params.element_bytes // 8)
 
 
 @pytest.mark.gpu
@@ -58,20 +61,22 @@ def test_the_kernel_agrees_with_float64_on_hopper(device, params):
     m, n, k = 2 * params.block_m - 3, 3 * params.block_n - 5, (2 * params.stages + 1) * params.block_k - 6
     rng = np.random.default_rng(7)
     a, b = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (n, k))
+    if params.dtype == "z":
+        a, b = a + 1j * rng.uniform(-1, 1, (m, k)), b + 1j * rng.uniform(-1, 1, (n, k))
     want = a @ b.T
     ctx = CudaContext(twin)
     rendered = render(params)
     function = ctx.function(compile_cuda(rendered.source, rendered.name), rendered.name)
-    da, db, dc = ctx.allocate(a.nbytes), ctx.allocate(b.nbytes), ctx.allocate(m * n * 8)
+    da, db, dc = ctx.allocate(a.nbytes), ctx.allocate(b.nbytes), ctx.allocate(m * n * a.itemsize)
     ctx.upload(da, a)
     ctx.upload(db, b)
-    ctx.upload(dc, np.full((m, n), np.nan))                     # an unwritten element fails
+    ctx.upload(dc, np.full((m, n), np.nan, a.dtype))            # an unwritten element fails
     box_a, box_b = rendered.tensor_boxes
     ctx.launch(function, rendered.grid(m, n, 4), rendered.block,          # 4 blocks: some take two of C
-               [(ctx.tensor_map(da, (m, k), rendered.tensor_type, box_a), None),
-                (ctx.tensor_map(db, (n, k), rendered.tensor_type, box_b), None),
+               [(ctx.tensor_map(da, rendered.tensor_shape(m, k), rendered.tensor_type, box_a), None),
+                (ctx.tensor_map(db, rendered.tensor_shape(n, k), rendered.tensor_type, box_b), None),
                 (dc, None), (m, ctypes.c_int), (n, ctypes.c_int), (k, ctypes.c_int)], rendered.shared_bytes)
-    got = np.empty((m, n))
+    got = np.empty((m, n), a.dtype)
     ctx.download(got, dc)
     for memory in (da, db, dc):
         memory.release()

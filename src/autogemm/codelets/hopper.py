@@ -5,11 +5,11 @@ on an "empty" mbarrier. The families render the consumers; this module the rest 
 device functions; ``pipeline``, the kernel's start and its producer) and ``Rendered``, how to launch it.
 
 A kernel using them defines BLOCK_M, BLOCK_N, BLOCK_K (128 bytes of K: one row of the 128-byte swizzle),
-STAGES, PLANES (tiles of each operand a stage holds), GROUP (rows of blocks of C taken together),
-A_TILE_BYTES, B_TILE_BYTES and EMPTY_ARRIVALS (arrivals that hand a buffer back), and takes the tensor
-maps ``map_a`` and ``map_b`` and M, N and K. Blocks take blocks of C number blockIdx.x, + gridDim.x, ...;
-``iteration`` counts the tiles of K a block went through before, which give each tile's stage and the
-parity of that stage's barriers."""
+BOX_K (the same in the tensor maps' elements: complex128's are two float64), STAGES, PLANES (tiles of
+each operand a stage holds), GROUP (rows of blocks of C taken together), A_TILE_BYTES, B_TILE_BYTES and
+EMPTY_ARRIVALS (arrivals that hand a buffer back), and takes the tensor maps ``map_a`` and ``map_b`` and
+M, N and K. Blocks take blocks of C number blockIdx.x, + gridDim.x, ...; ``iteration`` counts the tiles
+of K a block went through before, which give each tile's stage and the parity of that stage's barriers."""
 
 from __future__ import annotations
 
@@ -109,8 +109,8 @@ def pipeline(producer_registers: str = "") -> str:
                     if (it >= STAGES) barrier_wait(&empty[s], (it / STAGES - 1) & 1);
                     barrier_expect(&full[s], PLANES * (A_TILE_BYTES + B_TILE_BYTES));
                     for (int p = 0; p < PLANES; ++p) {           // plane p: rows p M + m0 of A, p N + n0 of B
-                        tile_load(a_tiles + (s * PLANES + p) * A_TILE_BYTES, &map_a, t * BLOCK_K, p * M + m0, &full[s]);
-                        tile_load(b_tiles + (s * PLANES + p) * B_TILE_BYTES, &map_b, t * BLOCK_K, p * N + n0, &full[s]);
+                        tile_load(a_tiles + (s * PLANES + p) * A_TILE_BYTES, &map_a, t * BOX_K, p * M + m0, &full[s]);
+                        tile_load(b_tiles + (s * PLANES + p) * B_TILE_BYTES, &map_b, t * BOX_K, p * N + n0, &full[s]);
                     }
                 }
             }
@@ -134,13 +134,15 @@ class HopperParams(Protocol):
     def shared_bytes(self) -> int: ...
     @property
     def tensor_type(self) -> str: ...
+    @property
+    def box_k(self) -> int: ...
 
 
 @dataclass(frozen=True)
 class Rendered:
     """A kernel's source, its entry point, and how to launch it over an M x N x K problem: its arguments
-    are the tensor maps of A and B (``tensor_type`` elements, ``tensor_boxes`` their boxes, rows x
-    elements of K), C, M, N and K."""
+    are the tensor maps of A and B (``tensor_type`` elements, ``tensor_shape`` their shapes,
+    ``tensor_boxes`` their boxes), C, M, N and K."""
 
     source: str
     name: str
@@ -164,8 +166,12 @@ class Rendered:
     def tensor_type(self) -> str:
         return self.params.tensor_type
 
+    def tensor_shape(self, rows: int, k: int) -> tuple[int, int]:
+        """The tensor map's shape of an operand of ``rows`` rows of ``k`` elements."""
+        return rows, k * self.params.box_k // self.params.block_k
+
     @property
     def tensor_boxes(self) -> tuple[tuple[int, int], tuple[int, int]]:
-        """The tiles TMA copies of A and of B: (rows, elements of K)."""
+        """The tiles TMA copies of A and of B: (rows, tensor elements of K)."""
         p = self.params
-        return (p.block_m, p.block_k), (p.block_n, p.block_k)
+        return (p.block_m, p.box_k), (p.block_n, p.box_k)

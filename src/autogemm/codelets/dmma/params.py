@@ -21,20 +21,25 @@ GROUPS = (1, 8, 16)
 MAX_SHARED_BYTES = 227 * 1024
 #: float64 accumulators a thread holds at most (two registers each).
 MAX_ACCUMULATORS = 64
+#: The dtypes: float64, and complex128 (each product of complex fragments four real ones).
+DTYPES = ("d", "z")
 #: Registers of a producer thread and of a consumer one where a block has two consumer warpgroups.
 PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232
 
 
 @dataclass(frozen=True)
 class DmmaParams:
-    """C (float64, M x N) = A (M x K) B^T (B: N x K), both K-contiguous ("NT"), on the FP64 tensor
-    cores (``mma.sync`` m16n8k4 f64: wgmma has no FP64 form). Blocks are persistent and warp-specialized
+    """C (M x N) = A (M x K) B^T (B: N x K), both K-contiguous ("NT"), in float64 or complex128
+    (``dtype`` 'd' or 'z'), on the FP64 tensor cores (``mma.sync`` m16n8k4 f64: wgmma has no FP64 form;
+    a complex product is four real ones on the real and imaginary parts, which a complex's 16 bytes hold
+    side by side). Blocks are persistent and warp-specialized
     (``codelets.hopper``): a producer warpgroup loads tiles of 16 elements of K by TMA into ``stages``
     buffers, and ``consumers`` warpgroups of four warps each, ``warps_m`` rows of warps, compute
     ``warp_m`` x ``warp_n`` of C per warp from fragments read out of the swizzled tiles. Any M, N and K
-    with K even (TMA: rows 16 bytes apart)."""
+    (float64: K even; TMA's rows are 16 bytes apart)."""
 
     family: ClassVar[str] = "dmma"
+    dtype: str = "d"
     consumers: int = 2
     warps_m: int = 2
     warp_m: int = 64
@@ -44,7 +49,8 @@ class DmmaParams:
 
     def malformed(self) -> str | None:
         """Why this is no configuration of the family, or None."""
-        for name, value, allowed in (("consumers", self.consumers, CONSUMERS), ("warps_m", self.warps_m, WARPS_M),
+        for name, value, allowed in (("dtype", self.dtype, DTYPES), ("consumers", self.consumers, CONSUMERS),
+                                     ("warps_m", self.warps_m, WARPS_M),
                                      ("warp_m", self.warp_m, WARP_M), ("warp_n", self.warp_n, WARP_N),
                                      ("stages", self.stages, STAGES), ("group", self.group, GROUPS)):
             if value not in allowed:
@@ -71,9 +77,13 @@ class DmmaParams:
         return self.warp_n * (self.warps // self.warps_m)
 
     @property
+    def element_bytes(self) -> int:
+        return 16 if self.dtype == "z" else 8
+
+    @property
     def block_k(self) -> int:
-        """K of a staged tile: 128 bytes of each row, 16 float64."""
-        return ROW_BYTES // 8
+        """K of a staged tile: 128 bytes of each row, 16 float64 or 8 complex128."""
+        return ROW_BYTES // self.element_bytes
 
     @property
     def threads(self) -> int:
@@ -81,8 +91,9 @@ class DmmaParams:
 
     @property
     def accumulators(self) -> int:
-        """float64 accumulators a consumer thread holds: its warp's tile over 32 threads."""
-        return self.warp_m * self.warp_n // 32
+        """float64 accumulators a consumer thread holds: its warp's tile over 32 threads (real and
+        imaginary parts for complex128)."""
+        return self.warp_m * self.warp_n // 32 * (self.element_bytes // 8)
 
     @property
     def shared_bytes(self) -> int:
@@ -90,9 +101,14 @@ class DmmaParams:
         return self.stages * (self.block_m + self.block_n) * ROW_BYTES + 16 * self.stages + 1024
 
     @property
+    def box_k(self) -> int:
+        """K of a staged tile in the tensor maps' float64: 16."""
+        return ROW_BYTES // 8
+
+    @property
     def tensor_type(self) -> str:
         return "float64"
 
     def describe(self) -> str:
-        return (f"dmma m{self.block_m}n{self.block_n}k{self.block_k} warps {self.warps_m}x"
+        return (f"dmma {self.dtype} m{self.block_m}n{self.block_n}k{self.block_k} warps {self.warps_m}x"
                 f"{self.warps // self.warps_m} of {self.warp_m}x{self.warp_n} stages{self.stages} group{self.group}")

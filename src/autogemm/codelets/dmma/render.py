@@ -23,15 +23,85 @@ def _registers(params: DmmaParams, kind: str) -> str:
     return f'asm volatile("setmaxnreg.{way}.sync.aligned.u32 {count};\\n" ::: "memory");'
 
 
+#: One step of K (4 of the instruction) of a warp in float64: fragments, then its products.
+REAL_STEP = """            #pragma unroll
+            for (int kk = 0; kk < BLOCK_K; kk += 4) {
+                double a[TILES_M][2], b[TILES_N];
+                #pragma unroll
+                for (int i = 0; i < TILES_M; ++i) {
+                    a[i][0] = swizzled(a_tile, warp_row + i * 16 + group_id, kk + member);
+                    a[i][1] = swizzled(a_tile, warp_row + i * 16 + group_id + 8, kk + member);
+                }
+                #pragma unroll
+                for (int j = 0; j < TILES_N; ++j) b[j] = swizzled(b_tile, warp_col + j * 8 + group_id, kk + member);
+                #pragma unroll
+                for (int i = 0; i < TILES_M; ++i)
+                    #pragma unroll
+                    for (int j = 0; j < TILES_N; ++j) dmma(acc[i][j], a[i][0], a[i][1], b[j]);
+            }
+"""
+#: The same in complex128: re += a.re b.re - a.im b.im, im += a.re b.im + a.im b.re.
+COMPLEX_STEP = """            #pragma unroll
+            for (int kk = 0; kk < BLOCK_K; kk += 4) {
+                double2 a[TILES_M][2], b[TILES_N];
+                #pragma unroll
+                for (int i = 0; i < TILES_M; ++i) {
+                    a[i][0] = swizzled_complex(a_tile, warp_row + i * 16 + group_id, kk + member);
+                    a[i][1] = swizzled_complex(a_tile, warp_row + i * 16 + group_id + 8, kk + member);
+                }
+                #pragma unroll
+                for (int j = 0; j < TILES_N; ++j) b[j] = swizzled_complex(b_tile, warp_col + j * 8 + group_id, kk + member);
+                #pragma unroll
+                for (int i = 0; i < TILES_M; ++i)
+                    #pragma unroll
+                    for (int j = 0; j < TILES_N; ++j) {
+                        dmma(acc[i][j], a[i][0].x, a[i][1].x, b[j].x);
+                        dmma(acc[i][j], -a[i][0].y, -a[i][1].y, b[j].y);
+                        dmma(acc[i][j] + 4, a[i][0].x, a[i][1].x, b[j].y);
+                        dmma(acc[i][j] + 4, a[i][0].y, a[i][1].y, b[j].x);
+                    }
+            }
+"""
+#: A warp's C: each thread's two neighbouring columns in rows group_id and group_id + 8 of each tile,
+#: within M x N.
+STORES = """        #pragma unroll
+        for (int i = 0; i < TILES_M; ++i) {
+            #pragma unroll
+            for (int j = 0; j < TILES_N; ++j) {
+                const int col = n0 + warp_col + j * 8 + 2 * member;
+                #pragma unroll
+                for (int half = 0; half < 2; ++half) {      // rows group_id and group_id + 8
+                    const long row = m0 + warp_row + i * 16 + group_id + 8 * half;
+                    if (row >= M) continue;
+                    ELEMENT* to = &C[row * N + col];
+                    const ELEMENT first = VALUE(2 * half), second = VALUE(2 * half + 1);
+                    if (col < N) to[0] = first;
+                    if (col + 1 < N) to[1] = second;
+                }
+            }
+        }
+"""
+
+
 def render(params: DmmaParams) -> Rendered:
     """The kernel of ``params`` (check ``malformed`` first)."""
-    name = (f"dmma_nt_m{params.block_m}_n{params.block_n}_w{params.warps_m}x{params.warp_m}x{params.warp_n}"
+    complex_ = params.dtype == "z"
+    steps = COMPLEX_STEP if complex_ else REAL_STEP
+    element, value = (("double2", "make_double2(acc[i][j][E], acc[i][j][4 + E])") if complex_
+                      else ("double", "acc[i][j][E]"))
+    stores = STORES.replace("ELEMENT", element)
+    for index in ("2 * half + 1", "2 * half"):
+        stores = stores.replace(f"VALUE({index})", value.replace("E", index))
+    name = (f"dmma_nt_{params.dtype}_m{params.block_m}_n{params.block_n}_w{params.warps_m}x{params.warp_m}x{params.warp_n}"
             f"_s{params.stages}_g{params.group}")
     source = f"""// autogemm dmma family: C = A B^T in float64 on sm_90a, {params.describe()}
-// A: M x K, B: N x K (both K-contiguous, read through tensor maps), C: M x N float64, all row-major.
+// A: M x K, B: N x K (both K-contiguous, read through tensor maps), C: M x N, all row-major, of
+// {"complex128 (real and imaginary parts side by side)" if params.dtype == "z" else "float64"}.
 #define BLOCK_M {params.block_m}
 #define BLOCK_N {params.block_n}
 #define BLOCK_K {params.block_k}                          // 128 bytes of K: one swizzled row
+#define BOX_K 16                                  // the same in float64 (the tensor maps' elements)
+#define PARTS {params.element_bytes // 8}                             // float64 of an element: complex128's two
 #define STAGES {params.stages}
 #define PLANES 1
 #define GROUP {params.group}                             // rows of blocks of C taken together
@@ -47,9 +117,14 @@ def render(params: DmmaParams) -> Rendered:
 #define EMPTY_ARRIVALS {params.warps}                       // every consumer warp hands a buffer back
 
 {HELPERS}
-// Element (row, k) of a tile in the 128-byte swizzle.
+// Element (row, k) of a tile in the 128-byte swizzle: in 16-byte chunk k / 2 XOR row mod 8 of the row
+// (a complex128: chunk k XOR row mod 8, its two parts).
 __device__ __forceinline__ double swizzled(const unsigned char* tile, int row, int k) {{
     return *reinterpret_cast<const double*>(tile + row * ROW_BYTES + ((((k) >> 1) ^ (row & 7)) << 4) + ((k) & 1) * 8);
+}}
+
+__device__ __forceinline__ double2 swizzled_complex(const unsigned char* tile, int row, int k) {{
+    return *reinterpret_cast<const double2*>(tile + row * ROW_BYTES + (((k) ^ (row & 7)) << 4));
 }}
 
 __device__ __forceinline__ void dmma(double* c, double a0, double a1, double b0) {{
@@ -59,13 +134,13 @@ __device__ __forceinline__ void dmma(double* c, double a0, double a1, double b0)
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
-        double* __restrict__ C, int M, int N, int K) {{
+        {"double2" if params.dtype == "z" else "double"}* __restrict__ C, int M, int N, int K) {{
 {pipeline(_registers(params, "producer"))}
     {_registers(params, "consumer")}
     const int warp = (threadIdx.x - {WARPGROUP}) / 32, lane = threadIdx.x % 32;
     const int group_id = lane / 4, member = lane % 4;
     const int warp_row = warp / WARPS_N * WARP_M, warp_col = warp % WARPS_N * WARP_N;
-    double acc[TILES_M][TILES_N][4];
+    double acc[TILES_M][TILES_N][4 * PARTS];           // (complex: the real parts, then the imaginary)
     int iteration = 0;
     for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x, iteration += k_tiles) {{
         int m0, n0;
@@ -75,50 +150,19 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
             #pragma unroll
             for (int j = 0; j < TILES_N; ++j)
                 #pragma unroll
-                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0;
+                for (int e = 0; e < 4 * PARTS; ++e) acc[i][j][e] = 0.0;
         for (int t = 0; t < k_tiles; ++t) {{
             const int it = iteration + t, s = it % STAGES;
             barrier_wait(&full[s], (it / STAGES) & 1);
             const unsigned char* a_tile = a_tiles + s * A_TILE_BYTES;
             const unsigned char* b_tile = b_tiles + s * B_TILE_BYTES;
             #pragma unroll
-            for (int kk = 0; kk < BLOCK_K; kk += 4) {{
-                double a[TILES_M][2], b[TILES_N];
-                #pragma unroll
-                for (int i = 0; i < TILES_M; ++i) {{
-                    a[i][0] = swizzled(a_tile, warp_row + i * 16 + group_id, kk + member);
-                    a[i][1] = swizzled(a_tile, warp_row + i * 16 + group_id + 8, kk + member);
-                }}
-                #pragma unroll
-                for (int j = 0; j < TILES_N; ++j) b[j] = swizzled(b_tile, warp_col + j * 8 + group_id, kk + member);
-                #pragma unroll
-                for (int i = 0; i < TILES_M; ++i)
-                    #pragma unroll
-                    for (int j = 0; j < TILES_N; ++j) dmma(acc[i][j], a[i][0], a[i][1], b[j]);
-            }}
+{steps}            // this warp's reads of the stage (generic proxy) are done before TMA (async proxy) refills it
+            asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
             __syncwarp();
-            if (lane == 0) barrier_arrive(&empty[s]);   // this warp's reads of the stage are done
+            if (lane == 0) barrier_arrive(&empty[s]);
         }}
-        #pragma unroll
-        for (int i = 0; i < TILES_M; ++i) {{
-            #pragma unroll
-            for (int j = 0; j < TILES_N; ++j) {{
-                const int col = n0 + warp_col + j * 8 + 2 * member;
-                #pragma unroll
-                for (int half = 0; half < 2; ++half) {{      // rows group_id and group_id + 8
-                    const long row = m0 + warp_row + i * 16 + group_id + 8 * half;
-                    if (row >= M) continue;
-                    double* to = &C[row * N + col];
-                    if (N % 2 == 0 && col + 1 < N) {{
-                        *reinterpret_cast<double2*>(to) = make_double2(acc[i][j][2 * half], acc[i][j][2 * half + 1]);
-                    }} else {{
-                        if (col < N) to[0] = acc[i][j][2 * half];
-                        if (col + 1 < N) to[1] = acc[i][j][2 * half + 1];
-                    }}
-                }}
-            }}
-        }}
-    }}
+{stores}    }}
 }}
 """
     return Rendered(source, name, params)

@@ -82,6 +82,11 @@ class WgmmaParams:
         return 2 if self.operand == "3xtf32" else 1
 
     @property
+    def box_k(self) -> int:
+        """K of a staged tile in the tensor maps' elements: the same."""
+        return self.block_k
+
+    @property
     def tensor_type(self) -> str:
         """The element type of A's and B's tensor maps."""
         return TENSOR_TYPES[self.operand]

@@ -87,6 +87,7 @@ def render(params: WgmmaParams) -> Rendered:
 #define BLOCK_M {params.block_m}
 #define BLOCK_N {params.block_n}
 #define BLOCK_K {params.block_k}                          // 128 bytes of K: one swizzled row
+#define BOX_K BLOCK_K
 #define STAGES {params.stages}
 #define CONSUMERS {params.consumers}
 #define PLANES {params.planes}                            // tiles of each operand: 3xtf32's big and small parts
