@@ -116,6 +116,22 @@ def test_geometric_means_pair_end_to_end_with_end_to_end():
     assert ("s", "autogemm e2e") not in means
 
 
+def test_a_wide_comparison_reads_at_80_columns_without_cut_cells():
+    """Three autogemm paths against a peer's three (the end-to-end run beside torch): too wide for one
+    table at 80 columns, the ratios go to a table of their own rather than headers cut short."""
+    from autogemm.cli.commands_bench import _report
+    from autogemm.cli.common import console
+
+    rates = {AUTOGEMM: 48.5, "autogemm e2e": 38.6, "autogemm+host e2e": 32.9, "cuBLAS": 54.2, "cuBLAS e2e": 6.4,
+             "cuBLAS pinned e2e": 34.5}
+    cases = [_case("s", n, rates) for n in (1024, 16384)]
+    with console.capture() as captured:
+        _report(cases, "TFLOP/s on a GPU (median of 7)", None, None, None, {})
+    text = captured.get()
+    assert max(map(len, text.splitlines())) <= 80 and "…" not in text
+    assert "autogemm+host e2e" in text and "/ cuBLAS pinned e2e" in text and "autogemm / peer" in text
+
+
 def test_bench_command_writes_table_json_csv_and_plot(tmp_path):
     out = CliRunner().invoke(main, [
         "bench", "--dtype", "s,c", "--sizes", "24,40", "--peers", "numpy", "--runs", "2", "--end-to-end",

@@ -69,20 +69,23 @@ def geometric_means(cases: Sequence[CaseResult]) -> dict[tuple[str, str], Compar
                             *min(found)) for key, found in ratios.items()}
 
 
-def table(cases: Sequence[CaseResult], title: str, peer_rates: bool = True) -> Table:
+def table(cases: Sequence[CaseResult], title: str, peer_rates: bool = True, rates: bool = True,
+          ratios: bool = True) -> Table:
     """TFLOP/s per implementation (a wrong or failed one marked so, ``failures`` says why), autogemm's
     share of the FMA peak, and autogemm's ratio to each peer (end to end against end to end); without
-    ``peer_rates``, the peers' own TFLOP/s left out (the ratios give them)."""
+    ``peer_rates``, the peers' own TFLOP/s left out (the ratios give them); without ``rates``, the ratios
+    alone, without ``ratios`` the rates alone."""
     every = implementations(cases)
-    peers = [n for n in every if not n.startswith(AUTOGEMM)]
-    names = every if peer_rates else [n for n in every if n.startswith(AUTOGEMM)]
-    ratios = [f"/ {peer}" for peer in peers]
+    peers = [n for n in every if not n.startswith(AUTOGEMM)] if ratios else []
+    names = (every if peer_rates else [n for n in every if n.startswith(AUTOGEMM)]) if rates else []
+    peak = ["% FMA peak"] if rates else []
+    ratio_columns = [f"/ {peer}" for peer in peers]
     dtypes = list(dict.fromkeys(case.dtype for case in cases))
     several = len(dtypes) > 1            # else the title names the dtype, and the problems have the room
     if not several and dtypes:
         title = f"{get_dtype(dtypes[0]).routine}: {title}"
-    out = plain_table(title, ("dtype", "problem")[not several:] + (*names, "% FMA peak", *ratios),
-                      right=(*names, "% FMA peak", *ratios))
+    out = plain_table(title, ("dtype", "problem")[not several:] + (*names, *peak, *ratio_columns),
+                      right=(*names, *peak, *ratio_columns))
     for case in cases:
         by_name = {m.name: m for m in case.measurements}
         cells = []
@@ -95,7 +98,8 @@ def table(cases: Sequence[CaseResult], title: str, peer_rates: bool = True) -> T
             else:
                 cells.append(f"[red]{'failed' if m.note else 'wrong'}[/red]")
         ours = case.rate(AUTOGEMM)
-        cells.append(f"{100 * ours / case.peak_tflops:.0f}%" if ours and case.peak_tflops else "")
+        if rates:
+            cells.append(f"{100 * ours / case.peak_tflops:.0f}%" if ours and case.peak_tflops else "")
         for peer in peers:
             ratio = case.ratio(peer)
             cells.append(f"{ratio:.2f}" if ratio else "")

@@ -139,10 +139,16 @@ def _write(writer: Callable[[], None]) -> None:
 def _report(cases: list, title: str, json_path: Path | None, csv_path: Path | None, plot_path: Path | None,
             meta: dict) -> None:
     """The table and geometric means of ``cases``, and the files asked for."""
-    shown = table(cases, title)
-    if console.measure(shown, options=console.options.update_width(10**4)).maximum > console.width:
-        shown = table(cases, title + "; peers as autogemm / peer", peer_rates=False)   # not cut short
-    console.print(shown)
+    def too_wide(shown: object) -> bool:
+        return console.measure(shown, options=console.options.update_width(10**4)).maximum > console.width
+
+    shown = [table(cases, title)]                 # rather than cut short: without the peers' rates, then
+    if too_wide(shown[0]):                        # the ratios in a table of their own
+        shown = [table(cases, title + "; peers as autogemm / peer", peer_rates=False)]
+    if too_wide(shown[0]):
+        shown = [table(cases, title, peer_rates=False, ratios=False), table(cases, "autogemm / peer", rates=False)]
+    for part in shown:
+        console.print(part)
     for line in failures(cases):
         console.print(f"[red]not counted:[/red] {line}", highlight=False)
     for (dtype, peer), found in sorted(geometric_means(cases).items()):
