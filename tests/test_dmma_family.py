@@ -5,20 +5,25 @@ compute several blocks of C in turn, and M, N and K that are not multiples of th
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
-from autogemm.codelets.dmma import DmmaParams, render
-from autogemm.codelets.dmma.params import CONSUMERS, DTYPES, GROUPS, STAGES, WARP_M, WARP_N, WARPS_M
+from autogemm.codelets.dmma import DmmaParams, render, space
+from autogemm.codelets.dmma.params import DTYPES, GROUPS, STAGES
 from autogemm.runtime.cuda import compile_cuda, cuda_missing
 
-# every dtype and warp layout at the default depth, and every depth and group of the default
-CONFIGS = [c for c in (DmmaParams(*shape) for shape in itertools.product(DTYPES, CONSUMERS, WARPS_M, WARP_M, WARP_N))
-           if c.malformed() is None]
+# every dtype and warp layout at the default depth and group, and every depth and group of the default
+CONFIGS = [space(dtype).config(point) for dtype in DTYPES for point in space(dtype).points()]
+CONFIGS = [c for c in CONFIGS if (c.stages, c.group) == (DmmaParams.stages, DmmaParams.group)]
 CONFIGS += [c for c in (DmmaParams(stages=s) for s in STAGES if s != DmmaParams.stages) if c.malformed() is None]
 CONFIGS += [DmmaParams(group=g) for g in GROUPS if g != DmmaParams.group]
+
+
+def test_the_spaces_hold_every_well_formed_configuration_and_no_other():
+    assert len(space("d")) == 396 and len(space("z")) == 261
+    assert all(space("z").config(p).malformed() is None for p in space("z").points())
+    with pytest.raises(ValueError, match="dtype 's'"):
+        space("s")
 
 
 def test_malformed_configurations_are_refused():

@@ -6,19 +6,25 @@ that are not multiples of the block."""
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
-from autogemm.codelets.wgmma import WgmmaParams, render
-from autogemm.codelets.wgmma.params import BLOCK_N, CONSUMERS, GROUPS, OPERANDS, STAGES
+from autogemm.codelets.wgmma import WgmmaParams, render, space
+from autogemm.codelets.wgmma.params import GROUPS, OPERANDS
 from autogemm.codelets.wgmma.render import SPLIT_THREADS, split
 from autogemm.runtime.cuda import compile_cuda, cuda_missing
 
 # every tile shape and depth in the middle group, and every group of one of them
-CONFIGS = [c for c in (WgmmaParams(*point) for point in itertools.product(OPERANDS, BLOCK_N, CONSUMERS, STAGES))
-           if c.malformed() is None] + [WgmmaParams(group=group) for group in GROUPS if group != WgmmaParams.group]
+CONFIGS = [space(operand).config(point) for operand in OPERANDS for point in space(operand).points()]
+CONFIGS = [c for c in CONFIGS if c.group == WgmmaParams.group]
+CONFIGS += [WgmmaParams(group=group) for group in GROUPS if group != WgmmaParams.group]
+
+
+def test_the_spaces_hold_every_well_formed_configuration_and_no_other():
+    assert [len(space(operand)) for operand in OPERANDS] == [81, 81, 81, 39]
+    assert all(space("3xtf32").config(p).block_n <= 128 for p in space("3xtf32").points())
+    with pytest.raises(ValueError, match="operand 'f32'"):
+        space("f32")
 
 
 def test_malformed_configurations_are_refused():

@@ -4,5 +4,6 @@ wgmma family uses (``codelets.hopper``). Not yet registered with the plans and t
 
 from .params import DmmaParams
 from .render import render
+from .space import space
 
-__all__ = ["DmmaParams", "render"]
+__all__ = ["DmmaParams", "render", "space"]

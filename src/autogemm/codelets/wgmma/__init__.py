@@ -6,5 +6,6 @@ registered with the plans and the tuner (which run OpenCL): the CUDA path's plan
 
 from .params import WgmmaParams
 from .render import Rendered, render
+from .space import space
 
-__all__ = ["Rendered", "WgmmaParams", "render"]
+__all__ = ["Rendered", "WgmmaParams", "render", "space"]

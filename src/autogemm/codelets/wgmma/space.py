@@ -1,0 +1,18 @@
+"""The tuning space of the ``wgmma`` family for one operand type: tile widths, consumer warpgroups,
+pipeline stages and raster groups, less the configurations ``WgmmaParams.malformed`` refuses (shared
+memory, 3xtf32's accumulators). No device facts enter it: the family runs on sm_90a alone."""
+
+from __future__ import annotations
+
+from ..space import Knob, SearchSpace
+from .params import BLOCK_N, CONSUMERS, GROUPS, OPERANDS, STAGES, WgmmaParams
+
+
+def space(operand: str) -> SearchSpace[WgmmaParams]:
+    """Every configuration for ``operand`` (one of ``OPERANDS``)."""
+    if operand not in OPERANDS:
+        raise ValueError(f"operand {operand!r}: expected one of {', '.join(OPERANDS)}")
+    knobs = [Knob("block_n", BLOCK_N, ordered=True), Knob("consumers", CONSUMERS, ordered=True),
+             Knob("stages", STAGES, ordered=True), Knob("group", GROUPS, ordered=True)]
+    return SearchSpace(knobs, lambda values: WgmmaParams(operand=operand, **values),
+                       lambda params: params.malformed(), family=WgmmaParams.family)
