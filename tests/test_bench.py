@@ -271,3 +271,14 @@ def test_a_product_of_few_columns_or_rows_is_timed_as_the_gemv_gemm_runs(ctx):
         case = bench.run(DTYPES["s"], shape)
         assert case.config.startswith("gemv") and case.measurements[0].correct, (shape, case.measurements)
     assert not bench.run(DTYPES["s"], Shape(MAX_VECTORS + 1, MAX_VECTORS + 1, 10)).config.startswith("gemv")
+
+
+def test_a_peer_runs_in_a_process_of_its_own_and_gives_its_result_back():
+    import os
+
+    from autogemm.bench import peers
+
+    a, b = np.arange(12.0).reshape(3, 4), np.arange(8.0).reshape(4, 2)
+    got = peers.in_own_process(peers.numpy_gemm, a, b, 1)
+    assert got.name == "numpy" and np.array_equal(got.result, a @ b) and got.seconds > 0
+    assert peers.in_own_process(os.getpid) != os.getpid()                 # not this process

@@ -135,8 +135,9 @@ class Bench:
                 calls.append((CUBLAS_TF32, lambda: peer_functions.cublas_gemm(a, b, self.runs, **ops, tf32=True)))
             if self.end_to_end:
                 calls += [(f"cuBLAS{' pinned' if pinned else ''}{END_TO_END}",
-                           lambda pinned=pinned: peer_functions.cublas_gemm_end_to_end(
-                               a, b, self.end_to_end_runs, **ops, pinned=pinned)) for pinned in (False, True)]
+                           lambda pinned=pinned: peer_functions.in_own_process(
+                               peer_functions.cublas_gemm_end_to_end, a, b, self.end_to_end_runs, **ops,
+                               pinned=pinned)) for pinned in (False, True)]
         if "clblast" in self.peers:
             calls.append((self._clblast_peer(dt),
                           lambda: peer_functions.clblast_gemm(self.ctx, dt, a, b, self.runs, **ops)))
