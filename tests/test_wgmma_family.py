@@ -92,8 +92,8 @@ def test_the_kernel_agrees_with_float64_on_hopper(device, params):
     map_a = ctx.tensor_map(operands[0], (params.planes * m, k), rendered.tensor_type, box_a)
     map_b = ctx.tensor_map(operands[1], (params.planes * n, k), rendered.tensor_type, box_b)
     ctx.launch(function, rendered.grid(m, n, 4), rendered.block,         # 4 blocks: some take two of C
-               [(map_a, None), (map_b, None), (dc, None), (m, ctypes.c_int), (n, ctypes.c_int), (k, ctypes.c_int)],
-               rendered.shared_bytes)
+               [(map_a, None), (map_b, None), (dc, None), (m, ctypes.c_int), (n, ctypes.c_int), (k, ctypes.c_int),
+                (1.0, ctypes.c_float), (0.0, ctypes.c_float)], rendered.shared_bytes)      # beta 0: NaN C unread
     got = np.empty((m, n), np.float32)
     ctx.download(got, dc)
     for memory in (*operands, dc):
@@ -134,7 +134,56 @@ def test_show_kernel_prints_a_wgmma_configuration_without_a_device():
     out = CliRunner().invoke(main, ["show-kernel", "--family", "wgmma", "--dtype", "b", "--set", "stages=5",
                                     "--set", "block_n=128"])
     assert out.exit_code == 0 and "#define STAGES 5" in out.output and "m64n128k16.f32.bf16.bf16" in out.output
+    assert "typedef unsigned short out_t;                  // bfloat16's bits" in out.output
     out = CliRunner().invoke(main, ["show-kernel", "--family", "wgmma", "--dtype", "d"])
     assert out.exit_code != 0 and "multiplies" in out.output and "Traceback" not in out.output
     out = CliRunner().invoke(main, ["show-kernel", "--family", "wgmma", "--dtype", "s.3xtf32", "--set", "block_n=256"])
     assert out.exit_code != 0 and "accumulators" in out.output
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("params", [WgmmaParams("f16", 128, 2, 3, out="f16"),
+                                    WgmmaParams("bf16", 256, 2, 4, out="bf16"), WgmmaParams("f16", 64, 1, 2),
+                                    WgmmaParams("3xtf32", 128, 2, 3)], ids=lambda p: p.describe())
+def test_alpha_and_beta_scale_the_product_and_c_in_its_own_type(device, params):
+    """C = alpha A B^T + beta C, C read and written in float32 or in the operands' 16-bit type."""
+    import ctypes
+
+    import ml_dtypes
+
+    from autogemm.runtime.cuda import CudaContext
+    from autogemm.runtime.cuda.driver import cuda_device_of
+
+    twin = None if cuda_missing() else cuda_device_of(device)
+    if twin is None or twin.capability != (9, 0):
+        pytest.skip("an sm_90 GPU with the CUDA bindings")
+    types = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32}
+    m, n, k = params.block_m + 5, params.block_n + 3, 4 * params.block_k
+    rng = np.random.default_rng(9)
+    operand = types.get(params.operand, np.float32)
+    a, b = rng.uniform(-1, 1, (m, k)).astype(operand), rng.uniform(-1, 1, (n, k)).astype(operand)
+    c = rng.uniform(-1, 1, (m, n)).astype(types[params.out])
+    alpha, beta = 0.5, -2.0
+    want = alpha * (a.astype(np.float64) @ b.astype(np.float64).T) + beta * c.astype(np.float64)
+    ctx = CudaContext(twin)
+    rendered = render(params)
+    function = ctx.function(compile_cuda(rendered.source, rendered.name), rendered.name)
+    operands = []
+    for x in (a, b):
+        memory = ctx.allocate(x.nbytes)
+        ctx.upload(memory, x.view(np.uint16 if x.itemsize == 2 else np.uint32))
+        operands.append(_split(ctx, memory, x.size) if params.planes == 2 else memory)
+    dc = ctx.allocate(c.nbytes)
+    ctx.upload(dc, c.view(np.uint16 if c.itemsize == 2 else np.uint32))
+    (box_a, box_b) = rendered.tensor_boxes
+    ctx.launch(function, rendered.grid(m, n, 132), rendered.block,
+               [(ctx.tensor_map(operands[0], (params.planes * m, k), rendered.tensor_type, box_a), None),
+                (ctx.tensor_map(operands[1], (params.planes * n, k), rendered.tensor_type, box_b), None),
+                (dc, None), (m, ctypes.c_int), (n, ctypes.c_int), (k, ctypes.c_int),
+                (alpha, ctypes.c_float), (beta, ctypes.c_float)], rendered.shared_bytes)
+    got = np.empty_like(c)
+    ctx.download(got.view(np.uint16 if c.itemsize == 2 else np.uint32), dc)
+    for memory in (*operands, dc):
+        memory.release()
+    bound = {"f16": 2e-3, "bf16": 1.6e-2, "f32": 1e-4}[params.out]     # C's own rounding
+    assert np.abs(got.astype(np.float64) - want).max() <= bound * np.abs(want).max()

@@ -70,17 +70,18 @@ def show_kernel(dtype_letter, config, settings, platform, device, whole, family)
         fail(str(exc))
 
 
-#: The wgmma family's operand for each dtype it multiplies.
-WGMMA_OPERANDS = {"h": "f16", "hs": "f16", "b": "bf16", "bs": "bf16", "s.tf32": "tf32", "s.3xtf32": "3xtf32"}
+#: The wgmma family's operand and C for each dtype it multiplies.
+WGMMA_OPERANDS = {"h": ("f16", "f16"), "hs": ("f16", "f32"), "b": ("bf16", "bf16"), "bs": ("bf16", "f32"),
+                  "s.tf32": ("tf32", "f32"), "s.3xtf32": ("3xtf32", "f32")}
 
 
 def _wgmma_source(dt: Dtype, settings: tuple[str, ...]) -> str:
     """The CUDA C++ of the wgmma family's default configuration for ``dt``, changed by NAME=VALUE
     ``settings`` (integers; ``ConfigError`` for a malformed result)."""
-    operand = WGMMA_OPERANDS.get(dt.key)
-    if operand is None:
+    if dt.key not in WGMMA_OPERANDS:
         raise ConfigError(f"the wgmma family multiplies {', '.join(WGMMA_OPERANDS)}, not {dt.key}")
-    params = WgmmaParams(operand=operand)
+    operand, out = WGMMA_OPERANDS[dt.key]
+    params = WgmmaParams(operand=operand, out=out)
     for item in settings:
         key, _, raw = item.partition("=")
         if key not in ("block_n", "consumers", "stages", "group") or not raw.isdigit():

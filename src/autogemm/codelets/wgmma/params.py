@@ -25,6 +25,8 @@ CONSUMERS = (1, 2)
 GROUPS = (1, 8, 16)
 #: Rows of C one consumer warpgroup computes: M of the instruction.
 WARPGROUP_M = 64
+#: C's element types: float32, or the 16-bit type of 16-bit operands (the sums are float32 still).
+OUTPUTS = ("f32", "f16", "bf16")
 #: CUDA's names of the operands' element types in a tensor map (``runtime.cuda.tensor_map``).
 TENSOR_TYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "3xtf32": "float32"}
 #: Registers of a thread in the producer warpgroup and in a consumer one, where a block has two consumers
@@ -34,8 +36,9 @@ PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232
 
 @dataclass(frozen=True)
 class WgmmaParams:
-    """C (float32, M x N) = A (M x K) B^T (B: N x K), both K-contiguous ("NT", x @ W^T), of ``operand``
-    elements. Each block computes ``block_m`` x ``block_n`` of C: a producer warpgroup loads tiles of A
+    """C (M x N) = alpha A B^T + beta C, A (M x K) and B (N x K) both K-contiguous ("NT", x @ W^T), of
+    ``operand`` elements, C of ``out`` (float32, or the operands' own 16-bit type; the sums are float32),
+    beta 0 not reading C. Each block computes ``block_m`` x ``block_n`` of C: a producer warpgroup loads tiles of A
     and B (128 bytes of K) by TMA into ``stages`` buffers of shared memory, and ``consumers`` warpgroups
     multiply them with wgmma as they arrive, each 64 rows of C. Blocks are persistent, one per
     multiprocessor, each taking blocks of C in turn in groups of ``group`` rows of blocks (the producer
@@ -48,6 +51,7 @@ class WgmmaParams:
     consumers: int = 2
     stages: int = 3
     group: int = 8
+    out: str = "f32"
 
     def malformed(self) -> str | None:
         """Why this is no configuration of the family, or None."""
@@ -61,6 +65,10 @@ class WgmmaParams:
             return f"stages {self.stages}: expected one of {STAGES}"
         if self.group not in GROUPS:
             return f"group {self.group}: expected one of {GROUPS}"
+        if self.out not in OUTPUTS:
+            return f"out {self.out!r}: expected one of {', '.join(OUTPUTS)}"
+        if self.out not in ("f32", self.operand):
+            return f"out {self.out}: C is float32 or of the operands' own 16-bit type"
         if self.planes == 2 and self.block_n > 128:
             return f"block_n {self.block_n}: 3xtf32 holds two sets of accumulators, at most 64 x 128 a consumer"
         if self.shared_bytes > MAX_SHARED_BYTES:
@@ -119,4 +127,4 @@ class WgmmaParams:
 
     def describe(self) -> str:
         return (f"wgmma m{self.block_m}n{self.block_n}k{self.block_k} {self.operand} stages{self.stages} "
-                f"group{self.group}")
+                f"group{self.group}" + (f" out {self.out}" if self.out != "f32" else ""))

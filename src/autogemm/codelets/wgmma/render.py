@@ -18,6 +18,25 @@ from __future__ import annotations
 from ..hopper import HELPERS, ROW_BYTES, WARPGROUP, Rendered, pipeline
 from .params import CONSUMER_REGISTERS, PRODUCER_REGISTERS, WgmmaParams
 
+#: C's element type ``out_t`` and its conversions from and to float32, by ``WgmmaParams.out`` (16-bit
+#: values held in their bits; the conversions round to nearest).
+OUT_TYPES = {
+    "f32": """typedef float out_t;
+__device__ __forceinline__ float widened(out_t v) { return v; }
+__device__ __forceinline__ out_t narrowed(float v) { return v; }""",
+    "f16": """typedef unsigned short out_t;                  // float16's bits
+__device__ __forceinline__ float widened(out_t v) {
+    float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v)); return f;
+}
+__device__ __forceinline__ out_t narrowed(float v) {
+    out_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v)); return h;
+}""",
+    "bf16": """typedef unsigned short out_t;                  // bfloat16's bits
+__device__ __forceinline__ float widened(out_t v) { return __uint_as_float((unsigned)v << 16); }
+__device__ __forceinline__ out_t narrowed(float v) {
+    out_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v)); return h;
+}""",
+}
 #: The products of 3xtf32's parts (plane 0 big, 1 small), the small ones first; one plane's single one.
 PRODUCTS = {1: ((0, 0),), 2: ((1, 0), (0, 1), (0, 0))}
 
@@ -68,7 +87,8 @@ def _registers(params: WgmmaParams, kind: str) -> str:
 
 def render(params: WgmmaParams) -> Rendered:
     """The kernel of ``params`` (``ConfigError``-free: check ``malformed`` first)."""
-    name = f"wgmma_nt_{params.operand}_m{params.block_m}_n{params.block_n}_s{params.stages}_g{params.group}"
+    name = (f"wgmma_nt_{params.operand}_m{params.block_m}_n{params.block_n}_s{params.stages}_g{params.group}"
+            f"_{params.out}")
     steps = params.block_k // params.instruction_k
     promoted = params.planes == 2
     count = params.accumulators
@@ -82,8 +102,8 @@ def render(params: WgmmaParams) -> Rendered:
         f"            const unsigned long long b_start{p} = descriptor(b_tiles + (s * PLANES + {p}) * B_TILE_BYTES);"
         for p in range(params.planes))
     source = f"""// autogemm wgmma family: C = A B^T on sm_90a, {params.describe()}
-// A: PLANES M x K, B: PLANES N x K (both K-contiguous, read through tensor maps), C: M x N float32,
-// all row-major.
+// A: PLANES M x K, B: PLANES N x K (both K-contiguous, read through tensor maps), C: M x N of out_t,
+// all row-major; C = alpha A B^T + beta C, beta 0 not reading C.
 #define BLOCK_M {params.block_m}
 #define BLOCK_N {params.block_n}
 #define BLOCK_K {params.block_k}                          // 128 bytes of K: one swizzled row
@@ -99,6 +119,7 @@ def render(params: WgmmaParams) -> Rendered:
 #define EMPTY_ARRIVALS CONSUMERS                      // each consumer warpgroup hands a buffer back
 
 {HELPERS}
+{OUT_TYPES[params.out]}
 // A shared-memory matrix descriptor of a tile in the 128-byte swizzle: start address, stride from one
 // group of 8 rows to the next (1024 bytes), both in 16-byte units, and the layout (1: 128-byte swizzle).
 __device__ __forceinline__ unsigned long long descriptor(const void* tile) {{
@@ -110,7 +131,7 @@ __device__ __forceinline__ unsigned long long descriptor(const void* tile) {{
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
-        float* __restrict__ C, int M, int N, int K) {{
+        out_t* __restrict__ C, int M, int N, int K, float alpha, float beta) {{
 {pipeline(_registers(params, "producer"))}
     {_registers(params, "consumer")}
     const int row0 = (warpgroup - 1) * 64;              // this consumer's rows of the block
@@ -142,13 +163,14 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
             for (int half = 0; half < 2; ++half) {{          // rows row and row + 8
                 const long r = row + 8 * half;
                 if (r >= M) continue;
-                float* to = &C[r * N + col];
-                if (N % 2 == 0 && col + 1 < N) {{
-                    *reinterpret_cast<float2*>(to) = make_float2({result}[4 * j + 2 * half], {result}[4 * j + 2 * half + 1]);
-                }} else {{
-                    if (col < N) to[0] = {result}[4 * j + 2 * half];
-                    if (col + 1 < N) to[1] = {result}[4 * j + 2 * half + 1];
+                out_t* to = &C[r * N + col];
+                float x = alpha * {result}[4 * j + 2 * half], y = alpha * {result}[4 * j + 2 * half + 1];
+                if (beta != 0.0f) {{                   // beta 0: C is not read
+                    if (col < N) x += beta * widened(to[0]);
+                    if (col + 1 < N) y += beta * widened(to[1]);
                 }}
+                if (col < N) to[0] = narrowed(x);
+                if (col + 1 < N) to[1] = narrowed(y);
             }}
         }}
     }}

@@ -8,11 +8,11 @@ from ..space import Knob, SearchSpace
 from .params import BLOCK_N, CONSUMERS, GROUPS, OPERANDS, STAGES, WgmmaParams
 
 
-def space(operand: str) -> SearchSpace[WgmmaParams]:
-    """Every configuration for ``operand`` (one of ``OPERANDS``)."""
+def space(operand: str, out: str = "f32") -> SearchSpace[WgmmaParams]:
+    """Every configuration for ``operand`` (one of ``OPERANDS``) and a C of ``out``."""
     if operand not in OPERANDS:
         raise ValueError(f"operand {operand!r}: expected one of {', '.join(OPERANDS)}")
     knobs = [Knob("block_n", BLOCK_N, ordered=True), Knob("consumers", CONSUMERS, ordered=True),
              Knob("stages", STAGES, ordered=True), Knob("group", GROUPS, ordered=True)]
-    return SearchSpace(knobs, lambda values: WgmmaParams(operand=operand, **values),
+    return SearchSpace(knobs, lambda values: WgmmaParams(operand=operand, out=out, **values),
                        lambda params: params.malformed(), family=WgmmaParams.family)
