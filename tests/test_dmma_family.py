@@ -5,6 +5,8 @@ compute several blocks of C in turn, and M, N and K that are not multiples of th
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -55,35 +57,57 @@ def test_every_configuration_compiles_for_sm_90a_without_spilling(params):
 @pytest.mark.gpu
 @pytest.mark.parametrize("params", CONFIGS, ids=[c.describe() for c in CONFIGS])
 def test_the_kernel_agrees_with_float64_on_hopper(device, params):
-    import ctypes
+    """alpha 1 and beta 0 over a NaN-filled C (beta 0 must not read it)."""
+    m, n, k = 2 * params.block_m - 3, 3 * params.block_n - 5, (2 * params.stages + 1) * params.block_k - 6
+    got, want = _run(device, params, m, n, k, 1.0, 0.0, multiprocessors=4)      # some blocks take two of C
+    assert np.isfinite(got).all()
+    assert np.abs(got - want).max() <= 1e-14 * np.sqrt(k) * np.abs(want).max()
 
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("params", [DmmaParams("d"), DmmaParams("z", warp_m=32, warp_n=32)], ids=lambda p: p.dtype)
+def test_alpha_and_beta_scale_the_product_and_c(device, params):
+    alpha, beta = (0.5, -2.0) if params.dtype == "d" else (0.5 - 1.5j, -2.0 + 0.25j)
+    got, want = _run(device, params, params.block_m + 7, params.block_n + 1, 3 * params.block_k, alpha, beta)
+    assert np.abs(got - want).max() <= 1e-13 * np.abs(want).max()
+
+
+class _Complex(ctypes.Structure):
+    _fields_ = [("re", ctypes.c_double), ("im", ctypes.c_double)]
+
+
+def _run(device, params, m, n, k, alpha, beta, multiprocessors=132):
+    """C = alpha A B^T + beta C on the GPU for random operands (C NaN where beta is 0): the result, and
+    float64's (complex128's)."""
     from autogemm.runtime.cuda import CudaContext
     from autogemm.runtime.cuda.driver import cuda_device_of
 
     twin = None if cuda_missing() else cuda_device_of(device)
     if twin is None or twin.capability != (9, 0):
         pytest.skip("an sm_90 GPU with the CUDA bindings")
-    m, n, k = 2 * params.block_m - 3, 3 * params.block_n - 5, (2 * params.stages + 1) * params.block_k - 6
     rng = np.random.default_rng(7)
     a, b = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (n, k))
+    c = np.full((m, n), np.nan) if beta == 0 else rng.uniform(-1, 1, (m, n))
     if params.dtype == "z":
         a, b = a + 1j * rng.uniform(-1, 1, (m, k)), b + 1j * rng.uniform(-1, 1, (n, k))
-    want = a @ b.T
+        c = c + 1j * rng.uniform(-1, 1, (m, n))
+    want = alpha * (a @ b.T) + (beta * c if beta != 0 else 0)
     ctx = CudaContext(twin)
     rendered = render(params)
     function = ctx.function(compile_cuda(rendered.source, rendered.name), rendered.name)
-    da, db, dc = ctx.allocate(a.nbytes), ctx.allocate(b.nbytes), ctx.allocate(m * n * a.itemsize)
-    ctx.upload(da, a)
-    ctx.upload(db, b)
-    ctx.upload(dc, np.full((m, n), np.nan, a.dtype))            # an unwritten element fails
+    da, db, dc = ctx.allocate(a.nbytes), ctx.allocate(b.nbytes), ctx.allocate(c.nbytes)
+    for memory, x in ((da, a), (db, b), (dc, c)):
+        ctx.upload(memory, x)
+    scalars = ([(_Complex(x.real, x.imag), None) for x in (complex(alpha), complex(beta))] if params.dtype == "z"
+               else [(float(x), ctypes.c_double) for x in (alpha, beta)])
     box_a, box_b = rendered.tensor_boxes
-    ctx.launch(function, rendered.grid(m, n, 4), rendered.block,          # 4 blocks: some take two of C
+    ctx.launch(function, rendered.grid(m, n, multiprocessors), rendered.block,
                [(ctx.tensor_map(da, rendered.tensor_shape(m, k), rendered.tensor_type, box_a), None),
                 (ctx.tensor_map(db, rendered.tensor_shape(n, k), rendered.tensor_type, box_b), None),
-                (dc, None), (m, ctypes.c_int), (n, ctypes.c_int), (k, ctypes.c_int)], rendered.shared_bytes)
-    got = np.empty((m, n), a.dtype)
+                (dc, None), (m, ctypes.c_int), (n, ctypes.c_int), (k, ctypes.c_int), *scalars],
+               rendered.shared_bytes)
+    got = np.empty_like(c)
     ctx.download(got, dc)
     for memory in (da, db, dc):
         memory.release()
-    assert np.isfinite(got).all()
-    assert np.abs(got - want).max() <= 1e-14 * np.sqrt(k) * np.abs(want).max()
+    return got, want

@@ -29,14 +29,14 @@ PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232
 
 @dataclass(frozen=True)
 class DmmaParams:
-    """C (M x N) = A (M x K) B^T (B: N x K), both K-contiguous ("NT"), in float64 or complex128
-    (``dtype`` 'd' or 'z'), on the FP64 tensor cores (``mma.sync`` m16n8k4 f64: wgmma has no FP64 form;
-    a complex product is four real ones on the real and imaginary parts, which a complex's 16 bytes hold
-    side by side). Blocks are persistent and warp-specialized
-    (``codelets.hopper``): a producer warpgroup loads tiles of 16 elements of K by TMA into ``stages``
-    buffers, and ``consumers`` warpgroups of four warps each, ``warps_m`` rows of warps, compute
-    ``warp_m`` x ``warp_n`` of C per warp from fragments read out of the swizzled tiles. Any M, N and K
-    (float64: K even; TMA's rows are 16 bytes apart)."""
+    """C (M x N) = alpha A B^T + beta C (beta 0 not reading C), A (M x K) and B (N x K) both
+    K-contiguous ("NT"), in float64 or complex128 (``dtype`` 'd' or 'z'), on the FP64 tensor cores
+    (``mma.sync`` m16n8k4 f64: wgmma has no FP64 form; a complex product is four real ones on the real
+    and imaginary parts, which a complex's 16 bytes hold side by side). Blocks are persistent and
+    warp-specialized (``codelets.hopper``): a producer warpgroup loads tiles of 128 bytes of K by TMA
+    into ``stages`` buffers, and ``consumers`` warpgroups of four warps each, ``warps_m`` rows of warps,
+    compute ``warp_m`` x ``warp_n`` of C per warp from fragments read out of the swizzled tiles. Any M,
+    N and K (float64: K even; TMA's rows are 16 bytes apart)."""
 
     family: ClassVar[str] = "dmma"
     dtype: str = "d"

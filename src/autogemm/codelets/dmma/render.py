@@ -62,6 +62,17 @@ COMPLEX_STEP = """            #pragma unroll
                     }
             }
 """
+#: The scalars of C = alpha A B^T + beta C and their arithmetic, by dtype.
+SCALARS = {
+    "d": """__device__ __forceinline__ double scaled(double s, double v) { return s * v; }
+__device__ __forceinline__ double added(double a, double b) { return a + b; }
+__device__ __forceinline__ bool is_zero(double s) { return s == 0.0; }""",
+    "z": """__device__ __forceinline__ double2 scaled(double2 s, double2 v) {
+    return make_double2(s.x * v.x - s.y * v.y, s.x * v.y + s.y * v.x);
+}
+__device__ __forceinline__ double2 added(double2 a, double2 b) { return make_double2(a.x + b.x, a.y + b.y); }
+__device__ __forceinline__ bool is_zero(double2 s) { return s.x == 0.0 && s.y == 0.0; }""",
+}
 #: A warp's C: each thread's two neighbouring columns in rows group_id and group_id + 8 of each tile,
 #: within M x N.
 STORES = """        #pragma unroll
@@ -74,7 +85,11 @@ STORES = """        #pragma unroll
                     const long row = m0 + warp_row + i * 16 + group_id + 8 * half;
                     if (row >= M) continue;
                     ELEMENT* to = &C[row * N + col];
-                    const ELEMENT first = VALUE(2 * half), second = VALUE(2 * half + 1);
+                    ELEMENT first = scaled(alpha, VALUE(2 * half)), second = scaled(alpha, VALUE(2 * half + 1));
+                    if (!is_zero(beta)) {                  // beta 0: C is not read
+                        if (col < N) first = added(first, scaled(beta, to[0]));
+                        if (col + 1 < N) second = added(second, scaled(beta, to[1]));
+                    }
                     if (col < N) to[0] = first;
                     if (col + 1 < N) to[1] = second;
                 }
@@ -87,16 +102,16 @@ def render(params: DmmaParams) -> Rendered:
     """The kernel of ``params`` (check ``malformed`` first)."""
     complex_ = params.dtype == "z"
     steps = COMPLEX_STEP if complex_ else REAL_STEP
-    element, value = (("double2", "make_double2(acc[i][j][E], acc[i][j][4 + E])") if complex_
-                      else ("double", "acc[i][j][E]"))
-    stores = STORES.replace("ELEMENT", element)
+    value = "make_double2(acc[i][j][E], acc[i][j][4 + E])" if complex_ else "acc[i][j][E]"
+    stores = STORES
     for index in ("2 * half + 1", "2 * half"):
         stores = stores.replace(f"VALUE({index})", value.replace("E", index))
     name = (f"dmma_nt_{params.dtype}_m{params.block_m}_n{params.block_n}_w{params.warps_m}x{params.warp_m}x{params.warp_n}"
             f"_s{params.stages}_g{params.group}")
-    source = f"""// autogemm dmma family: C = A B^T in float64 on sm_90a, {params.describe()}
+    source = f"""// autogemm dmma family: C = alpha A B^T + beta C on sm_90a, {params.describe()}
 // A: M x K, B: N x K (both K-contiguous, read through tensor maps), C: M x N, all row-major, of
-// {"complex128 (real and imaginary parts side by side)" if params.dtype == "z" else "float64"}.
+// {"complex128 (real and imaginary parts side by side)" if params.dtype == "z" else "float64"}; beta 0 does not read C.
+#define ELEMENT {"double2" if params.dtype == "z" else "double"}
 #define BLOCK_M {params.block_m}
 #define BLOCK_N {params.block_n}
 #define BLOCK_K {params.block_k}                          // 128 bytes of K: one swizzled row
@@ -127,6 +142,8 @@ __device__ __forceinline__ double2 swizzled_complex(const unsigned char* tile, i
     return *reinterpret_cast<const double2*>(tile + row * ROW_BYTES + (((k) ^ (row & 7)) << 4));
 }}
 
+{SCALARS[params.dtype]}
+
 __device__ __forceinline__ void dmma(double* c, double a0, double a1, double b0) {{
     asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {{%0, %1, %2, %3}}, {{%4, %5}}, {{%6}}, {{%0, %1, %2, %3}};\\n"
                  : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3]) : "d"(a0), "d"(a1), "d"(b0));
@@ -134,7 +151,7 @@ __device__ __forceinline__ void dmma(double* c, double a0, double a1, double b0)
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
-        {"double2" if params.dtype == "z" else "double"}* __restrict__ C, int M, int N, int K) {{
+        ELEMENT* __restrict__ C, int M, int N, int K, ELEMENT alpha, ELEMENT beta) {{
 {pipeline(_registers(params, "producer"))}
     {_registers(params, "consumer")}
     const int warp = (threadIdx.x - {WARPGROUP}) / 32, lane = threadIdx.x % 32;
