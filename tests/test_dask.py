@@ -185,3 +185,13 @@ def test_bench_dask_times_every_path_and_checks_it(tmp_path):
     out = CliRunner().invoke(main, ["bench-dask", "--size", "96", "--chunk", "32", "--workers", "1", "--runs", "1",
                                     "--paths", "gemm"])
     assert out.exit_code == 0 and "autogemm.gemm" in out.output and "dask numpy" not in out.output
+
+
+def test_each_thread_multiplies_on_a_queue_of_its_own(ctx):
+    """A worker's threads: one's copies can overlap another's kernels; one thread keeps its queue."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    mine = blocks.thread_queue(ctx.device)
+    with ThreadPoolExecutor(1) as other:
+        theirs = other.submit(blocks.thread_queue, ctx.device).result()
+    assert blocks.thread_queue(ctx.device) is mine and theirs is not mine and theirs.context == mine.context

@@ -8,12 +8,14 @@ import logging
 import threading
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ..accuracy import apply_op
 from ..api import gemm
+from ..api.transfer import host_result
 from ..errors import DeviceError
-from ..runtime import Device, context_for
+from ..runtime import Device, context_for, context_for_queue
 from ..runtime.discovery import default_device, find_device
 
 log = logging.getLogger("autogemm.dask")
@@ -75,10 +77,26 @@ def block_product(a: np.ndarray | list[np.ndarray], b: np.ndarray | list[np.ndar
     first_a, first_b = pairs[0]
     rows = first_a.shape[1 if trans_a != "N" else 0]
     cols = first_b.shape[0 if trans_b != "N" else 1]
-    c = cl_array.empty(context_for(device).queue, (rows, cols), first_a.dtype)
+    queue = thread_queue(device)
+    c = cl_array.empty(queue, (rows, cols), first_a.dtype)
     for step, (x, y) in enumerate(pairs):
         gemm(x, y, c, alpha=alpha, beta=1.0 if step else 0.0, trans_a=trans_a, trans_b=trans_b)
-    return c.get()
+    return c.get(ary=host_result(context_for_queue(queue), c.shape, c.dtype))
+
+
+_queues = threading.local()
+
+
+def thread_queue(device: Device) -> cl.CommandQueue:
+    """An in-order queue of ``device``'s context for the calling thread, made once: the block products of
+    a worker's threads each run on a queue of their own, so that one's copies overlap another's
+    kernels, as a stream's copy queues do."""
+    queues = getattr(_queues, "by_device", None)
+    if queues is None:
+        queues = _queues.by_device = {}
+    if device not in queues:
+        queues[device] = cl.CommandQueue(context_for(device).context, device.cl_device)
+    return queues[device]
 
 
 def partial_product(a: np.ndarray, b: np.ndarray, *, trans_a: str, trans_b: str, alpha: complex) -> np.ndarray:
