@@ -20,6 +20,9 @@ from typing import Protocol
 ROW_BYTES = 128
 #: Threads of a warpgroup.
 WARPGROUP = 128
+#: Registers of a thread of the producer warpgroup and of a consumer one where a block has two consumer
+#: warpgroups (``setmaxnreg``: the producer issues copies, the consumers hold the accumulators).
+PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232
 
 HELPERS = r"""struct __align__(64) TensorMap { unsigned long long opaque[16]; };   // CUtensorMap, made by the host
 
@@ -72,6 +75,15 @@ __device__ __forceinline__ void place(int tile, int tiles_m, int tiles_n, int* m
 """
 
 
+def registers(consumers: int, kind: str) -> str:
+    """The ``setmaxnreg`` of the producer or a consumer (``kind``) of a block of ``consumers`` consumer
+    warpgroups: none with one (every thread has registers enough)."""
+    if consumers == 1:
+        return ""
+    count, way = (PRODUCER_REGISTERS, "dec") if kind == "producer" else (CONSUMER_REGISTERS, "inc")
+    return f'asm volatile("setmaxnreg.{way}.sync.aligned.u32 {count};\\n" ::: "memory");'
+
+
 def pipeline(producer_registers: str = "") -> str:
     """The kernel's start: shared memory carved into the stages' tiles and barriers, the barriers made,
     and the producer warpgroup's loop (``producer_registers``: its ``setmaxnreg``, if any); the
@@ -98,7 +110,7 @@ def pipeline(producer_registers: str = "") -> str:
     // Every block takes blocks of C number blockIdx.x, + gridDim.x, ...; ``iteration`` counts the tiles of
     // K it went through before, which give each tile's stage and the parity of that stage's barriers.
     if (warpgroup == 0) {                               // the producer
-        PRODUCER_REGISTERS
+        SET_PRODUCER_REGISTERS
         if (threadIdx.x == 0) {
             int iteration = 0;
             for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x, iteration += k_tiles) {
@@ -117,7 +129,7 @@ def pipeline(producer_registers: str = "") -> str:
         }
         return;
     }
-""".replace("PRODUCER_REGISTERS", producer_registers)
+""".replace("SET_PRODUCER_REGISTERS", producer_registers)
 
 
 class HopperParams(Protocol):

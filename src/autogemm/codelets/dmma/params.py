@@ -23,8 +23,6 @@ MAX_SHARED_BYTES = 227 * 1024
 MAX_ACCUMULATORS = 64
 #: The dtypes: float64, and complex128 (each product of complex fragments four real ones).
 DTYPES = ("d", "z")
-#: Registers of a producer thread and of a consumer one where a block has two consumer warpgroups.
-PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232
 
 
 @dataclass(frozen=True)

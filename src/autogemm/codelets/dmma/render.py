@@ -11,17 +11,8 @@ of A rows lane / 4 and + 8 at column lane % 4 of the step; of B^T row lane % 4, 
 
 from __future__ import annotations
 
-from ..hopper import HELPERS, ROW_BYTES, WARPGROUP, Rendered, pipeline
-from .params import CONSUMER_REGISTERS, PRODUCER_REGISTERS, DmmaParams
-
-
-def _registers(params: DmmaParams, kind: str) -> str:
-    """The ``setmaxnreg`` of a producer or a consumer where a block has two consumer warpgroups."""
-    if params.consumers == 1:
-        return ""
-    count, way = (PRODUCER_REGISTERS, "dec") if kind == "producer" else (CONSUMER_REGISTERS, "inc")
-    return f'asm volatile("setmaxnreg.{way}.sync.aligned.u32 {count};\\n" ::: "memory");'
-
+from ..hopper import HELPERS, ROW_BYTES, WARPGROUP, Rendered, pipeline, registers
+from .params import DmmaParams
 
 #: One step of K (4 of the instruction) of a warp in float64: fragments, then its products.
 REAL_STEP = """            #pragma unroll
@@ -152,8 +143,8 @@ __device__ __forceinline__ void dmma(double* c, double a0, double a1, double b0)
 extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
         ELEMENT* __restrict__ C, int M, int N, int K, ELEMENT alpha, ELEMENT beta) {{
-{pipeline(_registers(params, "producer"))}
-    {_registers(params, "consumer")}
+{pipeline(registers(params.consumers, "producer"))}
+    {registers(params.consumers, "consumer")}
     const int warp = (threadIdx.x - {WARPGROUP}) / 32, lane = threadIdx.x % 32;
     const int group_id = lane / 4, member = lane % 4;
     const int warp_row = warp / WARPS_N * WARP_M, warp_col = warp % WARPS_N * WARP_N;

@@ -29,9 +29,6 @@ WARPGROUP_M = 64
 OUTPUTS = ("f32", "f16", "bf16")
 #: CUDA's names of the operands' element types in a tensor map (``runtime.cuda.tensor_map``).
 TENSOR_TYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "3xtf32": "float32"}
-#: Registers of a thread in the producer warpgroup and in a consumer one, where a block has two consumers
-#: (``setmaxnreg``: the producer issues copies, the consumers hold the accumulators).
-PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232
 
 
 @dataclass(frozen=True)

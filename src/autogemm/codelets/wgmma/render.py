@@ -15,8 +15,8 @@ every 8 columns, two neighbours."""
 
 from __future__ import annotations
 
-from ..hopper import HELPERS, ROW_BYTES, WARPGROUP, Rendered, pipeline
-from .params import CONSUMER_REGISTERS, PRODUCER_REGISTERS, WgmmaParams
+from ..hopper import HELPERS, ROW_BYTES, WARPGROUP, Rendered, pipeline, registers
+from .params import WgmmaParams
 
 #: C's element type ``out_t`` and its conversions from and to float32, by ``WgmmaParams.out`` (16-bit
 #: values held in their bits; the conversions round to nearest).
@@ -76,15 +76,6 @@ PROMOTED = """            asm volatile("wgmma.wait_group.sync.aligned 0;\\n" :::
         }"""
 
 
-def _registers(params: WgmmaParams, kind: str) -> str:
-    """The ``setmaxnreg`` of a producer or a consumer where a block has two consumers (with one, every
-    thread has registers enough)."""
-    if params.consumers == 1:
-        return ""
-    count, way = (PRODUCER_REGISTERS, "dec") if kind == "producer" else (CONSUMER_REGISTERS, "inc")
-    return f'asm volatile("setmaxnreg.{way}.sync.aligned.u32 {count};\\n" ::: "memory");'
-
-
 def render(params: WgmmaParams) -> Rendered:
     """The kernel of ``params`` (``ConfigError``-free: check ``malformed`` first)."""
     name = (f"wgmma_nt_{params.operand}_m{params.block_m}_n{params.block_n}_s{params.stages}_g{params.group}"
@@ -132,8 +123,8 @@ __device__ __forceinline__ unsigned long long descriptor(const void* tile) {{
 extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
         out_t* __restrict__ C, int M, int N, int K, float alpha, float beta) {{
-{pipeline(_registers(params, "producer"))}
-    {_registers(params, "consumer")}
+{pipeline(registers(params.consumers, "producer"))}
+    {registers(params.consumers, "consumer")}
     const int row0 = (warpgroup - 1) * 64;              // this consumer's rows of the block
     const bool leader = threadIdx.x % {WARPGROUP} == 0;
     const int warp = (threadIdx.x % {WARPGROUP}) / 32, lane = threadIdx.x % 32;
