@@ -1,0 +1,109 @@
+"""``borrow``: the memory of another library's array through DLPack (torch, cupy and jax tensors on a
+GPU; numpy's on the host), without a copy: its address, shape, strides, element type and device, held
+until ``Borrowed.release`` hands it back. What the CUDA path reads device operands through.
+
+The protocol: ``x.__dlpack__(stream=...)`` gives a capsule named "dltensor" around a ``DLManagedTensor``;
+the consumer renames it "used_dltensor" (so that the capsule's own destructor leaves it alone) and calls
+the tensor's deleter when it is done with the memory. ``stream`` is the consumer's CUDA stream: the
+producer makes its pending work on the array visible to it first."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...errors import ArgumentError
+
+#: DLPack's device types this module names.
+CPU, CUDA = 1, 2
+#: DLPack's element type codes and bits, as numpy's type names (bfloat16 by its name: ml_dtypes').
+_TYPES = {(0, 8): "int8", (0, 16): "int16", (0, 32): "int32", (0, 64): "int64", (1, 8): "uint8",
+          (2, 16): "float16", (2, 32): "float32", (2, 64): "float64", (4, 16): "bfloat16",
+          (5, 64): "complex64", (5, 128): "complex128"}
+
+
+class _Device(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _Device), ("ndim", ctypes.c_int32), ("dtype", _DataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+class _ManagedTensor(ctypes.Structure):
+    pass
+
+
+_Deleter = ctypes.CFUNCTYPE(None, ctypes.POINTER(_ManagedTensor))
+_ManagedTensor._fields_ = [("dl_tensor", _Tensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _Deleter)]
+
+_capsules = ctypes.pythonapi
+_capsules.PyCapsule_IsValid.restype = ctypes.c_int
+_capsules.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsules.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_capsules.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsules.PyCapsule_SetName.restype = ctypes.c_int
+_capsules.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+@dataclass
+class Borrowed:
+    """Another library's array as its memory: ``pointer`` (of the first element), ``shape``, ``strides``
+    in elements, ``dtype`` (numpy's name), ``device`` (DLPack's type and number). The memory stays
+    valid until ``release``."""
+
+    pointer: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: str
+    device: tuple[int, int]
+    _managed: ctypes.POINTER(_ManagedTensor) | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def release(self) -> None:
+        """Hand the memory back to its owner (once; later calls do nothing)."""
+        with self._lock:
+            managed, self._managed = self._managed, None
+        if managed and managed.contents.deleter:
+            managed.contents.deleter(managed)
+
+    def __del__(self) -> None:
+        self.release()
+
+
+def borrow(array: object, stream: int | None = None) -> Borrowed:
+    """The memory of ``array`` (an object with ``__dlpack__``), its pending work made visible on the CUDA
+    ``stream`` first where it lives on a GPU; ``ArgumentError`` for an object without DLPack or of an
+    element type DLPack does not name here."""
+    export = getattr(array, "__dlpack__", None)
+    if export is None:
+        raise ArgumentError(f"{type(array).__name__} does not export DLPack (no __dlpack__)")
+    capsule = export() if stream is None else export(stream=stream)
+    if not _capsules.PyCapsule_IsValid(capsule, b"dltensor"):
+        raise ArgumentError(f"{type(array).__name__}.__dlpack__ gave no unused DLPack tensor")
+    managed = ctypes.cast(_capsules.PyCapsule_GetPointer(capsule, b"dltensor"), ctypes.POINTER(_ManagedTensor))
+    _capsules.PyCapsule_SetName(capsule, b"used_dltensor")        # it is ours to delete now
+    tensor = managed.contents.dl_tensor
+    dtype = _TYPES.get((tensor.dtype.code, tensor.dtype.bits)) if tensor.dtype.lanes == 1 else None
+    borrowed = Borrowed(0, (), (), dtype or "", (tensor.device.device_type, tensor.device.device_id), managed)
+    if dtype is None:
+        borrowed.release()
+        raise ArgumentError(f"a DLPack element type of code {tensor.dtype.code}, {tensor.dtype.bits} bits and "
+                            f"{tensor.dtype.lanes} lanes, which autogemm does not multiply")
+    shape = tuple(tensor.shape[i] for i in range(tensor.ndim))
+    if tensor.strides:
+        strides = tuple(tensor.strides[i] for i in range(tensor.ndim))
+    else:                                              # no strides: compact and row-major
+        strides = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(tensor.ndim))
+    borrowed.pointer = (tensor.data or 0) + tensor.byte_offset
+    borrowed.shape, borrowed.strides = shape, strides
+    return borrowed
