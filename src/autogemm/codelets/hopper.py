@@ -20,6 +20,8 @@ from typing import Protocol
 ROW_BYTES = 128
 #: Threads of a warpgroup.
 WARPGROUP = 128
+#: Shared memory a block of sm_90 may use (dynamic, asked for at launch).
+MAX_SHARED_BYTES = 227 * 1024
 #: Registers of a thread of the producer warpgroup and of a consumer one where a block has two consumer
 #: warpgroups (``setmaxnreg``: the producer issues copies, the consumers hold the accumulators).
 PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232
@@ -73,6 +75,13 @@ __device__ __forceinline__ void place(int tile, int tiles_m, int tiles_n, int* m
 }
 
 """
+
+
+def shared_memory_problem(shared_bytes: int) -> str | None:
+    """Why a block's ``shared_bytes`` cannot run on sm_90, or None."""
+    if shared_bytes > MAX_SHARED_BYTES:
+        return f"tiles of {shared_bytes} bytes, over the {MAX_SHARED_BYTES} of shared memory of a block"
+    return None
 
 
 def registers(consumers: int, kind: str) -> str:

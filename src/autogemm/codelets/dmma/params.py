@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..hopper import ROW_BYTES, WARPGROUP
+from ..fields import choices_problem
+from ..hopper import ROW_BYTES, WARPGROUP, shared_memory_problem
 
 #: Tiles in flight in shared memory: TMA loads the next ones while the warps multiply the current one.
 STAGES = (2, 3, 4, 6, 8)
@@ -17,8 +18,6 @@ WARPS_M = (1, 2, 4)
 WARP_M, WARP_N = (32, 64), (16, 32, 64)
 #: Rows of blocks of C taken together (``codelets.hopper``).
 GROUPS = (1, 8, 16)
-#: Shared memory a block of sm_90 may use (dynamic, asked for at launch).
-MAX_SHARED_BYTES = 227 * 1024
 #: float64 accumulators a thread holds at most (two registers each).
 MAX_ACCUMULATORS = 64
 #: The dtypes: float64, and complex128 (each product of complex fragments four real ones).
@@ -47,19 +46,15 @@ class DmmaParams:
 
     def malformed(self) -> str | None:
         """Why this is no configuration of the family, or None."""
-        for name, value, allowed in (("dtype", self.dtype, DTYPES), ("consumers", self.consumers, CONSUMERS),
-                                     ("warps_m", self.warps_m, WARPS_M),
-                                     ("warp_m", self.warp_m, WARP_M), ("warp_n", self.warp_n, WARP_N),
-                                     ("stages", self.stages, STAGES), ("group", self.group, GROUPS)):
-            if value not in allowed:
-                return f"{name} {value}: expected one of {allowed}"
+        why = choices_problem(self, {"dtype": DTYPES, "consumers": CONSUMERS, "warps_m": WARPS_M, "warp_m": WARP_M,
+                                     "warp_n": WARP_N, "stages": STAGES, "group": GROUPS})
+        if why:
+            return why
         if self.accumulators > MAX_ACCUMULATORS:
             return f"a warp tile of {self.warp_m} x {self.warp_n}: over {MAX_ACCUMULATORS} accumulators a thread"
         if max(self.block_m, self.block_n) > 256:
             return f"a block of {self.block_m} x {self.block_n}: TMA copies at most 256 rows"
-        if self.shared_bytes > MAX_SHARED_BYTES:
-            return f"tiles of {self.shared_bytes} bytes, over the {MAX_SHARED_BYTES} of shared memory of a block"
-        return None
+        return shared_memory_problem(self.shared_bytes)
 
     @property
     def warps(self) -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..hopper import ROW_BYTES, WARPGROUP
+from ..fields import choices_problem
+from ..hopper import ROW_BYTES, WARPGROUP, shared_memory_problem
 
 #: The operands' types and the bytes of one element: wgmma's multiplicand types (tf32 reads float32's,
 #: its low mantissa bits dropped), and 3xtf32: float32 operands each split into a tf32 part and the tf32
@@ -14,8 +15,6 @@ from ..hopper import ROW_BYTES, WARPGROUP
 OPERANDS = {"f16": 2, "bf16": 2, "tf32": 4, "3xtf32": 4}
 #: Tiles in flight in shared memory: TMA loads the next ones while wgmma multiplies the current one.
 STAGES = (2, 3, 4, 5, 6)
-#: Shared memory a block of sm_90 may use (dynamic, asked for at launch).
-MAX_SHARED_BYTES = 227 * 1024
 #: The columns of C one block computes: N of one ``m64nNkK`` instruction.
 BLOCK_N = (64, 128, 256)
 #: Consumer warpgroups of a block, each computing 64 rows of C with the block's tile of B.
@@ -52,25 +51,15 @@ class WgmmaParams:
 
     def malformed(self) -> str | None:
         """Why this is no configuration of the family, or None."""
-        if self.operand not in OPERANDS:
-            return f"operand {self.operand!r}: expected one of {', '.join(OPERANDS)}"
-        if self.block_n not in BLOCK_N:
-            return f"block_n {self.block_n}: expected one of {BLOCK_N}"
-        if self.consumers not in CONSUMERS:
-            return f"consumers {self.consumers}: expected one of {CONSUMERS}"
-        if self.stages not in STAGES:
-            return f"stages {self.stages}: expected one of {STAGES}"
-        if self.group not in GROUPS:
-            return f"group {self.group}: expected one of {GROUPS}"
-        if self.out not in OUTPUTS:
-            return f"out {self.out!r}: expected one of {', '.join(OUTPUTS)}"
+        why = choices_problem(self, {"operand": tuple(OPERANDS), "block_n": BLOCK_N, "consumers": CONSUMERS,
+                                     "stages": STAGES, "group": GROUPS, "out": OUTPUTS})
+        if why:
+            return why
         if self.out not in ("f32", self.operand):
             return f"out {self.out}: C is float32 or of the operands' own 16-bit type"
         if self.planes == 2 and self.block_n > 128:
             return f"block_n {self.block_n}: 3xtf32 holds two sets of accumulators, at most 64 x 128 a consumer"
-        if self.shared_bytes > MAX_SHARED_BYTES:
-            return f"tiles of {self.shared_bytes} bytes, over the {MAX_SHARED_BYTES} of shared memory of a block"
-        return None
+        return shared_memory_problem(self.shared_bytes)
 
     @property
     def block_m(self) -> int:
