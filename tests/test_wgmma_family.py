@@ -69,8 +69,10 @@ def test_the_kernel_agrees_with_float64_on_hopper(device, params):
     if twin is None or twin.capability != (9, 0):
         pytest.skip("an sm_90 GPU with the CUDA bindings")
     numpy_type = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "tf32": np.float32, "3xtf32": np.float32}
-    # edges on every side: M and N not multiples of the block, nor K of the tile (K a multiple of 8: TMA)
-    m, n, k = 2 * params.block_m - 3, 3 * params.block_n - 5, (2 * params.stages + 1) * params.block_k - 8
+    # edges on every side: M and N not multiples of the block, nor K of the tile (K a multiple of 8: TMA);
+    # N odd (C written element by element) or even (in pairs)
+    m, n = 2 * params.block_m - 3, 3 * params.block_n - 5 - params.stages % 2
+    k = (2 * params.stages + 1) * params.block_k - 8
     rng = np.random.default_rng(5)
     a = rng.uniform(-1, 1, (m, k)).astype(numpy_type[params.operand])
     b = rng.uniform(-1, 1, (n, k)).astype(numpy_type[params.operand])
@@ -158,7 +160,7 @@ def test_alpha_and_beta_scale_the_product_and_c_in_its_own_type(device, params):
     if twin is None or twin.capability != (9, 0):
         pytest.skip("an sm_90 GPU with the CUDA bindings")
     types = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32}
-    m, n, k = params.block_m + 5, params.block_n + 3, 4 * params.block_k
+    m, n, k = params.block_m + 5, params.block_n + 2, 4 * params.block_k          # C's pairs read and written
     rng = np.random.default_rng(9)
     operand = types.get(params.operand, np.float32)
     a, b = rng.uniform(-1, 1, (m, k)).astype(operand), rng.uniform(-1, 1, (n, k)).astype(operand)

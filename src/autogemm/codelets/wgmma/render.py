@@ -18,24 +18,31 @@ from __future__ import annotations
 from ..hopper import HELPERS, ROW_BYTES, WARPGROUP, Rendered, pipeline, registers
 from .params import WgmmaParams
 
-#: C's element type ``out_t`` and its conversions from and to float32, by ``WgmmaParams.out`` (16-bit
-#: values held in their bits; the conversions round to nearest).
+#: Two neighbouring 16-bit values of C written as one 32-bit word.
+_PAIRED_16 = """
+__device__ __forceinline__ void store_pair(out_t* to, float x, float y) {
+    *(unsigned*)to = (unsigned)narrowed(x) | (unsigned)narrowed(y) << 16;
+}"""
+#: C's element type ``out_t``, its conversions from and to float32, and ``store_pair`` (two neighbours
+#: at once, the first at an even column), by ``WgmmaParams.out`` (16-bit values held in their bits; the
+#: conversions round to nearest).
 OUT_TYPES = {
     "f32": """typedef float out_t;
 __device__ __forceinline__ float widened(out_t v) { return v; }
-__device__ __forceinline__ out_t narrowed(float v) { return v; }""",
+__device__ __forceinline__ out_t narrowed(float v) { return v; }
+__device__ __forceinline__ void store_pair(out_t* to, float x, float y) { *(float2*)to = make_float2(x, y); }""",
     "f16": """typedef unsigned short out_t;                  // float16's bits
 __device__ __forceinline__ float widened(out_t v) {
     float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v)); return f;
 }
 __device__ __forceinline__ out_t narrowed(float v) {
     out_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v)); return h;
-}""",
+}""" + _PAIRED_16,
     "bf16": """typedef unsigned short out_t;                  // bfloat16's bits
 __device__ __forceinline__ float widened(out_t v) { return __uint_as_float((unsigned)v << 16); }
 __device__ __forceinline__ out_t narrowed(float v) {
     out_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v)); return h;
-}""",
+}""" + _PAIRED_16,
 }
 #: The products of 3xtf32's parts (plane 0 big, 1 small), the small ones first; one plane's single one.
 PRODUCTS = {1: ((0, 0),), 2: ((1, 0), (0, 1), (0, 0))}
@@ -147,6 +154,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
             asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
 {released}
         const long row = m0 + row0 + warp * 16 + lane / 4;
+        const bool paired = N % 2 == 0 && (size_t)C % (2 * sizeof(out_t)) == 0;  // every pair starts aligned
         #pragma unroll
         for (int j = 0; j < BLOCK_N / 8; ++j) {{
             const int col = n0 + j * 8 + 2 * (lane % 4);
@@ -160,8 +168,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
                     if (col < N) x += beta * widened(to[0]);
                     if (col + 1 < N) y += beta * widened(to[1]);
                 }}
-                if (col < N) to[0] = narrowed(x);
-                if (col + 1 < N) to[1] = narrowed(y);
+                if (paired && col + 1 < N) {{         // both in C, the pair aligned: one store
+                    store_pair(to, x, y);
+                }} else {{
+                    if (col < N) to[0] = narrowed(x);
+                    if (col + 1 < N) to[1] = narrowed(y);
+                }}
             }}
         }}
     }}

@@ -87,6 +87,8 @@ def borrow(array: object, stream: int | None = None) -> Borrowed:
     export = getattr(array, "__dlpack__", None)
     if export is None:
         raise ArgumentError(f"{type(array).__name__} does not export DLPack (no __dlpack__)")
+    if stream == 0:              # DLPack names CUDA's legacy default stream 1 (0 is refused as ambiguous)
+        stream = 1
     capsule = export() if stream is None else export(stream=stream)
     if not _capsules.PyCapsule_IsValid(capsule, b"dltensor"):
         raise ArgumentError(f"{type(array).__name__}.__dlpack__ gave no unused DLPack tensor")
