@@ -13,6 +13,7 @@ import pytest
 from autogemm.codelets.dmma import DmmaParams, render, space
 from autogemm.codelets.dmma.params import DTYPES, GROUPS, STAGES
 from autogemm.runtime.cuda import compile_cuda, cuda_missing
+from autogemm.runtime.cuda.context import Complex128
 
 # every dtype and warp layout at the default depth and group, and every depth and group of the default
 CONFIGS = [space(dtype).config(point) for dtype in DTYPES for point in space(dtype).points()]
@@ -72,10 +73,6 @@ def test_alpha_and_beta_scale_the_product_and_c(device, params):
     assert np.abs(got - want).max() <= 1e-13 * np.abs(want).max()
 
 
-class _Complex(ctypes.Structure):
-    _fields_ = [("re", ctypes.c_double), ("im", ctypes.c_double)]
-
-
 def _run(device, params, m, n, k, alpha, beta, multiprocessors=132):
     """C = alpha A B^T + beta C on the GPU for random operands (C NaN where beta is 0): the result, and
     float64's (complex128's)."""
@@ -98,7 +95,7 @@ def _run(device, params, m, n, k, alpha, beta, multiprocessors=132):
     da, db, dc = ctx.allocate(a.nbytes), ctx.allocate(b.nbytes), ctx.allocate(c.nbytes)
     for memory, x in ((da, a), (db, b), (dc, c)):
         ctx.upload(memory, x)
-    scalars = ([(_Complex(x.real, x.imag), None) for x in (complex(alpha), complex(beta))] if params.dtype == "z"
+    scalars = ([(Complex128(x.real, x.imag), None) for x in (complex(alpha), complex(beta))] if params.dtype == "z"
                else [(float(x), ctypes.c_double) for x in (alpha, beta)])
     box_a, box_b = rendered.tensor_boxes
     ctx.launch(function, rendered.grid(m, n, multiprocessors), rendered.block,

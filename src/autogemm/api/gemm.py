@@ -19,9 +19,11 @@ from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..errors import ArgumentError
 from ..runtime import Device, DeviceContext, live_contexts
+from ..runtime.cuda import live_cuda_contexts
 from ..runtime.memory import check_memory, reports_full_memory
 from ..shares.split import Split
 from ..shares.staging import release_page_locked
+from .cuda_route import check_backend, cuda_gemm
 from .operands import Matrix, Stored, as_matrix, call_context, event_list, events_of, on_device, scalar, stored
 from .targets import Devices, gemm_on_targets
 from .transfer import execute, host_result
@@ -34,7 +36,7 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
          device: Device | str | int | None = None, config: KernelParams | None = None,
          edge: str = "auto", precision: str | None = None, out_dtype: object = None,
          wait_for: list[cl.Event] | None = None, devices: Devices | None = None,
-         split: Split | None = None) -> Matrix:
+         split: Split | None = None, backend: str = "auto") -> Matrix:
     """C = alpha op(A) op(B) + beta C on an OpenCL device, for arrays of one of the dtypes float32,
     float64, complex64, complex128, float16 and bfloat16 (``ml_dtypes.bfloat16``).
 
@@ -68,11 +70,23 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
     ``split`` (a ``Split``, one share per target in that order) says how many of its parts each computes;
     by default the GPUs share the rows evenly and the host computes none unless it is the only target.
     Each device computes its rows on its own queue while the host computes its own; the call blocks.
+
+    ``backend`` 'auto' runs the product on the CUDA path where the device is a Hopper GPU the CUDA
+    driver sees too and the dtype is one whose fastest kernels only CUDA reaches (16-bit, TF32, 3xTF32,
+    float64, complex128; numpy arrays; ``api.cuda_route``), else on OpenCL; 'opencl' or 'cuda' asks for
+    one ('cuda' raises an error saying why a call cannot run there).
     """
     a, b = (as_matrix(x, name, "for a vector use autogemm.gemv or autogemm.matmul",
                       "for stacks of matrices use autogemm.matmul or autogemm.gemm_batched")
             for x, name in ((a, "a"), (b, "b")))
     c = None if c is None else as_matrix(c, "c")
+    given = (("devices", devices is not None), ("split", split is not None), ("config", config is not None),
+             ("edge", edge != "auto"), ("wait_for", bool(wait_for)))
+    done = cuda_gemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, device=device,
+                     precision=precision, out_dtype=out_dtype, backend=check_backend(backend),
+                     other_options=next((name for name, present in given if present), None))
+    if done is not None:
+        return done
     if devices is not None or split is not None:
         if devices is None:
             raise ArgumentError("split is for a product shared among devices: give devices= too")
@@ -221,6 +235,8 @@ def clear_plans() -> None:
     for ctx in live_contexts():
         ctx.buffers.clear()
         release_page_locked(ctx)
+    for cuda_ctx in live_cuda_contexts():
+        cuda_ctx.release_kept()
 
 
 def _remember(key: tuple, resolved: tuple[_Call, LaunchPlan]) -> None:

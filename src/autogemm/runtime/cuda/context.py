@@ -4,6 +4,8 @@ tuner's evaluators run on, as ``runtime.context`` is for OpenCL."""
 
 from __future__ import annotations
 
+import ctypes
+import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -15,8 +17,15 @@ from .nvrtc import Cubin
 #: Dynamic shared memory a kernel may use without asking for more (the rest up to the device's limit
 #: needs ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``).
 DEFAULT_SHARED_BYTES = 48 * 1024
-#: A kernel argument: its value and its ctypes type (None for device memory).
+#: A kernel argument: its value and its ctypes type (None for device memory, a tensor map or a
+#: structure such as ``Complex128``).
 Argument = tuple[object, type | None]
+
+
+class Complex128(ctypes.Structure):
+    """A complex128 kernel argument (CUDA's ``double2``)."""
+
+    _fields_ = [("re", ctypes.c_double), ("im", ctypes.c_double)]
 
 
 def checked(answer: tuple) -> object:
@@ -44,6 +53,23 @@ class DeviceMemory:
             self.pointer = None
 
 
+class PinnedMemory:
+    """``nbytes`` of page-locked host memory (the device's DMA engines read and write it directly), as the
+    bytes ``array``; freed by ``release``."""
+
+    def __init__(self, pointer: int, nbytes: int) -> None:
+        self.pointer, self.nbytes = pointer, nbytes
+        self.array = np.ctypeslib.as_array((ctypes.c_ubyte * max(1, nbytes)).from_address(pointer))[:nbytes]
+
+    def release(self) -> None:
+        from cuda.bindings import driver
+
+        if self.pointer:
+            self.array = None
+            checked(driver.cuMemFreeHost(self.pointer))
+            self.pointer = 0
+
+
 class CudaContext:
     """The primary context of ``device`` (current in the thread that made it; ``activate`` makes it
     current in another) and one stream."""
@@ -57,7 +83,10 @@ class CudaContext:
         self.context = checked(driver.cuDevicePrimaryCtxRetain(self._handle))
         self.activate()
         self.stream = checked(driver.cuStreamCreate(0))
+        self.lock = threading.Lock()           # held by a call for its use of the stream and the scratch
         self._modules: dict[bytes, object] = {}
+        self._scratch: dict[str, DeviceMemory] = {}
+        self._staging: PinnedMemory | None = None
         self.multiprocessors = int(checked(driver.cuDeviceGetAttribute(
             driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, self._handle)))
 
@@ -71,20 +100,67 @@ class CudaContext:
 
         return DeviceMemory(checked(driver.cuMemAlloc(max(1, nbytes))), nbytes)
 
-    def upload(self, memory: DeviceMemory, array: np.ndarray) -> None:
-        """Copy a contiguous ``array`` to ``memory`` (and wait for it)."""
+    def pinned(self, nbytes: int) -> PinnedMemory:
+        """``nbytes`` of page-locked host memory."""
+        from cuda.bindings import driver
+
+        return PinnedMemory(int(checked(driver.cuMemHostAlloc(max(1, nbytes), 0))), nbytes)
+
+    def scratch(self, role: str, nbytes: int) -> DeviceMemory:
+        """Device memory kept for ``role`` between calls, made anew only when too small (allocating is
+        slow); the caller holds ``lock`` while it uses it."""
+        found = self._scratch.get(role)
+        if found is None or found.nbytes < nbytes:
+            if found is not None:
+                self.finish()                  # nothing in flight may still use the old memory
+                found.release()
+            found = self._scratch[role] = self.allocate(nbytes)
+        return found
+
+    def staging(self, nbytes: int) -> np.ndarray:
+        """``nbytes`` of page-locked host memory kept between calls (as ``scratch``), as bytes."""
+        if self._staging is None or self._staging.nbytes < nbytes:
+            if self._staging is not None:
+                self.finish()
+                self._staging.release()
+            self._staging = self.pinned(nbytes)
+        return self._staging.array[:nbytes]
+
+    def release_kept(self) -> None:
+        """Free the scratch and the staging memory (a later call makes them anew)."""
+        with self.lock:
+            self.finish()
+            for memory in self._scratch.values():
+                memory.release()
+            self._scratch.clear()
+            if self._staging is not None:
+                self._staging.release()
+                self._staging = None
+
+    def free_bytes(self) -> int:
+        """Device memory free now."""
+        from cuda.bindings import driver
+
+        free, _ = checked(driver.cuMemGetInfo())
+        return int(free)
+
+    def upload(self, memory: DeviceMemory, array: np.ndarray, wait: bool = True) -> None:
+        """Copy a contiguous ``array`` to ``memory``; without ``wait`` the copy is only enqueued, and
+        ``array`` (page-locked memory, for the copy to run on its own) must live until it is done."""
         from cuda.bindings import driver
 
         source = np.ascontiguousarray(array)
         checked(driver.cuMemcpyHtoDAsync(memory.pointer, source.ctypes.data, source.nbytes, self.stream))
-        self.finish()
+        if wait:
+            self.finish()
 
-    def download(self, array: np.ndarray, memory: DeviceMemory) -> None:
-        """Copy ``memory`` into the contiguous ``array`` (and wait for it)."""
+    def download(self, array: np.ndarray, memory: DeviceMemory, wait: bool = True) -> None:
+        """Copy ``memory`` into the contiguous ``array`` (as ``upload`` for ``wait``)."""
         from cuda.bindings import driver
 
         checked(driver.cuMemcpyDtoHAsync(array.ctypes.data, memory.pointer, array.nbytes, self.stream))
-        self.finish()
+        if wait:
+            self.finish()
 
     def tensor_map(self, memory: DeviceMemory, shape: tuple[int, int], element: str, box: tuple[int, int]
                    ) -> object:
@@ -151,3 +227,21 @@ class CudaContext:
             for event in (start, end):
                 driver.cuEventDestroy(event)
 
+
+
+_contexts: dict[CudaDevice, CudaContext] = {}
+_contexts_lock = threading.Lock()
+
+
+def cuda_context(device: CudaDevice) -> CudaContext:
+    """The one ``CudaContext`` of ``device`` in this process, made on first use."""
+    with _contexts_lock:
+        if device not in _contexts:
+            _contexts[device] = CudaContext(device)
+        return _contexts[device]
+
+
+def live_cuda_contexts() -> list[CudaContext]:
+    """The CUDA contexts made so far (``clear_plans`` frees what they keep)."""
+    with _contexts_lock:
+        return list(_contexts.values())

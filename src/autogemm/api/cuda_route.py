@@ -1,0 +1,120 @@
+"""Which runtime a call's product runs on, and its run on the CUDA path.
+
+An NVIDIA GPU of compute capability 9.0 that the CUDA driver sees too (and the ``cuda`` extra installed)
+has two ways in. NVIDIA's OpenCL compiles for sm_90, not sm_90a, so Hopper's wgmma and TMA are reached
+through CUDA alone: there the dtypes ``blas.cuda_gemm.DEFAULTS`` names (16-bit operands, TF32, 3xTF32,
+float64, complex128) run on the CUDA path, measured faster on the H100 (FP16 and BF16 about 2x, TF32
+2.7x, float64 and complex128 1.1x to 1.3x the OpenCL kernels); float32 and complex64 stay on OpenCL,
+which is as fast as cuBLAS for them. ``backend`` 'opencl' or 'cuda' asks for one; 'cuda' says why a
+call cannot run there instead of falling back.
+
+On the CUDA path a call on numpy arrays copies its operands through page-locked memory kept by the
+context (each upload enqueued once its copy is there, while the next is copied), runs the product and
+copies C back the same way; the call blocks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..blas.cuda_gemm import DEFAULTS, CudaGemm, DeviceOperand
+from ..blas.problem import Op
+from ..errors import ArgumentError, DeviceError
+from ..runtime.cuda import cuda_context, cuda_missing
+from ..runtime.cuda.driver import cuda_device_of
+from ..runtime.discovery import find_device
+from ..shares.staging import parallel_copy
+from .operands import Matrix, scalar
+from .validation import validate_call
+
+BACKENDS = ("auto", "opencl", "cuda")
+#: The compute capability the CUDA path's kernels are built for (sm_90a).
+HOPPER = (9, 0)
+
+
+def check_backend(backend: object) -> str:
+    """``backend`` if it names one of ``BACKENDS``, else ``ArgumentError``."""
+    if backend not in BACKENDS:
+        raise ArgumentError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, not {backend!r}")
+    return backend
+
+
+def cuda_gemm(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, trans_a: str, trans_b: str, device,
+              precision, out_dtype, backend: str, other_options: str | None) -> Matrix | None:
+    """The product on the CUDA path, or None where it runs on OpenCL: ``backend`` 'opencl', or 'auto'
+    for a call the CUDA path does not take. With 'cuda' such a call raises an error saying why.
+    ``other_options`` names an option given that only the OpenCL path has (None for none)."""
+    if backend == "opencl":
+        return None
+    why = f"{other_options} is an option of the OpenCL path" if other_options else None
+    if why is None and not all(isinstance(x, np.ndarray) for x in (a, b, c) if x is not None):
+        why = "the CUDA path takes numpy arrays (pyopencl arrays stay on their OpenCL queue)"
+    if why is not None and backend == "auto":
+        return None
+    dt, op_a, op_b, m, n, k, shape = validate_call(a, b, c, None, trans_a, trans_b, None, precision, out_dtype)
+    if why is None and dt.key not in DEFAULTS:
+        why = f"{dt.routine} has no CUDA kernels (its OpenCL ones are as fast)"
+    if why is None and c is not None and not c.flags.c_contiguous:
+        why = "the CUDA path writes a row-major (C-ordered) c"
+    twin = None
+    if why is None:
+        why = cuda_missing()
+    if why is None:
+        target = find_device(device)
+        twin = cuda_device_of(target)
+        if twin is None:
+            why = f"{target.name.strip()} is not a GPU the CUDA driver sees"
+        elif twin.capability != HOPPER:
+            why = (f"{twin.name} is sm_{twin.capability[0]}{twin.capability[1]}; the CUDA path's kernels are "
+                   f"built for sm_90a (Hopper)")
+    if why is None and 0 in (m, n, k):
+        why = "an empty product"
+    if why is not None:
+        if backend == "cuda":
+            raise ArgumentError(f"backend='cuda' cannot run this call: {why}")
+        return None
+    alpha, beta = scalar(alpha, "alpha", dt), scalar(beta, "beta", dt)
+    if c is None and beta != 0:
+        raise ArgumentError("beta is not 0 but no c was given to scale")
+    out = c if c is not None else np.empty(shape, dt.output.numpy)
+    try:
+        return _run(cuda_context(twin), dt, (a, op_a), (b, op_b), out, (m, n, k), alpha, beta)
+    except DeviceError:
+        if backend == "cuda":
+            raise
+        cuda_context(twin).release_kept()       # e.g. out of device memory: OpenCL streams it
+        return None
+
+
+def _row_major(x: np.ndarray, op: Op) -> tuple[np.ndarray, Op]:
+    """``x`` as a C-ordered array and the op that gives the same operand from it (a Fortran-ordered
+    array is the transpose of a C-ordered one; any other layout is copied)."""
+    if x.flags.c_contiguous:
+        return x, op
+    if x.flags.f_contiguous:
+        return x.T, op.flipped()
+    return np.ascontiguousarray(x), op
+
+
+def _run(ctx, dt, a: tuple[np.ndarray, Op], b: tuple[np.ndarray, Op], out: np.ndarray,
+         sizes: tuple[int, int, int], alpha, beta) -> np.ndarray:
+    """C = alpha op(A) op(B) + beta C on ``ctx`` into the C-ordered ``out``."""
+    (a, op_a), (b, op_b) = _row_major(*a), _row_major(*b)
+    m, n, k = sizes
+    plan = CudaGemm(ctx, dt, m, n, k)
+    uploads = [a, b] + ([out] if beta != 0 else [])
+    with ctx.lock:
+        ctx.activate()
+        memory = [ctx.scratch(role, x.nbytes) for role, x in zip(("a", "b", "c"), (a, b, out))]
+        staging = ctx.staging(max(sum(x.nbytes for x in uploads), out.nbytes))
+        start = 0
+        for x, to in zip(uploads, memory):     # each copy sent on while the next is made
+            place = staging[start:start + x.nbytes]
+            parallel_copy(place, x.reshape(-1).view(np.uint8))
+            ctx.upload(to, place, wait=False)
+            start += x.nbytes
+        plan.enqueue(DeviceOperand.of_a(memory[0], m, a.shape[1], op_a),
+                     DeviceOperand.of_b(memory[1], n, b.shape[1], op_b), memory[2], alpha, beta)
+        result = staging[:out.nbytes]
+        ctx.download(result, memory[2])         # after the uploads on the stream: the staging is free
+        parallel_copy(out.reshape(-1).view(np.uint8), result)
+    return out

@@ -1,0 +1,125 @@
+"""``CudaGemm``: one product on the CUDA path, with the sm_90a families (``codelets.wgmma`` for 16-bit,
+TF32 and 3xTF32 operands, ``codelets.dmma`` for float64 and complex128). Those kernels read A (M x K)
+and B (N x K) K-contiguous through TMA, rows a multiple of 16 bytes apart; any other storage (a transpose,
+a conjugate, a K whose rows would not be 16 bytes apart) is first brought into that layout on the device
+(``codelets.k_major``), and 3xtf32's operands are split into their two planes there.
+
+``DEFAULTS`` are the configurations a dtype runs with: the fastest measured on the H100 at 4096 and 8192
+(``benchmarks`` and the issue's notes)."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from dataclasses import dataclass
+
+from ..blas.problem import Op
+from ..codelets import k_major
+from ..codelets.dmma import DmmaParams
+from ..codelets.dmma import render as render_dmma
+from ..codelets.hopper import Rendered
+from ..codelets.wgmma import WgmmaParams
+from ..codelets.wgmma import render as render_wgmma
+from ..codelets.wgmma.render import SPLIT_THREADS, split
+from ..dtypes import Dtype
+from ..runtime.cuda import CudaContext, DeviceMemory, compile_cuda
+from ..runtime.cuda.context import Argument, Complex128
+
+#: The configuration each dtype (by its key) multiplies with on the CUDA path.
+DEFAULTS: dict[str, WgmmaParams | DmmaParams] = {
+    "h": WgmmaParams("f16", 256, 2, 4, 8, out="f16"), "hs": WgmmaParams("f16", 256, 2, 4, 8),
+    "b": WgmmaParams("bf16", 256, 2, 4, 8, out="bf16"), "bs": WgmmaParams("bf16", 256, 2, 4, 8),
+    "s.tf32": WgmmaParams("tf32", 256, 2, 4, 8), "s.3xtf32": WgmmaParams("3xtf32", 128, 2, 3, 8),
+    "d": DmmaParams("d", 2, 2, 64, 32, 3, 8), "z": DmmaParams("z", 2, 4, 32, 32, 6, 8)}
+
+
+@functools.lru_cache(maxsize=64)
+def _cubin(source: str, name: str):
+    """NVRTC's cubin of a source, compiled once in a process (a kernel takes NVRTC about a second)."""
+    return compile_cuda(source, name)
+
+
+@dataclass(frozen=True)
+class DeviceOperand:
+    """An operand as it lies in device memory, seen as the ``rows`` x K matrix X the kernels read
+    (A for A, op(B)^T for B): stored as X itself, or as X^T (``transposed``, K x ``rows``), its rows
+    ``ld`` elements apart; ``conjugated``: X is the conjugate of what is stored."""
+
+    memory: DeviceMemory
+    rows: int
+    ld: int
+    transposed: bool
+    conjugated: bool
+
+    @classmethod
+    def of_a(cls, memory: DeviceMemory, m: int, ld: int, op: Op) -> DeviceOperand:
+        return cls(memory, m, ld, op.transposed, op.conjugated)
+
+    @classmethod
+    def of_b(cls, memory: DeviceMemory, n: int, ld: int, op: Op) -> DeviceOperand:
+        """op(B)^T is the stored B where op transposes it, else its transpose."""
+        return cls(memory, n, ld, not op.transposed, op.conjugated)
+
+
+class CudaGemm:
+    """C (M x N, row-major, dense) = alpha op(A) op(B) + beta C for ``dt`` on ``ctx``'s device with
+    ``params`` (by default the dtype's ``DEFAULTS``); the kernels are compiled when it is made."""
+
+    def __init__(self, ctx: CudaContext, dt: Dtype, m: int, n: int, k: int,
+                 params: WgmmaParams | DmmaParams | None = None) -> None:
+        self.ctx, self.dt, self.m, self.n, self.k = ctx, dt, m, n, k
+        self.params = params or DEFAULTS[dt.key]
+        self.rendered: Rendered = (render_wgmma if isinstance(self.params, WgmmaParams) else render_dmma)(self.params)
+        self.function = ctx.function(_cubin(self.rendered.source, self.rendered.name), self.rendered.name)
+        self.element_bytes = dt.itemsize
+        self.padded = k_major.padded_k(k, self.element_bytes)
+        arrange = _cubin(k_major.render(), "k_major")
+        self.arrange = ctx.function(arrange, k_major.NAMES[self.element_bytes])
+        self.planes = getattr(self.params, "planes", 1)
+        if self.planes == 2:
+            source, name = split()
+            self.split = ctx.function(_cubin(source, name), name)
+
+    def enqueue(self, a: DeviceOperand, b: DeviceOperand, c: DeviceMemory, alpha: complex | float, beta: complex | float
+                ) -> None:
+        """Enqueue the product on the context's stream (operands arranged into ``ctx.scratch``)."""
+        maps = [self._tensor_map(stored, role) for stored, role in ((a, "a"), (b, "b"))]
+        scalars = [self._scalar(value) for value in (alpha, beta)]
+        args: list[Argument] = [(maps[0], None), (maps[1], None), (c, None), (self.m, ctypes.c_int),
+                                (self.n, ctypes.c_int), (self.padded, ctypes.c_int), *scalars]
+        self.ctx.launch(self.function, self.rendered.grid(self.m, self.n, self.ctx.multiprocessors),
+                        self.rendered.block, args, self.rendered.shared_bytes)
+
+    def _direct(self, stored: DeviceOperand) -> bool:
+        """True where the kernel reads the operand as it lies."""
+        return not stored.transposed and not stored.conjugated and stored.ld == self.k == self.padded
+
+    def _tensor_map(self, stored: DeviceOperand, role: str) -> object:
+        """The operand laid out for the kernel (arranged, split into planes) and its tensor map."""
+        memory, rows = stored.memory, stored.rows
+        if not self._direct(stored):
+            arranged = self.ctx.scratch(f"{role} arranged", rows * self.padded * self.element_bytes)
+            grid = (-(-self.padded // k_major.TILE), -(-rows // k_major.TILE))
+            self.ctx.launch(self.arrange, grid, (k_major.TILE, k_major.ROWS_PER_PASS),
+                            [(memory, None), (arranged, None), (rows, ctypes.c_int), (self.k, ctypes.c_int),
+                             (self.padded, ctypes.c_int), (stored.ld, ctypes.c_longlong),
+                             (int(stored.transposed), ctypes.c_int), (int(stored.conjugated), ctypes.c_int)])
+            memory = arranged
+        if self.planes == 2:
+            count = rows * self.padded
+            planes = self.ctx.scratch(f"{role} planes", 2 * count * self.element_bytes)
+            self.ctx.launch(self.split, (-(-count // SPLIT_THREADS),), (SPLIT_THREADS,),
+                            [(memory, None), (planes, None), (count, ctypes.c_longlong),
+                             (count, ctypes.c_longlong)])
+            memory = planes
+        box = self.rendered.tensor_boxes[role == "b"]
+        shape = self.rendered.tensor_shape(self.planes * rows, self.padded)
+        return self.ctx.tensor_map(memory, shape, self.rendered.tensor_type, box)
+
+    def _scalar(self, value: complex | float) -> Argument:
+        """alpha or beta as the kernel takes it: float32 for wgmma, float64 or complex128 for dmma."""
+        if isinstance(self.params, WgmmaParams):
+            return float(value), ctypes.c_float
+        if self.dt.is_complex:
+            return Complex128(complex(value).real, complex(value).imag), None
+        return float(value), ctypes.c_double

@@ -1,0 +1,112 @@
+"""``gemm``'s ``backend``: which runtime a product runs on, the CUDA path's refusals (on the CPU), and its
+products against float64 on a Hopper GPU: every dtype it takes, every transpose, K that needs padding,
+Fortran-ordered and strided operands, alpha and beta, C poisoned with NaN where beta 0 must not read it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl.array as cl_array
+import pytest
+
+import autogemm
+from autogemm.accuracy import Reference, apply_op, random_matrix
+from autogemm.blas.cuda_gemm import DEFAULTS
+from autogemm.codelets import k_major
+from autogemm.dtypes import DTYPES
+from autogemm.errors import ArgumentError
+from autogemm.runtime.cuda import compile_cuda, cuda_missing
+
+
+def test_a_backend_is_one_of_three():
+    a = np.ones((4, 4))
+    with pytest.raises(ArgumentError, match="'auto', 'opencl', 'cuda'"):
+        autogemm.gemm(a, a, backend="gpu")
+
+
+def test_backend_cuda_says_why_a_call_cannot_run_there(ctx):
+    a = np.ones((8, 8), np.float32)
+    with pytest.raises(ArgumentError, match="sgemm has no CUDA kernels"):
+        autogemm.gemm(a, a, backend="cuda")
+    d = np.ones((8, 8))
+    with pytest.raises(ArgumentError, match="config is an option of the OpenCL path"):
+        autogemm.gemm(d, d, backend="cuda", config=object())
+    on_device = cl_array.to_device(ctx.queue, d)
+    with pytest.raises(ArgumentError, match="takes numpy arrays"):
+        autogemm.gemm(on_device, on_device, backend="cuda")
+    if not any(dev.is_gpu for dev in autogemm.devices()):       # PoCL's CPU: no CUDA twin, or no bindings
+        with pytest.raises(ArgumentError, match="backend='cuda' cannot run this call"):
+            autogemm.gemm(d, d, backend="cuda")
+    assert np.allclose(autogemm.gemm(d, d, backend="opencl"), d @ d)
+
+
+def test_the_layout_kernels_compile_for_sm_90a():
+    why = cuda_missing()
+    if why:
+        pytest.skip(f"NVRTC is not here: {why}")
+    cubin = compile_cuda(k_major.render(), "k_major")
+    assert all(name.encode() in cubin.image for name in k_major.NAMES.values())
+    assert [k_major.padded_k(77, size) for size in (2, 4, 8, 16)] == [80, 80, 78, 77]
+
+
+def _hopper(device):
+    from autogemm.runtime.cuda.driver import cuda_device_of
+
+    twin = None if cuda_missing() else cuda_device_of(device)
+    if twin is None or twin.capability != (9, 0):
+        pytest.skip("an sm_90 GPU with the CUDA bindings")
+
+
+def _case(key: str, trans_a: str, trans_b: str, m: int, n: int, k: int, seed: int):
+    dt = DTYPES[key]
+    rng = np.random.default_rng(seed)
+    a = random_matrix(rng, dt, (m, k) if trans_a == "N" else (k, m))
+    b = random_matrix(rng, dt, (k, n) if trans_b == "N" else (n, k))
+    return dt, a, b, Reference(dt, apply_op(a, trans_a), apply_op(b, trans_b), rng)
+
+
+LAYOUTS = [("N", "N"), ("T", "N"), ("N", "T"), ("T", "T")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("key", sorted(DEFAULTS))
+@pytest.mark.parametrize("trans_a,trans_b", LAYOUTS + [("C", "C"), ("N", "C")])
+def test_every_dtype_and_transpose_agrees_with_float64(device, key, trans_a, trans_b):
+    _hopper(device)
+    if "C" in trans_a + trans_b and key != "z":
+        pytest.skip("conjugates are of complex operands")
+    dt, a, b, reference = _case(key, trans_a, trans_b, 257, 131, 77, seed=len(key) + ord(trans_a))
+    c = np.full((257, 131), np.nan, dt.output.numpy)              # beta 0: C is written, never read
+    got = autogemm.gemm(a, b, c, trans_a=trans_a, trans_b=trans_b, precision=dt.precision or None,
+                        device=device, backend="cuda")
+    error, ok = reference.check(got)
+    assert got is c and ok, f"{key} {trans_a}{trans_b}: error {error:.2e}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("key", ["hs", "s.3xtf32", "d", "z"])
+def test_alpha_beta_and_operands_in_any_memory_order(device, key):
+    _hopper(device)
+    dt, a, b, reference = _case(key, "N", "N", 300, 200, 136, seed=3)
+    rng = np.random.default_rng(4)
+    c = random_matrix(rng, dt, (300, 200)).astype(dt.output.numpy)
+    alpha, beta = (0.5 - 1j, 2.0 + 0.5j) if dt.is_complex else (0.5, -2.0)
+    want = alpha * reference.product + beta * c.astype(reference.product.dtype)
+    wide = np.zeros((300, 2 * 136), dt.numpy)
+    wide[:, ::2] = a                                               # a strided view of A
+    got = autogemm.gemm(wide[:, ::2], np.asfortranarray(b), c.copy(), alpha=alpha, beta=beta,
+                        precision=dt.precision or None, device=device, backend="cuda")
+    error = np.linalg.norm(got - want) / np.linalg.norm(want)
+    assert error < 10 * dt.tolerance, f"{key}: error {error:.2e}"
+
+
+@pytest.mark.gpu
+def test_auto_runs_float64_on_the_cuda_path_and_float32_on_opencl(device, monkeypatch):
+    _hopper(device)
+    from autogemm.api import cuda_route
+
+    ran = []
+    monkeypatch.setattr(cuda_route, "_run", lambda *args: ran.append(args[1].key) or args[4])
+    x = np.ones((64, 64))
+    autogemm.gemm(x, x, device=device)
+    autogemm.gemm(x.astype(np.float32), x.astype(np.float32), device=device)
+    assert ran == ["d"]
