@@ -1,11 +1,19 @@
 """``compile_cuda``: CUDA C++ to a cubin for one architecture with NVRTC (NVIDIA's runtime compiler, a
 library: it needs no GPU, so CI checks that sources compile). ptxas runs inside it, so an instruction the
-architecture lacks (wgmma outside sm_90a) fails here, with the compiler's log."""
+architecture lacks (wgmma outside sm_90a) fails here, with the compiler's log.
+
+NVRTC runs in a process of its own (one, kept for the process's life): loaded into a process that builds
+OpenCL programs with NVIDIA's driver, it makes every later build fail (on the H100: "Don't understand
+command line argument sm_90"), whereas a cubin compiled elsewhere loads beside OpenCL without harm."""
 
 from __future__ import annotations
 
+import atexit
 import functools
+import multiprocessing
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 from ...errors import BuildError
@@ -38,12 +46,26 @@ def cuda_missing() -> str | None:
     return None if result == nvrtc.nvrtcResult.NVRTC_SUCCESS else f"NVRTC answers {result.name}"
 
 
+_compiler: ProcessPoolExecutor | None = None
+_compiler_lock = threading.Lock()
+
+
 def compile_cuda(source: str, name: str, arch: str = HOPPER, options: Sequence[str] = ()) -> Cubin:
-    """``source`` compiled for ``arch`` (e.g. sm_90a) with ``options`` besides C++17; ``BuildError`` with
-    NVRTC's log when it does not compile, or where NVRTC is missing."""
+    """``source`` compiled for ``arch`` (e.g. sm_90a) with ``options`` besides C++17, in the compiler's
+    process; ``BuildError`` with NVRTC's log when it does not compile, or where NVRTC is missing."""
+    global _compiler
     missing = cuda_missing()
     if missing:
         raise BuildError(f"cannot compile {name}: {missing}")
+    with _compiler_lock:
+        if _compiler is None:
+            _compiler = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+            atexit.register(_compiler.shutdown)
+    return _compiler.submit(compile_here, source, name, arch, tuple(options)).result()
+
+
+def compile_here(source: str, name: str, arch: str, options: Sequence[str]) -> Cubin:
+    """``compile_cuda`` in this process (the compiler's)."""
     from cuda.bindings import nvrtc
 
     ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
