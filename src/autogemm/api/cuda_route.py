@@ -22,8 +22,9 @@ from ..errors import ArgumentError, DeviceError
 from ..runtime.cuda import cuda_context, cuda_missing
 from ..runtime.cuda.driver import cuda_device_of
 from ..runtime.discovery import find_device
-from ..shares.staging import parallel_copy
+from ..shares.staging import parallel_copy, result_pool
 from .operands import Matrix, scalar
+from .transfer import host_result
 from .validation import validate_call
 
 BACKENDS = ("auto", "opencl", "cuda")
@@ -75,9 +76,10 @@ def cuda_gemm(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, trans_a: s
     alpha, beta = scalar(alpha, "alpha", dt), scalar(beta, "beta", dt)
     if c is None and beta != 0:
         raise ArgumentError("beta is not 0 but no c was given to scale")
-    out = c if c is not None else np.empty(shape, dt.output.numpy)
+    ctx = cuda_context(twin)
+    out = c if c is not None else host_result(ctx, shape, dt.output.numpy)
     try:
-        return _run(cuda_context(twin), dt, (a, op_a), (b, op_b), out, (m, n, k), alpha, beta)
+        return _run(ctx, dt, (a, op_a), (b, op_b), out, (m, n, k), alpha, beta)
     except DeviceError:
         if backend == "cuda":
             raise
@@ -101,20 +103,34 @@ def _run(ctx, dt, a: tuple[np.ndarray, Op], b: tuple[np.ndarray, Op], out: np.nd
     (a, op_a), (b, op_b) = _row_major(*a), _row_major(*b)
     m, n, k = sizes
     plan = CudaGemm(ctx, dt, m, n, k)
+    pool = result_pool(ctx)
     uploads = [a, b] + ([out] if beta != 0 else [])
+    locked = [pool.owns(x) for x in uploads]        # page-locked already (earlier calls' results)
+    staged_bytes = max(sum(x.nbytes for x, lock in zip(uploads, locked) if not lock),
+                       0 if pool.owns(out) else out.nbytes)
     with ctx.lock:
         ctx.activate()
         memory = [ctx.scratch(role, x.nbytes) for role, x in zip(("a", "b", "c"), (a, b, out))]
-        staging = ctx.staging(max(sum(x.nbytes for x in uploads), out.nbytes))
+        staging = ctx.staging(staged_bytes) if staged_bytes else None
         start = 0
-        for x, to in zip(uploads, memory):     # each copy sent on while the next is made
+        for x, to, lock in zip(uploads, memory, locked):     # each copy sent on while the next is made
+            if lock:
+                ctx.upload(to, _bytes(x), wait=False)
+                continue
             place = staging[start:start + x.nbytes]
-            parallel_copy(place, x.reshape(-1).view(np.uint8))
+            parallel_copy(place, _bytes(x))
             ctx.upload(to, place, wait=False)
             start += x.nbytes
         plan.enqueue(DeviceOperand.of_a(memory[0], m, a.shape[1], op_a),
                      DeviceOperand.of_b(memory[1], n, b.shape[1], op_b), memory[2], alpha, beta)
-        result = staging[:out.nbytes]
-        ctx.download(result, memory[2])         # after the uploads on the stream: the staging is free
-        parallel_copy(out.reshape(-1).view(np.uint8), result)
+        if pool.owns(out):
+            ctx.download(_bytes(out), memory[2])
+        else:
+            ctx.download(staging[:out.nbytes], memory[2])   # after the uploads: the staging is free
+            parallel_copy(_bytes(out), staging[:out.nbytes])
     return out
+
+
+def _bytes(x: np.ndarray) -> np.ndarray:
+    """The bytes of a C-ordered array."""
+    return x.reshape(-1).view(np.uint8)

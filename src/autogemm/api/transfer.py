@@ -20,6 +20,7 @@ import numpy as np
 import pyopencl as cl
 
 from ..runtime import DeviceContext
+from ..runtime.cuda import CudaContext
 from ..runtime.memory import check_memory
 from ..shares.staging import COPY_THREADS, PART_BYTES, copy_into, in_parallel, page_locked, parallel_copy, result_pool
 from .operands import Matrix, Stored, on_device
@@ -60,12 +61,13 @@ def execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[boo
         return _execute(ctx, operands, needed, out, enqueue, wait_for, staging)
 
 
-def host_result(ctx: DeviceContext, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """A new host array for a call's result: page-locked memory of the device's ``ResultPool`` where the
+def host_result(ctx: DeviceContext | CudaContext, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A new host array for a call's result: page-locked memory of the context's ``ResultPool`` where the
     result takes ``RESULT_MIN_BYTES`` to ``PINNED_BYTES`` and the device has memory of its own (else, or once the pool
     is full, an ordinary array)."""
     nbytes = math.prod(shape) * np.dtype(dtype).itemsize
-    if RESULT_MIN_BYTES <= nbytes <= PINNED_BYTES and not ctx.device.shares_host_memory:
+    shared = isinstance(ctx, DeviceContext) and ctx.device.shares_host_memory
+    if RESULT_MIN_BYTES <= nbytes <= PINNED_BYTES and not shared:
         found = result_pool(ctx).take(shape, dtype)
         if found is not None:
             return found

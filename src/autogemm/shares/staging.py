@@ -14,13 +14,14 @@ import threading
 import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 import pyopencl as cl
 
 from ..errors import DeviceError
 from ..runtime.context import DeviceContext
+from ..runtime.cuda import CudaContext
 
 #: Bytes of one staging buffer: a block crosses in chunks of at most this size.
 CHUNK_BYTES = 64 * 2**20
@@ -229,9 +230,9 @@ class ResultPool:
     every view of it are gone, for the next result of its size; past ``RESULT_POOL_BYTES`` held, ``take``
     finds none and the caller makes an ordinary array."""
 
-    def __init__(self, ctx: DeviceContext) -> None:
-        self.ctx = ctx
-        self._free: dict[int, list[tuple[cl.Buffer, np.ndarray]]] = {}
+    def __init__(self, allocate: Callable[[int], PageLocked]) -> None:
+        self.allocate = allocate
+        self._free: dict[int, list[PageLocked]] = {}
         self._handed: dict[int, tuple[int, int]] = {}    # the arrays out now: id, and their bytes' addresses
         self.held = 0
         self._lock = threading.Lock()
@@ -252,12 +253,12 @@ class ResultPool:
                 self.held += size
         if entry is None:
             try:
-                entry = _mapped(self.ctx, size)
-            except cl.Error:
+                entry = self.allocate(size)
+            except (cl.Error, DeviceError):
                 with self._lock:
                     self.held -= size
                 return None
-        lease = _Lease(entry[1], tuple(shape), dtype)
+        lease = _Lease(entry.array, tuple(shape), dtype)
         array = np.asarray(lease)
         start = array.__array_interface__["data"][0]
         with self._lock:
@@ -275,7 +276,7 @@ class ResultPool:
         with self._lock:
             return any(low <= start and end <= high for low, high in self._handed.values())
 
-    def _give_back(self, handed: int, size: int, entry: tuple[cl.Buffer, np.ndarray]) -> None:
+    def _give_back(self, handed: int, size: int, entry: PageLocked) -> None:
         with self._lock:
             self._handed.pop(handed, None)
             self._free.setdefault(size, []).append(entry)
@@ -284,9 +285,7 @@ class ResultPool:
         """Free the buffers of other sizes no result uses until ``size`` more bytes fit (lock held)."""
         for other in list(self._free):
             while self._free[other] and self.held + size > RESULT_POOL_BYTES:
-                buffer, memory = self._free[other].pop()
-                memory.base.release()
-                buffer.release()
+                self._free[other].pop().release()
                 self.held -= other
 
 
@@ -301,14 +300,35 @@ class _Lease:
                                     "data": (memory.__array_interface__["data"][0], False)}
 
 
-_result_pools: weakref.WeakKeyDictionary[DeviceContext, ResultPool] = weakref.WeakKeyDictionary()
+class PageLocked(Protocol):
+    """Page-locked host memory as its bytes, ``array``, until ``release``."""
+
+    array: np.ndarray
+
+    def release(self) -> None: ...
 
 
-def result_pool(ctx: DeviceContext) -> ResultPool:
-    """The context's ``ResultPool``, made on first use."""
+class _MappedMemory:
+    """Page-locked memory of an OpenCL context: a buffer in host memory, mapped."""
+
+    def __init__(self, ctx: DeviceContext, nbytes: int) -> None:
+        self.buffer, self.array = _mapped(ctx, nbytes)
+
+    def release(self) -> None:
+        self.array.base.release()
+        self.buffer.release()
+
+
+_result_pools: weakref.WeakKeyDictionary[DeviceContext | CudaContext, ResultPool] = weakref.WeakKeyDictionary()
+
+
+def result_pool(ctx: DeviceContext | CudaContext) -> ResultPool:
+    """The context's ``ResultPool`` (of an OpenCL context's mapped buffers, or of a CUDA context's
+    page-locked memory), made on first use."""
     with _rings_lock:
         if ctx not in _result_pools:
-            _result_pools[ctx] = ResultPool(ctx)
+            allocate = ctx.pinned if isinstance(ctx, CudaContext) else functools.partial(_MappedMemory, ctx)
+            _result_pools[ctx] = ResultPool(allocate)
         return _result_pools[ctx]
 
 

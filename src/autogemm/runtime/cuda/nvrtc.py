@@ -2,21 +2,23 @@
 library: it needs no GPU, so CI checks that sources compile). ptxas runs inside it, so an instruction the
 architecture lacks (wgmma outside sm_90a) fails here, with the compiler's log.
 
-NVRTC runs in a process of its own (one, kept for the process's life): loaded into a process that builds
-OpenCL programs with NVIDIA's driver, it makes every later build fail (on the H100: "Don't understand
-command line argument sm_90"), whereas a cubin compiled elsewhere loads beside OpenCL without harm."""
+NVRTC runs in a child process of its own (``compile_worker``, kept for the process's life): loaded
+into a process that builds OpenCL programs with NVIDIA's driver, it makes every later build fail (on
+the H100: "Don't understand command line argument sm_90"), whereas a cubin compiled elsewhere loads
+beside OpenCL without harm. The child is ``python -m``, not a multiprocessing one, so a caller's script
+needs no ``if __name__ == "__main__"``."""
 
 from __future__ import annotations
 
 import atexit
+import base64
 import functools
-import multiprocessing
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 from ...errors import BuildError
+from ..child import Child, ChildGone
 
 #: Hopper with its architecture-specific instructions (wgmma, setmaxnreg): what the CUDA path targets.
 HOPPER = "sm_90a"
@@ -46,7 +48,10 @@ def cuda_missing() -> str | None:
     return None if result == nvrtc.nvrtcResult.NVRTC_SUCCESS else f"NVRTC answers {result.name}"
 
 
-_compiler: ProcessPoolExecutor | None = None
+#: Seconds the compiler's process may take to start, and to compile one source.
+START_SECONDS, COMPILE_SECONDS = 60.0, 300.0
+
+_compiler: Child | None = None
 _compiler_lock = threading.Lock()
 
 
@@ -57,11 +62,18 @@ def compile_cuda(source: str, name: str, arch: str = HOPPER, options: Sequence[s
     missing = cuda_missing()
     if missing:
         raise BuildError(f"cannot compile {name}: {missing}")
-    with _compiler_lock:
+    with _compiler_lock:           # one compile at a time: the child answers in order
         if _compiler is None:
-            _compiler = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-            atexit.register(_compiler.shutdown)
-    return _compiler.submit(compile_here, source, name, arch, tuple(options)).result()
+            _compiler = Child("autogemm.runtime.cuda.compile_worker", {"hello": True}, START_SECONDS)
+            atexit.register(_compiler.close)
+        try:
+            _compiler.send({"source": source, "name": name, "arch": arch, "options": list(options)})
+            reply = _compiler.expect("image", COMPILE_SECONDS)
+        except ChildGone as gone:
+            raise BuildError(f"the CUDA compiler's process failed compiling {name}: {gone}") from None
+    if reply["image"] is None:
+        raise BuildError(reply["log"])
+    return Cubin(name, arch, base64.b64decode(reply["image"]), reply["log"])
 
 
 def compile_here(source: str, name: str, arch: str, options: Sequence[str]) -> Cubin:
