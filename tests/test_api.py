@@ -294,3 +294,19 @@ def test_gemv_transpose_and_stacked_matmul_results_in_page_locked_memory_are_rig
     stack, b = random_matrix(rng, dt, (3, 21, 43)), random_matrix(rng, dt, (43, 17))
     product = autogemm.matmul(stack, b, device=ctx.device)
     assert pool.owns(product) and relative_error(product, stack @ b) < dt.tolerance
+
+
+@pytest.mark.parametrize("key", ["h", "b", "bs"])
+def test_a_16_bit_result_in_page_locked_memory_keeps_its_type(ctx, monkeypatch, key):
+    """bfloat16 has no typestr numpy can read back: a pooled result must still be bfloat16, not bytes."""
+    from autogemm.api import transfer
+    from autogemm.shares import staging
+
+    monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
+    monkeypatch.setattr(transfer, "RESULT_MIN_BYTES", 0)
+    rng = np.random.default_rng(8)
+    dt = DTYPES[key]
+    a, b = random_matrix(rng, dt, (40, 24)), random_matrix(rng, dt, (24, 30))
+    got = autogemm.gemm(a, b, out_dtype=dt.output.numpy, device=ctx.device)
+    assert staging.result_pool(ctx).owns(got) and got.dtype == dt.output.numpy
+    assert relative_error(got.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64)) < dt.tolerance
