@@ -18,8 +18,10 @@ import numpy as np
 
 from ..blas.cuda_gemm import DEFAULTS, CudaGemm, DeviceOperand
 from ..blas.problem import Op
+from ..dtypes import Dtype
 from ..errors import ArgumentError, DeviceError
-from ..runtime.cuda import cuda_context, cuda_missing
+from ..runtime import Device
+from ..runtime.cuda import CudaContext, cuda_context, cuda_missing
 from ..runtime.cuda.driver import cuda_device_of
 from ..runtime.discovery import find_device
 from ..shares.staging import parallel_copy, result_pool
@@ -52,21 +54,11 @@ def cuda_gemm(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, trans_a: s
     if why is not None and backend == "auto":
         return None
     dt, op_a, op_b, m, n, k, shape = validate_call(a, b, c, None, trans_a, trans_b, None, precision, out_dtype)
-    if why is None and dt.key not in DEFAULTS:
-        why = f"{dt.routine} has no CUDA kernels (its OpenCL ones are as fast)"
     if why is None and c is not None and not c.flags.c_contiguous:
         why = "the CUDA path writes a row-major (C-ordered) c"
-    twin = None
+    ctx = None
     if why is None:
-        why = cuda_missing()
-    if why is None:
-        target = find_device(device)
-        twin = cuda_device_of(target)
-        if twin is None:
-            why = f"{target.name.strip()} is not a GPU the CUDA driver sees"
-        elif twin.capability != HOPPER:
-            why = (f"{twin.name} is sm_{twin.capability[0]}{twin.capability[1]}; the CUDA path's kernels are "
-                   f"built for sm_90a (Hopper)")
+        ctx, why = cuda_target(find_device(device), dt)
     if why is None and 0 in (m, n, k):
         why = "an empty product"
     if why is not None:
@@ -76,15 +68,30 @@ def cuda_gemm(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, trans_a: s
     alpha, beta = scalar(alpha, "alpha", dt), scalar(beta, "beta", dt)
     if c is None and beta != 0:
         raise ArgumentError("beta is not 0 but no c was given to scale")
-    ctx = cuda_context(twin)
     out = c if c is not None else host_result(ctx, shape, dt.output.numpy)
     try:
         return _run(ctx, dt, (a, op_a), (b, op_b), out, (m, n, k), alpha, beta)
     except DeviceError:
         if backend == "cuda":
             raise
-        cuda_context(twin).release_kept()       # e.g. out of device memory: OpenCL streams it
+        ctx.release_kept()                  # e.g. out of device memory: OpenCL streams it
         return None
+
+
+def cuda_target(device: Device, dt: Dtype) -> tuple[CudaContext | None, str | None]:
+    """The CUDA context ``dt``'s products on ``device`` run in, or None and why they run on OpenCL."""
+    if dt.key not in DEFAULTS:
+        return None, f"{dt.routine} has no CUDA kernels (its OpenCL ones are as fast)"
+    why = cuda_missing()
+    if why:
+        return None, why
+    twin = cuda_device_of(device)
+    if twin is None:
+        return None, f"{device.name.strip()} is not a GPU the CUDA driver sees"
+    if twin.capability != HOPPER:
+        return None, (f"{twin.name} is sm_{twin.capability[0]}{twin.capability[1]}; the CUDA path's kernels "
+                      f"are built for sm_90a (Hopper)")
+    return cuda_context(twin), None
 
 
 def _row_major(x: np.ndarray, op: Op) -> tuple[np.ndarray, Op]:

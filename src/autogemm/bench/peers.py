@@ -1,6 +1,6 @@
 """The libraries autogemm is measured against, each timed the way it is used, on the same data:
-cuBLAS through torch (TF32 off unless asked for, CUDA events; end to end, with the copies, by wall clock,
-in a process of its own: ``in_own_process``),
+cuBLAS through torch (TF32 off unless asked for, CUDA events; end to end, with the copies, by wall clock;
+the bench runs it in a process of its own: ``in_own_process``),
 CLBlast through ctypes on autogemm's own OpenCL queue (profiling events), and numpy's BLAS on the CPU
 (wall clock). Each
 computes op(A) op(B) from row-major operands as stored, and returns the median seconds of several runs
@@ -132,10 +132,11 @@ _process_lock = threading.Lock()
 
 
 def in_own_process(peer: Callable[..., Result], *args: object, **kwargs: object) -> Result:
-    """``peer(*args, **kwargs)`` run in a process of its own (one, kept for the run): a peer timed by the
-    wall clock beside the process that holds autogemm's OpenCL context is not timed as its users see it
-    (on the H100, torch's page-locked path took 16.0 ms for every product up to 2048^3 there, 0.63 ms
-    for 1024^3 alone). The operands and the result cross by pickling, outside the timing."""
+    """``peer(*args, **kwargs)`` run in a process of its own (one, kept for the run): torch's CUDA context
+    in the process that holds autogemm's OpenCL context slows both (on the H100, torch's page-locked path
+    took 16.0 ms for every product up to 2048^3 there, 0.58 ms for 1024^3 in a process of its own, also
+    while the OpenCL context lived in another). The operands and the result cross by pickling, outside
+    the timing."""
     global _process
     with _process_lock:
         if _process is None:

@@ -21,7 +21,9 @@ import pyopencl as cl
 
 from ..accuracy import Reference, apply_op, gemm_flops, random_matrix
 from ..api import gemm
+from ..api.cuda_route import cuda_target
 from ..blas import GemmProblem, LaunchPlan, Op
+from ..blas.cuda_gemm import CudaGemm, DeviceOperand
 from ..blas.vectors import VectorsPlan, plan_for
 from ..dtypes import DTYPES, Dtype
 from ..errors import ArgumentError
@@ -129,10 +131,12 @@ class Bench:
             calls.append((WITH_HOST + END_TO_END,
                           lambda: self._autogemm_end_to_end(dt, a, b, shape, [self.ctx.device, HOST])))
         ops = dict(trans_a=shape.trans_a, trans_b=shape.trans_b)
-        if "cublas" in self.peers:
-            calls.append(("cuBLAS", lambda: peer_functions.cublas_gemm(a, b, self.runs, **ops)))
+        if "cublas" in self.peers:      # torch in a process of its own (``peers.in_own_process``)
+            calls.append(("cuBLAS", lambda: peer_functions.in_own_process(
+                peer_functions.cublas_gemm, a, b, self.runs, **ops)))
             if dt.precision:      # its own reduced mode, checked as such
-                calls.append((CUBLAS_TF32, lambda: peer_functions.cublas_gemm(a, b, self.runs, **ops, tf32=True)))
+                calls.append((CUBLAS_TF32, lambda: peer_functions.in_own_process(
+                    peer_functions.cublas_gemm, a, b, self.runs, **ops, tf32=True)))
             if self.end_to_end:
                 calls += [(f"cuBLAS{' pinned' if pinned else ''}{END_TO_END}",
                            lambda pinned=pinned: peer_functions.in_own_process(
@@ -161,20 +165,26 @@ class Bench:
             self._clblast_names[dt.letter] = "CLBlast tuned" if params else "CLBlast"
         return self._clblast_names[dt.letter]
 
-    def _plan(self, dt: Dtype, shape: Shape) -> LaunchPlan | VectorsPlan | Exception:
-        """The plan ``gemm`` computes the shape's product with (``blas.vectors.plan_for``: a multi-vector
-        GEMV's where C has few columns or rows, else a GEMM's), or why there is none."""
+    def _plan(self, dt: Dtype, shape: Shape) -> LaunchPlan | VectorsPlan | CudaGemm | Exception:
+        """The plan ``gemm`` computes the shape's product with (on the CUDA path where ``gemm`` takes it
+        there; else ``blas.vectors.plan_for``: a multi-vector GEMV's where C has few columns or rows, else
+        a GEMM's), or why there is none."""
         try:
+            cuda_ctx, _ = cuda_target(self.ctx.device, dt)
+            if cuda_ctx is not None:
+                return CudaGemm(cuda_ctx, dt, shape.m, shape.n, shape.k)
             op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
             return plan_for(self.ctx, GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b))
         except Exception as exc:   # noqa: BLE001 - reported in the table, the run goes on
             return exc
 
-    def _autogemm(self, dt: Dtype, plan: LaunchPlan | VectorsPlan | Exception, a: np.ndarray, b: np.ndarray,
+    def _autogemm(self, dt: Dtype, plan: LaunchPlan | VectorsPlan | CudaGemm | Exception, a: np.ndarray, b: np.ndarray,
                   shape: Shape) -> PeerResult:
         """Device-resident: operands already on the device, C poisoned with NaN, events timing."""
         if isinstance(plan, Exception):
             raise plan
+        if isinstance(plan, CudaGemm):
+            return self._autogemm_cuda(plan, a, b, shape)
         ctx, mf = self.ctx, cl.mem_flags
         result = np.full((shape.m, shape.n), np.nan, dt.output.numpy)
         a_buf = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
@@ -187,6 +197,28 @@ class Bench:
             plan.release()
             for buf in (a_buf, b_buf, c_buf):
                 buf.release()
+        return PeerResult(AUTOGEMM, median(times), result)
+
+    def _autogemm_cuda(self, plan: CudaGemm, a: np.ndarray, b: np.ndarray, shape: Shape) -> PeerResult:
+        """``_autogemm`` on the CUDA path: the stored operands laid out for the kernel within the timing
+        (as ``gemm`` does each call), CUDA events."""
+        ctx, dt = plan.ctx, plan.dt
+        result = np.full((shape.m, shape.n), np.nan, dt.output.numpy)
+        op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
+        with ctx.lock:
+            ctx.activate()
+            memory = [ctx.allocate(x.nbytes) for x in (a, b, result)]
+            try:
+                for to, x in zip(memory, (a, b, result)):
+                    ctx.upload(to, x.reshape(-1).view(np.uint8))
+                stored_a = DeviceOperand.of_a(memory[0], shape.m, a.shape[1], op_a)
+                stored_b = DeviceOperand.of_b(memory[1], shape.n, b.shape[1], op_b)
+                times = [ctx.seconds(lambda: plan.enqueue(stored_a, stored_b, memory[2], 1.0, 0.0))
+                         for _ in range(self.runs + 1)][1:]          # after a warm-up
+                ctx.download(result.reshape(-1).view(np.uint8), memory[2])
+            finally:
+                for block in memory:
+                    block.release()
         return PeerResult(AUTOGEMM, median(times), result)
 
     def _autogemm_end_to_end(self, dt: Dtype, a: np.ndarray, b: np.ndarray, shape: Shape,

@@ -259,7 +259,7 @@ class ResultPool:
                     self.held -= size
                 return None
         lease = _Lease(entry.array, tuple(shape), dtype)
-        array = np.asarray(lease).view(dtype)     # a type numpy cannot name by its typestr (bfloat16) too
+        array = np.asarray(lease).view(dtype)     # (bfloat16 has no typestr numpy reads back)
         start = array.__array_interface__["data"][0]
         with self._lock:
             self._handed[id(lease)] = (start, start + size)
