@@ -100,13 +100,15 @@ def test_alpha_beta_and_operands_in_any_memory_order(device, key):
 
 
 @pytest.mark.gpu
-def test_auto_runs_float64_on_the_cuda_path_and_float32_on_opencl(device, monkeypatch):
+def test_auto_runs_large_float64_on_the_cuda_path_and_float32_on_opencl(device, monkeypatch):
     _hopper(device)
     from autogemm.api import cuda_route
 
     ran = []
     monkeypatch.setattr(cuda_route, "_run", lambda *args: ran.append(args[1].key) or args[4])
-    x = np.ones((64, 64))
-    autogemm.gemm(x, x, device=device)
-    autogemm.gemm(x.astype(np.float32), x.astype(np.float32), device=device)
-    assert ran == ["d"]
+    large, small = np.ones((2048, 2048)), np.ones((64, 64))
+    autogemm.gemm(large, large, device=device)
+    autogemm.gemm(small, small, device=device)                  # under MIN_MULTIPLY_ADDS: OpenCL
+    autogemm.gemm(small.astype(np.float16), small.astype(np.float16), device=device)
+    autogemm.gemm(large.astype(np.float32), large.astype(np.float32), device=device)
+    assert ran == ["d", "h"]
