@@ -18,6 +18,7 @@ import numpy as np
 
 from ..blas.cuda_gemm import DEFAULTS, CudaGemm, DeviceOperand
 from ..blas.problem import Op
+from ..blas.vectors import MAX_VECTORS
 from ..dtypes import Dtype
 from ..errors import ArgumentError, DeviceError
 from ..runtime import Device
@@ -83,8 +84,10 @@ def cuda_gemm(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, trans_a: s
 
 
 def worth_it(dt: Dtype, m: int, n: int, k: int) -> bool:
-    """Whether 'auto' takes an m x n x k product of ``dt`` to the CUDA path (``MIN_MULTIPLY_ADDS``)."""
-    return m * n * k >= MIN_MULTIPLY_ADDS.get(dt.key, 0)
+    """Whether 'auto' takes an m x n x k product of ``dt`` to the CUDA path: not one of few columns or
+    rows (OpenCL's multi-vector GEMV, ``blas.vectors``, where a block of 128 x 256 would be mostly
+    empty), nor one under ``MIN_MULTIPLY_ADDS``."""
+    return min(m, n) > MAX_VECTORS and m * n * k >= MIN_MULTIPLY_ADDS.get(dt.key, 0)
 
 
 def cuda_target(device: Device, dt: Dtype) -> tuple[CudaContext | None, str | None]:

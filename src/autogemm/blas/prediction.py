@@ -131,8 +131,16 @@ def share(plan: Terms, balance: float, launch: float) -> float:
     """The model's share for a plan's ``Terms`` at ``balance`` flops per element moved and ``launch``
     flops per launch (numbers, or numpy arrays of them): the GEMM kernel takes the longer of its
     multiply-adds and its own reads and writes (they overlap), the copies and launches add to it."""
-    kernel = np.maximum(plan.flops / plan.covered, balance * plan.streamed)
-    return plan.flops / (kernel + balance * plan.copied + launch * plan.launches)
+    kernel = np.maximum(_over(plan.flops, plan.covered), balance * plan.streamed)
+    return _over(plan.flops, kernel + balance * plan.copied + launch * plan.launches)
+
+
+def _over(x: ArrayLike, y: ArrayLike) -> ArrayLike:
+    """x / y, 0 where y is 0 (an empty product: no work, nothing covered, no time)."""
+    if np.ndim(x) == 0 and np.ndim(y) == 0:
+        return float(x / y) if y else 0.0
+    y = np.asarray(y, dtype=float)
+    return np.divide(x, y, out=np.zeros(np.broadcast(x, y).shape), where=y != 0)
 
 
 @functools.lru_cache(maxsize=2**16)
