@@ -4,6 +4,7 @@ and clear errors that leave the caller's arrays untouched."""
 from __future__ import annotations
 
 import gc
+import weakref
 
 import numpy as np
 import pyopencl as cl
@@ -241,6 +242,7 @@ def test_a_new_result_is_page_locked_memory_taken_back_when_it_is_gone(ctx, monk
 
     monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
     monkeypatch.setattr(transfer, "RESULT_MIN_BYTES", 0)
+    monkeypatch.setattr(staging, "_result_pools", weakref.WeakKeyDictionary())   # a pool of this test's own
     pool = staging.result_pool(ctx)
     rng = np.random.default_rng(4)
     dt = DTYPES["s"]
