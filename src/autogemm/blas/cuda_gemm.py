@@ -34,6 +34,17 @@ DEFAULTS: dict[str, WgmmaParams | DmmaParams] = {
 
 
 @functools.lru_cache(maxsize=64)
+def _rendered(params: WgmmaParams | DmmaParams) -> Rendered:
+    """A configuration's kernel, rendered once a process (every call makes a plan)."""
+    return (render_wgmma if isinstance(params, WgmmaParams) else render_dmma)(params)
+
+
+@functools.lru_cache(maxsize=1)
+def _layout_source() -> str:
+    return k_major.render()
+
+
+@functools.lru_cache(maxsize=64)
 def _cubin(source: str, name: str):
     """NVRTC's cubin of a source, compiled once in a process (a kernel takes NVRTC about a second)."""
     return compile_cuda(source, name)
@@ -69,11 +80,11 @@ class CudaGemm:
                  params: WgmmaParams | DmmaParams | None = None) -> None:
         self.ctx, self.dt, self.m, self.n, self.k = ctx, dt, m, n, k
         self.params = params or DEFAULTS[dt.key]
-        self.rendered: Rendered = (render_wgmma if isinstance(self.params, WgmmaParams) else render_dmma)(self.params)
+        self.rendered = _rendered(self.params)
         self.function = ctx.function(_cubin(self.rendered.source, self.rendered.name), self.rendered.name)
         self.element_bytes = dt.itemsize
         self.padded = k_major.padded_k(k, self.element_bytes)
-        arrange = _cubin(k_major.render(), "k_major")
+        arrange = _cubin(_layout_source(), "k_major")
         self.arrange = ctx.function(arrange, k_major.NAMES[self.element_bytes])
         self.planes = getattr(self.params, "planes", 1)
         if self.planes == 2:
