@@ -1,5 +1,6 @@
-"""``runtime.cuda.dlpack.borrow`` reads another library's array through DLPack without a copy: tried on
-numpy's arrays (the protocol is the same for torch's and cupy's on a GPU, which the GPU tests take)."""
+"""``runtime.cuda.dlpack``: ``borrow`` reads another library's array through DLPack without a copy, and
+``export`` lends memory of ours the same way: tried on numpy's arrays (the protocol is the same for
+torch's and cupy's on a GPU, which the GPU tests take)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from autogemm.errors import ArgumentError
-from autogemm.runtime.cuda.dlpack import CPU, borrow
+from autogemm.runtime.cuda.dlpack import CPU, borrow, export
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "complex128"])
@@ -42,6 +43,37 @@ def test_what_dlpack_cannot_lend_is_refused_with_a_reason():
         borrow([[1.0, 2.0]])
     with pytest.raises(ArgumentError, match="does not multiply"):
         borrow(np.ones(3, dtype=np.bool_))
+
+
+class Lent:
+    """Host memory lent through ``export`` as a transposed view; ``deleted`` counts the deleter's calls."""
+
+    def __init__(self) -> None:
+        self.array, self.deleted = np.arange(12, dtype=np.float64).reshape(3, 4), 0
+
+    def __dlpack_device__(self):
+        return CPU, 0
+
+    def __dlpack__(self, *, stream=None, **_):
+        return export(self.array.ctypes.data, (4, 3), (1, 4), "float64", (CPU, 0), self._deleted)
+
+    def _deleted(self) -> None:
+        self.deleted += 1
+
+
+def test_exported_memory_is_taken_without_a_copy_and_handed_back_once():
+    lent = Lent()
+    view = np.from_dlpack(lent)
+    assert np.shares_memory(view, lent.array) and (view == lent.array.T).all() and lent.deleted == 0
+    del view
+    gc.collect()
+    assert lent.deleted == 1
+    capsule = lent.__dlpack__()                          # never taken: its own destructor hands it back
+    del capsule
+    gc.collect()
+    assert lent.deleted == 2
+    with pytest.raises(ArgumentError, match="no element type"):
+        export(lent.array.ctypes.data, (1,), (1,), "bool", (CPU, 0), lent._deleted)
 
 
 @pytest.mark.gpu

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..blas.cuda_gemm import DEFAULTS, CudaGemm, DeviceOperand
+from ..blas.cuda_gemm import DEFAULTS, DeviceOperand, cuda_plan
 from ..blas.problem import Op
 from ..blas.vectors import MAX_VECTORS
 from ..dtypes import Dtype
 from ..errors import ArgumentError, DeviceError
 from ..runtime import Device
-from ..runtime.cuda import CudaContext, cuda_context, cuda_missing
+from ..runtime.cuda import CudaContext, CudaDevice, cuda_context, cuda_missing
 from ..runtime.cuda.driver import cuda_device_of
 from ..runtime.discovery import find_device
 from ..shares.staging import parallel_copy, result_pool
@@ -92,18 +92,29 @@ def worth_it(dt: Dtype, m: int, n: int, k: int) -> bool:
 
 def cuda_target(device: Device, dt: Dtype) -> tuple[CudaContext | None, str | None]:
     """The CUDA context ``dt``'s products on ``device`` run in, or None and why they run on OpenCL."""
-    if dt.key not in DEFAULTS:
-        return None, f"{dt.routine} has no CUDA kernels (its OpenCL ones are as fast)"
-    why = cuda_missing()
+    why = _no_kernels(dt) or cuda_missing()
     if why:
         return None, why
     twin = cuda_device_of(device)
     if twin is None:
         return None, f"{device.name.strip()} is not a GPU the CUDA driver sees"
+    return cuda_ready(twin, dt)
+
+
+def cuda_ready(twin: CudaDevice, dt: Dtype) -> tuple[CudaContext | None, str | None]:
+    """The CUDA context of ``twin`` for ``dt``'s products, or None and why the CUDA path has none."""
+    why = _no_kernels(dt)
+    if why:
+        return None, why
     if twin.capability != HOPPER:
         return None, (f"{twin.name} is sm_{twin.capability[0]}{twin.capability[1]}; the CUDA path's kernels "
                       f"are built for sm_90a (Hopper)")
     return cuda_context(twin), None
+
+
+def _no_kernels(dt: Dtype) -> str | None:
+    """Why the CUDA path has no kernels for ``dt``, or None where it has."""
+    return None if dt.key in DEFAULTS else f"{dt.routine} has no CUDA kernels (its OpenCL ones are as fast)"
 
 
 def _row_major(x: np.ndarray, op: Op) -> tuple[np.ndarray, Op]:
@@ -121,7 +132,7 @@ def _run(ctx, dt, a: tuple[np.ndarray, Op], b: tuple[np.ndarray, Op], out: np.nd
     """C = alpha op(A) op(B) + beta C on ``ctx`` into the C-ordered ``out``."""
     (a, op_a), (b, op_b) = _row_major(*a), _row_major(*b)
     m, n, k = sizes
-    plan = CudaGemm(ctx, dt, m, n, k)
+    plan = cuda_plan(ctx, dt, m, n, k)
     pool = result_pool(ctx)
     uploads = [a, b] + ([out] if beta != 0 else [])
     locked = [pool.owns(x) for x in uploads]        # page-locked already (earlier calls' results)

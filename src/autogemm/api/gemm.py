@@ -1,5 +1,5 @@
 """The public high-level call ``gemm``: on numpy arrays (blocking, the result in host memory) or on
-``pyopencl`` arrays (enqueued on their queue, returning at once)."""
+``pyopencl`` arrays (enqueued on their queue, returning at once), or on CUDA tensors (``cuda_tensors``)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from ..runtime.memory import check_memory, reports_full_memory
 from ..shares.split import Split
 from ..shares.staging import release_page_locked
 from .cuda_route import check_backend, cuda_gemm
+from .cuda_tensors import is_cuda_tensor, tensor_gemm
 from .operands import Matrix, Stored, as_matrix, call_context, event_list, events_of, on_device, scalar, stored
 from .targets import Devices, gemm_on_targets
 from .transfer import execute, host_result
@@ -36,7 +37,7 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
          device: Device | str | int | None = None, config: KernelParams | None = None,
          edge: str = "auto", precision: str | None = None, out_dtype: object = None,
          wait_for: list[cl.Event] | None = None, devices: Devices | None = None,
-         split: Split | None = None, backend: str = "auto") -> Matrix:
+         split: Split | None = None, backend: str = "auto", stream: object = None) -> Matrix:
     """C = alpha op(A) op(B) + beta C on an OpenCL device, for arrays of one of the dtypes float32,
     float64, complex64, complex128, float16 and bfloat16 (``ml_dtypes.bfloat16``).
 
@@ -75,16 +76,29 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
     driver sees too and the dtype is one whose fastest kernels only CUDA reaches (16-bit, TF32, 3xTF32,
     float64, complex128; numpy arrays; ``api.cuda_route``), else on OpenCL; 'opencl' or 'cuda' asks for
     one ('cuda' raises an error saying why a call cannot run there).
+
+    CUDA tensors (torch, cupy, jax: anything exporting DLPack from a CUDA GPU) are multiplied on the
+    CUDA path where they lie, without copies (``api.cuda_tensors``): the call enqueues the product on
+    ``stream`` (a handle, or a torch or cupy stream; by default the library's current stream) and
+    returns at once, with ``c`` or a new tensor of ``a``'s library. Every operand must then be one;
+    float32 takes ``precision`` 'tf32' or '3xtf32'.
     """
+    given = (("devices", devices is not None), ("split", split is not None), ("config", config is not None),
+             ("edge", edge != "auto"), ("wait_for", bool(wait_for)))
+    other_options = next((name for name, present in given if present), None)
+    if any(is_cuda_tensor(x) for x in (a, b, c)):
+        return tensor_gemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, device=device,
+                           precision=precision, out_dtype=out_dtype, backend=check_backend(backend),
+                           stream=stream, other_options=other_options)
+    if stream is not None:
+        raise ArgumentError("stream is for CUDA tensors; numpy and pyopencl operands run on their own queue")
     a, b = (as_matrix(x, name, "for a vector use autogemm.gemv or autogemm.matmul",
                       "for stacks of matrices use autogemm.matmul or autogemm.gemm_batched")
             for x, name in ((a, "a"), (b, "b")))
     c = None if c is None else as_matrix(c, "c")
-    given = (("devices", devices is not None), ("split", split is not None), ("config", config is not None),
-             ("edge", edge != "auto"), ("wait_for", bool(wait_for)))
     done = cuda_gemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, device=device,
                      precision=precision, out_dtype=out_dtype, backend=check_backend(backend),
-                     other_options=next((name for name, present in given if present), None))
+                     other_options=other_options)
     if done is not None:
         return done
     if devices is not None or split is not None:

@@ -10,6 +10,7 @@ from ..errors import ArgumentError, ShapeError
 from ..runtime import Device
 from ..runtime.memory import reports_full_memory
 from .batched import gemm_batched
+from .cuda_tensors import is_cuda_tensor
 from .gemm import gemm
 from .operands import Matrix, as_array, call_context, events_of, on_device
 from .transfer import host_result
@@ -44,7 +45,15 @@ def matmul(a, b, *, out=None, device: Device | str | int | None = None, precisio
     given (of the result's shape and dtype). A stack is computed as a strided batch (``gemm_batched``):
     one launch where the stacks are evenly spaced in memory, as numpy's own arrays and their broadcasts
     are.
+
+    CUDA tensors (torch, cupy, jax) are multiplied as ``gemm`` does: matrices (2-D) only, the result a
+    tensor of ``a``'s library (or ``out``), enqueued on the library's current stream.
     """
+    if any(is_cuda_tensor(x) for x in (a, b, out)):
+        if any(len(getattr(x, "shape", ())) != 2 for x in (a, b)):
+            raise ShapeError("matmul multiplies CUDA tensors as matrices (2-D); vectors and stacks are for the "
+                             "tensors' own library")
+        return gemm(a, b, out, device=device, precision=precision, wait_for=wait_for)
     a, b = _operands(a, b)
     a2 = a.reshape(1, a.shape[0]) if a.ndim == 1 else a
     b2 = b.reshape(b.shape[0], 1) if b.ndim == 1 else b

@@ -48,9 +48,9 @@ class Stored(NamedTuple):
         return (self.layers - 1) * self.stride + (self.rows - 1) * self.ld + self.cols
 
 
-def _layout(shape: tuple[int, int], strides: tuple[int, int], itemsize: int) -> tuple[int, bool] | None:
-    """(ld, flipped) of a 2-D array of these byte strides, or None when it is neither row- nor
-    column-major with unit stride along one axis."""
+def layout_of(shape: tuple[int, int], strides: tuple[int, int], itemsize: int) -> tuple[int, bool] | None:
+    """(ld, flipped) of a 2-D array of these strides (in bytes, or in elements with ``itemsize`` 1), or
+    None when it is neither row- nor column-major with unit stride along one axis."""
     rows, cols = shape
     s0, s1 = strides
     if not rows or not cols:
@@ -71,7 +71,7 @@ def _storage(arr: Matrix) -> tuple[int, bool, int, int, int, int] | None:
     layers = arr.shape[0] if arr.ndim == 3 else 1
     if arr.size == 0:                      # numpy gives an empty array zero strides
         return max(cols, 1), False, rows, cols, layers, 0
-    layout = _layout(arr.shape[-2:], arr.strides[-2:], itemsize)
+    layout = layout_of(arr.shape[-2:], arr.strides[-2:], itemsize)
     stride = arr.strides[0] if arr.ndim == 3 else 0
     if layout is None or stride < 0 or stride % itemsize:
         return None

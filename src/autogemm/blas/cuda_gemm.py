@@ -25,6 +25,8 @@ from ..dtypes import Dtype
 from ..runtime.cuda import CudaContext, DeviceMemory, compile_cuda
 from ..runtime.cuda.context import Argument, Complex128
 
+#: The alignment in bytes of the memory a TMA tensor map describes.
+TMA_ALIGNMENT = 16
 #: The configuration each dtype (by its key) multiplies with on the CUDA path.
 DEFAULTS: dict[str, WgmmaParams | DmmaParams] = {
     "h": WgmmaParams("f16", 256, 2, 4, 8, out="f16"), "hs": WgmmaParams("f16", 256, 2, 4, 8),
@@ -48,6 +50,13 @@ def _layout_source() -> str:
 def _cubin(source: str, name: str):
     """NVRTC's cubin of a source, compiled once in a process (a kernel takes NVRTC about a second)."""
     return compile_cuda(source, name)
+
+
+@functools.lru_cache(maxsize=64)
+def cuda_plan(ctx: CudaContext, dt: Dtype, m: int, n: int, k: int) -> CudaGemm:
+    """The ``CudaGemm`` of a product with the dtype's ``DEFAULTS``, made once a process (a call on
+    device tensors must cost the host little)."""
+    return CudaGemm(ctx, dt, m, n, k)
 
 
 @dataclass(frozen=True)
@@ -91,37 +100,47 @@ class CudaGemm:
             source, name = split()
             self.split = ctx.function(_cubin(source, name), name)
 
-    def enqueue(self, a: DeviceOperand, b: DeviceOperand, c: DeviceMemory, alpha: complex | float, beta: complex | float
-                ) -> None:
-        """Enqueue the product on the context's stream (operands arranged into ``ctx.scratch``)."""
-        maps = [self._tensor_map(stored, role) for stored, role in ((a, "a"), (b, "b"))]
+    def enqueue(self, a: DeviceOperand, b: DeviceOperand, c: DeviceMemory, alpha: complex | float,
+                beta: complex | float, stream: object = None) -> None:
+        """Enqueue the product on ``stream`` (by default the context's). Operands the kernel cannot read
+        as they lie are first laid out in memory allocated on that stream and freed there after it."""
+        work: list[DeviceMemory] = []
+        maps = [self._tensor_map(stored, role, stream, work) for stored, role in ((a, "a"), (b, "b"))]
         scalars = [self._scalar(value) for value in (alpha, beta)]
         args: list[Argument] = [(maps[0], None), (maps[1], None), (c, None), (self.m, ctypes.c_int),
                                 (self.n, ctypes.c_int), (self.padded, ctypes.c_int), *scalars]
         self.ctx.launch(self.function, self.rendered.grid(self.m, self.n, self.ctx.multiprocessors),
-                        self.rendered.block, args, self.rendered.shared_bytes)
+                        self.rendered.block, args, self.rendered.shared_bytes, stream)
+        for memory in work:
+            memory.release()
 
     def _direct(self, stored: DeviceOperand) -> bool:
-        """True where the kernel reads the operand as it lies."""
-        return not stored.transposed and not stored.conjugated and stored.ld == self.k == self.padded
+        """True where the kernel reads the operand as it lies (TMA: 16-byte aligned rows of K)."""
+        return (not stored.transposed and not stored.conjugated and stored.ld == self.k == self.padded
+                and int(stored.memory.pointer) % TMA_ALIGNMENT == 0)
 
-    def _tensor_map(self, stored: DeviceOperand, role: str) -> object:
-        """The operand laid out for the kernel (arranged, split into planes) and its tensor map."""
+    def _tensor_map(self, stored: DeviceOperand, role: str, stream: object, work: list[DeviceMemory]) -> object:
+        """The operand laid out for the kernel (arranged, split into planes; the memory for that added to
+        ``work``) and its tensor map."""
+        stream = self.ctx.stream if stream is None else stream
         memory, rows = stored.memory, stored.rows
         if not self._direct(stored):
-            arranged = self.ctx.scratch(f"{role} arranged", rows * self.padded * self.element_bytes)
+            arranged = self.ctx.allocate(rows * self.padded * self.element_bytes, stream)
+            work.append(arranged)
             grid = (-(-self.padded // k_major.TILE), -(-rows // k_major.TILE))
             self.ctx.launch(self.arrange, grid, (k_major.TILE, k_major.ROWS_PER_PASS),
                             [(memory, None), (arranged, None), (rows, ctypes.c_int), (self.k, ctypes.c_int),
                              (self.padded, ctypes.c_int), (stored.ld, ctypes.c_longlong),
-                             (int(stored.transposed), ctypes.c_int), (int(stored.conjugated), ctypes.c_int)])
+                             (int(stored.transposed), ctypes.c_int), (int(stored.conjugated), ctypes.c_int)],
+                            stream=stream)
             memory = arranged
         if self.planes == 2:
             count = rows * self.padded
-            planes = self.ctx.scratch(f"{role} planes", 2 * count * self.element_bytes)
+            planes = self.ctx.allocate(2 * count * self.element_bytes, stream)
+            work.append(planes)
             self.ctx.launch(self.split, (-(-count // SPLIT_THREADS),), (SPLIT_THREADS,),
                             [(memory, None), (planes, None), (count, ctypes.c_longlong),
-                             (count, ctypes.c_longlong)])
+                             (count, ctypes.c_longlong)], stream=stream)
             memory = planes
         box = self.rendered.tensor_boxes[role == "b"]
         shape = self.rendered.tensor_shape(self.planes * rows, self.padded)

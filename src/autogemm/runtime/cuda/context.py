@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -17,6 +18,11 @@ from .nvrtc import Cubin
 #: Dynamic shared memory a kernel may use without asking for more (the rest up to the device's limit
 #: needs ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``).
 DEFAULT_SHARED_BYTES = 48 * 1024
+#: Tensor maps a context keeps (a map only describes memory by its address: one kept for memory since
+#: freed is never used on other memory unless that has the same address and shape, when it is right).
+TENSOR_MAPS_KEPT = 256
+#: The handles of CUDA's legacy default stream: 0, and DLPack's and the driver's name for it, 1.
+LEGACY_STREAM = (0, 1)
 #: A kernel argument: its value and its ctypes type (None for device memory, a tensor map or a
 #: structure such as ``Complex128``).
 Argument = tuple[object, type | None]
@@ -39,17 +45,37 @@ def checked(answer: tuple) -> object:
     return values[0] if len(values) == 1 else tuple(values)
 
 
-class DeviceMemory:
-    """``nbytes`` of device memory at ``pointer`` (freed by ``release``)."""
+def as_stream(handle: object) -> object:
+    """A CUDA stream handle (an int, as DLPack and other libraries give them; 0 the legacy default
+    stream) as the driver API takes it."""
+    from cuda.bindings import driver
 
-    def __init__(self, pointer: object, nbytes: int) -> None:
-        self.pointer, self.nbytes = pointer, nbytes
+    return handle if isinstance(handle, driver.CUstream) else driver.CUstream(int(handle))
+
+
+class DeviceMemory:
+    """``nbytes`` of device memory at ``pointer``, freed by ``release``: at once, or in the order of
+    ``stream`` for memory allocated on one (``CudaContext.allocate``), so that what is enqueued before
+    on that stream still has it."""
+
+    def __init__(self, pointer: object, nbytes: int, stream: object = None, owned: bool = True) -> None:
+        self.pointer, self.nbytes, self.stream, self.owned = pointer, nbytes, stream, owned
+
+    @classmethod
+    def lent(cls, pointer: int) -> DeviceMemory:
+        """Memory another library owns, at the address ``pointer`` (``release`` leaves it alone)."""
+        from cuda.bindings import driver
+
+        return cls(driver.CUdeviceptr(pointer), 0, owned=False)
 
     def release(self) -> None:
         from cuda.bindings import driver
 
-        if self.pointer is not None:
-            checked(driver.cuMemFree(self.pointer))
+        if self.pointer is not None and self.owned:
+            if self.stream is None:
+                checked(driver.cuMemFree(self.pointer))
+            else:
+                checked(driver.cuMemFreeAsync(self.pointer, self.stream))
             self.pointer = None
 
 
@@ -83,10 +109,16 @@ class CudaContext:
         self.context = checked(driver.cuDevicePrimaryCtxRetain(self._handle))
         self.activate()
         self.stream = checked(driver.cuStreamCreate(0))
+        self._pool = checked(driver.cuDeviceGetDefaultMemPool(self._handle))
+        checked(driver.cuMemPoolSetAttribute(          # stream-ordered memory is kept for reuse, not returned
+            self._pool, driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            driver.cuuint64_t(2**64 - 1)))
         self.lock = threading.Lock()           # held by a call for its use of the stream and the scratch
         self._modules: dict[bytes, object] = {}
         self._scratch: dict[str, DeviceMemory] = {}
         self._staging: PinnedMemory | None = None
+        self._maps: OrderedDict[tuple, object] = OrderedDict()     # tensor maps by what they describe
+        self._raised: set[tuple[int, int]] = set()   # (kernel, shared bytes) allowed beyond the default
         self.multiprocessors = int(checked(driver.cuDeviceGetAttribute(
             driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, self._handle)))
 
@@ -95,10 +127,14 @@ class CudaContext:
 
         checked(driver.cuCtxSetCurrent(self.context))
 
-    def allocate(self, nbytes: int) -> DeviceMemory:
+    def allocate(self, nbytes: int, stream: object = None) -> DeviceMemory:
+        """``nbytes`` of device memory; on ``stream`` (a CUDA stream), in its order from the device's
+        pool: usable by what is enqueued on it next, and quick to get again once released."""
         from cuda.bindings import driver
 
-        return DeviceMemory(checked(driver.cuMemAlloc(max(1, nbytes))), nbytes)
+        if stream is None:
+            return DeviceMemory(checked(driver.cuMemAlloc(max(1, nbytes))), nbytes)
+        return DeviceMemory(checked(driver.cuMemAllocAsync(max(1, nbytes), stream)), nbytes, stream)
 
     def pinned(self, nbytes: int) -> PinnedMemory:
         """``nbytes`` of page-locked host memory."""
@@ -127,9 +163,13 @@ class CudaContext:
         return self._staging.array[:nbytes]
 
     def release_kept(self) -> None:
-        """Free the scratch and the staging memory (a later call makes them anew)."""
+        """Free the scratch and the staging memory, and the stream-ordered memory the pool keeps (a later
+        call makes them anew)."""
+        from cuda.bindings import driver
+
         with self.lock:
             self.finish()
+            checked(driver.cuMemPoolTrimTo(self._pool, 0))
             for memory in self._scratch.values():
                 memory.release()
             self._scratch.clear()
@@ -169,6 +209,11 @@ class CudaContext:
         the 128-byte swizzle: a kernel argument (its type None)."""
         from cuda.bindings import driver
 
+        key = (int(memory.pointer), shape, element, box)
+        found = self._maps.get(key)
+        if found is not None:
+            self._maps.move_to_end(key)
+            return found
         kinds = driver.CUtensorMapDataType
         kind, size = {"float16": (kinds.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2),
                       "bfloat16": (kinds.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2),
@@ -176,13 +221,16 @@ class CudaContext:
                       "float64": (kinds.CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 8)}[element]
         rows, cols = shape
         wide, narrow = driver.cuuint64_t, driver.cuuint32_t
-        return checked(driver.cuTensorMapEncodeTiled(
+        made = self._maps[key] = checked(driver.cuTensorMapEncodeTiled(
             kind, 2, memory.pointer, [wide(cols), wide(rows)], [wide(cols * size)], [narrow(box[1]), narrow(box[0])],
             [narrow(1), narrow(1)],
             driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
             driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
             driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE))
+        if len(self._maps) > TENSOR_MAPS_KEPT:
+            self._maps.popitem(last=False)
+        return made
 
     def function(self, cubin: Cubin, name: str) -> object:
         """The kernel ``name`` of ``cubin``, its module loaded once."""
@@ -194,23 +242,40 @@ class CudaContext:
         return checked(driver.cuModuleGetFunction(module, name.encode()))
 
     def launch(self, function: object, grid: Sequence[int], block: Sequence[int], args: Sequence[Argument],
-               shared_bytes: int = 0) -> None:
-        """Enqueue ``function`` on the stream over ``grid`` blocks of ``block`` threads (up to three
-        dimensions each) with ``shared_bytes`` of dynamic shared memory."""
+               shared_bytes: int = 0, stream: object = None) -> None:
+        """Enqueue ``function`` on ``stream`` (by default the context's) over ``grid`` blocks of ``block``
+        threads (up to three dimensions each) with ``shared_bytes`` of dynamic shared memory."""
         from cuda.bindings import driver
 
-        if shared_bytes > DEFAULT_SHARED_BYTES:
+        if shared_bytes > DEFAULT_SHARED_BYTES and (int(function), shared_bytes) not in self._raised:
             attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             checked(driver.cuFuncSetAttribute(function, attribute, shared_bytes))
+            self._raised.add((int(function), shared_bytes))
         grid, block = (*grid, 1, 1)[:3], (*block, 1, 1)[:3]
         values = tuple(a.pointer if isinstance(a, DeviceMemory) else a for a, _ in args)
         types = tuple(t for _, t in args)
-        checked(driver.cuLaunchKernel(function, *grid, *block, shared_bytes, self.stream, (values, types), 0))
+        checked(driver.cuLaunchKernel(function, *grid, *block, shared_bytes,
+                                      self.stream if stream is None else stream,
+                                      (values, types), 0))
 
     def finish(self) -> None:
         from cuda.bindings import driver
 
         checked(driver.cuStreamSynchronize(self.stream))
+
+    def order(self, before: object, after: object) -> None:
+        """Make what is enqueued on the stream ``after`` from now on wait for what is on ``before`` now
+        (nothing where they are one stream)."""
+        from cuda.bindings import driver
+
+        if int(before) in LEGACY_STREAM and int(after) in LEGACY_STREAM or int(before) == int(after):
+            return
+        event = checked(driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+        try:
+            checked(driver.cuEventRecord(event, before))
+            checked(driver.cuStreamWaitEvent(after, event, 0))
+        finally:
+            driver.cuEventDestroy(event)
 
     def seconds(self, enqueue: Callable[[], None]) -> float:
         """Device seconds of what ``enqueue`` puts on the stream, between two events."""

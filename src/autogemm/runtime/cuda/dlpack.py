@@ -1,6 +1,8 @@
-"""``borrow``: the memory of another library's array through DLPack (torch, cupy and jax tensors on a
+"""DLPack both ways. ``borrow``: the memory of another library's array (torch, cupy and jax tensors on a
 GPU; numpy's on the host), without a copy: its address, shape, strides, element type and device, held
-until ``Borrowed.release`` hands it back. What the CUDA path reads device operands through.
+until ``Borrowed.release`` hands it back; what the CUDA path reads device operands through. ``export``:
+memory of ours as a capsule another library takes without a copy (``from_dlpack``); how the CUDA path
+hands its results back.
 
 The protocol: ``x.__dlpack__(stream=...)`` gives a capsule named "dltensor" around a ``DLManagedTensor``;
 the consumer renames it "used_dltensor" (so that the capsule's own destructor leaves it alone) and calls
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,6 +47,7 @@ class _ManagedTensor(ctypes.Structure):
 
 
 _Deleter = ctypes.CFUNCTYPE(None, ctypes.POINTER(_ManagedTensor))
+_CapsuleDestructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _ManagedTensor._fields_ = [("dl_tensor", _Tensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _Deleter)]
 
 _capsules = ctypes.pythonapi
@@ -53,6 +57,16 @@ _capsules.PyCapsule_GetPointer.restype = ctypes.c_void_p
 _capsules.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _capsules.PyCapsule_SetName.restype = ctypes.c_int
 _capsules.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsules.PyCapsule_New.restype = ctypes.py_object
+_capsules.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _CapsuleDestructor]
+# The same two functions on a capsule being destroyed, by address (a Python reference to it there would
+# bring it back to life).
+_dying_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_IsValid", _capsules))
+_dying_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", _capsules))
+_NAME = b"dltensor"
+#: DLPack's element type of each numpy type name.
+_CODES = {name: code_bits for code_bits, name in _TYPES.items()}
 
 
 @dataclass
@@ -109,3 +123,41 @@ def borrow(array: object, stream: int | None = None) -> Borrowed:
     borrowed.pointer = (tensor.data or 0) + tensor.byte_offset
     borrowed.shape, borrowed.strides = shape, strides
     return borrowed
+
+
+#: What each exported tensor keeps alive until its consumer calls the deleter, by the tensor's address.
+_exported: dict[int, tuple] = {}
+_exported_lock = threading.Lock()
+
+
+@_Deleter
+def _delete_exported(managed: ctypes.POINTER(_ManagedTensor)) -> None:
+    with _exported_lock:
+        kept = _exported.pop(ctypes.addressof(managed.contents), None)
+    if kept is not None:
+        kept[-1]()
+
+
+@_CapsuleDestructor
+def _destroy_capsule(capsule: int) -> None:
+    """A capsule no consumer took (still named "dltensor") deletes its tensor itself."""
+    if _dying_valid(capsule, _NAME):
+        managed = ctypes.cast(_dying_pointer(capsule, _NAME), ctypes.POINTER(_ManagedTensor))
+        _delete_exported(managed)
+
+
+def export(pointer: int, shape: tuple[int, ...], strides: tuple[int, ...], dtype: str, device: tuple[int, int],
+           on_delete: Callable[[], None]) -> object:
+    """A DLPack capsule of the array at ``pointer`` (``shape``, ``strides`` in elements, ``dtype`` a numpy
+    type name, ``device`` DLPack's type and number); ``on_delete`` is called once when its consumer
+    is done with it (or when no consumer took it)."""
+    if dtype not in _CODES:
+        raise ArgumentError(f"DLPack has no element type for {dtype}")
+    code, bits = _CODES[dtype]
+    dims, steps = (ctypes.c_int64 * len(shape))(*shape), (ctypes.c_int64 * len(shape))(*strides)
+    managed = _ManagedTensor()
+    managed.dl_tensor = _Tensor(pointer, _Device(*device), len(shape), _DataType(code, bits, 1), dims, steps, 0)
+    managed.deleter = _delete_exported
+    with _exported_lock:
+        _exported[ctypes.addressof(managed)] = (managed, dims, steps, on_delete)
+    return _capsules.PyCapsule_New(ctypes.addressof(managed), _NAME, _destroy_capsule)

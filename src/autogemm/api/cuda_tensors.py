@@ -1,0 +1,183 @@
+"""Products of device tensors on the CUDA path: torch, cupy and jax arrays (anything that exports DLPack
+on a CUDA GPU) are read and written where they lie, without copies. The call enqueues its work on the
+caller's stream (by default the current stream of the operands' library) and returns at once; a new
+result is handed back as that library's tensor."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+from ..blas.cuda_gemm import DeviceOperand, cuda_plan
+from ..blas.problem import Op
+from ..dtypes import Dtype, get_dtype
+from ..errors import ArgumentError, ShapeError
+from ..runtime.cuda import CudaContext, cuda_devices, cuda_missing, dlpack
+from ..runtime.cuda.arrays import CudaArray
+from ..runtime.cuda.context import DeviceMemory, as_stream
+from ..runtime.cuda.driver import cuda_device_of
+from ..runtime.discovery import find_device
+from .cuda_route import cuda_ready
+from .operands import layout_of, scalar
+from .validation import validate_call
+
+#: Where each library's ``from_dlpack`` is, by the top-level module of its array type.
+IMPORTERS = {"torch": "torch", "cupy": "cupy", "jax": "jax.dlpack", "jaxlib": "jax.dlpack"}
+
+
+def is_cuda_tensor(x: object) -> bool:
+    """True for an array that exports DLPack from a CUDA GPU's memory."""
+    probe = getattr(x, "__dlpack_device__", None)
+    if probe is None or isinstance(x, np.ndarray):
+        return False
+    return int(probe()[0]) == dlpack.CUDA
+
+
+class _Tensor(NamedTuple):
+    """A borrowed device operand as validation sees it (``shape``, ``dtype``) and as the kernels take it."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    strides: tuple[int, ...]
+    pointer: int
+    ordinal: int
+
+
+def tensor_gemm(a: object, b: object, c: object | None, *, alpha, beta, trans_a: str, trans_b: str, device,
+                precision, out_dtype, backend: str, stream: object, other_options: str | None) -> object:
+    """C = alpha op(A) op(B) + beta C of CUDA tensors, enqueued on ``stream`` (a handle, or an object
+    with ``cuda_stream`` or ``ptr``: torch's and cupy's streams; None: the library's current one).
+    Returns ``c``, or a new tensor of ``a``'s library (a ``CudaArray`` for a library not in
+    ``IMPORTERS``)."""
+    if backend == "opencl":
+        raise ArgumentError("CUDA tensors are multiplied on the CUDA path; leave backend 'auto' or 'cuda'")
+    if other_options:
+        raise ArgumentError(f"{other_options} is an option of the OpenCL path, not for CUDA tensors")
+    for x, name in ((a, "a"), (b, "b"), (c, "c")):
+        if x is not None and not is_cuda_tensor(x):
+            raise ArgumentError(f"a CUDA tensor was given but {name} is a {type(x).__name__}: pass every operand "
+                                f"on the GPU (e.g. torch.as_tensor({name}, device='cuda'))")
+    handle = caller_stream(a, stream)
+    borrowed = []
+    try:
+        for x in (a, b, c):
+            borrowed.append(None if x is None else dlpack.borrow(x, handle))
+        tensors = [None if x is None else _tensor(x, name) for x, name in zip(borrowed, "abc")]
+        return _enqueue(tensors, a, c, handle, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
+                        device=device, precision=precision, out_dtype=out_dtype)
+    finally:
+        for x in borrowed:
+            if x is not None:
+                x.release()
+
+
+def caller_stream(like: object, stream: object) -> int:
+    """The stream handle a call on ``like`` runs on: ``stream``'s, or the current one of ``like``'s
+    library (torch, cupy), else the legacy default stream (0)."""
+    if stream is not None:
+        return int(getattr(stream, "cuda_stream", getattr(stream, "ptr", stream)))
+    library = _library(like)
+    if library == "torch":
+        import torch
+
+        return int(torch.cuda.current_stream(like.device).cuda_stream)
+    if library == "cupy":
+        import cupy
+
+        return int(cupy.cuda.get_current_stream().ptr)
+    return 0
+
+
+def _library(x: object) -> str:
+    return type(x).__module__.split(".", 1)[0]
+
+
+def _tensor(borrowed: dlpack.Borrowed, name: str) -> _Tensor:
+    if len(borrowed.shape) != 2:
+        raise ShapeError(f"{name} has {len(borrowed.shape)} dimensions; gemm multiplies matrices (2-D)")
+    return _Tensor(borrowed.shape, get_dtype(borrowed.dtype).numpy, borrowed.strides, borrowed.pointer,
+                   borrowed.device[1])
+
+
+def _layout(x: _Tensor, name: str) -> tuple[int, bool]:
+    """(ld, flipped) of ``x`` as ``api.operands.layout_of`` gives them; ``ShapeError`` for strides that
+    are not those of a row- or column-major matrix."""
+    layout = layout_of(x.shape, x.strides, 1)
+    if layout is None:
+        raise ShapeError(f"{name}: a tensor of strides {x.strides} (elements) is not a row- or column-major "
+                         f"matrix; pass a contiguous one (.contiguous())")
+    return layout
+
+
+def _operand(x: _Tensor, rows: int, op: Op, of: Callable[..., DeviceOperand], layout: tuple[int, bool]
+             ) -> DeviceOperand:
+    """``x`` as the kernels read it (``of``: ``DeviceOperand.of_a`` or ``of_b``)."""
+    ld, flipped = layout
+    return of(DeviceMemory.lent(x.pointer), rows, ld, op.flipped() if flipped else op)
+
+
+def _enqueue(tensors: list[_Tensor | None], a: object, c: object | None, handle: int, *, alpha, beta,
+             trans_a: str, trans_b: str, device, precision, out_dtype) -> object:
+    ta, tb, tc = tensors
+    dt, op_a, op_b, m, n, k, shape = validate_call(ta, tb, tc, None, trans_a, trans_b, None, precision,
+                                                   out_dtype)
+    layouts = _layout(ta, "a"), _layout(tb, "b")
+    column_major = tc is not None and m and n and _column_major(tc, m, n)
+    alpha, beta = scalar(alpha, "alpha", dt), scalar(beta, "beta", dt)
+    if tc is None and beta != 0:
+        raise ArgumentError("beta is not 0 but no c was given to scale")
+    if k == 0 and m and n:
+        raise ArgumentError("k is 0: the product is empty (scale c by beta instead)")
+    ctx = _context(tensors, device, dt)
+    result = CudaArray.empty(ctx, shape, dt.output.numpy, handle) if tc is None else None
+    out = DeviceMemory.lent(tc.pointer) if tc is not None else result.memory
+    if m and n:
+        x_a = _operand(ta, m, op_a, DeviceOperand.of_a, layouts[0])
+        x_b = _operand(tb, n, op_b, DeviceOperand.of_b, layouts[1])
+        if column_major:                               # C^T = op(B)^T op(A)^T, row-major
+            x_a, x_b, m, n = x_b, x_a, n, m
+        with ctx.lock:
+            ctx.activate()
+            cuda_plan(ctx, dt, m, n, k).enqueue(x_a, x_b, out, alpha, beta, as_stream(handle))
+    return c if result is None else hand_back(result, a)
+
+
+def _context(tensors: list[_Tensor | None], device, dt: Dtype) -> CudaContext:
+    """The CUDA context of the GPU the operands lie on, or ``ArgumentError`` saying why there is none
+    for them (several GPUs, another than ``device``, one without the CUDA path's kernels for ``dt``)."""
+    why = cuda_missing()
+    if why:
+        raise ArgumentError(f"CUDA tensors need the CUDA path: {why}")
+    ordinals = {t.ordinal for t in tensors if t is not None}
+    if len(ordinals) > 1:
+        raise ArgumentError(f"the operands lie on different GPUs (CUDA devices {sorted(ordinals)})")
+    ordinal = ordinals.pop()
+    twin = next((d for d in cuda_devices() if d.ordinal == ordinal), None)
+    if twin is None:
+        raise ArgumentError(f"the operands lie on CUDA device {ordinal}, which the CUDA driver here does not show")
+    if device is not None and cuda_device_of(find_device(device)) != twin:
+        raise ArgumentError(f"device={device!r} is not {twin.name} (CUDA device {twin.ordinal}), where the "
+                            f"operands lie")
+    ctx, why = cuda_ready(twin, dt)
+    if why:
+        hint = "; float32 takes precision='tf32' or '3xtf32' (float32's accuracy)" if dt.key == "s" else ""
+        raise ArgumentError(f"cannot multiply these CUDA tensors: {why}{hint}")
+    return ctx
+
+
+def _column_major(c: _Tensor, m: int, n: int) -> bool:
+    """Whether ``c`` (m x n) is dense column-major rather than dense row-major; ``ShapeError`` for neither."""
+    layout = layout_of(c.shape, c.strides, 1)
+    if layout is None or layout[0] != (m if layout[1] else n):
+        raise ShapeError(f"c: the CUDA path writes a dense row- or column-major matrix, not one of strides "
+                         f"{c.strides} (elements)")
+    return layout[1]
+
+
+def hand_back(result: CudaArray, like: object) -> object:
+    """``result`` as a tensor of ``like``'s library through its ``from_dlpack``, or itself."""
+    module = IMPORTERS.get(_library(like))
+    return result if module is None else importlib.import_module(module).from_dlpack(result)

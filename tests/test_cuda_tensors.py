@@ -1,0 +1,144 @@
+"""``gemm`` and ``matmul`` on CUDA tensors (``api.cuda_tensors``): on the CPU, how they are told apart from
+host arrays and the refusals that come before anything is read or written; on a Hopper GPU, products of
+device views (transposed, offset, strided, column-major C) against float64, each dtype of the CUDA path,
+with C poisoned where beta 0 must not read it, and the results handed back through DLPack."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autogemm
+from autogemm.accuracy import Reference, apply_op, random_matrix
+from autogemm.api.cuda_tensors import is_cuda_tensor
+from autogemm.blas.cuda_gemm import DEFAULTS
+from autogemm.dtypes import DTYPES
+from autogemm.errors import ArgumentError, ShapeError
+from autogemm.runtime.cuda import dlpack
+
+
+class HostAsCuda:
+    """A host array that says it lies on CUDA device ``ordinal`` (what reaches the checks on the CPU)."""
+
+    def __init__(self, array: np.ndarray, ordinal: int = 0) -> None:
+        self.array, self.ordinal, self.shape = array, ordinal, array.shape
+
+    def __dlpack_device__(self):
+        return dlpack.CUDA, self.ordinal
+
+    def __dlpack__(self, *, stream=None, **_):
+        steps = tuple(s // self.array.itemsize for s in self.array.strides)
+        return dlpack.export(self.array.ctypes.data, self.array.shape, steps, self.array.dtype.name,
+                             self.__dlpack_device__(), lambda: self.array)
+
+
+def test_cuda_tensors_are_told_apart_from_host_arrays():
+    host = np.ones((2, 2))
+    assert not is_cuda_tensor(host) and not is_cuda_tensor([[1.0]]) and is_cuda_tensor(HostAsCuda(host))
+
+
+def test_refusals_come_before_anything_is_written():
+    a = HostAsCuda(np.ones((4, 4)))
+    c = np.full((4, 4), 7.0)
+    with pytest.raises(ArgumentError, match="pass every operand on the GPU"):
+        autogemm.gemm(a, np.ones((4, 4)), c)
+    with pytest.raises(ArgumentError, match="on the CUDA path; leave backend"):
+        autogemm.gemm(a, a, backend="opencl")
+    with pytest.raises(ArgumentError, match="wait_for is an option of the OpenCL path"):
+        autogemm.gemm(a, a, wait_for=[object()])
+    with pytest.raises(ArgumentError, match="stream is for CUDA tensors"):
+        autogemm.gemm(np.ones((4, 4)), np.ones((4, 4)), stream=5)
+    with pytest.raises(ArgumentError):          # no CUDA here (or no device 9): refused, never read
+        autogemm.gemm(HostAsCuda(np.ones((4, 4)), 9), HostAsCuda(np.ones((4, 4)), 9))
+    with pytest.raises(ShapeError, match="matrices"):
+        autogemm.matmul(HostAsCuda(np.ones((2, 4, 4))), a)
+    with pytest.raises(ShapeError, match="contiguous"):            # strided along both axes
+        autogemm.gemm(HostAsCuda(np.ones((4, 8))[:, ::2]), a)
+    assert (c == 7.0).all()
+
+
+def _hopper_context():
+    from autogemm.runtime.cuda import cuda_context, cuda_devices, cuda_missing
+
+    hopper = [] if cuda_missing() else [d for d in cuda_devices() if d.capability == (9, 0)]
+    if not hopper:
+        pytest.skip("an sm_90 GPU with the CUDA bindings")
+    return cuda_context(hopper[0])
+
+
+class DeviceView:
+    """A view of a ``CudaArray``'s memory with its own shape, strides (elements) and element offset, as a
+    library's sliced or transposed tensor would be."""
+
+    def __init__(self, base, shape, strides, offset: int = 0) -> None:
+        self.base, self.shape, self.strides, self.offset = base, shape, strides, offset
+
+    def __dlpack_device__(self):
+        return self.base.__dlpack_device__()
+
+    def __dlpack__(self, *, stream=None, **_):
+        pointer = int(self.base.memory.pointer) + self.offset * self.base.dtype.itemsize
+        return dlpack.export(pointer, self.shape, self.strides, self.base.dtype.name, self.__dlpack_device__(),
+                             lambda: self.base)
+
+
+def _on_device(ctx, host: np.ndarray, layout: str, offset: int = 0) -> DeviceView:
+    """``host`` on the device: 'row' major, 'col' major or 'strided' (the first columns of a matrix twice
+    as wide), ``offset`` elements into its memory (TMA's alignment lost for an odd one)."""
+    from autogemm.runtime.cuda.arrays import CudaArray
+
+    rows, cols = host.shape
+    if layout == "col":
+        stored, strides = host.T, (1, rows)
+    elif layout == "strided":
+        stored = np.zeros((rows, 2 * cols), host.dtype)
+        stored[:, :cols] = host
+        strides = (2 * cols, 1)
+    else:
+        stored, strides = host, (cols, 1)
+    flat = np.concatenate([np.zeros(offset, host.dtype), np.ascontiguousarray(stored).reshape(-1)])
+    return DeviceView(CudaArray.from_host(ctx, flat), host.shape, strides, offset)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("key", sorted(DEFAULTS))
+@pytest.mark.parametrize("trans_a,trans_b,layout", [("N", "N", "row"), ("T", "N", "col"), ("N", "T", "strided"),
+                                                    ("T", "C", "row")])
+def test_device_views_multiply_in_place_against_float64(key, trans_a, trans_b, layout):
+    ctx = _hopper_context()
+    dt = DTYPES[key]
+    if trans_b == "C" and not dt.is_complex:
+        trans_b = "T"
+    rng = np.random.default_rng(len(key) + ord(trans_a))
+    m, n, k = 131, 97, 77
+    a = random_matrix(rng, dt, (m, k) if trans_a == "N" else (k, m))
+    b = random_matrix(rng, dt, (k, n) if trans_b == "N" else (n, k))
+    reference = Reference(dt, apply_op(a, trans_a), apply_op(b, trans_b), rng)
+    poisoned = np.full((m, n), np.nan, dt.output.numpy)          # beta 0: written, never read
+    c = _on_device(ctx, poisoned, "col" if layout == "col" else "row", offset=3)
+    got = autogemm.gemm(_on_device(ctx, a, layout, offset=1), _on_device(ctx, b, layout), c,
+                        trans_a=trans_a, trans_b=trans_b, precision=dt.precision or None)
+    assert got is c
+    whole = c.base.get()[3:]
+    result = whole.reshape(n, m).T if layout == "col" else whole.reshape(m, n)
+    error, ok = reference.check(result)
+    assert ok, f"{key} {trans_a}{trans_b} {layout}: error {error:.2e}"
+
+
+@pytest.mark.gpu
+def test_a_new_result_comes_back_through_dlpack_with_alpha_and_beta():
+    ctx = _hopper_context()
+    from autogemm.runtime.cuda.arrays import CudaArray
+
+    dt = DTYPES["z"]
+    rng = np.random.default_rng(5)
+    a, b, c = (random_matrix(rng, dt, shape) for shape in ((70, 50), (50, 90), (70, 90)))
+    got = autogemm.matmul(CudaArray.from_host(ctx, a), CudaArray.from_host(ctx, b))
+    assert isinstance(got, CudaArray) and got.shape == (70, 90)
+    assert np.allclose(got.get(), a @ b, rtol=1e-12, atol=1e-12)
+    into = CudaArray.from_host(ctx, c)
+    autogemm.gemm(CudaArray.from_host(ctx, a), CudaArray.from_host(ctx, b), into, alpha=2j, beta=-0.5)
+    assert np.allclose(into.get(), 2j * (a @ b) - 0.5 * c, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ArgumentError, match="precision='tf32' or '3xtf32'"):
+        autogemm.gemm(CudaArray.from_host(ctx, a.real.astype(np.float32)),
+                      CudaArray.from_host(ctx, b.real.astype(np.float32)))
