@@ -195,3 +195,21 @@ def test_each_thread_multiplies_on_a_queue_of_its_own(ctx):
     with ThreadPoolExecutor(1) as other:
         theirs = other.submit(blocks.thread_queue, ctx.device).result()
     assert blocks.thread_queue(ctx.device) is mine and theirs is not mine and theirs.context == mine.context
+
+
+def test_a_block_is_uploaded_once_while_its_owner_lives(ctx, monkeypatch):
+    kept = blocks.KeptBlocks(capacity=3 * 64 * 64 * 4)
+    uploads = []
+    original = np.ascontiguousarray
+    monkeypatch.setattr(blocks.np, "ascontiguousarray", lambda x: uploads.append(x.shape) or original(x))
+    block = RNG.standard_normal((64, 128), dtype=np.float32)
+    left, again = kept.on_device(ctx.queue, block[:, :64]), kept.on_device(ctx.queue, block[:, :64])
+    assert again is left and len(uploads) == 1 and np.array_equal(left.get(), block[:, :64])
+    assert np.array_equal(kept.on_device(ctx.queue, block.T).get(), block.T)          # another view: its own
+    address = block.ctypes.data
+    del block, left, again
+    fresh = np.full((64, 128), 2.0, np.float32)        # maybe at the same address: never the old copy
+    assert np.array_equal(kept.on_device(ctx.queue, fresh[:, :64]).get(), fresh[:, :64]), address
+    for i in range(4):                                 # past the capacity the oldest go
+        kept.on_device(ctx.queue, np.full((64, 64), float(i), np.float32))
+    assert kept._bytes <= kept.capacity

@@ -115,7 +115,7 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
                 uploads.append(cl.enqueue_copy(queue, buffers[-1], np.ascontiguousarray(st.span), is_blocking=False))
             elif need and st.span.size:
                 staged.append((buffers[-1], place, st.span))
-        uploads += _staged_uploads(queue, staged)
+        uploads += staged_uploads(queue, staged)
         events = enqueue(buffers, wait_for + uploads)
         if on_device(out):
             for event in uploads + events[-1:]:
@@ -134,7 +134,7 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
                 buf.release()      # freed once the commands using it are done
 
 
-def _staged_uploads(queue: cl.CommandQueue, staged: Sequence[tuple[cl.Buffer, np.ndarray, np.ndarray]]
+def staged_uploads(queue: cl.CommandQueue, staged: Sequence[tuple[cl.Buffer, np.ndarray, np.ndarray]]
                     ) -> list[cl.Event]:
     """Copy each ``(buffer, memory, array)``'s array to its buffer through its page-locked bytes ``memory``:
     in parts of rows (one for each copying thread, ``PART_BYTES`` to ``PIPELINE_BYTES``), each copied by

@@ -86,7 +86,8 @@ def run_dask(dt: Dtype, n: int, chunk: int, workers: list[int], runs: int, rng: 
         results.append(timed(PLAIN, 1, lambda: gemm(a, b)))
     for count in workers:
         progress(f"{count} worker{'s' * (count > 1)}")
-        with local_cluster(n_workers=count, dashboard_address=":0") as cluster, Client(cluster) as client:
+        with (local_cluster(n_workers=count, dashboard_address=":0", memory_limit=0) as cluster,
+              Client(cluster) as client):
             A, B = _held(client, a, chunk), _held(client, b, chunk)
             if AUTOGEMM in paths:
                 results.append(timed(AUTOGEMM, count, lambda A=A, B=B: matmul(A, B).compute()))
@@ -128,13 +129,16 @@ def _cupy(dt: Dtype, count: int, timed: Callable[..., DaskResult], a: np.ndarray
 
 
 def _gpu_cluster(count: int) -> object:
-    """A cluster of ``count`` worker processes of one thread, each seeing one GPU of its own."""
+    """A cluster of ``count`` worker processes of one thread, each seeing one GPU of its own, without a
+    host memory limit (dask's default, the host's memory over its cores, paused a 32768^3 product's
+    workers on two H200s)."""
     if importlib.util.find_spec("dask_cuda") is not None:
         from dask_cuda import LocalCUDACluster
 
-        return LocalCUDACluster(n_workers=count, dashboard_address=":0")
+        return LocalCUDACluster(n_workers=count, dashboard_address=":0", memory_limit=0)
     from distributed import Nanny, Scheduler, SpecCluster
 
-    workers = {number: {"cls": Nanny, "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": str(number)}}}
+    workers = {number: {"cls": Nanny, "options": {"nthreads": 1, "memory_limit": 0,
+                                                  "env": {"CUDA_VISIBLE_DEVICES": str(number)}}}
                for number in range(count)}
     return SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {"dashboard_address": ":0"}})

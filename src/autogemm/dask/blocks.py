@@ -1,11 +1,15 @@
 """The product of one pair of blocks, run by a Dask worker: on the worker's device through
-``autogemm.gemm``, or with numpy's BLAS where the worker has no usable device (said once per device)."""
+``autogemm.gemm``, or with numpy's BLAS where the worker has no usable device (said once per device).
+The blocks of A and B a worker uploads stay on its device for the later tasks that read them again
+(``KeptBlocks``): a block of A serves a whole row of C's blocks, one of B a whole column."""
 
 from __future__ import annotations
 
 import functools
 import logging
 import threading
+import weakref
+from collections import OrderedDict
 
 import numpy as np
 import pyopencl as cl
@@ -13,12 +17,15 @@ import pyopencl.array as cl_array
 
 from ..accuracy import apply_op
 from ..api import gemm
-from ..api.transfer import host_result
+from ..api.transfer import host_result, staged_uploads
 from ..errors import DeviceError
 from ..runtime import Device, context_for, context_for_queue
 from ..runtime.discovery import default_device, find_device
+from ..shares.staging import page_locked
 
 log = logging.getLogger("autogemm.dask")
+#: The share of a device's memory its worker keeps uploaded blocks of A and B in.
+KEPT_SHARE = 0.25
 
 #: Each worker's device, as ``"P:D"`` (set by ``AutogemmPlugin``), by the worker's address: workers that
 #: are threads of one process each keep their own.
@@ -72,16 +79,69 @@ def block_product(a: np.ndarray | list[np.ndarray], b: np.ndarray | list[np.ndar
     device = worker_device()
     if device is None:
         return sum(alpha * (apply_op(x, trans_a) @ apply_op(y, trans_b)) for x, y in pairs)
-    if len(pairs) == 1:
-        return gemm(*pairs[0], alpha=alpha, trans_a=trans_a, trans_b=trans_b, device=device)
     first_a, first_b = pairs[0]
     rows = first_a.shape[1 if trans_a != "N" else 0]
     cols = first_b.shape[0 if trans_b != "N" else 1]
     queue = thread_queue(device)
+    kept = kept_blocks(device)
     c = cl_array.empty(queue, (rows, cols), first_a.dtype)
     for step, (x, y) in enumerate(pairs):
-        gemm(x, y, c, alpha=alpha, beta=1.0 if step else 0.0, trans_a=trans_a, trans_b=trans_b)
+        gemm(kept.on_device(queue, x), kept.on_device(queue, y), c, alpha=alpha, beta=1.0 if step else 0.0,
+             trans_a=trans_a, trans_b=trans_b)
     return c.get(ary=host_result(context_for_queue(queue), c.shape, c.dtype))
+
+
+class KeptBlocks:
+    """Host blocks uploaded to one device and kept there, the least recently used dropped past
+    ``capacity`` bytes. A block is known by its memory (address, shape, strides, dtype) while the array
+    that owns that memory lives: dask's chunks are not written once made, so while their owner lives
+    the uploaded copy is theirs."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._blocks: OrderedDict[tuple, tuple[weakref.ref, cl_array.Array]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def on_device(self, queue: cl.CommandQueue, x: np.ndarray) -> cl_array.Array:
+        """``x`` on the device (a C-ordered copy): the kept one, else uploaded through page-locked memory
+        now and kept."""
+        owner = _owner(x)
+        key = (x.__array_interface__["data"][0], x.shape, x.strides, x.dtype.str)
+        with self._lock:
+            found = self._blocks.get(key)
+            if found is not None and found[0]() is owner:
+                self._blocks.move_to_end(key)
+                return found[1]
+        uploaded = cl_array.empty(queue, x.shape, x.dtype)
+        ctx = context_for_queue(queue)
+        if ctx.device.shares_host_memory or not x.size:       # no DMA to feed: a copy is all it takes
+            uploaded.set(np.ascontiguousarray(x))
+        else:
+            lock, memory = page_locked(ctx, x.nbytes)
+            with lock:
+                cl.wait_for_events(staged_uploads(queue, [(uploaded.data, memory, x)]))
+        with self._lock:
+            replaced = self._blocks.pop(key, None)
+            self._bytes += uploaded.nbytes - (replaced[1].nbytes if replaced else 0)
+            self._blocks[key] = (weakref.ref(owner), uploaded)
+            while self._bytes > self.capacity and len(self._blocks) > 1:
+                _, (_, dropped) = self._blocks.popitem(last=False)
+                self._bytes -= dropped.nbytes
+        return uploaded
+
+
+def _owner(x: np.ndarray) -> np.ndarray:
+    """The array at the root of ``x``'s chain of views."""
+    while isinstance(x.base, np.ndarray):
+        x = x.base
+    return x
+
+
+@functools.cache
+def kept_blocks(device: Device) -> KeptBlocks:
+    """The blocks kept on ``device`` (one store for all of a process's workers on it)."""
+    return KeptBlocks(int(KEPT_SHARE * device.global_mem_bytes))
 
 
 _queues = threading.local()
