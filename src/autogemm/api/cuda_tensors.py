@@ -61,17 +61,15 @@ def tensor_gemm(a: object, b: object, c: object | None, *, alpha, beta, trans_a:
             raise ArgumentError(f"a CUDA tensor was given but {name} is a {type(x).__name__}: pass every operand "
                                 f"on the GPU (e.g. torch.as_tensor({name}, device='cuda'))")
     handle = caller_stream(a, stream)
-    borrowed = []
+    own = stream is None and _library(a) == "torch"       # torch's own attributes, on its current stream
+    borrowed: list[dlpack.Borrowed] = []
     try:
-        for x in (a, b, c):
-            borrowed.append(None if x is None else dlpack.borrow(x, handle))
-        tensors = [None if x is None else _tensor(x, name) for x, name in zip(borrowed, "abc")]
-        return _enqueue(tensors, a, c, handle, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
+        tensors = [None if x is None else _read(x, name, handle, own, borrowed) for x, name in zip((a, b, c), "abc")]
+        return _enqueue(tensors, a, c, handle, own, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
                         device=device, precision=precision, out_dtype=out_dtype)
     finally:
         for x in borrowed:
-            if x is not None:
-                x.release()
+            x.release()
 
 
 def caller_stream(like: object, stream: object) -> int:
@@ -95,11 +93,23 @@ def _library(x: object) -> str:
     return type(x).__module__.split(".", 1)[0]
 
 
-def _tensor(borrowed: dlpack.Borrowed, name: str) -> _Tensor:
-    if len(borrowed.shape) != 2:
-        raise ShapeError(f"{name} has {len(borrowed.shape)} dimensions; gemm multiplies matrices (2-D)")
-    return _Tensor(borrowed.shape, get_dtype(borrowed.dtype).numpy, borrowed.strides, borrowed.pointer,
-                   borrowed.device[1])
+def _read(x: object, name: str, handle: int, own: bool, borrowed: list[dlpack.Borrowed]) -> _Tensor:
+    """``x`` as the call sees it: a torch tensor through its own attributes where ``own`` (on torch's
+    current stream nothing needs ordering, and DLPack's exchange cost torch about 60 us an operand),
+    any other through DLPack on the stream ``handle`` (added to ``borrowed``, to be released)."""
+    if own and _library(x) == "torch":
+        return _tensor(tuple(x.shape), str(x.dtype).removeprefix("torch."), tuple(x.stride()), x.data_ptr(),
+                       x.device.index or 0, name)
+    lent = dlpack.borrow(x, handle)
+    borrowed.append(lent)
+    return _tensor(lent.shape, lent.dtype, lent.strides, lent.pointer, lent.device[1], name)
+
+
+def _tensor(shape: tuple[int, ...], dtype: str, strides: tuple[int, ...], pointer: int, ordinal: int, name: str
+            ) -> _Tensor:
+    if len(shape) != 2:
+        raise ShapeError(f"{name} has {len(shape)} dimensions; gemm multiplies matrices (2-D)")
+    return _Tensor(shape, get_dtype(dtype).numpy, strides, pointer, ordinal)
 
 
 def _layout(x: _Tensor, name: str) -> tuple[int, bool]:
@@ -119,8 +129,8 @@ def _operand(x: _Tensor, rows: int, op: Op, of: Callable[..., DeviceOperand], la
     return of(DeviceMemory.lent(x.pointer), rows, ld, op.flipped() if flipped else op)
 
 
-def _enqueue(tensors: list[_Tensor | None], a: object, c: object | None, handle: int, *, alpha, beta,
-             trans_a: str, trans_b: str, device, precision, out_dtype) -> object:
+def _enqueue(tensors: list[_Tensor | None], a: object, c: object | None, handle: int, own: bool, *, alpha,
+             beta, trans_a: str, trans_b: str, device, precision, out_dtype) -> object:
     ta, tb, tc = tensors
     dt, op_a, op_b, m, n, k, shape = validate_call(ta, tb, tc, None, trans_a, trans_b, None, precision,
                                                    out_dtype)
@@ -132,8 +142,16 @@ def _enqueue(tensors: list[_Tensor | None], a: object, c: object | None, handle:
     if k == 0 and m and n:
         raise ArgumentError("k is 0: the product is empty (scale c by beta instead)")
     ctx = _context(tensors, device, dt)
-    result = CudaArray.empty(ctx, shape, dt.output.numpy, handle) if tc is None else None
-    out = DeviceMemory.lent(tc.pointer) if tc is not None else result.memory
+    if tc is not None:
+        result, out = None, DeviceMemory.lent(tc.pointer)
+    elif own:                                  # torch's own allocator, on its current stream
+        import torch
+
+        result = torch.empty(shape, dtype=getattr(torch, dt.output.numpy.name), device=a.device)
+        out = DeviceMemory.lent(result.data_ptr())
+    else:
+        result = CudaArray.empty(ctx, shape, dt.output.numpy, handle)
+        out = result.memory
     if m and n:
         x_a = _operand(ta, m, op_a, DeviceOperand.of_a, layouts[0])
         x_b = _operand(tb, n, op_b, DeviceOperand.of_b, layouts[1])
@@ -142,7 +160,9 @@ def _enqueue(tensors: list[_Tensor | None], a: object, c: object | None, handle:
         with ctx.lock:
             ctx.activate()
             cuda_plan(ctx, dt, m, n, k).enqueue(x_a, x_b, out, alpha, beta, as_stream(handle))
-    return c if result is None else hand_back(result, a)
+    if result is None:
+        return c
+    return result if own else hand_back(result, a)
 
 
 def _context(tensors: list[_Tensor | None], device, dt: Dtype) -> CudaContext:
