@@ -14,45 +14,37 @@ from __future__ import annotations
 from ..hopper import HELPERS, ROW_BYTES, WARPGROUP, Rendered, pipeline, registers
 from .params import DmmaParams
 
-#: One step of K (4 of the instruction) of a warp in float64: fragments, then its products.
-REAL_STEP = """            #pragma unroll
-            for (int kk = 0; kk < BLOCK_K; kk += 4) {
-                double a[TILES_M][2], b[TILES_N];
+
+def _step(element: str, load: str, products: str) -> str:
+    """One step of K (4 of the instruction) of a warp: fragments of ``element`` read by ``load``, then
+    ``products`` for each tile (i, j)."""
+    return f"""            #pragma unroll
+            for (int kk = 0; kk < BLOCK_K; kk += 4) {{
+                {element} a[TILES_M][2], b[TILES_N];
                 #pragma unroll
-                for (int i = 0; i < TILES_M; ++i) {
-                    a[i][0] = swizzled(a_tile, warp_row + i * 16 + group_id, kk + member);
-                    a[i][1] = swizzled(a_tile, warp_row + i * 16 + group_id + 8, kk + member);
-                }
+                for (int i = 0; i < TILES_M; ++i) {{
+                    a[i][0] = {load}(a_tile, warp_row + i * 16 + group_id, kk + member);
+                    a[i][1] = {load}(a_tile, warp_row + i * 16 + group_id + 8, kk + member);
+                }}
                 #pragma unroll
-                for (int j = 0; j < TILES_N; ++j) b[j] = swizzled(b_tile, warp_col + j * 8 + group_id, kk + member);
+                for (int j = 0; j < TILES_N; ++j) b[j] = {load}(b_tile, warp_col + j * 8 + group_id, kk + member);
                 #pragma unroll
                 for (int i = 0; i < TILES_M; ++i)
                     #pragma unroll
-                    for (int j = 0; j < TILES_N; ++j) dmma(acc[i][j], a[i][0], a[i][1], b[j]);
-            }
+                    for (int j = 0; j < TILES_N; ++j){products}
+            }}
 """
+
+
+#: The step in float64.
+REAL_STEP = _step("double", "swizzled", " dmma(acc[i][j], a[i][0], a[i][1], b[j]);")
 #: The same in complex128: re += a.re b.re - a.im b.im, im += a.re b.im + a.im b.re.
-COMPLEX_STEP = """            #pragma unroll
-            for (int kk = 0; kk < BLOCK_K; kk += 4) {
-                double2 a[TILES_M][2], b[TILES_N];
-                #pragma unroll
-                for (int i = 0; i < TILES_M; ++i) {
-                    a[i][0] = swizzled_complex(a_tile, warp_row + i * 16 + group_id, kk + member);
-                    a[i][1] = swizzled_complex(a_tile, warp_row + i * 16 + group_id + 8, kk + member);
-                }
-                #pragma unroll
-                for (int j = 0; j < TILES_N; ++j) b[j] = swizzled_complex(b_tile, warp_col + j * 8 + group_id, kk + member);
-                #pragma unroll
-                for (int i = 0; i < TILES_M; ++i)
-                    #pragma unroll
-                    for (int j = 0; j < TILES_N; ++j) {
+COMPLEX_STEP = _step("double2", "swizzled_complex", """ {
                         dmma(acc[i][j], a[i][0].x, a[i][1].x, b[j].x);
                         dmma(acc[i][j], -a[i][0].y, -a[i][1].y, b[j].y);
                         dmma(acc[i][j] + 4, a[i][0].x, a[i][1].x, b[j].y);
                         dmma(acc[i][j] + 4, a[i][0].y, a[i][1].y, b[j].x);
-                    }
-            }
-"""
+                    }""")
 #: The scalars of C = alpha A B^T + beta C and their arithmetic, by dtype.
 SCALARS = {
     "d": """__device__ __forceinline__ double scaled(double s, double v) { return s * v; }
