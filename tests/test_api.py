@@ -4,6 +4,7 @@ and clear errors that leave the caller's arrays untouched."""
 from __future__ import annotations
 
 import gc
+import importlib
 import weakref
 
 import numpy as np
@@ -170,14 +171,14 @@ def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx,
     copied as they are. (PoCL's device shares the host's memory and skips all this: it is made to look as
     if it had its own.)"""
     from autogemm.api import transfer
-    from autogemm.shares import staging
+    from autogemm.shares import copying, staging
 
     monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
     monkeypatch.setattr(staging, "_page_locked", type(staging._page_locked)())
     monkeypatch.setattr(transfer, "PINNED_MIN_BYTES", 0)
-    monkeypatch.setattr(transfer, "PART_BYTES", 0)
+    monkeypatch.setattr(transfer, "PIECE_BYTES", 256)
     monkeypatch.setattr(transfer, "PIPELINE_BYTES", 1000)         # a, b and c in several parts
-    monkeypatch.setattr(staging, "COPY_THREADS", 3)               # copied and sent by several threads
+    monkeypatch.setattr(copying, "COPY_THREADS", 3)               # copied by several threads
     rng = np.random.default_rng(3)
     dt = DTYPES["d"]
     a, b = random_matrix(rng, dt, (70, 45)), random_matrix(rng, dt, (45, 33))
@@ -195,14 +196,61 @@ def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx,
     assert relative_error(autogemm.gemm(a, b.T.copy(), trans_b="T", device=ctx.device), want) < dt.tolerance
     assert staging._page_locked[ctx][2] is memory and not lock.locked()      # reused, and let go
     sent = []
-    real_send = transfer._send
-    monkeypatch.setattr(transfer, "_send", lambda *args: sent.append(args[3]) or real_send(*args))
+    real_copied = transfer._copied
+    monkeypatch.setattr(transfer, "_copied", lambda place, span, start, stop: sent.append(span[start:stop])
+                        or real_copied(place, span, start, stop))
     on_device = cl_array.to_device(ctx.queue, c)              # host operands, a device result
     got = autogemm.gemm(a, b, on_device, alpha=2.0, beta=0.5, device=ctx.device)
     assert relative_error(got.get(), 2.0 * want + 0.5 * c) < dt.tolerance
     assert sum(part.nbytes for part in sent) == a.nbytes + b.nbytes and not lock.locked()
     monkeypatch.setattr(transfer, "PINNED_BYTES", 1024)
     assert relative_error(autogemm.gemm(a, b, device=ctx.device), want) < dt.tolerance
+
+
+@pytest.mark.parametrize("letter, trans_a, trans_b, c_order, beta", [
+    ("s", "N", "N", "C", 0.0), ("d", "T", "N", "C", 0.5), ("c", "N", "C", "F", 1.0), ("z", "C", "T", "strided", -1.0),
+    ("d", "N", "T", "F", 0.0), ("s", "T", "T", "pool", 0.0)])
+def test_numpy_products_run_in_blocks_of_rows_whose_copies_overlap(ctx, monkeypatch, letter, trans_a, trans_b,
+                                                                   c_order, beta):
+    """A product of numpy arrays runs in blocks of C's rows, each launched once the rows of A (and C) it
+    reads are uploaded, its rows downloaded while the next computes: every block right, with transposes,
+    beta (C uploaded by blocks too), a column-major C (the blocks are rows of its transpose), a strided one
+    (read back whole) and a new result from the page-locked pool. Sizes are no multiple of the blocks."""
+    from autogemm.api import transfer
+    from autogemm.shares import staging
+
+    gemm_module = importlib.import_module("autogemm.api.gemm")     # (the package's name is the function's)
+    monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
+    monkeypatch.setattr(staging, "_page_locked", type(staging._page_locked)())
+    monkeypatch.setattr(transfer, "PINNED_MIN_BYTES", 0)
+    monkeypatch.setattr(transfer, "PIECE_BYTES", 256)
+    monkeypatch.setattr(transfer, "PIPELINE_BYTES", 3000)
+    monkeypatch.setattr(gemm_module, "BLOCK_TILES", 1e-4)
+    monkeypatch.setattr(gemm_module, "BLOCK_ROWS", 16)
+    ran = []
+    real_execute = gemm_module.execute
+    monkeypatch.setattr(gemm_module, "execute", lambda *args: ran.append(len(args[5])) or real_execute(*args))
+    dt = DTYPES[letter]
+    m, n, k = 83, 61, 47
+    a = random_matrix(RNG, dt, (k, m) if trans_a != "N" else (m, k))
+    b = random_matrix(RNG, dt, (n, k) if trans_b != "N" else (k, n))
+    want = apply_op(a, trans_a).astype(np.complex128) @ apply_op(b, trans_b)
+    if c_order == "pool":
+        monkeypatch.setattr(transfer, "RESULT_MIN_BYTES", 0)
+        out = autogemm.gemm(a, b, trans_a=trans_a, trans_b=trans_b, device=ctx.device)
+        assert transfer.result_pool(ctx).owns(out)             # written by the downloads, no copy
+    else:
+        old = random_matrix(RNG, dt, (m, n))
+        wide = np.full((m, n + 9), np.nan, dtype=dt.numpy)
+        c = {"C": old.copy(), "F": np.asfortranarray(old), "strided": wide[:, 4:4 + n]}[c_order]
+        c[...] = old if beta != 0 else np.nan                   # beta = 0 must not read it
+        want = want + beta * old
+        out = autogemm.gemm(a, b, c, beta=beta, trans_a=trans_a, trans_b=trans_b, device=ctx.device)
+        assert out is c
+        if c_order == "strided":
+            assert np.isnan(wide[:, :4]).all() and np.isnan(wide[:, 4 + n:]).all()
+    assert ran == [3 if c_order != "F" else 2]        # 83 (or 61, C^T's) rows in blocks of 32 (2 x 16)
+    assert relative_error(out, want) < dt.tolerance
 
 
 def test_device_buffers_of_a_host_call_are_kept_for_the_next_and_freed_by_clear_plans(ctx, monkeypatch):

@@ -11,7 +11,7 @@ import autogemm
 from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
 from autogemm.dtypes import DTYPES
 from autogemm.runtime.context import DeviceContext
-from autogemm.shares import HOST, HostGemm, Split, run_split, staging
+from autogemm.shares import HOST, HostGemm, Split, copying, run_split, staging
 
 RNG = np.random.default_rng()
 
@@ -188,7 +188,7 @@ def small_chunks(monkeypatch):
     """Streams in 128-wide tiles through 4 KiB staging chunks: many tiles, many chunks per block."""
     from autogemm.shares import stream
     monkeypatch.setattr(staging, "CHUNK_BYTES", 4096)
-    monkeypatch.setattr(staging, "THREADED_BYTES", 1024)      # the threaded copies too
+    monkeypatch.setattr(copying, "THREADED_BYTES", 1024)      # the threaded copies too
     return stream
 
 
@@ -279,10 +279,8 @@ def test_tiles_are_taken_in_growing_squares_where_both_operands_stay():
 def test_large_host_calls_stream_through_the_device(ctx, monkeypatch, streamed):
     """gemm on numpy arrays of at least STREAM_BYTES goes through the device's stream (any layout of c,
     alpha and beta as ever); smaller ones and device arrays do not."""
-    import importlib
-
+    from autogemm.api import transfer
     from autogemm.shares import stream
-    gemm_module = importlib.import_module("autogemm.api.gemm")
     streamed = []
     real = stream.DeviceStream.run
     monkeypatch.setattr(stream.DeviceStream, "run", lambda self, trace=None: streamed.append(self) or real(self, trace))
@@ -292,7 +290,7 @@ def test_large_host_calls_stream_through_the_device(ctx, monkeypatch, streamed):
     want = 2j * (a.astype(np.complex128) @ b.T.conj()) - c
     autogemm.gemm(a, b, c.copy(), alpha=2j, beta=-1, trans_b="C", device=ctx.device)
     assert not streamed
-    monkeypatch.setattr(gemm_module, "STREAM_BYTES", a.nbytes)
+    monkeypatch.setattr(transfer, "STREAM_BYTES", a.nbytes)
     got = autogemm.gemm(a, b, c, alpha=2j, beta=-1, trans_b="C", device=ctx.device)
     assert len(streamed) == 1 and got is c and relative_error(c, want) < dt.tolerance
 
@@ -303,8 +301,8 @@ def test_devices_sharing_a_product_copy_b_through_the_host_once(device, small_ch
     dt = DTYPES["d"]
     m, n, k = 300, 270, 90
     copied = []
-    real = staging.parallel_copy
-    monkeypatch.setattr(staging, "parallel_copy", lambda dst, src: (copied.append(src), real(dst, src))[1])
+    real = copying.parallel_copy
+    monkeypatch.setattr(copying, "parallel_copy", lambda dst, src: (copied.append(src), real(dst, src))[1])
     for tb in ("N", "T"):
         a = random_matrix(RNG, dt, (m, k))
         b = random_matrix(RNG, dt, (n, k) if tb == "T" else (k, n))
@@ -332,7 +330,7 @@ def test_a_device_sharing_the_hosts_memory_computes_in_place(ctx, monkeypatch):
     from autogemm.shares import mapped
     if not ctx.device.shares_host_memory:
         pytest.skip("this device has memory of its own")
-    monkeypatch.setattr(staging, "parallel_copy", lambda dst, src: pytest.fail("copied through staging"))
+    monkeypatch.setattr(copying, "parallel_copy", lambda dst, src: pytest.fail("copied through staging"))
     ran = []
     real = mapped.MappedShare.run
     monkeypatch.setattr(mapped.MappedShare, "run", lambda self: (ran.append(self), real(self))[1])

@@ -27,7 +27,7 @@ from .cuda_route import check_backend, cuda_gemm
 from .cuda_tensors import is_cuda_tensor, tensor_gemm
 from .operands import Matrix, Stored, as_matrix, call_context, event_list, events_of, on_device, scalar, stored
 from .targets import Devices, gemm_on_targets
-from .transfer import execute, host_result
+from .transfer import Block, Enqueue, execute, host_result, large_on_host, whole
 from .validation import validate_call
 
 
@@ -108,7 +108,7 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
             raise ArgumentError("devices= runs on several targets and blocks: leave device and wait_for out")
         return gemm_on_targets(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, devices=devices,
                                split=split, config=config, edge=edge, precision=precision, out_dtype=out_dtype)
-    if not wait_for and _large_on_host(a, b, c):
+    if not wait_for and large_on_host(a, b, c):
         # as a share of its device: streamed (copies through page-locked staging, overlapping the
         # kernels), or in place where the device shares the host's memory
         return gemm_on_targets(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, devices=[device],
@@ -117,26 +117,13 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
                    config=config, edge=edge, precision=precision, out_dtype=out_dtype, wait_for=wait_for)
 
 
-#: A call on numpy arrays of at least this many bytes in all runs as a share of its device (``shares``:
-#: streamed, or in place): on the H100 that took a 16384^3 SGEMM from 14 to 41 TFLOP/s end to end.
-#: Smaller calls cross through page-locked memory (``transfer``), which on the H100 was faster up to here:
-#: SGEMM 8192^3 (512 MiB) 55 ms so and 75 to 85 ms streamed, DGEMM 6144^3 49 ms and 82 ms, SGEMM 4096^3
-#: 12 ms and 25 ms.
-STREAM_BYTES = 2**30
-
-
-def _large_on_host(a: Matrix, b: Matrix, c: Matrix | None) -> bool:
-    operands = [x for x in (a, b, c) if x is not None]
-    return all(isinstance(x, np.ndarray) for x in operands) and sum(x.nbytes for x in operands) >= STREAM_BYTES
-
-
 def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha, beta, trans_a: str, trans_b: str,
             device, config, edge: str, precision, out_dtype, wait_for) -> Matrix:
     """``gemm`` on checked arrays: one product of matrices (``batch`` None), or a strided batch of
     ``batch`` products where ``a``, ``b`` and ``c`` are stacks along their first dimension (``a`` or
     ``b`` a matrix, or a stack of one, is used in every product)."""
     wait_for = event_list(wait_for)
-    key = _device_key(a, b, c, device, batch, trans_a, trans_b, config, edge, precision, out_dtype)
+    key = _call_key(a, b, c, device, batch, trans_a, trans_b, config, edge, precision, out_dtype)
     found = _resolved.get(key) if key is not None else None
     if found is not None and is_current(found[1]):
         call, plan = found
@@ -165,8 +152,8 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
     if problem.m == 0 or problem.n == 0 or problem.batch == 0:
         return out
     wait_for = events_of([a, b, c], ctx.queue) + wait_for
-    if key is None and not call.blocked:        # a blocked call has device arrays alone, with or without a key
-        return _run_with_transfers(call, plan, a, b, out, alpha, beta, wait_for)
+    if not all(on_device(x) for x in (a, b, c) if x is not None):
+        return _run_with_transfers(call, plan, a, b, out, alpha, beta, wait_for, config, edge)
     # device arrays alone: nothing to upload; the offsets are this call's own (the key holds their class)
     first, second = (b, a) if call.swapped else (a, b)
     offsets = (first.offset // first.dtype.itemsize, second.offset // second.dtype.itemsize,
@@ -185,19 +172,52 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
 
 
 def _run_with_transfers(call: _Call, plan: LaunchPlan, a: Matrix, b: Matrix, out: Matrix, alpha, beta,
-                        wait_for: list[cl.Event]) -> Matrix:
-    """A call with host operands (or resolved afresh): uploads, the product, and a host result's download."""
+                        wait_for: list[cl.Event], config: KernelParams | None, edge: str) -> Matrix:
+    """A call with host operands (or resolved afresh): uploads, the product, and a host result's download;
+    on numpy arrays alone, in blocks of C's rows (``row_blocks``) so that they overlap."""
     sa, sb, sc = stored(a, "a"), stored(b, "b"), stored(out, "c")
     operands = (sb, sa, sc) if call.swapped else (sa, sb, sc)
-    temporaries = [] if plan.allocated else list(plan.temporary_bytes().values())
-    problem = call.problem
+    pr = call.problem
+    spans = [(0, pr.m)] if call.asynchronous or call.ctx.device.shares_host_memory else \
+        row_blocks(pr, call.ctx.device.compute_units)
+    if len(spans) == 1:
+        plans, blocks_of_c = [plan], whole(operands, _product(plan, pr, alpha, beta))
+    else:
+        parts = [replace(pr, m=r1 - r0, offset_a=pr.offset_a + (r0 if pr.op_a.transposed else r0 * pr.lda),
+                         offset_c=pr.offset_c + r0 * pr.ldc) for r0, r1 in spans]
+        plans = [cached_plan(call.ctx, part.aligned(), config, edge) for part in parts]
+        ends = [part.offset_c + part.member_elements("C") for part in parts]
+        blocks_of_c = [Block((part.offset_a + part.member_elements("A"), operands[1].elements, end),
+                             (part.offset_c, end), _product(block_plan, part, alpha, beta))
+                       for part, block_plan, end in zip(parts, plans, ends)]
+    temporaries = [size for p in set(plans) if not p.allocated for size in p.temporary_bytes().values()]
+    # C is uploaded only when beta is not 0: it is not read then
+    return execute(call.ctx, operands, (True, True, beta != 0), out, temporaries, blocks_of_c, wait_for)
 
+
+#: A product of numpy arrays runs in blocks of C's rows, each of about ``BLOCK_TILES`` tiles of 128 x 128
+#: per compute unit of the device (a block of fewer would leave units idle), at most ``MAX_BLOCKS``, each
+#: a multiple of ``BLOCK_ROWS`` rows: while the device computes one block, the next block's rows of A
+#: are uploaded and the last block's C comes back. On the H100, SGEMM 4096^3 from numpy to numpy took
+#: 10.1 ms in one block, the device idle while 3.6 ms of uploads ran and the download after it.
+BLOCK_TILES, MAX_BLOCKS, BLOCK_ROWS = 1, 8, 128
+
+
+def row_blocks(problem: GemmProblem, compute_units: int) -> list[tuple[int, int]]:
+    """The blocks [r0, r1) of C's rows that a product of host arrays runs in (one for a batch)."""
+    m, n = problem.m, problem.n
+    count = round(m * n / (BLOCK_TILES * compute_units * 128 * 128))
+    count = max(1, min(MAX_BLOCKS, count, m // BLOCK_ROWS)) if problem.batch == 1 else 1
+    step = -(-m // count // BLOCK_ROWS) * BLOCK_ROWS if count > 1 else m
+    return [(r0, min(r0 + step, m)) for r0 in range(0, m, step)] or [(0, m)]
+
+
+def _product(plan: LaunchPlan, part: GemmProblem, alpha, beta) -> Enqueue:
+    """The launches of ``plan`` on ``part``'s offsets, as a block enqueues them."""
     def enqueue(buffers: list[cl.Buffer], events: list[cl.Event]) -> list[cl.Event]:
         return plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=events,
-                            offsets=(problem.offset_a, problem.offset_b, problem.offset_c))
-
-    # C is uploaded only when beta is not 0: it is not read then
-    return execute(call.ctx, operands, (True, True, beta != 0), out, temporaries, enqueue, wait_for)
+                            offsets=(part.offset_a, part.offset_b, part.offset_c))
+    return enqueue
 
 
 @dataclass(frozen=True)
@@ -215,26 +235,34 @@ class _Call:
     blocked: bool = False        # past 32-bit indexing: run in blocks (device arrays alone, one product)
 
 
-#: Resolutions of recent calls on device arrays alone, by everything they depend on, with the plan each
-#: ran on: a program that repeats a call on the same arrays (or arrays of the same shapes and layouts)
-#: skips the checks and the plan's lookup while that plan is current.
+#: Resolutions of recent calls on device arrays alone or numpy arrays alone, by everything they depend
+#: on, with the plan each ran on: a program that repeats a call on the same arrays (or arrays of the same
+#: shapes and layouts) skips the checks and the plan's lookup while that plan is current (on the H100 the
+#: checks took 0.12 ms of a 1024^3 SGEMM's 1.3 ms from numpy to numpy).
 RESOLVED_CAPACITY = 64
 _resolved: OrderedDict[tuple, tuple[_Call, LaunchPlan]] = OrderedDict()
 _resolved_lock = threading.Lock()
 
 
-def _device_key(a: Matrix, b: Matrix, c: Matrix | None, device: object, *options) -> tuple | None:
+def _call_key(a: Matrix, b: Matrix, c: Matrix | None, device: object, *options) -> tuple | None:
     """The key of a call whose operands are all device arrays (shapes, strides, the alignment classes of
-    their offsets, dtypes, queues, ``device`` and every other option), else None: host arrays are
-    resolved afresh each time, and so is a call naming a ``Device`` object (not worth hashing). Views
-    of a stack at offsets of one class share a key, so a loop over them is resolved once."""
-    if not (on_device(a) and on_device(b) and (c is None or on_device(c))):
+    their offsets, dtypes, queues, ``device`` and every other option) or all numpy arrays (shapes,
+    strides, dtypes, whether C is writeable, and the rest), else None: mixed operands are resolved
+    afresh each time. A ``Device`` object stands in by its place among the platforms' devices (its own
+    hash covers every fact). Views of a stack at offsets of one class share a key, so a loop over them
+    is resolved once."""
+    if isinstance(device, Device):
+        device = (device.platform_index, device.device_index)
+    elif not isinstance(device, (str, int, type(None))):
         return None
-    if not isinstance(device, (str, int, type(None))):
+    operands = [x for x in (a, b, c) if x is not None]
+    if all(type(x) is np.ndarray for x in operands):
+        return (*((x.shape, x.strides, x.dtype) for x in operands), c is None or c.flags.writeable,
+                c is None, device, *options)
+    if not all(on_device(x) for x in operands):
         return None
     return (*((x.shape, x.strides, alignment_class(x.offset // x.dtype.itemsize), x.dtype, x.queue)
-              for x in (a, b, c) if x is not None),
-            c is None, device, *options)
+              for x in operands), c is None, device, *options)
 
 
 def clear_plans() -> None:

@@ -29,7 +29,7 @@ from .operands import (
     stored,
     stored_vector,
 )
-from .transfer import execute, host_result
+from .transfer import execute, host_result, whole
 
 
 @reports_full_memory
@@ -104,5 +104,5 @@ def gemv(a: Matrix, x: Matrix, y: Matrix | None = None, *, alpha: complex | floa
 
     # A and x are not read when alpha is 0, y only when beta is not 0
     reads = alpha != 0 and n > 0
-    return execute(ctx, (sa, sx, sy), (reads, reads, beta != 0), out, temporaries, enqueue,
+    return execute(ctx, (sa, sx, sy), (reads, reads, beta != 0), out, temporaries, whole((sa, sx, sy), enqueue),
                    events_of([a, x, y], ctx.queue) + wait_for)

@@ -5,16 +5,19 @@ numpy in, numpy out, the host's arrays cross through page-locked memory, as torc
 ``pin_memory``: the device's DMA engines read and write page-locked memory at several times the rate of
 pageable memory, which the driver copies through a small staging area of its own (on the H100, SGEMM
 4096^3 took 50 ms from numpy to numpy through pageable copies, 9 ms in torch through page-locked ones).
-The operands are copied by host threads into page-locked memory kept between calls
-(``shares.staging.page_locked``), each part sent on as soon as it is there, so that the host's copies
-and the device's overlap; a new result is page-locked memory itself (``host_result``), which the device
-writes and the caller keeps."""
+The operands are copied in pieces by the copy threads (``shares.copying``) into page-locked memory kept
+between calls (``shares.staging.page_locked``), each piece's upload enqueued as soon as it is there; a
+new result is page-locked memory itself (``host_result``), which the device writes and the caller keeps.
+A call comes in blocks (``Block``: a product in blocks of C's rows), each launched once the pieces it
+reads are uploaded and its part of the result downloaded while the next computes, so that the host's
+copies, the uploads, the kernels and the downloads overlap."""
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pyopencl as cl
@@ -22,43 +25,73 @@ import pyopencl as cl
 from ..runtime import DeviceContext
 from ..runtime.cuda import CudaContext
 from ..runtime.memory import check_memory
-from ..shares.staging import COPY_THREADS, PART_BYTES, copy_into, in_parallel, page_locked, parallel_copy, result_pool
+from ..shares.copying import COPY_THREADS, copy_into, in_order, parallel_copy
+from ..shares.staging import page_locked, result_pool
 from .operands import Matrix, Stored, on_device
 
 Enqueue = Callable[[list[cl.Buffer], list[cl.Event]], list[cl.Event]]
 
 #: A call whose host operands and result take from ``PINNED_MIN_BYTES`` to ``PINNED_BYTES`` crosses
 #: through page-locked memory (kept between calls, so a process holds as much as its largest such call,
-#: until ``clear_plans``); a smaller one copies from its arrays as they are, a larger one streams
-#: (``api.gemm.STREAM_BYTES``). On the H100, numpy to numpy (ms, page-locked / as they are): SGEMM 1024^3
-#: 2.4 / 1.5, 1536^3 4.3 / 5.1, 2048^3 5.8 / 7.9; DGEMM 1024^3 3.8 / 4.0, 2048^3 6.8 / 16.6. A new result
-#: from ``RESULT_MIN_BYTES`` on is page-locked memory itself.
-PINNED_MIN_BYTES, PINNED_BYTES, RESULT_MIN_BYTES = 16 * 2**20, 1536 * 2**20, 2**20
-#: The staged operands cross in parts of this many bytes at most: the host copies the next part while
-#: the device's DMA engine reads the last.
-PIPELINE_BYTES = 8 * 2**20
+#: until ``clear_plans``); a smaller one copies from its arrays as they are. A new result from
+#: ``RESULT_MIN_BYTES`` on is page-locked memory itself.
+PINNED_MIN_BYTES, PINNED_BYTES, RESULT_MIN_BYTES = 2 * 2**20, 2 * 2**30, 2**20
+#: A product whose numpy operands (A, B and a given C) take at least this many bytes runs as a share of
+#: its device (``shares``: streamed tile by tile, out of core where need be, or in place): on the H100,
+#: SGEMM 16384^3 from numpy to numpy ran at 41 TFLOP/s so. Smaller ones cross through page-locked memory
+#: in row blocks (``api.gemm.row_blocks``), faster up to here: DGEMM 8192^3 (1 GiB of operands) took
+#: 104 ms streamed, SGEMM 8192^3 37 ms in row blocks (torch, copying through page-locked memory: 45 ms).
+STREAM_BYTES = 1536 * 2**20
+
+
+def large_on_host(a: object, b: object, c: object | None) -> bool:
+    """Whether a product on these operands streams: numpy arrays all, of ``STREAM_BYTES`` or more."""
+    operands = [x for x in (a, b, c) if x is not None]
+    return all(isinstance(x, np.ndarray) for x in operands) and sum(x.nbytes for x in operands) >= STREAM_BYTES
+#: The staged operands cross in pieces, the first round of them (one for each copy thread) of
+#: ``PIECE_BYTES``, each round twice as long as the last up to ``PIPELINE_BYTES``: the host copies the next
+#: pieces while the device's DMA engine reads the last. On the H100, SGEMM 1024^3 from numpy to numpy took
+#: 1.54 ms with pieces of 1 MiB, 1.09 ms of 2 MiB, 1.0 ms of 4 MiB (each piece costs a hand-over between
+#: threads); 4096^3 9.2, 8.9 and 8.7 ms.
+PIECE_BYTES, PIPELINE_BYTES = 4 * 2**20, 8 * 2**20
 #: Each operand's place in the page-locked memory starts at a multiple of this many bytes.
 PINNED_ALIGNMENT = 4096
 
 
+class Block(NamedTuple):
+    """One group of a call's launches (``enqueue(buffers, events to wait for)``, returning its events): it
+    reads the first ``needs[i]`` elements of operand i's storage (each uploaded before it runs) and
+    writes elements [``writes[0]``, ``writes[1]``) of the result's (the last operand). A call in several
+    blocks, each needing more of the operands, overlaps its uploads, launches and downloads."""
+
+    needs: tuple[int, ...]
+    writes: tuple[int, int]
+    enqueue: Enqueue
+
+
+def whole(operands: Sequence[Stored], enqueue: Enqueue) -> list[Block]:
+    """A call in one block: ``enqueue`` needs every operand whole and writes the whole result."""
+    return [Block(tuple(st.elements for st in operands), (0, operands[-1].elements), enqueue)]
+
+
 def execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bool], out: Matrix,
-            temporaries: Sequence[int], enqueue: Enqueue, wait_for: list[cl.Event]) -> Matrix:
+            temporaries: Sequence[int], blocks: Sequence[Block], wait_for: list[cl.Event]) -> Matrix:
     """Give each operand a buffer (its own on the device; a host one uploaded where ``needed``: an output
-    that is only written is not), call ``enqueue(buffers, events to wait for)`` and, for a host ``out``,
-    download the last operand (the result's storage) into it; a device ``out`` gets the uploads' events
-    and the last launch's. ``temporaries`` are the bytes the launches still have to allocate, for the
-    memory check made before anything is enqueued."""
+    that is only written is not), enqueue each block once the parts of the operands it needs are
+    uploaded and, for a host ``out``, download what it writes into ``out``; a device ``out`` gets the
+    uploads' events and the last launch's. ``temporaries`` are the bytes the launches still have to
+    allocate, for the memory check made before anything is enqueued."""
     check_memory(ctx, [st.span.nbytes for st in operands if st.buffer is None] + list(temporaries))
     if ctx.device.shares_host_memory:       # nothing to stage, nor a pool to ask
-        return _execute(ctx, operands, needed, out, enqueue, wait_for, None)
+        return _execute(ctx, operands, needed, out, blocks, wait_for, None)
     out_locked = result_pool(ctx).owns(out)
     places = _places(operands, needed, out, out_locked)
     if places is None:
-        return _execute(ctx, operands, needed, out, enqueue, wait_for, None)
+        return _execute(ctx, operands, needed, out, blocks, wait_for, None)
     lock, memory = page_locked(ctx, places[-1])
     with lock:              # held until the uploads are done and a host result is read back
         staging = [memory[start:] for start in places[:-2]] + [None if out_locked else memory[places[-2]:]]
-        return _execute(ctx, operands, needed, out, enqueue, wait_for, staging)
+        return _execute(ctx, operands, needed, out, blocks, wait_for, staging)
 
 
 def host_result(ctx: DeviceContext | CudaContext, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -96,37 +129,63 @@ def _places(operands: Sequence[Stored], needed: Sequence[bool], out: Matrix, out
 
 
 def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bool], out: Matrix,
-             enqueue: Enqueue, wait_for: list[cl.Event], staging: list[np.ndarray] | None) -> Matrix:
+             blocks: Sequence[Block], wait_for: list[cl.Event], staging: list[np.ndarray | None] | None) -> Matrix:
     """``execute``, host operands copied through ``staging`` (page-locked memory, one place per operand;
-    None for the result where it is page-locked itself) where given, else from their arrays. Their
-    device buffers come from the context's pool, and go back to it once a host result is read."""
-    queue = ctx.queue
-    buffers, uploads, staged = [], [], []
+    None for one that is page-locked itself) where given, else from their arrays. Their device buffers
+    come from the context's pool, and go back to it once a host result is read. A call in several
+    blocks uploads on one transfer queue and downloads on another, so that they run while the device
+    computes."""
+    spread = len(blocks) > 1
+    up_queue = ctx.transfer_queue("in") if spread else ctx.queue
+    down_queue = ctx.transfer_queue("out") if spread else ctx.queue
+    flat = _flat(out, operands[-1])
+    landing = None if flat is None or staging is None or staging[-1] is None else \
+        staging[-1][:flat.nbytes].view(flat.dtype)
+    buffers = [st.buffer if st.buffer is not None else ctx.buffers.take(max(st.span.nbytes, st.span.itemsize))
+               for st in operands]
+    uploads: list[cl.Event] = []
+    launched: list[cl.Event] = []
+    downloads: list[tuple[cl.Event, int, int]] = []
+    sources: Generator[np.ndarray, None, None] = (source for source in ())
     done = False
+
+    def launch(block: Block) -> None:
+        launched.extend(block.enqueue(buffers, wait_for + uploads[-1:]))
+        start, stop = block.writes
+        if flat is not None and stop > start and launched:
+            into = flat if landing is None else landing
+            downloads.append((cl.enqueue_copy(down_queue, into[start:stop], buffers[-1],
+                                              src_offset=start * into.itemsize, wait_for=launched[-1:],
+                                              is_blocking=False), start, stop))
+
     try:
-        for i, (st, need) in enumerate(zip(operands, needed)):
-            if st.buffer is not None:
-                buffers.append(st.buffer)
-                continue
-            buffers.append(ctx.buffers.take(max(st.span.nbytes, st.span.itemsize)))
-            place = None if staging is None else staging[i]
-            if need and st.span.size and place is None:
-                # the event keeps the host memory alive until the copy is done
-                uploads.append(cl.enqueue_copy(queue, buffers[-1], np.ascontiguousarray(st.span), is_blocking=False))
-            elif need and st.span.size:
-                staged.append((buffers[-1], place, st.span))
-        uploads += staged_uploads(queue, staged)
-        events = enqueue(buffers, wait_for + uploads)
+        pieces, ready = _pieces(operands, needed, blocks, staging is not None)
+        waiting = list(zip(ready, blocks))[::-1]       # each block after this many uploads, the next last
+        while waiting and waiting[-1][0] == 0:
+            launch(waiting.pop()[1])
+        sources = _sources(operands, pieces, staging)
+        for (i, start, _), source in zip(pieces, sources):
+            uploads.append(cl.enqueue_copy(up_queue, buffers[i], source, dst_offset=start * source.itemsize,
+                                           is_blocking=False))
+            while waiting and waiting[-1][0] == len(uploads):
+                launch(waiting.pop()[1])
         if on_device(out):
-            for event in uploads + events[-1:]:
+            for event in uploads + launched[-1:]:
                 out.add_event(event)
             if staging is not None:     # the page-locked memory is the next call's once they are done
                 cl.wait_for_events(uploads)
             return out
-        download(queue, operands[-1], buffers[-1], out, None if staging is None else staging[-1])
-        done = True        # the download waited for every command before it on the in-order queue
+        if flat is None:
+            download(down_queue, operands[-1], buffers[-1], out, None if staging is None else staging[-1],
+                     launched[-1:])
+        for event, start, stop in downloads:
+            event.wait()
+            if landing is not None:
+                parallel_copy(flat[start:stop], landing[start:stop])
+        done = True        # every command before the downloads on their queues has ended too
         return out
     finally:
+        sources.close()            # the copy threads are done with the pieces
         for st, buf in zip(operands, buffers):
             if st.buffer is None and done:
                 ctx.buffers.give(buf)
@@ -134,46 +193,82 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
                 buf.release()      # freed once the commands using it are done
 
 
+def _pieces(operands: Sequence[Stored], needed: Sequence[bool], blocks: Sequence[Block], staged: bool
+            ) -> tuple[list[tuple[int, int, int]], list[int]]:
+    """The uploads of a call in the order its blocks need them, as (operand, first element, end) ranges
+    of the operands' storage, and for each block how many of them it waits for. Where ``staged``, the
+    copy threads share the pieces: the first round of them (one per thread) are ``PIECE_BYTES`` long,
+    and each round twice as long as the last, up to ``PIPELINE_BYTES``, so that the first uploads start
+    soon and later ones cost few hand-overs; else one piece per block and operand."""
+    host = [i for i, (st, need) in enumerate(zip(operands, needed)) if st.buffer is None and need and st.elements]
+    sent = [0] * len(operands)
+    pieces, ready = [], []
+    for block in blocks:
+        for i in host:
+            itemsize, end = operands[i].span.itemsize, min(block.needs[i], operands[i].elements)
+            while sent[i] < end:
+                step = end - sent[i] if not staged else \
+                    max(1, min(PIPELINE_BYTES, PIECE_BYTES << min(len(pieces) // COPY_THREADS, 30)) // itemsize)
+                pieces.append((i, sent[i], min(sent[i] + step, end)))
+                sent[i] = pieces[-1][2]
+        ready.append(len(pieces))
+    return pieces, ready
+
+
+def _sources(operands: Sequence[Stored], pieces: Sequence[tuple[int, int, int]],
+             staging: list[np.ndarray | None] | None) -> Generator[np.ndarray, None, None]:
+    """The host memory each piece is uploaded from, in order: its range of the operand's array, or of its
+    page-locked place once the copy threads have copied it there (``in_order``: while the caller
+    enqueues one piece's upload, the threads copy the next)."""
+    if staging is None:
+        return (operands[i].span[start:stop] for i, start, stop in pieces)
+    held = {i: None if staging[i] is None else staging[i][:operands[i].span.nbytes].view(operands[i].span.dtype)
+            for i, _, _ in pieces}
+    return in_order([functools.partial(_copied, held[i], operands[i].span, start, stop) for i, start, stop in pieces])
+
+
+def _copied(place: np.ndarray | None, span: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """Elements [start, stop) of ``span`` copied into the same of ``place`` (none: ``span`` is
+    page-locked itself, a result the pool handed out passed back as C)."""
+    if place is None:
+        return span[start:stop]
+    copy_into(place[start:stop], span[start:stop])
+    return place[start:stop]
+
+
+def _flat(out: Matrix, st: Stored) -> np.ndarray | None:
+    """A host result's memory as its storage's elements in order (a writeable 1-D view), or None where it
+    has other elements between them (a leading dimension or stride larger than its shape)."""
+    if on_device(out):
+        return None
+    view = np.swapaxes(out, -1, -2) if st.flipped else out
+    return view.reshape(-1) if view.flags.c_contiguous and st.elements == out.size else None
+
+
 def staged_uploads(queue: cl.CommandQueue, staged: Sequence[tuple[cl.Buffer, np.ndarray, np.ndarray]]
-                    ) -> list[cl.Event]:
-    """Copy each ``(buffer, memory, array)``'s array to its buffer through its page-locked bytes ``memory``:
-    in parts of rows (one for each copying thread, ``PART_BYTES`` to ``PIPELINE_BYTES``), each copied by
-    one of the host's copy threads and its upload enqueued as soon as it is there, while the other threads
-    copy theirs. Parts are few because each costs the threads about 0.1 ms to hand over (on the H100's
-    host, 8 MiB took 0.84 ms in 8 parts and 3.1 ms in 32; 128 MiB reached 20 GB/s with the uploads, the
-    driver's own copies of pageable memory 7 to 10 GB/s). The uploads' events."""
-    total = sum(array.nbytes for _, _, array in staged)
-    part_bytes = max(PART_BYTES, min(PIPELINE_BYTES, total // COPY_THREADS))
-    parts = []
-    for buffer, memory, array in staged:
-        held = memory[:array.nbytes].view(array.dtype).reshape(array.shape)
-        row_bytes = max(1, array.nbytes // max(1, len(array)))
-        rows = max(1, part_bytes // row_bytes)
-        parts += [functools.partial(_send, queue, buffer, held[start:start + rows], array[start:start + rows],
-                                    start * row_bytes) for start in range(0, len(array), rows)]
-    return in_parallel(parts)
+                   ) -> list[cl.Event]:
+    """Copy each ``(buffer, memory, array)``'s contiguous array to its buffer through its page-locked bytes
+    ``memory``, in parts that the copy threads copy while the caller enqueues the uploads of those
+    already copied. The uploads' events."""
+    ops = [Stored(1, False, 1, array.size, span=np.ascontiguousarray(array).reshape(-1), buffer=buffer)
+           for buffer, _, array in staged]
+    pieces, _ = _pieces([st._replace(buffer=None) for st in ops], [True] * len(ops), whole(ops, _nothing), True)
+    memories = [memory for _, memory, _ in staged]
+    return [cl.enqueue_copy(queue, ops[i].buffer, source, dst_offset=start * source.itemsize, is_blocking=False)
+            for (i, start, _), source in zip(pieces, _sources(ops, pieces, memories))]
 
 
-def _send(queue: cl.CommandQueue, buffer: cl.Buffer, held: np.ndarray, part: np.ndarray, offset: int) -> cl.Event:
-    """Copy ``part`` into the page-locked ``held`` and enqueue its upload to ``buffer`` at ``offset``."""
-    copy_into(held, part)
-    return cl.enqueue_copy(queue, buffer, held, dst_offset=offset, is_blocking=False)
+def _nothing(buffers: list[cl.Buffer], events: list[cl.Event]) -> list[cl.Event]:
+    return []
 
 
 def download(queue: cl.CommandQueue, st: Stored, buffer: cl.Buffer, out: np.ndarray,
-             staging: np.ndarray | None = None) -> None:
-    """Read a result's storage back into ``out``: through the page-locked bytes ``staging`` where given,
-    else straight into its memory when it is dense and row-major."""
-    dense = out.flags.c_contiguous and not st.flipped and st.elements == out.size
-    if dense and staging is None:
-        cl.enqueue_copy(queue, out.reshape(-1), buffer)
-        return
+             staging: np.ndarray | None = None, wait_for: list[cl.Event] | None = None) -> None:
+    """Read a result's storage back into ``out`` once ``wait_for`` are done: through the page-locked bytes
+    ``staging`` where given, else through a temporary array, then into ``out``'s elements."""
     result = (np.empty(max(st.elements, 1), dtype=out.dtype) if staging is None
               else staging[:max(st.elements, 1) * out.itemsize].view(out.dtype))
-    cl.enqueue_copy(queue, result, buffer)
-    if dense:
-        parallel_copy(out.reshape(-1), result[:out.size])
-        return
+    cl.enqueue_copy(queue, result, buffer, wait_for=wait_for)
     size = out.itemsize
     view = np.lib.stride_tricks.as_strided(result, shape=(st.layers, st.rows, st.cols),
                                            strides=(st.stride * size, st.ld * size, size))

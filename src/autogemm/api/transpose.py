@@ -12,7 +12,7 @@ from ..errors import ArgumentError, DtypeError, ShapeError
 from ..runtime import Device
 from ..runtime.memory import reports_full_memory
 from .operands import Matrix, Stored, as_array, call_context, event_list, events_of, on_device, stored
-from .transfer import execute, host_result
+from .transfer import execute, host_result, whole
 
 
 @reports_full_memory
@@ -62,7 +62,8 @@ def transpose(a: Matrix, out: Matrix | None = None, *, conjugate: bool = False,
         src, dst = (Storage(buf, st.offset, st.ld, st.stride) for buf, st in zip(buffers, (sa, so)))
         return [enqueue_transpose(ctx, dt, so.rows, so.cols, so.layers, src, dst, flip, conjugate, events)]
 
-    return execute(ctx, (sa, so), (True, False), out, [], enqueue, events_of([a, out], ctx.queue) + wait_for)
+    return execute(ctx, (sa, so), (True, False), out, [], whole((sa, so), enqueue),
+                   events_of([a, out], ctx.queue) + wait_for)
 
 
 def _overlap(a: Matrix, sa: Stored, out: Matrix) -> bool:

@@ -12,6 +12,7 @@ run (the micro-benchmark the tuner uses), so it means the same on every device."
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,11 @@ END_TO_END = " e2e"          # suffix of the numpy-in, numpy-out timings
 #: size pay for page-locked memory (torch's caching allocator and autogemm's pools alike), which a median
 #: of two still counted (4096^3 SGEMM: 41 ms, against 12 ms for each call after them).
 MIN_END_TO_END_RUNS = 5
+#: Seconds the host is left idle before numpy-in, numpy-out calls are timed: numpy's BLAS threads (the
+#: float64 reference, the numpy peer) spin for a while after each call, and took the cores from the copy
+#: threads (on the H100's host, SGEMM 4096^3 from numpy to numpy took 16.9 ms right after a numpy
+#: product and 9.2 ms after 0.3 s).
+HOST_SETTLE_SECONDS = 0.3
 #: autogemm sharing the product with the host's BLAS (``gemm(..., devices=[device, 'host'])``)
 WITH_HOST = AUTOGEMM + "+host"
 PEERS = ("cublas", "clblast", "numpy")
@@ -225,6 +231,7 @@ class Bench:
                              devices: list | None = None) -> PeerResult:
         """numpy in, numpy out: on the device (streamed where large), or shared among ``devices``."""
         where = {"devices": devices} if devices else {"device": self.ctx.device}
+        time.sleep(HOST_SETTLE_SECONDS)
         seconds, out = wall_median(lambda: gemm(a, b, trans_a=shape.trans_a, trans_b=shape.trans_b,
                                                 precision=dt.precision or None, out_dtype=dt.output.numpy, **where),
                                    self.end_to_end_runs)

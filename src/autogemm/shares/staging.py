@@ -1,20 +1,16 @@
 """Host memory for streamed products: page-locked staging buffers in rings (``StagingRing``) and a
 page-locked copy of B that several devices' streams share (``SharedBlocks``), both kept between calls
-(page-locking is slow); page-locked results handed out and taken back (``ResultPool``); host copies on
-several threads (``parallel_copy`` and ``in_parallel``: the copies release the GIL); and ``FirstTouch``, which faults in
-a new C's pages ahead of the copies that write its tiles."""
+(page-locking is slow); page-locked results handed out and taken back (``ResultPool``); and
+``FirstTouch``, which faults in a new C's pages ahead of the copies that write its tiles."""
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import math
-import os
 import threading
 import weakref
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Protocol, TypeVar
+from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 import pyopencl as cl
@@ -22,72 +18,20 @@ import pyopencl as cl
 from ..errors import DeviceError
 from ..runtime.context import DeviceContext
 from ..runtime.cuda import CudaContext
+from . import copying
 
 #: Bytes of one staging buffer: a block crosses in chunks of at most this size.
 CHUNK_BYTES = 64 * 2**20
 #: Staging buffers for copies to the device (a chunk is copied into one while the last is in flight).
 STAGING_IN = 3
-#: Host threads copying between numpy arrays and page-locked memory (numpy's copies release the GIL): half
-#: the cores, at most 16. On the H100's 16-core host one thread copied 4.4 to 11 GB/s, 8 threads 27 GB/s;
-#: 15 threads did worse than 8 on copies of 4 to 16 MiB (numpy to numpy SGEMM 1024^3 took 3.1 ms with
-#: them, 2.1 ms with the driver's own copies).
-COPY_THREADS = max(1, min(16, (os.cpu_count() or 2) // 2))
-#: Copies smaller than this are made by the calling thread alone (on the H100's host a 4 MiB copy took
-#: 0.37 ms so and 0.49 ms by the threads, 16 MiB 1.55 ms and 0.73 ms); larger ones in parts of at least
-#: ``PART_BYTES``, one part by the calling thread.
-THREADED_BYTES, PART_BYTES = 8 * 2**20, 2**20
 #: Bytes of a page of host memory: ``FirstTouch`` writes one element in each, by this many threads.
 PAGE_BYTES, TOUCH_THREADS = 4096, 4
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
 _rings: weakref.WeakKeyDictionary[DeviceContext, tuple[threading.Lock, StagingRing, StagingRing]] = \
     weakref.WeakKeyDictionary()
 _rings_lock = threading.Lock()
 _page_locked: weakref.WeakKeyDictionary[DeviceContext, tuple[threading.Lock, cl.Buffer, np.ndarray]] = \
     weakref.WeakKeyDictionary()
-
-
-def parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
-    """``dst[...] = src`` for arrays of one shape, by up to ``COPY_THREADS`` threads: over equal byte ranges
-    where both are contiguous, else over ranges of rows."""
-    if src.nbytes < THREADED_BYTES or COPY_THREADS == 1 or len(src) < 2:
-        copy_into(dst, src)
-        return
-    if dst.flags.c_contiguous and src.flags.c_contiguous:
-        dst, src = dst.reshape(-1), src.reshape(-1)
-    parts = max(1, min(COPY_THREADS, len(src), src.nbytes // PART_BYTES))
-    bounds = np.linspace(0, len(src), parts + 1).astype(int)
-    in_parallel([functools.partial(copy_into, dst[a:b], src[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a])
-
-
-def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
-    """``dst[...] = src``: one ``memmove`` where both are C-contiguous (about a fifth faster than
-    ``np.copyto`` on the H100's host at 16 MiB by 4 threads), else numpy's copy. Either releases the GIL."""
-    if dst.flags.c_contiguous and src.flags.c_contiguous and dst.dtype == src.dtype:
-        ctypes.memmove(dst.ctypes.data, src.ctypes.data, src.nbytes)
-    else:
-        np.copyto(dst, src)
-
-
-Result = TypeVar("Result")
-
-
-def in_parallel(tasks: Sequence[Callable[[], Result]]) -> list[Result]:
-    """The results of ``tasks``, run on ``COPY_THREADS`` threads (the first on the calling thread); every
-    task has ended when this returns or raises."""
-    global _pool
-    if len(tasks) < 2 or COPY_THREADS == 1:
-        return [task() for task in tasks]
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(COPY_THREADS - 1, thread_name_prefix="autogemm-copy")
-    futures = [_pool.submit(task) for task in tasks[1:]]
-    try:
-        first = tasks[0]()
-    finally:
-        wait(futures)
-    return [first] + [future.result() for future in futures]
 
 
 class StagingRing:
@@ -170,7 +114,7 @@ class SharedBlocks:
             first, self._claimed[index] = not self._claimed[index], True
         if first:
             try:
-                parallel_copy(staged, source)
+                copying.parallel_copy(staged, source)
             except BaseException:
                 self._failed = True
                 raise

@@ -32,7 +32,7 @@ from ..blas.problem import GemmProblem, Op, addressable
 from ..codelets.registry import KernelParams
 from ..errors import DeviceError
 from ..runtime.context import DeviceContext
-from . import staging
+from . import copying, staging
 from .host import HostGemm
 from .staging import FirstTouch, SharedBlocks, StagingRing, staging_rings
 
@@ -215,7 +215,7 @@ class DeviceStream:
             part = block[r0:r0 + rows_per_chunk]
             index, staged = self._staging_in.take(part.shape, part.dtype)
             started = time.perf_counter()
-            staging.parallel_copy(staged, part)
+            copying.parallel_copy(staged, part)
             if self._trace is not None:
                 self._trace.append(("host copy in", started, time.perf_counter(), part.nbytes))
             event = cl.enqueue_copy(copies, buffer, staged, dst_offset=r0 * block.shape[1] * block.itemsize,
@@ -359,7 +359,7 @@ class _StreamRun:
             self.first_touch.wait(tile.row1)
         started = time.perf_counter()
         rows = slice(stream.start + tile.row0, stream.start + tile.row1)
-        staging.parallel_copy(stream.gemm.c[rows, tile.col0:tile.col1], item.staged)
+        copying.parallel_copy(stream.gemm.c[rows, tile.col0:tile.col1], item.staged)
         if stream._trace is not None:
             stream._trace.extend([("copy out", item.download),
                                   ("host copy out", started, time.perf_counter(), item.staged.nbytes)])
