@@ -100,19 +100,18 @@ def test_alpha_beta_and_operands_in_any_memory_order(device, key):
 
 
 @pytest.mark.gpu
-def test_auto_runs_large_float64_on_the_cuda_path_and_float32_on_opencl(device, monkeypatch):
-    """float64 from numpy to numpy goes to CUDA only where it streams (on OpenCL the row blocks' copies
-    overlap the kernels); 16-bit products always, float32 never."""
+def test_auto_runs_16_bit_numpy_products_on_the_cuda_path_and_float64_and_float32_on_opencl(device, monkeypatch):
+    """From numpy arrays 'auto' takes 16-bit products to CUDA; float64 (its row blocks' copies overlap the
+    kernels on OpenCL) and float32 stay on OpenCL; backend='cuda' still takes float64 there."""
     _hopper(device)
-    from autogemm.api import cuda_route, transfer
+    from autogemm.api import cuda_route
 
     ran = []
     monkeypatch.setattr(cuda_route, "_run", lambda *args: ran.append(args[1].key) or args[4])
     large, small = np.ones((2048, 2048)), np.ones((64, 64))
-    autogemm.gemm(large, large, device=device)                  # overlapped on OpenCL
-    monkeypatch.setattr(transfer, "STREAM_BYTES", 2 * large.nbytes)
-    autogemm.gemm(large, large, device=device)                  # one that streams
-    autogemm.gemm(small, small, device=device)                  # under MIN_MULTIPLY_ADDS: OpenCL
+    autogemm.gemm(large, large, device=device)
+    autogemm.gemm(large, large, device=device, backend="cuda")
+    autogemm.gemm(small, small, device=device)
     autogemm.gemm(small.astype(np.float16), small.astype(np.float16), device=device)
     autogemm.gemm(large.astype(np.float32), large.astype(np.float32), device=device)
     assert ran == ["d", "h"]

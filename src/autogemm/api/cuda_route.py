@@ -10,10 +10,10 @@ call cannot run there instead of falling back.
 
 On the CUDA path a call on numpy arrays copies its operands through page-locked memory kept by the
 context (each upload enqueued once its copy is there, while the next is copied), runs the product and
-copies C back the same way; the call blocks. From numpy to numpy, float64 and complex128 products stay
-on OpenCL unless they stream (``transfer.large_on_host``): there the uploads, kernels and downloads of
-row blocks overlap, which hides more than the CUDA kernels' speed gains (H100, ms: DGEMM 4096^3 14.7
-against 18.0, ZGEMM 4096^3 29.5 against 38.8; DGEMM 8192^3 streamed 104 against 74)."""
+copies C back the same way; the call blocks. From numpy to numpy, 'auto' keeps float64 and complex128
+products on OpenCL, where the uploads, kernels and downloads of row blocks overlap (or the tiles of a
+streamed product), which gains more than the CUDA kernels' speed (H100, ms, OpenCL against CUDA: DGEMM
+4096^3 13.1 against 18.0, ZGEMM 4096^3 29.5 against 38.8, DGEMM 16384^3 335 against 497)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from ..runtime.discovery import find_device
 from ..shares.copying import parallel_copy
 from ..shares.staging import result_pool
 from .operands import Matrix, scalar
-from .transfer import host_result, large_on_host
+from .transfer import host_result
 from .validation import validate_call
 
 BACKENDS = ("auto", "opencl", "cuda")
@@ -39,7 +39,7 @@ BACKENDS = ("auto", "opencl", "cuda")
 #: at 1024^3 and the CUDA path 0.126 ms (the B operand laid out, three launches), while from 2048^3 on
 #: the CUDA path was ahead (0.90x to 0.95x cuBLAS against 0.75x to 0.90x).
 MIN_MULTIPLY_ADDS = {"d": 2048**3, "z": 2048**3}
-#: The dtypes whose numpy-to-numpy products 'auto' keeps on OpenCL unless they stream.
+#: The dtypes whose products on numpy arrays 'auto' keeps on OpenCL.
 OVERLAPPED_ON_OPENCL = ("d", "z")
 #: The compute capability the CUDA path's kernels are built for (sm_90a).
 HOPPER = (9, 0)
@@ -74,7 +74,7 @@ def cuda_gemm(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, trans_a: s
         ctx, why = cuda_target(find_device(device), dt)
     if why is not None and backend == "cuda":
         raise ArgumentError(f"backend='cuda' cannot run this call: {why}")
-    if why is not None or (backend == "auto" and not (worth_it(dt, m, n, k) and _host_worth_it(dt, a, b, c))):
+    if why is not None or (backend == "auto" and (dt.key in OVERLAPPED_ON_OPENCL or not worth_it(dt, m, n, k))):
         return None
     alpha, beta = scalar(alpha, "alpha", dt), scalar(beta, "beta", dt)
     if c is None and beta != 0:
@@ -94,12 +94,6 @@ def worth_it(dt: Dtype, m: int, n: int, k: int) -> bool:
     rows (OpenCL's multi-vector GEMV, ``blas.vectors``, where a block of 128 x 256 would be mostly
     empty), nor one under ``MIN_MULTIPLY_ADDS``."""
     return min(m, n) > MAX_VECTORS and m * n * k >= MIN_MULTIPLY_ADDS.get(dt.key, 0)
-
-
-def _host_worth_it(dt: Dtype, a: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> bool:
-    """Whether 'auto' takes a product of numpy arrays to the CUDA path, as far as the copies go: not one
-    of ``OVERLAPPED_ON_OPENCL`` that does not stream."""
-    return dt.key not in OVERLAPPED_ON_OPENCL or large_on_host(a, b, c)
 
 
 def cuda_target(device: Device, dt: Dtype) -> tuple[CudaContext | None, str | None]:
