@@ -208,7 +208,7 @@ def row_blocks(problem: GemmProblem, compute_units: int) -> list[tuple[int, int]
     m, n = problem.m, problem.n
     count = round(m * n / (BLOCK_TILES * compute_units * 128 * 128))
     count = max(1, min(MAX_BLOCKS, count, m // BLOCK_ROWS)) if problem.batch == 1 else 1
-    step = -(-m // count // BLOCK_ROWS) * BLOCK_ROWS if count > 1 else m
+    step = -(-m // count // BLOCK_ROWS) * BLOCK_ROWS if count > 1 else max(m, 1)
     return [(r0, min(r0 + step, m)) for r0 in range(0, m, step)] or [(0, m)]
 
 
