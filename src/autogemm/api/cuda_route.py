@@ -65,6 +65,8 @@ def cuda_gemm(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, trans_a: s
     if why is not None and backend == "auto":
         return None
     dt, op_a, op_b, m, n, k, shape = validate_call(a, b, c, None, trans_a, trans_b, None, precision, out_dtype)
+    if backend == "auto" and dt.key in OVERLAPPED_ON_OPENCL:      # decided before the device is looked up
+        return None
     if why is None and c is not None and not c.flags.c_contiguous:
         why = "the CUDA path writes a row-major (C-ordered) c"
     ctx = None
@@ -74,7 +76,7 @@ def cuda_gemm(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, trans_a: s
         ctx, why = cuda_target(find_device(device), dt)
     if why is not None and backend == "cuda":
         raise ArgumentError(f"backend='cuda' cannot run this call: {why}")
-    if why is not None or (backend == "auto" and (dt.key in OVERLAPPED_ON_OPENCL or not worth_it(dt, m, n, k))):
+    if why is not None or (backend == "auto" and not worth_it(dt, m, n, k)):
         return None
     alpha, beta = scalar(alpha, "alpha", dt), scalar(beta, "beta", dt)
     if c is None and beta != 0:

@@ -159,7 +159,7 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
                                               is_blocking=False), start, stop))
 
     try:
-        pieces, ready = _pieces(operands, needed, blocks, staging is not None)
+        pieces, ready = _pieces(operands, needed, [block.needs for block in blocks], staging is not None)
         waiting = list(zip(ready, blocks))[::-1]       # each block after this many uploads, the next last
         while waiting and waiting[-1][0] == 0:
             launch(waiting.pop()[1])
@@ -193,9 +193,10 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
                 buf.release()      # freed once the commands using it are done
 
 
-def _pieces(operands: Sequence[Stored], needed: Sequence[bool], blocks: Sequence[Block], staged: bool
+def _pieces(operands: Sequence[Stored], needed: Sequence[bool], needs: Sequence[tuple[int, ...]], staged: bool
             ) -> tuple[list[tuple[int, int, int]], list[int]]:
-    """The uploads of a call in the order its blocks need them, as (operand, first element, end) ranges
+    """The uploads of a call in the order its blocks need them (``needs``: each block's elements of each
+    operand, as ``Block.needs``), as (operand, first element, end) ranges
     of the operands' storage, and for each block how many of them it waits for. Where ``staged``, the
     copy threads share the pieces: the first round of them (one per thread) are ``PIECE_BYTES`` long,
     and each round twice as long as the last, up to ``PIPELINE_BYTES``, so that the first uploads start
@@ -203,9 +204,9 @@ def _pieces(operands: Sequence[Stored], needed: Sequence[bool], blocks: Sequence
     host = [i for i, (st, need) in enumerate(zip(operands, needed)) if st.buffer is None and need and st.elements]
     sent = [0] * len(operands)
     pieces, ready = [], []
-    for block in blocks:
+    for block_needs in needs:
         for i in host:
-            itemsize, end = operands[i].span.itemsize, min(block.needs[i], operands[i].elements)
+            itemsize, end = operands[i].span.itemsize, min(block_needs[i], operands[i].elements)
             while sent[i] < end:
                 step = end - sent[i] if not staged else \
                     max(1, min(PIPELINE_BYTES, PIECE_BYTES << min(len(pieces) // COPY_THREADS, 30)) // itemsize)
@@ -250,16 +251,11 @@ def staged_uploads(queue: cl.CommandQueue, staged: Sequence[tuple[cl.Buffer, np.
     """Copy each ``(buffer, memory, array)``'s contiguous array to its buffer through its page-locked bytes
     ``memory``, in parts that the copy threads copy while the caller enqueues the uploads of those
     already copied. The uploads' events."""
-    ops = [Stored(1, False, 1, array.size, span=np.ascontiguousarray(array).reshape(-1), buffer=buffer)
-           for buffer, _, array in staged]
-    pieces, _ = _pieces([st._replace(buffer=None) for st in ops], [True] * len(ops), whole(ops, _nothing), True)
+    ops = [Stored(1, False, 1, array.size, span=np.ascontiguousarray(array).reshape(-1)) for _, _, array in staged]
+    pieces, _ = _pieces(ops, [True] * len(ops), [tuple(st.elements for st in ops)], True)
     memories = [memory for _, memory, _ in staged]
-    return [cl.enqueue_copy(queue, ops[i].buffer, source, dst_offset=start * source.itemsize, is_blocking=False)
+    return [cl.enqueue_copy(queue, staged[i][0], source, dst_offset=start * source.itemsize, is_blocking=False)
             for (i, start, _), source in zip(pieces, _sources(ops, pieces, memories))]
-
-
-def _nothing(buffers: list[cl.Buffer], events: list[cl.Event]) -> list[cl.Event]:
-    return []
 
 
 def download(queue: cl.CommandQueue, st: Stored, buffer: cl.Buffer, out: np.ndarray,
