@@ -196,13 +196,12 @@ def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx,
     assert relative_error(autogemm.gemm(a, b.T.copy(), trans_b="T", device=ctx.device), want) < dt.tolerance
     assert staging._page_locked[ctx][2] is memory and not lock.locked()      # reused, and let go
     sent = []
-    real_copied = transfer._copied
-    monkeypatch.setattr(transfer, "_copied", lambda place, span, start, stop: sent.append(span[start:stop])
-                        or real_copied(place, span, start, stop))
+    real_copy = transfer.memmove
+    monkeypatch.setattr(transfer, "memmove", lambda dst, src, size: sent.append(size) or real_copy(dst, src, size))
     on_device = cl_array.to_device(ctx.queue, c)              # host operands, a device result
     got = autogemm.gemm(a, b, on_device, alpha=2.0, beta=0.5, device=ctx.device)
     assert relative_error(got.get(), 2.0 * want + 0.5 * c) < dt.tolerance
-    assert sum(part.nbytes for part in sent) == a.nbytes + b.nbytes and not lock.locked()
+    assert sum(sent) == a.nbytes + b.nbytes and not lock.locked()
     monkeypatch.setattr(transfer, "PINNED_BYTES", 1024)
     assert relative_error(autogemm.gemm(a, b, device=ctx.device), want) < dt.tolerance
 
@@ -251,6 +250,42 @@ def test_numpy_products_run_in_blocks_of_rows_whose_copies_overlap(ctx, monkeypa
             assert np.isnan(wide[:, :4]).all() and np.isnan(wide[:, 4 + n:]).all()
     assert ran == [3 if c_order != "F" else 2]        # 83 (or 61, C^T's) rows in blocks of 32 (2 x 16)
     assert relative_error(out, want) < dt.tolerance
+
+
+def test_a_copy_that_fails_reaches_the_caller_and_leaves_nothing_waiting(ctx, monkeypatch):
+    """A host copy into the page-locked memory that fails (here the third piece's, once) raises its error
+    from the call once the other copies have ended; the pieces left are copied after it, so that the
+    commands enqueued behind them run and end: the queues drain and the next call runs right."""
+    from autogemm.api import transfer
+    from autogemm.shares import copying, staging
+
+    gemm_module = importlib.import_module("autogemm.api.gemm")
+    monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
+    monkeypatch.setattr(staging, "_page_locked", type(staging._page_locked)())
+    monkeypatch.setattr(transfer, "PINNED_MIN_BYTES", 0)
+    monkeypatch.setattr(transfer, "PIECE_BYTES", 1024)
+    monkeypatch.setattr(transfer, "PIPELINE_BYTES", 1024)
+    monkeypatch.setattr(copying, "COPY_THREADS", 3)
+    monkeypatch.setattr(gemm_module, "BLOCK_TILES", 1e-4)
+    monkeypatch.setattr(gemm_module, "BLOCK_ROWS", 16)
+    dt = DTYPES["s"]
+    a, b = random_matrix(RNG, dt, (90, 70)), random_matrix(RNG, dt, (70, 50))
+    copied, real_copy = [], transfer.memmove
+
+    def failing(dst, src, nbytes):
+        copied.append(nbytes)
+        if len(copied) == 3:
+            raise MemoryError("the third piece")
+        real_copy(dst, src, nbytes)
+
+    monkeypatch.setattr(transfer, "memmove", failing)
+    with pytest.raises(MemoryError, match="third piece"):
+        autogemm.gemm(a, b, device=ctx.device)
+    assert sum(copied) > a.nbytes + b.nbytes            # the failed piece tried again
+    ctx.queue.finish()
+    ctx.transfer_queue("in").finish()
+    monkeypatch.setattr(transfer, "memmove", real_copy)
+    assert relative_error(autogemm.gemm(a, b, device=ctx.device), a.astype(np.float64) @ b) < dt.tolerance
 
 
 def test_device_buffers_of_a_host_call_are_kept_for_the_next_and_freed_by_clear_plans(ctx, monkeypatch):

@@ -1,6 +1,7 @@
-"""The host's copy threads: tasks run at once and hand their results back in order, errors reach the
-caller only once every task has ended, and callers in several threads share the helpers."""
+"""The host's copy threads: tasks run at once, or in the background in order, errors reach the caller
+only once every task has ended, and callers in several threads share the helpers."""
 
+import functools
 import threading
 import time
 
@@ -33,29 +34,34 @@ def test_in_parallel_runs_tasks_on_several_threads_and_returns_their_results_in_
     assert len(seen) == 4 and threading.get_ident() in seen       # the caller took one
 
 
-def test_in_order_hands_results_over_as_each_ends_while_later_ones_still_run(threads):
-    release = threading.Event()
-    started = []
-
-    def slow(i):
-        def run():
-            started.append(i)
-            if i == 3:
-                assert release.wait(10)
-            return i
-        return run
-
-    results = copying.in_order([slow(i) for i in range(4)])
-    assert [next(results) for _ in range(3)] == [0, 1, 2]        # the fourth is still blocked
-    release.set()
-    assert list(results) == [3] and sorted(started) == [0, 1, 2, 3]
-
-
-def test_an_error_is_raised_where_its_result_would_come_once_every_task_has_ended(threads):
-    ended = []
+def test_background_tasks_run_in_order_while_the_caller_goes_on_and_join_takes_the_rest(threads):
+    release, started, lock = threading.Event(), [], threading.Lock()
 
     def task(i):
         def run():
+            with lock:
+                started.append((i, threading.get_ident()))
+            if i < 3:                                # the three helpers hold the first three
+                assert release.wait(10)
+        return run
+
+    work = copying.Background([task(i) for i in range(8)])
+    deadline = time.monotonic() + 10
+    while len(started) < 3 and time.monotonic() < deadline:     # running before join, on other threads
+        time.sleep(0.001)
+    assert sorted(i for i, _ in started) == [0, 1, 2]
+    assert threading.get_ident() not in {thread for _, thread in started}
+    release.set()
+    work.join()
+    assert sorted(i for i, _ in started[3:]) == list(range(3, 8))
+
+
+def test_an_error_reaches_the_caller_once_every_task_under_way_has_ended(threads):
+    started, ended = [], []
+
+    def task(i):
+        def run():
+            started.append(i)
             time.sleep(0.05 * (i == 3))
             ended.append(i)
             if i == 1:
@@ -66,12 +72,41 @@ def test_an_error_is_raised_where_its_result_would_come_once_every_task_has_ende
     with pytest.raises(ValueError, match="part 1"):
         copying.in_parallel([task(i) for i in range(4)])
     assert sorted(ended) == [0, 1, 2, 3]
+    started.clear()
     ended.clear()
-    results = copying.in_order([task(i) for i in range(4)])
-    assert next(results) == 0
+    work = copying.Background([task(i) for i in range(4)])
     with pytest.raises(ValueError, match="part 1"):
-        next(results)
-    assert sorted(ended) == [0, 1, 2, 3]                          # closing waited for the others
+        work.join()
+    assert 1 in ended and sorted(started) == sorted(ended)
+
+
+def test_once_a_background_task_fails_or_it_is_closed_no_other_starts(threads):
+    ran, taken, gate = [], [], threading.Event()
+
+    def task(i):
+        def run():
+            taken.append(i)
+            if i == 0:
+                raise ValueError("stop")
+            assert gate.wait(10)
+            ran.append(i)
+        return run
+
+    work = copying.Background([task(i) for i in range(100)])
+    threading.Timer(0.05, gate.set).start()
+    with pytest.raises(ValueError, match="stop"):
+        work.join()
+    assert 0 in taken and len(ran) <= 3        # those under way when it failed, none after
+    ran.clear()
+    gate.clear()
+    taken.clear()
+    work = copying.Background([task(i) for i in range(1, 101)])
+    deadline = time.monotonic() + 10
+    while len(taken) < 3 and time.monotonic() < deadline:     # each helper has taken one
+        time.sleep(0.001)
+    threading.Timer(0.05, gate.set).start()
+    work.close()                               # waits for the three under way, starts no other
+    assert sorted(ran) == [1, 2, 3]
 
 
 def test_callers_in_several_threads_share_the_helpers(threads):
@@ -86,8 +121,9 @@ def test_callers_in_several_threads_share_the_helpers(threads):
                 out[...] = 0
                 copying.in_parallel([lambda r=r: copying.copy_into(out[r], src[r]) for r in range(8)])
                 assert np.array_equal(out, src)
-                got = list(copying.in_order([lambda r=r: r for r in range(8)]))
-                assert got == list(range(8))
+                got: list[int] = []
+                copying.Background([functools.partial(got.append, r) for r in range(8)]).join()
+                assert sorted(got) == list(range(8))
         except BaseException as error:      # reported by the main thread
             errors.append(error)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 import pyopencl as cl
@@ -126,12 +127,13 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
     key = _call_key(a, b, c, device, batch, trans_a, trans_b, config, edge, precision, out_dtype)
     found = _resolved.get(key) if key is not None else None
     if found is not None and is_current(found[1]):
-        call, plan = found
+        call, plan, layout = found
     else:
         call = _resolve(a, b, c, batch, trans_a, trans_b, device, config, edge, precision, out_dtype)
         plan = None if call.blocked else cached_plan(call.ctx, call.planned, config, edge)
+        layout = None if call.blocked else _layout(call, plan, config, edge)
         if key is not None:
-            _remember(key, (call, plan))
+            _remember(key, (call, plan, layout))
     if workload.RECORDER is not None:
         pr = call.problem
         workload.RECORDER.record("gemm", pr.dtype.key, "NT"[pr.op_a.transposed] + "NT"[pr.op_b.transposed], pr.m,
@@ -153,7 +155,7 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
         return out
     wait_for = events_of([a, b, c], ctx.queue) + wait_for
     if not all(on_device(x) for x in (a, b, c) if x is not None):
-        return _run_with_transfers(call, plan, a, b, out, alpha, beta, wait_for, config, edge)
+        return _run_with_transfers(call, layout, a, b, out, alpha, beta, wait_for)
     # device arrays alone: nothing to upload; the offsets are this call's own (the key holds their class)
     first, second = (b, a) if call.swapped else (a, b)
     offsets = (first.offset // first.dtype.itemsize, second.offset // second.dtype.itemsize,
@@ -171,28 +173,49 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
     return out
 
 
-def _run_with_transfers(call: _Call, plan: LaunchPlan, a: Matrix, b: Matrix, out: Matrix, alpha, beta,
-                        wait_for: list[cl.Event], config: KernelParams | None, edge: str) -> Matrix:
-    """A call with host operands (or resolved afresh): uploads, the product, and a host result's download;
-    on numpy arrays alone, in blocks of C's rows (``row_blocks``) so that they overlap."""
+def _run_with_transfers(call: _Call, layout: list[_Part], a: Matrix, b: Matrix, out: Matrix, alpha, beta,
+                        wait_for: list[cl.Event]) -> Matrix:
+    """A call with host operands: uploads, the product in the blocks of ``layout``, and a host result's
+    download, overlapping where there are several blocks."""
     sa, sb, sc = stored(a, "a"), stored(b, "b"), stored(out, "c")
     operands = (sb, sa, sc) if call.swapped else (sa, sb, sc)
-    pr = call.problem
-    spans = [(0, pr.m)] if call.asynchronous or call.ctx.device.shares_host_memory else \
-        row_blocks(pr, call.ctx.device.compute_units)
-    if len(spans) == 1:
-        plans, blocks_of_c = [plan], whole(operands, _product(plan, pr, alpha, beta))
+    if len(layout) == 1:
+        blocks_of_c = whole(operands, _product(layout[0].plan, call.problem, alpha, beta))
     else:
-        parts = [replace(pr, m=r1 - r0, offset_a=pr.offset_a + (r0 if pr.op_a.transposed else r0 * pr.lda),
-                         offset_c=pr.offset_c + r0 * pr.ldc) for r0, r1 in spans]
-        plans = [cached_plan(call.ctx, part.aligned(), config, edge) for part in parts]
-        ends = [part.offset_c + part.member_elements("C") for part in parts]
-        blocks_of_c = [Block((part.offset_a + part.member_elements("A"), operands[1].elements, end),
-                             (part.offset_c, end), _product(block_plan, part, alpha, beta))
-                       for part, block_plan, end in zip(parts, plans, ends)]
-    temporaries = [size for p in set(plans) if not p.allocated for size in p.temporary_bytes().values()]
+        blocks_of_c = [Block((part.a_end, operands[1].elements, part.c_end), (part.problem.offset_c, part.c_end),
+                             _product(part.plan, part.problem, alpha, beta)) for part in layout]
+    temporaries = [size for p in {part.plan for part in layout} if not p.allocated
+                   for size in p.temporary_bytes().values()]
     # C is uploaded only when beta is not 0: it is not read then
     return execute(call.ctx, operands, (True, True, beta != 0), out, temporaries, blocks_of_c, wait_for)
+
+
+class _Part(NamedTuple):
+    """One block of a call's rows of C: its problem (the call's, at the block's offsets), its plan, and
+    where its reads of A and its writes of C end in their storage (elements)."""
+
+    problem: GemmProblem
+    plan: LaunchPlan
+    a_end: int
+    c_end: int
+
+
+def _layout(call: _Call, plan: LaunchPlan, config: KernelParams | None, edge: str) -> list[_Part]:
+    """The blocks a call runs in, made once per resolved call: one, the whole problem on ``plan``, where
+    an operand lies on the device or the device shares the host's memory (nothing to overlap), else the
+    blocks of ``row_blocks``, each on a plan of its own."""
+    pr = call.problem
+    whole_call = _Part(pr, plan, pr.offset_a + pr.member_elements("A"), pr.offset_c + pr.member_elements("C"))
+    if call.asynchronous or call.ctx.device.shares_host_memory:
+        return [whole_call]
+    spans = row_blocks(pr, call.ctx.device.compute_units)
+    if len(spans) == 1:
+        return [whole_call]
+    parts = [replace(pr, m=r1 - r0, offset_a=pr.offset_a + (r0 if pr.op_a.transposed else r0 * pr.lda),
+                     offset_c=pr.offset_c + r0 * pr.ldc) for r0, r1 in spans]
+    return [_Part(part, cached_plan(call.ctx, part.aligned(), config, edge),
+                  part.offset_a + part.member_elements("A"), part.offset_c + part.member_elements("C"))
+            for part in parts]
 
 
 #: A product of numpy arrays runs in blocks of C's rows, each of about ``BLOCK_TILES`` tiles of 128 x 128
@@ -236,11 +259,11 @@ class _Call:
 
 
 #: Resolutions of recent calls on device arrays alone or numpy arrays alone, by everything they depend
-#: on, with the plan each ran on: a program that repeats a call on the same arrays (or arrays of the same
-#: shapes and layouts) skips the checks and the plan's lookup while that plan is current (on the H100 the
-#: checks took 0.12 ms of a 1024^3 SGEMM's 1.3 ms from numpy to numpy).
+#: on, with the plan each ran on and its blocks (``_layout``): a program that repeats a call on the same
+#: arrays (or arrays of the same shapes and layouts) skips the checks and the plans' lookup while that plan
+#: is current (on the H100 the checks took 0.12 ms of a 1024^3 SGEMM's 1.3 ms from numpy to numpy).
 RESOLVED_CAPACITY = 64
-_resolved: OrderedDict[tuple, tuple[_Call, LaunchPlan]] = OrderedDict()
+_resolved: OrderedDict[tuple, tuple[_Call, LaunchPlan, list[_Part] | None]] = OrderedDict()
 _resolved_lock = threading.Lock()
 
 
@@ -281,7 +304,7 @@ def clear_plans() -> None:
         cuda_ctx.release_kept()
 
 
-def _remember(key: tuple, resolved: tuple[_Call, LaunchPlan]) -> None:
+def _remember(key: tuple, resolved: tuple[_Call, LaunchPlan, list[_Part] | None]) -> None:
     with _resolved_lock:
         _resolved[key] = resolved
         while len(_resolved) > RESOLVED_CAPACITY:

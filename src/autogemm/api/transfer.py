@@ -6,17 +6,20 @@ numpy in, numpy out, the host's arrays cross through page-locked memory, as torc
 pageable memory, which the driver copies through a small staging area of its own (on the H100, SGEMM
 4096^3 took 50 ms from numpy to numpy through pageable copies, 9 ms in torch through page-locked ones).
 The operands are copied in pieces by the copy threads (``shares.copying``) into page-locked memory kept
-between calls (``shares.staging.page_locked``), each piece's upload enqueued as soon as it is there; a
-new result is page-locked memory itself (``host_result``), which the device writes and the caller keeps.
-A call comes in blocks (``Block``: a product in blocks of C's rows), each launched once the pieces it
-reads are uploaded and its part of the result downloaded while the next computes, so that the host's
-copies, the uploads, the kernels and the downloads overlap."""
+between calls (``shares.staging.page_locked``); a new result is page-locked memory itself
+(``host_result``), which the device writes and the caller keeps. A call comes in blocks (``Block``: a
+product in blocks of C's rows). Every upload, launch and download is enqueued at once, while the copy
+threads start: each upload waits for a user event its piece's copy marks complete (``_Copies``), each
+block for the last upload it reads, and its part of the result comes back while the next computes, so
+that the host's copies, the uploads, the kernels and the downloads overlap and no copy waits for the
+caller to enqueue anything."""
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Sequence
+from ctypes import memmove
 from typing import NamedTuple
 
 import numpy as np
@@ -25,7 +28,7 @@ import pyopencl as cl
 from ..runtime import DeviceContext
 from ..runtime.cuda import CudaContext
 from ..runtime.memory import check_memory
-from ..shares.copying import COPY_THREADS, copy_into, in_order, parallel_copy
+from ..shares.copying import COPY_THREADS, Background, parallel_copy
 from ..shares.staging import page_locked, result_pool
 from .operands import Matrix, Stored, on_device
 
@@ -143,32 +146,25 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
         staging[-1][:flat.nbytes].view(flat.dtype)
     buffers = [st.buffer if st.buffer is not None else ctx.buffers.take(max(st.span.nbytes, st.span.itemsize))
                for st in operands]
-    uploads: list[cl.Event] = []
+    pieces, ready = _pieces(operands, needed, [block.needs for block in blocks], staging is not None)
+    copies = _Copies(ctx.context, operands, pieces, staging)       # the copy threads start at once
     launched: list[cl.Event] = []
     downloads: list[tuple[cl.Event, int, int]] = []
-    sources: Generator[np.ndarray, None, None] = (source for source in ())
     done = False
-
-    def launch(block: Block) -> None:
-        launched.extend(block.enqueue(buffers, wait_for + uploads[-1:]))
-        start, stop = block.writes
-        if flat is not None and stop > start and launched:
-            into = flat if landing is None else landing
-            downloads.append((cl.enqueue_copy(down_queue, into[start:stop], buffers[-1],
-                                              src_offset=start * into.itemsize, wait_for=launched[-1:],
-                                              is_blocking=False), start, stop))
-
     try:
-        pieces, ready = _pieces(operands, needed, [block.needs for block in blocks], staging is not None)
-        waiting = list(zip(ready, blocks))[::-1]       # each block after this many uploads, the next last
-        while waiting and waiting[-1][0] == 0:
-            launch(waiting.pop()[1])
-        sources = _sources(operands, pieces, staging)
-        for (i, start, _), source in zip(pieces, sources):
-            uploads.append(cl.enqueue_copy(up_queue, buffers[i], source, dst_offset=start * source.itemsize,
-                                           is_blocking=False))
-            while waiting and waiting[-1][0] == len(uploads):
-                launch(waiting.pop()[1])
+        copies.first()
+        uploads = [cl.enqueue_copy(up_queue, buffers[i], source, dst_offset=start * source.itemsize,
+                                   wait_for=copies.ready[k], is_blocking=False)
+                   for k, ((i, start, _), source) in enumerate(zip(pieces, copies.sources))]
+        for count, block in zip(ready, blocks):      # the uploads run in order: a block waits for its last
+            launched.extend(block.enqueue(buffers, wait_for + uploads[count - 1:count]))
+            start, stop = block.writes
+            if flat is not None and stop > start and launched:
+                into = flat if landing is None else landing
+                downloads.append((cl.enqueue_copy(down_queue, into[start:stop], buffers[-1],
+                                                  src_offset=start * into.itemsize, wait_for=launched[-1:],
+                                                  is_blocking=False), start, stop))
+        copies.join()
         if on_device(out):
             for event in uploads + launched[-1:]:
                 out.add_event(event)
@@ -185,7 +181,7 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
         done = True        # every command before the downloads on their queues has ended too
         return out
     finally:
-        sources.close()            # the copy threads are done with the pieces
+        copies.close()             # no copy runs on, nor an upload waits for one that never ends
         for st, buf in zip(operands, buffers):
             if st.buffer is None and done:
                 ctx.buffers.give(buf)
@@ -216,25 +212,68 @@ def _pieces(operands: Sequence[Stored], needed: Sequence[bool], needs: Sequence[
     return pieces, ready
 
 
-def _sources(operands: Sequence[Stored], pieces: Sequence[tuple[int, int, int]],
-             staging: list[np.ndarray | None] | None) -> Generator[np.ndarray, None, None]:
-    """The host memory each piece is uploaded from, in order: its range of the operand's array, or of its
-    page-locked place once the copy threads have copied it there (``in_order``: while the caller
-    enqueues one piece's upload, the threads copy the next)."""
-    if staging is None:
-        return (operands[i].span[start:stop] for i, start, stop in pieces)
-    held = {i: None if staging[i] is None else staging[i][:operands[i].span.nbytes].view(operands[i].span.dtype)
-            for i, _, _ in pieces}
-    return in_order([functools.partial(_copied, held[i], operands[i].span, start, stop) for i, start, stop in pieces])
+class _Copies:
+    """The copies of a call's pieces into their page-locked places (``staging``), run by the copy threads
+    in order from the moment this is made (``copying.Background``): each marks a user event of its own
+    complete once done, so that the caller enqueues every upload (behind its piece's event), launch and
+    download at once while the threads copy, no copy waits for an enqueue, and each upload starts as soon
+    as its piece is there. Without ``staging`` nothing is copied: the uploads read the operands' arrays."""
+
+    def __init__(self, context: cl.Context, operands: Sequence[Stored], pieces: Sequence[tuple[int, int, int]],
+                 staging: Sequence[np.ndarray | None] | None) -> None:
+        places = {i: None if staging is None or staging[i] is None else
+                  staging[i][:operands[i].span.nbytes].view(operands[i].span.dtype) for i, _, _ in pieces}
+        #: What each piece's upload reads, and the events it waits for (a copy's, where there is one).
+        self.sources: list[np.ndarray] = []
+        self.ready: list[list[cl.Event]] = []
+        tasks, moves = [], []
+        for k, (i, start, stop) in enumerate(pieces):
+            span, place = operands[i].span, places[i]
+            if place is None:       # page-locked itself, or nothing staged
+                self.sources.append(span[start:stop])
+                self.ready.append([])
+                moves.append(None)
+            else:
+                self.sources.append(place[start:stop])
+                self.ready.append([cl.UserEvent(context)])
+                offset = start * span.itemsize     # (both contiguous: a copy is one memmove of its bytes)
+                moves.append((_address(place) + offset, _address(span) + offset, (stop - start) * span.itemsize))
+                tasks.append(functools.partial(self._copy, k))
+        self._moves = moves             # each piece's (to, from, bytes) until it is copied
+        self._copies = Background(tasks)
+
+    def _copy(self, k: int) -> None:
+        memmove(*self._moves[k])
+        self.ready[k][0].set_status(cl.command_execution_status.COMPLETE)
+        self._moves[k] = None
+
+    def first(self) -> None:
+        """Copy the first piece in this thread while the copy threads wake (on the H100's host each took
+        about 0.05 ms to start), so that the first upload starts soonest."""
+        self._copies.run_next()
+
+    def join(self) -> None:
+        """Copy the pieces no thread has taken, and wait for every copy (raising the first error)."""
+        self._copies.join()
+
+    def close(self) -> None:
+        """Wait for the copies under way and start none; then copy, in this thread, each piece not copied
+        (after an error or an interrupt), so that the commands already enqueued behind them run on whole
+        operands and end. A piece whose copy fails again has its event, and those of the pieces after
+        it, marked failed: the commands waiting for them end (failed) rather than never."""
+        self._copies.close()
+        left = [k for k, move in enumerate(self._moves) if move is not None]
+        try:
+            for k in left:
+                self._copy(k)
+        finally:
+            for k in left:
+                if self._moves[k] is not None:
+                    self.ready[k][0].set_status(-1)
 
 
-def _copied(place: np.ndarray | None, span: np.ndarray, start: int, stop: int) -> np.ndarray:
-    """Elements [start, stop) of ``span`` copied into the same of ``place`` (none: ``span`` is
-    page-locked itself, a result the pool handed out passed back as C)."""
-    if place is None:
-        return span[start:stop]
-    copy_into(place[start:stop], span[start:stop])
-    return place[start:stop]
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
 
 
 def _flat(out: Matrix, st: Stored) -> np.ndarray | None:
@@ -249,13 +288,18 @@ def _flat(out: Matrix, st: Stored) -> np.ndarray | None:
 def staged_uploads(queue: cl.CommandQueue, staged: Sequence[tuple[cl.Buffer, np.ndarray, np.ndarray]]
                    ) -> list[cl.Event]:
     """Copy each ``(buffer, memory, array)``'s contiguous array to its buffer through its page-locked bytes
-    ``memory``, in parts that the copy threads copy while the caller enqueues the uploads of those
-    already copied. The uploads' events."""
+    ``memory``, in parts that the copy threads copy and upload (``_uploads``). The uploads' events."""
     ops = [Stored(1, False, 1, array.size, span=np.ascontiguousarray(array).reshape(-1)) for _, _, array in staged]
     pieces, _ = _pieces(ops, [True] * len(ops), [tuple(st.elements for st in ops)], True)
-    memories = [memory for _, memory, _ in staged]
-    return [cl.enqueue_copy(queue, staged[i][0], source, dst_offset=start * source.itemsize, is_blocking=False)
-            for (i, start, _), source in zip(pieces, _sources(ops, pieces, memories))]
+    copies = _Copies(queue.context, ops, pieces, [memory for _, memory, _ in staged])
+    try:
+        uploads = [cl.enqueue_copy(queue, staged[i][0], source, dst_offset=start * source.itemsize,
+                                   wait_for=ready, is_blocking=False)
+                   for (i, start, _), source, ready in zip(pieces, copies.sources, copies.ready)]
+        copies.join()
+        return uploads
+    finally:
+        copies.close()
 
 
 def download(queue: cl.CommandQueue, st: Stored, buffer: cl.Buffer, out: np.ndarray,

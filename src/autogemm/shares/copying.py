@@ -1,5 +1,5 @@
-"""Host copies on helper threads: ``in_parallel`` runs tasks at once, ``in_order`` hands their results over
-one by one as they end, ``parallel_copy`` copies one array into another by parts. numpy's copies and
+"""Host copies on helper threads: ``in_parallel`` runs tasks at once, ``Background`` runs them in order
+while the caller does something else, ``parallel_copy`` copies one array into another by parts. numpy's copies and
 ``ctypes.memmove`` release the GIL, so the helpers copy at the same time.
 
 A helper is a thread of its own that sleeps on a lock of its own until it is given tasks: handing tasks
@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -113,52 +113,66 @@ def _forget_helpers() -> None:
 os.register_at_fork(after_in_child=_forget_helpers)
 
 
-def _deal(tasks: Sequence[Callable[[], Result]], caller_too: bool) -> tuple[list[_Slot], list[_Slot]]:
-    """Slots for ``tasks``, dealt in turn to the idle helpers (and to the calling thread where
-    ``caller_too``, or where no helper is idle); the helpers are started. Returns every slot, and the
-    calling thread's own in order."""
-    slots = [_Slot(task) for task in tasks]
-    helpers = _helpers.borrow(min(COPY_THREADS - 1, len(slots) - (1 if caller_too else 0)))
-    hands = len(helpers) + (1 if caller_too or not helpers else 0)
-    dealt = [slots[i::hands] for i in range(hands)]
-    own = dealt.pop(0) if hands > len(helpers) else []
-    for helper, work in zip(helpers, dealt):
-        helper.start(work)
-    return slots, own
-
-
 def in_parallel(tasks: Sequence[Callable[[], Result]]) -> list[Result]:
-    """The results of ``tasks``, run on the helper threads and the calling thread at once; every task has
-    ended when this returns or raises (the first error)."""
+    """The results of ``tasks``, run on the helper threads and the calling thread at once (dealt to them
+    in turn, the first to the caller); every task has ended when this returns or raises (the first
+    error)."""
     if len(tasks) < 2 or COPY_THREADS == 1:
         return [task() for task in tasks]
-    slots, own = _deal(tasks, caller_too=True)
-    for slot in own:
+    slots = [_Slot(task) for task in tasks]
+    helpers = _helpers.borrow(min(COPY_THREADS, len(slots)) - 1)
+    hands = len(helpers) + 1
+    for i, helper in enumerate(helpers, 1):
+        helper.start(slots[i::hands])
+    for slot in slots[::hands]:
         slot.run()
     return _collect(slots)
 
 
-def in_order(tasks: Sequence[Callable[[], Result]]) -> Generator[Result, None, None]:
-    """The results of ``tasks``, one by one in the order of ``tasks`` as soon as each has run, so that the
-    calling thread can act on them while later ones run. The tasks are dealt in turn to the helper
-    threads and to the calling thread, which runs its own when their turn comes (the first among them:
-    it need not wait for a helper to wake). An error is raised where its task's result would come. Every
-    task has ended when the iterator is done, fails or is closed."""
-    if len(tasks) < 2 or COPY_THREADS == 1:
-        for task in tasks:
-            yield task()
-        return
-    slots, own = _deal(tasks, caller_too=True)
-    own_ids = {id(slot) for slot in own}
-    waited = 0
-    try:
-        for slot in slots:
-            if id(slot) in own_ids:
-                slot.run()
-            waited += 1
-            yield slot.wait()
-    finally:            # the caller's slots it never reached are not waited for
-        _collect([slot for slot in slots[waited:] if id(slot) not in own_ids] + slots[:waited], raising=False)
+class Background:
+    """Tasks the helper threads run in order, each taking the next one as it ends the last, while the
+    calling thread does something else; ``join`` has the calling thread take the rest too and waits for
+    every task. Once a task fails, no thread starts another."""
+
+    def __init__(self, tasks: Sequence[Callable[[], object]]) -> None:
+        self._tasks = tasks
+        self._next = iter(range(len(tasks)))     # taking from it is atomic under the GIL
+        self._stopped = False
+        helpers = _helpers.borrow(min(COPY_THREADS - 1, len(tasks))) if COPY_THREADS > 1 else []
+        self._slots = [_Slot(self._take) for _ in helpers]
+        for helper, slot in zip(helpers, self._slots):
+            helper.start([slot])
+
+    def _take(self) -> None:
+        for index in self._next:
+            if self._stopped:
+                return
+            self._run(index)
+
+    def _run(self, index: int) -> None:
+        try:
+            self._tasks[index]()
+        except BaseException:
+            self._stopped = True
+            raise
+
+    def run_next(self) -> None:
+        """Run the next task no helper has taken yet (if any) in the calling thread: the first, where
+        called at once, while the helpers wake."""
+        index = next(self._next, None)
+        if index is not None:
+            self._run(index)
+
+    def join(self) -> None:
+        """Run the tasks no helper has taken yet, then wait for every task; the first error raised."""
+        caller = _Slot(self._take)
+        caller.run()
+        _collect([caller, *self._slots])
+
+    def close(self) -> None:
+        """Start no more tasks, and wait for those under way (their errors dropped)."""
+        self._stopped = True
+        _collect(self._slots, raising=False)
 
 
 def _collect(slots: list[_Slot], raising: bool = True) -> list:
