@@ -288,7 +288,8 @@ def _flat(out: Matrix, st: Stored) -> np.ndarray | None:
 def staged_uploads(queue: cl.CommandQueue, staged: Sequence[tuple[cl.Buffer, np.ndarray, np.ndarray]]
                    ) -> list[cl.Event]:
     """Copy each ``(buffer, memory, array)``'s contiguous array to its buffer through its page-locked bytes
-    ``memory``, in parts that the copy threads copy and upload (``_uploads``). The uploads' events."""
+    ``memory``, in parts the copy threads copy while their uploads are enqueued (``_Copies``). The uploads'
+    events."""
     ops = [Stored(1, False, 1, array.size, span=np.ascontiguousarray(array).reshape(-1)) for _, _, array in staged]
     pieces, _ = _pieces(ops, [True] * len(ops), [tuple(st.elements for st in ops)], True)
     copies = _Copies(queue.context, ops, pieces, [memory for _, memory, _ in staged])
