@@ -192,16 +192,17 @@ def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx,
         autogemm.gemm(a, b, out, alpha=2.0, beta=0.5, device=ctx.device)
         assert relative_error(out, expected) < dt.tolerance
     assert np.all(wide[:, 33:] == 7.0)                          # the gaps of a strided C left alone
-    (lock, _, memory), = staging._page_locked.values()
+    kept, = staging._page_locked.values()
+    memory = kept.array
     assert relative_error(autogemm.gemm(a, b.T.copy(), trans_b="T", device=ctx.device), want) < dt.tolerance
-    assert staging._page_locked[ctx][2] is memory and not lock.locked()      # reused, and let go
+    assert kept.array is memory and not kept.lock.locked()      # reused, and let go
     sent = []
     real_copy = transfer.memmove
     monkeypatch.setattr(transfer, "memmove", lambda dst, src, size: sent.append(size) or real_copy(dst, src, size))
     on_device = cl_array.to_device(ctx.queue, c)              # host operands, a device result
     got = autogemm.gemm(a, b, on_device, alpha=2.0, beta=0.5, device=ctx.device)
     assert relative_error(got.get(), 2.0 * want + 0.5 * c) < dt.tolerance
-    assert sum(sent) == a.nbytes + b.nbytes and not lock.locked()
+    assert sum(sent) == a.nbytes + b.nbytes and not kept.lock.locked()
     monkeypatch.setattr(transfer, "PINNED_BYTES", 1024)
     assert relative_error(autogemm.gemm(a, b, device=ctx.device), want) < dt.tolerance
 

@@ -91,6 +91,74 @@ def test_worker_threads_each_keep_their_device_and_multiply_right():
     assert relative_error(got, a.astype(np.float64) @ b) < dt.tolerance
 
 
+@pytest.mark.parametrize("page_locked", [False, True], ids=["ordinary", "page-locked"])
+def test_worker_threads_write_each_block_into_the_result_that_compute_hands_over(monkeypatch, small_blocks,
+                                                                                 page_locked):
+    """Workers that are threads of this process write each block at its place in one result array
+    (poisoned here: a block left unwritten fails), which ``compute()`` returns as it is (dask's
+    concatenation fails the test); a page-locked one is written by the device, an ordinary one by the
+    host's copies. A second ``compute()`` gets an array of its own and leaves the first as it was."""
+    from autogemm import Device
+    from autogemm.api import transfer
+    from autogemm.dask import assembly
+    if page_locked:
+        monkeypatch.setattr(Device, "shares_host_memory", property(lambda self: False))
+        monkeypatch.setattr(transfer, "RESULT_MIN_BYTES", 1)             # a small result is page-locked too
+    real_result, writes = blocks.host_result, {"device": 0, "host": 0}
+
+    def poisoned(ctx, shape, dtype):
+        out = real_result(ctx, shape, dtype)
+        out[...] = np.nan
+        return out
+
+    def counted(name, call):
+        return lambda *args, **kw: (writes.__setitem__(name, writes[name] + 1), call(*args, **kw))[1]
+
+    monkeypatch.setattr(blocks, "host_result", poisoned)
+    monkeypatch.setattr(blocks, "read_into", counted("device", blocks.read_into))
+    monkeypatch.setattr(blocks, "parallel_copy", counted("host", blocks.parallel_copy))
+    def concatenated(results):
+        raise AssertionError("concatenated")    # (pytest.fail's exception would leave the worker hanging)
+
+    monkeypatch.setattr(assembly.da.core, "finalize", concatenated)
+    dt = DTYPES["z" if page_locked else "s"]
+    a, b = random_matrix(RNG, dt, (130, 97)), random_matrix(RNG, dt, (130, 61))
+    product = ad.gemm(da.from_array(a, chunks=(27, 40)), da.from_array(b, chunks=(27, 25)), alpha=-2.0, trans_a="T")
+    want = -2.0 * (a.T.astype(dt.reference_numpy) @ b)
+    with ad.local_cluster(n_workers=2, dashboard_address=":0") as cluster, distributed.Client(cluster):
+        first = product.compute()
+        kept = first.copy()
+        second = product.compute()
+    assert relative_error(first, want) < dt.tolerance and relative_error(second, want) < dt.tolerance
+    assert not np.shares_memory(first, second) and np.array_equal(first, kept)
+    assert blocks.in_result_pool(first) == page_locked            # the very array the blocks were written in
+    assert writes == ({"device": 18, "host": 0} if page_locked else {"device": 0, "host": 18})
+
+
+def test_blocks_away_from_their_places_are_concatenated():
+    """``assemble`` hands a result array over only where every block lies at its place in it."""
+    from autogemm.dask import assembly
+    chunks = ((3, 2), (4,))
+
+    def same(x, y):
+        return x.__array_interface__ == y.__array_interface__
+
+    def blocks_of(key):
+        whole = assembly.claim(key, (5, 4), np.float64, 0, 0, lambda shape, dtype: np.arange(20.0).reshape(shape))
+        assert same(assembly.claim(key, (5, 4), np.float64, 3, 0, pytest.fail), whole)
+        return whole, [[whole[:3]], [whole[3:]]]
+
+    whole, parts = blocks_of("in place")
+    assert same(assembly.assemble(parts, "in place", chunks), whole)
+    assert "in place" not in assembly._results            # handed over: never written again
+    whole, parts = blocks_of("moved")
+    parts[1][0] = parts[1][0].copy()
+    got = assembly.assemble(parts, "moved", chunks)
+    assert not np.shares_memory(got, whole) and np.array_equal(got, whole)
+    again = assembly.claim("moved", (5, 4), np.float64, 0, 0, lambda shape, dtype: np.zeros(shape))
+    assert not np.shares_memory(again, whole)              # its place there is taken: a new array
+
+
 def test_a_worker_killed_with_blocks_of_a_product_leaves_it_right(client, small_blocks):
     """The product's blocks are computed and held on both workers; one is killed (SIGKILL) and Dask
     computes again what it held."""

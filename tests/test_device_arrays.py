@@ -75,6 +75,22 @@ def test_the_call_returns_before_the_product_runs(queue):
     assert relative_error(c.get(), a.astype(np.float64) @ b) < dt.tolerance
 
 
+def test_a_call_waits_for_what_a_call_on_another_queue_did_to_its_c(queue):
+    """C lies on one queue; a first product into it runs on another (its first operand's), held back by a
+    user event; a second, on C's own queue, adds to it and must wait for the first (whose event C
+    carries), or the first's beta = 0 would overwrite it."""
+    dt = DTYPES["d"]
+    other = cl.CommandQueue(queue.context, queue.device)
+    a, b = random_matrix(RNG, dt, (33, 20)), random_matrix(RNG, dt, (20, 17))
+    x, y = random_matrix(RNG, dt, (33, 9)), random_matrix(RNG, dt, (9, 17))
+    c = cl_array.empty(queue, (33, 17), dt.numpy)
+    gate = cl.UserEvent(queue.context)
+    autogemm.gemm(cl_array.to_device(other, a), cl_array.to_device(other, b), c, wait_for=[gate])
+    autogemm.gemm(cl_array.to_device(queue, x), cl_array.to_device(queue, y), c, beta=1.0)
+    gate.set_status(cl.command_execution_status.COMPLETE)
+    assert relative_error(c.get(), a @ b + x @ y) < dt.tolerance
+
+
 def test_a_device_c_with_beta_0_is_not_read(queue):
     dt = DTYPES["d"]
     a, b = random_matrix(RNG, dt, (33, 17)), random_matrix(RNG, dt, (17, 21))

@@ -194,13 +194,21 @@ def small_chunks(monkeypatch):
 
 @pytest.mark.parametrize("letter, ta, tb, beta", [("s", "N", "N", 0.0), ("d", "T", "N", 0.5), ("z", "N", "C", 1.0),
                                                   ("h", "T", "T", 0.0)])
-def test_a_streamed_share_in_many_tiles_and_chunks_gives_c(ctx, small_chunks, letter, ta, tb, beta):
+@pytest.mark.parametrize("page_locked_c", [False, True])
+def test_a_streamed_share_in_many_tiles_and_chunks_gives_c(ctx, small_chunks, monkeypatch, letter, ta, tb, beta,
+                                                           page_locked_c):
+    """A C in ordinary memory gets its tiles through staging and the retiring thread's copies; a C in a
+    page-locked result gets them straight from the device (the retiring thread copies nothing)."""
     dt = DTYPES[letter]
     m, n, k = 300, 270, 90
     a = random_matrix(RNG, dt, (k, m) if ta != "N" else (m, k))
     b = random_matrix(RNG, dt, (n, k) if tb != "N" else (k, n))
     c0 = random_matrix(RNG, dt, (m, n)).astype(dt.output.numpy)
-    gemm = HostGemm(dt, a, b, c0.copy() if beta else np.full((m, n), np.nan, dt.output.numpy), ta, tb, -1.5, beta)
+    c = staging.result_pool(ctx).take((m, n), dt.output.numpy) if page_locked_c else np.empty((m, n), dt.output.numpy)
+    c[...] = c0 if beta else np.nan
+    if page_locked_c:
+        monkeypatch.setattr(small_chunks._StreamRun, "_retire", lambda self, item: pytest.fail("copied by the host"))
+    gemm = HostGemm(dt, a, b, c, ta, tb, -1.5, beta)
     share = small_chunks.DeviceStream(ctx, gemm, (20, 290), None, "auto")
     assert share.layout == small_chunks.Layout(128, True, True) and len(share.tiles()) == 9
     share.run()
@@ -293,6 +301,12 @@ def test_large_host_calls_stream_through_the_device(ctx, monkeypatch, streamed):
     monkeypatch.setattr(transfer, "STREAM_BYTES", a.nbytes)
     got = autogemm.gemm(a, b, c, alpha=2j, beta=-1, trans_b="C", device=ctx.device)
     assert len(streamed) == 1 and got is c and relative_error(c, want) < dt.tolerance
+    # a new result is page-locked memory (the pool's, poisoned by its last user), written by the device
+    monkeypatch.setattr(transfer, "RESULT_MIN_BYTES", 1)
+    staging.result_pool(ctx).take((70, 90), dt.numpy)[...] = np.nan
+    got = autogemm.gemm(a, b, trans_b="C", device=ctx.device)
+    assert len(streamed) == 2 and staging.in_result_pool(got)
+    assert relative_error(got, a.astype(np.complex128) @ b.T.conj()) < dt.tolerance
 
 
 def test_devices_sharing_a_product_copy_b_through_the_host_once(device, small_chunks, monkeypatch, streamed):
@@ -318,10 +332,33 @@ def test_devices_sharing_a_product_copy_b_through_the_host_once(device, small_ch
 def test_page_locked_memory_is_kept_and_grown_only_when_too_small(device):
     from autogemm.shares.staging import page_locked
     ctx = DeviceContext(device)
-    lock, first = page_locked(ctx, 4096)
-    assert page_locked(ctx, 1000)[1] is first and page_locked(ctx, 1000)[0] is lock
-    larger = page_locked(ctx, 10_000)[1]
-    assert larger is not first and larger.nbytes >= 10_000 and page_locked(ctx, 4096)[1] is larger
+    with page_locked(ctx, 4096) as first:
+        pass
+    with page_locked(ctx, 1000) as again:
+        assert again is first
+    with page_locked(ctx, 10_000) as larger:
+        assert larger is not first and larger.nbytes >= 10_000
+    with page_locked(ctx, 4096) as again:
+        assert again is larger
+
+
+def test_page_locked_memory_is_not_grown_under_its_user(device):
+    """A caller that needs more waits until the one using the memory is done, and only then is it made
+    anew (memory given back under a user's copies corrupts them)."""
+    import threading
+    import time
+
+    from autogemm.shares.staging import page_locked
+    ctx = DeviceContext(device)
+    grown = []
+    with page_locked(ctx, 4096) as first:
+        first[:] = 7
+        other = threading.Thread(target=lambda: grown.extend(page_locked(ctx, 100_000).__enter__().shape))
+        other.start()
+        time.sleep(0.2)
+        assert not grown and np.all(first == 7)
+    other.join(10)
+    assert grown and grown[0] >= 100_000
 
 
 def test_a_device_sharing_the_hosts_memory_computes_in_place(ctx, monkeypatch):

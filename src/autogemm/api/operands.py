@@ -183,6 +183,9 @@ def event_list(wait_for: object) -> list[cl.Event]:
 
 def events_of(values: list[object], queue: cl.CommandQueue) -> list[cl.Event]:
     """The pending events of the device arrays among ``values`` (what must finish before they are read
-    or written) that ``queue`` does not order by itself: those of arrays on other queues (an in-order
-    queue runs its commands one after the other; waiting on its own events only costs time)."""
-    return [event for value in values if on_device(value) and value.queue != queue for event in value.events]
+    or written) that ``queue`` does not order by itself: those enqueued on other queues, and user events
+    (an in-order queue runs its commands one after the other; waiting on its own events only costs time).
+    An array's events may come from any queue: a call on the queue of its first device operand adds its
+    last event to C, which may lie on another."""
+    return [event for value in values if on_device(value) for event in value.events
+            if event.command_queue != queue]

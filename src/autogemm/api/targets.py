@@ -13,6 +13,7 @@ from ..runtime import context_for, discovery, find_device
 from ..shares import HOST, HostGemm, Target, run_split
 from ..shares.split import DEFAULT_PARTS, Split
 from .operands import Matrix, on_device, scalar
+from .transfer import host_result
 from .validation import validate_call
 
 Devices = str | list | tuple
@@ -86,11 +87,14 @@ def gemm_on_targets(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, tran
         raise ArgumentError(f"split must be a Split, not {type(split).__name__}")
     if len(split.shares) != len(targets):
         raise ArgumentError(f"split has {len(split.shares)} shares for {len(targets)} targets")
-    # the targets write rows of a row-major C: the caller's own where it is one, else a copy
+    # the targets write rows of a row-major C: the caller's own where it is one, else a new one, in
+    # page-locked memory where a device writes it (its tiles come back straight into it)
     if c is not None and c.flags.c_contiguous:
         out = c
     else:
-        out = np.empty(shape, dtype=dt.output.numpy)
+        device_targets = [t for t in targets if t != HOST]
+        out = (host_result(device_targets[0], shape, dt.output.numpy) if device_targets
+               else np.empty(shape, dt.output.numpy))
         if c is not None and beta != 0:
             out[...] = c
     if m and n:

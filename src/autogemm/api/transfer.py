@@ -91,8 +91,7 @@ def execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[boo
     places = _places(operands, needed, out, out_locked)
     if places is None:
         return _execute(ctx, operands, needed, out, blocks, wait_for, None)
-    lock, memory = page_locked(ctx, places[-1])
-    with lock:              # held until the uploads are done and a host result is read back
+    with page_locked(ctx, places[-1]) as memory:     # until the uploads are done and a host result is back
         staging = [memory[start:] for start in places[:-2]] + [None if out_locked else memory[places[-2]:]]
         return _execute(ctx, operands, needed, out, blocks, wait_for, staging)
 

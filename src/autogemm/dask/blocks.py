@@ -1,7 +1,9 @@
 """The product of one pair of blocks, run by a Dask worker: on the worker's device through
 ``autogemm.gemm``, or with numpy's BLAS where the worker has no usable device (said once per device).
 The blocks of A and B a worker uploads stay on its device for the later tasks that read them again
-(``KeptBlocks``): a block of A serves a whole row of C's blocks, one of B a whole column."""
+(``KeptBlocks``): a block of A serves a whole row of C's blocks, one of B a whole column. Where the
+worker is a thread of the caller's process, a block of C is written at its place in the product's result
+array (``block_in_place``, ``assembly``): by the device where that array is page-locked."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import logging
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import pyopencl as cl
@@ -21,7 +25,9 @@ from ..api.transfer import host_result, staged_uploads
 from ..errors import DeviceError
 from ..runtime import Device, context_for, context_for_queue
 from ..runtime.discovery import default_device, find_device
-from ..shares.staging import page_locked
+from ..shares.copying import parallel_copy
+from ..shares.staging import in_result_pool, page_locked, read_into
+from .assembly import claim, in_process, memory_owner
 
 log = logging.getLogger("autogemm.dask")
 #: The share of a device's memory its worker keeps uploaded blocks of A and B in.
@@ -71,14 +77,21 @@ def slot_device(slot: str | None) -> Device | None:
 
 
 def block_product(a: np.ndarray | list[np.ndarray], b: np.ndarray | list[np.ndarray], *, trans_a: str,
-                  trans_b: str, alpha: complex) -> np.ndarray:
+                  trans_b: str, alpha: complex, place: Callable[[Device | None], Place] | None = None
+                  ) -> np.ndarray:
     """``alpha`` op(A) op(B) of one pair of blocks, or the sum over K of such products of two lists of
     blocks (A's row panel and B's column panel, in K's order): the sum is made on the device, the block
-    of C staying there while each pair of blocks is uploaded and multiplied into it."""
+    of C staying there while each pair of blocks is uploaded and multiplied into it. The block is
+    written at ``place(device)`` where given (returned as its view there), else into a new array."""
     pairs = list(zip(a, b)) if isinstance(a, list) else [(a, b)]
     device = worker_device()
     if device is None:
-        return sum(alpha * (apply_op(x, trans_a) @ apply_op(y, trans_b)) for x, y in pairs)
+        product = sum(alpha * (apply_op(x, trans_a) @ apply_op(y, trans_b)) for x, y in pairs)
+        if place is None:
+            return product
+        out = place(None).view(product.shape)
+        out[...] = product
+        return out
     first_a, first_b = pairs[0]
     rows = first_a.shape[1 if trans_a != "N" else 0]
     cols = first_b.shape[0 if trans_b != "N" else 1]
@@ -88,7 +101,45 @@ def block_product(a: np.ndarray | list[np.ndarray], b: np.ndarray | list[np.ndar
     for step, (x, y) in enumerate(pairs):
         gemm(kept.on_device(queue, x), kept.on_device(queue, y), c, alpha=alpha, beta=1.0 if step else 0.0,
              trans_a=trans_a, trans_b=trans_b)
-    return c.get(ary=host_result(context_for_queue(queue), c.shape, c.dtype))
+    at = place(device) if place is not None else None
+    if at is not None and in_result_pool(at.array):     # the device writes it there, no host copy
+        read_into(queue, at.array, c.data, at.row, at.col, c.shape, c.events).wait()
+        return at.view(c.shape)
+    block = c.get(ary=host_result(context_for_queue(queue), c.shape, c.dtype))
+    if at is None:
+        return block
+    out = at.view(c.shape)
+    parallel_copy(out, block)
+    return out
+
+
+class Place(NamedTuple):
+    """Where a block of C goes: the C-contiguous array it is part of, and its first row and column."""
+
+    array: np.ndarray
+    row: int
+    col: int
+
+    def view(self, shape: tuple[int, int]) -> np.ndarray:
+        """The block's view of ``array``."""
+        return self.array[self.row:self.row + shape[0], self.col:self.col + shape[1]]
+
+
+def block_in_place(a: list[np.ndarray], b: list[np.ndarray], rows: np.ndarray, cols: np.ndarray, *, result: str,
+                   shape: tuple[int, int], trans_a: str, trans_b: str, alpha: complex) -> np.ndarray:
+    """``block_product`` of the block of C at ``rows`` and ``cols`` (the ranges of C's indices it covers),
+    written at its place in a result array of ``result`` where the worker shares the caller's process
+    (``assembly``: computing the product then takes no copy), else into a new array."""
+    place = None
+    if in_process() and len(rows) and len(cols):
+        row, col, dtype = int(rows[0]), int(cols[0]), a[0].dtype
+
+        def place(device: Device | None) -> Place:
+            allocate = (functools.partial(host_result, context_for(device)) if device is not None
+                        else lambda shape, dtype: np.empty(shape, dtype))
+            return Place(claim(result, shape, dtype, row, col, allocate), row, col)
+
+    return block_product(a, b, trans_a=trans_a, trans_b=trans_b, alpha=alpha, place=place)
 
 
 class KeptBlocks:
@@ -106,7 +157,7 @@ class KeptBlocks:
     def on_device(self, queue: cl.CommandQueue, x: np.ndarray) -> cl_array.Array:
         """``x`` on the device (a C-ordered copy): the kept one, else uploaded through page-locked memory
         now and kept."""
-        owner = _owner(x)
+        owner = memory_owner(x)
         key = (x.__array_interface__["data"][0], x.shape, x.strides, x.dtype.str)
         with self._lock:
             found = self._blocks.get(key)
@@ -118,8 +169,7 @@ class KeptBlocks:
         if ctx.device.shares_host_memory or not x.size:       # no DMA to feed: a copy is all it takes
             uploaded.set(np.ascontiguousarray(x))
         else:
-            lock, memory = page_locked(ctx, x.nbytes)
-            with lock:
+            with page_locked(ctx, x.nbytes) as memory:
                 cl.wait_for_events(staged_uploads(queue, [(uploaded.data, memory, x)]))
         with self._lock:
             replaced = self._blocks.pop(key, None)
@@ -129,13 +179,6 @@ class KeptBlocks:
                 _, (_, dropped) = self._blocks.popitem(last=False)
                 self._bytes -= dropped.nbytes
         return uploaded
-
-
-def _owner(x: np.ndarray) -> np.ndarray:
-    """The array at the root of ``x``'s chain of views."""
-    while isinstance(x.base, np.ndarray):
-        x = x.base
-    return x
 
 
 @functools.cache

@@ -1,20 +1,24 @@
 """``matmul`` and ``gemm`` on dask arrays: the graph of block products and the checks made before it.
 
-Each block C[i, j] is made by one task, ``blocks.block_product``, from A's row panel and B's column
+Each block C[i, j] is made by one task, ``blocks.block_in_place``, from A's row panel and B's column
 panel as lists of blocks over K: on a worker's device the block of C stays there while each pair of
 blocks is uploaded and multiplied into it, so neither the panels nor partial blocks of C are assembled
-on the host. Where a panel would outgrow ``PANEL_BYTES`` (one task would hold it all), every pair A[i, k],
-B[k, j] gives a partial block P[i, k, j] instead, and ``sum`` over k adds them in a tree (``split_every``
-at a time), as dask's own matmul does. Blocks smaller than ``MIN_BLOCK`` on a side are merged first."""
+on the host; where the workers are threads of the caller's process, each block is written at its place
+in one result array, which ``compute()`` hands over (``assembly``). Where a panel would outgrow
+``PANEL_BYTES`` (one task would hold it all), every pair A[i, k], B[k, j] gives a partial block
+P[i, k, j] instead, and ``sum`` over k adds them in a tree (``split_every`` at a time), as dask's own
+matmul does. Blocks smaller than ``MIN_BLOCK`` on a side are merged first."""
 
 from __future__ import annotations
 
 import dask.array as da
 import numpy as np
+from dask.base import tokenize
 
 from ..dtypes import NATIVE
 from ..errors import ArgumentError, DtypeError, ShapeError
-from .blocks import block_product, partial_product
+from .assembly import InPlaceProduct
+from .blocks import block_in_place, partial_product
 
 #: Blocks of C are merged up to this many rows and columns at least (or the whole side where it is
 #: shorter): a block of b x b takes 2 b K elements of panels for 2 b^2 K flops, so b = 4096 asks one
@@ -55,8 +59,13 @@ def gemm(a: object, b: object, c: object | None = None, *, alpha: complex = 1.0,
     options = {"dtype": a.dtype, "trans_a": trans_a, "trans_b": trans_b, "alpha": alpha}
     side = max(max(a.chunks[0 if trans_a == "N" else 1]), max(b.chunks[1 if trans_b == "N" else 0]))
     if side * a.shape[1 if trans_a == "N" else 0] * a.dtype.itemsize <= PANEL_BYTES:    # one task per block
-        product = da.blockwise(block_product, "ij", a, pattern_a, b, pattern_b, concatenate=False,
-                               meta=np.empty((0, 0), a.dtype), **options)
+        rows = da.arange(m, chunks=(a.chunks[0 if trans_a == "N" else 1],))
+        cols = da.arange(n, chunks=(b.chunks[1 if trans_b == "N" else 0],))
+        key = f"autogemm-result-{tokenize(a, b, options)}"
+        product = da.blockwise(block_in_place, "ij", a, pattern_a, b, pattern_b, rows, "i", cols, "j",
+                               concatenate=False, meta=np.empty((0, 0), a.dtype), result=key, shape=(m, n),
+                               **options)
+        product = InPlaceProduct(product, key)
     else:
         partial = da.blockwise(partial_product, "ikj", a, pattern_a, b, pattern_b, adjust_chunks={"k": 1},
                                meta=np.empty((0, 0, 0), a.dtype), **options)

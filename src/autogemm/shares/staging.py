@@ -5,11 +5,13 @@ page-locked copy of B that several devices' streams share (``SharedBlocks``), bo
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import os
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 import numpy as np
@@ -30,8 +32,7 @@ PAGE_BYTES, TOUCH_THREADS = 4096, 4
 _rings: weakref.WeakKeyDictionary[DeviceContext, tuple[threading.Lock, StagingRing, StagingRing]] = \
     weakref.WeakKeyDictionary()
 _rings_lock = threading.Lock()
-_page_locked: weakref.WeakKeyDictionary[DeviceContext, tuple[threading.Lock, cl.Buffer, np.ndarray]] = \
-    weakref.WeakKeyDictionary()
+_page_locked: weakref.WeakKeyDictionary[DeviceContext, _KeptMemory] = weakref.WeakKeyDictionary()
 
 
 class StagingRing:
@@ -97,8 +98,8 @@ class SharedBlocks:
 
     def __init__(self, ctx: DeviceContext, b: np.ndarray, transposed: bool, tile: int) -> None:
         self.b, self.transposed, self.tile = b, transposed, tile
-        self._memory_lock, self.array = page_locked(ctx, b.nbytes)
-        self._memory_lock.acquire()
+        self._memory = contextlib.ExitStack()
+        self.array = self._memory.enter_context(page_locked(ctx, b.nbytes))
         columns = b.shape[0] if transposed else b.shape[1]
         self._ready = [threading.Event() for _ in range(math.ceil(columns / tile))]
         self._claimed = [False] * len(self._ready)
@@ -128,40 +129,63 @@ class SharedBlocks:
 
     def release(self) -> None:
         """Give the page-locked memory back for the next product (it is kept: see ``page_locked``)."""
-        self._memory_lock.release()
+        self._memory.close()
 
 
-def page_locked(ctx: DeviceContext, nbytes: int) -> tuple[threading.Lock, np.ndarray]:
-    """At least ``nbytes`` of page-locked host memory of ``ctx`` (mapped), kept between calls and made anew,
-    larger, only when too small: page-locking is slow (a new 4 GiB each call made a 32768^3 SGEMM on two
-    H200s take 3.1 s instead of 0.9), so a process that shares B among devices holds as much as its
-    largest B. With the lock its user holds while it uses the memory."""
+class _KeptMemory:
+    """A context's page-locked memory of ``page_locked`` (none yet, or a mapped buffer), and the lock its
+    one user at a time holds."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.buffer: cl.Buffer | None = None
+        self.array: np.ndarray | None = None
+
+    def release(self) -> None:
+        """Give the memory back to the system (its user's lock held)."""
+        if self.buffer is not None:
+            self.array.base.release()
+            self.buffer.release()
+        self.buffer = self.array = None
+
+
+@contextlib.contextmanager
+def page_locked(ctx: DeviceContext, nbytes: int) -> Iterator[np.ndarray]:
+    """At least ``nbytes`` of page-locked host memory of ``ctx`` (mapped), the caller's for the ``with``
+    block (one user at a time: another waits), kept between calls and made anew, larger, only when too
+    small: page-locking is slow (a new 4 GiB each call made a 32768^3 SGEMM on two H200s take 3.1 s
+    instead of 0.9), so a process that shares B among devices holds as much as its largest B."""
     with _rings_lock:
-        found = _page_locked.get(ctx)
-        if found is None or found[2].nbytes < nbytes:
-            lock = found[0] if found else threading.Lock()
-            with lock:                         # not while a product still uses the old memory
-                if found is not None:
-                    found[2].base.release()
-                    found[1].release()
-                buffer, array = _mapped(ctx, nbytes)
-                _page_locked[ctx] = (lock, buffer, array)
-        return _page_locked[ctx][0], _page_locked[ctx][2]
+        kept = _page_locked.setdefault(ctx, _KeptMemory())
+    with kept.lock:
+        if kept.array is None or kept.array.nbytes < nbytes:
+            kept.release()
+            kept.buffer, kept.array = _mapped(ctx, nbytes)
+        yield kept.array
 
 
 def release_page_locked(ctx: DeviceContext) -> None:
     """Give the page-locked memory of ``page_locked`` back to the system (once no call uses it); a later
     call makes it anew."""
     with _rings_lock:
-        found = _page_locked.pop(ctx, None)
-    if found is not None:
-        with found[0]:
-            found[2].base.release()
-            found[1].release()
+        kept = _page_locked.get(ctx)
+    if kept is not None:
+        with kept.lock:
+            kept.release()
 
 
-#: Page-locked memory one context's ``ResultPool`` holds at most (handed out and free), in bytes.
-RESULT_POOL_BYTES = 2**30
+def _host_memory_bytes() -> int | None:
+    """This machine's physical memory in bytes, where the system says."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+#: Page-locked memory one context's ``ResultPool`` holds at most (handed out and free), in bytes: enough
+#: for two results of ``transfer.PINNED_BYTES`` (a loop's new result is taken while its last is still
+#: held), within an eighth of the host's memory (page-locked memory cannot be paged out).
+RESULT_POOL_BYTES = min(4 * 2**30, (_host_memory_bytes() or 2**33) // 8)
 #: A pooled result's memory is a multiple of this many bytes (results of nearby sizes share buffers).
 RESULT_GRAIN = 2**20
 
@@ -274,6 +298,26 @@ def result_pool(ctx: DeviceContext | CudaContext) -> ResultPool:
             allocate = ctx.pinned if isinstance(ctx, CudaContext) else functools.partial(_MappedMemory, ctx)
             _result_pools[ctx] = ResultPool(allocate)
         return _result_pools[ctx]
+
+
+def in_result_pool(array: np.ndarray) -> bool:
+    """Whether ``array`` lies in a page-locked result some context's ``ResultPool`` handed out, which every
+    device's DMA engines write at the page-locked rate."""
+    with _rings_lock:
+        pools = list(_result_pools.values())
+    return any(pool.owns(array) for pool in pools)
+
+
+def read_into(queue: cl.CommandQueue, host: np.ndarray, buffer: cl.Buffer, row: int, col: int,
+              shape: tuple[int, int], wait_for: list[cl.Event] | None = None) -> cl.Event:
+    """Enqueue the copy of ``buffer`` (a dense row-major matrix of ``shape``) into ``host`` (a C-contiguous
+    matrix) from its element (``row``, ``col``) on: one rectangle, which the DMA engines write straight
+    where ``host`` is page-locked."""
+    size = host.itemsize
+    width = shape[1] * size
+    return cl.enqueue_copy(queue, host, buffer, buffer_origin=(0, 0), host_origin=(col * size, row),
+                           region=(width, shape[0]), buffer_pitches=(width,), host_pitches=(host.shape[1] * size,),
+                           is_blocking=False, wait_for=wait_for)
 
 
 def _mapped(ctx: DeviceContext, nbytes: int) -> tuple[cl.Buffer, np.ndarray]:

@@ -8,9 +8,10 @@ the tiles are taken in growing squares, so the copies spread over the product; o
 Every block crosses through page-locked staging buffers in chunks: host threads copy a chunk of the
 numpy block into one (27 GB/s on the H100's host with 8 threads, where the driver's own copies from
 pageable memory ran at 7-10 GB/s) and a transfer queue copies it to the device (54 GB/s), while the
-device computes earlier tiles on its own queue; C's tiles come back the same way on a second transfer
-queue, copied into C by a thread of the stream's own (a third thread faults in the pages of a new C
-ahead of it: ``FirstTouch``). Events order everything: a kernel waits for its
+device computes earlier tiles on its own queue; C's tiles come back on a second transfer queue, straight
+into C where C is page-locked memory (a new result is: ``api.transfer.host_result``), else the same way
+as the blocks go in, copied into C by a thread of the stream's own (a third thread faults in the pages
+of a new C ahead of it: ``FirstTouch``). Events order everything: a kernel waits for its
 blocks' copies and for the download of the tile its C slot last held; a device slot of A or B is
 refilled only after the kernels that read it are done; a staging buffer only after its copy is done
 and its user has given it back."""
@@ -271,6 +272,7 @@ class _StreamRun:
         self.retiring: queue.SimpleQueue = queue.SimpleQueue()
         self.errors: list[BaseException] = []
         self.first_touch: FirstTouch | None = None
+        self.direct = False                      # C is page-locked: its tiles come back straight into it
         self.retirer = threading.Thread(target=self._retire_all, name="autogemm-retire")
 
     def _buffers(self, count: int, nbytes: int) -> list[cl.Buffer]:
@@ -289,7 +291,8 @@ class _StreamRun:
                                                   k * min(tile, n) * itemsize), layout.b_resident)
         self.c_slots = self._buffers(C_SLOTS, min(tile, m) * min(tile, n) * stream.out_dtype.itemsize)
         rows = stream.gemm.c[stream.start:stream.stop]
-        if stream.gemm.beta == 0 and rows.flags.c_contiguous:
+        self.direct = staging.in_result_pool(rows)
+        if stream.gemm.beta == 0 and rows.flags.c_contiguous and not self.direct:
             self.first_touch = FirstTouch(rows, min(tile, 256))
         self.retirer.start()
 
@@ -330,13 +333,20 @@ class _StreamRun:
         if stream._trace is not None:
             stream._trace.extend(("kernel", event) for event in events)
         self.a.readers[a_slot] = self.b.readers[b_slot] = events[-1]
-        staging_index, staged = self.staging_out.take(tile.shape, stream.out_dtype)
         out_queue = stream.ctx.transfer_queue("out")
-        download = cl.enqueue_copy(out_queue, staged, self.c_slots[c_index], is_blocking=False, wait_for=events[-1:])
+        if self.direct:
+            download = staging.read_into(out_queue, gemm.c, self.c_slots[c_index], stream.start + tile.row0,
+                                         tile.col0, tile.shape, events[-1:])
+            if stream._trace is not None:
+                stream._trace.append(("copy out", download))
+        else:
+            staging_index, staged = self.staging_out.take(tile.shape, stream.out_dtype)
+            download = cl.enqueue_copy(out_queue, staged, self.c_slots[c_index], is_blocking=False,
+                                       wait_for=events[-1:])
+            self.staging_out.pending[staging_index] = download
+            self.retiring.put(Retiring(download, staging_index, staged, tile))
         out_queue.flush()
-        self.staging_out.pending[staging_index] = download
         self.c_free[c_index] = [download]
-        self.retiring.put(Retiring(download, staging_index, staged, tile))
 
     def _retire_all(self) -> None:
         """The retiring thread: copy each tile that comes back into C and give its staging buffer back;
