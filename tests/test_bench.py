@@ -282,3 +282,24 @@ def test_a_peer_runs_in_a_process_of_its_own_and_gives_its_result_back():
     got = peers.in_own_process(peers.numpy_gemm, a, b, 1)
     assert got.name == "numpy" and np.array_equal(got.result, a @ b) and got.seconds > 0
     assert peers.in_own_process(os.getpid) != os.getpid()                 # not this process
+
+
+def test_wall_clock_timings_warm_up_until_the_first_slow_calls_are_over(monkeypatch):
+    """A peer whose first calls are slow (torch's page-locked allocator growing) is timed on the calls
+    after them; without warming up it is timed as it is."""
+    import time
+
+    from autogemm.bench import peers
+    monkeypatch.setattr(peers, "WARMUP_SECONDS", 0.1)
+    made = []
+
+    def call():
+        made.append(1)
+        if len(made) <= 4:
+            time.sleep(0.03)
+        return np.zeros(1)
+
+    seconds, _ = peers.wall_median(call, 3)
+    assert seconds < 0.01 and len(made) >= 7
+    made.clear()
+    assert peers.wall_median(call, 3, warmup=False)[0] >= 0.03 and len(made) == 3

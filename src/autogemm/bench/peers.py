@@ -38,9 +38,20 @@ class PeerResult:
     result: np.ndarray
 
 
+#: Wall-clock timings warm up for at least this long (and one call), at most ``WARMUP_CALLS`` calls: on
+#: the H100, torch's page-locked path took 10-12 ms per 1024^3 SGEMM for its first 7 calls (its
+#: page-locked allocator growing), 0.7-0.8 ms after, so one warm-up call left the median on the slow ones.
+WARMUP_SECONDS, WARMUP_CALLS = 0.5, 50
+
+
 def wall_median(call: Callable[[], np.ndarray], runs: int, warmup: bool = True) -> tuple[float, np.ndarray]:
-    """Median wall-clock seconds of ``call`` (after one warm-up call), and its last result."""
-    out = call() if warmup else None
+    """Median wall-clock seconds of ``call`` (after warming up, see ``WARMUP_SECONDS``), and its last
+    result."""
+    out = None
+    if warmup:
+        started, calls = time.perf_counter(), 0
+        while calls < 1 or (calls < WARMUP_CALLS and time.perf_counter() - started < WARMUP_SECONDS):
+            out, calls = call(), calls + 1
     times = []
     for _ in range(runs):
         start = time.perf_counter()
