@@ -46,11 +46,6 @@ PINNED_MIN_BYTES, PINNED_BYTES, RESULT_MIN_BYTES = 2 * 2**20, 2 * 2**30, 2**20
 #: 104 ms streamed, SGEMM 8192^3 37 ms in row blocks (torch, copying through page-locked memory: 45 ms).
 STREAM_BYTES = 1536 * 2**20
 
-
-def large_on_host(a: object, b: object, c: object | None) -> bool:
-    """Whether a product on these operands streams: numpy arrays all, of ``STREAM_BYTES`` or more."""
-    operands = [x for x in (a, b, c) if x is not None]
-    return all(isinstance(x, np.ndarray) for x in operands) and sum(x.nbytes for x in operands) >= STREAM_BYTES
 #: The staged operands cross in pieces, the first round of them (one for each copy thread) of
 #: ``PIECE_BYTES``, each round twice as long as the last up to ``PIPELINE_BYTES``: the host copies the next
 #: pieces while the device's DMA engine reads the last. On the H100, SGEMM 1024^3 from numpy to numpy took
@@ -59,6 +54,12 @@ def large_on_host(a: object, b: object, c: object | None) -> bool:
 PIECE_BYTES, PIPELINE_BYTES = 4 * 2**20, 8 * 2**20
 #: Each operand's place in the page-locked memory starts at a multiple of this many bytes.
 PINNED_ALIGNMENT = 4096
+
+
+def large_on_host(a: object, b: object, c: object | None) -> bool:
+    """Whether a product on these operands streams: numpy arrays all, of ``STREAM_BYTES`` or more."""
+    operands = [x for x in (a, b, c) if x is not None]
+    return all(isinstance(x, np.ndarray) for x in operands) and sum(x.nbytes for x in operands) >= STREAM_BYTES
 
 
 class Block(NamedTuple):
