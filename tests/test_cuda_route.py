@@ -107,7 +107,7 @@ def test_auto_runs_16_bit_numpy_products_on_the_cuda_path_and_float64_and_float3
     from autogemm.api import cuda_route
 
     ran = []
-    monkeypatch.setattr(cuda_route, "_run", lambda *args: ran.append(args[1].key) or args[4])
+    monkeypatch.setattr(cuda_route, "_run", lambda *args: ran.append(args[1].key) or args[5])
     large, small = np.ones((2048, 2048)), np.ones((64, 64))
     autogemm.gemm(large, large, device=device)
     autogemm.gemm(large, large, device=device, backend="cuda")
@@ -115,3 +115,57 @@ def test_auto_runs_16_bit_numpy_products_on_the_cuda_path_and_float64_and_float3
     autogemm.gemm(small.astype(np.float16), small.astype(np.float16), device=device)
     autogemm.gemm(large.astype(np.float32), large.astype(np.float32), device=device)
     assert ran == ["d", "h"]
+
+
+def test_auto_takes_the_backend_and_configuration_the_profile_measured_faster(device, monkeypatch):
+    """A profile's CUDA entry nearest the product decides: the CUDA path with its configuration where CUDA
+    was faster, OpenCL where OpenCL was; backend='cuda' takes the entry's configuration either way."""
+    from autogemm.api import cuda_route
+    from autogemm.blas import cuda_gemm
+    from autogemm.codelets.wgmma import WgmmaParams
+    from autogemm.profiles import CudaEntry, Profile
+
+    fast, slow = WgmmaParams("f16", 128, 2, 5, 16, out="f16"), WgmmaParams("f16", 64, 1, 3, 8, out="f16")
+    profile = Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
+                      "2026-11-25T10:00:00+00:00", "60s", cuda={"h": (
+                          CudaEntry("large", (4096,) * 3, fast, 6e5, 3e5, 10, 5.0),
+                          CudaEntry("small", (256,) * 3, slow, 5e3, 8e3, 10, 5.0))})
+    ran = []
+    monkeypatch.setattr(cuda_route, "cuda_target", lambda dev, dt: (object(), None))
+    monkeypatch.setattr(cuda_gemm, "profile_for", lambda dev: profile)
+    monkeypatch.setattr(cuda_route, "host_result", lambda ctx, shape, dtype: np.empty(shape, dtype))
+    monkeypatch.setattr(cuda_route, "_run", lambda ctx, dt, params, a, b, out, *rest: ran.append(params) or out)
+    large = np.ones((2048, 2048), np.float16)
+    autogemm.gemm(large, large, device=device)
+    assert ran == [fast]
+    dt, a, b, reference = _case("h", "N", "N", 64, 48, 40, seed=5)
+    got = autogemm.gemm(a, b, device=device)                     # OpenCL was faster there: computed on it
+    assert ran == [fast] and reference.check(got)[1]
+    autogemm.gemm(a, b, device=device, backend="cuda")
+    assert ran == [fast, slow]
+
+
+def test_the_cuda_families_are_registered_apart_from_the_opencl_ones(device):
+    """wgmma and dmma are GEMM families of the CUDA backend: their configurations read back from JSON,
+    OpenCL's plans and profiles' OpenCL entries never take them, and their checks say why a device
+    cannot run them."""
+    from autogemm.codelets.dmma import DmmaParams
+    from autogemm.codelets.registry import GEMM, SpaceFacts, check, families, params_from_dict
+    from autogemm.codelets.wgmma import WgmmaParams
+    from autogemm.errors import ConfigError
+    from autogemm.runtime.cuda.driver import CUDA
+
+    assert [f.name for f in families(GEMM, CUDA)] == ["wgmma", "dmma"]
+    assert not {"wgmma", "dmma"} & {f.name for f in families(GEMM)}
+    for params in DEFAULTS.values():
+        assert params_from_dict(params.to_dict(), GEMM, CUDA) == params
+        with pytest.raises(ConfigError, match="unknown kernel family"):
+            params_from_dict(params.to_dict())
+    spaces = {f.name: f.space(SpaceFacts(device, DTYPES["d"])) for f in families(GEMM, CUDA)}
+    assert spaces["wgmma"] is None and DEFAULTS["d"] in [spaces["dmma"].config(p) for p in spaces["dmma"].points()]
+    assert "multiplies f16 into f16, not b" in check(WgmmaParams("f16", out="f16"), device, DTYPES["b"])
+    if not any(dev.is_gpu for dev in autogemm.devices()):
+        assert "not a GPU the CUDA driver sees" in check(DmmaParams("d"), device, DTYPES["d"])
+    d = np.ones((8, 8))
+    with pytest.raises(ArgumentError, match="OpenCL kernel family"):
+        autogemm.gemm(d, d, config=DmmaParams("d"), backend="opencl")

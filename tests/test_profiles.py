@@ -17,10 +17,13 @@ import autogemm
 from autogemm.blas import GemmProblem, LaunchPlan, Op
 from autogemm.blas.gemv import GemvLaunchPlan, GemvProblem
 from autogemm.blas.selection import choose_params
+from autogemm.codelets.dmma import DmmaParams
 from autogemm.codelets.gemv import GemvParams
 from autogemm.codelets.simt import SimtParams
+from autogemm.codelets.wgmma import WgmmaParams
 from autogemm.errors import ProfileError
 from autogemm.profiles import (
+    CudaEntry,
     HybridEntry,
     Predictor,
     Profile,
@@ -42,6 +45,13 @@ SMALL = SimtParams("NT", "offset", 4, 8, 1, 2, 2, 1, True, False, mac="mul_add")
 GEMV_N, GEMV_T, GEMV_T_LONG = GemvParams("N", 16, 2, 2, 4, 0), GemvParams("T", 32, 4, 1, 2, 4), GemvParams("T", 64, 4)
 
 
+#: The CUDA path's entries: FP16 faster there at the large class, slower at the small one.
+CUDA_ENTRIES = {"h": (CudaEntry("large", (8192,) * 3, WgmmaParams("f16", 256, 2, 4, 16, out="f16"), 6.4e5, 3.1e5,
+                                30, 60.0),
+                      CudaEntry("small", (512,) * 3, WgmmaParams("f16", 128, 1, 3, 8, out="f16"), 9e4, 1e5, 20, 9.0)),
+                "d": (CudaEntry("large", (8192,) * 3, DmmaParams("d", 2, 4, 32, 64, 3, 8), 5.2e4, 4.6e4, 12, 30.0),)}
+
+
 PREDICTORS = {"s": Predictor((LARGE, SMALL), (Sample("NT", (64, 512, 256), (((1, 10.0), (2, 14.0)), ((1, 8.0),))),
                                               Sample("NN", (300, 300, 300), (((1, 20.0),), ()))), 3.0)}
 
@@ -57,7 +67,7 @@ def make_profile(device, entries: dict[str, list[SizeClassEntry]] | None = None,
                     HybridEntry((4096, 4096, 4096), 8, 0, SMALL, 30.0, 9, 4.5))}
     return Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
                    "2026-11-22T10:00:00+00:00", "90s", {"s4": "fma"}, {k: tuple(v) for k, v in entries.items()}, gemv,
-                   hybrid, predictors=predictors or {})
+                   hybrid, predictors=predictors or {}, cuda=CUDA_ENTRIES)
 
 
 def test_round_trip(device):
@@ -67,7 +77,21 @@ def test_round_trip(device):
     assert "gemv" not in without_gemv.to_dict()            # as profiles made before GEMV was tuned
     assert Profile.from_json(without_gemv.to_json()) == without_gemv
     assert [e.name for e in prof.gemv_entries("d", "T")] == ["t-square", "t-long"] and not prof.gemv_entries("s", "N")
+    without_cuda = dataclasses.replace(prof, cuda={})
+    assert "cuda" not in without_cuda.to_dict() and Profile.from_json(without_cuda.to_json()) == without_cuda
 
+
+def test_a_cuda_entry_says_which_backend_was_faster_for_the_products_nearest_it(device):
+    prof = make_profile(device)
+    assert prof.cuda_entry("h", 6000, 6000, 6000).backend == "cuda"
+    assert prof.cuda_entry("h", 300, 300, 300).backend == "opencl"
+    assert prof.cuda_entry("d", 100, 100, 100).config == DmmaParams("d", 2, 4, 32, 64, 3, 8)
+    assert prof.cuda_entry("s", 300, 300, 300) is None
+    retuned = CudaEntry("small", (512,) * 3, WgmmaParams("f16", 64, 1, 4, 8, out="f16"), 1.2e5, 1e5, 5, 2.0)
+    newer = dataclasses.replace(make_profile(device), cuda={"h": (retuned,)})
+    merged = newer.merged_into(prof)
+    assert [e.name for e in merged.cuda["h"]] == ["large", "small"] and merged.cuda["h"][1] == retuned
+    assert merged.cuda["d"] == prof.cuda["d"]
 
 def test_gemv_picks_the_class_nearest_in_shape(cache, ctx, device):
     """A tall, narrow A^T x (few outputs, a long reduction) takes the long class's configuration, a square
@@ -144,6 +168,16 @@ FORGERIES = [
     (("predictor", "s", "launch"), "1e9", "launch must be a number"),
     (("predictor", "s", "model"), "lambda: 0", "unexpected model"),
     (("predictor", "q"), {}, "unknown dtype"),
+    (("cuda", "h", 0, "config", "stages"), 9, "stages=9"),
+    (("cuda", "h", 0, "config", "out"), "bf16", "out bf16"),
+    (("cuda", "d", 0, "config"), DmmaParams("z", 2, 4, 32, 32, 6, 8).to_dict(), "it multiplies z, not d"),
+    (("cuda", "h", 0, "config"), DmmaParams("d").to_dict(), "it multiplies d, not h"),
+    (("cuda", "d", 0, "config"), LARGE.to_dict(), "unknown kernel family 'simt'"),
+    (CONFIG, DmmaParams().to_dict(), "unknown kernel family 'dmma'"),
+    (("cuda", "h", 1, "class"), "large", "size classes repeat"),
+    (("cuda", "h", 0, "opencl_gflops"), -1, "opencl_gflops"),
+    (("cuda", "h", 0, "kernel"), "__global__ void f() {}", "unexpected kernel"),
+    (("cuda", "q"), [], "unknown dtype"),
 ]
 
 

@@ -141,7 +141,7 @@ def test_the_search_starts_at_the_class_default(device):
     from autogemm.codelets.registry import SpaceFacts
     from autogemm.codelets.simt.space import space as simt_space
     from autogemm.dtypes import DTYPES
-    from autogemm.tuning.tuner import start_point
+    from autogemm.tuning.searching import start_point
 
     gpu = dataclasses.replace(device, device_type="GPU", vendor="NVIDIA Corporation", local_mem_bytes=48 << 10,
                               max_work_group_size=1024)

@@ -5,7 +5,9 @@ has two ways in. NVIDIA's OpenCL compiles for sm_90, not sm_90a, so Hopper's wgm
 through CUDA alone: there the dtypes ``blas.cuda_gemm.DEFAULTS`` names (16-bit operands, TF32, 3xTF32,
 float64, complex128) run on the CUDA path, measured faster on the H100 (FP16 and BF16 about 2x, TF32
 2.7x, float64 and complex128 1.1x to 1.3x the OpenCL kernels); float32 and complex64 stay on OpenCL,
-which is as fast as cuBLAS for them. ``backend`` 'opencl' or 'cuda' asks for one; 'cuda' says why a
+which is as fast as cuBLAS for them. Where the device's profile has CUDA entries (``autogemm tune``
+measured both backends), the one nearest a product says which backend was faster there and with which
+CUDA configuration (``blas.cuda_gemm.cuda_choice``). ``backend`` 'opencl' or 'cuda' asks for one; 'cuda' says why a
 call cannot run there instead of falling back.
 
 On the CUDA path a call on numpy arrays copies its operands through page-locked memory kept by the
@@ -19,14 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..blas.cuda_gemm import DEFAULTS, DeviceOperand, cuda_plan
+from ..blas.cuda_gemm import CudaParams, DeviceOperand, cuda_choice, cuda_plan, cuda_target
 from ..blas.problem import Op
 from ..blas.vectors import MAX_VECTORS
 from ..dtypes import Dtype
 from ..errors import ArgumentError, DeviceError
-from ..runtime import Device
-from ..runtime.cuda import CudaContext, CudaDevice, cuda_context, cuda_missing
-from ..runtime.cuda.driver import cuda_device_of
+from ..runtime.cuda.driver import CUDA
 from ..runtime.discovery import find_device
 from ..shares.copying import parallel_copy
 from ..shares.staging import result_pool
@@ -41,8 +41,6 @@ BACKENDS = ("auto", "opencl", "cuda")
 MIN_MULTIPLY_ADDS = {"d": 2048**3, "z": 2048**3}
 #: The dtypes whose products on numpy arrays 'auto' keeps on OpenCL.
 OVERLAPPED_ON_OPENCL = ("d", "z")
-#: The compute capability the CUDA path's kernels are built for (sm_90a).
-HOPPER = (9, 0)
 
 
 def check_backend(backend: object) -> str:
@@ -73,17 +71,21 @@ def cuda_gemm(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, trans_a: s
     if why is None and 0 in (m, n, k):
         why = "an empty product"
     if why is None:
-        ctx, why = cuda_target(find_device(device), dt)
+        found = find_device(device)
+        ctx, why = cuda_target(found, dt)
     if why is not None and backend == "cuda":
         raise ArgumentError(f"backend='cuda' cannot run this call: {why}")
     if why is not None or (backend == "auto" and not worth_it(dt, m, n, k)):
+        return None
+    chosen, params = cuda_choice(found, dt, m, n, k)
+    if backend == "auto" and chosen != CUDA:        # the profile measured OpenCL faster here
         return None
     alpha, beta = scalar(alpha, "alpha", dt), scalar(beta, "beta", dt)
     if c is None and beta != 0:
         raise ArgumentError("beta is not 0 but no c was given to scale")
     out = c if c is not None else host_result(ctx, shape, dt.output.numpy)
     try:
-        return _run(ctx, dt, (a, op_a), (b, op_b), out, (m, n, k), alpha, beta)
+        return _run(ctx, dt, params, (a, op_a), (b, op_b), out, (m, n, k), alpha, beta)
     except DeviceError:
         if backend == "cuda":
             raise
@@ -98,33 +100,6 @@ def worth_it(dt: Dtype, m: int, n: int, k: int) -> bool:
     return min(m, n) > MAX_VECTORS and m * n * k >= MIN_MULTIPLY_ADDS.get(dt.key, 0)
 
 
-def cuda_target(device: Device, dt: Dtype) -> tuple[CudaContext | None, str | None]:
-    """The CUDA context ``dt``'s products on ``device`` run in, or None and why they run on OpenCL."""
-    why = _no_kernels(dt) or cuda_missing()
-    if why:
-        return None, why
-    twin = cuda_device_of(device)
-    if twin is None:
-        return None, f"{device.name.strip()} is not a GPU the CUDA driver sees"
-    return cuda_ready(twin, dt)
-
-
-def cuda_ready(twin: CudaDevice, dt: Dtype) -> tuple[CudaContext | None, str | None]:
-    """The CUDA context of ``twin`` for ``dt``'s products, or None and why the CUDA path has none."""
-    why = _no_kernels(dt)
-    if why:
-        return None, why
-    if twin.capability != HOPPER:
-        return None, (f"{twin.name} is sm_{twin.capability[0]}{twin.capability[1]}; the CUDA path's kernels "
-                      f"are built for sm_90a (Hopper)")
-    return cuda_context(twin), None
-
-
-def _no_kernels(dt: Dtype) -> str | None:
-    """Why the CUDA path has no kernels for ``dt``, or None where it has."""
-    return None if dt.key in DEFAULTS else f"{dt.routine} has no CUDA kernels (its OpenCL ones are as fast)"
-
-
 def _row_major(x: np.ndarray, op: Op) -> tuple[np.ndarray, Op]:
     """``x`` as a C-ordered array and the op that gives the same operand from it (a Fortran-ordered
     array is the transpose of a C-ordered one; any other layout is copied)."""
@@ -135,12 +110,12 @@ def _row_major(x: np.ndarray, op: Op) -> tuple[np.ndarray, Op]:
     return np.ascontiguousarray(x), op
 
 
-def _run(ctx, dt, a: tuple[np.ndarray, Op], b: tuple[np.ndarray, Op], out: np.ndarray,
+def _run(ctx, dt, params: CudaParams, a: tuple[np.ndarray, Op], b: tuple[np.ndarray, Op], out: np.ndarray,
          sizes: tuple[int, int, int], alpha, beta) -> np.ndarray:
-    """C = alpha op(A) op(B) + beta C on ``ctx`` into the C-ordered ``out``."""
+    """C = alpha op(A) op(B) + beta C on ``ctx`` with ``params`` into the C-ordered ``out``."""
     (a, op_a), (b, op_b) = _row_major(*a), _row_major(*b)
     m, n, k = sizes
-    plan = cuda_plan(ctx, dt, m, n, k)
+    plan = cuda_plan(ctx, dt, m, n, k, params)
     pool = result_pool(ctx)
     uploads = [a, b] + ([out] if beta != 0 else [])
     locked = [pool.owns(x) for x in uploads]        # page-locked already (earlier calls' results)

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..blas.cuda_gemm import DeviceOperand, cuda_plan
+from ..blas.cuda_gemm import DeviceOperand, cuda_choice, cuda_plan, cuda_ready, opencl_twin
 from ..blas.problem import Op
 from ..dtypes import Dtype, get_dtype
 from ..errors import ArgumentError, ShapeError
@@ -20,7 +20,6 @@ from ..runtime.cuda.arrays import CudaArray
 from ..runtime.cuda.context import DeviceMemory, as_stream
 from ..runtime.cuda.driver import cuda_device_of
 from ..runtime.discovery import find_device
-from .cuda_route import cuda_ready
 from .operands import layout_of, scalar
 from .validation import validate_call
 
@@ -159,7 +158,8 @@ def _enqueue(tensors: list[_Tensor | None], a: object, c: object | None, handle:
             x_a, x_b, m, n = x_b, x_a, n, m
         with ctx.lock:
             ctx.activate()
-            cuda_plan(ctx, dt, m, n, k).enqueue(x_a, x_b, out, alpha, beta, as_stream(handle))
+            _, params = cuda_choice(opencl_twin(ctx.device), dt, m, n, k)
+            cuda_plan(ctx, dt, m, n, k, params).enqueue(x_a, x_b, out, alpha, beta, as_stream(handle))
     if result is None:
         return c
     return result if own else hand_back(result, a)

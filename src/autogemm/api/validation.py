@@ -7,7 +7,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..blas import Op
-from ..codelets.registry import GEMM, family_of
+from ..codelets.registry import GEMM, OPENCL, family_of
 from ..dtypes import Dtype, get_dtype, with_output, with_precision
 from ..errors import ArgumentError, ConfigError, DtypeError, ShapeError
 from .operands import Matrix
@@ -51,14 +51,16 @@ def validate_call(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, tra
         if isinstance(c, np.ndarray) and not c.flags.writeable:
             raise ArgumentError("c is read-only")
     if config is not None and not _is_gemm_config(config):
-        raise ArgumentError(f"config must be a kernel configuration (SimtParams or another family's), not "
-                            f"{type(config).__name__}")
+        raise ArgumentError(f"config must be a configuration of an OpenCL kernel family (SimtParams or another "
+                            f"family's), not {type(config).__name__} (the CUDA path's configurations come from "
+                            f"its defaults and the device's profile)")
     return ValidCall(dt, op_a, op_b, m, n, k, shape)
 
 
 def _is_gemm_config(config: object) -> bool:
     """True for a configuration of a GEMM kernel family."""
     try:
-        return family_of(config).routine == GEMM
+        family = family_of(config)
+        return family.routine == GEMM and family.backend == OPENCL
     except ConfigError:
         return False

@@ -22,13 +22,14 @@ import pyopencl as cl
 
 from ..accuracy import Reference, apply_op, gemm_flops, random_matrix
 from ..api import gemm
-from ..api.cuda_route import cuda_target, worth_it
+from ..api.cuda_route import worth_it
 from ..blas import GemmProblem, LaunchPlan, Op
-from ..blas.cuda_gemm import CudaGemm, DeviceOperand, cuda_plan
+from ..blas.cuda_gemm import CudaGemm, DeviceOperand, cuda_choice, cuda_plan, cuda_target
 from ..blas.vectors import VectorsPlan, plan_for
 from ..dtypes import DTYPES, Dtype
 from ..errors import ArgumentError
 from ..runtime.context import DeviceContext
+from ..runtime.cuda.driver import CUDA
 from ..runtime.timing import median, time_enqueue
 from ..shares.host import HOST
 from ..tuning import fma
@@ -178,7 +179,9 @@ class Bench:
         try:
             cuda_ctx, _ = cuda_target(self.ctx.device, dt)
             if cuda_ctx is not None and worth_it(dt, shape.m, shape.n, shape.k):
-                return cuda_plan(cuda_ctx, dt, shape.m, shape.n, shape.k)
+                backend, params = cuda_choice(self.ctx.device, dt, shape.m, shape.n, shape.k)
+                if backend == CUDA:
+                    return cuda_plan(cuda_ctx, dt, shape.m, shape.n, shape.k, params)
             op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
             return plan_for(self.ctx, GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b))
         except Exception as exc:   # noqa: BLE001 - reported in the table, the run goes on

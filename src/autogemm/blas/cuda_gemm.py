@@ -4,8 +4,10 @@ and B (N x K) K-contiguous through TMA, rows a multiple of 16 bytes apart; any o
 a conjugate, a K whose rows would not be 16 bytes apart) is first brought into that layout on the device
 (``codelets.k_major``), and 3xtf32's operands are split into their two planes there.
 
-``DEFAULTS`` are the configurations a dtype runs with: the fastest measured on the H100 at 4096 and 8192
-(``benchmarks`` and the issue's notes)."""
+``DEFAULTS`` are the configurations a dtype runs with where the device's profile has no CUDA entry: the
+fastest measured on the H100 at 4096 and 8192 (``benchmarks`` and the issue's notes). A profile's CUDA
+entries (``autogemm tune``, ``tuning.cuda_classes``) name the configuration for the products nearest
+each class, and which backend was faster there (``cuda_choice``)."""
 
 from __future__ import annotations
 
@@ -16,14 +18,17 @@ from dataclasses import dataclass
 from ..blas.problem import Op
 from ..codelets import k_major
 from ..codelets.dmma import DmmaParams
-from ..codelets.dmma import render as render_dmma
-from ..codelets.hopper import Rendered
+from ..codelets.hopper import Rendered, device_problem, twin_problem
+from ..codelets.registry import family_of
 from ..codelets.wgmma import WgmmaParams
-from ..codelets.wgmma import render as render_wgmma
 from ..codelets.wgmma.render import SPLIT_THREADS, split
 from ..dtypes import Dtype
-from ..runtime.cuda import CudaContext, DeviceMemory, compile_cuda
+from ..profiles import profile_for
+from ..runtime.cuda import CudaContext, CudaDevice, DeviceMemory, compile_cuda, cuda_context, cuda_missing
 from ..runtime.cuda.context import Argument, Complex128
+from ..runtime.cuda.driver import CUDA, cuda_device_of
+from ..runtime.device import Device
+from ..runtime.discovery import devices
 
 #: The alignment in bytes of the memory a TMA tensor map describes.
 TMA_ALIGNMENT = 16
@@ -35,10 +40,45 @@ DEFAULTS: dict[str, WgmmaParams | DmmaParams] = {
     "d": DmmaParams("d", 2, 2, 64, 32, 3, 8), "z": DmmaParams("z", 2, 4, 32, 32, 6, 8)}
 
 
+CudaParams = WgmmaParams | DmmaParams
+
+
+def cuda_target(device: Device, dt: Dtype) -> tuple[CudaContext | None, str | None]:
+    """The CUDA context ``dt``'s products on the OpenCL ``device`` run in, or None and why there is none."""
+    why = no_kernels(dt) or cuda_missing() or device_problem(device)
+    return (None, why) if why else (cuda_context(cuda_device_of(device)), None)
+
+
+def cuda_ready(twin: CudaDevice, dt: Dtype) -> tuple[CudaContext | None, str | None]:
+    """The CUDA context of the CUDA device ``twin`` for ``dt``'s products, or None and why there is none."""
+    why = no_kernels(dt) or twin_problem(twin)
+    return (None, why) if why else (cuda_context(twin), None)
+
+
+def no_kernels(dt: Dtype) -> str | None:
+    """Why the CUDA path has no kernels for ``dt``, or None where it has."""
+    return None if dt.key in DEFAULTS else f"{dt.routine} has no CUDA kernels (its OpenCL ones are as fast)"
+
+
+def cuda_choice(device: Device | None, dt: Dtype, m: int, n: int, k: int) -> tuple[str, CudaParams]:
+    """The backend an m x n x k product of ``dt`` runs on by the profile of the OpenCL ``device`` (its
+    CUDA entry nearest in shape: the faster backend there), and the CUDA configuration for it; with no
+    such entry, CUDA and the dtype's ``DEFAULTS``."""
+    profile = profile_for(device) if device is not None else None
+    entry = profile.cuda_entry(dt.key, m, n, k) if profile is not None else None
+    return (CUDA, DEFAULTS[dt.key]) if entry is None else (entry.backend, entry.config)
+
+
+@functools.lru_cache(maxsize=16)
+def opencl_twin(twin: CudaDevice) -> Device | None:
+    """The OpenCL device that is the CUDA device ``twin`` (same PCI location), or None."""
+    return next((d for d in devices() if d.pci_location == twin.pci), None)
+
+
 @functools.lru_cache(maxsize=64)
-def _rendered(params: WgmmaParams | DmmaParams) -> Rendered:
+def _rendered(params: CudaParams) -> Rendered:
     """A configuration's kernel, rendered once a process (every call makes a plan)."""
-    return (render_wgmma if isinstance(params, WgmmaParams) else render_dmma)(params)
+    return family_of(params).render(params, None)
 
 
 @functools.lru_cache(maxsize=1)
@@ -53,10 +93,10 @@ def _cubin(source: str, name: str):
 
 
 @functools.lru_cache(maxsize=64)
-def cuda_plan(ctx: CudaContext, dt: Dtype, m: int, n: int, k: int) -> CudaGemm:
-    """The ``CudaGemm`` of a product with the dtype's ``DEFAULTS``, made once a process (a call on
-    device tensors must cost the host little)."""
-    return CudaGemm(ctx, dt, m, n, k)
+def cuda_plan(ctx: CudaContext, dt: Dtype, m: int, n: int, k: int, params: CudaParams | None = None) -> CudaGemm:
+    """The ``CudaGemm`` of a product with ``params`` (by default the dtype's ``DEFAULTS``), made once a
+    process (a call on device tensors must cost the host little)."""
+    return CudaGemm(ctx, dt, m, n, k, params)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""``python -m autogemm.cli``: the command line without the installed script."""
+"""``python -m autogemm.cli``: the command line without the installed script, as ``python -m autogemm``."""
 
 from . import main
 

@@ -72,7 +72,8 @@ def list_command(as_json: bool) -> None:
                  + [f"{len(entries)} {key} shapes" for key, entries in item.shapes.items()]
                  + [f"hybrid {key}:{'/'.join(str(e.shape[0]) for e in entries)}"
                     for key, entries in item.hybrid.items()]
-                 + [f"{key} predictor" for key in item.predictors])
+                 + [f"{key} predictor" for key in item.predictors]
+                 + [f"cuda {key}:{'/'.join(e.name for e in entries)}" for key, entries in item.cuda.items()])
         found.append({"device": item.device_name, "fingerprint": item.device_fingerprint,
                       "here": _device_named(item.device_fingerprint, listed), "created": item.created,
                       "tuned": tuned, "file": source})
@@ -141,6 +142,15 @@ def show_command(target, as_json) -> None:
             for e in hybrids:
                 table.add_row(key, "x".join(map(str, e.shape)), f"{e.host_parts}/{e.parts}", f"{e.gflops:.1f}",
                               e.config.describe(), str(e.evaluations))
+        console.print(table)
+    if prof.cuda:
+        table = plain_table("the CUDA path against OpenCL (GFLOP/s); products nearest a class run on the faster",
+                            ("dtype", "class", "shape", "CUDA", "OpenCL", "runs on", "CUDA kernel"),
+                            right=("shape", "CUDA", "OpenCL"), fold=("CUDA kernel",))
+        for key, cudas in prof.cuda.items():
+            for e in cudas:
+                table.add_row(key, e.name, "x".join(map(str, e.shape)), f"{e.gflops:.1f}",
+                              f"{e.opencl_gflops:.1f}" if e.opencl_gflops else "-", e.backend, e.config.describe())
         console.print(table)
 
 

@@ -14,7 +14,7 @@ from ..codelets.registry import KernelParams
 from ..codelets.space import SearchSpace
 from ..dtypes import Dtype, get_dtype
 from ..errors import ArgumentError, AutogemmError
-from ..profiles import Predictor, SizeClassEntry, path_for
+from ..profiles import CudaEntry, Predictor, SizeClassEntry, path_for
 from ..runtime import context_for
 from ..shares.split import DEFAULT_PARTS
 from ..tables import plain_table
@@ -48,6 +48,7 @@ class ProgressListener(TuneListener):
         self.progress = progress
         self.task: TaskID | None = None
         self.rows: list[tuple] = []
+        self.cuda_rows: list[tuple[Dtype, SizeClass, CudaEntry | None]] = []
         self.not_tuned: list[str] = []
 
     def fma_done(self, results: list[FmaResult]) -> None:
@@ -62,13 +63,14 @@ class ProgressListener(TuneListener):
 
     def record(self, objective: Objective, record: Record, fresh: bool) -> None:
         best = objective.best[1].gflops if objective.best else 0.0
-        status = (f"best {best:8.1f} GFLOP/s  {objective.evaluations} done"
-                  f" ({objective.reused} from checkpoint)  {objective.failures} errors")
+        status = (f"best {best:.0f} GFLOP/s, {objective.evaluations} done"
+                  + (f" ({objective.reused} from checkpoint)" if objective.reused else "")
+                  + (f", {objective.failures} failed" if objective.failures else ""))
         self.progress.update(self.task, completed=objective.clock.fraction(), status=status)
 
     def confirming(self, dtype: Dtype, size: SizeClass, count: int) -> None:
         self.progress.console.print(f"{_label(dtype, size)}: timing its {count} best again at "
-                                    f"{size.confirm}x{size.confirm}x{size.confirm}, which decides their order",
+                                    f"{size.confirm}^3, which decides their order",
                                     highlight=False)
 
     def skipped(self, dtype: Dtype, size: SizeClass | None) -> None:
@@ -82,6 +84,14 @@ class ProgressListener(TuneListener):
                                         highlight=False)
         self.rows.append((dtype, size, entry, sum(o.evaluations for o in objectives),
                           sum(o.failures for o in objectives), sum(o.clock.elapsed for o in objectives)))
+
+    def cuda_finished(self, dtype: Dtype, size: SizeClass, entry: CudaEntry | None, objectives: list[Objective],
+                      rejected: list[tuple[KernelParams, str]]) -> None:
+        self.progress.update(self.task, completed=1.0)
+        for config, why in rejected:
+            self.progress.console.print(f"[yellow]rejected by verification:[/yellow] {config.describe()}: {why}",
+                                        highlight=False)
+        self.cuda_rows.append((dtype, size, entry))
 
     def predictor_started(self, dtype: Dtype, kernels: tuple[KernelParams, ...]) -> None:
         self.task = self.progress.add_task(f"{dtype.routine} predictor", total=1.0,
@@ -121,6 +131,28 @@ def tuned(rows: list[tuple]) -> list[dict]:
     return records
 
 
+def cuda_tuned(rows: list[tuple[Dtype, SizeClass, CudaEntry | None]]) -> list[dict]:
+    """What a run measured on the CUDA path (``ProgressListener.cuda_rows``), a record per class: its
+    best CUDA rate and configuration beside the class's OpenCL rate, and the backend that was faster."""
+    return [{"problem": f"{dtype.key} {size.name} {entry.shape[0] if entry else size.m}", "dtype": dtype.key,
+             "class": size.name, "gflops": entry.gflops if entry else None,
+             "opencl_gflops": entry.opencl_gflops if entry else None,
+             "config": entry.config.describe() if entry else None, "backend": entry.backend if entry else "opencl"}
+            for dtype, size, entry in rows]
+
+
+def cuda_summary(records: list[dict]) -> tuple[Table, list[str]]:
+    """The table of ``cuda_tuned``'s records and a line per class with its CUDA configuration."""
+    table = plain_table("CUDA path against OpenCL (GFLOP/s on the class's problem; the faster runs it)",
+                        ("problem", "CUDA", "OpenCL", "ratio", "runs on"), right=("CUDA", "OpenCL", "ratio"))
+    for r in records:
+        ratio = r["gflops"] / r["opencl_gflops"] if r["gflops"] and r["opencl_gflops"] else None
+        table.add_row(r["problem"], f"{r['gflops']:.1f}" if r["gflops"] else "-",
+                      f"{r['opencl_gflops']:.1f}" if r["opencl_gflops"] else "-",
+                      f"{ratio:.2f}" if ratio else "", r["backend"])
+    return table, [f"{r['problem']} on CUDA: {r['config'] or 'no correct kernel'}" for r in records]
+
+
 def summary(records: list[dict]) -> tuple[Table, list[str]]:
     """The table of ``tuned``'s records (a row per class: its best rate, evaluations, failures, seconds)
     and a line per class with its best configuration, printed above the table (they are too long for a
@@ -148,8 +180,9 @@ def _label(dtype: Dtype, size: SizeClass) -> str:
 
 
 def _shape(size: SizeClass) -> str:
+    """'4096^3' for a cube (it keeps a progress line within 80 columns), else 'MxNxK' or GEMV's 'MxN'."""
     if not _is_gemv(size):
-        return f"{size.m}x{size.n}x{size.k}"
+        return f"{size.m}^3" if size.m == size.n == size.k else f"{size.m}x{size.n}x{size.k}"
     return f"{size.m}x{size.n}{f', {size.k} vectors' if size.k > 1 else ''}"
 
 
@@ -226,7 +259,7 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
         return
     console.print(f"tuning {dev.label} with strategy {strategy}, budget {limit.describe()}"
                   f"{' (quick)' if quick else ''}", highlight=False)
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[status]}"),
+    columns = (TextColumn("{task.description}"), BarColumn(bar_width=10), TextColumn("{task.fields[status]}"),
                TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
         listener = ProgressListener(progress)
@@ -245,13 +278,18 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
     table, configurations = summary(records)
     console.print("best configurations:\n" + "\n".join(f"  {line}" for line in configurations), highlight=False)
     console.print(table)
+    on_cuda = cuda_tuned(listener.cuda_rows)
+    if on_cuda:
+        table, configurations = cuda_summary(on_cuda)
+        console.print("\n".join(f"  {line}" for line in configurations), highlight=False)
+        console.print(table)
     if listener.not_tuned:
         console.print(f"[yellow]not tuned[/yellow], the budget spent before their turn (they keep what the "
                       f"profile chose for them; a larger --budget tunes them, reusing the measurements in "
                       f"the checkpoints): {', '.join(listener.not_tuned)}", highlight=False)
     console.print(f"profile: {path_for(dev.fingerprint)}", highlight=False)
     write_results(json_path, {"device": dev.name.strip(), "fingerprint": dev.fingerprint, "budget": limit.describe(),
-                              "profile": str(path_for(dev.fingerprint)), "tuned": records,
+                              "profile": str(path_for(dev.fingerprint)), "tuned": records, "cuda": on_cuda,
                               "not_tuned": listener.not_tuned})
 
 

@@ -4,4 +4,4 @@ kernels (pack, merge, scale, residual) in ``helpers``. Importing the package reg
 the order a tuning run searches them (simt, the RaijinCL space every device has, first)."""
 
 # isort: off
-from . import simt, subgroup, nvidia_mma, gemv  # noqa: F401  (each registers its family)
+from . import simt, subgroup, nvidia_mma, gemv, wgmma, dmma  # noqa: F401  (each registers its family)

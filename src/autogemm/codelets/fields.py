@@ -15,7 +15,8 @@ def params_to_dict(params: Any, family: str | None = None) -> dict:
     given (simt's is not: profiles written before there were families name none)."""
     out = {"family": family} if family else {}
     out.update(asdict(params))
-    out["build_options"] = list(params.build_options)
+    if "build_options" in out:
+        out["build_options"] = list(params.build_options)
     return out
 
 

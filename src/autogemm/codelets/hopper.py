@@ -16,6 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..runtime.cuda.driver import CudaDevice, cuda_device_of
+from ..runtime.device import Device
+
 #: Bytes of K in a staged row: the span of the 128-byte swizzle, which TMA writes.
 ROW_BYTES = 128
 #: Threads of a warpgroup.
@@ -75,6 +78,25 @@ __device__ __forceinline__ void place(int tile, int tiles_m, int tiles_n, int* m
 }
 
 """
+
+
+#: The compute capability the families' kernels are built for (sm_90a).
+HOPPER = (9, 0)
+
+
+def device_problem(device: Device) -> str | None:
+    """Why the sm_90a families cannot run on the OpenCL ``device``'s GPU, or None: it must be a Hopper GPU
+    that the CUDA driver sees too (its twin, ``runtime.cuda.driver``)."""
+    twin = cuda_device_of(device)
+    return f"{device.name.strip()} is not a GPU the CUDA driver sees" if twin is None else twin_problem(twin)
+
+
+def twin_problem(twin: CudaDevice) -> str | None:
+    """Why the sm_90a families cannot run on the CUDA device ``twin``, or None."""
+    if twin.capability != HOPPER:
+        return (f"{twin.name} is sm_{twin.capability[0]}{twin.capability[1]}; the CUDA path's kernels are "
+                f"built for sm_90a (Hopper)")
+    return None
 
 
 def shared_memory_problem(shared_bytes: int) -> str | None:

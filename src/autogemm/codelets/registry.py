@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Protocol
 
 from ..dtypes import Dtype, get_dtype
 from ..errors import ConfigError
+from ..runtime.cuda.driver import OPENCL
 from ..runtime.device import Device
 from .kernel import KernelSource
 from .space import SearchSpace
@@ -82,7 +83,9 @@ class Family:
     (relative to the others'), ``multiplies_16bit`` says its kernels take 16-bit operands as they are
     (the others' plans convert such operands to float32 first), and ``short_k_guards`` that its
     edge-guarded kernels are worth running on a K shorter than one K step, in place of packing both
-    operands to pad K."""
+    operands to pad K. ``backend`` is the runtime its kernels run on: OpenCL, or CUDA for the sm_90a
+    families (``render`` gives their CUDA C++, which ``runtime.cuda`` builds and runs; OpenCL's plans
+    never take them)."""
 
     name: str
     params: type
@@ -94,6 +97,7 @@ class Family:
     weight: float = 1.0
     multiplies_16bit: bool = False
     short_k_guards: bool = True
+    backend: str = OPENCL
 
     def default(self, dtype: Dtype) -> Any:
         """The family's default configuration, fitted to ``dtype``."""
@@ -111,16 +115,19 @@ def register(family: Family) -> Family:
     return family
 
 
-def families(routine: str | None = GEMM) -> tuple[Family, ...]:
-    """The registered families of ``routine`` (None: of every routine), in registration order."""
-    return tuple(f for f in _FAMILIES.values() if routine is None or f.routine == routine)
+def families(routine: str | None = GEMM, backend: str | None = OPENCL) -> tuple[Family, ...]:
+    """The registered families of ``routine`` on ``backend`` (None: of every routine, every backend), in
+    registration order."""
+    return tuple(f for f in _FAMILIES.values()
+                 if (routine is None or f.routine == routine) and (backend is None or f.backend == backend))
 
 
-def family_named(name: str, routine: str | None = None) -> Family:
-    """The family called ``name`` (of ``routine`` where given), or ``ConfigError``."""
+def family_named(name: str, routine: str | None = None, backend: str | None = None) -> Family:
+    """The family called ``name`` (of ``routine`` and on ``backend`` where given), or ``ConfigError``."""
     found = _FAMILIES.get(name)
-    if found is None or (routine is not None and found.routine != routine):
-        known = ", ".join(f.name for f in families(routine))
+    if found is None or (routine is not None and found.routine != routine) or \
+            (backend is not None and found.backend != backend):
+        known = ", ".join(f.name for f in families(routine, backend))
         raise ConfigError(f"unknown kernel family {name!r}; expected one of {known}")
     return found
 
@@ -152,10 +159,10 @@ def render(params: KernelParams, dtype: Dtype | str, guarded: bool = True, strea
     return family_of(params).render(params, kernel_dtype(params, dtype), guarded, stream)
 
 
-def params_from_dict(data: object, routine: str | None = GEMM) -> Params:
+def params_from_dict(data: object, routine: str | None = GEMM, backend: str | None = OPENCL) -> Params:
     """A configuration of the family ``data`` names, validated field by field; the family must be one of
-    ``routine``'s (None: of any routine)."""
+    ``routine``'s on ``backend`` (None: of any routine, any backend)."""
     if not isinstance(data, dict):
         raise ConfigError("a configuration must be a JSON object")
     fields = dict(data)
-    return family_named(fields.pop("family", "simt"), routine).params.from_dict(fields)
+    return family_named(fields.pop("family", "simt"), routine, backend).params.from_dict(fields)

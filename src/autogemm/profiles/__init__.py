@@ -1,6 +1,6 @@
 """Device profiles: the tuned configurations of a device, stored, shared and validated."""
 
-from .profile import HybridEntry, Predictor, Profile, Ranked, Sample, SizeClassEntry
+from .profile import CudaEntry, HybridEntry, Predictor, Profile, Ranked, Sample, SizeClassEntry
 from .store import (
     ProfileWarning,
     bundled,
@@ -13,5 +13,5 @@ from .store import (
     user_profiles,
 )
 
-__all__ = ["HybridEntry", "Predictor", "Profile", "ProfileWarning", "Ranked", "Sample", "SizeClassEntry", "bundled",
-           "own_profile", "path_for", "profile_for", "profile_origin", "read", "save", "user_profiles"]
+__all__ = ["CudaEntry", "HybridEntry", "Predictor", "Profile", "ProfileWarning", "Ranked", "Sample", "SizeClassEntry",
+           "bundled", "own_profile", "path_for", "profile_for", "profile_origin", "read", "save", "user_profiles"]

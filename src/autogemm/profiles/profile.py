@@ -23,6 +23,7 @@ from ..codelets.registry import GEMM, GEMV, Params, params_from_dict
 from ..codelets.stream import STREAM_K
 from ..dtypes import DTYPES
 from ..errors import AutogemmError, ProfileError
+from ..runtime.cuda.driver import CUDA, OPENCL
 
 FORMAT = "autogemm-profile"
 VERSION = 1
@@ -89,6 +90,26 @@ class HybridEntry:
 
 
 @dataclass(frozen=True)
+class CudaEntry:
+    """The CUDA path's best configuration for one dtype and size class (a ``codelets.wgmma`` or ``dmma``
+    one, ``autogemm tune`` on a Hopper GPU), measured at ``shape`` beside the best OpenCL rate there
+    (``opencl_gflops``; 0 where OpenCL has no kernels for the dtype): a product nearest to this class runs
+    on the faster of the two (``backend``)."""
+
+    name: str
+    shape: tuple[int, int, int]
+    config: Params
+    gflops: float
+    opencl_gflops: float
+    evaluations: int
+    seconds: float
+
+    @property
+    def backend(self) -> str:
+        return CUDA if self.gflops > self.opencl_gflops else OPENCL
+
+
+@dataclass(frozen=True)
 class Sample:
     """A shape the predictor measured its bank on: A and B stored as ``layout`` says (NN to TT), C of
     ``shape`` (m, n, k), and for each kernel of the bank, in its order, the GFLOP/s it reached with
@@ -145,6 +166,8 @@ class Profile:
     predictors: dict[str, Predictor] = field(default_factory=dict)
     #: ``Device.architecture`` of the device (empty in profiles made before it was recorded)
     device_architecture: str = ""
+    #: The CUDA path's entries per dtype, one per size class (``CudaEntry``), on a GPU that has it
+    cuda: dict[str, tuple[CudaEntry, ...]] = field(default_factory=dict)
 
     # ----- use ------------------------------------------------------------------------------------
     def table(self, section: str) -> dict[str, tuple[SizeClassEntry, ...]]:
@@ -188,6 +211,16 @@ class Profile:
         kept = tuple(e for e in table.get(dtype, ()) if not same(e))
         return replace(self, **{section: {**table, dtype: kept + (entry,)}})
 
+    def cuda_entry(self, dtype: str, m: int, n: int, k: int) -> CudaEntry | None:
+        """The CUDA entry of ``dtype`` nearest in shape to (m, n, k) (log scale), if any."""
+        entries = self.cuda.get(dtype, ())
+        return min(entries, key=lambda e: shape_distance(e.shape, (m, n, k))) if entries else None
+
+    def with_cuda(self, dtype: str, entry: CudaEntry) -> Profile:
+        """A copy with ``entry`` added or replacing ``dtype``'s CUDA entry of the same class."""
+        kept = tuple(e for e in self.cuda.get(dtype, ()) if e.name != entry.name)
+        return replace(self, cuda={**self.cuda, dtype: kept + (entry,)})
+
     def with_predictor(self, dtype: str, predictor: Predictor) -> Profile:
         """A copy with ``predictor`` as ``dtype``'s."""
         return replace(self, predictors={**self.predictors, dtype: predictor})
@@ -195,7 +228,7 @@ class Profile:
     def merged_into(self, older: Profile) -> Profile:
         """This profile's entries laid over ``older``'s (what two tuners writing one file keep)."""
         out = replace(self, dtypes=dict(older.dtypes), gemv=dict(older.gemv), hybrid=dict(older.hybrid),
-                      shapes=dict(older.shapes), fma={**older.fma, **self.fma},
+                      shapes=dict(older.shapes), cuda=dict(older.cuda), fma={**older.fma, **self.fma},
                       predictors={**older.predictors, **self.predictors})
         for section in (CLASSES, GEMV_CLASSES, SHAPES):
             for letter, entries in self.table(section).items():
@@ -204,6 +237,9 @@ class Profile:
         for letter, hybrids in self.hybrid.items():
             for hybrid in hybrids:
                 out = out.with_hybrid(letter, hybrid)
+        for letter, cudas in self.cuda.items():
+            for entry in cudas:
+                out = out.with_cuda(letter, entry)
         return out
 
     # ----- JSON -----------------------------------------------------------------------------------
@@ -227,6 +263,12 @@ class Profile:
                                        "evaluations": e.evaluations, "seconds": round(e.seconds, 3)}
                                       for e in entries]
                              for letter, entries in sorted(self.hybrid.items())}
+        if self.cuda:
+            out["cuda"] = {letter: [{"class": e.name, "shape": list(e.shape), "config": e.config.to_dict(),
+                                     "gflops": round(e.gflops, 3), "opencl_gflops": round(e.opencl_gflops, 3),
+                                     "evaluations": e.evaluations, "seconds": round(e.seconds, 3)}
+                                    for e in entries]
+                           for letter, entries in sorted(self.cuda.items())}
         return out
 
     def to_json(self) -> str:
@@ -303,7 +345,7 @@ def _number(value: object, where: str, high: float) -> float:
 
 def _parse(data: object) -> Profile:
     required = {"format", "version", "autogemm", "created", "device", "budget", "fma", "dtypes"}
-    top = _object(data, "the profile", required, {"gemv", "hybrid", "shapes", "predictor"})
+    top = _object(data, "the profile", required, {"gemv", "hybrid", "shapes", "predictor", "cuda"})
     if top["format"] != FORMAT:
         raise ProfileError(f"format is {top['format']!r}, not {FORMAT!r}")
     version = _integer(top["version"], "version", 1, 10**6)
@@ -338,7 +380,7 @@ def _parse(data: object) -> Profile:
         autogemm_version=_text(top["autogemm"], "autogemm", 40), created=created,
         budget=_text(top["budget"], "budget", 40), fma=dict(fma), dtypes=parsed, gemv=gemv,
         hybrid=_hybrid_table(top.get("hybrid", {})), shapes=_shape_table(top.get("shapes", {})),
-        predictors=_predictors(top.get("predictor", {})),
+        predictors=_predictors(top.get("predictor", {})), cuda=_cuda_table(top.get("cuda", {})),
         device_architecture=_text(dev.get("architecture", ""), "device.architecture", 120))
 
 
@@ -404,9 +446,9 @@ def _shape(value: object, where: str) -> tuple[int, int, int]:
     return tuple(_integer(x, f"{where}.shape", 1, MAX_DIMENSION) for x in value)  # type: ignore[return-value]
 
 
-def _config(value: object, where: str, routine: str) -> Params:
+def _config(value: object, where: str, routine: str, backend: str = OPENCL) -> Params:
     try:
-        return params_from_dict(value, routine)
+        return params_from_dict(value, routine, backend)
     except AutogemmError as exc:
         raise ProfileError(f"{where}: {exc}") from None
 
@@ -423,6 +465,27 @@ def _hybrid_entry(value: object, where: str) -> HybridEntry:
                        _config(e["config"], f"{where}.config", GEMM), _number(e["gflops"], f"{where}.gflops", 1e7),
                        _integer(e["evaluations"], f"{where}.evaluations", 0, 10**9),
                        _number(e["seconds"], f"{where}.seconds", 1e8))
+
+
+def _cuda_table(value: object) -> dict[str, tuple[CudaEntry, ...]]:
+    """The CUDA path's entries by dtype, of distinct classes, each of a CUDA family computing that dtype."""
+    table = _by_dtype(value, "cuda", _cuda_entry, lambda e: e.name, "size classes")
+    for letter, entries in table.items():
+        for entry in entries:
+            why = entry.config.dtype_problem(DTYPES[letter])
+            if why:
+                raise ProfileError(f"cuda[{letter}] class {entry.name}: {why}")
+    return table
+
+
+def _cuda_entry(value: object, where: str) -> CudaEntry:
+    e = _object(value, where, {"class", "shape", "config", "gflops", "opencl_gflops", "evaluations", "seconds"})
+    return CudaEntry(_text(e["class"], f"{where}.class", 32, _NAME), _shape(e["shape"], where),
+                     _config(e["config"], f"{where}.config", GEMM, CUDA),
+                     _number(e["gflops"], f"{where}.gflops", 1e7),
+                     _number(e["opencl_gflops"], f"{where}.opencl_gflops", 1e7),
+                     _integer(e["evaluations"], f"{where}.evaluations", 0, 10**9),
+                     _number(e["seconds"], f"{where}.seconds", 1e8))
 
 
 def _predictors(value: object) -> dict[str, Predictor]:

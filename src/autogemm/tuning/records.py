@@ -82,7 +82,7 @@ class Record:
             raise ConfigError(f"record field runs must be an integer in 0..10000, not {runs!r}")
         if not isinstance(data["message"], str):
             raise ConfigError("record field message must be a string")
-        config = params_from_dict(data["config"], routine=None)
+        config = params_from_dict(data["config"], routine=None, backend=None)
         return cls(config, outcome, float(data["gflops"]), float(data["seconds"]),
                    None if data["error"] is None else float(data["error"]), runs,
                    float(data["build_seconds"]), data["message"][:4000])

@@ -26,7 +26,8 @@ from .checkpoint import Checkpoint
 from .evaluation import SimulatedEvaluator
 from .objective import Objective
 from .records import Record
-from .tuner import search, searched_spaces, start_point
+from .searching import search, start_point
+from .tuner import searched_spaces
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ On a GPU, kernels compile in worker processes."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timezone
 
@@ -25,18 +24,21 @@ from ..blas import GemmProblem, Op, default_params
 from ..blas.gemv import DEFAULTS as GEMV_DEFAULTS
 from ..blas.selection import candidates
 from ..codelets.nvidia_mma.probe import instructions_available
-from ..codelets.registry import GEMM, KernelParams, Params, SpaceFacts, families, family_named
+from ..codelets.registry import GEMM, KernelParams, Params, SpaceFacts, families
 from ..codelets.space import Point, SearchSpace
 from ..dtypes import Dtype, get_dtype
 from ..errors import TuningError
-from ..profiles import Predictor, Profile, Ranked, SizeClassEntry, own_profile, profile_for, save
+from ..profiles import CudaEntry, Predictor, Profile, Ranked, SizeClassEntry, own_profile, profile_for, save
+from ..runtime.cuda import CudaContext
+from ..runtime.cuda.driver import CUDA
 from ..runtime.device import Device
 from ..workload import ShapeRecord
 from . import fma, predictor
 from .budget import Budget, Schedule
 from .checkpoint import Checkpoint
+from .cuda_classes import CUDA_SHARE, cuda_context_for, tune_cuda_class
 from .enumeration import Enumerator
-from .evaluation import Evaluator, EvaluatorSpec, IsolatedEvaluator, WorkerProcess
+from .evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
 from .finalists import CONFIRM_POOL, best_of_each_layout, confirmed, finalists, with_measured_splits
 from .objective import Objective
 from .records import Record
@@ -51,6 +53,7 @@ from .scope import (
     size_classes,
     supported_dtypes,
 )
+from .searching import search, start_point
 from .strategies import DEFAULT_STRATEGY, get_strategy
 
 #: How many of the configurations the profile would choose for an exact shape are measured first.
@@ -77,6 +80,11 @@ class TuneListener:
     def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None,
                        objectives: list[Objective], rejected: list[tuple[Params, str]]) -> None: ...
 
+    def cuda_finished(self, dtype: Dtype, size: SizeClass, entry: CudaEntry | None, objectives: list[Objective],
+                      rejected: list[tuple[Params, str]]) -> None:
+        """The CUDA path's search of a class ended (``cuda_classes``): ``entry`` holds its best rate and
+        the class's OpenCL rate beside it."""
+
     def predictor_started(self, dtype: Dtype, kernels: tuple[Params, ...]) -> None: ...
 
     def predictor_progress(self, dtype: Dtype, samples: int, fraction: float) -> None: ...
@@ -85,32 +93,6 @@ class TuneListener:
                            ) -> None:
         """``held_out``: ``predictor.held_out`` of ``fitted`` (the profile keeps it only where its picks
         come nearer to the best than the size classes')."""
-
-
-def _any_mac(config: Params) -> Params:
-    """``config`` up to its multiply-add form (which a space sets from the run's FMA benchmark)."""
-    return replace(config, mac="fma") if hasattr(config, "mac") else config
-
-
-def _any_mac_or_options(config: Params) -> Params:
-    """``config`` up to its multiply-add form and build options (which a space sets itself)."""
-    return replace(_any_mac(config), build_options=())
-
-
-def known_points(space: SearchSpace, configs: list[Params]) -> list[Point]:
-    """The points of ``space`` whose configurations are among ``configs`` up to the multiply-add form, in
-    the order of ``configs``."""
-    index = space.index(_any_mac)
-    found = (index.get(_any_mac(c)) for c in configs if c.family == space.family)
-    return list(dict.fromkeys(p for p in found if p is not None))
-
-
-def start_point(space: SearchSpace, params: Params) -> Point | None:
-    """The point of ``space`` whose configuration is ``params`` up to the multiply-add form and build
-    options, to start local searches from; None when it is not in it (or is of another family)."""
-    if params.family != space.family:
-        return None
-    return space.index(_any_mac_or_options).get(_any_mac_or_options(params))
 
 
 def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget | None = None,
@@ -174,9 +156,12 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
             plan = {dt: sizes + (gemv_classes(device, dt, quick) if with_gemv and dt is dt.native else ())
                     for dt in dtypes}
         with_predictor = shapes is None and (not classes or PREDICTOR in classes)
+        cuda = {dt: cuda_context_for(device, dt) for dt in dtypes}
         schedule = Schedule(budget, [
-            step for dt_sizes in plan.values()
-            for step in [((size.routine, size.confirm is not None), size.share) for size in dt_sizes]
+            step for dt, dt_sizes in plan.items()
+            for step in [step for size in dt_sizes for step in
+                         [((size.routine, size.confirm is not None), size.share)]
+                         + ([((CUDA, False), size.share * CUDA_SHARE)] if cuda[dt] and _on_cuda(size) else [])]
             + ([((PREDICTOR, False), CLASS_SHARES[PREDICTOR])] if with_predictor else [])], started)
         for dt, dt_sizes in plan.items():
             real = "d" if dt.needs_fp64 else "s"
@@ -184,9 +169,12 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
             gemm_spaces: list = []
             skinny_spaces: list = []
             for size in dt_sizes:
+                on_cuda = cuda[dt] is not None and _on_cuda(size)
                 if schedule.spent():
                     schedule.skip()
                     listener.skipped(dt, size)
+                    if on_cuda:
+                        schedule.skip()
                     continue
                 share, deadline = schedule.begin()
                 if size.skinny:
@@ -218,6 +206,9 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                         gemm_spaces = [(space, start if start is None else start_point(space, best) or start)
                                        for space, start in gemm_spaces]
                 schedule.end(searched)
+                if on_cuda:
+                    profile = _tune_on_cuda(cuda[dt], device, dt, size, profile, prior, schedule, strategy, seed,
+                                            fresh, listener, write)
             if shapes is not None and dt.key in profile.predictors:
                 # the shapes tuned exactly are samples for the rest too
                 profile = profile.with_predictor(dt.key, predictor.merged(
@@ -249,6 +240,32 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
     return profile
 
 
+def _on_cuda(size: SizeClass) -> bool:
+    """Whether a class is searched on the CUDA path too (where the dtype has it): GEMM's size classes."""
+    return size.routine == GEMM and not size.exact
+
+
+def _tune_on_cuda(ctx: CudaContext, device: Device, dt: Dtype, size: SizeClass, profile: Profile,
+                  prior: Profile | None, schedule: Schedule, strategy: str, seed: int, fresh: bool,
+                  listener: TuneListener, write: bool) -> Profile:
+    """The CUDA path's step of a class (``cuda_classes``), after its OpenCL one: ``profile`` with its
+    entry, compared with the class's OpenCL entry (saved where ``write``)."""
+    if schedule.spent():
+        schedule.skip()
+        listener.skipped(dt, size)
+        return profile
+    share, _ = schedule.begin()
+    entry, rejected, objectives, searched = tune_cuda_class(ctx, device, dt, size, profile.entry(dt.key, size.name),
+                                                            share, strategy, seed, fresh, prior, listener)
+    listener.cuda_finished(dt, size, entry, objectives, rejected)
+    if entry is not None:
+        profile = profile.with_cuda(dt.key, entry)
+        if write:
+            save(profile)
+    schedule.end(searched)
+    return profile
+
+
 def new_profile(device: Device, budget: str, macs: dict[str, str] | None = None) -> Profile:
     """An empty profile of ``device``, made now by this autogemm (entries are added as they are tuned)."""
     return Profile(device.fingerprint, device.name.strip(), device.vendor.strip(), device.driver_version.strip(),
@@ -271,26 +288,6 @@ def searched_spaces(facts: SpaceFacts, routine: str, default: Params, enumerator
         raise TuningError(f"no configuration of the {facts.dtype.key} {routine} space fits "
                           f"{facts.device.name.strip()}")
     return [(space, start_point(space, default)) for space in spaces]
-
-
-def search(spaces: list[tuple[SearchSpace, Point | None]], evaluator: Evaluator, checkpoint: Checkpoint | None,
-           budget: Budget, strategy: str, seed: int, known: list[Params] = (), *, overlap: bool,
-           workers: int | None = None, on_record: Callable[[Objective, Record, bool], None] | None = None,
-           on_start: Callable[[SearchSpace, Objective], None] | None = None) -> list[Objective]:
-    """Search each family's space in turn, from its start point, with ``strategy`` under its family's
-    share of ``budget`` (by the families' weights), measuring through ``evaluator`` into ``checkpoint``;
-    the ``known`` configurations of each family first, building ``workers`` candidates at once (see
-    ``Objective``). The objectives, one per space."""
-    weights = [family_named(space.family).weight for space, _ in spaces]
-    objectives = []
-    for (space, start), weight in zip(spaces, weights):
-        objective = Objective(space, evaluator, checkpoint, budget.share(weight / sum(weights)), overlap=overlap,
-                              workers=workers, on_record=on_record)
-        objectives.append(objective)
-        if on_start is not None:
-            on_start(space, objective)
-        get_strategy(strategy, seed).run(space, objective, start, known_points(space, list(known)))
-    return objectives
 
 
 def _evaluator_spec(dt: Dtype, size: SizeClass) -> EvaluatorSpec:

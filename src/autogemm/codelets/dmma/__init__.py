@@ -1,10 +1,34 @@
 """The sm_90a FP64 family (issue 28), rendered as CUDA C++ with inline PTX for the CUDA path: the FP64
 tensor cores through ``mma.sync`` m16n8k4 f64 (wgmma has no FP64 form), fed by the TMA pipeline the
-wgmma family uses (``codelets.hopper``). ``blas.cuda_gemm`` runs it for ``autogemm.gemm``; not yet
-registered with the tuner."""
+wgmma family uses (``codelets.hopper``). ``blas.cuda_gemm`` runs it for ``autogemm.gemm``; the tuner
+searches its space on the CUDA path beside OpenCL's families (``tuning.cuda_classes``)."""
 
-from .params import DmmaParams
+from ...dtypes import Dtype
+from ...runtime.cuda.driver import CUDA
+from ...runtime.device import Device
+from ..hopper import Rendered, device_problem
+from ..registry import Family, SpaceFacts, register
+from ..space import SearchSpace
+from .params import DTYPES, DmmaParams
 from .render import render
 from .space import space
 
-__all__ = ["DmmaParams", "render", "space"]
+
+def check(params: DmmaParams, device: Device, dtype: Dtype) -> str | None:
+    """Why ``params`` cannot compute ``dtype``'s products on ``device``, or None."""
+    return params.dtype_problem(dtype) or device_problem(device)
+
+
+def facts_space(facts: SpaceFacts) -> SearchSpace[DmmaParams] | None:
+    """The space searched for ``facts.dtype``, or None where the family does not multiply it."""
+    return space(facts.dtype.key) if facts.dtype.key in DTYPES else None
+
+
+def source(params: DmmaParams, dtype: Dtype, guarded: bool = True, stream: bool = False) -> Rendered:
+    """The kernel of ``params`` (it reads any M, N and K and has one schedule: no variants)."""
+    return render(params)
+
+
+FAMILY = register(Family(DmmaParams.family, DmmaParams, check, source, facts_space, backend=CUDA))
+
+__all__ = ["FAMILY", "DmmaParams", "render", "space"]

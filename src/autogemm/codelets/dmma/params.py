@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..fields import choices_problem
+from ...dtypes import Dtype
+from ..fields import choices_problem, params_from_fields, params_to_dict
 from ..hopper import ROW_BYTES, WARPGROUP, shared_memory_problem
 
 #: Tiles in flight in shared memory: TMA loads the next ones while the warps multiply the current one.
@@ -43,6 +44,17 @@ class DmmaParams:
     warp_n: int = 32
     stages: int = 4
     group: int = 8
+
+    def dtype_problem(self, dt: Dtype) -> str | None:
+        """Why this configuration does not compute ``dt``'s products, or None."""
+        return None if dt.key == self.dtype else f"it multiplies {self.dtype}, not {dt.key}"
+
+    def to_dict(self) -> dict:
+        return params_to_dict(self, self.family)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> DmmaParams:
+        return params_from_fields(cls, data, cls.family)
 
     def malformed(self) -> str | None:
         """Why this is no configuration of the family, or None."""

@@ -2,10 +2,36 @@
 warpgroup matrix instructions (wgmma) reading both operands from shared memory, which a producer
 warpgroup fills by TMA in the 128-byte swizzle, a tuned number of stages ahead, for one or two consumer
 warpgroups (mbarriers between them), persistent blocks. ``blas.cuda_gemm`` runs it for ``autogemm.gemm``;
-not yet registered with the tuner (which runs OpenCL)."""
+the tuner searches its space on the CUDA path beside OpenCL's families (``tuning.cuda_classes``)."""
 
-from .params import WgmmaParams
+from ...dtypes import Dtype
+from ...runtime.cuda.driver import CUDA
+from ...runtime.device import Device
+from ..hopper import device_problem
+from ..registry import Family, SpaceFacts, register
+from ..space import SearchSpace
+from .params import DTYPE_TYPES, WgmmaParams
 from .render import Rendered, render
 from .space import space
 
-__all__ = ["Rendered", "WgmmaParams", "render", "space"]
+
+def check(params: WgmmaParams, device: Device, dtype: Dtype) -> str | None:
+    """Why ``params`` cannot compute ``dtype``'s products on ``device``, or None."""
+    return params.dtype_problem(dtype) or device_problem(device)
+
+
+def facts_space(facts: SpaceFacts) -> SearchSpace[WgmmaParams] | None:
+    """The space searched for ``facts.dtype``, or None where the family does not multiply it."""
+    types = DTYPE_TYPES.get(facts.dtype.key)
+    return None if types is None else space(*types)
+
+
+def source(params: WgmmaParams, dtype: Dtype, guarded: bool = True, stream: bool = False) -> Rendered:
+    """The kernel of ``params`` (it reads any M, N and K and has one schedule: no variants)."""
+    return render(params)
+
+
+FAMILY = register(Family(WgmmaParams.family, WgmmaParams, check, source, facts_space, multiplies_16bit=True,
+                         backend=CUDA))
+
+__all__ = ["FAMILY", "DTYPE_TYPES", "Rendered", "WgmmaParams", "render", "space"]

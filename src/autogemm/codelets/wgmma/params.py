@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..fields import choices_problem
+from ...dtypes import Dtype
+from ..fields import choices_problem, params_from_fields, params_to_dict
 from ..hopper import ROW_BYTES, WARPGROUP, shared_memory_problem
 
 #: The operands' types and the bytes of one element: wgmma's multiplicand types (tf32 reads float32's,
@@ -26,6 +27,10 @@ GROUPS = (1, 8, 16)
 WARPGROUP_M = 64
 #: C's element types: float32, or the 16-bit type of 16-bit operands (the sums are float32 still).
 OUTPUTS = ("f32", "f16", "bf16")
+#: The operand and C types the family multiplies each dtype in (by its key): 16-bit operands into their
+#: own type or float32, float32 in TF32 or 3xTF32.
+DTYPE_TYPES = {"h": ("f16", "f16"), "hs": ("f16", "f32"), "b": ("bf16", "bf16"), "bs": ("bf16", "f32"),
+               "s.tf32": ("tf32", "f32"), "s.3xtf32": ("3xtf32", "f32")}
 #: CUDA's names of the operands' element types in a tensor map (``runtime.cuda.tensor_map``).
 TENSOR_TYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "3xtf32": "float32"}
 
@@ -48,6 +53,19 @@ class WgmmaParams:
     stages: int = 3
     group: int = 8
     out: str = "f32"
+
+    def dtype_problem(self, dt: Dtype) -> str | None:
+        """Why this configuration does not compute ``dt``'s products, or None."""
+        if DTYPE_TYPES.get(dt.key) != (self.operand, self.out):
+            return f"it multiplies {self.operand} into {self.out}, not {dt.key}"
+        return None
+
+    def to_dict(self) -> dict:
+        return params_to_dict(self, self.family)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> WgmmaParams:
+        return params_from_fields(cls, data, cls.family)
 
     def malformed(self) -> str | None:
         """Why this is no configuration of the family, or None."""

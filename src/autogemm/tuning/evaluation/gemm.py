@@ -14,7 +14,8 @@ from ...blas import GemmProblem, LaunchPlan, Op
 from ...codelets.registry import KernelParams
 from ...dtypes import Dtype, get_dtype
 from ...runtime.context import DeviceContext
-from .on_device import DeviceEvaluator, fresh_random
+from .measuring import fresh_random
+from .on_device import DeviceEvaluator
 from .requests import EvaluatorSpec
 
 

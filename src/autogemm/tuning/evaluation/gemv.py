@@ -13,7 +13,8 @@ from ...blas.gemv import GemvLaunchPlan, GemvProblem
 from ...codelets.gemv import GemvParams
 from ...dtypes import Dtype, get_dtype
 from ...runtime.context import DeviceContext
-from .on_device import DeviceEvaluator, fresh_random
+from .measuring import fresh_random
+from .on_device import DeviceEvaluator
 from .requests import EvaluatorSpec
 
 

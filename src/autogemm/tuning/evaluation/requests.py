@@ -146,7 +146,7 @@ def decode(message: dict) -> Request:
             continue
         value = message[field.name]
         if field.name == "config":
-            value = params_from_dict(value, routine=None)
+            value = params_from_dict(value, routine=None, backend=None)
         elif field.name == "spec":
             value = EvaluatorSpec.from_dict(value)
         elif isinstance(value, list):
