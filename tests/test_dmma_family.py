@@ -17,20 +17,21 @@ from autogemm.runtime.cuda.context import Complex128
 
 # every dtype and warp layout at the default depth and group, and every depth and group of the default
 CONFIGS = [space(dtype).config(point) for dtype in DTYPES for point in space(dtype).points()]
-CONFIGS = [c for c in CONFIGS if (c.stages, c.group) == (DmmaParams.stages, DmmaParams.group)]
+CONFIGS = [c for c in CONFIGS if (c.stages, c.group, c.cluster) == (DmmaParams.stages, DmmaParams.group, 1)]
 CONFIGS += [c for c in (DmmaParams(stages=s) for s in STAGES if s != DmmaParams.stages) if c.malformed() is None]
 CONFIGS += [DmmaParams(group=g) for g in GROUPS if g != DmmaParams.group]
+CONFIGS += [DmmaParams("d", cluster=2), DmmaParams("z", warp_m=32, warp_n=32, cluster=2)]
 
 
 def test_the_spaces_hold_every_well_formed_configuration_and_no_other():
-    assert len(space("d")) == 396 and len(space("z")) == 261
+    assert len(space("d")) == 2 * 396 and len(space("z")) == 2 * 261
     assert all(space("z").config(p).malformed() is None for p in space("z").points())
     with pytest.raises(ValueError, match="dtype 's'"):
         space("s")
 
 
 def test_malformed_configurations_are_refused():
-    assert len(CONFIGS) == 52
+    assert len(CONFIGS) == 54
     assert "accumulators" in DmmaParams(warp_m=64, warp_n=64).malformed()
     assert "256 rows" in DmmaParams(consumers=2, warps_m=1, warp_m=32, warp_n=64).malformed()
     assert "stages" in DmmaParams(stages=5).malformed()
@@ -50,8 +51,9 @@ def test_every_configuration_compiles_for_sm_90a_without_spilling(params):
     assert f"#define WARP_N {params.warp_n}" in rendered.source and rendered.name in rendered.source
     cubin = compile_cuda(rendered.source, rendered.name, options=["--ptxas-options=-v"])
     assert "0 bytes spill stores" in cubin.log and "warning" not in cubin.log
-    assert rendered.grid(4 * params.block_m + 1, 3 * params.block_n, 132) == (15,)
-    assert rendered.tensor_boxes == ((params.block_m, 16), (params.block_n, 16))
+    # 5 rows of blocks of C: in clusters of two, the fifth row's second block computes nothing
+    assert rendered.grid(4 * params.block_m + 1, 3 * params.block_n, 132) == (15 if params.cluster == 1 else 18,)
+    assert rendered.tensor_boxes == ((params.block_m, 16), (params.block_n // params.cluster, 16))
     assert rendered.tensor_shape(5, 32) == (5, 32 * params.element_bytes // 8)
 
 
@@ -66,10 +68,12 @@ def test_the_kernel_agrees_with_float64_on_hopper(device, params):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("params", [DmmaParams("d"), DmmaParams("z", warp_m=32, warp_n=32)], ids=lambda p: p.dtype)
+@pytest.mark.parametrize("params", [DmmaParams("d"), DmmaParams("z", warp_m=32, warp_n=32),
+                                    DmmaParams("z", warp_m=32, warp_n=32, cluster=2)], ids=lambda p: p.describe())
 def test_alpha_and_beta_scale_the_product_and_c(device, params):
+    """Three rows of blocks of C: in clusters of two, one block of the second cluster computes nothing."""
     alpha, beta = (0.5, -2.0) if params.dtype == "d" else (0.5 - 1.5j, -2.0 + 0.25j)
-    got, want = _run(device, params, params.block_m + 7, params.block_n + 1, 3 * params.block_k, alpha, beta)
+    got, want = _run(device, params, 2 * params.block_m + 7, params.block_n + 1, 3 * params.block_k, alpha, beta)
     assert np.abs(got - want).max() <= 1e-13 * np.abs(want).max()
 
 

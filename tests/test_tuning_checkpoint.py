@@ -107,13 +107,33 @@ def test_a_resumed_run_keeps_the_multiply_add_forms_it_measured(ctx, monkeypatch
         return fma.benchmark(ctx, reals, widths, runs=1)
 
     first = fma.measured(ctx.device, measure, ("s",), (1, 2))
-    assert fma.measured(ctx.device, measure, ("s",), (1, 2)) == first and len(calls) == 1
-    assert fma.measured(ctx.device, measure, ("s",), (2,)) == first[1:] and len(calls) == 1
+    assert calls == [(("s",), (1,)), (("s",), (2,))]                       # a width at a time
+    assert fma.measured(ctx.device, measure, ("s",), (1, 2)) == first and len(calls) == 2
+    assert fma.measured(ctx.device, measure, ("s",), (2,)) == first[1:] and len(calls) == 2
     fma.measured(ctx.device, measure, ("s",), (1, 2), fresh=True)
-    assert len(calls) == 2
+    assert len(calls) == 4
     path = tmp_path / "checkpoints" / f"{ctx.device.fingerprint}-fma.json"
     forged = json.loads(path.read_text())
     forged[0]["gflops"]["fma"] = "fast"
     path.write_text(json.dumps(forged))
     fma.measured(ctx.device, measure, ("s",), (1, 2))
-    assert len(calls) == 3 and json.loads(path.read_text())[0]["gflops"]["fma"] != "fast"
+    assert len(calls) == 6 and json.loads(path.read_text())[0]["gflops"]["fma"] != "fast"
+
+
+def test_a_width_whose_benchmark_loses_its_process_is_left_out(ctx, monkeypatch, tmp_path):
+    """PoCL 3.0 crashes running double8 kernels it builds afresh: that width keeps fma(), the others are
+    measured; a benchmark lost at every width ends the run with the reason."""
+    from autogemm.errors import TuningError
+    from autogemm.tuning import fma
+
+    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
+
+    def measure(reals, widths):
+        if widths == (2,):
+            raise TuningError("the FMA benchmark lost its process")
+        return fma.benchmark(ctx, reals, widths, runs=1)
+
+    results = fma.measured(ctx.device, measure, ("s",), (1, 2, 4))
+    assert [r.vector_width for r in results] == [1, 4] and "s2" not in fma.mac_table(results)
+    with pytest.raises(TuningError, match="every vector width"):
+        fma.measured(ctx.device, measure, ("s",), (2,), fresh=True)

@@ -14,21 +14,22 @@ from autogemm.codelets.wgmma.params import GROUPS, OPERANDS
 from autogemm.codelets.wgmma.render import SPLIT_THREADS, split
 from autogemm.runtime.cuda import compile_cuda, cuda_missing
 
-# every tile shape and depth in the middle group, and every group of one of them
+# every tile shape and depth in the middle group, in clusters of two at the default depth, and every group
+# of one of them
 CONFIGS = [space(operand).config(point) for operand in OPERANDS for point in space(operand).points()]
-CONFIGS = [c for c in CONFIGS if c.group == WgmmaParams.group]
+CONFIGS = [c for c in CONFIGS if c.group == WgmmaParams.group and (c.cluster == 1 or c.stages == WgmmaParams.stages)]
 CONFIGS += [WgmmaParams(group=group) for group in GROUPS if group != WgmmaParams.group]
 
 
 def test_the_spaces_hold_every_well_formed_configuration_and_no_other():
-    assert [len(space(operand)) for operand in OPERANDS] == [81, 81, 81, 39]
+    assert [len(space(operand)) for operand in OPERANDS] == [162, 162, 162, 78]
     assert all(space("3xtf32").config(p).block_n <= 128 for p in space("3xtf32").points())
     with pytest.raises(ValueError, match="operand 'f32'"):
         space("f32")
 
 
 def test_malformed_configurations_are_refused():
-    assert len(CONFIGS) == 96                   # 5 and 6 stages of 128 x 256 tiles: over shared memory
+    assert len(CONFIGS) == 96 + 22              # 5 and 6 stages of 128 x 256 tiles: over shared memory
     assert "shared memory of a block" in WgmmaParams("f16", 256, 2, 5).malformed()
     assert WgmmaParams("tf32", 256, 2, 4).malformed() is None and WgmmaParams("tf32").block_k == 32
     assert "shared memory of a block" in WgmmaParams("3xtf32", 128, 2, 4).malformed()     # two planes a stage
@@ -38,6 +39,7 @@ def test_malformed_configurations_are_refused():
     assert "block_n" in WgmmaParams(block_n=96).malformed()
     assert "consumers" in WgmmaParams(consumers=3).malformed()
     assert "group" in WgmmaParams(group=4).malformed()
+    assert "cluster" in WgmmaParams(cluster=4).malformed()
 
 
 @pytest.mark.parametrize("params", CONFIGS, ids=[c.describe() for c in CONFIGS])
@@ -50,7 +52,8 @@ def test_every_configuration_compiles_for_sm_90a_without_spilling(params):
     cubin = compile_cuda(rendered.source, rendered.name, options=["--ptxas-options=-v"])
     assert "0 bytes spill stores" in cubin.log and "warning" not in cubin.log
     assert rendered.grid(4 * params.block_m, 3 * params.block_n, 132) == (12,)
-    assert rendered.grid(4 * params.block_m + 1, 3 * params.block_n - 7, 132) == (15,)
+    # 5 rows of blocks of C: in clusters of two, the fifth row's second block computes nothing
+    assert rendered.grid(4 * params.block_m + 1, 3 * params.block_n - 7, 132) == (15 if params.cluster == 1 else 18,)
     assert rendered.grid(40 * params.block_m, 30 * params.block_n, 132) == (132,)
     assert rendered.block == (128 * (1 + params.consumers),)
 
@@ -189,3 +192,14 @@ def test_alpha_and_beta_scale_the_product_and_c_in_its_own_type(device, params):
         memory.release()
     bound = {"f16": 2e-3, "bf16": 1.6e-2, "f32": 1e-4}[params.out]     # C's own rounding
     assert np.abs(got.astype(np.float64) - want).max() <= bound * np.abs(want).max()
+
+
+def test_blocks_in_a_cluster_share_the_tiles_of_b():
+    single, pair = render(WgmmaParams()), render(WgmmaParams(cluster=2))
+    kernel, paired_kernel = (r.source.split('extern "C"')[1] for r in (single, pair))
+    assert "__cluster_dims__" not in single.source and "tile_load_everywhere(" not in kernel
+    assert "__cluster_dims__(2, 1, 1)" in pair.source and "tile_load_everywhere(" in paired_kernel
+    assert "#define EMPTY_ARRIVALS (CONSUMERS * CLUSTER)" in pair.source and "cluster_sync();" in pair.source
+    assert pair.tensor_boxes[1] == (128, 64) and single.tensor_boxes[1] == (256, 64)
+    assert pair.grid(8192, 8192, 132) == (132,) and pair.grid(8192, 8192, 131) == (130,)
+    assert WgmmaParams(cluster=2).describe().endswith("cluster2") and pair.name.endswith("_c2")

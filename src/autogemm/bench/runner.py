@@ -116,7 +116,8 @@ class Bench:
         """The device's multiply-add peak for ``dt``'s real type, measured (best form and vector width)."""
         real = "d" if dt.needs_fp64 else "s"
         if real not in self._peaks:
-            widths = (1, 2, 4) if self.ctx.device.is_gpu else (1, 2, 4, 8)
+            # double8 is left out on CPUs: PoCL 3.0 crashes running it where it builds it afresh
+            widths = (1, 2, 4) if self.ctx.device.is_gpu or real == "d" else (1, 2, 4, 8)
             results = fma.benchmark(self.ctx, (real,), widths)
             self._peaks[real] = max(max(r.gflops.values()) for r in results) / 1e3
         return self._peaks[real]

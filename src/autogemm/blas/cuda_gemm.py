@@ -131,6 +131,8 @@ class CudaGemm:
         self.params = params or DEFAULTS[dt.key]
         self.rendered = _rendered(self.params)
         self.function = ctx.function(_cubin(self.rendered.source, self.rendered.name), self.rendered.name)
+        self.resident = ctx.resident_blocks(self.function, self.rendered.block[0], self.rendered.shared_bytes,
+                                            self.params.cluster)
         self.element_bytes = dt.itemsize
         self.padded = k_major.padded_k(k, self.element_bytes)
         arrange = _cubin(_layout_source(), "k_major")
@@ -149,7 +151,7 @@ class CudaGemm:
         scalars = [self._scalar(value) for value in (alpha, beta)]
         args: list[Argument] = [(maps[0], None), (maps[1], None), (c, None), (self.m, ctypes.c_int),
                                 (self.n, ctypes.c_int), (self.padded, ctypes.c_int), *scalars]
-        self.ctx.launch(self.function, self.rendered.grid(self.m, self.n, self.ctx.multiprocessors),
+        self.ctx.launch(self.function, self.rendered.grid(self.m, self.n, self.resident),
                         self.rendered.block, args, self.rendered.shared_bytes, stream)
         for memory in work:
             memory.release()

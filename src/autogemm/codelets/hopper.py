@@ -4,12 +4,19 @@ the bytes it brought) while the other warpgroups, the consumers, multiply them a
 on an "empty" mbarrier. The families render the consumers; this module the rest (``HELPERS``, the
 device functions; ``pipeline``, the kernel's start and its producer) and ``Rendered``, how to launch it.
 
+Blocks may work in clusters of ``CLUSTER`` (1 or 2) along M: the blocks of a cluster compute blocks of C
+in the same columns, so each loads its own tile of A and its share of the rows of the tile of B, which
+TMA writes into the shared memory of every block of the cluster at once (multicast): L2 serves B once
+for the cluster. A buffer is then written by every block's producer, so each consumer hands it back to
+every block of the cluster.
+
 A kernel using them defines BLOCK_M, BLOCK_N, BLOCK_K (128 bytes of K: one row of the 128-byte swizzle),
 BOX_K (the same in the tensor maps' elements: complex128's are two float64), STAGES, PLANES (tiles of
-each operand a stage holds), GROUP (rows of blocks of C taken together), A_TILE_BYTES, B_TILE_BYTES and
-EMPTY_ARRIVALS (arrivals that hand a buffer back), and takes the tensor maps ``map_a`` and ``map_b`` and
-M, N and K. Blocks take blocks of C number blockIdx.x, + gridDim.x, ...; ``iteration`` counts the tiles
-of K a block went through before, which give each tile's stage and the parity of that stage's barriers."""
+each operand a stage holds), GROUP (rows of clusters of C taken together), CLUSTER, A_TILE_BYTES,
+B_TILE_BYTES and EMPTY_ARRIVALS (arrivals that hand a buffer back: every consumer of the cluster's), and
+takes the tensor maps ``map_a`` and ``map_b`` and M, N and K. Clusters take blocks of C in turn
+(``BLOCKS_OF_C``); ``iteration`` counts the tiles of K a block went through before, which give each
+tile's stage and the parity of that stage's barriers."""
 
 from __future__ import annotations
 
@@ -29,7 +36,10 @@ MAX_SHARED_BYTES = 227 * 1024
 #: warpgroups (``setmaxnreg``: the producer issues copies, the consumers hold the accumulators).
 PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232
 
-HELPERS = r"""struct __align__(64) TensorMap { unsigned long long opaque[16]; };   // CUtensorMap, made by the host
+HELPERS = r"""#define B_SHARE_ROWS (BLOCK_N / CLUSTER)         // the rows of a tile of B one block of a cluster loads
+#define B_SHARE_BYTES (B_SHARE_ROWS * ROW_BYTES)
+
+struct __align__(64) TensorMap { unsigned long long opaque[16]; };   // CUtensorMap, made by the host
 
 __device__ __forceinline__ unsigned shared_address(const void* p) {
     return (unsigned)__cvta_generic_to_shared(p);
@@ -68,18 +78,55 @@ __device__ __forceinline__ void tile_load(void* to, const TensorMap* map, int in
                     "r"(shared_address(barrier)) : "memory");
 }
 
-// The first row and column of C of block number ``tile``: GROUP rows of blocks at a time, down the rows
-// of the group first, so that the blocks working at once share their tiles of B in L2.
-__device__ __forceinline__ void place(int tile, int tiles_m, int tiles_n, int* m0, int* n0) {
+// The same into the same place of every block of the cluster, each completing on its own barrier there.
+__device__ __forceinline__ void tile_load_everywhere(void* to, const TensorMap* map, int inner, int outer,
+                                                     unsigned long long* barrier) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 :: "r"(shared_address(to)), "l"((unsigned long long)map), "r"(inner), "r"(outer),
+                    "r"(shared_address(barrier)), "h"((unsigned short)((1 << CLUSTER) - 1)) : "memory");
+}
+
+// Hand a buffer back: one arrival on its "empty" barrier in every block of the cluster (each block's
+// producer writes a share of it).
+__device__ __forceinline__ void stage_release(unsigned long long* barrier) {
+#if CLUSTER == 1
+    barrier_arrive(barrier);
+#else
+    #pragma unroll
+    for (unsigned rank = 0; rank < CLUSTER; ++rank)
+        asm volatile("{\n.reg .b32 remote;\n"
+                     "mapa.shared::cluster.u32 remote, %0, %1;\n"
+                     "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n"
+                     :: "r"(shared_address(barrier)), "r"(rank) : "memory");
+#endif
+}
+
+// Every thread of the cluster waits for all the others (threads of one block: __syncthreads).
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+// The first row and column of C of this block of cluster number ``tile`` (``rank``: the block within
+// it, one BLOCK_M below the other): GROUP rows of clusters at a time, down the rows of the group first,
+// so that the clusters working at once share their tiles of B in L2.
+__device__ __forceinline__ void place(int tile, int cluster_rows, int tiles_n, int rank, int* m0, int* n0) {
     const int per_group = GROUP * tiles_n, first = tile / per_group * GROUP;
-    const int rows = min(GROUP, tiles_m - first), within = tile % per_group;
-    *m0 = (first + within % rows) * BLOCK_M;
+    const int rows = min(GROUP, cluster_rows - first), within = tile % per_group;
+    *m0 = ((first + within % rows) * CLUSTER + rank) * BLOCK_M;
     *n0 = within / rows * BLOCK_N;
 }
 
 """
 
 
+#: The loop over the blocks of C a block computes, ``m0`` and ``n0`` their first row and column, the
+#: blocks of a cluster in the same columns; ``iteration`` counts the tiles of K of the blocks before.
+BLOCKS_OF_C = """for (int tile = cluster_index; tile < cluster_rows * tiles_n; tile += clusters, iteration += k_tiles) {
+        int m0, n0;
+        place(tile, cluster_rows, tiles_n, rank, &m0, &n0);"""
+#: Blocks of a cluster (along M).
+CLUSTERS = (1, 2)
 #: The compute capability the families' kernels are built for (sm_90a).
 HOPPER = (9, 0)
 
@@ -115,11 +162,28 @@ def registers(consumers: int, kind: str) -> str:
     return f'asm volatile("setmaxnreg.{way}.sync.aligned.u32 {count};\\n" ::: "memory");'
 
 
-def pipeline(producer_registers: str = "") -> str:
+def cluster_attribute(cluster: int) -> str:
+    """The kernel's ``__cluster_dims__`` where its blocks work in clusters of ``cluster``, else nothing."""
+    return f"__cluster_dims__({cluster}, 1, 1) " if cluster > 1 else ""
+
+
+def cluster_end(cluster: int) -> str:
+    """What every thread does last where blocks work in clusters: wait for the cluster's other blocks,
+    which may still write into this block's shared memory and arrive on its barriers."""
+    return "cluster_sync();" if cluster > 1 else ""
+
+
+def pipeline(cluster: int, producer_registers: str = "") -> str:
     """The kernel's start: shared memory carved into the stages' tiles and barriers, the barriers made,
-    and the producer warpgroup's loop (``producer_registers``: its ``setmaxnreg``, if any); the
-    consumers' code follows, with ``a_tiles``, ``b_tiles``, ``full``, ``empty``, ``warpgroup``,
-    ``tiles_m``, ``tiles_n`` and ``k_tiles`` in scope."""
+    and the producer warpgroup's loop (``producer_registers``: its ``setmaxnreg``, if any) for blocks in
+    clusters of ``cluster``; the consumers' code follows, with ``a_tiles``, ``b_tiles``, ``full``,
+    ``empty``, ``warpgroup``, ``tiles_m``, ``tiles_n``, ``k_tiles`` and what ``BLOCKS_OF_C`` uses in scope,
+    and ends with ``cluster_end``."""
+    load_b = ("tile_load(b_tiles + (s * PLANES + p) * B_TILE_BYTES, &map_b, t * BOX_K, p * N + n0, &full[s]);"
+              if cluster == 1 else
+              "tile_load_everywhere(b_tiles + (s * PLANES + p) * B_TILE_BYTES + rank * B_SHARE_BYTES, &map_b,\n"
+              "                                             t * BOX_K, p * N + n0 + rank * B_SHARE_ROWS, &full[s]);")
+    made = "__syncthreads();" if cluster == 1 else "cluster_sync();                   // the other blocks' barriers too"
     return r"""    extern __shared__ unsigned char shared_bytes[];
     unsigned char* a_tiles = shared_bytes + ((1024 - (shared_address(shared_bytes) & 1023)) & 1023);
     unsigned char* b_tiles = a_tiles + STAGES * PLANES * A_TILE_BYTES;
@@ -130,6 +194,8 @@ def pipeline(producer_registers: str = "") -> str:
     // plane's rows, which only reach elements of C past M and N, never stored
     const int tiles_m = (M + BLOCK_M - 1) / BLOCK_M, tiles_n = (N + BLOCK_N - 1) / BLOCK_N;
     const int k_tiles = (K + BLOCK_K - 1) / BLOCK_K;
+    const int rank = blockIdx.x % CLUSTER, cluster_index = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
+    const int cluster_rows = (tiles_m + CLUSTER - 1) / CLUSTER;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             barrier_init(&full[s], 1);                  // the producer's arrival, and the copies' bytes
@@ -137,30 +203,28 @@ def pipeline(producer_registers: str = "") -> str:
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    __syncthreads();
-    // Every block takes blocks of C number blockIdx.x, + gridDim.x, ...; ``iteration`` counts the tiles of
-    // K it went through before, which give each tile's stage and the parity of that stage's barriers.
+    @MADE@
     if (warpgroup == 0) {                               // the producer
-        SET_PRODUCER_REGISTERS
+        @SET_PRODUCER_REGISTERS@
         if (threadIdx.x == 0) {
             int iteration = 0;
-            for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x, iteration += k_tiles) {
-                int m0, n0;
-                place(tile, tiles_m, tiles_n, &m0, &n0);
+            @BLOCKS_OF_C@
                 for (int t = 0; t < k_tiles; ++t) {
                     const int it = iteration + t, s = it % STAGES;
                     if (it >= STAGES) barrier_wait(&empty[s], (it / STAGES - 1) & 1);
                     barrier_expect(&full[s], PLANES * (A_TILE_BYTES + B_TILE_BYTES));
                     for (int p = 0; p < PLANES; ++p) {           // plane p: rows p M + m0 of A, p N + n0 of B
                         tile_load(a_tiles + (s * PLANES + p) * A_TILE_BYTES, &map_a, t * BOX_K, p * M + m0, &full[s]);
-                        tile_load(b_tiles + (s * PLANES + p) * B_TILE_BYTES, &map_b, t * BOX_K, p * N + n0, &full[s]);
+                        @LOAD_B@
                     }
                 }
             }
         }
+        @END@
         return;
     }
-""".replace("SET_PRODUCER_REGISTERS", producer_registers)
+""".replace("@SET_PRODUCER_REGISTERS@", producer_registers).replace("@BLOCKS_OF_C@", BLOCKS_OF_C).replace(
+        "@LOAD_B@", load_b).replace("@MADE@", made).replace("@END@", cluster_end(cluster))
 
 
 class HopperParams(Protocol):
@@ -168,6 +232,7 @@ class HopperParams(Protocol):
 
     block_m: int
     block_n: int
+    cluster: int
 
     @property
     def block_k(self) -> int: ...
@@ -191,10 +256,12 @@ class Rendered:
     name: str
     params: HopperParams
 
-    def grid(self, m: int, n: int, multiprocessors: int) -> tuple[int]:
-        """Persistent blocks: one per multiprocessor, or per block of C where there are fewer."""
-        blocks = -(-m // self.params.block_m) * -(-n // self.params.block_n)
-        return (min(multiprocessors, blocks),)
+    def grid(self, m: int, n: int, resident: int) -> tuple[int]:
+        """Persistent blocks: as many as the device runs at once (``resident``: one per multiprocessor, in
+        whole clusters; ``CudaContext.resident_blocks``), or one per block of C where there are fewer."""
+        cluster = self.params.cluster
+        blocks = -(-m // (self.params.block_m * cluster)) * cluster * -(-n // self.params.block_n)
+        return (min(resident // cluster * cluster, blocks),)
 
     @property
     def block(self) -> tuple[int]:
@@ -215,6 +282,7 @@ class Rendered:
 
     @property
     def tensor_boxes(self) -> tuple[tuple[int, int], tuple[int, int]]:
-        """The tiles TMA copies of A and of B: (rows, tensor elements of K)."""
+        """The tiles TMA copies of A and of B (a block's share of B's rows where it works in a cluster):
+        (rows, tensor elements of K)."""
         p = self.params
-        return (p.block_m, p.box_k), (p.block_n, p.box_k)
+        return (p.block_m, p.box_k), (p.block_n // p.cluster, p.box_k)

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from ...dtypes import Dtype
 from ..fields import choices_problem, params_from_fields, params_to_dict
-from ..hopper import ROW_BYTES, WARPGROUP, shared_memory_problem
+from ..hopper import CLUSTERS, ROW_BYTES, WARPGROUP, shared_memory_problem
 
 #: Tiles in flight in shared memory: TMA loads the next ones while the warps multiply the current one.
 STAGES = (2, 3, 4, 6, 8)
@@ -44,6 +44,7 @@ class DmmaParams:
     warp_n: int = 32
     stages: int = 4
     group: int = 8
+    cluster: int = 1
 
     def dtype_problem(self, dt: Dtype) -> str | None:
         """Why this configuration does not compute ``dt``'s products, or None."""
@@ -59,7 +60,8 @@ class DmmaParams:
     def malformed(self) -> str | None:
         """Why this is no configuration of the family, or None."""
         why = choices_problem(self, {"dtype": DTYPES, "consumers": CONSUMERS, "warps_m": WARPS_M, "warp_m": WARP_M,
-                                     "warp_n": WARP_N, "stages": STAGES, "group": GROUPS})
+                                     "warp_n": WARP_N, "stages": STAGES, "group": GROUPS,
+                                     "cluster": CLUSTERS})
         if why:
             return why
         if self.accumulators > MAX_ACCUMULATORS:
@@ -116,4 +118,5 @@ class DmmaParams:
 
     def describe(self) -> str:
         return (f"dmma {self.dtype} m{self.block_m}n{self.block_n}k{self.block_k} warps {self.warps_m}x"
-                f"{self.warps // self.warps_m} of {self.warp_m}x{self.warp_n} stages{self.stages} group{self.group}")
+                f"{self.warps // self.warps_m} of {self.warp_m}x{self.warp_n} stages{self.stages} group{self.group}"
+                + (f" cluster{self.cluster}" if self.cluster > 1 else ""))

@@ -11,7 +11,17 @@ of A rows lane / 4 and + 8 at column lane % 4 of the step; of B^T row lane % 4, 
 
 from __future__ import annotations
 
-from ..hopper import HELPERS, ROW_BYTES, WARPGROUP, Rendered, pipeline, registers
+from ..hopper import (
+    BLOCKS_OF_C,
+    HELPERS,
+    ROW_BYTES,
+    WARPGROUP,
+    Rendered,
+    cluster_attribute,
+    cluster_end,
+    pipeline,
+    registers,
+)
 from .params import DmmaParams
 
 
@@ -90,7 +100,7 @@ def render(params: DmmaParams) -> Rendered:
     for index in ("2 * half + 1", "2 * half"):
         stores = stores.replace(f"VALUE({index})", value.replace("E", index))
     name = (f"dmma_nt_{params.dtype}_m{params.block_m}_n{params.block_n}_w{params.warps_m}x{params.warp_m}x{params.warp_n}"
-            f"_s{params.stages}_g{params.group}")
+            f"_s{params.stages}_g{params.group}" + (f"_c{params.cluster}" if params.cluster > 1 else ""))
     source = f"""// autogemm dmma family: C = alpha A B^T + beta C on sm_90a, {params.describe()}
 // A: M x K, B: N x K (both K-contiguous, read through tensor maps), C: M x N, all row-major, of
 // {"complex128 (real and imaginary parts side by side)" if params.dtype == "z" else "float64"}; beta 0 does not read C.
@@ -102,7 +112,8 @@ def render(params: DmmaParams) -> Rendered:
 #define PARTS {params.element_bytes // 8}                             // float64 of an element: complex128's two
 #define STAGES {params.stages}
 #define PLANES 1
-#define GROUP {params.group}                             // rows of blocks of C taken together
+#define GROUP {params.group}                             // rows of clusters of C taken together
+#define CLUSTER {params.cluster}                           // blocks of a cluster, along M, sharing tiles of B
 #define THREADS {params.threads}
 #define WARPS_N {params.warps // params.warps_m}                           // consumer warps side by side along N
 #define WARP_M {params.warp_m}
@@ -112,7 +123,7 @@ def render(params: DmmaParams) -> Rendered:
 #define ROW_BYTES {ROW_BYTES}
 #define A_TILE_BYTES (BLOCK_M * ROW_BYTES)
 #define B_TILE_BYTES (BLOCK_N * ROW_BYTES)
-#define EMPTY_ARRIVALS {params.warps}                       // every consumer warp hands a buffer back
+#define EMPTY_ARRIVALS ({params.warps} * CLUSTER)               // every consumer warp of the cluster hands a buffer back
 
 {HELPERS}
 // Element (row, k) of a tile in the 128-byte swizzle: in 16-byte chunk k / 2 XOR row mod 8 of the row
@@ -132,19 +143,17 @@ __device__ __forceinline__ void dmma(double* c, double a0, double a1, double b0)
                  : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3]) : "d"(a0), "d"(a1), "d"(b0));
 }}
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
+extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
         ELEMENT* __restrict__ C, int M, int N, int K, ELEMENT alpha, ELEMENT beta) {{
-{pipeline(registers(params.consumers, "producer"))}
+{pipeline(params.cluster, registers(params.consumers, "producer"))}
     {registers(params.consumers, "consumer")}
     const int warp = (threadIdx.x - {WARPGROUP}) / 32, lane = threadIdx.x % 32;
     const int group_id = lane / 4, member = lane % 4;
     const int warp_row = warp / WARPS_N * WARP_M, warp_col = warp % WARPS_N * WARP_N;
     double acc[TILES_M][TILES_N][4 * PARTS];           // (complex: the real parts, then the imaginary)
     int iteration = 0;
-    for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x, iteration += k_tiles) {{
-        int m0, n0;
-        place(tile, tiles_m, tiles_n, &m0, &n0);
+    {BLOCKS_OF_C}
         #pragma unroll
         for (int i = 0; i < TILES_M; ++i)
             #pragma unroll
@@ -160,9 +169,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
 {steps}            // this warp's reads of the stage (generic proxy) are done before TMA (async proxy) refills it
             asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
             __syncwarp();
-            if (lane == 0) barrier_arrive(&empty[s]);
+            if (lane == 0) stage_release(&empty[s]);
         }}
 {stores}    }}
+    {cluster_end(params.cluster)}
 }}
 """
     return Rendered(source, name, params)

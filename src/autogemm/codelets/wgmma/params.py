@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from ...dtypes import Dtype
 from ..fields import choices_problem, params_from_fields, params_to_dict
-from ..hopper import ROW_BYTES, WARPGROUP, shared_memory_problem
+from ..hopper import CLUSTERS, ROW_BYTES, WARPGROUP, shared_memory_problem
 
 #: The operands' types and the bytes of one element: wgmma's multiplicand types (tf32 reads float32's,
 #: its low mantissa bits dropped), and 3xtf32: float32 operands each split into a tf32 part and the tf32
@@ -43,7 +43,8 @@ class WgmmaParams:
     and B (128 bytes of K) by TMA into ``stages`` buffers of shared memory, and ``consumers`` warpgroups
     multiply them with wgmma as they arrive, each 64 rows of C. Blocks are persistent, one per
     multiprocessor, each taking blocks of C in turn in groups of ``group`` rows of blocks (the producer
-    loads the next one's tiles while the consumers store the last). Any M, N and K, the rows of A and B
+    loads the next one's tiles while the consumers store the last); in clusters of ``cluster`` blocks
+    along M, which share each tile of B (``codelets.hopper``). Any M, N and K, the rows of A and B
     a multiple of 16 bytes apart (TMA's rule: K a multiple of 8 for 16-bit types, 4 for the others)."""
 
     family: ClassVar[str] = "wgmma"
@@ -53,6 +54,7 @@ class WgmmaParams:
     stages: int = 3
     group: int = 8
     out: str = "f32"
+    cluster: int = 1
 
     def dtype_problem(self, dt: Dtype) -> str | None:
         """Why this configuration does not compute ``dt``'s products, or None."""
@@ -70,7 +72,8 @@ class WgmmaParams:
     def malformed(self) -> str | None:
         """Why this is no configuration of the family, or None."""
         why = choices_problem(self, {"operand": tuple(OPERANDS), "block_n": BLOCK_N, "consumers": CONSUMERS,
-                                     "stages": STAGES, "group": GROUPS, "out": OUTPUTS})
+                                     "stages": STAGES, "group": GROUPS, "out": OUTPUTS,
+                                     "cluster": CLUSTERS})
         if why:
             return why
         if self.out not in ("f32", self.operand):
@@ -131,4 +134,5 @@ class WgmmaParams:
 
     def describe(self) -> str:
         return (f"wgmma m{self.block_m}n{self.block_n}k{self.block_k} {self.operand} stages{self.stages} "
-                f"group{self.group}" + (f" out {self.out}" if self.out != "f32" else ""))
+                f"group{self.group}" + (f" out {self.out}" if self.out != "f32" else "")
+                + (f" cluster{self.cluster}" if self.cluster > 1 else ""))

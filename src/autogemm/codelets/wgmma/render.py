@@ -15,7 +15,17 @@ every 8 columns, two neighbours."""
 
 from __future__ import annotations
 
-from ..hopper import HELPERS, ROW_BYTES, WARPGROUP, Rendered, pipeline, registers
+from ..hopper import (
+    BLOCKS_OF_C,
+    HELPERS,
+    ROW_BYTES,
+    WARPGROUP,
+    Rendered,
+    cluster_attribute,
+    cluster_end,
+    pipeline,
+    registers,
+)
 from .params import WgmmaParams
 
 #: Two neighbouring 16-bit values of C written as one 32-bit word.
@@ -69,15 +79,15 @@ def _products(params: WgmmaParams) -> str:
 #: The end of a consumer's tile of K, one group of wgmma in flight: the stage of the tile before is read,
 #: and handed back; the last tile's after the loop.
 PIPELINED = """            asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::: "memory");   // the tile before is read
-            if (t > 0 && leader) barrier_arrive(&empty[(it - 1) % STAGES]);
+            if (t > 0 && leader) stage_release(&empty[(it - 1) % STAGES]);
         }
         asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
-        if (leader) barrier_arrive(&empty[(iteration + k_tiles - 1) % STAGES]);"""
+        if (leader) stage_release(&empty[(iteration + k_tiles - 1) % STAGES]);"""
 #: The same for 3xtf32: the tensor cores' sums of one tile of K are added to ``sums`` by the CUDA cores
 #: in float32 (rounded to nearest), as the tensor cores' own long sums lose more than float32's rounding
 #: (on the H100 f16 products summed over 4096 erred 7e-6, cuBLAS's SGEMM 5e-7).
 PROMOTED = """            asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");   // this tile's products are in
-            if (leader) barrier_arrive(&empty[s]);
+            if (leader) stage_release(&empty[s]);
             #pragma unroll
             for (int i = 0; i < COUNT; ++i) { sums[i] += acc[i]; acc[i] = 0.0f; }
         }"""
@@ -86,7 +96,7 @@ PROMOTED = """            asm volatile("wgmma.wait_group.sync.aligned 0;\\n" :::
 def render(params: WgmmaParams) -> Rendered:
     """The kernel of ``params`` (``ConfigError``-free: check ``malformed`` first)."""
     name = (f"wgmma_nt_{params.operand}_m{params.block_m}_n{params.block_n}_s{params.stages}_g{params.group}"
-            f"_{params.out}")
+            f"_{params.out}" + (f"_c{params.cluster}" if params.cluster > 1 else ""))
     steps = params.block_k // params.instruction_k
     promoted = params.planes == 2
     count = params.accumulators
@@ -109,12 +119,13 @@ def render(params: WgmmaParams) -> Rendered:
 #define STAGES {params.stages}
 #define CONSUMERS {params.consumers}
 #define PLANES {params.planes}                            // tiles of each operand: 3xtf32's big and small parts
-#define GROUP {params.group}                             // rows of blocks of C taken together
+#define GROUP {params.group}                             // rows of clusters of C taken together
+#define CLUSTER {params.cluster}                           // blocks of a cluster, along M, sharing tiles of B
 #define THREADS {params.threads}
 #define ROW_BYTES {ROW_BYTES}
 #define A_TILE_BYTES (BLOCK_M * ROW_BYTES)
 #define B_TILE_BYTES (BLOCK_N * ROW_BYTES)
-#define EMPTY_ARRIVALS CONSUMERS                      // each consumer warpgroup hands a buffer back
+#define EMPTY_ARRIVALS (CONSUMERS * CLUSTER)          // each consumer warpgroup of the cluster hands a buffer back
 
 {HELPERS}
 {OUT_TYPES[params.out]}
@@ -127,19 +138,17 @@ __device__ __forceinline__ unsigned long long descriptor(const void* tile) {{
          | 1ull << 62;
 }}
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
+extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
         out_t* __restrict__ C, int M, int N, int K, float alpha, float beta) {{
-{pipeline(registers(params.consumers, "producer"))}
+{pipeline(params.cluster, registers(params.consumers, "producer"))}
     {registers(params.consumers, "consumer")}
     const int row0 = (warpgroup - 1) * 64;              // this consumer's rows of the block
     const bool leader = threadIdx.x % {WARPGROUP} == 0;
     const int warp = (threadIdx.x % {WARPGROUP}) / 32, lane = threadIdx.x % 32;
     float acc[{params.accumulators}];{sums_declared}
     int iteration = 0;
-    for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x, iteration += k_tiles) {{
-        int m0, n0;
-        place(tile, tiles_m, tiles_n, &m0, &n0);
+    {BLOCKS_OF_C}
         #pragma unroll
         for (int i = 0; i < {params.accumulators}; ++i) {zeroed}
         for (int t = 0; t < k_tiles; ++t) {{
@@ -177,6 +186,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) {name}(
             }}
         }}
     }}
+    {cluster_end(params.cluster)}
 }}
 """
     return Rendered(source, name, params)

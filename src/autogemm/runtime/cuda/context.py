@@ -241,16 +241,42 @@ class CudaContext:
             module = self._modules[cubin.image] = checked(driver.cuModuleLoadData(cubin.image))
         return checked(driver.cuModuleGetFunction(module, name.encode()))
 
-    def launch(self, function: object, grid: Sequence[int], block: Sequence[int], args: Sequence[Argument],
-               shared_bytes: int = 0, stream: object = None) -> None:
-        """Enqueue ``function`` on ``stream`` (by default the context's) over ``grid`` blocks of ``block``
-        threads (up to three dimensions each) with ``shared_bytes`` of dynamic shared memory."""
+    def _allow_shared(self, function: object, shared_bytes: int) -> None:
+        """Let ``function`` take ``shared_bytes`` of dynamic shared memory (over 48 KiB must be asked for)."""
         from cuda.bindings import driver
 
         if shared_bytes > DEFAULT_SHARED_BYTES and (int(function), shared_bytes) not in self._raised:
             attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             checked(driver.cuFuncSetAttribute(function, attribute, shared_bytes))
             self._raised.add((int(function), shared_bytes))
+
+    def resident_blocks(self, function: object, threads: int, shared_bytes: int, cluster: int) -> int:
+        """Blocks of ``function`` (``threads`` each, with ``shared_bytes``; one a multiprocessor) that the
+        device runs at once, the grid of a persistent kernel: in clusters of ``cluster`` blocks, the whole
+        clusters it places at once, which can be fewer than its multiprocessors allow (a cluster lies
+        within one processing cluster of the GPU; more blocks than it runs at once would wait for the
+        others to finish, doubling the time)."""
+        from cuda.bindings import driver
+
+        if cluster == 1:
+            return self.multiprocessors
+        self._allow_shared(function, shared_bytes)
+        config = driver.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = self.multiprocessors // cluster * cluster, 1, 1
+        config.blockDimX, config.blockDimY, config.blockDimZ = threads, 1, 1
+        config.sharedMemBytes = shared_bytes
+        config.hStream = self.stream
+        config.numAttrs = 0
+        clusters = int(checked(driver.cuOccupancyMaxActiveClusters(function, config)))
+        return min(self.multiprocessors // cluster, clusters) * cluster
+
+    def launch(self, function: object, grid: Sequence[int], block: Sequence[int], args: Sequence[Argument],
+               shared_bytes: int = 0, stream: object = None) -> None:
+        """Enqueue ``function`` on ``stream`` (by default the context's) over ``grid`` blocks of ``block``
+        threads (up to three dimensions each) with ``shared_bytes`` of dynamic shared memory."""
+        from cuda.bindings import driver
+
+        self._allow_shared(function, shared_bytes)
         grid, block = (*grid, 1, 1)[:3], (*block, 1, 1)[:3]
         values = tuple(a.pointer if isinstance(a, DeviceMemory) else a for a, _ in args)
         types = tuple(t for _, t in args)
