@@ -159,9 +159,7 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
         cuda = {dt: cuda_context_for(device, dt) for dt in dtypes}
         schedule = Schedule(budget, [
             step for dt, dt_sizes in plan.items()
-            for step in [step for size in dt_sizes for step in
-                         [((size.routine, size.confirm is not None), size.share)]
-                         + ([((CUDA, False), size.share * CUDA_SHARE)] if cuda[dt] and _on_cuda(size) else [])]
+            for step in [step for size in dt_sizes for step in _steps(size, cuda[dt] is not None)]
             + ([((PREDICTOR, False), CLASS_SHARES[PREDICTOR])] if with_predictor else [])], started)
         for dt, dt_sizes in plan.items():
             real = "d" if dt.needs_fp64 else "s"
@@ -238,6 +236,13 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                         save(profile)
                 schedule.end(searched)
     return profile
+
+
+def _steps(size: SizeClass, cuda: bool) -> list[tuple[tuple[str, bool], float]]:
+    """A class's steps in the run's schedule, each its kind and weight: its search, then the CUDA path's
+    where the dtype has a CUDA context (``cuda``) and the class is searched there."""
+    search = [((size.routine, size.confirm is not None), size.share)]
+    return search + [((CUDA, False), size.share * CUDA_SHARE)] if cuda and _on_cuda(size) else search
 
 
 def _on_cuda(size: SizeClass) -> bool:
