@@ -194,8 +194,7 @@ class Profile:
 
     def hybrid_entry(self, dtype: str, m: int, n: int, k: int) -> HybridEntry | None:
         """The hybrid entry of ``dtype`` nearest in shape to (m, n, k) (log scale), if any."""
-        entries = self.hybrid.get(dtype, ())
-        return min(entries, key=lambda e: shape_distance(e.shape, (m, n, k))) if entries else None
+        return _nearest(self.hybrid.get(dtype, ()), (m, n, k))
 
     def with_hybrid(self, dtype: str, entry: HybridEntry) -> Profile:
         """A copy with ``entry`` added or replacing ``dtype``'s entry of the same shape."""
@@ -213,8 +212,7 @@ class Profile:
 
     def cuda_entry(self, dtype: str, m: int, n: int, k: int) -> CudaEntry | None:
         """The CUDA entry of ``dtype`` nearest in shape to (m, n, k) (log scale), if any."""
-        entries = self.cuda.get(dtype, ())
-        return min(entries, key=lambda e: shape_distance(e.shape, (m, n, k))) if entries else None
+        return _nearest(self.cuda.get(dtype, ()), (m, n, k))
 
     def with_cuda(self, dtype: str, entry: CudaEntry) -> Profile:
         """A copy with ``entry`` added or replacing ``dtype``'s CUDA entry of the same class."""
@@ -302,6 +300,11 @@ def _predictor_to_dict(predictor: Predictor) -> dict:
             "samples": [{"layout": s.layout, "shape": list(s.shape),
                          "rates": [[[split, round(gflops, 3)] for split, gflops in rates] for rates in s.rates]}
                         for s in predictor.samples]}
+
+
+def _nearest(entries: tuple[Entry, ...], shape: tuple[int, int, int]) -> Entry | None:
+    """The entry nearest in shape to ``shape`` (``shape_distance``), or None where there are none."""
+    return min(entries, key=lambda e: shape_distance(e.shape, shape)) if entries else None
 
 
 def shape_distance(a: ArrayLike, b: ArrayLike) -> float | np.ndarray:
