@@ -148,8 +148,10 @@ class CudaGemm:
         as they lie are first laid out in memory allocated on that stream and freed there after it."""
         work: list[DeviceMemory] = []
         maps = [self._tensor_map(stored, role, stream, work) for stored, role in ((a, "a"), (b, "b"))]
+        if self.params.c_box is not None:
+            maps.append(self._c_map(c, maps[0]))
         scalars = [self._scalar(value) for value in (alpha, beta)]
-        args: list[Argument] = [(maps[0], None), (maps[1], None), (c, None), (self.m, ctypes.c_int),
+        args: list[Argument] = [*((m, None) for m in maps), (c, None), (self.m, ctypes.c_int),
                                 (self.n, ctypes.c_int), (self.padded, ctypes.c_int), *scalars]
         self.ctx.launch(self.function, self.rendered.grid(self.m, self.n, self.resident),
                         self.rendered.block, args, self.rendered.shared_bytes, stream)
@@ -187,6 +189,14 @@ class CudaGemm:
         box = self.rendered.tensor_boxes[role == "b"]
         shape = self.rendered.tensor_shape(self.planes * rows, self.padded)
         return self.ctx.tensor_map(memory, shape, self.rendered.tensor_type, box)
+
+    def _c_map(self, c: DeviceMemory, placeholder: object) -> object:
+        """The tensor map TMA stores C through, where C's rows are 16-byte aligned; else ``placeholder``
+        (the kernel, seeing them unaligned, stores C from the registers)."""
+        params = self.params
+        if self.n * params.out_bytes % TMA_ALIGNMENT or int(c.pointer) % TMA_ALIGNMENT:
+            return placeholder
+        return self.ctx.tensor_map(c, (self.m, self.n), params.c_type, params.c_box)
 
     def _scalar(self, value: complex | float) -> Argument:
         """alpha or beta as the kernel takes it: float32 for wgmma, float64 or complex128 for dmma."""

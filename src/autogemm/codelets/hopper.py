@@ -13,10 +13,11 @@ every block of the cluster.
 A kernel using them defines BLOCK_M, BLOCK_N, BLOCK_K (128 bytes of K: one row of the 128-byte swizzle),
 BOX_K (the same in the tensor maps' elements: complex128's are two float64), STAGES, PLANES (tiles of
 each operand a stage holds), GROUP (rows of clusters of C taken together), CLUSTER, A_TILE_BYTES,
-B_TILE_BYTES and EMPTY_ARRIVALS (arrivals that hand a buffer back: every consumer of the cluster's), and
-takes the tensor maps ``map_a`` and ``map_b`` and M, N and K. Clusters take blocks of C in turn
-(``BLOCKS_OF_C``); ``iteration`` counts the tiles of K a block went through before, which give each
-tile's stage and the parity of that stage's barriers."""
+B_TILE_BYTES, STAGED_C_BYTES (shared memory for C, after the tiles: ``c_tiles``) and EMPTY_ARRIVALS
+(arrivals that hand a buffer back: every consumer of the cluster's), and takes the tensor maps ``map_a``
+and ``map_b`` and M, N and K. Clusters take blocks of C in turn (``BLOCKS_OF_C``); ``iteration`` counts
+the tiles of K a block went through before, which give each tile's stage and the parity of that stage's
+barriers."""
 
 from __future__ import annotations
 
@@ -176,9 +177,9 @@ def cluster_end(cluster: int) -> str:
 def pipeline(cluster: int, producer_registers: str = "") -> str:
     """The kernel's start: shared memory carved into the stages' tiles and barriers, the barriers made,
     and the producer warpgroup's loop (``producer_registers``: its ``setmaxnreg``, if any) for blocks in
-    clusters of ``cluster``; the consumers' code follows, with ``a_tiles``, ``b_tiles``, ``full``,
-    ``empty``, ``warpgroup``, ``tiles_m``, ``tiles_n``, ``k_tiles`` and what ``BLOCKS_OF_C`` uses in scope,
-    and ends with ``cluster_end``."""
+    clusters of ``cluster``; the consumers' code follows, with ``a_tiles``, ``b_tiles``, ``c_tiles``,
+    ``full``, ``empty``, ``warpgroup``, ``tiles_m``, ``tiles_n``, ``k_tiles`` and what ``BLOCKS_OF_C`` uses
+    in scope, and ends with ``cluster_end``."""
     load_b = ("tile_load(b_tiles + (s * PLANES + p) * B_TILE_BYTES, &map_b, t * BOX_K, p * N + n0, &full[s]);"
               if cluster == 1 else
               "tile_load_everywhere(b_tiles + (s * PLANES + p) * B_TILE_BYTES + rank * B_SHARE_BYTES, &map_b,\n"
@@ -187,7 +188,8 @@ def pipeline(cluster: int, producer_registers: str = "") -> str:
     return r"""    extern __shared__ unsigned char shared_bytes[];
     unsigned char* a_tiles = shared_bytes + ((1024 - (shared_address(shared_bytes) & 1023)) & 1023);
     unsigned char* b_tiles = a_tiles + STAGES * PLANES * A_TILE_BYTES;
-    unsigned long long* full = reinterpret_cast<unsigned long long*>(b_tiles + STAGES * PLANES * B_TILE_BYTES);
+    unsigned char* c_tiles = b_tiles + STAGES * PLANES * B_TILE_BYTES;    // C staged for TMA to store, if so
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(c_tiles + STAGED_C_BYTES);
     unsigned long long* empty = full + STAGES;
     const int warpgroup = threadIdx.x / 128;
     // edges: TMA fills what lies past K (and past the last rows of a plane) with zeros or the next
@@ -244,13 +246,17 @@ class HopperParams(Protocol):
     def tensor_type(self) -> str: ...
     @property
     def box_k(self) -> int: ...
+    @property
+    def c_box(self) -> tuple[int, int] | None: ...
 
 
 @dataclass(frozen=True)
 class Rendered:
     """A kernel's source, its entry point, and how to launch it over an M x N x K problem: its arguments
     are the tensor maps of A and B (``tensor_type`` elements, ``tensor_shape`` their shapes,
-    ``tensor_boxes`` their boxes), C, M, N and K."""
+    ``tensor_boxes`` their boxes), where the kernel stores C by TMA C's tensor map (boxes of
+    ``params.c_box``; any tensor map where C's rows are not 16-byte aligned, which the kernel then stores
+    from the registers), then C, M, N and K."""
 
     source: str
     name: str

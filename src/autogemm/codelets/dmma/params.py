@@ -116,6 +116,11 @@ class DmmaParams:
     def tensor_type(self) -> str:
         return "float64"
 
+    @property
+    def c_box(self) -> None:
+        """C is stored from the registers: no box of it for TMA (``WgmmaParams.c_box``)."""
+        return None
+
     def describe(self) -> str:
         return (f"dmma {self.dtype} m{self.block_m}n{self.block_n}k{self.block_k} warps {self.warps_m}x"
                 f"{self.warps // self.warps_m} of {self.warp_m}x{self.warp_n} stages{self.stages} group{self.group}"

@@ -123,6 +123,7 @@ def render(params: DmmaParams) -> Rendered:
 #define ROW_BYTES {ROW_BYTES}
 #define A_TILE_BYTES (BLOCK_M * ROW_BYTES)
 #define B_TILE_BYTES (BLOCK_N * ROW_BYTES)
+#define STAGED_C_BYTES 0                          // C is stored from the registers
 #define EMPTY_ARRIVALS ({params.warps} * CLUSTER)               // every consumer warp of the cluster hands a buffer back
 
 {HELPERS}

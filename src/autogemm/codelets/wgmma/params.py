@@ -39,13 +39,16 @@ TENSOR_TYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "3xtf32
 class WgmmaParams:
     """C (M x N) = alpha A B^T + beta C, A (M x K) and B (N x K) both K-contiguous ("NT", x @ W^T), of
     ``operand`` elements, C of ``out`` (float32, or the operands' own 16-bit type; the sums are float32),
-    beta 0 not reading C. Each block computes ``block_m`` x ``block_n`` of C: a producer warpgroup loads tiles of A
-    and B (128 bytes of K) by TMA into ``stages`` buffers of shared memory, and ``consumers`` warpgroups
-    multiply them with wgmma as they arrive, each 64 rows of C. Blocks are persistent, one per
+    beta 0 not reading C. Each block computes ``block_m`` x ``block_n`` of C: a producer warpgroup loads
+    tiles of A and B (128 bytes of K) by TMA into ``stages`` buffers of shared memory, and ``consumers``
+    warpgroups multiply them with wgmma as they arrive, each 64 rows of C. Blocks are persistent, one per
     multiprocessor, each taking blocks of C in turn in groups of ``group`` rows of blocks (the producer
     loads the next one's tiles while the consumers store the last); in clusters of ``cluster`` blocks
-    along M, which share each tile of B (``codelets.hopper``). Any M, N and K, the rows of A and B
-    a multiple of 16 bytes apart (TMA's rule: K a multiple of 8 for 16-bit types, 4 for the others)."""
+    along M, which share each tile of B (``codelets.hopper``). The consumers write C into shared memory,
+    which TMA stores while they go on to their next block of C (where C's rows are 16-byte aligned; else
+    from their registers: on the H100 at 4096^3 in FP16 those stores took 10% of the kernel's time, the
+    tensor cores idle meanwhile). Any M, N and K, the rows of A and B a multiple of 16 bytes apart (TMA's
+    rule: K a multiple of 8 for 16-bit types, 4 for the others)."""
 
     family: ClassVar[str] = "wgmma"
     operand: str = "f16"
@@ -107,6 +110,16 @@ class WgmmaParams:
         return TENSOR_TYPES[self.operand]
 
     @property
+    def c_box(self) -> tuple[int, int]:
+        """The box of C that TMA stores (rows, columns): a consumer's rows, 128 bytes of them."""
+        return WARPGROUP_M, self.chunk_n
+
+    @property
+    def c_type(self) -> str:
+        """The element type of C's tensor map."""
+        return {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[self.out]
+
+    @property
     def instruction_type(self) -> str:
         """The multiplicand type of the wgmma instruction."""
         return "tf32" if self.operand == "3xtf32" else self.operand
@@ -128,9 +141,26 @@ class WgmmaParams:
 
     @property
     def shared_bytes(self) -> int:
-        """Shared memory: every stage's tiles of A and B (each of their planes), their barriers, and room to
-        align the tiles to 1024 bytes (the 128-byte swizzle's period)."""
-        return self.stages * self.planes * (self.block_m + self.block_n) * ROW_BYTES + 16 * self.stages + 1024
+        """Shared memory: every stage's tiles of A and B (each of their planes), the two chunks of C each
+        consumer stages for TMA to store, their barriers, and room to align the tiles to 1024 bytes (the
+        128-byte swizzle's period)."""
+        return ((self.stages * self.planes * (self.block_m + self.block_n) + self.staged_rows_of_c) * ROW_BYTES
+                + 16 * self.stages + 1024)
+
+    @property
+    def staged_rows_of_c(self) -> int:
+        """Rows of 128 bytes of C in shared memory: two chunks of each consumer's 64 rows, for TMA."""
+        return 2 * WARPGROUP_M * self.consumers
+
+    @property
+    def out_bytes(self) -> int:
+        """Bytes of an element of C."""
+        return 4 if self.out == "f32" else 2
+
+    @property
+    def chunk_n(self) -> int:
+        """Columns of C in a chunk TMA stores: 128 bytes of each row."""
+        return ROW_BYTES // self.out_bytes
 
     def describe(self) -> str:
         return (f"wgmma m{self.block_m}n{self.block_n}k{self.block_k} {self.operand} stages{self.stages} "

@@ -4,7 +4,7 @@ Blocks are persistent and warp-specialized (``codelets.hopper``: a producer warp
 TMA). Each consumer warpgroup waits for a stage to be full, multiplies its 64 rows of A by the tile of B
 with wgmma (asynchronous, one group in flight), and once the group before has finished reading its
 stage, arrives on that stage's "empty" mbarrier. The producer runs on into the next block of C while
-the consumers store the last.
+the consumers store the last: into shared memory, from which TMA stores it while they go on (``STORES``).
 
 TMA writes the tiles in the 128-byte swizzle (rows of 128 bytes of K, the 16-byte chunks of each row
 permuted by the row's index within 8), the layout wgmma reads without bank conflicts; a shared-memory
@@ -14,6 +14,8 @@ layout: warp w of a consumer holds rows 16w..16w+15 of its 64, each thread two r
 every 8 columns, two neighbours."""
 
 from __future__ import annotations
+
+import textwrap
 
 from ..hopper import (
     BLOCKS_OF_C,
@@ -54,6 +56,86 @@ __device__ __forceinline__ out_t narrowed(float v) {
     out_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v)); return h;
 }""" + _PAIRED_16,
 }
+#: What the consumers' stores of C take: the value of two neighbours of C, the store of a box of C by
+#: TMA from shared memory, and a barrier of one consumer's threads alone.
+STORE_HELPERS = r"""
+// alpha times the sums x and y, plus beta times C at (r, col) and (r, col + 1) where they lie in C
+// (beta 0: C is not read)
+__device__ __forceinline__ float2 result_pair(float x, float y, const out_t* C, long r, int col, int M, int N,
+                                              float alpha, float beta) {
+    x *= alpha;
+    y *= alpha;
+    if (beta != 0.0f && r < M) {
+        if (col < N) x += beta * widened(C[r * N + col]);
+        if (col + 1 < N) y += beta * widened(C[r * N + col + 1]);
+    }
+    return make_float2(x, y);
+}
+
+// Store the box of the tensor map at (inner, outer) from shared memory: one bulk group of this thread.
+__device__ __forceinline__ void tile_store(const TensorMap* map, const void* from, int inner, int outer) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+                 "cp.async.bulk.commit_group;\n"
+                 :: "l"((unsigned long long)map), "r"(inner), "r"(outer), "r"(shared_address(from)) : "memory");
+}
+
+// The 128 threads of consumer warpgroup ``warpgroup`` wait for each other (named barrier ``warpgroup``).
+__device__ __forceinline__ void consumer_sync(int warpgroup) {
+    asm volatile("bar.sync %0, 128;\n" :: "r"(warpgroup) : "memory");
+}"""
+#: A consumer's C from its registers, where C's rows are not 16-byte aligned: each thread's pairs of
+#: neighbours in rows ``row`` and ``row + 8`` of every 8 columns, one store a pair where it lies aligned.
+REGISTER_STORES = """const bool paired = N % 2 == 0 && (size_t)C % (2 * sizeof(out_t)) == 0;  // every pair starts aligned
+#pragma unroll
+for (int j = 0; j < BLOCK_N / 8; ++j) {
+    const int col = n0 + j * 8 + 2 * (lane % 4);
+    #pragma unroll
+    for (int half = 0; half < 2; ++half) {          // rows row and row + 8
+        const long r = row + 8 * half;
+        if (r >= M) continue;
+        out_t* to = &C[r * N + col];
+        const float2 v = result_pair(SUMS[4 * j + 2 * half], SUMS[4 * j + 2 * half + 1], C, r, col, M, N, alpha, beta);
+        if (paired && col + 1 < N) {         // both in C, the pair aligned: one store
+            store_pair(to, v.x, v.y);
+        } else {
+            if (col < N) to[0] = narrowed(v.x);
+            if (col + 1 < N) to[1] = narrowed(v.y);
+        }
+    }
+}
+"""
+#: A consumer's C by TMA where C's rows are 16-byte aligned (else from its registers): in chunks of
+#: CHUNK_N columns (128 bytes of each of its 64 rows), each written into one of its two buffers of shared
+#: memory in the 128-byte swizzle (conflict-free) and stored by TMA while the next is written and the
+#: consumer goes on to its next block of C. A buffer is written again once its last store has read it.
+STORES = """        if ((size_t)C % 16 == 0 && N % (16 / sizeof(out_t)) == 0) {
+            #pragma unroll
+            for (int chunk = 0; chunk < BLOCK_N / CHUNK_N; ++chunk, ++staged) {
+                unsigned char* chunk_tile = c_tiles + (2 * (warpgroup - 1) + staged % 2) * C_CHUNK_BYTES;
+                if (leader) asm volatile("cp.async.bulk.wait_group.read 1;\\n" ::: "memory");
+                consumer_sync(warpgroup);
+                #pragma unroll
+                for (int within = 0; within < CHUNK_N / 8; ++within) {    // (constant bounds: unrolled whole)
+                    const int j = chunk * (CHUNK_N / 8) + within, col = j * 8 + 2 * (lane % 4);
+                    const int byte = col % CHUNK_N * (int)sizeof(out_t);
+                    #pragma unroll
+                    for (int half = 0; half < 2; ++half) {
+                        const int r = warp * 16 + lane / 4 + 8 * half;     // of the consumer's 64 rows
+                        const float2 v = result_pair(SUMS[4 * j + 2 * half], SUMS[4 * j + 2 * half + 1], C,
+                                                     m0 + row0 + r, n0 + col, M, N, alpha, beta);
+                        store_pair(reinterpret_cast<out_t*>(chunk_tile + r * ROW_BYTES + (((byte / 16) ^ (r % 8)) * 16)
+                                                            + byte % 16), v.x, v.y);
+                    }
+                }
+                asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");   // the writes seen by TMA
+                consumer_sync(warpgroup);
+                if (leader) tile_store(&map_c, chunk_tile, n0 + chunk * CHUNK_N, m0 + row0);
+            }
+        } else {
+REGISTERS        }
+"""
+
+
 #: The products of 3xtf32's parts (plane 0 big, 1 small), the small ones first; one plane's single one.
 PRODUCTS = {1: ((0, 0),), 2: ((1, 0), (0, 1), (0, 0))}
 
@@ -104,6 +186,7 @@ def render(params: WgmmaParams) -> Rendered:
     zeroed = "{ sums[i] = 0.0f; acc[i] = 0.0f; }" if promoted else "acc[i] = 0.0f;"
     released = (PROMOTED if promoted else PIPELINED).replace("COUNT", str(count))
     result = "sums" if promoted else "acc"
+    stores = STORES.replace("REGISTERS", textwrap.indent(REGISTER_STORES, " " * 12)).replace("SUMS", result)
     starts = "\n".join(
         f"            const unsigned long long a_start{p} = descriptor(a_tiles + (s * PLANES + {p}) * A_TILE_BYTES"
         f" + row0 * ROW_BYTES);\n"
@@ -126,9 +209,13 @@ def render(params: WgmmaParams) -> Rendered:
 #define A_TILE_BYTES (BLOCK_M * ROW_BYTES)
 #define B_TILE_BYTES (BLOCK_N * ROW_BYTES)
 #define EMPTY_ARRIVALS (CONSUMERS * CLUSTER)          // each consumer warpgroup of the cluster hands a buffer back
+#define CHUNK_N {params.chunk_n}                          // columns of C in a chunk stored by TMA: 128 bytes of a row
+#define C_CHUNK_BYTES (64 * ROW_BYTES)
+#define STAGED_C_BYTES ({params.staged_rows_of_c} * ROW_BYTES)          // each consumer's two chunks of C, by TMA
 
 {HELPERS}
 {OUT_TYPES[params.out]}
+{STORE_HELPERS}
 // A shared-memory matrix descriptor of a tile in the 128-byte swizzle: start address, stride from one
 // group of 8 rows to the next (1024 bytes), both in 16-byte units, and the layout (1: 128-byte swizzle).
 __device__ __forceinline__ unsigned long long descriptor(const void* tile) {{
@@ -140,7 +227,7 @@ __device__ __forceinline__ unsigned long long descriptor(const void* tile) {{
 
 extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
-        out_t* __restrict__ C, int M, int N, int K, float alpha, float beta) {{
+        const __grid_constant__ TensorMap map_c, out_t* __restrict__ C, int M, int N, int K, float alpha, float beta) {{
 {pipeline(params.cluster, registers(params.consumers, "producer"))}
     {registers(params.consumers, "consumer")}
     const int row0 = (warpgroup - 1) * 64;              // this consumer's rows of the block
@@ -148,6 +235,7 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
     const int warp = (threadIdx.x % {WARPGROUP}) / 32, lane = threadIdx.x % 32;
     float acc[{params.accumulators}];{sums_declared}
     int iteration = 0;
+    int staged = 0;                                 // chunks of C this consumer stored
     {BLOCKS_OF_C}
         #pragma unroll
         for (int i = 0; i < {params.accumulators}; ++i) {zeroed}
@@ -163,29 +251,8 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
             asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
 {released}
         const long row = m0 + row0 + warp * 16 + lane / 4;
-        const bool paired = N % 2 == 0 && (size_t)C % (2 * sizeof(out_t)) == 0;  // every pair starts aligned
-        #pragma unroll
-        for (int j = 0; j < BLOCK_N / 8; ++j) {{
-            const int col = n0 + j * 8 + 2 * (lane % 4);
-            #pragma unroll
-            for (int half = 0; half < 2; ++half) {{          // rows row and row + 8
-                const long r = row + 8 * half;
-                if (r >= M) continue;
-                out_t* to = &C[r * N + col];
-                float x = alpha * {result}[4 * j + 2 * half], y = alpha * {result}[4 * j + 2 * half + 1];
-                if (beta != 0.0f) {{                   // beta 0: C is not read
-                    if (col < N) x += beta * widened(to[0]);
-                    if (col + 1 < N) y += beta * widened(to[1]);
-                }}
-                if (paired && col + 1 < N) {{         // both in C, the pair aligned: one store
-                    store_pair(to, x, y);
-                }} else {{
-                    if (col < N) to[0] = narrowed(x);
-                    if (col + 1 < N) to[1] = narrowed(y);
-                }}
-            }}
-        }}
-    }}
+{stores}    }}
+    if (leader) asm volatile("cp.async.bulk.wait_group 0;\\n" ::: "memory");   // C stored
     {cluster_end(params.cluster)}
 }}
 """
