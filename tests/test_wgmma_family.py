@@ -105,16 +105,83 @@ def test_the_kernel_agrees_with_float64_on_hopper(device, params):
         assert np.abs(got - want).max() <= scale * np.abs(want).max()
 
 
+MN_CONFIGS = [WgmmaParams("f16", 256, 2, 4, out="f16"), WgmmaParams("bf16", 128, 2, 3, cluster=2),
+              WgmmaParams("f16", 64, 1, 2, group=1)]
+LAYOUTS = [(False, True), (True, False), (True, True)]
+
+
+@pytest.mark.parametrize("params", MN_CONFIGS, ids=[c.describe() for c in MN_CONFIGS])
+def test_16_bit_operands_are_read_mn_major_too(params):
+    """A stored K x M, B stored K x N, or both, read by TMA in boxes of 128 bytes of M (N) and taken by
+    wgmma through its transpose flags; tf32 and 3xtf32 cannot be (wgmma transposes 16-bit types alone),
+    nor B's tile shared by a cluster in part of a box."""
+    for mn_major in LAYOUTS:
+        rendered = render(params, mn_major)
+        assert rendered.mn_major == mn_major and f", {int(mn_major[0])}, {int(mn_major[1])};" in rendered.source
+        # an MN-major box: 64 rows of K by 64 of M (N), 128 bytes; a K-major one: the tile's rows by 64 of K
+        rows = (params.block_m, params.block_n // params.cluster)
+        assert rendered.tensor_boxes == tuple((64, 64) if mn else (count, 64) for mn, count in zip(mn_major, rows))
+        assert rendered.tensor_shape(100, 72, True) == (72, 100)
+        if not cuda_missing():
+            cubin = compile_cuda(rendered.source, rendered.name, options=["--ptxas-options=-v"])
+            assert "0 bytes stack frame, 0 bytes spill stores" in cubin.log and "Performance Loss" not in cubin.log
+    assert "K-major alone" in WgmmaParams("tf32").mn_major_problem((False, True))
+    assert "boxes" in WgmmaParams("f16", 64, 1, 2, cluster=2).mn_major_problem((False, True))
+    with pytest.raises(ValueError, match="K-major alone"):
+        render(WgmmaParams("3xtf32", 128, 2, 3), (True, False))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("params", MN_CONFIGS, ids=[c.describe() for c in MN_CONFIGS])
+def test_mn_major_operands_agree_with_float64_on_hopper(device, params):
+    """Every layout of A and B at shapes with edges on every side, against float64, over a NaN C."""
+    from autogemm.runtime.cuda import CudaContext
+    from autogemm.runtime.cuda.driver import cuda_device_of
+
+    twin = None if cuda_missing() else cuda_device_of(device)
+    if twin is None or twin.capability != (9, 0):
+        pytest.skip("an sm_90 GPU with the CUDA bindings")
+    import ml_dtypes
+
+    ctx = CudaContext(twin)
+    # M and N multiples of 8 (an MN-major operand's rows 16-byte aligned), not of the block; K not of the tile
+    m, n, k = 2 * params.block_m - 24, 3 * params.block_n - 40, (2 * params.stages + 1) * params.block_k - 8
+    rng = np.random.default_rng(8)
+    operand = np.float16 if params.operand == "f16" else ml_dtypes.bfloat16
+    a, b = rng.uniform(-1, 1, (m, k)).astype(operand), rng.uniform(-1, 1, (n, k)).astype(operand)
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    out = {"f32": np.float32, "f16": np.float16}[params.out]
+    for mn_major in LAYOUTS:
+        rendered = render(params, mn_major)
+        function = ctx.function(compile_cuda(rendered.source, rendered.name), rendered.name)
+        operands = []
+        for x, mn in zip((a, b), mn_major):
+            stored = np.ascontiguousarray(x.T if mn else x)
+            memory = ctx.allocate(stored.nbytes)
+            ctx.upload(memory, stored.view(np.uint16))
+            operands.append(memory)
+        dc = ctx.allocate(m * n * np.dtype(out).itemsize)
+        ctx.upload(dc, np.full((m, n), np.nan, out))
+        _launch(ctx, function, rendered, operands, dc, (m, n, k), 4, 1.0, 0.0)
+        got = np.empty((m, n), out)
+        ctx.download(got, dc)
+        for memory in (*operands, dc):
+            memory.release()
+        assert np.isfinite(got).all(), mn_major
+        bound = 1e-5 * k if params.out == "f32" else 2e-3
+        assert np.abs(got - want).max() <= bound * np.abs(want).max(), mn_major
+
+
 def _launch(ctx, function, rendered, operands, c, shape, blocks, alpha, beta):
-    """Launch ``rendered`` on the device memory of A and B (``operands``) and C for an M x N x K ``shape``
-    on at most ``blocks`` blocks, C stored by TMA where the kernel does and C's rows allow it."""
+    """Launch ``rendered`` on the device memory of A and B (``operands``, each lying as the kernel reads
+    it) and C for an M x N x K ``shape`` on at most ``blocks`` blocks, C stored by TMA where C's rows
+    allow it."""
     import ctypes
 
     m, n, k = shape
     params = rendered.params
-    box_a, box_b = rendered.tensor_boxes
-    maps = [ctx.tensor_map(operands[0], (params.planes * m, k), rendered.tensor_type, box_a),
-            ctx.tensor_map(operands[1], (params.planes * n, k), rendered.tensor_type, box_b)]
+    maps = [ctx.tensor_map(memory, rendered.tensor_shape(params.planes * rows, k, mn), rendered.tensor_type, box)
+            for memory, rows, mn, box in zip(operands, (m, n), rendered.mn_major, rendered.tensor_boxes)]
     if params.c_box is not None:
         aligned = n * params.out_bytes % 16 == 0
         maps.append(ctx.tensor_map(c, (m, n), params.c_type, params.c_box) if aligned else maps[0])

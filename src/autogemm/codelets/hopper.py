@@ -39,6 +39,8 @@ PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232
 
 HELPERS = r"""#define B_SHARE_ROWS (BLOCK_N / CLUSTER)         // the rows of a tile of B one block of a cluster loads
 #define B_SHARE_BYTES (B_SHARE_ROWS * ROW_BYTES)
+#define MN_BOX BLOCK_K                            // an MN-major box: 128 bytes of M (N) ...
+#define MN_BOX_BYTES (BOX_K * ROW_BYTES)          // ... by a tile's K
 
 struct __align__(64) TensorMap { unsigned long long opaque[16]; };   // CUtensorMap, made by the host
 
@@ -174,16 +176,15 @@ def cluster_end(cluster: int) -> str:
     return "cluster_sync();" if cluster > 1 else ""
 
 
-def pipeline(cluster: int, producer_registers: str = "") -> str:
+def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, bool] = (False, False)) -> str:
     """The kernel's start: shared memory carved into the stages' tiles and barriers, the barriers made,
     and the producer warpgroup's loop (``producer_registers``: its ``setmaxnreg``, if any) for blocks in
     clusters of ``cluster``; the consumers' code follows, with ``a_tiles``, ``b_tiles``, ``c_tiles``,
     ``full``, ``empty``, ``warpgroup``, ``tiles_m``, ``tiles_n``, ``k_tiles`` and what ``BLOCKS_OF_C`` uses
-    in scope, and ends with ``cluster_end``."""
-    load_b = ("tile_load(b_tiles + (s * PLANES + p) * B_TILE_BYTES, &map_b, t * BOX_K, p * N + n0, &full[s]);"
-              if cluster == 1 else
-              "tile_load_everywhere(b_tiles + (s * PLANES + p) * B_TILE_BYTES + rank * B_SHARE_BYTES, &map_b,\n"
-              "                                             t * BOX_K, p * N + n0 + rank * B_SHARE_ROWS, &full[s]);")
+    in scope, and ends with ``cluster_end``. ``mn_major``: whether A and B lie with M (N) contiguous, K x M
+    (K x N), rather than K (``_loads``)."""
+    load_a, load_b = (_loads(operand, cluster if operand == "b" else 1, mn)
+                      for operand, mn in zip("ab", mn_major))
     made = "__syncthreads();" if cluster == 1 else "cluster_sync();                   // the other blocks' barriers too"
     return r"""    extern __shared__ unsigned char shared_bytes[];
     unsigned char* a_tiles = shared_bytes + ((1024 - (shared_address(shared_bytes) & 1023)) & 1023);
@@ -216,7 +217,7 @@ def pipeline(cluster: int, producer_registers: str = "") -> str:
                     if (it >= STAGES) barrier_wait(&empty[s], (it / STAGES - 1) & 1);
                     barrier_expect(&full[s], PLANES * (A_TILE_BYTES + B_TILE_BYTES));
                     for (int p = 0; p < PLANES; ++p) {           // plane p: rows p M + m0 of A, p N + n0 of B
-                        tile_load(a_tiles + (s * PLANES + p) * A_TILE_BYTES, &map_a, t * BOX_K, p * M + m0, &full[s]);
+                        @LOAD_A@
                         @LOAD_B@
                     }
                 }
@@ -226,7 +227,27 @@ def pipeline(cluster: int, producer_registers: str = "") -> str:
         return;
     }
 """.replace("@SET_PRODUCER_REGISTERS@", producer_registers).replace("@BLOCKS_OF_C@", BLOCKS_OF_C).replace(
-        "@LOAD_B@", load_b).replace("@MADE@", made).replace("@END@", cluster_end(cluster))
+        "@LOAD_A@", load_a).replace("@LOAD_B@", load_b).replace("@MADE@", made).replace("@END@", cluster_end(cluster))
+
+
+def _loads(operand: str, cluster: int, mn_major: bool) -> str:
+    """The producer's copies of stage ``s``'s tile of ``operand`` ('a' or 'b': its rows m0 or n0 on, of
+    plane p, tile t of K), its share of them where the blocks of a cluster share it (each block loads
+    1 / ``cluster`` of the rows and multicasts them). K-major (rows of K): one box of the tile's rows and
+    128 bytes of K. MN-major (rows of M or N, K x M stored): a box of 128 bytes of M (N) by the tile's K
+    for every 128 bytes of its rows, side by side (``MN_BOX_BYTES`` apart); 16-bit types alone, one plane."""
+    rows, first, extent = ("A", "m0", "M") if operand == "a" else ("B", "n0", "N")
+    to = f"{operand}_tiles + (s * PLANES + p) * {rows}_TILE_BYTES"
+    copy = "tile_load" if cluster == 1 else "tile_load_everywhere"
+    if not mn_major:
+        share = "" if cluster == 1 else f" + rank * {rows}_SHARE_ROWS"
+        to_share = "" if cluster == 1 else f" + rank * {rows}_SHARE_BYTES"
+        return f"{copy}({to}{to_share}, &map_{operand}, t * BOX_K, p * {extent} + {first}{share}, &full[s]);"
+    boxes = f"BLOCK_{extent} / MN_BOX"
+    lo, hi = ("0", boxes) if cluster == 1 else (f"rank * {boxes} / CLUSTER", f"(rank + 1) * {boxes} / CLUSTER")
+    return (f"for (int box = {lo}; box < {hi}; ++box)\n"
+            f"                            {copy}({to} + box * MN_BOX_BYTES, &map_{operand}, {first} + box * MN_BOX,"
+            f" t * BOX_K, &full[s]);")
 
 
 class HopperParams(Protocol):
@@ -248,6 +269,7 @@ class HopperParams(Protocol):
     def box_k(self) -> int: ...
     @property
     def c_box(self) -> tuple[int, int] | None: ...
+    def mn_major_problem(self, mn_major: tuple[bool, bool]) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -261,6 +283,7 @@ class Rendered:
     source: str
     name: str
     params: HopperParams
+    mn_major: tuple[bool, bool] = (False, False)
 
     def grid(self, m: int, n: int, resident: int) -> tuple[int]:
         """Persistent blocks: as many as the device runs at once (``resident``: one per multiprocessor, in
@@ -282,13 +305,17 @@ class Rendered:
     def tensor_type(self) -> str:
         return self.params.tensor_type
 
-    def tensor_shape(self, rows: int, k: int) -> tuple[int, int]:
-        """The tensor map's shape of an operand of ``rows`` rows of ``k`` elements."""
-        return rows, k * self.params.box_k // self.params.block_k
+    def tensor_shape(self, rows: int, k: int, mn_major: bool = False) -> tuple[int, int]:
+        """The tensor map's shape of an operand of ``rows`` rows of ``k`` elements: (rows, K), or for one
+        read MN-major (K x rows in memory), (K, rows)."""
+        return (k, rows) if mn_major else (rows, k * self.params.box_k // self.params.block_k)
 
     @property
     def tensor_boxes(self) -> tuple[tuple[int, int], tuple[int, int]]:
-        """The tiles TMA copies of A and of B (a block's share of B's rows where it works in a cluster):
-        (rows, tensor elements of K)."""
+        """The boxes TMA copies of A and of B, as (rows, columns) of their tensor maps: K-major, a tile's
+        rows (a block's share of B's where it works in a cluster) by 128 bytes of K; MN-major, a tile's K
+        by 128 bytes of its rows (``_loads``)."""
         p = self.params
-        return (p.block_m, p.box_k), (p.block_n // p.cluster, p.box_k)
+        rows = (p.block_m, p.block_n // p.cluster)
+        return tuple((p.box_k, p.block_k) if mn else (count, p.box_k)  # type: ignore[return-value]
+                     for count, mn in zip(rows, self.mn_major))

@@ -116,6 +116,10 @@ class DmmaParams:
     def tensor_type(self) -> str:
         return "float64"
 
+    def mn_major_problem(self, mn_major: tuple[bool, bool]) -> str | None:
+        """Why the kernel cannot read an operand MN-major: it reads both K-major (``WgmmaParams``)."""
+        return "dmma reads its operands K-major alone" if any(mn_major) else None
+
     @property
     def c_box(self) -> None:
         """C is stored from the registers: no box of it for TMA (``WgmmaParams.c_box``)."""

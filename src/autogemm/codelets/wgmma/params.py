@@ -85,6 +85,17 @@ class WgmmaParams:
             return f"block_n {self.block_n}: 3xtf32 holds two sets of accumulators, at most 64 x 128 a consumer"
         return shared_memory_problem(self.shared_bytes)
 
+    def mn_major_problem(self, mn_major: tuple[bool, bool]) -> str | None:
+        """Why the kernel cannot read A or B MN-major (``mn_major``: A as K x M, B as K x N), or None: wgmma
+        transposes 16-bit operands alone, and blocks of a cluster share B's tile in whole boxes."""
+        if not any(mn_major):
+            return None
+        if self.planes != 1 or self.instruction_type == "tf32":
+            return f"wgmma reads {self.operand} operands K-major alone"
+        if mn_major[1] and self.block_n // (ROW_BYTES // OPERANDS[self.operand]) % self.cluster:
+            return f"block_n {self.block_n} in clusters of {self.cluster}: B's boxes are not shared evenly"
+        return None
+
     @property
     def block_m(self) -> int:
         return WARPGROUP_M * self.consumers

@@ -140,22 +140,36 @@ REGISTERS        }
 PRODUCTS = {1: ((0, 0),), 2: ((1, 0), (0, 1), (0, 0))}
 
 
-def _instruction(params: WgmmaParams, a: str, b: str) -> str:
-    """The inline PTX of one wgmma on the accumulators ``acc`` and the descriptors named ``a`` and ``b``
-    (both operands K-major: 16-bit types take the transpose flags, 0; tf32 has none)."""
+def _instruction(params: WgmmaParams, a: str, b: str, mn_major: tuple[bool, bool]) -> str:
+    """The inline PTX of one wgmma on the accumulators ``acc`` and the descriptors named ``a`` and ``b``,
+    at step ``step`` of K: 32 bytes into a K-major tile's rows, 16 rows (of 128 bytes) down an MN-major
+    one, which 16-bit types take by their transpose flags (tf32 has none: both K-major)."""
     count = params.accumulators
     registers = ", ".join(f"%{i}" for i in range(count))
     outputs = ", ".join(f'"+f"(acc[{i}])' for i in range(count))
     kind = f"m64n{params.block_n}k{params.instruction_k}.f32.{params.instruction_type}.{params.instruction_type}"
-    flags = "1, 1, 1" if params.instruction_type == "tf32" else "1, 1, 1, 0, 0"
+    flags = "1, 1, 1" if params.instruction_type == "tf32" else f"1, 1, 1, {int(mn_major[0])}, {int(mn_major[1])}"
+    a_step, b_step = (f"{STEP_UNITS[mn]} * step" for mn in mn_major)
     return (f'asm volatile("wgmma.mma_async.sync.aligned.{kind} {{{registers}}}, %{count}, %{count + 1}, {flags};\\n"\n'
             f'                     : {outputs}\n'
-            f'                     : "l"({a} + 2 * step), "l"({b} + 2 * step) : "memory");')
+            f'                     : "l"({a} + {a_step}), "l"({b} + {b_step}) : "memory");')
 
 
-def _products(params: WgmmaParams) -> str:
+def _products(params: WgmmaParams, mn_major: tuple[bool, bool]) -> str:
     """The wgmma of one step of K: one, or 3xtf32's three (each term's parts, the small ones first)."""
-    return "\n                ".join(_instruction(params, f"a_start{x}", f"b_start{y}") for x, y in PRODUCTS[params.planes])
+    return "\n                ".join(_instruction(params, f"a_start{x}", f"b_start{y}", mn_major)
+                                    for x, y in PRODUCTS[params.planes])
+
+
+#: A step of K (16 bytes' units of the descriptor's start) in a K-major tile, 32 bytes of its rows, and an
+#: MN-major one, 16 of its rows of 128 bytes.
+STEP_UNITS = {False: 2, True: 128}
+#: Where a consumer's part of a stage's tile of A starts, its 64 rows: K-major, 64 rows of 128 bytes of K
+#: down; MN-major, the box of its 64 columns (``codelets.hopper``: MN_BOX of them a box).
+A_ROWS = {False: " + row0 * ROW_BYTES", True: " + row0 / MN_BOX * MN_BOX_BYTES"}
+#: The descriptor's leading byte offset: unused by a K-major tile (its K lies within the 128-byte
+#: swizzle); from one box of 128 bytes of M (N) to the next in an MN-major one.
+LEADING = {False: "16", True: "MN_BOX_BYTES"}
 
 
 #: The end of a consumer's tile of K, one group of wgmma in flight: the stage of the tile before is read,
@@ -175,9 +189,14 @@ PROMOTED = """            asm volatile("wgmma.wait_group.sync.aligned 0;\\n" :::
         }"""
 
 
-def render(params: WgmmaParams) -> Rendered:
-    """The kernel of ``params`` (``ConfigError``-free: check ``malformed`` first)."""
-    name = (f"wgmma_nt_{params.operand}_m{params.block_m}_n{params.block_n}_s{params.stages}_g{params.group}"
+def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False)) -> Rendered:
+    """The kernel of ``params`` (check ``malformed`` first) for A and B lying K-major (as A and B^T of
+    C = A B^T), or either MN-major (``mn_major``: A^T, B; check ``params.mn_major_problem``)."""
+    why = params.mn_major_problem(mn_major)
+    if why:
+        raise ValueError(why)
+    layout = ("t" if mn_major[0] else "n") + ("n" if mn_major[1] else "t")
+    name = (f"wgmma_{layout}_{params.operand}_m{params.block_m}_n{params.block_n}_s{params.stages}_g{params.group}"
             f"_{params.out}" + (f"_c{params.cluster}" if params.cluster > 1 else ""))
     steps = params.block_k // params.instruction_k
     promoted = params.planes == 2
@@ -189,12 +208,14 @@ def render(params: WgmmaParams) -> Rendered:
     stores = STORES.replace("REGISTERS", textwrap.indent(REGISTER_STORES, " " * 12)).replace("SUMS", result)
     starts = "\n".join(
         f"            const unsigned long long a_start{p} = descriptor(a_tiles + (s * PLANES + {p}) * A_TILE_BYTES"
-        f" + row0 * ROW_BYTES);\n"
-        f"            const unsigned long long b_start{p} = descriptor(b_tiles + (s * PLANES + {p}) * B_TILE_BYTES);"
+        f"{A_ROWS[mn_major[0]]}, {LEADING[mn_major[0]]});\n"
+        f"            const unsigned long long b_start{p} = descriptor(b_tiles + (s * PLANES + {p}) * B_TILE_BYTES,"
+        f" {LEADING[mn_major[1]]});"
         for p in range(params.planes))
     source = f"""// autogemm wgmma family: C = A B^T on sm_90a, {params.describe()}
-// A: PLANES M x K, B: PLANES N x K (both K-contiguous, read through tensor maps), C: M x N of out_t,
-// all row-major; C = alpha A B^T + beta C, beta 0 not reading C.
+// A: PLANES M x K, B: PLANES N x K, {"K x M" if mn_major[0] else "K-contiguous"} and {"K x N" if mn_major[1] else "K-contiguous"}
+// in memory (read through tensor maps), C: M x N of out_t, row-major; C = alpha A B^T + beta C, beta 0
+// not reading C.
 #define BLOCK_M {params.block_m}
 #define BLOCK_N {params.block_n}
 #define BLOCK_K {params.block_k}                          // 128 bytes of K: one swizzled row
@@ -216,11 +237,12 @@ def render(params: WgmmaParams) -> Rendered:
 {HELPERS}
 {OUT_TYPES[params.out]}
 {STORE_HELPERS}
-// A shared-memory matrix descriptor of a tile in the 128-byte swizzle: start address, stride from one
-// group of 8 rows to the next (1024 bytes), both in 16-byte units, and the layout (1: 128-byte swizzle).
-__device__ __forceinline__ unsigned long long descriptor(const void* tile) {{
+// A shared-memory matrix descriptor of a tile in the 128-byte swizzle: start address, the leading byte
+// offset (an MN-major tile's from one box of 128 bytes of M or N to the next), the stride from one
+// group of 8 rows to the next (1024 bytes), all in 16-byte units, and the layout (1: 128-byte swizzle).
+__device__ __forceinline__ unsigned long long descriptor(const void* tile, unsigned leading) {{
     return (unsigned long long)((shared_address(tile) & 0x3FFFF) >> 4)
-         | 1ull << 16
+         | (unsigned long long)(leading >> 4) << 16
          | (unsigned long long)(8 * ROW_BYTES >> 4) << 32
          | 1ull << 62;
 }}
@@ -228,7 +250,7 @@ __device__ __forceinline__ unsigned long long descriptor(const void* tile) {{
 extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
         const __grid_constant__ TensorMap map_c, out_t* __restrict__ C, int M, int N, int K, float alpha, float beta) {{
-{pipeline(params.cluster, registers(params.consumers, "producer"))}
+{pipeline(params.cluster, registers(params.consumers, "producer"), mn_major)}
     {registers(params.consumers, "consumer")}
     const int row0 = (warpgroup - 1) * 64;              // this consumer's rows of the block
     const bool leader = threadIdx.x % {WARPGROUP} == 0;
@@ -246,7 +268,7 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
 {starts}
             #pragma unroll
             for (int step = 0; step < {steps}; ++step) {{   // 32 bytes of K each: 2 in 16-byte units
-                {_products(params)}
+                {_products(params, mn_major)}
             }}
             asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
 {released}
@@ -256,7 +278,7 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
     {cluster_end(params.cluster)}
 }}
 """
-    return Rendered(source, name, params)
+    return Rendered(source, name, params, mn_major)
 
 
 
