@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from ..blas.problem import Op
 from ..codelets import k_major
 from ..codelets.dmma import DmmaParams
+from ..codelets.dmma import render as render_dmma
 from ..codelets.hopper import Rendered, device_problem, twin_problem
-from ..codelets.registry import family_of
 from ..codelets.wgmma import WgmmaParams
 from ..codelets.wgmma import render as render_wgmma
 from ..codelets.wgmma.render import SPLIT_THREADS, split
@@ -80,7 +80,7 @@ def opencl_twin(twin: CudaDevice) -> Device | None:
 def _rendered(params: CudaParams, mn_major: tuple[bool, bool] = (False, False)) -> Rendered:
     """A configuration's kernel for operands lying K-major or, where ``mn_major``, MN-major (wgmma's
     16-bit types alone), rendered once a process (every call makes a plan)."""
-    return render_wgmma(params, mn_major) if any(mn_major) else family_of(params).render(params, None)
+    return (render_wgmma if isinstance(params, WgmmaParams) else render_dmma)(params, mn_major)
 
 
 @functools.lru_cache(maxsize=1)
@@ -131,11 +131,9 @@ class CudaGemm:
                  params: WgmmaParams | DmmaParams | None = None) -> None:
         self.ctx, self.dt, self.m, self.n, self.k = ctx, dt, m, n, k
         self.params = params or DEFAULTS[dt.key]
-        self.rendered = _rendered(self.params)
-        self._kernels = {(False, False): ctx.function(_cubin(self.rendered.source, self.rendered.name),
-                                                      self.rendered.name)}
-        self.resident = ctx.resident_blocks(self._kernels[False, False], self.rendered.block[0],
-                                            self.rendered.shared_bytes, self.params.cluster)
+        self._layouts: dict[tuple[bool, bool], tuple[Rendered, object]] = {}
+        rendered, function = self._layout((False, False))
+        self.resident = ctx.resident_blocks(function, rendered.block[0], rendered.shared_bytes, self.params.cluster)
         self.element_bytes = dt.itemsize
         self.padded = k_major.padded_k(k, self.element_bytes)
         arrange = _cubin(_layout_source(), "k_major")
@@ -150,25 +148,25 @@ class CudaGemm:
         """Enqueue the product on ``stream`` (by default the context's). Operands the kernel cannot read
         as they lie are first laid out in memory allocated on that stream and freed there after it."""
         work: list[DeviceMemory] = []
-        mn_major = self._mn_major(a, b)
-        rendered = _rendered(self.params, mn_major)
+        rendered, function = self._layout(self._mn_major(a, b))
         maps = [self._tensor_map(stored, rendered, which, stream, work) for which, stored in enumerate((a, b))]
         if self.params.c_box is not None:
             maps.append(self._c_map(c, maps[0]))
         scalars = [self._scalar(value) for value in (alpha, beta)]
         args: list[Argument] = [*((m, None) for m in maps), (c, None), (self.m, ctypes.c_int),
                                 (self.n, ctypes.c_int), (self.padded, ctypes.c_int), *scalars]
-        self.ctx.launch(self._kernel(rendered), rendered.grid(self.m, self.n, self.resident),
+        self.ctx.launch(function, rendered.grid(self.m, self.n, self.resident),
                         rendered.block, args, rendered.shared_bytes, stream)
         for memory in work:
             memory.release()
 
-    def _kernel(self, rendered: Rendered) -> object:
-        """The compiled kernel of ``rendered`` (one of this plan's layouts), compiled once."""
-        found = self._kernels.get(rendered.mn_major)
+    def _layout(self, mn_major: tuple[bool, bool]) -> tuple[Rendered, object]:
+        """The kernel for operands lying so (``mn_major``) and its compiled function, made once a plan."""
+        found = self._layouts.get(mn_major)
         if found is None:
-            found = self._kernels[rendered.mn_major] = self.ctx.function(_cubin(rendered.source, rendered.name),
-                                                                         rendered.name)
+            rendered = _rendered(self.params, mn_major)
+            found = self._layouts[mn_major] = rendered, self.ctx.function(_cubin(rendered.source, rendered.name),
+                                                                          rendered.name)
         return found
 
     def _direct(self, stored: DeviceOperand) -> bool:

@@ -91,8 +91,12 @@ STORES = """        #pragma unroll
 """
 
 
-def render(params: DmmaParams) -> Rendered:
-    """The kernel of ``params`` (check ``malformed`` first)."""
+def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False)) -> Rendered:
+    """The kernel of ``params`` (check ``malformed`` first), for operands lying K-major (``mn_major``:
+    none, ``DmmaParams.mn_major_problem``)."""
+    why = params.mn_major_problem(mn_major)
+    if why:
+        raise ValueError(why)
     complex_ = params.dtype == "z"
     steps = COMPLEX_STEP if complex_ else REAL_STEP
     value = "make_double2(acc[i][j][E], acc[i][j][4 + E])" if complex_ else "acc[i][j][E]"

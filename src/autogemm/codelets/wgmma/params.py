@@ -31,8 +31,8 @@ OUTPUTS = ("f32", "f16", "bf16")
 #: own type or float32, float32 in TF32 or 3xTF32.
 DTYPE_TYPES = {"h": ("f16", "f16"), "hs": ("f16", "f32"), "b": ("bf16", "bf16"), "bs": ("bf16", "f32"),
                "s.tf32": ("tf32", "f32"), "s.3xtf32": ("3xtf32", "f32")}
-#: CUDA's names of the operands' element types in a tensor map (``runtime.cuda.tensor_map``).
-TENSOR_TYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "3xtf32": "float32"}
+#: CUDA's names of the operands' and C's element types in a tensor map (``runtime.cuda.tensor_map``).
+TENSOR_TYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "3xtf32": "float32", "f32": "float32"}
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ class WgmmaParams:
     @property
     def c_type(self) -> str:
         """The element type of C's tensor map."""
-        return {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[self.out]
+        return TENSOR_TYPES[self.out]
 
     @property
     def instruction_type(self) -> str:
