@@ -11,27 +11,31 @@ import numpy as np
 import pytest
 
 from autogemm.codelets.dmma import DmmaParams, render, space
-from autogemm.codelets.dmma.params import DTYPES, GROUPS, STAGES
+from autogemm.codelets.dmma.params import DTYPES, GROUPS, MMA_K, STAGES
 from autogemm.runtime.cuda import compile_cuda, cuda_missing
 from autogemm.runtime.cuda.context import Complex128
 
-# every dtype and warp layout at the default depth and group, and every depth and group of the default
+# every dtype and warp layout at the default depth, group and instruction, every instruction of each dtype, and
+# every depth and group of the default
+DEFAULT = (DmmaParams.stages, DmmaParams.group, 1, DmmaParams.mma_k)
 CONFIGS = [space(dtype).config(point) for dtype in DTYPES for point in space(dtype).points()]
-CONFIGS = [c for c in CONFIGS if (c.stages, c.group, c.cluster) == (DmmaParams.stages, DmmaParams.group, 1)]
+CONFIGS = [c for c in CONFIGS if (c.stages, c.group, c.cluster, c.mma_k) == DEFAULT]
+CONFIGS += [c for c in (DmmaParams(dtype, warp_m=32, warp_n=32, mma_k=k) for dtype in DTYPES for k in MMA_K)
+            if c.mma_k != DmmaParams.mma_k and c.malformed() is None]
 CONFIGS += [c for c in (DmmaParams(stages=s) for s in STAGES if s != DmmaParams.stages) if c.malformed() is None]
 CONFIGS += [DmmaParams(group=g) for g in GROUPS if g != DmmaParams.group]
-CONFIGS += [DmmaParams("d", cluster=2), DmmaParams("z", warp_m=32, warp_n=32, cluster=2)]
+CONFIGS += [DmmaParams("d", cluster=2), DmmaParams("z", warp_m=32, warp_n=32, cluster=2, mma_k=4)]
 
 
 def test_the_spaces_hold_every_well_formed_configuration_and_no_other():
-    assert len(space("d")) == 2 * 396 and len(space("z")) == 2 * 261
+    assert len(space("d")) == 2220 and len(space("z")) == 1002
     assert all(space("z").config(p).malformed() is None for p in space("z").points())
     with pytest.raises(ValueError, match="dtype 's'"):
         space("s")
 
 
 def test_malformed_configurations_are_refused():
-    assert len(CONFIGS) == 54
+    assert len(CONFIGS) == 57
     assert "accumulators" in DmmaParams(warp_m=64, warp_n=64).malformed()
     assert "256 rows" in DmmaParams(consumers=2, warps_m=1, warp_m=32, warp_n=64).malformed()
     assert "stages" in DmmaParams(stages=5).malformed()
@@ -40,6 +44,9 @@ def test_malformed_configurations_are_refused():
     assert DmmaParams().block_k == 16 and DmmaParams().threads == 384 and DmmaParams("z").block_k == 8
     assert "accumulators" in DmmaParams("z", warp_m=64, warp_n=32).malformed()     # real and imaginary parts
     assert "dtype" in DmmaParams("s").malformed()
+    assert "over 88" in DmmaParams(warp_m=32, warp_n=64, mma_k=16).malformed()         # ptxas would spill
+    assert "over 84" in DmmaParams(warp_m=64, warp_n=32, mma_k=16, cluster=2).malformed()
+    assert "k16" in DmmaParams("z", warp_m=32, warp_n=32, mma_k=16).malformed()
 
 
 @pytest.mark.parametrize("params", CONFIGS, ids=[c.describe() for c in CONFIGS])
@@ -69,8 +76,9 @@ def test_the_kernel_agrees_with_float64_on_hopper(device, params):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("params", [DmmaParams("d"), DmmaParams("z", warp_m=32, warp_n=32),
-                                    DmmaParams("z", warp_m=32, warp_n=32, cluster=2)], ids=lambda p: p.describe())
+@pytest.mark.parametrize("params", [DmmaParams("d"), DmmaParams("d", mma_k=16), DmmaParams("z", warp_m=32, warp_n=32),
+                                    DmmaParams("z", warp_m=32, warp_n=32, cluster=2, mma_k=4)],
+                         ids=lambda p: p.describe())
 def test_alpha_and_beta_scale_the_product_and_c(device, params):
     """Three rows of blocks of C: in clusters of two, one block of the second cluster computes nothing."""
     alpha, beta = (0.5, -2.0) if params.dtype == "d" else (0.5 - 1.5j, -2.0 + 0.25j)

@@ -19,8 +19,15 @@ WARPS_M = (1, 2, 4)
 WARP_M, WARP_N = (32, 64), (16, 32, 64)
 #: Rows of blocks of C taken together (``codelets.hopper``).
 GROUPS = (1, 8, 16)
+#: K of one ``mma.sync`` f64 instruction (m16n8k4, k8 or k16): a larger one multiplies more per instruction
+#: and lets a thread read its fragment 16 bytes at a time.
+MMA_K = (4, 8, 16)
 #: float64 accumulators a thread holds at most (two registers each).
 MAX_ACCUMULATORS = 64
+#: float64 a consumer thread holds at most in its accumulators and fragments (every tile's of B, one
+#: tile's of A): over this ptxas spills, and over 4 fewer in clusters of blocks of two consumer
+#: warpgroups (measured over the space).
+MAX_HELD = 88
 #: The dtypes: float64, and complex128 (each product of complex fragments four real ones).
 DTYPES = ("d", "z")
 
@@ -29,7 +36,7 @@ DTYPES = ("d", "z")
 class DmmaParams:
     """C (M x N) = alpha A B^T + beta C (beta 0 not reading C), A (M x K) and B (N x K) both
     K-contiguous ("NT"), in float64 or complex128 (``dtype`` 'd' or 'z'), on the FP64 tensor cores
-    (``mma.sync`` m16n8k4 f64: wgmma has no FP64 form; a complex product is four real ones on the real
+    (``mma.sync`` m16n8k``mma_k`` f64: wgmma has no FP64 form; a complex product is four real ones on the real
     and imaginary parts, which a complex's 16 bytes hold side by side). Blocks are persistent and
     warp-specialized (``codelets.hopper``): a producer warpgroup loads tiles of 128 bytes of K by TMA
     into ``stages`` buffers, and ``consumers`` warpgroups of four warps each, ``warps_m`` rows of warps,
@@ -45,6 +52,7 @@ class DmmaParams:
     stages: int = 4
     group: int = 8
     cluster: int = 1
+    mma_k: int = 8
 
     def dtype_problem(self, dt: Dtype) -> str | None:
         """Why this configuration does not compute ``dt``'s products, or None."""
@@ -61,11 +69,17 @@ class DmmaParams:
         """Why this is no configuration of the family, or None."""
         why = choices_problem(self, {"dtype": DTYPES, "consumers": CONSUMERS, "warps_m": WARPS_M, "warp_m": WARP_M,
                                      "warp_n": WARP_N, "stages": STAGES, "group": GROUPS,
-                                     "cluster": CLUSTERS})
+                                     "cluster": CLUSTERS, "mma_k": MMA_K})
         if why:
             return why
+        if self.mma_k > self.block_k:
+            return f"k{self.mma_k}: over a staged tile's K of {self.block_k}"
         if self.accumulators > MAX_ACCUMULATORS:
             return f"a warp tile of {self.warp_m} x {self.warp_n}: over {MAX_ACCUMULATORS} accumulators a thread"
+        most = MAX_HELD - (4 if self.cluster > 1 and self.consumers > 1 else 0)
+        if self.held > most:
+            return (f"a warp tile of {self.warp_m} x {self.warp_n} at k{self.mma_k}: {self.held} float64 a thread in "
+                    f"accumulators and fragments, over {most}")
         if max(self.block_m, self.block_n) > 256:
             return f"a block of {self.block_m} x {self.block_n}: TMA copies at most 256 rows"
         return shared_memory_problem(self.shared_bytes)
@@ -91,6 +105,18 @@ class DmmaParams:
     def block_k(self) -> int:
         """K of a staged tile: 128 bytes of each row, 16 float64 or 8 complex128."""
         return ROW_BYTES // self.element_bytes
+
+    @property
+    def span(self) -> int:
+        """K indices of a row each thread holds in one instruction's fragment (``mma_k`` / 4): the kernel
+        gives each thread ``span`` neighbouring ones, as the order of K is the products' own to choose."""
+        return self.mma_k // 4
+
+    @property
+    def held(self) -> int:
+        """float64 a consumer thread holds at once: its accumulators, and for one instruction's K its
+        fragments of every tile of B and of one tile of A (two rows)."""
+        return self.accumulators + (self.warp_n // 8 + 2) * self.span * (self.element_bytes // 8)
 
     @property
     def threads(self) -> int:
@@ -126,6 +152,7 @@ class DmmaParams:
         return None
 
     def describe(self) -> str:
-        return (f"dmma {self.dtype} m{self.block_m}n{self.block_n}k{self.block_k} warps {self.warps_m}x"
-                f"{self.warps // self.warps_m} of {self.warp_m}x{self.warp_n} stages{self.stages} group{self.group}"
+        return (f"dmma {self.dtype} m{self.block_m}n{self.block_n}k{self.block_k} mma k{self.mma_k} "
+                f"warps {self.warps_m}x{self.warps // self.warps_m} of {self.warp_m}x{self.warp_n} "
+                f"stages{self.stages} group{self.group}"
                 + (f" cluster{self.cluster}" if self.cluster > 1 else ""))

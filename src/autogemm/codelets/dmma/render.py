@@ -3,11 +3,14 @@
 Blocks are persistent and warp-specialized (``codelets.hopper``: a producer warpgroup loads the tiles by
 TMA, in the 128-byte swizzle). Each consumer warp waits for a stage to be full, reads its fragments of A
 and B out of the swizzled tiles (element (r, k) of a tile lies in 16-byte chunk k / 2 XOR r mod 8 of
-row r) and multiplies them with ``mma.sync`` m16n8k4 f64, four steps of K a tile; then it hands the
+row r) and multiplies them with ``mma.sync`` m16n8k``mma_k`` f64; then it hands the
 stage back on its "empty" mbarrier (every consumer warp arrives: warps run apart). The producer runs
 on into the next block of C while the consumers store the last. Fragments follow the instruction: in
 each 16 x 8 tile of C a thread holds rows lane / 4 and lane / 4 + 8, columns 2 (lane % 4) and the next;
-of A rows lane / 4 and + 8 at column lane % 4 of the step; of B^T row lane % 4, column lane / 4."""
+of A rows lane / 4 and + 8, of B column lane / 4, at K indices lane % 4 + 4 q of the instruction. A
+thread reads those from ``span`` neighbouring K indices of the tile (16 bytes at a time where it can),
+chosen so that a warp's reads fall in distinct banks (``FIRST_K``): the sum over K is the same in any
+order of K that A and B share."""
 
 from __future__ import annotations
 
@@ -25,36 +28,93 @@ from ..hopper import (
 from .params import DmmaParams
 
 
-def _step(element: str, load: str, products: str) -> str:
-    """One step of K (4 of the instruction) of a warp: fragments of ``element`` read by ``load``, then
-    ``products`` for each tile (i, j)."""
+def _step(fragments: str, products: str) -> str:
+    """One instruction's K of a warp: every tile's ``fragments`` of B read, then for each tile i of the
+    warp's rows its fragment of A (registers ``half + 2 q``: rows group_id + 8 half) and its ``products``
+    with every tile j. A thread holds B's fragments and one tile's of A at a time."""
     return f"""            #pragma unroll
-            for (int kk = 0; kk < BLOCK_K; kk += 4) {{
-                {element} a[TILES_M][2], b[TILES_N];
+            for (int kk = 0; kk < BLOCK_K; kk += MMA_K) {{
+                // the instruction's K indices member + 4 q (q < SPAN) are the tile's SPAN from FIRST_K, in A
+                // and B alike
+                const int first = FIRST_K;
+                {fragments}
+                #pragma unroll
+                for (int j = 0; j < TILES_N; ++j)
+                    fragment(b_tile, warp_col + j * 8 + group_id, first, B_FRAGMENT, 1);
                 #pragma unroll
                 for (int i = 0; i < TILES_M; ++i) {{
-                    a[i][0] = {load}(a_tile, warp_row + i * 16 + group_id, kk + member);
-                    a[i][1] = {load}(a_tile, warp_row + i * 16 + group_id + 8, kk + member);
-                }}
-                #pragma unroll
-                for (int j = 0; j < TILES_N; ++j) b[j] = {load}(b_tile, warp_col + j * 8 + group_id, kk + member);
-                #pragma unroll
-                for (int i = 0; i < TILES_M; ++i)
                     #pragma unroll
-                    for (int j = 0; j < TILES_N; ++j){products}
+                    for (int half = 0; half < 2; ++half)
+                        fragment(a_tile, warp_row + i * 16 + group_id + 8 * half, first, A_FRAGMENT, 2);{products}
+                }}
             }}
 """
 
 
 #: The step in float64.
-REAL_STEP = _step("double", "swizzled", " dmma(acc[i][j], a[i][0], a[i][1], b[j]);")
-#: The same in complex128: re += a.re b.re - a.im b.im, im += a.re b.im + a.im b.re.
-COMPLEX_STEP = _step("double2", "swizzled_complex", """ {
-                        dmma(acc[i][j], a[i][0].x, a[i][1].x, b[j].x);
-                        dmma(acc[i][j], -a[i][0].y, -a[i][1].y, b[j].y);
-                        dmma(acc[i][j] + 4, a[i][0].x, a[i][1].x, b[j].y);
-                        dmma(acc[i][j] + 4, a[i][0].y, a[i][1].y, b[j].x);
-                    }""")
+REAL_STEP = _step("double a[2 * SPAN], b[TILES_N][SPAN];", """
+                    #pragma unroll
+                    for (int j = 0; j < TILES_N; ++j) dmma(acc[i][j], a, b[j]);""").replace(
+    "A_FRAGMENT", "&a[half]").replace("B_FRAGMENT", "b[j]")
+#: The same in complex128: re += a.re b.re - a.im b.im, im += a.re b.im + a.im b.re (parts 0 and 1).
+COMPLEX_STEP = _step("double a[2][2 * SPAN], b[TILES_N][2][SPAN];", """
+                    double minus[2 * SPAN];                 // -a.im
+                    #pragma unroll
+                    for (int v = 0; v < 2 * SPAN; ++v) minus[v] = -a[1][v];
+                    #pragma unroll
+                    for (int j = 0; j < TILES_N; ++j) {
+                        dmma(acc[i][j], a[0], b[j][0]);
+                        dmma(acc[i][j], minus, b[j][1]);
+                        dmma(acc[i][j] + 4, a[0], b[j][1]);
+                        dmma(acc[i][j] + 4, a[1], b[j][0]);
+                    }""").replace("A_FRAGMENT", "&a[0][half], &a[1][half]").replace(
+    "B_FRAGMENT", "b[j][0], b[j][1]")
+#: The first of a thread's K indices of a tile for the instruction at kk, by dtype and SPAN, so that a warp's
+#: reads of a row of eight in the swizzle fall in distinct banks: float64 one at a time, member + 4 q
+#: itself (a row's 8 bytes at column kk + member); otherwise each thread owns BLOCK_K / 4 neighbouring K
+#: indices (two 16-byte chunks, 2 member and the next, of every row) and each instruction takes the next
+#: SPAN of them.
+FIRST_K = {("d", 1): "kk + member", ("d", 2): "member * (BLOCK_K / 4) + kk / 4",
+           ("z", 1): "member * (BLOCK_K / 4) + kk / 4"}
+#: How a thread reads its SPAN neighbouring elements of a row of a tile in the 128-byte swizzle (element
+#: (row, k) in 16-byte chunk k / 2 XOR row mod 8 of the row; a complex128, chunk k XOR row mod 8) into
+#: every ``stride``-th register, by dtype and SPAN: float64 one at a time, or two at a time.
+FRAGMENTS = {
+    ("d", 1): """__device__ __forceinline__ void fragment(const unsigned char* tile, int row, int k, double* to, int stride) {
+    to[0] = *reinterpret_cast<const double*>(tile + row * ROW_BYTES + (((k >> 1) ^ (row & 7)) << 4) + (k & 1) * 8);
+}""",
+    ("d", 2): """__device__ __forceinline__ void fragment(const unsigned char* tile, int row, int k, double* to, int stride) {
+    #pragma unroll
+    for (int c = 0; c < SPAN / 2; ++c) {
+        const double2 pair = *reinterpret_cast<const double2*>(tile + row * ROW_BYTES + ((((k >> 1) + c) ^ (row & 7)) << 4));
+        to[2 * c * stride] = pair.x;
+        to[(2 * c + 1) * stride] = pair.y;
+    }
+}""",
+    ("z", 1): """__device__ __forceinline__ void fragment(const unsigned char* tile, int row, int k, double* re, double* im,
+                                         int stride) {
+    #pragma unroll
+    for (int q = 0; q < SPAN; ++q) {
+        const double2 element = *reinterpret_cast<const double2*>(tile + row * ROW_BYTES + (((k + q) ^ (row & 7)) << 4));
+        re[q * stride] = element.x;
+        im[q * stride] = element.y;
+    }
+}""",
+}
+
+
+def _instruction(mma_k: int) -> str:
+    """``dmma``: c (four float64 of a 16 x 8 tile) += the product of A's and B's fragments, m16n8k``mma_k``."""
+    span = mma_k // 4
+    a = ", ".join(f"%{4 + v}" for v in range(2 * span))
+    b = ", ".join(f"%{4 + 2 * span + q}" for q in range(span))
+    operands = ", ".join([f'"d"(a[{v}])' for v in range(2 * span)] + [f'"d"(b[{q}])' for q in range(span)])
+    return f"""__device__ __forceinline__ void dmma(double* c, const double* a, const double* b) {{
+    asm volatile("mma.sync.aligned.m16n8k{mma_k}.row.col.f64.f64.f64.f64 {{%0, %1, %2, %3}}, {{{a}}}, {{{b}}}, {{%0, %1, %2, %3}};\\n"
+                 : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3]) : {operands});
+}}"""
+
+
 #: The scalars of C = alpha A B^T + beta C and their arithmetic, by dtype.
 SCALARS = {
     "d": """__device__ __forceinline__ double scaled(double s, double v) { return s * v; }
@@ -98,13 +158,14 @@ def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False)) -> 
     if why:
         raise ValueError(why)
     complex_ = params.dtype == "z"
-    steps = COMPLEX_STEP if complex_ else REAL_STEP
+    reads = (params.dtype, min(params.span, 2) if params.dtype == "d" else 1)
+    steps = (COMPLEX_STEP if complex_ else REAL_STEP).replace("FIRST_K", FIRST_K[reads])
     value = "make_double2(acc[i][j][E], acc[i][j][4 + E])" if complex_ else "acc[i][j][E]"
     stores = STORES
     for index in ("2 * half + 1", "2 * half"):
         stores = stores.replace(f"VALUE({index})", value.replace("E", index))
     name = (f"dmma_nt_{params.dtype}_m{params.block_m}_n{params.block_n}_w{params.warps_m}x{params.warp_m}x{params.warp_n}"
-            f"_s{params.stages}_g{params.group}" + (f"_c{params.cluster}" if params.cluster > 1 else ""))
+            f"_k{params.mma_k}_s{params.stages}_g{params.group}" + (f"_c{params.cluster}" if params.cluster > 1 else ""))
     source = f"""// autogemm dmma family: C = alpha A B^T + beta C on sm_90a, {params.describe()}
 // A: M x K, B: N x K (both K-contiguous, read through tensor maps), C: M x N, all row-major, of
 // {"complex128 (real and imaginary parts side by side)" if params.dtype == "z" else "float64"}; beta 0 does not read C.
@@ -112,6 +173,8 @@ def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False)) -> 
 #define BLOCK_M {params.block_m}
 #define BLOCK_N {params.block_n}
 #define BLOCK_K {params.block_k}                          // 128 bytes of K: one swizzled row
+#define MMA_K {params.mma_k}                            // K of one instruction
+#define SPAN {params.span}                             // K indices of a row a thread holds in one instruction
 #define BOX_K 16                                  // the same in float64 (the tensor maps' elements)
 #define PARTS {params.element_bytes // 8}                             // float64 of an element: complex128's two
 #define STAGES {params.stages}
@@ -131,22 +194,11 @@ def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False)) -> 
 #define EMPTY_ARRIVALS ({params.warps} * CLUSTER)               // every consumer warp of the cluster hands a buffer back
 
 {HELPERS}
-// Element (row, k) of a tile in the 128-byte swizzle: in 16-byte chunk k / 2 XOR row mod 8 of the row
-// (a complex128: chunk k XOR row mod 8, its two parts).
-__device__ __forceinline__ double swizzled(const unsigned char* tile, int row, int k) {{
-    return *reinterpret_cast<const double*>(tile + row * ROW_BYTES + ((((k) >> 1) ^ (row & 7)) << 4) + ((k) & 1) * 8);
-}}
-
-__device__ __forceinline__ double2 swizzled_complex(const unsigned char* tile, int row, int k) {{
-    return *reinterpret_cast<const double2*>(tile + row * ROW_BYTES + (((k) ^ (row & 7)) << 4));
-}}
-
 {SCALARS[params.dtype]}
 
-__device__ __forceinline__ void dmma(double* c, double a0, double a1, double b0) {{
-    asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {{%0, %1, %2, %3}}, {{%4, %5}}, {{%6}}, {{%0, %1, %2, %3}};\\n"
-                 : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3]) : "d"(a0), "d"(a1), "d"(b0));
-}}
+{FRAGMENTS[reads]}
+
+{_instruction(params.mma_k)}
 
 extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
@@ -170,7 +222,6 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
             barrier_wait(&full[s], (it / STAGES) & 1);
             const unsigned char* a_tile = a_tiles + s * A_TILE_BYTES;
             const unsigned char* b_tile = b_tiles + s * B_TILE_BYTES;
-            #pragma unroll
 {steps}            // this warp's reads of the stage (generic proxy) are done before TMA (async proxy) refills it
             asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
             __syncwarp();
