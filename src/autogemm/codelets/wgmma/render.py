@@ -85,8 +85,7 @@ __device__ __forceinline__ void consumer_sync(int warpgroup) {
 }"""
 #: A consumer's C from its registers, where C's rows are not 16-byte aligned: each thread's pairs of
 #: neighbours in rows ``row`` and ``row + 8`` of every 8 columns, one store a pair where it lies aligned.
-REGISTER_STORES = """const long row = m0 + row0 + warp * 16 + lane / 4;
-const bool paired = N % 2 == 0 && (size_t)C % (2 * sizeof(out_t)) == 0;  // every pair starts aligned
+REGISTER_STORES = """const bool paired = N % 2 == 0 && (size_t)C % (2 * sizeof(out_t)) == 0;  // every pair starts aligned
 #pragma unroll
 for (int j = 0; j < BLOCK_N / 8; ++j) {
     const int col = n0 + j * 8 + 2 * (lane % 4);
@@ -273,6 +272,9 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
             }}
             asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
 {released}
+        // the first of this thread's rows of C, here and not in the register stores alone: there, ptxas
+        // scheduled 3xTF32's kernel at half speed (H100, 8192^3)
+        const long row = m0 + row0 + warp * 16 + lane / 4;
 {stores}    }}
     if (leader) asm volatile("cp.async.bulk.wait_group 0;\\n" ::: "memory");   // C stored
     {cluster_end(params.cluster)}
