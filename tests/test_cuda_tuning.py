@@ -37,7 +37,8 @@ def test_each_gemm_class_is_searched_on_cuda_after_opencl_and_the_faster_kept(ca
         return CudaEntry(size.name, opencl.shape, DmmaParams("d"), gflops, opencl.ranked[0].gflops, 3, 0.1), \
             [], [], 0.01
 
-    monkeypatch.setattr(tuner, "cuda_context_for", lambda dev, dt: "cuda context" if dt.key == "d" else None)
+    monkeypatch.setattr(tuner, "cuda_target",
+                        lambda dev, dt: ("cuda context", None) if dt.key == "d" else (None, "none"))
     monkeypatch.setattr(tuner, "tune_cuda_class", search_on_cuda)
     heard = _Heard()
     profile = tuner.tune(device, (DTYPES["s"], DTYPES["d"]), Budget(evaluations=8), quick=True, top=1,

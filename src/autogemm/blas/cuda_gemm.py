@@ -33,15 +33,14 @@ from ..runtime.discovery import devices
 
 #: The alignment in bytes of the memory a TMA tensor map describes.
 TMA_ALIGNMENT = 16
+#: A configuration of either CUDA family.
+CudaParams = WgmmaParams | DmmaParams
 #: The configuration each dtype (by its key) multiplies with on the CUDA path.
-DEFAULTS: dict[str, WgmmaParams | DmmaParams] = {
+DEFAULTS: dict[str, CudaParams] = {
     "h": WgmmaParams("f16", 256, 2, 4, 8, out="f16"), "hs": WgmmaParams("f16", 256, 2, 4, 8),
     "b": WgmmaParams("bf16", 256, 2, 4, 8, out="bf16"), "bs": WgmmaParams("bf16", 256, 2, 4, 8),
     "s.tf32": WgmmaParams("tf32", 256, 2, 4, 8), "s.3xtf32": WgmmaParams("3xtf32", 128, 2, 3, 8),
     "d": DmmaParams("d", 2, 2, 64, 32, 4, 8, mma_k=16), "z": DmmaParams("z", 2, 2, 32, 32, 4, 8, mma_k=8)}
-
-
-CudaParams = WgmmaParams | DmmaParams
 
 
 def cuda_target(device: Device, dt: Dtype) -> tuple[CudaContext | None, str | None]:
@@ -128,7 +127,7 @@ class CudaGemm:
     ``params`` (by default the dtype's ``DEFAULTS``); the kernels are compiled when it is made."""
 
     def __init__(self, ctx: CudaContext, dt: Dtype, m: int, n: int, k: int,
-                 params: WgmmaParams | DmmaParams | None = None) -> None:
+                 params: CudaParams | None = None) -> None:
         self.ctx, self.dt, self.m, self.n, self.k = ctx, dt, m, n, k
         self.params = params or DEFAULTS[dt.key]
         self._layouts: dict[tuple[bool, bool], tuple[Rendered, object]] = {}

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..dtypes import Dtype
 from ..runtime.cuda.driver import CudaDevice, cuda_device_of
 from ..runtime.device import Device
 
@@ -149,6 +150,11 @@ def twin_problem(twin: CudaDevice) -> str | None:
     return None
 
 
+def check(params: HopperParams, device: Device, dtype: Dtype) -> str | None:
+    """Why ``params`` (of either sm_90a family) cannot compute ``dtype``'s products on ``device``, or None."""
+    return params.dtype_problem(dtype) or device_problem(device)
+
+
 def shared_memory_problem(shared_bytes: int) -> str | None:
     """Why a block's ``shared_bytes`` cannot run on sm_90, or None."""
     if shared_bytes > MAX_SHARED_BYTES:
@@ -270,6 +276,7 @@ class HopperParams(Protocol):
     @property
     def c_box(self) -> tuple[int, int] | None: ...
     def mn_major_problem(self, mn_major: tuple[bool, bool]) -> str | None: ...
+    def dtype_problem(self, dt: Dtype) -> str | None: ...
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from ..blas.cuda_gemm import DEFAULTS, CudaParams, cuda_target
+from ..blas.cuda_gemm import DEFAULTS, CudaParams
 from ..codelets.registry import GEMM, SpaceFacts, families
 from ..codelets.space import Point, SearchSpace
 from ..dtypes import Dtype
@@ -33,12 +33,6 @@ VERIFY_PROBLEMS = ((257, 131, 77, "NN"), (130, 520, 200, "TN"), (96, 300, 64, "N
 VERIFY_TRIES = 3
 #: A class's CUDA search gets this share of the weight of its OpenCL search in the run's schedule.
 CUDA_SHARE = 0.5
-
-
-def cuda_context_for(device: Device, dt: Dtype) -> CudaContext | None:
-    """The CUDA context a run tunes ``dt`` in on ``device``: None where the CUDA path has no kernels for
-    it, or the device is no Hopper GPU the CUDA driver sees (or the bindings are missing)."""
-    return cuda_target(device, dt)[0]
 
 
 def cuda_spaces(device: Device, dt: Dtype) -> list[tuple[SearchSpace, Point | None]]:

@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 
 from .. import __version__
 from ..blas import GemmProblem, Op, default_params
+from ..blas.cuda_gemm import cuda_target
 from ..blas.gemv import DEFAULTS as GEMV_DEFAULTS
 from ..blas.selection import candidates
 from ..codelets.nvidia_mma.probe import instructions_available
@@ -36,7 +37,7 @@ from ..workload import ShapeRecord
 from . import fma, predictor
 from .budget import Budget, Schedule
 from .checkpoint import Checkpoint
-from .cuda_classes import CUDA_SHARE, cuda_context_for, tune_cuda_class
+from .cuda_classes import CUDA_SHARE, tune_cuda_class
 from .enumeration import Enumerator
 from .evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
 from .finalists import CONFIRM_POOL, best_of_each_layout, confirmed, finalists, with_measured_splits
@@ -156,7 +157,7 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
             plan = {dt: sizes + (gemv_classes(device, dt, quick) if with_gemv and dt is dt.native else ())
                     for dt in dtypes}
         with_predictor = shapes is None and (not classes or PREDICTOR in classes)
-        cuda = {dt: cuda_context_for(device, dt) for dt in dtypes}
+        cuda = {dt: cuda_target(device, dt)[0] for dt in dtypes}    # None: no CUDA kernels or no Hopper GPU
         schedule = Schedule(budget, [
             step for dt, dt_sizes in plan.items()
             for step in [step for size in dt_sizes for step in _steps(size, cuda[dt] is not None)]

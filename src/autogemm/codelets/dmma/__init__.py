@@ -5,18 +5,12 @@ searches its space on the CUDA path beside OpenCL's families (``tuning.cuda_clas
 
 from ...dtypes import Dtype
 from ...runtime.cuda.driver import CUDA
-from ...runtime.device import Device
-from ..hopper import Rendered, device_problem
+from ..hopper import Rendered, check
 from ..registry import Family, SpaceFacts, register
 from ..space import SearchSpace
 from .params import DTYPES, DmmaParams
 from .render import render
 from .space import space
-
-
-def check(params: DmmaParams, device: Device, dtype: Dtype) -> str | None:
-    """Why ``params`` cannot compute ``dtype``'s products on ``device``, or None."""
-    return params.dtype_problem(dtype) or device_problem(device)
 
 
 def facts_space(facts: SpaceFacts) -> SearchSpace[DmmaParams] | None:

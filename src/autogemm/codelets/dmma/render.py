@@ -69,21 +69,22 @@ COMPLEX_STEP = _step("double a[2][2 * SPAN], b[TILES_N][2][SPAN];", """
                         dmma(acc[i][j] + 4, a[1], b[j][0]);
                     }""").replace("A_FRAGMENT", "&a[0][half], &a[1][half]").replace(
     "B_FRAGMENT", "b[j][0], b[j][1]")
-#: The first of a thread's K indices of a tile for the instruction at kk, by dtype and SPAN, so that a warp's
-#: reads of a row of eight in the swizzle fall in distinct banks: float64 one at a time, member + 4 q
+#: The first of a thread's K indices of a tile for the instruction at kk, by how it reads (``FRAGMENTS``),
+#: so that a warp's reads of a row of eight in the swizzle fall in distinct banks: float64 one at a time, member + 4 q
 #: itself (a row's 8 bytes at column kk + member); otherwise each thread owns BLOCK_K / 4 neighbouring K
 #: indices (two 16-byte chunks, 2 member and the next, of every row) and each instruction takes the next
 #: SPAN of them.
-FIRST_K = {("d", 1): "kk + member", ("d", 2): "member * (BLOCK_K / 4) + kk / 4",
-           ("z", 1): "member * (BLOCK_K / 4) + kk / 4"}
+FIRST_K = {"single": "kk + member", "pairs": "member * (BLOCK_K / 4) + kk / 4",
+           "complex": "member * (BLOCK_K / 4) + kk / 4"}
 #: How a thread reads its SPAN neighbouring elements of a row of a tile in the 128-byte swizzle (element
 #: (row, k) in 16-byte chunk k / 2 XOR row mod 8 of the row; a complex128, chunk k XOR row mod 8) into
-#: every ``stride``-th register, by dtype and SPAN: float64 one at a time, or two at a time.
+#: every ``stride``-th register: float64 one at a time ("single", SPAN 1) or two at a time ("pairs"), or
+#: complex128 one at a time ("complex").
 FRAGMENTS = {
-    ("d", 1): """__device__ __forceinline__ void fragment(const unsigned char* tile, int row, int k, double* to, int stride) {
+    "single": """__device__ __forceinline__ void fragment(const unsigned char* tile, int row, int k, double* to, int stride) {
     to[0] = *reinterpret_cast<const double*>(tile + row * ROW_BYTES + (((k >> 1) ^ (row & 7)) << 4) + (k & 1) * 8);
 }""",
-    ("d", 2): """__device__ __forceinline__ void fragment(const unsigned char* tile, int row, int k, double* to, int stride) {
+    "pairs": """__device__ __forceinline__ void fragment(const unsigned char* tile, int row, int k, double* to, int stride) {
     #pragma unroll
     for (int c = 0; c < SPAN / 2; ++c) {
         const double2 pair = *reinterpret_cast<const double2*>(tile + row * ROW_BYTES + ((((k >> 1) + c) ^ (row & 7)) << 4));
@@ -91,7 +92,7 @@ FRAGMENTS = {
         to[(2 * c + 1) * stride] = pair.y;
     }
 }""",
-    ("z", 1): """__device__ __forceinline__ void fragment(const unsigned char* tile, int row, int k, double* re, double* im,
+    "complex": """__device__ __forceinline__ void fragment(const unsigned char* tile, int row, int k, double* re, double* im,
                                          int stride) {
     #pragma unroll
     for (int q = 0; q < SPAN; ++q) {
@@ -158,7 +159,7 @@ def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False)) -> 
     if why:
         raise ValueError(why)
     complex_ = params.dtype == "z"
-    reads = (params.dtype, min(params.span, 2) if params.dtype == "d" else 1)
+    reads = "complex" if complex_ else "single" if params.span == 1 else "pairs"
     steps = (COMPLEX_STEP if complex_ else REAL_STEP).replace("FIRST_K", FIRST_K[reads])
     value = "make_double2(acc[i][j][E], acc[i][j][4 + E])" if complex_ else "acc[i][j][E]"
     stores = STORES
@@ -175,7 +176,7 @@ def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False)) -> 
 #define BLOCK_K {params.block_k}                          // 128 bytes of K: one swizzled row
 #define MMA_K {params.mma_k}                            // K of one instruction
 #define SPAN {params.span}                             // K indices of a row a thread holds in one instruction
-#define BOX_K 16                                  // the same in float64 (the tensor maps' elements)
+#define BOX_K {params.box_k}                                  // the same in float64 (the tensor maps' elements)
 #define PARTS {params.element_bytes // 8}                             // float64 of an element: complex128's two
 #define STAGES {params.stages}
 #define PLANES 1

@@ -6,18 +6,12 @@ the tuner searches its space on the CUDA path beside OpenCL's families (``tuning
 
 from ...dtypes import Dtype
 from ...runtime.cuda.driver import CUDA
-from ...runtime.device import Device
-from ..hopper import device_problem
+from ..hopper import check
 from ..registry import Family, SpaceFacts, register
 from ..space import SearchSpace
 from .params import DTYPE_TYPES, WgmmaParams
 from .render import Rendered, render
 from .space import space
-
-
-def check(params: WgmmaParams, device: Device, dtype: Dtype) -> str | None:
-    """Why ``params`` cannot compute ``dtype``'s products on ``device``, or None."""
-    return params.dtype_problem(dtype) or device_problem(device)
 
 
 def facts_space(facts: SpaceFacts) -> SearchSpace[WgmmaParams] | None:
