@@ -152,7 +152,9 @@ def test_matmul_follows_numpy(shapes):
                                  (np.array([[0.5, 2.0], [1.0, -3.0]], np.float32), [[1.25], [-0.5]]),
                                  (((1.5, 2.5),), np.array([[1 + 2j], [3 - 1j]], np.complex64)),
                                  (np.arange(6, dtype=np.float32).reshape(2, 3) + 0.5,
-                                  np.arange(12, dtype=np.float64).reshape(3, 4) - 5.5)])
+                                  np.arange(12, dtype=np.float64).reshape(3, 4) - 5.5),
+                                 (np.arange(6, dtype=">f4").reshape(2, 3) - 2.5,
+                                  np.arange(12, dtype=">c16").reshape(3, 4) * (1 - 0.5j))])
 def test_matmul_takes_what_numpy_matmul_takes(a, b):
     """Lists and tuples, and host operands of two dtypes, as numpy converts them: the same result,
     of the same dtype and shape (a line written for numpy runs unchanged)."""
@@ -168,6 +170,9 @@ def test_matmul_refuses_what_numpy_refuses_and_names_the_fix():
         autogemm.matmul(2.0, [[1.0], [2.0]])
     with pytest.raises(autogemm.DtypeError, match=r"astype\(np.float64\)"):
         autogemm.matmul([[1, 2]], [[3], [4]])
+    big_endian = np.ones((2, 2), ">f8")
+    with pytest.raises(autogemm.DtypeError, match=r"float64 stored in the other byte order .*newbyteorder"):
+        autogemm.gemm(big_endian, big_endian)
 
 
 def test_matmul_on_device_stacks(queue):

@@ -178,6 +178,9 @@ def get_dtype(value: object) -> Dtype:
     for dt in NATIVE:
         if dt.numpy == np_dtype:
             return dt
+    if not np_dtype.isnative and np_dtype.newbyteorder("=") in (dt.numpy for dt in NATIVE):
+        raise DtypeError(f"{np_dtype.newbyteorder('=')} stored in the other byte order ({np_dtype.str}) is not "
+                         f"computed on; convert it with .astype(x.dtype.newbyteorder('='))")
     hint = ("; convert integers with .astype(np.float64), exact while every sum stays below 2**53"
             if np_dtype.kind in "biu" else "")
     raise DtypeError(

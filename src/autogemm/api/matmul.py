@@ -18,9 +18,12 @@ from .transfer import host_result
 
 def _operands(a: object, b: object) -> tuple[Matrix, Matrix]:
     """``a`` and ``b`` as ``matmul`` computes them: an array-like (a list, a tuple) converted once as
-    numpy converts it, and host operands of two dtypes both converted to the one numpy's ``matmul``
-    returns (device arrays are never copied to convert them; ``gemm`` says what to do about those)."""
+    numpy converts it, a host array in the other byte order converted to this machine's, and host
+    operands of two dtypes both converted to the one numpy's ``matmul`` returns (device arrays are never
+    copied to convert them; ``gemm`` says what to do about those)."""
     a, b = (x if isinstance(x, (np.ndarray, cl_array.Array)) else np.asarray(x) for x in (a, b))
+    a, b = (x.astype(x.dtype.newbyteorder("="), copy=False) if isinstance(x, np.ndarray) and not x.dtype.isnative
+            else x for x in (a, b))
     for value, name in ((a, "a"), (b, "b")):
         if as_array(value, name).ndim == 0:
             raise ShapeError(f"{name} is a scalar; matmul needs at least one dimension (numpy's rule too: "
