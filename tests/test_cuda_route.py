@@ -4,6 +4,9 @@ Fortran-ordered and strided operands, alpha and beta, C poisoned with NaN where 
 
 from __future__ import annotations
 
+from dataclasses import replace
+from types import SimpleNamespace
+
 import numpy as np
 import pyopencl.array as cl_array
 import pytest
@@ -131,18 +134,36 @@ def test_auto_takes_the_backend_and_configuration_the_profile_measured_faster(de
                           CudaEntry("large", (4096,) * 3, fast, 6e5, 3e5, 10, 5.0),
                           CudaEntry("small", (256,) * 3, slow, 5e3, 8e3, 10, 5.0))})
     ran = []
-    monkeypatch.setattr(cuda_route, "cuda_target", lambda dev, dt: (object(), None))
+    monkeypatch.setattr(cuda_route, "cuda_target", lambda dev, dt: (SimpleNamespace(multiprocessors=132), None))
     monkeypatch.setattr(cuda_gemm, "profile_for", lambda dev: profile)
     monkeypatch.setattr(cuda_route, "host_result", lambda ctx, shape, dtype: np.empty(shape, dtype))
     monkeypatch.setattr(cuda_route, "_run", lambda ctx, dt, params, a, b, out, *rest: ran.append(params) or out)
     large = np.ones((2048, 2048), np.float16)
     autogemm.gemm(large, large, device=device)
-    assert ran == [fast]
+    assert ran == [fast]        # the tile that fits (128 x 256 would not fit shared memory in 5 stages)
     dt, a, b, reference = _case("h", "N", "N", 64, 48, 40, seed=5)
     got = autogemm.gemm(a, b, device=device)                     # OpenCL was faster there: computed on it
     assert ran == [fast] and reference.check(got)[1]
     autogemm.gemm(a, b, device=device, backend="cuda")
     assert ran == [fast, slow]
+
+
+@pytest.mark.parametrize("m,n,tile", [(512, 4096, (128, 128)), (2048, 1024, (128, 128)), (128, 1024, (64, 64)),
+                                      (128, 4096, (64, 64)), (32, 14336, (64, 128)), (512, 14336, (128, 256)),
+                                      (4096, 4096, (128, 256)), (8192, 8192, (128, 256))])
+def test_the_tile_of_c_is_fitted_to_the_product(m, n, tile):
+    """Products of few blocks of C take smaller tiles, so that every multiprocessor works (the tiles that
+    were fastest for these FP16 shapes on the H100); the rest of the configuration is kept, 3xtf32 gets
+    no tile it cannot hold and dmma keeps its own."""
+    from autogemm.blas.cuda_gemm import fitted
+
+    for key in ("h", "b", "s.tf32"):
+        got = fitted(DEFAULTS[key], m, n, 132)
+        assert (got.block_m, got.block_n) == tile
+        assert replace(got, block_n=DEFAULTS[key].block_n, consumers=DEFAULTS[key].consumers) == DEFAULTS[key]
+    three = fitted(DEFAULTS["s.3xtf32"], m, n, 132)
+    assert three.malformed() is None and three.block_n <= 128
+    assert fitted(DEFAULTS["d"], m, n, 132) is DEFAULTS["d"]
 
 
 def test_the_cuda_families_are_registered_apart_from_the_opencl_ones(device):

@@ -77,7 +77,7 @@ def cuda_gemm(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, trans_a: s
         raise ArgumentError(f"backend='cuda' cannot run this call: {why}")
     if why is not None or (backend == "auto" and not worth_it(dt, m, n, k)):
         return None
-    chosen, params = cuda_choice(found, dt, m, n, k)
+    chosen, params = cuda_choice(found, dt, m, n, k, ctx.multiprocessors)
     if backend == "auto" and chosen != CUDA:        # the profile measured OpenCL faster here
         return None
     alpha, beta = scalar(alpha, "alpha", dt), scalar(beta, "beta", dt)

@@ -158,7 +158,7 @@ def _enqueue(tensors: list[_Tensor | None], a: object, c: object | None, handle:
             x_a, x_b, m, n = x_b, x_a, n, m
         with ctx.lock:
             ctx.activate()
-            _, params = cuda_choice(opencl_twin(ctx.device), dt, m, n, k)
+            _, params = cuda_choice(opencl_twin(ctx.device), dt, m, n, k, ctx.multiprocessors)
             cuda_plan(ctx, dt, m, n, k, params).enqueue(x_a, x_b, out, alpha, beta, as_stream(handle))
     if result is None:
         return c

@@ -180,7 +180,8 @@ class Bench:
         try:
             cuda_ctx, _ = cuda_target(self.ctx.device, dt)
             if cuda_ctx is not None and worth_it(dt, shape.m, shape.n, shape.k):
-                backend, params = cuda_choice(self.ctx.device, dt, shape.m, shape.n, shape.k)
+                backend, params = cuda_choice(self.ctx.device, dt, shape.m, shape.n, shape.k,
+                                              cuda_ctx.multiprocessors)
                 if backend == CUDA:
                     return cuda_plan(cuda_ctx, dt, shape.m, shape.n, shape.k, params)
             op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
