@@ -19,6 +19,8 @@ streamed product), which gains more than the CUDA kernels' speed (H100, ms, Open
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..blas.cuda_gemm import CudaParams, DeviceOperand, cuda_choice, cuda_plan, cuda_target
@@ -39,6 +41,11 @@ BACKENDS = ("auto", "opencl", "cuda")
 #: at 1024^3 and the CUDA path 0.126 ms (the B operand laid out, three launches), while from 2048^3 on
 #: the CUDA path was ahead (0.90x to 0.95x cuBLAS against 0.75x to 0.90x).
 MIN_MULTIPLY_ADDS = {"d": 2048**3, "z": 2048**3}
+#: 16-bit products of 2 to ``MAX_VECTORS`` rows (or columns) of C and at least this many multiply-adds run
+#: on the CUDA path: NVIDIA's OpenCL has no half-precision arithmetic, and on the H100 FP16 8 x 14336 x 4096
+#: ran at 0.21x cuBLAS in OpenCL's multi-vector GEMV, 0.83x through wgmma (8 x 4096 x 4096: 0.43x and
+#: 0.77x), while 8 x 1024 x 4096 (2^25) ran at 1.95x in OpenCL and one row (a GEMV) at 1.1x to 3.2x.
+FEW_ROWS_MULTIPLY_ADDS = {"h": 2**27, "hs": 2**27, "b": 2**27, "bs": 2**27}
 #: The dtypes whose products on numpy arrays 'auto' keeps on OpenCL.
 OVERLAPPED_ON_OPENCL = ("d", "z")
 
@@ -95,9 +102,11 @@ def cuda_gemm(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, trans_a: s
 
 def worth_it(dt: Dtype, m: int, n: int, k: int) -> bool:
     """Whether 'auto' takes an m x n x k product of ``dt`` to the CUDA path: not one of few columns or
-    rows (OpenCL's multi-vector GEMV, ``blas.vectors``, where a block of 128 x 256 would be mostly
-    empty), nor one under ``MIN_MULTIPLY_ADDS``."""
-    return min(m, n) > MAX_VECTORS and m * n * k >= MIN_MULTIPLY_ADDS.get(dt.key, 0)
+    rows (OpenCL's multi-vector GEMV, ``blas.vectors``, where a block of 64 x 64 would be mostly empty)
+    unless ``FEW_ROWS_MULTIPLY_ADDS`` says, nor one under ``MIN_MULTIPLY_ADDS``."""
+    if min(m, n) <= MAX_VECTORS:
+        return min(m, n) > 1 and m * n * k >= FEW_ROWS_MULTIPLY_ADDS.get(dt.key, math.inf)
+    return m * n * k >= MIN_MULTIPLY_ADDS.get(dt.key, 0)
 
 
 def _row_major(x: np.ndarray, op: Op) -> tuple[np.ndarray, Op]:
