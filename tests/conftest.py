@@ -26,6 +26,19 @@ def ctx(device):
 
 
 @pytest.fixture
+def hopper(device):
+    """The CUDA device that is the test device, where it is a Hopper GPU the CUDA bindings reach; else the
+    test is skipped."""
+    from autogemm.runtime.cuda import cuda_missing
+    from autogemm.runtime.cuda.driver import cuda_device_of
+
+    twin = None if cuda_missing() else cuda_device_of(device)
+    if twin is None or twin.capability != (9, 0):
+        pytest.skip("an sm_90 GPU with the CUDA bindings")
+    return twin
+
+
+@pytest.fixture
 def cache(tmp_path, monkeypatch):
     """A cache folder of the test's own: the profiles it saves are seen by it alone."""
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))

@@ -51,14 +51,6 @@ def test_the_layout_kernels_compile_for_sm_90a():
     assert [k_major.padded_k(77, size) for size in (2, 4, 8, 16)] == [80, 80, 78, 77]
 
 
-def _hopper(device):
-    from autogemm.runtime.cuda.driver import cuda_device_of
-
-    twin = None if cuda_missing() else cuda_device_of(device)
-    if twin is None or twin.capability != (9, 0):
-        pytest.skip("an sm_90 GPU with the CUDA bindings")
-
-
 def _case(key: str, trans_a: str, trans_b: str, m: int, n: int, k: int, seed: int):
     dt = DTYPES[key]
     rng = np.random.default_rng(seed)
@@ -73,8 +65,8 @@ LAYOUTS = [("N", "N"), ("T", "N"), ("N", "T"), ("T", "T")]
 @pytest.mark.gpu
 @pytest.mark.parametrize("key", sorted(DEFAULTS))
 @pytest.mark.parametrize("trans_a,trans_b", LAYOUTS + [("C", "C"), ("N", "C")])
+@pytest.mark.usefixtures("hopper")
 def test_every_dtype_and_transpose_agrees_with_float64(device, key, trans_a, trans_b):
-    _hopper(device)
     if "C" in trans_a + trans_b and key != "z":
         pytest.skip("conjugates are of complex operands")
     dt, a, b, reference = _case(key, trans_a, trans_b, 257, 131, 77, seed=len(key) + ord(trans_a))
@@ -87,8 +79,8 @@ def test_every_dtype_and_transpose_agrees_with_float64(device, key, trans_a, tra
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("key", ["hs", "s.3xtf32", "d", "z"])
+@pytest.mark.usefixtures("hopper")
 def test_alpha_beta_and_operands_in_any_memory_order(device, key):
-    _hopper(device)
     dt, a, b, reference = _case(key, "N", "N", 300, 200, 136, seed=3)
     rng = np.random.default_rng(4)
     c = random_matrix(rng, dt, (300, 200)).astype(dt.output.numpy)
@@ -103,10 +95,10 @@ def test_alpha_beta_and_operands_in_any_memory_order(device, key):
 
 
 @pytest.mark.gpu
+@pytest.mark.usefixtures("hopper")
 def test_auto_runs_16_bit_numpy_products_on_the_cuda_path_and_float64_and_float32_on_opencl(device, monkeypatch):
     """From numpy arrays 'auto' takes 16-bit products to CUDA; float64 (its row blocks' copies overlap the
     kernels on OpenCL) and float32 stay on OpenCL; backend='cuda' still takes float64 there."""
-    _hopper(device)
     from autogemm.api import cuda_route
 
     ran = []

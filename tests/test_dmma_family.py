@@ -67,10 +67,10 @@ def test_every_configuration_compiles_for_sm_90a_without_spilling(params):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("params", CONFIGS, ids=[c.describe() for c in CONFIGS])
-def test_the_kernel_agrees_with_float64_on_hopper(device, params):
+def test_the_kernel_agrees_with_float64_on_hopper(hopper, params):
     """alpha 1 and beta 0 over a NaN-filled C (beta 0 must not read it)."""
     m, n, k = 2 * params.block_m - 3, 3 * params.block_n - 5, (2 * params.stages + 1) * params.block_k - 6
-    got, want = _run(device, params, m, n, k, 1.0, 0.0, multiprocessors=4)      # some blocks take two of C
+    got, want = _run(hopper, params, m, n, k, 1.0, 0.0, multiprocessors=4)      # some blocks take two of C
     assert np.isfinite(got).all()
     assert np.abs(got - want).max() <= 1e-14 * np.sqrt(k) * np.abs(want).max()
 
@@ -79,22 +79,18 @@ def test_the_kernel_agrees_with_float64_on_hopper(device, params):
 @pytest.mark.parametrize("params", [DmmaParams("d"), DmmaParams("d", mma_k=16), DmmaParams("z", warp_m=32, warp_n=32),
                                     DmmaParams("z", warp_m=32, warp_n=32, cluster=2, mma_k=4)],
                          ids=lambda p: p.describe())
-def test_alpha_and_beta_scale_the_product_and_c(device, params):
+def test_alpha_and_beta_scale_the_product_and_c(hopper, params):
     """Three rows of blocks of C: in clusters of two, one block of the second cluster computes nothing."""
     alpha, beta = (0.5, -2.0) if params.dtype == "d" else (0.5 - 1.5j, -2.0 + 0.25j)
-    got, want = _run(device, params, 2 * params.block_m + 7, params.block_n + 1, 3 * params.block_k, alpha, beta)
+    got, want = _run(hopper, params, 2 * params.block_m + 7, params.block_n + 1, 3 * params.block_k, alpha, beta)
     assert np.abs(got - want).max() <= 1e-13 * np.abs(want).max()
 
 
-def _run(device, params, m, n, k, alpha, beta, multiprocessors=132):
+def _run(twin, params, m, n, k, alpha, beta, multiprocessors=132):
     """C = alpha A B^T + beta C on the GPU for random operands (C NaN where beta is 0): the result, and
     float64's (complex128's)."""
     from autogemm.runtime.cuda import CudaContext
-    from autogemm.runtime.cuda.driver import cuda_device_of
 
-    twin = None if cuda_missing() else cuda_device_of(device)
-    if twin is None or twin.capability != (9, 0):
-        pytest.skip("an sm_90 GPU with the CUDA bindings")
     rng = np.random.default_rng(7)
     a, b = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (n, k))
     c = np.full((m, n), np.nan) if beta == 0 else rng.uniform(-1, 1, (m, n))

@@ -63,20 +63,15 @@ def test_every_configuration_compiles_for_sm_90a_without_spilling(params):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("params", CONFIGS, ids=[c.describe() for c in CONFIGS])
-def test_the_kernel_agrees_with_float64_on_hopper(device, params):
-
+def test_the_kernel_agrees_with_float64_on_hopper(hopper, params):
     import ml_dtypes
 
     from autogemm.runtime.cuda import CudaContext
-    from autogemm.runtime.cuda.driver import cuda_device_of
 
-    twin = None if cuda_missing() else cuda_device_of(device)
-    if twin is None or twin.capability != (9, 0):
-        pytest.skip("an sm_90 GPU with the CUDA bindings")
     numpy_type = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "tf32": np.float32, "3xtf32": np.float32}
     # edges on every side: M and N not multiples of the block, nor K of the tile (K a multiple of 8: TMA);
     # N odd (C written element by element), even, or a multiple of 8 (C's rows 16-byte aligned: by TMA)
-    ctx = CudaContext(twin)
+    ctx = CudaContext(hopper)
     rendered = render(params)
     function = ctx.function(compile_cuda(rendered.source, rendered.name), rendered.name)
     for n in (3 * params.block_n - 5 - params.stages % 2, 3 * params.block_n - 8):
@@ -133,17 +128,13 @@ def test_16_bit_operands_are_read_mn_major_too(params):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("params", MN_CONFIGS, ids=[c.describe() for c in MN_CONFIGS])
-def test_mn_major_operands_agree_with_float64_on_hopper(device, params):
+def test_mn_major_operands_agree_with_float64_on_hopper(hopper, params):
     """Every layout of A and B at shapes with edges on every side, against float64, over a NaN C."""
-    from autogemm.runtime.cuda import CudaContext
-    from autogemm.runtime.cuda.driver import cuda_device_of
-
-    twin = None if cuda_missing() else cuda_device_of(device)
-    if twin is None or twin.capability != (9, 0):
-        pytest.skip("an sm_90 GPU with the CUDA bindings")
     import ml_dtypes
 
-    ctx = CudaContext(twin)
+    from autogemm.runtime.cuda import CudaContext
+
+    ctx = CudaContext(hopper)
     # M and N multiples of 8 (an MN-major operand's rows 16-byte aligned), not of the block; K not of the tile
     m, n, k = 2 * params.block_m - 24, 3 * params.block_n - 40, (2 * params.stages + 1) * params.block_k - 8
     rng = np.random.default_rng(8)
@@ -230,19 +221,15 @@ def test_show_kernel_prints_a_wgmma_configuration_without_a_device():
 @pytest.mark.parametrize("params", [WgmmaParams("f16", 128, 2, 3, out="f16"),
                                     WgmmaParams("bf16", 256, 2, 4, out="bf16"), WgmmaParams("f16", 64, 1, 2),
                                     WgmmaParams("3xtf32", 128, 2, 3)], ids=lambda p: p.describe())
-def test_alpha_and_beta_scale_the_product_and_c_in_its_own_type(device, params):
+def test_alpha_and_beta_scale_the_product_and_c_in_its_own_type(hopper, params):
     """C = alpha A B^T + beta C, C read and written in float32 or in the operands' 16-bit type."""
 
     import ml_dtypes
 
     from autogemm.runtime.cuda import CudaContext
-    from autogemm.runtime.cuda.driver import cuda_device_of
 
-    twin = None if cuda_missing() else cuda_device_of(device)
-    if twin is None or twin.capability != (9, 0):
-        pytest.skip("an sm_90 GPU with the CUDA bindings")
     types = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32}
-    ctx = CudaContext(twin)
+    ctx = CudaContext(hopper)
     rendered = render(params)
     function = ctx.function(compile_cuda(rendered.source, rendered.name), rendered.name)
     for n in (params.block_n + 2, params.block_n + 8):        # C's pairs read and written; its rows aligned

@@ -81,12 +81,14 @@ def cuda_choice(device: Device | None, dt: Dtype, m: int, n: int, k: int, multip
     return backend, fitted(params, m, n, multiprocessors)
 
 
+@functools.lru_cache(maxsize=256)
 def fitted(params: CudaParams, m: int, n: int, multiprocessors: int) -> CudaParams:
     """``params`` with the tile of C (``TILE_RATES``) that computes an m x n product soonest: its blocks
     run in ceil(blocks / ``multiprocessors``) rounds, each as long as the tile's area over its rate. A
     product of few large tiles leaves multiprocessors idle and takes smaller ones: on the H100, FP16
     512 x 4096 x 4096 ran at 0.59x cuBLAS in 128 x 256 tiles and 0.75x in 128 x 128, 128 x 1024 x 4096
-    at 0.49x and 0.85x in 64 x 64. The dmma family's configurations are kept as they are."""
+    at 0.49x and 0.85x in 64 x 64. The dmma family's configurations are kept as they are. Worked out once
+    a process for each product (a call on device tensors must cost the host little)."""
     if not isinstance(params, WgmmaParams):
         return params
     best, best_time = params, None
