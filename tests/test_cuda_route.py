@@ -13,8 +13,9 @@ import pytest
 
 import autogemm
 from autogemm.accuracy import Reference, apply_op, random_matrix
-from autogemm.blas.cuda_gemm import DEFAULTS
+from autogemm.blas.cuda_gemm import DEFAULTS, fitted
 from autogemm.codelets import k_major
+from autogemm.codelets.wgmma import render as render_wgmma
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError
 from autogemm.runtime.cuda import compile_cuda, cuda_missing
@@ -95,6 +96,24 @@ def test_alpha_beta_and_operands_in_any_memory_order(device, key):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("key", ["h", "bs", "s.tf32", "s.3xtf32"])
+@pytest.mark.usefixtures("hopper")
+def test_blocks_share_the_long_k_of_few_blocks_of_c(device, key):
+    """200 x 300 x 16384: far fewer blocks of C than multiprocessors, which share their K (stream-K),
+    the last to finish each block summing every part; with alpha and beta, and C's edges."""
+    m, n, k = 200, 300, 16384
+    params = fitted(DEFAULTS[key], m, n, k, 132)
+    assert render_wgmma(params).schedule(m, n, k, 132).arrivals      # the product shares K
+    dt, a, b, reference = _case(key, "N", "T", m, n, k, seed=5)
+    c = random_matrix(np.random.default_rng(6), dt, (m, n)).astype(dt.output.numpy)
+    want = 0.5 * reference.product - 2.0 * c.astype(reference.product.dtype)
+    got = autogemm.gemm(a, b, c.copy(), trans_b="T", alpha=0.5, beta=-2.0, precision=dt.precision or None,
+                        device=device, backend="cuda")
+    error = np.linalg.norm(got - want) / np.linalg.norm(want)
+    assert error < 10 * dt.tolerance, f"{key}: error {error:.2e}"
+
+
+@pytest.mark.gpu
 @pytest.mark.usefixtures("hopper")
 def test_auto_runs_16_bit_numpy_products_on_the_cuda_path_and_float64_and_float32_on_opencl(device, monkeypatch):
     """From numpy arrays 'auto' takes 16-bit products to CUDA; float64 (its row blocks' copies overlap the
@@ -140,22 +159,23 @@ def test_auto_takes_the_backend_and_configuration_the_profile_measured_faster(de
     assert ran == [fast, slow]
 
 
-@pytest.mark.parametrize("m,n,tile", [(512, 4096, (128, 128)), (2048, 1024, (128, 128)), (128, 1024, (64, 64)),
-                                      (128, 4096, (64, 64)), (32, 14336, (64, 128)), (512, 14336, (128, 256)),
-                                      (4096, 4096, (128, 256)), (8192, 8192, (128, 256))])
-def test_the_tile_of_c_is_fitted_to_the_product(m, n, tile):
-    """Products of few blocks of C take smaller tiles, so that every multiprocessor works (the tiles that
-    were fastest for these FP16 shapes on the H100); the rest of the configuration is kept, 3xtf32 gets
-    no tile it cannot hold and dmma keeps its own."""
-    from autogemm.blas.cuda_gemm import fitted
-
+@pytest.mark.parametrize("m,n,k,tile", [(512, 4096, 4096, (128, 128)), (2048, 1024, 4096, (128, 128)),
+                                        (128, 1024, 4096, (64, 64)), (128, 4096, 2048, (64, 64)),
+                                        (32, 14336, 4096, (64, 128)), (512, 14336, 4096, (128, 256)),
+                                        (4096, 4096, 4096, (128, 256)), (8192, 8192, 8192, (128, 256)),
+                                        (1536, 1536, 16384, (128, 128)), (3072, 3072, 8192, (128, 256))])
+def test_the_tile_of_c_is_fitted_to_the_product(m, n, k, tile):
+    """Products of few blocks of C take smaller tiles, so that every multiprocessor works, or share the K
+    of a last round of few blocks (the last two: 12 and 24 blocks over 132 multiprocessors); the tiles
+    were the fastest for these shapes on the H100. The rest of the configuration is kept, 3xtf32 gets no
+    tile it cannot hold and dmma keeps its own."""
     for key in ("h", "b", "s.tf32"):
-        got = fitted(DEFAULTS[key], m, n, 132)
+        got = fitted(DEFAULTS[key], m, n, k, 132)
         assert (got.block_m, got.block_n) == tile
         assert replace(got, block_n=DEFAULTS[key].block_n, consumers=DEFAULTS[key].consumers) == DEFAULTS[key]
-    three = fitted(DEFAULTS["s.3xtf32"], m, n, 132)
+    three = fitted(DEFAULTS["s.3xtf32"], m, n, k, 132)
     assert three.malformed() is None and three.block_n <= 128
-    assert fitted(DEFAULTS["d"], m, n, 132) is DEFAULTS["d"]
+    assert fitted(DEFAULTS["d"], m, n, k, 132) is DEFAULTS["d"]
 
 
 def test_the_cuda_families_are_registered_apart_from_the_opencl_ones(device):

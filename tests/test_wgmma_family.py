@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from autogemm.blas.cuda_gemm import shared_k_arguments
+from autogemm.codelets import hopper as hopper_module
 from autogemm.codelets.wgmma import WgmmaParams, render, space
 from autogemm.codelets.wgmma.params import GROUPS, OPERANDS
 from autogemm.codelets.wgmma.render import SPLIT_THREADS, split
@@ -54,16 +56,14 @@ def test_every_configuration_compiles_for_sm_90a_without_spilling(params):
     # where other instructions touch the accumulators in flight, and says so)
     assert "0 bytes stack frame, 0 bytes spill stores" in cubin.log and "warning" not in cubin.log
     assert "Performance Loss" not in cubin.log
-    assert rendered.grid(4 * params.block_m, 3 * params.block_n, 132) == (12,)
-    # 5 rows of blocks of C: in clusters of two, the fifth row's second block computes nothing
-    assert rendered.grid(4 * params.block_m + 1, 3 * params.block_n - 7, 132) == (15 if params.cluster == 1 else 18,)
-    assert rendered.grid(40 * params.block_m, 30 * params.block_n, 132) == (132,)
     assert rendered.block == (128 * (1 + params.consumers),)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("params", CONFIGS, ids=[c.describe() for c in CONFIGS])
-def test_the_kernel_agrees_with_float64_on_hopper(hopper, params):
+def test_the_kernel_agrees_with_float64_on_hopper(hopper, params, monkeypatch):
+    """Over 4 blocks, which share the K of all 6 blocks of C (stream-K with parts of two blocks each)."""
+    monkeypatch.setattr(hopper_module, "whole_tiles", lambda tiles, clusters, k_tiles: 0)
     import ml_dtypes
 
     from autogemm.runtime.cuda import CudaContext
@@ -128,8 +128,10 @@ def test_16_bit_operands_are_read_mn_major_too(params):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("params", MN_CONFIGS, ids=[c.describe() for c in MN_CONFIGS])
-def test_mn_major_operands_agree_with_float64_on_hopper(hopper, params):
-    """Every layout of A and B at shapes with edges on every side, against float64, over a NaN C."""
+def test_mn_major_operands_agree_with_float64_on_hopper(hopper, params, monkeypatch):
+    """Every layout of A and B at shapes with edges on every side, against float64, over a NaN C; the
+    blocks share the K of every block of C (stream-K)."""
+    monkeypatch.setattr(hopper_module, "whole_tiles", lambda tiles, clusters, k_tiles: 0)
     import ml_dtypes
 
     from autogemm.runtime.cuda import CudaContext
@@ -176,9 +178,14 @@ def _launch(ctx, function, rendered, operands, c, shape, blocks, alpha, beta):
     if params.c_box is not None:
         aligned = n * params.out_bytes % 16 == 0
         maps.append(ctx.tensor_map(c, (m, n), params.c_type, params.c_box) if aligned else maps[0])
-    ctx.launch(function, rendered.grid(m, n, blocks), rendered.block,
+    schedule, work = rendered.schedule(m, n, k, blocks), []
+    ctx.launch(function, schedule.grid, rendered.block,
                [*((x, None) for x in maps), (c, None), (m, ctypes.c_int), (n, ctypes.c_int), (k, ctypes.c_int),
-                (alpha, ctypes.c_float), (beta, ctypes.c_float)], rendered.shared_bytes)
+                (alpha, ctypes.c_float), (beta, ctypes.c_float),
+                *shared_k_arguments(ctx, schedule, ctx.stream, work)], rendered.shared_bytes)
+    ctx.finish()
+    for memory in work:
+        memory.release()
 
 
 def _split(ctx, memory, count):
@@ -263,5 +270,5 @@ def test_blocks_in_a_cluster_share_the_tiles_of_b():
     assert "__cluster_dims__(2, 1, 1)" in pair.source and "tile_load_everywhere(" in paired_kernel
     assert "#define EMPTY_ARRIVALS (CONSUMERS * CLUSTER)" in pair.source and "cluster_sync();" in pair.source
     assert pair.tensor_boxes[1] == (128, 64) and single.tensor_boxes[1] == (256, 64)
-    assert pair.grid(8192, 8192, 132) == (132,) and pair.grid(8192, 8192, 131) == (130,)
+    assert pair.schedule(8192, 8192, 8192, 132).grid == (132,) and pair.schedule(8192, 8192, 8192, 131).grid == (130,)
     assert WgmmaParams(cluster=2).describe().endswith("cluster2") and pair.name.endswith("_c2")

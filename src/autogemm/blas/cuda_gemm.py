@@ -19,7 +19,7 @@ from ..blas.problem import Op
 from ..codelets import k_major
 from ..codelets.dmma import DmmaParams
 from ..codelets.dmma import render as render_dmma
-from ..codelets.hopper import Rendered, device_problem, twin_problem
+from ..codelets.hopper import Rendered, Schedule, device_problem, rounds, twin_problem
 from ..codelets.wgmma import WgmmaParams
 from ..codelets.wgmma import render as render_wgmma
 from ..codelets.wgmma.params import WARPGROUP_M
@@ -78,24 +78,25 @@ def cuda_choice(device: Device | None, dt: Dtype, m: int, n: int, k: int, multip
     profile = profile_for(device) if device is not None else None
     entry = profile.cuda_entry(dt.key, m, n, k) if profile is not None else None
     backend, params = (CUDA, DEFAULTS[dt.key]) if entry is None else (entry.backend, entry.config)
-    return backend, fitted(params, m, n, multiprocessors)
+    return backend, fitted(params, m, n, k, multiprocessors)
 
 
 @functools.lru_cache(maxsize=256)
-def fitted(params: CudaParams, m: int, n: int, multiprocessors: int) -> CudaParams:
-    """``params`` with the tile of C (``TILE_RATES``) that computes an m x n product soonest: its blocks
-    run in ceil(blocks / ``multiprocessors``) rounds, each as long as the tile's area over its rate. A
-    product of few large tiles leaves multiprocessors idle and takes smaller ones: on the H100, FP16
-    512 x 4096 x 4096 ran at 0.59x cuBLAS in 128 x 256 tiles and 0.75x in 128 x 128, 128 x 1024 x 4096
-    at 0.49x and 0.85x in 64 x 64. The dmma family's configurations are kept as they are. Worked out once
-    a process for each product (a call on device tensors must cost the host little)."""
+def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int) -> CudaParams:
+    """``params`` with the tile of C (``TILE_RATES``) that computes an m x n x k product soonest: its
+    blocks run in rounds on ``multiprocessors`` (``codelets.hopper.rounds``: whole, and a last one shared
+    where most would idle), each as long as the tile's area over its rate. A product of few large tiles
+    leaves multiprocessors idle and takes smaller ones: on the H100, FP16 512 x 4096 x 4096 ran at 0.59x
+    cuBLAS in 128 x 256 tiles and 0.75x in 128 x 128, 128 x 1024 x 4096 at 0.49x and 0.85x in 64 x 64.
+    The dmma family's configurations are kept as they are. Worked out once a process for each product
+    (a call on device tensors must cost the host little)."""
     if not isinstance(params, WgmmaParams):
         return params
     best, best_time = params, None
     for (block_m, block_n), rate in TILE_RATES[params.planes].items():
         tiled = replace(params, consumers=block_m // WARPGROUP_M, block_n=block_n)
-        blocks = -(-m // block_m) * -(-n // block_n)
-        time = -(-blocks // multiprocessors) * block_m * block_n / rate
+        tiles = -(-m // (block_m * params.cluster)) * -(-n // block_n)
+        time = rounds(tiles, multiprocessors // params.cluster, -(-k // tiled.block_k)) * block_m * block_n / rate
         if tiled.malformed() is None and (best_time is None or time < best_time):
             best, best_time = tiled, time
     return best
@@ -154,6 +155,23 @@ class DeviceOperand:
         return cls(memory, n, ld, not op.transposed, op.conjugated)
 
 
+def shared_k_arguments(ctx: CudaContext, schedule: Schedule, stream: object, work: list[DeviceMemory]
+                       ) -> list[Argument]:
+    """A kernel's last arguments where it can share the K of blocks of C (``Schedule.shares_k``): how
+    many it computes whole, memory for the partial sums of the rest and their counters, zeroed,
+    allocated on ``stream`` (added to ``work``, to be released after the launch; none where it shares
+    none); nothing for another kernel."""
+    if not schedule.shares_k:
+        return []
+    if not schedule.arrivals:
+        return [(schedule.whole, ctypes.c_int), (0, ctypes.c_void_p), (0, ctypes.c_void_p)]
+    partials = ctx.allocate(schedule.partial_bytes, stream)
+    arrivals = ctx.allocate(4 * schedule.arrivals, stream)
+    ctx.zero(arrivals, 4 * schedule.arrivals, stream)
+    work += [partials, arrivals]
+    return [(schedule.whole, ctypes.c_int), (partials, None), (arrivals, None)]
+
+
 class CudaGemm:
     """C (M x N, row-major, dense) = alpha op(A) op(B) + beta C for ``dt`` on ``ctx``'s device with
     ``params`` (by default the dtype's ``DEFAULTS``); the kernels are compiled when it is made."""
@@ -179,15 +197,17 @@ class CudaGemm:
         """Enqueue the product on ``stream`` (by default the context's). Operands the kernel cannot read
         as they lie are first laid out in memory allocated on that stream and freed there after it."""
         work: list[DeviceMemory] = []
+        stream = self.ctx.stream if stream is None else stream
         rendered, function = self._layout(self._mn_major(a, b))
         maps = [self._tensor_map(stored, rendered, which, stream, work) for which, stored in enumerate((a, b))]
         if self.params.c_box is not None:
             maps.append(self._c_map(c, maps[0]))
         scalars = [self._scalar(value) for value in (alpha, beta)]
+        schedule = rendered.schedule(self.m, self.n, self.padded, self.resident)
         args: list[Argument] = [*((m, None) for m in maps), (c, None), (self.m, ctypes.c_int),
-                                (self.n, ctypes.c_int), (self.padded, ctypes.c_int), *scalars]
-        self.ctx.launch(function, rendered.grid(self.m, self.n, self.resident),
-                        rendered.block, args, rendered.shared_bytes, stream)
+                                (self.n, ctypes.c_int), (self.padded, ctypes.c_int), *scalars,
+                                *shared_k_arguments(self.ctx, schedule, stream, work)]
+        self.ctx.launch(function, schedule.grid, rendered.block, args, rendered.shared_bytes, stream)
         for memory in work:
             memory.release()
 
@@ -220,7 +240,6 @@ class CudaGemm:
         """The tensor map of operand ``which`` (0: A, 1: B) for ``rendered``: as it lies where the kernel
         reads it so (K-major, or MN-major), else laid out K-major first (and split into planes; the memory
         for that added to ``work``)."""
-        stream = self.ctx.stream if stream is None else stream
         memory, rows = stored.memory, stored.rows
         box = rendered.tensor_boxes[which]
         if rendered.mn_major[which]:

@@ -17,7 +17,12 @@ B_TILE_BYTES, STAGED_C_BYTES (shared memory for C, after the tiles: ``c_tiles``)
 (arrivals that hand a buffer back: every consumer of the cluster's), and takes the tensor maps ``map_a``
 and ``map_b`` and M, N and K. Clusters take blocks of C in turn (``BLOCKS_OF_C``); ``iteration`` counts
 the tiles of K a block went through before, which give each tile's stage and the parity of that stage's
-barriers."""
+barriers.
+
+A kernel may also share the K of a last round of blocks of C that would leave most clusters idle
+(stream-K: ``SHARED_K_HELPERS``, ``GATHERED``): it then takes ``whole`` (the blocks of C computed whole),
+memory for the partial sums and the parts' counters, and defines TEAMS, TEAM_THREADS and TEAM_SYNC (the
+consumer threads that sum a part together). ``Schedule`` says how a launch shares a product out."""
 
 from __future__ import annotations
 
@@ -124,11 +129,124 @@ __device__ __forceinline__ void place(int tile, int cluster_rows, int tiles_n, i
 """
 
 
+#: Stream-K's device functions, for kernels that share the K of blocks of C (``Work``, ``next_tile``,
+#: ``k_range``, ``gathered``); the kernel defines TEAMS, TEAM_THREADS and TEAM_SYNC.
+SHARED_K_HELPERS = r"""
+// Stream-K: the clusters compute the first ``whole`` clusters' blocks of C whole, in turn, and share the
+// tiles of K of the rest (``parts`` of them: ``parts`` x ``k_tiles`` tiles of K) evenly, cluster c taking
+// tiles of K c P / clusters to (c + 1) P / clusters - 1 of them in order (P = parts x k_tiles): a block of
+// C whose K several clusters share is a "part", summed by the last of them to finish (``gathered``).
+// The cluster taking tile of K ``at`` of the parts' (``owner``), and the first tile of K it takes.
+__device__ __forceinline__ int owner(long long at, long long shared_k_tiles, int clusters) {
+    return (int)(((at + 1) * clusters - 1) / shared_k_tiles);
+}
+__device__ __forceinline__ long long first_shared(int cluster, long long shared_k_tiles, int clusters) {
+    return shared_k_tiles * cluster / clusters;
+}
+
+// A cluster's parts: its tiles of K of theirs, ``begin`` to ``end`` - 1, lie in parts ``first_part`` to
+// ``last_part``. Kept in shared memory and read where needed, not held in registers over the loops on K.
+struct Work { int first_part, last_part; long long begin, end; };
+
+__device__ __forceinline__ Work work_of(int cluster_index, int clusters, int tiles, int k_tiles, int whole) {
+    const long long shared_k_tiles = (long long)(tiles - whole) * k_tiles;
+    Work w;
+    w.begin = first_shared(cluster_index, shared_k_tiles, clusters);
+    w.end = first_shared(cluster_index + 1, shared_k_tiles, clusters);
+    w.first_part = w.begin < w.end ? (int)(w.begin / k_tiles) : 0;
+    w.last_part = w.begin < w.end ? (int)((w.end - 1) / k_tiles) : -1;
+    return w;
+}
+
+// The cluster's block of C after ``tile`` (the cluster number of one; to start, the cluster's own less
+// ``clusters``): the next of its whole ones, then its parts; false past the last.
+__device__ __forceinline__ bool next_tile(int* tile, const Work& work, int clusters, int whole) {
+    if (*tile < whole) {
+        if (*tile + clusters < whole) {
+            *tile += clusters;
+            return true;
+        }
+        *tile = whole + work.first_part - 1;
+    }
+    ++*tile;
+    return *tile - whole <= work.last_part;
+}
+
+// The tiles of K of block ``tile``'s that the cluster takes: ``k_count`` from ``k_first``.
+__device__ __forceinline__ void k_range(int tile, const Work& work, int k_tiles, int whole, int* k_first,
+                                        int* k_count) {
+    if (tile < whole) {
+        *k_first = 0;
+        *k_count = k_tiles;
+        return;
+    }
+    const long long start = (long long)(tile - whole) * k_tiles;
+    const long long from = max(work.begin, start), to = min(work.end, start + k_tiles);
+    *k_first = (int)(from - start);
+    *k_count = (int)(to - from);
+}
+
+// Where a team of consumer threads (TEAM_THREADS of them, TEAMS a block, TEAM_SYNC(team) their barrier)
+// holds the sums of COUNT values a thread over only some of a part's K (``part``: its index among the
+// parts): it writes them into ``partials`` (two places a block: the first part a cluster takes and its
+// last), and the team of the last cluster to finish the part reads every cluster's back in the order
+// of K into ``sums`` (true: it stores C; the others return false). Every sum of C is the same whichever
+// finishes last.
+template <int COUNT, typename T>
+__device__ __forceinline__ bool gathered(T* sums, T* partials, int* arrivals, int part, int k_tiles,
+                                         long long shared_k_tiles, int cluster_index, int clusters, int rank,
+                                         int team, int thread) {
+    __shared__ int last[TEAMS];
+    const long long first = (long long)part * k_tiles;
+    const int from = owner(first, shared_k_tiles, clusters);
+    const int to = owner(first + k_tiles - 1, shared_k_tiles, clusters);
+    // a block's sums of its first part, then of its last (a cluster's parts between are whole)
+    #define PARTIAL(cluster) (partials + thread + (size_t)TEAM_THREADS * COUNT * (team + TEAMS * (2 * \
+        ((cluster) * CLUSTER + rank) + (first_shared(cluster, shared_k_tiles, clusters) / k_tiles == part ? 0 : 1))))
+    T* mine = PARTIAL(cluster_index);
+    #pragma unroll
+    for (int i = 0; i < COUNT; ++i) __stcg(mine + i * TEAM_THREADS, sums[i]);
+    __threadfence();
+    TEAM_SYNC(team);
+    if (thread == 0)
+        last[team] = atomicAdd(arrivals + ((size_t)part * CLUSTER + rank) * TEAMS + team, 1) == to - from;
+    TEAM_SYNC(team);
+    if (!last[team]) return false;
+    __threadfence();
+    #pragma unroll
+    for (int i = 0; i < COUNT; ++i) sums[i] = 0;
+    for (int cluster = from; cluster <= to; ++cluster) {
+        const T* theirs = PARTIAL(cluster);
+        #pragma unroll
+        for (int i = 0; i < COUNT; ++i) sums[i] += __ldcg(theirs + i * TEAM_THREADS);
+    }
+    #undef PARTIAL
+    return true;
+}
+"""
+
 #: The loop over the blocks of C a block computes, ``m0`` and ``n0`` their first row and column, the
-#: blocks of a cluster in the same columns; ``iteration`` counts the tiles of K of the blocks before.
-BLOCKS_OF_C = """for (int tile = cluster_index; tile < cluster_rows * tiles_n; tile += clusters, iteration += k_tiles) {
+#: blocks of a cluster in the same columns, each over tiles of K ``k_first`` on, ``k_count`` of them;
+#: ``iteration`` counts the tiles of K of the blocks before. Whole blocks of C alone (the first), or
+#: stream-K's (the second, with ``SHARED_K_HELPERS``).
+BLOCKS_OF_C = {False: """for (int tile = cluster_index; tile < cluster_rows * tiles_n;
+         tile += clusters, iteration += k_tiles) {
+        [[maybe_unused]] const int k_first = 0, k_count = k_tiles;      // (k_first: the producer's)
         int m0, n0;
-        place(tile, cluster_rows, tiles_n, rank, &m0, &n0);"""
+        place(tile, cluster_rows, tiles_n, rank, &m0, &n0);""",
+               True: """for (int tile = cluster_index - clusters, k_first = 0, k_count = 0;
+         next_tile(&tile, *work, clusters, whole); iteration += k_count) {
+        k_range(tile, *work, k_tiles, whole, &k_first, &k_count);
+        int m0, n0;
+        place(tile, cluster_rows, tiles_n, rank, &m0, &n0);"""}
+#: After a block's tiles of K, in a consumer of a stream-K kernel (``RESULT``: the COUNT float32 or
+#: float64 sums a thread holds, ``TEAM``: its team, ``TEAM_THREAD``: its index in it): where they were a
+#: part of its K, the sums of every part's clusters, or on to the next block where another team stores
+#: them.
+GATHERED = """        if (k_count < k_tiles && !gathered<COUNT>(RESULT, partials, arrivals, tile - whole, k_tiles,
+                                                  (long long)(cluster_rows * tiles_n - whole) * k_tiles,
+                                                  cluster_index, clusters, rank, TEAM, TEAM_THREAD))
+            continue;"""
 #: Blocks of a cluster (along M).
 CLUSTERS = (1, 2)
 #: The compute capability the families' kernels are built for (sm_90a).
@@ -182,13 +300,15 @@ def cluster_end(cluster: int) -> str:
     return "cluster_sync();" if cluster > 1 else ""
 
 
-def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, bool] = (False, False)) -> str:
+def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, bool] = (False, False),
+             shares_k: bool = False) -> str:
     """The kernel's start: shared memory carved into the stages' tiles and barriers, the barriers made,
     and the producer warpgroup's loop (``producer_registers``: its ``setmaxnreg``, if any) for blocks in
     clusters of ``cluster``; the consumers' code follows, with ``a_tiles``, ``b_tiles``, ``c_tiles``,
     ``full``, ``empty``, ``warpgroup``, ``tiles_m``, ``tiles_n``, ``k_tiles`` and what ``BLOCKS_OF_C`` uses
     in scope, and ends with ``cluster_end``. ``mn_major``: whether A and B lie with M (N) contiguous, K x M
-    (K x N), rather than K (``_loads``)."""
+    (K x N), rather than K (``_loads``). ``shares_k``: whether blocks share the K of some blocks of C
+    (stream-K: the kernel takes ``whole``, and includes ``SHARED_K_HELPERS``)."""
     load_a, load_b = (_loads(operand, cluster if operand == "b" else 1, mn)
                       for operand, mn in zip("ab", mn_major))
     made = "__syncthreads();" if cluster == 1 else "cluster_sync();                   // the other blocks' barriers too"
@@ -205,7 +325,9 @@ def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, b
     const int k_tiles = (K + BLOCK_K - 1) / BLOCK_K;
     const int rank = blockIdx.x % CLUSTER, cluster_index = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
     const int cluster_rows = (tiles_m + CLUSTER - 1) / CLUSTER;
+    @WORK@
     if (threadIdx.x == 0) {
+        @WORK_OF@
         for (int s = 0; s < STAGES; ++s) {
             barrier_init(&full[s], 1);                  // the producer's arrival, and the copies' bytes
             barrier_init(&empty[s], EMPTY_ARRIVALS);    // one arrival by each consumer (warpgroup or warp)
@@ -218,7 +340,7 @@ def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, b
         if (threadIdx.x == 0) {
             int iteration = 0;
             @BLOCKS_OF_C@
-                for (int t = 0; t < k_tiles; ++t) {
+                for (int t = 0; t < k_count; ++t) {
                     const int it = iteration + t, s = it % STAGES;
                     if (it >= STAGES) barrier_wait(&empty[s], (it / STAGES - 1) & 1);
                     barrier_expect(&full[s], PLANES * (A_TILE_BYTES + B_TILE_BYTES));
@@ -232,7 +354,10 @@ def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, b
         @END@
         return;
     }
-""".replace("@SET_PRODUCER_REGISTERS@", producer_registers).replace("@BLOCKS_OF_C@", BLOCKS_OF_C).replace(
+""".replace("@SET_PRODUCER_REGISTERS@", producer_registers).replace("@BLOCKS_OF_C@", BLOCKS_OF_C[shares_k]).replace(
+        "@WORK@", "__shared__ Work work[1];                    // this cluster's parts" if shares_k else "").replace(
+        "@WORK_OF@", "*work = work_of(cluster_index, clusters, cluster_rows * tiles_n, k_tiles, whole);" if shares_k
+        else "").replace(
         "@LOAD_A@", load_a).replace("@LOAD_B@", load_b).replace("@MADE@", made).replace("@END@", cluster_end(cluster))
 
 
@@ -248,12 +373,13 @@ def _loads(operand: str, cluster: int, mn_major: bool) -> str:
     if not mn_major:
         share = "" if cluster == 1 else f" + rank * {rows}_SHARE_ROWS"
         to_share = "" if cluster == 1 else f" + rank * {rows}_SHARE_BYTES"
-        return f"{copy}({to}{to_share}, &map_{operand}, t * BOX_K, p * {extent} + {first}{share}, &full[s]);"
+        return (f"{copy}({to}{to_share}, &map_{operand}, (k_first + t) * BOX_K, p * {extent} + {first}{share},"
+                f" &full[s]);")
     boxes = f"BLOCK_{extent} / MN_BOX"
     lo, hi = ("0", boxes) if cluster == 1 else (f"rank * {boxes} / CLUSTER", f"(rank + 1) * {boxes} / CLUSTER")
     return (f"for (int box = {lo}; box < {hi}; ++box)\n"
             f"                            {copy}({to} + box * MN_BOX_BYTES, &map_{operand}, {first} + box * MN_BOX,"
-            f" t * BOX_K, &full[s]);")
+            f" (k_first + t) * BOX_K, &full[s]);")
 
 
 class HopperParams(Protocol):
@@ -275,8 +401,66 @@ class HopperParams(Protocol):
     def box_k(self) -> int: ...
     @property
     def c_box(self) -> tuple[int, int] | None: ...
+    @property
+    def shares_k(self) -> bool: ...
+    # where it shares K: the teams of consumer threads of a block, and the bytes of its sums of C
+    @property
+    def teams(self) -> int: ...
+    @property
+    def sum_bytes(self) -> int: ...
     def mn_major_problem(self, mn_major: tuple[bool, bool]) -> str | None: ...
     def dtype_problem(self, dt: Dtype) -> str | None: ...
+
+
+#: Stream-K's least share: the tiles of K each cluster takes at least where they share the K of some
+#: blocks of C; with fewer, the partial sums' trips through memory cost more than the idle
+#: multiprocessors they save (H100, FP16 128 x 1024 x 4096: shares of 8 tiles of K ran 0.65x as fast as
+#: whole blocks).
+MIN_SHARE = 16
+#: The most of a round of clusters whose blocks of C they share: the last round is shared only where it
+#: would leave at least two thirds of them idle. Sharing costs each block's partial sums a trip through
+#: memory, and the clusters sharing a block read its tiles at different K, where whole blocks computed
+#: at once read theirs from L2 together. On the H100 (FP16 and TF32, round robin against cuBLAS),
+#: sharing a last round of 12 or 24 blocks of 132 ran 1.1x to 1.4x faster; one of 48 as fast; one of 68
+#: to 116 0.8x as fast, and sharing the last two rounds was slower everywhere.
+SHARED_ROUND = 1 / 3
+#: What sharing a round costs, in rounds: the partial sums' trips and the reads of tiles from memory
+#: rather than L2 (fitted to the same measurements: where a product is one round of few blocks, sharing
+#: them ran as fast as whole blocks of a smaller tile, FP16 128 x 4096 x 14336 at 0.59x to 0.69x cuBLAS).
+SHARE_COST = 0.4
+
+
+def whole_tiles(tiles: int, clusters: int, k_tiles: int) -> int:
+    """Of ``tiles`` blocks of C (in clusters) computed by ``clusters`` persistent clusters over ``k_tiles``
+    tiles of K each, how many are computed whole, in rounds; the clusters share the tiles of K of the
+    rest evenly (stream-K): a last round that would leave most clusters idle (``SHARED_ROUND``)."""
+    remainder = tiles % clusters
+    if remainder == 0 or remainder > SHARED_ROUND * clusters or remainder * k_tiles < MIN_SHARE * clusters:
+        return tiles
+    return tiles - remainder
+
+
+def rounds(tiles: int, clusters: int, k_tiles: int) -> float:
+    """How long ``tiles`` blocks of C take on ``clusters`` clusters, in rounds of one block each: whole
+    rounds, and a shared one (``whole_tiles``) as its share of a round and ``SHARE_COST``."""
+    whole = whole_tiles(tiles, clusters, k_tiles)
+    if whole == tiles:
+        return float(-(-tiles // clusters))
+    return whole // clusters + (tiles - whole) / clusters + SHARE_COST
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A launch of a kernel of the families: its ``grid``; for a kernel that ``shares_k`` (it takes
+    three more arguments), the blocks of C (in clusters) it computes ``whole`` before sharing the K of
+    the rest, and the device memory the shared ones take: the partial sums' (``partial_bytes``), and the
+    counters of the parts' arrivals (``arrivals`` int32, zero at launch)."""
+
+    grid: tuple[int]
+    shares_k: bool
+    whole: int
+    partial_bytes: int
+    arrivals: int
 
 
 @dataclass(frozen=True)
@@ -292,12 +476,20 @@ class Rendered:
     params: HopperParams
     mn_major: tuple[bool, bool] = (False, False)
 
-    def grid(self, m: int, n: int, resident: int) -> tuple[int]:
-        """Persistent blocks: as many as the device runs at once (``resident``: one per multiprocessor, in
-        whole clusters; ``CudaContext.resident_blocks``), or one per block of C where there are fewer."""
-        cluster = self.params.cluster
-        blocks = -(-m // (self.params.block_m * cluster)) * cluster * -(-n // self.params.block_n)
-        return (min(resident // cluster * cluster, blocks),)
+    def schedule(self, m: int, n: int, k: int, resident: int) -> Schedule:
+        """How an M x N x K product (K as the kernel takes it) is shared out among persistent blocks: as
+        many as the device runs at once (``resident``: one per multiprocessor, in whole clusters;
+        ``CudaContext.resident_blocks``), which compute blocks of C whole, in turn, and where the kernel
+        can, share the K of the rest where that pays (``whole_tiles``); one per block of C where there are
+        fewer, and none shared."""
+        p = self.params
+        tiles = -(-m // (p.block_m * p.cluster)) * -(-n // p.block_n)
+        clusters = resident // p.cluster
+        whole = whole_tiles(tiles, clusters, -(-k // p.block_k)) if p.shares_k else tiles
+        grid = (min(clusters, tiles) if whole == tiles else clusters) * p.cluster
+        if whole == tiles:
+            return Schedule((grid,), p.shares_k, whole, 0, 0)
+        return Schedule((grid,), True, whole, 2 * grid * p.sum_bytes, (tiles - whole) * p.cluster * p.teams)
 
     @property
     def block(self) -> tuple[int]:

@@ -129,6 +129,12 @@ class DmmaParams:
         return self.warp_m * self.warp_n // 32 * (self.element_bytes // 8)
 
     @property
+    def shares_k(self) -> bool:
+        """Whether blocks share the K of blocks of C (stream-K, ``codelets.hopper``): not in this family,
+        whose consumers hold as many float64 as ptxas keeps in registers, and spilled with its state."""
+        return False
+
+    @property
     def shared_bytes(self) -> int:
         """Every stage's tiles of A and B, their barriers, and room to align the tiles to 1024 bytes."""
         return self.stages * (self.block_m + self.block_n) * ROW_BYTES + 16 * self.stages + 1024

@@ -211,14 +211,14 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
     const int warp_row = warp / WARPS_N * WARP_M, warp_col = warp % WARPS_N * WARP_N;
     double acc[TILES_M][TILES_N][4 * PARTS];           // (complex: the real parts, then the imaginary)
     int iteration = 0;
-    {BLOCKS_OF_C}
+    {BLOCKS_OF_C[False]}
         #pragma unroll
         for (int i = 0; i < TILES_M; ++i)
             #pragma unroll
             for (int j = 0; j < TILES_N; ++j)
                 #pragma unroll
                 for (int e = 0; e < 4 * PARTS; ++e) acc[i][j][e] = 0.0;
-        for (int t = 0; t < k_tiles; ++t) {{
+        for (int t = 0; t < k_count; ++t) {{
             const int it = iteration + t, s = it % STAGES;
             barrier_wait(&full[s], (it / STAGES) & 1);
             const unsigned char* a_tile = a_tiles + s * A_TILE_BYTES;

@@ -151,6 +151,22 @@ class WgmmaParams:
         return WARPGROUP_M * self.block_n // WARPGROUP
 
     @property
+    def shares_k(self) -> bool:
+        """Whether blocks share the K of blocks of C where that pays (stream-K, ``codelets.hopper``)."""
+        return True
+
+    @property
+    def teams(self) -> int:
+        """Consumer threads that sum parts of C's K together (``codelets.hopper``, stream-K): a
+        warpgroup, each its own 64 rows."""
+        return self.consumers
+
+    @property
+    def sum_bytes(self) -> int:
+        """Bytes of a block's float32 sums of C, its consumers' accumulators."""
+        return self.block_m * self.block_n * 4
+
+    @property
     def shared_bytes(self) -> int:
         """Shared memory: every stage's tiles of A and B (each of their planes), the two chunks of C each
         consumer stages for TMA to store, their barriers, and room to align the tiles to 1024 bytes (the

@@ -19,8 +19,10 @@ import textwrap
 
 from ..hopper import (
     BLOCKS_OF_C,
+    GATHERED,
     HELPERS,
     ROW_BYTES,
+    SHARED_K_HELPERS,
     WARPGROUP,
     Rendered,
     cluster_attribute,
@@ -178,7 +180,7 @@ PIPELINED = """            asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::
             if (t > 0 && leader) stage_release(&empty[(it - 1) % STAGES]);
         }
         asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
-        if (leader) stage_release(&empty[(iteration + k_tiles - 1) % STAGES]);"""
+        if (leader) stage_release(&empty[(iteration + k_count - 1) % STAGES]);"""
 #: The same for 3xtf32: the tensor cores' sums of one tile of K are added to ``sums`` by the CUDA cores
 #: in float32 (rounded to nearest), as the tensor cores' own long sums lose more than float32's rounding
 #: (on the H100 f16 products summed over 4096 erred 7e-6, cuBLAS's SGEMM 5e-7).
@@ -206,6 +208,8 @@ def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False)) ->
     released = (PROMOTED if promoted else PIPELINED).replace("COUNT", str(count))
     result = "sums" if promoted else "acc"
     stores = STORES.replace("REGISTERS", textwrap.indent(REGISTER_STORES, " " * 12)).replace("SUMS", result)
+    gathered = GATHERED.replace("COUNT", str(count)).replace("RESULT", result).replace(
+        "TEAM_THREAD", f"threadIdx.x % {WARPGROUP}").replace("TEAM,", "warpgroup - 1,")
     starts = "\n".join(
         f"            const unsigned long long a_start{p} = descriptor(a_tiles + (s * PLANES + {p}) * A_TILE_BYTES"
         f"{A_ROWS[mn_major[0]]}, {LEADING[mn_major[0]]});\n"
@@ -233,8 +237,12 @@ def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False)) ->
 #define CHUNK_N {params.chunk_n}                          // columns of C in a chunk stored by TMA: 128 bytes of a row
 #define C_CHUNK_BYTES (64 * ROW_BYTES)
 #define STAGED_C_BYTES ({params.staged_rows_of_c} * ROW_BYTES)          // each consumer's two chunks of C, by TMA
+#define TEAMS CONSUMERS                           // stream-K: each consumer sums its parts of C alone
+#define TEAM_THREADS {WARPGROUP}
+#define TEAM_SYNC(team) asm volatile("bar.sync %0, {WARPGROUP};\\n" :: "r"(1 + (team)) : "memory")
 
 {HELPERS}
+{SHARED_K_HELPERS}
 {OUT_TYPES[params.out]}
 {STORE_HELPERS}
 // A shared-memory matrix descriptor of a tile in the 128-byte swizzle: start address, the leading byte
@@ -249,8 +257,9 @@ __device__ __forceinline__ unsigned long long descriptor(const void* tile, unsig
 
 extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
-        const __grid_constant__ TensorMap map_c, out_t* __restrict__ C, int M, int N, int K, float alpha, float beta) {{
-{pipeline(params.cluster, registers(params.consumers, "producer"), mn_major)}
+        const __grid_constant__ TensorMap map_c, out_t* __restrict__ C, int M, int N, int K, float alpha, float beta,
+        int whole, float* __restrict__ partials, int* __restrict__ arrivals) {{
+{pipeline(params.cluster, registers(params.consumers, "producer"), mn_major, shares_k=True)}
     {registers(params.consumers, "consumer")}
     const int row0 = (warpgroup - 1) * 64;              // this consumer's rows of the block
     const bool leader = threadIdx.x % {WARPGROUP} == 0;
@@ -258,10 +267,10 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
     float acc[{params.accumulators}];{sums_declared}
     int iteration = 0;
     int staged = 0;                                 // chunks of C this consumer stored
-    {BLOCKS_OF_C}
+    {BLOCKS_OF_C[True]}
         #pragma unroll
         for (int i = 0; i < {params.accumulators}; ++i) {zeroed}
-        for (int t = 0; t < k_tiles; ++t) {{
+        for (int t = 0; t < k_count; ++t) {{
             const int it = iteration + t, s = it % STAGES;
             barrier_wait(&full[s], (it / STAGES) & 1);
             asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
@@ -272,6 +281,7 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
             }}
             asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
 {released}
+{gathered}
         // the first of this thread's rows of C, here and not in the register stores alone: there, ptxas
         // scheduled 3xTF32's kernel at half speed (H100, 8192^3)
         const long row = m0 + row0 + warp * 16 + lane / 4;

@@ -136,6 +136,13 @@ class CudaContext:
             return DeviceMemory(checked(driver.cuMemAlloc(max(1, nbytes))), nbytes)
         return DeviceMemory(checked(driver.cuMemAllocAsync(max(1, nbytes), stream)), nbytes, stream)
 
+    def zero(self, memory: DeviceMemory, nbytes: int, stream: object = None) -> None:
+        """Enqueue setting the first ``nbytes`` of ``memory`` to zero on ``stream`` (by default the
+        context's)."""
+        from cuda.bindings import driver
+
+        checked(driver.cuMemsetD8Async(memory.pointer, 0, nbytes, self.stream if stream is None else stream))
+
     def pinned(self, nbytes: int) -> PinnedMemory:
         """``nbytes`` of page-locked host memory."""
         from cuda.bindings import driver

@@ -1,0 +1,59 @@
+"""How the sm_90a families' persistent blocks share out a product (``codelets.hopper``): blocks of C whole
+in rounds, and stream-K over the K of the last round where it would leave multiprocessors idle. Runs
+without a GPU; the kernels' sums over shared K are checked on one in the families' tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from autogemm.codelets.dmma import DmmaParams
+from autogemm.codelets.dmma import render as render_dmma
+from autogemm.codelets.hopper import MIN_SHARE, SHARE_COST, rounds, whole_tiles
+from autogemm.codelets.wgmma import WgmmaParams
+from autogemm.codelets.wgmma import render as render_wgmma
+
+
+def test_whole_rounds_stay_whole_and_a_last_round_of_few_blocks_is_shared():
+    assert whole_tiles(264, 132, 256) == 264                 # two whole rounds: nothing idles
+    assert whole_tiles(288, 132, 128) == 264                 # 2 rounds and 24 blocks: those shared
+    assert whole_tiles(1024, 132, 256) == 1024               # 7 rounds and 100: most would work anyway
+    assert whole_tiles(16, 132, 224) == 0                    # one round of 16 blocks: all shared
+    assert whole_tiles(72, 132, 256) == 72
+    assert rounds(288, 132, 128) == pytest.approx(2 + 24 / 132 + SHARE_COST)
+    assert rounds(1024, 132, 256) == 8
+
+
+def test_k_too_short_to_share_keeps_every_block_whole():
+    assert whole_tiles(16, 132, -(-MIN_SHARE * 132 // 16) - 1) == 16
+    assert whole_tiles(16, 132, -(-MIN_SHARE * 132 // 16)) == 0
+    assert whole_tiles(7, 132, 0) == 7                       # K = 0: C = beta C, whole
+
+
+@pytest.mark.parametrize("rendered", [render_wgmma(WgmmaParams("f16", 256, 2)),
+                                      render_wgmma(WgmmaParams("bf16", 128, 2, cluster=2))],
+                         ids=lambda r: r.params.describe())
+def test_a_schedule_gives_its_grid_and_the_memory_shared_k_takes(rendered):
+    p = rendered.params
+    long_k = 1024 * p.block_k
+    # 5 rows of blocks of C, 3 columns, K of one tile: in clusters of two the fifth row's second block
+    # computes nothing
+    tiles = -(-5 // p.cluster) * 3                          # blocks of C in clusters
+    few = rendered.schedule(4 * p.block_m + 1, 3 * p.block_n, p.block_k, 132)
+    assert few.grid == (15 if p.cluster == 1 else 18,) and few.whole == tiles and few.arrivals == 0
+    # those blocks over a long K: every block of the GPU takes a share of their K
+    shared = rendered.schedule(4 * p.block_m + 1, 3 * p.block_n, long_k, 132)
+    assert shared.grid == (132,) and shared.whole == 0
+    assert shared.partial_bytes == 2 * 132 * p.block_m * p.block_n * 4
+    assert shared.arrivals == tiles * p.cluster * p.consumers
+    # 2 rounds of clusters and a few blocks more: those few shared
+    clusters = 132 // p.cluster
+    many = rendered.schedule((2 * clusters + 3) * p.cluster * p.block_m, p.block_n, long_k, 132)
+    assert many.grid == (132,) and many.whole == 2 * clusters and many.arrivals == 3 * p.cluster * p.consumers
+
+
+def test_the_dmma_family_keeps_every_block_of_c_whole():
+    """Its consumers hold as many float64 as ptxas keeps in registers: no room for stream-K's state."""
+    rendered = render_dmma(DmmaParams("d", cluster=2))
+    p = rendered.params
+    schedule = rendered.schedule(4 * p.block_m + 1, 3 * p.block_n, 64 * p.block_k, 132)
+    assert schedule.grid == (18,) and not schedule.shares_k and schedule.arrivals == 0
