@@ -22,9 +22,11 @@ def _compiler(device: Device) -> str:
 
 
 def _check(found: tuple[Device, ...]) -> None:
-    """One line per device saying whether its compiler builds; fails when none does."""
+    """Each device, and below it whether its compiler builds (a line of its own, so that a long device
+    name does not fold the verdict in a log of 80 columns); fails when none does."""
     for d in found:
-        console.print(f"{escape(d.label)}: {_compiler(d)}", highlight=False)
+        console.print(escape(d.label), highlight=False)
+        console.print(f"  {_compiler(d)}", highlight=False)
     if all(discovery.compiler_fault(d) for d in found):
         fail("no OpenCL device here builds kernels")
 

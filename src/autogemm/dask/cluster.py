@@ -8,7 +8,7 @@ import numpy as np
 from distributed import Client, LocalCluster, Worker, WorkerPlugin
 
 from ..api import gemm
-from ..runtime.discovery import devices
+from ..runtime.discovery import cpu_devices, devices
 from .blocks import pin_worker, slot_device
 
 #: Threads of a worker: block products on one device run one after another on its queue, and a second
@@ -41,14 +41,15 @@ class AutogemmPlugin(WorkerPlugin):
 def local_cluster(n_workers: int | None = None, threads_per_worker: int = THREADS_PER_WORKER,
                   processes: bool = False, **kwargs: object) -> LocalCluster:
     """A ``distributed.LocalCluster`` of workers, one per GPU of this machine (or per CPU device where
-    there is none; ``n_workers`` sets another number, the devices taken in turn), each pinned to its
-    device by ``AutogemmPlugin``. The workers are threads of this process unless ``processes``: block
-    products release the GIL while devices and copies work, and threads hand each other blocks without
-    copying them (on the H100, 8192^3 SGEMM in one block took 0.55 s through a worker thread, 1.5 s
-    through a worker process). Other arguments go to ``LocalCluster``."""
+    there is none, less a CPU driver that builds nothing beside one that builds; ``n_workers`` sets
+    another number, the devices taken in turn), each pinned to its device by ``AutogemmPlugin``. The
+    workers are threads of this process unless ``processes``: block products release the GIL while
+    devices and copies work, and threads hand each other blocks without copying them (on the H100,
+    8192^3 SGEMM in one block took 0.55 s through a worker thread, 1.5 s through a worker process).
+    Other arguments go to ``LocalCluster``."""
     listed = devices()
     gpus = [d for d in listed if d.is_gpu]
-    chosen = gpus or [d for d in listed if d.device_type == "CPU"] or list(listed)
+    chosen = gpus or cpu_devices(listed) or list(listed)
     slots = [f"{d.platform_index}:{d.device_index}" for d in chosen] or None
     cluster = LocalCluster(n_workers=n_workers or max(1, len(chosen)), threads_per_worker=threads_per_worker,
                            processes=processes, **kwargs)

@@ -118,8 +118,9 @@ def compiler_fault(device: Device) -> str | None:
     return None
 
 
-def _cpus(listed: tuple[Device, ...]) -> list[Device]:
-    """The CPU devices; where there are several, those whose compiler works, if any does."""
+def cpu_devices(listed: tuple[Device, ...]) -> list[Device]:
+    """The CPU devices of ``listed``; where there are several, those whose compiler works, if any does
+    (PyPI's PoCL beside Debian's, on a CPU the first does not know)."""
     cpus = [d for d in listed if d.device_type == "CPU"]
     if len(cpus) > 1:
         return [d for d in cpus if compiler_fault(d) is None] or cpus
@@ -140,7 +141,7 @@ def default_device() -> Device:
     gpus = [d for d in listed if d.is_gpu]
     if gpus:
         return max(gpus, key=lambda d: d.peak_gflops_estimate)
-    return (_cpus(listed) or list(listed))[0]
+    return (cpu_devices(listed) or list(listed))[0]
 
 
 _SLOT = re.compile(r"^(\d+):(\d+)$")
@@ -176,7 +177,7 @@ def find_device(spec: str | int | Device | None) -> Device:
         if int(text) < len(listed):
             return listed[int(text)]
     elif text.lower() in ("gpu", "cpu"):
-        of_type = [d for d in listed if d.is_gpu] if text.lower() == "gpu" else _cpus(listed)
+        of_type = [d for d in listed if d.is_gpu] if text.lower() == "gpu" else cpu_devices(listed)
         if of_type:
             return max(of_type, key=lambda d: d.peak_gflops_estimate)
     else:
