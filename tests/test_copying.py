@@ -135,6 +135,22 @@ def test_callers_in_several_threads_share_the_helpers(threads):
     assert not errors and not any(t.is_alive() for t in callers)
 
 
+def test_a_caller_that_found_every_helper_busy_is_joined_by_them_as_they_come_free(threads):
+    gate = threading.Event()
+    busy = copying.Background([functools.partial(gate.wait, 10) for _ in range(3)])    # all three helpers
+    pair = threading.Barrier(2, timeout=10)     # only passes while two threads run the caller's tasks
+
+    def free_the_helpers():
+        gate.set()
+        deadline = time.monotonic() + 10
+        while len(copying._helpers._idle) < 3 and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+    ran = copying.in_parallel([free_the_helpers] + [lambda i=i: (pair.wait(), i)[1] for i in range(8)])
+    assert ran[1:] == list(range(8))
+    busy.join()
+
+
 def test_parallel_copy_copies_contiguous_and_strided_arrays(threads, monkeypatch):
     monkeypatch.setattr(copying, "THREADED_BYTES", 0)
     monkeypatch.setattr(copying, "PART_BYTES", 1)
