@@ -6,6 +6,8 @@ import json
 
 import click
 from rich.markup import escape
+from rich.padding import Padding
+from rich.text import Text
 
 from ..profiles import profile_for, profile_origin
 from ..runtime import Device, discovery
@@ -26,7 +28,7 @@ def _check(found: tuple[Device, ...]) -> None:
     name does not fold the verdict in a log of 80 columns); fails when none does."""
     for d in found:
         console.print(escape(d.label), highlight=False)
-        console.print(f"  {_compiler(d)}", highlight=False)
+        console.print(Padding(Text.from_markup(_compiler(d)), (0, 0, 0, 2), expand=False), highlight=False)
     if all(discovery.compiler_fault(d) for d in found):
         fail("no OpenCL device here builds kernels")
 

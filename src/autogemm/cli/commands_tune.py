@@ -257,8 +257,8 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
         letters = letters or tuple(get_dtype(x) for x in ("s", "d") if x == "s" or dev.fp64)
         _tune_hybrid(context_for(dev), letters, hybrid_size, parts, kernels, seed)
         return
-    console.print(f"tuning {dev.label} with strategy {strategy}, budget {limit.describe()}"
-                  f"{' (quick)' if quick else ''}", highlight=False)
+    console.print(f"tuning {dev.label}", highlight=False)      # (a long name on a line of its own)
+    console.print(f"strategy {strategy}, budget {limit.describe()}{' (quick)' if quick else ''}", highlight=False)
     columns = (TextColumn("{task.description}"), BarColumn(bar_width=10), TextColumn("{task.fields[status]}"),
                TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
