@@ -35,8 +35,9 @@ def driver_fault(log: str) -> str:
     """What a build log says of the driver rather than of the kernel, or "" when it says nothing of it."""
     if _UNKNOWN_CPU in log:
         return ("the driver's compiler does not know this CPU, so it builds no kernel at all (PoCL from PyPI "
-                "is built on LLVM 14, older than AMD's Zen 5 and other recent CPUs); use an OpenCL driver "
-                "whose compiler knows it (tools/ensure-opencl-driver.sh installs Debian's PoCL)")
+                "is built on LLVM 14, older than AMD's Zen 5 and other recent CPUs); install a driver whose "
+                "compiler knows it, e.g. Debian's or Ubuntu's PoCL: apt-get install pocl-opencl-icd "
+                "(autogemm then prefers it; tools/ensure-opencl-driver.sh of its repository does this)")
     return ""
 
 
