@@ -135,6 +135,31 @@ def test_worker_threads_write_each_block_into_the_result_that_compute_hands_over
     assert writes == ({"device": 18, "host": 0} if page_locked else {"device": 0, "host": 18})
 
 
+def test_worker_threads_take_even_contiguous_shares_of_the_blocks_of_c(monkeypatch, small_blocks):
+    """16 blocks of C on two worker threads: the first worker (by address) the first two rows of blocks,
+    the other the last two, whatever Dask would choose by where the inputs lie; the graph is built before
+    the cluster exists, as a user may."""
+    dt = DTYPES["s"]
+    a, b = random_matrix(RNG, dt, (100, 30)), random_matrix(RNG, dt, (30, 100))
+    ran, real = [], blocks.block_product
+
+    def recorded(panel_a, panel_b, **kw):
+        row = int(np.flatnonzero(a[::25, 0] == panel_a[0][0, 0])[0])      # (the panels are copies of a's)
+        ran.append((distributed.get_worker().address, row))
+        return real(panel_a, panel_b, **kw)
+
+    monkeypatch.setattr(blocks, "block_product", recorded)
+    product = ad.matmul(da.from_array(a, chunks=(25, 30)), da.from_array(b, chunks=(30, 25)))
+    with ad.local_cluster(n_workers=2, dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        first, second = sorted(client.scheduler_info()["workers"])
+        for _ in range(2):
+            ran.clear()
+            got = product.compute()
+            assert relative_error(got, a.astype(np.float64) @ b) < dt.tolerance
+            assert sorted(ran) == sorted([(first, 0)] * 4 + [(first, 1)] * 4 + [(second, 2)] * 4
+                                         + [(second, 3)] * 4)
+
+
 def test_blocks_away_from_their_places_are_concatenated():
     """``assemble`` hands a result array over only where every block lies at its place in it."""
     from autogemm.dask import assembly

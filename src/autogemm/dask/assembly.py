@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import dask
 import dask.array as da
 import numpy as np
+from dask.array.optimization import optimize
 
 
 @dataclass
@@ -44,6 +46,8 @@ def memory_owner(x: np.ndarray) -> np.ndarray:
     return x
 
 
+#: How the addresses of workers that are threads of the caller's process begin.
+INPROC = "inproc://"
 _results: dict[str, list[_Result]] = {}
 _lock = threading.Lock()
 
@@ -55,7 +59,7 @@ def in_process() -> bool:
     try:
         from distributed import get_worker
 
-        return get_worker().address.startswith("inproc://")
+        return get_worker().address.startswith(INPROC)
     except ValueError:                      # not in a worker
         return True
 
@@ -124,3 +128,10 @@ class InPlaceProduct(da.Array):
 
     def __dask_postcompute__(self) -> tuple[Callable, tuple]:
         return assemble, (self.result_key, self.chunks)
+
+    @staticmethod
+    def __dask_optimize__(dsk: Mapping, keys: Sequence, **kwargs: object) -> Mapping:
+        """dask.array's optimizations but the fusion of tasks into chains, which would drop the block
+        tasks' annotations (``placement``); the block tasks fuse with nothing that costs a hand-over."""
+        with dask.config.set({"optimization.fuse.active": False}):
+            return optimize(dsk, keys, **kwargs)

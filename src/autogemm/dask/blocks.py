@@ -27,7 +27,7 @@ from ..runtime import Device, context_for, context_for_queue
 from ..runtime.discovery import default_device, find_device
 from ..shares.copying import parallel_copy
 from ..shares.staging import in_result_pool, page_locked, read_into
-from .assembly import claim, in_process, memory_owner
+from .assembly import INPROC, claim, in_process, memory_owner
 
 log = logging.getLogger("autogemm.dask")
 #: The share of a device's memory its worker keeps uploaded blocks of A and B in.
@@ -43,6 +43,18 @@ def pin_worker(address: str, slot: str) -> None:
     """Make ``slot`` the device of the worker at ``address``."""
     with _slots_lock:
         _slots[address] = slot
+
+
+def unpin_worker(address: str) -> None:
+    """Forget the device of the worker at ``address`` (closed)."""
+    with _slots_lock:
+        _slots.pop(address, None)
+
+
+def workers_in_process() -> list[str]:
+    """The addresses of the pinned workers that are threads of this process, in order."""
+    with _slots_lock:
+        return sorted(address for address in _slots if address.startswith(INPROC))
 
 
 def worker_device() -> Device | None:

@@ -9,7 +9,7 @@ from distributed import Client, LocalCluster, Worker, WorkerPlugin
 
 from ..api import gemm
 from ..runtime.discovery import cpu_devices, devices
-from .blocks import pin_worker, slot_device
+from .blocks import pin_worker, slot_device, unpin_worker
 
 #: Threads of a worker: block products on one device run one after another on its queue, and a second
 #: thread moves the next blocks in and out meanwhile.
@@ -36,6 +36,9 @@ class AutogemmPlugin(WorkerPlugin):
         if device is not None:
             a = np.ones((64, 64), np.float32)
             gemm(a, a, device=device)
+
+    def teardown(self, worker: Worker) -> None:
+        unpin_worker(worker.address)
 
 
 def local_cluster(n_workers: int | None = None, threads_per_worker: int = THREADS_PER_WORKER,

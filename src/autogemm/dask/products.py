@@ -4,13 +4,14 @@ Each block C[i, j] is made by one task, ``blocks.block_in_place``, from A's row 
 panel as lists of blocks over K: on a worker's device the block of C stays there while each pair of
 blocks is uploaded and multiplied into it, so neither the panels nor partial blocks of C are assembled
 on the host; where the workers are threads of the caller's process, each block is written at its place
-in one result array, which ``compute()`` hands over (``assembly``). Where a panel would outgrow
-``PANEL_BYTES`` (one task would hold it all), every pair A[i, k], B[k, j] gives a partial block
-P[i, k, j] instead, and ``sum`` over k adds them in a tree (``split_every`` at a time), as dask's own
-matmul does. Blocks smaller than ``MIN_BLOCK`` on a side are merged first."""
+in one result array, which ``compute()`` hands over (``assembly``), the blocks spread evenly over the
+workers (``placement``). Where a panel would outgrow ``PANEL_BYTES`` (one task would hold it all), every
+pair A[i, k], B[k, j] gives a partial block P[i, k, j] instead, and ``sum`` over k adds them in a tree
+(``split_every`` at a time), as dask's own matmul does. Blocks smaller than ``MIN_BLOCK`` on a side are merged first."""
 
 from __future__ import annotations
 
+import dask
 import dask.array as da
 import numpy as np
 from dask.base import tokenize
@@ -19,6 +20,7 @@ from ..dtypes import NATIVE
 from ..errors import ArgumentError, DtypeError, ShapeError
 from .assembly import InPlaceProduct
 from .blocks import block_in_place, partial_product
+from .placement import spread
 
 #: Blocks of C are merged up to this many rows and columns at least (or the whole side where it is
 #: shorter): a block of b x b takes 2 b K elements of panels for 2 b^2 K flops, so b = 4096 asks one
@@ -62,9 +64,10 @@ def gemm(a: object, b: object, c: object | None = None, *, alpha: complex = 1.0,
         rows = da.arange(m, chunks=(a.chunks[0 if trans_a == "N" else 1],))
         cols = da.arange(n, chunks=(b.chunks[1 if trans_b == "N" else 0],))
         key = f"autogemm-result-{tokenize(a, b, options)}"
-        product = da.blockwise(block_in_place, "ij", a, pattern_a, b, pattern_b, rows, "i", cols, "j",
-                               concatenate=False, meta=np.empty((0, 0), a.dtype), result=key, shape=(m, n),
-                               **options)
+        with dask.annotate(**spread((len(rows.chunks[0]), len(cols.chunks[0])))):
+            product = da.blockwise(block_in_place, "ij", a, pattern_a, b, pattern_b, rows, "i", cols, "j",
+                                   concatenate=False, meta=np.empty((0, 0), a.dtype), result=key, shape=(m, n),
+                                   **options)
         product = InPlaceProduct(product, key)
     else:
         partial = da.blockwise(partial_product, "ikj", a, pattern_a, b, pattern_b, adjust_chunks={"k": 1},
