@@ -162,3 +162,60 @@ def test_parallel_copy_copies_contiguous_and_strided_arrays(threads, monkeypatch
     wide = np.full((301, 90), np.nan)
     copying.parallel_copy(wide[:, 5:82], src)                   # rows of a strided destination
     assert np.array_equal(wide[:, 5:82], src) and np.isnan(wide[:, :5]).all() and np.isnan(wide[:, 82:]).all()
+
+
+@pytest.fixture
+def native(monkeypatch):
+    """This process's native copier, of two threads (skipped where the library was not built)."""
+    from autogemm.shares import native as native_module
+
+    monkeypatch.setattr(native_module, "_copier", [])
+    made = native_module.copier(2)
+    if made is None:
+        pytest.skip("the native copier was not built (no C compiler when the package was installed)")
+    return made
+
+
+def test_native_threads_copy_every_piece_and_mark_its_event_complete(native, device):
+    import pyopencl as cl
+
+    context = cl.Context([device.cl_device])
+    src = np.random.default_rng(1).random(3 * 2**18 + 17)
+    dst = np.full_like(src, np.nan)
+    events = [cl.UserEvent(context) for _ in range(4)]
+    bounds = [0, 1000, 2**18, 2**19 + 5, src.size]                # parts of one and several pieces
+    pieces = [(dst.ctypes.data + lo * 8, src.ctypes.data + lo * 8, (hi - lo) * 8, event.int_ptr)
+              for lo, hi, event in zip(bounds, bounds[1:], events)]
+    batch = native.start(pieces)
+    assert native.start(pieces) is None                        # one batch at a time: the caller copies
+    native.wait(batch)
+    assert np.array_equal(dst, src)
+    assert all(e.command_execution_status == cl.command_execution_status.COMPLETE for e in events)
+    again = native.start([(dst.ctypes.data, src.ctypes.data, 0, None)])          # free again; empty pieces
+    native.wait(again)
+
+
+def test_numpy_in_numpy_out_copies_its_pieces_on_native_threads(native, ctx, monkeypatch):
+    """A staged product (PoCL made to look as if it had memory of its own) with its pieces copied by
+    the native threads, each upload waiting for the event they mark: right, and no Python copy made."""
+    import autogemm
+    from autogemm.accuracy import random_matrix, relative_error
+    from autogemm.api import transfer
+    from autogemm.dtypes import DTYPES
+    from autogemm.shares import staging
+
+    monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
+    monkeypatch.setattr(staging, "_page_locked", type(staging._page_locked)())
+    monkeypatch.setattr(transfer, "PINNED_MIN_BYTES", 0)
+    monkeypatch.setattr(transfer, "PIECE_BYTES", 4096)
+    monkeypatch.setattr(copying, "COPY_THREADS", 3)
+    monkeypatch.setattr(transfer, "memmove", lambda *args: pytest.fail("copied by a Python thread"))
+    started, real_start = [], type(native).start
+    monkeypatch.setattr(type(native), "start", lambda self, pieces: (started.append(len(pieces)),
+                                                                     real_start(self, pieces))[1])
+    dt = DTYPES["d"]
+    rng = np.random.default_rng(5)
+    a, b = random_matrix(rng, dt, (90, 70)), random_matrix(rng, dt, (70, 50))
+    for _ in range(3):
+        assert relative_error(autogemm.gemm(a, b, device=ctx.device), a @ b) < dt.tolerance
+    assert len(started) == 3 and min(started) > 2                 # every call, in several pieces

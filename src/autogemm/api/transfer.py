@@ -29,6 +29,7 @@ from ..runtime import DeviceContext
 from ..runtime.cuda import CudaContext
 from ..runtime.memory import check_memory
 from ..shares.copying import COPY_THREADS, Background, parallel_copy
+from ..shares.native import copier
 from ..shares.staging import page_locked, result_pool
 from .operands import Matrix, Stored, on_device
 
@@ -214,7 +215,8 @@ def _pieces(operands: Sequence[Stored], needed: Sequence[bool], needs: Sequence[
 
 class _Copies:
     """The copies of a call's pieces into their page-locked places (``staging``), run by the copy threads
-    in order from the moment this is made (``copying.Background``): each marks a user event of its own
+    in order from the moment this is made (``shares.native``'s where built and free, else
+    ``copying.Background``): each marks a user event of its own
     complete once done, so that the caller enqueues every upload (behind its piece's event), launch and
     download at once while the threads copy, no copy waits for an enqueue, and each upload starts as soon
     as its piece is there. Without ``staging`` nothing is copied: the uploads read the operands' arrays."""
@@ -239,6 +241,11 @@ class _Copies:
                 offset = start * span.itemsize     # (both contiguous: a copy is one memmove of its bytes)
                 moves.append((_address(place) + offset, _address(span) + offset, (stop - start) * span.itemsize))
                 tasks.append(functools.partial(self._copy, k))
+        native = copier(COPY_THREADS - 1) if tasks else None
+        self._batch = native.start([(*move, self.ready[k][0].int_ptr) for k, move in enumerate(moves)
+                                    if move is not None]) if native is not None else None
+        if self._batch is not None:     # native threads copy every piece and mark its event
+            self._native, tasks, moves = native, [], [None] * len(moves)
         self._moves = moves             # each piece's (to, from, bytes) until it is copied
         self._copies = Background(tasks)
 
@@ -254,13 +261,21 @@ class _Copies:
 
     def join(self) -> None:
         """Copy the pieces no thread has taken, and wait for every copy (raising the first error)."""
+        self._end_native()
         self._copies.join()
+
+    def _end_native(self) -> None:
+        """Wait for the native threads' copies, if they have some (they cannot fail)."""
+        if self._batch is not None:
+            batch, self._batch = self._batch, None
+            self._native.wait(batch)
 
     def close(self) -> None:
         """Wait for the copies under way and start none; then copy, in this thread, each piece not copied
         (after an error or an interrupt), so that the commands already enqueued behind them run on whole
         operands and end. A piece whose copy fails again has its event, and those of the pieces after
         it, marked failed: the commands waiting for them end (failed) rather than never."""
+        self._end_native()
         self._copies.close()
         left = [k for k, move in enumerate(self._moves) if move is not None]
         try:

@@ -1,0 +1,106 @@
+"""Host copies on native threads (``copier.c``, built with the package where a C compiler is found): a
+call's pieces are copied into page-locked memory by threads that spin a while between calls, and the
+thread that ends a piece marks its OpenCL user event complete, so no Python thread has to wake and take
+the GIL. ``copier()`` is None where the library was not built, could not be loaded or the OpenCL library
+is not found; the copy threads of ``shares.copying`` serve then."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+#: How long an idle native thread polls for the next call's copies before it sleeps (OpenMP's threads
+#: spin about as long): calls in quick succession find them awake.
+SPIN_NS = 1_000_000
+#: The OpenCL status of a command that is done.
+COMPLETE = 0
+
+
+class _Piece(ctypes.Structure):
+    _fields_ = [("to", ctypes.c_void_p), ("source", ctypes.c_void_p), ("bytes", ctypes.c_size_t),
+                ("event", ctypes.c_void_p)]
+
+
+class Copier:
+    """A pool of native copy threads. ``start`` begins copying pieces (to, from, bytes, user event or
+    None: addresses of host memory) while the caller goes on; ``wait`` has the caller copy what is left
+    and returns once every piece is copied and its event marked complete. One batch at a time: a caller
+    that finds a batch under way (``start`` returns None) copies its own way."""
+
+    def __init__(self, library: ctypes.CDLL, set_status: int, threads: int) -> None:
+        self._library, self._set_status = library, set_status
+        self._pool = library.copier_new(threads, SPIN_NS)
+        self._busy = threading.Lock()
+
+    def start(self, pieces: Sequence[tuple[int, int, int, int | None]]) -> object | None:
+        """The batch under way, or None where another is (nothing started)."""
+        if not self._busy.acquire(blocking=False):
+            return None
+        array = (_Piece * len(pieces))(*(_Piece(to, source, size, event) for to, source, size, event in pieces))
+        return array, self._library.copier_start(self._pool, array, len(pieces), self._set_status)
+
+    def wait(self, batch: object) -> None:
+        """Copy what no thread has taken of ``batch``, wait for the rest (the GIL released)."""
+        try:
+            self._library.copier_wait(self._pool, batch[1])
+        finally:
+            self._busy.release()
+
+
+def _opencl_library() -> ctypes.CDLL | None:
+    """The OpenCL library pyopencl loaded (its ICD loader), else the system's."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "libOpenCL" in line and "/" in line}
+    except OSError:
+        paths = set()
+    for name in sorted(paths) + [ctypes.util.find_library("OpenCL") or "libOpenCL.so.1"]:
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    return None
+
+
+def _load(threads: int) -> Copier | None:
+    import pyopencl  # noqa: F401  (its OpenCL library loaded first, so that the same one is used)
+
+    built = sorted(Path(__file__).parent.glob("_copier*.so"))
+    opencl = _opencl_library()
+    if not built or opencl is None:
+        return None
+    try:
+        library = ctypes.CDLL(str(built[0]))
+    except OSError:
+        return None
+    library.copier_new.argtypes, library.copier_new.restype = [ctypes.c_int, ctypes.c_long], ctypes.c_void_p
+    library.copier_start.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+    library.copier_start.restype = ctypes.c_void_p
+    library.copier_wait.argtypes, library.copier_wait.restype = [ctypes.c_void_p, ctypes.c_void_p], None
+    set_status = ctypes.cast(opencl.clSetUserEventStatus, ctypes.c_void_p).value
+    return Copier(library, set_status, threads)
+
+
+_copier: list[Copier | None] = []
+_copier_lock = threading.Lock()
+
+
+def copier(threads: int) -> Copier | None:
+    """This process's native copier of ``threads`` threads besides the caller's (made on first use), or
+    None where there is none."""
+    with _copier_lock:
+        if not _copier:
+            _copier.append(_load(threads) if threads > 0 else None)
+        return _copier[0]
+
+
+def _forget() -> None:
+    """In a forked child: the parent's native threads are not there."""
+    _copier.clear()
+
+
+os.register_at_fork(after_in_child=_forget)

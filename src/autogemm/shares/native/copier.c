@@ -1,0 +1,153 @@
+/* Host copies on native threads, for numpy-in, numpy-out calls: the operands' pieces are copied into
+ * page-locked memory by threads that spin a while between calls (as OpenMP's do), so a call's copies
+ * start within microseconds, and each piece's OpenCL user event is marked complete by the thread that
+ * ends its last part, with no Python thread to wake. Python's threads took 0.03 to 0.07 ms each to wake
+ * and get the GIL: on the H100's host a 4 MiB copy took 0.46 ms in the calling thread alone, where
+ * torch's native threads copy it in 0.02 ms.
+ *
+ * No Python API: loaded with ctypes (which releases the GIL around each call), so one build serves every
+ * Python. A batch is a list of pieces (to, from, bytes, event), cut into parts of at most PART_BYTES
+ * taken in order by the pool's threads and the caller of copier_wait.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PART_BYTES ((size_t)1 << 19)
+
+typedef int32_t (*set_status_fn)(void *event, int32_t status);
+
+typedef struct {
+    char *to;
+    const char *from;
+    size_t bytes;
+    void *event;             /* a cl_event marked complete (status 0) once copied, or NULL */
+} piece;
+
+typedef struct {
+    const piece *pieces;
+    int count;
+    int parts;               /* in all */
+    int *first_part;         /* of each piece, and parts[count] */
+    atomic_int *left;        /* parts of each piece not yet copied */
+    atomic_int next;         /* the next part to take */
+    atomic_int done;         /* parts copied */
+    set_status_fn set_status;
+} batch;
+
+typedef struct {
+    pthread_t *threads;
+    int count;
+    long spin_ns;            /* how long an idle thread polls for work before it sleeps */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    batch *_Atomic current;  /* the batch being copied, or NULL */
+    atomic_long generation;  /* counts batches: a thread takes each once */
+    atomic_int sleeping;
+    atomic_int active;       /* threads that may hold ``current`` */
+    atomic_int stop;
+} pool;
+
+static long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+/* Take and copy parts of b until none is left. */
+static void copy_parts(batch *b) {
+    for (;;) {
+        int part = atomic_fetch_add(&b->next, 1);
+        if (part >= b->parts) return;
+        int k = 0;
+        while (b->first_part[k + 1] <= part) ++k;          /* few pieces: a scan is enough */
+        const piece *p = &b->pieces[k];
+        size_t start = (size_t)(part - b->first_part[k]) * PART_BYTES;
+        size_t bytes = p->bytes - start < PART_BYTES ? p->bytes - start : PART_BYTES;
+        if (bytes) memcpy(p->to + start, p->from + start, bytes);
+        if (atomic_fetch_sub(&b->left[k], 1) == 1 && p->event && b->set_status)
+            b->set_status(p->event, 0);
+        atomic_fetch_add(&b->done, 1);
+    }
+}
+
+static void *run(void *arg) {
+    pool *pl = arg;
+    long seen = 0;
+    while (!atomic_load(&pl->stop)) {
+        long idle_since = now_ns();
+        while (atomic_load(&pl->generation) == seen && !atomic_load(&pl->stop)) {
+            if (now_ns() - idle_since < pl->spin_ns) continue;
+            pthread_mutex_lock(&pl->lock);
+            atomic_fetch_add(&pl->sleeping, 1);
+            while (atomic_load(&pl->generation) == seen && !atomic_load(&pl->stop))
+                pthread_cond_wait(&pl->wake, &pl->lock);
+            atomic_fetch_sub(&pl->sleeping, 1);
+            pthread_mutex_unlock(&pl->lock);
+        }
+        seen = atomic_load(&pl->generation);
+        atomic_fetch_add(&pl->active, 1);               /* before taking the batch: copier_wait waits */
+        batch *b = atomic_load(&pl->current);
+        if (b) copy_parts(b);
+        atomic_fetch_sub(&pl->active, 1);
+    }
+    return NULL;
+}
+
+/* A pool of ``threads`` threads that poll for work ``spin_ns`` after their last before they sleep. */
+void *copier_new(int threads, long spin_ns) {
+    pool *pl = calloc(1, sizeof(pool));
+    if (!pl) return NULL;
+    pl->threads = calloc((size_t)(threads > 0 ? threads : 1), sizeof(pthread_t));
+    pl->spin_ns = spin_ns;
+    pthread_mutex_init(&pl->lock, NULL);
+    pthread_cond_init(&pl->wake, NULL);
+    for (int i = 0; i < threads; ++i) {
+        if (pthread_create(&pl->threads[i], NULL, run, pl) != 0) break;
+        pl->count = i + 1;
+    }
+    return pl;
+}
+
+/* Start copying count pieces (the pool's threads take their parts at once); copier_wait ends it. One
+ * batch at a time per pool: the caller serializes them. */
+void *copier_start(void *handle, const piece *pieces, int count, set_status_fn set_status) {
+    pool *pl = handle;
+    batch *b = calloc(1, sizeof(batch));
+    b->first_part = calloc((size_t)count + 1, sizeof(int));
+    b->left = calloc((size_t)count + 1, sizeof(atomic_int));
+    b->pieces = pieces;
+    b->count = count;
+    b->set_status = set_status;
+    for (int k = 0; k < count; ++k) {
+        int parts = (int)((pieces[k].bytes + PART_BYTES - 1) / PART_BYTES);
+        if (parts == 0) parts = 1;                      /* an empty piece still marks its event */
+        b->first_part[k + 1] = b->first_part[k] + parts;
+        atomic_init(&b->left[k], parts);
+    }
+    b->parts = b->first_part[count];
+    atomic_store(&pl->current, b);
+    atomic_fetch_add(&pl->generation, 1);
+    if (atomic_load(&pl->sleeping)) {
+        pthread_mutex_lock(&pl->lock);
+        pthread_cond_broadcast(&pl->wake);
+        pthread_mutex_unlock(&pl->lock);
+    }
+    return b;
+}
+
+/* Copy what no thread has taken yet, wait until every part is copied, and free the batch. */
+void copier_wait(void *handle, void *started) {
+    pool *pl = handle;
+    batch *b = started;
+    copy_parts(b);
+    while (atomic_load(&b->done) < b->parts) { }
+    atomic_store(&pl->current, NULL);
+    while (atomic_load(&pl->active)) { }                /* no thread holds b any more */
+    free(b->first_part);
+    free(b->left);
+    free(b);
+}
