@@ -219,3 +219,33 @@ def test_numpy_in_numpy_out_copies_its_pieces_on_native_threads(native, ctx, mon
     for _ in range(3):
         assert relative_error(autogemm.gemm(a, b, device=ctx.device), a @ b) < dt.tolerance
     assert len(started) == 3 and min(started) > 2                 # every call, in several pieces
+
+
+def test_native_batches_in_quick_succession_from_several_threads_each_copy_right(native):
+    """Batches one after the other, from four threads at once (one batch runs at a time; a caller turned
+    away copies its own way), sizes from nothing to several parts: every copy right."""
+    rng = np.random.default_rng(2)
+    src = rng.random(2**19)
+    errors = []
+
+    def caller(seed):
+        sizes = np.random.default_rng(seed).integers(0, src.size, 100)
+        dst = np.empty_like(src)
+        try:
+            for size in sizes:
+                dst[:size] = np.nan
+                batch = native.start([(dst.ctypes.data, src.ctypes.data, int(size) * 8, None)])
+                if batch is None:
+                    copying.copy_into(dst[:size], src[:size])
+                else:
+                    native.wait(batch)
+                assert np.array_equal(dst[:size], src[:size])
+        except BaseException as error:      # reported by the main thread
+            errors.append(error)
+
+    callers = [threading.Thread(target=caller, args=(seed,)) for seed in range(4)]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join(60)
+    assert not errors and not any(t.is_alive() for t in callers)

@@ -51,6 +51,15 @@ typedef struct {
     atomic_int stop;
 } pool;
 
+/* A hint to the core that this thread is polling (it yields to its hyperthread sibling). */
+static inline void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 static long now_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -80,7 +89,10 @@ static void *run(void *arg) {
     while (!atomic_load(&pl->stop)) {
         long idle_since = now_ns();
         while (atomic_load(&pl->generation) == seen && !atomic_load(&pl->stop)) {
-            if (now_ns() - idle_since < pl->spin_ns) continue;
+            if (now_ns() - idle_since < pl->spin_ns) {
+                relax();
+                continue;
+            }
             pthread_mutex_lock(&pl->lock);
             atomic_fetch_add(&pl->sleeping, 1);
             while (atomic_load(&pl->generation) == seen && !atomic_load(&pl->stop))
@@ -144,9 +156,9 @@ void copier_wait(void *handle, void *started) {
     pool *pl = handle;
     batch *b = started;
     copy_parts(b);
-    while (atomic_load(&b->done) < b->parts) { }
+    while (atomic_load(&b->done) < b->parts) relax();
     atomic_store(&pl->current, NULL);
-    while (atomic_load(&pl->active)) { }                /* no thread holds b any more */
+    while (atomic_load(&pl->active)) relax();           /* no thread holds b any more */
     free(b->first_part);
     free(b->left);
     free(b);
