@@ -19,6 +19,8 @@ from typing import TypeVar
 
 import numpy as np
 
+from .native import copier
+
 #: Threads copying between numpy arrays and page-locked memory, the caller's own among them: half the
 #: cores, at most 16. On the H100's 16-core host one thread copied 10 GB/s, 6 to 8 threads 30 to 47 GB/s,
 #: and 12 or more did worse than 8 (the GIL each takes to start its copy is passed on one at a time).
@@ -217,13 +219,20 @@ def _collect(slots: list[_Slot], raising: bool = True) -> list:
 
 
 def parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
-    """``dst[...] = src`` for arrays of one shape, by up to ``COPY_THREADS`` threads: over equal byte ranges
+    """``dst[...] = src`` for arrays of one shape, by up to ``COPY_THREADS`` threads: the native ones where
+    both are contiguous and they are free (``shares.native``), else the helpers, over equal byte ranges
     where both are contiguous, else over ranges of rows."""
     if src.nbytes < THREADED_BYTES or COPY_THREADS == 1 or len(src) < 2:
         copy_into(dst, src)
         return
     if dst.flags.c_contiguous and src.flags.c_contiguous:
         dst, src = dst.reshape(-1), src.reshape(-1)
+        native = copier(COPY_THREADS - 1)
+        batch = native.start([(dst.ctypes.data, src.ctypes.data, src.nbytes, None)]) if native is not None \
+            and dst.dtype == src.dtype else None
+        if batch is not None:
+            native.wait(batch)
+            return
     parts = max(min(COPY_THREADS, src.nbytes // PART_BYTES), src.nbytes // LARGEST_PART_BYTES)
     parts = max(1, min(len(src), parts))
     bounds = np.linspace(0, len(src), parts + 1).astype(int)
