@@ -249,3 +249,11 @@ def test_native_batches_in_quick_succession_from_several_threads_each_copy_right
     for t in callers:
         t.join(60)
     assert not errors and not any(t.is_alive() for t in callers)
+
+
+def test_the_native_copies_are_off_where_the_environment_says_0(native, monkeypatch):
+    from autogemm.shares import native as native_module
+
+    monkeypatch.setattr(native_module, "_copier", [])
+    monkeypatch.setenv(native_module.NATIVE_ENV, "0")
+    assert native_module.copier(2) is None

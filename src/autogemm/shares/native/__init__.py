@@ -2,7 +2,9 @@
 call's pieces are copied into page-locked memory by threads that spin a while between calls, and the
 thread that ends a piece marks its OpenCL user event complete, so no Python thread has to wake and take
 the GIL. ``copier()`` is None where the library was not built, could not be loaded or the OpenCL library
-is not found; the copy threads of ``shares.copying`` serve then."""
+is not found, or ``AUTOGEMM_NATIVE_COPIES`` is 0 (for a host that needs its cores more than these copies
+need a quick start: the threads poll for ``SPIN_NS`` after each call); the copy threads of
+``shares.copying`` serve then."""
 
 from __future__ import annotations
 
@@ -16,8 +18,8 @@ from pathlib import Path
 #: How long an idle native thread polls for the next call's copies before it sleeps (OpenMP's threads
 #: spin about as long): calls in quick succession find them awake.
 SPIN_NS = 1_000_000
-#: The OpenCL status of a command that is done.
-COMPLETE = 0
+#: The environment variable that turns the native copies off where it is 0.
+NATIVE_ENV = "AUTOGEMM_NATIVE_COPIES"
 
 
 class _Piece(ctypes.Structure):
@@ -94,7 +96,8 @@ def copier(threads: int) -> Copier | None:
     None where there is none."""
     with _copier_lock:
         if not _copier:
-            _copier.append(_load(threads) if threads > 0 else None)
+            wanted = threads > 0 and os.environ.get(NATIVE_ENV, "1").strip() != "0"
+            _copier.append(_load(threads) if wanted else None)
         return _copier[0]
 
 
