@@ -267,7 +267,9 @@ def test_bench_dask_times_every_path_and_checks_it(tmp_path):
                                     "--workers", "1", "--runs", "1", "--json", str(path)])
     assert out.exit_code == 0, out.output
     assert all(name in out.output for name in ("autogemm.dask", "autogemm.gemm", "dask numpy", "dask cupy"))
-    rows = {r["path"]: r for r in json.loads(path.read_text())["results"]}
+    written = json.loads(path.read_text())
+    assert written["command"].startswith("autogemm") and "commit" in written      # what made it
+    rows = {r["path"]: r for r in written["results"]}
     for name in ("autogemm.dask", "autogemm.gemm", "dask numpy"):
         assert rows[name]["seconds"] > 0 and rows[name]["error"] < 1e-12 and not rows[name]["note"]
     assert rows["dask cupy"]["seconds"] or rows["dask cupy"]["note"].startswith("not installed")

@@ -111,11 +111,13 @@ def cell(value: float | None, spec: str = ".3g") -> str:
 
 
 def write_results(path: Path | None, data: dict) -> None:
-    """Write a command's results as JSON to ``path`` (when given); a clear error and exit if it
-    cannot be written."""
+    """Write a command's results as JSON to ``path`` (when given), with what made them (the command line
+    and autogemm's commit: ``bench.report.provenance``); a clear error and exit if it cannot be written."""
     if not path:
         return
+    from ..bench.report import provenance
+
     try:
-        path.write_text(json.dumps(data, indent=1))
+        path.write_text(json.dumps({**provenance(), **data}, indent=1))
     except OSError as exc:
         fail(str(exc))
