@@ -107,6 +107,15 @@ def _case(dtype: str, n: int, rates: dict[str, float | None]) -> CaseResult:
     return case
 
 
+def test_a_peer_missing_on_every_problem_takes_one_line_and_a_wrong_result_one_per_problem():
+    cases = [_case("s", n, {AUTOGEMM: 2.0, "cuBLAS": None, "CLBlast": 1.0}) for n in (64, 128, 256, 512)]
+    for case in cases:
+        case.measurements[1].note = "not available"
+    cases[1].measurements[2] = Measurement("CLBlast", 1.0, None, 0.5, False)
+    assert report.failures(cases) == ["cuBLAS: not available (4 problems)",
+                                      "CLBlast: wrong (relative error 0.5) (s 128x128x128 NN)"]
+
+
 def test_geometric_means_pair_end_to_end_with_end_to_end():
     cases = [_case("s", 64, {AUTOGEMM: 2.0, "autogemm e2e": 1.0, "cuBLAS": 4.0, "cuBLAS e2e": 0.5}),
              _case("s", 128, {AUTOGEMM: 8.0, "autogemm e2e": 2.0, "cuBLAS": 4.0, "cuBLAS e2e": None})]

@@ -108,10 +108,17 @@ def table(cases: Sequence[CaseResult], title: str, peer_rates: bool = True, rate
 
 
 def failures(cases: Sequence[CaseResult]) -> list[str]:
-    """A line per implementation that failed or computed a wrong result (the table says which only):
-    the problem, the implementation and why."""
-    return [f"{case.dtype} {case.shape.label}, {m.name}: {m.note or f'wrong (relative error {m.error:.2g})'}"
-            for case in cases for m in case.measurements if not m.correct]
+    """A line per implementation and reason that it failed or computed a wrong result (the table says
+    which only): the implementation, why, and the problems (their count past three), so that a peer
+    missing on this machine takes one line, not one per problem."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for case in cases:
+        for m in case.measurements:
+            if not m.correct:
+                why = m.note or f"wrong (relative error {m.error:.2g})"
+                found.setdefault((m.name, why), []).append(f"{case.dtype} {case.shape.label}")
+    return [f"{name}: {why} ({', '.join(problems) if len(problems) <= 3 else f'{len(problems)} problems'})"
+            for (name, why), problems in found.items()]
 
 
 def provenance() -> dict:
