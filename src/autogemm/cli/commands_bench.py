@@ -99,7 +99,8 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
     except AutogemmError as exc:
         fail(str(exc))
     origin = profile_origin(dev, profile)
-    console.print(f"bench on {dev.label}; profile: {origin}", highlight=False)
+    console.print(f"bench on {dev.label}", highlight=False)      # (a long name on a line of its own)
+    console.print(f"profile: {origin}", highlight=False)
     meta = {"device": dev.name.strip(), "driver": dev.driver_version.strip(), "fingerprint": dev.fingerprint,
             "autogemm": __version__, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "runs": runs, "profile": profile.created if profile else None, "profile_origin": origin,
