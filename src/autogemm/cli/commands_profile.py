@@ -67,13 +67,14 @@ def list_command(as_json: bool) -> None:
         if isinstance(item, ProfileError):
             found.append({"file": source, "error": str(item).split(": ", 1)[-1]})
             continue
-        tuned = ([f"{'gemv ' if section == GEMV_CLASSES else ''}{key}:{'/'.join(e.name for e in entries)}"
+        # (no spaces within an item, so that a folded cell breaks between items only)
+        tuned = ([f"{key}{'gemv' if section == GEMV_CLASSES else ''}:{'/'.join(e.name for e in entries)}"
                   for section in (CLASSES, GEMV_CLASSES) for key, entries in item.table(section).items()]
-                 + [f"{len(entries)} {key} shapes" for key, entries in item.shapes.items()]
-                 + [f"hybrid {key}:{'/'.join(str(e.shape[0]) for e in entries)}"
+                 + [f"{key}:{len(entries)}-shapes" for key, entries in item.shapes.items()]
+                 + [f"hybrid-{key}:{'/'.join(str(e.shape[0]) for e in entries)}"
                     for key, entries in item.hybrid.items()]
-                 + [f"{key} predictor" for key in item.predictors]
-                 + [f"cuda {key}:{'/'.join(e.name for e in entries)}" for key, entries in item.cuda.items()])
+                 + [f"{key}:predictor" for key in item.predictors]
+                 + [f"cuda-{key}:{'/'.join(e.name for e in entries)}" for key, entries in item.cuda.items()])
         found.append({"device": item.device_name, "fingerprint": item.device_fingerprint,
                       "here": _device_named(item.device_fingerprint, listed), "created": item.created,
                       "tuned": tuned, "file": source})
