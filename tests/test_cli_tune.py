@@ -176,3 +176,13 @@ def test_a_run_past_its_time_skips_the_classes_still_to_come_and_says_so(invoke)
     skipped = out.output.partition("not tuned")[2]
     assert "sgemm skinny" in skipped and "sgemm predictor" in skipped, out.output
     assert "s small" in out.output.partition("not tuned")[0]     # the first, whatever the budget
+
+
+def test_the_classes_run_in_rounds_over_the_dtypes(invoke):
+    """Every dtype's first class before any dtype's second: with a budget spent after the first step,
+    the rest are listed in that order (d's first class before s's second)."""
+    out = invoke("tune", "--quick", "--dtype", "s,d", "--budget", "1s", "--size-class", "small",
+                 "--size-class", "skinny")
+    assert out.exit_code == 0, out.output
+    skipped = " ".join(out.output.partition("not tuned")[2].split())
+    assert skipped.index("dgemm small") < skipped.index("sgemm skinny") < skipped.index("dgemm skinny"), out.output

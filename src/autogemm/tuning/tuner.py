@@ -1,6 +1,7 @@
 """``tune``: search the kernel families of a device per dtype and size class, and keep the best in its profile.
 
-For each dtype and size class (``scope``): the pruned space of each registered family of the
+For each dtype and size class (``scope``; in rounds over the dtypes, each one's first class, then each
+one's next, the predictors last): the pruned space of each registered family of the
 class's routine that the device can run (``codelets.<family>.space``: for GEMM simt everywhere, subgroup
 where it offers a shuffle, nvidia_mma where it has tensor-core instructions for the dtype; for GEMV the
 gemv codelets of the class's layout) with the multiply-add form the FMA micro-benchmark chose, an
@@ -158,56 +159,57 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                     for dt in dtypes}
         with_predictor = shapes is None and (not classes or PREDICTOR in classes)
         cuda = {dt: cuda_target(device, dt)[0] for dt in dtypes}    # None: no CUDA kernels or no Hopper GPU
-        schedule = Schedule(budget, [
-            step for dt, dt_sizes in plan.items()
-            for step in [step for size in dt_sizes for step in _steps(size, cuda[dt] is not None)]
-            + ([((PREDICTOR, False), CLASS_SHARES[PREDICTOR])] if with_predictor else [])], started)
-        for dt, dt_sizes in plan.items():
-            real = "d" if dt.needs_fp64 else "s"
-            facts = SpaceFacts(device, dt, {w: macs.get(f"{real}{w}", "fma") for w in widths}, instructions)
-            gemm_spaces: list = []
-            skinny_spaces: list = []
-            for size in dt_sizes:
-                on_cuda = cuda[dt] is not None and _on_cuda(size)
-                if schedule.spent():
-                    schedule.skip()
-                    listener.skipped(dt, size)
-                    if on_cuda:
-                        schedule.skip()
-                    continue
-                share, deadline = schedule.begin()
-                if size.skinny:
-                    skinny_spaces = skinny_spaces or searched_spaces(replace(facts, skinny=True), GEMM,
-                                                                     default_params(device, dt), enumerator)
-                    spaces = skinny_spaces
-                elif size.routine == GEMM:
-                    gemm_spaces = gemm_spaces or searched_spaces(facts, GEMM, default_params(device, dt), enumerator)
-                    spaces = gemm_spaces
-                else:
-                    spaces = searched_spaces(replace(facts, layout=size.layout, vectors=size.k), GEMV,
-                                             replace(GEMV_DEFAULTS[size.layout], vectors=size.k), enumerator)
-                before = prior.entry(dt.key, size.name, size.section, size.shape if size.exact else None) \
-                    if prior else None
-                known = [r.config for r in before.ranked] if before else []
-                if prior is not None and (size.exact or before is None):
-                    # and what the profile would choose for it: a new class starts from no worse
-                    chosen = candidates(device, _problem(dt, size), EXACT_CANDIDATES) if size.routine == GEMM else \
-                        [e.ranked[0].config for e in prior.gemv_entries(dt.key, size.layout)]
-                    known += [c for c in chosen if c not in known]
-                entry, searched = _tune_class(worker, dt, size, spaces, share, deadline, strategy, fresh, top,
-                                              listener, seed, known)
-                if entry is not None:
-                    profile = profile.with_entry(dt.key, entry, size.section)
-                    if write:
-                        save(profile)
-                    if size.routine == GEMM and not size.skinny:   # searches with a start begin the next class here
-                        best = entry.ranked[0].config
-                        gemm_spaces = [(space, start if start is None else start_point(space, best) or start)
-                                       for space, start in gemm_spaces]
-                schedule.end(searched)
+        order = _breadth_first(plan)
+        schedule = Schedule(budget, [step for dt, size in order for step in _steps(size, cuda[dt] is not None)]
+                            + [((PREDICTOR, False), CLASS_SHARES[PREDICTOR]) for _ in plan if with_predictor],
+                            started)
+        facts = {dt: SpaceFacts(device, dt, {w: macs.get(f"{'d' if dt.needs_fp64 else 's'}{w}", "fma")
+                                             for w in widths}, instructions) for dt in plan}
+        gemm_spaces: dict[Dtype, list] = {dt: [] for dt in plan}       # each dtype's, made once
+        skinny_spaces: dict[Dtype, list] = {dt: [] for dt in plan}
+        for dt, size in order:
+            on_cuda = cuda[dt] is not None and _on_cuda(size)
+            if schedule.spent():
+                schedule.skip()
+                listener.skipped(dt, size)
                 if on_cuda:
-                    profile = _tune_on_cuda(cuda[dt], device, dt, size, profile, prior, schedule, strategy, seed,
-                                            fresh, listener, write)
+                    schedule.skip()
+                continue
+            share, deadline = schedule.begin()
+            if size.skinny:
+                skinny_spaces[dt] = skinny_spaces[dt] or searched_spaces(replace(facts[dt], skinny=True), GEMM,
+                                                                         default_params(device, dt), enumerator)
+                spaces = skinny_spaces[dt]
+            elif size.routine == GEMM:
+                gemm_spaces[dt] = gemm_spaces[dt] or searched_spaces(facts[dt], GEMM, default_params(device, dt),
+                                                                     enumerator)
+                spaces = gemm_spaces[dt]
+            else:
+                spaces = searched_spaces(replace(facts[dt], layout=size.layout, vectors=size.k), GEMV,
+                                         replace(GEMV_DEFAULTS[size.layout], vectors=size.k), enumerator)
+            before = prior.entry(dt.key, size.name, size.section, size.shape if size.exact else None) \
+                if prior else None
+            known = [r.config for r in before.ranked] if before else []
+            if prior is not None and (size.exact or before is None):
+                # and what the profile would choose for it: a new class starts from no worse
+                chosen = candidates(device, _problem(dt, size), EXACT_CANDIDATES) if size.routine == GEMM else \
+                    [e.ranked[0].config for e in prior.gemv_entries(dt.key, size.layout)]
+                known += [c for c in chosen if c not in known]
+            entry, searched = _tune_class(worker, dt, size, spaces, share, deadline, strategy, fresh, top,
+                                          listener, seed, known)
+            if entry is not None:
+                profile = profile.with_entry(dt.key, entry, size.section)
+                if write:
+                    save(profile)
+                if size.routine == GEMM and not size.skinny:   # searches with a start begin the next class here
+                    best = entry.ranked[0].config
+                    gemm_spaces[dt] = [(space, start if start is None else start_point(space, best) or start)
+                                       for space, start in gemm_spaces[dt]]
+            schedule.end(searched)
+            if on_cuda:
+                profile = _tune_on_cuda(cuda[dt], device, dt, size, profile, prior, schedule, strategy, seed,
+                                        fresh, listener, write)
+        for dt in plan:
             if shapes is not None and dt.key in profile.predictors:
                 # the shapes tuned exactly are samples for the rest too
                 profile = profile.with_predictor(dt.key, predictor.merged(
@@ -237,6 +239,14 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                         save(profile)
                 schedule.end(searched)
     return profile
+
+
+def _breadth_first(plan: dict[Dtype, tuple[SizeClass, ...]]) -> list[tuple[Dtype, SizeClass]]:
+    """The classes of ``plan`` (each dtype's, most used first) in rounds: every dtype's first class, then
+    every dtype's second, and so on, so that a budget spent before the end (a quick tune of a small CPU)
+    has left each dtype's most used classes tuned rather than some dtypes none."""
+    rounds = max((len(sizes) for sizes in plan.values()), default=0)
+    return [(dt, sizes[r]) for r in range(rounds) for dt, sizes in plan.items() if r < len(sizes)]
 
 
 def _steps(size: SizeClass, cuda: bool) -> list[tuple[tuple[str, bool], float]]:
