@@ -227,9 +227,8 @@ def parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
         return
     if dst.flags.c_contiguous and src.flags.c_contiguous:
         dst, src = dst.reshape(-1), src.reshape(-1)
-        native = copier(COPY_THREADS - 1)
-        batch = native.start([(dst.ctypes.data, src.ctypes.data, src.nbytes, None)]) if native is not None \
-            and dst.dtype == src.dtype else None
+        native = copier(COPY_THREADS - 1) if dst.dtype == src.dtype else None
+        batch = native and native.start([(dst.ctypes.data, src.ctypes.data, src.nbytes, None)])
         if batch is not None:
             native.wait(batch)
             return
