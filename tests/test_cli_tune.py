@@ -173,16 +173,19 @@ def test_a_run_past_its_time_skips_the_classes_still_to_come_and_says_so(invoke)
     out = invoke("tune", "--quick", "--dtype", "s", "--budget", "1s", "--size-class", "small",
                  "--size-class", "skinny", "--size-class", "predictor")
     assert out.exit_code == 0, out.output
-    skipped = out.output.partition("not tuned")[2]
-    assert "sgemm skinny" in skipped and "sgemm predictor" in skipped, out.output
+    skipped = " ".join(out.output.partition("not tuned")[2].split())
+    assert "gemm skinny 64x256x256, predictor (s)" in skipped, out.output
     assert "s small" in out.output.partition("not tuned")[0]     # the first, whatever the budget
 
 
-def test_the_classes_run_in_rounds_over_the_dtypes(invoke):
+def test_the_classes_run_in_rounds_over_the_dtypes(invoke, tmp_path):
     """Every dtype's first class before any dtype's second: with a budget spent after the first step,
-    the rest are listed in that order (d's first class before s's second)."""
+    the rest are left in that order (d's first class before s's second), and the log names each class
+    once with its dtypes."""
     out = invoke("tune", "--quick", "--dtype", "s,d", "--budget", "1s", "--size-class", "small",
-                 "--size-class", "skinny")
+                 "--size-class", "skinny", "--json", str(tmp_path / "tune.json"))
     assert out.exit_code == 0, out.output
+    assert json.loads((tmp_path / "tune.json").read_text())["not_tuned"] == [
+        "dgemm small 64^3", "sgemm skinny 64x256x256", "dgemm skinny 64x256x256"]
     skipped = " ".join(out.output.partition("not tuned")[2].split())
-    assert skipped.index("dgemm small") < skipped.index("sgemm skinny") < skipped.index("dgemm skinny"), out.output
+    assert "gemm small 64^3 (d); gemm skinny 64x256x256 (s, d)" in skipped, out.output

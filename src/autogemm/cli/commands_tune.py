@@ -50,6 +50,7 @@ class ProgressListener(TuneListener):
         self.rows: list[tuple] = []
         self.cuda_rows: list[tuple[Dtype, SizeClass, CudaEntry | None]] = []
         self.not_tuned: list[str] = []
+        self.not_tuned_classes: dict[str, list[str]] = {}      # the same, a class's dtypes together
 
     def fma_done(self, results: list[FmaResult]) -> None:
         chosen = ", ".join(f"{'float' if r.real == 's' else 'double'}{r.vector_width if r.vector_width > 1 else ''}:"
@@ -75,6 +76,9 @@ class ProgressListener(TuneListener):
 
     def skipped(self, dtype: Dtype, size: SizeClass | None) -> None:
         self.not_tuned.append(f"{dtype.routine} predictor" if size is None else f"{_label(dtype, size)} {_shape(size)}")
+        kind = "predictor" if size is None else _label(dtype, size).replace(dtype.routine, "gemm").replace(
+            f"{dtype.letter}gemv", "gemv") + ("" if _is_gemv(size) else f" {_shape(size)}")
+        self.not_tuned_classes.setdefault(kind, []).append(dtype.key)
 
     def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None,
                        objectives: list[Objective], rejected: list[tuple[KernelParams, str]]) -> None:
@@ -169,6 +173,18 @@ def summary(records: list[dict]) -> tuple[Table, list[str]]:
 
 def _is_gemv(size: SizeClass) -> bool:
     return size.routine == GEMV
+
+
+def _by_dtypes(classes: dict[str, list[str]]) -> str:
+    """Classes and their dtypes, those of the same dtypes together in one group: 'gemv T square, gemv T
+    long (s, d, c, z); predictor (s, d)'."""
+    groups: list[tuple[list[str], list[str]]] = []
+    for kind, keys in classes.items():
+        if groups and groups[-1][1] == keys:
+            groups[-1][0].append(kind)
+        else:
+            groups.append(([kind], keys))
+    return "; ".join(f"{', '.join(kinds)} ({', '.join(keys)})" for kinds, keys in groups)
 
 
 def _label(dtype: Dtype, size: SizeClass) -> str:
@@ -286,7 +302,7 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
     if listener.not_tuned:
         console.print(f"[yellow]not tuned[/yellow], the budget spent before their turn (they keep what the "
                       f"profile chose for them; a larger --budget tunes them, reusing the measurements in "
-                      f"the checkpoints): {', '.join(listener.not_tuned)}", highlight=False)
+                      f"the checkpoints): {_by_dtypes(listener.not_tuned_classes)}", highlight=False)
     console.print(f"profile: {path_for(dev.fingerprint)}", highlight=False)
     write_results(json_path, {"device": dev.name.strip(), "fingerprint": dev.fingerprint, "budget": limit.describe(),
                               "profile": str(path_for(dev.fingerprint)), "tuned": records, "cuda": on_cuda,
