@@ -19,6 +19,8 @@ from ..dtypes import get_dtype
 from ..errors import ArgumentError, AutogemmError
 from ..profiles import profile_for, profile_origin
 from ..runtime import context_for
+from ..shares.copying import COPY_THREADS
+from ..shares.native import copier
 from . import main
 from .common import console, fail, select_device
 
@@ -104,7 +106,10 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
     meta = {"device": dev.name.strip(), "driver": dev.driver_version.strip(), "fingerprint": dev.fingerprint,
             "autogemm": __version__, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "runs": runs, "profile": profile.created if profile else None, "profile_origin": origin,
-            **provenance()}
+            "host_copies": None if dev.shares_host_memory else            # (into page-locked memory, by)
+            "native threads" if copier(COPY_THREADS - 1) else "Python threads", **provenance()}
+    if end_to_end and meta["host_copies"]:
+        console.print(f"host copies into page-locked memory: {meta['host_copies']}", highlight=False)
     cases = []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:
