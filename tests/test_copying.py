@@ -257,3 +257,22 @@ def test_the_native_copies_are_off_where_the_environment_says_0(native, monkeypa
     monkeypatch.setattr(native_module, "_copier", [])
     monkeypatch.setenv(native_module.NATIVE_ENV, "0")
     assert native_module.copier(2) is None
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_numpy_products_copy_their_operands_on_native_threads(native, ctx, monkeypatch):
+    """A GPU with memory of its own: numpy in, numpy out, each staged piece copied by the native
+    threads (no Python copy), right for every dtype, as large as row blocks and pipelined pieces make
+    it."""
+    import autogemm
+    from autogemm.accuracy import random_matrix, relative_error
+    from autogemm.api import transfer
+    from autogemm.dtypes import DTYPES
+
+    monkeypatch.setattr(transfer, "memmove", lambda *args: pytest.fail("copied by a Python thread"))
+    rng = np.random.default_rng(7)
+    for key, n in (("s", 1500), ("d", 1024), ("c", 700), ("z", 513)):
+        dt = DTYPES[key]
+        a, b = random_matrix(rng, dt, (n, n + 3)), random_matrix(rng, dt, (n + 3, n - 5))
+        got = autogemm.gemm(a, b, device=ctx.device, backend="opencl")
+        assert relative_error(got, a.astype(dt.reference_numpy) @ b) < dt.tolerance
