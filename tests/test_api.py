@@ -179,7 +179,7 @@ def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx,
     monkeypatch.setattr(transfer, "PIECE_BYTES", 256)
     monkeypatch.setattr(transfer, "PIPELINE_BYTES", 1000)         # a, b and c in several parts
     monkeypatch.setattr(copying, "COPY_THREADS", 3)               # copied by several threads
-    monkeypatch.setattr(transfer, "copier", lambda threads: None)     # Python's (test_copying: native ones)
+    monkeypatch.setattr(transfer, "native_copier", lambda: None)     # Python's (test_copying: native ones)
     rng = np.random.default_rng(3)
     dt = DTYPES["d"]
     a, b = random_matrix(rng, dt, (70, 45)), random_matrix(rng, dt, (45, 33))
@@ -268,7 +268,7 @@ def test_a_copy_that_fails_reaches_the_caller_and_leaves_nothing_waiting(ctx, mo
     monkeypatch.setattr(transfer, "PIECE_BYTES", 1024)
     monkeypatch.setattr(transfer, "PIPELINE_BYTES", 1024)
     monkeypatch.setattr(copying, "COPY_THREADS", 3)
-    monkeypatch.setattr(transfer, "copier", lambda threads: None)     # Python's threads (memmove)
+    monkeypatch.setattr(transfer, "native_copier", lambda: None)     # Python's threads (memmove)
     monkeypatch.setattr(gemm_module, "BLOCK_TILES", 1e-4)
     monkeypatch.setattr(gemm_module, "BLOCK_ROWS", 16)
     dt = DTYPES["s"]

@@ -28,8 +28,7 @@ import pyopencl as cl
 from ..runtime import DeviceContext
 from ..runtime.cuda import CudaContext
 from ..runtime.memory import check_memory
-from ..shares.copying import COPY_THREADS, Background, parallel_copy
-from ..shares.native import copier
+from ..shares.copying import COPY_THREADS, Background, native_copier, parallel_copy
 from ..shares.staging import page_locked, result_pool
 from .operands import Matrix, Stored, on_device
 
@@ -241,7 +240,7 @@ class _Copies:
                 offset = start * span.itemsize     # (both contiguous: a copy is one memmove of its bytes)
                 moves.append((_address(place) + offset, _address(span) + offset, (stop - start) * span.itemsize))
                 tasks.append(functools.partial(self._copy, k))
-        native = copier(COPY_THREADS - 1) if tasks else None
+        native = native_copier() if tasks else None
         self._batch = native.start([(*move, self.ready[k][0].int_ptr) for k, move in enumerate(moves)
                                     if move is not None]) if native is not None else None
         if self._batch is not None:     # native threads copy every piece and mark its event

@@ -18,9 +18,8 @@ from ..bench.shapes import LAYOUTS, SUITES, read_shapes, square_sweep
 from ..dtypes import get_dtype
 from ..errors import ArgumentError, AutogemmError
 from ..profiles import profile_for, profile_origin
-from ..runtime import context_for
-from ..shares.copying import COPY_THREADS
-from ..shares.native import copier
+from ..runtime import Device, context_for
+from ..shares.copying import native_copier
 from . import main
 from .common import console, fail, select_device
 
@@ -106,8 +105,7 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
     meta = {"device": dev.name.strip(), "driver": dev.driver_version.strip(), "fingerprint": dev.fingerprint,
             "autogemm": __version__, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "runs": runs, "profile": profile.created if profile else None, "profile_origin": origin,
-            "host_copies": None if dev.shares_host_memory else            # (into page-locked memory, by)
-            "native threads" if copier(COPY_THREADS - 1) else "Python threads", **provenance()}
+            "host_copies": _host_copies(dev), **provenance()}
     if end_to_end and meta["host_copies"]:
         console.print(f"host copies into page-locked memory: {meta['host_copies']}", highlight=False)
     cases = []
@@ -140,6 +138,14 @@ def _write(writer: Callable[[], None]) -> None:
         writer()
     except (AutogemmError, OSError) as exc:
         fail(str(exc))
+
+
+def _host_copies(dev: Device) -> str | None:
+    """Which threads copy numpy operands into page-locked memory on ``dev`` (None: it shares the host's
+    memory, and nothing is copied)."""
+    if dev.shares_host_memory:
+        return None
+    return "native threads" if native_copier() else "Python threads"
 
 
 def _report(cases: list, title: str, json_path: Path | None, csv_path: Path | None, plot_path: Path | None,

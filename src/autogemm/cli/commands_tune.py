@@ -76,8 +76,8 @@ class ProgressListener(TuneListener):
 
     def skipped(self, dtype: Dtype, size: SizeClass | None) -> None:
         self.not_tuned.append(f"{dtype.routine} predictor" if size is None else f"{_label(dtype, size)} {_shape(size)}")
-        kind = "predictor" if size is None else _label(dtype, size).replace(dtype.routine, "gemm").replace(
-            f"{dtype.letter}gemv", "gemv") + ("" if _is_gemv(size) else f" {_shape(size)}")
+        kind = "predictor" if size is None else _gemv_class(size) if _is_gemv(size) else \
+            f"gemm {size.name} {_shape(size)}"
         self.not_tuned_classes.setdefault(kind, []).append(dtype.key)
 
     def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None,
@@ -191,8 +191,13 @@ def _label(dtype: Dtype, size: SizeClass) -> str:
     """'sgemm large', 'sgemv N square', 'sgemm NT' and 'sgemv N' (exact shapes)."""
     if not _is_gemv(size):
         return f"{dtype.routine} {size.name}"
+    return f"{dtype.letter}{_gemv_class(size)}"
+
+
+def _gemv_class(size: SizeClass) -> str:
+    """A GEMV class whatever its dtype: 'gemv N square', 'gemv N' (an exact shape)."""
     kind = size.name.partition("-")[2]
-    return f"{dtype.letter}gemv {size.layout}{f' {kind}' if kind else ''}"
+    return f"gemv {size.layout}{f' {kind}' if kind else ''}"
 
 
 def _shape(size: SizeClass) -> str:

@@ -7,7 +7,8 @@ on the host; where the workers are threads of the caller's process, each block i
 in one result array, which ``compute()`` hands over (``assembly``), the blocks spread evenly over the
 workers (``placement``). Where a panel would outgrow ``PANEL_BYTES`` (one task would hold it all), every
 pair A[i, k], B[k, j] gives a partial block P[i, k, j] instead, and ``sum`` over k adds them in a tree
-(``split_every`` at a time), as dask's own matmul does. Blocks smaller than ``MIN_BLOCK`` on a side are merged first."""
+(``split_every`` at a time), as dask's own matmul does. Blocks smaller than ``MIN_BLOCK`` on a side are
+merged first."""
 
 from __future__ import annotations
 

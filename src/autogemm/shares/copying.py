@@ -19,7 +19,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from .native import copier
+from .native import Copier, copier
 
 #: Threads copying between numpy arrays and page-locked memory, the caller's own among them: half the
 #: cores, at most 16. On the H100's 16-core host one thread copied 10 GB/s, 6 to 8 threads 30 to 47 GB/s,
@@ -218,6 +218,12 @@ def _collect(slots: list[_Slot], raising: bool = True) -> list:
     return results
 
 
+def native_copier() -> Copier | None:
+    """The native copy threads (``shares.native``), one fewer than ``COPY_THREADS`` besides the caller's,
+    or None where there are none."""
+    return copier(COPY_THREADS - 1)
+
+
 def parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
     """``dst[...] = src`` for arrays of one shape, by up to ``COPY_THREADS`` threads: the native ones where
     both are contiguous and they are free (``shares.native``), else the helpers, over equal byte ranges
@@ -227,7 +233,7 @@ def parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
         return
     if dst.flags.c_contiguous and src.flags.c_contiguous:
         dst, src = dst.reshape(-1), src.reshape(-1)
-        native = copier(COPY_THREADS - 1) if dst.dtype == src.dtype else None
+        native = native_copier() if dst.dtype == src.dtype else None
         batch = native and native.start([(dst.ctypes.data, src.ctypes.data, src.nbytes, None)])
         if batch is not None:
             native.wait(batch)
