@@ -195,6 +195,20 @@ def test_native_threads_copy_every_piece_and_mark_its_event_complete(native, dev
     native.wait(again)
 
 
+def test_native_threads_copy_bytes_at_any_alignment(native):
+    """Pieces whose ends fall anywhere within the 16 and 64 bytes the streaming stores move at once, and
+    between 512 KiB parts: every byte copied, none beside them written."""
+    rng = np.random.default_rng(3)
+    src = rng.integers(0, 256, 2**20 + 300, dtype=np.uint8)
+    for to_at, from_at, size in [(3, 0, 1), (1, 5, 15), (7, 2, 63), (0, 0, 64), (9, 13, 65), (5, 1, 2**19 + 77),
+                                 (15, 3, 2**20 + 101)]:
+        dst = np.zeros(src.size + 32, np.uint8)
+        batch = native.start([(dst.ctypes.data + to_at, src.ctypes.data + from_at, size, None)])
+        native.wait(batch)
+        assert np.array_equal(dst[to_at:to_at + size], src[from_at:from_at + size]), (to_at, from_at, size)
+        assert not dst[:to_at].any() and not dst[to_at + size:].any()
+
+
 def test_numpy_in_numpy_out_copies_its_pieces_on_native_threads(native, ctx, monkeypatch):
     """A staged product (PoCL made to look as if it had memory of its own) with its pieces copied by
     the native threads, each upload waiting for the event they mark: right, and no Python copy made."""

@@ -131,6 +131,30 @@ def test_auto_runs_16_bit_numpy_products_on_the_cuda_path_and_float64_and_float3
     assert ran == ["d", "h"]
 
 
+def test_a_repeated_call_auto_keeps_on_opencl_skips_the_route_checks_and_a_bad_one_still_fails(device, monkeypatch):
+    """float32 stays on OpenCL whatever its shape: once a call found that, the next of those dtypes and
+    options skips the route's checks (35 us of a 1024^3 SGEMM's 0.9 ms on the H100's host); a bad call of
+    the same dtypes still raises the error the checks would have, and backend='cuda' still says why."""
+    from autogemm.api import cuda_route
+    from autogemm.errors import ShapeError
+
+    monkeypatch.setattr(cuda_route, "_KINDS_ON_OPENCL", set())
+    checked = []
+    real = cuda_route.validate_call
+    monkeypatch.setattr(cuda_route, "validate_call", lambda *args: (checked.append(1), real(*args))[1])
+    a, b = np.ones((40, 30), np.float32), np.ones((30, 20), np.float32)
+    for _ in range(3):
+        assert np.allclose(autogemm.gemm(a, b, device=device), a @ b)
+    assert len(checked) == 1
+    with pytest.raises(ShapeError):
+        autogemm.gemm(a, a, device=device)
+    with pytest.raises(ArgumentError, match="sgemm has no CUDA kernels"):
+        autogemm.gemm(a, b, device=device, backend="cuda")
+    half = a.astype(np.float16)                   # other dtypes are checked as before
+    autogemm.gemm(half, b.astype(np.float16), device=device)
+    assert len(checked) == 3
+
+
 def test_auto_takes_the_backend_and_configuration_the_profile_measured_faster(device, monkeypatch):
     """A profile's CUDA entry nearest the product decides: the CUDA path with its configuration where CUDA
     was faster, OpenCL where OpenCL was; backend='cuda' takes the entry's configuration either way."""

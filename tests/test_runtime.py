@@ -214,9 +214,9 @@ def test_a_buffer_pool_rounds_sizes_up_and_keeps_no_more_than_its_capacity(ctx):
     pool = BufferPool(ctx.context, capacity=2**20)
     first, second = pool.take(600_000), pool.take(590_000)
     assert first.size == second.size == 655_360 and first is not second
-    pool.give(first)
-    pool.give(second)                     # past the capacity: released, not kept
+    pool.give(first, 600_000)
+    pool.give(second, 590_000)            # past the capacity: released, not kept
     assert pool.held == 655_360 and pool.take(640_000) is first and pool.held == 0
-    pool.give(first)
+    pool.give(first, 640_000)
     pool.clear()
     assert pool.held == 0 and pool.take(600_000) is not first

@@ -144,8 +144,8 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
     flat = _flat(out, operands[-1])
     landing = None if flat is None or staging is None or staging[-1] is None else \
         staging[-1][:flat.nbytes].view(flat.dtype)
-    buffers = [st.buffer if st.buffer is not None else ctx.buffers.take(max(st.span.nbytes, st.span.itemsize))
-               for st in operands]
+    sizes = [max(st.span.nbytes, st.span.itemsize) if st.buffer is None else 0 for st in operands]
+    buffers = [st.buffer if st.buffer is not None else ctx.buffers.take(size) for st, size in zip(operands, sizes)]
     pieces, ready = _pieces(operands, needed, [block.needs for block in blocks], staging is not None)
     copies = _Copies(ctx.context, operands, pieces, staging)       # the copy threads start at once
     launched: list[cl.Event] = []
@@ -182,9 +182,9 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
         return out
     finally:
         copies.close()             # no copy runs on, nor an upload waits for one that never ends
-        for st, buf in zip(operands, buffers):
+        for st, buf, size in zip(operands, buffers, sizes):
             if st.buffer is None and done:
-                ctx.buffers.give(buf)
+                ctx.buffers.give(buf, size)
             elif st.buffer is None:
                 buf.release()      # freed once the commands using it are done
 

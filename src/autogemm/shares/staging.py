@@ -227,12 +227,11 @@ class ResultPool:
                     self.held -= size
                 return None
         lease = _Lease(entry.array, tuple(shape), dtype)
-        array = np.asarray(lease).view(dtype)     # (bfloat16 has no typestr numpy reads back)
-        start = array.__array_interface__["data"][0]
+        start = lease.__array_interface__["data"][0]
         with self._lock:
             self._handed[id(lease)] = (start, start + size)
-        weakref.finalize(lease, self._give_back, id(lease), size, entry)
-        return array
+        lease.on_free = functools.partial(self._give_back, id(lease), size, entry)
+        return np.asarray(lease).view(dtype)     # (bfloat16 has no typestr numpy reads back)
 
     def owns(self, array: object) -> bool:
         """Whether ``array`` (a numpy array) lies in the memory of a result the pool handed out: the whole
@@ -266,6 +265,12 @@ class _Lease:
         self.memory = memory
         self.__array_interface__ = {"shape": shape, "typestr": dtype.str, "version": 3,
                                     "data": (memory.__array_interface__["data"][0], False)}
+        #: Called once the lease is gone (cheaper per call than a ``weakref.finalize``).
+        self.on_free: Callable[[], None] | None = None
+
+    def __del__(self) -> None:
+        if self.on_free is not None:
+            self.on_free()
 
 
 class PageLocked(Protocol):

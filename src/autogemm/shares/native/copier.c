@@ -3,7 +3,8 @@
  * start within microseconds, and each piece's OpenCL user event is marked complete by the thread that
  * ends its last part, with no Python thread to wake. Python's threads took 0.03 to 0.07 ms each to wake
  * and get the GIL: on the H100's host a 4 MiB copy took 0.46 ms in the calling thread alone, where
- * torch's native threads copy it in 0.02 ms.
+ * torch's native threads copy it in 0.02 ms. The copies bypass the caches (``copy_bytes``): on the H100,
+ * the upload of a 4 MiB piece just copied took 106 to 170 us with ordinary stores, 79 us with these.
  *
  * No Python API: loaded with ctypes (which releases the GIL around each call), so one build serves every
  * Python. A batch is a list of pieces (to, from, bytes, event), cut into parts of at most PART_BYTES
@@ -17,6 +18,33 @@
 #include <time.h>
 
 #define PART_BYTES ((size_t)1 << 19)
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+
+/* memcpy with stores that bypass the caches (x86-64's streaming stores): the page-locked copy is read
+ * next by the device's DMA engine, not by this core, so its lines are not left dirty in the caches for the
+ * DMA reads to snoop, and no line of it is read before it is written. The fence makes the stores visible
+ * before the caller marks the piece's event. */
+static void copy_bytes(char *to, const char *from, size_t bytes) {
+    size_t head = (16 - ((uintptr_t)to & 15)) & 15;
+    if (head > bytes) head = bytes;
+    memcpy(to, from, head);
+    to += head, from += head, bytes -= head;
+    for (; bytes >= 64; to += 64, from += 64, bytes -= 64) {
+        __m128i x0 = _mm_loadu_si128((const __m128i *)from), x1 = _mm_loadu_si128((const __m128i *)from + 1);
+        __m128i x2 = _mm_loadu_si128((const __m128i *)from + 2), x3 = _mm_loadu_si128((const __m128i *)from + 3);
+        _mm_stream_si128((__m128i *)to, x0);
+        _mm_stream_si128((__m128i *)to + 1, x1);
+        _mm_stream_si128((__m128i *)to + 2, x2);
+        _mm_stream_si128((__m128i *)to + 3, x3);
+    }
+    memcpy(to, from, bytes);
+    _mm_sfence();
+}
+#else
+static void copy_bytes(char *to, const char *from, size_t bytes) { memcpy(to, from, bytes); }
+#endif
 
 typedef int32_t (*set_status_fn)(void *event, int32_t status);
 
@@ -76,7 +104,7 @@ static void copy_parts(batch *b) {
         const piece *p = &b->pieces[k];
         size_t start = (size_t)(part - b->first_part[k]) * PART_BYTES;
         size_t bytes = p->bytes - start < PART_BYTES ? p->bytes - start : PART_BYTES;
-        if (bytes) memcpy(p->to + start, p->from + start, bytes);
+        if (bytes) copy_bytes(p->to + start, p->from + start, bytes);
         if (atomic_fetch_sub(&b->left[k], 1) == 1 && p->event && b->set_status)
             b->set_status(p->event, 0);
         atomic_fetch_add(&b->done, 1);
