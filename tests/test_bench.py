@@ -313,3 +313,29 @@ def test_wall_clock_timings_warm_up_until_the_first_slow_calls_are_over(monkeypa
     assert seconds < 0.01 and len(made) >= 7
     made.clear()
     assert peers.wall_median(call, 3, warmup=False)[0] >= 0.03 and len(made) == 3
+
+
+def test_short_wall_clock_timings_are_repeated_until_they_take_a_while(monkeypatch):
+    """A call of a millisecond is timed over ``TIMED_SECONDS`` of calls (its median over 5 varied by a
+    quarter from run to run), at most ``MAX_TIMED_CALLS``; a long one over ``runs`` calls alone."""
+    import time
+
+    from autogemm.bench import peers
+    monkeypatch.setattr(peers, "WARMUP_SECONDS", 0.0)
+    monkeypatch.setattr(peers, "TIMED_SECONDS", 0.05)
+    made = []
+
+    def call(pause: float):
+        made.append(1)
+        time.sleep(pause)
+        return np.zeros(1)
+
+    peers.wall_median(lambda: call(0.001), 5)
+    assert 25 <= len(made) <= 52                       # a warm-up call, then 0.05 s of calls
+    made.clear()
+    monkeypatch.setattr(peers, "MAX_TIMED_CALLS", 10)
+    peers.wall_median(lambda: call(0.0), 5)
+    assert len(made) == 11
+    made.clear()
+    peers.wall_median(lambda: call(0.02), 3)
+    assert len(made) == 4

@@ -282,6 +282,29 @@ def test_bench_dask_times_every_path_and_checks_it(tmp_path):
     assert out.exit_code == 0 and "autogemm.gemm" in out.output and "dask numpy" not in out.output
 
 
+def test_bench_dask_keeps_what_it_measured_when_a_run_is_cut_short(tmp_path, monkeypatch):
+    """Each result is printed and written to --json as it comes: a run stopped in the middle (here by an
+    interrupt in the Dask path, after autogemm.gemm was timed) leaves them behind."""
+    import json
+
+    from click.testing import CliRunner
+
+    import autogemm.dask
+    from autogemm.cli import main
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(autogemm.dask, "matmul", interrupted)
+    path = tmp_path / "dask.json"
+    out = CliRunner().invoke(main, ["bench-dask", "--size", "96", "--chunk", "32", "--workers", "1", "--runs", "1",
+                                    "--paths", "gemm,dask", "--json", str(path)])
+    assert out.exit_code != 0
+    assert "1 worker, autogemm.gemm:" in out.output
+    written = json.loads(path.read_text())
+    assert [r["path"] for r in written["results"]] == ["autogemm.gemm"] and written["results"][0]["seconds"] > 0
+
+
 def test_each_thread_multiplies_on_a_queue_of_its_own(ctx):
     """A worker's threads: one's copies can overlap another's kernels; one thread keeps its queue."""
     from concurrent.futures import ThreadPoolExecutor

@@ -46,10 +46,11 @@ class DaskResult:
 
 
 def run_dask(dt: Dtype, n: int, chunk: int, workers: list[int], runs: int, rng: np.random.Generator,
-             progress: Callable[[str], None] = lambda what: None, paths: tuple[str, ...] = PATHS
-             ) -> list[DaskResult]:
+             progress: Callable[[str], None] = lambda what: None, paths: tuple[str, ...] = PATHS,
+             measured: Callable[[DaskResult], None] = lambda result: None) -> list[DaskResult]:
     """Each of ``paths`` on a cluster of each number of ``workers`` (``autogemm.gemm`` once, as one
-    worker); ``progress`` told what runs next."""
+    worker); ``progress`` told what runs next, ``measured`` given each result as it comes (a run cut
+    short keeps what it measured)."""
     import dask.array as da
     from distributed import Client
 
@@ -82,24 +83,29 @@ def run_dask(dt: Dtype, n: int, chunk: int, workers: list[int], runs: int, rng: 
             result.note = f"wrong: relative error {result.error:.1e} on sampled rows"
         return result
 
+    def add(result: DaskResult) -> None:
+        results.append(result)
+        measured(result)
+
     if PLAIN in paths:
         progress("this process, without Dask")
-        results.append(timed(PLAIN, 1, lambda: gemm(a, b)))
+        add(timed(PLAIN, 1, lambda: gemm(a, b)))
     for count in workers:
         progress(f"{count} worker{'s' * (count > 1)}")
         with (local_cluster(n_workers=count, dashboard_address=":0", memory_limit=0) as cluster,
               Client(cluster) as client):
             A, B = _held(client, a, chunk), _held(client, b, chunk)
             if AUTOGEMM in paths:
-                results.append(timed(AUTOGEMM, count, lambda A=A, B=B: matmul(A, B).compute()))
+                ours = timed(AUTOGEMM, count, lambda A=A, B=B: matmul(A, B).compute())
                 fallen = sum(device is None for device in client.run(
                     lambda dask_worker: device_of_worker(dask_worker.address)).values())
-                if fallen and not results[-1].note:
-                    results[-1].note = f"{fallen} of {count} workers on numpy's BLAS (no usable device)"
+                if fallen and not ours.note:
+                    ours.note = f"{fallen} of {count} workers on numpy's BLAS (no usable device)"
+                add(ours)
             if DASK_NUMPY in paths:
-                results.append(timed(DASK_NUMPY, count, lambda A=A, B=B: da.matmul(A, B).compute()))
+                add(timed(DASK_NUMPY, count, lambda A=A, B=B: da.matmul(A, B).compute()))
         if DASK_CUPY in paths:
-            results.append(_cupy(dt, count, timed, a, b, chunk))
+            add(_cupy(dt, count, timed, a, b, chunk))
     return results
 
 

@@ -32,7 +32,8 @@ PATH_NAMES = {"dask": "autogemm.dask", "gemm": "autogemm.gemm", "numpy": "dask n
 @click.option("--paths", default=",".join(PATH_NAMES), show_default=True,
               help="Comma-separated paths to time: dask (autogemm.dask), gemm (autogemm.gemm without Dask), "
                    "numpy (dask on numpy chunks), cupy (dask on cupy chunks).")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the results as JSON, after each one: a run stopped early keeps what it measured.")
 def bench_dask_command(dtype, size, chunk, workers, runs, seed, paths, json_path) -> None:
     """Time an n x n x n product of dask arrays made from numpy arrays, computed to a numpy array, on
     local clusters of each number of --workers: autogemm.dask (workers on autogemm's devices), dask's
@@ -51,10 +52,19 @@ def bench_dask_command(dtype, size, chunk, workers, runs, seed, paths, json_path
     unknown = sorted(set(chosen) - set(PATH_NAMES))
     if unknown or not chosen:
         fail(f"--paths takes {', '.join(PATH_NAMES)}, not {', '.join(unknown) or 'nothing'}")
+    facts = {"dtype": dt.key, "n": size, "chunk": chunk, "runs": runs}
+    so_far: list = []
+
+    def measured(result) -> None:       # a line and the JSON as each comes: a run cut short keeps them
+        so_far.append(result)
+        console.print(f"{result.workers} worker{'s' * (result.workers > 1)}, {result.path}: "
+                      f"{cell(result.seconds)} s", highlight=False)
+        write_results(json_path, {**facts, "results": [dataclasses.asdict(r) for r in so_far]})
+
     with console.status("starting") as status:
         results = run_dask(dt, size, chunk, counts, runs, np.random.default_rng(seed),
                            lambda what: status.update(f"{dt.routine} {size}^3 on {what}"),
-                           tuple(PATH_NAMES[name] for name in chosen))
+                           tuple(PATH_NAMES[name] for name in chosen), measured)
     single = {r.path: r.seconds for r in results if r.workers == min(counts) and r.seconds}
     ours = {r.workers: r.seconds for r in results if r.path == AUTOGEMM and r.seconds}
     columns = ("workers", "path", "seconds", "TFLOP/s", f"/ {min(counts)} worker", "autogemm / it")
@@ -70,7 +80,5 @@ def bench_dask_command(dtype, size, chunk, workers, runs, seed, paths, json_path
     for r in results:
         if r.note:
             console.print(f"{r.workers} {r.path}: {r.note}", highlight=False)
-    write_results(json_path, {"dtype": dt.key, "n": size, "chunk": chunk, "runs": runs,
-                              "results": [dataclasses.asdict(r) for r in results]})
     if any(r.note.startswith("wrong") for r in results):
         sys.exit(1)
