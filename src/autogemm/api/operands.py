@@ -118,13 +118,13 @@ def _placed(arr: Matrix, layout: tuple[int, bool, int, int, int, int]) -> Stored
         if arr.base_data is None:          # pyopencl gives an empty array no buffer: the kernels get a stand-in
             return Stored(*layout, span=np.empty(0, arr.dtype))
         return Stored(*layout, offset=arr.offset // arr.dtype.itemsize, buffer=arr.base_data)
-    found = Stored(*layout)
-    if found.elements == arr.size and (arr.flags.c_contiguous or arr.flags.f_contiguous):
+    elements = Stored(*layout).elements
+    if elements == arr.size and (arr.flags.c_contiguous or arr.flags.f_contiguous):
         span = arr.ravel("K")              # its elements in memory order, a view (a quarter of as_strided's time)
         span.flags.writeable = False
     else:
-        span = np.lib.stride_tricks.as_strided(arr, shape=(found.elements,), strides=(arr.itemsize,), writeable=False)
-    return found._replace(span=span)
+        span = np.lib.stride_tricks.as_strided(arr, shape=(elements,), strides=(arr.itemsize,), writeable=False)
+    return Stored(*layout, span=span)
 
 
 def scalar(value: object, name: str, dt: Dtype) -> complex | float:
