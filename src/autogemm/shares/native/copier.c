@@ -11,6 +11,7 @@
  * taken in order by the pool's threads and the caller of copier_wait.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -88,6 +89,15 @@ static inline void relax(void) {
 #endif
 }
 
+/* One step of a polling loop: a pause, and every 64 steps the core handed to another thread that is
+ * ready to run. On a host with more busy threads than cores a thread that took a part may be waiting
+ * for a core while others poll: with 7 threads on 2 cores, batches of 4 MiB took 2.2 ms at the 90th
+ * percentile and 4.6 ms at the 99th without yielding, 0.12 and 0.14 ms with it (median 0.10 ms). */
+static inline void poll_step(unsigned *steps) {
+    relax();
+    if ((++*steps & 63) == 0) sched_yield();
+}
+
 static long now_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -116,9 +126,10 @@ static void *run(void *arg) {
     long seen = 0;
     while (!atomic_load(&pl->stop)) {
         long idle_since = now_ns();
+        unsigned steps = 0;
         while (atomic_load(&pl->generation) == seen && !atomic_load(&pl->stop)) {
             if (now_ns() - idle_since < pl->spin_ns) {
-                relax();
+                poll_step(&steps);
                 continue;
             }
             pthread_mutex_lock(&pl->lock);
@@ -183,10 +194,11 @@ void *copier_start(void *handle, const piece *pieces, int count, set_status_fn s
 void copier_wait(void *handle, void *started) {
     pool *pl = handle;
     batch *b = started;
+    unsigned steps = 0;
     copy_parts(b);
-    while (atomic_load(&b->done) < b->parts) relax();
+    while (atomic_load(&b->done) < b->parts) poll_step(&steps);
     atomic_store(&pl->current, NULL);
-    while (atomic_load(&pl->active)) relax();           /* no thread holds b any more */
+    while (atomic_load(&pl->active)) poll_step(&steps); /* no thread holds b any more */
     free(b->first_part);
     free(b->left);
     free(b);
