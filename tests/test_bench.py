@@ -283,6 +283,16 @@ def test_a_product_of_few_columns_or_rows_is_timed_as_the_gemv_gemm_runs(ctx):
     assert not bench.run(DTYPES["s"], Shape(MAX_VECTORS + 1, MAX_VECTORS + 1, 10)).config.startswith("gemv")
 
 
+def test_the_bench_looks_up_no_cuda_target_for_a_product_the_cuda_path_would_not_take(ctx, monkeypatch):
+    """DGEMM under 2048^3 runs on OpenCL: timing it makes no CUDA context, which would stay in the process
+    beside the OpenCL one for the numpy-in, numpy-out calls after it."""
+    from autogemm.bench import runner
+
+    monkeypatch.setattr(runner, "cuda_target", lambda *args: pytest.fail("looked up the CUDA target"))
+    case = Bench(ctx, peers=(), runs=2).run(DTYPES["d"], Shape(64, 48, 40))
+    assert case.measurements[0].correct
+
+
 def test_a_peer_runs_in_a_process_of_its_own_and_gives_its_result_back():
     import os
 

@@ -155,6 +155,19 @@ def test_a_repeated_call_auto_keeps_on_opencl_skips_the_route_checks_and_a_bad_o
     assert len(checked) == 3
 
 
+def test_auto_makes_no_cuda_context_for_a_product_it_keeps_on_opencl(device, monkeypatch):
+    """A few-row 16-bit product too small for the CUDA path runs on OpenCL without the CUDA target being
+    looked up (that makes a CUDA context, which costs its first call and stays in the process)."""
+    from autogemm.accuracy import relative_error
+    from autogemm.api import cuda_route
+
+    monkeypatch.setattr(cuda_route, "cuda_target", lambda *args: pytest.fail("looked up the CUDA target"))
+    rng = np.random.default_rng(4)
+    a, b = rng.random((8, 256)).astype(np.float16), rng.random((256, 200)).astype(np.float16)
+    got = autogemm.gemm(a, b, device=device)
+    assert relative_error(got, a.astype(np.float64) @ b) < DTYPES["h"].tolerance
+
+
 def test_auto_takes_the_backend_and_configuration_the_profile_measured_faster(device, monkeypatch):
     """A profile's CUDA entry nearest the product decides: the CUDA path with its configuration where CUDA
     was faster, OpenCL where OpenCL was; backend='cuda' takes the entry's configuration either way."""

@@ -82,12 +82,14 @@ def cuda_gemm(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, trans_a: s
     ctx = None
     if why is None and 0 in (m, n, k):
         why = "an empty product"
+    if backend == "auto" and (why is not None or not worth_it(dt, m, n, k)):
+        return None                         # before a CUDA context is made for nothing
     if why is None:
         found = find_device(device)
         ctx, why = cuda_target(found, dt)
     if why is not None and backend == "cuda":
         raise ArgumentError(f"backend='cuda' cannot run this call: {why}")
-    if why is not None or (backend == "auto" and not worth_it(dt, m, n, k)):
+    if why is not None:
         return None
     chosen, params = cuda_choice(found, dt, m, n, k, ctx.multiprocessors)
     if backend == "auto" and chosen != CUDA:        # the profile measured OpenCL faster here

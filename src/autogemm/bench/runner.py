@@ -178,8 +178,10 @@ class Bench:
         there; else ``blas.vectors.plan_for``: a multi-vector GEMV's where C has few columns or rows, else
         a GEMM's), or why there is none."""
         try:
-            cuda_ctx, _ = cuda_target(self.ctx.device, dt)
-            if cuda_ctx is not None and worth_it(dt, shape.m, shape.n, shape.k):
+            # (worth_it first: the target's lookup makes a CUDA context, which a product on OpenCL
+            # would carry for nothing)
+            cuda_ctx = cuda_target(self.ctx.device, dt)[0] if worth_it(dt, shape.m, shape.n, shape.k) else None
+            if cuda_ctx is not None:
                 backend, params = cuda_choice(self.ctx.device, dt, shape.m, shape.n, shape.k,
                                               cuda_ctx.multiprocessors)
                 if backend == CUDA:
