@@ -35,7 +35,7 @@ class BufferPool:
 
     def give(self, buffer: cl.Buffer, nbytes: int) -> None:
         """Keep ``buffer`` (from ``take(nbytes)``; every command using it is done) for a later ``take``.
-        (Its size is not asked of the driver: on the H100's host that took 15 us, while the queue ran.)"""
+        (Its size is not asked of the driver, a call into it on every call of a loop.)"""
         size = rounded(nbytes)
         with self._lock:
             if self.held + size <= self.capacity:

@@ -203,7 +203,7 @@ class ResultPool:
         self._free: dict[int, list[PageLocked]] = {}
         self._handed: dict[int, tuple[int, int]] = {}    # the arrays out now: id, and their bytes' addresses
         self.held = 0
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()     # (a lease freed by the collector within ``take`` gives back)
 
     def take(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
         """A C-contiguous array of ``shape`` and ``dtype`` in page-locked memory, or None when the pool
