@@ -409,12 +409,12 @@ def test_a_share_in_place_is_right_on_arrays_at_any_address(ctx, letter, beta):
         assert relative_error(c, want) < tolerance(dt, 128)
 
 
-def test_aligned_keeps_an_aligned_array_and_places_any_other():
-    from autogemm.shares.mapped import aligned
+def test_address_aligned_keeps_an_aligned_array_and_places_any_other():
+    from autogemm.shares.mapped import address_aligned
 
     x = _off_alignment(DTYPES["d"], (5, 7), 0)
-    assert aligned(x, 128) is x
+    assert address_aligned(x, 128) is x
     off = _off_alignment(DTYPES["d"], (5, 7), 8)
-    placed = aligned(off, 128)
+    placed = address_aligned(off, 128)
     assert placed.ctypes.data % 128 == 0 and np.array_equal(placed, off) and placed.dtype == off.dtype
-    assert aligned(off, 128, copy=False).shape == off.shape
+    assert address_aligned(off, 128, copy=False).shape == off.shape

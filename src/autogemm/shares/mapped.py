@@ -29,9 +29,9 @@ class MappedShare:
         m, n, k = gemm.shape
         op_a, op_b = Op.from_letter(gemm.trans_a, "trans_a"), Op.from_letter(gemm.trans_b, "trans_b")
         self.alignment = max(ctx.device.cl_device.mem_base_addr_align // 8, 1)
-        self.a, self.b = np.ascontiguousarray(gemm.a), aligned(np.ascontiguousarray(gemm.b), self.alignment)
+        self.a, self.b = np.ascontiguousarray(gemm.a), address_aligned(np.ascontiguousarray(gemm.b), self.alignment)
         # A's rows of op(A): stored rows (op N, a block of its own) or columns (op T: all of A, at an offset)
-        self.a_part = aligned(self.a[self.start:self.stop] if not op_a.transposed else self.a, self.alignment)
+        self.a_part = address_aligned(self.a[self.start:self.stop] if not op_a.transposed else self.a, self.alignment)
         lda = max(self.a.shape[1], 1)
         self.problem = GemmProblem(gemm.dt, self.stop - self.start, n, k, op_a, op_b, lda=lda,
                                    ldb=max(self.b.shape[1], 1), ldc=max(n, 1),
@@ -45,7 +45,7 @@ class MappedShare:
         rows = gemm.c[self.start:self.stop]
         if not rows.size:
             return
-        target = aligned(rows, self.alignment, copy=gemm.beta != 0)      # C is not read where beta is 0
+        target = address_aligned(rows, self.alignment, copy=gemm.beta != 0)      # C is not read where beta is 0
         buffers = [cl.Buffer(self.ctx.context, flags | mf.USE_HOST_PTR, hostbuf=host)
                    for flags, host in ((mf.READ_ONLY, self.a_part if self.a_part.size else np.empty(1, self.a.dtype)),
                                        (mf.READ_ONLY, self.b if self.b.size else np.empty(1, self.b.dtype)),
@@ -66,7 +66,7 @@ class MappedShare:
             rows[...] = target
 
 
-def aligned(array: np.ndarray, alignment: int, copy: bool = True) -> np.ndarray:
+def address_aligned(array: np.ndarray, alignment: int, copy: bool = True) -> np.ndarray:
     """``array`` (C-contiguous) where its address is a multiple of ``alignment`` bytes, else an array of
     its shape that is (holding a copy of it where ``copy``): a buffer made over host memory is read and
     written in place, and a device's kernels may do so with aligned vector instructions (PoCL on an
