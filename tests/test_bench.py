@@ -293,6 +293,34 @@ def test_the_bench_looks_up_no_cuda_target_for_a_product_the_cuda_path_would_not
     assert case.measurements[0].correct
 
 
+def test_autogemm_end_to_end_runs_in_a_process_of_its_own(ctx, monkeypatch):
+    """The numpy-in, numpy-out calls run where the bench's own timings leave nothing behind (a CUDA
+    context made there slows OpenCL's in its process): none of them in the bench's process, each right."""
+    import os
+
+    from autogemm.bench import peers, runner
+
+    monkeypatch.setattr(runner, "gemm", lambda *args, **kwargs: pytest.fail("an end-to-end call here"))
+    case = Bench(ctx, peers=(), runs=2, end_to_end=True).run(DTYPES["d"], Shape(40, 24, 32))
+    names = {m.name: m for m in case.measurements}
+    assert names["autogemm e2e"].correct and names["autogemm+host e2e"].correct
+    assert peers.in_process(runner.AUTOGEMM, os.getpid) != os.getpid()
+
+
+def test_a_process_that_dies_fails_its_call_and_the_next_call_gets_a_new_one():
+    """A driver that crashes the end-to-end process (PoCL once did) costs that row, not the run."""
+    import os
+    from concurrent.futures.process import BrokenProcessPool
+
+    from autogemm.bench import peers
+
+    first = peers.in_process("crashing", os.getpid)
+    with pytest.raises(BrokenProcessPool):
+        peers.in_process("crashing", os._exit, 3)
+    again = peers.in_process("crashing", os.getpid)
+    assert again not in (first, os.getpid())
+
+
 def test_a_peer_runs_in_a_process_of_its_own_and_gives_its_result_back():
     import os
 

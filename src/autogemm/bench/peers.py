@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -142,22 +143,36 @@ def cuda_median(call: Callable[[], object], runs: int, before: Callable[[], obje
 
 
 Result = TypeVar("Result")
-_process: ProcessPoolExecutor | None = None
+_processes: dict[str, ProcessPoolExecutor] = {}
 _process_lock = threading.Lock()
 
 
 def in_own_process(peer: Callable[..., Result], *args: object, **kwargs: object) -> Result:
-    """``peer(*args, **kwargs)`` run in a process of its own (one, kept for the run): torch's CUDA context
+    """``peer(*args, **kwargs)`` run in the peers' process (one, kept for the run): torch's CUDA context
     in the process that holds autogemm's OpenCL context slows both (on the H100, torch's page-locked path
     took 16.0 ms for every product up to 2048^3 there, 0.58 ms for 1024^3 in a process of its own, also
     while the OpenCL context lived in another). The operands and the result cross by pickling, outside
     the timing."""
-    global _process
+    return in_process("peers", peer, *args, **kwargs)
+
+
+def in_process(name: str, call: Callable[..., Result], *args: object, **kwargs: object) -> Result:
+    """``call(*args, **kwargs)`` run in the process called ``name``: one per name, started (spawned) on
+    first use and kept for the run, so that what a call leaves behind (a CUDA context, pools, plans) is
+    there for that name's next call and for no other's. A process that dies (a driver's crash) fails its
+    call with ``BrokenProcessPool``; the next call starts a new one."""
     with _process_lock:
-        if _process is None:
-            _process = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-            atexit.register(_process.shutdown)
-    return _process.submit(peer, *args, **kwargs).result()
+        if name not in _processes:
+            _processes[name] = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+            atexit.register(_processes[name].shutdown)
+        process = _processes[name]
+    try:
+        return process.submit(call, *args, **kwargs).result()
+    except BrokenProcessPool:
+        with _process_lock:
+            if _processes.get(name) is process:
+                del _processes[name]
+        raise
 
 
 def cublas_gemm_end_to_end(a: np.ndarray, b: np.ndarray, runs: int = 3, trans_a: str = "N",

@@ -3,11 +3,12 @@
 For each (dtype, shape): fresh random operands; autogemm with the device's profile, operands on the
 device, timed with profiling events (warm-up, median of ``runs``) over a NaN-poisoned C; each peer as it
 is used (see ``peers``); with ``end_to_end`` also the numpy-in, numpy-out calls of autogemm (also
-shared with the host as its profile's hybrid entry says, "autogemm+host") and of cuBLAS (through torch),
-copies included (named with the suffix " e2e"). Every result is compared with a float64 reference: all of it for
-small problems, else a sample of rows (the first and last blocks and random ones) after checking that
-every element is finite. The fraction of peak is against the FMA peak measured on the device in the same
-run (the micro-benchmark the tuner uses), so it means the same on every device."""
+shared with the host as its profile's hybrid entry says, "autogemm+host"; in a process of their own,
+``end_to_end``) and of cuBLAS (through torch), copies included (named with the suffix " e2e"). Every
+result is compared with a float64 reference: all of it for small problems, else a sample of rows (the
+first and last blocks and random ones) after checking that every element is finite. The fraction of
+peak is against the FMA peak measured on the device in the same run (the micro-benchmark the tuner
+uses), so it means the same on every device."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from ..dtypes import DTYPES, Dtype
 from ..errors import ArgumentError
 from ..runtime.context import DeviceContext
 from ..runtime.cuda.driver import CUDA
+from ..runtime.discovery import find_device
 from ..runtime.timing import median, time_enqueue
 from ..shares.host import HOST
 from ..tuning import fma
@@ -136,8 +138,7 @@ class Bench:
         if self.end_to_end:
             calls.append((AUTOGEMM + END_TO_END, lambda: self._autogemm_end_to_end(dt, a, b, shape)))
             # shared with the host as the device profile's hybrid entry says (without one: the device alone)
-            calls.append((WITH_HOST + END_TO_END,
-                          lambda: self._autogemm_end_to_end(dt, a, b, shape, [self.ctx.device, HOST])))
+            calls.append((WITH_HOST + END_TO_END, lambda: self._autogemm_end_to_end(dt, a, b, shape, True)))
         ops = dict(trans_a=shape.trans_a, trans_b=shape.trans_b)
         if "cublas" in self.peers:      # torch in a process of its own (``peers.in_own_process``)
             calls.append(("cuBLAS", lambda: peer_functions.in_own_process(
@@ -235,14 +236,25 @@ class Bench:
         return PeerResult(AUTOGEMM, median(times), result)
 
     def _autogemm_end_to_end(self, dt: Dtype, a: np.ndarray, b: np.ndarray, shape: Shape,
-                             devices: list | None = None) -> PeerResult:
-        """numpy in, numpy out: on the device (streamed where large), or shared among ``devices``."""
-        where = {"devices": devices} if devices else {"device": self.ctx.device}
-        time.sleep(HOST_SETTLE_SECONDS)
-        seconds, out = wall_median(lambda: gemm(a, b, trans_a=shape.trans_a, trans_b=shape.trans_b,
-                                                precision=dt.precision or None, out_dtype=dt.output.numpy, **where),
-                                   self.end_to_end_runs)
-        return PeerResult((WITH_HOST if devices else AUTOGEMM) + END_TO_END, seconds, out)
+                             with_host: bool = False) -> PeerResult:
+        """numpy in, numpy out, in a process of its own (``end_to_end``)."""
+        return peer_functions.in_process(AUTOGEMM, end_to_end, self.ctx.device.slot, dt.key, a, b, shape.trans_a,
+                                         shape.trans_b, with_host, self.end_to_end_runs)
+
+
+def end_to_end(device: str, dtype: str, a: np.ndarray, b: np.ndarray, trans_a: str, trans_b: str, with_host: bool,
+               runs: int) -> PeerResult:
+    """``gemm`` from numpy to numpy on ``device`` (a specification), streamed where large, or shared with
+    the host as the device profile's hybrid entry says (``with_host``), timed by the wall clock. It runs
+    in a process of its own, as a numpy user's program would: the bench's own timings make a CUDA context
+    for products on the CUDA path, which would stay beside this call's OpenCL context, and a CUDA
+    context slows the OpenCL one in its process (see ``peers.in_own_process``)."""
+    dt, found = DTYPES[dtype], find_device(device)
+    where = {"devices": [found, HOST]} if with_host else {"device": found}
+    time.sleep(HOST_SETTLE_SECONDS)
+    seconds, out = wall_median(lambda: gemm(a, b, trans_a=trans_a, trans_b=trans_b, precision=dt.precision or None,
+                                            out_dtype=dt.output.numpy, **where), runs)
+    return PeerResult((WITH_HOST if with_host else AUTOGEMM) + END_TO_END, seconds, out)
 
 
 def measure(name: str, call: Callable[[], PeerResult | None], reference: Reference,
