@@ -49,8 +49,7 @@ class ProgressListener(TuneListener):
         self.task: TaskID | None = None
         self.rows: list[tuple] = []
         self.cuda_rows: list[tuple[Dtype, SizeClass, CudaEntry | None]] = []
-        self.not_tuned: list[str] = []
-        self.not_tuned_classes: dict[str, list[str]] = {}      # the same, a class's dtypes together
+        self.not_tuned: list[tuple[Dtype, SizeClass | None]] = []      # (None: the dtype's predictor)
 
     def fma_done(self, results: list[FmaResult]) -> None:
         chosen = ", ".join(f"{'float' if r.real == 's' else 'double'}{r.vector_width if r.vector_width > 1 else ''}:"
@@ -75,10 +74,7 @@ class ProgressListener(TuneListener):
                                     highlight=False)
 
     def skipped(self, dtype: Dtype, size: SizeClass | None) -> None:
-        self.not_tuned.append(f"{dtype.routine} predictor" if size is None else f"{_label(dtype, size)} {_shape(size)}")
-        kind = "predictor" if size is None else _gemv_class(size) if _is_gemv(size) else \
-            f"gemm {size.name} {_shape(size)}"
-        self.not_tuned_classes.setdefault(kind, []).append(dtype.key)
+        self.not_tuned.append((dtype, size))
 
     def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None,
                        objectives: list[Objective], rejected: list[tuple[KernelParams, str]]) -> None:
@@ -175,9 +171,19 @@ def _is_gemv(size: SizeClass) -> bool:
     return size.routine == GEMV
 
 
-def _by_dtypes(classes: dict[str, list[str]]) -> str:
-    """Classes and their dtypes, those of the same dtypes together in one group: 'gemv T square, gemv T
-    long (s, d, c, z); predictor (s, d)'."""
+def _not_tuned_label(dtype: Dtype, size: SizeClass | None) -> str:
+    """A class not tuned, with its dtype: 'sgemm large 4096', 'sgemv N square 1024', 'sgemm predictor'."""
+    return f"{dtype.routine} predictor" if size is None else f"{_label(dtype, size)} {_shape(size)}"
+
+
+def _by_dtypes(not_tuned: list[tuple[Dtype, SizeClass | None]]) -> str:
+    """Classes not tuned and their dtypes, those of the same dtypes together in one group: 'gemv T square,
+    gemv T long (s, d, c, z); predictor (s, d)'."""
+    classes: dict[str, list[str]] = {}
+    for dtype, size in not_tuned:
+        kind = "predictor" if size is None else _gemv_class(size) if _is_gemv(size) else \
+            f"gemm {size.name} {_shape(size)}"
+        classes.setdefault(kind, []).append(dtype.key)
     groups: list[tuple[list[str], list[str]]] = []
     for kind, keys in classes.items():
         if groups and groups[-1][1] == keys:
@@ -307,11 +313,11 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
     if listener.not_tuned:
         console.print(f"[yellow]not tuned[/yellow], the budget spent before their turn (they keep what the "
                       f"profile chose for them; a larger --budget tunes them, reusing the measurements in "
-                      f"the checkpoints): {_by_dtypes(listener.not_tuned_classes)}", highlight=False)
+                      f"the checkpoints): {_by_dtypes(listener.not_tuned)}", highlight=False)
     console.print(f"profile: {path_for(dev.fingerprint)}", highlight=False)
     write_results(json_path, {"device": dev.name.strip(), "fingerprint": dev.fingerprint, "budget": limit.describe(),
                               "profile": str(path_for(dev.fingerprint)), "tuned": records, "cuda": on_cuda,
-                              "not_tuned": listener.not_tuned})
+                              "not_tuned": [_not_tuned_label(*skipped) for skipped in listener.not_tuned]})
 
 
 def _replay(path: Path, budget: str | None, strategies: list[str], seeds: int, cold: bool) -> None:

@@ -53,7 +53,7 @@ def local_cluster(n_workers: int | None = None, threads_per_worker: int = THREAD
     listed = devices()
     gpus = [d for d in listed if d.is_gpu]
     chosen = gpus or cpu_devices(listed) or list(listed)
-    slots = [f"{d.platform_index}:{d.device_index}" for d in chosen] or None
+    slots = [d.slot for d in chosen] or None
     cluster = LocalCluster(n_workers=n_workers or max(1, len(chosen)), threads_per_worker=threads_per_worker,
                            processes=processes, **kwargs)
     with Client(cluster) as client:
