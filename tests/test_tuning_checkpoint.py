@@ -47,6 +47,20 @@ def test_an_interrupted_run_resumes_without_measuring_again(tmp_path, device, st
     assert resumed.best_point == uninterrupted.best_point
 
 
+def test_a_resumed_run_out_of_time_still_takes_everything_the_checkpoint_answers(tmp_path, device):
+    """What earlier runs measured costs nothing to take again: a resumed run whose time is already spent
+    (a busy host) takes every point the checkpoint answers along its way, and stops at the first it
+    would have to measure, so it ranks at least what they found."""
+    search(checkpoint_in(tmp_path, device), SyntheticEvaluator(), 20)
+    again = SyntheticEvaluator()
+    space = synthetic_space()
+    objective = Objective(space, again, checkpoint_in(tmp_path, device), Budget(seconds=1e-9), overlap=False,
+                          workers=1)
+    with pytest.raises(BudgetSpent):
+        get_strategy("phased", seed=5).search(space, objective, start=space.points()[0])
+    assert objective.reused == 20 and again.calls == 0
+
+
 def test_a_killed_process_loses_nothing_it_measured(tmp_path, device):
     """The tuner process is killed with SIGKILL after 25 measurements; the next run finds all 25."""
     code = f"""
