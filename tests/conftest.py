@@ -42,9 +42,9 @@ def hopper(device):
 def cache(tmp_path, monkeypatch):
     """A cache folder of the test's own: the profiles it saves are seen by it alone."""
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
-    store._memo.clear()
+    store.forget()
     yield tmp_path
-    store._memo.clear()
+    store.forget()
 
 
 def pytest_collection_modifyitems(config, items):

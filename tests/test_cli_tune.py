@@ -22,18 +22,18 @@ def tuned(tmp_path_factory, device):
     folder = tmp_path_factory.mktemp("cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AUTOGEMM_CACHE_DIR", str(folder))
-        store._memo.clear()
+        store.forget()
         out = CliRunner().invoke(main, ["tune", "--quick", "--dtype", "s", "--budget", "11", "--top", "2"])
-    store._memo.clear()
+    store.forget()
     return folder, out
 
 
 @pytest.fixture
 def invoke(tuned, monkeypatch):
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tuned[0]))
-    store._memo.clear()
+    store.forget()
     yield lambda *args: CliRunner().invoke(main, list(args))
-    store._memo.clear()
+    store.forget()
 
 
 def test_tune_writes_a_profile_and_shows_a_table(tuned, device, invoke):

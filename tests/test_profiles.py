@@ -224,7 +224,7 @@ def test_a_precision_mode_uses_its_entries_or_the_native_ones_whichever_is_faste
     problem = GemmProblem(dtypes["s.tf32"], 300, 200, 250, lda=250, ldb=200, ldc=200)
     for entries, expected in (({"s": [native]}, LARGE), ({"s": [native], "s.tf32": [fast]}, tensor),
                               ({"s": [native], "s.tf32": [slow]}, LARGE), ({"s.tf32": [fast]}, tensor)):
-        store._memo.clear()
+        store.forget()
         save(make_profile(device, entries))
         assert choose_params(device, problem)[0] == expected, entries
     data = json.loads(read(path_for(device.fingerprint)).to_json())
@@ -389,7 +389,7 @@ def test_a_device_without_a_profile_borrows_a_related_one_verifying_each_configu
     a, b = np.random.rand(300, 250).astype(np.float32), np.random.rand(250, 200).astype(np.float32)
     np.testing.assert_allclose(autogemm.gemm(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
     # a device of another architecture borrows nothing
-    store._memo.clear()
+    store.forget()
     save(dataclasses.replace(other, device_architecture="NVIDIA sm_90"))
     assert profile_for(device) is None and "none" in profile_origin(device, None)
 
@@ -422,3 +422,21 @@ def test_profile_verify_times_a_borrowed_profile_on_this_device(cache, device):
     assert out.exit_code == 0, out.output
     rows = json.loads(out.output)
     assert {r["entry"] for r in rows} == {"sgemm large", "sgemm small"} and all(r["gflops"] > 0 for r in rows)
+
+
+def test_a_profile_another_process_writes_is_used_within_the_recheck_time(cache, device, monkeypatch):
+    """Lookups read the file's time stamp at most once per ``RECHECK_SECONDS`` (a call's lookup must cost
+    little); one this process saves is used at once."""
+    clock = [1000.0]
+    monkeypatch.setattr(store.time, "monotonic", lambda: clock[0])
+    assert profile_for(device) is None
+    path = path_for(device.fingerprint)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(make_profile(device).to_json())          # as another process would
+    clock[0] += store.RECHECK_SECONDS / 2
+    assert profile_for(device) is None
+    clock[0] += store.RECHECK_SECONDS
+    assert profile_for(device) == read(path)
+    entry = SizeClassEntry("large", (128, 128, 128), (Ranked(SMALL, 3.0),), "phased", 5, 1.0)
+    save(make_profile(device, {"c": [entry]}))
+    assert profile_for(device).entry("c", "large") == entry

@@ -201,7 +201,7 @@ def test_a_partial_tune_keeps_every_entry_of_a_bundled_profile(device, monkeypat
                       {"s": (SizeClassEntry("large", (64, 64, 64), (Ranked(autogemm.SimtParams(), 9.0),), "model",
                                             1, 1.0),)})
     monkeypatch.setattr(store, "bundled", lambda: [("bundled/test.json", shipped)])
-    store._memo.clear()
+    store.forget()
     assert profile_for(device) is shipped
     tune(device, budget=Budget(evaluations=3), shapes=[ShapeRecord("gemm", "s", "NT", 40, 24, 36)], top=1)
     saved = profile_for(device)

@@ -138,21 +138,23 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
     come from the context's pool, and go back to it once a host result is read. A call in several
     blocks uploads on one transfer queue and downloads on another, so that they run while the device
     computes."""
-    spread = len(blocks) > 1
-    up_queue = ctx.transfer_queue("in") if spread else ctx.queue
-    down_queue = ctx.transfer_queue("out") if spread else ctx.queue
-    flat = _flat(out, operands[-1])
-    landing = None if flat is None or staging is None or staging[-1] is None else \
-        staging[-1][:flat.nbytes].view(flat.dtype)
-    sizes = [max(st.span.nbytes, st.span.itemsize) if st.buffer is None else 0 for st in operands]
-    buffers = [st.buffer if st.buffer is not None else ctx.buffers.take(size) for st, size in zip(operands, sizes)]
     pieces, ready = _pieces(operands, needed, [block.needs for block in blocks], staging is not None)
-    copies = _Copies(ctx.context, operands, pieces, staging)       # the copy threads start at once
+    copies = _Copies(ctx.context, operands, pieces, staging)       # the copy threads start first
+    sizes = [max(st.span.nbytes, st.span.itemsize) if st.buffer is None else 0 for st in operands]
+    buffers: list[cl.Buffer] = []
     launched: list[cl.Event] = []
     downloads: list[tuple[cl.Event, int, int]] = []
     done = False
     try:
         copies.first()
+        for st, size in zip(operands, sizes):
+            buffers.append(st.buffer if st.buffer is not None else ctx.buffers.take(size))
+        spread = len(blocks) > 1
+        up_queue = ctx.transfer_queue("in") if spread else ctx.queue
+        down_queue = ctx.transfer_queue("out") if spread else ctx.queue
+        flat = _flat(out, operands[-1])
+        landing = None if flat is None or staging is None or staging[-1] is None else \
+            staging[-1][:flat.nbytes].view(flat.dtype)
         uploads = [cl.enqueue_copy(up_queue, buffers[i], source, dst_offset=start * source.itemsize,
                                    wait_for=copies.ready[k], is_blocking=False)
                    for k, ((i, start, _), source) in enumerate(zip(pieces, copies.sources))]
@@ -224,6 +226,8 @@ class _Copies:
                  staging: Sequence[np.ndarray | None] | None) -> None:
         places = {i: None if staging is None or staging[i] is None else
                   staging[i][:operands[i].span.nbytes].view(operands[i].span.dtype) for i, _, _ in pieces}
+        addresses = {i: (_address(place), _address(operands[i].span)) for i, place in places.items()
+                     if place is not None}
         #: What each piece's upload reads, and the events it waits for (a copy's, where there is one).
         self.sources: list[np.ndarray] = []
         self.ready: list[list[cl.Event]] = []
@@ -238,7 +242,8 @@ class _Copies:
                 self.sources.append(place[start:stop])
                 self.ready.append([cl.UserEvent(context)])
                 offset = start * span.itemsize     # (both contiguous: a copy is one memmove of its bytes)
-                moves.append((_address(place) + offset, _address(span) + offset, (stop - start) * span.itemsize))
+                to, source = addresses[i]
+                moves.append((to + offset, source + offset, (stop - start) * span.itemsize))
                 tasks.append(functools.partial(self._copy, k))
         native = native_copier() if tasks else None
         self._batch = native.start([(*move, self.ready[k][0].int_ptr) for k, move in enumerate(moves)

@@ -106,11 +106,11 @@ static long now_ns(void) {
 
 /* Take and copy parts of b until none is left. */
 static void copy_parts(batch *b) {
+    int k = 0;                                           /* parts are taken in order: k only grows */
     for (;;) {
         int part = atomic_fetch_add(&b->next, 1);
         if (part >= b->parts) return;
-        int k = 0;
-        while (b->first_part[k + 1] <= part) ++k;          /* few pieces: a scan is enough */
+        while (b->first_part[k + 1] <= part) ++k;
         const piece *p = &b->pieces[k];
         size_t start = (size_t)(part - b->first_part[k]) * PART_BYTES;
         size_t bytes = p->bytes - start < PART_BYTES ? p->bytes - start : PART_BYTES;
