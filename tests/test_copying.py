@@ -166,10 +166,12 @@ def test_parallel_copy_copies_contiguous_and_strided_arrays(threads, monkeypatch
 
 @pytest.fixture
 def native(monkeypatch):
-    """This process's native copier, of two threads (skipped where the library was not built)."""
+    """This process's native copier, of pools of two threads, three pools at most as on a host of nine
+    cores (skipped where the library was not built)."""
     from autogemm.shares import native as native_module
 
     monkeypatch.setattr(native_module, "_copier", [])
+    monkeypatch.setattr(native_module.os, "cpu_count", lambda: 9)
     made = native_module.copier(2)
     if made is None:
         pytest.skip("the native copier was not built (no C compiler when the package was installed)")
@@ -187,7 +189,11 @@ def test_native_threads_copy_every_piece_and_mark_its_event_complete(native, dev
     pieces = [(dst.ctypes.data + lo * 8, src.ctypes.data + lo * 8, (hi - lo) * 8, event.int_ptr)
               for lo, hi, event in zip(bounds, bounds[1:], events)]
     batch = native.start(pieces)
-    assert native.start(pieces) is None                        # one batch at a time: the caller copies
+    assert native.pools == 3
+    others = [native.start([]) for _ in range(native.pools - 1)]        # a batch per pool at a time
+    assert None not in others and native.start(pieces) is None          # every pool busy: the caller copies
+    for other in others:
+        native.wait(other)
     native.wait(batch)
     assert np.array_equal(dst, src)
     assert all(e.command_execution_status == cl.command_execution_status.COMPLETE for e in events)
@@ -236,8 +242,8 @@ def test_numpy_in_numpy_out_copies_its_pieces_on_native_threads(native, ctx, mon
 
 
 def test_native_batches_in_quick_succession_from_several_threads_each_copy_right(native):
-    """Batches one after the other, from four threads at once (one batch runs at a time; a caller turned
-    away copies its own way), sizes from nothing to several parts: every copy right."""
+    """Batches one after the other, from four threads at once (a batch per pool at a time, three pools; a
+    caller turned away copies its own way), sizes from nothing to several parts: every copy right."""
     rng = np.random.default_rng(2)
     src = rng.random(2**19)
     errors = []
@@ -290,3 +296,28 @@ def test_on_a_gpu_numpy_products_copy_their_operands_on_native_threads(native, c
         a, b = random_matrix(rng, dt, (n, n + 3)), random_matrix(rng, dt, (n + 3, n - 5))
         got = autogemm.gemm(a, b, device=ctx.device, backend="opencl")
         assert relative_error(got, a.astype(dt.reference_numpy) @ b) < dt.tolerance
+
+
+def test_native_threads_copy_the_rows_of_a_block_into_its_place_in_a_matrix(native, monkeypatch):
+    """Pieces of rows (a block of C into a larger C): rows shorter than a part (several per part), longer
+    than one (a part each), at odd offsets; every element of the block copied, none beside it written.
+    ``parallel_copy`` gives such a copy to the native threads, not to Python's."""
+    rng = np.random.default_rng(4)
+    for rows, cols, at in [(3, 5, (1, 1)), (700, 300, (3, 7)), (5, 70_001, (1, 3)), (1, 9, (0, 2))]:
+        src = rng.random((rows, cols))
+        dst = np.zeros((rows + 5, cols + 11))
+        place = dst[at[0]:at[0] + rows, at[1]:at[1] + cols]
+        batch = native.start([(place.ctypes.data, src.ctypes.data, cols * 8, None, rows, dst.strides[0], cols * 8)])
+        native.wait(batch)
+        assert np.array_equal(place, src), (rows, cols)
+        place[...] = 0
+        assert not dst.any()
+    monkeypatch.setattr(copying, "COPY_THREADS", 3)
+    monkeypatch.setattr(copying, "native_copier", lambda: native)
+    monkeypatch.setattr(copying, "in_parallel", lambda tasks: pytest.fail("copied by Python threads"))
+    src = rng.random((600, 1000))
+    dst = np.zeros((700, 1200))
+    copying.parallel_copy(dst[50:650, 100:1100], src)
+    assert np.array_equal(dst[50:650, 100:1100], src)
+    dst[50:650, 100:1100] = 0
+    assert not dst.any()

@@ -19,7 +19,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from .native import Copier, copier
+from .native import Copier, Piece, copier
 
 #: Threads copying between numpy arrays and page-locked memory, the caller's own among them: half the
 #: cores, at most 16. On the H100's 16-core host one thread copied 10 GB/s, 6 to 8 threads 30 to 47 GB/s,
@@ -226,22 +226,37 @@ def native_copier() -> Copier | None:
 
 def parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
     """``dst[...] = src`` for arrays of one shape, by up to ``COPY_THREADS`` threads: the native ones where
-    both are contiguous and they are free (``shares.native``), else the helpers, over equal byte ranges
-    where both are contiguous, else over ranges of rows."""
+    both are contiguous, or matrices of contiguous rows (a block of C into its place), and a pool of them
+    is free (``shares.native``); else the helpers, over equal byte ranges where both are contiguous, else
+    over ranges of rows."""
     if src.nbytes < THREADED_BYTES or COPY_THREADS == 1 or len(src) < 2:
         copy_into(dst, src)
         return
+    piece = _native_piece(dst, src)
+    native = native_copier() if piece is not None else None
+    batch = native and native.start([piece])
+    if batch is not None:
+        native.wait(batch)
+        return
     if dst.flags.c_contiguous and src.flags.c_contiguous:
         dst, src = dst.reshape(-1), src.reshape(-1)
-        native = native_copier() if dst.dtype == src.dtype else None
-        batch = native and native.start([(dst.ctypes.data, src.ctypes.data, src.nbytes, None)])
-        if batch is not None:
-            native.wait(batch)
-            return
     parts = max(min(COPY_THREADS, src.nbytes // PART_BYTES), src.nbytes // LARGEST_PART_BYTES)
     parts = max(1, min(len(src), parts))
     bounds = np.linspace(0, len(src), parts + 1).astype(int)
     in_parallel([_copier(dst[a:b], src[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a])
+
+
+def _native_piece(dst: np.ndarray, src: np.ndarray) -> Piece | None:
+    """The native threads' piece of ``dst[...] = src`` (one dtype): one range where both are
+    C-contiguous, the rows of matrices whose rows are (a block of a larger matrix); else None."""
+    if dst.dtype != src.dtype:
+        return None
+    if dst.flags.c_contiguous and src.flags.c_contiguous:
+        return dst.ctypes.data, src.ctypes.data, src.nbytes, None
+    size = src.itemsize
+    if dst.ndim == 2 and dst.strides[1] == size == src.strides[1] and min(dst.strides[0], src.strides[0]) > 0:
+        return dst.ctypes.data, src.ctypes.data, src.shape[1] * size, None, src.shape[0], dst.strides[0], src.strides[0]
+    return None
 
 
 def _copier(dst: np.ndarray, src: np.ndarray) -> Callable[[], None]:

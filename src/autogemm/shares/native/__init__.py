@@ -24,33 +24,59 @@ NATIVE_ENV = "AUTOGEMM_NATIVE_COPIES"
 
 class _Piece(ctypes.Structure):
     _fields_ = [("to", ctypes.c_void_p), ("source", ctypes.c_void_p), ("bytes", ctypes.c_size_t),
-                ("event", ctypes.c_void_p)]
+                ("event", ctypes.c_void_p), ("rows", ctypes.c_size_t), ("to_pitch", ctypes.c_size_t),
+                ("from_pitch", ctypes.c_size_t)]
+
+
+#: A piece to copy: (to, from, bytes, user event or None), addresses of host memory; or, for the rows of
+#: a matrix, (to, from, bytes of a row, user event or None, rows, bytes between rows at to, at from).
+Piece = tuple[int, int, int, int | None] | tuple[int, int, int, int | None, int, int, int]
 
 
 class Copier:
-    """A pool of native copy threads. ``start`` begins copying pieces (to, from, bytes, user event or
-    None: addresses of host memory) while the caller goes on; ``wait`` has the caller copy what is left
-    and returns once every piece is copied and its event marked complete. One batch at a time: a caller
-    that finds a batch under way (``start`` returns None) copies its own way."""
+    """Pools of native copy threads. ``start`` begins copying pieces (``Piece``) on a free pool while the
+    caller goes on; ``wait`` has the caller copy what is left and returns once every piece is copied and
+    its event marked complete. A pool copies one batch at a time; another pool is made when a batch comes
+    while every one is busy, up to ``pools``, so that callers on several devices (Dask workers that are
+    threads of one process) copy at once. A caller that finds every pool busy (``start`` returns None)
+    copies its own way."""
 
-    def __init__(self, library: ctypes.CDLL, set_status: int, threads: int) -> None:
-        self._library, self._set_status = library, set_status
-        self._pool = library.copier_new(threads, SPIN_NS)
-        self._busy = threading.Lock()
+    def __init__(self, library: ctypes.CDLL, set_status: int, threads: int, pools: int) -> None:
+        self._library, self._set_status, self._threads = library, set_status, threads
+        #: The most pools this copier makes, of ``threads`` threads each.
+        self.pools = max(1, pools)
+        self._pools: list[tuple[int, threading.Lock]] = []
+        self._lock = threading.Lock()
 
-    def start(self, pieces: Sequence[tuple[int, int, int, int | None]]) -> object | None:
-        """The batch under way, or None where another is (nothing started)."""
-        if not self._busy.acquire(blocking=False):
+    def start(self, pieces: Sequence[Piece]) -> object | None:
+        """The batch under way, or None where every pool is busy (nothing started)."""
+        pool = self._free_pool()
+        if pool is None:
             return None
-        array = (_Piece * len(pieces))(*(_Piece(to, source, size, event) for to, source, size, event in pieces))
-        return array, self._library.copier_start(self._pool, array, len(pieces), self._set_status)
+        array = (_Piece * len(pieces))(*(_Piece(*piece) for piece in pieces))
+        return array, pool, self._library.copier_start(pool[0], array, len(pieces), self._set_status)
 
     def wait(self, batch: object) -> None:
         """Copy what no thread has taken of ``batch``, wait for the rest (the GIL released)."""
+        _, (handle, busy), started = batch
         try:
-            self._library.copier_wait(self._pool, batch[1])
+            self._library.copier_wait(handle, started)
         finally:
-            self._busy.release()
+            busy.release()
+
+    def _free_pool(self) -> tuple[int, threading.Lock] | None:
+        """A pool now the caller's (its lock held), made where every one is busy and fewer than ``pools``
+        exist; None where there is none."""
+        for pool in self._pools:
+            if pool[1].acquire(blocking=False):
+                return pool
+        with self._lock:
+            if len(self._pools) >= self.pools:
+                return None
+            pool = (self._library.copier_new(self._threads, SPIN_NS), threading.Lock())
+            pool[1].acquire()
+            self._pools.append(pool)
+            return pool
 
 
 def _opencl_library() -> ctypes.CDLL | None:
@@ -84,7 +110,7 @@ def _load(threads: int) -> Copier | None:
     library.copier_start.restype = ctypes.c_void_p
     library.copier_wait.argtypes, library.copier_wait.restype = [ctypes.c_void_p, ctypes.c_void_p], None
     set_status = ctypes.cast(opencl.clSetUserEventStatus, ctypes.c_void_p).value
-    return Copier(library, set_status, threads)
+    return Copier(library, set_status, threads, (os.cpu_count() or 2) // (threads + 1))
 
 
 _copier: list[Copier | None] = []
@@ -92,8 +118,8 @@ _copier_lock = threading.Lock()
 
 
 def copier(threads: int) -> Copier | None:
-    """This process's native copier of ``threads`` threads besides the caller's (made on first use), or
-    None where there is none."""
+    """This process's native copier (made on first use): pools of ``threads`` threads besides the
+    caller's, as many as the cores hold; None where there is none."""
     with _copier_lock:
         if not _copier:
             wanted = threads > 0 and os.environ.get(NATIVE_ENV, "1").strip() != "0"
