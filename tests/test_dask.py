@@ -331,3 +331,25 @@ def test_a_block_is_uploaded_once_while_its_owner_lives(ctx, monkeypatch):
     for i in range(4):                                 # past the capacity the oldest go
         kept.on_device(ctx.queue, np.full((64, 64), float(i), np.float32))
     assert kept._bytes <= kept.capacity
+
+
+def test_block_products_take_c_from_the_device_pool_and_give_it_back(ctx, monkeypatch):
+    """A block of C lives in device memory of the context's pool, given back once the block is out (also
+    when the product fails), so the next block takes the same memory rather than a new allocation."""
+    from autogemm.runtime import context_for
+
+    monkeypatch.setattr(blocks, "worker_device", lambda: ctx.device)
+    pool = context_for(ctx.device).buffers
+    taken, given = [], []
+    real_take, real_give = pool.take, pool.give
+    monkeypatch.setattr(pool, "take", lambda nbytes: taken.append(real_take(nbytes)) or taken[-1])
+    monkeypatch.setattr(pool, "give", lambda buffer, nbytes: (given.append(buffer), real_give(buffer, nbytes)))
+    a, b = RNG.standard_normal((40, 24)), RNG.standard_normal((24, 30))
+    for _ in range(2):
+        got = blocks.block_product([a[:, :10], a[:, 10:]], [b[:10], b[10:]], trans_a="N", trans_b="N", alpha=2.0)
+        assert relative_error(got, 2 * a @ b) < DTYPES["d"].tolerance
+    assert len(taken) == 2 and taken[1] is taken[0] and given == taken
+    monkeypatch.setattr(blocks, "gemm", lambda *args, **kw: (_ for _ in ()).throw(RuntimeError("failed")))
+    with pytest.raises(RuntimeError):
+        blocks.block_product(a, b, trans_a="N", trans_b="N", alpha=1.0)
+    assert given[-1] is taken[-1] and len(given) == 3

@@ -107,9 +107,23 @@ def block_product(a: np.ndarray | list[np.ndarray], b: np.ndarray | list[np.ndar
     first_a, first_b = pairs[0]
     rows = first_a.shape[1 if trans_a != "N" else 0]
     cols = first_b.shape[0 if trans_b != "N" else 1]
-    queue = thread_queue(device)
-    kept = kept_blocks(device)
-    c = cl_array.empty(queue, (rows, cols), first_a.dtype)
+    queue, ctx = thread_queue(device), context_for(device)     # (the device's pools serve every thread)
+    nbytes = rows * cols * first_a.dtype.itemsize
+    memory = ctx.buffers.take(nbytes)       # as gemm's own operands: kept for the next block, not freed
+    try:
+        c = cl_array.Array(queue, (rows, cols), first_a.dtype, data=memory)
+        return _product_into(c, pairs, device, place, trans_a=trans_a, trans_b=trans_b, alpha=alpha)
+    finally:
+        queue.finish()
+        ctx.buffers.give(memory, nbytes)
+
+
+def _product_into(c: cl_array.Array, pairs: list[tuple[np.ndarray, np.ndarray]], device: Device,
+                  place: Callable[[Device | None], Place] | None, *, trans_a: str, trans_b: str, alpha: complex
+                  ) -> np.ndarray:
+    """``block_product`` on ``device``: the sum made in ``c``, then brought back to ``place(device)`` (found
+    while the device computes), else into a new array."""
+    queue, kept = c.queue, kept_blocks(device)
     for step, (x, y) in enumerate(pairs):
         gemm(kept.on_device(queue, x), kept.on_device(queue, y), c, alpha=alpha, beta=1.0 if step else 0.0,
              trans_a=trans_a, trans_b=trans_b)
@@ -117,7 +131,7 @@ def block_product(a: np.ndarray | list[np.ndarray], b: np.ndarray | list[np.ndar
     if at is not None and in_result_pool(at.array):     # the device writes it there, no host copy
         read_into(queue, at.array, c.data, at.row, at.col, c.shape, c.events).wait()
         return at.view(c.shape)
-    block = c.get(ary=host_result(context_for_queue(queue), c.shape, c.dtype))
+    block = c.get(ary=host_result(context_for(device), c.shape, c.dtype))
     if at is None:
         return block
     out = at.view(c.shape)
