@@ -353,3 +353,29 @@ def test_block_products_take_c_from_the_device_pool_and_give_it_back(ctx, monkey
     with pytest.raises(RuntimeError):
         blocks.block_product(a, b, trans_a="N", trans_b="N", alpha=1.0)
     assert given[-1] is taken[-1] and len(given) == 3
+
+
+def test_a_worker_threads_take_turns_with_their_kernels_on_one_device(ctx, monkeypatch):
+    """Two threads' block products on one device: each one's kernels (its pairs of blocks) are enqueued and
+    run in a turn of its own, never between the other's; both right."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(blocks, "worker_device", lambda: ctx.device)
+    calls, real = [], blocks.gemm
+
+    def gemm(*args, **kw):
+        calls.append(threading.get_ident())
+        time.sleep(0.02)                    # the other thread runs meanwhile
+        return real(*args, **kw)
+
+    monkeypatch.setattr(blocks, "gemm", gemm)
+    a, b = RNG.standard_normal((30, 36)), RNG.standard_normal((36, 20))
+
+    def product():
+        return blocks.block_product([a[:, :12], a[:, 12:24], a[:, 24:]], [b[:12], b[12:24], b[24:]], trans_a="N",
+                                    trans_b="N", alpha=1.0)
+
+    with ThreadPoolExecutor(2) as pool:
+        results = [f.result() for f in [pool.submit(product) for _ in range(2)]]
+    assert all(relative_error(r, a @ b) < DTYPES["d"].tolerance for r in results)
+    assert len(calls) == 6 and len(set(calls[:3])) == 1 and len(set(calls[3:])) == 1 and calls[0] != calls[3]

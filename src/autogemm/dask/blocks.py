@@ -121,13 +121,16 @@ def block_product(a: np.ndarray | list[np.ndarray], b: np.ndarray | list[np.ndar
 def _product_into(c: cl_array.Array, pairs: list[tuple[np.ndarray, np.ndarray]], device: Device,
                   place: Callable[[Device | None], Place] | None, *, trans_a: str, trans_b: str, alpha: complex
                   ) -> np.ndarray:
-    """``block_product`` on ``device``: the sum made in ``c``, then brought back to ``place(device)`` (found
-    while the device computes), else into a new array."""
+    """``block_product`` on ``device``: the blocks uploaded (or found kept), the sum made in ``c`` in the
+    device's turn, then brought back to ``place(device)`` (found while the device computes), else into a
+    new array."""
     queue, kept = c.queue, kept_blocks(device)
-    for step, (x, y) in enumerate(pairs):
-        gemm(kept.on_device(queue, x), kept.on_device(queue, y), c, alpha=alpha, beta=1.0 if step else 0.0,
-             trans_a=trans_a, trans_b=trans_b)
-    at = place(device) if place is not None else None
+    operands = [(kept.on_device(queue, x), kept.on_device(queue, y)) for x, y in pairs]
+    with device_turn(device):
+        for step, (x, y) in enumerate(operands):
+            gemm(x, y, c, alpha=alpha, beta=1.0 if step else 0.0, trans_a=trans_a, trans_b=trans_b)
+        at = place(device) if place is not None else None
+        c.finish()
     if at is not None and in_result_pool(at.array):     # the device writes it there, no host copy
         read_into(queue, at.array, c.data, at.row, at.col, c.shape, c.events).wait()
         return at.view(c.shape)
@@ -137,6 +140,19 @@ def _product_into(c: cl_array.Array, pairs: list[tuple[np.ndarray, np.ndarray]],
     out = at.view(c.shape)
     parallel_copy(out, block)
     return out
+
+
+_turns: dict[Device, threading.Lock] = {}
+_turns_lock = threading.Lock()
+
+
+def device_turn(device: Device) -> threading.Lock:
+    """The lock a block product holds on ``device`` from its first kernel to its last one's end: a worker's
+    threads take turns, one bringing its block back and copying it into place while the other's kernels
+    run. Sharing the device, their kernels would end together and leave it idle while both copy (on two
+    H100s each GPU's kernels were busy 0.74 s of a 1.04 to 1.56 s span)."""
+    with _turns_lock:
+        return _turns.setdefault(device, threading.Lock())
 
 
 class Place(NamedTuple):

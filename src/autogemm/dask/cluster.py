@@ -11,8 +11,8 @@ from ..api import gemm
 from ..runtime.discovery import cpu_devices, devices
 from .blocks import pin_worker, slot_device, unpin_worker
 
-#: Threads of a worker: block products on one device run one after another on its queue, and a second
-#: thread moves the next blocks in and out meanwhile.
+#: Threads of a worker: their block products take turns on its device (``blocks.device_turn``), one
+#: moving its blocks in and out while the other's kernels run.
 THREADS_PER_WORKER = 2
 
 
