@@ -52,6 +52,8 @@ def test_show_kernel_rejects_bad_config():
     assert out.exit_code == 2 and "layout" in out.output
     out = invoke("show-kernel", "--config", '{"tile_k": "#include <evil>"}')
     assert out.exit_code == 2 and "integer" in out.output
+    out = invoke("show-kernel", "--config", "tile_rows=8")          # neither JSON nor a file
+    assert out.exit_code == 2 and "neither a JSON object nor a file" in out.output and "Traceback" not in out.output
 
 
 def test_run_validates_and_reports_each_iteration():

@@ -45,7 +45,11 @@ def parse_config(config: str | None, settings: tuple[str, ...], base: KernelPara
     of the family it names, whole), then ``key=value`` overrides."""
     data = base.to_dict()
     if config:
-        text = Path(config).read_text() if not config.lstrip().startswith("{") else config
+        try:
+            text = Path(config).read_text() if not config.lstrip().startswith("{") else config
+        except OSError as exc:
+            raise ConfigError(f"--config {config!r} is neither a JSON object nor a file that can be read "
+                              f"({exc.strerror}); e.g. --config '{{\"tile_rows\": 8}}' or --set tile_rows=8") from None
         try:
             loaded = json.loads(text)
         except json.JSONDecodeError as exc:
