@@ -99,6 +99,9 @@ def test_profile_list_show_export_import_verify(invoke, device, tmp_path):
     assert out.exit_code == 0 and device.fingerprint in out.output
     out = invoke("profile", "show")
     assert out.exit_code == 0 and "sgemm large" in out.output and "GFLOP/s" in out.output
+    assert invoke("profile", "show", "-d", device.slot).output == out.output         # as other commands take it
+    out = invoke("profile", "show", device.slot, "--device", device.slot)
+    assert out.exit_code != 0 and "once" in out.output
     exported = tmp_path / "mine.json"
     out = invoke("profile", "export", str(exported))
     assert out.exit_code == 0 and json.loads(exported.read_text())["device"]["fingerprint"] == device.fingerprint

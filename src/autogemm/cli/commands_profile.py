@@ -96,11 +96,15 @@ def list_command(as_json: bool) -> None:
 
 @profile.command("show")
 @click.argument("target", required=False)
+@click.option("-d", "--device", help="Device whose profile to show, as the other commands take it (or TARGET).")
 @click.option("--json", "as_json", is_flag=True, help="Print the profile's JSON.")
-def show_command(target, as_json) -> None:
-    """A profile's ranked configurations: of a device (default: the default device) or a file."""
+def show_command(target, device, as_json) -> None:
+    """A profile's ranked configurations: of a device (TARGET or --device; default: the default device) or
+    a file (TARGET)."""
+    if target and device:
+        fail(f"give the device once: TARGET {target!r} or --device {device!r}")
     try:
-        prof, source = _device_profile(target)
+        prof, source = _device_profile(target or device)
     except AutogemmError as exc:
         fail(str(exc))
     if as_json:
