@@ -284,6 +284,29 @@ def test_tiles_are_taken_in_growing_squares_where_both_operands_stay():
         assert sorted(order) == [(i, j) for i in range(rows) for j in range(cols)]
 
 
+def test_a_product_one_device_computes_whole_is_a_plain_call_on_it(ctx, monkeypatch, streamed):
+    """devices= with every row on one device (the host given none, by default or by the split) runs as
+    gemm on that device, not as a share of it; a product large enough to stream, or a split with the host
+    in it, still runs as shares."""
+    from autogemm.api import targets, transfer
+
+    shared = []
+    real = targets.run_split
+    monkeypatch.setattr(targets, "run_split", lambda *args: shared.append(args[1]) or real(*args))
+    dt = DTYPES["d"]
+    a, b = random_matrix(RNG, dt, (70, 50)), random_matrix(RNG, dt, (50, 90))
+    c = np.asfortranarray(random_matrix(RNG, dt, (70, 90)))
+    want = 2 * (a @ b) - c
+    for devices, split in (([ctx.device, HOST], None), ([HOST, ctx.device], Split(3, (0, 3))), ([ctx.device], None)):
+        assert relative_error(autogemm.gemm(a, b, devices=devices, split=split), a @ b) < dt.tolerance
+    assert autogemm.gemm(a, b, c, alpha=2, beta=-1, devices=[ctx.device, HOST]) is c
+    assert relative_error(c, want) < dt.tolerance and not shared
+    autogemm.gemm(a, b, devices=[ctx.device, HOST], split=Split(3, (2, 1)))
+    monkeypatch.setattr(transfer, "STREAM_BYTES", a.nbytes)
+    assert relative_error(autogemm.gemm(a, b, devices=[ctx.device, HOST]), a @ b) < dt.tolerance
+    assert shared == [Split(3, (2, 1)), Split(8, (8, 0))]
+
+
 def test_large_host_calls_stream_through_the_device(ctx, monkeypatch, streamed):
     """gemm on numpy arrays of at least STREAM_BYTES goes through the device's stream (any layout of c,
     alpha and beta as ever); smaller ones and device arrays do not."""

@@ -3,17 +3,19 @@ host's own BLAS (``shares``), each target's share given by a ``Split``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..errors import ArgumentError
 from ..profiles import profile_for
-from ..runtime import context_for, discovery, find_device
+from ..runtime import Device, context_for, discovery, find_device
 from ..shares import HOST, HostGemm, Target, run_split
 from ..shares.split import DEFAULT_PARTS, Split
 from .operands import Matrix, on_device, scalar
-from .transfer import host_result
+from .transfer import host_result, large_on_host
 from .validation import validate_call
 
 Devices = str | list | tuple
@@ -65,9 +67,13 @@ def default_plan(targets: list[Target], dt: Dtype, shape: tuple[int, int, int]
 
 def gemm_on_targets(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, trans_a: str, trans_b: str,
                     devices: Devices, split: Split | None, config: KernelParams | None, edge: str, precision,
-                    out_dtype) -> np.ndarray:
+                    out_dtype, alone: Callable[[Device, KernelParams | None], np.ndarray] | None = None
+                    ) -> np.ndarray:
     """``gemm`` with ``devices``: numpy operands only; C's rows shared per ``split`` (default
-    ``default_plan``) with one share per target, in the order of ``devices``."""
+    ``default_plan``) with one share per target, in the order of ``devices``. Where one device gets every
+    row and the operands are not large enough to stream, ``alone(device, kernel)`` runs the call instead
+    (``gemm`` on that device): on the H100 SGEMM 1024^3 took 0.69 ms so, 2.0 ms as a share of it beside a
+    host with none."""
     for name, x in (("a", a), ("b", b), ("c", c)):
         if on_device(x):
             raise ArgumentError(f"{name} is a device array; devices= shares a product of numpy arrays among "
@@ -87,6 +93,9 @@ def gemm_on_targets(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, tran
         raise ArgumentError(f"split must be a Split, not {type(split).__name__}")
     if len(split.shares) != len(targets):
         raise ArgumentError(f"split has {len(split.shares)} shares for {len(targets)} targets")
+    computing = [i for i, share in enumerate(split.shares) if share]
+    if alone is not None and len(computing) == 1 and targets[computing[0]] != HOST and not large_on_host(a, b, c):
+        return alone(targets[computing[0]].device, configs[computing[0]])
     # the targets write rows of a row-major C: the caller's own where it is one, else a new one, in
     # page-locked memory where a device writes it (its tiles come back straight into it)
     if c is not None and c.flags.c_contiguous:
