@@ -92,8 +92,8 @@ def block_product(a: np.ndarray | list[np.ndarray], b: np.ndarray | list[np.ndar
                   trans_b: str, alpha: complex, place: Callable[[Device | None], Place] | None = None
                   ) -> np.ndarray:
     """``alpha`` op(A) op(B) of one pair of blocks, or the sum over K of such products of two lists of
-    blocks (A's row panel and B's column panel, in K's order): the sum is made on the device, the block
-    of C staying there while each pair of blocks is uploaded and multiplied into it. The block is
+    blocks (A's row panel and B's column panel, in K's order): the pairs are uploaded (or found kept) and
+    multiplied into the block of C on the device, which stays there until the sum is made. The block is
     written at ``place(device)`` where given (returned as its view there), else into a new array."""
     pairs = list(zip(a, b)) if isinstance(a, list) else [(a, b)]
     device = worker_device()
@@ -149,8 +149,8 @@ _turns_lock = threading.Lock()
 def device_turn(device: Device) -> threading.Lock:
     """The lock a block product holds on ``device`` from its first kernel to its last one's end: a worker's
     threads take turns, one bringing its block back and copying it into place while the other's kernels
-    run. Sharing the device, their kernels would end together and leave it idle while both copy (on two
-    H100s each GPU's kernels were busy 0.74 s of a 1.04 to 1.56 s span)."""
+    run. Sharing the device, their kernels tend to end together and leave it idle while both copy (on two
+    H100s each GPU's kernels were busy 0.74 s of a 1.04 to 1.56 s span, threads sharing it)."""
     with _turns_lock:
         return _turns.setdefault(device, threading.Lock())
 

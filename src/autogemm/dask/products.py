@@ -1,8 +1,8 @@
 """``matmul`` and ``gemm`` on dask arrays: the graph of block products and the checks made before it.
 
 Each block C[i, j] is made by one task, ``blocks.block_in_place``, from A's row panel and B's column
-panel as lists of blocks over K: on a worker's device the block of C stays there while each pair of
-blocks is uploaded and multiplied into it, so neither the panels nor partial blocks of C are assembled
+panel as lists of blocks over K: the pairs are uploaded to a worker's device (or found kept there) and
+multiplied into the block of C, which stays there until the sum is made, so neither the panels nor partial blocks of C are assembled
 on the host; where the workers are threads of the caller's process, each block is written at its place
 in one result array, which ``compute()`` hands over (``assembly``), the blocks spread evenly over the
 workers (``placement``). Where a panel would outgrow ``PANEL_BYTES`` (one task would hold it all), every
