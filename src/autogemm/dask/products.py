@@ -3,12 +3,12 @@
 Each block C[i, j] is made by one task, ``blocks.block_in_place``, from A's row panel and B's column
 panel as lists of blocks over K: the pairs are uploaded to a worker's device (or found kept there) and
 multiplied into the block of C, which stays there until the sum is made, so neither the panels nor
-partial blocks of C are assembled on the host; where the workers are threads of the caller's process, each block is written at its place
-in one result array, which ``compute()`` hands over (``assembly``), the blocks spread evenly over the
-workers (``placement``). Where a panel would outgrow ``PANEL_BYTES`` (one task would hold it all), every
-pair A[i, k], B[k, j] gives a partial block P[i, k, j] instead, and ``sum`` over k adds them in a tree
-(``split_every`` at a time), as dask's own matmul does. Blocks smaller than ``MIN_BLOCK`` on a side are
-merged first."""
+partial blocks of C are assembled on the host; where the workers are threads of the caller's process,
+each block is written at its place in one result array, which ``compute()`` hands over (``assembly``),
+the blocks spread evenly over the workers (``placement``). Where a panel would outgrow ``PANEL_BYTES``
+(one task would hold it all), every pair A[i, k], B[k, j] gives a partial block P[i, k, j] instead, and
+``sum`` over k adds them in a tree (``split_every`` at a time), as dask's own matmul does. Blocks
+smaller than ``MIN_BLOCK`` on a side are merged first."""
 
 from __future__ import annotations
 
