@@ -171,7 +171,7 @@ def native(monkeypatch):
     from autogemm.shares import native as native_module
 
     monkeypatch.setattr(native_module, "_copier", [])
-    monkeypatch.setattr(native_module.os, "cpu_count", lambda: 9)
+    monkeypatch.setattr(native_module, "usable_cores", lambda: 9)
     made = native_module.copier(2)
     if made is None:
         pytest.skip("the native copier was not built (no C compiler when the package was installed)")

@@ -10,9 +10,9 @@ started again for the next one."""
 from __future__ import annotations
 
 import base64
-import os
 import queue
 
+from ..cores import usable_cores
 from ..errors import BuildError
 from .child import Child, ChildGone
 from .device import Device
@@ -23,7 +23,7 @@ BUILD_LIMIT_SECONDS = 900.0
 
 def default_builders() -> int:
     """How many builds to run at once: a core each, one left for the process timing them (at most 16)."""
-    return max(1, min(16, (os.cpu_count() or 2) - 1))
+    return max(1, min(16, usable_cores() - 1))
 
 
 class BuildPool:

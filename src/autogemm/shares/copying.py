@@ -19,12 +19,14 @@ from typing import TypeVar
 
 import numpy as np
 
+from ..cores import usable_cores
 from .native import Copier, Piece, copier
 
 #: Threads copying between numpy arrays and page-locked memory, the caller's own among them: half the
-#: cores, at most 16. On the H100's 16-core host one thread copied 10 GB/s, 6 to 8 threads 30 to 47 GB/s,
-#: and 12 or more did worse than 8 (the GIL each takes to start its copy is passed on one at a time).
-COPY_THREADS = max(1, min(16, (os.cpu_count() or 2) // 2))
+#: cores the process may use, at most 16. On the H100's 16-core host one thread copied 10 GB/s, 6 to 8
+#: threads 30 to 47 GB/s, and 12 or more did worse than 8 (the GIL each takes to start its copy is passed
+#: on one at a time).
+COPY_THREADS = max(1, min(16, usable_cores() // 2))
 #: Copies smaller than this are made by the calling thread alone; larger ones in parts of at least
 #: ``PART_BYTES``, one part by the calling thread.
 THREADED_BYTES, PART_BYTES = 4 * 2**20, 2**20

@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from ..codelets.registry import SpaceFacts, family_named
 from ..codelets.space import Point, SearchSpace
+from ..cores import usable_cores
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ class Enumerator:
     ``close``)."""
 
     def __init__(self, processes: int | None = None) -> None:
-        self.processes = processes or min(MAX_PROCESSES, os.cpu_count() or 1)
+        self.processes = processes or min(MAX_PROCESSES, usable_cores())
         main = getattr(sys.modules.get("__main__"), "__file__", None)
         if main is not None and not os.path.exists(main):
             self.processes = 1          # spawned processes import the main program again, and cannot

@@ -15,6 +15,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from ...cores import usable_cores
+
 #: How long an idle native thread polls for the next call's copies before it sleeps (OpenMP's threads
 #: spin about as long): calls in quick succession find them awake.
 SPIN_NS = 1_000_000
@@ -110,7 +112,7 @@ def _load(threads: int) -> Copier | None:
     library.copier_start.restype = ctypes.c_void_p
     library.copier_wait.argtypes, library.copier_wait.restype = [ctypes.c_void_p, ctypes.c_void_p], None
     set_status = ctypes.cast(opencl.clSetUserEventStatus, ctypes.c_void_p).value
-    return Copier(library, set_status, threads, (os.cpu_count() or 2) // (threads + 1))
+    return Copier(library, set_status, threads, usable_cores() // (threads + 1))
 
 
 _copier: list[Copier | None] = []
