@@ -272,6 +272,8 @@ def test_bench_dask_times_every_path_and_checks_it(tmp_path):
     rows = {r["path"]: r for r in written["results"]}
     for name in ("autogemm.dask", "autogemm.gemm", "dask numpy"):
         assert rows[name]["seconds"] > 0 and rows[name]["error"] < 1e-12 and not rows[name]["note"]
+    assert 0 < rows["autogemm.dask"]["busy"] <= 1 and rows["dask numpy"]["busy"] is None      # its devices' share
+    assert "busy" in out.output
     assert rows["dask cupy"]["seconds"] or rows["dask cupy"]["note"].startswith("not installed")
     out = CliRunner().invoke(main, ["bench-dask", "--workers", "0"])
     assert out.exit_code != 0 and "at least 1" in out.output
@@ -379,3 +381,21 @@ def test_a_worker_threads_take_turns_with_their_kernels_on_one_device(ctx, monke
         results = [f.result() for f in [pool.submit(product) for _ in range(2)]]
     assert all(relative_error(r, a @ b) < DTYPES["d"].tolerance for r in results)
     assert len(calls) == 6 and len(set(calls[:3])) == 1 and len(set(calls[3:])) == 1 and calls[0] != calls[3]
+
+
+def test_each_block_product_records_its_turn_on_the_device(ctx, monkeypatch):
+    """While turns are recorded, each block product on a device adds one (the device, when its kernels were
+    enqueued and when they ended); their share of a wall time is how busy the devices were."""
+    monkeypatch.setattr(blocks, "worker_device", lambda: ctx.device)
+    a, b = RNG.standard_normal((40, 24)), RNG.standard_normal((24, 30))
+    blocks.block_product(a, b, trans_a="N", trans_b="N", alpha=1.0)              # not recorded
+    with blocks.recorded_turns() as turns:
+        started = time.perf_counter()
+        for _ in range(3):
+            blocks.block_product([a[:, :12], a[:, 12:]], [b[:12], b[12:]], trans_a="N", trans_b="N", alpha=1.0)
+        wall = time.perf_counter() - started
+    assert len(turns) == 3 and all(t[0] == ctx.device and started <= t[1] <= t[2] <= started + wall for t in turns)
+    assert 0 < blocks.busy_share(turns, wall) <= 1
+    other = object()                                       # another device, busy half the time
+    assert blocks.busy_share([(ctx.device, 0.0, 1.0), (other, 0.0, 0.5)], 1.0) == 0.75
+    assert blocks.busy_share([], 1.0) is None

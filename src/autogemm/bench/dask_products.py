@@ -43,6 +43,9 @@ class DaskResult:
     tflops: float | None = None
     error: float | None = None
     note: str = ""
+    #: autogemm.dask's devices: the share of the wall time they computed blocks (``blocks.busy_share``,
+    #: median over the runs; None on other paths, or with workers in processes of their own).
+    busy: float | None = None
 
 
 def run_dask(dt: Dtype, n: int, chunk: int, workers: list[int], runs: int, rng: np.random.Generator,
@@ -56,7 +59,7 @@ def run_dask(dt: Dtype, n: int, chunk: int, workers: list[int], runs: int, rng: 
 
     from ..api import gemm
     from ..dask import local_cluster, matmul
-    from ..dask.blocks import device_of_worker
+    from ..dask.blocks import busy_share, device_of_worker, recorded_turns
 
     a, b = random_matrix(rng, dt, (n, n)), random_matrix(rng, dt, (n, n))
     rows = np.sort(rng.choice(n, min(SAMPLED_ROWS, n), replace=False))
@@ -68,15 +71,18 @@ def run_dask(dt: Dtype, n: int, chunk: int, workers: list[int], runs: int, rng: 
         result = DaskResult(path, count, dt.key, n, chunk)
         try:
             out = product()
-            times = []
+            times, busy = [], []
             for _ in range(runs):
-                started = time.perf_counter()
-                out = product()
-                times.append(time.perf_counter() - started)
+                with recorded_turns() as turns:
+                    started = time.perf_counter()
+                    out = product()
+                    times.append(time.perf_counter() - started)
+                busy.append(busy_share(turns, times[-1]))
         except Exception as exc:   # noqa: BLE001 - a failed path is a row of the table, not the end of the run
             result.note = f"failed: {type(exc).__name__}: {exc}"[:200]
             return result
         result.seconds = statistics.median(times)
+        result.busy = statistics.median(busy) if None not in busy else None
         result.tflops = flops / result.seconds / 1e12
         result.error = relative_error(np.asarray(out)[rows], want)
         if not result.error < dt.tolerance:

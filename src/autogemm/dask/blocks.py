@@ -7,12 +7,14 @@ array (``block_in_place``, ``assembly``): by the device where that array is page
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
+import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -127,10 +129,12 @@ def _product_into(c: cl_array.Array, pairs: list[tuple[np.ndarray, np.ndarray]],
     queue, kept = c.queue, kept_blocks(device)
     operands = [(kept.on_device(queue, x), kept.on_device(queue, y)) for x, y in pairs]
     with device_turn(device):
+        started = time.perf_counter()
         for step, (x, y) in enumerate(operands):
             gemm(x, y, c, alpha=alpha, beta=1.0 if step else 0.0, trans_a=trans_a, trans_b=trans_b)
         at = place(device) if place is not None else None
         c.finish()
+        _record_turn(device, started, time.perf_counter())
     if at is not None and in_result_pool(at.array):     # the device writes it there, no host copy
         read_into(queue, at.array, c.data, at.row, at.col, c.shape, c.events).wait()
         return at.view(c.shape)
@@ -153,6 +157,42 @@ def device_turn(device: Device) -> threading.Lock:
     H100s each GPU's kernels were busy 0.74 s of a 1.04 to 1.56 s span, threads sharing it)."""
     with _turns_lock:
         return _turns.setdefault(device, threading.Lock())
+
+
+#: A turn: the device, and when its block's kernels were enqueued and when the last one ended (seconds,
+#: ``time.perf_counter``).
+Turn = tuple[Device, float, float]
+_recorders: list[list[Turn]] = []
+
+
+@contextlib.contextmanager
+def recorded_turns() -> Iterator[list[Turn]]:
+    """The turns of this process's block products while the ``with`` block runs. A turn is the time its
+    device spends on one block, so their sum over a product's wall time and devices is how busy the
+    devices were (only where the workers are threads of this process)."""
+    turns: list[Turn] = []
+    with _turns_lock:
+        _recorders.append(turns)
+    try:
+        yield turns
+    finally:
+        with _turns_lock:
+            _recorders.remove(turns)
+
+
+def busy_share(turns: list[Turn], seconds: float) -> float | None:
+    """The share of ``seconds`` (a product's wall time) that the devices of ``turns`` were busy, on
+    average over them; None without turns."""
+    devices = {turn[0] for turn in turns}
+    if not devices or seconds <= 0:
+        return None
+    return sum(end - start for _, start, end in turns) / (seconds * len(devices))
+
+
+def _record_turn(device: Device, start: float, end: float) -> None:
+    with _turns_lock:
+        for turns in _recorders:
+            turns.append((device, start, end))
 
 
 class Place(NamedTuple):
