@@ -56,11 +56,16 @@ def test_show_kernel_rejects_bad_config():
     assert out.exit_code == 2 and "neither a JSON object nor a file" in out.output and "Traceback" not in out.output
 
 
-def test_run_validates_and_reports_each_iteration():
+def test_run_validates_and_reports_each_iteration(tmp_path):
+    path = tmp_path / "run.json"
     out = invoke("run", "-M", "45", "-N", "37", "-K", "29", "--dtype", "d", "--trans-b", "T",
-                 "--beta", "0.5", "-i", "3", "--validate")
+                 "--beta", "0.5", "-i", "3", "--validate", "--json", str(path))
     assert out.exit_code == 0, out.output
     assert out.output.count("iteration") == 3 and "PASS" in out.output
+    written = json.loads(path.read_text())
+    assert (written["m"], written["n"], written["k"], written["layout"]) == (45, 37, 29, "NT")
+    assert len(written["seconds"]) == 3 and written["median_seconds"] > 0 and written["correct"] is True
+    assert "command" in written and "commit" in written          # what made it
 
 
 def test_run_timeline_shows_each_launch():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from pathlib import Path
 
 import click
 import numpy as np
@@ -19,7 +20,7 @@ from ..dtypes import DTYPES, Dtype, get_dtype
 from ..errors import AutogemmError, ConfigError
 from ..runtime import context_for, median, time_enqueue
 from . import main
-from .common import console, fail, parse_config, select_device
+from .common import console, fail, parse_config, select_device, write_results
 
 config_options = [
     click.option("--dtype", "dtype_letter", type=click.Choice(list(DTYPES)), default="s", show_default=True,
@@ -106,9 +107,11 @@ def _wgmma_source(dt: Dtype, settings: tuple[str, ...]) -> str:
               help="Edge handling: pad to whole tiles, guard the kernel's edges, or choose by shape.")
 @click.option("-v", "--validate", is_flag=True, help="Check the result against a float64 numpy reference.")
 @click.option("--timeline", is_flag=True, help="Show when each launch of one more iteration ran on the device.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the problem, the plan, each iteration's seconds and the validation as JSON.")
 @_with_options(config_options)
-def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, timeline, dtype_letter, config,
-        settings, platform, device) -> None:
+def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, timeline, json_path, dtype_letter,
+        config, settings, platform, device) -> None:
     """Run one GEMM several times, printing each iteration's device time and rate (with the device
     profile's configuration for the shape, or the default, unless --config/--set)."""
     try:
@@ -140,6 +143,10 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, time
                       highlight=False)
     t = median(times)
     console.print(f"median: {t * 1e3:.3f} ms, {flops / t / 1e9 if t else 0:.1f} GFLOP/s", highlight=False)
+    facts = {"device": dev.label, "dtype": dt.key, "m": m, "n": n, "k": k,
+             "layout": f"{trans_a.upper()}{trans_b.upper()}", "alpha": alpha, "beta": beta, "plan": plan.describe(),
+             "seconds": list(times), "median_seconds": t, "gflops": flops / t / 1e9 if t else None}
+    write_results(json_path, facts)
     if timeline and m and n:
         events = plan.enqueue(bufs["A"], bufs["B"], bufs["C"], alpha, beta)
         events[-1].wait()
@@ -163,6 +170,7 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, time
         ok = err < dt.tolerance
         console.print(f"validation: relative error {err:.2e} (bound {dt.tolerance:.0e}): "
                       f"{'[green]PASS[/green]' if ok else '[red]FAIL[/red]'}")
+        write_results(json_path, {**facts, "error": err, "correct": bool(ok)})
         if not ok:
             sys.exit(1)
     plan.release()
