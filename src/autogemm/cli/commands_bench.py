@@ -21,7 +21,7 @@ from ..profiles import profile_for, profile_origin
 from ..runtime import Device, context_for
 from ..shares.copying import native_copier
 from . import main
-from .common import console, fail, select_device
+from .common import console, fail, json_file, select_device
 
 
 def _peers(text: str) -> tuple[str, ...]:
@@ -56,9 +56,8 @@ def _peers(text: str) -> tuple[str, ...]:
               help="A directory of clblast_tuner_xgemm results: CLBlast runs with its tuner's best parameters.")
 @click.option("--end-to-end", is_flag=True, help="Also time numpy-in, numpy-out calls, copies included.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random operands.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write every result as JSON (with the command and commit that made it), after each "
-                   "problem: a run stopped early keeps what it measured.")
+@json_file("Write every result as JSON (with the command and commit that made it), after each problem: "
+           "a run stopped early keeps what it measured.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="Write every result as CSV.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a PNG of rate against problem, per dtype.")

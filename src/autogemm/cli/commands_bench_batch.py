@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from pathlib import Path
 
 import click
 import numpy as np
@@ -16,7 +15,7 @@ from ..dtypes import get_dtype
 from ..errors import AutogemmError
 from ..tables import plain_table
 from . import main
-from .common import bench_inputs, cell, console, dimensions, fail, write_results
+from .common import bench_inputs, cell, console, dimensions, fail, json_file, write_results
 
 
 @main.command("bench-batch")
@@ -32,7 +31,7 @@ from .common import bench_inputs, cell, console, dimensions, fail, write_results
 @click.option("--reuse-products", type=click.IntRange(2, 64), default=4, show_default=True,
               help="Products sharing A in each --reuse timing.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random operands.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")
+@json_file()
 def bench_batch_command(device, dtypes, batches, runs, overhead_size, reuse_shapes, reuse_products, seed,
                         json_path) -> None:
     """Time a strided batch (one launch) against the same products as a Python loop of gemm calls and

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from pathlib import Path
 
 import click
 import numpy as np
@@ -14,7 +13,7 @@ from ..dtypes import get_dtype
 from ..errors import AutogemmError
 from ..tables import plain_table
 from . import main
-from .common import cell, console, fail, write_results
+from .common import cell, console, fail, json_file, write_results
 
 #: ``--paths`` names of ``bench.dask_products.PATHS``.
 PATH_NAMES = {"dask": "autogemm.dask", "gemm": "autogemm.gemm", "numpy": "dask numpy", "cupy": "dask cupy"}
@@ -32,8 +31,7 @@ PATH_NAMES = {"dask": "autogemm.dask", "gemm": "autogemm.gemm", "numpy": "dask n
 @click.option("--paths", default=",".join(PATH_NAMES), show_default=True,
               help="Comma-separated paths to time: dask (autogemm.dask), gemm (autogemm.gemm without Dask), "
                    "numpy (dask on numpy chunks), cupy (dask on cupy chunks).")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the results as JSON, after each one: a run stopped early keeps what it measured.")
+@json_file("Write the results as JSON, after each one: a run stopped early keeps what it measured.")
 def bench_dask_command(dtype, size, chunk, workers, runs, seed, paths, json_path) -> None:
     """Time an n x n x n product of dask arrays made from numpy arrays, computed to a numpy array, on
     local clusters of each number of --workers: autogemm.dask (workers on autogemm's devices), dask's

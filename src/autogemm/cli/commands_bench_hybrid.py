@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from pathlib import Path
 
 import click
 import numpy as np
@@ -14,7 +13,7 @@ from ..bench.sharing import CO_TUNED, CPU_ONLY, GPU_ONLY, SIMPLE, run_hybrid
 from ..shares.split import DEFAULT_PARTS
 from ..tables import plain_table
 from . import main
-from .common import bench_inputs, cell, console, write_results
+from .common import bench_inputs, cell, console, json_file, write_results
 
 
 @main.command("bench-hybrid")
@@ -28,7 +27,7 @@ from .common import bench_inputs, cell, console, write_results
               help="Candidate kernels the co-tuning tries (the profile's, best first).")
 @click.option("--runs", type=click.IntRange(1, 100), default=3, show_default=True, help="Timed runs (median).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random operands.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")
+@json_file()
 def bench_hybrid_command(device, dtypes, sizes, parts, kernels, runs, seed, json_path) -> None:
     """Time n x n x n products from numpy operands to a numpy result on the host's BLAS alone, on the
     device alone, and shared by rows between them with the device's best kernel and a tuned split and

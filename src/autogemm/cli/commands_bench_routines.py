@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from pathlib import Path
 
 import click
 import numpy as np
@@ -13,7 +12,7 @@ from ..bench.routines import CUBLAS_GEMV, NUMPY, TORCH_COPY, run_gemv, run_trans
 from ..bench.runner import AUTOGEMM
 from ..tables import plain_table
 from . import main
-from .common import bench_inputs, cell, console, write_results
+from .common import bench_inputs, cell, console, json_file, write_results
 
 
 @main.command("bench-routines")
@@ -23,7 +22,7 @@ from .common import bench_inputs, cell, console, write_results
               help="Matrices as ROWSxCOLS.")
 @click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True, help="Timed runs (median).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random operands.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")
+@json_file()
 def bench_routines_command(device, dtypes, sizes, runs, seed, json_path) -> None:
     """Time GEMV (y = A x and y = A^T x) against cuBLAS's (torch.mv, where CUDA is there) and numpy's, and
     the transpose against torch's transposing copy and numpy's, on the same random data, every result

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from pathlib import Path
 
 import click
 import numpy as np
@@ -20,7 +19,7 @@ from ..dtypes import DTYPES, Dtype, get_dtype
 from ..errors import AutogemmError, ConfigError
 from ..runtime import context_for, median, time_enqueue
 from . import main
-from .common import console, fail, parse_config, select_device, write_results
+from .common import console, fail, json_file, parse_config, select_device, write_results
 
 config_options = [
     click.option("--dtype", "dtype_letter", type=click.Choice(list(DTYPES)), default="s", show_default=True,
@@ -107,8 +106,7 @@ def _wgmma_source(dt: Dtype, settings: tuple[str, ...]) -> str:
               help="Edge handling: pad to whole tiles, guard the kernel's edges, or choose by shape.")
 @click.option("-v", "--validate", is_flag=True, help="Check the result against a float64 numpy reference.")
 @click.option("--timeline", is_flag=True, help="Show when each launch of one more iteration ran on the device.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the problem, the plan, each iteration's seconds and the validation as JSON.")
+@json_file("Write the problem, the plan, each iteration's seconds and the validation as JSON.")
 @_with_options(config_options)
 def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, timeline, json_path, dtype_letter,
         config, settings, platform, device) -> None:

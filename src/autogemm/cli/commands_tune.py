@@ -37,7 +37,7 @@ from ..tuning.replay import replay
 from ..tuning.scope import CLASS_SHARES, EXACT_MAX_WORK, GEMV, bandwidth, exact_class
 from ..workload import read_workload
 from . import main
-from .common import console, fail, select_device, write_results
+from .common import console, fail, json_file, select_device, write_results
 
 
 class ProgressListener(TuneListener):
@@ -249,8 +249,7 @@ def _shape(size: SizeClass) -> str:
 @click.option("--seeds", type=click.IntRange(1, 1000), default=10, show_default=True,
               help="Seeds each strategy is replayed with (--replay).")
 @click.option("--cold", is_flag=True, help="Replay without starting at the device class's default (--replay).")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write what was tuned as JSON: each class's best rate and configuration.")
+@json_file("Also write what was tuned as JSON: each class's best rate and configuration.")
 def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, classes, hybrid, hybrid_size, parts,
                  kernels, shapes_file, replayed, seeds, cold, json_path) -> None:
     """Tune the GEMM and GEMV kernels of a device and save its profile.

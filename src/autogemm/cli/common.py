@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import click
 from rich.console import Console
 
 from ..codelets.registry import KernelParams, params_from_dict
@@ -112,6 +114,11 @@ def bench_inputs(device: str | None, dtypes: str, sizes: str, parts: int = 2
 def cell(value: float | None, spec: str = ".3g") -> str:
     """A rate for a bench table: formatted by ``spec``, or '-' where there is none."""
     return format(value, spec) if value else "-"
+
+
+def json_file(what: str = "Write the results as JSON.") -> Callable:
+    """The ``--json FILE`` option of a command that times or tunes (``json_path``; see ``write_results``)."""
+    return click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help=what)
 
 
 def write_results(path: Path | None, data: dict) -> None:
