@@ -123,14 +123,16 @@ def block_product(a: np.ndarray | list[np.ndarray], b: np.ndarray | list[np.ndar
 def _product_into(c: cl_array.Array, pairs: list[tuple[np.ndarray, np.ndarray]], device: Device,
                   place: Callable[[Device | None], Place] | None, *, trans_a: str, trans_b: str, alpha: complex
                   ) -> np.ndarray:
-    """``block_product`` on ``device``: the blocks uploaded (or found kept), the sum made in ``c`` in the
-    device's turn, then brought back to ``place(device)`` (found while the device computes), else into a
-    new array."""
+    """``block_product`` on ``device``: the sum made in ``c`` in the device's turn, the first pair of blocks
+    uploaded (or found kept) before it and each next one while the last multiplies (one pair at a time
+    beyond those kept: a panel may not fit beside them), then brought back to ``place(device)`` (found
+    while the device computes), else into a new array."""
     queue, kept = c.queue, kept_blocks(device)
-    operands = [(kept.on_device(queue, x), kept.on_device(queue, y)) for x, y in pairs]
+    first = kept.on_device(queue, pairs[0][0]), kept.on_device(queue, pairs[0][1])    # before the turn
     with device_turn(device):
         started = time.perf_counter()
-        for step, (x, y) in enumerate(operands):
+        for step, (x, y) in enumerate(pairs):     # (each next pair uploaded while the last multiplies)
+            x, y = first if step == 0 else (kept.on_device(queue, x), kept.on_device(queue, y))
             gemm(x, y, c, alpha=alpha, beta=1.0 if step else 0.0, trans_a=trans_a, trans_b=trans_b)
         at = place(device) if place is not None else None
         c.finish()
