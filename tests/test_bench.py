@@ -161,6 +161,27 @@ def test_bench_command_writes_table_json_csv_and_plot(tmp_path):
     assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_a_result_names_its_source_by_a_digest_of_the_files(tmp_path):
+    """provenance carries a digest of autogemm's Python and C files: another byte, file or name gives
+    another; the same files in another folder, the same."""
+    assert len(report.provenance()["source"]) == 12
+    for folder in ("one", "two"):
+        (tmp_path / folder / "api").mkdir(parents=True)
+        (tmp_path / folder / "api" / "gemm.py").write_text("x = 1\n")
+        (tmp_path / folder / "copier.c").write_text("int x;\n")
+        (tmp_path / folder / "notes.txt").write_text(folder)                    # not source
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert report.source_digest(one) == report.source_digest(two)
+    seen = {report.source_digest(one)}
+    (two / "api" / "gemm.py").write_text("x = 2\n")
+    seen.add(report.source_digest(two))
+    (one / "api" / "gemm.py").rename(one / "api" / "plan.py")
+    seen.add(report.source_digest(one))
+    (one / "extra.py").write_text("")
+    seen.add(report.source_digest(one))
+    assert len(seen) == 4
+
+
 def test_bench_command_rejects_bad_options(tmp_path):
     runner = CliRunner()
     for args, message in ((["--sizes", "64", "--suite"], "choose one of"), (["--peers", "mkl"], "unknown mkl"),

@@ -4,6 +4,7 @@ a run read back from its JSON (``read_json``), to show or plot it again."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 import shlex
@@ -122,15 +123,29 @@ def failures(cases: Sequence[CaseResult]) -> list[str]:
 
 
 def provenance() -> dict:
-    """What made a result: the command line, and the git commit of autogemm's source where it runs from a
+    """What made a result: the command line, the git commit of autogemm's source where it runs from a
     checkout ("-dirty" after it where the source differs from it; None elsewhere: an installed package
-    knows only its version)."""
+    knows only its version), and the digest of the source itself (``source_digest``)."""
     try:
         commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=Path(__file__).parent,
                                 capture_output=True, text=True, timeout=10).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         commit = None
-    return {"command": shlex.join(["autogemm", *sys.argv[1:]]), "commit": commit}
+    return {"command": shlex.join(["autogemm", *sys.argv[1:]]), "commit": commit, "source": source_digest()}
+
+
+#: The folder of autogemm's own source files.
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+
+
+def source_digest(root: Path = PACKAGE_ROOT) -> str:
+    """A digest of the Python and C files under ``root`` (their paths and bytes), 12 hex digits: it names
+    the code that made a result where the commit cannot (an installed package; a copy of a checkout whose
+    git metadata is older than its files, as on a machine a checkout is sent to)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".c") and p.is_file()):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
 
 
 def write_json(cases: Sequence[CaseResult], path: Path, meta: dict) -> None:
