@@ -196,6 +196,11 @@ def test_native_threads_copy_every_piece_and_mark_its_event_complete(native, dev
         native.wait(other)
     native.wait(batch)
     assert np.array_equal(dst, src)
+    with pytest.raises(TypeError):
+        native.start([("not an address", 0, 8, None)])                  # nothing started: no pool kept busy
+    assert None not in (started := [native.start([]) for _ in range(native.pools)])
+    for other in started:
+        native.wait(other)
     assert all(e.command_execution_status == cl.command_execution_status.COMPLETE for e in events)
     again = native.start([(dst.ctypes.data, src.ctypes.data, 0, None)])          # free again; empty pieces
     native.wait(again)

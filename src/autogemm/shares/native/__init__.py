@@ -55,8 +55,12 @@ class Copier:
         pool = self._free_pool()
         if pool is None:
             return None
-        array = (_Piece * len(pieces))(*(_Piece(*piece) for piece in pieces))
-        return array, pool, self._library.copier_start(pool[0], array, len(pieces), self._set_status)
+        try:
+            array = (_Piece * len(pieces))(*(_Piece(*piece) for piece in pieces))
+            return array, pool, self._library.copier_start(pool[0], array, len(pieces), self._set_status)
+        except BaseException:
+            pool[1].release()           # nothing started: the pool is free again
+            raise
 
     def wait(self, batch: object) -> None:
         """Copy what no thread has taken of ``batch``, wait for the rest (the GIL released)."""
