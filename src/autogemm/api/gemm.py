@@ -102,26 +102,26 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
                      other_options=other_options)
     if done is not None:
         return done
+
+    def on_one_device(target: Device | str | int | None, kernel: KernelParams | None,
+                      events: list[cl.Event] | None = None) -> Matrix:
+        return product(a, b, c, None, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, device=target,
+                       config=kernel, edge=edge, precision=precision, out_dtype=out_dtype, wait_for=events)
+
     if devices is not None or split is not None:
         if devices is None:
             raise ArgumentError("split is for a product shared among devices: give devices= too")
         if device is not None or wait_for:
             raise ArgumentError("devices= runs on several targets and blocks: leave device and wait_for out")
-
-        def alone(target: Device, kernel: KernelParams | None) -> Matrix:
-            return product(a, b, c, None, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, device=target,
-                           config=kernel, edge=edge, precision=precision, out_dtype=out_dtype, wait_for=None)
-
         return gemm_on_targets(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, devices=devices,
                                split=split, config=config, edge=edge, precision=precision, out_dtype=out_dtype,
-                               alone=alone)
+                               alone=on_one_device)
     if not wait_for and large_on_host(a, b, c):
         # as a share of its device: streamed (copies through page-locked staging, overlapping the
         # kernels), or in place where the device shares the host's memory
         return gemm_on_targets(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, devices=[device],
                                split=None, config=config, edge=edge, precision=precision, out_dtype=out_dtype)
-    return product(a, b, c, None, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, device=device,
-                   config=config, edge=edge, precision=precision, out_dtype=out_dtype, wait_for=wait_for)
+    return on_one_device(device, config, wait_for)
 
 
 def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha, beta, trans_a: str, trans_b: str,

@@ -234,9 +234,9 @@ def parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
     if src.nbytes < THREADED_BYTES or COPY_THREADS == 1 or len(src) < 2:
         copy_into(dst, src)
         return
-    piece = _native_piece(dst, src)
-    native = native_copier() if piece is not None else None
-    batch = native and native.start([piece])
+    native = native_copier()
+    piece = _native_piece(dst, src) if native is not None else None
+    batch = native.start([piece]) if piece is not None else None
     if batch is not None:
         native.wait(batch)
         return
