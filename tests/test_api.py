@@ -254,6 +254,20 @@ def test_numpy_products_run_in_blocks_of_rows_whose_copies_overlap(ctx, monkeypa
     assert relative_error(out, want) < dt.tolerance
 
 
+@pytest.mark.parametrize("m, n, spans", [
+    (512, 512, [(0, 512)]),                              # too small to gain from overlapped copies
+    (1024, 1024, [(0, 512), (512, 1024)]),               # fills the device in one block, runs in two
+    (1000, 2000, [(0, 512), (512, 1000)]),
+    (4096, 4096, [(r, r + 512) for r in range(0, 4096, 512)]),      # a block's tiles per unit, at most 8
+    (4096, 64, [(0, 4096)])])
+def test_numpy_products_run_in_as_many_row_blocks_as_fill_the_device_and_two_at_least_from_a_mebielement(
+        m, n, spans):
+    from autogemm.blas.problem import GemmProblem
+
+    gemm_module = importlib.import_module("autogemm.api.gemm")
+    assert gemm_module.row_blocks(GemmProblem.dense(DTYPES["s"], m, n, 256), 132) == spans
+
+
 def test_a_copy_that_fails_reaches_the_caller_and_leaves_nothing_waiting(ctx, monkeypatch):
     """A host copy into the page-locked memory that fails (here the third piece's, once) raises its error
     from the call once the other copies have ended; the pieces left are copied after it, so that the
