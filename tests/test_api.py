@@ -228,6 +228,8 @@ def test_numpy_products_run_in_blocks_of_rows_whose_copies_overlap(ctx, monkeypa
     monkeypatch.setattr(transfer, "PIPELINE_BYTES", 3000)
     monkeypatch.setattr(gemm_module, "BLOCK_TILES", 1e-4)
     monkeypatch.setattr(gemm_module, "BLOCK_ROWS", 16)
+    real_blocks = gemm_module.row_blocks                       # as many blocks as the plan's waves or not
+    monkeypatch.setattr(gemm_module, "row_blocks", lambda problem, units, *plan: real_blocks(problem, units))
     ran = []
     real_execute = gemm_module.execute
     monkeypatch.setattr(gemm_module, "execute", lambda *args: ran.append(len(args[5])) or real_execute(*args))
@@ -254,18 +256,23 @@ def test_numpy_products_run_in_blocks_of_rows_whose_copies_overlap(ctx, monkeypa
     assert relative_error(out, want) < dt.tolerance
 
 
-@pytest.mark.parametrize("m, n, spans", [
-    (512, 512, [(0, 512)]),                              # too small to gain from overlapped copies
-    (1024, 1024, [(0, 512), (512, 1024)]),               # fills the device in one block, runs in two
-    (1000, 2000, [(0, 512), (512, 1000)]),
-    (4096, 4096, [(r, r + 512) for r in range(0, 4096, 512)]),      # a block's tiles per unit, at most 8
-    (4096, 64, [(0, 4096)])])
-def test_numpy_products_run_in_as_many_row_blocks_as_fill_the_device_and_two_at_least_from_a_mebielement(
-        m, n, spans):
+@pytest.mark.parametrize("m, n, tile, spans", [
+    (512, 512, None, [(0, 512)]),                        # too small to gain from overlapped copies
+    (1024, 1024, None, [(0, 512), (512, 1024)]),         # fills the device in one block, runs in two
+    (1024, 1024, (64, 64), [(0, 512), (512, 1024)]),     # 256 work-groups: two waves either way
+    (1024, 1024, (128, 128), [(0, 1024)]),               # 64: one wave, two in two blocks
+    (1000, 2000, None, [(0, 512), (512, 1000)]),
+    (4096, 4096, (128, 128), [(r, r + 512) for r in range(0, 4096, 512)]),   # a block's tiles a unit, 8 at most
+    (4096, 64, None, [(0, 4096)])])
+def test_numpy_products_run_in_row_blocks_that_fill_the_device_and_in_two_at_least_where_waves_allow(
+        m, n, tile, spans):
+    from types import SimpleNamespace
+
     from autogemm.blas.problem import GemmProblem
 
     gemm_module = importlib.import_module("autogemm.api.gemm")
-    assert gemm_module.row_blocks(GemmProblem.dense(DTYPES["s"], m, n, 256), 132) == spans
+    params = tile and SimpleNamespace(block_rows=tile[0], block_cols=tile[1])
+    assert gemm_module.row_blocks(GemmProblem.dense(DTYPES["s"], m, n, 256), 132, params) == spans
 
 
 def test_a_copy_that_fails_reaches_the_caller_and_leaves_nothing_waiting(ctx, monkeypatch):
@@ -285,6 +292,8 @@ def test_a_copy_that_fails_reaches_the_caller_and_leaves_nothing_waiting(ctx, mo
     monkeypatch.setattr(transfer, "native_copier", lambda: None)     # Python's threads (memmove)
     monkeypatch.setattr(gemm_module, "BLOCK_TILES", 1e-4)
     monkeypatch.setattr(gemm_module, "BLOCK_ROWS", 16)
+    real_blocks = gemm_module.row_blocks                       # as many blocks as the plan's waves or not
+    monkeypatch.setattr(gemm_module, "row_blocks", lambda problem, units, *plan: real_blocks(problem, units))
     dt = DTYPES["s"]
     a, b = random_matrix(RNG, dt, (90, 70)), random_matrix(RNG, dt, (70, 50))
     copied, real_copy = [], transfer.memmove

@@ -14,8 +14,10 @@ import pyopencl.array as cl_array
 
 from .. import workload
 from ..blas import GemmProblem, LaunchPlan, blocks, plan_cache
+from ..blas.coverage import c_blocks
 from ..blas.plan_cache import cached_plan, is_current
 from ..blas.problem import alignment_class
+from ..codelets.kernel import ceil_div
 from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..errors import ArgumentError
@@ -214,7 +216,7 @@ def _layout(call: _Call, plan: LaunchPlan, config: KernelParams | None, edge: st
     whole_call = _Part(pr, plan, pr.offset_a + pr.member_elements("A"), pr.offset_c + pr.member_elements("C"))
     if call.asynchronous or call.ctx.device.shares_host_memory:
         return [whole_call]
-    spans = row_blocks(pr, call.ctx.device.compute_units)
+    spans = row_blocks(pr, call.ctx.device.compute_units, plan.params, plan.slices)
     if len(spans) == 1:
         return [whole_call]
     parts = [replace(pr, m=r1 - r0, offset_a=pr.offset_a + (r0 if pr.op_a.transposed else r0 * pr.lda),
@@ -229,19 +231,36 @@ def _layout(call: _Call, plan: LaunchPlan, config: KernelParams | None, edge: st
 #: a multiple of ``BLOCK_ROWS`` rows: while the device computes one block, the next block's rows of A
 #: are uploaded and the last block's C comes back. On the H100, SGEMM 4096^3 from numpy to numpy took
 #: 10.1 ms in one block, the device idle while 3.6 ms of uploads ran and the download after it.
-#: A product of at least ``PIPELINED_ELEMENTS`` elements of C runs in two blocks at least, though one would
-#: fill the device: over five processes each on the H100, 1024^3 from numpy to numpy took (medians) 0.59
-#: against 0.63 ms in SGEMM and 0.91 against 0.92 ms in DGEMM.
+#: A product of at least ``PIPELINED_ELEMENTS`` elements of C runs in two blocks at least where its plan's
+#: work-groups take no more waves so (on the H100, DGEMM 1024^3 from numpy to numpy took 0.92 against
+#: 0.98 ms in two blocks; SGEMM 1024^3, whose 64 work-groups take one wave, 0.74 against 0.64 ms).
 BLOCK_TILES, MAX_BLOCKS, BLOCK_ROWS, PIPELINED_ELEMENTS = 1, 8, 128, 1 << 20
 
 
-def row_blocks(problem: GemmProblem, compute_units: int) -> list[tuple[int, int]]:
-    """The blocks [r0, r1) of C's rows that a product of host arrays runs in (one for a batch)."""
+def row_blocks(problem: GemmProblem, compute_units: int, params: KernelParams | None = None,
+               layers: int = 1) -> list[tuple[int, int]]:
+    """The blocks [r0, r1) of C's rows that a product of host arrays runs in (one for a batch). Given the
+    plan's ``params`` and its ``layers`` of work-groups (K slices), no fewer rows than keep its work-groups
+    in as few waves over the blocks as over the whole product: a block that leaves units idle makes the
+    device's time longer than its overlapped copies make it shorter."""
     m, n = problem.m, problem.n
+    if problem.batch != 1:
+        return [(0, m)]
     count = round(m * n / (BLOCK_TILES * compute_units * 128 * 128))
     if m * n >= PIPELINED_ELEMENTS:
         count = max(count, 2)
-    count = max(1, min(MAX_BLOCKS, count, m // BLOCK_ROWS)) if problem.batch == 1 else 1
+    count = max(1, min(MAX_BLOCKS, count, m // BLOCK_ROWS))
+
+    def waves(spans: list[tuple[int, int]]) -> int:
+        return sum(ceil_div(c_blocks(params, r1 - r0, n) * layers, compute_units) for r0, r1 in spans)
+
+    while count > 1 and params is not None and waves(_spans(m, count)) > waves([(0, m)]):
+        count -= 1
+    return _spans(m, count)
+
+
+def _spans(m: int, count: int) -> list[tuple[int, int]]:
+    """``count`` blocks of C's m rows, each a multiple of ``BLOCK_ROWS`` rows but the last."""
     step = -(-m // count // BLOCK_ROWS) * BLOCK_ROWS if count > 1 else max(m, 1)
     return [(r0, min(r0 + step, m)) for r0 in range(0, m, step)] or [(0, m)]
 
