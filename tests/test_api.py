@@ -256,6 +256,24 @@ def test_numpy_products_run_in_blocks_of_rows_whose_copies_overlap(ctx, monkeypa
     assert relative_error(out, want) < dt.tolerance
 
 
+@pytest.mark.parametrize("n", [3, 61])
+def test_numpy_products_on_a_discrete_device_run_in_row_blocks_on_gemm_and_gemv_plans(ctx, monkeypatch, n):
+    """Where the device does not share the host's memory, a product of numpy arrays is cut in row blocks
+    by its plan's tiles: a GEMM plan's, or none for the multi-vector GEMV's plan of a C of few columns."""
+    from autogemm.api import transfer
+    from autogemm.shares import staging
+
+    gemm_module = importlib.import_module("autogemm.api.gemm")
+    monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
+    monkeypatch.setattr(staging, "_page_locked", type(staging._page_locked)())
+    monkeypatch.setattr(transfer, "PINNED_MIN_BYTES", 0)
+    monkeypatch.setattr(gemm_module, "PIPELINED_ELEMENTS", 1)
+    monkeypatch.setattr(gemm_module, "BLOCK_ROWS", 16)
+    dt = DTYPES["d"]
+    a, b = random_matrix(RNG, dt, (97, 45)), random_matrix(RNG, dt, (45, n))
+    assert relative_error(autogemm.gemm(a, b, device=ctx.device), a @ b) < dt.tolerance
+
+
 @pytest.mark.parametrize("m, n, tile, spans", [
     (512, 512, None, [(0, 512)]),                        # too small to gain from overlapped copies
     (1024, 1024, None, [(0, 512), (512, 1024)]),         # fills the device in one block, runs in two

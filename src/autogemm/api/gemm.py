@@ -216,7 +216,8 @@ def _layout(call: _Call, plan: LaunchPlan, config: KernelParams | None, edge: st
     whole_call = _Part(pr, plan, pr.offset_a + pr.member_elements("A"), pr.offset_c + pr.member_elements("C"))
     if call.asynchronous or call.ctx.device.shares_host_memory:
         return [whole_call]
-    spans = row_blocks(pr, call.ctx.device.compute_units, plan.params, plan.slices)
+    waves = (plan.params, plan.slices) if isinstance(plan, LaunchPlan) else ()     # GEMV's plans: no tiles
+    spans = row_blocks(pr, call.ctx.device.compute_units, *waves)
     if len(spans) == 1:
         return [whole_call]
     parts = [replace(pr, m=r1 - r0, offset_a=pr.offset_a + (r0 if pr.op_a.transposed else r0 * pr.lda),
