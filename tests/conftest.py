@@ -40,8 +40,10 @@ def hopper(device):
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    """A cache folder of the test's own: the profiles it saves are seen by it alone."""
+    """A cache folder of the test's own: the profiles it saves are seen by it alone, and no bundled one
+    (the H100's would be this device's on the GPU machine, or a related one's on another GPU)."""
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(store, "bundled", lambda: [])
     store.forget()
     yield tmp_path
     store.forget()

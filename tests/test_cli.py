@@ -32,7 +32,8 @@ def test_show_kernel_from_settings_and_json():
 
 @pytest.mark.parametrize("dtype,instruction", [("b", "m16n8k16 f32.bf16.bf16.f32"), ("s.tf32", "m16n8k8 f32.tf32"),
                                                ("z", "m8n8k4 f64")])
-def test_show_kernel_fits_the_tensor_core_family_to_the_dtype(dtype, instruction):
+def test_show_kernel_fits_the_tensor_core_family_to_the_dtype(cache, dtype, instruction):
+    """The family's default fitted to the dtype, where the device has no profile (the cache hides any)."""
     out = invoke("show-kernel", "--dtype", dtype, "--family", "nvidia_mma")
     assert out.exit_code == 0 and f"instruction: mma.sync {instruction}" in out.output
 

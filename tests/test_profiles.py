@@ -206,7 +206,7 @@ def test_gemm_picks_the_configuration_predicted_fastest_for_the_shape(cache, ctx
     assert big.params == LARGE and small.params == SMALL and narrow.params == SMALL
     assert "profile" in big.describe()
     other = LaunchPlan(ctx, GemmProblem(autogemm.dtypes.DTYPES["d"], 300, 200, 250, lda=250, ldb=200, ldc=200))
-    assert other.params_source == "default"     # the profile has no d entry
+    assert other.params_source.startswith("default")     # no d entry: a default (tensor cores' on NVIDIA)
     rng = np.random.default_rng(1)
     a, b = rng.uniform(-1, 1, (300, 250)).astype(np.float32), rng.uniform(-1, 1, (250, 200)).astype(np.float32)
     np.testing.assert_allclose(autogemm.gemm(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
