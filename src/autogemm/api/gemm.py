@@ -17,6 +17,7 @@ from ..blas import GemmProblem, LaunchPlan, blocks, plan_cache
 from ..blas.coverage import c_blocks
 from ..blas.plan_cache import cached_plan, is_current
 from ..blas.problem import alignment_class
+from ..blas.vectors import VectorsPlan
 from ..codelets.kernel import ceil_div
 from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
@@ -203,12 +204,12 @@ class _Part(NamedTuple):
     where its reads of A and its writes of C end in their storage (elements)."""
 
     problem: GemmProblem
-    plan: LaunchPlan
+    plan: LaunchPlan | VectorsPlan
     a_end: int
     c_end: int
 
 
-def _layout(call: _Call, plan: LaunchPlan, config: KernelParams | None, edge: str) -> list[_Part]:
+def _layout(call: _Call, plan: LaunchPlan | VectorsPlan, config: KernelParams | None, edge: str) -> list[_Part]:
     """The blocks a call runs in, made once per resolved call: one, the whole problem on ``plan``, where
     an operand lies on the device or the device shares the host's memory (nothing to overlap), else the
     blocks of ``row_blocks``, each on a plan of its own."""
@@ -216,7 +217,7 @@ def _layout(call: _Call, plan: LaunchPlan, config: KernelParams | None, edge: st
     whole_call = _Part(pr, plan, pr.offset_a + pr.member_elements("A"), pr.offset_c + pr.member_elements("C"))
     if call.asynchronous or call.ctx.device.shares_host_memory:
         return [whole_call]
-    waves = (plan.params, plan.slices) if isinstance(plan, LaunchPlan) else ()     # GEMV's plans: no tiles
+    waves = (plan.params, plan.slices) if isinstance(plan, LaunchPlan) else ()     # GEMV's plan has no tiles
     spans = row_blocks(pr, call.ctx.device.compute_units, *waves)
     if len(spans) == 1:
         return [whole_call]
