@@ -39,6 +39,33 @@ def hopper(device):
 
 
 @pytest.fixture
+def discrete(ctx, monkeypatch):
+    """The test device run as a GPU runs numpy operands, where PoCL would share the host's memory: they
+    cross through page-locked memory (a pool of the test's own) from the first byte, and a product of two
+    blocks of 16 rows or more is cut in row blocks. Returns the context."""
+    import importlib
+
+    from autogemm.api import transfer
+    from autogemm.shares import staging
+
+    gemm_module = importlib.import_module("autogemm.api.gemm")     # (the package's name is the function's)
+    monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
+    monkeypatch.setattr(staging, "_page_locked", type(staging._page_locked)())
+    monkeypatch.setattr(transfer, "PINNED_MIN_BYTES", 0)
+    monkeypatch.setattr(gemm_module, "PIPELINED_ELEMENTS", 1)
+    monkeypatch.setattr(gemm_module, "BLOCK_ROWS", 16)
+    return ctx
+
+
+@pytest.fixture(params=["shared", "discrete"])
+def host_memory(request) -> str:
+    """Runs a test of numpy operands twice: on the test device as it is, and ``discrete``."""
+    if request.param == "discrete":
+        request.getfixturevalue("discrete")
+    return request.param
+
+
+@pytest.fixture
 def cache(tmp_path, monkeypatch):
     """A cache folder of the test's own: the profiles it saves are seen by it alone, and no bundled one
     (the H100's would be this device's on the GPU machine, or a related one's on another GPU)."""

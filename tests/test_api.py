@@ -26,9 +26,9 @@ def reference(a, b, c, alpha, beta, ta, tb, dt):
 
 @pytest.mark.parametrize("letter", "sdcz")
 @pytest.mark.parametrize("order", ["C", "F", "strided"])
-def test_layouts_of_numpy_arrays(letter, order):
+def test_layouts_of_numpy_arrays(host_memory, letter, order):
     dt = DTYPES[letter]
-    m, n, k = 23, 17, 31
+    m, n, k = 45, 17, 31               # (discrete: two row blocks)
     a, b = random_matrix(RNG, dt, (m, k)), random_matrix(RNG, dt, (k, n))
     c = random_matrix(RNG, dt, (m, n))
     if order == "F":
@@ -44,7 +44,7 @@ def test_layouts_of_numpy_arrays(letter, order):
     assert relative_error(c, want) < dt.tolerance
 
 
-def test_strided_c_leaves_the_gaps_alone():
+def test_strided_c_leaves_the_gaps_alone(host_memory):
     dt = DTYPES["s"]
     base = random_matrix(RNG, dt, (20, 30))
     before = base.copy()
@@ -56,7 +56,7 @@ def test_strided_c_leaves_the_gaps_alone():
 
 
 @pytest.mark.parametrize("ta,tb", [("T", "C"), ("C", "N")])
-def test_conjugate_transposes_on_column_major(ta, tb):
+def test_conjugate_transposes_on_column_major(host_memory, ta, tb):
     dt = DTYPES["z"]
     a = np.asfortranarray(random_matrix(RNG, dt, (9, 14)))
     b = random_matrix(RNG, dt, (11, 9) if tb != "N" else (9, 11))
@@ -68,7 +68,7 @@ def test_conjugate_transposes_on_column_major(ta, tb):
 
 
 @pytest.mark.parametrize("edge", ["pad", "guard"])
-def test_beta_zero_does_not_read_nan_c(edge):
+def test_beta_zero_does_not_read_nan_c(host_memory, edge):
     dt = DTYPES["d"]
     a, b = random_matrix(RNG, dt, (40, 30)), random_matrix(RNG, dt, (30, 50))
     c = np.full((40, 50), np.nan)
@@ -77,7 +77,7 @@ def test_beta_zero_does_not_read_nan_c(edge):
     assert relative_error(c, a @ b) < dt.tolerance
 
 
-def test_alpha_zero_skips_the_product_as_blas_does():
+def test_alpha_zero_skips_the_product_as_blas_does(host_memory):
     dt = DTYPES["s"]
     a = np.full((8, 5), np.nan, np.float32)
     b = random_matrix(RNG, dt, (5, 6))
@@ -87,19 +87,19 @@ def test_alpha_zero_skips_the_product_as_blas_does():
     assert relative_error(c, want) < dt.tolerance
 
 
-def test_k_zero_scales_c():
+def test_k_zero_scales_c(host_memory):
     c = random_matrix(RNG, DTYPES["c"], (4, 3))
     want = c * (1 - 1j)
     autogemm.gemm(np.zeros((4, 0), np.complex64), np.zeros((0, 3), np.complex64), c, beta=1 - 1j)
     assert np.allclose(c, want)
 
 
-def test_empty_outputs():
+def test_empty_outputs(host_memory):
     assert autogemm.gemm(np.ones((0, 4), np.float32), np.ones((4, 3), np.float32)).shape == (0, 3)
     assert autogemm.gemm(np.ones((2, 4), np.float32), np.ones((4, 0), np.float32)).shape == (2, 0)
 
 
-def test_result_without_c_is_new_array():
+def test_result_without_c_is_new_array(host_memory):
     a, b = random_matrix(RNG, DTYPES["s"], (3, 4)), random_matrix(RNG, DTYPES["s"], (4, 5))
     out = autogemm.gemm(a, b, alpha=2.0)
     assert out.shape == (3, 5) and out.dtype == np.float32
@@ -131,7 +131,7 @@ def _bad_calls():
 
 
 @pytest.mark.parametrize("kwargs,error,words", _bad_calls())
-def test_bad_input_raises_clear_error_and_changes_nothing(kwargs, error, words):
+def test_bad_input_raises_clear_error_and_changes_nothing(host_memory, kwargs, error, words):
     copies = {k: v.copy() for k, v in kwargs.items() if isinstance(v, np.ndarray)}
     with pytest.raises(error, match=words):
         autogemm.gemm(**kwargs)
@@ -164,7 +164,7 @@ def test_a_precision_mode_without_its_instructions_computes_in_float32(precision
     assert relative_error(out, a.astype(np.complex128) @ b) < 1e-6      # float32's error, not TF32's
 
 
-def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx, monkeypatch):
+def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx, discrete, monkeypatch):
     """numpy in, numpy out goes through page-locked staging (as torch's users copy with pin_memory), in
     parts each sent on as soon as it is copied: a dense C, a column-major one and a strided one with beta,
     each right, the staging made once and reused by calls that fit; past ``PINNED_BYTES`` the arrays are
@@ -173,9 +173,6 @@ def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx,
     from autogemm.api import transfer
     from autogemm.shares import copying, staging
 
-    monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
-    monkeypatch.setattr(staging, "_page_locked", type(staging._page_locked)())
-    monkeypatch.setattr(transfer, "PINNED_MIN_BYTES", 0)
     monkeypatch.setattr(transfer, "PIECE_BYTES", 256)
     monkeypatch.setattr(transfer, "PIPELINE_BYTES", 1000)         # a, b and c in several parts
     monkeypatch.setattr(copying, "COPY_THREADS", 3)               # copied by several threads
@@ -211,19 +208,15 @@ def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx,
 @pytest.mark.parametrize("letter, trans_a, trans_b, c_order, beta", [
     ("s", "N", "N", "C", 0.0), ("d", "T", "N", "C", 0.5), ("c", "N", "C", "F", 1.0), ("z", "C", "T", "strided", -1.0),
     ("d", "N", "T", "F", 0.0), ("s", "T", "T", "pool", 0.0)])
-def test_numpy_products_run_in_blocks_of_rows_whose_copies_overlap(ctx, monkeypatch, letter, trans_a, trans_b,
+def test_numpy_products_run_in_blocks_of_rows_whose_copies_overlap(ctx, discrete, monkeypatch, letter, trans_a, trans_b,
                                                                    c_order, beta):
     """A product of numpy arrays runs in blocks of C's rows, each launched once the rows of A (and C) it
     reads are uploaded, its rows downloaded while the next computes: every block right, with transposes,
     beta (C uploaded by blocks too), a column-major C (the blocks are rows of its transpose), a strided one
     (read back whole) and a new result from the page-locked pool. Sizes are no multiple of the blocks."""
     from autogemm.api import transfer
-    from autogemm.shares import staging
 
     gemm_module = importlib.import_module("autogemm.api.gemm")     # (the package's name is the function's)
-    monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
-    monkeypatch.setattr(staging, "_page_locked", type(staging._page_locked)())
-    monkeypatch.setattr(transfer, "PINNED_MIN_BYTES", 0)
     monkeypatch.setattr(transfer, "PIECE_BYTES", 256)
     monkeypatch.setattr(transfer, "PIPELINE_BYTES", 3000)
     monkeypatch.setattr(gemm_module, "BLOCK_TILES", 1e-4)
@@ -257,16 +250,11 @@ def test_numpy_products_run_in_blocks_of_rows_whose_copies_overlap(ctx, monkeypa
 
 
 @pytest.mark.parametrize("n", [3, 61])
-def test_numpy_products_on_a_discrete_device_run_in_row_blocks_on_gemm_and_gemv_plans(ctx, monkeypatch, n):
+def test_numpy_products_on_a_discrete_device_run_in_row_blocks_on_gemm_and_gemv_plans(ctx, discrete, monkeypatch, n):
     """Where the device does not share the host's memory, a product of numpy arrays is cut in row blocks
     by its plan's tiles: a GEMM plan's, or none for the multi-vector GEMV's plan of a C of few columns."""
-    from autogemm.api import transfer
-    from autogemm.shares import staging
 
     gemm_module = importlib.import_module("autogemm.api.gemm")
-    monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
-    monkeypatch.setattr(staging, "_page_locked", type(staging._page_locked)())
-    monkeypatch.setattr(transfer, "PINNED_MIN_BYTES", 0)
     monkeypatch.setattr(gemm_module, "PIPELINED_ELEMENTS", 1)
     monkeypatch.setattr(gemm_module, "BLOCK_ROWS", 16)
     dt = DTYPES["d"]
@@ -293,17 +281,14 @@ def test_numpy_products_run_in_row_blocks_that_fill_the_device_and_in_two_at_lea
     assert gemm_module.row_blocks(GemmProblem.dense(DTYPES["s"], m, n, 256), 132, params) == spans
 
 
-def test_a_copy_that_fails_reaches_the_caller_and_leaves_nothing_waiting(ctx, monkeypatch):
+def test_a_copy_that_fails_reaches_the_caller_and_leaves_nothing_waiting(ctx, discrete, monkeypatch):
     """A host copy into the page-locked memory that fails (here the third piece's, once) raises its error
     from the call once the other copies have ended; the pieces left are copied after it, so that the
     commands enqueued behind them run and end: the queues drain and the next call runs right."""
     from autogemm.api import transfer
-    from autogemm.shares import copying, staging
+    from autogemm.shares import copying
 
     gemm_module = importlib.import_module("autogemm.api.gemm")
-    monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
-    monkeypatch.setattr(staging, "_page_locked", type(staging._page_locked)())
-    monkeypatch.setattr(transfer, "PINNED_MIN_BYTES", 0)
     monkeypatch.setattr(transfer, "PIECE_BYTES", 1024)
     monkeypatch.setattr(transfer, "PIPELINE_BYTES", 1024)
     monkeypatch.setattr(copying, "COPY_THREADS", 3)

@@ -62,7 +62,7 @@ def test_the_conversion_to_16_bits_rounds_as_numpy_does(ctx, letter):
 
 @pytest.mark.parametrize("letter", "hb")
 @pytest.mark.parametrize("trans_a,trans_b", [("N", "N"), ("T", "C")])
-def test_gemm_multiplies_16_bit_arrays_anywhere(letter, trans_a, trans_b):
+def test_gemm_multiplies_16_bit_arrays_anywhere(host_memory, letter, trans_a, trans_b):
     rng = np.random.default_rng(3)
     m, n, k = 45, 29, 70
     a = rng.uniform(-1, 1, (k, m) if trans_a != "N" else (m, k)).astype(NUMPY[letter])

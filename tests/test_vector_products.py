@@ -53,7 +53,8 @@ def _operands(dt, m, n, k, ta, tb):
 
 
 @pytest.mark.parametrize("letter, ta, tb, few, vectors", CASES)
-def test_a_product_of_few_columns_or_rows_is_right_and_goes_to_gemv(ctx, routed, letter, ta, tb, few, vectors):
+def test_a_product_of_few_columns_or_rows_is_right_and_goes_to_gemv(ctx, host_memory, routed, letter, ta, tb, few,
+                                                                   vectors):
     dt = DTYPES[letter]
     m, n, k = (77, vectors, 131) if few == "columns" else (vectors, 77, 131)
     a, b, product = _operands(dt, m, n, k, ta, tb)
