@@ -220,18 +220,14 @@ def test_native_threads_copy_bytes_at_any_alignment(native):
         assert not dst[:to_at].any() and not dst[to_at + size:].any()
 
 
-def test_numpy_in_numpy_out_copies_its_pieces_on_native_threads(native, ctx, monkeypatch):
+def test_numpy_in_numpy_out_copies_its_pieces_on_native_threads(native, ctx, discrete, monkeypatch):
     """A staged product (PoCL made to look as if it had memory of its own) with its pieces copied by
     the native threads, each upload waiting for the event they mark: right, and no Python copy made."""
     import autogemm
     from autogemm.accuracy import random_matrix, relative_error
     from autogemm.api import transfer
     from autogemm.dtypes import DTYPES
-    from autogemm.shares import staging
 
-    monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
-    monkeypatch.setattr(staging, "_page_locked", type(staging._page_locked)())
-    monkeypatch.setattr(transfer, "PINNED_MIN_BYTES", 0)
     monkeypatch.setattr(transfer, "PIECE_BYTES", 4096)
     monkeypatch.setattr(copying, "COPY_THREADS", 3)
     monkeypatch.setattr(transfer, "memmove", lambda *args: pytest.fail("copied by a Python thread"))
