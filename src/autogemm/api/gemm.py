@@ -18,7 +18,7 @@ from ..blas.coverage import c_blocks
 from ..blas.plan_cache import cached_plan, is_current
 from ..blas.problem import alignment_class
 from ..blas.vectors import VectorsPlan
-from ..codelets.kernel import ceil_div
+from ..codelets.kernel import ceil_div, round_up
 from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..errors import ArgumentError
@@ -256,14 +256,16 @@ def row_blocks(problem: GemmProblem, compute_units: int, params: KernelParams | 
     def waves(spans: list[tuple[int, int]]) -> int:
         return sum(ceil_div(c_blocks(params, r1 - r0, n) * layers, compute_units) for r0, r1 in spans)
 
-    while count > 1 and params is not None and waves(_spans(m, count)) > waves([(0, m)]):
-        count -= 1
+    if params is not None:
+        whole = waves([(0, m)])
+        while count > 1 and waves(_spans(m, count)) > whole:
+            count -= 1
     return _spans(m, count)
 
 
 def _spans(m: int, count: int) -> list[tuple[int, int]]:
     """``count`` blocks of C's m rows, each a multiple of ``BLOCK_ROWS`` rows but the last."""
-    step = -(-m // count // BLOCK_ROWS) * BLOCK_ROWS if count > 1 else max(m, 1)
+    step = round_up(ceil_div(m, count), BLOCK_ROWS) if count > 1 else max(m, 1)
     return [(r0, min(r0 + step, m)) for r0 in range(0, m, step)] or [(0, m)]
 
 
