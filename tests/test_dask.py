@@ -395,7 +395,7 @@ def test_each_block_product_records_its_turn_on_the_device(ctx, monkeypatch):
             blocks.block_product([a[:, :12], a[:, 12:]], [b[:12], b[12:]], trans_a="N", trans_b="N", alpha=1.0)
         wall = time.perf_counter() - started
     assert len(turns) == 3 and all(t[0] == ctx.device and started <= t[1] <= t[2] <= started + wall for t in turns)
-    assert 0 < blocks.busy_share(turns, wall) <= 1
+    assert 0 < blocks.turns_share(turns, wall) <= 1
     other = object()                                       # another device, busy half the time
-    assert blocks.busy_share([(ctx.device, 0.0, 1.0), (other, 0.0, 0.5)], 1.0) == 0.75
-    assert blocks.busy_share([], 1.0) is None
+    assert blocks.turns_share([(ctx.device, 0.0, 1.0), (other, 0.0, 0.5)], 1.0) == 0.75
+    assert blocks.turns_share([], 1.0) is None

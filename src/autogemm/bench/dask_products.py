@@ -43,7 +43,7 @@ class DaskResult:
     tflops: float | None = None
     error: float | None = None
     note: str = ""
-    #: autogemm.dask's devices: the share of the wall time they computed blocks (``blocks.busy_share``,
+    #: autogemm.dask's devices: the share of the wall time they computed blocks (``blocks.turns_share``,
     #: median over the runs; None on other paths, or with workers in processes of their own).
     busy: float | None = None
 
@@ -59,7 +59,7 @@ def run_dask(dt: Dtype, n: int, chunk: int, workers: list[int], runs: int, rng: 
 
     from ..api import gemm
     from ..dask import local_cluster, matmul
-    from ..dask.blocks import busy_share, device_of_worker, recorded_turns
+    from ..dask.blocks import device_of_worker, recorded_turns, turns_share
 
     a, b = random_matrix(rng, dt, (n, n)), random_matrix(rng, dt, (n, n))
     rows = np.sort(rng.choice(n, min(SAMPLED_ROWS, n), replace=False))
@@ -77,7 +77,7 @@ def run_dask(dt: Dtype, n: int, chunk: int, workers: list[int], runs: int, rng: 
                     started = time.perf_counter()
                     out = product()
                     times.append(time.perf_counter() - started)
-                busy.append(busy_share(turns, times[-1]))
+                busy.append(turns_share(turns, times[-1]))
         except Exception as exc:   # noqa: BLE001 - a failed path is a row of the table, not the end of the run
             result.note = f"failed: {type(exc).__name__}: {exc}"[:200]
             return result

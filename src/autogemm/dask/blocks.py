@@ -182,7 +182,7 @@ def recorded_turns() -> Iterator[list[Turn]]:
             _recorders.remove(turns)
 
 
-def busy_share(turns: list[Turn], seconds: float) -> float | None:
+def turns_share(turns: list[Turn], seconds: float) -> float | None:
     """The share of ``seconds`` (a product's wall time) that the devices of ``turns`` were busy, on
     average over them; None without turns."""
     devices = {turn[0] for turn in turns}
