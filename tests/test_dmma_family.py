@@ -6,6 +6,7 @@ compute several blocks of C in turn, and M, N and K that are not multiples of th
 from __future__ import annotations
 
 import ctypes
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -17,9 +18,9 @@ from autogemm.runtime.cuda.context import Complex128
 
 # every dtype and warp layout at the default depth, group and instruction, every instruction of each dtype, and
 # every depth and group of the default
-DEFAULT = (DmmaParams.stages, DmmaParams.group, 1, DmmaParams.mma_k)
+DEFAULT = (DmmaParams.stages, DmmaParams.group, 1, DmmaParams.mma_k, False)
 CONFIGS = [space(dtype).config(point) for dtype in DTYPES for point in space(dtype).points()]
-CONFIGS = [c for c in CONFIGS if (c.stages, c.group, c.cluster, c.mma_k) == DEFAULT]
+CONFIGS = [c for c in CONFIGS if (c.stages, c.group, c.cluster, c.mma_k, c.reads_mn_major) == DEFAULT]
 CONFIGS += [c for c in (DmmaParams(dtype, warp_m=32, warp_n=32, mma_k=k) for dtype in DTYPES for k in MMA_K)
             if c.mma_k != DmmaParams.mma_k and c.malformed() is None]
 CONFIGS += [c for c in (DmmaParams(stages=s) for s in STAGES if s != DmmaParams.stages) if c.malformed() is None]
@@ -28,7 +29,12 @@ CONFIGS += [DmmaParams("d", cluster=2), DmmaParams("z", warp_m=32, warp_n=32, cl
 
 
 def test_the_spaces_hold_every_well_formed_configuration_and_no_other():
-    assert len(space("d")) == 2220 and len(space("z")) == 1002
+    for dtype, count in (("d", 2220), ("z", 1002)):
+        configs = [space(dtype).config(p) for p in space(dtype).points()]
+        laying_out = [c for c in configs if not c.reads_mn_major]
+        assert len(laying_out) == count        # and those reading MN-major that hold 4 float64 fewer a thread
+        assert [replace(c, reads_mn_major=False) for c in configs if c.reads_mn_major] == [
+            c for c in laying_out if replace(c, reads_mn_major=True).malformed() is None]
     assert all(space("z").config(p).malformed() is None for p in space("z").points())
     with pytest.raises(ValueError, match="dtype 's'"):
         space("s")
@@ -46,6 +52,7 @@ def test_malformed_configurations_are_refused():
     assert "dtype" in DmmaParams("s").malformed()
     assert "over 88" in DmmaParams(warp_m=32, warp_n=64, mma_k=16).malformed()         # ptxas would spill
     assert "over 84" in DmmaParams(warp_m=64, warp_n=32, mma_k=16, cluster=2).malformed()
+    assert "over 84" in DmmaParams(warp_m=64, warp_n=32, mma_k=16, reads_mn_major=True).malformed()
     assert "k16" in DmmaParams("z", warp_m=32, warp_n=32, mma_k=16).malformed()
 
 
@@ -61,6 +68,51 @@ def test_every_configuration_compiles_for_sm_90a_without_spilling(params):
     assert "Performance Loss" not in cubin.log
     assert rendered.tensor_boxes == ((params.block_m, 16), (params.block_n // params.cluster, 16))
     assert rendered.tensor_shape(5, 32) == (5, 32 * params.element_bytes // 8)
+
+
+MN_CONFIGS = [DmmaParams("d", mma_k=8), DmmaParams("d", warp_m=32, warp_n=32, mma_k=4),
+              DmmaParams("d", cluster=2), DmmaParams("z", warp_m=32, warp_n=32),
+              DmmaParams("z", warp_m=32, warp_n=16, cluster=2, mma_k=4)]
+MN_CONFIGS = [replace(c, reads_mn_major=True) for c in MN_CONFIGS]
+LAYOUTS = [(False, True), (True, False), (True, True)]
+NAMES = {(False, True): "dmma_nn_", (True, False): "dmma_tt_", (True, True): "dmma_tn_"}    # op(A) op(B), C = A B^T
+
+
+@pytest.mark.parametrize("params", MN_CONFIGS, ids=[c.describe() for c in MN_CONFIGS])
+def test_operands_are_read_mn_major_too(params):
+    """A stored K x M, B stored K x N, or both, read by TMA in boxes of 128 bytes of M (N) by the tile's K,
+    without spilling; not B's tile shared by a cluster in part of a box."""
+    for mn_major in LAYOUTS:
+        rendered = render(params, mn_major)
+        assert rendered.mn_major == mn_major and rendered.name.startswith(NAMES[mn_major])
+        assert f"#define B_MN {str(mn_major[1]).lower()}" in rendered.source
+        # an MN-major box: the tile's K by 128 bytes of M (N), 16 float64 (8 complex128); its shape in float64
+        rows = (params.block_m, params.block_n // params.cluster)
+        assert rendered.tensor_boxes == tuple((params.block_k, 16) if mn else (count, 16)
+                                              for mn, count in zip(mn_major, rows))
+        assert rendered.tensor_shape(100, 72, True) == (72, 100 * params.element_bytes // 8)
+        if not cuda_missing():
+            cubin = compile_cuda(rendered.source, rendered.name, options=["--ptxas-options=-v"])
+            assert "0 bytes stack frame, 0 bytes spill stores" in cubin.log, (mn_major, cubin.log)
+    one_box = DmmaParams("d", 1, 4, 32, 16, cluster=2, reads_mn_major=True)         # B's 16 columns: one box
+    assert "not shared evenly" in one_box.mn_major_problem((False, True))
+    assert one_box.mn_major_problem((True, False)) is None and one_box.mn_major_problem((False, False)) is None
+    assert DmmaParams().mn_major_problem((False, False)) is None
+    assert "lays operands stored MN-major out" in DmmaParams().mn_major_problem((True, False))
+    with pytest.raises(ValueError, match="K-major first"):
+        render(DmmaParams(), (False, True))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("params", MN_CONFIGS, ids=[c.describe() for c in MN_CONFIGS])
+def test_mn_major_operands_agree_with_float64_on_hopper(hopper, params):
+    """Every layout of A and B at shapes with edges on every side (M, N and K even: an operand's rows
+    16-byte aligned), against float64, over a NaN C."""
+    m, n, k = 2 * params.block_m - 2, 3 * params.block_n - 6, (2 * params.stages + 1) * params.block_k - 6
+    for mn_major in LAYOUTS:
+        got, want = _run(hopper, params, m, n, k, 1.0, 0.0, multiprocessors=4, mn_major=mn_major)
+        assert np.isfinite(got).all(), mn_major
+        assert np.abs(got - want).max() <= 1e-14 * np.sqrt(k) * np.abs(want).max(), mn_major
 
 
 @pytest.mark.gpu
@@ -84,9 +136,9 @@ def test_alpha_and_beta_scale_the_product_and_c(hopper, params):
     assert np.abs(got - want).max() <= 1e-13 * np.abs(want).max()
 
 
-def _run(twin, params, m, n, k, alpha, beta, multiprocessors=132):
-    """C = alpha A B^T + beta C on the GPU for random operands (C NaN where beta is 0): the result, and
-    float64's (complex128's)."""
+def _run(twin, params, m, n, k, alpha, beta, multiprocessors=132, mn_major=(False, False)):
+    """C = alpha A B^T + beta C on the GPU for random operands (C NaN where beta is 0), A and B stored
+    transposed where ``mn_major`` says: the result, and float64's (complex128's)."""
     from autogemm.runtime.cuda import CudaContext
 
     rng = np.random.default_rng(7)
@@ -97,17 +149,18 @@ def _run(twin, params, m, n, k, alpha, beta, multiprocessors=132):
         c = c + 1j * rng.uniform(-1, 1, (m, n))
     want = alpha * (a @ b.T) + (beta * c if beta != 0 else 0)
     ctx = CudaContext(twin)
-    rendered = render(params)
+    rendered = render(params, mn_major)
     function = ctx.function(compile_cuda(rendered.source, rendered.name), rendered.name)
     da, db, dc = ctx.allocate(a.nbytes), ctx.allocate(b.nbytes), ctx.allocate(c.nbytes)
-    for memory, x in ((da, a), (db, b), (dc, c)):
+    for memory, x in ((da, np.ascontiguousarray(a.T) if mn_major[0] else a),
+                      (db, np.ascontiguousarray(b.T) if mn_major[1] else b), (dc, c)):
         ctx.upload(memory, x)
     scalars = ([(Complex128(x.real, x.imag), None) for x in (complex(alpha), complex(beta))] if params.dtype == "z"
                else [(float(x), ctypes.c_double) for x in (alpha, beta)])
     box_a, box_b = rendered.tensor_boxes
     ctx.launch(function, rendered.schedule(m, n, k, multiprocessors).grid, rendered.block,
-               [(ctx.tensor_map(da, rendered.tensor_shape(m, k), rendered.tensor_type, box_a), None),
-                (ctx.tensor_map(db, rendered.tensor_shape(n, k), rendered.tensor_type, box_b), None),
+               [(ctx.tensor_map(da, rendered.tensor_shape(m, k, mn_major[0]), rendered.tensor_type, box_a), None),
+                (ctx.tensor_map(db, rendered.tensor_shape(n, k, mn_major[1]), rendered.tensor_type, box_b), None),
                 (dc, None), (m, ctypes.c_int), (n, ctypes.c_int), (k, ctypes.c_int), *scalars],
                rendered.shared_bytes)
     got = np.empty_like(c)

@@ -1,7 +1,8 @@
 """``CudaGemm``: one product on the CUDA path, with the sm_90a families (``codelets.wgmma`` for 16-bit,
 TF32 and 3xTF32 operands, ``codelets.dmma`` for float64 and complex128). Those kernels read A (M x K)
-and B (N x K) K-contiguous through TMA, rows a multiple of 16 bytes apart; any other storage (a transpose,
-a conjugate, a K whose rows would not be 16 bytes apart) is first brought into that layout on the device
+and B (N x K) through TMA, rows a multiple of 16 bytes apart, K-contiguous or, where the configuration
+reads them so, MN-contiguous (A stored K x M, B K x N); any other storage (a conjugate, a K whose rows
+would not be 16 bytes apart) is first brought into the K-contiguous layout on the device
 (``codelets.k_major``), and 3xtf32's operands are split into their two planes there.
 
 ``DEFAULTS`` are the configurations a dtype runs with where the device's profile has no CUDA entry: the
@@ -41,7 +42,8 @@ DEFAULTS: dict[str, CudaParams] = {
     "h": WgmmaParams("f16", 256, 2, 4, 8, out="f16"), "hs": WgmmaParams("f16", 256, 2, 4, 8),
     "b": WgmmaParams("bf16", 256, 2, 4, 8, out="bf16"), "bs": WgmmaParams("bf16", 256, 2, 4, 8),
     "s.tf32": WgmmaParams("tf32", 256, 2, 4, 8), "s.3xtf32": WgmmaParams("3xtf32", 128, 2, 3, 8),
-    "d": DmmaParams("d", 2, 2, 64, 32, 4, 8, mma_k=16), "z": DmmaParams("z", 2, 2, 32, 32, 4, 8, mma_k=8)}
+    "d": DmmaParams("d", 2, 2, 64, 32, 4, 8, mma_k=16),
+    "z": DmmaParams("z", 2, 2, 32, 32, 4, 8, mma_k=8, reads_mn_major=True)}
 
 
 def cuda_target(device: Device, dt: Dtype) -> tuple[CudaContext | None, str | None]:
@@ -67,6 +69,16 @@ def no_kernels(dt: Dtype) -> str | None:
 TILE_RATES: dict[int, dict[tuple[int, int], float]] = {
     1: {(128, 256): 1.0, (128, 128): 0.92, (64, 256): 0.86, (64, 128): 0.6, (128, 64): 0.57, (64, 64): 0.37},
     2: {(128, 128): 1.0, (128, 64): 0.71, (64, 128): 0.51, (64, 64): 0.37}}
+#: The dmma family's tiles of C, each as its warps (rows of warps, and each warp's rows and columns of C, in
+#: two consumer warpgroups), with its rate on large products as a fraction of the fastest's (H100, NN
+#: 2048^3, 4096^3 and 4096 x 4096 x 1024, the median of 3 rounds against cuBLAS: float64 128 x 128, 128 x 64
+#: and 64 x 128 within 0.01 of each other, 64 x 64 0.85; complex128 64 x 128 and 128 x 64 alike, 64 x 64
+#: and 32 x 128 0.95). float64 128 x 64 ran 0.94x as fast as 128 x 128 at 8192^3 (it reads 1.5 times as
+#: much of A and B a flop), so it counts 0.97: taken where it saves more rounds than that. On 1024 x 1024
+#: x 8192 float64 went from 0.47x cuBLAS in 128 x 128 to 0.85x in 128 x 64.
+DMMA_TILE_RATES: dict[str, dict[tuple[int, int, int], float]] = {
+    "d": {(2, 64, 32): 1.0, (4, 32, 32): 0.97, (2, 32, 32): 0.97, (2, 32, 16): 0.85},
+    "z": {(2, 32, 32): 1.0, (2, 64, 16): 1.0, (2, 32, 16): 0.95, (1, 32, 16): 0.95}}
 
 
 def cuda_choice(device: Device | None, dt: Dtype, m: int, n: int, k: int, multiprocessors: int
@@ -83,23 +95,35 @@ def cuda_choice(device: Device | None, dt: Dtype, m: int, n: int, k: int, multip
 
 @functools.lru_cache(maxsize=256)
 def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int) -> CudaParams:
-    """``params`` with the tile of C (``TILE_RATES``) that computes an m x n x k product soonest: its
-    blocks run in rounds on ``multiprocessors`` (``codelets.hopper.rounds``: whole, and a last one shared
-    where most would idle), each as long as the tile's area over its rate. A product of few large tiles
-    leaves multiprocessors idle and takes smaller ones: on the H100, FP16 512 x 4096 x 4096 ran at 0.59x
-    cuBLAS in 128 x 256 tiles and 0.75x in 128 x 128, 128 x 1024 x 4096 at 0.49x and 0.85x in 64 x 64.
-    The dmma family's configurations are kept as they are. Worked out once a process for each product
-    (a call on device tensors must cost the host little)."""
-    if not isinstance(params, WgmmaParams):
-        return params
+    """``params`` with the tile of C (``TILE_RATES``, ``DMMA_TILE_RATES``) that computes an m x n x k
+    product soonest: its blocks run in rounds on ``multiprocessors`` (``codelets.hopper.rounds``: whole,
+    and where the family can, a last one shared where most would idle), each as long as the tile's area
+    over its rate. A product of few large tiles leaves multiprocessors idle and takes smaller ones: on the
+    H100, FP16 512 x 4096 x 4096 ran at 0.59x cuBLAS in 128 x 256 tiles and 0.75x in 128 x 128, 128 x 1024
+    x 4096 at 0.49x and 0.85x in 64 x 64. A dmma configuration's own tile is a candidate too, first (at the
+    rate of the slowest measured tile where it is none of them). Worked out once a process for each
+    product (a call on device tensors must cost the host little)."""
     best, best_time = params, None
-    for (block_m, block_n), rate in TILE_RATES[params.planes].items():
-        tiled = replace(params, consumers=block_m // WARPGROUP_M, block_n=block_n)
-        tiles = -(-m // (block_m * params.cluster)) * -(-n // block_n)
-        time = rounds(tiles, multiprocessors // params.cluster, -(-k // tiled.block_k)) * block_m * block_n / rate
+    for tiled, rate in _tilings(params):
+        tiles = -(-m // (tiled.block_m * params.cluster)) * -(-n // tiled.block_n)
+        clusters = multiprocessors // params.cluster
+        turns = rounds(tiles, clusters, -(-k // tiled.block_k)) if tiled.shares_k else -(-tiles // clusters)
+        time = turns * tiled.block_m * tiled.block_n / rate
         if tiled.malformed() is None and (best_time is None or time < best_time):
             best, best_time = tiled, time
     return best
+
+
+def _tilings(params: CudaParams) -> list[tuple[CudaParams, float]]:
+    """``params`` in each tile of C of its family that ``fitted`` weighs, with the tile's rate."""
+    if isinstance(params, WgmmaParams):
+        return [(replace(params, consumers=block_m // WARPGROUP_M, block_n=block_n), rate)
+                for (block_m, block_n), rate in TILE_RATES[params.planes].items()]
+    rates = DMMA_TILE_RATES[params.dtype]
+    own = (params.warps_m, params.warp_m, params.warp_n)
+    own_rate = rates.get(own, min(rates.values())) if params.consumers == 2 else min(rates.values())
+    return [(params, own_rate)] + [(replace(params, consumers=2, warps_m=warps_m, warp_m=warp_m, warp_n=warp_n), rate)
+                                   for (warps_m, warp_m, warp_n), rate in rates.items()]
 
 
 @functools.lru_cache(maxsize=16)

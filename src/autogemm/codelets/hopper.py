@@ -46,7 +46,7 @@ PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232
 HELPERS = r"""#define B_SHARE_ROWS (BLOCK_N / CLUSTER)         // the rows of a tile of B one block of a cluster loads
 #define B_SHARE_BYTES (B_SHARE_ROWS * ROW_BYTES)
 #define MN_BOX BLOCK_K                            // an MN-major box: 128 bytes of M (N) ...
-#define MN_BOX_BYTES (BOX_K * ROW_BYTES)          // ... by a tile's K
+#define MN_BOX_BYTES (BLOCK_K * ROW_BYTES)        // ... by a tile's K
 
 struct __align__(64) TensorMap { unsigned long long opaque[16]; };   // CUtensorMap, made by the host
 
@@ -366,7 +366,8 @@ def _loads(operand: str, cluster: int, mn_major: bool) -> str:
     plane p, tile t of K), its share of them where the blocks of a cluster share it (each block loads
     1 / ``cluster`` of the rows and multicasts them). K-major (rows of K): one box of the tile's rows and
     128 bytes of K. MN-major (rows of M or N, K x M stored): a box of 128 bytes of M (N) by the tile's K
-    for every 128 bytes of its rows, side by side (``MN_BOX_BYTES`` apart); 16-bit types alone, one plane."""
+    for every 128 bytes of its rows, side by side (``MN_BOX_BYTES`` apart), its place in the tensor map's
+    elements (``BOX_K`` of them in 128 bytes); one plane."""
     rows, first, extent = ("A", "m0", "M") if operand == "a" else ("B", "n0", "N")
     to = f"{operand}_tiles + (s * PLANES + p) * {rows}_TILE_BYTES"
     copy = "tile_load" if cluster == 1 else "tile_load_everywhere"
@@ -377,9 +378,9 @@ def _loads(operand: str, cluster: int, mn_major: bool) -> str:
                 f" &full[s]);")
     boxes = f"BLOCK_{extent} / MN_BOX"
     lo, hi = ("0", boxes) if cluster == 1 else (f"rank * {boxes} / CLUSTER", f"(rank + 1) * {boxes} / CLUSTER")
-    return (f"for (int box = {lo}; box < {hi}; ++box)\n"
-            f"                            {copy}({to} + box * MN_BOX_BYTES, &map_{operand}, {first} + box * MN_BOX,"
-            f" (k_first + t) * BOX_K, &full[s]);")
+    return (f"#pragma unroll 1\n                        for (int box = {lo}; box < {hi}; ++box)\n"
+            f"                            {copy}({to} + box * MN_BOX_BYTES, &map_{operand},"
+            f" ({first} + box * MN_BOX) * BOX_K / BLOCK_K, (k_first + t) * BLOCK_K, &full[s]);")
 
 
 class HopperParams(Protocol):
@@ -505,9 +506,11 @@ class Rendered:
         return self.params.tensor_type
 
     def tensor_shape(self, rows: int, k: int, mn_major: bool = False) -> tuple[int, int]:
-        """The tensor map's shape of an operand of ``rows`` rows of ``k`` elements: (rows, K), or for one
-        read MN-major (K x rows in memory), (K, rows)."""
-        return (k, rows) if mn_major else (rows, k * self.params.box_k // self.params.block_k)
+        """The tensor map's shape of an operand of ``rows`` rows of ``k`` elements, the inner one in the
+        tensor map's elements (complex128's are two float64): (rows, K), or for one read MN-major (K x
+        rows in memory), (K, rows)."""
+        p = self.params
+        return (k, rows * p.box_k // p.block_k) if mn_major else (rows, k * p.box_k // p.block_k)
 
     @property
     def tensor_boxes(self) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -516,5 +519,5 @@ class Rendered:
         by 128 bytes of its rows (``_loads``)."""
         p = self.params
         rows = (p.block_m, p.block_n // p.cluster)
-        return tuple((p.box_k, p.block_k) if mn else (count, p.box_k)  # type: ignore[return-value]
+        return tuple((p.block_k, p.box_k) if mn else (count, p.box_k)  # type: ignore[return-value]
                      for count, mn in zip(rows, self.mn_major))

@@ -26,22 +26,30 @@ MMA_K = (4, 8, 16)
 MAX_ACCUMULATORS = 64
 #: float64 a consumer thread holds at most in its accumulators and fragments (every tile's of B, one
 #: tile's of A): over this ptxas spills, and over 4 fewer in clusters of blocks of two consumer
-#: warpgroups (measured over the space).
+#: warpgroups or where it reads MN-major float64, 8 bytes at a time, each from an address of its own
+#: (measured over the space; NVRTC 13.0 spilled a warp tile of 64 x 32 at k16 reading B MN-major, 13.5
+#: did not).
 MAX_HELD = 88
 #: The dtypes: float64, and complex128 (each product of complex fragments four real ones).
 DTYPES = ("d", "z")
+#: Whether the kernel reads an operand stored MN-contiguous as it lies, or it is laid out K-contiguous first
+#: (``mn_major_problem``). Reading float64 so takes 8 bytes at a time where K-contiguous takes 16: on the
+#: H100 (NN, round robin) it saved the pass over B at 2048^3 (+4%) and lost more than that at 4096^3 (-5%);
+#: complex128 reads 16 bytes either way, and gained 2% to 7%.
+READS_MN_MAJOR = (False, True)
 
 
 @dataclass(frozen=True)
 class DmmaParams:
-    """C (M x N) = alpha A B^T + beta C (beta 0 not reading C), A (M x K) and B (N x K) both
-    K-contiguous ("NT"), in float64 or complex128 (``dtype`` 'd' or 'z'), on the FP64 tensor cores
-    (``mma.sync`` m16n8k``mma_k`` f64: wgmma has no FP64 form; a complex product is four real ones on the real
-    and imaginary parts, which a complex's 16 bytes hold side by side). Blocks are persistent and
-    warp-specialized (``codelets.hopper``): a producer warpgroup loads tiles of 128 bytes of K by TMA
-    into ``stages`` buffers, and ``consumers`` warpgroups of four warps each, ``warps_m`` rows of warps,
-    compute ``warp_m`` x ``warp_n`` of C per warp from fragments read out of the swizzled tiles. Any M,
-    N and K (float64: K even; TMA's rows are 16 bytes apart)."""
+    """C (M x N) = alpha A B^T + beta C (beta 0 not reading C), A (M x K) and B (N x K) each stored
+    K-contiguous, or MN-contiguous as K x M (K x N), in float64 or complex128 (``dtype`` 'd' or 'z'), on
+    the FP64 tensor cores (``mma.sync`` m16n8k``mma_k`` f64: wgmma has no FP64 form; a complex product is
+    four real ones on the real and imaginary parts, which a complex's 16 bytes hold side by side). Blocks
+    are persistent and warp-specialized (``codelets.hopper``): a producer warpgroup loads tiles of 128
+    bytes of K (MN-contiguous: of M or N) by TMA into ``stages`` buffers, and ``consumers`` warpgroups of
+    four warps each, ``warps_m`` rows of warps, compute ``warp_m`` x ``warp_n`` of C per warp from
+    fragments read out of the swizzled tiles. Any M, N and K (TMA's rows 16 bytes apart: K-contiguous
+    float64, K even; MN-contiguous, M (N) even)."""
 
     family: ClassVar[str] = "dmma"
     dtype: str = "d"
@@ -53,6 +61,7 @@ class DmmaParams:
     group: int = 8
     cluster: int = 1
     mma_k: int = 8
+    reads_mn_major: bool = False
 
     def dtype_problem(self, dt: Dtype) -> str | None:
         """Why this configuration does not compute ``dt``'s products, or None."""
@@ -69,14 +78,16 @@ class DmmaParams:
         """Why this is no configuration of the family, or None."""
         why = choices_problem(self, {"dtype": DTYPES, "consumers": CONSUMERS, "warps_m": WARPS_M, "warp_m": WARP_M,
                                      "warp_n": WARP_N, "stages": STAGES, "group": GROUPS,
-                                     "cluster": CLUSTERS, "mma_k": MMA_K})
+                                     "cluster": CLUSTERS, "mma_k": MMA_K,
+                                     "reads_mn_major": READS_MN_MAJOR})
         if why:
             return why
         if self.mma_k > self.block_k:
             return f"k{self.mma_k}: over a staged tile's K of {self.block_k}"
         if self.accumulators > MAX_ACCUMULATORS:
             return f"a warp tile of {self.warp_m} x {self.warp_n}: over {MAX_ACCUMULATORS} accumulators a thread"
-        most = MAX_HELD - (4 if self.cluster > 1 and self.consumers > 1 else 0)
+        tight = self.cluster > 1 and self.consumers > 1 or self.reads_mn_major and self.dtype == "d"
+        most = MAX_HELD - (4 if tight else 0)
         if self.held > most:
             return (f"a warp tile of {self.warp_m} x {self.warp_n} at k{self.mma_k}: {self.held} float64 a thread in "
                     f"accumulators and fragments, over {most}")
@@ -149,8 +160,14 @@ class DmmaParams:
         return "float64"
 
     def mn_major_problem(self, mn_major: tuple[bool, bool]) -> str | None:
-        """Why the kernel cannot read an operand MN-major: it reads both K-major (``WgmmaParams``)."""
-        return "dmma reads its operands K-major alone" if any(mn_major) else None
+        """Why the kernel does not read A or B MN-major (``mn_major``: A as K x M, B as K x N), or None: the
+        configuration lays such operands out first (``READS_MN_MAJOR``), or the blocks of a cluster would
+        share B's tile in part of a box of 128 bytes of N."""
+        if any(mn_major) and not self.reads_mn_major:
+            return "this configuration lays operands stored MN-major out K-major first"
+        if mn_major[1] and self.block_n // (ROW_BYTES // self.element_bytes) % self.cluster:
+            return f"block_n {self.block_n} in clusters of {self.cluster}: B's boxes are not shared evenly"
+        return None
 
     @property
     def c_box(self) -> None:
@@ -161,4 +178,5 @@ class DmmaParams:
         return (f"dmma {self.dtype} m{self.block_m}n{self.block_n}k{self.block_k} mma k{self.mma_k} "
                 f"warps {self.warps_m}x{self.warps // self.warps_m} of {self.warp_m}x{self.warp_n} "
                 f"stages{self.stages} group{self.group}"
-                + (f" cluster{self.cluster}" if self.cluster > 1 else ""))
+                + (f" cluster{self.cluster}" if self.cluster > 1 else "")
+                + (" reads MN-major" if self.reads_mn_major else ""))

@@ -2,8 +2,9 @@
 
 Blocks are persistent and warp-specialized (``codelets.hopper``: a producer warpgroup loads the tiles by
 TMA, in the 128-byte swizzle). Each consumer warp waits for a stage to be full, reads its fragments of A
-and B out of the swizzled tiles (element (r, k) of a tile lies in 16-byte chunk k / 2 XOR r mod 8 of
-row r) and multiplies them with ``mma.sync`` m16n8k``mma_k`` f64; then it hands the
+and B out of the swizzled tiles (``OFFSET``: K-major, element (r, k) of a float64 tile lies in 16-byte
+chunk k / 2 XOR r mod 8 of row r; an operand stored MN-contiguous is read as it lies, in lines of K)
+and multiplies them with ``mma.sync`` m16n8k``mma_k`` f64; then it hands the
 stage back on its "empty" mbarrier (every consumer warp arrives: warps run apart). The producer runs
 on into the next block of C while the consumers store the last. Fragments follow the instruction: in
 each 16 x 8 tile of C a thread holds rows lane / 4 and lane / 4 + 8, columns 2 (lane % 4) and the next;
@@ -40,12 +41,12 @@ def _step(fragments: str, products: str) -> str:
                 {fragments}
                 #pragma unroll
                 for (int j = 0; j < TILES_N; ++j)
-                    fragment(b_tile, warp_col + j * 8 + group_id, first, B_FRAGMENT, 1);
+                    fragment<B_MN>(b_tile, warp_col + j * 8 + group_id, first, B_FRAGMENT, 1);
                 #pragma unroll
                 for (int i = 0; i < TILES_M; ++i) {{
                     #pragma unroll
                     for (int half = 0; half < 2; ++half)
-                        fragment(a_tile, warp_row + i * 16 + group_id + 8 * half, first, A_FRAGMENT, 2);{products}
+                        fragment<A_MN>(a_tile, warp_row + i * 16 + group_id + 8 * half, first, A_FRAGMENT, 2);{products}
                 }}
             }}
 """
@@ -73,30 +74,49 @@ COMPLEX_STEP = _step("double a[2][2 * SPAN], b[TILES_N][2][SPAN];", """
 #: so that a warp's reads of a row of eight in the swizzle fall in distinct banks: float64 one at a time, member + 4 q
 #: itself (a row's 8 bytes at column kk + member); otherwise each thread owns BLOCK_K / 4 neighbouring K
 #: indices (two 16-byte chunks, 2 member and the next, of every row) and each instruction takes the next
-#: SPAN of them.
+#: SPAN of them. In an MN-contiguous tile the latter put a warp's four members on lines 4 apart, whose
+#: swizzles send their reads to the two halves of the banks by turns: as few conflicts as 8-byte reads allow.
 FIRST_K = {"single": "kk + member", "pairs": "member * (BLOCK_K / 4) + kk / 4",
            "complex": "member * (BLOCK_K / 4) + kk / 4"}
-#: How a thread reads its SPAN neighbouring elements of a row of a tile in the 128-byte swizzle (element
-#: (row, k) in 16-byte chunk k / 2 XOR row mod 8 of the row; a complex128, chunk k XOR row mod 8) into
-#: every ``stride``-th register: float64 one at a time ("single", SPAN 1) or two at a time ("pairs"), or
-#: complex128 one at a time ("complex").
+#: Where element (row, k) of a staged tile lies, in bytes from the tile's start, for a tile of rows of
+#: 128 bytes of K (``MN`` false) or of boxes of MN_BOX rows, each 128 bytes of M (N) by the tile's K
+#: (``MN``: an operand stored MN-contiguous), both in the 128-byte swizzle (16-byte chunk c of line l at
+#: chunk c XOR l mod 8).
+OFFSET = """template <bool MN>
+__device__ __forceinline__ unsigned offset(unsigned row, unsigned k) {
+    const unsigned line = MN ? k : row, at = (MN ? row % MN_BOX : k) * ELEMENT_BYTES;
+    return (MN ? row / MN_BOX * MN_BOX_BYTES : 0) + line * ROW_BYTES + ((at & ~15u) ^ ((line & 7) << 4)) + (at & 15);
+}"""
+#: How a thread reads its SPAN neighbouring elements of a row of a tile (``OFFSET``) into every
+#: ``stride``-th register: float64 one at a time ("single", SPAN 1) or, K-contiguous, two at a time
+#: ("pairs"), or complex128 one at a time ("complex"). An MN-contiguous tile holds neighbouring K in
+#: different lines: float64 one at a time there.
 FRAGMENTS = {
-    "single": """__device__ __forceinline__ void fragment(const unsigned char* tile, int row, int k, double* to, int stride) {
-    to[0] = *reinterpret_cast<const double*>(tile + row * ROW_BYTES + (((k >> 1) ^ (row & 7)) << 4) + (k & 1) * 8);
+    "single": """template <bool MN>
+__device__ __forceinline__ void fragment(const unsigned char* tile, int row, int k, double* to, int stride) {
+    to[0] = *reinterpret_cast<const double*>(tile + offset<MN>(row, k));
 }""",
-    "pairs": """__device__ __forceinline__ void fragment(const unsigned char* tile, int row, int k, double* to, int stride) {
+    "pairs": """template <bool MN>
+__device__ __forceinline__ void fragment(const unsigned char* tile, int row, int k, double* to, int stride) {
     #pragma unroll
     for (int c = 0; c < SPAN / 2; ++c) {
-        const double2 pair = *reinterpret_cast<const double2*>(tile + row * ROW_BYTES + ((((k >> 1) + c) ^ (row & 7)) << 4));
+        double2 pair;
+        if (MN) {
+            pair.x = *reinterpret_cast<const double*>(tile + offset<MN>(row, k + 2 * c));
+            pair.y = *reinterpret_cast<const double*>(tile + offset<MN>(row, k + 2 * c + 1));
+        } else {
+            pair = *reinterpret_cast<const double2*>(tile + offset<MN>(row, k + 2 * c));
+        }
         to[2 * c * stride] = pair.x;
         to[(2 * c + 1) * stride] = pair.y;
     }
 }""",
-    "complex": """__device__ __forceinline__ void fragment(const unsigned char* tile, int row, int k, double* re, double* im,
+    "complex": """template <bool MN>
+__device__ __forceinline__ void fragment(const unsigned char* tile, int row, int k, double* re, double* im,
                                          int stride) {
     #pragma unroll
     for (int q = 0; q < SPAN; ++q) {
-        const double2 element = *reinterpret_cast<const double2*>(tile + row * ROW_BYTES + (((k + q) ^ (row & 7)) << 4));
+        const double2 element = *reinterpret_cast<const double2*>(tile + offset<MN>(row, k + q));
         re[q * stride] = element.x;
         im[q * stride] = element.y;
     }
@@ -153,8 +173,8 @@ STORES = """        #pragma unroll
 
 
 def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False)) -> Rendered:
-    """The kernel of ``params`` (check ``malformed`` first), for operands lying K-major (``mn_major``:
-    none, ``DmmaParams.mn_major_problem``)."""
+    """The kernel of ``params`` (check ``malformed`` first), for A and B lying K-major (C = A B^T), or
+    either MN-major (``mn_major``: A^T, B; check ``params.mn_major_problem``)."""
     why = params.mn_major_problem(mn_major)
     if why:
         raise ValueError(why)
@@ -165,10 +185,11 @@ def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False)) -> 
     stores = STORES
     for index in ("2 * half + 1", "2 * half"):
         stores = stores.replace(f"VALUE({index})", value.replace("E", index))
-    name = (f"dmma_nt_{params.dtype}_m{params.block_m}_n{params.block_n}_w{params.warps_m}x{params.warp_m}x{params.warp_n}"
+    layout = ("t" if mn_major[0] else "n") + ("n" if mn_major[1] else "t")
+    name = (f"dmma_{layout}_{params.dtype}_m{params.block_m}_n{params.block_n}_w{params.warps_m}x{params.warp_m}x{params.warp_n}"
             f"_k{params.mma_k}_s{params.stages}_g{params.group}" + (f"_c{params.cluster}" if params.cluster > 1 else ""))
     source = f"""// autogemm dmma family: C = alpha A B^T + beta C on sm_90a, {params.describe()}
-// A: M x K, B: N x K (both K-contiguous, read through tensor maps), C: M x N, all row-major, of
+// A: M x K, B: N x K ({"K x M" if mn_major[0] else "K-contiguous"} and {"K x N" if mn_major[1] else "K-contiguous"}, read through tensor maps), C: M x N, row-major, of
 // {"complex128 (real and imaginary parts side by side)" if params.dtype == "z" else "float64"}; beta 0 does not read C.
 #define ELEMENT {"double2" if params.dtype == "z" else "double"}
 #define BLOCK_M {params.block_m}
@@ -178,6 +199,9 @@ def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False)) -> 
 #define SPAN {params.span}                             // K indices of a row a thread holds in one instruction
 #define BOX_K {params.box_k}                                  // the same in float64 (the tensor maps' elements)
 #define PARTS {params.element_bytes // 8}                             // float64 of an element: complex128's two
+#define ELEMENT_BYTES {params.element_bytes}
+#define A_MN {str(mn_major[0]).lower()}                          // A's tile lies MN-major (boxes of 128 bytes of M)
+#define B_MN {str(mn_major[1]).lower()}                          // and B's (of N)
 #define STAGES {params.stages}
 #define PLANES 1
 #define GROUP {params.group}                             // rows of clusters of C taken together
@@ -197,6 +221,8 @@ def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False)) -> 
 {HELPERS}
 {SCALARS[params.dtype]}
 
+{OFFSET}
+
 {FRAGMENTS[reads]}
 
 {_instruction(params.mma_k)}
@@ -204,7 +230,7 @@ def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False)) -> 
 extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
         ELEMENT* __restrict__ C, int M, int N, int K, ELEMENT alpha, ELEMENT beta) {{
-{pipeline(params.cluster, registers(params.consumers, "producer"))}
+{pipeline(params.cluster, registers(params.consumers, "producer"), mn_major)}
     {registers(params.consumers, "consumer")}
     const int warp = (threadIdx.x - {WARPGROUP}) / 32, lane = threadIdx.x % 32;
     const int group_id = lane / 4, member = lane % 4;
@@ -232,4 +258,4 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
     {cluster_end(params.cluster)}
 }}
 """
-    return Rendered(source, name, params)
+    return Rendered(source, name, params, mn_major)
