@@ -301,15 +301,17 @@ def cluster_end(cluster: int) -> str:
 
 
 def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, bool] = (False, False),
-             shares_k: bool = False) -> str:
+             shares_k: bool = False, rolled: bool = False) -> str:
     """The kernel's start: shared memory carved into the stages' tiles and barriers, the barriers made,
     and the producer warpgroup's loop (``producer_registers``: its ``setmaxnreg``, if any) for blocks in
     clusters of ``cluster``; the consumers' code follows, with ``a_tiles``, ``b_tiles``, ``c_tiles``,
     ``full``, ``empty``, ``warpgroup``, ``tiles_m``, ``tiles_n``, ``k_tiles`` and what ``BLOCKS_OF_C`` uses
     in scope, and ends with ``cluster_end``. ``mn_major``: whether A and B lie with M (N) contiguous, K x M
     (K x N), rather than K (``_loads``). ``shares_k``: whether blocks share the K of some blocks of C
-    (stream-K: the kernel takes ``whole``, and includes ``SHARED_K_HELPERS``)."""
-    load_a, load_b = (_loads(operand, cluster if operand == "b" else 1, mn)
+    (stream-K: the kernel takes ``whole``, and includes ``SHARED_K_HELPERS``). ``rolled``: the producer
+    loops over an MN-major tile's boxes without unrolling them (fewer registers: ``setmaxnreg``'s 40 spilled
+    dmma's unrolled loops in clusters)."""
+    load_a, load_b = (_loads(operand, cluster if operand == "b" else 1, mn, rolled)
                       for operand, mn in zip("ab", mn_major))
     made = "__syncthreads();" if cluster == 1 else "cluster_sync();                   // the other blocks' barriers too"
     return r"""    extern __shared__ unsigned char shared_bytes[];
@@ -361,7 +363,7 @@ def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, b
         "@LOAD_A@", load_a).replace("@LOAD_B@", load_b).replace("@MADE@", made).replace("@END@", cluster_end(cluster))
 
 
-def _loads(operand: str, cluster: int, mn_major: bool) -> str:
+def _loads(operand: str, cluster: int, mn_major: bool, rolled: bool) -> str:
     """The producer's copies of stage ``s``'s tile of ``operand`` ('a' or 'b': its rows m0 or n0 on, of
     plane p, tile t of K), its share of them where the blocks of a cluster share it (each block loads
     1 / ``cluster`` of the rows and multicasts them). K-major (rows of K): one box of the tile's rows and
@@ -378,7 +380,8 @@ def _loads(operand: str, cluster: int, mn_major: bool) -> str:
                 f" &full[s]);")
     boxes = f"BLOCK_{extent} / MN_BOX"
     lo, hi = ("0", boxes) if cluster == 1 else (f"rank * {boxes} / CLUSTER", f"(rank + 1) * {boxes} / CLUSTER")
-    return (f"#pragma unroll 1\n                        for (int box = {lo}; box < {hi}; ++box)\n"
+    unroll = "#pragma unroll 1\n                        " if rolled else ""
+    return (f"{unroll}for (int box = {lo}; box < {hi}; ++box)\n"
             f"                            {copy}({to} + box * MN_BOX_BYTES, &map_{operand},"
             f" ({first} + box * MN_BOX) * BOX_K / BLOCK_K, (k_first + t) * BLOCK_K, &full[s]);")
 

@@ -230,7 +230,7 @@ def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False)) -> 
 extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
         ELEMENT* __restrict__ C, int M, int N, int K, ELEMENT alpha, ELEMENT beta) {{
-{pipeline(params.cluster, registers(params.consumers, "producer"), mn_major)}
+{pipeline(params.cluster, registers(params.consumers, "producer"), mn_major, rolled=True)}
     {registers(params.consumers, "consumer")}
     const int warp = (threadIdx.x - {WARPGROUP}) / 32, lane = threadIdx.x % 32;
     const int group_id = lane / 4, member = lane % 4;
