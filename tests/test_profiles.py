@@ -49,7 +49,8 @@ GEMV_N, GEMV_T, GEMV_T_LONG = GemvParams("N", 16, 2, 2, 4, 0), GemvParams("T", 3
 CUDA_ENTRIES = {"h": (CudaEntry("large", (8192,) * 3, WgmmaParams("f16", 256, 2, 4, 16, out="f16"), 6.4e5, 3.1e5,
                                 30, 60.0),
                       CudaEntry("small", (512,) * 3, WgmmaParams("f16", 128, 1, 3, 8, out="f16"), 9e4, 1e5, 20, 9.0)),
-                "d": (CudaEntry("large", (8192,) * 3, DmmaParams("d", 2, 4, 32, 64, 3, 8), 5.2e4, 4.6e4, 12, 30.0),)}
+                "d": (CudaEntry("large", (8192,) * 3, DmmaParams("d", 2, 4, 32, 64, 3, 8, mma_k=4), 5.2e4, 4.6e4, 12,
+                                30.0),)}
 
 
 PREDICTORS = {"s": Predictor((LARGE, SMALL), (Sample("NT", (64, 512, 256), (((1, 10.0), (2, 14.0)), ((1, 8.0),))),
@@ -85,7 +86,7 @@ def test_a_cuda_entry_says_which_backend_was_faster_for_the_products_nearest_it(
     prof = make_profile(device)
     assert prof.cuda_entry("h", 6000, 6000, 6000).backend == "cuda"
     assert prof.cuda_entry("h", 300, 300, 300).backend == "opencl"
-    assert prof.cuda_entry("d", 100, 100, 100).config == DmmaParams("d", 2, 4, 32, 64, 3, 8)
+    assert prof.cuda_entry("d", 100, 100, 100).config == DmmaParams("d", 2, 4, 32, 64, 3, 8, mma_k=4)
     assert prof.cuda_entry("s", 300, 300, 300) is None
     retuned = CudaEntry("small", (512,) * 3, WgmmaParams("f16", 64, 1, 4, 8, out="f16"), 1.2e5, 1e5, 5, 2.0)
     newer = dataclasses.replace(make_profile(device), cuda={"h": (retuned,)})

@@ -42,7 +42,7 @@ DEFAULTS: dict[str, CudaParams] = {
     "h": WgmmaParams("f16", 256, 2, 4, 8, out="f16"), "hs": WgmmaParams("f16", 256, 2, 4, 8),
     "b": WgmmaParams("bf16", 256, 2, 4, 8, out="bf16"), "bs": WgmmaParams("bf16", 256, 2, 4, 8),
     "s.tf32": WgmmaParams("tf32", 256, 2, 4, 8), "s.3xtf32": WgmmaParams("3xtf32", 128, 2, 3, 8),
-    "d": DmmaParams("d", 2, 2, 64, 32, 4, 8, mma_k=16),
+    "d": DmmaParams("d", 2, 2, 64, 32, 4, 8, mma_k=8),
     "z": DmmaParams("z", 2, 2, 32, 32, 4, 8, mma_k=8, reads_mn_major=True)}
 
 

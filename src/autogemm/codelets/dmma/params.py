@@ -19,8 +19,7 @@ WARPS_M = (1, 2, 4)
 WARP_M, WARP_N = (32, 64), (16, 32, 64)
 #: Rows of blocks of C taken together (``codelets.hopper``).
 GROUPS = (1, 8, 16)
-#: K of one ``mma.sync`` f64 instruction (m16n8k4, k8 or k16): a larger one multiplies more per instruction
-#: and lets a thread read its fragment 16 bytes at a time.
+#: K of one ``mma.sync`` f64 instruction (m16n8k4, k8 or k16): a larger one multiplies more per instruction.
 MMA_K = (4, 8, 16)
 #: float64 accumulators a thread holds at most (two registers each).
 MAX_ACCUMULATORS = 64
@@ -126,8 +125,10 @@ class DmmaParams:
     @property
     def held(self) -> int:
         """float64 a consumer thread holds at once: its accumulators, and for one instruction's K its
-        fragments of every tile of B and of one tile of A (two rows)."""
-        return self.accumulators + (self.warp_n // 8 + 2) * self.span * (self.element_bytes // 8)
+        fragments of every tile of B and of one tile of A (two rows); float64 holds the next ones too
+        (``render.REAL_LOOP``)."""
+        fragments = (self.warp_n // 8 + 2) * self.span * (self.element_bytes // 8)
+        return self.accumulators + (2 * fragments if self.dtype == "d" else fragments)
 
     @property
     def threads(self) -> int:

@@ -8,10 +8,10 @@ and multiplies them with ``mma.sync`` m16n8k``mma_k`` f64; then it hands the
 stage back on its "empty" mbarrier (every consumer warp arrives: warps run apart). The producer runs
 on into the next block of C while the consumers store the last. Fragments follow the instruction: in
 each 16 x 8 tile of C a thread holds rows lane / 4 and lane / 4 + 8, columns 2 (lane % 4) and the next;
-of A rows lane / 4 and + 8, of B column lane / 4, at K indices lane % 4 + 4 q of the instruction. A
-thread reads those from ``span`` neighbouring K indices of the tile (16 bytes at a time where it can),
-chosen so that a warp's reads fall in distinct banks (``FIRST_K``): the sum over K is the same in any
-order of K that A and B share."""
+of A rows lane / 4 and + 8, of B column lane / 4, at K indices lane % 4 + 4 q of the instruction, which
+a thread reads from K indices of the tile chosen so that a warp's reads fall in distinct banks
+(``FIRST_K``); in float64 it reads the next instruction's fragments while the current ones multiply
+(``REAL_LOOP``)."""
 
 from __future__ import annotations
 
@@ -28,37 +28,79 @@ from ..hopper import (
 )
 from .params import DmmaParams
 
-
-def _step(fragments: str, products: str) -> str:
-    """One instruction's K of a warp: every tile's ``fragments`` of B read, then for each tile i of the
-    warp's rows its fragment of A (registers ``half + 2 q``: rows group_id + 8 half) and its ``products``
-    with every tile j. A thread holds B's fragments and one tile's of A at a time."""
-    return f"""            #pragma unroll
-            for (int kk = 0; kk < BLOCK_K; kk += MMA_K) {{
-                // the instruction's K indices member + 4 q (q < SPAN) are the tile's SPAN from FIRST_K, in A
-                // and B alike
-                const int first = FIRST_K;
-                {fragments}
+#: A stage handed back: this warp's reads of it (generic proxy) are done before TMA (async proxy) refills it.
+RELEASE = """            asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
+            __syncwarp();
+            if (lane == 0) stage_release(&empty[s]);
+"""
+#: The consumers' loop over a block of C's tiles of K in float64. A thread holds the fragments of B of every
+#: tile of its warp's columns and of A of one tile of its rows, and reads the next ones while the current
+#: ones multiply: A's next tile of rows before each tile's products, and after the last, the next
+#: instruction's K of B and A's first tile (of the next stage, once full: its fragments are read while the
+#: current stage's last products run). Registers ``half + 2 q`` of A's fragments hold rows group_id + 8
+#: half, as the instruction takes them; B's are read into its order too, 8 bytes at a time (``FRAGMENTS``).
+REAL_LOOP = r"""        #define LOAD_B(buffer, tile, first) _Pragma("unroll") for (int j = 0; j < TILES_N; ++j) \
+            fragment<B_MN>(tile, warp_col + j * 8 + group_id, first, b[buffer][j], 1)
+        #define LOAD_A(buffer, tile, i, first) _Pragma("unroll") for (int half = 0; half < 2; ++half) \
+            fragment<A_MN>(tile, warp_row + (i) * 16 + group_id + 8 * half, first, &a[buffer][half], 2)
+        double a[2][2 * SPAN], b[2][TILES_N][SPAN];     // fragments being multiplied, and the next ones
+        {
+            const int s = iteration % STAGES;
+            barrier_wait(&full[s], (iteration / STAGES) & 1);
+            LOAD_B(0, b_tiles + s * B_TILE_BYTES, FIRST_K(0));
+            LOAD_A(0, a_tiles + s * A_TILE_BYTES, 0, FIRST_K(0));
+        }
+        for (int t = 0; t < k_count; ++t) {
+            const int it = iteration + t, s = it % STAGES;
+            const unsigned char* a_tile = a_tiles + s * A_TILE_BYTES;
+            const unsigned char* b_tile = b_tiles + s * B_TILE_BYTES;
+            #pragma unroll
+            for (int kk = 0; kk < BLOCK_K; kk += MMA_K) {
+                const int step = kk / MMA_K;
+                #pragma unroll
+                for (int i = 0; i < TILES_M; ++i) {                 // TILES_M is even: A's buffer is i % 2
+                    if (i + 1 < TILES_M) {
+                        LOAD_A((i + 1) % 2, a_tile, i + 1, FIRST_K(kk));
+                    } else if (kk + MMA_K < BLOCK_K) {
+                        LOAD_B((step + 1) % 2, b_tile, FIRST_K(kk + MMA_K));
+                        LOAD_A(0, a_tile, 0, FIRST_K(kk + MMA_K));
+                    } else if (t + 1 < k_count) {
+                        const int next = (it + 1) % STAGES;
+                        barrier_wait(&full[next], ((it + 1) / STAGES) & 1);
+                        LOAD_B((step + 1) % 2, b_tiles + next * B_TILE_BYTES, FIRST_K(0));
+                        LOAD_A(0, a_tiles + next * A_TILE_BYTES, 0, FIRST_K(0));
+                    }
+                    #pragma unroll
+                    for (int j = 0; j < TILES_N; ++j) dmma(acc[i][j], a[i % 2], b[step % 2][j]);
+                }
+            }
+            if ((BLOCK_K / MMA_K) % 2) {                          // an odd count of steps: B's next in buffer 0
                 #pragma unroll
                 for (int j = 0; j < TILES_N; ++j)
-                    fragment<B_MN>(b_tile, warp_col + j * 8 + group_id, first, B_FRAGMENT, 1);
+                    #pragma unroll
+                    for (int q = 0; q < SPAN; ++q) b[0][j][q] = b[1][j][q];
+            }
+""" + RELEASE + """        }
+"""
+#: The same in complex128, a stage at a time: re += a.re b.re - a.im b.im, im += a.re b.im + a.im b.re
+#: (parts 0 and 1).
+COMPLEX_LOOP = r"""        for (int t = 0; t < k_count; ++t) {
+            const int it = iteration + t, s = it % STAGES;
+            barrier_wait(&full[s], (it / STAGES) & 1);
+            const unsigned char* a_tile = a_tiles + s * A_TILE_BYTES;
+            const unsigned char* b_tile = b_tiles + s * B_TILE_BYTES;
+            #pragma unroll
+            for (int kk = 0; kk < BLOCK_K; kk += MMA_K) {
+                double a[2][2 * SPAN], b[TILES_N][2][SPAN];
                 #pragma unroll
-                for (int i = 0; i < TILES_M; ++i) {{
+                for (int j = 0; j < TILES_N; ++j)
+                    fragment<B_MN>(b_tile, warp_col + j * 8 + group_id, FIRST_K(kk), b[j][0], b[j][1], 1);
+                #pragma unroll
+                for (int i = 0; i < TILES_M; ++i) {
                     #pragma unroll
                     for (int half = 0; half < 2; ++half)
-                        fragment<A_MN>(a_tile, warp_row + i * 16 + group_id + 8 * half, first, A_FRAGMENT, 2);{products}
-                }}
-            }}
-"""
-
-
-#: The step in float64.
-REAL_STEP = _step("double a[2 * SPAN], b[TILES_N][SPAN];", """
-                    #pragma unroll
-                    for (int j = 0; j < TILES_N; ++j) dmma(acc[i][j], a, b[j]);""").replace(
-    "A_FRAGMENT", "&a[half]").replace("B_FRAGMENT", "b[j]")
-#: The same in complex128: re += a.re b.re - a.im b.im, im += a.re b.im + a.im b.re (parts 0 and 1).
-COMPLEX_STEP = _step("double a[2][2 * SPAN], b[TILES_N][2][SPAN];", """
+                        fragment<A_MN>(a_tile, warp_row + i * 16 + group_id + 8 * half, FIRST_K(kk), &a[0][half],
+                                       &a[1][half], 2);
                     double minus[2 * SPAN];                 // -a.im
                     #pragma unroll
                     for (int v = 0; v < 2 * SPAN; ++v) minus[v] = -a[1][v];
@@ -68,16 +110,21 @@ COMPLEX_STEP = _step("double a[2][2 * SPAN], b[TILES_N][2][SPAN];", """
                         dmma(acc[i][j], minus, b[j][1]);
                         dmma(acc[i][j] + 4, a[0], b[j][1]);
                         dmma(acc[i][j] + 4, a[1], b[j][0]);
-                    }""").replace("A_FRAGMENT", "&a[0][half], &a[1][half]").replace(
-    "B_FRAGMENT", "b[j][0], b[j][1]")
-#: The first of a thread's K indices of a tile for the instruction at kk, by how it reads (``FRAGMENTS``),
-#: so that a warp's reads of a row of eight in the swizzle fall in distinct banks: float64 one at a time, member + 4 q
-#: itself (a row's 8 bytes at column kk + member); otherwise each thread owns BLOCK_K / 4 neighbouring K
-#: indices (two 16-byte chunks, 2 member and the next, of every row) and each instruction takes the next
-#: SPAN of them. In an MN-contiguous tile the latter put a warp's four members on lines 4 apart, whose
-#: swizzles send their reads to the two halves of the banks by turns: as few conflicts as 8-byte reads allow.
-FIRST_K = {"single": "kk + member", "pairs": "member * (BLOCK_K / 4) + kk / 4",
-           "complex": "member * (BLOCK_K / 4) + kk / 4"}
+                    }
+                }
+            }
+""" + RELEASE + """        }
+"""
+#: The first of a thread's K indices of a tile for the instruction at kk (its register q holds the
+#: instruction's K index member + 4 q: the sum over K is the same in any order of K that A and B share),
+#: chosen so that a warp's reads fall in distinct banks. float64, 8 bytes at a time: register q at K
+#: FIRST_K(kk) + 2 q, the members of a quarter of the warp on K indices whose bits 0 and 3 differ: in the
+#: 128-byte swizzle of K-major rows, 16 threads' reads span all 32 banks. (MN-major float64 tiles take
+#: twice as many passes so.) complex128, 16 bytes at a time: each thread owns BLOCK_K / 4 neighbouring K
+#: indices of every row and each instruction takes the next SPAN of them; a warp's four members read lines
+#: 4 apart where a tile lies MN-major, which the swizzle sends to the two halves of the banks by turns.
+FIRST_K = {"d": "#define FIRST_K(kk) (2 * ((kk) / 4) + (member & 1) + 8 * (member >> 1))",
+           "z": "#define FIRST_K(kk) (member * (BLOCK_K / 4) + (kk) / 4)"}
 #: Where element (row, k) of a staged tile lies, in bytes from the tile's start, for a tile of rows of
 #: 128 bytes of K (``MN`` false) or of boxes of MN_BOX rows, each 128 bytes of M (N) by the tile's K
 #: (``MN``: an operand stored MN-contiguous), both in the 128-byte swizzle (16-byte chunk c of line l at
@@ -87,31 +134,17 @@ __device__ __forceinline__ unsigned offset(unsigned row, unsigned k) {
     const unsigned line = MN ? k : row, at = (MN ? row % MN_BOX : k) * ELEMENT_BYTES;
     return (MN ? row / MN_BOX * MN_BOX_BYTES : 0) + line * ROW_BYTES + ((at & ~15u) ^ ((line & 7) << 4)) + (at & 15);
 }"""
-#: How a thread reads its SPAN neighbouring elements of a row of a tile (``OFFSET``) into every
-#: ``stride``-th register: float64 one at a time ("single", SPAN 1) or, K-contiguous, two at a time
-#: ("pairs"), or complex128 one at a time ("complex"). An MN-contiguous tile holds neighbouring K in
-#: different lines: float64 one at a time there.
+#: How a thread reads the SPAN elements of a row of a tile its registers take (``OFFSET``) into every
+#: ``stride``-th register: float64 8 bytes at a time, register q from K index k + 2 q ("d", ``FIRST_K``),
+#: straight into the registers the instruction reads; complex128 16 bytes at a time, real and imaginary
+#: parts apart ("z").
 FRAGMENTS = {
-    "single": """template <bool MN>
-__device__ __forceinline__ void fragment(const unsigned char* tile, int row, int k, double* to, int stride) {
-    to[0] = *reinterpret_cast<const double*>(tile + offset<MN>(row, k));
-}""",
-    "pairs": """template <bool MN>
+    "d": """template <bool MN>
 __device__ __forceinline__ void fragment(const unsigned char* tile, int row, int k, double* to, int stride) {
     #pragma unroll
-    for (int c = 0; c < SPAN / 2; ++c) {
-        double2 pair;
-        if (MN) {
-            pair.x = *reinterpret_cast<const double*>(tile + offset<MN>(row, k + 2 * c));
-            pair.y = *reinterpret_cast<const double*>(tile + offset<MN>(row, k + 2 * c + 1));
-        } else {
-            pair = *reinterpret_cast<const double2*>(tile + offset<MN>(row, k + 2 * c));
-        }
-        to[2 * c * stride] = pair.x;
-        to[(2 * c + 1) * stride] = pair.y;
-    }
+    for (int q = 0; q < SPAN; ++q) to[q * stride] = *reinterpret_cast<const double*>(tile + offset<MN>(row, k + 2 * q));
 }""",
-    "complex": """template <bool MN>
+    "z": """template <bool MN>
 __device__ __forceinline__ void fragment(const unsigned char* tile, int row, int k, double* re, double* im,
                                          int stride) {
     #pragma unroll
@@ -179,8 +212,6 @@ def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False)) -> 
     if why:
         raise ValueError(why)
     complex_ = params.dtype == "z"
-    reads = "complex" if complex_ else "single" if params.span == 1 else "pairs"
-    steps = (COMPLEX_STEP if complex_ else REAL_STEP).replace("FIRST_K", FIRST_K[reads])
     value = "make_double2(acc[i][j][E], acc[i][j][4 + E])" if complex_ else "acc[i][j][E]"
     stores = STORES
     for index in ("2 * half + 1", "2 * half"):
@@ -223,7 +254,7 @@ def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False)) -> 
 
 {OFFSET}
 
-{FRAGMENTS[reads]}
+{FRAGMENTS[params.dtype]}
 
 {_instruction(params.mma_k)}
 
@@ -234,6 +265,7 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
     {registers(params.consumers, "consumer")}
     const int warp = (threadIdx.x - {WARPGROUP}) / 32, lane = threadIdx.x % 32;
     const int group_id = lane / 4, member = lane % 4;
+    {FIRST_K[params.dtype]}
     const int warp_row = warp / WARPS_N * WARP_M, warp_col = warp % WARPS_N * WARP_N;
     double acc[TILES_M][TILES_N][4 * PARTS];           // (complex: the real parts, then the imaginary)
     int iteration = 0;
@@ -244,17 +276,7 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
             for (int j = 0; j < TILES_N; ++j)
                 #pragma unroll
                 for (int e = 0; e < 4 * PARTS; ++e) acc[i][j][e] = 0.0;
-        for (int t = 0; t < k_count; ++t) {{
-            const int it = iteration + t, s = it % STAGES;
-            barrier_wait(&full[s], (it / STAGES) & 1);
-            const unsigned char* a_tile = a_tiles + s * A_TILE_BYTES;
-            const unsigned char* b_tile = b_tiles + s * B_TILE_BYTES;
-{steps}            // this warp's reads of the stage (generic proxy) are done before TMA (async proxy) refills it
-            asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
-            __syncwarp();
-            if (lane == 0) stage_release(&empty[s]);
-        }}
-{stores}    }}
+{COMPLEX_LOOP if complex_ else REAL_LOOP}{stores}    }}
     {cluster_end(params.cluster)}
 }}
 """
