@@ -170,3 +170,20 @@ def _run(twin, params, m, n, k, alpha, beta, multiprocessors=132, mn_major=(Fals
     for memory in (da, db, dc):
         memory.release()
     return got, want
+
+
+def test_show_kernel_prints_a_dmma_configuration_without_a_device():
+    """The CUDA path's default for the dtype, changed by --set of its integer and true/false fields."""
+    from click.testing import CliRunner
+
+    from autogemm.cli import main
+
+    out = CliRunner().invoke(main, ["show-kernel", "--family", "dmma", "--dtype", "z", "--set", "stages=6",
+                                    "--set", "reads_mn_major=false"])
+    assert out.exit_code == 0 and "#define STAGES 6" in out.output and "#define ELEMENT double2" in out.output
+    assert "reads MN-major" not in out.output.splitlines()[0]
+    for args, why in ((["--dtype", "s"], "multiplies d, z, not s"),
+                      (["--dtype", "d", "--set", "dtype=3"], "expected one of"),
+                      (["--dtype", "d", "--set", "warp_n=64"], "a warp tile of 64 x 64")):
+        out = CliRunner().invoke(main, ["show-kernel", "--family", "dmma", *args])
+        assert out.exit_code != 0 and why in out.output and "Traceback" not in out.output, out.output

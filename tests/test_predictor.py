@@ -125,7 +125,8 @@ def test_selection_takes_the_predicted_kernel_and_split_and_computes_right(cache
     assert plan.params_source.endswith("(predicted)") and (plan.params, plan.slices) == (WIDE, split)
     run_and_check(ctx, None, S, m, n, k, "T", "T", 1.5, 0.0, "auto", np.random.default_rng(5))
     # a dtype the predictor does not cover keeps to the size classes
-    assert LaunchPlan(ctx, GemmProblem.dense(DTYPES["d"], m, n, k)).params_source == "default"
+    # (on a GPU with float64 matrix instructions, their default)
+    assert LaunchPlan(ctx, GemmProblem.dense(DTYPES["d"], m, n, k)).params_source.startswith("default")
 
 
 def test_the_bank_holds_each_class_best_and_best_of_each_layout(device):

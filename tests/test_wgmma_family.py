@@ -222,6 +222,8 @@ def test_show_kernel_prints_a_wgmma_configuration_without_a_device():
     assert out.exit_code != 0 and "multiplies" in out.output and "Traceback" not in out.output
     out = CliRunner().invoke(main, ["show-kernel", "--family", "wgmma", "--dtype", "s.3xtf32", "--set", "block_n=256"])
     assert out.exit_code != 0 and "accumulators" in out.output
+    out = CliRunner().invoke(main, ["show-kernel", "--family", "wgmma", "--dtype", "s.3xtf32"])   # its default: 128
+    assert out.exit_code == 0 and "m128n128k32 3xtf32 stages3" in out.output
 
 
 @pytest.mark.gpu

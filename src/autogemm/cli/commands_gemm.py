@@ -11,7 +11,10 @@ import pyopencl as cl
 
 from ..accuracy import apply_op, gemm_flops, random_matrix, relative_error
 from ..blas import EDGES, GemmProblem, LaunchPlan, Op
+from ..blas.cuda_gemm import DEFAULTS
 from ..blas.selection import choose_params
+from ..codelets.dmma import DmmaParams
+from ..codelets.dmma import render as dmma_render
 from ..codelets.registry import GEMM, check, families, family_named, render
 from ..codelets.wgmma import WgmmaParams
 from ..codelets.wgmma import render as wgmma_render
@@ -41,20 +44,25 @@ def _with_options(options):
     return wrap
 
 
+#: The CUDA path's families, by name: each one's configurations and how to render them.
+CUDA_FAMILIES = {WgmmaParams.family: (WgmmaParams, wgmma_render), DmmaParams.family: (DmmaParams, dmma_render)}
+
+
 @main.command("show-kernel")
 @_with_options(config_options)
 @click.option("--whole/--guarded", "whole", default=False,
               help="The whole-tile kernel (aligned, no edge guards) or the guarded one (default).")
-@click.option("--family", type=click.Choice([f.name for f in families(GEMM)] + [WgmmaParams.family]), default="simt",
+@click.option("--family", type=click.Choice([f.name for f in families(GEMM)] + list(CUDA_FAMILIES)), default="simt",
               show_default=True, help="The kernel family (from its default configuration where the profile has "
-                                      "none of it); wgmma: the CUDA C++ of the sm_90a family, no device needed.")
+                                      "none of it); wgmma, dmma: the CUDA C++ of an sm_90a family, no device "
+                                      "needed.")
 def show_kernel(dtype_letter, config, settings, platform, device, whole, family) -> None:
     """Print the OpenCL source of one configuration: the device's for large problems of the family (from
     its profile, else the family's default), changed by --config/--set."""
     try:
         dt = get_dtype(dtype_letter)
-        if family == WgmmaParams.family:
-            click.echo(_wgmma_source(dt, settings))
+        if family in CUDA_FAMILIES:
+            click.echo(_cuda_source(family, dt, settings))
             return
         dev = select_device(platform, device)
         chosen = choose_params(dev, GemmProblem.dense(dt, 4096, 4096, 4096)).params
@@ -70,27 +78,28 @@ def show_kernel(dtype_letter, config, settings, platform, device, whole, family)
         fail(str(exc))
 
 
-#: The wgmma family's operand and C for each dtype it multiplies.
-WGMMA_OPERANDS = {"h": ("f16", "f16"), "hs": ("f16", "f32"), "b": ("bf16", "bf16"), "bs": ("bf16", "f32"),
-                  "s.tf32": ("tf32", "f32"), "s.3xtf32": ("3xtf32", "f32")}
-
-
-def _wgmma_source(dt: Dtype, settings: tuple[str, ...]) -> str:
-    """The CUDA C++ of the wgmma family's default configuration for ``dt``, changed by NAME=VALUE
-    ``settings`` (integers; ``ConfigError`` for a malformed result)."""
-    if dt.key not in WGMMA_OPERANDS:
-        raise ConfigError(f"the wgmma family multiplies {', '.join(WGMMA_OPERANDS)}, not {dt.key}")
-    operand, out = WGMMA_OPERANDS[dt.key]
-    params = WgmmaParams(operand=operand, out=out)
+def _cuda_source(family: str, dt: Dtype, settings: tuple[str, ...]) -> str:
+    """The CUDA C++ of the CUDA path's default configuration of ``family`` for ``dt`` (``DEFAULTS``),
+    changed by NAME=VALUE ``settings`` of its integer and true/false fields (``ConfigError`` for a
+    malformed result)."""
+    kind, render_ = CUDA_FAMILIES[family]
+    params = DEFAULTS.get(dt.key)
+    if not isinstance(params, kind):
+        keys = ", ".join(key for key, default in DEFAULTS.items() if isinstance(default, kind))
+        raise ConfigError(f"the {family} family multiplies {keys}, not {dt.key}")
+    names = [f.name for f in dataclasses.fields(params) if isinstance(getattr(params, f.name), int)]
     for item in settings:
         key, _, raw = item.partition("=")
-        if key not in ("block_n", "consumers", "stages", "group") or not raw.isdigit():
-            raise ConfigError(f"--set {item!r}: expected block_n, consumers, stages or group = an integer")
-        params = dataclasses.replace(params, **{key: int(raw)})
+        value = getattr(params, key, None)
+        parsed = ({"true": True, "false": False}.get(raw.lower()) if isinstance(value, bool)
+                  else int(raw) if raw.isdigit() else None)
+        if key not in names or parsed is None:
+            raise ConfigError(f"--set {item!r}: expected one of {', '.join(names)} = an integer (or true, false)")
+        params = dataclasses.replace(params, **{key: parsed})
     why = params.malformed()
     if why:
-        raise ConfigError(f"not a configuration of the wgmma family: {why}")
-    return wgmma_render(params).source
+        raise ConfigError(f"not a configuration of the {family} family: {why}")
+    return render_(params).source
 
 
 @main.command()
