@@ -23,18 +23,16 @@ GROUPS = (1, 8, 16)
 MMA_K = (4, 8, 16)
 #: float64 accumulators a thread holds at most (two registers each).
 MAX_ACCUMULATORS = 64
-#: float64 a consumer thread holds at most in its accumulators and fragments (every tile's of B, one
-#: tile's of A): over this ptxas spills, and over 4 fewer in clusters of blocks of two consumer
-#: warpgroups or where it reads MN-major float64, 8 bytes at a time, each from an address of its own
-#: (measured over the space; NVRTC 13.0 spilled a warp tile of 64 x 32 at k16 reading B MN-major, 13.5
-#: did not).
+#: float64 a consumer thread holds at most in its accumulators and fragments (``DmmaParams.held``): over
+#: this ptxas spills, and over 4 fewer in clusters of blocks of two consumer warpgroups (measured over the
+#: space, with NVRTC 13.0 and 13.5).
 MAX_HELD = 88
 #: The dtypes: float64, and complex128 (each product of complex fragments four real ones).
 DTYPES = ("d", "z")
 #: Whether the kernel reads an operand stored MN-contiguous as it lies, or it is laid out K-contiguous first
-#: (``mn_major_problem``). Reading float64 so takes 8 bytes at a time where K-contiguous takes 16: on the
-#: H100 (NN, round robin) it saved the pass over B at 2048^3 (+4%) and lost more than that at 4096^3 (-5%);
-#: complex128 reads 16 bytes either way, and gained 2% to 7%.
+#: (``mn_major_problem``). On the H100 (NN, round robin) float64 read so saved the pass over B at 2048^3
+#: (+4%) and lost more than that at 4096^3 (-5%), against 16-byte K-major reads; complex128 reads 16 bytes
+#: either way, and gained 2% to 7%.
 READS_MN_MAJOR = (False, True)
 
 
@@ -85,8 +83,7 @@ class DmmaParams:
             return f"k{self.mma_k}: over a staged tile's K of {self.block_k}"
         if self.accumulators > MAX_ACCUMULATORS:
             return f"a warp tile of {self.warp_m} x {self.warp_n}: over {MAX_ACCUMULATORS} accumulators a thread"
-        tight = self.cluster > 1 and self.consumers > 1 or self.reads_mn_major and self.dtype == "d"
-        most = MAX_HELD - (4 if tight else 0)
+        most = MAX_HELD - (4 if self.cluster > 1 and self.consumers > 1 else 0)
         if self.held > most:
             return (f"a warp tile of {self.warp_m} x {self.warp_n} at k{self.mma_k}: {self.held} float64 a thread in "
                     f"accumulators and fragments, over {most}")
