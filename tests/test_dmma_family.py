@@ -127,7 +127,19 @@ def test_the_kernel_agrees_with_float64_on_hopper(hopper, params):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("params", [DmmaParams("d"), DmmaParams("d", mma_k=16), DmmaParams("z", warp_m=32, warp_n=32),
+@pytest.mark.parametrize("params", [DmmaParams("d"), DmmaParams("d", mma_k=4), DmmaParams("z", warp_m=32, warp_n=32)],
+                         ids=lambda p: p.describe())
+def test_one_tile_of_k_and_blocks_of_c_in_turn_agree_with_float64_on_hopper(hopper, params):
+    """K within one tile (float64 reads no next stage ahead) while each block computes several blocks of
+    C in turn (its first tiles read anew for each)."""
+    for k in (2, params.block_k):
+        got, want = _run(hopper, params, 3 * params.block_m - 1, 2 * params.block_n + 3, k, 1.0, 0.0, multiprocessors=2)
+        assert np.isfinite(got).all() and np.abs(got - want).max() <= 1e-14 * np.abs(want).max(), k
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("params", [DmmaParams("d"), DmmaParams("d", warp_m=32, warp_n=32, mma_k=16),
+                                    DmmaParams("z", warp_m=32, warp_n=32),
                                     DmmaParams("z", warp_m=32, warp_n=32, cluster=2, mma_k=4)],
                          ids=lambda p: p.describe())
 def test_alpha_and_beta_scale_the_product_and_c(hopper, params):
