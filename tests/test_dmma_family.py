@@ -193,8 +193,11 @@ def test_show_kernel_prints_a_dmma_configuration_without_a_device():
                                     "--set", "reads_mn_major=false"])
     assert out.exit_code == 0 and "#define STAGES 6" in out.output and "#define ELEMENT double2" in out.output
     assert "reads MN-major" not in out.output.splitlines()[0]
+    out = CliRunner().invoke(main, ["show-kernel", "--family", "dmma", "--dtype", "d", "--config", '{"mma_k": 4}'])
+    assert out.exit_code == 0 and "#define MMA_K 4" in out.output       # a --config naming no family: dmma's
     for args, why in ((["--dtype", "s"], "multiplies d, z, not s"),
-                      (["--dtype", "d", "--set", "dtype=3"], "expected one of"),
+                      (["--dtype", "d", "--set", "dtype=3"], "is not one of"),
+                      (["--dtype", "z", "--config", '{"family": "wgmma"}'], "does not compute z"),
                       (["--dtype", "d", "--set", "warp_n=64"], "a warp tile of 64 x 64")):
         out = CliRunner().invoke(main, ["show-kernel", "--family", "dmma", *args])
         assert out.exit_code != 0 and why in out.output and "Traceback" not in out.output, out.output

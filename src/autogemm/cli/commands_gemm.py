@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 
 import click
@@ -21,6 +20,7 @@ from ..codelets.wgmma import render as wgmma_render
 from ..dtypes import DTYPES, Dtype, get_dtype
 from ..errors import AutogemmError, ConfigError
 from ..runtime import context_for, median, time_enqueue
+from ..runtime.cuda.driver import CUDA
 from . import main
 from .common import console, fail, json_file, parse_config, select_device, write_results
 
@@ -62,7 +62,7 @@ def show_kernel(dtype_letter, config, settings, platform, device, whole, family)
     try:
         dt = get_dtype(dtype_letter)
         if family in CUDA_FAMILIES:
-            click.echo(_cuda_source(family, dt, settings))
+            click.echo(_cuda_source(family, dt, config, settings))
             return
         dev = select_device(platform, device)
         chosen = choose_params(dev, GemmProblem.dense(dt, 4096, 4096, 4096)).params
@@ -78,28 +78,20 @@ def show_kernel(dtype_letter, config, settings, platform, device, whole, family)
         fail(str(exc))
 
 
-def _cuda_source(family: str, dt: Dtype, settings: tuple[str, ...]) -> str:
+def _cuda_source(family: str, dt: Dtype, config: str | None, settings: tuple[str, ...]) -> str:
     """The CUDA C++ of the CUDA path's default configuration of ``family`` for ``dt`` (``DEFAULTS``),
-    changed by NAME=VALUE ``settings`` of its integer and true/false fields (``ConfigError`` for a
-    malformed result)."""
-    kind, render_ = CUDA_FAMILIES[family]
-    params = DEFAULTS.get(dt.key)
-    if not isinstance(params, kind):
+    changed by ``config`` and ``settings`` as an OpenCL family's is (``ConfigError`` for a malformed
+    result)."""
+    kind = CUDA_FAMILIES[family][0]
+    base = DEFAULTS.get(dt.key)
+    if not isinstance(base, kind):
         keys = ", ".join(key for key, default in DEFAULTS.items() if isinstance(default, kind))
         raise ConfigError(f"the {family} family multiplies {keys}, not {dt.key}")
-    names = [f.name for f in dataclasses.fields(params) if isinstance(getattr(params, f.name), int)]
-    for item in settings:
-        key, _, raw = item.partition("=")
-        value = getattr(params, key, None)
-        parsed = ({"true": True, "false": False}.get(raw.lower()) if isinstance(value, bool)
-                  else int(raw) if raw.isdigit() else None)
-        if key not in names or parsed is None:
-            raise ConfigError(f"--set {item!r}: expected one of {', '.join(names)} = an integer (or true, false)")
-        params = dataclasses.replace(params, **{key: parsed})
-    why = params.malformed()
+    params = parse_config(config, settings, base, backend=CUDA)      # (a --config may name the other family)
+    why = params.dtype_problem(dt)
     if why:
-        raise ConfigError(f"not a configuration of the {family} family: {why}")
-    return render_(params).source
+        raise ConfigError(f"the configuration does not compute {dt.key}: {why}")
+    return CUDA_FAMILIES[params.family][1](params).source
 
 
 @main.command()

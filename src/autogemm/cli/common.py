@@ -15,6 +15,7 @@ from ..codelets.registry import KernelParams, params_from_dict
 from ..dtypes import Dtype, get_dtype
 from ..errors import ArgumentError, AutogemmError, ConfigError, DeviceError
 from ..runtime import Device, DeviceContext, context_for, devices, discovery
+from ..runtime.cuda.driver import OPENCL
 
 console = Console()
 
@@ -42,9 +43,10 @@ def select_device(platform: str | None, device: str | None) -> Device:
     raise DeviceError(f"no device {device!r} on platform {platform!r}")
 
 
-def parse_config(config: str | None, settings: tuple[str, ...], base: KernelParams) -> KernelParams:
+def parse_config(config: str | None, settings: tuple[str, ...], base: KernelParams,
+                 backend: str = OPENCL) -> KernelParams:
     """A configuration from JSON text or a JSON file (of ``base``'s family, its fields over ``base``'s, or
-    of the family it names, whole), then ``key=value`` overrides."""
+    of the family it names, whole), then ``key=value`` overrides; of a family of ``backend``."""
     data = base.to_dict()
     if config:
         try:
@@ -58,7 +60,9 @@ def parse_config(config: str | None, settings: tuple[str, ...], base: KernelPara
             raise ConfigError(f"--config is not valid JSON: {exc}") from exc
         if not isinstance(loaded, dict):
             raise ConfigError("--config must hold a JSON object")
-        if loaded.get("family", "simt") != data.get("family", "simt"):
+        # a configuration naming no family is simt's on OpenCL (simt's name none), else of ``base``'s family
+        named = loaded.get("family", "simt" if backend == OPENCL else data["family"])
+        if named != data.get("family", "simt"):
             data = {}
         data.update(loaded)
     for item in settings:
@@ -78,7 +82,7 @@ def parse_config(config: str | None, settings: tuple[str, ...], base: KernelPara
                 raise ConfigError(f"--set {key}: expected an integer, not {raw!r}") from exc
         else:
             data[key] = raw
-    return params_from_dict(data)
+    return params_from_dict(data, backend=backend)
 
 
 def gib(n: int) -> str:
