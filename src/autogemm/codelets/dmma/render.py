@@ -44,7 +44,7 @@ REAL_LOOP = r"""        #define LOAD_B(buffer, tile, first) _Pragma("unroll") fo
         #define LOAD_A(buffer, tile, i, first) _Pragma("unroll") for (int half = 0; half < 2; ++half) \
             fragment<A_MN>(tile, warp_row + (i) * 16 + group_id + 8 * half, first, &a[buffer][half], 2)
         double a[2][2 * SPAN], b[2][TILES_N][SPAN];     // fragments being multiplied, and the next ones
-        {
+        if (k_count > 0) {
             const int s = iteration % STAGES;
             barrier_wait(&full[s], (iteration / STAGES) & 1);
             LOAD_B(0, b_tiles + s * B_TILE_BYTES, FIRST_K(0));
