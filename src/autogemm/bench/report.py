@@ -4,6 +4,7 @@ a run read back from its JSON (``read_json``), to show or plot it again."""
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import json
 import math
@@ -126,16 +127,23 @@ def provenance() -> dict:
     """What made a result: the command line, the git commit of autogemm's source where it runs from a
     checkout ("-dirty" after it where the source differs from it; None elsewhere: an installed package
     knows only its version), and the digest of the source itself (``source_digest``)."""
+    return {"command": shlex.join(["autogemm", *sys.argv[1:]]), **_code()}
+
+
+#: The folder of autogemm's own source files.
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+
+
+@functools.lru_cache(maxsize=1)
+def _code() -> dict:
+    """autogemm's commit and ``source_digest``, found once a process: a bench writes its JSON after every
+    problem, and the code it runs does not change meanwhile."""
     try:
         commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=Path(__file__).parent,
                                 capture_output=True, text=True, timeout=10).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         commit = None
-    return {"command": shlex.join(["autogemm", *sys.argv[1:]]), "commit": commit, "source": source_digest()}
-
-
-#: The folder of autogemm's own source files.
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+    return {"commit": commit, "source": source_digest()}
 
 
 def source_digest(root: Path = PACKAGE_ROOT) -> str:
