@@ -209,6 +209,18 @@ def test_the_3xtf32_split_kernel_compiles_for_sm_90a():
     assert "cvt.rna.tf32.f32" in source and compile_cuda(source, name).arch == "sm_90a"
 
 
+@pytest.mark.parametrize("operand", ["3xtf32", "tf32", "f16"])
+def test_3xtf32_restarts_its_accumulators_by_the_instruction_not_by_zeroing_them(operand):
+    """Each tile of K's sums start from its first wgmma (scale-d false at step 0), where zeroing them
+    between a tile's wgmma made CUDA 13.0's ptxas serialize all of them; one plane accumulates all K."""
+    source = render(WgmmaParams(operand)).source
+    restarts = source.count("setp.ne.b32 adds")
+    assert restarts == (operand == "3xtf32") and source.count("acc[i] = 0.0f") == (operand != "3xtf32")
+    assert ("sums[i] += acc[i];" in source) == (operand == "3xtf32")
+    if restarts:
+        first = source.index("wgmma.mma_async")
+        assert source.index("adds, 1, 1;") < source.index("1, 1, 1;", first)   # the first of a step's three
+
 def test_show_kernel_prints_a_wgmma_configuration_without_a_device():
     from click.testing import CliRunner
 

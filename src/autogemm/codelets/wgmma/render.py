@@ -142,25 +142,33 @@ REGISTERS        }
 PRODUCTS = {1: ((0, 0),), 2: ((1, 0), (0, 1), (0, 0))}
 
 
-def _instruction(params: WgmmaParams, a: str, b: str, mn_major: tuple[bool, bool]) -> str:
+def _instruction(params: WgmmaParams, a: str, b: str, mn_major: tuple[bool, bool], restarts: bool = False) -> str:
     """The inline PTX of one wgmma on the accumulators ``acc`` and the descriptors named ``a`` and ``b``,
     at step ``step`` of K: 32 bytes into a K-major tile's rows, 16 rows (of 128 bytes) down an MN-major
-    one, which 16-bit types take by their transpose flags (tf32 has none: both K-major)."""
+    one, which 16-bit types take by their transpose flags (tf32 has none: both K-major). One that
+    ``restarts`` writes its product over ``acc`` at step 0 (scale-d false) and adds to it after."""
     count = params.accumulators
     registers = ", ".join(f"%{i}" for i in range(count))
     outputs = ", ".join(f'"+f"(acc[{i}])' for i in range(count))
+    inputs = f'"l"({a} + {STEP_UNITS[mn_major[0]]} * step), "l"({b} + {STEP_UNITS[mn_major[1]]} * step)'
     kind = f"m64n{params.block_n}k{params.instruction_k}.f32.{params.instruction_type}.{params.instruction_type}"
-    flags = "1, 1, 1" if params.instruction_type == "tf32" else f"1, 1, 1, {int(mn_major[0])}, {int(mn_major[1])}"
-    a_step, b_step = (f"{STEP_UNITS[mn]} * step" for mn in mn_major)
-    return (f'asm volatile("wgmma.mma_async.sync.aligned.{kind} {{{registers}}}, %{count}, %{count + 1}, {flags};\\n"\n'
+    transposes = "" if params.instruction_type == "tf32" else f", {int(mn_major[0])}, {int(mn_major[1])}"
+    wgmma = (f"wgmma.mma_async.sync.aligned.{kind} {{{registers}}}, %{count}, %{count + 1}, "
+             f"{'adds' if restarts else '1'}, 1, 1{transposes};\\n")
+    if restarts:
+        wgmma = f"{{\\n.reg .pred adds;\\nsetp.ne.b32 adds, %{count + 2}, 0;\\n{wgmma}}}\\n"
+        inputs += ', "r"((int)(step != 0))'
+    return (f'asm volatile("{wgmma}"\n'
             f'                     : {outputs}\n'
-            f'                     : "l"({a} + {a_step}), "l"({b} + {b_step}) : "memory");')
+            f'                     : {inputs} : "memory");')
 
 
 def _products(params: WgmmaParams, mn_major: tuple[bool, bool]) -> str:
-    """The wgmma of one step of K: one, or 3xtf32's three (each term's parts, the small ones first)."""
-    return "\n                ".join(_instruction(params, f"a_start{x}", f"b_start{y}", mn_major)
-                                    for x, y in PRODUCTS[params.planes])
+    """The wgmma of one step of K: one, or 3xtf32's three (each term's parts, the small ones first), the
+    first of 3xtf32's tile of K writing over the accumulators (their sums are added to ``sums`` after)."""
+    return "\n                ".join(_instruction(params, f"a_start{x}", f"b_start{y}", mn_major,
+                                                 restarts=params.planes == 2 and i == 0)
+                                    for i, (x, y) in enumerate(PRODUCTS[params.planes]))
 
 
 #: A step of K (16 bytes' units of the descriptor's start) in a K-major tile, 32 bytes of its rows, and an
@@ -183,11 +191,14 @@ PIPELINED = """            asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::
         if (leader) stage_release(&empty[(iteration + k_count - 1) % STAGES]);"""
 #: The same for 3xtf32: the tensor cores' sums of one tile of K are added to ``sums`` by the CUDA cores
 #: in float32 (rounded to nearest), as the tensor cores' own long sums lose more than float32's rounding
-#: (on the H100 f16 products summed over 4096 erred 7e-6, cuBLAS's SGEMM 5e-7).
+#: (on the H100 f16 products summed over 4096 erred 7e-6, cuBLAS's SGEMM 5e-7). A tile's first wgmma
+#: writes over ``acc`` (scale-d false) where the CUDA cores zeroed it before: ptxas of CUDA 13.0 then
+#: serialized all the kernel's wgmma (3xTF32 on the H100 went from 1.92x to 2.17x cuBLAS's SGEMM at
+#: 4096^3, 2.13x to 2.24x at 8192^3).
 PROMOTED = """            asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");   // this tile's products are in
             if (leader) stage_release(&empty[s]);
             #pragma unroll
-            for (int i = 0; i < COUNT; ++i) { sums[i] += acc[i]; acc[i] = 0.0f; }
+            for (int i = 0; i < COUNT; ++i) sums[i] += acc[i];
         }"""
 
 
@@ -204,7 +215,7 @@ def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False)) ->
     promoted = params.planes == 2
     count = params.accumulators
     sums_declared = f"\n    float sums[{count}];                              // float32 sums of the tiles' products" if promoted else ""
-    zeroed = "{ sums[i] = 0.0f; acc[i] = 0.0f; }" if promoted else "acc[i] = 0.0f;"
+    zeroed = "sums[i] = 0.0f;" if promoted else "acc[i] = 0.0f;"
     released = (PROMOTED if promoted else PIPELINED).replace("COUNT", str(count))
     result = "sums" if promoted else "acc"
     stores = STORES.replace("REGISTERS", textwrap.indent(REGISTER_STORES, " " * 12)).replace("SUMS", result)
