@@ -64,7 +64,7 @@ class ProgressListener(TuneListener):
     def record(self, objective: Objective, record: Record, fresh: bool) -> None:
         best = objective.best[1].gflops if objective.best else 0.0
         status = (f"best {best:.0f} GFLOP/s, {objective.evaluations} done"
-                  + (f" ({objective.reused} from checkpoint)" if objective.reused else "")
+                  + (f", {objective.reused} reused" if objective.reused else "")
                   + (f", {objective.failures} failed" if objective.failures else ""))
         self.progress.update(self.task, completed=objective.clock.fraction(), status=status)
 
@@ -83,7 +83,8 @@ class ProgressListener(TuneListener):
             self.progress.console.print(f"[yellow]rejected by verification:[/yellow] {config.describe()}: {why}",
                                         highlight=False)
         self.rows.append((dtype, size, entry, sum(o.evaluations for o in objectives),
-                          sum(o.failures for o in objectives), sum(o.clock.elapsed for o in objectives)))
+                          sum(o.reused for o in objectives), sum(o.failures for o in objectives),
+                          sum(o.clock.elapsed for o in objectives)))
 
     def cuda_finished(self, dtype: Dtype, size: SizeClass, entry: CudaEntry | None, objectives: list[Objective],
                       rejected: list[tuple[KernelParams, str]]) -> None:
@@ -116,9 +117,10 @@ class ProgressListener(TuneListener):
 
 def tuned(rows: list[tuple]) -> list[dict]:
     """What a run tuned (``ProgressListener.rows``), a record per class: the problem, its best rate
-    (and bandwidth, for GEMV) and configuration, the evaluations, failed kernels and seconds."""
+    (and bandwidth, for GEMV) and configuration, the evaluations (and of them those read back from the
+    checkpoint), failed kernels and seconds."""
     records = []
-    for dtype, size, entry, evaluations, failures, seconds in rows:
+    for dtype, size, entry, evaluations, reused, failures, seconds in rows:
         best = entry.ranked[0] if entry else None
         ranked_at = "x".join(map(str, size.shape)) if size.exact else entry.shape[0] if entry else size.m
         name = size.name if size.routine != GEMV else f"{GEMV}-{size.name}"
@@ -127,7 +129,7 @@ def tuned(rows: list[tuple]) -> list[dict]:
                         "gflops": best.gflops if best else None,
                         "gbs": bandwidth(dtype, entry.shape, best.gflops) if best and _is_gemv(size) else None,
                         "config": best.config.describe() if best else None, "split": best.split if best else None,
-                        "evaluations": evaluations, "errors": failures, "seconds": seconds})
+                        "evaluations": evaluations, "reused": reused, "errors": failures, "seconds": seconds})
     return records
 
 
@@ -154,16 +156,16 @@ def cuda_summary(records: list[dict]) -> tuple[Table, list[str]]:
 
 
 def summary(records: list[dict]) -> tuple[Table, list[str]]:
-    """The table of ``tuned``'s records (a row per class: its best rate, evaluations, failures, seconds)
-    and a line per class with its best configuration, printed above the table (they are too long for a
-    cell of a table 80 columns wide)."""
-    table = plain_table("tuned (evals: measured or from the checkpoint; errors: failed kernels)",
-                        ("problem", "GFLOP/s", "GB/s", "evals", "errors", "s"),
-                        right=("GFLOP/s", "GB/s", "evals", "errors", "s"))
+    """The table of ``tuned``'s records (a row per class: its best rate, evaluations, those of them read
+    from the checkpoint, failures, seconds) and a line per class with its best configuration, printed
+    above the table (they are too long for a cell of a table 80 columns wide)."""
+    table = plain_table("tuned (reused: evals read from the checkpoint)",
+                        ("problem", "GFLOP/s", "GB/s", "evals", "reused", "errors", "s"),
+                        right=("GFLOP/s", "GB/s", "evals", "reused", "errors", "s"))
     for r in records:
         table.add_row(r["problem"], f"{r['gflops']:.1f}" if r["gflops"] else "-",
-                      f"{r['gbs']:.0f}" if r["gbs"] else "", str(r["evaluations"]), str(r["errors"]),
-                      f"{r['seconds']:.0f}")
+                      f"{r['gbs']:.0f}" if r["gbs"] else "", str(r["evaluations"]), str(r["reused"]),
+                      str(r["errors"]), f"{r['seconds']:.0f}")
     return table, [f"{r['problem']}: {r['config'] or 'no correct kernel'}" for r in records]
 
 
@@ -207,10 +209,11 @@ def _gemv_class(size: SizeClass) -> str:
 
 
 def _shape(size: SizeClass) -> str:
-    """'4096^3' for a cube (it keeps a progress line within 80 columns), else 'MxNxK' or GEMV's 'MxN'."""
+    """'4096^3' for a cube (it keeps a progress line within 80 columns), else 'MxNxK', GEMV's 'MxN', and
+    with several right-hand sides 'MxN x16'."""
     if not _is_gemv(size):
         return f"{size.m}^3" if size.m == size.n == size.k else f"{size.m}x{size.n}x{size.k}"
-    return f"{size.m}x{size.n}{f', {size.k} vectors' if size.k > 1 else ''}"
+    return f"{size.m}x{size.n}{f' x{size.k}' if size.k > 1 else ''}"
 
 
 @main.command("tune")
