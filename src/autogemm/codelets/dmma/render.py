@@ -15,6 +15,8 @@ a thread reads from K indices of the tile chosen so that a warp's reads fall in 
 
 from __future__ import annotations
 
+import textwrap
+
 from ..hopper import (
     BLOCKS_OF_C,
     HELPERS,
@@ -64,11 +66,13 @@ REAL_LOOP = r"""        #define LOAD_B(buffer, tile, step) _Pragma("unroll") for
                     } else if (kk + MMA_K < BLOCK_K) {
                         LOAD_B((step + 1) % 2, b_tile, step + 1);
                         LOAD_A(0, a_tile, 0, step + 1);
-                    } else if (t + 1 < k_count) {
-                        const int next = (it + 1) % STAGES;
-                        barrier_wait(&full[next], ((it + 1) / STAGES) & 1);
-                        LOAD_B((step + 1) % 2, b_tiles + next * B_TILE_BYTES, 0);
-                        LOAD_A(0, a_tiles + next * A_TILE_BYTES, 0, 0);
+                    } else {                                        // the stage is read
+""" + textwrap.indent(RELEASE, " " * 12) + """                        if (t + 1 < k_count) {
+                            const int next = (it + 1) % STAGES;
+                            barrier_wait(&full[next], ((it + 1) / STAGES) & 1);
+                            LOAD_B((step + 1) % 2, b_tiles + next * B_TILE_BYTES, 0);
+                            LOAD_A(0, a_tiles + next * A_TILE_BYTES, 0, 0);
+                        }
                     }
                     #pragma unroll
                     for (int j = 0; j < TILES_N; ++j) dmma(acc[i][j], a[i % 2], b[step % 2][j]);
@@ -80,7 +84,7 @@ REAL_LOOP = r"""        #define LOAD_B(buffer, tile, step) _Pragma("unroll") for
                     #pragma unroll
                     for (int q = 0; q < SPAN; ++q) b[0][j][q] = b[1][j][q];
             }
-""" + RELEASE + """        }
+        }
 """
 #: The same in complex128, a stage at a time: re += a.re b.re - a.im b.im, im += a.re b.im + a.im b.re
 #: (parts 0 and 1).
