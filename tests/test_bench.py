@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 
@@ -406,3 +407,31 @@ def test_short_wall_clock_timings_are_repeated_until_they_take_a_while(monkeypat
     made.clear()
     peers.wall_median(lambda: call(0.02), 3)
     assert len(made) == 4
+
+
+def test_a_dtype_on_tensor_cores_is_a_share_of_their_peak_and_the_line_under_the_table_says_which(
+        ctx, tmp_path):
+    """On an H100 tensor cores run FP16 at 989 TFLOP/s (dense) and FP64 at 66.9, 15 and 2 times the FMA
+    peak: a share of that peak read over 100% (the CUDA path's FP16 at 8192^3 showed 1133%)."""
+    from autogemm.bench.peaks import MEASURED_FMA, TENSOR, tensor_peak_tflops
+    from autogemm.cli.commands_bench import _report
+    from autogemm.cli.common import console
+
+    h100 = dataclasses.replace(ctx.device, name="NVIDIA H100 80GB HBM3 ")
+    assert tensor_peak_tflops(h100, DTYPES["h"]) == 989.4 and tensor_peak_tflops(h100, DTYPES["d"]) == 66.9
+    assert tensor_peak_tflops(h100, DTYPES["s.3xtf32"]) == pytest.approx(494.7 / 3)
+    assert tensor_peak_tflops(h100, DTYPES["s"]) is None                   # float32 has no tensor format
+    assert tensor_peak_tflops(dataclasses.replace(ctx.device, name="another GPU"), DTYPES["h"]) is None
+    on_tensor_cores = _case("h", 64, {AUTOGEMM: 742.0, "cuBLAS": 750.0})
+    on_tensor_cores.peak_tflops, on_tensor_cores.peak = 989.4, TENSOR
+    measured = _case("s", 64, {AUTOGEMM: 5.0})
+    with console.capture() as captured:
+        _report([on_tensor_cores, measured], "TFLOP/s", None, None, None, {})
+    text = captured.get()
+    assert "% peak" in text and "75%" in text and "50%" in text       # 742 / 989.4 and 5 / 10
+    note = report.peak_note([on_tensor_cores, measured])
+    assert note == f"% peak: of the {TENSOR}: h 989 TFLOP/s; of the {MEASURED_FMA}: s 10 TFLOP/s"
+    assert note in " ".join(text.split()) and max(map(len, text.splitlines())) <= 80
+    report.write_json([on_tensor_cores], tmp_path / "r.json", {})
+    _, (again,) = report.read_json(tmp_path / "r.json")
+    assert again.peak == TENSOR and again.peak_tflops == 989.4

@@ -20,6 +20,7 @@ from rich.table import Table
 from ..dtypes import get_dtype
 from ..errors import ArgumentError
 from ..tables import plain_table
+from .peaks import MEASURED_FMA
 from .runner import AUTOGEMM, CaseResult, Measurement
 from .shapes import Shape
 
@@ -40,7 +41,7 @@ def flat_rows(cases: Sequence[CaseResult]) -> list[dict]:
             rows.append({
                 "dtype": case.dtype, "m": case.shape.m, "n": case.shape.n, "k": case.shape.k,
                 "layout": case.shape.layout, "name": case.shape.name, "implementation": m.name, "seconds": m.seconds,
-                "tflops": m.tflops, "peak_tflops": case.peak_tflops,
+                "tflops": m.tflops, "peak_tflops": case.peak_tflops, "peak": case.peak,
                 "fraction_of_peak": m.tflops / case.peak_tflops if m.tflops and case.peak_tflops else None,
                 "error": m.error, "correct": m.correct, "autogemm_over_this": case.ratio(m.name),
                 "autogemm_config": case.config, "note": m.note,
@@ -74,13 +75,13 @@ def geometric_means(cases: Sequence[CaseResult]) -> dict[tuple[str, str], Compar
 def table(cases: Sequence[CaseResult], title: str, peer_rates: bool = True, rates: bool = True,
           ratios: bool = True) -> Table:
     """TFLOP/s per implementation (a wrong or failed one marked so, ``failures`` says why), autogemm's
-    share of the FMA peak, and autogemm's ratio to each peer (end to end against end to end); without
-    ``peer_rates``, the peers' own TFLOP/s left out (the ratios give them); without ``rates``, the ratios
-    alone, without ``ratios`` the rates alone."""
+    share of the peak (``peak_note`` says which), and autogemm's ratio to each peer (end to end against
+    end to end); without ``peer_rates``, the peers' own TFLOP/s left out (the ratios give them); without
+    ``rates``, the ratios alone, without ``ratios`` the rates alone."""
     every = implementations(cases)
     peers = [n for n in every if not n.startswith(AUTOGEMM)] if ratios else []
     names = (every if peer_rates else [n for n in every if n.startswith(AUTOGEMM)]) if rates else []
-    peak = ["% FMA peak"] if rates else []
+    peak = ["% peak"] if rates else []
     ratio_columns = [f"/ {peer}" for peer in peers]
     dtypes = list(dict.fromkeys(case.dtype for case in cases))
     several = len(dtypes) > 1            # else the title names the dtype, and the problems have the room
@@ -107,6 +108,18 @@ def table(cases: Sequence[CaseResult], title: str, peer_rates: bool = True, rate
             cells.append(f"{ratio:.2f}" if ratio else "")
         out.add_row(*(case.dtype,)[:several], case.shape.label, *cells)
     return out
+
+
+def peak_note(cases: Sequence[CaseResult]) -> str:
+    """Which peak the table's '% peak' is of, per dtype: 'of the tensor-core peak (NVIDIA's, dense): h
+    989 TFLOP/s, d 66.9; of the FMA peak (measured): s 59.1'."""
+    peaks: dict[str, dict[str, float]] = {}
+    for case in cases:
+        if case.peak_tflops:
+            peaks.setdefault(case.peak, {})[case.dtype] = case.peak_tflops
+    return "% peak: " + "; ".join(
+        f"of the {kind}: " + ", ".join(f"{dtype} {tflops:.3g}" for dtype, tflops in found.items()) + " TFLOP/s"
+        for kind, found in peaks.items())
 
 
 def failures(cases: Sequence[CaseResult]) -> list[str]:
@@ -174,7 +187,8 @@ def read_json(path: Path) -> tuple[dict, list[CaseResult]]:
             shape = Shape(int(row["m"]), int(row["n"]), int(row["k"]), str(row["layout"]), str(row.get("name", "")))
             key = (row["dtype"], shape)
             if key not in cases:
-                cases[key] = CaseResult(str(row["dtype"]), shape, row["peak_tflops"], str(row["autogemm_config"]))
+                cases[key] = CaseResult(str(row["dtype"]), shape, row["peak_tflops"], str(row["autogemm_config"]),
+                                        peak=str(row.get("peak", MEASURED_FMA)))
             cases[key].measurements.append(Measurement(str(row["implementation"]), row["seconds"], row["tflops"],
                                                        row["error"], bool(row["correct"]), str(row["note"])))
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -214,9 +228,8 @@ def plot(cases: Sequence[CaseResult], path: Path, title: str) -> None:
                 continue
             ax.plot(xs, ys, marker="o", linestyle="-" if sweep else "none", label=name,
                     linewidth=2.5 if name == AUTOGEMM else 1.5)
-        peak = mine[0].peak_tflops if mine else None
-        if peak:
-            ax.axhline(peak, color="grey", linestyle=":", linewidth=1, label="FMA peak (measured)")
+        if mine and mine[0].peak_tflops:
+            ax.axhline(mine[0].peak_tflops, color="grey", linestyle=":", linewidth=1, label=mine[0].peak)
         if sweep:
             ax.set_xscale("log", base=2)
             ax.set_xticks(xs, [str(x) for x in xs], fontsize=8)

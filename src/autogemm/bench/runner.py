@@ -7,8 +7,9 @@ shared with the host as its profile's hybrid entry says, "autogemm+host"; in a p
 ``end_to_end``) and of cuBLAS (through torch), copies included (named with the suffix " e2e"). Every
 result is compared with a float64 reference: all of it for small problems, else a sample of rows (the
 first and last blocks and random ones) after checking that every element is finite. The fraction of
-peak is against the FMA peak measured on the device in the same run (the micro-benchmark the tuner
-uses), so it means the same on every device."""
+peak is against the tensor cores' dense peak for a dtype multiplied by them where NVIDIA publishes it
+for the device, else the FMA peak measured on the device in the same run (the micro-benchmark the tuner
+uses; ``bench.peaks``)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from ..runtime.timing import median, time_enqueue
 from ..shares.host import HOST
 from ..tuning import fma
 from . import peers as peer_functions
+from .peaks import MEASURED_FMA, TENSOR, tensor_peak_tflops
 from .peers import PeerResult, wall_median
 from .shapes import Shape
 
@@ -88,6 +90,7 @@ class CaseResult(Rates):
     peak_tflops: float | None
     config: str
     measurements: list[Measurement] = field(default_factory=list)
+    peak: str = MEASURED_FMA                 # which peak ``peak_tflops`` is (``bench.peaks``)
 
     def ratio(self, peer: str) -> float | None:
         """autogemm's rate over ``peer``'s, when both ran correctly: end to end against an end-to-end
@@ -129,7 +132,9 @@ class Bench:
         b = random_matrix(self.rng, dt, (shape.k, shape.n) if shape.trans_b == "N" else (shape.n, shape.k))
         reference = Reference(dt, apply_op(a, shape.trans_a), apply_op(b, shape.trans_b), self.rng)
         flops = gemm_flops(dt, shape.m, shape.n, shape.k)
-        case = CaseResult(dt.key, shape, self.peak_tflops(dt), "")
+        tensor_peak = tensor_peak_tflops(self.ctx.device, dt)
+        case = CaseResult(dt.key, shape, tensor_peak or self.peak_tflops(dt), "",
+                          peak=TENSOR if tensor_peak else MEASURED_FMA)
         plan_or_error = self._plan(dt, shape)
         if not isinstance(plan_or_error, Exception):
             case.config = plan_or_error.params.describe()

@@ -12,7 +12,17 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .. import __version__
-from ..bench.report import failures, geometric_means, plot, provenance, read_json, table, write_csv, write_json
+from ..bench.report import (
+    failures,
+    geometric_means,
+    peak_note,
+    plot,
+    provenance,
+    read_json,
+    table,
+    write_csv,
+    write_json,
+)
 from ..bench.runner import AUTOGEMM, PEERS, Bench
 from ..bench.shapes import LAYOUTS, SUITES, read_shapes, square_sweep
 from ..dtypes import get_dtype
@@ -68,8 +78,9 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
     """Time autogemm (with the device's profile) and its peers on the same problems in one run.
 
     Every result is checked against a float64 reference; a wrong one is shown, never counted. Rates are
-    TFLOP/s; '% FMA peak' is autogemm's share of the device's multiply-add peak measured in the same run
-    (over 100% on tensor cores); '/ peer' is autogemm's rate over the peer's."""
+    TFLOP/s; '% peak' is autogemm's share of the tensor cores' dense peak for a dtype they multiply, where
+    NVIDIA publishes it for the device, else of the multiply-add peak measured in the same run (the line
+    under the table says which); '/ peer' is autogemm's rate over the peer's."""
     if from_json:
         try:
             meta, cases = read_json(from_json)
@@ -160,6 +171,8 @@ def _report(cases: list, title: str, json_path: Path | None, csv_path: Path | No
         shown = [table(cases, title, peer_rates=False, ratios=False), table(cases, "autogemm / peer", rates=False)]
     for part in shown:
         console.print(part)
+    if any(case.peak_tflops for case in cases):
+        console.print(peak_note(cases), highlight=False)
     for line in failures(cases):
         console.print(f"[red]not counted:[/red] {line}", highlight=False)
     for (dtype, peer), found in sorted(geometric_means(cases).items()):
