@@ -13,7 +13,7 @@ from autogemm.blas.gemv import GemvLaunchPlan, GemvProblem
 from autogemm.cli import main
 from autogemm.dtypes import DTYPES
 from autogemm.profiles import path_for, profile_for, read, store
-from autogemm.tuning.scope import GEMV_SHAPES, SKINNY_ROWS, VECTOR_CLASSES
+from autogemm.tuning.scope import GEMV_SHAPES, SKINNY_ROWS, VECTOR_CLASSES, size_classes
 
 
 @pytest.fixture(scope="module")
@@ -181,25 +181,34 @@ def test_tune_hybrid_adds_a_hybrid_entry_and_keeps_the_rest(invoke, device):
     assert bad.exit_code != 0
 
 
-def test_a_run_past_its_time_skips_the_classes_still_to_come_and_says_so(invoke):
+def _quick_shapes(device) -> tuple[str, str]:
+    """The quick small and skinny classes' problems on ``device`` as tune's log names them ('64^3',
+    '64x256x256' on a CPU)."""
+    classes = {c.name: c for c in size_classes(device, quick=True)}
+    small, skinny = classes["small"], classes["skinny"]
+    return f"{small.m}^3", f"{skinny.m}x{skinny.n}x{skinny.k}"
+
+
+def test_a_run_past_its_time_skips_the_classes_still_to_come_and_says_so(invoke, device):
     """On the H100 the default tune ran past 10 minutes: the last dtype's classes each took their second of
     search and their finishing on top of a spent budget."""
     out = invoke("tune", "--quick", "--dtype", "s", "--budget", "1s", "--size-class", "small",
                  "--size-class", "skinny", "--size-class", "predictor")
     assert out.exit_code == 0, out.output
     skipped = " ".join(out.output.partition("not tuned")[2].split())
-    assert "gemm skinny 64x256x256, predictor (s)" in skipped, out.output
+    assert f"gemm skinny {_quick_shapes(device)[1]}, predictor (s)" in skipped, out.output
     assert "s small" in out.output.partition("not tuned")[0]     # the first, whatever the budget
 
 
-def test_the_classes_run_in_rounds_over_the_dtypes(invoke, tmp_path):
+def test_the_classes_run_in_rounds_over_the_dtypes(invoke, device, tmp_path):
     """Every dtype's first class before any dtype's second: with a budget spent after the first step,
     the rest are left in that order (d's first class before s's second), and the log names each class
     once with its dtypes."""
     out = invoke("tune", "--quick", "--dtype", "s,d", "--budget", "1s", "--size-class", "small",
                  "--size-class", "skinny", "--json", str(tmp_path / "tune.json"))
     assert out.exit_code == 0, out.output
+    small, skinny = _quick_shapes(device)
     assert json.loads((tmp_path / "tune.json").read_text())["not_tuned"] == [
-        "dgemm small 64^3", "sgemm skinny 64x256x256", "dgemm skinny 64x256x256"]
+        f"dgemm small {small}", f"sgemm skinny {skinny}", f"dgemm skinny {skinny}"]
     skipped = " ".join(out.output.partition("not tuned")[2].split())
-    assert "gemm small 64^3 (d); gemm skinny 64x256x256 (s, d)" in skipped, out.output
+    assert f"gemm small {small} (d); gemm skinny {skinny} (s, d)" in skipped, out.output
