@@ -118,10 +118,12 @@ __device__ __forceinline__ void cluster_sync() {
 
 // The first row and column of C of this block of cluster number ``tile`` (``rank``: the block within
 // it, one BLOCK_M below the other): GROUP rows of clusters at a time, down the rows of the group first,
-// so that the clusters working at once share their tiles of B in L2.
+// so that the clusters working at once share their tiles of B in L2. (A group of one row is one row
+// whatever is left: said so, the divisions by ``rows`` fold away; computed, they made ptxas spill in
+// dmma's largest warp tiles in clusters.)
 __device__ __forceinline__ void place(int tile, int cluster_rows, int tiles_n, int rank, int* m0, int* n0) {
     const int per_group = GROUP * tiles_n, first = tile / per_group * GROUP;
-    const int rows = min(GROUP, cluster_rows - first), within = tile % per_group;
+    const int rows = GROUP == 1 ? 1 : min(GROUP, cluster_rows - first), within = tile % per_group;
     *m0 = ((first + within % rows) * CLUSTER + rank) * BLOCK_M;
     *n0 = within / rows * BLOCK_N;
 }
