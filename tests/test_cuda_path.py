@@ -73,18 +73,19 @@ extern "C" __global__ void scaled(float* y, const float* x, float alpha, int n) 
 @pytest.mark.gpu
 def test_a_kernel_compiled_by_nvrtc_runs_on_the_cuda_device_and_is_timed(device):
     import ctypes
+    import time
 
     import numpy as np
 
     from autogemm.runtime.cuda import CudaContext
+    from autogemm.runtime.cuda.context import HOLD_SECONDS
     from autogemm.runtime.cuda.driver import cuda_device_of
 
     twin = cuda_device_of(device) if not cuda_missing() else None
     if twin is None:
         pytest.skip("an NVIDIA GPU with the CUDA bindings")
     ctx = CudaContext(twin)
-    arch = f"sm_{twin.capability[0]}{twin.capability[1]}"
-    function = ctx.function(compile_cuda(SCALED, "scaled", arch=arch), "scaled")
+    function = ctx.function(compile_cuda(SCALED, "scaled", arch=twin.arch), "scaled")
     n = 1000
     x, y = np.random.default_rng(1).random(n, np.float32), np.ones(n, np.float32)
     dx, dy = ctx.allocate(x.nbytes), ctx.allocate(y.nbytes)
@@ -95,5 +96,10 @@ def test_a_kernel_compiled_by_nvrtc_runs_on_the_cuda_device_and_is_timed(device)
     got = np.empty_like(y)
     ctx.download(got, dy)
     assert np.allclose(got, 2.0 * x + 1.0) and 0 < seconds < 1
+    # the host's time to enqueue is not the kernel's: a pause of 0.4 HOLD_SECONDS before the launch
+    # would read as at least that much from an idle stream
+    pause = 0.4 * HOLD_SECONDS
+    held = ctx.seconds(lambda: (time.sleep(pause), ctx.launch(function, (4,), (256,), args)))
+    assert 0 < held < pause / 2
     dx.release()
     dy.release()

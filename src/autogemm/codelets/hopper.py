@@ -265,7 +265,7 @@ def device_problem(device: Device) -> str | None:
 def twin_problem(twin: CudaDevice) -> str | None:
     """Why the sm_90a families cannot run on the CUDA device ``twin``, or None."""
     if twin.capability != HOPPER:
-        return (f"{twin.name} is sm_{twin.capability[0]}{twin.capability[1]}; the CUDA path's kernels are "
+        return (f"{twin.name} is {twin.arch}; the CUDA path's kernels are "
                 f"built for sm_90a (Hopper)")
     return None
 

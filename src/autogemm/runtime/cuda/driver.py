@@ -22,6 +22,11 @@ class CudaDevice:
     capability: tuple[int, int]
     pci: tuple[int, int]
 
+    @property
+    def arch(self) -> str:
+        """NVRTC's name of the device's architecture, e.g. sm_90."""
+        return "sm_{}{}".format(*self.capability)
+
 
 @functools.lru_cache(maxsize=1)
 def cuda_devices() -> tuple[CudaDevice, ...]:
