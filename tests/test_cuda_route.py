@@ -80,6 +80,28 @@ def test_every_dtype_and_transpose_agrees_with_float64(device, key, trans_a, tra
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("trans_a,trans_b", LAYOUTS)
+@pytest.mark.usefixtures("hopper")
+def test_tf32_reads_operands_lying_mn_major_through_the_registers(device, trans_a, trans_b):
+    """TF32 with rows 16 bytes apart: NN runs as C^T = B^T A^T, B read MN-major into the registers and
+    C stored transposed; TT reads A so as it lies; TN lays one operand out. Against float64 with beta 0
+    over a NaN C, and with alpha and beta reading C, at shapes with edges on every side."""
+    for m, n, k in ((260, 132, 76), (132, 388, 300)):
+        dt, a, b, reference = _case("s.tf32", trans_a, trans_b, m, n, k, seed=m + ord(trans_a) + ord(trans_b))
+        c = np.full((m, n), np.nan, np.float32)
+        got = autogemm.gemm(a, b, c, trans_a=trans_a, trans_b=trans_b, precision="tf32", device=device,
+                            backend="cuda")
+        error, ok = reference.check(got)
+        assert ok, f"{trans_a}{trans_b} {m}x{n}x{k}: error {error:.2e}"
+        c = random_matrix(np.random.default_rng(7), dt, (m, n))
+        want = 0.5 * reference.product - 2.0 * c.astype(np.float64)
+        got = autogemm.gemm(a, b, c.copy(), trans_a=trans_a, trans_b=trans_b, alpha=0.5, beta=-2.0,
+                            precision="tf32", device=device, backend="cuda")
+        error = np.linalg.norm(got - want) / np.linalg.norm(want)
+        assert error < 10 * dt.tolerance, f"{trans_a}{trans_b} {m}x{n}x{k} beta: error {error:.2e}"
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("key", ["hs", "s.3xtf32", "d", "z"])
 @pytest.mark.usefixtures("hopper")
 def test_alpha_beta_and_operands_in_any_memory_order(device, key):

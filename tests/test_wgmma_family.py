@@ -126,6 +126,67 @@ def test_16_bit_operands_are_read_mn_major_too(params):
         render(WgmmaParams("3xtf32", 128, 2, 3), (True, False))
 
 
+TF32_CONFIGS = [WgmmaParams("tf32", 256, 2, 4, 16), WgmmaParams("tf32", 128, 2, 3, cluster=2),
+                WgmmaParams("tf32", 64, 1, 2, group=1)]
+
+
+@pytest.mark.parametrize("params", TF32_CONFIGS, ids=[c.describe() for c in TF32_CONFIGS])
+def test_tf32_reads_an_mn_major_a_through_the_registers(params):
+    """wgmma cannot transpose tf32: an A stored K x M is read from its tiles into each thread's fragments
+    (four a step of K), none left in flight while the next tile's are read; B only K-major. Given B^T and
+    A^T for A and B, the kernel stores C transposed, from the registers."""
+    for c_transposed in (False, True):
+        rendered = render(params, (True, False), c_transposed)
+        kernel = rendered.source.split('extern "C"')[1]
+        assert rendered.mn_major == (True, False) and rendered.c_transposed == c_transposed
+        assert '"r"(a_fragments[4 * step + 3])' in kernel and "a_start0" not in kernel
+        assert "wait_group.sync.aligned 1" not in kernel
+        assert rendered.tensor_boxes[0] == (32, 32)          # 32 rows of K by 32 of M: 128 bytes
+        assert rendered.name.endswith("_ct") == c_transposed
+        assert ("C[col * M + r]" in kernel) == c_transposed and ("tile_store(&map_c" in kernel) != c_transposed
+        if not cuda_missing():
+            cubin = compile_cuda(rendered.source, rendered.name, options=["--ptxas-options=-v"])
+            assert "0 bytes stack frame, 0 bytes spill stores" in cubin.log and "Performance Loss" not in cubin.log
+            assert "warning" not in cubin.log
+    assert "K-major alone" in params.mn_major_problem((True, True))
+    assert not params.reads_a_from_registers((False, False))
+    assert not WgmmaParams("f16").reads_a_from_registers((True, False))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("params", TF32_CONFIGS, ids=[c.describe() for c in TF32_CONFIGS])
+def test_tf32_mn_major_a_and_c_transposed_agree_with_float64_on_hopper(hopper, params, monkeypatch):
+    """A stored K x M, read through the registers, C stored as it is and transposed, at shapes with
+    edges on every side, against float64 over a NaN C; the blocks share the K of every block of C."""
+    monkeypatch.setattr(hopper_module, "whole_tiles", lambda tiles, clusters, k_tiles: 0)
+    from autogemm.runtime.cuda import CudaContext
+
+    ctx = CudaContext(hopper)
+    # M and N multiples of 4 (A's rows 16-byte aligned), not of the block; K not of the tile
+    m, n, k = 2 * params.block_m - 12, 3 * params.block_n - 20, (2 * params.stages + 1) * params.block_k - 4
+    rng = np.random.default_rng(10)
+    a, b = rng.uniform(-1, 1, (m, k)).astype(np.float32), rng.uniform(-1, 1, (n, k)).astype(np.float32)
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    for c_transposed in (False, True):
+        rendered = render(params, (True, False), c_transposed)
+        function = ctx.function(compile_cuda(rendered.source, rendered.name), rendered.name)
+        operands = []
+        for stored in (np.ascontiguousarray(a.T), b):
+            memory = ctx.allocate(stored.nbytes)
+            ctx.upload(memory, stored)
+            operands.append(memory)
+        dc = ctx.allocate(m * n * 4)
+        ctx.upload(dc, np.full((m, n), np.nan, np.float32))
+        _launch(ctx, function, rendered, operands, dc, (m, n, k), 4, 1.0, 0.0)
+        got = np.empty((n, m) if c_transposed else (m, n), np.float32)
+        ctx.download(got, dc)
+        for memory in (*operands, dc):
+            memory.release()
+        got = got.T if c_transposed else got
+        assert np.isfinite(got).all(), c_transposed
+        assert np.abs(got - want).max() <= 5e-4 * np.sqrt(k) * np.abs(want).max(), c_transposed
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("params", MN_CONFIGS, ids=[c.describe() for c in MN_CONFIGS])
 def test_mn_major_operands_agree_with_float64_on_hopper(hopper, params, monkeypatch):
@@ -176,7 +237,7 @@ def _launch(ctx, function, rendered, operands, c, shape, blocks, alpha, beta):
     maps = [ctx.tensor_map(memory, rendered.tensor_shape(params.planes * rows, k, mn), rendered.tensor_type, box)
             for memory, rows, mn, box in zip(operands, (m, n), rendered.mn_major, rendered.tensor_boxes)]
     if params.c_box is not None:
-        aligned = n * params.out_bytes % 16 == 0
+        aligned = n * params.out_bytes % 16 == 0 and not rendered.c_transposed
         maps.append(ctx.tensor_map(c, (m, n), params.c_type, params.c_box) if aligned else maps[0])
     schedule, work = rendered.schedule(m, n, k, blocks), []
     ctx.launch(function, schedule.grid, rendered.block,

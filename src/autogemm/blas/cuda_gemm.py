@@ -135,10 +135,12 @@ def opencl_twin(twin: CudaDevice) -> Device | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _rendered(params: CudaParams, mn_major: tuple[bool, bool] = (False, False)) -> Rendered:
-    """A configuration's kernel for operands lying K-major or, where ``mn_major``, MN-major (wgmma's
-    16-bit types alone), rendered once a process (every call makes a plan)."""
-    return (render_wgmma if isinstance(params, WgmmaParams) else render_dmma)(params, mn_major)
+def _rendered(params: CudaParams, mn_major: tuple[bool, bool] = (False, False), swapped: bool = False) -> Rendered:
+    """A configuration's kernel for operands lying K-major or, where ``mn_major``, MN-major, given swapped
+    (storing C transposed: wgmma's alone), rendered once a process (every call makes a plan)."""
+    if isinstance(params, WgmmaParams):
+        return render_wgmma(params, mn_major, swapped)
+    return render_dmma(params, mn_major)
 
 
 @functools.lru_cache(maxsize=1)
@@ -224,26 +226,29 @@ class CudaGemm:
         as they lie are first laid out in memory allocated on that stream and freed there after it."""
         work: list[DeviceMemory] = []
         stream = self.ctx.stream if stream is None else stream
-        rendered, function = self._layout(self._mn_major(a, b))
-        maps = [self._tensor_map(stored, rendered, which, stream, work) for which, stored in enumerate((a, b))]
+        mn_major, swapped = self._reading(a, b)
+        rendered, function = self._layout(mn_major, swapped)
+        first, second, m, n = (b, a, self.n, self.m) if swapped else (a, b, self.m, self.n)
+        maps = [self._tensor_map(stored, rendered, which, stream, work) for which, stored in enumerate((first, second))]
         if self.params.c_box is not None:
-            maps.append(self._c_map(c, maps[0]))
+            maps.append(maps[0] if swapped else self._c_map(c, maps[0]))
         scalars = [self._scalar(value) for value in (alpha, beta)]
-        schedule = rendered.schedule(self.m, self.n, self.padded, self.resident)
-        args: list[Argument] = [*((m, None) for m in maps), (c, None), (self.m, ctypes.c_int),
-                                (self.n, ctypes.c_int), (self.padded, ctypes.c_int), *scalars,
+        schedule = rendered.schedule(m, n, self.padded, self.resident)
+        args: list[Argument] = [*((tensor_map, None) for tensor_map in maps), (c, None), (m, ctypes.c_int),
+                                (n, ctypes.c_int), (self.padded, ctypes.c_int), *scalars,
                                 *shared_k_arguments(self.ctx, schedule, stream, work)]
         self.ctx.launch(function, schedule.grid, rendered.block, args, rendered.shared_bytes, stream)
         for memory in work:
             memory.release()
 
-    def _layout(self, mn_major: tuple[bool, bool]) -> tuple[Rendered, object]:
-        """The kernel for operands lying so (``mn_major``) and its compiled function, made once a plan."""
-        found = self._layouts.get(mn_major)
+    def _layout(self, mn_major: tuple[bool, bool], swapped: bool = False) -> tuple[Rendered, object]:
+        """The kernel for operands lying so (``mn_major``; ``swapped``: given as B^T and A^T, C stored
+        transposed) and its compiled function, made once a plan."""
+        found = self._layouts.get((mn_major, swapped))
         if found is None:
-            rendered = _rendered(self.params, mn_major)
-            found = self._layouts[mn_major] = rendered, self.ctx.function(_cubin(rendered.source, rendered.name),
-                                                                          rendered.name)
+            rendered = _rendered(self.params, mn_major, swapped)
+            found = self._layouts[mn_major, swapped] = rendered, self.ctx.function(
+                _cubin(rendered.source, rendered.name), rendered.name)
         return found
 
     def _direct(self, stored: DeviceOperand) -> bool:
@@ -251,15 +256,29 @@ class CudaGemm:
         return (not stored.transposed and not stored.conjugated and stored.ld == self.k == self.padded
                 and int(stored.memory.pointer) % TMA_ALIGNMENT == 0)
 
-    def _mn_major(self, a: DeviceOperand, b: DeviceOperand) -> tuple[bool, bool]:
-        """Which operands the kernel reads MN-major as they lie (stored transposed, K x rows, dense, rows
-        16-byte aligned), where the configuration can: A B's layout then costs no pass over it first (on
-        the H100 that pass took FP16 4096^3 NN from 0.95x to 0.71x of cuBLAS)."""
-        wanted = tuple(stored.transposed and not stored.conjugated and stored.ld == stored.rows
-                       and stored.rows * self.element_bytes % TMA_ALIGNMENT == 0
-                       and int(stored.memory.pointer) % TMA_ALIGNMENT == 0 for stored in (a, b))
-        return next(mn for mn in (wanted, (wanted[0], False), (False, wanted[1]), (False, False))
-                    if self.params.mn_major_problem(mn) is None)
+    def _lies_mn_major(self, stored: DeviceOperand) -> bool:
+        """True where the kernel can read the operand MN-major as it lies: stored transposed (K x rows),
+        dense, its rows 16-byte aligned."""
+        return (stored.transposed and not stored.conjugated and stored.ld == stored.rows
+                and stored.rows * self.element_bytes % TMA_ALIGNMENT == 0
+                and int(stored.memory.pointer) % TMA_ALIGNMENT == 0)
+
+    def _reading(self, a: DeviceOperand, b: DeviceOperand) -> tuple[tuple[bool, bool], bool]:
+        """How the kernel reads the operands: which of them MN-major as they lie, where the configuration
+        can, and whether ``swapped``: computing C^T = B^T A^T (op(B)^T its A, A its B) and storing C
+        transposed, where wgmma can read only its A MN-major (tf32: ``reads_a_from_registers``). The way
+        with the fewest passes that lay an operand out first (on the H100 such a pass took FP16 4096^3 NN
+        from 0.95x to 0.71x of cuBLAS, and 12% of TF32's time); on a tie, unswapped (C stored by TMA)."""
+        ways = []
+        for swapped in (False, True) if isinstance(self.params, WgmmaParams) else (False,):
+            operands = (b, a) if swapped else (a, b)
+            wanted = tuple(self._lies_mn_major(stored) for stored in operands)
+            for rank, mn in enumerate((wanted, (wanted[0], False), (False, wanted[1]), (False, False))):
+                if self.params.mn_major_problem(mn) is None:
+                    passes = sum(not read and not self._direct(stored) for read, stored in zip(mn, operands))
+                    ways.append((passes, swapped, rank, mn))
+        _, swapped, _, mn = min(ways)
+        return mn, swapped
 
     def _tensor_map(self, stored: DeviceOperand, rendered: Rendered, which: int, stream: object,
                     work: list[DeviceMemory]) -> object:

@@ -475,12 +475,14 @@ class Rendered:
     are the tensor maps of A and B (``tensor_type`` elements, ``tensor_shape`` their shapes,
     ``tensor_boxes`` their boxes), where the kernel stores C by TMA C's tensor map (boxes of
     ``params.c_box``; any tensor map where C's rows are not 16-byte aligned, which the kernel then stores
-    from the registers), then C, M, N and K."""
+    from the registers), then C, M, N and K. ``c_transposed``: the kernel stores C as C^T (N x M), from
+    the registers (its tensor map of C any)."""
 
     source: str
     name: str
     params: HopperParams
     mn_major: tuple[bool, bool] = (False, False)
+    c_transposed: bool = False
 
     def schedule(self, m: int, n: int, k: int, resident: int) -> Schedule:
         """How an M x N x K product (K as the kernel takes it) is shared out among persistent blocks: as

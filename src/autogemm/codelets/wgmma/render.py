@@ -138,6 +138,45 @@ REGISTERS        }
 """
 
 
+#: A consumer's C^T from its registers, where the kernel computes C^T = B^T A^T (``c_transposed``): its
+#: rows are C's columns, so each value is stored alone (a warp's 8 neighbours of a column of C together).
+TRANSPOSED_STORES = """#pragma unroll
+for (int j = 0; j < BLOCK_N / 8; ++j) {
+    #pragma unroll
+    for (int half = 0; half < 2; ++half) {          // rows row and row + 8 of C^T
+        const long r = row + 8 * half;
+        if (r >= M) continue;
+        #pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const long col = n0 + j * 8 + 2 * (lane % 4) + e;
+            if (col >= N) continue;
+            out_t* to = &C[col * M + r];
+            float v = alpha * SUMS[4 * j + 2 * half + e];
+            if (beta != 0.0f) v += beta * widened(*to);
+            *to = narrowed(v);
+        }
+    }
+}
+"""
+#: Where a consumer thread's elements of A lie in a stage's tile of A stored MN-major, read into the
+#: registers (``WgmmaParams.reads_a_from_registers``): the tile is boxes of MN_BOX rows of A by the tile's
+#: K, each row of K 128 bytes in the 128-byte swizzle (its 16-byte chunks permuted by the row's index
+#: within 8). wgmma's fragment of a step of 8 of K: rows m and m + 8, K k and k + 4 (j = 0 to 3: (m, k),
+#: (m + 8, k), (m, k + 4), (m + 8, k + 4)); a step is 8 rows of K, 1024 bytes, further.
+A_READS = """    unsigned a_reads[4];                           // byte offsets in a stage's tile of A
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const int m = row0 + warp * 16 + lane / 4 + 8 * (j % 2), k = lane % 4 + 4 * (j / 2);
+        a_reads[j] = m / MN_BOX * MN_BOX_BYTES + k * ROW_BYTES + (((m % MN_BOX) * 4 / 16) ^ (k % 8)) * 16 + m % 4 * 4;
+    }"""
+#: A consumer thread's fragments of A of stage ``s``'s tile, every step's, read before its wgmma.
+A_FRAGMENTS = """            unsigned a_fragments[4 * STEPS];
+            #pragma unroll
+            for (int i = 0; i < 4 * STEPS; ++i)
+                a_fragments[i] = *reinterpret_cast<const unsigned*>(a_tiles + s * A_TILE_BYTES + a_reads[i % 4]
+                                                                    + i / 4 * 8 * ROW_BYTES);"""
+
+
 #: The products of 3xtf32's parts (plane 0 big, 1 small), the small ones first; one plane's single one.
 PRODUCTS = {1: ((0, 0),), 2: ((1, 0), (0, 1), (0, 0))}
 
@@ -145,18 +184,26 @@ PRODUCTS = {1: ((0, 0),), 2: ((1, 0), (0, 1), (0, 0))}
 def _instruction(params: WgmmaParams, a: str, b: str, mn_major: tuple[bool, bool], restarts: bool = False) -> str:
     """The inline PTX of one wgmma on the accumulators ``acc`` and the descriptors named ``a`` and ``b``,
     at step ``step`` of K: 32 bytes into a K-major tile's rows, 16 rows (of 128 bytes) down an MN-major
-    one, which 16-bit types take by their transpose flags (tf32 has none: both K-major). One that
-    ``restarts`` writes its product over ``acc`` at step 0 (scale-d false) and adds to it after."""
+    one, which 16-bit types take by their transpose flags. tf32 has none: an MN-major A is read from the
+    registers, ``a`` then naming the thread's fragments of the tile (four a step). One that ``restarts``
+    writes its product over ``acc`` at step 0 (scale-d false) and adds to it after."""
     count = params.accumulators
     registers = ", ".join(f"%{i}" for i in range(count))
     outputs = ", ".join(f'"+f"(acc[{i}])' for i in range(count))
-    inputs = f'"l"({a} + {STEP_UNITS[mn_major[0]]} * step), "l"({b} + {STEP_UNITS[mn_major[1]]} * step)'
+    if params.reads_a_from_registers(mn_major):
+        a_inputs = [f'"r"({a}[4 * step + {i}])' for i in range(4)]
+        a_operand = "{" + ", ".join(f"%{count + i}" for i in range(4)) + "}"
+    else:
+        a_inputs = [f'"l"({a} + {STEP_UNITS[mn_major[0]]} * step)']
+        a_operand = f"%{count}"
+    b_index = count + len(a_inputs)
+    inputs = ", ".join([*a_inputs, f'"l"({b} + {STEP_UNITS[mn_major[1]]} * step)'])
     kind = f"m64n{params.block_n}k{params.instruction_k}.f32.{params.instruction_type}.{params.instruction_type}"
     transposes = "" if params.instruction_type == "tf32" else f", {int(mn_major[0])}, {int(mn_major[1])}"
-    wgmma = (f"wgmma.mma_async.sync.aligned.{kind} {{{registers}}}, %{count}, %{count + 1}, "
+    wgmma = (f"wgmma.mma_async.sync.aligned.{kind} {{{registers}}}, {a_operand}, %{b_index}, "
              f"{'adds' if restarts else '1'}, 1, 1{transposes};\\n")
     if restarts:
-        wgmma = f"{{\\n.reg .pred adds;\\nsetp.ne.b32 adds, %{count + 2}, 0;\\n{wgmma}}}\\n"
+        wgmma = f"{{\\n.reg .pred adds;\\nsetp.ne.b32 adds, %{b_index + 1}, 0;\\n{wgmma}}}\\n"
         inputs += ', "r"((int)(step != 0))'
     return (f'asm volatile("{wgmma}"\n'
             f'                     : {outputs}\n'
@@ -166,8 +213,9 @@ def _instruction(params: WgmmaParams, a: str, b: str, mn_major: tuple[bool, bool
 def _products(params: WgmmaParams, mn_major: tuple[bool, bool]) -> str:
     """The wgmma of one step of K: one, or 3xtf32's three (each term's parts, the small ones first), the
     first of 3xtf32's tile of K writing over the accumulators (their sums are added to ``sums`` after)."""
-    return "\n                ".join(_instruction(params, f"a_start{x}", f"b_start{y}", mn_major,
-                                                 restarts=params.planes == 2 and i == 0)
+    a_registers = params.reads_a_from_registers(mn_major)
+    return "\n                ".join(_instruction(params, "a_fragments" if a_registers else f"a_start{x}", f"b_start{y}",
+                                                 mn_major, restarts=params.planes == 2 and i == 0)
                                     for i, (x, y) in enumerate(PRODUCTS[params.planes]))
 
 
@@ -189,51 +237,64 @@ PIPELINED = """            asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::
         }
         asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
         if (leader) stage_release(&empty[(iteration + k_count - 1) % STAGES]);"""
-#: The same for 3xtf32: the tensor cores' sums of one tile of K are added to ``sums`` by the CUDA cores
-#: in float32 (rounded to nearest), as the tensor cores' own long sums lose more than float32's rounding
-#: (on the H100 f16 products summed over 4096 erred 7e-6, cuBLAS's SGEMM 5e-7). A tile's first wgmma
-#: writes over ``acc`` (scale-d false) where the CUDA cores zeroed it before: ptxas of CUDA 13.0 then
-#: serialized all the kernel's wgmma (3xTF32 on the H100 went from 1.92x to 2.17x cuBLAS's SGEMM at
+#: The end of a consumer's tile of K where no group may stay in flight: its registers are read again
+#: (the next tile's fragments of A, or 3xtf32's sums), so its products must be in; its stage is handed back.
+RETIRED = """            asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");   // this tile's products are in
+            if (leader) stage_release(&empty[s]);"""
+#: The same for 3xtf32, whose tensor cores' sums of one tile of K are then added to ``sums`` by the CUDA
+#: cores in float32 (rounded to nearest), as the tensor cores' own long sums lose more than float32's
+#: rounding (on the H100 f16 products summed over 4096 erred 7e-6, cuBLAS's SGEMM 5e-7). A tile's first
+#: wgmma writes over ``acc`` (scale-d false) where the CUDA cores zeroed it before: ptxas of CUDA 13.0
+#: then serialized all the kernel's wgmma (3xTF32 on the H100 went from 1.92x to 2.17x cuBLAS's SGEMM at
 #: 4096^3, 2.13x to 2.24x at 8192^3).
-PROMOTED = """            asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");   // this tile's products are in
-            if (leader) stage_release(&empty[s]);
+PROMOTED = RETIRED + """
             #pragma unroll
-            for (int i = 0; i < COUNT; ++i) sums[i] += acc[i];
-        }"""
+            for (int i = 0; i < COUNT; ++i) sums[i] += acc[i];"""
 
 
-def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False)) -> Rendered:
+def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False), c_transposed: bool = False
+           ) -> Rendered:
     """The kernel of ``params`` (check ``malformed`` first) for A and B lying K-major (as A and B^T of
-    C = A B^T), or either MN-major (``mn_major``: A^T, B; check ``params.mn_major_problem``)."""
+    C = A B^T), or either MN-major (``mn_major``: A^T, B; check ``params.mn_major_problem``); with
+    ``c_transposed``, C stored as C^T (N x M, row-major: the kernel computes C^T = B^T A^T of a product
+    whose operands it was given swapped)."""
     why = params.mn_major_problem(mn_major)
     if why:
         raise ValueError(why)
     layout = ("t" if mn_major[0] else "n") + ("n" if mn_major[1] else "t")
     name = (f"wgmma_{layout}_{params.operand}_m{params.block_m}_n{params.block_n}_s{params.stages}_g{params.group}"
-            f"_{params.out}" + (f"_c{params.cluster}" if params.cluster > 1 else ""))
+            f"_{params.out}" + (f"_c{params.cluster}" if params.cluster > 1 else "") + ("_ct" if c_transposed else ""))
+    a_registers = params.reads_a_from_registers(mn_major)
     steps = params.block_k // params.instruction_k
     promoted = params.planes == 2
     count = params.accumulators
     sums_declared = f"\n    float sums[{count}];                              // float32 sums of the tiles' products" if promoted else ""
     zeroed = "sums[i] = 0.0f;" if promoted else "acc[i] = 0.0f;"
-    released = (PROMOTED if promoted else PIPELINED).replace("COUNT", str(count))
+    released = (PROMOTED.replace("COUNT", str(count)) + "\n        }" if promoted
+                else RETIRED + "\n        }" if a_registers else PIPELINED)
     result = "sums" if promoted else "acc"
-    stores = STORES.replace("REGISTERS", textwrap.indent(REGISTER_STORES, " " * 12)).replace("SUMS", result)
+    staged = "" if c_transposed else "    int staged = 0;                                 // chunks of C this consumer stored\n"
+    reads = "\n" + A_READS if a_registers else ""
+    fragments = "\n" + A_FRAGMENTS if a_registers else ""
+    stores = (textwrap.indent(TRANSPOSED_STORES, " " * 8) if c_transposed
+              else STORES.replace("REGISTERS", textwrap.indent(REGISTER_STORES, " " * 12))).replace("SUMS", result)
     gathered = GATHERED.replace("COUNT", str(count)).replace("RESULT", result).replace(
         "TEAM_THREAD", f"threadIdx.x % {WARPGROUP}").replace("TEAM,", "warpgroup - 1,")
     starts = "\n".join(
-        f"            const unsigned long long a_start{p} = descriptor(a_tiles + (s * PLANES + {p}) * A_TILE_BYTES"
-        f"{A_ROWS[mn_major[0]]}, {LEADING[mn_major[0]]});\n"
-        f"            const unsigned long long b_start{p} = descriptor(b_tiles + (s * PLANES + {p}) * B_TILE_BYTES,"
+        ("" if a_registers else
+         f"            const unsigned long long a_start{p} = descriptor(a_tiles + (s * PLANES + {p}) * A_TILE_BYTES"
+         f"{A_ROWS[mn_major[0]]}, {LEADING[mn_major[0]]});\n")
+        + f"            const unsigned long long b_start{p} = descriptor(b_tiles + (s * PLANES + {p}) * B_TILE_BYTES,"
         f" {LEADING[mn_major[1]]});"
         for p in range(params.planes))
     source = f"""// autogemm wgmma family: C = A B^T on sm_90a, {params.describe()}
 // A: PLANES M x K, B: PLANES N x K, {"K x M" if mn_major[0] else "K-contiguous"} and {"K x N" if mn_major[1] else "K-contiguous"}
-// in memory (read through tensor maps), C: M x N of out_t, row-major; C = alpha A B^T + beta C, beta 0
+// in memory (read through tensor maps), C: M x N of out_t, row-major{", stored transposed" if c_transposed else ""}; C = alpha A B^T + beta C, beta 0
 // not reading C.
 #define BLOCK_M {params.block_m}
 #define BLOCK_N {params.block_n}
 #define BLOCK_K {params.block_k}                          // 128 bytes of K: one swizzled row
+#define STEPS {steps}                             // wgmma of a tile of K
 #define BOX_K BLOCK_K
 #define STAGES {params.stages}
 #define CONSUMERS {params.consumers}
@@ -275,19 +336,18 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
     const int row0 = (warpgroup - 1) * 64;              // this consumer's rows of the block
     const bool leader = threadIdx.x % {WARPGROUP} == 0;
     const int warp = (threadIdx.x % {WARPGROUP}) / 32, lane = threadIdx.x % 32;
-    float acc[{params.accumulators}];{sums_declared}
+    float acc[{params.accumulators}];{sums_declared}{reads}
     int iteration = 0;
-    int staged = 0;                                 // chunks of C this consumer stored
-    {BLOCKS_OF_C[True]}
+{staged}    {BLOCKS_OF_C[True]}
         #pragma unroll
         for (int i = 0; i < {params.accumulators}; ++i) {zeroed}
         for (int t = 0; t < k_count; ++t) {{
             const int it = iteration + t, s = it % STAGES;
-            barrier_wait(&full[s], (it / STAGES) & 1);
+            barrier_wait(&full[s], (it / STAGES) & 1);{fragments}
             asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
 {starts}
             #pragma unroll
-            for (int step = 0; step < {steps}; ++step) {{   // 32 bytes of K each: 2 in 16-byte units
+            for (int step = 0; step < STEPS; ++step) {{   // 32 bytes of K each: 2 in 16-byte units
                 {_products(params, mn_major)}
             }}
             asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
@@ -301,7 +361,7 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
     {cluster_end(params.cluster)}
 }}
 """
-    return Rendered(source, name, params, mn_major)
+    return Rendered(source, name, params, mn_major, c_transposed)
 
 
 
