@@ -240,7 +240,7 @@ def plot(cases: Sequence[CaseResult], path: Path, title: str) -> None:
         ax.set_ylabel("TFLOP/s")
         ax.set_title(get_dtype(dtype).routine)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)  # beside the points
     fig.suptitle(title)
     fig.savefig(path, dpi=120)
     plt.close(fig)
