@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from ptxas_report import REPORTED
 
 from autogemm.codelets.dmma import DmmaParams, render, space
 from autogemm.codelets.dmma.params import DTYPES, GROUPS, MMA_K, STAGES
@@ -67,7 +68,7 @@ def test_every_configuration_compiles_for_sm_90a_without_spilling(params):
         pytest.skip(f"NVRTC is not here: {why}")
     rendered = render(params)
     assert f"#define WARP_N {params.warp_n}" in rendered.source and rendered.name in rendered.source
-    cubin = compile_cuda(rendered.source, rendered.name, options=["--ptxas-options=-v"])
+    cubin = compile_cuda(rendered.source, rendered.name, options=REPORTED)
     assert "0 bytes stack frame, 0 bytes spill stores" in cubin.log and "warning" not in cubin.log
     assert "Performance Loss" not in cubin.log
     assert rendered.tensor_boxes == ((params.block_m, 16), (params.block_n // params.cluster, 16))
@@ -96,7 +97,7 @@ def test_operands_are_read_mn_major_too(params):
                                               for mn, count in zip(mn_major, rows))
         assert rendered.tensor_shape(100, 72, True) == (72, 100 * params.element_bytes // 8)
         if not cuda_missing():
-            cubin = compile_cuda(rendered.source, rendered.name, options=["--ptxas-options=-v"])
+            cubin = compile_cuda(rendered.source, rendered.name, options=REPORTED)
             assert "0 bytes stack frame, 0 bytes spill stores" in cubin.log, (mn_major, cubin.log)
     one_box = DmmaParams("d", 1, 4, 32, 16, cluster=2, reads_mn_major=True)         # B's 16 columns: one box
     assert "not shared evenly" in one_box.mn_major_problem((False, True))

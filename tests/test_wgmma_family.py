@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ptxas_report import REPORTED
 
 from autogemm.blas.cuda_gemm import shared_k_arguments
 from autogemm.codelets import hopper as hopper_module
@@ -51,7 +52,7 @@ def test_every_configuration_compiles_for_sm_90a_without_spilling(params):
         pytest.skip(f"NVRTC is not here: {why}")
     rendered = render(params)
     assert f"#define BLOCK_N {params.block_n}" in rendered.source and rendered.name in rendered.source
-    cubin = compile_cuda(rendered.source, rendered.name, options=["--ptxas-options=-v"])
+    cubin = compile_cuda(rendered.source, rendered.name, options=REPORTED)
     # the accumulators stay in registers (no stack), and wgmma runs asynchronously (ptxas serializes it
     # where other instructions touch the accumulators in flight, and says so)
     assert "0 bytes stack frame, 0 bytes spill stores" in cubin.log and "warning" not in cubin.log
@@ -118,7 +119,7 @@ def test_16_bit_operands_are_read_mn_major_too(params):
         assert rendered.tensor_boxes == tuple((64, 64) if mn else (count, 64) for mn, count in zip(mn_major, rows))
         assert rendered.tensor_shape(100, 72, True) == (72, 100)
         if not cuda_missing():
-            cubin = compile_cuda(rendered.source, rendered.name, options=["--ptxas-options=-v"])
+            cubin = compile_cuda(rendered.source, rendered.name, options=REPORTED)
             assert "0 bytes stack frame, 0 bytes spill stores" in cubin.log and "Performance Loss" not in cubin.log
     assert "K-major alone" in WgmmaParams("tf32").mn_major_problem((False, True))
     assert "boxes" in WgmmaParams("f16", 64, 1, 2, cluster=2).mn_major_problem((False, True))
@@ -145,7 +146,7 @@ def test_tf32_reads_an_mn_major_a_through_the_registers(params):
         assert rendered.name.endswith("_ct") == c_transposed
         assert ("C[col * M + r]" in kernel) == c_transposed and ("tile_store(&map_c" in kernel) != c_transposed
         if not cuda_missing():
-            cubin = compile_cuda(rendered.source, rendered.name, options=["--ptxas-options=-v"])
+            cubin = compile_cuda(rendered.source, rendered.name, options=REPORTED)
             assert "0 bytes stack frame, 0 bytes spill stores" in cubin.log and "Performance Loss" not in cubin.log
             assert "warning" not in cubin.log
     assert "K-major alone" in params.mn_major_problem((True, True))
