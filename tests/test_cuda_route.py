@@ -13,7 +13,7 @@ import pytest
 
 import autogemm
 from autogemm.accuracy import Reference, apply_op, random_matrix
-from autogemm.blas.cuda_gemm import DEFAULTS, fitted
+from autogemm.blas.cuda_gemm import DEFAULTS, fitted, reading
 from autogemm.codelets import k_major
 from autogemm.codelets.dmma import DmmaParams
 from autogemm.codelets.wgmma import render as render_wgmma
@@ -77,6 +77,28 @@ def test_every_dtype_and_transpose_agrees_with_float64(device, key, trans_a, tra
                         device=device, backend="cuda")
     error, ok = reference.check(got)
     assert got is c and ok, f"{key} {trans_a}{trans_b}: error {error:.2e}"
+
+
+# how an operand lies: (readable MN-major as it lies, readable K-major as it lies); row-major NN: A K_MAJOR,
+# B MN_MAJOR; NEITHER: a pass lays it out either way (a conjugate, rows not 16 bytes apart)
+K_MAJOR, MN_MAJOR, NEITHER = (False, True), (True, False), (False, False)
+
+
+@pytest.mark.parametrize("key,lying,expected", [
+    ("s.tf32", (K_MAJOR, MN_MAJOR), ((True, False), True)),      # NN: C^T = B^T A^T, B through the registers
+    ("s.tf32", (MN_MAJOR, K_MAJOR), ((True, False), False)),     # TT: A through the registers
+    ("s.tf32", (MN_MAJOR, MN_MAJOR), ((True, False), False)),    # TN: B laid out (a tie: unswapped)
+    ("s.tf32", (NEITHER, MN_MAJOR), ((True, False), True)),      # A laid out either way, B read as it lies
+    ("s.tf32", (K_MAJOR, K_MAJOR), ((False, False), False)),
+    ("h", (K_MAJOR, MN_MAJOR), ((False, True), False)),          # 16-bit: transposed by wgmma, never swapped
+    ("h", (MN_MAJOR, MN_MAJOR), ((True, True), False)),
+    ("h", (NEITHER, MN_MAJOR), ((False, True), False)),
+    ("s.3xtf32", (K_MAJOR, MN_MAJOR), ((False, False), False)),  # K-major alone: B laid out (and split)
+    ("d", (MN_MAJOR, MN_MAJOR), ((False, False), False)),        # lays MN-major operands out
+    ("z", (MN_MAJOR, K_MAJOR), ((True, False), False)),          # reads them as they lie, unswapped
+])
+def test_a_product_is_read_with_the_fewest_passes_over_its_operands(key, lying, expected):
+    assert reading(DEFAULTS[key], lying) == expected
 
 
 @pytest.mark.gpu

@@ -183,6 +183,25 @@ class DeviceOperand:
         return cls(memory, n, ld, not op.transposed, op.conjugated)
 
 
+def reading(params: CudaParams, lying: tuple[tuple[bool, bool], tuple[bool, bool]]) -> tuple[tuple[bool, bool], bool]:
+    """How a kernel of ``params`` reads A and B, which lie as ``lying`` says (for each, whether it can be
+    read MN-major as it lies, and whether K-major): which of them it reads MN-major, and whether
+    ``swapped``: computing C^T = B^T A^T (op(B)^T its A, A its B) and storing C transposed, where wgmma
+    can read only its A MN-major (tf32: ``reads_a_from_registers``). The way with the fewest passes that
+    lay an operand out first (on the H100 such a pass took FP16 4096^3 NN from 0.95x to 0.71x of cuBLAS,
+    and 12% of TF32's time); on a tie, unswapped (C stored by TMA)."""
+    ways = []
+    for swapped in (False, True) if isinstance(params, WgmmaParams) else (False,):
+        first, second = (lying[1], lying[0]) if swapped else lying
+        wanted = (first[0], second[0])
+        for rank, mn in enumerate((wanted, (wanted[0], False), (False, wanted[1]), (False, False))):
+            if params.mn_major_problem(mn) is None:
+                passes = sum(not read and not k_major for read, (_, k_major) in zip(mn, (first, second)))
+                ways.append((passes, swapped, rank, mn))
+    _, swapped, _, mn = min(ways)
+    return mn, swapped
+
+
 def shared_k_arguments(ctx: CudaContext, schedule: Schedule, stream: object, work: list[DeviceMemory]
                        ) -> list[Argument]:
     """A kernel's last arguments where it can share the K of blocks of C (``Schedule.shares_k``): how
@@ -226,7 +245,8 @@ class CudaGemm:
         as they lie are first laid out in memory allocated on that stream and freed there after it."""
         work: list[DeviceMemory] = []
         stream = self.ctx.stream if stream is None else stream
-        mn_major, swapped = self._reading(a, b)
+        mn_major, swapped = reading(self.params, ((self._lies_mn_major(a), self._direct(a)),
+                                                  (self._lies_mn_major(b), self._direct(b))))
         rendered, function = self._layout(mn_major, swapped)
         first, second, m, n = (b, a, self.n, self.m) if swapped else (a, b, self.m, self.n)
         maps = [self._tensor_map(stored, rendered, which, stream, work) for which, stored in enumerate((first, second))]
@@ -262,23 +282,6 @@ class CudaGemm:
         return (stored.transposed and not stored.conjugated and stored.ld == stored.rows
                 and stored.rows * self.element_bytes % TMA_ALIGNMENT == 0
                 and int(stored.memory.pointer) % TMA_ALIGNMENT == 0)
-
-    def _reading(self, a: DeviceOperand, b: DeviceOperand) -> tuple[tuple[bool, bool], bool]:
-        """How the kernel reads the operands: which of them MN-major as they lie, where the configuration
-        can, and whether ``swapped``: computing C^T = B^T A^T (op(B)^T its A, A its B) and storing C
-        transposed, where wgmma can read only its A MN-major (tf32: ``reads_a_from_registers``). The way
-        with the fewest passes that lay an operand out first (on the H100 such a pass took FP16 4096^3 NN
-        from 0.95x to 0.71x of cuBLAS, and 12% of TF32's time); on a tie, unswapped (C stored by TMA)."""
-        ways = []
-        for swapped in (False, True) if isinstance(self.params, WgmmaParams) else (False,):
-            operands = (b, a) if swapped else (a, b)
-            wanted = tuple(self._lies_mn_major(stored) for stored in operands)
-            for rank, mn in enumerate((wanted, (wanted[0], False), (False, wanted[1]), (False, False))):
-                if self.params.mn_major_problem(mn) is None:
-                    passes = sum(not read and not self._direct(stored) for read, stored in zip(mn, operands))
-                    ways.append((passes, swapped, rank, mn))
-        _, swapped, _, mn = min(ways)
-        return mn, swapped
 
     def _tensor_map(self, stored: DeviceOperand, rendered: Rendered, which: int, stream: object,
                     work: list[DeviceMemory]) -> object:
