@@ -183,13 +183,15 @@ class DeviceOperand:
         return cls(memory, n, ld, not op.transposed, op.conjugated)
 
 
+@functools.lru_cache(maxsize=256)
 def reading(params: CudaParams, lying: tuple[tuple[bool, bool], tuple[bool, bool]]) -> tuple[tuple[bool, bool], bool]:
     """How a kernel of ``params`` reads A and B, which lie as ``lying`` says (for each, whether it can be
     read MN-major as it lies, and whether K-major): which of them it reads MN-major, and whether
     ``swapped``: computing C^T = B^T A^T (op(B)^T its A, A its B) and storing C transposed, where wgmma
     can read only its A MN-major (tf32: ``reads_a_from_registers``). The way with the fewest passes that
     lay an operand out first (on the H100 such a pass took FP16 4096^3 NN from 0.95x to 0.71x of cuBLAS,
-    and 12% of TF32's time); on a tie, unswapped (C stored by TMA)."""
+    and 12% of TF32's time); on a tie, unswapped (C stored by TMA). Worked out once a process for each
+    (a call on device tensors must cost the host little)."""
     ways = []
     for swapped in (False, True) if isinstance(params, WgmmaParams) else (False,):
         first, second = (lying[1], lying[0]) if swapped else lying
