@@ -298,6 +298,14 @@ def test_show_kernel_prints_a_wgmma_configuration_without_a_device():
     assert out.exit_code != 0 and "accumulators" in out.output
     out = CliRunner().invoke(main, ["show-kernel", "--family", "wgmma", "--dtype", "s.3xtf32"])   # its default: 128
     assert out.exit_code == 0 and "m128n128k32 3xtf32 stages3" in out.output
+    # the kernel the CUDA path runs for a layout of row-major operands: tf32 NN swapped, B through the
+    # registers and C stored transposed; TT reads A so as it lies; 16-bit NN takes B by its transpose flag
+    for dtype, trans, name in (("s.tf32", ["--trans-b", "N"], "wgmma_tt_tf32_m128_n256_s4_g16_f32_ct("),
+                               ("s.tf32", ["--trans-a", "T"], "wgmma_tt_tf32_m128_n256_s4_g16_f32("),
+                               ("h", ["--trans-b", "N"], "wgmma_nn_f16_m128_n256_s4_g16_f16(")):
+        out = CliRunner().invoke(main, ["show-kernel", "--family", "wgmma", "--dtype", dtype, *trans])
+        assert out.exit_code == 0 and name in out.output
+        assert ("a_fragments[" in out.output) == (dtype == "s.tf32")
 
 
 @pytest.mark.gpu

@@ -10,7 +10,7 @@ import pyopencl as cl
 
 from ..accuracy import apply_op, gemm_flops, random_matrix, relative_error
 from ..blas import EDGES, GemmProblem, LaunchPlan, Op
-from ..blas.cuda_gemm import DEFAULTS
+from ..blas.cuda_gemm import DEFAULTS, reading
 from ..blas.selection import choose_params
 from ..codelets.dmma import DmmaParams
 from ..codelets.dmma import render as dmma_render
@@ -56,13 +56,19 @@ CUDA_FAMILIES = {WgmmaParams.family: (WgmmaParams, wgmma_render), DmmaParams.fam
               show_default=True, help="The kernel family (from its default configuration where the profile has "
                                       "none of it); wgmma, dmma: the CUDA C++ of an sm_90a family, no device "
                                       "needed.")
-def show_kernel(dtype_letter, config, settings, platform, device, whole, family) -> None:
+@click.option("--trans-a", type=click.Choice(["N", "T", "C"], case_sensitive=False), default="N",
+              help="wgmma, dmma: op(A) of the product, A a dense row-major array: the kernel the CUDA path "
+                   "runs for it.")
+@click.option("--trans-b", type=click.Choice(["N", "T", "C"], case_sensitive=False), default="T",
+              show_default=True, help="wgmma, dmma: op(B), likewise (T: x @ W.T, the kernels' own layout).")
+def show_kernel(dtype_letter, config, settings, platform, device, whole, family, trans_a, trans_b) -> None:
     """Print the OpenCL source of one configuration: the device's for large problems of the family (from
     its profile, else the family's default), changed by --config/--set."""
     try:
         dt = get_dtype(dtype_letter)
         if family in CUDA_FAMILIES:
-            click.echo(_cuda_source(family, dt, config, settings))
+            ops = Op.from_letter(trans_a, "trans-a"), Op.from_letter(trans_b, "trans-b")
+            click.echo(_cuda_source(family, dt, config, settings, ops))
             return
         dev = select_device(platform, device)
         chosen = choose_params(dev, GemmProblem.dense(dt, 4096, 4096, 4096)).params
@@ -78,10 +84,11 @@ def show_kernel(dtype_letter, config, settings, platform, device, whole, family)
         fail(str(exc))
 
 
-def _cuda_source(family: str, dt: Dtype, config: str | None, settings: tuple[str, ...]) -> str:
+def _cuda_source(family: str, dt: Dtype, config: str | None, settings: tuple[str, ...], ops: tuple[Op, Op]
+                 ) -> str:
     """The CUDA C++ of the CUDA path's default configuration of ``family`` for ``dt`` (``DEFAULTS``),
     changed by ``config`` and ``settings`` as an OpenCL family's is (``ConfigError`` for a malformed
-    result)."""
+    result): the kernel it runs for op(A) op(B) (``ops``) of dense row-major A and B."""
     kind = CUDA_FAMILIES[family][0]
     base = DEFAULTS.get(dt.key)
     if not isinstance(base, kind):
@@ -91,7 +98,13 @@ def _cuda_source(family: str, dt: Dtype, config: str | None, settings: tuple[str
     why = params.dtype_problem(dt)
     if why:
         raise ConfigError(f"the configuration does not compute {dt.key}: {why}")
-    return CUDA_FAMILIES[params.family][1](params).source
+    # A lies K-major unless transposed; B (the kernels' N x K) unless not; a conjugate is laid out
+    lying = tuple((stored_transposed and not op.conjugated, not stored_transposed and not op.conjugated)
+                  for op, stored_transposed in zip(ops, (ops[0].transposed, not ops[1].transposed)))
+    mn_major, swapped = reading(params, lying)
+    if swapped:
+        return wgmma_render(params, mn_major, c_transposed=True).source
+    return CUDA_FAMILIES[params.family][1](params, mn_major).source
 
 
 @main.command()
