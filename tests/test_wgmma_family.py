@@ -154,6 +154,33 @@ def test_tf32_reads_an_mn_major_a_through_the_registers(params):
     assert not WgmmaParams("f16").reads_a_from_registers((True, False))
 
 
+def test_tf32_fragments_are_read_where_tma_swizzled_them_and_cover_the_instructions_a():
+    """The byte offsets each consumer thread reads its fragments of A at (the kernel's own expression,
+    evaluated here) are where TMA's 128-byte swizzle puts element (m, k) of an MN-major box (the 16-byte
+    chunk bits of a 1024-byte-aligned address XORed with its 128-byte row's index within 8), and the 128
+    threads' four fragments of a consumer are its 64 rows by 8 of K once each (wgmma's register layout of
+    a tf32 A: warp w rows 16w to 16w + 15, lane l row l / 4 and + 8, K l % 4 and + 4)."""
+    import re
+
+    from autogemm.codelets.wgmma.render import A_READS
+
+    expression = re.search(r"a_reads\[j\] = (.*);", A_READS).group(1).replace("/", "//")
+    mn_box, row_bytes = 32, 128                     # a box: 32 floats of M (128 bytes) by the tile's K
+    for row0 in (0, 64):                            # the first and the second consumer
+        seen = set()
+        for thread in range(128):
+            warp, lane = thread // 32, thread % 32
+            for j in range(4):
+                m = row0 + warp * 16 + lane // 4 + 8 * (j % 2)
+                k = lane % 4 + 4 * (j // 2)
+                at = eval(expression, {"m": m, "k": k, "MN_BOX": mn_box, "MN_BOX_BYTES": mn_box * row_bytes,
+                                       "ROW_BYTES": row_bytes})
+                linear = m // mn_box * mn_box * row_bytes + k * row_bytes + m % mn_box * 4
+                assert at == linear ^ ((linear >> 7) & 7) << 4, (thread, j)
+                seen.add((m - row0, k))
+        assert seen == {(m, k) for m in range(64) for k in range(8)}
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("params", TF32_CONFIGS, ids=[c.describe() for c in TF32_CONFIGS])
 def test_tf32_mn_major_a_and_c_transposed_agree_with_float64_on_hopper(hopper, params, monkeypatch):
