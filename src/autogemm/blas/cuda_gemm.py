@@ -135,11 +135,13 @@ def opencl_twin(twin: CudaDevice) -> Device | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _rendered(params: CudaParams, mn_major: tuple[bool, bool] = (False, False), swapped: bool = False) -> Rendered:
-    """A configuration's kernel for operands lying K-major or, where ``mn_major``, MN-major, given swapped
-    (storing C transposed: wgmma's alone), rendered once a process (every call makes a plan)."""
+def kernel_for(params: CudaParams, mn_major: tuple[bool, bool] = (False, False), c_transposed: bool = False
+               ) -> Rendered:
+    """A configuration's kernel for operands lying K-major or, where ``mn_major``, MN-major, and for
+    ``c_transposed``, given swapped and storing C transposed (wgmma's alone; ``reading`` says which),
+    rendered once a process (every call makes a plan)."""
     if isinstance(params, WgmmaParams):
-        return render_wgmma(params, mn_major, swapped)
+        return render_wgmma(params, mn_major, c_transposed)
     return render_dmma(params, mn_major)
 
 
@@ -186,8 +188,8 @@ class DeviceOperand:
 @functools.lru_cache(maxsize=256)
 def reading(params: CudaParams, lying: tuple[tuple[bool, bool], tuple[bool, bool]]) -> tuple[tuple[bool, bool], bool]:
     """How a kernel of ``params`` reads A and B, which lie as ``lying`` says (for each, whether it can be
-    read MN-major as it lies, and whether K-major): which of them it reads MN-major, and whether
-    ``swapped``: computing C^T = B^T A^T (op(B)^T its A, A its B) and storing C transposed, where wgmma
+    read MN-major as it lies, and whether K-major): which of them it reads MN-major, and whether it
+    swaps them (``c_transposed``): computing C^T = B^T A^T (op(B)^T its A, A its B), where wgmma
     can read only its A MN-major (tf32: ``reads_a_from_registers``). The way with the fewest passes that
     lay an operand out first (on the H100 such a pass took FP16 4096^3 NN from 0.95x to 0.71x of cuBLAS,
     and 12% of TF32's time); on a tie, unswapped (C stored by TMA). Worked out once a process for each
@@ -247,13 +249,13 @@ class CudaGemm:
         as they lie are first laid out in memory allocated on that stream and freed there after it."""
         work: list[DeviceMemory] = []
         stream = self.ctx.stream if stream is None else stream
-        mn_major, swapped = reading(self.params, ((self._lies_mn_major(a), self._direct(a)),
+        mn_major, c_transposed = reading(self.params, ((self._lies_mn_major(a), self._direct(a)),
                                                   (self._lies_mn_major(b), self._direct(b))))
-        rendered, function = self._layout(mn_major, swapped)
-        first, second, m, n = (b, a, self.n, self.m) if swapped else (a, b, self.m, self.n)
+        rendered, function = self._layout(mn_major, c_transposed)
+        first, second, m, n = (b, a, self.n, self.m) if c_transposed else (a, b, self.m, self.n)
         maps = [self._tensor_map(stored, rendered, which, stream, work) for which, stored in enumerate((first, second))]
         if self.params.c_box is not None:
-            maps.append(maps[0] if swapped else self._c_map(c, maps[0]))
+            maps.append(maps[0] if c_transposed else self._c_map(c, maps[0]))
         scalars = [self._scalar(value) for value in (alpha, beta)]
         schedule = rendered.schedule(m, n, self.padded, self.resident)
         args: list[Argument] = [*((tensor_map, None) for tensor_map in maps), (c, None), (m, ctypes.c_int),
@@ -263,13 +265,13 @@ class CudaGemm:
         for memory in work:
             memory.release()
 
-    def _layout(self, mn_major: tuple[bool, bool], swapped: bool = False) -> tuple[Rendered, object]:
-        """The kernel for operands lying so (``mn_major``; ``swapped``: given as B^T and A^T, C stored
+    def _layout(self, mn_major: tuple[bool, bool], c_transposed: bool = False) -> tuple[Rendered, object]:
+        """The kernel for operands lying so (``mn_major``; ``c_transposed``: given as B^T and A^T, C stored
         transposed) and its compiled function, made once a plan."""
-        found = self._layouts.get((mn_major, swapped))
+        found = self._layouts.get((mn_major, c_transposed))
         if found is None:
-            rendered = _rendered(self.params, mn_major, swapped)
-            found = self._layouts[mn_major, swapped] = rendered, self.ctx.function(
+            rendered = kernel_for(self.params, mn_major, c_transposed)
+            found = self._layouts[mn_major, c_transposed] = rendered, self.ctx.function(
                 _cubin(rendered.source, rendered.name), rendered.name)
         return found
 

@@ -10,13 +10,11 @@ import pyopencl as cl
 
 from ..accuracy import apply_op, gemm_flops, random_matrix, relative_error
 from ..blas import EDGES, GemmProblem, LaunchPlan, Op
-from ..blas.cuda_gemm import DEFAULTS, reading
+from ..blas.cuda_gemm import DEFAULTS, kernel_for, reading
 from ..blas.selection import choose_params
 from ..codelets.dmma import DmmaParams
-from ..codelets.dmma import render as dmma_render
 from ..codelets.registry import GEMM, check, families, family_named, render
 from ..codelets.wgmma import WgmmaParams
-from ..codelets.wgmma import render as wgmma_render
 from ..dtypes import DTYPES, Dtype, get_dtype
 from ..errors import AutogemmError, ConfigError
 from ..runtime import context_for, median, time_enqueue
@@ -44,8 +42,8 @@ def _with_options(options):
     return wrap
 
 
-#: The CUDA path's families, by name: each one's configurations and how to render them.
-CUDA_FAMILIES = {WgmmaParams.family: (WgmmaParams, wgmma_render), DmmaParams.family: (DmmaParams, dmma_render)}
+#: The CUDA path's families' configurations, by the family's name.
+CUDA_FAMILIES = {WgmmaParams.family: WgmmaParams, DmmaParams.family: DmmaParams}
 
 
 @main.command("show-kernel")
@@ -89,7 +87,7 @@ def _cuda_source(family: str, dt: Dtype, config: str | None, settings: tuple[str
     """The CUDA C++ of the CUDA path's default configuration of ``family`` for ``dt`` (``DEFAULTS``),
     changed by ``config`` and ``settings`` as an OpenCL family's is (``ConfigError`` for a malformed
     result): the kernel it runs for op(A) op(B) (``ops``) of dense row-major A and B."""
-    kind = CUDA_FAMILIES[family][0]
+    kind = CUDA_FAMILIES[family]
     base = DEFAULTS.get(dt.key)
     if not isinstance(base, kind):
         keys = ", ".join(key for key, default in DEFAULTS.items() if isinstance(default, kind))
@@ -101,10 +99,7 @@ def _cuda_source(family: str, dt: Dtype, config: str | None, settings: tuple[str
     # A lies K-major unless transposed; B (the kernels' N x K) unless not; a conjugate is laid out
     lying = tuple((stored_transposed and not op.conjugated, not stored_transposed and not op.conjugated)
                   for op, stored_transposed in zip(ops, (ops[0].transposed, not ops[1].transposed)))
-    mn_major, swapped = reading(params, lying)
-    if swapped:
-        return wgmma_render(params, mn_major, c_transposed=True).source
-    return CUDA_FAMILIES[params.family][1](params, mn_major).source
+    return kernel_for(params, *reading(params, lying)).source
 
 
 @main.command()
