@@ -1,5 +1,5 @@
 """Products of device arrays past the kernels' 32-bit indexing (issue 8) run in blocks that each fit
-(``blas.blocks``). Tests lower the limit, so that small arrays are cut the way arrays of 2^31 elements
+(``blas.index_blocks``). Tests lower the limit, so that small arrays are cut the way arrays of 2^31 elements
 would be: rows of C and A, columns of C and B^T, and parts of K added into C."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 import autogemm
 from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
-from autogemm.blas import blocks
+from autogemm.blas import index_blocks
 from autogemm.blas import launch_plan as plan_module
 from autogemm.blas.problem import GemmProblem, Op
 from autogemm.dtypes import DTYPES
@@ -23,11 +23,11 @@ def test_every_block_fits_and_together_they_cover_the_product_once(ta, tb):
     pr = GemmProblem(DTYPES["s"], 97, 83, 61, Op.from_letter(ta, "a"), Op.from_letter(tb, "b"),
                      lda=(97 if ta == "T" else 61) + 3, ldb=(61 if tb == "T" else 83) + 2, ldc=90,
                      offset_a=7, offset_b=11, offset_c=5)
-    old, blocks.INDEX_LIMIT = blocks.INDEX_LIMIT, LIMIT
+    old, index_blocks.INDEX_LIMIT = index_blocks.INDEX_LIMIT, LIMIT
     try:
-        found = blocks.blocks(pr)
+        found = index_blocks.blocks(pr)
     finally:
-        blocks.INDEX_LIMIT = old
+        index_blocks.INDEX_LIMIT = old
     assert len(found) > 1
     covered = np.zeros((97, 83, 61), int)            # row of C, column of C, index along K
     for block in found:
@@ -45,10 +45,10 @@ def test_every_block_fits_and_together_they_cover_the_product_once(ta, tb):
 @pytest.mark.parametrize("letter, ta, tb, beta", [("s", "N", "N", 0.0), ("d", "T", "N", 0.5), ("c", "N", "C", 0.0),
                                                   ("z", "C", "T", -1.0)])
 def test_device_arrays_past_the_limit_give_the_right_product(ctx, monkeypatch, letter, ta, tb, beta):
-    monkeypatch.setattr(blocks, "INDEX_LIMIT", LIMIT)
+    monkeypatch.setattr(index_blocks, "INDEX_LIMIT", LIMIT)
     ran = []
-    real = blocks.blocks
-    monkeypatch.setattr(blocks, "blocks", lambda pr, limit=None: ran.append(real(pr, limit)) or ran[-1])
+    real = index_blocks.blocks
+    monkeypatch.setattr(index_blocks, "blocks", lambda pr, limit=None: ran.append(real(pr, limit)) or ran[-1])
     dt, rng = DTYPES[letter], np.random.default_rng()
     m, n, k = 97, 83, 61
     a = random_matrix(rng, dt, (k, m) if ta != "N" else (m, k))
@@ -73,7 +73,7 @@ def test_device_arrays_past_the_limit_give_the_right_product(ctx, monkeypatch, l
 def test_a_blocked_product_runs_when_the_device_is_given_as_an_object(ctx, monkeypatch):
     """A call naming a ``Device`` object is resolved afresh each time (it has no key): blocked, it still
     runs on the device arrays it was given (it had no plan, and went to the host-transfer path)."""
-    monkeypatch.setattr(blocks, "INDEX_LIMIT", LIMIT)
+    monkeypatch.setattr(index_blocks, "INDEX_LIMIT", LIMIT)
     rng = np.random.default_rng()
     a, b = rng.random((97, 61), np.float32), rng.random((61, 83), np.float32)
     c = autogemm.gemm(cl_array.to_device(ctx.queue, a), cl_array.to_device(ctx.queue, b), device=ctx.device)
@@ -83,12 +83,12 @@ def test_a_blocked_product_runs_when_the_device_is_given_as_an_object(ctx, monke
 def test_blocks_halve_until_the_plans_padded_copies_fit(ctx, monkeypatch):
     """A block within the limit can still need a padded copy past it (rows and leading dimensions rounded
     up to the tiles): the blocks are halved until every plan's temporaries fit."""
-    monkeypatch.setattr(blocks, "INDEX_LIMIT", LIMIT)
-    monkeypatch.setattr(blocks, "MIN_LIMIT", 64)
+    monkeypatch.setattr(index_blocks, "INDEX_LIMIT", LIMIT)
+    monkeypatch.setattr(index_blocks, "MIN_LIMIT", 64)
     monkeypatch.setattr(plan_module, "INT32_MAX", LIMIT)      # the plans' own limit, for their temporaries
     limits = []
-    real = blocks.blocks
-    monkeypatch.setattr(blocks, "blocks", lambda pr, limit=None: limits.append(limit) or real(pr, limit))
+    real = index_blocks.blocks
+    monkeypatch.setattr(index_blocks, "blocks", lambda pr, limit=None: limits.append(limit) or real(pr, limit))
     rng = np.random.default_rng()
     a, b = rng.random((197, 61), np.float32), rng.random((61, 24), np.float32)
     dc = cl_array.to_device(ctx.queue, np.full((197, 24), np.nan, np.float32))
@@ -101,8 +101,8 @@ def test_blocks_halve_until_the_plans_padded_copies_fit(ctx, monkeypatch):
 def test_offsets_and_batches_past_the_limit_need_no_blocks(ctx, monkeypatch):
     """Offsets are 64-bit: a matrix far into its buffer, or a batch whose stack spans past the limit while
     each matrix fits, runs in one launch."""
-    monkeypatch.setattr(blocks, "INDEX_LIMIT", LIMIT)
-    monkeypatch.setattr(blocks, "blocks", lambda *args: pytest.fail("blocked"))
+    monkeypatch.setattr(index_blocks, "INDEX_LIMIT", LIMIT)
+    monkeypatch.setattr(index_blocks, "blocks", lambda *args: pytest.fail("blocked"))
     rng, queue = np.random.default_rng(), ctx.queue
     big = rng.random((200, 40), np.float32)                     # 8000 elements; the rows used start past 3000
     b = rng.random((40, 30), np.float32)
@@ -115,7 +115,7 @@ def test_offsets_and_batches_past_the_limit_need_no_blocks(ctx, monkeypatch):
 
 
 def test_past_the_limit_a_batch_or_a_host_operand_still_says_so(ctx, monkeypatch):
-    monkeypatch.setattr(blocks, "INDEX_LIMIT", LIMIT)
+    monkeypatch.setattr(index_blocks, "INDEX_LIMIT", LIMIT)
     a = np.ones((97, 61), np.float32)
     with pytest.raises(autogemm.ShapeError, match="32-bit indexing"):
         autogemm.gemm(cl_array.to_device(ctx.queue, a), a.T.copy())
@@ -128,11 +128,11 @@ def test_past_the_limit_a_batch_or_a_host_operand_still_says_so(ctx, monkeypatch
 def test_complex_operands_reach_the_limit_at_half_the_elements(monkeypatch, letter):
     """Kernels address a complex element through its first real (its index times 2, in 32 bits), so
     complex operands are cut at half as many elements as real ones."""
-    monkeypatch.setattr(blocks, "INDEX_LIMIT", LIMIT)
+    monkeypatch.setattr(index_blocks, "INDEX_LIMIT", LIMIT)
     dt = DTYPES[letter]
     pr = GemmProblem.dense(dt, 40, 40, 40)               # 1600 elements an operand: over LIMIT / 2, under LIMIT
-    assert blocks.exceeds(pr) == dt.is_complex
-    found = blocks.blocks(pr)
+    assert index_blocks.exceeds(pr) == dt.is_complex
+    found = index_blocks.blocks(pr)
     assert (len(found) > 1) == dt.is_complex
     assert all(b.problem.member_elements(x) * dt.reals_per_element <= LIMIT for b in found for x in "ABC")
     if dt.is_complex:

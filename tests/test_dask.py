@@ -19,7 +19,7 @@ distributed = pytest.importorskip("distributed")
 
 import autogemm.dask as ad  # noqa: E402
 from autogemm.accuracy import apply_op, random_matrix, relative_error  # noqa: E402
-from autogemm.dask import blocks, products  # noqa: E402
+from autogemm.dask import products, tasks  # noqa: E402
 from autogemm.dtypes import DTYPES  # noqa: E402
 from autogemm.errors import ArgumentError, DtypeError, ShapeError  # noqa: E402
 
@@ -86,7 +86,7 @@ def test_worker_threads_each_keep_their_device_and_multiply_right():
     a, b = random_matrix(RNG, dt, (300, 200)), random_matrix(RNG, dt, (200, 250))
     with ad.local_cluster(n_workers=2, dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
         workers = client.scheduler_info()["workers"]
-        assert len(workers) == 2 and all(address in blocks._slots for address in workers)
+        assert len(workers) == 2 and all(address in tasks._slots for address in workers)
         got = ad.matmul(da.from_array(a, chunks=100), da.from_array(b, chunks=100)).compute()
     assert relative_error(got, a.astype(np.float64) @ b) < dt.tolerance
 
@@ -104,7 +104,7 @@ def test_worker_threads_write_each_block_into_the_result_that_compute_hands_over
     if page_locked:
         monkeypatch.setattr(Device, "shares_host_memory", property(lambda self: False))
         monkeypatch.setattr(transfer, "RESULT_MIN_BYTES", 1)             # a small result is page-locked too
-    real_result, writes = blocks.host_result, {"device": 0, "host": 0}
+    real_result, writes = tasks.host_result, {"device": 0, "host": 0}
 
     def poisoned(ctx, shape, dtype):
         out = real_result(ctx, shape, dtype)
@@ -114,9 +114,9 @@ def test_worker_threads_write_each_block_into_the_result_that_compute_hands_over
     def counted(name, call):
         return lambda *args, **kw: (writes.__setitem__(name, writes[name] + 1), call(*args, **kw))[1]
 
-    monkeypatch.setattr(blocks, "host_result", poisoned)
-    monkeypatch.setattr(blocks, "read_into", counted("device", blocks.read_into))
-    monkeypatch.setattr(blocks, "parallel_copy", counted("host", blocks.parallel_copy))
+    monkeypatch.setattr(tasks, "host_result", poisoned)
+    monkeypatch.setattr(tasks, "read_into", counted("device", tasks.read_into))
+    monkeypatch.setattr(tasks, "parallel_copy", counted("host", tasks.parallel_copy))
     def concatenated(results):
         raise AssertionError("concatenated")    # (pytest.fail's exception would leave the worker hanging)
 
@@ -131,7 +131,7 @@ def test_worker_threads_write_each_block_into_the_result_that_compute_hands_over
         second = product.compute()
     assert relative_error(first, want) < dt.tolerance and relative_error(second, want) < dt.tolerance
     assert not np.shares_memory(first, second) and np.array_equal(first, kept)
-    assert blocks.in_result_pool(first) == page_locked            # the very array the blocks were written in
+    assert tasks.in_result_pool(first) == page_locked            # the very array the blocks were written in
     assert writes == ({"device": 18, "host": 0} if page_locked else {"device": 0, "host": 18})
 
 
@@ -141,14 +141,14 @@ def test_worker_threads_take_even_contiguous_shares_of_the_blocks_of_c(monkeypat
     the cluster exists, as a user may."""
     dt = DTYPES["s"]
     a, b = random_matrix(RNG, dt, (100, 30)), random_matrix(RNG, dt, (30, 100))
-    ran, real = [], blocks.block_product
+    ran, real = [], tasks.block_product
 
     def recorded(panel_a, panel_b, **kw):
         row = int(np.flatnonzero(a[::25, 0] == panel_a[0][0, 0])[0])      # (the panels are copies of a's)
         ran.append((distributed.get_worker().address, row))
         return real(panel_a, panel_b, **kw)
 
-    monkeypatch.setattr(blocks, "block_product", recorded)
+    monkeypatch.setattr(tasks, "block_product", recorded)
     product = ad.matmul(da.from_array(a, chunks=(25, 30)), da.from_array(b, chunks=(30, 25)))
     with ad.local_cluster(n_workers=2, dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
         first, second = sorted(client.scheduler_info()["workers"])
@@ -216,7 +216,7 @@ def test_a_worker_killed_with_blocks_of_a_product_leaves_it_right(client, small_
     (lambda A, B: ad.gemm(A, B, trans_a="X"), ArgumentError, "'N', 'T' or 'C'"),
 ])
 def test_bad_inputs_fail_before_anything_is_computed(monkeypatch, call, error, words):
-    monkeypatch.setattr(blocks, "block_product", lambda *args, **kw: pytest.fail("computed"))
+    monkeypatch.setattr(tasks, "block_product", lambda *args, **kw: pytest.fail("computed"))
     A = da.from_array(RNG.standard_normal((60, 70)), chunks=30)
     B = da.from_array(RNG.standard_normal((70, 40)), chunks=30)
     with pytest.raises(error, match=words):
@@ -225,18 +225,18 @@ def test_bad_inputs_fail_before_anything_is_computed(monkeypatch, call, error, w
 
 def test_a_worker_without_a_device_multiplies_on_numpy_and_says_so_once(monkeypatch, caplog):
     monkeypatch.setenv("AUTOGEMM_DEVICE", "no such device")
-    blocks.slot_device.cache_clear()
+    tasks.slot_device.cache_clear()
     try:
         a, b = RNG.standard_normal((20, 30)), RNG.standard_normal((30, 10))
         with caplog.at_level(logging.WARNING, logger="autogemm.dask"):
-            first = blocks.partial_product(a, b, trans_a="N", trans_b="N", alpha=2.0)
-            panels = blocks.block_product([a[:, :12], a[:, 12:]], [b[:12], b[12:]], trans_a="N", trans_b="N",
+            first = tasks.partial_product(a, b, trans_a="N", trans_b="N", alpha=2.0)
+            panels = tasks.block_product([a[:, :12], a[:, 12:]], [b[:12], b[12:]], trans_a="N", trans_b="N",
                                           alpha=2.0)
         assert first.shape == (20, 1, 10) and np.allclose(first[:, 0], 2 * a @ b) and np.allclose(panels, 2 * a @ b)
         assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
         assert "numpy's BLAS" in caplog.records[0].message
     finally:
-        blocks.slot_device.cache_clear()
+        tasks.slot_device.cache_clear()
 
 
 def test_each_worker_is_pinned_to_a_device_and_warmed(client):
@@ -246,8 +246,8 @@ def test_each_worker_is_pinned_to_a_device_and_warmed(client):
     client.wait_for_workers(2, timeout=60)        # a worker killed by another test comes back, pinned too
     deadline = time.monotonic() + 60
     while True:
-        pinned = client.run(lambda dask_worker: (blocks._slots.get(dask_worker.address),
-                                                 blocks.slot_device(blocks._slots.get(dask_worker.address))
+        pinned = client.run(lambda dask_worker: (tasks._slots.get(dask_worker.address),
+                                                 tasks.slot_device(tasks._slots.get(dask_worker.address))
                                                  is not None))
         if all(slot in slots and found for slot, found in pinned.values()) or time.monotonic() > deadline:
             break
@@ -311,17 +311,17 @@ def test_each_thread_multiplies_on_a_queue_of_its_own(ctx):
     """A worker's threads: one's copies can overlap another's kernels; one thread keeps its queue."""
     from concurrent.futures import ThreadPoolExecutor
 
-    mine = blocks.thread_queue(ctx.device)
+    mine = tasks.thread_queue(ctx.device)
     with ThreadPoolExecutor(1) as other:
-        theirs = other.submit(blocks.thread_queue, ctx.device).result()
-    assert blocks.thread_queue(ctx.device) is mine and theirs is not mine and theirs.context == mine.context
+        theirs = other.submit(tasks.thread_queue, ctx.device).result()
+    assert tasks.thread_queue(ctx.device) is mine and theirs is not mine and theirs.context == mine.context
 
 
 def test_a_block_is_uploaded_once_while_its_owner_lives(ctx, monkeypatch):
-    kept = blocks.KeptBlocks(capacity=3 * 64 * 64 * 4)
+    kept = tasks.KeptBlocks(capacity=3 * 64 * 64 * 4)
     uploads = []
     original = np.ascontiguousarray
-    monkeypatch.setattr(blocks.np, "ascontiguousarray", lambda x: uploads.append(x.shape) or original(x))
+    monkeypatch.setattr(tasks.np, "ascontiguousarray", lambda x: uploads.append(x.shape) or original(x))
     block = RNG.standard_normal((64, 128), dtype=np.float32)
     left, again = kept.on_device(ctx.queue, block[:, :64]), kept.on_device(ctx.queue, block[:, :64])
     assert again is left and len(uploads) == 1 and np.array_equal(left.get(), block[:, :64])
@@ -340,7 +340,7 @@ def test_block_products_take_c_from_the_device_pool_and_give_it_back(ctx, monkey
     when the product fails), so the next block takes the same memory rather than a new allocation."""
     from autogemm.runtime import context_for
 
-    monkeypatch.setattr(blocks, "worker_device", lambda: ctx.device)
+    monkeypatch.setattr(tasks, "worker_device", lambda: ctx.device)
     pool = context_for(ctx.device).buffers
     taken, given = [], []
     real_take, real_give = pool.take, pool.give
@@ -348,12 +348,12 @@ def test_block_products_take_c_from_the_device_pool_and_give_it_back(ctx, monkey
     monkeypatch.setattr(pool, "give", lambda buffer, nbytes: (given.append(buffer), real_give(buffer, nbytes)))
     a, b = RNG.standard_normal((40, 24)), RNG.standard_normal((24, 30))
     for _ in range(2):
-        got = blocks.block_product([a[:, :10], a[:, 10:]], [b[:10], b[10:]], trans_a="N", trans_b="N", alpha=2.0)
+        got = tasks.block_product([a[:, :10], a[:, 10:]], [b[:10], b[10:]], trans_a="N", trans_b="N", alpha=2.0)
         assert relative_error(got, 2 * a @ b) < DTYPES["d"].tolerance
     assert len(taken) == 2 and taken[1] is taken[0] and given == taken
-    monkeypatch.setattr(blocks, "gemm", lambda *args, **kw: (_ for _ in ()).throw(RuntimeError("failed")))
+    monkeypatch.setattr(tasks, "gemm", lambda *args, **kw: (_ for _ in ()).throw(RuntimeError("failed")))
     with pytest.raises(RuntimeError):
-        blocks.block_product(a, b, trans_a="N", trans_b="N", alpha=1.0)
+        tasks.block_product(a, b, trans_a="N", trans_b="N", alpha=1.0)
     assert given[-1] is taken[-1] and len(given) == 3
 
 
@@ -362,19 +362,19 @@ def test_a_worker_threads_take_turns_with_their_kernels_on_one_device(ctx, monke
     run in a turn of its own, never between the other's; both right."""
     from concurrent.futures import ThreadPoolExecutor
 
-    monkeypatch.setattr(blocks, "worker_device", lambda: ctx.device)
-    calls, real = [], blocks.gemm
+    monkeypatch.setattr(tasks, "worker_device", lambda: ctx.device)
+    calls, real = [], tasks.gemm
 
     def gemm(*args, **kw):
         calls.append(threading.get_ident())
         time.sleep(0.02)                    # the other thread runs meanwhile
         return real(*args, **kw)
 
-    monkeypatch.setattr(blocks, "gemm", gemm)
+    monkeypatch.setattr(tasks, "gemm", gemm)
     a, b = RNG.standard_normal((30, 36)), RNG.standard_normal((36, 20))
 
     def product():
-        return blocks.block_product([a[:, :12], a[:, 12:24], a[:, 24:]], [b[:12], b[12:24], b[24:]], trans_a="N",
+        return tasks.block_product([a[:, :12], a[:, 12:24], a[:, 24:]], [b[:12], b[12:24], b[24:]], trans_a="N",
                                     trans_b="N", alpha=1.0)
 
     with ThreadPoolExecutor(2) as pool:
@@ -386,16 +386,16 @@ def test_a_worker_threads_take_turns_with_their_kernels_on_one_device(ctx, monke
 def test_each_block_product_records_its_turn_on_the_device(ctx, monkeypatch):
     """While turns are recorded, each block product on a device adds one (the device, when its kernels were
     enqueued and when they ended); their share of a wall time is how busy the devices were."""
-    monkeypatch.setattr(blocks, "worker_device", lambda: ctx.device)
+    monkeypatch.setattr(tasks, "worker_device", lambda: ctx.device)
     a, b = RNG.standard_normal((40, 24)), RNG.standard_normal((24, 30))
-    blocks.block_product(a, b, trans_a="N", trans_b="N", alpha=1.0)              # not recorded
-    with blocks.recorded_turns() as turns:
+    tasks.block_product(a, b, trans_a="N", trans_b="N", alpha=1.0)              # not recorded
+    with tasks.recorded_turns() as turns:
         started = time.perf_counter()
         for _ in range(3):
-            blocks.block_product([a[:, :12], a[:, 12:]], [b[:12], b[12:]], trans_a="N", trans_b="N", alpha=1.0)
+            tasks.block_product([a[:, :12], a[:, 12:]], [b[:12], b[12:]], trans_a="N", trans_b="N", alpha=1.0)
         wall = time.perf_counter() - started
     assert len(turns) == 3 and all(t[0] == ctx.device and started <= t[1] <= t[2] <= started + wall for t in turns)
-    assert 0 < blocks.turns_share(turns, wall) <= 1
+    assert 0 < tasks.turns_share(turns, wall) <= 1
     other = object()                                       # another device, busy half the time
-    assert blocks.turns_share([(ctx.device, 0.0, 1.0), (other, 0.0, 0.5)], 1.0) == 0.75
-    assert blocks.turns_share([], 1.0) is None
+    assert tasks.turns_share([(ctx.device, 0.0, 1.0), (other, 0.0, 0.5)], 1.0) == 0.75
+    assert tasks.turns_share([], 1.0) is None

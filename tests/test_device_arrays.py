@@ -268,15 +268,15 @@ def test_repeated_calls_and_loops_over_views_reuse_their_resolution_and_plan(que
 def test_views_far_into_their_buffer_reuse_the_call_with_their_own_offsets(queue, monkeypatch):
     """Offsets are 64-bit: views sharing a resolved call's key run in one launch each, with their own
     offsets, however far into the buffer they begin (the limit on the kernels' indices is lowered here)."""
-    from autogemm.blas import blocks
+    from autogemm.blas import index_blocks
     host = random_matrix(RNG, DTYPES["s"], (8, 4, 4))
     stack = cl_array.to_device(queue, host)
     b_host = random_matrix(RNG, DTYPES["s"], (4, 4))
     b = cl_array.to_device(queue, b_host)
     c = cl_array.to_device(queue, np.full((4, 4), np.nan, np.float32))
     autogemm.gemm(stack[0], b, c)
-    monkeypatch.setattr(blocks, "INDEX_LIMIT", 16 * 5)
-    monkeypatch.setattr(blocks, "enqueue_blocks", lambda *args: pytest.fail("blocked"))
+    monkeypatch.setattr(index_blocks, "INDEX_LIMIT", 16 * 5)
+    monkeypatch.setattr(index_blocks, "enqueue_blocks", lambda *args: pytest.fail("blocked"))
     for layer in (4, 6, 7):                                  # offsets 64, 96 and 112: the key of 0 too
         autogemm.gemm(stack[layer], b, c)
         assert relative_error(c.get(), host[layer].astype(np.float64) @ b_host) < DTYPES["s"].tolerance

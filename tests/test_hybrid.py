@@ -130,10 +130,10 @@ def test_errors_name_the_argument_and_change_nothing(ctx, monkeypatch, streamed)
     with pytest.raises(autogemm.ShapeError):
         autogemm.gemm(a, a, c, devices=[HOST])
     # a share that does not fit its device stops the call before any share runs
-    from autogemm.shares import stream
+    from autogemm.shares import streaming
     targets = [ctx, DeviceContext(ctx.device), HOST]
     planned = []
-    real = stream.DeviceStream._layout
+    real = streaming.DeviceStream._layout
 
     def layout(self, tile):
         planned.append(self)
@@ -141,7 +141,7 @@ def test_errors_name_the_argument_and_change_nothing(ctx, monkeypatch, streamed)
             raise autogemm.DeviceError("this call needs more than the device has")
         return real(self, tile)
 
-    monkeypatch.setattr(stream.DeviceStream, "_layout", layout)
+    monkeypatch.setattr(streaming.DeviceStream, "_layout", layout)
     with pytest.raises(autogemm.DeviceError):
         run_split(targets, Split(3, (1, 1, 1)), HostGemm(dt, a, b, c, "N", "N", 1.0, 1.0))
     assert np.array_equal(c, before)
@@ -186,10 +186,10 @@ def test_the_host_share_stops_growing_once_calls_get_slower(ctx, monkeypatch):
 @pytest.fixture
 def small_chunks(monkeypatch):
     """Streams in 128-wide tiles through 4 KiB staging chunks: many tiles, many chunks per block."""
-    from autogemm.shares import stream
+    from autogemm.shares import streaming
     monkeypatch.setattr(staging, "CHUNK_BYTES", 4096)
     monkeypatch.setattr(copying, "THREADED_BYTES", 1024)      # the threaded copies too
-    return stream
+    return streaming
 
 
 @pytest.mark.parametrize("letter, ta, tb, beta", [("s", "N", "N", 0.0), ("d", "T", "N", 0.5), ("z", "N", "C", 1.0),
@@ -276,7 +276,7 @@ def test_a_product_larger_than_the_device_streams_b_or_says_what_it_needs(ctx, s
 
 
 def test_tiles_are_taken_in_growing_squares_where_both_operands_stay():
-    from autogemm.shares.stream import tile_order
+    from autogemm.shares.streaming import tile_order
     assert tile_order(2, 3, False) == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
     assert tile_order(3, 3, True) == [(0, 0), (1, 0), (1, 1), (0, 1), (2, 0), (2, 1), (2, 2), (0, 2), (1, 2)]
     for rows, cols in ((1, 5), (5, 1), (4, 7), (7, 4), (6, 6)):
@@ -311,10 +311,11 @@ def test_large_host_calls_stream_through_the_device(ctx, monkeypatch, streamed):
     """gemm on numpy arrays of at least STREAM_BYTES goes through the device's stream (any layout of c,
     alpha and beta as ever); smaller ones and device arrays do not."""
     from autogemm.api import transfer
-    from autogemm.shares import stream
+    from autogemm.shares import streaming
     streamed = []
-    real = stream.DeviceStream.run
-    monkeypatch.setattr(stream.DeviceStream, "run", lambda self, trace=None: streamed.append(self) or real(self, trace))
+    real = streaming.DeviceStream.run
+    monkeypatch.setattr(streaming.DeviceStream, "run",
+                        lambda self, trace=None: streamed.append(self) or real(self, trace))
     dt = DTYPES["c"]
     a, b = random_matrix(RNG, dt, (70, 50)), random_matrix(RNG, dt, (90, 50))
     c = np.asfortranarray(random_matrix(RNG, dt, (70, 90)))

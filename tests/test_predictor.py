@@ -17,7 +17,7 @@ from autogemm.blas.prediction import REACH, predict, share, terms
 from autogemm.blas.routing import Routing
 from autogemm.blas.vectors import MAX_VECTORS
 from autogemm.codelets.simt import SimtParams
-from autogemm.codelets.stream import STREAM_K
+from autogemm.codelets.stream_k import STREAM_K
 from autogemm.dtypes import DTYPES
 from autogemm.profiles import Predictor, Profile, Ranked, Sample, SizeClassEntry, profile_for, save
 from autogemm.tuning import predictor as predictor_module

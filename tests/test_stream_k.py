@@ -11,10 +11,10 @@ from gemm_check import run_and_check, two_runs
 from autogemm.accuracy import random_matrix
 from autogemm.blas import GemmProblem, LaunchPlan
 from autogemm.blas.coverage import split_counts
-from autogemm.codelets import stream
+from autogemm.codelets import stream_k
 from autogemm.codelets.nvidia_mma import MmaParams
 from autogemm.codelets.simt import SimtParams
-from autogemm.codelets.stream import STREAM_K, StreamPartition
+from autogemm.codelets.stream_k import STREAM_K, StreamPartition
 from autogemm.codelets.subgroup import SubgroupParams
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError, ConfigError
@@ -32,7 +32,7 @@ SHAPES = ((33, 17, 301), (70, 40, 29), (45, 30, 5), (1, 1, 257), (150, 100, 75))
 
 @pytest.fixture(params=[1, 3, 8], ids=lambda g: f"{g}-per-unit")
 def groups_per_unit(request, monkeypatch):
-    monkeypatch.setattr(stream, "GROUPS_PER_UNIT", request.param)
+    monkeypatch.setattr(stream_k, "GROUPS_PER_UNIT", request.param)
     return request.param
 
 
@@ -53,7 +53,7 @@ def test_stream_k_is_right(ctx, groups_per_unit, params, letter, ta, tb, edge):
 @pytest.mark.parametrize("letter", "sz")
 def test_stream_k_gives_the_same_bits_on_every_run(ctx, monkeypatch, letter):
     """The shared tiles' pieces are added in the order of their work-groups, never by atomics."""
-    monkeypatch.setattr(stream, "GROUPS_PER_UNIT", 5)
+    monkeypatch.setattr(stream_k, "GROUPS_PER_UNIT", 5)
     dt, rng = DTYPES[letter], np.random.default_rng(7)
     m, n, k = 2 * SIMT.block_rows + 1, SIMT.block_cols + 3, 37 * SIMT.tile_k + 5
     plan = LaunchPlan(ctx, GemmProblem.dense(dt, m, n, k), SIMT, split_k=STREAM_K)
@@ -92,7 +92,7 @@ def test_partition_agrees_with_the_kernels_arithmetic(tiles, steps, groups):
 
 def test_partition_has_no_more_work_groups_than_steps():
     assert StreamPartition.of(tiles=2, steps=3, compute_units=132).groups == 6
-    assert StreamPartition.of(tiles=200, steps=64, compute_units=132).groups == stream.GROUPS_PER_UNIT * 132
+    assert StreamPartition.of(tiles=200, steps=64, compute_units=132).groups == stream_k.GROUPS_PER_UNIT * 132
 
 
 def test_stream_k_is_a_candidate_where_the_last_wave_is_part_empty():

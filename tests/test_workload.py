@@ -165,7 +165,7 @@ def test_tune_shapes_from_the_command_line(monkeypatch, tmp_path):
 
 def test_an_exact_shape_that_leaves_units_idle_gets_its_k_split_measured(device, monkeypatch, tmp_path):
     from autogemm.blas.coverage import split_counts
-    from autogemm.codelets.stream import STREAM_K
+    from autogemm.codelets.stream_k import STREAM_K
 
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
     problem = GemmProblem.dense(DTYPES["s"], 8, 8, 4096)

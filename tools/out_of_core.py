@@ -21,7 +21,7 @@ import autogemm
 from autogemm.accuracy import tolerance
 from autogemm.dtypes import get_dtype
 from autogemm.shares import HostGemm
-from autogemm.shares.stream import DeviceStream
+from autogemm.shares.streaming import DeviceStream
 
 GIB = 2**30
 THREADS = 16

@@ -19,7 +19,7 @@ import numpy as np
 import autogemm
 from autogemm.dtypes import get_dtype
 from autogemm.shares import HostGemm
-from autogemm.shares.stream import DeviceStream
+from autogemm.shares.streaming import DeviceStream
 
 
 def summary(trace: list, wall: float, flops: float) -> str:

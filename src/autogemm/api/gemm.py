@@ -13,7 +13,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from .. import workload
-from ..blas import GemmProblem, LaunchPlan, blocks, plan_cache
+from ..blas import GemmProblem, LaunchPlan, index_blocks, plan_cache
 from ..blas.coverage import c_blocks
 from ..blas.plan_cache import cached_plan, is_current
 from ..blas.problem import alignment_class
@@ -172,7 +172,7 @@ def product(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, *, alpha,
     buffers = (first.base_data, second.base_data, out.base_data)
     if call.blocked:
         placed = replace(call.problem, offset_a=offsets[0], offset_b=offsets[1], offset_c=offsets[2])
-        events = blocks.enqueue_blocks(ctx, placed, config, edge, buffers, alpha, beta, wait_for)
+        events = index_blocks.enqueue_blocks(ctx, placed, config, edge, buffers, alpha, beta, wait_for)
     else:
         if not plan.allocated:
             check_memory(ctx, list(plan.temporary_bytes().values()))
@@ -365,6 +365,6 @@ def _resolve(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, trans_a:
                           stride_b=pb.stride, stride_c=sc.stride)
     # past 32-bit indexing a product of device arrays alone runs in blocks; anything else cannot
     blockable = problem.batch == 1 and all(on_device(x) for x in (a, b, c) if x is not None)
-    problem.validate(index_limit=None if blockable else blocks.INDEX_LIMIT)
-    blocked = blockable and blocks.exceeds(problem)
+    problem.validate(index_limit=None if blockable else index_blocks.INDEX_LIMIT)
+    blocked = blockable and index_blocks.exceeds(problem)
     return _Call(ctx, dt, shape, asynchronous, problem, sc.flipped, problem.aligned(), blocked)

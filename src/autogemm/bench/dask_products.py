@@ -59,7 +59,7 @@ def run_dask(dt: Dtype, n: int, chunk: int, workers: list[int], runs: int, rng: 
 
     from ..api import gemm
     from ..dask import local_cluster, matmul
-    from ..dask.blocks import device_of_worker, recorded_turns, turns_share
+    from ..dask.tasks import device_of_worker, recorded_turns, turns_share
 
     a, b = random_matrix(rng, dt, (n, n)), random_matrix(rng, dt, (n, n))
     rows = np.sort(rng.choice(n, min(SAMPLED_ROWS, n), replace=False))

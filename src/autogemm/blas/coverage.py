@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..codelets.kernel import MAX_SLICES, ceil_div
 from ..codelets.registry import KernelParams
-from ..codelets.stream import STREAM_K, StreamPartition
+from ..codelets.stream_k import STREAM_K, StreamPartition
 from .problem import GemmProblem
 
 #: Problems with fewer multiply-adds are not split automatically: the merge of the slices is one more

@@ -16,7 +16,7 @@ import pyopencl as cl
 from ..codelets import helpers
 from ..codelets.kernel import KernelSource, round_up
 from ..codelets.registry import KernelParams, check, render
-from ..codelets.stream import STREAM_K
+from ..codelets.stream_k import STREAM_K
 from ..errors import ArgumentError, ConfigError, ShapeError
 from ..runtime.arguments import KernelArguments
 from ..runtime.context import DeviceContext

@@ -117,7 +117,7 @@ class GemmProblem:
         """Raise ``ShapeError`` for negative sizes, short leading dimensions, products of a batch that
         would write one C, or one matrix spanning more than ``index_limit`` reals (the kernels' indices
         within a matrix are 32-bit, their offsets 64-bit; None for a caller that cuts such a problem into
-        blocks, ``blocks``)."""
+        blocks, ``index_blocks``)."""
         for size_name in ("m", "n", "k", "batch"):
             size = getattr(self, size_name)
             if not isinstance(size, int) or size < 0:

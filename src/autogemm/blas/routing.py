@@ -26,7 +26,7 @@ from typing import NamedTuple
 from ..codelets.kernel import round_up
 from ..codelets.registry import KernelParams, family_named, kernel_dtype
 from ..codelets.simt.geometry import TEXEL_BYTES
-from ..codelets.stream import STREAM_K, StreamPartition
+from ..codelets.stream_k import STREAM_K, StreamPartition
 from .problem import GemmProblem
 
 #: Problems with at least this many multiply-adds are padded under ``edge='auto'``: the copies then

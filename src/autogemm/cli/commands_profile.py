@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from ..codelets.registry import GEMV
-from ..codelets.stream import split_name
+from ..codelets.stream_k import split_name
 from ..dtypes import Dtype, get_dtype
 from ..errors import AutogemmError, ProfileError
 from ..profiles import (

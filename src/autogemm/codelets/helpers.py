@@ -1,7 +1,7 @@
 """Helper kernels around the GEMM codelets (after Nugteren's kernel 10): ``pack`` copies an operand into
 the layout a codelet reads, transposing, conjugating and zero-padding to whole tiles in one pass;
 ``merge`` writes a padded or split-K result back as C = alpha sum(T) + beta C; ``fixup`` adds up the
-partial sums of the tiles a stream-K kernel's work-groups shared (``codelets.stream``); ``scale`` computes
+partial sums of the tiles a stream-K kernel's work-groups shared (``codelets.stream_k``); ``scale`` computes
 C = beta C alone (the BLAS quick return when alpha or K is zero); ``residual`` measures a result
 against a reference on the device (the tuner checks every candidate so, without copying large results
 to the host)."""
@@ -13,7 +13,7 @@ from functools import cache
 from ..dtypes import Dtype
 from .conversions import conversions
 from .kernel import KernelSource
-from .stream import OWNER_FUNCTION
+from .stream_k import OWNER_FUNCTION
 
 TILE = 16   # helper work-groups are TILE x TILE; pack transposes through a TILE x (TILE + 1) local tile
 

@@ -77,7 +77,7 @@ class SpaceFacts:
 class Family:
     """One kernel family: its configurations' class and the functions on them. ``render`` takes a
     configuration, a dtype and a flag (GEMM families: edge-guarded; GEMV: conjugating A), and GEMM
-    families a second (the stream-K schedule, ``codelets.stream``). ``fit`` adapts a
+    families a second (the stream-K schedule, ``codelets.stream_k``). ``fit`` adapts a
     configuration to a dtype where the family's instructions depend on it (by default it is returned as it
     is). ``weight`` is the family's share of a size class's budget among the families a device searches
     (relative to the others'), ``multiplies_16bit`` says its kernels take 16-bit operands as they are

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..dtypes import Dtype
-from .stream import OWNER_FUNCTION
+from .stream_k import OWNER_FUNCTION
 
 
 def hex_digit(i: int) -> str:
@@ -49,7 +49,7 @@ class ElementCode:
     kernel's), with loads and stores guarded at the matrix edges when ``guarded``. Subclasses write
     kernels into ``self.out`` and record in ``self.widths`` the load widths they use.
 
-    With ``stream`` the kernel runs the stream-K schedule (``codelets.stream``): the family's body, which
+    With ``stream`` the kernel runs the stream-K schedule (``codelets.stream_k``): the family's body, which
     computes one block of C over ``K`` from its ``tile_index``es and ``layer_offsets``, runs once per unit
     of work (a tile's K steps from ``unit_first``, ``k_step`` elements each), in a loop around it that
     declares, for that unit, the ``K``, ``alpha``, ``beta``, A, B, C and ``ldc`` the body reads."""
@@ -219,7 +219,7 @@ class ElementCode:
         return self.out.lines
 
     def stream_loop(self, write: Callable[[], None]) -> None:
-        """The stream-K loop over this work-group's units of work (see ``codelets.stream``), local memory
+        """The stream-K loop over this work-group's units of work (see ``codelets.stream_k``), local memory
         declared before it (OpenCL wants it at the kernel's outermost scope)."""
         w, op = self.out, self.operand_scalar
         one, zero = ("(elem)(1, 0)", "(elem)(0, 0)") if self.dt.is_complex else ("(elem)1", "(elem)0")

@@ -9,7 +9,7 @@ from distributed import Client, LocalCluster, Worker, WorkerPlugin
 
 from ..api import gemm
 from ..runtime.discovery import cpu_devices, devices
-from .blocks import pin_worker, slot_device, unpin_worker
+from .tasks import pin_worker, slot_device, unpin_worker
 
 #: Threads of a worker: their block products take turns on its device (``blocks.device_turn``), one
 #: moving its blocks in and out while the other's kernels run.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 
-from .blocks import workers_in_process
+from .tasks import workers_in_process
 
 
 def spread(grid: tuple[int, int]) -> dict[str, object]:

@@ -20,8 +20,8 @@ from dask.base import tokenize
 from ..dtypes import NATIVE
 from ..errors import ArgumentError, DtypeError, ShapeError
 from .assembly import InPlaceProduct
-from .blocks import block_in_place, partial_product
 from .placement import spread
+from .tasks import block_in_place, partial_product
 
 #: Blocks of C are merged up to this many rows and columns at least (or the whole side where it is
 #: shorter): a block of b x b takes 2 b K elements of panels for 2 b^2 K flops, so b = 4096 asks one

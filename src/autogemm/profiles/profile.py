@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike
 
 from ..codelets.kernel import MAX_SLICES
 from ..codelets.registry import GEMM, GEMV, Params, params_from_dict
-from ..codelets.stream import STREAM_K
+from ..codelets.stream_k import STREAM_K
 from ..dtypes import DTYPES
 from ..errors import AutogemmError, ProfileError
 from ..runtime.cuda.driver import CUDA, OPENCL

@@ -17,7 +17,7 @@ from ..codelets.registry import KernelParams
 from .host import HOST, HostGemm, Target
 from .mapped import MappedShare
 from .split import Split
-from .stream import DeviceStream, share_b
+from .streaming import DeviceStream, share_b
 
 
 def run_split(targets: Sequence[Target], split: Split, gemm: HostGemm,

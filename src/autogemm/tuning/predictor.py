@@ -30,7 +30,7 @@ from ..blas.prediction import NEIGHBOURS, Terms, corrected, nearest, neighbours,
 from ..blas.selection import class_choice
 from ..blas.vectors import MAX_VECTORS
 from ..codelets.registry import GEMM, Params
-from ..codelets.stream import STREAM_K
+from ..codelets.stream_k import STREAM_K
 from ..dtypes import Dtype
 from ..profiles import Predictor, Profile, Sample, SizeClassEntry
 from ..profiles.profile import MAX_BANK, MAX_SAMPLES, SHAPES, routine_of

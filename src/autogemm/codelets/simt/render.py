@@ -15,7 +15,7 @@ Layers: work-groups along dimension 2 compute independent products, each layer's
 elements after the last's. The plan uses them for split K (layer s reads the K slice from k = s * K,
 through buffers, not images, into its own slice of a temporary C that a helper kernel then adds up) and
 for strided batches (one product per layer). With one layer this is the plain product. Rendered for
-stream-K (``codelets.stream``), the body runs once per unit of work a work-group takes.
+stream-K (``codelets.stream_k``), the body runs once per unit of work a work-group takes.
 """
 
 from __future__ import annotations

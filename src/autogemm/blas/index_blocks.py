@@ -4,7 +4,7 @@ is stored untransposed), columns of C where B is stored transposed, and parts of
 transposed or B is not (the blocks of K after the first add into C). Kernels take 64-bit offsets, so a
 block is the same buffers at its first elements; only the indices within a block are 32-bit.
 
-Numpy operands that large never come here: they stream through the device in tiles (``stream``)."""
+Numpy operands that large never come here: they stream through the device in tiles (``shares.streaming``)."""
 
 from __future__ import annotations
 
