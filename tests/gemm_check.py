@@ -11,7 +11,8 @@ import numpy as np
 import pyopencl as cl
 
 from autogemm.accuracy import apply_op, random_matrix, relative_error
-from autogemm.blas import GemmProblem, LaunchPlan, Op
+from autogemm.blas import GemmProblem, Op
+from autogemm.blas.plans import gemm_plan
 from autogemm.dtypes import Dtype
 
 
@@ -49,7 +50,7 @@ def run_and_check(ctx, params, dt: Dtype, m: int, n: int, k: int, trans_a: str, 
     if beta != 0:
         ref = ref + beta * views["C"].astype(dt.reference_numpy)
 
-    plan = LaunchPlan(ctx, problem, params, edge, split_k)
+    plan = gemm_plan(ctx, problem, params, edge, split_k)
     mf = cl.mem_flags
     bufs = {name: cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=h) for name, h in hosts.items()}
     try:

@@ -12,7 +12,8 @@ from gemm_check import run_and_check
 
 import autogemm
 from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
-from autogemm.blas import GemmProblem, LaunchPlan, Op
+from autogemm.blas import GemmProblem, Op
+from autogemm.blas.plans import gemm_plan
 from autogemm.codelets.nvidia_mma import MmaParams
 from autogemm.codelets.simt import SimtParams
 from autogemm.codelets.subgroup import SubgroupParams
@@ -44,9 +45,9 @@ def test_a_batch_is_one_launch_of_each_kernel(ctx):
     dt = DTYPES["s"]
     single = GemmProblem.dense(dt, 30, 20, 10, Op(transposed=True))
     batched = dataclasses.replace(single, batch=1000, stride_a=300, stride_b=200, stride_c=600)
-    steps = [LaunchPlan(ctx, p, SIMT, "pad").launches() for p in (single, batched)]
+    steps = [gemm_plan(ctx, p, SIMT, "pad").launches() for p in (single, batched)]
     assert len(steps[0]) == len(steps[1]) == 4 and "a batch of 1000" in steps[1][2]
-    assert LaunchPlan(ctx, batched, SIMT, "pad").temporary_bytes()["A"] == 1000 * LaunchPlan(
+    assert gemm_plan(ctx, batched, SIMT, "pad").temporary_bytes()["A"] == 1000 * gemm_plan(
         ctx, single, SIMT, "pad").temporary_bytes()["A"]
 
 
@@ -54,14 +55,14 @@ def test_a_batch_refuses_split_k_images_and_a_shared_c(ctx):
     problem = GemmProblem.dense(DTYPES["s"], 30, 20, 600)
     batched = dataclasses.replace(problem, batch=4, stride_a=30 * 600, stride_b=600 * 20, stride_c=600)
     with pytest.raises(ArgumentError, match="split K is for single products"):
-        LaunchPlan(ctx, batched, SIMT, "guard", split_k=2)
+        gemm_plan(ctx, batched, SIMT, "guard", split_k=2)
     if ctx.device.image_support:
         with pytest.raises(ConfigError, match="images"):
-            LaunchPlan(ctx, batched, SimtParams("TN", "offset", 4, 4, 4, 4, 4, 4, False, False, image_a=True), "pad")
+            gemm_plan(ctx, batched, SimtParams("TN", "offset", 4, 4, 4, 4, 4, 4, False, False, image_a=True), "pad")
     with pytest.raises(ShapeError, match="stride of C is 0"):
-        LaunchPlan(ctx, dataclasses.replace(batched, stride_c=0), SIMT)
+        gemm_plan(ctx, dataclasses.replace(batched, stride_c=0), SIMT)
     with pytest.raises(ShapeError, match="stride of B must be a non-negative"):
-        LaunchPlan(ctx, dataclasses.replace(batched, stride_b=-1), SIMT)
+        gemm_plan(ctx, dataclasses.replace(batched, stride_b=-1), SIMT)
 
 
 def _want(a, b, c, alpha, beta, ta, tb, dt):

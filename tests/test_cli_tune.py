@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from autogemm.blas import Op
-from autogemm.blas.gemv import GemvLaunchPlan, GemvProblem
+from autogemm.blas.gemv import GemvProblem
+from autogemm.blas.plans import gemv_plan
 from autogemm.cli import main
 from autogemm.dtypes import DTYPES
 from autogemm.profiles import path_for, profile_for, read, store
@@ -75,7 +76,7 @@ def test_tune_covers_gemv_and_gemv_then_uses_its_profile(tuned, device, invoke, 
         # a product of the class's own shape takes it (a small one may lie nearer the long class: it does
         # on the H100, whose long classes are 128 x 8192 and 8192 x 128)
         side = square.shape[0]
-        plan = GemvLaunchPlan(ctx, GemvProblem(DTYPES["s"], side, side, Op(layout == "T"), side))
+        plan = gemv_plan(ctx, GemvProblem(DTYPES["s"], side, side, Op(layout == "T"), side))
         assert plan.params == best.config and plan.params_source.startswith("profile")
         # several right-hand sides take the class tuned with the nearest number of them
         for kind, vectors in VECTOR_CLASSES.items():
@@ -83,7 +84,7 @@ def test_tune_covers_gemv_and_gemv_then_uses_its_profile(tuned, device, invoke, 
             assert entry.shape[2] == vectors and entry.ranked[0].config.vectors <= vectors
             problem = GemvProblem(DTYPES["s"], side, side, Op(layout == "T"), side, vectors=vectors - 1, ldx=side,
                                   ldy=side)
-            plan = GemvLaunchPlan(ctx, problem)
+            plan = gemv_plan(ctx, problem)
             assert plan.params == entry.ranked[0].config and plan.params_source.endswith(kind)
     out = invoke("tune", "--quick", "--dtype", "h", "--size-class", "gemv", "--budget", "2")
     assert out.exit_code == 0, out.output      # 16-bit GEMV needs no matrix instructions

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 import autogemm
 from autogemm.accuracy import random_matrix, relative_error
 from autogemm.blas import Op
-from autogemm.blas.gemv import GemvLaunchPlan, GemvProblem
+from autogemm.blas.gemv import GemvProblem
+from autogemm.blas.plans import gemv_plan
 from autogemm.codelets.gemv import GemvParams, check
 from autogemm.codelets.registry import params_from_dict
 from autogemm.dtypes import DTYPES
@@ -73,7 +74,7 @@ def test_every_layout_and_shape_of_the_codelet(ctx, letter, params):
         alpha = 1.5 - 0.5j if dt.is_complex else 1.5
         operands = (a[offsets[0]:].reshape(rows, lda)[:, :cols], x[offsets[1]::incx][:reduction], y[y_of].copy())
         want = reference(dt, *operands, alpha, beta, op)
-        plan = GemvLaunchPlan(ctx, problem, params)
+        plan = gemv_plan(ctx, problem, params)
         mf = cl.mem_flags
         buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=v) for v in (a, x, y)]
         plan.enqueue(*buffers, alpha=alpha, beta=beta)
@@ -90,9 +91,9 @@ def test_every_layout_and_shape_of_the_codelet(ctx, letter, params):
 def test_a_split_reduction_merges_its_slices(ctx):
     """With waves the reduction of a short, wide problem is split over work-groups and merged."""
     params = GemvParams("N", 8, 2, 1, 1, 16)
-    plan = GemvLaunchPlan(ctx, GemvProblem(DTYPES["s"], 3, 5000, Op(), 5000), params)
+    plan = gemv_plan(ctx, GemvProblem(DTYPES["s"], 3, 5000, Op(), 5000), params)
     assert plan.slices > 1 and "merge" in plan.describe()
-    unsplit = GemvLaunchPlan(ctx, GemvProblem(DTYPES["s"], 3, 5000, Op(), 5000), GemvParams("N", 8, 2, 1, 1, 0))
+    unsplit = gemv_plan(ctx, GemvProblem(DTYPES["s"], 3, 5000, Op(), 5000), GemvParams("N", 8, 2, 1, 1, 0))
     assert unsplit.slices == 1
 
 
@@ -187,7 +188,7 @@ def test_gemv_errors_leave_y_unchanged():
 
 def test_a_configuration_of_the_wrong_layout_is_refused(ctx):
     with pytest.raises(ConfigError, match="layout"):
-        GemvLaunchPlan(ctx, GemvProblem(DTYPES["s"], 4, 4, Op(True), 4), GemvParams("N"))
+        gemv_plan(ctx, GemvProblem(DTYPES["s"], 4, 4, Op(True), 4), GemvParams("N"))
     with pytest.raises(ConfigError, match="wg_x=3"):
         params_from_dict({"family": "gemv", "wg_x": 3}, routine=None)
     with pytest.raises(ConfigError, match="unknown kernel family 'gemv'"):

@@ -14,7 +14,8 @@ import pytest
 from gemm_check import assert_rounded, run_and_check
 
 import autogemm
-from autogemm.blas import GemmProblem, LaunchPlan, default_params
+from autogemm.blas import GemmProblem, default_params
+from autogemm.blas.plans import gemm_plan
 from autogemm.codelets import helpers
 from autogemm.codelets.nvidia_mma import MmaParams
 from autogemm.codelets.registry import check, render
@@ -101,10 +102,10 @@ def test_16_bit_arguments_are_checked():
 
 def test_the_plans_say_where_16_bits_are_converted(ctx, device):
     simt = default_params(device, DTYPES["s"])              # a simt kernel computes bfloat16 in float32
-    plan = LaunchPlan(ctx, GemmProblem.dense(DTYPES["b"], 64, 64, 64), simt)
+    plan = gemm_plan(ctx, GemmProblem.dense(DTYPES["b"], 64, 64, 64), simt)
     assert plan.kernel_dtype.key == "s" and "pack B (to float32)" in plan.launches()
     assert plan.launches()[-1] == "merge C (to bfloat16)"
-    plan = LaunchPlan(ctx, GemmProblem.dense(DTYPES["hs"], 64, 64, 64), dataclasses.replace(SMALL, layout="NN"),
+    plan = gemm_plan(ctx, GemmProblem.dense(DTYPES["hs"], 64, 64, 64), dataclasses.replace(SMALL, layout="NN"),
                       edge="guard")
     assert plan.kernel_dtype.key == "hs" and not any(s.startswith(("pack", "merge")) for s in plan.launches())
 

@@ -6,14 +6,15 @@ import numpy as np
 import pyopencl as cl
 
 from autogemm.accuracy import random_matrix
-from autogemm.blas import GemmProblem, LaunchPlan
+from autogemm.blas import GemmProblem
+from autogemm.blas.plans import gemm_plan
 from autogemm.dtypes import DTYPES
 
 
 def test_a_reused_plan_follows_new_buffers_and_scalars(ctx):
     dt, m, n, k = DTYPES["d"], 37, 21, 45
     problem = GemmProblem(dt, m, n, k, lda=k, ldb=n, ldc=n)
-    plan = LaunchPlan(ctx, problem, edge="pad")
+    plan = gemm_plan(ctx, problem, edge="pad")
     rng = np.random.default_rng(4)
     mf = cl.mem_flags
     for alpha in (1.0, 1.0, -2.0, -2.0):

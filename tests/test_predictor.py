@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from gemm_check import run_and_check
 
-from autogemm.blas import GemmProblem, LaunchPlan, Op
+from autogemm.blas import GemmProblem, Op
 from autogemm.blas.coverage import split_counts
+from autogemm.blas.plans import gemm_plan
 from autogemm.blas.prediction import REACH, predict, share, terms
 from autogemm.blas.routing import Routing
 from autogemm.blas.vectors import MAX_VECTORS
@@ -121,12 +122,12 @@ def test_selection_takes_the_predicted_kernel_and_split_and_computes_right(cache
     m, n, k, split = 10, 12, 4096, 4       # one block of WIDE: K split to keep more compute units busy
     sample = Sample("TT", (m, n, k), (((1, 1.0), (split, 9.0)), ((1, 2.0),)))
     save(make_profile(device, {"s": predictor(sample)}))
-    plan = LaunchPlan(ctx, problem(m, n, k, "TT"))
+    plan = gemm_plan(ctx, problem(m, n, k, "TT"))
     assert plan.params_source.endswith("(predicted)") and (plan.params, plan.slices) == (WIDE, split)
     run_and_check(ctx, None, S, m, n, k, "T", "T", 1.5, 0.0, "auto", np.random.default_rng(5))
     # a dtype the predictor does not cover keeps to the size classes
     # (on a GPU with float64 matrix instructions, their default)
-    assert LaunchPlan(ctx, GemmProblem.dense(DTYPES["d"], m, n, k)).params_source.startswith("default")
+    assert gemm_plan(ctx, GemmProblem.dense(DTYPES["d"], m, n, k)).params_source.startswith("default")
 
 
 def test_the_bank_holds_each_class_best_and_best_of_each_layout(device):

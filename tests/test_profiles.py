@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 import autogemm
-from autogemm.blas import GemmProblem, LaunchPlan, Op
-from autogemm.blas.gemv import GemvLaunchPlan, GemvProblem
+from autogemm.blas import GemmProblem, Op
+from autogemm.blas.gemv import GemvProblem
+from autogemm.blas.plans import gemm_plan, gemv_plan
 from autogemm.blas.selection import choose_params
 from autogemm.codelets.dmma import DmmaParams
 from autogemm.codelets.gemv import GemvParams
@@ -99,12 +100,12 @@ def test_gemv_picks_the_class_nearest_in_shape(cache, ctx, device):
     one the square class's; a dtype without entries the default."""
     save(make_profile(device))
     d = autogemm.dtypes.DTYPES["d"]
-    tall = GemvLaunchPlan(ctx, GemvProblem(d, 20000, 100, Op(True), 100))
-    square = GemvLaunchPlan(ctx, GemvProblem(d, 900, 1200, Op(True), 1200))
-    rows = GemvLaunchPlan(ctx, GemvProblem(d, 20000, 100, Op(), 100))
+    tall = gemv_plan(ctx, GemvProblem(d, 20000, 100, Op(True), 100))
+    square = gemv_plan(ctx, GemvProblem(d, 900, 1200, Op(True), 1200))
+    rows = gemv_plan(ctx, GemvProblem(d, 20000, 100, Op(), 100))
     assert (tall.params, square.params, rows.params) == (GEMV_T_LONG, GEMV_T, GEMV_N)
     assert tall.params_source.endswith("t-long") and square.params_source.endswith("t-square")
-    assert GemvLaunchPlan(ctx, GemvProblem(autogemm.dtypes.DTYPES["s"], 9, 9, Op(), 9)).params_source == "default"
+    assert gemv_plan(ctx, GemvProblem(autogemm.dtypes.DTYPES["s"], 9, 9, Op(), 9)).params_source == "default"
 
 
 def forge(data: dict, path: tuple, value) -> dict:
@@ -201,12 +202,12 @@ def test_gemm_picks_the_configuration_predicted_fastest_for_the_shape(cache, ctx
     save(make_profile(device, {"s": [large, SizeClassEntry("small", (32, 32, 32), (Ranked(SMALL, 15.0),),
                                                            "model", 10, 3.0)]}))
     s = autogemm.dtypes.DTYPES["s"]
-    big = LaunchPlan(ctx, GemmProblem(s, 300, 200, 250, lda=250, ldb=200, ldc=200))
-    small = LaunchPlan(ctx, GemmProblem(s, 20, 30, 40, lda=40, ldb=30, ldc=30))
-    narrow = LaunchPlan(ctx, GemmProblem(s, 4, 600, 600, lda=600, ldb=600, ldc=600))   # nearer to the large class
+    big = gemm_plan(ctx, GemmProblem(s, 300, 200, 250, lda=250, ldb=200, ldc=200))
+    small = gemm_plan(ctx, GemmProblem(s, 20, 30, 40, lda=40, ldb=30, ldc=30))
+    narrow = gemm_plan(ctx, GemmProblem(s, 4, 600, 600, lda=600, ldb=600, ldc=600))   # nearer to the large class
     assert big.params == LARGE and small.params == SMALL and narrow.params == SMALL
     assert "profile" in big.describe()
-    other = LaunchPlan(ctx, GemmProblem(autogemm.dtypes.DTYPES["d"], 300, 200, 250, lda=250, ldb=200, ldc=200))
+    other = gemm_plan(ctx, GemmProblem(autogemm.dtypes.DTYPES["d"], 300, 200, 250, lda=250, ldb=200, ldc=200))
     assert other.params_source.startswith("default")     # no d entry: a default (tensor cores' on NVIDIA)
     rng = np.random.default_rng(1)
     a, b = rng.uniform(-1, 1, (300, 250)).astype(np.float32), rng.uniform(-1, 1, (250, 200)).astype(np.float32)
@@ -247,7 +248,7 @@ def test_a_configuration_in_the_stored_layout_is_preferred_when_nearly_as_fast(c
         op_a, op_b = Op.from_letter(ta, "a"), Op.from_letter(tb, "b")
         problem = GemmProblem(dt, 300, 200, 250, op_a, op_b, lda=300 if op_a.transposed else 250,
                               ldb=250 if op_b.transposed else 200, ldc=200)
-        return LaunchPlan(ctx, problem).params
+        return gemm_plan(ctx, problem).params
 
     assert chosen(s, "N", "N") == LARGE
     assert chosen(s, "T", "N") == tn          # 19 >= 0.9 x 20: no pack of A
@@ -272,7 +273,7 @@ def test_a_bad_profile_in_the_cache_is_skipped_with_a_warning(cache, ctx, device
     path.write_text(text)
     with pytest.warns(ProfileWarning, match=expected):
         found = profile_for(device)
-    plan = LaunchPlan(ctx, GemmProblem(autogemm.dtypes.DTYPES["s"], 300, 200, 250, lda=250, ldb=200, ldc=200))
+    plan = gemm_plan(ctx, GemmProblem(autogemm.dtypes.DTYPES["s"], 300, 200, 250, lda=250, ldb=200, ldc=200))
     if damage == "foreign":       # of this model under another driver: borrowed, not its own
         assert found.device_fingerprint == "0123456789abcdef" and "0123456789abcdef" in plan.params_source
     else:

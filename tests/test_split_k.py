@@ -9,8 +9,9 @@ import pytest
 from gemm_check import run_and_check, two_runs
 
 from autogemm.accuracy import random_matrix
-from autogemm.blas import GemmProblem, LaunchPlan
+from autogemm.blas import GemmProblem
 from autogemm.blas.coverage import MAX_SLICES, busy_share, split_count
+from autogemm.blas.plans import gemm_plan
 from autogemm.codelets.simt import SimtParams
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError, ConfigError
@@ -32,7 +33,7 @@ def test_split_k_is_exact_for_every_dtype_and_layout(ctx, letter, layout, ta, tb
 def test_split_k_in_place_operands(ctx):
     """K a multiple of slices x TILE_K and whole blocks: A and B are read where they are."""
     problem = GemmProblem(DTYPES["s"], 16, 32, 256, lda=256, ldb=32, ldc=32)
-    plan = LaunchPlan(ctx, problem, LOCAL, split_k=4)
+    plan = gemm_plan(ctx, problem, LOCAL, split_k=4)
     assert not any(st.packed for st in plan.staging.values()) and plan.c_temp and "K split in 4" in plan.describe()
     run_and_check(ctx, LOCAL, DTYPES["s"], 16, 32, 256, "N", "N", 2.0, 0.0, "auto", np.random.default_rng(1),
                   split_k=4)
@@ -48,7 +49,7 @@ def test_more_slices_than_k_tiles_are_right_and_the_same_bits_on_every_run(ctx, 
     m, n, k = 2 * LOCAL.block_rows + 1, LOCAL.block_cols - 1, k_tiles * LOCAL.tile_k + 3
     run_and_check(ctx, LOCAL, dt, m, n, k, "N", "T", 1.0, 0.0, "auto", rng, split_k=slices)
     a, b = random_matrix(rng, dt, (m, k)), random_matrix(rng, dt, (k, n))
-    plan = LaunchPlan(ctx, GemmProblem.dense(dt, m, n, k), LOCAL, split_k=slices)
+    plan = gemm_plan(ctx, GemmProblem.dense(dt, m, n, k), LOCAL, split_k=slices)
     assert plan.slices == slices
     results = two_runs(ctx, plan, a, b, 0.5)
     assert np.all(np.isfinite(results[0])) and results[0].tobytes() == results[1].tobytes()
@@ -67,17 +68,17 @@ def test_split_count():
 def test_deep_narrow_problems_split_automatically(ctx, monkeypatch):
     monkeypatch.setattr(ctx, "device", dataclasses.replace(ctx.device, compute_units=132))
     deep = GemmProblem(DTYPES["s"], 64, 64, 2**18, lda=2**18, ldb=64, ldc=64)
-    assert LaunchPlan(ctx, deep, LOCAL).slices > 1
+    assert gemm_plan(ctx, deep, LOCAL).slices > 1
     square = GemmProblem(DTYPES["s"], 96, 96, 96, lda=96, ldb=96, ldc=96)
-    assert LaunchPlan(ctx, square, LOCAL).slices == 1
+    assert gemm_plan(ctx, square, LOCAL).slices == 1
 
 
 def test_bad_split_requests(ctx):
     problem = GemmProblem(DTYPES["s"], 16, 16, 64, lda=64, ldb=16, ldc=16)
     for bad in (-1, MAX_SLICES + 1, 2.5, True):
         with pytest.raises(ArgumentError, match="split_k"):
-            LaunchPlan(ctx, problem, LOCAL, split_k=bad)
+            gemm_plan(ctx, problem, LOCAL, split_k=bad)
     imaged = dataclasses.replace(LOCAL, local_a=False, image_a=True, vector_width=4, tile_rows=4,
                                  layout="TN")
     with pytest.raises(ConfigError, match="images"):
-        LaunchPlan(ctx, problem, imaged, split_k=2)
+        gemm_plan(ctx, problem, imaged, split_k=2)

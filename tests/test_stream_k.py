@@ -9,8 +9,9 @@ import pytest
 from gemm_check import run_and_check, two_runs
 
 from autogemm.accuracy import random_matrix
-from autogemm.blas import GemmProblem, LaunchPlan
+from autogemm.blas import GemmProblem
 from autogemm.blas.coverage import split_counts
+from autogemm.blas.plans import gemm_plan
 from autogemm.codelets import stream_k
 from autogemm.codelets.nvidia_mma import MmaParams
 from autogemm.codelets.simt import SimtParams
@@ -56,7 +57,7 @@ def test_stream_k_gives_the_same_bits_on_every_run(ctx, monkeypatch, letter):
     monkeypatch.setattr(stream_k, "GROUPS_PER_UNIT", 5)
     dt, rng = DTYPES[letter], np.random.default_rng(7)
     m, n, k = 2 * SIMT.block_rows + 1, SIMT.block_cols + 3, 37 * SIMT.tile_k + 5
-    plan = LaunchPlan(ctx, GemmProblem.dense(dt, m, n, k), SIMT, split_k=STREAM_K)
+    plan = gemm_plan(ctx, GemmProblem.dense(dt, m, n, k), SIMT, split_k=STREAM_K)
     assert plan.partition.shared() and "stream-K" in plan.describe() and "fix up" in plan.describe()
     a, b = random_matrix(rng, dt, (m, k)), random_matrix(rng, dt, (k, n))
     results = two_runs(ctx, plan, a, b, 0.5)
@@ -113,9 +114,9 @@ def test_stream_k_refuses_batches_and_images(ctx):
     problem = GemmProblem(DTYPES["s"], 16, 16, 64, lda=64, ldb=16, ldc=16, batch=2, stride_a=16 * 64,
                           stride_b=64 * 16, stride_c=256)
     with pytest.raises(ArgumentError, match="stream-K"):
-        LaunchPlan(ctx, problem, SIMT, split_k=STREAM_K)
+        gemm_plan(ctx, problem, SIMT, split_k=STREAM_K)
     with pytest.raises(ConfigError, match="stream-K"):
-        LaunchPlan(ctx, GemmProblem.dense(DTYPES["s"], 16, 16, 64),
+        gemm_plan(ctx, GemmProblem.dense(DTYPES["s"], 16, 16, 64),
                    SimtParams("TN", "offset", 4, 4, 4, 4, 4, 4, False, False, image_a=True), split_k=STREAM_K)
     with pytest.raises(ArgumentError, match="split_k"):
-        LaunchPlan(ctx, GemmProblem.dense(DTYPES["s"], 16, 16, 64), SIMT, split_k=-1)
+        gemm_plan(ctx, GemmProblem.dense(DTYPES["s"], 16, 16, 64), SIMT, split_k=-1)

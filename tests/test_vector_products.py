@@ -16,7 +16,6 @@ import pytest
 import autogemm
 from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
 from autogemm.blas import GemmProblem, Op
-from autogemm.blas.gemv import GemvLaunchPlan
 from autogemm.blas.vectors import MAX_VECTORS, VectorsPlan, as_vectors
 from autogemm.codelets.gemv import GemvParams
 from autogemm.dtypes import DTYPES
@@ -35,9 +34,9 @@ def routed(monkeypatch):
     calls = []
     real = VectorsPlan.__init__
 
-    def spy(self, ctx, problem, route):
+    def spy(self, ctx, problem, route, *chosen):
         calls.append((route.gemv.vectors, route.matrix_is_b))
-        real(self, ctx, problem, route)
+        real(self, ctx, problem, route, *chosen)
 
     monkeypatch.setattr(VectorsPlan, "__init__", spy)
     autogemm.clear_plans()
@@ -81,8 +80,7 @@ def test_a_split_reduction_is_right_and_the_same_bits_on_every_run(ctx, layout, 
     problem = GemmProblem.dense(dt, m, n, k, Op(), Op(tb == "T"))
     route = as_vectors(problem)
     assert route is not None and route.matrix_is_b and route.gemv.layout == layout
-    plan = VectorsPlan(ctx, problem, route)
-    plan.gemv = GemvLaunchPlan(ctx, route.gemv, params)
+    plan = VectorsPlan(ctx, problem, route, params)
     assert (plan.gemv.slices > 1) == (k > params.reduction_step) and plan.gemv.slices <= -(-k // params.reduction_step)
     results = []
     mf = cl.mem_flags

@@ -16,9 +16,10 @@ from click.testing import CliRunner
 
 import autogemm
 from autogemm import workload
-from autogemm.blas import GemmProblem, LaunchPlan, Op
-from autogemm.blas.gemv import GemvProblem, choose_gemv_params
-from autogemm.blas.selection import choose_params
+from autogemm.blas import GemmProblem, Op
+from autogemm.blas.gemv import GemvProblem
+from autogemm.blas.plans import gemm_plan
+from autogemm.blas.selection import choose_gemv_params, choose_params
 from autogemm.cli import main
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError, ProfileError
@@ -113,12 +114,12 @@ def test_tuned_shapes_are_used_for_those_problems_alone(device, monkeypatch, tmp
     assert chosen.params == best and "this shape" in chosen.source
     assert "this shape" not in choose_params(device, GemmProblem.dense(DTYPES["s"], 70, 45, 34)).source
     ctx = autogemm.context_for(device)
-    assert LaunchPlan(ctx, exact).params == best
+    assert gemm_plan(ctx, exact).params == best
     a, b = np.random.rand(70, 33).astype(np.float32), np.random.rand(45, 33).astype(np.float32)
     assert np.allclose(autogemm.gemm(a, b, trans_b="T", device=device), a @ b.T, rtol=1e-4)
     for rows, cols, vectors in ((30, 20, 1), (45, 33, 6)):
         gemv = GemvProblem(DTYPES["s"], rows, cols, Op(), cols, vectors=vectors, ldx=cols if vectors > 1 else 0)
-        config, source = choose_gemv_params(device, gemv)
+        config, source, _ = choose_gemv_params(device, gemv)
         assert config == stored.entry("s", "N", "shapes", (rows, cols, vectors)).ranked[0].config and "N" in source
     assert np.allclose(autogemm.gemm(a[:6], b, trans_b="T", device=device), a[:6] @ b.T, rtol=1e-4)
 
@@ -183,7 +184,7 @@ def test_an_exact_shape_that_leaves_units_idle_gets_its_k_split_measured(device,
     assert any(r.split is not None and r.split in split_counts(r.config, problem, device.compute_units)
                for r in ranked)
     best = ranked[0]
-    plan = LaunchPlan(autogemm.context_for(device), problem)
+    plan = gemm_plan(autogemm.context_for(device), problem)
     assert plan.params == best.config and (best.split is None or plan.split == best.split)
     a, b = np.random.rand(20, 4096).astype(np.float32), np.random.rand(4096, 20).astype(np.float32)
     assert np.allclose(autogemm.gemm(a, b, device=device), a.astype(np.float64) @ b, rtol=1e-4)

@@ -19,7 +19,8 @@ import numpy as np
 import pyopencl as cl
 
 import autogemm
-from autogemm.blas import GemmProblem, LaunchPlan
+from autogemm.blas import GemmProblem
+from autogemm.blas.plans import gemm_plan
 from autogemm.dtypes import DTYPES
 from autogemm.runtime import context_for
 
@@ -78,7 +79,7 @@ def main() -> None:
 
     dt = DTYPES["s"]
     problem = GemmProblem.dense(dt, 1000, 1000, 1000)
-    plan = LaunchPlan(ctx, problem)
+    plan = gemm_plan(ctx, problem)
     mats = [cl.Buffer(ctx.context, cl.mem_flags.READ_WRITE, 1000 * 1000 * 4) for _ in range(3)]
     plan.enqueue(*mats)[-1].wait()
     started = time.perf_counter()

@@ -7,8 +7,7 @@ from .codelets.simt import SimtParams
 from .errors import ArgumentError, AutogemmError, BuildError, ConfigError, DeviceError, DtypeError, ShapeError
 from .runtime import Device, context_for, context_for_queue, default_device, devices, find_device
 from .shares.split import Split
-
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = [
     "gemm", "gemm_batched", "gemv", "matmul", "transpose", "clear_plans", "GemmPlan", "LaunchPlan", "GemmProblem", "Op",

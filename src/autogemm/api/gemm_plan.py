@@ -17,6 +17,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ..blas import GemmProblem, LaunchPlan, Op
+from ..blas.plans import gemm_plan
 from ..codelets.registry import KernelParams
 from ..dtypes import get_dtype, with_precision
 from ..errors import ArgumentError, ShapeError
@@ -46,7 +47,7 @@ class GemmPlan:
         dense = GemmProblem.dense(dt, m, n, k, Op.from_letter(trans_a, "trans_a"), Op.from_letter(trans_b, "trans_b"))
         problem = GemmProblem(dt, m, n, k, dense.op_a, dense.op_b, lda=dense.lda if lda is None else lda,
                               ldb=dense.ldb if ldb is None else ldb, ldc=dense.ldc if ldc is None else ldc)
-        self._plan = LaunchPlan(ctx, problem, config, edge)
+        self._plan = gemm_plan(ctx, problem, config, edge)
         self._plan.allocate()
         self._operands: dict[str, tuple] = {}
         self._held: dict[str, Memory] = {}

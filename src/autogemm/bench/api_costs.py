@@ -24,6 +24,7 @@ import pyopencl.array as cl_array
 from ..accuracy import KnownReference, apply_op, gemm_flops, random_matrix
 from ..api import GemmPlan, gemm
 from ..blas import GemmProblem, LaunchPlan
+from ..blas.plans import gemm_plan
 from ..dtypes import Dtype
 from ..runtime.context import DeviceContext
 from ..runtime.timing import event_seconds, median, time_enqueue
@@ -59,7 +60,7 @@ def run_batch(ctx: DeviceContext, dt: Dtype, batch: int, n: int, runs: int, rng:
     a, b = random_matrix(rng, dt, (batch, n, n)), random_matrix(rng, dt, (batch, n, n))
     problem = GemmProblem(dt, n, n, n, lda=n, ldb=n, ldc=n, batch=batch, stride_a=n * n, stride_b=n * n,
                           stride_c=n * n)
-    plan = LaunchPlan(ctx, problem)
+    plan = gemm_plan(ctx, problem)
     case = BatchCase(dt.key, batch, n, plan.params.describe())
     reference, flops = stack_reference(dt, a, b), batch * gemm_flops(dt, n, n, n)
     calls: list[tuple[str, Callable[[], PeerResult | None]]] = [
@@ -158,7 +159,7 @@ def call_overhead(ctx: DeviceContext, dt: Dtype, n: int = 256, calls: int = 200,
     rng = rng or np.random.default_rng(0)
     a, b = random_matrix(rng, dt, (n, n)), random_matrix(rng, dt, (n, n))
     da, db, dc = _device_operands(ctx, a, b)
-    plan = LaunchPlan(ctx, GemmProblem.dense(dt, n, n, n))
+    plan = gemm_plan(ctx, GemmProblem.dense(dt, n, n, n))
 
     def bare() -> list[cl.Event]:
         return plan.enqueue(da.data, db.data, dc.data)

@@ -15,6 +15,7 @@ import pyopencl.array as cl_array
 from ..accuracy import KnownReference, apply_op, gemv_flops, random_matrix
 from ..blas import Op
 from ..blas.gemv import GemvLaunchPlan, GemvProblem
+from ..blas.plans import gemv_plan
 from ..blas.transpose import Storage, enqueue_transpose
 from ..dtypes import Dtype
 from ..runtime.context import DeviceContext
@@ -56,7 +57,7 @@ def run_gemv(ctx: DeviceContext, dt: Dtype, rows: int, cols: int, trans: str, ru
     x = random_matrix(rng, dt, (rows if op.transposed else cols,))
     wide = dt.reference_numpy
     reference = KnownReference(dt, apply_op(a.astype(wide), trans) @ x.astype(wide), x.size)
-    plan = GemvLaunchPlan(ctx, GemvProblem(dt, rows, cols, op, cols))
+    plan = gemv_plan(ctx, GemvProblem(dt, rows, cols, op, cols))
     case = RoutineCase(f"gemv {trans}", dt.key, rows, cols, (rows * cols + rows + cols) * dt.itemsize,
                        plan.describe())
     flops = gemv_flops(dt, rows, cols)

@@ -27,7 +27,8 @@ from ..api import gemm
 from ..api.cuda_route import worth_it
 from ..blas import GemmProblem, LaunchPlan, Op
 from ..blas.cuda_gemm import CudaGemm, DeviceOperand, cuda_choice, cuda_plan, cuda_target
-from ..blas.vectors import VectorsPlan, plan_for
+from ..blas.plans import plan_for
+from ..blas.vectors import VectorsPlan
 from ..dtypes import DTYPES, Dtype
 from ..errors import ArgumentError
 from ..runtime.context import DeviceContext
@@ -45,12 +46,12 @@ AUTOGEMM = "autogemm"
 END_TO_END = " e2e"          # suffix of the numpy-in, numpy-out timings
 #: numpy-in, numpy-out calls are timed at least this many times (after a warm-up): the first calls of a
 #: size pay for page-locked memory (torch's caching allocator and autogemm's pools alike), which a median
-#: of two still counted (4096^3 SGEMM: 41 ms, against 12 ms for each call after them).
+#: of two still counted (the first calls took several times as long as each call after them).
 MIN_END_TO_END_RUNS = 5
 #: Seconds the host is left idle before numpy-in, numpy-out calls are timed: numpy's BLAS threads (the
 #: float64 reference, the numpy peer) spin for a while after each call, and took the cores from the copy
-#: threads (on the H100's host, SGEMM 4096^3 from numpy to numpy took 16.9 ms right after a numpy
-#: product and 9.2 ms after 0.3 s).
+#: threads (a numpy-to-numpy product right after a numpy product took far longer than one after a
+#: pause).
 HOST_SETTLE_SECONDS = 0.3
 #: autogemm sharing the product with the host's BLAS (``gemm(..., devices=[device, 'host'])``)
 WITH_HOST = AUTOGEMM + "+host"
@@ -181,7 +182,7 @@ class Bench:
 
     def _plan(self, dt: Dtype, shape: Shape) -> LaunchPlan | VectorsPlan | CudaGemm | Exception:
         """The plan ``gemm`` computes the shape's product with (on the CUDA path where ``gemm`` takes it
-        there; else ``blas.vectors.plan_for``: a multi-vector GEMV's where C has few columns or rows, else
+        there; else ``blas.plans.plan_for``: a multi-vector GEMV's where C has few columns or rows, else
         a GEMM's), or why there is none."""
         try:
             # (worth_it first: the target's lookup makes a CUDA context, which a product on OpenCL

@@ -5,7 +5,6 @@ the slices into y)."""
 
 from __future__ import annotations
 
-import math
 import threading
 from dataclasses import dataclass, replace
 
@@ -17,12 +16,10 @@ from ..codelets import helpers
 from ..codelets.kernel import ceil_div, round_up
 from ..dtypes import Dtype
 from ..errors import ConfigError, ShapeError
-from ..profiles import profile_for
 from ..runtime.arguments import KernelArguments
 from ..runtime.context import DeviceContext
 from ..runtime.device import Device
 from .problem import INT32_MAX, Op, addressable
-from .verified import verified_in
 
 #: A configuration per layout for devices without a tuned one: a warp per row (N) or per 32 columns (T),
 #: eight of them per work-group, and the T reduction split so that a few waves of work-groups run.
@@ -116,43 +113,16 @@ def default_gemv_params(device: Device, dt: Dtype, layout: str, vectors: int = 1
     raise ConfigError(f"no GEMV configuration fits {device.name.strip()}: {codelet.check(_SAFE[layout], device, dt)}")
 
 
-def choose_gemv_params(device: Device, problem: GemvProblem) -> tuple[codelet.GemvParams, str]:
-    """The configuration for ``problem`` on ``device`` and where it came from: from the device's profile,
-    the best one that passes ``check`` of the class of the problem's layout nearest to it in shape
-    (outputs, reduction length and right-hand sides, in log scale; a class's third dimension is its
-    vectors), among those tuned with several vectors for a problem of several; else the default."""
-    dt, layout = problem.dtype, problem.layout
-    profile = profile_for(device)
-    if profile is not None:
-        def distance(entry) -> float:
-            rows, cols, vectors = (*entry.shape[:2], max(1, entry.shape[2]))
-            tuned = (cols, rows) if layout == "T" else (rows, cols)
-            return sum(abs(math.log(max(a, 1)) - math.log(max(b, 1)))
-                       for a, b in zip((*tuned, vectors), (problem.outputs, problem.reduction, problem.vectors)))
-
-        # a problem of several vectors takes a class tuned with several first, one of one vector the others
-        ranked = sorted(profile.gemv_entries(dt.key, layout),
-                        key=lambda e: ((e.shape[2] > 1) != (problem.vectors > 1), distance(e)))
-        for entry in ranked:
-            for ranked in entry.ranked:
-                if codelet.check(ranked.config, device, dt) is None and verified_in(device, profile,
-                                                                                     ranked.config, dt):
-                    return ranked.config, f"profile {profile.device_fingerprint} {entry.name}"
-    return default_gemv_params(device, dt, layout, problem.vectors), "default"
-
-
 class GemvLaunchPlan:
     """The launches of one ``GemvProblem`` with one configuration: the gemv kernel, the merge of a split
     reduction, or (alpha or the reduction 0) the scaling of y alone. Its partial sums buffer is allocated
     at the first ``enqueue``; ``release`` frees it."""
 
-    def __init__(self, ctx: DeviceContext, problem: GemvProblem, params: codelet.GemvParams | None = None) -> None:
+    def __init__(self, ctx: DeviceContext, problem: GemvProblem, params: codelet.GemvParams,
+                 source: str = "given") -> None:
         problem.validate()
         self.ctx, self.problem, self.dtype = ctx, problem, problem.dtype
-        if params is None:
-            self.params, self.params_source = choose_gemv_params(ctx.device, problem)
-        else:
-            self.params, self.params_source = params, "given"
+        self.params, self.params_source = params, source
         if not isinstance(self.params, codelet.GemvParams):
             raise ConfigError(f"a GEMV configuration must be a GemvParams, not {type(self.params).__name__}")
         if self.params.layout != problem.layout:

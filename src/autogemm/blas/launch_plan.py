@@ -23,7 +23,6 @@ from ..runtime.context import DeviceContext
 from .coverage import MAX_SLICES, auto_slices
 from .problem import INT32_MAX, GemmProblem
 from .routing import OperandRoute, Routing
-from .selection import choose_params
 
 EDGES = ("auto", "pad", "guard")
 TILE_GROUP = (helpers.TILE, helpers.TILE, 1)    # the helper kernels' work-group
@@ -37,21 +36,19 @@ def check_edge(edge: object) -> None:
 
 class LaunchPlan(Routing):
     """Launch sequence for one problem on one device: packs, the GEMM kernel, and a merge if needed.
-    Kernels are built here; temporary buffers are allocated at the first ``enqueue`` and reused by later
-    ones; ``release`` frees them."""
+    ``params`` is its configuration (``blas.plans`` makes a plan from the device's selection where a
+    caller names none), ``source`` where it came from, ``split_k`` how K is shared (None: as
+    ``coverage.auto_slices`` says). Kernels are built here; temporary buffers are allocated at the first
+    ``enqueue`` and reused by later ones; ``release`` frees them."""
 
-    def __init__(self, ctx: DeviceContext, problem: GemmProblem, params: KernelParams | None = None,
-                 edge: str = "auto", split_k: int | None = None) -> None:
+    def __init__(self, ctx: DeviceContext, problem: GemmProblem, params: KernelParams, edge: str = "auto",
+                 split_k: int | None = None, source: str = "given") -> None:
         problem.validate()
         check_edge(edge)
         self.ctx = ctx
         self.problem = problem
         self.dtype = problem.dtype
-        if params is None:
-            self.params, self.params_source, measured_split = choose_params(ctx.device, problem)
-            split_k = split_k if split_k is not None else measured_split
-        else:
-            self.params, self.params_source = params, "given"
+        self.params, self.params_source = params, source
         reason = check(self.params, ctx.device, problem.dtype)
         if reason:
             raise ConfigError(f"configuration rejected for {ctx.device.name.strip()}: {reason}")

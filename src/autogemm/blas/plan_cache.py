@@ -19,8 +19,9 @@ from ..profiles import profile_for
 from ..runtime.context import DeviceContext
 from .gemv import GemvLaunchPlan, GemvProblem
 from .launch_plan import LaunchPlan
+from .plans import gemv_plan, plan_for
 from .problem import GemmProblem
-from .vectors import VectorsPlan, plan_for
+from .vectors import VectorsPlan
 
 Plan = TypeVar("Plan", LaunchPlan, VectorsPlan, GemvLaunchPlan)
 
@@ -42,7 +43,7 @@ def cached_plan(ctx: DeviceContext, problem: GemmProblem, params: KernelParams |
 
 def cached_gemv_plan(ctx: DeviceContext, problem: GemvProblem, params: GemvParams | None) -> GemvLaunchPlan:
     """``cached_plan`` for GEMV: a plan per (device, problem, configuration)."""
-    return _cached(ctx, (problem, params), params, lambda: GemvLaunchPlan(ctx, problem, params))
+    return _cached(ctx, (problem, params), params, lambda: gemv_plan(ctx, problem, params))
 
 
 def _cached(ctx: DeviceContext, key: tuple, params: object, make: Callable[[], Plan]) -> Plan:

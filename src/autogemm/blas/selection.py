@@ -1,16 +1,21 @@
-"""Which configuration a plan uses when the caller names none: the device profile's, else the default."""
+"""Which configuration a plan is given when the caller names none: the device profile's, else the default.
+One ``Selection`` for GEMM (``choose_params``) and GEMV (``choose_gemv_params``) alike: a plan never
+chooses its own (``blas.plans`` makes a plan from a selection)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ..codelets.registry import KernelParams, check
+from ..codelets import gemv as gemv_codelet
+from ..codelets.registry import KernelParams, Params, check
 from ..profiles import Profile, Ranked, profile_for
 from ..profiles.profile import SHAPES
 from ..runtime.device import Device
 from .coverage import predicted_rate
 from .defaults import default_params, tensor_defaults
+from .gemv import GemvProblem, default_gemv_params
 from .prediction import predict
 from .problem import GemmProblem
 from .routing import Routing
@@ -28,9 +33,10 @@ PREDICTION_MARGIN = 1.1
 
 class Selection(NamedTuple):
     """A configuration chosen for a problem, where it came from, and the K slices measured best for it
-    on that very problem (None: the plan decides)."""
+    on that very problem (None: the plan decides; always None for GEMV, whose plan splits its
+    reduction by its configuration's ``waves``)."""
 
-    params: KernelParams
+    params: Params
     source: str
     split: int | None = None
 
@@ -95,6 +101,31 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
         if check(config, device, dt) is None and verified_here(device, config, dt, "a tensor-core default"):
             return Selection(config, "default (matrix instructions)")
     return Selection(default_params(device, dt), "default")
+
+
+def choose_gemv_params(device: Device, problem: GemvProblem) -> Selection:
+    """The configuration for ``problem`` on ``device`` and where it came from: from the device's profile,
+    the best one that passes ``check`` of the class of the problem's layout nearest to it in shape
+    (outputs, reduction length and right-hand sides, in log scale; a class's third dimension is its
+    vectors), among those tuned with several vectors for a problem of several; else the default."""
+    dt, layout = problem.dtype, problem.layout
+    profile = profile_for(device)
+    if profile is not None:
+        def distance(entry) -> float:
+            rows, cols, vectors = (*entry.shape[:2], max(1, entry.shape[2]))
+            tuned = (cols, rows) if layout == "T" else (rows, cols)
+            return sum(abs(math.log(max(a, 1)) - math.log(max(b, 1)))
+                       for a, b in zip((*tuned, vectors), (problem.outputs, problem.reduction, problem.vectors)))
+
+        # a problem of several vectors takes a class tuned with several first, one of one vector the others
+        entries = sorted(profile.gemv_entries(dt.key, layout),
+                         key=lambda e: ((e.shape[2] > 1) != (problem.vectors > 1), distance(e)))
+        for entry in entries:
+            for ranked in entry.ranked:
+                config = ranked.config
+                if gemv_codelet.check(config, device, dt) is None and verified_in(device, profile, config, dt):
+                    return Selection(config, f"profile {profile.device_fingerprint} {entry.name}")
+    return Selection(default_gemv_params(device, dt, layout, problem.vectors), "default")
 
 
 def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,

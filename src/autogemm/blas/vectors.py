@@ -3,8 +3,8 @@
 C = op(A) op(B) with n columns, n at most ``MAX_VECTORS``, is Y = op(A) X for the n columns of op(B); with
 m rows, C^T = op(B)^T op(A)^T is Y = op(B)^T X for the m rows of op(A). Either way the multi-vector GEMV
 reads the matrix once at memory bandwidth, where a GEMM kernel's blocks of 32 to 128 rows and columns
-would be mostly padding. ``plan_for`` makes the plan a GEMM call runs on: a ``VectorsPlan`` for such a
-product, else a ``LaunchPlan``."""
+would be mostly padding. ``blas.plans.plan_for`` makes the plan a GEMM call runs on: a ``VectorsPlan``
+for such a product, else a ``LaunchPlan``."""
 
 from __future__ import annotations
 
@@ -13,10 +13,8 @@ from dataclasses import dataclass
 import pyopencl as cl
 
 from ..codelets.gemv import GemvParams
-from ..codelets.registry import KernelParams
 from ..runtime.context import DeviceContext
 from .gemv import GemvLaunchPlan, GemvProblem
-from .launch_plan import LaunchPlan, check_edge
 from .problem import GemmProblem, Op
 
 #: A product whose C has at most this many columns (or rows) is computed by the multi-vector GEMV.
@@ -61,9 +59,10 @@ class VectorsPlan:
     a ``LaunchPlan`` (``enqueue`` takes A, B and C and their offsets), so that every caller of a GEMM plan
     runs it unchanged."""
 
-    def __init__(self, ctx: DeviceContext, problem: GemmProblem, route: VectorsRoute) -> None:
+    def __init__(self, ctx: DeviceContext, problem: GemmProblem, route: VectorsRoute, params: GemvParams,
+                 source: str = "given") -> None:
         self.ctx, self.problem, self.route = ctx, problem, route
-        self.gemv = GemvLaunchPlan(ctx, route.gemv)
+        self.gemv = GemvLaunchPlan(ctx, route.gemv, params, source)
 
     @property
     def params(self) -> GemvParams:
@@ -100,13 +99,3 @@ class VectorsPlan:
         whose = "rows" if self.route.matrix_is_b else "columns"
         return f"{self.gemv.describe()}: C's {vectors} {whose} as GEMV right-hand sides"
 
-
-def plan_for(ctx: DeviceContext, problem: GemmProblem, params: KernelParams | None = None,
-             edge: str = "auto") -> LaunchPlan | VectorsPlan:
-    """The plan a GEMM call of ``problem`` runs on: the multi-vector GEMV's where ``as_vectors`` routes it
-    there and no GEMM configuration is given, else a ``LaunchPlan``."""
-    check_edge(edge)
-    route = as_vectors(problem) if params is None else None
-    if route is not None:
-        return VectorsPlan(ctx, problem, route)
-    return LaunchPlan(ctx, problem, params, edge)

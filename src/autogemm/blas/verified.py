@@ -16,6 +16,7 @@ from ..codelets.registry import Params
 from ..dtypes import Dtype
 from ..profiles import Profile, ProfileWarning
 from ..runtime import Device, context_for
+from . import verification
 
 VERIFIED = "verified"
 
@@ -32,9 +33,7 @@ def verified_here(device: Device, config: Params, dtype: Dtype, origin: str, mea
     verdicts = _known(path)
     key = f"{dtype.key} {json.dumps(config.to_dict(), sort_keys=True)}"
     if key not in verdicts:
-        from .verification import verify  # (it runs plans, whose module imports this one's caller)
-
-        problem = verify(context_for(device), config, dtype) or ""
+        problem = verification.verify(context_for(device), config, dtype) or ""
         verdicts[key] = problem
         write_atomically(path, json.dumps(verdicts, indent=1))
         if problem:

@@ -1,20 +1,7 @@
 """The ``autogemm`` command line: ``devices``, ``show-kernel``, ``run``, ``tune``, ``profile``, ``bench``,
 ``bench-batch``, ``bench-routines`` and ``bench-hybrid``."""
 
-from __future__ import annotations
-
-import click
-
-from .. import __version__
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="autogemm")
-def main() -> None:
-    """Auto-tuned GEMM for any OpenCL device."""
-
-
-from . import (  # noqa: E402,F401  (registers them)
+from . import (  # noqa: F401  (each adds its commands to ``main``)
     commands_bench,
     commands_bench_batch,
     commands_bench_dask,
@@ -25,5 +12,6 @@ from . import (  # noqa: E402,F401  (registers them)
     commands_profile,
     commands_tune,
 )
+from .group import main
 
 __all__ = ["main"]

@@ -11,7 +11,6 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .. import __version__
 from ..bench.report import (
     failures,
     geometric_means,
@@ -30,8 +29,9 @@ from ..errors import ArgumentError, AutogemmError
 from ..profiles import profile_for, profile_origin
 from ..runtime import Device, context_for
 from ..shares.copying import native_copier
-from . import main
+from ..version import __version__
 from .common import console, fail, json_file, select_device
+from .group import main
 
 
 def _peers(text: str) -> tuple[str, ...]:

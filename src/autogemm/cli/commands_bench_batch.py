@@ -14,8 +14,8 @@ from ..bench.api_costs import BMM, LOOP, STRIDED, Reuse, call_overhead, plan_reu
 from ..dtypes import get_dtype
 from ..errors import AutogemmError
 from ..tables import plain_table
-from . import main
 from .common import bench_inputs, cell, console, dimensions, fail, json_file, write_results
+from .group import main
 
 
 @main.command("bench-batch")

@@ -12,8 +12,8 @@ import numpy as np
 from ..dtypes import get_dtype
 from ..errors import AutogemmError
 from ..tables import plain_table
-from . import main
 from .common import cell, console, fail, json_file, write_results
+from .group import main
 
 #: ``--paths`` names of ``bench.dask_products.PATHS``.
 PATH_NAMES = {"dask": "autogemm.dask", "gemm": "autogemm.gemm", "numpy": "dask numpy", "cupy": "dask cupy"}

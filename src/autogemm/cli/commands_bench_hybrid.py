@@ -12,8 +12,8 @@ import numpy as np
 from ..bench.sharing import CO_TUNED, CPU_ONLY, GPU_ONLY, SIMPLE, run_hybrid
 from ..shares.split import DEFAULT_PARTS
 from ..tables import plain_table
-from . import main
 from .common import bench_inputs, cell, console, json_file, write_results
+from .group import main
 
 
 @main.command("bench-hybrid")

@@ -11,8 +11,8 @@ import numpy as np
 from ..bench.routines import CUBLAS_GEMV, NUMPY, TORCH_COPY, run_gemv, run_transpose
 from ..bench.runner import AUTOGEMM
 from ..tables import plain_table
-from . import main
 from .common import bench_inputs, cell, console, json_file, write_results
+from .group import main
 
 
 @main.command("bench-routines")

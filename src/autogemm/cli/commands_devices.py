@@ -13,8 +13,8 @@ from ..profiles import profile_for, profile_origin
 from ..runtime import Device, discovery
 from ..runtime.cuda import backends
 from ..tables import plain_table
-from . import main
 from .common import console, fail, gib
+from .group import main
 
 
 def _compiler(device: Device) -> str:

@@ -9,8 +9,9 @@ import numpy as np
 import pyopencl as cl
 
 from ..accuracy import apply_op, gemm_flops, random_matrix, relative_error
-from ..blas import EDGES, GemmProblem, LaunchPlan, Op
+from ..blas import EDGES, GemmProblem, Op
 from ..blas.cuda_gemm import DEFAULTS, kernel_for, reading
+from ..blas.plans import gemm_plan
 from ..blas.selection import choose_params
 from ..codelets.dmma import DmmaParams
 from ..codelets.registry import GEMM, check, families, family_named, render
@@ -19,8 +20,8 @@ from ..dtypes import DTYPES, Dtype, get_dtype
 from ..errors import AutogemmError, ConfigError
 from ..runtime import context_for, median, time_enqueue
 from ..runtime.cuda.driver import CUDA
-from . import main
 from .common import console, fail, json_file, parse_config, select_device, write_results
+from .group import main
 
 config_options = [
     click.option("--dtype", "dtype_letter", type=click.Choice(list(DTYPES)), default="s", show_default=True,
@@ -130,7 +131,7 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, time
         params = None
         if config or settings:
             params = parse_config(config, settings, choose_params(dev, problem).params)
-        plan = LaunchPlan(ctx, problem, params, edge)
+        plan = gemm_plan(ctx, problem, params, edge)
     except AutogemmError as exc:
         fail(str(exc))
     console.print(f"device: {dev.label}", highlight=False)

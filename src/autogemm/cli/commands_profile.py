@@ -28,8 +28,8 @@ from ..runtime import Device, devices
 from ..tables import plain_table
 from ..tuning.evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
 from ..tuning.scope import bandwidth
-from . import main
 from .common import console, fail, select_device
+from .group import main
 
 
 @main.group()

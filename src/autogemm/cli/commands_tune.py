@@ -36,8 +36,8 @@ from ..tuning.predictor import kept
 from ..tuning.replay import replay
 from ..tuning.scope import CLASS_SHARES, EXACT_MAX_WORK, GEMV, bandwidth, exact_class
 from ..workload import read_workload
-from . import main
 from .common import console, fail, json_file, select_device, write_results
+from .group import main
 
 
 class ProgressListener(TuneListener):

@@ -20,7 +20,6 @@ import time
 from dataclasses import replace
 from datetime import datetime, timezone
 
-from .. import __version__
 from ..blas import GemmProblem, Op, default_params
 from ..blas.cuda_gemm import cuda_target
 from ..blas.gemv import DEFAULTS as GEMV_DEFAULTS
@@ -34,6 +33,7 @@ from ..profiles import CudaEntry, Predictor, Profile, Ranked, SizeClassEntry, ow
 from ..runtime.cuda import CudaContext
 from ..runtime.cuda.driver import CUDA
 from ..runtime.device import Device
+from ..version import __version__
 from ..workload import ShapeRecord
 from . import fma, predictor
 from .budget import Budget, Schedule

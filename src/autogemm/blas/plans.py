@@ -1,0 +1,43 @@
+"""Plans made from a selection: where a caller names no configuration, the device's choice for the problem
+(``selection``) is looked up here and handed to the plan, which never chooses its own."""
+
+from __future__ import annotations
+
+from ..codelets.gemv import GemvParams
+from ..codelets.registry import KernelParams
+from ..runtime.context import DeviceContext
+from .gemv import GemvLaunchPlan, GemvProblem
+from .launch_plan import LaunchPlan, check_edge
+from .problem import GemmProblem
+from .selection import choose_gemv_params, choose_params
+from .vectors import VectorsPlan, as_vectors
+
+
+def gemm_plan(ctx: DeviceContext, problem: GemmProblem, params: KernelParams | None = None, edge: str = "auto",
+              split_k: int | None = None) -> LaunchPlan:
+    """A ``LaunchPlan`` of ``params``, or of the configuration and K split chosen for ``problem`` on the
+    device (``split_k``, where given, overrides the chosen split)."""
+    if params is not None:
+        return LaunchPlan(ctx, problem, params, edge, split_k)
+    chosen = choose_params(ctx.device, problem)
+    return LaunchPlan(ctx, problem, chosen.params, edge, chosen.split if split_k is None else split_k, chosen.source)
+
+
+def gemv_plan(ctx: DeviceContext, problem: GemvProblem, params: GemvParams | None = None) -> GemvLaunchPlan:
+    """A ``GemvLaunchPlan`` of ``params``, or of the configuration chosen for ``problem`` on the device."""
+    if params is not None:
+        return GemvLaunchPlan(ctx, problem, params)
+    chosen = choose_gemv_params(ctx.device, problem)
+    return GemvLaunchPlan(ctx, problem, chosen.params, chosen.source)
+
+
+def plan_for(ctx: DeviceContext, problem: GemmProblem, params: KernelParams | None = None,
+             edge: str = "auto") -> LaunchPlan | VectorsPlan:
+    """The plan a GEMM call of ``problem`` runs on: the multi-vector GEMV's where ``vectors.as_vectors``
+    routes it there and no GEMM configuration is given, else a ``LaunchPlan``."""
+    check_edge(edge)
+    route = as_vectors(problem) if params is None else None
+    if route is not None:
+        chosen = choose_gemv_params(ctx.device, route.gemv)
+        return VectorsPlan(ctx, problem, route, chosen.params, chosen.source)
+    return gemm_plan(ctx, problem, params, edge)
