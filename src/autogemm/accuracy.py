@@ -13,8 +13,8 @@ from .dtypes import Dtype
 
 def random_matrix(rng: np.random.Generator, dt: Dtype, shape: tuple[int, ...]) -> np.ndarray:
     """Uniform in [-1, 1) (complex: both parts): fresh data, never zeros, so no wrong kernel passes by luck.
-    Made in place, without copies: an 8192 x 8192 float64 copy took longer than drawing it (0.8 to 1.9 s
-    against 0.2), and the CUDA tuner draws two for its large class."""
+    Made in place, without copies: a copy of a large float64 matrix took longer than drawing it, and the
+    CUDA tuner draws two for its large class."""
     data = rng.uniform(-1, 1, shape)
     if not dt.is_complex:
         return data.astype(dt.numpy, copy=False)

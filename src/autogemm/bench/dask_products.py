@@ -5,8 +5,8 @@ NVIDIA GPUs: one worker process per GPU, through dask-cuda where it is installed
 them ``autogemm.gemm`` on the numpy arrays in this process, without Dask. Each path is timed by the wall
 clock from the operands to the numpy result (after a warm-up), and its result checked against float64 on
 sampled rows. The dask arrays' numpy chunks are held by the workers before the clock starts, as data loaded
-with Dask is: a graph holding the numpy arrays themselves would be serialized on every run (16384^3 SGEMM
-took 8.4 s so on the H100, of which 0.3 s was the product)."""
+with Dask is: a graph holding the numpy arrays themselves would be serialized on every run, which takes
+far longer than the product."""
 
 from __future__ import annotations
 

@@ -39,19 +39,19 @@ class PeerResult:
     result: np.ndarray
 
 
-#: Wall-clock timings warm up for at least this long (and one call), at most ``WARMUP_CALLS`` calls: on
-#: the H100, torch's page-locked path took 10-12 ms per 1024^3 SGEMM for its first 7 calls (its
-#: page-locked allocator growing), 0.7-0.8 ms after, so one warm-up call left the median on the slow ones.
+#: Wall-clock timings warm up for at least this long (and one call), at most ``WARMUP_CALLS`` calls:
+#: torch's page-locked path is many times slower for its first several calls of a size (its page-locked
+#: allocator growing) than after, so one warm-up call left the median on the slow ones.
 WARMUP_SECONDS, WARMUP_CALLS = 0.5, 50
 #: Calls whose ``runs`` take less than this are timed again until they take this long, at most
-#: ``MAX_TIMED_CALLS`` in all: on the H100's host the median of 5 numpy-to-numpy DGEMMs of 1024^3 read
-#: 0.96 ms in one run and 1.31 ms in another, where medians of 41 agreed within 5%.
+#: ``MAX_TIMED_CALLS`` in all: the median of a few short numpy-to-numpy calls differs widely from one run
+#: to the next, where medians of dozens agree closely.
 TIMED_SECONDS, MAX_TIMED_CALLS = 0.25, 200
 
 
 #: GPU clock cycles ``cuda_median`` holds the stream for before its start event (about 0.5 ms), so that
-#: torch's time to enqueue a call is not counted: cuBLAS's FP16 4096^3 read 650 TFLOP/s after a fill of
-#: its output, 742 held (H100).
+#: torch's time to enqueue a call is not counted: timed right after a fill of its output, cuBLAS's product
+#: read well below the rate it reads held.
 HOLD_CYCLES = 1_000_000
 
 
@@ -159,10 +159,9 @@ _process_lock = threading.Lock()
 
 def in_own_process(peer: Callable[..., Result], *args: object, **kwargs: object) -> Result:
     """``peer(*args, **kwargs)`` run in the peers' process (one, kept for the run): torch's CUDA context
-    in the process that holds autogemm's OpenCL context slows both (on the H100, torch's page-locked path
-    took 16.0 ms for every product up to 2048^3 there, 0.58 ms for 1024^3 in a process of its own, also
-    while the OpenCL context lived in another). The operands and the result cross by pickling, outside
-    the timing."""
+    in the process that holds autogemm's OpenCL context slows both (torch's page-locked path ran many
+    times slower there than in a process of its own, also while the OpenCL context lived in another). The
+    operands and the result cross by pickling, outside the timing."""
     return in_process("peers", peer, *args, **kwargs)
 
 

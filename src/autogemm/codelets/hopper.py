@@ -420,19 +420,18 @@ class HopperParams(Protocol):
 
 #: Stream-K's least share: the tiles of K each cluster takes at least where they share the K of some
 #: blocks of C; with fewer, the partial sums' trips through memory cost more than the idle
-#: multiprocessors they save (H100, FP16 128 x 1024 x 4096: shares of 8 tiles of K ran 0.65x as fast as
-#: whole blocks).
+#: multiprocessors they save.
 MIN_SHARE = 16
 #: The most of a round of clusters whose blocks of C they share: the last round is shared only where it
 #: would leave at least two thirds of them idle. Sharing costs each block's partial sums a trip through
 #: memory, and the clusters sharing a block read its tiles at different K, where whole blocks computed
-#: at once read theirs from L2 together. On the H100 (FP16 and TF32, round robin against cuBLAS),
-#: sharing a last round of 12 or 24 blocks of 132 ran 1.1x to 1.4x faster; one of 48 as fast; one of 68
-#: to 116 0.8x as fast, and sharing the last two rounds was slower everywhere.
+#: at once read theirs from L2 together. Measured against cuBLAS, sharing a last round that kept few of
+#: the multiprocessors busy ran faster; one that kept about a third busy, as fast; a fuller one, slower;
+#: and sharing the last two rounds was slower everywhere.
 SHARED_ROUND = 1 / 3
 #: What sharing a round costs, in rounds: the partial sums' trips and the reads of tiles from memory
 #: rather than L2 (fitted to the same measurements: where a product is one round of few blocks, sharing
-#: them ran as fast as whole blocks of a smaller tile, FP16 128 x 4096 x 14336 at 0.59x to 0.69x cuBLAS).
+#: them ran as fast as whole blocks of a smaller tile).
 SHARE_COST = 0.4
 
 

@@ -5,11 +5,11 @@ In their hybrid form: the first ``whole_tiles`` tiles (all but the last one or t
 work-group each, as usual; G work-groups after them share the K steps of the rest: work-group g of
 them takes the steps [g * total / G, (g + 1) * total / G) of their ``total`` = tiles x steps, in
 row-major order, tile after tile. (Persistent work-groups that also computed the whole tiles, in a
-loop, ran those up to twice slower on the H100: the device no longer overlaps one work-group's start
-with another's end.) A tile a sharing work-group covers whole it writes into C (alpha and beta applied);
-of a tile several share, each writes its partial sum into its own layer of a temporary (its piece: g
-minus the tile's first owner), and a fix-up kernel adds the pieces in that order and writes C. No
-atomics: the same bits on every run.
+loop, ran those slower: the device no longer overlaps one work-group's start with another's end.) A
+tile a sharing work-group covers whole it writes into C (alpha and beta applied); of a tile several
+share, each writes its partial sum into its own layer of a temporary (its piece: g minus the tile's
+first owner), and a fix-up kernel adds the pieces in that order and writes C. No atomics: the same bits
+on every run.
 
 The schedule is named by the split value ``STREAM_K`` wherever a K split is (profiles, plans, the
 predictor): 1 to ``MAX_SLICES`` count K slices, ``STREAM_K`` is this schedule.

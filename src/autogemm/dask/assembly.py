@@ -1,6 +1,7 @@
 """A product's blocks written in place into one result array, where Dask's workers are threads of the
 caller's process, so that ``compute()`` hands that array over instead of concatenating copies of the
-blocks (4 GiB of them took longer than the 32768^3 product of two H200s, on one thread of the host).
+blocks (for a large product on several GPUs, concatenating them on one thread of the host took longer
+than the product).
 
 Each block task ``claim``s its place in a result array known by the product's key, made by the first
 task to need it; ``assemble``, the last step of ``compute()`` (``InPlaceProduct``), hands that array over

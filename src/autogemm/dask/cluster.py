@@ -47,9 +47,8 @@ def local_cluster(n_workers: int | None = None, threads_per_worker: int = THREAD
     there is none, less a CPU driver that builds nothing beside one that builds; ``n_workers`` sets
     another number, the devices taken in turn), each pinned to its device by ``AutogemmPlugin``. The
     workers are threads of this process unless ``processes``: block products release the GIL while
-    devices and copies work, and threads hand each other blocks without copying them (on the H100,
-    8192^3 SGEMM in one block took 0.55 s through a worker thread, 1.5 s through a worker process).
-    Other arguments go to ``LocalCluster``."""
+    devices and copies work, and threads hand each other blocks without copying them (a block product
+    through a worker process took far longer than through a worker thread). Other arguments go to ``LocalCluster``."""
     listed = devices()
     gpus = [d for d in listed if d.is_gpu]
     chosen = gpus or cpu_devices(listed) or list(listed)

@@ -1,8 +1,8 @@
 """Where the blocks of C of a product go when Dask's workers are threads of this process: in even,
 contiguous shares, worker by worker in the order of C's blocks (a worker gets whole rows of blocks
 where the counts allow, so it uploads fewer panels of A). Dask places a task where most of its inputs
-lie, which between threads of one process means nothing: on two H100s, 32768^3 SGEMM in 16 blocks of C
-put 9 or 10 on one worker in 3 of 5 runs and took 1.42 to 1.57 s, against 1.25 s with 8 on each.
+lie, which between threads of one process means nothing: it often put more blocks of C on one worker
+than on another, whose extra blocks then set the product's time.
 
 The shares are Dask annotations on the block tasks (``spread``), worked out when the graph is computed,
 over the workers pinned to this process's devices then; elsewhere (worker processes, a scheduler in

@@ -26,7 +26,7 @@ from .tasks import block_in_place, partial_product
 #: Blocks of C are merged up to this many rows and columns at least (or the whole side where it is
 #: shorter): a block of b x b takes 2 b K elements of panels for 2 b^2 K flops, so b = 4096 asks one
 #: byte of the host for each 512 (float32) to 1024 (float64) flops, which a GPU at 50 TFLOP/s gets from
-#: 25 to 50 GB/s of copies; on the H100, 16384^3 SGEMM in blocks of 2048 took 2.4x the time of 8192's.
+#: 25 to 50 GB/s of copies; with smaller blocks the device waits on the host's copies.
 MIN_BLOCK = 4096
 #: Bytes of one panel (A's rows of a block of C over K, or B's columns) one task holds at most.
 PANEL_BYTES = 2**30

@@ -155,8 +155,7 @@ _turns_lock = threading.Lock()
 def device_turn(device: Device) -> threading.Lock:
     """The lock a block product holds on ``device`` from its first kernel to its last one's end: a worker's
     threads take turns, one bringing its block back and copying it into place while the other's kernels
-    run. Sharing the device, their kernels tend to end together and leave it idle while both copy (on two
-    H100s each GPU's kernels were busy 0.74 s of a 1.04 to 1.56 s span, threads sharing it)."""
+    run. Sharing the device, their kernels tend to end together and leave it idle while both copy."""
     with _turns_lock:
         return _turns.setdefault(device, threading.Lock())
 

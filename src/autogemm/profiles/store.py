@@ -104,8 +104,8 @@ def user_profiles() -> list[tuple[str, Profile | ProfileError]]:
 
 _memo: dict[tuple, Profile | None] = {}
 #: A lookup reads a profile file's time stamp at most once in this many seconds (every call looks its
-#: device's profile up, and on the H100's host a ``stat`` of a file that is not there took 10 us of a
-#: 0.6 ms numpy-to-numpy SGEMM): a profile another process writes is used within this time; one this
+#: device's profile up, and a ``stat`` of a file that is not there is a noticeable share of a small
+#: numpy-to-numpy product's time): a profile another process writes is used within this time; one this
 #: process saves, at once.
 RECHECK_SECONDS = 1.0
 _stamps: dict[str, tuple[float, int | None]] = {}

@@ -7,11 +7,10 @@ import pyopencl as cl
 
 class KernelArguments:
     """The arguments last set on each kernel object of one owner (a plan), so that a launch sets only
-    those that changed. Setting an argument costs the host time on every driver, and on NVIDIA's over a
-    hundred microseconds per launch while the queue is busy (a loop over views, whose offsets change,
-    ran at 160 us per product where one offset ran at 21 us). Memory objects compare by handle; the
-    last ones are held here, so no new object can take their handle. Not thread-safe: the owner holds
-    its lock."""
+    those that changed. Setting an argument costs the host time on every driver, and on NVIDIA's much more
+    while the queue is busy (a loop over views, whose offsets change, ran several times slower per product
+    than a loop over one offset). Memory objects compare by handle; the last ones are held here, so no new
+    object can take their handle. Not thread-safe: the owner holds its lock."""
 
     def __init__(self) -> None:
         self._last: dict[int, tuple] = {}

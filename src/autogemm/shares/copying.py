@@ -3,11 +3,10 @@ while the caller does something else, ``parallel_copy`` copies one array into an
 ``ctypes.memmove`` release the GIL, so the helpers copy at the same time.
 
 A helper is a thread of its own that sleeps on a lock of its own until it is given tasks: handing tasks
-over costs a lock release per helper, where a ``ThreadPoolExecutor`` queues a future per task (on the
-H100's 16-core host, 8 tasks that do nothing took 0.16 ms through an executor and 0.08 ms so; 8 MiB
-copied by 6 threads in 0.27 ms, against 0.45 ms through an executor and 0.73 ms by one thread). Callers
-in several threads share the helpers: each takes those idle at the time, and ``in_parallel``'s callers
-take more as they come free."""
+over costs a lock release per helper, where a ``ThreadPoolExecutor`` queues a future per task (on a copy
+of a few MiB, an executor's overhead cost much of what several threads gain over one). Callers in several
+threads share the helpers: each takes those idle at the time, and ``in_parallel``'s callers take more as
+they come free."""
 
 from __future__ import annotations
 
@@ -23,9 +22,9 @@ from ..cores import usable_cores
 from .native import Copier, Piece, copier
 
 #: Threads copying between numpy arrays and page-locked memory, the caller's own among them: half the
-#: cores the process may use, at most 16. On the H100's 16-core host one thread copied 10 GB/s, 6 to 8
-#: threads 30 to 47 GB/s, and 12 or more did worse than 8 (the GIL each takes to start its copy is passed
-#: on one at a time).
+#: cores the process may use, at most 16. A few threads copy several times faster than one, and past about
+#: half a host's cores more threads copied slower (the GIL each takes to start its copy is passed on one
+#: at a time).
 COPY_THREADS = max(1, min(16, usable_cores() // 2))
 #: Copies smaller than this are made by the calling thread alone; larger ones in parts of at least
 #: ``PART_BYTES``, one part by the calling thread.
@@ -140,7 +139,7 @@ class _Crew:
     """The caller of ``in_parallel`` and the helpers it has, each taking the next task no one has taken.
     The caller takes the idle helpers at the start and again after each task it runs, so that a caller
     which found every helper busy with another caller's copy (two Dask workers writing blocks of C at
-    once: one copied alone, 5x slower) is joined by them as they come free."""
+    once: one copied alone, several times slower) is joined by them as they come free."""
 
     def __init__(self, slots: list[_Slot]) -> None:
         self.slots = slots
@@ -266,8 +265,8 @@ def _copier(dst: np.ndarray, src: np.ndarray) -> Callable[[], None]:
 
 
 def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
-    """``dst[...] = src``: one ``memmove`` where both are C-contiguous (about a fifth faster than
-    ``np.copyto`` on the H100's host at 16 MiB by 4 threads), else numpy's copy. Either releases the GIL."""
+    """``dst[...] = src``: one ``memmove`` where both are C-contiguous (faster than ``np.copyto`` for
+    large copies split among threads), else numpy's copy. Either releases the GIL."""
     if dst.flags.c_contiguous and src.flags.c_contiguous and dst.dtype == src.dtype:
         ctypes.memmove(dst.ctypes.data, src.ctypes.data, src.nbytes)
     else:

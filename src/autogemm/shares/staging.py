@@ -93,8 +93,8 @@ class SharedBlocks:
     """The blocks of op(B) (columns ``tile`` wide) staged once in page-locked memory for several device
     streams, which all need all of B: the first stream to need a block copies it in (host threads), the
     others wait for it, and every stream copies it to its own device from there. Page-locked memory of
-    one context copies to another device at the page-locked rate (55 GB/s on two H200s, against 8 GB/s
-    from pageable memory), so the host copies B once instead of once per device."""
+    one context copies to another device at the page-locked rate (several times the rate from pageable
+    memory), so the host copies B once instead of once per device."""
 
     def __init__(self, ctx: DeviceContext, b: np.ndarray, transposed: bool, tile: int) -> None:
         self.b, self.transposed, self.tile = b, transposed, tile
@@ -153,8 +153,8 @@ class _KeptMemory:
 def page_locked(ctx: DeviceContext, nbytes: int) -> Iterator[np.ndarray]:
     """At least ``nbytes`` of page-locked host memory of ``ctx`` (mapped), the caller's for the ``with``
     block (one user at a time: another waits), kept between calls and made anew, larger, only when too
-    small: page-locking is slow (a new 4 GiB each call made a 32768^3 SGEMM on two H200s take 3.1 s
-    instead of 0.9), so a process that shares B among devices holds as much as its largest B."""
+    small: page-locking is slow (page-locking a new B each call cost more than the product), so a
+    process that shares B among devices holds as much as its largest B."""
     with _rings_lock:
         kept = _page_locked.setdefault(ctx, _KeptMemory())
     with kept.lock:
@@ -335,10 +335,9 @@ def _mapped(ctx: DeviceContext, nbytes: int) -> tuple[cl.Buffer, np.ndarray]:
 class FirstTouch:
     """Faults in the pages of C's rows ahead of the copies that write the tiles, by ``TOUCH_THREADS``
     threads taking blocks of rows in order: a new C (``np.empty``) has no pages yet, and the kernel zeroes
-    each on the first write (3.6 GB/s for one thread on the H100's host), which made the copies out of a
-    16384^3 SGEMM 10-35 ms slower into a new C than into one written before. Only where beta is 0 (C's
-    old values are not read, so one written element per page can be lost): a copy into rows [0, r)
-    waits for ``wait(r)``."""
+    each on the first write, slowly for one thread, which made the copies out of a large product slower
+    into a new C than into one written before. Only where beta is 0 (C's old values are not read, so one
+    written element per page can be lost): a copy into rows [0, r) waits for ``wait(r)``."""
 
     def __init__(self, rows: np.ndarray, block_rows: int) -> None:
         self._rows, self._block = rows, max(1, block_rows)

@@ -6,8 +6,8 @@ op(B). Where both operands fit on the device beside the rest, every block is cop
 the tiles are taken in growing squares, so the copies spread over the product; otherwise A's blocks
 (and, where B does not fit either, B's) pass through two device slots, brought again as tiles need them.
 Every block crosses through page-locked staging buffers in chunks: host threads copy a chunk of the
-numpy block into one (27 GB/s on the H100's host with 8 threads, where the driver's own copies from
-pageable memory ran at 7-10 GB/s) and a transfer queue copies it to the device (54 GB/s), while the
+numpy block into one (several threads together copy several times faster than the driver's own copies
+from pageable memory) and a transfer queue copies it to the device at the page-locked rate, while the
 device computes earlier tiles on its own queue; C's tiles come back on a second transfer queue, straight
 into C where C is page-locked memory (a new result is: ``api.transfer.host_result``), else the same way
 as the blocks go in, copied into C by a thread of the stream's own (a third thread faults in the pages

@@ -1,11 +1,11 @@
 """``Enumerator``: the valid points of large search spaces, found on all the host's cores.
 
-A space's points are checked one by one in Python (work-group, registers, local memory, images): on the
-H100 the GEMM spaces of four dtypes, half a million configurations each for skinny products, took more
-than a minute of a nine-minute tune in one process, while the device waited. Each part of such a space's
-product is checked in a process of its own, which builds the same space from the family's name and the
-facts it was built from. Where processes cannot start (a program read from standard input, which
-spawned processes cannot import again), the spaces are enumerated in this process."""
+A space's points are checked one by one in Python (work-group, registers, local memory, images): the GEMM
+spaces of several dtypes, half a million configurations each for skinny products, took a sizeable share
+of a tune in one process, while the device waited. Each part of such a space's product is checked in a
+process of its own, which builds the same space from the family's name and the facts it was built from.
+Where processes cannot start (a program read from standard input, which spawned processes cannot import
+again), the spaces are enumerated in this process."""
 
 from __future__ import annotations
 

@@ -54,9 +54,9 @@ ALIGNMENT = 128
 #: a CPU to tens of microseconds of a large GPU; and the factors of the measured balance it tries.
 LAUNCH_GRID = (0.0, *(2.0**p for p in range(14, 33)))
 BALANCE_FACTORS = (0.5, 1.0, 2.0)
-#: ``held_out`` judges a predictor on this many samples at least: a tune of an H200 from a borrowed
-#: profile kept a DGEMM predictor of 3 samples (judged 87% against the classes' 65%), whose pick for
-#: 4096^3 ran at 28 TFLOP/s where the borrowed profile's had run at 45.
+#: ``held_out`` judges a predictor on this many samples at least: on a few samples a predictor can beat
+#: the size classes by chance (a tune from a borrowed profile kept a DGEMM predictor judged on 3 samples,
+#: whose pick for 4096^3 ran far slower than the borrowed profile's).
 MIN_JUDGED = 8
 
 

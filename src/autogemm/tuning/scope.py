@@ -72,11 +72,11 @@ CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, "skinny": 0.2, GEMV: 
 #: few rows or columns besides the usual ones).
 SKINNY_BELOW = 128
 #: The rows of the skinny class's C: past the multi-vector GEMV's 16, where 32 to 128 tokens of a layer
-#: are nearest (on the H100 the squares' kernels ran those at 0.16x to 0.54x cuBLAS).
+#: are nearest (the squares' kernels ran those at a fraction of cuBLAS's rate).
 SKINNY_ROWS = 64
 #: A GPU's large class ranks its finalists on a problem this many times larger in each dimension: the
-#: largest problems keep less of their operands in the caches, and the tile that wins at 4096 on the
-#: H100 can lose at 8192 (DGEMM: 48.0 against 46.0 TFLOP/s at 4096, 41.1 against 44.6 at 8192).
+#: largest problems keep less of their operands in the caches, and the tile that wins at 4096 can lose
+#: at 8192.
 CONFIRM_SCALE = 2
 
 #: The bytes of A a GEMV class is tuned on: a GPU's (well past the caches, e.g. the H100's 50 MB of L2)
@@ -85,8 +85,8 @@ GPU_BYTES, CPU_BYTES, QUICK_BYTES = 2**28, 2**25, 2**22
 #: GEMV's shape classes: a square A, a long one with as many elements, ``LONG_RATIO`` times fewer
 #: outputs and a reduction as many times longer (a short, wide A for layout N, a tall, narrow one for T),
 #: where a configuration must keep the device busy with few outputs, and squares with several right-hand
-#: sides (``VECTOR_CLASSES``: on the H100 the best configuration for 16 took 0.69x the rate of the best
-#: for 4 on products with 4).
+#: sides (``VECTOR_CLASSES``: the best configuration for 16 ran well below the best for 4 on products
+#: with 4).
 GEMV_SHAPES = ("square", "long", "few", "vectors")
 LONG_RATIO = 8
 VECTOR_CLASSES = {"few": 4, "vectors": MAX_VECTORS}

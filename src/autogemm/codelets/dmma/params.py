@@ -30,9 +30,9 @@ MAX_HELD = 88
 #: The dtypes: float64, and complex128 (each product of complex fragments four real ones).
 DTYPES = ("d", "z")
 #: Whether the kernel reads an operand stored MN-contiguous as it lies, or it is laid out K-contiguous first
-#: (``mn_major_problem``). On the H100 (NN, round robin) float64 read so saved the pass over B at 2048^3
-#: (+4%) and lost more than that at 4096^3 (-5%), against 16-byte K-major reads; complex128 reads 16 bytes
-#: either way, and gained 2% to 7%.
+#: (``mn_major_problem``). float64 read so saves the pass over B, but its reads of 8 bytes lose against
+#: K-major reads of 16, on large products more than the pass costs; complex128 reads 16 bytes either
+#: way, and gains.
 READS_MN_MAJOR = (False, True)
 
 

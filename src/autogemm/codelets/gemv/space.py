@@ -14,9 +14,8 @@ def space(facts: SpaceFacts) -> SearchSpace[GemvParams]:
     always split where too few work-groups would run (``waves`` at least 1): on the square problem tuned
     for, splitting never happens, so an unsplit configuration would tie with it there and then leave
     most of the device idle on a short, wide A (N) or a tall, narrow one (T). With V right-hand sides a
-    work-item takes all of them or half per pass over A: more passes read A again (with a quarter, the
-    short searches of the H100's tuning kept configurations reading A four times, at a quarter of the
-    bandwidth)."""
+    work-item takes all of them or half per pass over A: more passes read A again (with a quarter, short
+    searches kept configurations reading A four times, at a quarter of the bandwidth)."""
     device, dtype, layout = facts.device, facts.dtype, facts.layout or "N"
     least = 32 if device.is_gpu else 8
     knobs = [Knob("wg_x", (8, 16, 32, 64, 128, 256), ordered=True), Knob("wg_y", (1, 2, 4, 8, 16), ordered=True),

@@ -659,8 +659,8 @@ class _Generator(ElementCode):
         w(f"#define COPY {unit}   // elements per asynchronous copy")
         w.open("inline void copy_async(__local stored* dst, const __global stored* src, const int count)")
         if hardware:
-            # .ca: cached in L1 too, where the work-groups of a multiprocessor share operand rows (16-byte
-            # copies ran 27 to 32% faster than with .cg, L2 only, on the H100: notes/2026-11-23-h100-pipeline.md)
+            # .ca: cached in L1 too, where the work-groups of a multiprocessor share operand rows, so their
+            # 16-byte copies are served by L1 where .cg goes to L2 (docs/guide/kernels.md)
             w(f'asm volatile("cp.async.ca.shared.global [%0], [%1], {size}, %2;"',
               f'    :: "r"((uint)(ulong)dst), "l"(src), "r"(count * {self.dt.itemsize}) : "memory");')
         else:

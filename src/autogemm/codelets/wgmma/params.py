@@ -46,9 +46,8 @@ class WgmmaParams:
     loads the next one's tiles while the consumers store the last); in clusters of ``cluster`` blocks
     along M, which share each tile of B (``codelets.hopper``). The consumers write C into shared memory,
     which TMA stores while they go on to their next block of C (where C's rows are 16-byte aligned; else
-    from their registers: on the H100 at 4096^3 in FP16 those stores took 10% of the kernel's time, the
-    tensor cores idle meanwhile). Any M, N and K, the rows of A and B a multiple of 16 bytes apart (TMA's
-    rule: K a multiple of 8 for 16-bit types, 4 for the others)."""
+    from their registers, the tensor cores idle meanwhile). Any M, N and K, the rows of A and B a
+    multiple of 16 bytes apart (TMA's rule: K a multiple of 8 for 16-bit types, 4 for the others)."""
 
     family: ClassVar[str] = "wgmma"
     operand: str = "f16"
@@ -101,8 +100,8 @@ class WgmmaParams:
 
     def reads_a_from_registers(self, mn_major: tuple[bool, bool]) -> bool:
         """Whether the consumers read A from its tiles into their registers for wgmma: a tf32 A stored
-        MN-major, which wgmma cannot transpose (on the H100 the pass that laid it out K-major first cost
-        TF32 4096^3 NN 12% of its time)."""
+        MN-major, which wgmma cannot transpose (a pass that laid it out K-major first cost a sizeable
+        share of the product's time)."""
         return self.instruction_type == "tf32" and self.planes == 1 and mn_major[0]
 
     @property

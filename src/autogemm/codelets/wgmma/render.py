@@ -243,10 +243,9 @@ RETIRED = """            asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: 
             if (leader) stage_release(&empty[s]);"""
 #: The same for 3xtf32, whose tensor cores' sums of one tile of K are then added to ``sums`` by the CUDA
 #: cores in float32 (rounded to nearest), as the tensor cores' own long sums lose more than float32's
-#: rounding (on the H100 f16 products summed over 4096 erred 7e-6, cuBLAS's SGEMM 5e-7). A tile's first
-#: wgmma writes over ``acc`` (scale-d false) where the CUDA cores zeroed it before: ptxas of CUDA 13.0
-#: then serialized all the kernel's wgmma (3xTF32 on the H100 went from 1.92x to 2.17x cuBLAS's SGEMM at
-#: 4096^3, 2.13x to 2.24x at 8192^3).
+#: rounding (summed over a long K, their error grew well past cuBLAS's SGEMM's). A tile's first wgmma
+#: writes over ``acc`` (scale-d false) where the CUDA cores zeroed it before: ptxas of CUDA 13.0 then
+#: serialized all the kernel's wgmma.
 PROMOTED = RETIRED + """
             #pragma unroll
             for (int i = 0; i < COUNT; ++i) sums[i] += acc[i];"""
@@ -354,7 +353,7 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
 {released}
 {gathered}
         // the first of this thread's rows of C, here and not in the register stores alone: there, ptxas
-        // scheduled 3xTF32's kernel at half speed (H100, 8192^3)
+        // scheduled 3xTF32's kernel far slower
         const long row = m0 + row0 + warp * 16 + lane / 4;
 {stores}    }}
     if (leader) asm volatile("cp.async.bulk.wait_group 0;\\n" ::: "memory");   // C stored

@@ -28,8 +28,8 @@ LEGACY_STREAM = (0, 1)
 Argument = tuple[object, type | None]
 #: ``seconds`` holds the stream busy this long before its start event, so that the host's time to
 #: enqueue the work is not counted, as OpenCL's profiling events time the kernels alone. From an idle
-#: stream the H100 read FP16 4096^3 at 568 TFLOP/s (the host took 26 us to enqueue it, the first
-#: launch waits for it); held, at 731, as 20 back to back.
+#: stream the first launch waits for the host to enqueue it, so a product's rate read well below the one
+#: it keeps back to back; held, it reads as it does back to back.
 HOLD_SECONDS = 5e-4
 #: The kernel that holds a stream: one thread waiting on the global timer (nanoseconds).
 HOLD_SOURCE = r"""
