@@ -81,5 +81,5 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason="no GPU OpenCL device here")
     for item in items:
-        if "gpu" in item.keywords:
+        if "gpu" in item.keywords or "cuda" in item.keywords:
             item.add_marker(skip)

@@ -77,6 +77,7 @@ def test_exported_memory_is_taken_without_a_copy_and_handed_back_once():
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 def test_a_torch_tensor_on_the_gpu_is_borrowed_on_the_consumers_stream():
     try:
         import torch

@@ -101,6 +101,7 @@ def _on_device(ctx, host: np.ndarray, layout: str, offset: int = 0) -> DeviceVie
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 @pytest.mark.parametrize("key", sorted(DEFAULTS))
 @pytest.mark.parametrize("trans_a,trans_b,layout", [("N", "N", "row"), ("T", "N", "col"), ("N", "T", "strided"),
                                                     ("T", "C", "row")])
@@ -126,6 +127,7 @@ def test_device_views_multiply_in_place_against_float64(key, trans_a, trans_b, l
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 def test_a_new_result_comes_back_through_dlpack_with_alpha_and_beta():
     ctx = _hopper_context()
     from autogemm.runtime.cuda.arrays import CudaArray

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 EXAMPLES = [(page, source) for page in PAGES
             for source in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)]

@@ -44,6 +44,7 @@ def test_devices_without_a_cuda_twin_have_opencl_alone(device):
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 def test_an_nvidia_gpu_is_one_device_with_two_backends(device):
     if not device.is_nvidia or cuda_missing():
         pytest.skip("an NVIDIA GPU with the CUDA bindings")
@@ -71,6 +72,7 @@ extern "C" __global__ void scaled(float* y, const float* x, float alpha, int n) 
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 def test_a_kernel_compiled_by_nvrtc_runs_on_the_cuda_device_and_is_timed(device):
     import ctypes
     import time

@@ -65,7 +65,7 @@ def test_a_killed_process_loses_nothing_it_measured(tmp_path, device):
     """The tuner process is killed with SIGKILL after 25 measurements; the next run finds all 25."""
     code = f"""
 import os, signal, sys
-sys.path.insert(0, {str(HERE)!r})
+sys.path[:0] = [{str(HERE)!r}, {str(HERE.parent)!r}]       # this module, and the helpers in tests/
 import autogemm
 from synthetic import SyntheticEvaluator
 from test_tuning_checkpoint import checkpoint_in, search

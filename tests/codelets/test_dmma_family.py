@@ -136,6 +136,7 @@ def test_each_thread_finds_where_its_reads_lie_once_and_rows_16_apart_lie_a_cons
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 @pytest.mark.parametrize("params", MN_CONFIGS, ids=[c.describe() for c in MN_CONFIGS])
 def test_mn_major_operands_agree_with_float64_on_hopper(hopper, params):
     """Every layout of A and B at shapes with edges on every side (M, N and K even: an operand's rows
@@ -148,6 +149,7 @@ def test_mn_major_operands_agree_with_float64_on_hopper(hopper, params):
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 @pytest.mark.parametrize("params", CONFIGS, ids=[c.describe() for c in CONFIGS])
 def test_the_kernel_agrees_with_float64_on_hopper(hopper, params):
     """alpha 1 and beta 0 over a NaN-filled C (beta 0 must not read it)."""
@@ -158,6 +160,7 @@ def test_the_kernel_agrees_with_float64_on_hopper(hopper, params):
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 @pytest.mark.parametrize("params", [DmmaParams("d"), DmmaParams("d", mma_k=4), DmmaParams("z", warp_m=32, warp_n=32)],
                          ids=lambda p: p.describe())
 def test_one_tile_of_k_and_blocks_of_c_in_turn_agree_with_float64_on_hopper(hopper, params):
@@ -169,6 +172,7 @@ def test_one_tile_of_k_and_blocks_of_c_in_turn_agree_with_float64_on_hopper(hopp
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 @pytest.mark.parametrize("params", [DmmaParams("d"), DmmaParams("d", warp_m=32, warp_n=32, mma_k=16),
                                     DmmaParams("z", warp_m=32, warp_n=32),
                                     DmmaParams("z", warp_m=32, warp_n=32, cluster=2, mma_k=4)],

@@ -61,6 +61,7 @@ def test_every_configuration_compiles_for_sm_90a_without_spilling(params):
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 @pytest.mark.parametrize("params", CONFIGS, ids=[c.describe() for c in CONFIGS])
 def test_the_kernel_agrees_with_float64_on_hopper(hopper, params, monkeypatch):
     """Over 4 blocks, which share the K of all 6 blocks of C (stream-K with parts of two blocks each)."""
@@ -182,6 +183,7 @@ def test_tf32_fragments_are_read_where_tma_swizzled_them_and_cover_the_instructi
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 @pytest.mark.parametrize("params", TF32_CONFIGS, ids=[c.describe() for c in TF32_CONFIGS])
 def test_tf32_mn_major_a_and_c_transposed_agree_with_float64_on_hopper(hopper, params, monkeypatch):
     """A stored K x M, read through the registers, C stored as it is and transposed, at shapes with
@@ -216,6 +218,7 @@ def test_tf32_mn_major_a_and_c_transposed_agree_with_float64_on_hopper(hopper, p
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 @pytest.mark.parametrize("params", MN_CONFIGS, ids=[c.describe() for c in MN_CONFIGS])
 def test_mn_major_operands_agree_with_float64_on_hopper(hopper, params, monkeypatch):
     """Every layout of A and B at shapes with edges on every side, against float64, over a NaN C; the
@@ -336,6 +339,7 @@ def test_show_kernel_prints_a_wgmma_configuration_without_a_device():
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 @pytest.mark.parametrize("params", [WgmmaParams("f16", 128, 2, 3, out="f16"),
                                     WgmmaParams("bf16", 256, 2, 4, out="bf16"), WgmmaParams("f16", 64, 1, 2),
                                     WgmmaParams("3xtf32", 128, 2, 3)], ids=lambda p: p.describe())

@@ -63,6 +63,7 @@ def _hopper_context():
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 @pytest.mark.parametrize("key", ["h", "d"])
 def test_the_cuda_evaluator_measures_a_correct_configuration_and_rejects_a_wrong_result(key, monkeypatch):
     from autogemm.tuning.evaluation.cuda import CudaEvaluator
@@ -79,6 +80,7 @@ def test_the_cuda_evaluator_measures_a_correct_configuration_and_rejects_a_wrong
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 def test_a_short_cuda_search_keeps_a_verified_configuration(cache):
     from autogemm.tuning.cuda_classes import tune_cuda_class
     from autogemm.tuning.scope import SizeClass

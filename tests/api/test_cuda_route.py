@@ -65,6 +65,7 @@ LAYOUTS = [("N", "N"), ("T", "N"), ("N", "T"), ("T", "T")]
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 @pytest.mark.parametrize("key", sorted(DEFAULTS))
 @pytest.mark.parametrize("trans_a,trans_b", LAYOUTS + [("C", "C"), ("N", "C")])
 @pytest.mark.usefixtures("hopper")
@@ -102,6 +103,7 @@ def test_a_product_is_read_with_the_fewest_passes_over_its_operands(key, lying, 
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 @pytest.mark.parametrize("trans_a,trans_b", LAYOUTS)
 @pytest.mark.usefixtures("hopper")
 def test_tf32_reads_operands_lying_mn_major_through_the_registers(device, trans_a, trans_b):
@@ -124,6 +126,7 @@ def test_tf32_reads_operands_lying_mn_major_through_the_registers(device, trans_
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 @pytest.mark.parametrize("key", ["hs", "s.3xtf32", "d", "z"])
 @pytest.mark.usefixtures("hopper")
 def test_alpha_beta_and_operands_in_any_memory_order(device, key):
@@ -141,6 +144,7 @@ def test_alpha_beta_and_operands_in_any_memory_order(device, key):
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 @pytest.mark.parametrize("key", ["h", "bs", "s.tf32", "s.3xtf32"])
 @pytest.mark.usefixtures("hopper")
 def test_blocks_share_the_long_k_of_few_blocks_of_c(device, key):
@@ -159,6 +163,7 @@ def test_blocks_share_the_long_k_of_few_blocks_of_c(device, key):
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 @pytest.mark.usefixtures("hopper")
 def test_auto_runs_16_bit_numpy_products_on_the_cuda_path_and_float64_and_float32_on_opencl(device, monkeypatch):
     """From numpy arrays 'auto' takes 16-bit products to CUDA; float64 (its row blocks' copies overlap the
