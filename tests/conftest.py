@@ -45,10 +45,10 @@ def discrete(ctx, monkeypatch):
     blocks of 16 rows or more is cut in row blocks. Returns the context."""
     import importlib
 
-    from autogemm.api import transfer
+    from autogemm.engine import transfer
     from autogemm.shares import staging
 
-    gemm_module = importlib.import_module("autogemm.api.gemm")     # (the package's name is the function's)
+    gemm_module = importlib.import_module("autogemm.engine.routes.opencl")
     monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
     monkeypatch.setattr(staging, "_page_locked", type(staging._page_locked)())
     monkeypatch.setattr(transfer, "PINNED_MIN_BYTES", 0)
@@ -83,3 +83,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords or "cuda" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def fresh_routes():
+    """Every test resolves its calls afresh: a route kept by an earlier test may rest on facts that test
+    patched (a device made discrete, a faked CUDA target)."""
+    from autogemm.engine.resolved import ROUTES
+
+    ROUTES.clear()

@@ -170,7 +170,7 @@ def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx,
     each right, the staging made once and reused by calls that fit; past ``PINNED_BYTES`` the arrays are
     copied as they are. (PoCL's device shares the host's memory and skips all this: it is made to look as
     if it had its own.)"""
-    from autogemm.api import transfer
+    from autogemm.engine import transfer
     from autogemm.shares import copying, staging
 
     monkeypatch.setattr(transfer, "PIECE_BYTES", 256)
@@ -214,9 +214,9 @@ def test_numpy_products_run_in_blocks_of_rows_whose_copies_overlap(ctx, discrete
     reads are uploaded, its rows downloaded while the next computes: every block right, with transposes,
     beta (C uploaded by blocks too), a column-major C (the blocks are rows of its transpose), a strided one
     (read back whole) and a new result from the page-locked pool. Sizes are no multiple of the blocks."""
-    from autogemm.api import transfer
+    from autogemm.engine import transfer
 
-    gemm_module = importlib.import_module("autogemm.api.gemm")     # (the package's name is the function's)
+    gemm_module = importlib.import_module("autogemm.engine.routes.opencl")
     monkeypatch.setattr(transfer, "PIECE_BYTES", 256)
     monkeypatch.setattr(transfer, "PIPELINE_BYTES", 3000)
     monkeypatch.setattr(gemm_module, "BLOCK_TILES", 1e-4)
@@ -254,7 +254,7 @@ def test_numpy_products_on_a_discrete_device_run_in_row_blocks_on_gemm_and_gemv_
     """Where the device does not share the host's memory, a product of numpy arrays is cut in row blocks
     by its plan's tiles: a GEMM plan's, or none for the multi-vector GEMV's plan of a C of few columns."""
 
-    gemm_module = importlib.import_module("autogemm.api.gemm")
+    gemm_module = importlib.import_module("autogemm.engine.routes.opencl")
     monkeypatch.setattr(gemm_module, "PIPELINED_ELEMENTS", 1)
     monkeypatch.setattr(gemm_module, "BLOCK_ROWS", 16)
     dt = DTYPES["d"]
@@ -276,7 +276,7 @@ def test_numpy_products_run_in_row_blocks_that_fill_the_device_and_in_two_at_lea
 
     from autogemm.blas.problem import GemmProblem
 
-    gemm_module = importlib.import_module("autogemm.api.gemm")
+    gemm_module = importlib.import_module("autogemm.engine.routes.opencl")
     params = tile and SimpleNamespace(block_rows=tile[0], block_cols=tile[1])
     assert gemm_module.row_blocks(GemmProblem.dense(DTYPES["s"], m, n, 256), 132, params) == spans
 
@@ -285,10 +285,10 @@ def test_a_copy_that_fails_reaches_the_caller_and_leaves_nothing_waiting(ctx, di
     """A host copy into the page-locked memory that fails (here the third piece's, once) raises its error
     from the call once the other copies have ended; the pieces left are copied after it, so that the
     commands enqueued behind them run and end: the queues drain and the next call runs right."""
-    from autogemm.api import transfer
+    from autogemm.engine import transfer
     from autogemm.shares import copying
 
-    gemm_module = importlib.import_module("autogemm.api.gemm")
+    gemm_module = importlib.import_module("autogemm.engine.routes.opencl")
     monkeypatch.setattr(transfer, "PIECE_BYTES", 1024)
     monkeypatch.setattr(transfer, "PIPELINE_BYTES", 1024)
     monkeypatch.setattr(copying, "COPY_THREADS", 3)
@@ -349,7 +349,7 @@ def test_a_new_result_is_page_locked_memory_taken_back_when_it_is_gone(ctx, monk
     device writes directly; once the array and its views are gone the next result of its size reuses it,
     a result given back as C is read and written in place, and past the pool's cap results are ordinary
     arrays."""
-    from autogemm.api import transfer
+    from autogemm.engine import transfer
     from autogemm.shares import staging
 
     monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
@@ -392,7 +392,7 @@ def test_a_dtype_by_name_is_one_autogemm_knows_and_an_integer_array_names_the_fi
 def test_gemv_transpose_and_stacked_matmul_results_in_page_locked_memory_are_right(ctx, monkeypatch):
     """Every routine's new host result may be page-locked memory from the pool: GEMV, transpose and a
     stacked matmul (whose result the batched product writes through a view) come out right in it."""
-    from autogemm.api import transfer
+    from autogemm.engine import transfer
     from autogemm.shares import staging
 
     monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
@@ -413,7 +413,7 @@ def test_gemv_transpose_and_stacked_matmul_results_in_page_locked_memory_are_rig
 @pytest.mark.parametrize("key", ["h", "b", "bs"])
 def test_a_16_bit_result_in_page_locked_memory_keeps_its_type(ctx, monkeypatch, key):
     """bfloat16 has no typestr numpy can read back: a pooled result must still be bfloat16, not bytes."""
-    from autogemm.api import transfer
+    from autogemm.engine import transfer
     from autogemm.shares import staging
 
     monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))

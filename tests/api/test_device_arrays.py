@@ -4,8 +4,6 @@ matmul rules for 1-D and stacked operands; errors raised before anything is enqu
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
@@ -242,15 +240,15 @@ def test_repeated_calls_and_loops_over_views_reuse_their_resolution_and_plan(que
     """A call repeated on device arrays skips its checks, and views at offsets of the same alignment share
     a plan; each still computes with its own memory and offsets."""
     from autogemm.blas import plan_cache
-    gemm_module = importlib.import_module("autogemm.api.gemm")
+    from autogemm.engine import dispatch
     dt = DTYPES["s"]
     a, b = random_matrix(RNG, dt, (20, 9, 7)), random_matrix(RNG, dt, (20, 7, 5))
     da, db = cl_array.to_device(queue, a), cl_array.to_device(queue, b)
     dc = cl_array.to_device(queue, np.full((20, 9, 5), np.nan, np.float32))
     plan_cache.clear()
     resolved = []
-    real = gemm_module._resolve
-    monkeypatch.setattr(gemm_module, "_resolve", lambda *args: resolved.append(real(*args)) or resolved[-1])
+    real = dispatch.OpenCLRoute
+    monkeypatch.setattr(dispatch, "OpenCLRoute", lambda call: resolved.append(real(call)) or resolved[-1])
     for i in range(20):
         autogemm.gemm(da[i], db[i], dc[i])
     assert len(plan_cache._plans) == 6     # offsets 63 i, 35 i, 45 i: i's alignment (0, 1, 2, 4, 8 or 16)

@@ -99,8 +99,8 @@ def test_worker_threads_write_each_block_into_the_result_that_compute_hands_over
     concatenation fails the test); a page-locked one is written by the device, an ordinary one by the
     host's copies. A second ``compute()`` gets an array of its own and leaves the first as it was."""
     from autogemm import Device
-    from autogemm.api import transfer
     from autogemm.dask import assembly
+    from autogemm.engine import transfer
     if page_locked:
         monkeypatch.setattr(Device, "shares_host_memory", property(lambda self: False))
         monkeypatch.setattr(transfer, "RESULT_MIN_BYTES", 1)             # a small result is page-locked too

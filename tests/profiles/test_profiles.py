@@ -327,7 +327,7 @@ def test_devices_with_the_host_take_the_co_tuned_split_and_kernel(cache, ctx, de
     its kernel on the device; without the host among the targets, or given a split, the entry is not used
     (and where the device computes every row, the call is a plain one on it)."""
     from autogemm.shares import Split
-    hybrid_api = importlib.import_module("autogemm.api.targets")
+    hybrid_api = importlib.import_module("autogemm.engine.routes.targets")
     save(make_profile(device))
     calls = []
     real = hybrid_api.run_split

@@ -225,8 +225,8 @@ def test_numpy_in_numpy_out_copies_its_pieces_on_native_threads(native, ctx, dis
     the native threads, each upload waiting for the event they mark: right, and no Python copy made."""
     import autogemm
     from autogemm.accuracy import random_matrix, relative_error
-    from autogemm.api import transfer
     from autogemm.dtypes import DTYPES
+    from autogemm.engine import transfer
 
     monkeypatch.setattr(transfer, "PIECE_BYTES", 4096)
     monkeypatch.setattr(copying, "COPY_THREADS", 3)
@@ -287,8 +287,8 @@ def test_on_a_gpu_numpy_products_copy_their_operands_on_native_threads(native, c
     it."""
     import autogemm
     from autogemm.accuracy import random_matrix, relative_error
-    from autogemm.api import transfer
     from autogemm.dtypes import DTYPES
+    from autogemm.engine import transfer
 
     monkeypatch.setattr(transfer, "memmove", lambda *args: pytest.fail("copied by a Python thread"))
     rng = np.random.default_rng(7)

@@ -288,7 +288,8 @@ def test_a_product_one_device_computes_whole_is_a_plain_call_on_it(ctx, monkeypa
     """devices= with every row on one device (the host given none, by default or by the split) runs as
     gemm on that device, not as a share of it; a product large enough to stream, or a split with the host
     in it, still runs as shares."""
-    from autogemm.api import targets, transfer
+    from autogemm.engine import transfer
+    from autogemm.engine.routes import targets
 
     shared = []
     real = targets.run_split
@@ -310,7 +311,7 @@ def test_a_product_one_device_computes_whole_is_a_plain_call_on_it(ctx, monkeypa
 def test_large_host_calls_stream_through_the_device(ctx, monkeypatch, streamed):
     """gemm on numpy arrays of at least STREAM_BYTES goes through the device's stream (any layout of c,
     alpha and beta as ever); smaller ones and device arrays do not."""
-    from autogemm.api import transfer
+    from autogemm.engine import transfer
     from autogemm.shares import streaming
     streamed = []
     real = streaming.DeviceStream.run

@@ -9,11 +9,12 @@ import numpy as np
 import pyopencl as cl
 
 from ..codelets.simt import SimtParams
+from ..engine import GemmOptions, run_gemm
+from ..engine.operands import Matrix, as_array
 from ..errors import ArgumentError, ShapeError
 from ..runtime import Device
 from ..runtime.memory import reports_full_memory
-from .gemm import gemm, product
-from .operands import Matrix, as_array
+from .gemm import gemm
 
 Stack = Matrix | Sequence[Matrix]
 
@@ -61,7 +62,7 @@ def gemm_batched(a: Stack, b: Stack, c: Stack | None = None, *, alpha: complex |
     for name, length in lengths.items():
         if length not in (batch, 1):
             raise ShapeError(f"{name} is a stack of {length} matrices; the batch has {batch}")
-    return product(a, b, c, batch, **options)
+    return run_gemm(a, b, c, batch, GemmOptions(**options))
 
 
 def _over_lists(a: object, b: object, c: object, options: dict) -> list[Matrix]:
@@ -86,7 +87,7 @@ def _over_lists(a: object, b: object, c: object, options: dict) -> list[Matrix]:
     if c is not None and not all(x.flags.writeable for x in c):
         raise ArgumentError("c holds a read-only array")
     stacks = {name: np.stack([item[name] for item in items]) for name in named}
-    result = product(stacks["a"], stacks["b"], stacks.get("c"), len(items), **options)
+    result = run_gemm(stacks["a"], stacks["b"], stacks.get("c"), len(items), GemmOptions(**options))
     if c is None:
         return list(result)
     for target, value in zip(c, result):

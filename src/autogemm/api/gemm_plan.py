@@ -20,10 +20,10 @@ from ..blas import GemmProblem, LaunchPlan, Op
 from ..blas.plans import gemm_plan
 from ..codelets.registry import KernelParams
 from ..dtypes import get_dtype, with_precision
+from ..engine.operands import event_list, events_of, scalar
 from ..errors import ArgumentError, ShapeError
 from ..runtime import Device, context_for
 from ..runtime.memory import reports_full_memory
-from .operands import event_list, events_of, scalar
 
 Memory = cl_array.Array | cl.Buffer
 

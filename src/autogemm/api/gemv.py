@@ -14,10 +14,7 @@ from ..blas.gemv import GemvProblem
 from ..blas.plan_cache import cached_gemv_plan
 from ..codelets.gemv import GemvParams
 from ..dtypes import get_dtype
-from ..errors import ArgumentError, DtypeError, ShapeError
-from ..runtime import Device
-from ..runtime.memory import reports_full_memory
-from .operands import (
+from ..engine.operands import (
     Matrix,
     as_array,
     as_matrix,
@@ -29,7 +26,10 @@ from .operands import (
     stored,
     stored_vector,
 )
-from .transfer import execute, host_result, whole
+from ..engine.transfer import execute, host_result, whole
+from ..errors import ArgumentError, DtypeError, ShapeError
+from ..runtime import Device
+from ..runtime.memory import reports_full_memory
 
 
 @reports_full_memory

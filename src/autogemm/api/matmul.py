@@ -6,14 +6,14 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from ..engine.operands import Matrix, as_array, call_context, events_of, on_device
+from ..engine.routes.cuda_tensors import is_cuda_tensor
+from ..engine.transfer import host_result
 from ..errors import ArgumentError, ShapeError
 from ..runtime import Device
 from ..runtime.memory import reports_full_memory
 from .batched import gemm_batched
-from .cuda_tensors import is_cuda_tensor
 from .gemm import gemm
-from .operands import Matrix, as_array, call_context, events_of, on_device
-from .transfer import host_result
 
 
 def _operands(a: object, b: object) -> tuple[Matrix, Matrix]:

@@ -8,11 +8,11 @@ import pyopencl.array as cl_array
 
 from ..blas.transpose import Storage, enqueue_transpose
 from ..dtypes import get_dtype
+from ..engine.operands import Matrix, Stored, as_array, call_context, event_list, events_of, on_device, stored
+from ..engine.transfer import execute, host_result, whole
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..runtime import Device
 from ..runtime.memory import reports_full_memory
-from .operands import Matrix, Stored, as_array, call_context, event_list, events_of, on_device, stored
-from .transfer import execute, host_result, whole
 
 
 @reports_full_memory

@@ -24,12 +24,12 @@ import pyopencl as cl
 
 from ..accuracy import Reference, apply_op, gemm_flops, random_matrix
 from ..api import gemm
-from ..api.cuda_route import worth_it
 from ..blas import GemmProblem, LaunchPlan, Op
 from ..blas.cuda_gemm import CudaGemm, DeviceOperand, cuda_choice, cuda_plan, cuda_target
 from ..blas.plans import plan_for
 from ..blas.vectors import VectorsPlan
 from ..dtypes import DTYPES, Dtype
+from ..engine.routes.cuda_host import worth_it
 from ..errors import ArgumentError
 from ..runtime.context import DeviceContext
 from ..runtime.cuda.driver import CUDA

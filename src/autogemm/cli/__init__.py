@@ -1,9 +1,10 @@
 """The ``autogemm`` command line: ``devices``, ``show-kernel``, ``run``, ``tune``, ``profile``, ``bench``,
-``bench-batch``, ``bench-routines`` and ``bench-hybrid``."""
+``bench-batch``, ``bench-calls``, ``bench-routines``, ``bench-hybrid`` and ``bench-dask``."""
 
 from . import (  # noqa: F401  (each adds its commands to ``main``)
     commands_bench,
     commands_bench_batch,
+    commands_bench_calls,
     commands_bench_dask,
     commands_bench_hybrid,
     commands_bench_routines,

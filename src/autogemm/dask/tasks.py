@@ -23,7 +23,7 @@ import pyopencl.array as cl_array
 
 from ..accuracy import apply_op
 from ..api import gemm
-from ..api.transfer import host_result, staged_uploads
+from ..engine.transfer import host_result, staged_uploads
 from ..errors import DeviceError
 from ..runtime import Device, context_for, context_for_queue
 from ..runtime.discovery import default_device, find_device

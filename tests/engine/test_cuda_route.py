@@ -168,10 +168,10 @@ def test_blocks_share_the_long_k_of_few_blocks_of_c(device, key):
 def test_auto_runs_16_bit_numpy_products_on_the_cuda_path_and_float64_and_float32_on_opencl(device, monkeypatch):
     """From numpy arrays 'auto' takes 16-bit products to CUDA; float64 (its row blocks' copies overlap the
     kernels on OpenCL) and float32 stay on OpenCL; backend='cuda' still takes float64 there."""
-    from autogemm.api import cuda_route
+    from autogemm.engine.routes import cuda_host as cuda_route
 
     ran = []
-    monkeypatch.setattr(cuda_route, "_run", lambda *args: ran.append(args[1].key) or args[5])
+    monkeypatch.setattr(cuda_route, "_run", lambda ctx, plan, a, b, out, *rest: ran.append(plan.dt.key) or out)
     large, small = np.ones((2048, 2048)), np.ones((64, 64))
     autogemm.gemm(large, large, device=device)
     autogemm.gemm(large, large, device=device, backend="cuda")
@@ -181,35 +181,36 @@ def test_auto_runs_16_bit_numpy_products_on_the_cuda_path_and_float64_and_float3
     assert ran == ["d", "h"]
 
 
-def test_a_repeated_call_auto_keeps_on_opencl_skips_the_route_checks_and_a_bad_one_still_fails(device, monkeypatch):
-    """float32 stays on OpenCL whatever its shape: once a call found that, the next of those dtypes and
-    options skips the route's checks (35 us of a 1024^3 SGEMM's 0.9 ms on the H100's host); a bad call of
-    the same dtypes still raises the error the checks would have, and backend='cuda' still says why."""
-    from autogemm.api import cuda_route
+def test_a_repeated_call_finds_its_route_without_the_checks_and_a_bad_one_still_fails(device, monkeypatch):
+    """A call whose signature (shapes, strides, dtypes, options) an earlier one had runs on that call's
+    resolved route, without validating or resolving again; a bad call still raises the error the checks
+    would have, backend='cuda' still says why, and another signature is resolved afresh."""
+    from autogemm.engine import dispatch
+    from autogemm.engine.routes import cuda_host as cuda_route
     from autogemm.errors import ShapeError
 
-    monkeypatch.setattr(cuda_route, "_KINDS_ON_OPENCL", set())
     checked = []
-    real = cuda_route.validate_call
-    monkeypatch.setattr(cuda_route, "validate_call", lambda *args: (checked.append(1), real(*args))[1])
+    real = cuda_route.resolve
+    monkeypatch.setattr(cuda_route, "resolve", lambda call: (checked.append(call.dt.key), real(call))[1])
+    monkeypatch.setattr(dispatch.ROUTES, "_routes", type(dispatch.ROUTES._routes)())
     a, b = np.ones((40, 30), np.float32), np.ones((30, 20), np.float32)
     for _ in range(3):
         assert np.allclose(autogemm.gemm(a, b, device=device), a @ b)
-    assert len(checked) == 1
+    assert checked == ["s"]
     with pytest.raises(ShapeError):
         autogemm.gemm(a, a, device=device)
     with pytest.raises(ArgumentError, match="sgemm has no CUDA kernels"):
         autogemm.gemm(a, b, device=device, backend="cuda")
-    half = a.astype(np.float16)                   # other dtypes are checked as before
+    half = a.astype(np.float16)                   # another signature is resolved afresh
     autogemm.gemm(half, b.astype(np.float16), device=device)
-    assert len(checked) == 3
+    assert checked[-1] == "h" and checked.count("s") == 2
 
 
 def test_auto_makes_no_cuda_context_for_a_product_it_keeps_on_opencl(device, monkeypatch):
     """A few-row 16-bit product too small for the CUDA path runs on OpenCL without the CUDA target being
     looked up (that makes a CUDA context, which costs its first call and stays in the process)."""
     from autogemm.accuracy import relative_error
-    from autogemm.api import cuda_route
+    from autogemm.engine.routes import cuda_host as cuda_route
 
     monkeypatch.setattr(cuda_route, "cuda_target", lambda *args: pytest.fail("looked up the CUDA target"))
     rng = np.random.default_rng(4)
@@ -221,9 +222,9 @@ def test_auto_makes_no_cuda_context_for_a_product_it_keeps_on_opencl(device, mon
 def test_auto_takes_the_backend_and_configuration_the_profile_measured_faster(device, monkeypatch):
     """A profile's CUDA entry nearest the product decides: the CUDA path with its configuration where CUDA
     was faster, OpenCL where OpenCL was; backend='cuda' takes the entry's configuration either way."""
-    from autogemm.api import cuda_route
     from autogemm.blas import cuda_gemm
     from autogemm.codelets.wgmma import WgmmaParams
+    from autogemm.engine.routes import cuda_host as cuda_route
     from autogemm.profiles import CudaEntry, Profile
 
     fast, slow = WgmmaParams("f16", 128, 2, 5, 16, out="f16"), WgmmaParams("f16", 64, 1, 3, 8, out="f16")
@@ -235,7 +236,8 @@ def test_auto_takes_the_backend_and_configuration_the_profile_measured_faster(de
     monkeypatch.setattr(cuda_route, "cuda_target", lambda dev, dt: (SimpleNamespace(multiprocessors=132), None))
     monkeypatch.setattr(cuda_gemm, "profile_for", lambda dev: profile)
     monkeypatch.setattr(cuda_route, "host_result", lambda ctx, shape, dtype: np.empty(shape, dtype))
-    monkeypatch.setattr(cuda_route, "_run", lambda ctx, dt, params, a, b, out, *rest: ran.append(params) or out)
+    monkeypatch.setattr(cuda_route, "cuda_plan", lambda ctx, dt, m, n, k, params: SimpleNamespace(params=params))
+    monkeypatch.setattr(cuda_route, "_run", lambda ctx, plan, a, b, out, *rest: ran.append(plan.params) or out)
     large = np.ones((2048, 2048), np.float16)
     autogemm.gemm(large, large, device=device)
     assert ran == [fast]        # the tile that fits (128 x 256 would not fit shared memory in 5 stages)
@@ -317,6 +319,6 @@ def test_the_cuda_families_are_registered_apart_from_the_opencl_ones(device):
 def test_auto_takes_few_row_products_to_the_cuda_path_only_where_it_was_faster(key, m, n, k, cuda):
     """C of few rows or columns stays with OpenCL's multi-vector GEMV except for large 16-bit products of
     two rows or more (NVIDIA's OpenCL has no half arithmetic); small float64 products stay on OpenCL."""
-    from autogemm.api.cuda_route import worth_it
+    from autogemm.engine.routes.cuda_host import worth_it
 
     assert worth_it(DTYPES[key], m, n, k) is cuda

@@ -1,5 +1,6 @@
 """``gemm(..., devices=...)``: one product on numpy arrays shared by rows of C among several GPUs and the
-host's own BLAS (``shares``), each target's share given by a ``Split``."""
+host's own BLAS (``shares``), each target's share given by a ``Split``; and a product of numpy operands
+too large to cross in row blocks, streamed through its one device as a share of it."""
 
 from __future__ import annotations
 
@@ -7,16 +8,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..codelets.registry import KernelParams
-from ..dtypes import Dtype
-from ..errors import ArgumentError
-from ..profiles import profile_for
-from ..runtime import Device, context_for, discovery, find_device
-from ..shares import HOST, HostGemm, Target, run_split
-from ..shares.split import DEFAULT_PARTS, Split
-from .operands import Matrix, on_device, scalar
-from .transfer import host_result, large_on_host
-from .validation import validate_call
+from ...codelets.registry import KernelParams
+from ...dtypes import Dtype
+from ...errors import ArgumentError
+from ...profiles import profile_for
+from ...runtime import Device, context_for, discovery, find_device
+from ...shares import HOST, HostGemm, Target, run_split
+from ...shares.split import DEFAULT_PARTS, Split
+from ..call import GemmCall
+from ..operands import on_device
+from ..transfer import host_result, large_on_host
 
 Devices = str | list | tuple
 
@@ -65,36 +66,31 @@ def default_plan(targets: list[Target], dt: Dtype, shape: tuple[int, int, int]
     return Split(parts, tuple(shares)), configs
 
 
-def gemm_on_targets(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, trans_a: str, trans_b: str,
-                    devices: Devices, split: Split | None, config: KernelParams | None, edge: str, precision,
-                    out_dtype, alone: Callable[[Device, KernelParams | None], np.ndarray] | None = None
-                    ) -> np.ndarray:
-    """``gemm`` with ``devices``: numpy operands only; C's rows shared per ``split`` (default
+def run_on_targets(call: GemmCall, devices: Devices, alone: Callable[[Device, KernelParams | None], np.ndarray]
+                   ) -> np.ndarray:
+    """The product of ``call`` (numpy operands only) with C's rows shared per its ``split`` (default
     ``default_plan``) with one share per target, in the order of ``devices``. Where one device gets every
-    row and the operands are not large enough to stream, ``alone(device, kernel)`` runs the call instead
-    (``gemm`` on that device): on the H100 SGEMM 1024^3 took 0.69 ms so, 2.0 ms as a share of it beside a
-    host with none."""
+    row and the operands are not large enough to stream, ``alone(device, kernel)`` runs the call on that
+    device instead: a share has no row blocks overlapping its copies, and the host would wait for it."""
+    a, b, c, o = call.a, call.b, call.c, call.options
     for name, x in (("a", a), ("b", b), ("c", c)):
         if on_device(x):
             raise ArgumentError(f"{name} is a device array; devices= shares a product of numpy arrays among "
                                 f"several targets")
-    dt, _, _, m, n, k, shape = validate_call(a, b, c, None, trans_a, trans_b, config, precision, out_dtype)
-    alpha, beta = scalar(alpha, "alpha", dt), scalar(beta, "beta", dt)
-    if c is None and beta != 0:
-        raise ArgumentError("beta is not 0 but no c was given to scale")
+    dt, (m, n, k), shape, split = call.dt, (call.m, call.n, call.k), call.shape, o.split
     targets = targets_for(devices)
     if split is None:
         split, configs = default_plan(targets, dt, (m, n, k))
-        if config is not None:
-            configs = [None if t == HOST else config for t in targets]
+        if o.config is not None:
+            configs = [None if t == HOST else o.config for t in targets]
     else:
-        configs = [None if t == HOST else config for t in targets]
+        configs = [None if t == HOST else o.config for t in targets]
     if not isinstance(split, Split):
         raise ArgumentError(f"split must be a Split, not {type(split).__name__}")
     if len(split.shares) != len(targets):
         raise ArgumentError(f"split has {len(split.shares)} shares for {len(targets)} targets")
     computing = [i for i, share in enumerate(split.shares) if share]
-    if alone is not None and len(computing) == 1 and targets[computing[0]] != HOST and not large_on_host(a, b, c):
+    if len(computing) == 1 and targets[computing[0]] != HOST and not large_on_host(a, b, c):
         return alone(targets[computing[0]].device, configs[computing[0]])
     # the targets write rows of a row-major C: the caller's own where it is one, else a new one, in
     # page-locked memory where a device writes it (its tiles come back straight into it)
@@ -104,11 +100,11 @@ def gemm_on_targets(a: Matrix, b: Matrix, c: Matrix | None, *, alpha, beta, tran
         device_targets = [t for t in targets if t != HOST]
         out = (host_result(device_targets[0], shape, dt.output.numpy) if device_targets
                else np.empty(shape, dt.output.numpy))
-        if c is not None and beta != 0:
+        if c is not None and call.beta != 0:
             out[...] = c
     if m and n:
-        run_split(targets, split, HostGemm(dt, a, b, out, trans_a.upper(), trans_b.upper(), alpha, beta), configs,
-                  edge)
+        run_split(targets, split, HostGemm(dt, a, b, out, o.trans_a.upper(), o.trans_b.upper(), call.alpha,
+                                           call.beta), configs, o.edge)
     if c is not None and out is not c:
         c[...] = out
         return c

@@ -11,17 +11,19 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..blas.cuda_gemm import DeviceOperand, cuda_choice, cuda_plan, cuda_ready, opencl_twin
-from ..blas.problem import Op
-from ..dtypes import Dtype, get_dtype
-from ..errors import ArgumentError, ShapeError
-from ..runtime.cuda import CudaContext, cuda_devices, cuda_missing, dlpack
-from ..runtime.cuda.arrays import CudaArray
-from ..runtime.cuda.context import DeviceMemory, as_stream
-from ..runtime.cuda.driver import cuda_device_of
-from ..runtime.discovery import find_device
-from .operands import layout_of, scalar
-from .validation import validate_call
+from ...blas.cuda_gemm import CudaGemm, DeviceOperand, cuda_choice, cuda_plan, cuda_ready, opencl_twin
+from ...blas.problem import Op
+from ...dtypes import Dtype, get_dtype
+from ...errors import ArgumentError, ShapeError
+from ...profiles import profile_for
+from ...runtime.cuda import CudaContext, cuda_devices, cuda_missing, dlpack
+from ...runtime.cuda.arrays import CudaArray
+from ...runtime.cuda.context import DeviceMemory, as_stream
+from ...runtime.cuda.driver import cuda_device_of
+from ...runtime.discovery import find_device
+from ..call import GemmCall, GemmOptions, oriented, scalars
+from ..operands import layout_of
+from ..resolved import ROUTES
 
 #: Where each library's ``from_dlpack`` is, by the top-level module of its array type.
 IMPORTERS = {"torch": "torch", "cupy": "cupy", "jax": "jax.dlpack", "jaxlib": "jax.dlpack"}
@@ -45,30 +47,87 @@ class _Tensor(NamedTuple):
     ordinal: int
 
 
-def tensor_gemm(a: object, b: object, c: object | None, *, alpha, beta, trans_a: str, trans_b: str, device,
-                precision, out_dtype, backend: str, stream: object, other_options: str | None) -> object:
-    """C = alpha op(A) op(B) + beta C of CUDA tensors, enqueued on ``stream`` (a handle, or an object
-    with ``cuda_stream`` or ``ptr``: torch's and cupy's streams; None: the library's current one).
+def run_tensors(a: object, b: object, c: object | None, options: GemmOptions) -> object:
+    """C = alpha op(A) op(B) + beta C of CUDA tensors, enqueued on ``options.stream`` (a handle, or an
+    object with ``cuda_stream`` or ``ptr``: torch's and cupy's streams; None: the library's current one).
     Returns ``c``, or a new tensor of ``a``'s library (a ``CudaArray`` for a library not in
-    ``IMPORTERS``)."""
-    if backend == "opencl":
+    ``IMPORTERS``). A call of the signature of an earlier one runs on its resolved route."""
+    if options.backend == "opencl":
         raise ArgumentError("CUDA tensors are multiplied on the CUDA path; leave backend 'auto' or 'cuda'")
-    if other_options:
-        raise ArgumentError(f"{other_options} is an option of the OpenCL path, not for CUDA tensors")
+    if options.opencl_only():
+        raise ArgumentError(f"{options.opencl_only()} is an option of the OpenCL path, not for CUDA tensors")
     for x, name in ((a, "a"), (b, "b"), (c, "c")):
         if x is not None and not is_cuda_tensor(x):
             raise ArgumentError(f"a CUDA tensor was given but {name} is a {type(x).__name__}: pass every operand "
                                 f"on the GPU (e.g. torch.as_tensor({name}, device='cuda'))")
-    handle = caller_stream(a, stream)
-    own = stream is None and _library(a) == "torch"       # torch's own attributes, on its current stream
+    handle = caller_stream(a, options.stream)
+    own = options.stream is None and _library(a) == "torch"       # torch's own attributes, on its current stream
     borrowed: list[dlpack.Borrowed] = []
     try:
         tensors = [None if x is None else _read(x, name, handle, own, borrowed) for x, name in zip((a, b, c), "abc")]
-        return _enqueue(tensors, a, c, handle, own, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
-                        device=device, precision=precision, out_dtype=out_dtype)
+        key = (*(None if t is None else (t.shape, t.strides, t.dtype, t.ordinal) for t in tensors), own,
+               options.key())
+        route = ROUTES.get(key) or ROUTES.keep(key, TensorRoute(GemmCall.build(*tensors, None, options), tensors))
+        return route.run(tensors, a, c, handle, own, options)
     finally:
         for x in borrowed:
             x.release()
+
+
+class TensorRoute:
+    """A call of CUDA tensors resolved: the context of the GPU they lie on, how the kernels read them
+    (a column-major C by the swapped product) and the plan; a run binds the tensors' memory and the
+    scalars and enqueues on the caller's stream."""
+
+    def __init__(self, call: GemmCall, tensors: list[_Tensor | None]) -> None:
+        ta, tb, tc = tensors
+        self.dt, self.shape, self.has_c = call.dt, call.shape, tc is not None
+        layouts = _layout(ta, "a"), _layout(tb, "b")
+        column_major = tc is not None and call.m and call.n and _column_major(tc, call.m, call.n)
+        if call.k == 0 and call.m and call.n:
+            raise ArgumentError("k is 0: the product is empty (scale c by beta instead)")
+        self.ctx = _context(tensors, call.options.device, call.dt)
+        # the operands as the kernels read them: which tensor, its rows, op and leading dimension
+        reads = oriented(("a", call.m, layouts[0][0]), call.op_a, layouts[0][1],
+                         ("b", call.n, layouts[1][0]), call.op_b, layouts[1][1], call.m, call.n, bool(column_major))
+        self.reads = reads
+        self.device = opencl_twin(self.ctx.device)
+        self.profile = profile_for(self.device) if self.device is not None else None
+        self.plan: CudaGemm | None = None
+        if reads.m and reads.n:
+            with self.ctx.lock:
+                self.ctx.activate()
+                _, params = cuda_choice(self.device, call.dt, reads.m, reads.n, call.k, self.ctx.multiprocessors)
+                self.plan = cuda_plan(self.ctx, call.dt, reads.m, reads.n, call.k, params)
+
+    def current(self) -> bool:
+        """Whether the device's profile, which chose the configuration, is still the one it was."""
+        return self.device is None or profile_for(self.device) is self.profile
+
+    def run(self, tensors: list[_Tensor | None], a: object, c: object | None, handle: int, own: bool,
+            options: GemmOptions) -> object:
+        """The product of ``tensors`` (the views of ``a``, ``b`` and ``c``) on the stream ``handle``."""
+        alpha, beta = scalars(options, self.dt, self.has_c)
+        if tensors[2] is not None:
+            result, out = None, DeviceMemory.lent(tensors[2].pointer)
+        elif own:                                  # torch's own allocator, on its current stream
+            import torch
+
+            result = torch.empty(self.shape, dtype=getattr(torch, self.dt.output.numpy.name), device=a.device)
+            out = DeviceMemory.lent(result.data_ptr())
+        else:
+            result = CudaArray.empty(self.ctx, self.shape, self.dt.output.numpy, handle)
+            out = result.memory
+        if self.plan is not None:
+            r = self.reads
+            first = _operand(tensors["ab".index(r.first[0])], r.first, r.op_first, DeviceOperand.of_a)
+            second = _operand(tensors["ab".index(r.second[0])], r.second, r.op_second, DeviceOperand.of_b)
+            with self.ctx.lock:
+                self.ctx.activate()
+                self.plan.enqueue(first, second, out, alpha, beta, as_stream(handle))
+        if result is None:
+            return c
+        return result if own else hand_back(result, a)
 
 
 def caller_stream(like: object, stream: object) -> int:
@@ -112,7 +171,7 @@ def _tensor(shape: tuple[int, ...], dtype: str, strides: tuple[int, ...], pointe
 
 
 def _layout(x: _Tensor, name: str) -> tuple[int, bool]:
-    """(ld, flipped) of ``x`` as ``api.operands.layout_of`` gives them; ``ShapeError`` for strides that
+    """(ld, flipped) of ``x`` as ``engine.operands.layout_of`` gives them; ``ShapeError`` for strides that
     are not those of a row- or column-major matrix."""
     layout = layout_of(x.shape, x.strides, 1)
     if layout is None:
@@ -121,48 +180,11 @@ def _layout(x: _Tensor, name: str) -> tuple[int, bool]:
     return layout
 
 
-def _operand(x: _Tensor, rows: int, op: Op, of: Callable[..., DeviceOperand], layout: tuple[int, bool]
-             ) -> DeviceOperand:
-    """``x`` as the kernels read it (``of``: ``DeviceOperand.of_a`` or ``of_b``)."""
-    ld, flipped = layout
-    return of(DeviceMemory.lent(x.pointer), rows, ld, op.flipped() if flipped else op)
-
-
-def _enqueue(tensors: list[_Tensor | None], a: object, c: object | None, handle: int, own: bool, *, alpha,
-             beta, trans_a: str, trans_b: str, device, precision, out_dtype) -> object:
-    ta, tb, tc = tensors
-    dt, op_a, op_b, m, n, k, shape = validate_call(ta, tb, tc, None, trans_a, trans_b, None, precision,
-                                                   out_dtype)
-    layouts = _layout(ta, "a"), _layout(tb, "b")
-    column_major = tc is not None and m and n and _column_major(tc, m, n)
-    alpha, beta = scalar(alpha, "alpha", dt), scalar(beta, "beta", dt)
-    if tc is None and beta != 0:
-        raise ArgumentError("beta is not 0 but no c was given to scale")
-    if k == 0 and m and n:
-        raise ArgumentError("k is 0: the product is empty (scale c by beta instead)")
-    ctx = _context(tensors, device, dt)
-    if tc is not None:
-        result, out = None, DeviceMemory.lent(tc.pointer)
-    elif own:                                  # torch's own allocator, on its current stream
-        import torch
-
-        result = torch.empty(shape, dtype=getattr(torch, dt.output.numpy.name), device=a.device)
-        out = DeviceMemory.lent(result.data_ptr())
-    else:
-        result = CudaArray.empty(ctx, shape, dt.output.numpy, handle)
-        out = result.memory
-    if m and n:
-        x_a = _operand(ta, m, op_a, DeviceOperand.of_a, layouts[0])
-        x_b = _operand(tb, n, op_b, DeviceOperand.of_b, layouts[1])
-        if column_major:                               # C^T = op(B)^T op(A)^T, row-major
-            x_a, x_b, m, n = x_b, x_a, n, m
-        with ctx.lock:
-            ctx.activate()
-            _, params = cuda_choice(opencl_twin(ctx.device), dt, m, n, k, ctx.multiprocessors)
-            cuda_plan(ctx, dt, m, n, k, params).enqueue(x_a, x_b, out, alpha, beta, as_stream(handle))
-    if result is None:
-        return c
-    return result if own else hand_back(result, a)
+def _operand(x: _Tensor, read: tuple[str, int, int], op: Op, of: Callable[..., DeviceOperand]) -> DeviceOperand:
+    """``x`` as the kernels read it: ``read`` (its name, rows and leading dimension) with ``op``
+    (``of``: ``DeviceOperand.of_a`` or ``of_b``)."""
+    _, rows, ld = read
+    return of(DeviceMemory.lent(x.pointer), rows, ld, op)
 
 
 def _context(tensors: list[_Tensor | None], device, dt: Dtype) -> CudaContext:

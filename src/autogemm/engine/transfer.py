@@ -42,7 +42,7 @@ PINNED_MIN_BYTES, PINNED_BYTES, RESULT_MIN_BYTES = 2 * 2**20, 2 * 2**30, 2**20
 #: A product whose numpy operands (A, B and a given C) take at least this many bytes runs as a share of
 #: its device (``shares``: streamed tile by tile, out of core where need be, or in place): on the H100,
 #: SGEMM 16384^3 from numpy to numpy ran at 41 TFLOP/s so. Smaller ones cross through page-locked memory
-#: in row blocks (``api.gemm.row_blocks``), faster up to here: DGEMM 8192^3 (1 GiB of operands) took
+#: in row blocks (``engine.routes.opencl.row_blocks``), faster up to here: DGEMM 8192^3 (1 GiB of operands) took
 #: 104 ms streamed, SGEMM 8192^3 37 ms in row blocks (torch, copying through page-locked memory: 45 ms).
 STREAM_BYTES = 1536 * 2**20
 

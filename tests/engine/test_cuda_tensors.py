@@ -10,9 +10,9 @@ import pytest
 
 import autogemm
 from autogemm.accuracy import Reference, apply_op, random_matrix
-from autogemm.api.cuda_tensors import is_cuda_tensor
 from autogemm.blas.cuda_gemm import DEFAULTS
 from autogemm.dtypes import DTYPES
+from autogemm.engine.routes.cuda_tensors import is_cuda_tensor
 from autogemm.errors import ArgumentError, ShapeError
 from autogemm.runtime.cuda import dlpack
 

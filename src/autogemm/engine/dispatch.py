@@ -1,0 +1,96 @@
+"""The one entry of every GEMM call below the public functions: a repeated call signature finds its
+resolved route (``resolved``) and only binds the call's memory, scalars and events; any other call is
+validated once (``call.GemmCall``) and handed to the route that takes it:
+
+- CUDA tensors: the CUDA path, where they lie (``routes.cuda_tensors``);
+- ``devices=``: C's rows shared among GPUs and the host's BLAS (``routes.targets``);
+- numpy operands on a Hopper GPU, in the dtypes whose fastest kernels only CUDA reaches: the CUDA path
+  through page-locked copies (``routes.cuda_host``);
+- numpy operands too large to cross in row blocks: streamed through the device (``routes.targets``);
+- anything else: one OpenCL device (``routes.opencl``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..blas.problem import alignment_class
+from ..errors import ArgumentError
+from .call import GemmCall, GemmOptions
+from .operands import Matrix, on_device
+from .resolved import ROUTES
+from .routes import cuda_host
+from .routes.cuda_tensors import is_cuda_tensor, run_tensors
+from .routes.opencl import OpenCLRoute
+from .routes.targets import run_on_targets
+from .transfer import large_on_host
+
+
+def run_gemm(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, options: GemmOptions) -> Matrix:
+    """C = alpha op(A) op(B) + beta C of checked arrays: one product (``batch`` None), or a strided batch
+    of ``batch`` products where ``a``, ``b`` and ``c`` are stacks along their first dimension (``a`` or
+    ``b`` a matrix, or a stack of one, is used in every product)."""
+    if batch is None and any(is_cuda_tensor(x) for x in (a, b, c)):
+        return run_tensors(a, b, c, options)
+    if options.stream is not None:
+        raise ArgumentError("stream is for CUDA tensors; numpy and pyopencl operands run on their own queue")
+    key = signature(a, b, c, batch, options)
+    route = ROUTES.get(key)
+    if route is None:
+        call = GemmCall.build(a, b, c, batch, options)
+        if batch is None:
+            done = _elsewhere(call)
+            if done is not None:
+                return done
+        route = ROUTES.keep(key, OpenCLRoute(call))
+    done = route.run(a, b, c, options)
+    if done is None:                    # the CUDA path failed the call (out of memory, say): OpenCL runs it
+        return OpenCLRoute(GemmCall.build(a, b, c, batch, options)).run(a, b, c, options)
+    return done
+
+
+def _elsewhere(call: GemmCall) -> Matrix | None:
+    """The result of a product that a route other than one OpenCL device runs (a CUDA route is kept for
+    the call's signature), or None."""
+    a, b, c, o = call.a, call.b, call.c, call.options
+
+    def alone(device, config) -> Matrix:
+        """The product on one device alone, where a split gives it every row."""
+        return OpenCLRoute(GemmCall.build(a, b, c, None, replace(o, device=device, config=config, devices=None,
+                                                                 split=None))).run(a, b, c, o)
+
+    if o.devices is not None or o.split is not None:
+        if o.devices is None:
+            raise ArgumentError("split is for a product shared among devices: give devices= too")
+        if o.device is not None or o.wait_for:
+            raise ArgumentError("devices= runs on several targets and blocks: leave device and wait_for out")
+        return run_on_targets(call, o.devices, alone)
+    cuda = cuda_host.resolve(call)
+    if cuda is not None:
+        return ROUTES.keep(signature(a, b, c, None, o), cuda).run(a, b, c, o)
+    if not o.wait_for and large_on_host(a, b, c):
+        # as a share of its device: streamed (copies through page-locked staging, overlapping the
+        # kernels), or in place where the device shares the host's memory
+        return run_on_targets(call, [o.device], alone)
+    return None
+
+
+def signature(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, options: GemmOptions) -> tuple | None:
+    """What a call's route depends on: for operands all numpy arrays their shapes, strides, dtypes and
+    whether C is writeable; for operands all device arrays their shapes, strides, the alignment classes
+    of their offsets, dtypes and queues; and ``batch``, whether C is given, and the options
+    (``GemmOptions.key``). None for mixed operands or options that cannot be a key: such calls are
+    resolved afresh each time. Views of a stack at offsets of one class share a signature, so a loop over
+    them is resolved once."""
+    options_key = options.key()
+    if options_key is None:
+        return None
+    operands = [x for x in (a, b, c) if x is not None]
+    if all(type(x) is np.ndarray for x in operands):
+        return (*((x.shape, x.strides, x.dtype) for x in operands), c is None or c.flags.writeable,
+                c is None, batch, options_key)
+    if not all(on_device(x) for x in operands):
+        return None
+    return (*((x.shape, x.strides, alignment_class(x.offset // x.dtype.itemsize), x.dtype, x.queue)
+              for x in operands), c is None, batch, options_key)

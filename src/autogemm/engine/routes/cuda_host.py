@@ -1,0 +1,163 @@
+"""Which runtime a call of numpy operands runs on, and its run on the CUDA path.
+
+An NVIDIA GPU of compute capability 9.0 that the CUDA driver sees too (and the ``cuda`` extra installed)
+has two ways in. NVIDIA's OpenCL compiles for sm_90, not sm_90a, so Hopper's wgmma and TMA are reached
+through CUDA alone: there the dtypes ``blas.cuda_gemm.DEFAULTS`` names (16-bit operands, TF32, 3xTF32,
+float64, complex128) run on the CUDA path, whose tensor-core kernels are faster than the OpenCL ones for
+them; float32 and complex64 stay on OpenCL, which is as fast as cuBLAS for them. Where the device's
+profile has CUDA entries (``autogemm tune`` measured both backends), the one nearest a product says which
+backend was faster there and with which CUDA configuration (``blas.cuda_gemm.cuda_choice``). ``backend``
+'opencl' or 'cuda' asks for one; 'cuda' says why a call cannot run there instead of falling back.
+
+On the CUDA path a call on numpy arrays copies its operands through page-locked memory kept by the
+context (each upload enqueued once its copy is there, while the next is copied), runs the product and
+copies C back the same way; the call blocks. From numpy to numpy, 'auto' keeps float64 and complex128
+products on OpenCL, where the uploads, kernels and downloads of row blocks overlap (or the tiles of a
+streamed product), which gains more than the CUDA kernels' speed (the figures are in the GEMM guide)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...blas.cuda_gemm import CudaGemm, CudaParams, DeviceOperand, cuda_choice, cuda_plan, cuda_target, no_kernels
+from ...blas.problem import Op
+from ...blas.vectors import MAX_VECTORS
+from ...dtypes import Dtype
+from ...errors import ArgumentError, DeviceError
+from ...profiles import profile_for
+from ...runtime.cuda import CudaContext
+from ...runtime.cuda.driver import CUDA
+from ...runtime.discovery import find_device
+from ...shares.copying import parallel_copy
+from ...shares.staging import result_pool
+from ..call import GemmCall, GemmOptions, scalars
+from ..transfer import host_result
+
+#: Products smaller than this (m n k) stay on OpenCL, where the tensor-core kernels of a small product
+#: need no layout pass and fewer launches.
+MIN_MULTIPLY_ADDS = {"d": 2048**3, "z": 2048**3}
+#: 16-bit products of 2 to ``MAX_VECTORS`` rows (or columns) of C and at least this many multiply-adds run
+#: on the CUDA path: NVIDIA's OpenCL has no half-precision arithmetic, so its multi-vector GEMV falls
+#: behind wgmma on long products of few rows, while short ones and single rows (GEMVs) stay faster there.
+FEW_ROWS_MULTIPLY_ADDS = {"h": 2**27, "hs": 2**27, "b": 2**27, "bs": 2**27}
+#: The dtypes whose products on numpy arrays 'auto' keeps on OpenCL.
+OVERLAPPED_ON_OPENCL = ("d", "z")
+
+
+class CudaHostRoute:
+    """A call of numpy operands resolved on the CUDA path: its context, its configuration and the plan
+    that runs it; each run copies the operands in and C out through page-locked memory."""
+
+    def __init__(self, call: GemmCall, ctx: CudaContext, params: CudaParams) -> None:
+        self.ctx, self.dt, self.shape, self.has_c = ctx, call.dt, call.shape, call.c is not None
+        self.ops, self.sizes = (call.op_a, call.op_b), (call.m, call.n, call.k)
+        self.device = find_device(call.options.device)
+        self.profile = profile_for(self.device)
+        self.plan: CudaGemm = cuda_plan(ctx, call.dt, call.m, call.n, call.k, params)
+
+    def current(self) -> bool:
+        """Whether the device's profile, which chose the configuration, is still the one it was."""
+        return profile_for(self.device) is self.profile
+
+    def run(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None, options: GemmOptions) -> np.ndarray | None:
+        """The product into ``c`` or a new page-locked array; None where the device fails it (out of its
+        memory, say) and 'auto' lets OpenCL take it (``backend='cuda'`` raises then)."""
+        alpha, beta = scalars(options, self.dt, self.has_c)
+        out = c if c is not None else host_result(self.ctx, self.shape, self.dt.output.numpy)
+        try:
+            return _run(self.ctx, self.plan, (a, self.ops[0]), (b, self.ops[1]), out, self.sizes, alpha, beta)
+        except DeviceError:
+            if options.backend == "cuda":
+                raise
+            self.ctx.release_kept()                  # e.g. out of device memory: OpenCL streams it
+            return None
+
+
+def resolve(call: GemmCall) -> CudaHostRoute | None:
+    """The CUDA route of a call of numpy operands, or None where it runs on OpenCL: ``backend`` 'opencl',
+    or 'auto' for a call the CUDA path does not take. With 'cuda' such a call raises an error saying why."""
+    options = call.options
+    backend = options.backend
+    if backend == "opencl":
+        return None
+    why = f"{options.opencl_only()} is an option of the OpenCL path" if options.opencl_only() else None
+    if why is None and not all(isinstance(x, np.ndarray) for x in (call.a, call.b, call.c) if x is not None):
+        why = "the CUDA path takes numpy arrays (pyopencl arrays stay on their OpenCL queue)"
+    dt, (m, n, k) = call.dt, (call.m, call.n, call.k)
+    if backend == "auto" and (why is not None or dt.key in OVERLAPPED_ON_OPENCL or no_kernels(dt)):
+        return None                         # before the device is looked up
+    if why is None and call.c is not None and not call.c.flags.c_contiguous:
+        why = "the CUDA path writes a row-major (C-ordered) c"
+    if why is None and 0 in (m, n, k):
+        why = "an empty product"
+    if backend == "auto" and (why is not None or not worth_it(dt, m, n, k)):
+        return None                         # before a CUDA context is made for nothing
+    if why is None:
+        ctx, why = cuda_target(find_device(options.device), dt)
+    if why is not None:
+        if backend == "cuda":
+            raise ArgumentError(f"backend='cuda' cannot run this call: {why}")
+        return None
+    chosen, params = cuda_choice(find_device(options.device), dt, m, n, k, ctx.multiprocessors)
+    if backend == "auto" and chosen != CUDA:        # the profile measured OpenCL faster here
+        return None
+    return CudaHostRoute(call, ctx, params)
+
+
+def worth_it(dt: Dtype, m: int, n: int, k: int) -> bool:
+    """Whether 'auto' takes an m x n x k product of ``dt`` to the CUDA path: not one of few columns or
+    rows (OpenCL's multi-vector GEMV, ``blas.vectors``, where a block of 64 x 64 would be mostly empty)
+    unless ``FEW_ROWS_MULTIPLY_ADDS`` says, nor one under ``MIN_MULTIPLY_ADDS``."""
+    if min(m, n) <= MAX_VECTORS:
+        return min(m, n) > 1 and m * n * k >= FEW_ROWS_MULTIPLY_ADDS.get(dt.key, math.inf)
+    return m * n * k >= MIN_MULTIPLY_ADDS.get(dt.key, 0)
+
+
+def _row_major(x: np.ndarray, op: Op) -> tuple[np.ndarray, Op]:
+    """``x`` as a C-ordered array and the op that gives the same operand from it (a Fortran-ordered
+    array is the transpose of a C-ordered one; any other layout is copied)."""
+    if x.flags.c_contiguous:
+        return x, op
+    if x.flags.f_contiguous:
+        return x.T, op.flipped()
+    return np.ascontiguousarray(x), op
+
+
+def _run(ctx: CudaContext, plan: CudaGemm, a: tuple[np.ndarray, Op], b: tuple[np.ndarray, Op], out: np.ndarray,
+         sizes: tuple[int, int, int], alpha, beta) -> np.ndarray:
+    """C = alpha op(A) op(B) + beta C on ``ctx`` with ``plan`` into the C-ordered ``out``."""
+    (a, op_a), (b, op_b) = _row_major(*a), _row_major(*b)
+    m, n, k = sizes
+    pool = result_pool(ctx)
+    uploads = [a, b] + ([out] if beta != 0 else [])
+    locked = [pool.owns(x) for x in uploads]        # page-locked already (earlier calls' results)
+    staged_bytes = max(sum(x.nbytes for x, lock in zip(uploads, locked) if not lock),
+                       0 if pool.owns(out) else out.nbytes)
+    with ctx.lock:
+        ctx.activate()
+        memory = [ctx.scratch(role, x.nbytes) for role, x in zip(("a", "b", "c"), (a, b, out))]
+        staging = ctx.staging(staged_bytes) if staged_bytes else None
+        start = 0
+        for x, to, lock in zip(uploads, memory, locked):     # each copy sent on while the next is made
+            if lock:
+                ctx.upload(to, _bytes(x), wait=False)
+                continue
+            place = staging[start:start + x.nbytes]
+            parallel_copy(place, _bytes(x))
+            ctx.upload(to, place, wait=False)
+            start += x.nbytes
+        plan.enqueue(DeviceOperand.of_a(memory[0], m, a.shape[1], op_a),
+                     DeviceOperand.of_b(memory[1], n, b.shape[1], op_b), memory[2], alpha, beta)
+        if pool.owns(out):
+            ctx.download(_bytes(out), memory[2])
+        else:
+            ctx.download(staging[:out.nbytes], memory[2])   # after the uploads: the staging is free
+            parallel_copy(_bytes(out), staging[:out.nbytes])
+    return out
+
+
+def _bytes(x: np.ndarray) -> np.ndarray:
+    """The bytes of a C-ordered array."""
+    return x.reshape(-1).view(np.uint8)

@@ -1,0 +1,190 @@
+"""A product on one OpenCL device: resolved once per call signature (the device, the problem on the
+operands' row-major storage, the plan and, for host operands, the blocks of C's rows it runs in), then
+run by binding each call's buffers, offsets and scalars.
+
+Host operands cross through the transfer machinery (``engine.transfer``) in blocks of C's rows, so that
+while the device computes one block the next block's rows of A are uploaded and the last block's C comes
+back; device operands are used where they lie, on their queue, and the call returns at once."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import NamedTuple
+
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from ... import workload
+from ...blas import GemmProblem, LaunchPlan, index_blocks
+from ...blas.coverage import c_blocks
+from ...blas.plan_cache import cached_plan, is_current
+from ...blas.vectors import VectorsPlan
+from ...codelets.kernel import ceil_div, round_up
+from ...codelets.registry import KernelParams
+from ...errors import ArgumentError
+from ...runtime.memory import check_memory
+from ..call import GemmCall, GemmOptions, oriented, scalars
+from ..operands import Matrix, Stored, call_context, event_list, events_of, on_device, stored
+from ..transfer import Block, Enqueue, execute, host_result, whole
+
+#: A product of numpy arrays runs in blocks of C's rows, each of about ``BLOCK_TILES`` tiles of 128 x 128
+#: per compute unit of the device (a block of fewer would leave units idle), at most ``MAX_BLOCKS``, each
+#: a multiple of ``BLOCK_ROWS`` rows: while the device computes one block, the next block's rows of A
+#: are uploaded and the last block's C comes back, where in one block the device would idle through the
+#: uploads and the download. A product of at least ``PIPELINED_ELEMENTS`` elements of C runs in two blocks
+#: at least where its plan's work-groups take no more waves so.
+BLOCK_TILES, MAX_BLOCKS, BLOCK_ROWS, PIPELINED_ELEMENTS = 1, 8, 128, 1 << 20
+
+
+class Part(NamedTuple):
+    """One block of a call's rows of C: its problem (the call's, at the block's offsets), its plan, and
+    where its reads of A and its writes of C end in their storage (elements)."""
+
+    problem: GemmProblem
+    plan: LaunchPlan | VectorsPlan
+    a_end: int
+    c_end: int
+
+
+class OpenCLRoute:
+    """A ``GemmCall`` resolved on one OpenCL device: where it runs, its problem on the row-major storage
+    of the operands (A and B swapped where C is column-major), the plan it runs on and its blocks; past
+    32-bit indexing a product of device arrays alone runs in blocks of its own (``blas.index_blocks``)."""
+
+    def __init__(self, call: GemmCall) -> None:
+        a, b, c, o = call.a, call.b, call.c, call.options
+        self.ctx = call_context(o.device, {"a": a, "b": b, "c": c})
+        self.dt, self.shape, self.asynchronous = call.dt, call.shape, call.on_device
+        self.config, self.edge, self.has_c = o.config, o.edge, c is not None
+        sa, sb = stored(a, "a"), stored(b, "b")
+        # a new C is dense and row-major
+        sc = stored(c, "c") if c is not None else Stored(max(call.n, 1), False, call.m, call.n,
+                                                         1 if call.batch is None else call.batch, call.m * call.n)
+        pa, op_a, pb, op_b, m, n, self.swapped = oriented(sa, call.op_a, sa.flipped, sb, call.op_b, sb.flipped,
+                                                          call.m, call.n, sc.flipped)
+        problem = GemmProblem(call.dt, m, n, call.k, op_a, op_b, lda=pa.ld, ldb=pb.ld, ldc=sc.ld, offset_a=pa.offset,
+                              offset_b=pb.offset, offset_c=sc.offset, batch=sc.layers, stride_a=pa.stride,
+                              stride_b=pb.stride, stride_c=sc.stride)
+        # past 32-bit indexing a product of device arrays alone runs in blocks; anything else cannot
+        blockable = problem.batch == 1 and all(on_device(x) for x in (a, b, c) if x is not None)
+        problem.validate(index_limit=None if blockable else index_blocks.INDEX_LIMIT)
+        self.problem = problem
+        self.blocked = blockable and index_blocks.exceeds(problem)
+        self.plan = None if self.blocked else cached_plan(self.ctx, problem.aligned(), o.config, o.edge)
+        self.layout = None if self.blocked else self._layout()
+
+    def current(self) -> bool:
+        """Whether this resolution still holds: its plan is the one a lookup would give again (the device's
+        profile is unchanged). A blocked product makes its plans per block, afresh each call."""
+        return self.plan is not None and is_current(self.plan)
+
+    def _layout(self) -> list[Part]:
+        """The blocks the call runs in: one, the whole problem on ``plan``, where an operand lies on the
+        device or the device shares the host's memory (nothing to overlap), else the blocks of
+        ``row_blocks``, each on a plan of its own."""
+        pr, plan, device = self.problem, self.plan, self.ctx.device
+        whole_call = Part(pr, plan, pr.offset_a + pr.member_elements("A"), pr.offset_c + pr.member_elements("C"))
+        if self.asynchronous or device.shares_host_memory:
+            return [whole_call]
+        waves = (plan.params, plan.slices) if isinstance(plan, LaunchPlan) else ()     # GEMV's plan has no tiles
+        spans = row_blocks(pr, device.compute_units, *waves)
+        if len(spans) == 1:
+            return [whole_call]
+        parts = [replace(pr, m=r1 - r0, offset_a=pr.offset_a + (r0 if pr.op_a.transposed else r0 * pr.lda),
+                         offset_c=pr.offset_c + r0 * pr.ldc) for r0, r1 in spans]
+        return [Part(part, cached_plan(self.ctx, part.aligned(), self.config, self.edge),
+                     part.offset_a + part.member_elements("A"), part.offset_c + part.member_elements("C"))
+                for part in parts]
+
+    def run(self, a: Matrix, b: Matrix, c: Matrix | None, options: GemmOptions) -> Matrix:
+        """The product of these operands (of the call this route was resolved for, or of one of the same
+        signature): bind their memory, the scalars and the events, and enqueue."""
+        pr = self.problem
+        if workload.RECORDER is not None:
+            workload.RECORDER.record("gemm", pr.dtype.key, "NT"[pr.op_a.transposed] + "NT"[pr.op_b.transposed],
+                                     pr.m, pr.n, pr.k, pr.batch)
+        alpha, beta = scalars(options, self.dt, self.has_c)
+        wait_for = event_list(options.wait_for)
+        if wait_for and not self.asynchronous:
+            raise ArgumentError("wait_for is for calls on device arrays; numpy operands are read when the call is "
+                                "made")
+        ctx = self.ctx
+        if c is not None:
+            out = c
+        elif self.asynchronous:
+            out = cl_array.empty(ctx.queue, self.shape, self.dt.output.numpy)
+        else:
+            out = host_result(ctx, self.shape, self.dt.output.numpy)
+        if pr.m == 0 or pr.n == 0 or pr.batch == 0:
+            return out
+        wait_for = events_of([a, b, c], ctx.queue) + wait_for
+        if not all(on_device(x) for x in (a, b, c) if x is not None):
+            return self._with_transfers(a, b, out, alpha, beta, wait_for)
+        # device arrays alone: nothing to upload; the offsets are this call's own (the key holds their class)
+        first, second = (b, a) if self.swapped else (a, b)
+        offsets = (first.offset // first.dtype.itemsize, second.offset // second.dtype.itemsize,
+                   out.offset // out.dtype.itemsize)
+        buffers = (first.base_data, second.base_data, out.base_data)
+        if self.blocked:
+            placed = replace(pr, offset_a=offsets[0], offset_b=offsets[1], offset_c=offsets[2])
+            events = index_blocks.enqueue_blocks(ctx, placed, self.config, self.edge, buffers, alpha, beta, wait_for)
+        else:
+            if not self.plan.allocated:
+                check_memory(ctx, list(self.plan.temporary_bytes().values()))
+            events = self.plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=wait_for, offsets=offsets)
+        if events:
+            out.add_event(events[-1])
+        return out
+
+    def _with_transfers(self, a: Matrix, b: Matrix, out: Matrix, alpha, beta, wait_for: list[cl.Event]) -> Matrix:
+        """A call with host operands: uploads, the product in the blocks of the layout, and a host
+        result's download, overlapping where there are several blocks."""
+        sa, sb, sc = stored(a, "a"), stored(b, "b"), stored(out, "c")
+        operands = (sb, sa, sc) if self.swapped else (sa, sb, sc)
+        if len(self.layout) == 1:
+            blocks_of_c = whole(operands, _product(self.layout[0].plan, self.problem, alpha, beta))
+        else:
+            blocks_of_c = [Block((part.a_end, operands[1].elements, part.c_end), (part.problem.offset_c, part.c_end),
+                                 _product(part.plan, part.problem, alpha, beta)) for part in self.layout]
+        temporaries = [size for p in {part.plan for part in self.layout} if not p.allocated
+                       for size in p.temporary_bytes().values()]
+        # C is uploaded only when beta is not 0: it is not read then
+        return execute(self.ctx, operands, (True, True, beta != 0), out, temporaries, blocks_of_c, wait_for)
+
+
+def row_blocks(problem: GemmProblem, compute_units: int, params: KernelParams | None = None,
+               layers: int = 1) -> list[tuple[int, int]]:
+    """The blocks [r0, r1) of C's rows that a product of host arrays runs in (one for a batch). Given the
+    plan's ``params`` and its ``layers`` of work-groups (K slices), no fewer rows than keep its work-groups
+    in as few waves over the blocks as over the whole product: a block that leaves units idle makes the
+    device's time longer than its overlapped copies make it shorter."""
+    m, n = problem.m, problem.n
+    if problem.batch != 1:
+        return [(0, m)]
+    count = round(m * n / (BLOCK_TILES * compute_units * 128 * 128))
+    if m * n >= PIPELINED_ELEMENTS:
+        count = max(count, 2)
+    count = max(1, min(MAX_BLOCKS, count, m // BLOCK_ROWS))
+
+    def waves(spans: list[tuple[int, int]]) -> int:
+        return sum(ceil_div(c_blocks(params, r1 - r0, n) * layers, compute_units) for r0, r1 in spans)
+
+    if params is not None:
+        whole = waves([(0, m)])
+        while count > 1 and waves(_spans(m, count)) > whole:
+            count -= 1
+    return _spans(m, count)
+
+
+def _spans(m: int, count: int) -> list[tuple[int, int]]:
+    """``count`` blocks of C's m rows, each a multiple of ``BLOCK_ROWS`` rows but the last."""
+    step = round_up(ceil_div(m, count), BLOCK_ROWS) if count > 1 else max(m, 1)
+    return [(r0, min(r0 + step, m)) for r0 in range(0, m, step)] or [(0, m)]
+
+
+def _product(plan: LaunchPlan, part: GemmProblem, alpha, beta) -> Enqueue:
+    """The launches of ``plan`` on ``part``'s offsets, as a block enqueues them."""
+    def enqueue(buffers: list[cl.Buffer], events: list[cl.Event]) -> list[cl.Event]:
+        return plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=events,
+                            offsets=(part.offset_a, part.offset_b, part.offset_c))
+    return enqueue

@@ -1,0 +1,111 @@
+"""The engine's call value and dispatcher (``engine.call``, ``engine.dispatch``, ``engine.resolved``):
+options listed and validated once, the one rule for column-major operands, and a call's signature."""
+
+import numpy as np
+import pyopencl.array as cl_array
+import pytest
+
+import autogemm
+from autogemm.blas import Op
+from autogemm.codelets.simt import SimtParams
+from autogemm.engine import GemmCall, GemmOptions, dispatch
+from autogemm.engine.call import oriented
+from autogemm.engine.resolved import CAPACITY, Resolved
+from autogemm.errors import ArgumentError, DtypeError, ShapeError
+
+
+def test_options_say_which_option_only_opencl_has_and_what_a_route_depends_on(device):
+    assert GemmOptions().opencl_only() is None
+    assert GemmOptions(edge="pad").opencl_only() == "edge" and GemmOptions(wait_for=[]).opencl_only() is None
+    assert GemmOptions(devices=["host"], config=SimtParams()).opencl_only() == "devices"
+    with pytest.raises(ArgumentError, match="backend must be one of"):
+        GemmOptions(backend="metal")
+    # the scalars and the stream are bound by every call; a Device stands in by its place
+    assert GemmOptions(alpha=2.0, beta=3.0).key() == GemmOptions().key()
+    assert GemmOptions(device=device).key() == GemmOptions(device=(device.platform_index,
+                                                                    device.device_index)).key()
+    assert GemmOptions(trans_a="T").key() != GemmOptions().key()
+    assert GemmOptions(wait_for=[object()]).key() != GemmOptions().key()
+    assert GemmOptions(devices=["host"]).key() is None and GemmOptions(config={"family": "simt"}).key() is None
+
+
+def test_a_call_is_validated_once_and_names_what_is_wrong():
+    a, b = np.ones((3, 4), np.float32), np.ones((4, 5), np.float32)
+    call = GemmCall.build(a, b, None, None, GemmOptions(alpha=2))
+    assert (call.m, call.n, call.k, call.shape, call.alpha, call.beta) == (3, 5, 4, (3, 5), 2.0, 0.0)
+    assert not call.empty and not call.on_device
+    with pytest.raises(ShapeError, match="inner dimensions differ"):
+        GemmCall.build(a, a, None, None, GemmOptions())
+    with pytest.raises(DtypeError, match="convert them to one dtype"):
+        GemmCall.build(a, b.astype(np.float64), None, None, GemmOptions())
+    with pytest.raises(ArgumentError, match="beta is not 0 but no c"):
+        GemmCall.build(a, b, None, None, GemmOptions(beta=1))
+    with pytest.raises(ArgumentError, match="c is read-only"):
+        c = np.zeros((3, 5), np.float32)
+        c.flags.writeable = False
+        GemmCall.build(a, b, c, None, GemmOptions())
+    with pytest.raises(ShapeError, match="the result is 2x3x5"):
+        GemmCall.build(a, b, np.zeros((3, 5), np.float32), 2, GemmOptions())
+
+
+@pytest.mark.parametrize("a_flipped, b_flipped, c_flipped", [(f, g, h) for f in (0, 1) for g in (0, 1)
+                                                             for h in (0, 1)])
+def test_a_column_major_operand_flips_its_op_and_a_column_major_c_swaps_the_product(a_flipped, b_flipped,
+                                                                                    c_flipped):
+    """The rule checked against numpy: the row-major product ``oriented`` gives, computed on the operands'
+    row-major storage, is the product of the arrays as given, stored the way C is."""
+    rng = np.random.default_rng(1)
+    m, n, k = 3, 4, 5
+    a, b = rng.random((m, k)), rng.random((k, n))
+    stored = [x.T if flipped else x for x, flipped in ((a, a_flipped), (b, b_flipped))]   # row-major storage
+    r = oriented(stored[0], Op(), bool(a_flipped), stored[1], Op(), bool(b_flipped), m, n, bool(c_flipped))
+    first = r.first.T if r.op_first.transposed else r.first
+    second = r.second.T if r.op_second.transposed else r.second
+    got = first @ second
+    assert got.shape == (r.m, r.n) and r.swapped == bool(c_flipped)
+    assert np.allclose(got.T if c_flipped else got, a @ b)
+
+
+def test_a_signature_covers_what_the_route_depends_on(ctx):
+    a, b = np.ones((8, 4), np.float32), np.ones((4, 6), np.float32)
+    options = GemmOptions()
+    key = dispatch.signature(a, b, None, None, options)
+    assert key == dispatch.signature(a.copy(), b.copy(), None, None, GemmOptions(alpha=3.0))
+    assert key != dispatch.signature(np.asfortranarray(a), b, None, None, options)
+    assert key != dispatch.signature(a, b, None, 2, options)
+    assert key != dispatch.signature(a, b, np.zeros((8, 6), np.float32), None, options)
+    da, db = cl_array.to_device(ctx.queue, a), cl_array.to_device(ctx.queue, b)
+    assert dispatch.signature(da, b, None, None, options) is None          # mixed operands: resolved each time
+    assert dispatch.signature(da, db, None, None, options) is not None
+
+
+def test_a_repeated_call_runs_on_its_route_and_binds_its_own_operands(device, monkeypatch):
+    resolved = []
+    real = dispatch.OpenCLRoute
+    monkeypatch.setattr(dispatch, "OpenCLRoute", lambda call: resolved.append(call) or real(call))
+    rng = np.random.default_rng(2)
+    for alpha in (1.0, -0.5, 2.0):
+        a, b = rng.random((33, 17)).astype(np.float32), rng.random((17, 9)).astype(np.float32)
+        got = autogemm.gemm(a, b, alpha=alpha, device=device)
+        assert np.allclose(got, alpha * (a.astype(np.float64) @ b), rtol=1e-4, atol=1e-5)
+    assert len(resolved) == 1
+    with pytest.raises(ArgumentError, match="alpha must be a number"):
+        autogemm.gemm(a, b, alpha="two", device=device)          # the scalars are checked on every call
+
+
+def test_routes_are_kept_least_recently_used_first_out():
+    class Fresh:
+        def __init__(self, current=True):
+            self.is_current = current
+
+        def current(self):
+            return self.is_current
+
+    kept = Resolved()
+    routes = [kept.keep((i,), Fresh()) for i in range(CAPACITY + 1)]
+    assert kept.get((0,)) is None and kept.get((CAPACITY,)) is routes[-1]
+    kept.keep(("stale",), Fresh(False))
+    assert kept.get(("stale",)) is None and kept.get(None) is None
+    kept.keep(None, Fresh())
+    kept.clear()
+    assert kept.get((CAPACITY,)) is None
