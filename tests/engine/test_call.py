@@ -19,7 +19,7 @@ def test_options_say_which_option_only_opencl_has_and_what_a_route_depends_on(de
     assert GemmOptions(edge="pad").opencl_only() == "edge" and GemmOptions(wait_for=[]).opencl_only() is None
     assert GemmOptions(devices=["host"], config=SimtParams()).opencl_only() == "devices"
     with pytest.raises(ArgumentError, match="backend must be one of"):
-        GemmOptions(backend="metal")
+        GemmOptions(backend="metal").check()
     # the scalars and the stream are bound by every call; a Device stands in by its place
     assert GemmOptions(alpha=2.0, beta=3.0).key() == GemmOptions().key()
     assert GemmOptions(device=device).key() == GemmOptions(device=(device.platform_index,

@@ -9,9 +9,8 @@ import pyopencl as cl
 from ..blas import plan_cache
 from ..codelets.registry import KernelParams
 from ..engine import GemmOptions, run_gemm
-from ..engine.operands import Matrix, as_matrix
+from ..engine.operands import Matrix
 from ..engine.resolved import ROUTES
-from ..engine.routes.cuda_tensors import is_cuda_tensor
 from ..engine.routes.targets import Devices
 from ..runtime import Device, live_contexts
 from ..runtime.cuda import live_cuda_contexts
@@ -75,11 +74,6 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
     options = GemmOptions(alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, device=device, config=config,
                           edge=edge, precision=precision, out_dtype=out_dtype, wait_for=wait_for, devices=devices,
                           split=split, backend=backend, stream=stream)
-    if not any(is_cuda_tensor(x) for x in (a, b, c)):
-        a, b = (as_matrix(x, name, "for a vector use autogemm.gemv or autogemm.matmul",
-                          "for stacks of matrices use autogemm.matmul or autogemm.gemm_batched")
-                for x, name in ((a, "a"), (b, "b")))
-        c = None if c is None else as_matrix(c, "c")
     return run_gemm(a, b, c, None, options)
 
 

@@ -231,11 +231,12 @@ class CudaGemm:
                  params: CudaParams | None = None) -> None:
         self.ctx, self.dt, self.m, self.n, self.k = ctx, dt, m, n, k
         self.params = params or DEFAULTS[dt.key]
-        self._layouts: dict[tuple[bool, bool], tuple[Rendered, object]] = {}
-        rendered, function = self._layout((False, False))
-        self.resident = ctx.resident_blocks(function, rendered.block[0], rendered.shared_bytes, self.params.cluster)
+        self._layouts: dict[tuple[bool, bool], tuple[Rendered, object, Schedule]] = {}
         self.element_bytes = dt.itemsize
         self.padded = k_major.padded_k(k, self.element_bytes)
+        rendered = kernel_for(self.params)
+        function = ctx.function(_cubin(rendered.source, rendered.name), rendered.name)
+        self.resident = ctx.resident_blocks(function, rendered.block[0], rendered.shared_bytes, self.params.cluster)
         arrange = _cubin(_layout_source(), "k_major")
         self.arrange = ctx.function(arrange, k_major.NAMES[self.element_bytes])
         self.planes = getattr(self.params, "planes", 1)
@@ -251,13 +252,12 @@ class CudaGemm:
         stream = self.ctx.stream if stream is None else stream
         mn_major, c_transposed = reading(self.params, ((self._lies_mn_major(a), self._direct(a)),
                                                   (self._lies_mn_major(b), self._direct(b))))
-        rendered, function = self._layout(mn_major, c_transposed)
+        rendered, function, schedule = self._layout(mn_major, c_transposed)
         first, second, m, n = (b, a, self.n, self.m) if c_transposed else (a, b, self.m, self.n)
         maps = [self._tensor_map(stored, rendered, which, stream, work) for which, stored in enumerate((first, second))]
         if self.params.c_box is not None:
             maps.append(maps[0] if c_transposed else self._c_map(c, maps[0]))
         scalars = [self._scalar(value) for value in (alpha, beta)]
-        schedule = rendered.schedule(m, n, self.padded, self.resident)
         args: list[Argument] = [*((tensor_map, None) for tensor_map in maps), (c, None), (m, ctypes.c_int),
                                 (n, ctypes.c_int), (self.padded, ctypes.c_int), *scalars,
                                 *shared_k_arguments(self.ctx, schedule, stream, work)]
@@ -265,14 +265,18 @@ class CudaGemm:
         for memory in work:
             memory.release()
 
-    def _layout(self, mn_major: tuple[bool, bool], c_transposed: bool = False) -> tuple[Rendered, object]:
+    def _layout(self, mn_major: tuple[bool, bool], c_transposed: bool = False
+                ) -> tuple[Rendered, object, Schedule]:
         """The kernel for operands lying so (``mn_major``; ``c_transposed``: given as B^T and A^T, C stored
-        transposed) and its compiled function, made once a plan."""
+        transposed), its compiled function and its schedule over the product's blocks, made once a plan:
+        a call only binds its memory and scalars."""
         found = self._layouts.get((mn_major, c_transposed))
         if found is None:
             rendered = kernel_for(self.params, mn_major, c_transposed)
-            found = self._layouts[mn_major, c_transposed] = rendered, self.ctx.function(
-                _cubin(rendered.source, rendered.name), rendered.name)
+            function = self.ctx.function(_cubin(rendered.source, rendered.name), rendered.name)
+            m, n = (self.n, self.m) if c_transposed else (self.m, self.n)
+            schedule = rendered.schedule(m, n, self.padded, self.resident)
+            found = self._layouts[mn_major, c_transposed] = rendered, function, schedule
         return found
 
     def _direct(self, stored: DeviceOperand) -> bool:

@@ -4,7 +4,7 @@ of column-major matrices into one of row-major storage (``oriented``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
 import numpy as np
@@ -20,10 +20,10 @@ from .operands import on_device, scalar
 BACKENDS = ("auto", "opencl", "cuda")
 
 
-@dataclass(frozen=True)
-class GemmOptions:
+class GemmOptions(NamedTuple):
     """Every option of a GEMM call beyond its operands, as ``autogemm.gemm`` takes them: the one list of
-    them below the public calls, so that a route takes a call, not a dozen parameters."""
+    them below the public calls, so that a route takes a call, not a dozen parameters. (A named tuple:
+    every call makes one.)"""
 
     alpha: complex | float = 1.0
     beta: complex | float = 0.0
@@ -40,7 +40,8 @@ class GemmOptions:
     backend: str = "auto"
     stream: object = None
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
+        """``ArgumentError`` for an option no route takes."""
         if self.backend not in BACKENDS:
             raise ArgumentError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, not {self.backend!r}")
 
@@ -57,9 +58,8 @@ class GemmOptions:
         device = self.device
         if isinstance(device, Device):
             device = (device.platform_index, device.device_index)
-        values = tuple(device if f.name == "device" else bool(self.wait_for) if f.name == "wait_for"
-                       else getattr(self, f.name) for f in fields(self)
-                       if f.name not in ("alpha", "beta", "stream"))
+        values = (self.trans_a, self.trans_b, device, self.config, self.edge, self.precision, self.out_dtype,
+                  bool(self.wait_for), self.devices, self.split, self.backend)
         try:
             hash(values)
         except TypeError:

@@ -11,30 +11,34 @@ validated once (``call.GemmCall``) and handed to the route that takes it:
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from ..blas.problem import alignment_class
 from ..errors import ArgumentError
 from .call import GemmCall, GemmOptions
-from .operands import Matrix, on_device
+from .operands import Matrix, as_matrix, on_device
 from .resolved import ROUTES
 from .routes import cuda_host
-from .routes.cuda_tensors import is_cuda_tensor, run_tensors
+from .routes.cuda_tensors import run_tensors, tensors_among
 from .routes.opencl import OpenCLRoute
 from .routes.targets import run_on_targets
 from .transfer import large_on_host
 
 
 def run_gemm(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, options: GemmOptions) -> Matrix:
-    """C = alpha op(A) op(B) + beta C of checked arrays: one product (``batch`` None), or a strided batch
-    of ``batch`` products where ``a``, ``b`` and ``c`` are stacks along their first dimension (``a`` or
-    ``b`` a matrix, or a stack of one, is used in every product)."""
-    if batch is None and any(is_cuda_tensor(x) for x in (a, b, c)):
+    """C = alpha op(A) op(B) + beta C: one product of matrices or CUDA tensors (``batch`` None), or a
+    strided batch of ``batch`` products where ``a``, ``b`` and ``c`` are checked stacks along their first
+    dimension (``a`` or ``b`` a matrix, or a stack of one, is used in every product)."""
+    options.check()
+    if batch is None and tensors_among(a, b, c):
         return run_tensors(a, b, c, options)
     if options.stream is not None:
         raise ArgumentError("stream is for CUDA tensors; numpy and pyopencl operands run on their own queue")
+    if batch is None:
+        a, b = (as_matrix(x, name, "for a vector use autogemm.gemv or autogemm.matmul",
+                          "for stacks of matrices use autogemm.matmul or autogemm.gemm_batched")
+                for x, name in ((a, "a"), (b, "b")))
+        c = None if c is None else as_matrix(c, "c")
     key = signature(a, b, c, batch, options)
     route = ROUTES.get(key)
     if route is None:
@@ -57,7 +61,7 @@ def _elsewhere(call: GemmCall) -> Matrix | None:
 
     def alone(device, config) -> Matrix:
         """The product on one device alone, where a split gives it every row."""
-        return OpenCLRoute(GemmCall.build(a, b, c, None, replace(o, device=device, config=config, devices=None,
+        return OpenCLRoute(GemmCall.build(a, b, c, None, o._replace(device=device, config=config, devices=None,
                                                                  split=None))).run(a, b, c, o)
 
     if o.devices is not None or o.split is not None:

@@ -5,6 +5,7 @@ result is handed back as that library's tensor."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from typing import NamedTuple
@@ -47,19 +48,27 @@ class _Tensor(NamedTuple):
     ordinal: int
 
 
+def tensors_among(a: object, b: object, c: object | None) -> bool:
+    """True where the operands are CUDA tensors, False where none is; ``ArgumentError`` for a mix."""
+    found = [x is not None and is_cuda_tensor(x) for x in (a, b, c)]
+    if not any(found):
+        return False
+    for x, name, tensor in zip((a, b, c), "abc", found):
+        if x is not None and not tensor:
+            raise ArgumentError(f"a CUDA tensor was given but {name} is a {type(x).__name__}: pass every operand "
+                                f"on the GPU (e.g. torch.as_tensor({name}, device='cuda'))")
+    return True
+
+
 def run_tensors(a: object, b: object, c: object | None, options: GemmOptions) -> object:
-    """C = alpha op(A) op(B) + beta C of CUDA tensors, enqueued on ``options.stream`` (a handle, or an
-    object with ``cuda_stream`` or ``ptr``: torch's and cupy's streams; None: the library's current one).
-    Returns ``c``, or a new tensor of ``a``'s library (a ``CudaArray`` for a library not in
-    ``IMPORTERS``). A call of the signature of an earlier one runs on its resolved route."""
+    """C = alpha op(A) op(B) + beta C of CUDA tensors (``tensors_among``), enqueued on ``options.stream``
+    (a handle, or an object with ``cuda_stream`` or ``ptr``: torch's and cupy's streams; None: the
+    library's current one). Returns ``c``, or a new tensor of ``a``'s library (a ``CudaArray`` for a
+    library not in ``IMPORTERS``). A call of the signature of an earlier one runs on its resolved route."""
     if options.backend == "opencl":
         raise ArgumentError("CUDA tensors are multiplied on the CUDA path; leave backend 'auto' or 'cuda'")
     if options.opencl_only():
         raise ArgumentError(f"{options.opencl_only()} is an option of the OpenCL path, not for CUDA tensors")
-    for x, name in ((a, "a"), (b, "b"), (c, "c")):
-        if x is not None and not is_cuda_tensor(x):
-            raise ArgumentError(f"a CUDA tensor was given but {name} is a {type(x).__name__}: pass every operand "
-                                f"on the GPU (e.g. torch.as_tensor({name}, device='cuda'))")
     handle = caller_stream(a, options.stream)
     own = options.stream is None and _library(a) == "torch"       # torch's own attributes, on its current stream
     borrowed: list[dlpack.Borrowed] = []
@@ -167,7 +176,13 @@ def _tensor(shape: tuple[int, ...], dtype: str, strides: tuple[int, ...], pointe
             ) -> _Tensor:
     if len(shape) != 2:
         raise ShapeError(f"{name} has {len(shape)} dimensions; gemm multiplies matrices (2-D)")
-    return _Tensor(shape, get_dtype(dtype).numpy, strides, pointer, ordinal)
+    return _Tensor(shape, _numpy_dtype(dtype), strides, pointer, ordinal)
+
+
+@functools.lru_cache(maxsize=32)
+def _numpy_dtype(name: str) -> np.dtype:
+    """The numpy dtype of a tensor's dtype name (as torch and DLPack name them), found once a name."""
+    return get_dtype(name).numpy
 
 
 def _layout(x: _Tensor, name: str) -> tuple[int, bool]:

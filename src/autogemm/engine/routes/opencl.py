@@ -70,12 +70,15 @@ class OpenCLRoute:
         problem.validate(index_limit=None if blockable else index_blocks.INDEX_LIMIT)
         self.problem = problem
         self.blocked = blockable and index_blocks.exceeds(problem)
-        self.plan = None if self.blocked else cached_plan(self.ctx, problem.aligned(), o.config, o.edge)
-        self.layout = None if self.blocked else self._layout()
+        # an empty product makes no plan: nothing runs (a borrowed profile's pick would be verified first)
+        planned = not (self.blocked or call.empty)
+        self.plan = cached_plan(self.ctx, problem.aligned(), o.config, o.edge) if planned else None
+        self.layout = self._layout() if planned else None
 
     def current(self) -> bool:
         """Whether this resolution still holds: its plan is the one a lookup would give again (the device's
-        profile is unchanged). A blocked product makes its plans per block, afresh each call."""
+        profile is unchanged). A blocked product makes its plans per block, afresh each call; an empty one
+        is resolved afresh too (it costs nothing)."""
         return self.plan is not None and is_current(self.plan)
 
     def _layout(self) -> list[Part]:
@@ -133,7 +136,9 @@ class OpenCLRoute:
                 check_memory(ctx, list(self.plan.temporary_bytes().values()))
             events = self.plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=wait_for, offsets=offsets)
         if events:
-            out.add_event(events[-1])
+            # the last launch ends after every event C held (each was waited for, or lies on this in-order
+            # queue): it alone stands for them, so a loop that writes one C keeps one event to look at
+            out.events[:] = events[-1:]
         return out
 
     def _with_transfers(self, a: Matrix, b: Matrix, out: Matrix, alpha, beta, wait_for: list[cl.Event]) -> Matrix:

@@ -15,6 +15,18 @@ from ...errors import DeviceError
 from .driver import CudaDevice
 from .nvrtc import Cubin, compile_cuda
 
+_bindings: list = []
+
+
+def bindings():
+    """The CUDA driver API's bindings (``cuda.bindings.driver``), imported once: the calls that launch
+    kernels run on every product, and an import statement there costs each of them."""
+    if not _bindings:
+        from cuda.bindings import driver
+
+        _bindings.append(driver)
+    return _bindings[0]
+
 #: Dynamic shared memory a kernel may use without asking for more (the rest up to the device's limit
 #: needs ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``).
 DEFAULT_SHARED_BYTES = 48 * 1024
@@ -79,8 +91,7 @@ class DeviceMemory:
     @classmethod
     def lent(cls, pointer: int) -> DeviceMemory:
         """Memory another library owns, at the address ``pointer`` (``release`` leaves it alone)."""
-        from cuda.bindings import driver
-
+        driver = bindings()
         return cls(driver.CUdeviceptr(pointer), 0, owned=False)
 
     def release(self) -> None:
@@ -230,8 +241,7 @@ class CudaContext:
         """A TMA tensor map of the row-major ``shape`` matrix of ``element`` values ('float16', 'bfloat16',
         'float32' or 'float64') in ``memory``, copied in boxes of ``box`` (rows, columns; the columns 128 bytes) in
         the 128-byte swizzle: a kernel argument (its type None)."""
-        from cuda.bindings import driver
-
+        driver = bindings()
         key = (int(memory.pointer), shape, element, box)
         found = self._maps.get(key)
         if found is not None:
@@ -266,8 +276,7 @@ class CudaContext:
 
     def _allow_shared(self, function: object, shared_bytes: int) -> None:
         """Let ``function`` take ``shared_bytes`` of dynamic shared memory (over 48 KiB must be asked for)."""
-        from cuda.bindings import driver
-
+        driver = bindings()
         if shared_bytes > DEFAULT_SHARED_BYTES and (int(function), shared_bytes) not in self._raised:
             attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             checked(driver.cuFuncSetAttribute(function, attribute, shared_bytes))
@@ -297,8 +306,7 @@ class CudaContext:
                shared_bytes: int = 0, stream: object = None) -> None:
         """Enqueue ``function`` on ``stream`` (by default the context's) over ``grid`` blocks of ``block``
         threads (up to three dimensions each) with ``shared_bytes`` of dynamic shared memory."""
-        from cuda.bindings import driver
-
+        driver = bindings()
         self._allow_shared(function, shared_bytes)
         grid, block = (*grid, 1, 1)[:3], (*block, 1, 1)[:3]
         values = tuple(a.pointer if isinstance(a, DeviceMemory) else a for a, _ in args)
