@@ -61,8 +61,8 @@ def _elsewhere(call: GemmCall) -> Matrix | None:
 
     def alone(device, config) -> Matrix:
         """The product on one device alone, where a split gives it every row."""
-        return OpenCLRoute(GemmCall.build(a, b, c, None, o._replace(device=device, config=config, devices=None,
-                                                                 split=None))).run(a, b, c, o)
+        alone_options = o._replace(device=device, config=config, devices=None, split=None)
+        return OpenCLRoute(GemmCall.build(a, b, c, None, alone_options)).run(a, b, c, o)
 
     if o.devices is not None or o.split is not None:
         if o.devices is None:
