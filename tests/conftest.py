@@ -10,6 +10,8 @@ import pytest
 # Profiles and checkpoints of the person running the tests must not change what the tests see.
 os.environ["AUTOGEMM_CACHE_DIR"] = tempfile.mkdtemp(prefix="autogemm-test-cache-")
 
+from limits import set_thresholds
+
 import autogemm
 from autogemm.profiles import store
 from autogemm.runtime import context_for
@@ -43,17 +45,11 @@ def discrete(ctx, monkeypatch):
     """The test device run as a GPU runs numpy operands, where PoCL would share the host's memory: they
     cross through page-locked memory (a pool of the test's own) from the first byte, and a product of two
     blocks of 16 rows or more is cut in row blocks. Returns the context."""
-    import importlib
-
-    from autogemm.engine import transfer
     from autogemm.shares import staging
 
-    gemm_module = importlib.import_module("autogemm.engine.routes.opencl")
     monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
     monkeypatch.setattr(staging, "_page_locked", type(staging._page_locked)())
-    monkeypatch.setattr(transfer, "PINNED_MIN_BYTES", 0)
-    monkeypatch.setattr(gemm_module, "PIPELINED_ELEMENTS", 1)
-    monkeypatch.setattr(gemm_module, "BLOCK_ROWS", 16)
+    set_thresholds(monkeypatch, pinned_min_bytes=0, pipelined_elements=1, block_rows=16)
     return ctx
 
 

@@ -11,10 +11,12 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 import pytest
+from limits import set_thresholds
 
 import autogemm
 from autogemm.accuracy import apply_op, random_matrix, relative_error
 from autogemm.dtypes import DTYPES
+from autogemm.profiles import Thresholds
 
 RNG = np.random.default_rng()
 
@@ -167,7 +169,7 @@ def test_a_precision_mode_without_its_instructions_computes_in_float32(precision
 def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx, discrete, monkeypatch):
     """numpy in, numpy out goes through page-locked staging (as torch's users copy with pin_memory), in
     parts each sent on as soon as it is copied: a dense C, a column-major one and a strided one with beta,
-    each right, the staging made once and reused by calls that fit; past ``PINNED_BYTES`` the arrays are
+    each right, the staging made once and reused by calls that fit; past ``pinned_max_bytes`` the arrays are
     copied as they are. (PoCL's device shares the host's memory and skips all this: it is made to look as
     if it had its own.)"""
     from autogemm.engine import transfer
@@ -201,7 +203,7 @@ def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx,
     got = autogemm.gemm(a, b, on_device, alpha=2.0, beta=0.5, device=ctx.device)
     assert relative_error(got.get(), 2.0 * want + 0.5 * c) < dt.tolerance
     assert sum(sent) == a.nbytes + b.nbytes and not kept.lock.locked()
-    monkeypatch.setattr(transfer, "PINNED_BYTES", 1024)
+    set_thresholds(monkeypatch, pinned_max_bytes=1024)
     assert relative_error(autogemm.gemm(a, b, device=ctx.device), want) < dt.tolerance
 
 
@@ -219,10 +221,10 @@ def test_numpy_products_run_in_blocks_of_rows_whose_copies_overlap(ctx, discrete
     gemm_module = importlib.import_module("autogemm.engine.routes.opencl")
     monkeypatch.setattr(transfer, "PIECE_BYTES", 256)
     monkeypatch.setattr(transfer, "PIPELINE_BYTES", 3000)
-    monkeypatch.setattr(gemm_module, "BLOCK_TILES", 1e-4)
-    monkeypatch.setattr(gemm_module, "BLOCK_ROWS", 16)
+    set_thresholds(monkeypatch, block_tiles=1e-4, block_rows=16)
     real_blocks = gemm_module.row_blocks                       # as many blocks as the plan's waves or not
-    monkeypatch.setattr(gemm_module, "row_blocks", lambda problem, units, *plan: real_blocks(problem, units))
+    monkeypatch.setattr(gemm_module, "row_blocks",
+                        lambda problem, units, limits, *plan: real_blocks(problem, units, limits))
     ran = []
     real_execute = gemm_module.execute
     monkeypatch.setattr(gemm_module, "execute", lambda *args: ran.append(len(args[5])) or real_execute(*args))
@@ -232,7 +234,7 @@ def test_numpy_products_run_in_blocks_of_rows_whose_copies_overlap(ctx, discrete
     b = random_matrix(RNG, dt, (n, k) if trans_b != "N" else (k, n))
     want = apply_op(a, trans_a).astype(np.complex128) @ apply_op(b, trans_b)
     if c_order == "pool":
-        monkeypatch.setattr(transfer, "RESULT_MIN_BYTES", 0)
+        set_thresholds(monkeypatch, result_min_bytes=0)
         out = autogemm.gemm(a, b, trans_a=trans_a, trans_b=trans_b, device=ctx.device)
         assert transfer.result_pool(ctx).owns(out)             # written by the downloads, no copy
     else:
@@ -254,9 +256,7 @@ def test_numpy_products_on_a_discrete_device_run_in_row_blocks_on_gemm_and_gemv_
     """Where the device does not share the host's memory, a product of numpy arrays is cut in row blocks
     by its plan's tiles: a GEMM plan's, or none for the multi-vector GEMV's plan of a C of few columns."""
 
-    gemm_module = importlib.import_module("autogemm.engine.routes.opencl")
-    monkeypatch.setattr(gemm_module, "PIPELINED_ELEMENTS", 1)
-    monkeypatch.setattr(gemm_module, "BLOCK_ROWS", 16)
+    set_thresholds(monkeypatch, pipelined_elements=1, block_rows=16)
     dt = DTYPES["d"]
     a, b = random_matrix(RNG, dt, (97, 45)), random_matrix(RNG, dt, (45, n))
     assert relative_error(autogemm.gemm(a, b, device=ctx.device), a @ b) < dt.tolerance
@@ -278,7 +278,7 @@ def test_numpy_products_run_in_row_blocks_that_fill_the_device_and_in_two_at_lea
 
     gemm_module = importlib.import_module("autogemm.engine.routes.opencl")
     params = tile and SimpleNamespace(block_rows=tile[0], block_cols=tile[1])
-    assert gemm_module.row_blocks(GemmProblem.dense(DTYPES["s"], m, n, 256), 132, params) == spans
+    assert gemm_module.row_blocks(GemmProblem.dense(DTYPES["s"], m, n, 256), 132, Thresholds(), params) == spans
 
 
 def test_a_copy_that_fails_reaches_the_caller_and_leaves_nothing_waiting(ctx, discrete, monkeypatch):
@@ -293,10 +293,10 @@ def test_a_copy_that_fails_reaches_the_caller_and_leaves_nothing_waiting(ctx, di
     monkeypatch.setattr(transfer, "PIPELINE_BYTES", 1024)
     monkeypatch.setattr(copying, "COPY_THREADS", 3)
     monkeypatch.setattr(transfer, "native_copier", lambda: None)     # Python's threads (memmove)
-    monkeypatch.setattr(gemm_module, "BLOCK_TILES", 1e-4)
-    monkeypatch.setattr(gemm_module, "BLOCK_ROWS", 16)
+    set_thresholds(monkeypatch, block_tiles=1e-4, block_rows=16)
     real_blocks = gemm_module.row_blocks                       # as many blocks as the plan's waves or not
-    monkeypatch.setattr(gemm_module, "row_blocks", lambda problem, units, *plan: real_blocks(problem, units))
+    monkeypatch.setattr(gemm_module, "row_blocks",
+                        lambda problem, units, limits, *plan: real_blocks(problem, units, limits))
     dt = DTYPES["s"]
     a, b = random_matrix(RNG, dt, (90, 70)), random_matrix(RNG, dt, (70, 50))
     copied, real_copy = [], transfer.memmove
@@ -349,11 +349,10 @@ def test_a_new_result_is_page_locked_memory_taken_back_when_it_is_gone(ctx, monk
     device writes directly; once the array and its views are gone the next result of its size reuses it,
     a result given back as C is read and written in place, and past the pool's cap results are ordinary
     arrays."""
-    from autogemm.engine import transfer
     from autogemm.shares import staging
 
     monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
-    monkeypatch.setattr(transfer, "RESULT_MIN_BYTES", 0)
+    set_thresholds(monkeypatch, result_min_bytes=0)
     monkeypatch.setattr(staging, "_result_pools", weakref.WeakKeyDictionary())   # a pool of this test's own
     pool = staging.result_pool(ctx)
     rng = np.random.default_rng(4)
@@ -392,11 +391,10 @@ def test_a_dtype_by_name_is_one_autogemm_knows_and_an_integer_array_names_the_fi
 def test_gemv_transpose_and_stacked_matmul_results_in_page_locked_memory_are_right(ctx, monkeypatch):
     """Every routine's new host result may be page-locked memory from the pool: GEMV, transpose and a
     stacked matmul (whose result the batched product writes through a view) come out right in it."""
-    from autogemm.engine import transfer
     from autogemm.shares import staging
 
     monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
-    monkeypatch.setattr(transfer, "RESULT_MIN_BYTES", 0)
+    set_thresholds(monkeypatch, result_min_bytes=0)
     pool = staging.result_pool(ctx)
     rng = np.random.default_rng(6)
     dt = DTYPES["d"]
@@ -413,11 +411,10 @@ def test_gemv_transpose_and_stacked_matmul_results_in_page_locked_memory_are_rig
 @pytest.mark.parametrize("key", ["h", "b", "bs"])
 def test_a_16_bit_result_in_page_locked_memory_keeps_its_type(ctx, monkeypatch, key):
     """bfloat16 has no typestr numpy can read back: a pooled result must still be bfloat16, not bytes."""
-    from autogemm.engine import transfer
     from autogemm.shares import staging
 
     monkeypatch.setattr(type(ctx.device), "shares_host_memory", property(lambda self: False))
-    monkeypatch.setattr(transfer, "RESULT_MIN_BYTES", 0)
+    set_thresholds(monkeypatch, result_min_bytes=0)
     rng = np.random.default_rng(8)
     dt = DTYPES[key]
     a, b = random_matrix(rng, dt, (40, 24)), random_matrix(rng, dt, (24, 30))

@@ -17,6 +17,8 @@ import pytest
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
+from limits import set_thresholds  # noqa: E402
+
 import autogemm.dask as ad  # noqa: E402
 from autogemm.accuracy import apply_op, random_matrix, relative_error  # noqa: E402
 from autogemm.dask import products, tasks  # noqa: E402
@@ -100,10 +102,9 @@ def test_worker_threads_write_each_block_into_the_result_that_compute_hands_over
     host's copies. A second ``compute()`` gets an array of its own and leaves the first as it was."""
     from autogemm import Device
     from autogemm.dask import assembly
-    from autogemm.engine import transfer
     if page_locked:
         monkeypatch.setattr(Device, "shares_host_memory", property(lambda self: False))
-        monkeypatch.setattr(transfer, "RESULT_MIN_BYTES", 1)             # a small result is page-locked too
+        set_thresholds(monkeypatch, result_min_bytes=1)             # a small result is page-locked too
     real_result, writes = tasks.host_result, {"device": 0, "host": 0}
 
     def poisoned(ctx, shape, dtype):

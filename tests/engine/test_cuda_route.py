@@ -19,6 +19,7 @@ from autogemm.codelets.dmma import DmmaParams
 from autogemm.codelets.wgmma import render as render_wgmma
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError
+from autogemm.profiles import Thresholds
 from autogemm.runtime.cuda import compile_cuda, cuda_missing
 
 
@@ -321,4 +322,4 @@ def test_auto_takes_few_row_products_to_the_cuda_path_only_where_it_was_faster(k
     two rows or more (NVIDIA's OpenCL has no half arithmetic); small float64 products stay on OpenCL."""
     from autogemm.engine.routes.cuda_host import worth_it
 
-    assert worth_it(DTYPES[key], m, n, k) is cuda
+    assert worth_it(DTYPES[key], m, n, k, Thresholds()) is cuda

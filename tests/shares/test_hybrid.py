@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from limits import set_thresholds
 
 import autogemm
 from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
@@ -288,7 +289,6 @@ def test_a_product_one_device_computes_whole_is_a_plain_call_on_it(ctx, monkeypa
     """devices= with every row on one device (the host given none, by default or by the split) runs as
     gemm on that device, not as a share of it; a product large enough to stream, or a split with the host
     in it, still runs as shares."""
-    from autogemm.engine import transfer
     from autogemm.engine.routes import targets
 
     shared = []
@@ -303,15 +303,14 @@ def test_a_product_one_device_computes_whole_is_a_plain_call_on_it(ctx, monkeypa
     assert autogemm.gemm(a, b, c, alpha=2, beta=-1, devices=[ctx.device, HOST]) is c
     assert relative_error(c, want) < dt.tolerance and not shared
     autogemm.gemm(a, b, devices=[ctx.device, HOST], split=Split(3, (2, 1)))
-    monkeypatch.setattr(transfer, "STREAM_BYTES", a.nbytes)
+    set_thresholds(monkeypatch, stream_bytes=a.nbytes)
     assert relative_error(autogemm.gemm(a, b, devices=[ctx.device, HOST]), a @ b) < dt.tolerance
     assert shared == [Split(3, (2, 1)), Split(8, (8, 0))]
 
 
 def test_large_host_calls_stream_through_the_device(ctx, monkeypatch, streamed):
-    """gemm on numpy arrays of at least STREAM_BYTES goes through the device's stream (any layout of c,
+    """gemm on numpy arrays of at least ``stream_bytes`` goes through the device's stream (any layout of c,
     alpha and beta as ever); smaller ones and device arrays do not."""
-    from autogemm.engine import transfer
     from autogemm.shares import streaming
     streamed = []
     real = streaming.DeviceStream.run
@@ -323,11 +322,11 @@ def test_large_host_calls_stream_through_the_device(ctx, monkeypatch, streamed):
     want = 2j * (a.astype(np.complex128) @ b.T.conj()) - c
     autogemm.gemm(a, b, c.copy(), alpha=2j, beta=-1, trans_b="C", device=ctx.device)
     assert not streamed
-    monkeypatch.setattr(transfer, "STREAM_BYTES", a.nbytes)
+    set_thresholds(monkeypatch, stream_bytes=a.nbytes)
     got = autogemm.gemm(a, b, c, alpha=2j, beta=-1, trans_b="C", device=ctx.device)
     assert len(streamed) == 1 and got is c and relative_error(c, want) < dt.tolerance
     # a new result is page-locked memory (the pool's, poisoned by its last user), written by the device
-    monkeypatch.setattr(transfer, "RESULT_MIN_BYTES", 1)
+    set_thresholds(monkeypatch, result_min_bytes=1)
     staging.result_pool(ctx).take((70, 90), dt.numpy)[...] = np.nan
     got = autogemm.gemm(a, b, trans_b="C", device=ctx.device)
     assert len(streamed) == 2 and staging.in_result_pool(got)

@@ -82,7 +82,7 @@ def clear_plans() -> None:
     host memory kept for later calls. A plan keeps its temporaries, and the memory of its last call's
     operands (so that a repeated call sets no argument again): after this, both are freed once no call in
     flight still uses them. For a device whose memory (or a host whose page-locked memory, up to
-    ``transfer.PINNED_BYTES``) is needed elsewhere."""
+    ``Thresholds.pinned_max_bytes``) is needed elsewhere."""
     ROUTES.clear()
     plan_cache.clear()
     for ctx in live_contexts():

@@ -31,6 +31,7 @@ from ..blas.vectors import VectorsPlan
 from ..dtypes import DTYPES, Dtype
 from ..engine.routes.cuda_host import worth_it
 from ..errors import ArgumentError
+from ..profiles import thresholds_for
 from ..runtime.context import DeviceContext
 from ..runtime.cuda.driver import CUDA
 from ..runtime.discovery import find_device
@@ -187,7 +188,8 @@ class Bench:
         try:
             # (worth_it first: the target's lookup makes a CUDA context, which a product on OpenCL
             # would carry for nothing)
-            cuda_ctx = cuda_target(self.ctx.device, dt)[0] if worth_it(dt, shape.m, shape.n, shape.k) else None
+            cuda_ctx = (cuda_target(self.ctx.device, dt)[0]
+                        if worth_it(dt, shape.m, shape.n, shape.k, thresholds_for(self.ctx.device)) else None)
             if cuda_ctx is not None:
                 backend, params = cuda_choice(self.ctx.device, dt, shape.m, shape.n, shape.k,
                                               cuda_ctx.multiprocessors)

@@ -6,7 +6,7 @@ would not be 16 bytes apart) is first brought into the K-contiguous layout on th
 (``codelets.k_major``), and 3xtf32's operands are split into their two planes there.
 
 ``DEFAULTS`` are the configurations a dtype runs with where the device's profile has no CUDA entry: the
-fastest measured on the H100 at 4096 and 8192 (``benchmarks`` and the issue's notes). A profile's CUDA
+fastest measured at 4096 and 8192 (the figures are in ``benchmarks`` and the issue's notes). A profile's CUDA
 entries (``autogemm tune``, ``tuning.cuda_classes``) name the configuration for the products nearest
 each class, and which backend was faster there (``cuda_choice``)."""
 
@@ -26,7 +26,7 @@ from ..codelets.wgmma import render as render_wgmma
 from ..codelets.wgmma.params import WARPGROUP_M
 from ..codelets.wgmma.render import SPLIT_THREADS, split
 from ..dtypes import Dtype
-from ..profiles import profile_for
+from ..profiles import Thresholds, profile_for, thresholds, thresholds_for
 from ..runtime.cuda import CudaContext, CudaDevice, DeviceMemory, compile_cuda, cuda_context, cuda_missing
 from ..runtime.cuda.context import Argument, Complex128
 from ..runtime.cuda.driver import CUDA, cuda_device_of
@@ -38,8 +38,8 @@ TMA_ALIGNMENT = 16
 #: A configuration of either CUDA family.
 CudaParams = WgmmaParams | DmmaParams
 #: The configuration each dtype (by its key) multiplies with on the CUDA path. FP16, BF16 and TF32 take
-#: blocks of C 16 rows of blocks at a time: on the H100, in rounds against cuBLAS, 0% to 5% faster than 8
-#: at 4096^3 and 8192^3 NT and NN in 8 of 9 products (BF16 8192^3 NN 0.1% slower).
+#: blocks of C 16 rows of blocks at a time rather than 8, so that more of the blocks working at once share
+#: their tiles of B in L2 on large products.
 DEFAULTS: dict[str, CudaParams] = {
     "h": WgmmaParams("f16", 256, 2, 4, 16, out="f16"), "hs": WgmmaParams("f16", 256, 2, 4, 16),
     "b": WgmmaParams("bf16", 256, 2, 4, 16, out="bf16"), "bs": WgmmaParams("bf16", 256, 2, 4, 16),
@@ -66,18 +66,16 @@ def no_kernels(dt: Dtype) -> str | None:
 
 
 #: The tiles of C (block_m x block_n) of the wgmma family, each with its rate on large products as a
-#: fraction of the fastest tile's, for operands of one plane and for 3xtf32's two (H100, NT, 4096^3 and
-#: 8192 x 8192 x 2048, the median of 3 rounds; FP16, BF16 and TF32 agreed within 0.05).
+#: fraction of the fastest tile's, for operands of one plane and for 3xtf32's two (NT, 4096^3 and
+#: 8192 x 8192 x 2048, the median of 3 rounds; alike for FP16, BF16 and TF32).
 TILE_RATES: dict[int, dict[tuple[int, int], float]] = {
     1: {(128, 256): 1.0, (128, 128): 0.92, (64, 256): 0.86, (64, 128): 0.6, (128, 64): 0.57, (64, 64): 0.37},
     2: {(128, 128): 1.0, (128, 64): 0.71, (64, 128): 0.51, (64, 64): 0.37}}
 #: The dmma family's tiles of C, each as its warps (rows of warps, and each warp's rows and columns of C, in
-#: two consumer warpgroups), with its rate on large products as a fraction of the fastest's (H100, NN
-#: 2048^3, 4096^3 and 4096 x 4096 x 1024, the median of 3 rounds against cuBLAS: float64 128 x 128, 128 x 64
-#: and 64 x 128 within 0.01 of each other, 64 x 64 0.85; complex128 64 x 128 and 128 x 64 alike, 64 x 64
-#: and 32 x 128 0.95). float64 128 x 64 ran 0.94x as fast as 128 x 128 at 8192^3 (it reads 1.5 times as
-#: much of A and B a flop), so it counts 0.97: taken where it saves more rounds than that. On 1024 x 1024
-#: x 8192 float64 went from 0.47x cuBLAS in 128 x 128 to 0.85x in 128 x 64.
+#: two consumer warpgroups), with its rate on large products as a fraction of the fastest's (NN 2048^3,
+#: 4096^3 and 4096 x 4096 x 1024, the median of 3 rounds). float64 128 x 64 counts 0.97 though it kept up
+#: with 128 x 128 there: it reads 1.5 times as much of A and B a flop, which tells on the largest products,
+#: so it is taken only where it saves more rounds than that (a product of few blocks of C).
 DMMA_TILE_RATES: dict[str, dict[tuple[int, int, int], float]] = {
     "d": {(2, 64, 32): 1.0, (4, 32, 32): 0.97, (2, 32, 32): 0.97, (2, 32, 16): 0.85},
     "z": {(2, 32, 32): 1.0, (2, 64, 16): 1.0, (2, 32, 16): 0.95, (1, 32, 16): 0.95}}
@@ -100,11 +98,10 @@ def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int) -> 
     """``params`` with the tile of C (``TILE_RATES``, ``DMMA_TILE_RATES``) that computes an m x n x k
     product soonest: its blocks run in rounds on ``multiprocessors`` (``codelets.hopper.rounds``: whole,
     and where the family can, a last one shared where most would idle), each as long as the tile's area
-    over its rate. A product of few large tiles leaves multiprocessors idle and takes smaller ones: on the
-    H100, FP16 512 x 4096 x 4096 ran at 0.59x cuBLAS in 128 x 256 tiles and 0.75x in 128 x 128, 128 x 1024
-    x 4096 at 0.49x and 0.85x in 64 x 64. A dmma configuration's own tile is a candidate too, first (at the
-    rate of the slowest measured tile where it is none of them). Worked out once a process for each
-    product (a call on device tensors must cost the host little)."""
+    over its rate. A product of few large tiles would leave multiprocessors idle and takes smaller ones,
+    which keep every multiprocessor working though they read more of A and B a flop. A dmma configuration's
+    own tile is a candidate too, first (at the rate of the slowest measured tile where it is none of them).
+    Worked out once a process for each product (a call on device tensors must cost the host little)."""
     best, best_time = params, None
     for tiled, rate in _tilings(params):
         tiles = -(-m // (tiled.block_m * params.cluster)) * -(-n // tiled.block_n)
@@ -129,6 +126,13 @@ def _tilings(params: CudaParams) -> list[tuple[CudaParams, float]]:
 
 
 @functools.lru_cache(maxsize=16)
+def cuda_thresholds(twin: CudaDevice) -> Thresholds:
+    """The thresholds of calls on the CUDA device ``twin``: its OpenCL twin's (``profiles.thresholds_for``),
+    or a GPU's defaults where OpenCL does not see it."""
+    device = opencl_twin(twin)
+    return thresholds_for(device) if device is not None else thresholds.DEFAULTS["gpu"]
+
+
 def opencl_twin(twin: CudaDevice) -> Device | None:
     """The OpenCL device that is the CUDA device ``twin`` (same PCI location), or None."""
     return next((d for d in devices() if d.pci_location == twin.pci), None)
@@ -152,7 +156,7 @@ def _layout_source() -> str:
 
 @functools.lru_cache(maxsize=64)
 def _cubin(source: str, name: str):
-    """NVRTC's cubin of a source, compiled once in a process (a kernel takes NVRTC about a second)."""
+    """NVRTC's cubin of a source, compiled once in a process (compiling a kernel costs far more than a call)."""
     return compile_cuda(source, name)
 
 
@@ -191,8 +195,8 @@ def reading(params: CudaParams, lying: tuple[tuple[bool, bool], tuple[bool, bool
     read MN-major as it lies, and whether K-major): which of them it reads MN-major, and whether it
     swaps them (``c_transposed``): computing C^T = B^T A^T (op(B)^T its A, A its B), where wgmma
     can read only its A MN-major (tf32: ``reads_a_from_registers``). The way with the fewest passes that
-    lay an operand out first (on the H100 such a pass took FP16 4096^3 NN from 0.95x to 0.71x of cuBLAS,
-    and 12% of TF32's time); on a tie, unswapped (C stored by TMA). Worked out once a process for each
+    lay an operand out first (each pass is one more launch, reading and writing the whole operand once more
+    before the product starts); on a tie, unswapped (C stored by TMA). Worked out once a process for each
     (a call on device tensors must cost the host little)."""
     ways = []
     for swapped in (False, True) if isinstance(params, WgmmaParams) else (False,):

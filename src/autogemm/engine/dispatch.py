@@ -15,6 +15,8 @@ import numpy as np
 
 from ..blas.problem import alignment_class
 from ..errors import ArgumentError
+from ..profiles import thresholds_for
+from ..runtime.discovery import find_device
 from .call import GemmCall, GemmOptions
 from .operands import Matrix, as_matrix, on_device
 from .resolved import ROUTES
@@ -73,7 +75,7 @@ def _elsewhere(call: GemmCall) -> Matrix | None:
     cuda = cuda_host.resolve(call)
     if cuda is not None:
         return ROUTES.keep(signature(a, b, c, None, o), cuda).run(a, b, c, o)
-    if not o.wait_for and large_on_host(a, b, c):
+    if not o.wait_for and large_on_host(a, b, c, thresholds_for(find_device(o.device))):
         # as a share of its device: streamed (copies through page-locked staging, overlapping the
         # kernels), or in place where the device shares the host's memory
         return run_on_targets(call, [o.device], alone)

@@ -3,8 +3,7 @@ result back; a device result gets the events to wait on instead. Shared by every
 
 numpy in, numpy out, the host's arrays cross through page-locked memory, as torch's users copy with
 ``pin_memory``: the device's DMA engines read and write page-locked memory at several times the rate of
-pageable memory, which the driver copies through a small staging area of its own (on the H100, SGEMM
-4096^3 took 50 ms from numpy to numpy through pageable copies, 9 ms in torch through page-locked ones).
+pageable memory, which the driver copies through a small staging area of its own.
 The operands are copied in pieces by the copy threads (``shares.copying``) into page-locked memory kept
 between calls (``shares.staging.page_locked``); a new result is page-locked memory itself
 (``host_result``), which the device writes and the caller keeps. A call comes in blocks (``Block``: a
@@ -25,6 +24,8 @@ from typing import NamedTuple
 import numpy as np
 import pyopencl as cl
 
+from ..blas.cuda_gemm import cuda_thresholds
+from ..profiles import Thresholds, thresholds_for
 from ..runtime import DeviceContext
 from ..runtime.cuda import CudaContext
 from ..runtime.memory import check_memory
@@ -34,32 +35,22 @@ from .operands import Matrix, Stored, on_device
 
 Enqueue = Callable[[list[cl.Buffer], list[cl.Event]], list[cl.Event]]
 
-#: A call whose host operands and result take from ``PINNED_MIN_BYTES`` to ``PINNED_BYTES`` crosses
-#: through page-locked memory (kept between calls, so a process holds as much as its largest such call,
-#: until ``clear_plans``); a smaller one copies from its arrays as they are. A new result from
-#: ``RESULT_MIN_BYTES`` on is page-locked memory itself.
-PINNED_MIN_BYTES, PINNED_BYTES, RESULT_MIN_BYTES = 2 * 2**20, 2 * 2**30, 2**20
-#: A product whose numpy operands (A, B and a given C) take at least this many bytes runs as a share of
-#: its device (``shares``: streamed tile by tile, out of core where need be, or in place): on the H100,
-#: SGEMM 16384^3 from numpy to numpy ran at 41 TFLOP/s so. Smaller ones cross through page-locked memory
-#: in row blocks (``engine.routes.opencl.row_blocks``), faster up to here: DGEMM 8192^3 (1 GiB of operands) took
-#: 104 ms streamed, SGEMM 8192^3 37 ms in row blocks (torch, copying through page-locked memory: 45 ms).
-STREAM_BYTES = 1536 * 2**20
-
 #: The staged operands cross in pieces, the first round of them (one for each copy thread) of
 #: ``PIECE_BYTES``, each round twice as long as the last up to ``PIPELINE_BYTES``: the host copies the next
-#: pieces while the device's DMA engine reads the last. On the H100, SGEMM 1024^3 from numpy to numpy took
-#: 1.54 ms with pieces of 1 MiB, 1.09 ms of 2 MiB, 1.0 ms of 4 MiB (each piece costs a hand-over between
-#: threads); 4096^3 9.2, 8.9 and 8.7 ms.
+#: pieces while the device's DMA engine reads the last (each piece costs a hand-over between threads, so
+#: pieces much smaller than these cost more than they overlap).
 PIECE_BYTES, PIPELINE_BYTES = 4 * 2**20, 8 * 2**20
 #: Each operand's place in the page-locked memory starts at a multiple of this many bytes.
 PINNED_ALIGNMENT = 4096
 
 
-def large_on_host(a: object, b: object, c: object | None) -> bool:
-    """Whether a product on these operands streams: numpy arrays all, of ``STREAM_BYTES`` or more."""
+def large_on_host(a: object, b: object, c: object | None, limits: Thresholds) -> bool:
+    """Whether a product on these operands streams through its device as a share of it (streamed tile by
+    tile, out of core where need be, or in place): numpy arrays all, of ``limits.stream_bytes`` or more;
+    smaller ones cross through page-locked memory in row blocks."""
     operands = [x for x in (a, b, c) if x is not None]
-    return all(isinstance(x, np.ndarray) for x in operands) and sum(x.nbytes for x in operands) >= STREAM_BYTES
+    return (all(isinstance(x, np.ndarray) for x in operands)
+            and sum(x.nbytes for x in operands) >= limits.stream_bytes)
 
 
 class Block(NamedTuple):
@@ -89,7 +80,7 @@ def execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[boo
     if ctx.device.shares_host_memory:       # nothing to stage, nor a pool to ask
         return _execute(ctx, operands, needed, out, blocks, wait_for, None)
     out_locked = result_pool(ctx).owns(out)
-    places = _places(operands, needed, out, out_locked)
+    places = _places(operands, needed, out, out_locked, thresholds_for(ctx.device))
     if places is None:
         return _execute(ctx, operands, needed, out, blocks, wait_for, None)
     with page_locked(ctx, places[-1]) as memory:     # until the uploads are done and a host result is back
@@ -99,23 +90,25 @@ def execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[boo
 
 def host_result(ctx: DeviceContext | CudaContext, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """A new host array for a call's result: page-locked memory of the context's ``ResultPool`` where the
-    result takes ``RESULT_MIN_BYTES`` to ``PINNED_BYTES`` and the device has memory of its own (else, or once the pool
-    is full, an ordinary array)."""
+    result takes ``result_min_bytes`` to ``pinned_max_bytes`` (the device's ``Thresholds``; a CUDA
+    context's are its OpenCL twin's) and the device has memory of its own (else, or once the pool is
+    full, an ordinary array)."""
     nbytes = math.prod(shape) * np.dtype(dtype).itemsize
     shared = isinstance(ctx, DeviceContext) and ctx.device.shares_host_memory
-    if RESULT_MIN_BYTES <= nbytes <= PINNED_BYTES and not shared:
+    limits = thresholds_for(ctx.device) if isinstance(ctx, DeviceContext) else cuda_thresholds(ctx.device)
+    if limits.result_min_bytes <= nbytes <= limits.pinned_max_bytes and not shared:
         found = result_pool(ctx).take(shape, dtype)
         if found is not None:
             return found
     return np.empty(shape, dtype)
 
 
-def _places(operands: Sequence[Stored], needed: Sequence[bool], out: Matrix, out_locked: bool
+def _places(operands: Sequence[Stored], needed: Sequence[bool], out: Matrix, out_locked: bool, limits: Thresholds
             ) -> list[int] | None:
     """Where each host operand lies in the page-locked memory of a call (the result last, and the bytes
     needed after them; none for an operand on the device, nor for a result that is page-locked memory
     already, ``out_locked``); None for a call whose host operands and result take less than
-    ``PINNED_MIN_BYTES`` or more than ``PINNED_BYTES``."""
+    ``limits.pinned_min_bytes`` or more than ``limits.pinned_max_bytes``."""
     places, end, total = [], 0, 0
     for st, need in zip(operands, needed):
         places.append(end)
@@ -128,7 +121,7 @@ def _places(operands: Sequence[Stored], needed: Sequence[bool], out: Matrix, out
             size = st.span.nbytes if need else 0
             total += size
         end += -(-size // PINNED_ALIGNMENT) * PINNED_ALIGNMENT
-    return places + [end] if PINNED_MIN_BYTES <= total <= PINNED_BYTES else None
+    return places + [end] if limits.pinned_min_bytes <= total <= limits.pinned_max_bytes else None
 
 
 def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bool], out: Matrix,
@@ -259,8 +252,8 @@ class _Copies:
         self._moves[k] = None
 
     def first(self) -> None:
-        """Copy the first piece in this thread while the copy threads wake (on the H100's host each took
-        about 0.05 ms to start), so that the first upload starts soonest."""
+        """Copy the first piece in this thread, already running, while the copy threads wake, so that the
+        first upload starts soonest."""
         self._copies.run_next()
 
     def join(self) -> None:

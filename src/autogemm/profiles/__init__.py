@@ -10,8 +10,11 @@ from .store import (
     profile_origin,
     read,
     save,
+    thresholds_for,
     user_profiles,
 )
+from .thresholds import Thresholds
 
 __all__ = ["CudaEntry", "HybridEntry", "Predictor", "Profile", "ProfileWarning", "Ranked", "Sample", "SizeClassEntry",
-           "bundled", "own_profile", "path_for", "profile_for", "profile_origin", "read", "save", "user_profiles"]
+           "Thresholds", "bundled", "own_profile", "path_for", "profile_for", "profile_origin", "read", "save",
+           "thresholds_for", "user_profiles"]

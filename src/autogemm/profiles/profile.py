@@ -24,6 +24,7 @@ from ..codelets.stream_k import STREAM_K
 from ..dtypes import DTYPES
 from ..errors import AutogemmError, ProfileError
 from ..runtime.cuda.driver import CUDA, OPENCL
+from .thresholds import Thresholds
 
 FORMAT = "autogemm-profile"
 VERSION = 1
@@ -168,6 +169,8 @@ class Profile:
     device_architecture: str = ""
     #: The CUDA path's entries per dtype, one per size class (``CudaEntry``), on a GPU that has it
     cuda: dict[str, tuple[CudaEntry, ...]] = field(default_factory=dict)
+    #: What routes and shapes a call on this device, where the profile holds its own (else its class's)
+    thresholds: Thresholds | None = None
 
     # ----- use ------------------------------------------------------------------------------------
     def table(self, section: str) -> dict[str, tuple[SizeClassEntry, ...]]:
@@ -227,7 +230,8 @@ class Profile:
         """This profile's entries laid over ``older``'s (what two tuners writing one file keep)."""
         out = replace(self, dtypes=dict(older.dtypes), gemv=dict(older.gemv), hybrid=dict(older.hybrid),
                       shapes=dict(older.shapes), cuda=dict(older.cuda), fma={**older.fma, **self.fma},
-                      predictors={**older.predictors, **self.predictors})
+                      predictors={**older.predictors, **self.predictors},
+                      thresholds=self.thresholds if self.thresholds is not None else older.thresholds)
         for section in (CLASSES, GEMV_CLASSES, SHAPES):
             for letter, entries in self.table(section).items():
                 for entry in entries:
@@ -261,6 +265,8 @@ class Profile:
                                        "evaluations": e.evaluations, "seconds": round(e.seconds, 3)}
                                       for e in entries]
                              for letter, entries in sorted(self.hybrid.items())}
+        if self.thresholds is not None:
+            out["thresholds"] = self.thresholds.to_dict()
         if self.cuda:
             out["cuda"] = {letter: [{"class": e.name, "shape": list(e.shape), "config": e.config.to_dict(),
                                      "gflops": round(e.gflops, 3), "opencl_gflops": round(e.opencl_gflops, 3),
@@ -348,7 +354,7 @@ def _number(value: object, where: str, high: float) -> float:
 
 def _parse(data: object) -> Profile:
     required = {"format", "version", "autogemm", "created", "device", "budget", "fma", "dtypes"}
-    top = _object(data, "the profile", required, {"gemv", "hybrid", "shapes", "predictor", "cuda"})
+    top = _object(data, "the profile", required, {"gemv", "hybrid", "shapes", "predictor", "cuda", "thresholds"})
     if top["format"] != FORMAT:
         raise ProfileError(f"format is {top['format']!r}, not {FORMAT!r}")
     version = _integer(top["version"], "version", 1, 10**6)
@@ -384,7 +390,8 @@ def _parse(data: object) -> Profile:
         budget=_text(top["budget"], "budget", 40), fma=dict(fma), dtypes=parsed, gemv=gemv,
         hybrid=_hybrid_table(top.get("hybrid", {})), shapes=_shape_table(top.get("shapes", {})),
         predictors=_predictors(top.get("predictor", {})), cuda=_cuda_table(top.get("cuda", {})),
-        device_architecture=_text(dev.get("architecture", ""), "device.architecture", 120))
+        device_architecture=_text(dev.get("architecture", ""), "device.architecture", 120),
+        thresholds=Thresholds.from_dict(top["thresholds"]) if "thresholds" in top else None)
 
 
 def _by_dtype(value: object, where: str, parse: Callable[[object, str], Entry], key: Callable[[Entry], object],

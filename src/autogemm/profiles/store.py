@@ -21,6 +21,7 @@ from ..cache_dir import cache_dir, make_directory, write_atomically
 from ..errors import ProfileError
 from ..runtime.device import Device
 from .profile import Profile
+from .thresholds import DEFAULTS, Thresholds, device_class
 
 
 class ProfileWarning(UserWarning):
@@ -122,6 +123,15 @@ def profile_for(device: Device) -> Profile | None:
     if key not in _memo:
         _memo[key] = _find(device, path)
     return _memo[key]
+
+
+def thresholds_for(device: Device) -> Thresholds:
+    """The thresholds a call on ``device`` follows: its profile's (the device's own or a borrowed one)
+    where it holds some, else its class's default (``thresholds.DEFAULTS``)."""
+    profile = profile_for(device)
+    if profile is not None and profile.thresholds is not None:
+        return profile.thresholds
+    return DEFAULTS[device_class(device)]
 
 
 def forget() -> None:

@@ -183,7 +183,7 @@ def _host_memory_bytes() -> int | None:
 
 
 #: Page-locked memory one context's ``ResultPool`` holds at most (handed out and free), in bytes: enough
-#: for two results of ``transfer.PINNED_BYTES`` (a loop's new result is taken while its last is still
+#: for two results of ``Thresholds.pinned_max_bytes`` (a loop's new result is taken while its last is still
 #: held), within an eighth of the host's memory (page-locked memory cannot be paged out).
 RESULT_POOL_BYTES = min(4 * 2**30, (_host_memory_bytes() or 2**33) // 8)
 #: A pooled result's memory is a multiple of this many bytes (results of nearby sizes share buffers).

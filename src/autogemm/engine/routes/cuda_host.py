@@ -17,8 +17,6 @@ streamed product), which gains more than the CUDA kernels' speed (the figures ar
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ...blas.cuda_gemm import CudaGemm, CudaParams, DeviceOperand, cuda_choice, cuda_plan, cuda_target, no_kernels
@@ -26,7 +24,7 @@ from ...blas.problem import Op
 from ...blas.vectors import MAX_VECTORS
 from ...dtypes import Dtype
 from ...errors import ArgumentError, DeviceError
-from ...profiles import profile_for
+from ...profiles import Thresholds, profile_for, thresholds_for
 from ...runtime.cuda import CudaContext
 from ...runtime.cuda.driver import CUDA
 from ...runtime.discovery import find_device
@@ -34,16 +32,6 @@ from ...shares.copying import parallel_copy
 from ...shares.staging import result_pool
 from ..call import GemmCall, GemmOptions, scalars
 from ..transfer import host_result
-
-#: Products smaller than this (m n k) stay on OpenCL, where the tensor-core kernels of a small product
-#: need no layout pass and fewer launches.
-MIN_MULTIPLY_ADDS = {"d": 2048**3, "z": 2048**3}
-#: 16-bit products of 2 to ``MAX_VECTORS`` rows (or columns) of C and at least this many multiply-adds run
-#: on the CUDA path: NVIDIA's OpenCL has no half-precision arithmetic, so its multi-vector GEMV falls
-#: behind wgmma on long products of few rows, while short ones and single rows (GEMVs) stay faster there.
-FEW_ROWS_MULTIPLY_ADDS = {"h": 2**27, "hs": 2**27, "b": 2**27, "bs": 2**27}
-#: The dtypes whose products on numpy arrays 'auto' keeps on OpenCL.
-OVERLAPPED_ON_OPENCL = ("d", "z")
 
 
 class CudaHostRoute:
@@ -86,33 +74,37 @@ def resolve(call: GemmCall) -> CudaHostRoute | None:
     if why is None and not all(isinstance(x, np.ndarray) for x in (call.a, call.b, call.c) if x is not None):
         why = "the CUDA path takes numpy arrays (pyopencl arrays stay on their OpenCL queue)"
     dt, (m, n, k) = call.dt, (call.m, call.n, call.k)
-    if backend == "auto" and (why is not None or dt.key in OVERLAPPED_ON_OPENCL or no_kernels(dt)):
+    if backend == "auto" and (why is not None or no_kernels(dt)):
         return None                         # before the device is looked up
+    device = find_device(options.device)
+    limits = thresholds_for(device)
     if why is None and call.c is not None and not call.c.flags.c_contiguous:
         why = "the CUDA path writes a row-major (C-ordered) c"
     if why is None and 0 in (m, n, k):
         why = "an empty product"
-    if backend == "auto" and (why is not None or not worth_it(dt, m, n, k)):
+    if backend == "auto" and (why is not None or dt.key in limits.numpy_on_opencl or not worth_it(dt, m, n, k, limits)):
         return None                         # before a CUDA context is made for nothing
     if why is None:
-        ctx, why = cuda_target(find_device(options.device), dt)
+        ctx, why = cuda_target(device, dt)
     if why is not None:
         if backend == "cuda":
             raise ArgumentError(f"backend='cuda' cannot run this call: {why}")
         return None
-    chosen, params = cuda_choice(find_device(options.device), dt, m, n, k, ctx.multiprocessors)
+    chosen, params = cuda_choice(device, dt, m, n, k, ctx.multiprocessors)
     if backend == "auto" and chosen != CUDA:        # the profile measured OpenCL faster here
         return None
     return CudaHostRoute(call, ctx, params)
 
 
-def worth_it(dt: Dtype, m: int, n: int, k: int) -> bool:
+def worth_it(dt: Dtype, m: int, n: int, k: int, limits: Thresholds) -> bool:
     """Whether 'auto' takes an m x n x k product of ``dt`` to the CUDA path: not one of few columns or
     rows (OpenCL's multi-vector GEMV, ``blas.vectors``, where a block of 64 x 64 would be mostly empty)
-    unless ``FEW_ROWS_MULTIPLY_ADDS`` says, nor one under ``MIN_MULTIPLY_ADDS``."""
+    unless ``limits.cuda_few_rows_multiply_adds`` says (NVIDIA's OpenCL has no half-precision arithmetic,
+    so its GEMV falls behind wgmma on long 16-bit products of few rows), nor one under
+    ``limits.cuda_min_multiply_adds`` (where OpenCL's kernels need no layout pass and fewer launches)."""
     if min(m, n) <= MAX_VECTORS:
-        return min(m, n) > 1 and m * n * k >= FEW_ROWS_MULTIPLY_ADDS.get(dt.key, math.inf)
-    return m * n * k >= MIN_MULTIPLY_ADDS.get(dt.key, 0)
+        return min(m, n) > 1 and m * n * k >= limits.cuda_few_rows(dt.key)
+    return m * n * k >= limits.cuda_min(dt.key)
 
 
 def _row_major(x: np.ndarray, op: Op) -> tuple[np.ndarray, Op]:

@@ -162,7 +162,7 @@ def _library(x: object) -> str:
 
 def _read(x: object, name: str, handle: int, own: bool, borrowed: list[dlpack.Borrowed]) -> _Tensor:
     """``x`` as the call sees it: a torch tensor through its own attributes where ``own`` (on torch's
-    current stream nothing needs ordering, and DLPack's exchange cost torch about 60 us an operand),
+    current stream nothing needs ordering, and DLPack's exchange costs torch more than the attributes),
     any other through DLPack on the stream ``handle`` (added to ``borrowed``, to be released)."""
     if own and _library(x) == "torch":
         return _tensor(tuple(x.shape), str(x.dtype).removeprefix("torch."), tuple(x.stride()), x.data_ptr(),

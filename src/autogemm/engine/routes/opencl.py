@@ -22,18 +22,11 @@ from ...blas.vectors import VectorsPlan
 from ...codelets.kernel import ceil_div, round_up
 from ...codelets.registry import KernelParams
 from ...errors import ArgumentError
+from ...profiles import Thresholds, thresholds_for
 from ...runtime.memory import check_memory
 from ..call import GemmCall, GemmOptions, oriented, scalars
 from ..operands import Matrix, Stored, call_context, event_list, events_of, on_device, stored
 from ..transfer import Block, Enqueue, execute, host_result, whole
-
-#: A product of numpy arrays runs in blocks of C's rows, each of about ``BLOCK_TILES`` tiles of 128 x 128
-#: per compute unit of the device (a block of fewer would leave units idle), at most ``MAX_BLOCKS``, each
-#: a multiple of ``BLOCK_ROWS`` rows: while the device computes one block, the next block's rows of A
-#: are uploaded and the last block's C comes back, where in one block the device would idle through the
-#: uploads and the download. A product of at least ``PIPELINED_ELEMENTS`` elements of C runs in two blocks
-#: at least where its plan's work-groups take no more waves so.
-BLOCK_TILES, MAX_BLOCKS, BLOCK_ROWS, PIPELINED_ELEMENTS = 1, 8, 128, 1 << 20
 
 
 class Part(NamedTuple):
@@ -90,7 +83,7 @@ class OpenCLRoute:
         if self.asynchronous or device.shares_host_memory:
             return [whole_call]
         waves = (plan.params, plan.slices) if isinstance(plan, LaunchPlan) else ()     # GEMV's plan has no tiles
-        spans = row_blocks(pr, device.compute_units, *waves)
+        spans = row_blocks(pr, device.compute_units, thresholds_for(device), *waves)
         if len(spans) == 1:
             return [whole_call]
         parts = [replace(pr, m=r1 - r0, offset_a=pr.offset_a + (r0 if pr.op_a.transposed else r0 * pr.lda),
@@ -157,33 +150,38 @@ class OpenCLRoute:
         return execute(self.ctx, operands, (True, True, beta != 0), out, temporaries, blocks_of_c, wait_for)
 
 
-def row_blocks(problem: GemmProblem, compute_units: int, params: KernelParams | None = None,
+def row_blocks(problem: GemmProblem, compute_units: int, limits: Thresholds, params: KernelParams | None = None,
                layers: int = 1) -> list[tuple[int, int]]:
-    """The blocks [r0, r1) of C's rows that a product of host arrays runs in (one for a batch). Given the
-    plan's ``params`` and its ``layers`` of work-groups (K slices), no fewer rows than keep its work-groups
-    in as few waves over the blocks as over the whole product: a block that leaves units idle makes the
-    device's time longer than its overlapped copies make it shorter."""
+    """The blocks [r0, r1) of C's rows that a product of host arrays runs in (one for a batch): about
+    ``limits.block_tiles`` tiles of 128 x 128 per compute unit each (a block of fewer would leave units
+    idle), at most ``limits.max_blocks``, each a multiple of ``limits.block_rows`` rows, and two at least
+    from ``limits.pipelined_elements`` elements of C: while the device computes one block, the next
+    block's rows of A are uploaded and the last block's C comes back, where in one block the device would
+    idle through the uploads and the download. Given the plan's ``params`` and its ``layers`` of
+    work-groups (K slices), no fewer rows than keep its work-groups in as few waves over the blocks as
+    over the whole product: a block that leaves units idle makes the device's time longer than its
+    overlapped copies make it shorter."""
     m, n = problem.m, problem.n
     if problem.batch != 1:
         return [(0, m)]
-    count = round(m * n / (BLOCK_TILES * compute_units * 128 * 128))
-    if m * n >= PIPELINED_ELEMENTS:
+    count = round(m * n / (limits.block_tiles * compute_units * 128 * 128))
+    if m * n >= limits.pipelined_elements:
         count = max(count, 2)
-    count = max(1, min(MAX_BLOCKS, count, m // BLOCK_ROWS))
+    count = max(1, min(limits.max_blocks, count, m // limits.block_rows))
 
     def waves(spans: list[tuple[int, int]]) -> int:
         return sum(ceil_div(c_blocks(params, r1 - r0, n) * layers, compute_units) for r0, r1 in spans)
 
     if params is not None:
         whole = waves([(0, m)])
-        while count > 1 and waves(_spans(m, count)) > whole:
+        while count > 1 and waves(_spans(m, count, limits.block_rows)) > whole:
             count -= 1
-    return _spans(m, count)
+    return _spans(m, count, limits.block_rows)
 
 
-def _spans(m: int, count: int) -> list[tuple[int, int]]:
-    """``count`` blocks of C's m rows, each a multiple of ``BLOCK_ROWS`` rows but the last."""
-    step = round_up(ceil_div(m, count), BLOCK_ROWS) if count > 1 else max(m, 1)
+def _spans(m: int, count: int, block_rows: int) -> list[tuple[int, int]]:
+    """``count`` blocks of C's m rows, each a multiple of ``block_rows`` rows but the last."""
+    step = round_up(ceil_div(m, count), block_rows) if count > 1 else max(m, 1)
     return [(r0, min(r0 + step, m)) for r0 in range(0, m, step)] or [(0, m)]
 
 

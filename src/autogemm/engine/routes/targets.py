@@ -11,7 +11,7 @@ import numpy as np
 from ...codelets.registry import KernelParams
 from ...dtypes import Dtype
 from ...errors import ArgumentError
-from ...profiles import profile_for
+from ...profiles import profile_for, thresholds_for
 from ...runtime import Device, context_for, discovery, find_device
 from ...shares import HOST, HostGemm, Target, run_split
 from ...shares.split import DEFAULT_PARTS, Split
@@ -90,8 +90,9 @@ def run_on_targets(call: GemmCall, devices: Devices, alone: Callable[[Device, Ke
     if len(split.shares) != len(targets):
         raise ArgumentError(f"split has {len(split.shares)} shares for {len(targets)} targets")
     computing = [i for i, share in enumerate(split.shares) if share]
-    if len(computing) == 1 and targets[computing[0]] != HOST and not large_on_host(a, b, c):
-        return alone(targets[computing[0]].device, configs[computing[0]])
+    alone_target = targets[computing[0]] if len(computing) == 1 else HOST
+    if alone_target != HOST and not large_on_host(a, b, c, thresholds_for(alone_target.device)):
+        return alone(alone_target.device, configs[computing[0]])
     # the targets write rows of a row-major C: the caller's own where it is one, else a new one, in
     # page-locked memory where a device writes it (its tiles come back straight into it)
     if c is not None and c.flags.c_contiguous:

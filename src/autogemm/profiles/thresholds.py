@@ -1,0 +1,113 @@
+"""What routes and shapes a call on a device, kept as data (``Thresholds``): when numpy operands stream
+through the device, cross through page-locked memory or run in row blocks, and which products of numpy
+operands the CUDA path takes. A device's profile may hold its own (``Profile.thresholds``); otherwise its
+class's row of ``DEFAULTS`` holds (``store.thresholds_for``). The figures behind the defaults are in the
+GEMM guide ("Routes and their thresholds")."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+from ..dtypes import DTYPES
+from ..errors import ProfileError
+from ..runtime.device import Device
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The thresholds of one device (bytes and elements are of a whole call)."""
+
+    #: numpy operands (A, B and a given C) of at least this many bytes stream through the device tile by
+    #: tile, as a share of it, instead of crossing whole
+    stream_bytes: int = 1536 * 2**20
+    #: host operands and result of this many bytes and more, up to ``pinned_max_bytes``, cross through
+    #: page-locked memory kept between calls; smaller ones are copied from their arrays as they are
+    pinned_min_bytes: int = 2 * 2**20
+    pinned_max_bytes: int = 2 * 2**30
+    #: a new result of at least this many bytes (up to ``pinned_max_bytes``) is page-locked memory itself
+    result_min_bytes: int = 2**20
+    #: a product of host operands runs in blocks of C's rows of about this many 128 x 128 tiles per
+    #: compute unit, at most ``max_blocks``, each a multiple of ``block_rows`` rows, and in two at least
+    #: from ``pipelined_elements`` elements of C: the uploads and downloads of one block overlap the
+    #: kernels of another
+    block_tiles: float = 1.0
+    max_blocks: int = 8
+    block_rows: int = 128
+    pipelined_elements: int = 2**20
+    #: by dtype key, products of numpy operands of at least this many multiply-adds run on the CUDA path
+    #: (where it has kernels for the dtype); a dtype not named has no lower bound
+    cuda_min_multiply_adds: tuple[tuple[str, int], ...] = (("d", 2048**3), ("z", 2048**3))
+    #: by dtype key, products whose C has 2 to ``blas.vectors.MAX_VECTORS`` rows or columns run on the
+    #: CUDA path from this many multiply-adds (others stay with OpenCL's multi-vector GEMV)
+    cuda_few_rows_multiply_adds: tuple[tuple[str, int], ...] = (("h", 2**27), ("hs", 2**27), ("b", 2**27),
+                                                                ("bs", 2**27))
+    #: the dtypes whose products of numpy operands stay on OpenCL, where their row blocks' copies overlap
+    #: the kernels
+    numpy_on_opencl: tuple[str, ...] = ("d", "z")
+
+    def cuda_min(self, key: str) -> int:
+        """``cuda_min_multiply_adds`` of the dtype ``key`` (0 where it names none)."""
+        return dict(self.cuda_min_multiply_adds).get(key, 0)
+
+    def cuda_few_rows(self, key: str) -> float:
+        """``cuda_few_rows_multiply_adds`` of the dtype ``key`` (infinite where it names none: never)."""
+        return dict(self.cuda_few_rows_multiply_adds).get(key, float("inf"))
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        for name in ("cuda_min_multiply_adds", "cuda_few_rows_multiply_adds"):
+            out[name] = dict(out[name])
+        out["numpy_on_opencl"] = list(self.numpy_on_opencl)
+        return out
+
+    @classmethod
+    def from_dict(cls, value: object, where: str = "thresholds") -> Thresholds:
+        """The thresholds a profile's JSON holds, every field validated (``ProfileError`` names the one
+        that is wrong); a field left out keeps its default."""
+        if not isinstance(value, dict):
+            raise ProfileError(f"{where} must be an object")
+        names = {f.name for f in fields(cls)}
+        unknown = set(value) - names
+        if unknown:
+            raise ProfileError(f"{where}: unknown fields {sorted(unknown)}")
+        found = {}
+        for name, item in value.items():
+            at = f"{where}.{name}"
+            if name == "block_tiles":
+                if isinstance(item, bool) or not isinstance(item, (int, float)) or not 1e-6 <= item <= 1e6:
+                    raise ProfileError(f"{at} must be a number in 1e-06..1e+06")
+                found[name] = float(item)
+            elif name in ("cuda_min_multiply_adds", "cuda_few_rows_multiply_adds"):
+                if not isinstance(item, dict):
+                    raise ProfileError(f"{at} must be an object of dtypes")
+                found[name] = tuple((_dtype(key, at), _count(count, f"{at}.{key}")) for key, count in item.items())
+            elif name == "numpy_on_opencl":
+                if not isinstance(item, list):
+                    raise ProfileError(f"{at} must be a list of dtypes")
+                found[name] = tuple(_dtype(key, at) for key in item)
+            else:
+                found[name] = _count(item, at)
+        return cls(**found)
+
+
+def _count(value: object, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**62:
+        raise ProfileError(f"{where} must be an integer in 0..2^62")
+    return value
+
+
+def _dtype(key: object, where: str) -> str:
+    if key not in DTYPES:
+        raise ProfileError(f"{where}: {key!r} is not a dtype")
+    return key
+
+
+#: The thresholds of each device class until a profile holds the device's own. The GPU's were measured
+#: on an H100 (the GEMM guide gives the figures); a CPU device shares the host's memory, so nothing
+#: crosses in row blocks or through page-locked memory there, and it takes the same figures for the rest.
+DEFAULTS = {"gpu": Thresholds(), "cpu": Thresholds()}
+
+
+def device_class(device: Device) -> str:
+    """The row of ``DEFAULTS`` a device takes."""
+    return "gpu" if device.is_gpu else "cpu"

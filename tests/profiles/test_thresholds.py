@@ -1,0 +1,67 @@
+"""The thresholds that route and shape a call (``profiles.thresholds``): data in the device's profile,
+validated as strictly as the rest of it, else its device class's defaults, and followed by the calls."""
+
+import json
+
+import numpy as np
+import pytest
+
+import autogemm
+from autogemm.engine import dispatch
+from autogemm.errors import ProfileError
+from autogemm.profiles import Profile, Thresholds, save, store, thresholds, thresholds_for
+from autogemm.profiles.thresholds import device_class
+
+
+def _profile(device, limits=None):
+    return Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
+                   "2026-11-28T10:00:00+00:00", "60s", thresholds=limits)
+
+
+def test_thresholds_read_back_from_a_profile_and_a_field_left_out_keeps_its_default(device):
+    limits = Thresholds(stream_bytes=12345, block_tiles=0.5, cuda_min_multiply_adds=(("d", 7),),
+                        numpy_on_opencl=("z",))
+    text = _profile(device, limits).to_json()
+    assert Profile.from_json(text).thresholds == limits
+    assert Profile.from_json(_profile(device).to_json()).thresholds is None       # profiles without them read
+    data = json.loads(text)
+    data["thresholds"] = {"max_blocks": 3}
+    assert Profile.from_json(json.dumps(data)).thresholds == Thresholds(max_blocks=3)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("stream_bytes", -1, r"thresholds.stream_bytes must be an integer"),
+    ("stream_bytes", True, r"thresholds.stream_bytes must be an integer"),
+    ("block_tiles", float("nan"), r"thresholds.block_tiles must be a number"),
+    ("cuda_min_multiply_adds", {"q": 1}, r"'q' is not a dtype"),
+    ("numpy_on_opencl", "d", r"must be a list of dtypes"),
+    ("threads", 4, r"unknown fields \['threads'\]")])
+def test_a_forged_threshold_is_refused_naming_the_field(device, field, value, message):
+    data = json.loads(_profile(device, Thresholds()).to_json())
+    data["thresholds"][field] = value
+    with pytest.raises(ProfileError, match=message):
+        Profile.from_json(json.dumps(data))
+
+
+def test_a_device_follows_its_profiles_thresholds_else_its_class_defaults(cache, device):
+    assert thresholds_for(device) is thresholds.DEFAULTS[device_class(device)]
+    mine = Thresholds(stream_bytes=4096)
+    save(_profile(device, mine))
+    store.forget()
+    assert thresholds_for(device) == mine
+
+
+def test_a_profile_that_lowers_stream_bytes_streams_the_product(cache, device, monkeypatch):
+    """The route follows the data: numpy operands past the profile's ``stream_bytes`` run as a share of
+    the device, below it as one product."""
+    save(_profile(device, Thresholds(stream_bytes=40000)))
+    store.forget()
+    streamed = []
+    real = dispatch.run_on_targets
+    monkeypatch.setattr(dispatch, "run_on_targets", lambda call, *rest: streamed.append(call.m) or real(call, *rest))
+    rng = np.random.default_rng(3)
+    for m in (20, 120):                                   # 20 x 60 x 60 float32: 24 KB; 120 rows: 72 KB
+        a, b = rng.random((m, 60)).astype(np.float32), rng.random((60, 60)).astype(np.float32)
+        got = autogemm.gemm(a, b, device=device)
+        assert np.allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-5)
+    assert streamed == [120]
