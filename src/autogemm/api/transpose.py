@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pyopencl as cl
-import pyopencl.array as cl_array
 
-from ..blas.transpose import Storage, enqueue_transpose
-from ..dtypes import get_dtype
-from ..engine.operands import Matrix, Stored, as_array, call_context, event_list, events_of, on_device, stored
-from ..engine.transfer import execute, host_result, whole
-from ..errors import ArgumentError, DtypeError, ShapeError
+from ..engine.operands import Matrix
+from ..engine.transpose import run_transpose
 from ..runtime import Device
 from ..runtime.memory import reports_full_memory
 
@@ -27,55 +22,4 @@ def transpose(a: Matrix, out: Matrix | None = None, *, conjugate: bool = False,
     must not overlap ``a``). As with ``gemm``, numpy arrays alone block and device arrays make the call
     return at once, ``out.events`` holding its completion.
     """
-    a = as_array(a, "a")
-    if a.ndim not in (2, 3):
-        raise ShapeError(f"a must be a matrix or a stack of matrices (2-D or 3-D), not {a.ndim}-D")
-    if not isinstance(conjugate, bool):
-        raise ArgumentError(f"conjugate must be True or False, not {conjugate!r}")
-    dt = get_dtype(a.dtype)
-    shape = a.shape[:-2] + a.shape[:-3:-1]
-    sa = stored(a, "a")
-    if out is not None:
-        out = as_array(out, "out")
-        if out.shape != shape:
-            raise ShapeError(f"out has shape {out.shape}; the transpose of a {a.shape} array is {shape}")
-        if out.dtype != a.dtype:
-            raise DtypeError(f"a is {a.dtype} but out is {out.dtype}")
-        if isinstance(out, np.ndarray) and not out.flags.writeable:
-            raise ArgumentError("out is read-only")
-        if _overlap(a, sa, out):
-            raise ArgumentError("out overlaps a: the transpose is out of place")
-    wait_for = event_list(wait_for)
-    ctx = call_context(device, {"a": a, "out": out})
-    asynchronous = on_device(a) or on_device(out)
-    if wait_for and not asynchronous:
-        raise ArgumentError("wait_for is for calls on device arrays; numpy operands are read when the call is made")
-    if out is None:
-        out = cl_array.empty(ctx.queue, shape, dt.numpy) if asynchronous else host_result(ctx, shape, dt.numpy)
-    if not all(shape):
-        return out
-    so = stored(out, "out")
-    # the storages are each other's transposes unless exactly one of them is column-major
-    flip = sa.flipped == so.flipped
-
-    def enqueue(buffers: list[cl.Buffer], events: list[cl.Event]) -> list[cl.Event]:
-        src, dst = (Storage(buf, st.offset, st.ld, st.stride) for buf, st in zip(buffers, (sa, so)))
-        return [enqueue_transpose(ctx, dt, so.rows, so.cols, so.layers, src, dst, flip, conjugate, events)]
-
-    return execute(ctx, (sa, so), (True, False), out, [], whole((sa, so), enqueue),
-                   events_of([a, out], ctx.queue) + wait_for)
-
-
-def _overlap(a: Matrix, sa: Stored, out: Matrix) -> bool:
-    """True when ``a`` (stored as ``sa``) and ``out`` share memory (for device arrays: byte ranges of one
-    buffer meet)."""
-    if on_device(a) != on_device(out):
-        return False
-    if not on_device(a):
-        return np.may_share_memory(a, out)
-    if a.base_data is None or a.base_data != out.base_data:
-        return False
-    itemsize = a.dtype.itemsize
-    a0, b0 = a.offset, out.offset
-    a1, b1 = a0 + sa.elements * itemsize, b0 + stored(out, "out").elements * itemsize
-    return a0 < b1 and b0 < a1
+    return run_transpose(a, out, conjugate=conjugate, device=device, wait_for=wait_for)
