@@ -11,7 +11,7 @@ from ..codelets.stream_k import STREAM_K, StreamPartition
 from .problem import GemmProblem
 
 #: Problems with fewer multiply-adds are not split automatically: the merge of the slices is one more
-#: launch, and launches cost up to a few hundred microseconds each on the H100's OpenCL driver.
+#: launch, whose fixed cost a small product's split would not win back.
 SPLIT_MIN_WORK = 2**30
 #: A K slice is at least this deep (and 16 K steps), so that its partial sum is worth a pass over C.
 MIN_SLICE_DEPTH = 256

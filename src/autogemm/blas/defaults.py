@@ -25,9 +25,9 @@ _CPU = {
     "z": SimtParams("TN", "consecutive", 8, 8, 2, 4, 4, 1, False, False),
 }
 _SAFE = SimtParams("NN", "consecutive", 8, 8, 1, 1, 1, 1, False, False)
-#: The large classes' best on the H100 (sm_90): on an untuned H200 DGEMM ran at 0.29x cuBLAS on the
-#: plain default; FP64 tensor cores (DMMA) reach twice the FMA peak. ``check`` turns them down where the
-#: PTX is not available (m16n8k4 for f64 needs sm_90; sm_80 has m8n8k4 only).
+#: The large classes' best as tuned on sm_90, tried before the plain multiply-add default, which leaves an
+#: untuned GPU's DGEMM far behind: FP64 tensor cores (DMMA) reach twice the FMA peak. ``check`` turns them
+#: down where the PTX is not available (m16n8k4 for f64 needs sm_90; sm_80 has m8n8k4 only).
 _NVIDIA_MMA = {
     "d": (MmaParams(layout="NT", shape="m16n8k4", warps_m=4, warps_n=1, tiles_m=2, tiles_n=8, tile_k=8, stages=3,
                     vector_width=2, mma="ptx", build_options=("-cl-nv-maxrregcount=255",), copy="async"),),

@@ -182,7 +182,7 @@ class GemvLaunchPlan:
         """The bytes of the buffers ``enqueue`` allocates: the partial sums of a split reduction, and the
         right-hand sides packed one after another where they are stored interleaved (layout N reads a
         vector's consecutive elements across a warp: interleaved, each load would touch a cache line per
-        work-item, which halved the rate of 16 vectors on the H100)."""
+        work-item instead of sharing one across the warp)."""
         pr, sizes = self.problem, {}
         if self.slices > 1:
             sizes["partial"] = self.slices * pr.outputs * pr.vectors * self.dtype.compute.itemsize

@@ -207,8 +207,8 @@ class LaunchPlan(Routing):
         with self._lock:
             self.allocate()
             # Every kernel's arguments are set first and the launches enqueued after, back to back:
-            # setting arguments takes long enough (tens to hundreds of microseconds) that doing it
-            # between launches would leave the device idle.
+            # setting arguments takes long enough that doing it between launches would leave the device
+            # idle.
             launches: list[tuple] = []
             operands = {"A": self._stage_operand("A", a, offset_a, launches),
                         "B": self._stage_operand("B", b, offset_b, launches)}

@@ -1,6 +1,6 @@
 """Plans (GEMM's and GEMV's) kept between calls of the high-level API: making one compiles nothing new
-but still renders and looks up kernels and creates kernel objects (over a millisecond), more than a small
-product takes.
+but still renders and looks up kernels and creates kernel objects, which takes the host longer than a
+small product takes the device.
 
 A plan that leaves the cache is only forgotten, never released here: another thread may be enqueueing on
 it (threads that ask for a new problem at once all make a plan, and once freed its temporaries and kernel
