@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 from ..blas.problem import Op
@@ -28,13 +29,15 @@ from ..codelets.wgmma.render import SPLIT_THREADS, split
 from ..dtypes import Dtype
 from ..profiles import Thresholds, profile_for, thresholds, thresholds_for
 from ..runtime.cuda import CudaContext, CudaDevice, DeviceMemory, compile_cuda, cuda_context, cuda_missing
-from ..runtime.cuda.context import Argument, Complex128
+from ..runtime.cuda.context import Argument, Complex128, Prepared
 from ..runtime.cuda.driver import CUDA, cuda_device_of
 from ..runtime.device import Device
 from ..runtime.discovery import devices
 
 #: The alignment in bytes of the memory a TMA tensor map describes.
 TMA_ALIGNMENT = 16
+#: Launches a plan keeps prepared, for the memory and scalars of its most recent calls.
+PREPARED_LAUNCHES = 16
 #: A configuration of either CUDA family.
 CudaParams = WgmmaParams | DmmaParams
 #: The configuration each dtype (by its key) multiplies with on the CUDA path. FP16, BF16 and TF32 take
@@ -179,6 +182,11 @@ class DeviceOperand:
     transposed: bool
     conjugated: bool
 
+    @property
+    def key(self) -> tuple:
+        """Everything a kernel's launch depends on: where the operand lies and how."""
+        return int(self.memory.pointer), self.rows, self.ld, self.transposed, self.conjugated
+
     @classmethod
     def of_a(cls, memory: DeviceMemory, m: int, ld: int, op: Op) -> DeviceOperand:
         return cls(memory, m, ld, op.transposed, op.conjugated)
@@ -236,6 +244,8 @@ class CudaGemm:
         self.ctx, self.dt, self.m, self.n, self.k = ctx, dt, m, n, k
         self.params = params or DEFAULTS[dt.key]
         self._layouts: dict[tuple[bool, bool], tuple[Rendered, object, Schedule]] = {}
+        #: launches prepared for the memory and scalars of recent calls (``enqueue``)
+        self._prepared: OrderedDict[tuple, Prepared] = OrderedDict()
         self.element_bytes = dt.itemsize
         self.padded = k_major.padded_k(k, self.element_bytes)
         rendered = kernel_for(self.params)
@@ -251,9 +261,17 @@ class CudaGemm:
     def enqueue(self, a: DeviceOperand, b: DeviceOperand, c: DeviceMemory, alpha: complex | float,
                 beta: complex | float, stream: object = None) -> None:
         """Enqueue the product on ``stream`` (by default the context's). Operands the kernel cannot read
-        as they lie are first laid out in memory allocated on that stream and freed there after it."""
-        work: list[DeviceMemory] = []
+        as they lie are first laid out in memory allocated on that stream and freed there after it. A
+        product the kernel reads as it lies, with no partial sums to allocate, is prepared once for its
+        memory and scalars: a call that repeats them only enqueues the launch."""
         stream = self.ctx.stream if stream is None else stream
+        key = (a.key, b.key, int(c.pointer), alpha, beta)
+        launch = self._prepared.get(key)
+        if launch is not None:
+            self._prepared.move_to_end(key)
+            self.ctx.enqueue_prepared(launch, stream)
+            return
+        work: list[DeviceMemory] = []
         mn_major, c_transposed = reading(self.params, ((self._lies_mn_major(a), self._direct(a)),
                                                   (self._lies_mn_major(b), self._direct(b))))
         rendered, function, schedule = self._layout(mn_major, c_transposed)
@@ -265,9 +283,14 @@ class CudaGemm:
         args: list[Argument] = [*((tensor_map, None) for tensor_map in maps), (c, None), (m, ctypes.c_int),
                                 (n, ctypes.c_int), (self.padded, ctypes.c_int), *scalars,
                                 *shared_k_arguments(self.ctx, schedule, stream, work)]
-        self.ctx.launch(function, schedule.grid, rendered.block, args, rendered.shared_bytes, stream)
+        launch = self.ctx.prepared(function, schedule.grid, rendered.block, args, rendered.shared_bytes)
+        self.ctx.enqueue_prepared(launch, stream)
         for memory in work:
             memory.release()
+        if not work:
+            self._prepared[key] = launch
+            while len(self._prepared) > PREPARED_LAUNCHES:
+                self._prepared.popitem(last=False)
 
     def _layout(self, mn_major: tuple[bool, bool], c_transposed: bool = False
                 ) -> tuple[Rendered, object, Schedule]:

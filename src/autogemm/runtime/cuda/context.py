@@ -8,6 +8,7 @@ import ctypes
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -78,6 +79,17 @@ def as_stream(handle: object) -> object:
     from cuda.bindings import driver
 
     return handle if isinstance(handle, driver.CUstream) else driver.CUstream(int(handle))
+
+
+class Prepared(NamedTuple):
+    """A kernel launch as the driver takes it: the function, its grid and block (three dimensions each),
+    its dynamic shared memory and its arguments, converted (``CudaContext.prepared``)."""
+
+    function: object
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int
+    arguments: tuple
 
 
 class DeviceMemory:
@@ -306,14 +318,21 @@ class CudaContext:
                shared_bytes: int = 0, stream: object = None) -> None:
         """Enqueue ``function`` on ``stream`` (by default the context's) over ``grid`` blocks of ``block``
         threads (up to three dimensions each) with ``shared_bytes`` of dynamic shared memory."""
-        driver = bindings()
+        self.enqueue_prepared(self.prepared(function, grid, block, args, shared_bytes), stream)
+
+    def prepared(self, function: object, grid: Sequence[int], block: Sequence[int], args: Sequence[Argument],
+                 shared_bytes: int = 0) -> Prepared:
+        """A launch of ``function`` (as ``launch`` takes it) with its arguments converted once, for a
+        caller that enqueues the same launch again (``enqueue_prepared``)."""
         self._allow_shared(function, shared_bytes)
-        grid, block = (*grid, 1, 1)[:3], (*block, 1, 1)[:3]
         values = tuple(a.pointer if isinstance(a, DeviceMemory) else a for a, _ in args)
-        types = tuple(t for _, t in args)
-        checked(driver.cuLaunchKernel(function, *grid, *block, shared_bytes,
-                                      self.stream if stream is None else stream,
-                                      (values, types), 0))
+        return Prepared(function, (*grid, 1, 1)[:3], (*block, 1, 1)[:3], shared_bytes,
+                        (values, tuple(t for _, t in args)))
+
+    def enqueue_prepared(self, launch: Prepared, stream: object = None) -> None:
+        """Enqueue ``launch`` on ``stream`` (by default the context's)."""
+        checked(bindings().cuLaunchKernel(launch.function, *launch.grid, *launch.block, launch.shared_bytes,
+                                          self.stream if stream is None else stream, launch.arguments, 0))
 
     def finish(self) -> None:
         from cuda.bindings import driver
