@@ -294,7 +294,7 @@ def test_the_cuda_families_are_registered_apart_from_the_opencl_ones(device):
     from autogemm.codelets.registry import GEMM, SpaceFacts, check, families, params_from_dict
     from autogemm.codelets.wgmma import WgmmaParams
     from autogemm.errors import ConfigError
-    from autogemm.runtime.cuda.driver import CUDA
+    from autogemm.runtime.backend import CUDA
 
     assert [f.name for f in families(GEMM, CUDA)] == ["wgmma", "dmma"]
     assert not {"wgmma", "dmma"} & {f.name for f in families(GEMM)}

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from autogemm.errors import BuildError
-from autogemm.runtime.cuda import backends, compile_cuda, cuda_devices, cuda_missing
+from autogemm.runtime.backend import backends
+from autogemm.runtime.cuda import compile_cuda, cuda_devices, cuda_missing
 
 FENCED = r'''
 extern "C" __global__ void fenced(float* out) {

@@ -32,8 +32,8 @@ from ..dtypes import DTYPES, Dtype
 from ..engine.routes.cuda_host import worth_it
 from ..errors import ArgumentError
 from ..profiles import thresholds_for
+from ..runtime.backend import CUDA
 from ..runtime.context import DeviceContext
-from ..runtime.cuda.driver import CUDA
 from ..runtime.discovery import find_device
 from ..runtime.timing import median, time_enqueue
 from ..shares.host import HOST

@@ -28,9 +28,10 @@ from ..codelets.wgmma.params import WARPGROUP_M
 from ..codelets.wgmma.render import SPLIT_THREADS, split
 from ..dtypes import Dtype
 from ..profiles import Thresholds, profile_for, thresholds, thresholds_for
+from ..runtime.backend import CUDA
 from ..runtime.cuda import CudaContext, CudaDevice, DeviceMemory, compile_cuda, cuda_context, cuda_missing
 from ..runtime.cuda.context import Argument, Complex128, Prepared
-from ..runtime.cuda.driver import CUDA, cuda_device_of
+from ..runtime.cuda.driver import cuda_device_of
 from ..runtime.device import Device
 from ..runtime.discovery import devices
 

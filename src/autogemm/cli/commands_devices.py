@@ -11,7 +11,7 @@ from rich.text import Text
 
 from ..profiles import profile_for, profile_origin
 from ..runtime import Device, discovery
-from ..runtime.cuda import backends
+from ..runtime.backend import backends
 from ..tables import plain_table
 from .common import console, fail, gib
 from .group import main

@@ -19,7 +19,7 @@ from ..codelets.wgmma import WgmmaParams
 from ..dtypes import DTYPES, Dtype, get_dtype
 from ..errors import AutogemmError, ConfigError
 from ..runtime import context_for, median, time_enqueue
-from ..runtime.cuda.driver import CUDA
+from ..runtime.backend import CUDA
 from .common import console, fail, json_file, parse_config, select_device, write_results
 from .group import main
 

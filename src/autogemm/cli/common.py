@@ -15,7 +15,7 @@ from ..codelets.registry import KernelParams, params_from_dict
 from ..dtypes import Dtype, get_dtype
 from ..errors import ArgumentError, AutogemmError, ConfigError, DeviceError
 from ..runtime import Device, DeviceContext, context_for, devices, discovery
-from ..runtime.cuda.driver import OPENCL
+from ..runtime.backend import OPENCL
 
 console = Console()
 

@@ -23,7 +23,7 @@ from ..codelets.registry import GEMM, GEMV, Params, params_from_dict
 from ..codelets.stream_k import STREAM_K
 from ..dtypes import DTYPES
 from ..errors import AutogemmError, ProfileError
-from ..runtime.cuda.driver import CUDA, OPENCL
+from ..runtime.backend import CUDA, OPENCL
 from .thresholds import Thresholds
 
 FORMAT = "autogemm-profile"

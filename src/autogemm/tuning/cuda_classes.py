@@ -16,8 +16,8 @@ from ..codelets.registry import GEMM, SpaceFacts, families
 from ..codelets.space import Point, SearchSpace
 from ..dtypes import Dtype
 from ..profiles import CudaEntry, Profile, SizeClassEntry
+from ..runtime.backend import CUDA
 from ..runtime.cuda import CudaContext
-from ..runtime.cuda.driver import CUDA
 from ..runtime.device import Device
 from .budget import Budget
 from .checkpoint import Checkpoint

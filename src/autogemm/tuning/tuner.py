@@ -30,8 +30,8 @@ from ..codelets.space import Point, SearchSpace
 from ..dtypes import Dtype, get_dtype
 from ..errors import TuningError
 from ..profiles import CudaEntry, Predictor, Profile, Ranked, SizeClassEntry, own_profile, profile_for, save
+from ..runtime.backend import CUDA
 from ..runtime.cuda import CudaContext
-from ..runtime.cuda.driver import CUDA
 from ..runtime.device import Device
 from ..version import __version__
 from ..workload import ShapeRecord

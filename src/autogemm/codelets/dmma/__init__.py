@@ -4,7 +4,7 @@ wgmma family uses (``codelets.hopper``). ``blas.cuda_gemm`` runs it for ``autoge
 searches its space on the CUDA path beside OpenCL's families (``tuning.cuda_classes``)."""
 
 from ...dtypes import Dtype
-from ...runtime.cuda.driver import CUDA
+from ...runtime.backend import CUDA
 from ..hopper import Rendered, check
 from ..registry import Family, SpaceFacts, register
 from ..space import SearchSpace

@@ -5,7 +5,7 @@ warpgroups (mbarriers between them), persistent blocks. ``blas.cuda_gemm`` runs 
 the tuner searches its space on the CUDA path beside OpenCL's families (``tuning.cuda_classes``)."""
 
 from ...dtypes import Dtype
-from ...runtime.cuda.driver import CUDA
+from ...runtime.backend import CUDA
 from ..hopper import check
 from ..registry import Family, SpaceFacts, register
 from ..space import SearchSpace

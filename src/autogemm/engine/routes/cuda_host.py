@@ -25,8 +25,8 @@ from ...blas.vectors import MAX_VECTORS
 from ...dtypes import Dtype
 from ...errors import ArgumentError, DeviceError
 from ...profiles import Thresholds, profile_for, thresholds_for
+from ...runtime.backend import CUDA
 from ...runtime.cuda import CudaContext
-from ...runtime.cuda.driver import CUDA
 from ...runtime.discovery import find_device
 from ...shares.copying import parallel_copy
 from ...shares.staging import result_pool

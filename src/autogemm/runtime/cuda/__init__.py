@@ -5,8 +5,8 @@ event timing (``context``). Needs the ``cuda`` extra:
 ``pip install 'autogemm[cuda]'``; ``cuda_missing`` says why the path cannot be used where it cannot."""
 
 from .context import CudaContext, DeviceMemory, cuda_context, live_cuda_contexts
-from .driver import CudaDevice, backends, cuda_devices
+from .driver import CudaDevice, cuda_devices
 from .nvrtc import Cubin, compile_cuda, cuda_missing
 
-__all__ = ["CudaContext", "CudaDevice", "Cubin", "DeviceMemory", "backends", "compile_cuda", "cuda_context",
+__all__ = ["CudaContext", "CudaDevice", "Cubin", "DeviceMemory", "compile_cuda", "cuda_context",
            "cuda_devices", "cuda_missing", "live_cuda_contexts"]

@@ -1,6 +1,6 @@
-"""The CUDA devices of this machine through the driver API, and which backends an OpenCL device has: an
-NVIDIA GPU is one device with two ways in, matched by its PCI location (domain and bus), which
-OpenCL reports through ``cl_nv_device_attribute_query`` and CUDA through its device attributes."""
+"""The CUDA devices of this machine through the driver API: an NVIDIA GPU is one device with two ways in
+(``runtime.backend``), matched by its PCI location (domain and bus), which OpenCL reports through
+``cl_nv_device_attribute_query`` and CUDA through its device attributes."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ from dataclasses import dataclass
 
 from ..device import Device
 from .nvrtc import cuda_missing
-
-OPENCL, CUDA = "opencl", "cuda"
 
 
 @dataclass(frozen=True)
@@ -67,9 +65,3 @@ def cuda_device_of(device: Device) -> CudaDevice | None:
     if location is None:
         return None
     return next((d for d in cuda_devices() if d.pci == location), None)
-
-
-def backends(device: Device) -> tuple[str, ...]:
-    """The runtimes that reach ``device``: OpenCL always, CUDA where it is an NVIDIA GPU the driver API
-    sees too."""
-    return (OPENCL, CUDA) if cuda_device_of(device) is not None else (OPENCL,)
