@@ -15,16 +15,14 @@ from __future__ import annotations
 import ctypes
 import functools
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..blas.problem import Op
 from ..codelets import k_major
 from ..codelets.dmma import DmmaParams
-from ..codelets.dmma import render as render_dmma
 from ..codelets.hopper import Rendered, Schedule, device_problem, rounds, twin_problem
+from ..codelets.registry import family_of
 from ..codelets.wgmma import WgmmaParams
-from ..codelets.wgmma import render as render_wgmma
-from ..codelets.wgmma.params import WARPGROUP_M
 from ..codelets.wgmma.render import SPLIT_THREADS, split
 from ..dtypes import Dtype
 from ..profiles import Thresholds, profile_for, thresholds, thresholds_for
@@ -69,22 +67,6 @@ def no_kernels(dt: Dtype) -> str | None:
     return None if dt.key in DEFAULTS else f"{dt.routine} has no CUDA kernels (its OpenCL ones are as fast)"
 
 
-#: The tiles of C (block_m x block_n) of the wgmma family, each with its rate on large products as a
-#: fraction of the fastest tile's, for operands of one plane and for 3xtf32's two (NT, 4096^3 and
-#: 8192 x 8192 x 2048, the median of 3 rounds; alike for FP16, BF16 and TF32).
-TILE_RATES: dict[int, dict[tuple[int, int], float]] = {
-    1: {(128, 256): 1.0, (128, 128): 0.92, (64, 256): 0.86, (64, 128): 0.6, (128, 64): 0.57, (64, 64): 0.37},
-    2: {(128, 128): 1.0, (128, 64): 0.71, (64, 128): 0.51, (64, 64): 0.37}}
-#: The dmma family's tiles of C, each as its warps (rows of warps, and each warp's rows and columns of C, in
-#: two consumer warpgroups), with its rate on large products as a fraction of the fastest's (NN 2048^3,
-#: 4096^3 and 4096 x 4096 x 1024, the median of 3 rounds). float64 128 x 64 counts 0.97 though it kept up
-#: with 128 x 128 there: it reads 1.5 times as much of A and B a flop, which tells on the largest products,
-#: so it is taken only where it saves more rounds than that (a product of few blocks of C).
-DMMA_TILE_RATES: dict[str, dict[tuple[int, int, int], float]] = {
-    "d": {(2, 64, 32): 1.0, (4, 32, 32): 0.97, (2, 32, 32): 0.97, (2, 32, 16): 0.85},
-    "z": {(2, 32, 32): 1.0, (2, 64, 16): 1.0, (2, 32, 16): 0.95, (1, 32, 16): 0.95}}
-
-
 def cuda_choice(device: Device | None, dt: Dtype, m: int, n: int, k: int, multiprocessors: int
                 ) -> tuple[str, CudaParams]:
     """The backend an m x n x k product of ``dt`` runs on by the profile of the OpenCL ``device`` (its
@@ -99,7 +81,7 @@ def cuda_choice(device: Device | None, dt: Dtype, m: int, n: int, k: int, multip
 
 @functools.lru_cache(maxsize=256)
 def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int) -> CudaParams:
-    """``params`` with the tile of C (``TILE_RATES``, ``DMMA_TILE_RATES``) that computes an m x n x k
+    """``params`` with the tile of C (its family's ``TILE_RATES``, ``tilings``) that computes an m x n x k
     product soonest: its blocks run in rounds on ``multiprocessors`` (``codelets.hopper.rounds``: whole,
     and where the family can, a last one shared where most would idle), each as long as the tile's area
     over its rate. A product of few large tiles would leave multiprocessors idle and takes smaller ones,
@@ -107,7 +89,7 @@ def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int) -> 
     own tile is a candidate too, first (at the rate of the slowest measured tile where it is none of them).
     Worked out once a process for each product (a call on device tensors must cost the host little)."""
     best, best_time = params, None
-    for tiled, rate in _tilings(params):
+    for tiled, rate in params.tilings():
         tiles = -(-m // (tiled.block_m * params.cluster)) * -(-n // tiled.block_n)
         clusters = multiprocessors // params.cluster
         turns = rounds(tiles, clusters, -(-k // tiled.block_k)) if tiled.shares_k else -(-tiles // clusters)
@@ -115,18 +97,6 @@ def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int) -> 
         if tiled.malformed() is None and (best_time is None or time < best_time):
             best, best_time = tiled, time
     return best
-
-
-def _tilings(params: CudaParams) -> list[tuple[CudaParams, float]]:
-    """``params`` in each tile of C of its family that ``fitted`` weighs, with the tile's rate."""
-    if isinstance(params, WgmmaParams):
-        return [(replace(params, consumers=block_m // WARPGROUP_M, block_n=block_n), rate)
-                for (block_m, block_n), rate in TILE_RATES[params.planes].items()]
-    rates = DMMA_TILE_RATES[params.dtype]
-    own = (params.warps_m, params.warp_m, params.warp_n)
-    own_rate = rates.get(own, min(rates.values())) if params.consumers == 2 else min(rates.values())
-    return [(params, own_rate)] + [(replace(params, consumers=2, warps_m=warps_m, warp_m=warp_m, warp_n=warp_n), rate)
-                                   for (warps_m, warp_m, warp_n), rate in rates.items()]
 
 
 @functools.lru_cache(maxsize=16)
@@ -146,11 +116,9 @@ def opencl_twin(twin: CudaDevice) -> Device | None:
 def kernel_for(params: CudaParams, mn_major: tuple[bool, bool] = (False, False), c_transposed: bool = False
                ) -> Rendered:
     """A configuration's kernel for operands lying K-major or, where ``mn_major``, MN-major, and for
-    ``c_transposed``, given swapped and storing C transposed (wgmma's alone; ``reading`` says which),
-    rendered once a process (every call makes a plan)."""
-    if isinstance(params, WgmmaParams):
-        return render_wgmma(params, mn_major, c_transposed)
-    return render_dmma(params, mn_major)
+    ``c_transposed``, given swapped and storing C transposed (where its family can: ``reading`` says
+    which), rendered by its family once a process (every call makes a plan)."""
+    return family_of(params).render(params, mn_major, c_transposed)
 
 
 @functools.lru_cache(maxsize=1)
@@ -208,7 +176,7 @@ def reading(params: CudaParams, lying: tuple[tuple[bool, bool], tuple[bool, bool
     before the product starts); on a tie, unswapped (C stored by TMA). Worked out once a process for each
     (a call on device tensors must cost the host little)."""
     ways = []
-    for swapped in (False, True) if isinstance(params, WgmmaParams) else (False,):
+    for swapped in (False, True) if params.stores_c_transposed else (False,):
         first, second = (lying[1], lying[0]) if swapped else lying
         wanted = (first[0], second[0])
         for rank, mn in enumerate((wanted, (wanted[0], False), (False, wanted[1]), (False, False))):
@@ -358,8 +326,8 @@ class CudaGemm:
         return self.ctx.tensor_map(c, (self.m, self.n), params.c_type, params.c_box)
 
     def _scalar(self, value: complex | float) -> Argument:
-        """alpha or beta as the kernel takes it: float32 for wgmma, float64 or complex128 for dmma."""
-        if isinstance(self.params, WgmmaParams):
+        """alpha or beta as the kernel takes it: float32 (wgmma), or of the operands' type (dmma)."""
+        if self.params.scalar_type == "float32":
             return float(value), ctypes.c_float
         if self.dt.is_complex:
             return Complex128(complex(value).real, complex(value).imag), None

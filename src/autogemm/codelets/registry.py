@@ -85,7 +85,8 @@ class Family:
     edge-guarded kernels are worth running on a K shorter than one K step, in place of packing both
     operands to pad K. ``backend`` is the runtime its kernels run on: OpenCL, or CUDA for the sm_90a
     families (``render`` gives their CUDA C++, which ``runtime.cuda`` builds and runs; OpenCL's plans
-    never take them)."""
+    never take them: their ``render`` takes a configuration, which operands lie MN-major and whether C
+is stored transposed)."""
 
     name: str
     params: type

@@ -3,9 +3,8 @@ tensor cores through ``mma.sync`` m16n8k4 f64 (wgmma has no FP64 form), fed by t
 wgmma family uses (``codelets.hopper``). ``blas.cuda_gemm`` runs it for ``autogemm.gemm``; the tuner
 searches its space on the CUDA path beside OpenCL's families (``tuning.cuda_classes``)."""
 
-from ...dtypes import Dtype
 from ...runtime.backend import CUDA
-from ..hopper import Rendered, check
+from ..hopper import check
 from ..registry import Family, SpaceFacts, register
 from ..space import SearchSpace
 from .params import DTYPES, DmmaParams
@@ -18,11 +17,6 @@ def facts_space(facts: SpaceFacts) -> SearchSpace[DmmaParams] | None:
     return space(facts.dtype.key) if facts.dtype.key in DTYPES else None
 
 
-def source(params: DmmaParams, dtype: Dtype, guarded: bool = True, stream: bool = False) -> Rendered:
-    """The kernel of ``params`` (it reads any M, N and K and has one schedule: no variants)."""
-    return render(params)
-
-
-FAMILY = register(Family(DmmaParams.family, DmmaParams, check, source, facts_space, backend=CUDA))
+FAMILY = register(Family(DmmaParams.family, DmmaParams, check, render, facts_space, backend=CUDA))
 
 __all__ = ["FAMILY", "DmmaParams", "render", "space"]

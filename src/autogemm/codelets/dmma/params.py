@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ...dtypes import Dtype
@@ -36,6 +36,16 @@ DTYPES = ("d", "z")
 READS_MN_MAJOR = (False, True)
 
 
+#: The dmma family's tiles of C, each as its warps (rows of warps, and each warp's rows and columns of C, in
+#: two consumer warpgroups), with its rate on large products as a fraction of the fastest's (NN 2048^3,
+#: 4096^3 and 4096 x 4096 x 1024, the median of 3 rounds). float64 128 x 64 counts 0.97 though it kept up
+#: with 128 x 128 there: it reads 1.5 times as much of A and B a flop, which tells on the largest products,
+#: so it is taken only where it saves more rounds than that (a product of few blocks of C).
+TILE_RATES: dict[str, dict[tuple[int, int, int], float]] = {
+    "d": {(2, 64, 32): 1.0, (4, 32, 32): 0.97, (2, 32, 32): 0.97, (2, 32, 16): 0.85},
+    "z": {(2, 32, 32): 1.0, (2, 64, 16): 1.0, (2, 32, 16): 0.95, (1, 32, 16): 0.95}}
+
+
 @dataclass(frozen=True)
 class DmmaParams:
     """C (M x N) = alpha A B^T + beta C (beta 0 not reading C), A (M x K) and B (N x K) each stored
@@ -49,6 +59,10 @@ class DmmaParams:
     float64, K even; MN-contiguous, M (N) even)."""
 
     family: ClassVar[str] = "dmma"
+    #: The kernel stores C as it lies: a product is never given to it swapped.
+    stores_c_transposed: ClassVar[bool] = False
+    #: alpha and beta reach the kernel in the operands' own type (float64, complex128).
+    scalar_type: ClassVar[str] = "operands"
     dtype: str = "d"
     consumers: int = 2
     warps_m: int = 2
@@ -59,6 +73,15 @@ class DmmaParams:
     cluster: int = 1
     mma_k: int = 8
     reads_mn_major: bool = False
+
+    def tilings(self) -> list[tuple[DmmaParams, float]]:
+        """This configuration in each tile of C that ``blas.cuda_gemm.fitted`` weighs, with the tile's
+        rate (``TILE_RATES``; its own, where it is not among them, at the slowest one's)."""
+        rates = TILE_RATES[self.dtype]
+        own = (self.warps_m, self.warp_m, self.warp_n)
+        own_rate = rates.get(own, min(rates.values())) if self.consumers == 2 else min(rates.values())
+        return [(self, own_rate)] + [(replace(self, consumers=2, warps_m=warps_m, warp_m=warp_m, warp_n=warp_n), rate)
+                                     for (warps_m, warp_m, warp_n), rate in rates.items()]
 
     def dtype_problem(self, dt: Dtype) -> str | None:
         """Why this configuration does not compute ``dt``'s products, or None."""

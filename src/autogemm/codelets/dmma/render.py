@@ -227,10 +227,12 @@ STORES = """        #pragma unroll
 """
 
 
-def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False)) -> Rendered:
+def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False), c_transposed: bool = False
+           ) -> Rendered:
     """The kernel of ``params`` (check ``malformed`` first), for A and B lying K-major (C = A B^T), or
-    either MN-major (``mn_major``: A^T, B; check ``params.mn_major_problem``)."""
-    why = params.mn_major_problem(mn_major)
+    either MN-major (``mn_major``: A^T, B; check ``params.mn_major_problem``). It stores C as it lies
+    (``c_transposed`` is refused: ``DmmaParams.stores_c_transposed``)."""
+    why = params.mn_major_problem(mn_major) or ("dmma stores C as it lies, not transposed" if c_transposed else None)
     if why:
         raise ValueError(why)
     complex_ = params.dtype == "z"

@@ -4,7 +4,6 @@ warpgroup fills by TMA in the 128-byte swizzle, a tuned number of stages ahead, 
 warpgroups (mbarriers between them), persistent blocks. ``blas.cuda_gemm`` runs it for ``autogemm.gemm``;
 the tuner searches its space on the CUDA path beside OpenCL's families (``tuning.cuda_classes``)."""
 
-from ...dtypes import Dtype
 from ...runtime.backend import CUDA
 from ..hopper import check
 from ..registry import Family, SpaceFacts, register
@@ -20,12 +19,7 @@ def facts_space(facts: SpaceFacts) -> SearchSpace[WgmmaParams] | None:
     return None if types is None else space(*types)
 
 
-def source(params: WgmmaParams, dtype: Dtype, guarded: bool = True, stream: bool = False) -> Rendered:
-    """The kernel of ``params`` (it reads any M, N and K and has one schedule: no variants)."""
-    return render(params)
-
-
-FAMILY = register(Family(WgmmaParams.family, WgmmaParams, check, source, facts_space, multiplies_16bit=True,
+FAMILY = register(Family(WgmmaParams.family, WgmmaParams, check, render, facts_space, multiplies_16bit=True,
                          backend=CUDA))
 
 __all__ = ["FAMILY", "DTYPE_TYPES", "Rendered", "WgmmaParams", "render", "space"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ...dtypes import Dtype
@@ -31,6 +31,12 @@ OUTPUTS = ("f32", "f16", "bf16")
 #: own type or float32, float32 in TF32 or 3xTF32.
 DTYPE_TYPES = {"h": ("f16", "f16"), "hs": ("f16", "f32"), "b": ("bf16", "bf16"), "bs": ("bf16", "f32"),
                "s.tf32": ("tf32", "f32"), "s.3xtf32": ("3xtf32", "f32")}
+#: The tiles of C (block_m x block_n) of the wgmma family, each with its rate on large products as a
+#: fraction of the fastest tile's, for operands of one plane and for 3xtf32's two (NT, 4096^3 and
+#: 8192 x 8192 x 2048, the median of 3 rounds; alike for FP16, BF16 and TF32).
+TILE_RATES: dict[int, dict[tuple[int, int], float]] = {
+    1: {(128, 256): 1.0, (128, 128): 0.92, (64, 256): 0.86, (64, 128): 0.6, (128, 64): 0.57, (64, 64): 0.37},
+    2: {(128, 128): 1.0, (128, 64): 0.71, (64, 128): 0.51, (64, 64): 0.37}}
 #: CUDA's names of the operands' and C's element types in a tensor map (``runtime.cuda.tensor_map``).
 TENSOR_TYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "3xtf32": "float32", "f32": "float32"}
 
@@ -50,6 +56,10 @@ class WgmmaParams:
     multiple of 16 bytes apart (TMA's rule: K a multiple of 8 for 16-bit types, 4 for the others)."""
 
     family: ClassVar[str] = "wgmma"
+    #: The kernel can store C transposed, so a product may be given to it swapped (C^T = B^T A^T).
+    stores_c_transposed: ClassVar[bool] = True
+    #: alpha and beta reach the kernel as float32 (its sums are float32).
+    scalar_type: ClassVar[str] = "float32"
     operand: str = "f16"
     block_n: int = 256
     consumers: int = 2
@@ -112,6 +122,12 @@ class WgmmaParams:
     def block_k(self) -> int:
         """K of a staged tile: 128 bytes of each row (64 of a 16-bit type, 32 of tf32)."""
         return ROW_BYTES // OPERANDS[self.operand]
+
+    def tilings(self) -> list[tuple[WgmmaParams, float]]:
+        """This configuration in each tile of C that ``blas.cuda_gemm.fitted`` weighs, with the tile's
+        rate (``TILE_RATES``)."""
+        return [(replace(self, consumers=block_m // WARPGROUP_M, block_n=block_n), rate)
+                for (block_m, block_n), rate in TILE_RATES[self.planes].items()]
 
     @property
     def planes(self) -> int:
