@@ -13,7 +13,8 @@ import pytest
 
 import autogemm
 from autogemm.accuracy import Reference, apply_op, random_matrix
-from autogemm.blas.cuda_gemm import DEFAULTS, fitted, reading
+from autogemm.blas.cuda_gemm import fitted, reading
+from autogemm.blas.defaults import CUDA_DEFAULTS
 from autogemm.codelets import k_major
 from autogemm.codelets.dmma import DmmaParams
 from autogemm.codelets.wgmma import render as render_wgmma
@@ -67,7 +68,7 @@ LAYOUTS = [("N", "N"), ("T", "N"), ("N", "T"), ("T", "T")]
 
 @pytest.mark.gpu
 @pytest.mark.cuda
-@pytest.mark.parametrize("key", sorted(DEFAULTS))
+@pytest.mark.parametrize("key", sorted(CUDA_DEFAULTS))
 @pytest.mark.parametrize("trans_a,trans_b", LAYOUTS + [("C", "C"), ("N", "C")])
 @pytest.mark.usefixtures("hopper")
 def test_every_dtype_and_transpose_agrees_with_float64(device, key, trans_a, trans_b):
@@ -100,7 +101,7 @@ K_MAJOR, MN_MAJOR, NEITHER = (False, True), (True, False), (False, False)
     ("z", (MN_MAJOR, K_MAJOR), ((True, False), False)),          # reads them as they lie, unswapped
 ])
 def test_a_product_is_read_with_the_fewest_passes_over_its_operands(key, lying, expected):
-    assert reading(DEFAULTS[key], lying) == expected
+    assert reading(CUDA_DEFAULTS[key], lying) == expected
 
 
 @pytest.mark.gpu
@@ -152,7 +153,7 @@ def test_blocks_share_the_long_k_of_few_blocks_of_c(device, key):
     """200 x 300 x 16384: far fewer blocks of C than multiprocessors, which share their K (stream-K),
     the last to finish each block summing every part; with alpha and beta, and C's edges."""
     m, n, k = 200, 300, 16384
-    params = fitted(DEFAULTS[key], m, n, k, 132)
+    params = fitted(CUDA_DEFAULTS[key], m, n, k, 132)
     assert render_wgmma(params).schedule(m, n, k, 132).arrivals      # the product shares K
     dt, a, b, reference = _case(key, "N", "T", m, n, k, seed=5)
     c = random_matrix(np.random.default_rng(6), dt, (m, n)).astype(dt.output.numpy)
@@ -260,10 +261,11 @@ def test_the_tile_of_c_is_fitted_to_the_product(m, n, k, tile):
     were the fastest for these shapes on the H100. The rest of the configuration is kept, 3xtf32 gets no
     tile it cannot hold."""
     for key in ("h", "b", "s.tf32"):
-        got = fitted(DEFAULTS[key], m, n, k, 132)
+        default = CUDA_DEFAULTS[key]
+        got = fitted(default, m, n, k, 132)
         assert (got.block_m, got.block_n) == tile
-        assert replace(got, block_n=DEFAULTS[key].block_n, consumers=DEFAULTS[key].consumers) == DEFAULTS[key]
-    three = fitted(DEFAULTS["s.3xtf32"], m, n, k, 132)
+        assert replace(got, block_n=default.block_n, consumers=default.consumers) == default
+    three = fitted(CUDA_DEFAULTS["s.3xtf32"], m, n, k, 132)
     assert three.malformed() is None and three.block_n <= 128
 
 
@@ -278,10 +280,10 @@ def test_dmma_tiles_are_fitted_to_the_product_too(m, n, k, tiles):
     128 x 128 tiles, 0.85x in 128 x 64), and keep their own where a smaller one takes as long; the rest of
     the configuration is kept. A tuned tile outside the measured ones counts at the slowest one's rate."""
     for key, tile in zip("dz", tiles):
-        got = fitted(DEFAULTS[key], m, n, k, 132)
+        got = fitted(CUDA_DEFAULTS[key], m, n, k, 132)
         assert (got.block_m, got.block_n) == tile and got.malformed() is None
-        assert (got.stages, got.mma_k, got.reads_mn_major) == (DEFAULTS[key].stages, DEFAULTS[key].mma_k,
-                                                                DEFAULTS[key].reads_mn_major)
+        assert (got.stages, got.mma_k, got.reads_mn_major) == (CUDA_DEFAULTS[key].stages, CUDA_DEFAULTS[key].mma_k,
+                                                                CUDA_DEFAULTS[key].reads_mn_major)
     narrow = DmmaParams("d", 2, 1, 32, 16, 4, 8)             # 32 x 128, not measured: as slow as 64 x 64
     assert (fitted(narrow, 1536, 1536, 1536, 132).block_m, fitted(narrow, 4096, 4096, 4096, 132).block_m) == (32, 128)
 
@@ -298,12 +300,12 @@ def test_the_cuda_families_are_registered_apart_from_the_opencl_ones(device):
 
     assert [f.name for f in families(GEMM, CUDA)] == ["wgmma", "dmma"]
     assert not {"wgmma", "dmma"} & {f.name for f in families(GEMM)}
-    for params in DEFAULTS.values():
+    for params in CUDA_DEFAULTS.values():
         assert params_from_dict(params.to_dict(), GEMM, CUDA) == params
         with pytest.raises(ConfigError, match="unknown kernel family"):
             params_from_dict(params.to_dict())
     spaces = {f.name: f.space(SpaceFacts(device, DTYPES["d"])) for f in families(GEMM, CUDA)}
-    assert spaces["wgmma"] is None and DEFAULTS["d"] in [spaces["dmma"].config(p) for p in spaces["dmma"].points()]
+    assert spaces["wgmma"] is None and CUDA_DEFAULTS["d"] in [spaces["dmma"].config(p) for p in spaces["dmma"].points()]
     assert "multiplies f16 into f16, not b" in check(WgmmaParams("f16", out="f16"), device, DTYPES["b"])
     if not any(dev.is_gpu for dev in autogemm.devices()):
         assert "not a GPU the CUDA driver sees" in check(DmmaParams("d"), device, DTYPES["d"])

@@ -10,7 +10,7 @@ import pytest
 
 import autogemm
 from autogemm.accuracy import Reference, apply_op, random_matrix
-from autogemm.blas.cuda_gemm import DEFAULTS
+from autogemm.blas.defaults import CUDA_DEFAULTS
 from autogemm.dtypes import DTYPES
 from autogemm.engine.routes.cuda_tensors import is_cuda_tensor
 from autogemm.errors import ArgumentError, ShapeError
@@ -102,7 +102,7 @@ def _on_device(ctx, host: np.ndarray, layout: str, offset: int = 0) -> DeviceVie
 
 @pytest.mark.gpu
 @pytest.mark.cuda
-@pytest.mark.parametrize("key", sorted(DEFAULTS))
+@pytest.mark.parametrize("key", sorted(CUDA_DEFAULTS))
 @pytest.mark.parametrize("trans_a,trans_b,layout", [("N", "N", "row"), ("T", "N", "col"), ("N", "T", "strided"),
                                                     ("T", "C", "row")])
 def test_device_views_multiply_in_place_against_float64(key, trans_a, trans_b, layout):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autogemm.blas.cuda_gemm import DEFAULTS
+from autogemm.blas.defaults import CUDA_DEFAULTS
 from autogemm.codelets.dmma import DmmaParams
 from autogemm.dtypes import DTYPES
 from autogemm.profiles import CudaEntry, read
@@ -71,10 +71,10 @@ def test_the_cuda_evaluator_measures_a_correct_configuration_and_rejects_a_wrong
     _, ctx = _hopper_context()
     evaluator = CudaEvaluator(ctx, DTYPES[key], 1000, 520, 264, layout="TN", runs=3)
     try:
-        record = evaluator.evaluate(DEFAULTS[key])
+        record = evaluator.evaluate(CUDA_DEFAULTS[key])
         assert record.outcome is Outcome.OK and record.gflops > 0 and record.runs == 3, record.message
         monkeypatch.setattr(evaluator.reference, "product", evaluator.reference.product * 1.01)
-        assert evaluator.evaluate(DEFAULTS[key]).outcome is Outcome.WRONG
+        assert evaluator.evaluate(CUDA_DEFAULTS[key]).outcome is Outcome.WRONG
     finally:
         evaluator.release()
 

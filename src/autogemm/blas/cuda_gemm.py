@@ -5,8 +5,8 @@ reads them so, MN-contiguous (A stored K x M, B K x N); any other storage (a con
 would not be 16 bytes apart) is first brought into the K-contiguous layout on the device
 (``codelets.k_major``), and 3xtf32's operands are split into their two planes there.
 
-``DEFAULTS`` are the configurations a dtype runs with where the device's profile has no CUDA entry: the
-fastest measured at 4096 and 8192 (the figures are in ``benchmarks`` and the issue's notes). A profile's CUDA
+``blas.defaults.CUDA_DEFAULTS`` are the configurations a dtype runs with where the device's profile has no
+CUDA entry: the fastest measured at 4096 and 8192 (the figures are in ``benchmarks``). A profile's CUDA
 entries (``autogemm tune``, ``tuning.cuda_classes``) name the configuration for the products nearest
 each class, and which backend was faster there (``cuda_choice``)."""
 
@@ -32,6 +32,7 @@ from ..runtime.cuda.context import Argument, Complex128, Prepared
 from ..runtime.cuda.driver import cuda_device_of
 from ..runtime.device import Device
 from ..runtime.discovery import devices
+from .defaults import CUDA_DEFAULTS
 
 #: The alignment in bytes of the memory a TMA tensor map describes.
 TMA_ALIGNMENT = 16
@@ -39,15 +40,6 @@ TMA_ALIGNMENT = 16
 PREPARED_LAUNCHES = 16
 #: A configuration of either CUDA family.
 CudaParams = WgmmaParams | DmmaParams
-#: The configuration each dtype (by its key) multiplies with on the CUDA path. FP16, BF16 and TF32 take
-#: blocks of C 16 rows of blocks at a time rather than 8, so that more of the blocks working at once share
-#: their tiles of B in L2 on large products.
-DEFAULTS: dict[str, CudaParams] = {
-    "h": WgmmaParams("f16", 256, 2, 4, 16, out="f16"), "hs": WgmmaParams("f16", 256, 2, 4, 16),
-    "b": WgmmaParams("bf16", 256, 2, 4, 16, out="bf16"), "bs": WgmmaParams("bf16", 256, 2, 4, 16),
-    "s.tf32": WgmmaParams("tf32", 256, 2, 4, 16), "s.3xtf32": WgmmaParams("3xtf32", 128, 2, 3, 8),
-    "d": DmmaParams("d", 2, 2, 64, 32, 4, 8, mma_k=8),
-    "z": DmmaParams("z", 2, 2, 32, 32, 4, 8, mma_k=8, reads_mn_major=True)}
 
 
 def cuda_target(device: Device, dt: Dtype) -> tuple[CudaContext | None, str | None]:
@@ -64,18 +56,18 @@ def cuda_ready(twin: CudaDevice, dt: Dtype) -> tuple[CudaContext | None, str | N
 
 def no_kernels(dt: Dtype) -> str | None:
     """Why the CUDA path has no kernels for ``dt``, or None where it has."""
-    return None if dt.key in DEFAULTS else f"{dt.routine} has no CUDA kernels (its OpenCL ones are as fast)"
+    return None if dt.key in CUDA_DEFAULTS else f"{dt.routine} has no CUDA kernels (its OpenCL ones are as fast)"
 
 
 def cuda_choice(device: Device | None, dt: Dtype, m: int, n: int, k: int, multiprocessors: int
                 ) -> tuple[str, CudaParams]:
     """The backend an m x n x k product of ``dt`` runs on by the profile of the OpenCL ``device`` (its
     CUDA entry nearest in shape: the faster backend there), and the CUDA configuration for it (with no
-    such entry, CUDA and the dtype's ``DEFAULTS``), its tile ``fitted`` to the product on a GPU of
+    such entry, CUDA and the dtype's ``CUDA_DEFAULTS``), its tile ``fitted`` to the product on a GPU of
     ``multiprocessors``."""
     profile = profile_for(device) if device is not None else None
     entry = profile.cuda_entry(dt.key, m, n, k) if profile is not None else None
-    backend, params = (CUDA, DEFAULTS[dt.key]) if entry is None else (entry.backend, entry.config)
+    backend, params = (CUDA, CUDA_DEFAULTS[dt.key]) if entry is None else (entry.backend, entry.config)
     return backend, fitted(params, m, n, k, multiprocessors)
 
 
@@ -134,7 +126,7 @@ def _cubin(source: str, name: str):
 
 @functools.lru_cache(maxsize=64)
 def cuda_plan(ctx: CudaContext, dt: Dtype, m: int, n: int, k: int, params: CudaParams | None = None) -> CudaGemm:
-    """The ``CudaGemm`` of a product with ``params`` (by default the dtype's ``DEFAULTS``), made once a
+    """The ``CudaGemm`` of a product with ``params`` (by default the dtype's ``CUDA_DEFAULTS``), made once a
     process (a call on device tensors must cost the host little)."""
     return CudaGemm(ctx, dt, m, n, k, params)
 
@@ -206,12 +198,12 @@ def shared_k_arguments(ctx: CudaContext, schedule: Schedule, stream: object, wor
 
 class CudaGemm:
     """C (M x N, row-major, dense) = alpha op(A) op(B) + beta C for ``dt`` on ``ctx``'s device with
-    ``params`` (by default the dtype's ``DEFAULTS``); the kernels are compiled when it is made."""
+    ``params`` (by default the dtype's ``CUDA_DEFAULTS``); the kernels are compiled when it is made."""
 
     def __init__(self, ctx: CudaContext, dt: Dtype, m: int, n: int, k: int,
                  params: CudaParams | None = None) -> None:
         self.ctx, self.dt, self.m, self.n, self.k = ctx, dt, m, n, k
-        self.params = params or DEFAULTS[dt.key]
+        self.params = params or CUDA_DEFAULTS[dt.key]
         self._layouts: dict[tuple[bool, bool], tuple[Rendered, object, Schedule]] = {}
         #: launches prepared for the memory and scalars of recent calls (``enqueue``)
         self._prepared: OrderedDict[tuple, Prepared] = OrderedDict()

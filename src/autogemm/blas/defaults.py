@@ -1,11 +1,14 @@
 """A sensible configuration per device class and dtype, used until a device has a tuned profile (or
 borrows one): a plain multiply-add kernel, and where the device has matrix instructions for the dtype, a
-tensor-core one tried first (verified on the device before its first use, ``verified``)."""
+tensor-core one tried first (verified on the device before its first use, ``verified``); and the CUDA
+path's configuration of each dtype it multiplies (``CUDA_DEFAULTS``)."""
 
 from __future__ import annotations
 
+from ..codelets.dmma import DmmaParams
 from ..codelets.nvidia_mma import MmaParams
 from ..codelets.simt import SimtParams, check
+from ..codelets.wgmma import WgmmaParams
 from ..dtypes import Dtype
 from ..errors import ConfigError
 from ..runtime.device import Device
@@ -34,6 +37,17 @@ _NVIDIA_MMA = {
     "z": (MmaParams(layout="NT", shape="m16n8k8", warps_m=2, warps_n=4, tiles_m=2, tiles_n=2, tile_k=16, stages=1,
                     vector_width=1, mma="ptx", build_options=("-cl-nv-maxrregcount=255",), complex_method="3m"),),
 }
+
+
+#: The configuration each dtype (by its key) multiplies with on the CUDA path. FP16, BF16 and TF32 take
+#: blocks of C 16 rows of blocks at a time rather than 8, so that more of the blocks working at once share
+#: their tiles of B in L2 on large products.
+CUDA_DEFAULTS: dict[str, WgmmaParams | DmmaParams] = {
+    "h": WgmmaParams("f16", 256, 2, 4, 16, out="f16"), "hs": WgmmaParams("f16", 256, 2, 4, 16),
+    "b": WgmmaParams("bf16", 256, 2, 4, 16, out="bf16"), "bs": WgmmaParams("bf16", 256, 2, 4, 16),
+    "s.tf32": WgmmaParams("tf32", 256, 2, 4, 16), "s.3xtf32": WgmmaParams("3xtf32", 128, 2, 3, 8),
+    "d": DmmaParams("d", 2, 2, 64, 32, 4, 8, mma_k=8),
+    "z": DmmaParams("z", 2, 2, 32, 32, 4, 8, mma_k=8, reads_mn_major=True)}
 
 
 def tensor_defaults(device: Device, dtype: Dtype) -> tuple[MmaParams, ...]:

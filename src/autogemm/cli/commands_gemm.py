@@ -10,7 +10,8 @@ import pyopencl as cl
 
 from ..accuracy import apply_op, gemm_flops, random_matrix, relative_error
 from ..blas import EDGES, GemmProblem, Op
-from ..blas.cuda_gemm import DEFAULTS, kernel_for, reading
+from ..blas.cuda_gemm import kernel_for, reading
+from ..blas.defaults import CUDA_DEFAULTS
 from ..blas.plans import gemm_plan
 from ..blas.selection import choose_params
 from ..codelets.dmma import DmmaParams
@@ -85,13 +86,13 @@ def show_kernel(dtype_letter, config, settings, platform, device, whole, family,
 
 def _cuda_source(family: str, dt: Dtype, config: str | None, settings: tuple[str, ...], ops: tuple[Op, Op]
                  ) -> str:
-    """The CUDA C++ of the CUDA path's default configuration of ``family`` for ``dt`` (``DEFAULTS``),
+    """The CUDA C++ of the CUDA path's default configuration of ``family`` for ``dt`` (``CUDA_DEFAULTS``),
     changed by ``config`` and ``settings`` as an OpenCL family's is (``ConfigError`` for a malformed
     result): the kernel it runs for op(A) op(B) (``ops``) of dense row-major A and B."""
     kind = CUDA_FAMILIES[family]
-    base = DEFAULTS.get(dt.key)
+    base = CUDA_DEFAULTS.get(dt.key)
     if not isinstance(base, kind):
-        keys = ", ".join(key for key, default in DEFAULTS.items() if isinstance(default, kind))
+        keys = ", ".join(key for key, default in CUDA_DEFAULTS.items() if isinstance(default, kind))
         raise ConfigError(f"the {family} family multiplies {keys}, not {dt.key}")
     params = parse_config(config, settings, base, backend=CUDA)      # (a --config may name the other family)
     why = params.dtype_problem(dt)

@@ -1,7 +1,7 @@
 """The CUDA path's part of a tuning run (issue 28): on a Hopper GPU that the CUDA driver sees too, each
 GEMM size class of a dtype the CUDA families compute (``codelets.wgmma``, ``codelets.dmma``) is searched
 there as well, on the problem OpenCL's best was ranked on, from the dtype's default configuration
-(``blas.cuda_gemm.DEFAULTS``) and what the profile held before. The fastest configuration that passes
+(``blas.defaults.CUDA_DEFAULTS``) and what the profile held before. The fastest configuration that passes
 verification on awkward shapes is kept in the profile's CUDA entries beside the OpenCL rate of the class,
 so that a product runs on whichever backend was faster for the class nearest it (``CudaEntry.backend``).
 The measurements go to a checkpoint of their own, so an interrupted run resumes without measuring twice."""
@@ -11,7 +11,8 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from ..blas.cuda_gemm import DEFAULTS, CudaParams
+from ..blas.cuda_gemm import CudaParams
+from ..blas.defaults import CUDA_DEFAULTS
 from ..codelets.registry import GEMM, SpaceFacts, families
 from ..codelets.space import Point, SearchSpace
 from ..dtypes import Dtype
@@ -39,7 +40,7 @@ def cuda_spaces(device: Device, dt: Dtype) -> list[tuple[SearchSpace, Point | No
     """The CUDA families' spaces for ``dt``, each with the point of the dtype's default configuration."""
     facts = SpaceFacts(device, dt)
     spaces = [space for family in families(GEMM, CUDA) if (space := family.space(facts)) is not None]
-    return [(space, start_point(space, DEFAULTS[dt.key])) for space in spaces]
+    return [(space, start_point(space, CUDA_DEFAULTS[dt.key])) for space in spaces]
 
 
 def verified(ctx: CudaContext, dt: Dtype, params: CudaParams) -> str | None:

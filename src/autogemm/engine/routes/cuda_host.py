@@ -2,7 +2,7 @@
 
 An NVIDIA GPU of compute capability 9.0 that the CUDA driver sees too (and the ``cuda`` extra installed)
 has two ways in. NVIDIA's OpenCL compiles for sm_90, not sm_90a, so Hopper's wgmma and TMA are reached
-through CUDA alone: there the dtypes ``blas.cuda_gemm.DEFAULTS`` names (16-bit operands, TF32, 3xTF32,
+through CUDA alone: there the dtypes ``blas.defaults.CUDA_DEFAULTS`` names (16-bit operands, TF32, 3xTF32,
 float64, complex128) run on the CUDA path, whose tensor-core kernels are faster than the OpenCL ones for
 them; float32 and complex64 stay on OpenCL, which is as fast as cuBLAS for them. Where the device's
 profile has CUDA entries (``autogemm tune`` measured both backends), the one nearest a product says which
