@@ -241,7 +241,7 @@ def test_a_worker_without_a_device_multiplies_on_numpy_and_says_so_once(monkeypa
 
 
 def test_each_worker_is_pinned_to_a_device_and_warmed(client):
-    from autogemm.runtime.discovery import devices
+    from autogemm.runtime.opencl.discovery import devices
 
     slots = {f"{d.platform_index}:{d.device_index}" for d in devices()}
     client.wait_for_workers(2, timeout=60)        # a worker killed by another test comes back, pinned too

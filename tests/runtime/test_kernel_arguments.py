@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from autogemm.runtime.arguments import KernelArguments
+from autogemm.runtime.opencl.arguments import KernelArguments
 
 
 class Recorder:

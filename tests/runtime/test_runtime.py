@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 import autogemm
 from autogemm.cli import main
-from autogemm.runtime import discovery
-from autogemm.runtime.context import context_for
+from autogemm.runtime.opencl import discovery
+from autogemm.runtime.opencl.context import context_for
 
 
 def test_devices_found_and_described():
@@ -178,7 +178,7 @@ def test_a_compiler_process_that_dies_fails_its_build_and_the_next_one_starts_an
     import os
     import signal
 
-    from autogemm.runtime.build_pool import BuildPool
+    from autogemm.runtime.opencl.build_pool import BuildPool
     source = "__kernel void twice(__global float* x) { x[get_global_id(0)] *= 2.0f; }  // pool test"
     pool = BuildPool(device, 1)
     try:
@@ -208,7 +208,7 @@ def test_the_stored_layout_is_preferred_only_where_the_tuners_rates_do_not_hold(
 
 
 def test_a_buffer_pool_rounds_sizes_up_and_keeps_no_more_than_its_capacity(ctx):
-    from autogemm.runtime.buffer_pool import BufferPool, rounded
+    from autogemm.runtime.opencl.buffer_pool import BufferPool, rounded
 
     assert [rounded(n) for n in (1, 256, 257, 2**20, 2**20 + 1)] == [256, 256, 320, 2**20, 2**20 + 2**18]
     pool = BufferPool(ctx.context, capacity=2**20)

@@ -11,7 +11,7 @@ from limits import set_thresholds
 import autogemm
 from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
 from autogemm.dtypes import DTYPES
-from autogemm.runtime.context import DeviceContext
+from autogemm.runtime.opencl.context import DeviceContext
 from autogemm.shares import HOST, HostGemm, Split, copying, run_split, staging
 
 RNG = np.random.default_rng()

@@ -53,7 +53,7 @@ def test_each_gemm_class_is_searched_on_cuda_after_opencl_and_the_faster_kept(ca
 
 def _hopper_context():
     from autogemm.blas.cuda_gemm import cuda_target
-    from autogemm.runtime.discovery import devices
+    from autogemm.runtime.opencl.discovery import devices
 
     for found in devices():
         ctx, _ = cuda_target(found, DTYPES["d"])

@@ -13,7 +13,7 @@ from ..engine import GemmOptions, run_gemm
 from ..engine.operands import Matrix, as_array
 from ..errors import ArgumentError, ShapeError
 from ..runtime import Device
-from ..runtime.memory import reports_full_memory
+from ..runtime.opencl.memory import reports_full_memory
 from .gemm import gemm
 
 Stack = Matrix | Sequence[Matrix]

@@ -14,7 +14,7 @@ from ..engine.resolved import ROUTES
 from ..engine.routes.targets import Devices
 from ..runtime import Device, live_contexts
 from ..runtime.cuda import live_cuda_contexts
-from ..runtime.memory import reports_full_memory
+from ..runtime.opencl.memory import reports_full_memory
 from ..shares.split import Split
 from ..shares.staging import release_page_locked
 

@@ -23,7 +23,7 @@ from ..dtypes import get_dtype, with_precision
 from ..engine.operands import event_list, events_of, scalar
 from ..errors import ArgumentError, ShapeError
 from ..runtime import Device, context_for
-from ..runtime.memory import reports_full_memory
+from ..runtime.opencl.memory import reports_full_memory
 
 Memory = cl_array.Array | cl.Buffer
 

@@ -8,7 +8,7 @@ from ..codelets.gemv import GemvParams
 from ..engine.gemv import run_gemv
 from ..engine.operands import Matrix
 from ..runtime import Device
-from ..runtime.memory import reports_full_memory
+from ..runtime.opencl.memory import reports_full_memory
 
 
 @reports_full_memory

@@ -11,7 +11,7 @@ from ..engine.routes.cuda_tensors import is_cuda_tensor
 from ..engine.transfer import host_result
 from ..errors import ArgumentError, ShapeError
 from ..runtime import Device
-from ..runtime.memory import reports_full_memory
+from ..runtime.opencl.memory import reports_full_memory
 from .batched import gemm_batched
 from .gemm import gemm
 

@@ -7,7 +7,7 @@ import pyopencl as cl
 from ..engine.operands import Matrix
 from ..engine.transpose import run_transpose
 from ..runtime import Device
-from ..runtime.memory import reports_full_memory
+from ..runtime.opencl.memory import reports_full_memory
 
 
 @reports_full_memory

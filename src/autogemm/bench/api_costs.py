@@ -26,8 +26,8 @@ from ..api import GemmPlan, gemm
 from ..blas import GemmProblem, LaunchPlan
 from ..blas.plans import gemm_plan
 from ..dtypes import Dtype
-from ..runtime.context import DeviceContext
-from ..runtime.timing import event_seconds, median, time_enqueue
+from ..runtime.opencl.context import DeviceContext
+from ..runtime.opencl.timing import event_seconds, median, time_enqueue
 from . import peers
 from .peers import PeerResult
 from .runner import AUTOGEMM, Measurement, Rates, measure

@@ -29,7 +29,7 @@ from ..api import gemm
 from ..blas import GemmProblem
 from ..blas.plans import plan_for
 from ..dtypes import Dtype
-from ..runtime.context import DeviceContext
+from ..runtime.opencl.context import DeviceContext
 from . import peers
 
 #: What each row of the table compares.

@@ -28,8 +28,8 @@ import pyopencl as cl
 
 from ..accuracy import apply_op
 from ..dtypes import Dtype, get_dtype
-from ..runtime.context import DeviceContext
-from ..runtime.timing import event_seconds
+from ..runtime.opencl.context import DeviceContext
+from ..runtime.opencl.timing import event_seconds
 
 
 @dataclass

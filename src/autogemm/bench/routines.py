@@ -18,8 +18,8 @@ from ..blas.gemv import GemvLaunchPlan, GemvProblem
 from ..blas.plans import gemv_plan
 from ..blas.transpose import Storage, enqueue_transpose
 from ..dtypes import Dtype
-from ..runtime.context import DeviceContext
-from ..runtime.timing import median, time_enqueue
+from ..runtime.opencl.context import DeviceContext
+from ..runtime.opencl.timing import median, time_enqueue
 from . import peers
 from .peers import PeerResult, wall_median
 from .runner import AUTOGEMM, Measurement, measure

@@ -33,9 +33,9 @@ from ..engine.routes.cuda_host import worth_it
 from ..errors import ArgumentError
 from ..profiles import thresholds_for
 from ..runtime.backend import CUDA
-from ..runtime.context import DeviceContext
-from ..runtime.discovery import find_device
-from ..runtime.timing import median, time_enqueue
+from ..runtime.opencl.context import DeviceContext
+from ..runtime.opencl.discovery import find_device
+from ..runtime.opencl.timing import median, time_enqueue
 from ..shares.host import HOST
 from ..tuning import fma
 from . import peers as peer_functions

@@ -15,7 +15,7 @@ from ..accuracy import gemm_flops
 from ..blas import GemmProblem
 from ..blas.selection import candidates
 from ..dtypes import Dtype
-from ..runtime.context import DeviceContext
+from ..runtime.opencl.context import DeviceContext
 from ..shares.host import HOST, target_name
 from ..shares.split import Split
 from ..tuning.cotune import HybridPoint, co_tune

@@ -30,8 +30,8 @@ from ..runtime.backend import CUDA
 from ..runtime.cuda import CudaContext, CudaDevice, DeviceMemory, compile_cuda, cuda_context, cuda_missing
 from ..runtime.cuda.context import Argument, Complex128, Prepared
 from ..runtime.cuda.driver import cuda_device_of
-from ..runtime.device import Device
-from ..runtime.discovery import devices
+from ..runtime.opencl.device import Device
+from ..runtime.opencl.discovery import devices
 from .defaults import CUDA_DEFAULTS
 
 #: The alignment in bytes of the memory a TMA tensor map describes.

@@ -11,7 +11,7 @@ from ..codelets.simt import SimtParams, check
 from ..codelets.wgmma import WgmmaParams
 from ..dtypes import Dtype
 from ..errors import ConfigError
-from ..runtime.device import Device
+from ..runtime.opencl.device import Device
 
 # Register-blocked, both operands through double-buffered local memory: the shape that suits GPUs.
 _GPU = {

@@ -16,9 +16,9 @@ from ..codelets import helpers
 from ..codelets.kernel import ceil_div, round_up
 from ..dtypes import Dtype
 from ..errors import ConfigError, ShapeError
-from ..runtime.arguments import KernelArguments
-from ..runtime.context import DeviceContext
-from ..runtime.device import Device
+from ..runtime.opencl.arguments import KernelArguments
+from ..runtime.opencl.context import DeviceContext
+from ..runtime.opencl.device import Device
 from .problem import INT32_MAX, Op, addressable
 
 #: A configuration per layout for devices without a tuned one: a warp per row (N) or per 32 columns (T),

@@ -14,8 +14,8 @@ from itertools import product
 import pyopencl as cl
 
 from ..errors import DeviceError, ShapeError
-from ..runtime.context import DeviceContext
-from ..runtime.memory import check_memory
+from ..runtime.opencl.context import DeviceContext
+from ..runtime.opencl.memory import check_memory
 from .launch_plan import LaunchPlan
 from .plan_cache import cached_plan
 from .problem import INT32_MAX, GemmProblem, addressable

@@ -18,8 +18,8 @@ from ..codelets.kernel import KernelSource, round_up
 from ..codelets.registry import KernelParams, check, render
 from ..codelets.stream_k import STREAM_K
 from ..errors import ArgumentError, ConfigError, ShapeError
-from ..runtime.arguments import KernelArguments
-from ..runtime.context import DeviceContext
+from ..runtime.opencl.arguments import KernelArguments
+from ..runtime.opencl.context import DeviceContext
 from .coverage import MAX_SLICES, auto_slices
 from .problem import INT32_MAX, GemmProblem
 from .routing import OperandRoute, Routing

@@ -16,7 +16,7 @@ from typing import TypeVar
 from ..codelets.gemv import GemvParams
 from ..codelets.registry import KernelParams
 from ..profiles import profile_for
-from ..runtime.context import DeviceContext
+from ..runtime.opencl.context import DeviceContext
 from .gemv import GemvLaunchPlan, GemvProblem
 from .launch_plan import LaunchPlan
 from .plans import gemv_plan, plan_for

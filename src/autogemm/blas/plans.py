@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..codelets.gemv import GemvParams
 from ..codelets.registry import KernelParams
-from ..runtime.context import DeviceContext
+from ..runtime.opencl.context import DeviceContext
 from .gemv import GemvLaunchPlan, GemvProblem
 from .launch_plan import LaunchPlan, check_edge
 from .problem import GemmProblem

@@ -12,7 +12,7 @@ from ..codelets import gemv as gemv_codelet
 from ..codelets.registry import KernelParams, Params, check
 from ..profiles import Profile, Ranked, profile_for
 from ..profiles.profile import SHAPES
-from ..runtime.device import Device
+from ..runtime.opencl.device import Device
 from .coverage import predicted_rate
 from .defaults import default_params, tensor_defaults
 from .gemv import GemvProblem, default_gemv_params

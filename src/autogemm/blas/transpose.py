@@ -12,7 +12,7 @@ from ..codelets import helpers
 from ..codelets.kernel import round_up
 from ..dtypes import Dtype
 from ..errors import ShapeError
-from ..runtime.context import DeviceContext
+from ..runtime.opencl.context import DeviceContext
 from .problem import INT32_MAX, addressable
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pyopencl as cl
 
 from ..codelets.gemv import GemvParams
-from ..runtime.context import DeviceContext
+from ..runtime.opencl.context import DeviceContext
 from .gemv import GemvLaunchPlan, GemvProblem
 from .problem import GemmProblem, Op
 

@@ -13,7 +13,7 @@ from ..accuracy import apply_op, random_matrix, relative_error, tolerance
 from ..codelets.gemv import GemvParams
 from ..codelets.registry import GEMM, KernelParams, Params, family_of
 from ..dtypes import Dtype
-from ..runtime.context import DeviceContext
+from ..runtime.opencl.context import DeviceContext
 from .gemv import GemvLaunchPlan, GemvProblem
 from .launch_plan import LaunchPlan
 from .problem import GemmProblem, Op

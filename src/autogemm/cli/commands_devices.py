@@ -10,8 +10,9 @@ from rich.padding import Padding
 from rich.text import Text
 
 from ..profiles import profile_for, profile_origin
-from ..runtime import Device, discovery
+from ..runtime import Device
 from ..runtime.backend import backends
+from ..runtime.opencl import discovery
 from ..tables import plain_table
 from .common import console, fail, gib
 from .group import main

@@ -14,8 +14,9 @@ from rich.console import Console
 from ..codelets.registry import KernelParams, params_from_dict
 from ..dtypes import Dtype, get_dtype
 from ..errors import ArgumentError, AutogemmError, ConfigError, DeviceError
-from ..runtime import Device, DeviceContext, context_for, devices, discovery
+from ..runtime import Device, DeviceContext, context_for, devices
 from ..runtime.backend import OPENCL
+from ..runtime.opencl import discovery
 
 console = Console()
 

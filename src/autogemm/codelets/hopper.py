@@ -31,7 +31,7 @@ from typing import Protocol
 
 from ..dtypes import Dtype
 from ..runtime.cuda.driver import CudaDevice, cuda_device_of
-from ..runtime.device import Device
+from ..runtime.opencl.device import Device
 
 #: Bytes of K in a staged row: the span of the 128-byte swizzle, which TMA writes.
 ROW_BYTES = 128

@@ -4,7 +4,7 @@ it, a work-group the device can run, and NVIDIA-only build options only on NVIDI
 from __future__ import annotations
 
 from ..dtypes import Dtype
-from ..runtime.device import Device
+from ..runtime.opencl.device import Device
 from .simt.params import NVIDIA_OPTION
 
 

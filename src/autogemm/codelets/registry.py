@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Protocol
 from ..dtypes import Dtype, get_dtype
 from ..errors import ConfigError
 from ..runtime.backend import OPENCL
-from ..runtime.device import Device
+from ..runtime.opencl.device import Device
 from .kernel import KernelSource
 from .space import SearchSpace
 

@@ -8,7 +8,7 @@ import numpy as np
 from distributed import Client, LocalCluster, Worker, WorkerPlugin
 
 from ..api import gemm
-from ..runtime.discovery import cpu_devices, devices
+from ..runtime.opencl.discovery import cpu_devices, devices
 from .tasks import pin_worker, slot_device, unpin_worker
 
 #: Threads of a worker: their block products take turns on its device (``blocks.device_turn``), one

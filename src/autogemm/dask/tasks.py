@@ -26,7 +26,7 @@ from ..api import gemm
 from ..engine.transfer import host_result, staged_uploads
 from ..errors import DeviceError
 from ..runtime import Device, context_for, context_for_queue
-from ..runtime.discovery import default_device, find_device
+from ..runtime.opencl.discovery import default_device, find_device
 from ..shares.copying import parallel_copy
 from ..shares.staging import in_result_pool, page_locked, read_into
 from .assembly import INPROC, claim, in_process, memory_owner

@@ -16,7 +16,7 @@ import numpy as np
 from ..blas.problem import alignment_class
 from ..errors import ArgumentError
 from ..profiles import thresholds_for
-from ..runtime.discovery import find_device
+from ..runtime.opencl.discovery import find_device
 from .call import GemmCall, GemmOptions
 from .operands import Matrix, as_matrix, on_device
 from .resolved import ROUTES

@@ -28,7 +28,7 @@ from ..blas.cuda_gemm import cuda_thresholds
 from ..profiles import Thresholds, thresholds_for
 from ..runtime import DeviceContext
 from ..runtime.cuda import CudaContext
-from ..runtime.memory import check_memory
+from ..runtime.opencl.memory import check_memory
 from ..shares.copying import COPY_THREADS, Background, native_copier, parallel_copy
 from ..shares.staging import page_locked, result_pool
 from .operands import Matrix, Stored, on_device

@@ -19,7 +19,7 @@ from filelock import FileLock
 
 from ..cache_dir import cache_dir, make_directory, write_atomically
 from ..errors import ProfileError
-from ..runtime.device import Device
+from ..runtime.opencl.device import Device
 from .profile import Profile
 from .thresholds import DEFAULTS, Thresholds, device_class
 

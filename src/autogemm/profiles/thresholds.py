@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, fields
 
 from ..dtypes import DTYPES
 from ..errors import ProfileError
-from ..runtime.device import Device
+from ..runtime.opencl.device import Device
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,12 @@
-"""OpenCL underneath everything: devices, contexts, programs and timing."""
+"""The runtimes underneath everything, one package per backend: OpenCL for every device (``opencl``:
+devices, contexts, programs and timing) and CUDA beside it on Hopper GPUs (``cuda``); ``backend`` names
+them and says which reach a device, ``child`` runs work a driver may crash or hang in child processes.
+The OpenCL names every layer uses are handed on here."""
 
-from .context import DeviceContext, context_for, context_for_queue, live_contexts
-from .device import Device
-from .discovery import default_device, devices, find_device
-from .timing import event_seconds, median, time_enqueue
+from .opencl.context import DeviceContext, context_for, context_for_queue, live_contexts
+from .opencl.device import Device
+from .opencl.discovery import default_device, devices, find_device
+from .opencl.timing import event_seconds, median, time_enqueue
 
 __all__ = [
     "Device", "DeviceContext", "context_for", "context_for_queue", "default_device", "find_device", "devices",

@@ -4,7 +4,7 @@ OpenCL for every device, CUDA beside it for an NVIDIA GPU the CUDA driver sees t
 from __future__ import annotations
 
 from .cuda.driver import cuda_device_of
-from .device import Device
+from .opencl.device import Device
 
 OPENCL, CUDA = "opencl", "cuda"
 

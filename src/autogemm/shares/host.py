@@ -9,7 +9,7 @@ import numpy as np
 
 from ..accuracy import apply_op
 from ..dtypes import Dtype
-from ..runtime.context import DeviceContext
+from ..runtime.opencl.context import DeviceContext
 
 #: The target that is the host's own BLAS rather than an OpenCL device.
 HOST = "host"

@@ -11,8 +11,8 @@ import pyopencl as cl
 from ..blas.plan_cache import cached_plan
 from ..blas.problem import GemmProblem, Op
 from ..codelets.registry import KernelParams
-from ..runtime.context import DeviceContext
-from ..runtime.memory import check_memory
+from ..runtime.opencl.context import DeviceContext
+from ..runtime.opencl.memory import check_memory
 from .host import HostGemm
 
 

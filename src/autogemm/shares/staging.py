@@ -18,8 +18,8 @@ import numpy as np
 import pyopencl as cl
 
 from ..errors import DeviceError
-from ..runtime.context import DeviceContext
 from ..runtime.cuda import CudaContext
+from ..runtime.opencl.context import DeviceContext
 from . import copying
 
 #: Bytes of one staging buffer: a block crosses in chunks of at most this size.

@@ -32,7 +32,7 @@ from ..blas.plan_cache import cached_plan
 from ..blas.problem import GemmProblem, Op, addressable
 from ..codelets.registry import KernelParams
 from ..errors import DeviceError
-from ..runtime.context import DeviceContext
+from ..runtime.opencl.context import DeviceContext
 from . import copying, staging
 from .host import HostGemm
 from .staging import FirstTouch, SharedBlocks, StagingRing, staging_rings

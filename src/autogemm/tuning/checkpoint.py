@@ -19,7 +19,7 @@ from filelock import FileLock
 from ..cache_dir import cache_subdir, open_for_appending
 from ..dtypes import Dtype
 from ..errors import AutogemmError, TuningError
-from ..runtime.device import Device
+from ..runtime.opencl.device import Device
 from .records import Record, config_key
 
 FORMAT = "autogemm-checkpoint"

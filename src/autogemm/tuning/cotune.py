@@ -25,7 +25,7 @@ from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..errors import TuningError
 from ..profiles import HybridEntry, own_profile, save
-from ..runtime.context import DeviceContext
+from ..runtime.opencl.context import DeviceContext
 from ..shares import HOST, HostGemm, Target, run_split
 from ..shares.split import DEFAULT_PARTS, Split
 from .tuner import new_profile

@@ -19,7 +19,7 @@ from ..dtypes import Dtype
 from ..profiles import CudaEntry, Profile, SizeClassEntry
 from ..runtime.backend import CUDA
 from ..runtime.cuda import CudaContext
-from ..runtime.device import Device
+from ..runtime.opencl.device import Device
 from .budget import Budget
 from .checkpoint import Checkpoint
 from .evaluation.cuda import CudaEvaluator

@@ -15,9 +15,9 @@ import pyopencl as cl
 
 from ..cache_dir import cache_subdir, write_atomically
 from ..errors import TuningError
-from ..runtime.context import DeviceContext
-from ..runtime.device import Device
-from ..runtime.timing import event_seconds, median
+from ..runtime.opencl.context import DeviceContext
+from ..runtime.opencl.device import Device
+from ..runtime.opencl.timing import event_seconds, median
 
 MACS = {"fma": "fma(a, b, c)", "mad": "mad(a, b, c)", "mul_add": "(a) * (b) + (c)"}
 CHAINS = 8               # independent multiply-add chains per work-item (hides the latency)

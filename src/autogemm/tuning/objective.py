@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from ..codelets.space import Point, SearchSpace
-from ..runtime.build_pool import default_builders
+from ..runtime.opencl.build_pool import default_builders
 from .budget import Budget, BudgetClock
 from .checkpoint import Checkpoint
 from .evaluation.interface import Evaluator, discard_plan

@@ -34,7 +34,7 @@ from ..codelets.stream_k import STREAM_K
 from ..dtypes import Dtype
 from ..profiles import Predictor, Profile, Sample, SizeClassEntry
 from ..profiles.profile import MAX_BANK, MAX_SAMPLES, SHAPES, routine_of
-from ..runtime.device import Device
+from ..runtime.opencl.device import Device
 from .budget import Budget, BudgetClock
 from .evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
 from .records import Outcome

@@ -20,7 +20,7 @@ from ..blas.gemv import DEFAULTS as GEMV_DEFAULTS
 from ..codelets.registry import GEMV, SpaceFacts
 from ..dtypes import get_dtype
 from ..errors import AutogemmError, TuningError
-from ..runtime.device import Device
+from ..runtime.opencl.device import Device
 from .budget import Budget
 from .checkpoint import Checkpoint
 from .evaluation import SimulatedEvaluator

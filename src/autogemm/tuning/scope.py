@@ -22,7 +22,7 @@ from ..blas.vectors import MAX_VECTORS, as_vectors
 from ..codelets.registry import GEMM, GEMV
 from ..dtypes import NATIVE, Dtype, get_dtype
 from ..profiles.profile import CLASSES, GEMV_CLASSES, SHAPES
-from ..runtime.device import Device
+from ..runtime.opencl.device import Device
 from ..workload import ShapeRecord
 from .budget import Budget
 

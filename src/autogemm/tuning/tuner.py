@@ -32,7 +32,7 @@ from ..errors import TuningError
 from ..profiles import CudaEntry, Predictor, Profile, Ranked, SizeClassEntry, own_profile, profile_for, save
 from ..runtime.backend import CUDA
 from ..runtime.cuda import CudaContext
-from ..runtime.device import Device
+from ..runtime.opencl.device import Device
 from ..version import __version__
 from ..workload import ShapeRecord
 from . import fma, predictor

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...dtypes import Dtype, get_dtype
-from ...runtime.device import Device
+from ...runtime.opencl.device import Device
 from ..limits import device_limits, local_memory_problem
 from .params import OPERANDS, WARP, MmaParams
 from .render import local_bytes

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ...cache_dir import cache_subdir, write_atomically
 from ...dtypes import DTYPES, Dtype
-from ...runtime.device import Device
+from ...runtime.opencl.device import Device
 from .check import ptx_problem
 from .params import OPERANDS, MmaParams
 

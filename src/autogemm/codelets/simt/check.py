@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...dtypes import Dtype, get_dtype
-from ...runtime.device import Device
+from ...runtime.opencl.device import Device
 from ..limits import device_limits, local_memory_problem
 from .geometry import local_bytes, operands, register_estimate
 from .params import NVIDIA_OPTION, SimtParams

@@ -9,7 +9,7 @@ multiply-add instruction is not searched: the FMA micro-benchmark picks it per v
 
 from __future__ import annotations
 
-from ...runtime.device import Device
+from ...runtime.opencl.device import Device
 from ..registry import SpaceFacts
 from ..space import Knob, SearchSpace
 from .check import check

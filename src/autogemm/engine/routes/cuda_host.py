@@ -27,7 +27,7 @@ from ...errors import ArgumentError, DeviceError
 from ...profiles import Thresholds, profile_for, thresholds_for
 from ...runtime.backend import CUDA
 from ...runtime.cuda import CudaContext
-from ...runtime.discovery import find_device
+from ...runtime.opencl.discovery import find_device
 from ...shares.copying import parallel_copy
 from ...shares.staging import result_pool
 from ..call import GemmCall, GemmOptions, scalars

@@ -21,7 +21,7 @@ from ...runtime.cuda import CudaContext, cuda_devices, cuda_missing, dlpack
 from ...runtime.cuda.arrays import CudaArray
 from ...runtime.cuda.context import DeviceMemory, as_stream
 from ...runtime.cuda.driver import cuda_device_of
-from ...runtime.discovery import find_device
+from ...runtime.opencl.discovery import find_device
 from ..call import GemmCall, GemmOptions, oriented, scalars
 from ..operands import layout_of
 from ..resolved import ROUTES

@@ -23,7 +23,7 @@ from ...codelets.kernel import ceil_div, round_up
 from ...codelets.registry import KernelParams
 from ...errors import ArgumentError
 from ...profiles import Thresholds, thresholds_for
-from ...runtime.memory import check_memory
+from ...runtime.opencl.memory import check_memory
 from ..call import GemmCall, GemmOptions, oriented, scalars
 from ..operands import Matrix, Stored, call_context, event_list, events_of, on_device, stored
 from ..transfer import Block, Enqueue, execute, host_result, whole

@@ -12,7 +12,8 @@ from ...codelets.registry import KernelParams
 from ...dtypes import Dtype
 from ...errors import ArgumentError
 from ...profiles import profile_for, thresholds_for
-from ...runtime import Device, context_for, discovery, find_device
+from ...runtime import Device, context_for, find_device
+from ...runtime.opencl import discovery
 from ...shares import HOST, HostGemm, Target, run_split
 from ...shares.split import DEFAULT_PARTS, Split
 from ..call import GemmCall

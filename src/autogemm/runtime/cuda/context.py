@@ -1,6 +1,6 @@
 """``CudaContext``: one CUDA device's primary context and stream, through the driver API: device memory,
 copies, modules (cubins from ``nvrtc``), launches and event timing. What the CUDA path's plans and the
-tuner's evaluators run on, as ``runtime.context`` is for OpenCL."""
+tuner's evaluators run on, as ``runtime.opencl.context`` is for OpenCL."""
 
 from __future__ import annotations
 

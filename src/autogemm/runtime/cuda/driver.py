@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from ..device import Device
+from ..opencl.device import Device
 from .nvrtc import cuda_missing
 
 

@@ -16,7 +16,7 @@ import pyopencl as cl
 
 from ...codelets import helpers
 from ...dtypes import Dtype
-from ...runtime.context import DeviceContext
+from ...runtime.opencl.context import DeviceContext
 
 #: Work-groups of the reduction at most (each work-item strides over the elements).
 MAX_GROUPS = 1024

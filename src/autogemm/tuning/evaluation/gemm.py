@@ -13,7 +13,7 @@ from ...accuracy import apply_op, gemm_flops, random_matrix, tolerance
 from ...blas import GemmProblem, LaunchPlan, Op
 from ...codelets.registry import KernelParams
 from ...dtypes import Dtype, get_dtype
-from ...runtime.context import DeviceContext
+from ...runtime.opencl.context import DeviceContext
 from .measuring import fresh_random
 from .on_device import DeviceEvaluator
 from .requests import EvaluatorSpec

@@ -12,7 +12,7 @@ from ...blas import Op
 from ...blas.gemv import GemvLaunchPlan, GemvProblem
 from ...codelets.gemv import GemvParams
 from ...dtypes import Dtype, get_dtype
-from ...runtime.context import DeviceContext
+from ...runtime.opencl.context import DeviceContext
 from .measuring import fresh_random
 from .on_device import DeviceEvaluator
 from .requests import EvaluatorSpec

@@ -22,9 +22,9 @@ from dataclasses import replace
 from ...codelets.registry import Params
 from ...dtypes import Dtype
 from ...errors import TuningError
-from ...runtime.build_pool import default_builders
 from ...runtime.child import Child, ChildGone
-from ...runtime.device import Device
+from ...runtime.opencl.build_pool import default_builders
+from ...runtime.opencl.device import Device
 from ..fma import FmaResult
 from ..records import Outcome, Record
 from .requests import (

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...codelets.registry import Params
 from ...errors import BuildError, ConfigError
-from ...runtime.timing import median
+from ...runtime.opencl.timing import median
 from ..records import Outcome, Record
 
 #: A timed run covers at least this much device time (short products are repeated within it).

@@ -15,8 +15,8 @@ import numpy as np
 import pyopencl as cl
 
 from ...dtypes import Dtype
-from ...runtime.context import DeviceContext
-from ...runtime.timing import event_seconds
+from ...runtime.opencl.context import DeviceContext
+from ...runtime.opencl.timing import event_seconds
 from .device_reference import DeviceReference
 from .measuring import MeasuringEvaluator
 from .requests import EvaluatorSpec

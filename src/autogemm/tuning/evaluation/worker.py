@@ -23,8 +23,8 @@ from ...blas.verification import verify
 from ...codelets.registry import GEMM, GEMV, Params
 from ...dtypes import get_dtype
 from ...runtime.child import serve
-from ...runtime.context import DeviceContext, context_for
-from ...runtime.discovery import same_device
+from ...runtime.opencl.context import DeviceContext, context_for
+from ...runtime.opencl.discovery import same_device
 from .. import fma
 from ..records import Outcome
 from .gemm import GemmEvaluator

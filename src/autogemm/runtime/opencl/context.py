@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import pyopencl as cl
 
-from ..errors import ArgumentError, BuildError
+from ...errors import ArgumentError, BuildError
 from .buffer_pool import POOL_BYTES, BufferPool
 from .build_pool import BuildPool
 from .device import Device

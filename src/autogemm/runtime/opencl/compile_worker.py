@@ -9,7 +9,7 @@ import warnings
 
 import pyopencl as cl
 
-from .child import serve
+from ..child import serve
 from .discovery import same_device
 
 

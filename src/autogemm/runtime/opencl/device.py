@@ -9,7 +9,7 @@ from functools import cached_property
 
 import pyopencl as cl
 
-from ..errors import ArgumentError
+from ...errors import ArgumentError
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import base64
 import queue
 
-from ..cores import usable_cores
-from ..errors import BuildError
-from .child import Child, ChildGone
+from ...cores import usable_cores
+from ...errors import BuildError
+from ..child import Child, ChildGone
 from .device import Device
 
 #: Seconds one build may take before its child is stopped and the build reported failed.
@@ -34,7 +34,8 @@ class BuildPool:
         self.device = device
         hello = {"device": device.slot, "fingerprint": device.fingerprint}
         self._idle: queue.Queue[Child] = queue.Queue()
-        self._children = [Child("autogemm.runtime.compile_worker", hello, BUILD_LIMIT_SECONDS) for _ in range(workers)]
+        self._children = [Child("autogemm.runtime.opencl.compile_worker", hello, BUILD_LIMIT_SECONDS)
+                          for _ in range(workers)]
         for child in self._children:
             self._idle.put(child)
 

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 import pyopencl as cl
 
-from ..errors import DeviceError
+from ...errors import DeviceError
 from .context import DeviceContext
 
 Call = TypeVar("Call", bound=Callable)

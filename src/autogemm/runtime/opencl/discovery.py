@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyopencl as cl
 
-from ..errors import DeviceError, driver_fault
+from ...errors import DeviceError, driver_fault
 from .device import Device, describe
 
 log = logging.getLogger("autogemm")
