@@ -83,13 +83,15 @@ def as_stream(handle: object) -> object:
 
 class Prepared(NamedTuple):
     """A kernel launch as the driver takes it: the function, its grid and block (three dimensions each),
-    its dynamic shared memory and its arguments, converted (``CudaContext.prepared``)."""
+    its dynamic shared memory and its arguments (``CudaContext.prepared``): the address of an array of
+    pointers to their values, which ``held`` keeps alive (the driver copies them at each launch)."""
 
     function: object
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     shared_bytes: int
-    arguments: tuple
+    arguments: int
+    held: tuple
 
 
 class DeviceMemory:
@@ -325,9 +327,19 @@ class CudaContext:
         """A launch of ``function`` (as ``launch`` takes it) with its arguments converted once, for a
         caller that enqueues the same launch again (``enqueue_prepared``)."""
         self._allow_shared(function, shared_bytes)
-        values = tuple(a.pointer if isinstance(a, DeviceMemory) else a for a, _ in args)
-        return Prepared(function, (*grid, 1, 1)[:3], (*block, 1, 1)[:3], shared_bytes,
-                        (values, tuple(t for _, t in args)))
+        held, addresses = [], []
+        for value, kind in args:
+            if isinstance(value, DeviceMemory):
+                value, kind = int(value.pointer), ctypes.c_uint64
+            if kind is not None:
+                value = kind(value)
+            held.append(value)
+            # a driver object (a tensor map) gives its own address; a ctypes value (a scalar, a pointer)
+            # is addressed where it lies
+            addresses.append(int(value.getPtr()) if hasattr(value, "getPtr") else ctypes.addressof(value))
+        pointers = (ctypes.c_void_p * max(len(addresses), 1))(*addresses)
+        return Prepared(function, (*grid, 1, 1)[:3], (*block, 1, 1)[:3], shared_bytes, ctypes.addressof(pointers),
+                        (pointers, *held))
 
     def enqueue_prepared(self, launch: Prepared, stream: object = None) -> None:
         """Enqueue ``launch`` on ``stream`` (by default the context's)."""
