@@ -205,15 +205,16 @@ def test_a_worker_killed_with_blocks_of_a_product_leaves_it_right(client, small_
 
 
 @pytest.mark.parametrize("call,error,words", [
-    (lambda A, B: ad.matmul(A, B[:50]), ShapeError, "inner sizes differ"),
-    (lambda A, B: ad.matmul(A, B.astype(np.float32)), DtypeError, "astype"),
+    (lambda A, B: ad.matmul(A, B[:50]), ShapeError, "inner dimensions differ"),
+    (lambda A, B: ad.matmul(A, B.astype(np.float32)), DtypeError, "one dtype"),
     (lambda A, B: ad.matmul(A.astype(np.int64), B.astype(np.int64)), DtypeError, "float32"),
     (lambda A, B: ad.matmul(da.ma.masked_array(A), B), ArgumentError, "numpy chunks"),
     (lambda A, B: ad.matmul(A[A[:, 0] > 0], B), ShapeError, "compute_chunk_sizes"),
     (lambda A, B: ad.matmul(A[None], B), ShapeError, "2-D"),
     (lambda A, B: ad.matmul([[1.0, 2.0]], B), ArgumentError, "dask array"),
     (lambda A, B: ad.gemm(A, B, beta=1.0), ArgumentError, "no c"),
-    (lambda A, B: ad.gemm(A, B, A, beta=1.0), ShapeError, "c must be"),
+    (lambda A, B: ad.gemm(A, B, A, beta=1.0), ShapeError, "c has shape"),
+    (lambda A, B: ad.gemm(A, B, (A @ B).astype(np.float32), beta=1.0), DtypeError, "operands' dtype"),
     (lambda A, B: ad.gemm(A, B, trans_a="X"), ArgumentError, "'N', 'T' or 'C'"),
 ])
 def test_bad_inputs_fail_before_anything_is_computed(monkeypatch, call, error, words):

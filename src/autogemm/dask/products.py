@@ -18,6 +18,7 @@ import numpy as np
 from dask.base import tokenize
 
 from ..dtypes import NATIVE
+from ..engine import GemmCall, GemmOptions
 from ..errors import ArgumentError, DtypeError, ShapeError
 from .assembly import InPlaceProduct
 from .placement import spread
@@ -30,7 +31,6 @@ from .tasks import block_in_place, partial_product
 MIN_BLOCK = 4096
 #: Bytes of one panel (A's rows of a block of C over K, or B's columns) one task holds at most.
 PANEL_BYTES = 2**30
-_TRANSPOSES = ("N", "T", "C")
 
 
 def matmul(a: object, b: object, *, split_every: int | None = None) -> da.Array:
@@ -44,19 +44,12 @@ def gemm(a: object, b: object, c: object | None = None, *, alpha: complex = 1.0,
     ``op`` is 'N', 'T' or 'C' (conjugate transpose); beta 0 never reads C. Errors are raised here,
     before anything is computed."""
     a, b = _operand(a, "a"), _operand(b, "b")
-    trans_a, trans_b = _transpose(trans_a, "trans_a"), _transpose(trans_b, "trans_b")
-    if a.dtype != b.dtype:
-        raise DtypeError(f"a is {a.dtype} and b is {b.dtype}: convert one, e.g. b.astype(np.{a.dtype})")
-    m, k = a.shape[::-1] if trans_a != "N" else a.shape
-    k_b, n = b.shape[::-1] if trans_b != "N" else b.shape
-    if k != k_b:
-        raise ShapeError(f"op(a) is {m} x {k} but op(b) is {k_b} x {n}: their inner sizes differ")
-    if c is not None:
-        c = _operand(c, "c")
-        if c.shape != (m, n) or c.dtype != a.dtype:
-            raise ShapeError(f"c must be {m} x {n} of {a.dtype}, not {c.shape[0]} x {c.shape[1]} of {c.dtype}")
-    if beta != 0 and c is None:
-        raise ArgumentError("beta is not 0 but no c was given to scale")
+    c = None if c is None else _operand(c, "c")
+    if c is not None and c.dtype != a.dtype:
+        raise DtypeError(f"c is {c.dtype} but a and b are {a.dtype}: autogemm.dask writes C of the operands' dtype")
+    call = GemmCall.build(a, b, c, None, GemmOptions(alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b))
+    trans_a, trans_b, alpha, beta, m, n = (trans_a.upper(), trans_b.upper(), call.alpha, call.beta, call.m,
+                                           call.n)
     a, b = _rechunked(a, trans_a != "N", b, trans_b != "N")
     pattern_a, pattern_b = "ki" if trans_a != "N" else "ik", "jk" if trans_b != "N" else "kj"
     options = {"dtype": a.dtype, "trans_a": trans_a, "trans_b": trans_b, "alpha": alpha}
@@ -96,12 +89,6 @@ def _operand(x: object, name: str) -> da.Array:
         raise DtypeError(f"{name} is {x.dtype}; autogemm.dask multiplies float32, float64, complex64 and "
                          f"complex128 (e.g. {name}.astype(np.float64))")
     return x
-
-
-def _transpose(letter: object, name: str) -> str:
-    if not isinstance(letter, str) or letter.upper() not in _TRANSPOSES:
-        raise ArgumentError(f"{name} must be 'N', 'T' or 'C', not {letter!r}")
-    return letter.upper()
 
 
 def _rechunked(a: da.Array, a_flipped: bool, b: da.Array, b_flipped: bool) -> tuple[da.Array, da.Array]:
