@@ -5,6 +5,7 @@ dimension and an element offset, whether they come as numpy arrays (uploaded) or
 from __future__ import annotations
 
 import numbers
+from collections import OrderedDict
 from typing import NamedTuple
 
 import numpy as np
@@ -192,4 +193,23 @@ def events_of(values: list[object], queue: cl.CommandQueue) -> list[cl.Event]:
     An array's events may come from any queue: a call on the queue of its first device operand adds its
     last event to C, which may lie on another."""
     return [event for value in values if on_device(value) for event in value.events
-            if event.command_queue != queue]
+            if _queue_of(event) != queue]
+
+
+#: The queue of each event recently asked about, by the event's id (the event held with it, so that its id
+#: is no other's meanwhile): asking the driver costs every call on device arrays, whose events stay with
+#: them, and an event's queue never changes.
+_QUEUES: OrderedDict[int, tuple[cl.Event, cl.CommandQueue | None]] = OrderedDict()
+QUEUES_KEPT = 256
+
+
+def _queue_of(event: cl.Event) -> cl.CommandQueue | None:
+    """``event``'s command queue (None for a user event), asked of the driver once."""
+    found = _QUEUES.get(id(event))
+    if found is not None and found[0] is event:
+        return found[1]
+    queue = event.command_queue
+    _QUEUES[id(event)] = (event, queue)
+    while len(_QUEUES) > QUEUES_KEPT:
+        _QUEUES.popitem(last=False)
+    return queue
