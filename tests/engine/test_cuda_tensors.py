@@ -144,3 +144,26 @@ def test_a_new_result_comes_back_through_dlpack_with_alpha_and_beta():
     with pytest.raises(ArgumentError, match="precision='tf32' or '3xtf32'"):
         autogemm.gemm(CudaArray.from_host(ctx, a.real.astype(np.float32)),
                       CudaArray.from_host(ctx, b.real.astype(np.float32)))
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda
+def test_repeated_calls_reuse_their_prepared_launch_and_rebind_memory_and_scalars(monkeypatch):
+    """A call that repeats an earlier one's tensors and scalars enqueues the launch prepared for it; new
+    scalars, or the same shapes in other memory, prepare their own, and every result is right (NT: both
+    operands read as they lie, so no layout pass makes memory of its own)."""
+    ctx = _hopper_context()
+    from autogemm.runtime.cuda.arrays import CudaArray
+
+    prepared = []
+    real = type(ctx).prepared
+    monkeypatch.setattr(type(ctx), "prepared", lambda self, *args: prepared.append(1) or real(self, *args))
+    dt = DTYPES["d"]
+    rng = np.random.default_rng(11)
+    a, b = random_matrix(rng, dt, (96, 64)), random_matrix(rng, dt, (80, 64))
+    pairs = [(CudaArray.from_host(ctx, a), CudaArray.from_host(ctx, b)) for _ in range(2)]
+    outs = [CudaArray.from_host(ctx, np.full((96, 80), np.nan)) for _ in range(2)]
+    for alpha, pair, out in ((1.0, 0, 0), (1.0, 0, 0), (-2.0, 0, 0), (1.0, 1, 1), (1.0, 1, 1)):
+        autogemm.gemm(*pairs[pair], outs[out], alpha=alpha, trans_b="T")
+        assert np.allclose(outs[out].get(), alpha * (a @ b.T), rtol=1e-12, atol=1e-12)
+    assert len(prepared) == 3          # the first call, new alpha, other memory; the repeats reuse theirs
