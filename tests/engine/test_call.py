@@ -69,14 +69,14 @@ def test_a_column_major_operand_flips_its_op_and_a_column_major_c_swaps_the_prod
 def test_a_signature_covers_what_the_route_depends_on(ctx):
     a, b = np.ones((8, 4), np.float32), np.ones((4, 6), np.float32)
     options = GemmOptions()
-    key = dispatch.signature(a, b, None, None, options)
-    assert key == dispatch.signature(a.copy(), b.copy(), None, None, GemmOptions(alpha=3.0))
-    assert key != dispatch.signature(np.asfortranarray(a), b, None, None, options)
-    assert key != dispatch.signature(a, b, None, 2, options)
-    assert key != dispatch.signature(a, b, np.zeros((8, 6), np.float32), None, options)
+    key = dispatch.call_signature(a, b, None, None, options)
+    assert key == dispatch.call_signature(a.copy(), b.copy(), None, None, GemmOptions(alpha=3.0))
+    assert key != dispatch.call_signature(np.asfortranarray(a), b, None, None, options)
+    assert key != dispatch.call_signature(a, b, None, 2, options)
+    assert key != dispatch.call_signature(a, b, np.zeros((8, 6), np.float32), None, options)
     da, db = cl_array.to_device(ctx.queue, a), cl_array.to_device(ctx.queue, b)
-    assert dispatch.signature(da, b, None, None, options) is None          # mixed operands: resolved each time
-    assert dispatch.signature(da, db, None, None, options) is not None
+    assert dispatch.call_signature(da, b, None, None, options) is None          # mixed operands: resolved each time
+    assert dispatch.call_signature(da, db, None, None, options) is not None
 
 
 def test_a_repeated_call_runs_on_its_route_and_binds_its_own_operands(device, monkeypatch):

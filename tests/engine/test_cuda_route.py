@@ -192,8 +192,8 @@ def test_a_repeated_call_finds_its_route_without_the_checks_and_a_bad_one_still_
     from autogemm.errors import ShapeError
 
     checked = []
-    real = cuda_route.resolve
-    monkeypatch.setattr(cuda_route, "resolve", lambda call: (checked.append(call.dt.key), real(call))[1])
+    real = cuda_route.cuda_host_route
+    monkeypatch.setattr(cuda_route, "cuda_host_route", lambda call: (checked.append(call.dt.key), real(call))[1])
     monkeypatch.setattr(dispatch.ROUTES, "_routes", type(dispatch.ROUTES._routes)())
     a, b = np.ones((40, 30), np.float32), np.ones((30, 20), np.float32)
     for _ in range(3):
@@ -224,7 +224,7 @@ def test_auto_makes_no_cuda_context_for_a_product_it_keeps_on_opencl(device, mon
 def test_auto_takes_the_backend_and_configuration_the_profile_measured_faster(device, monkeypatch):
     """A profile's CUDA entry nearest the product decides: the CUDA path with its configuration where CUDA
     was faster, OpenCL where OpenCL was; backend='cuda' takes the entry's configuration either way."""
-    from autogemm.blas import cuda_gemm
+    from autogemm.blas import selection
     from autogemm.codelets.wgmma import WgmmaParams
     from autogemm.engine.routes import cuda_host as cuda_route
     from autogemm.profiles import CudaEntry, Profile
@@ -236,7 +236,7 @@ def test_auto_takes_the_backend_and_configuration_the_profile_measured_faster(de
                           CudaEntry("small", (256,) * 3, slow, 5e3, 8e3, 10, 5.0))})
     ran = []
     monkeypatch.setattr(cuda_route, "cuda_target", lambda dev, dt: (SimpleNamespace(multiprocessors=132), None))
-    monkeypatch.setattr(cuda_gemm, "profile_for", lambda dev: profile)
+    monkeypatch.setattr(selection, "profile_for", lambda dev: profile)
     monkeypatch.setattr(cuda_route, "host_result", lambda ctx, shape, dtype: np.empty(shape, dtype))
     monkeypatch.setattr(cuda_route, "cuda_plan", lambda ctx, dt, m, n, k, params: SimpleNamespace(params=params))
     monkeypatch.setattr(cuda_route, "_run", lambda ctx, plan, a, b, out, *rest: ran.append(plan.params) or out)
@@ -322,6 +322,6 @@ def test_the_cuda_families_are_registered_apart_from_the_opencl_ones(device):
 def test_auto_takes_few_row_products_to_the_cuda_path_only_where_it_was_faster(key, m, n, k, cuda):
     """C of few rows or columns stays with OpenCL's multi-vector GEMV except for large 16-bit products of
     two rows or more (NVIDIA's OpenCL has no half arithmetic); small float64 products stay on OpenCL."""
-    from autogemm.engine.routes.cuda_host import worth_it
+    from autogemm.engine.routes.cuda_host import goes_to_cuda
 
-    assert worth_it(DTYPES[key], m, n, k, Thresholds()) is cuda
+    assert goes_to_cuda(DTYPES[key], m, n, k, Thresholds()) is cuda

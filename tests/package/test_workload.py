@@ -119,7 +119,8 @@ def test_tuned_shapes_are_used_for_those_problems_alone(device, monkeypatch, tmp
     assert np.allclose(autogemm.gemm(a, b, trans_b="T", device=device), a @ b.T, rtol=1e-4)
     for rows, cols, vectors in ((30, 20, 1), (45, 33, 6)):
         gemv = GemvProblem(DTYPES["s"], rows, cols, Op(), cols, vectors=vectors, ldx=cols if vectors > 1 else 0)
-        config, source, _ = choose_gemv_params(device, gemv)
+        chosen = choose_gemv_params(device, gemv)
+        config, source = chosen.params, chosen.source
         assert config == stored.entry("s", "N", "shapes", (rows, cols, vectors)).ranked[0].config and "N" in source
     assert np.allclose(autogemm.gemm(a[:6], b, trans_b="T", device=device), a[:6] @ b.T, rtol=1e-4)
 

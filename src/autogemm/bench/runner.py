@@ -25,11 +25,12 @@ import pyopencl as cl
 from ..accuracy import Reference, apply_op, gemm_flops, random_matrix
 from ..api import gemm
 from ..blas import GemmProblem, LaunchPlan, Op
-from ..blas.cuda_gemm import CudaGemm, DeviceOperand, cuda_choice, cuda_plan, cuda_target
+from ..blas.cuda_gemm import CudaGemm, DeviceOperand, cuda_plan, cuda_target
 from ..blas.plans import plan_for
+from ..blas.selection import choose_cuda_params
 from ..blas.vectors import VectorsPlan
 from ..dtypes import DTYPES, Dtype
-from ..engine.routes.cuda_host import worth_it
+from ..engine.routes.cuda_host import goes_to_cuda
 from ..errors import ArgumentError
 from ..profiles import thresholds_for
 from ..runtime.backend import CUDA
@@ -186,15 +187,14 @@ class Bench:
         there; else ``blas.plans.plan_for``: a multi-vector GEMV's where C has few columns or rows, else
         a GEMM's), or why there is none."""
         try:
-            # (worth_it first: the target's lookup makes a CUDA context, which a product on OpenCL
+            # (goes_to_cuda first: the target's lookup makes a CUDA context, which a product on OpenCL
             # would carry for nothing)
             cuda_ctx = (cuda_target(self.ctx.device, dt)[0]
-                        if worth_it(dt, shape.m, shape.n, shape.k, thresholds_for(self.ctx.device)) else None)
+                        if goes_to_cuda(dt, shape.m, shape.n, shape.k, thresholds_for(self.ctx.device)) else None)
             if cuda_ctx is not None:
-                backend, params = cuda_choice(self.ctx.device, dt, shape.m, shape.n, shape.k,
-                                              cuda_ctx.multiprocessors)
-                if backend == CUDA:
-                    return cuda_plan(cuda_ctx, dt, shape.m, shape.n, shape.k, params)
+                chosen = choose_cuda_params(self.ctx.device, dt, shape.m, shape.n, shape.k, cuda_ctx.multiprocessors)
+                if chosen.backend == CUDA:
+                    return cuda_plan(cuda_ctx, dt, shape.m, shape.n, shape.k, chosen.params)
             op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
             return plan_for(self.ctx, GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b))
         except Exception as exc:   # noqa: BLE001 - reported in the table, the run goes on

@@ -8,7 +8,7 @@ would not be 16 bytes apart) is first brought into the K-contiguous layout on th
 ``blas.defaults.CUDA_DEFAULTS`` are the configurations a dtype runs with where the device's profile has no
 CUDA entry: the fastest measured at 4096 and 8192 (the figures are in ``benchmarks``). A profile's CUDA
 entries (``autogemm tune``, ``tuning.cuda_classes``) name the configuration for the products nearest
-each class, and which backend was faster there (``cuda_choice``)."""
+each class, and which backend was faster there (``selection.choose_cuda_params``)."""
 
 from __future__ import annotations
 
@@ -25,8 +25,7 @@ from ..codelets.registry import family_of
 from ..codelets.wgmma import WgmmaParams
 from ..codelets.wgmma.render import SPLIT_THREADS, split
 from ..dtypes import Dtype
-from ..profiles import Thresholds, profile_for, thresholds, thresholds_for
-from ..runtime.backend import CUDA
+from ..profiles import Thresholds, thresholds, thresholds_for
 from ..runtime.cuda import CudaContext, CudaDevice, DeviceMemory, compile_cuda, cuda_context, cuda_missing
 from ..runtime.cuda.context import Argument, Complex128, Prepared
 from ..runtime.cuda.driver import cuda_device_of
@@ -57,18 +56,6 @@ def cuda_ready(twin: CudaDevice, dt: Dtype) -> tuple[CudaContext | None, str | N
 def no_kernels(dt: Dtype) -> str | None:
     """Why the CUDA path has no kernels for ``dt``, or None where it has."""
     return None if dt.key in CUDA_DEFAULTS else f"{dt.routine} has no CUDA kernels (its OpenCL ones are as fast)"
-
-
-def cuda_choice(device: Device | None, dt: Dtype, m: int, n: int, k: int, multiprocessors: int
-                ) -> tuple[str, CudaParams]:
-    """The backend an m x n x k product of ``dt`` runs on by the profile of the OpenCL ``device`` (its
-    CUDA entry nearest in shape: the faster backend there), and the CUDA configuration for it (with no
-    such entry, CUDA and the dtype's ``CUDA_DEFAULTS``), its tile ``fitted`` to the product on a GPU of
-    ``multiprocessors``."""
-    profile = profile_for(device) if device is not None else None
-    entry = profile.cuda_entry(dt.key, m, n, k) if profile is not None else None
-    backend, params = (CUDA, CUDA_DEFAULTS[dt.key]) if entry is None else (entry.backend, entry.config)
-    return backend, fitted(params, m, n, k, multiprocessors)
 
 
 @functools.lru_cache(maxsize=256)

@@ -10,11 +10,14 @@ from typing import NamedTuple
 
 from ..codelets import gemv as gemv_codelet
 from ..codelets.registry import KernelParams, Params, check
+from ..dtypes import Dtype
 from ..profiles import Profile, Ranked, profile_for
 from ..profiles.profile import SHAPES
+from ..runtime.backend import CUDA, OPENCL
 from ..runtime.opencl.device import Device
 from .coverage import predicted_rate
-from .defaults import default_params, tensor_defaults
+from .cuda_gemm import fitted
+from .defaults import CUDA_DEFAULTS, default_params, tensor_defaults
 from .gemv import GemvProblem, default_gemv_params
 from .prediction import predict
 from .problem import GemmProblem
@@ -32,13 +35,15 @@ PREDICTION_MARGIN = 1.1
 
 
 class Selection(NamedTuple):
-    """A configuration chosen for a problem, where it came from, and the K slices measured best for it
-    on that very problem (None: the plan decides; always None for GEMV, whose plan splits its
-    reduction by its configuration's ``waves``)."""
+    """A configuration chosen for a problem, where it came from, the K slices measured best for it on
+    that very problem (None: the plan decides; always None for GEMV, whose plan splits its reduction by
+    its configuration's ``waves``; the CUDA path's plans share K by their schedule), and the backend the
+    profile measured faster for it (``choose_cuda_params``; OpenCL's choices are OpenCL's)."""
 
     params: Params
     source: str
     split: int | None = None
+    backend: str = OPENCL
 
 
 def choose_params(device: Device, problem: GemmProblem) -> Selection:
@@ -126,6 +131,21 @@ def choose_gemv_params(device: Device, problem: GemvProblem) -> Selection:
                 if gemv_codelet.check(config, device, dt) is None and verified_in(device, profile, config, dt):
                     return Selection(config, f"profile {profile.device_fingerprint} {entry.name}")
     return Selection(default_gemv_params(device, dt, layout, problem.vectors), "default")
+
+
+def choose_cuda_params(device: Device | None, dt: Dtype, m: int, n: int, k: int, multiprocessors: int
+                       ) -> Selection:
+    """The CUDA configuration for an m x n x k product of ``dt`` and the backend it runs on by the profile
+    of the OpenCL ``device`` (its CUDA entry nearest in shape: the backend measured faster there, with its
+    configuration); with no such entry, CUDA and the dtype's ``CUDA_DEFAULTS``. The configuration's tile
+    is ``cuda_gemm.fitted`` to the product on a GPU of ``multiprocessors``."""
+    profile = profile_for(device) if device is not None else None
+    entry = profile.cuda_entry(dt.key, m, n, k) if profile is not None else None
+    if entry is None:
+        params, source, backend = CUDA_DEFAULTS[dt.key], "default", CUDA
+    else:
+        params, source, backend = entry.config, f"profile {profile.device_fingerprint} {entry.name}", entry.backend
+    return Selection(fitted(params, m, n, k, multiprocessors), source, backend=backend)
 
 
 def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,

@@ -118,7 +118,7 @@ class GemmCall:
             raise ArgumentError(f"config must be a configuration of an OpenCL kernel family (SimtParams or another "
                                 f"family's), not {type(o.config).__name__} (the CUDA path's configurations come "
                                 f"from its defaults and the device's profile)")
-        alpha, beta = scalars(o, dt, c is not None)
+        alpha, beta = checked_scalars(o, dt, c is not None)
         return cls(a, b, c, batch, o, dt, op_a, op_b, m, n, k, shape, alpha, beta)
 
     @property
@@ -132,7 +132,7 @@ class GemmCall:
         return any(on_device(x) for x in (self.a, self.b, self.c))
 
 
-def scalars(options: GemmOptions, dt: Dtype, has_c: bool) -> tuple[complex | float, complex | float]:
+def checked_scalars(options: GemmOptions, dt: Dtype, has_c: bool) -> tuple[complex | float, complex | float]:
     """alpha and beta as the kernels of ``dt`` take them; ``ArgumentError`` for a beta not 0 without a C.
     A call that found its resolved route checks these alone."""
     alpha, beta = scalar(options.alpha, "alpha", dt), scalar(options.beta, "beta", dt)

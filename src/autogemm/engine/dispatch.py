@@ -41,7 +41,7 @@ def run_gemm(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, options:
                           "for stacks of matrices use autogemm.matmul or autogemm.gemm_batched")
                 for x, name in ((a, "a"), (b, "b")))
         c = None if c is None else as_matrix(c, "c")
-    key = signature(a, b, c, batch, options)
+    key = call_signature(a, b, c, batch, options)
     route = ROUTES.get(key)
     if route is None:
         call = GemmCall.build(a, b, c, batch, options)
@@ -72,9 +72,9 @@ def _elsewhere(call: GemmCall) -> Matrix | None:
         if o.device is not None or o.wait_for:
             raise ArgumentError("devices= runs on several targets and blocks: leave device and wait_for out")
         return run_on_targets(call, o.devices, alone)
-    cuda = cuda_host.resolve(call)
+    cuda = cuda_host.cuda_host_route(call)
     if cuda is not None:
-        return ROUTES.keep(signature(a, b, c, None, o), cuda).run(a, b, c, o)
+        return ROUTES.keep(call_signature(a, b, c, None, o), cuda).run(a, b, c, o)
     if not o.wait_for and large_on_host(a, b, c, thresholds_for(find_device(o.device))):
         # as a share of its device: streamed (copies through page-locked staging, overlapping the
         # kernels), or in place where the device shares the host's memory
@@ -82,7 +82,7 @@ def _elsewhere(call: GemmCall) -> Matrix | None:
     return None
 
 
-def signature(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, options: GemmOptions) -> tuple | None:
+def call_signature(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, options: GemmOptions) -> tuple | None:
     """What a call's route depends on: for operands all numpy arrays their shapes, strides, dtypes and
     whether C is writeable; for operands all device arrays their shapes, strides, the alignment classes
     of their offsets, dtypes and queues; and ``batch``, whether C is given, and the options

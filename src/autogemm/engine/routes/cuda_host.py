@@ -6,7 +6,7 @@ through CUDA alone: there the dtypes ``blas.defaults.CUDA_DEFAULTS`` names (16-b
 float64, complex128) run on the CUDA path, whose tensor-core kernels are faster than the OpenCL ones for
 them; float32 and complex64 stay on OpenCL, which is as fast as cuBLAS for them. Where the device's
 profile has CUDA entries (``autogemm tune`` measured both backends), the one nearest a product says which
-backend was faster there and with which CUDA configuration (``blas.cuda_gemm.cuda_choice``). ``backend``
+backend was faster there and with which CUDA configuration (``blas.selection.choose_cuda_params``). ``backend``
 'opencl' or 'cuda' asks for one; 'cuda' says why a call cannot run there instead of falling back.
 
 On the CUDA path a call on numpy arrays copies its operands through page-locked memory kept by the
@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...blas.cuda_gemm import CudaGemm, CudaParams, DeviceOperand, cuda_choice, cuda_plan, cuda_target, no_kernels
+from ...blas.cuda_gemm import CudaGemm, CudaParams, DeviceOperand, cuda_plan, cuda_target, no_kernels
 from ...blas.problem import Op
+from ...blas.selection import choose_cuda_params
 from ...blas.vectors import MAX_VECTORS
 from ...dtypes import Dtype
 from ...errors import ArgumentError, DeviceError
@@ -30,7 +31,7 @@ from ...runtime.cuda import CudaContext
 from ...runtime.opencl.discovery import find_device
 from ...shares.copying import parallel_copy
 from ...shares.staging import result_pool
-from ..call import GemmCall, GemmOptions, scalars
+from ..call import GemmCall, GemmOptions, checked_scalars
 from ..transfer import host_result
 
 
@@ -52,7 +53,7 @@ class CudaHostRoute:
     def run(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None, options: GemmOptions) -> np.ndarray | None:
         """The product into ``c`` or a new page-locked array; None where the device fails it (out of its
         memory, say) and 'auto' lets OpenCL take it (``backend='cuda'`` raises then)."""
-        alpha, beta = scalars(options, self.dt, self.has_c)
+        alpha, beta = checked_scalars(options, self.dt, self.has_c)
         out = c if c is not None else host_result(self.ctx, self.shape, self.dt.output.numpy)
         try:
             return _run(self.ctx, self.plan, (a, self.ops[0]), (b, self.ops[1]), out, self.sizes, alpha, beta)
@@ -63,7 +64,7 @@ class CudaHostRoute:
             return None
 
 
-def resolve(call: GemmCall) -> CudaHostRoute | None:
+def cuda_host_route(call: GemmCall) -> CudaHostRoute | None:
     """The CUDA route of a call of numpy operands, or None where it runs on OpenCL: ``backend`` 'opencl',
     or 'auto' for a call the CUDA path does not take. With 'cuda' such a call raises an error saying why."""
     options = call.options
@@ -82,7 +83,8 @@ def resolve(call: GemmCall) -> CudaHostRoute | None:
         why = "the CUDA path writes a row-major (C-ordered) c"
     if why is None and 0 in (m, n, k):
         why = "an empty product"
-    if backend == "auto" and (why is not None or dt.key in limits.numpy_on_opencl or not worth_it(dt, m, n, k, limits)):
+    kept_on_opencl = dt.key in limits.numpy_on_opencl or not goes_to_cuda(dt, m, n, k, limits)
+    if backend == "auto" and (why is not None or kept_on_opencl):
         return None                         # before a CUDA context is made for nothing
     if why is None:
         ctx, why = cuda_target(device, dt)
@@ -90,13 +92,13 @@ def resolve(call: GemmCall) -> CudaHostRoute | None:
         if backend == "cuda":
             raise ArgumentError(f"backend='cuda' cannot run this call: {why}")
         return None
-    chosen, params = cuda_choice(device, dt, m, n, k, ctx.multiprocessors)
-    if backend == "auto" and chosen != CUDA:        # the profile measured OpenCL faster here
+    chosen = choose_cuda_params(device, dt, m, n, k, ctx.multiprocessors)
+    if backend == "auto" and chosen.backend != CUDA:        # the profile measured OpenCL faster here
         return None
-    return CudaHostRoute(call, ctx, params)
+    return CudaHostRoute(call, ctx, chosen.params)
 
 
-def worth_it(dt: Dtype, m: int, n: int, k: int, limits: Thresholds) -> bool:
+def goes_to_cuda(dt: Dtype, m: int, n: int, k: int, limits: Thresholds) -> bool:
     """Whether 'auto' takes an m x n x k product of ``dt`` to the CUDA path: not one of few columns or
     rows (OpenCL's multi-vector GEMV, ``blas.vectors``, where a block of 64 x 64 would be mostly empty)
     unless ``limits.cuda_few_rows_multiply_adds`` says (NVIDIA's OpenCL has no half-precision arithmetic,

@@ -12,8 +12,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...blas.cuda_gemm import CudaGemm, DeviceOperand, cuda_choice, cuda_plan, cuda_ready, opencl_twin
+from ...blas.cuda_gemm import CudaGemm, DeviceOperand, cuda_plan, cuda_ready, opencl_twin
 from ...blas.problem import Op
+from ...blas.selection import choose_cuda_params
 from ...dtypes import Dtype, get_dtype
 from ...errors import ArgumentError, ShapeError
 from ...profiles import profile_for
@@ -22,7 +23,7 @@ from ...runtime.cuda.arrays import CudaArray
 from ...runtime.cuda.context import DeviceMemory, as_stream
 from ...runtime.cuda.driver import cuda_device_of
 from ...runtime.opencl.discovery import find_device
-from ..call import GemmCall, GemmOptions, oriented, scalars
+from ..call import GemmCall, GemmOptions, checked_scalars, oriented
 from ..operands import layout_of
 from ..resolved import ROUTES
 
@@ -109,8 +110,8 @@ class TensorRoute:
         if reads.m and reads.n:
             with self.ctx.lock:
                 self.ctx.activate()
-                _, params = cuda_choice(self.device, call.dt, reads.m, reads.n, call.k, self.ctx.multiprocessors)
-                self.plan = cuda_plan(self.ctx, call.dt, reads.m, reads.n, call.k, params)
+                chosen = choose_cuda_params(self.device, call.dt, reads.m, reads.n, call.k, self.ctx.multiprocessors)
+                self.plan = cuda_plan(self.ctx, call.dt, reads.m, reads.n, call.k, chosen.params)
 
     def current(self) -> bool:
         """Whether the device's profile, which chose the configuration, is still the one it was."""
@@ -119,7 +120,7 @@ class TensorRoute:
     def run(self, tensors: list[_Tensor | None], a: object, c: object | None, handle: int, own: bool,
             options: GemmOptions) -> object:
         """The product of ``tensors`` (the views of ``a``, ``b`` and ``c``) on the stream ``handle``."""
-        alpha, beta = scalars(options, self.dt, self.has_c)
+        alpha, beta = checked_scalars(options, self.dt, self.has_c)
         if tensors[2] is not None:
             result, out = None, DeviceMemory.lent(tensors[2].pointer)
         elif own:                                  # torch's own allocator, on its current stream

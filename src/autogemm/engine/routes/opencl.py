@@ -24,7 +24,7 @@ from ...codelets.registry import KernelParams
 from ...errors import ArgumentError
 from ...profiles import Thresholds, thresholds_for
 from ...runtime.opencl.memory import check_memory
-from ..call import GemmCall, GemmOptions, oriented, scalars
+from ..call import GemmCall, GemmOptions, checked_scalars, oriented
 from ..operands import Matrix, Stored, call_context, event_list, events_of, on_device, stored
 from ..transfer import Block, Enqueue, execute, host_result, whole
 
@@ -99,7 +99,7 @@ class OpenCLRoute:
         if workload.RECORDER is not None:
             workload.RECORDER.record("gemm", pr.dtype.key, "NT"[pr.op_a.transposed] + "NT"[pr.op_b.transposed],
                                      pr.m, pr.n, pr.k, pr.batch)
-        alpha, beta = scalars(options, self.dt, self.has_c)
+        alpha, beta = checked_scalars(options, self.dt, self.has_c)
         wait_for = event_list(options.wait_for)
         if wait_for and not self.asynchronous:
             raise ArgumentError("wait_for is for calls on device arrays; numpy operands are read when the call is "
