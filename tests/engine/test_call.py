@@ -109,3 +109,32 @@ def test_routes_are_kept_least_recently_used_first_out():
     kept.keep(None, Fresh())
     kept.clear()
     assert kept.get((CAPACITY,)) is None
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_product_the_cuda_path_fails_goes_on_as_opencl_takes_it(device, monkeypatch, streamed):
+    """Where the CUDA path fails a call (its memory full, say: its route's run gives None), OpenCL takes
+    the product as it would have with backend='opencl', streamed where it is that large; every repeat too."""
+    from limits import set_thresholds
+
+    from autogemm.engine.routes import cuda_host
+
+    class Failing:
+        def current(self):
+            return True
+
+        def run(self, a, b, c, options):
+            failed.append(options.backend)
+
+    failed, shared = [], []
+    monkeypatch.setattr(cuda_host, "cuda_host_route",
+                        lambda call: Failing() if call.options.backend == "auto" else None)
+    real = dispatch.run_on_targets
+    monkeypatch.setattr(dispatch, "run_on_targets", lambda call, *rest: shared.append(1) or real(call, *rest))
+    if streamed:
+        set_thresholds(monkeypatch, stream_bytes=1024)
+    rng = np.random.default_rng(5)
+    a, b = rng.random((40, 30)), rng.random((30, 20))
+    for _ in range(2):
+        assert np.allclose(autogemm.gemm(a, b, device=device), a @ b, rtol=1e-12, atol=1e-12)
+    assert failed == ["auto", "auto"] and len(shared) == (2 if streamed else 0)

@@ -46,19 +46,19 @@ def run_gemm(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, options:
     if route is None:
         call = GemmCall.build(a, b, c, batch, options)
         if batch is None:
-            done = _elsewhere(call)
+            done = _elsewhere(call, key)
             if done is not None:
                 return done
         route = ROUTES.keep(key, OpenCLRoute(call))
     done = route.run(a, b, c, options)
-    if done is None:                    # the CUDA path failed the call (out of memory, say): OpenCL runs it
-        return OpenCLRoute(GemmCall.build(a, b, c, batch, options)).run(a, b, c, options)
+    if done is None:                    # the CUDA path failed the call (out of memory, say): OpenCL takes it
+        return run_gemm(a, b, c, batch, options._replace(backend="opencl"))
     return done
 
 
-def _elsewhere(call: GemmCall) -> Matrix | None:
+def _elsewhere(call: GemmCall, key: tuple | None) -> Matrix | None:
     """The result of a product that a route other than one OpenCL device runs (a CUDA route is kept for
-    the call's signature), or None."""
+    the call's signature ``key``), or None."""
     a, b, c, o = call.a, call.b, call.c, call.options
 
     def alone(device, config) -> Matrix:
@@ -74,7 +74,9 @@ def _elsewhere(call: GemmCall) -> Matrix | None:
         return run_on_targets(call, o.devices, alone)
     cuda = cuda_host.cuda_host_route(call)
     if cuda is not None:
-        return ROUTES.keep(call_signature(a, b, c, None, o), cuda).run(a, b, c, o)
+        done = ROUTES.keep(key, cuda).run(a, b, c, o)
+        # the CUDA path failed the call (out of its memory, say): OpenCL takes it, streamed where large
+        return done if done is not None else run_gemm(a, b, c, None, o._replace(backend="opencl"))
     if not o.wait_for and large_on_host(a, b, c, thresholds_for(find_device(o.device))):
         # as a share of its device: streamed (copies through page-locked staging, overlapping the
         # kernels), or in place where the device shares the host's memory
