@@ -226,8 +226,8 @@ def test_numpy_products_run_in_blocks_of_rows_whose_copies_overlap(ctx, discrete
     monkeypatch.setattr(gemm_module, "row_blocks",
                         lambda problem, units, limits, *plan: real_blocks(problem, units, limits))
     ran = []
-    real_execute = gemm_module.execute
-    monkeypatch.setattr(gemm_module, "execute", lambda *args: ran.append(len(args[5])) or real_execute(*args))
+    real_execute = gemm_module.run_blocks
+    monkeypatch.setattr(gemm_module, "run_blocks", lambda *args: ran.append(len(args[5])) or real_execute(*args))
     dt = DTYPES[letter]
     m, n, k = 83, 61, 47
     a = random_matrix(RNG, dt, (k, m) if trans_a != "N" else (m, k))

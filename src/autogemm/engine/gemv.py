@@ -29,7 +29,7 @@ from .operands import (
     stored,
     stored_vector,
 )
-from .transfer import execute, host_result, whole
+from .transfer import host_result, one_block, run_blocks
 
 
 def run_gemv(a: Matrix, x: Matrix, y: Matrix | None, *, alpha: complex | float, beta: complex | float, trans: str,
@@ -92,5 +92,5 @@ def run_gemv(a: Matrix, x: Matrix, y: Matrix | None, *, alpha: complex | float, 
 
     # A and x are not read when alpha is 0, y only when beta is not 0
     reads = alpha != 0 and n > 0
-    return execute(ctx, (sa, sx, sy), (reads, reads, beta != 0), out, temporaries, whole((sa, sx, sy), enqueue),
+    return run_blocks(ctx, (sa, sx, sy), (reads, reads, beta != 0), out, temporaries, one_block((sa, sx, sy), enqueue),
                    events_of([a, x, y], ctx.queue) + wait_for)

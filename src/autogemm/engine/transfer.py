@@ -64,12 +64,12 @@ class Block(NamedTuple):
     enqueue: Enqueue
 
 
-def whole(operands: Sequence[Stored], enqueue: Enqueue) -> list[Block]:
+def one_block(operands: Sequence[Stored], enqueue: Enqueue) -> list[Block]:
     """A call in one block: ``enqueue`` needs every operand whole and writes the whole result."""
     return [Block(tuple(st.elements for st in operands), (0, operands[-1].elements), enqueue)]
 
 
-def execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bool], out: Matrix,
+def run_blocks(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bool], out: Matrix,
             temporaries: Sequence[int], blocks: Sequence[Block], wait_for: list[cl.Event]) -> Matrix:
     """Give each operand a buffer (its own on the device; a host one uploaded where ``needed``: an output
     that is only written is not), enqueue each block once the parts of the operands it needs are
@@ -126,7 +126,7 @@ def _places(operands: Sequence[Stored], needed: Sequence[bool], out: Matrix, out
 
 def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bool], out: Matrix,
              blocks: Sequence[Block], wait_for: list[cl.Event], staging: list[np.ndarray | None] | None) -> Matrix:
-    """``execute``, host operands copied through ``staging`` (page-locked memory, one place per operand;
+    """``run_blocks``, host operands copied through ``staging`` (page-locked memory, one place per operand;
     None for one that is page-locked itself) where given, else from their arrays. Their device buffers
     come from the context's pool, and go back to it once a host result is read. A call in several
     blocks uploads on one transfer queue and downloads on another, so that they run while the device

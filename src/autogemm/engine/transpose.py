@@ -12,7 +12,7 @@ from ..dtypes import get_dtype
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..runtime import Device
 from .operands import Matrix, Stored, as_array, call_context, event_list, events_of, on_device, stored
-from .transfer import execute, host_result, whole
+from .transfer import host_result, one_block, run_blocks
 
 
 def run_transpose(a: Matrix, out: Matrix | None, *, conjugate: bool, device: Device | str | int | None,
@@ -54,7 +54,7 @@ def run_transpose(a: Matrix, out: Matrix | None, *, conjugate: bool, device: Dev
         src, dst = (Storage(buf, st.offset, st.ld, st.stride) for buf, st in zip(buffers, (sa, so)))
         return [enqueue_transpose(ctx, dt, so.rows, so.cols, so.layers, src, dst, flip, conjugate, events)]
 
-    return execute(ctx, (sa, so), (True, False), out, [], whole((sa, so), enqueue),
+    return run_blocks(ctx, (sa, so), (True, False), out, [], one_block((sa, so), enqueue),
                    events_of([a, out], ctx.queue) + wait_for)
 
 

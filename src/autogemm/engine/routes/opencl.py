@@ -26,7 +26,7 @@ from ...profiles import Thresholds, thresholds_for
 from ...runtime.opencl.memory import check_memory
 from ..call import GemmCall, GemmOptions, checked_scalars, oriented
 from ..operands import Matrix, Stored, call_context, event_list, events_of, on_device, stored
-from ..transfer import Block, Enqueue, execute, host_result, whole
+from ..transfer import Block, Enqueue, host_result, one_block, run_blocks
 
 
 class Part(NamedTuple):
@@ -140,14 +140,14 @@ class OpenCLRoute:
         sa, sb, sc = stored(a, "a"), stored(b, "b"), stored(out, "c")
         operands = (sb, sa, sc) if self.swapped else (sa, sb, sc)
         if len(self.layout) == 1:
-            blocks_of_c = whole(operands, _product(self.layout[0].plan, self.problem, alpha, beta))
+            blocks_of_c = one_block(operands, _product(self.layout[0].plan, self.problem, alpha, beta))
         else:
             blocks_of_c = [Block((part.a_end, operands[1].elements, part.c_end), (part.problem.offset_c, part.c_end),
                                  _product(part.plan, part.problem, alpha, beta)) for part in self.layout]
         temporaries = [size for p in {part.plan for part in self.layout} if not p.allocated
                        for size in p.temporary_bytes().values()]
         # C is uploaded only when beta is not 0: it is not read then
-        return execute(self.ctx, operands, (True, True, beta != 0), out, temporaries, blocks_of_c, wait_for)
+        return run_blocks(self.ctx, operands, (True, True, beta != 0), out, temporaries, blocks_of_c, wait_for)
 
 
 def row_blocks(problem: GemmProblem, compute_units: int, limits: Thresholds, params: KernelParams | None = None,
