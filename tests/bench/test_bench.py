@@ -435,3 +435,23 @@ def test_a_dtype_on_tensor_cores_is_a_share_of_their_peak_and_the_line_under_the
     report.write_json([on_tensor_cores], tmp_path / "r.json", {})
     _, (again,) = report.read_json(tmp_path / "r.json")
     assert again.peak == TENSOR and again.peak_tflops == 989.4
+
+
+def test_a_plot_of_many_problems_stays_within_its_width_in_256_colours(tmp_path):
+    """A suite's plot (the 82 problems of the LLM suite, two dtypes) is drawn at most ``PLOT_WIDTH``
+    pixels wide, as a palette PNG of a few tens of KB."""
+    from PIL import Image
+
+    from autogemm.bench.shapes import llm_suite
+
+    cases = []
+    for dtype in ("s", "d"):
+        for i, shape in enumerate(llm_suite()):
+            case = CaseResult(dtype, shape, 60.0, "simt")
+            case.measurements += [Measurement(AUTOGEMM, 1e-3, 10.0 + i % 7, 1e-7, True, ""),
+                                  Measurement("cuBLAS", 1e-3, 12.0 + i % 5, 1e-7, True, "")]
+            cases.append(case)
+    report.plot(cases, tmp_path / "p.png", "a suite")
+    image = Image.open(tmp_path / "p.png")
+    assert image.width <= report.PLOT_WIDTH and image.mode == "P"
+    assert (tmp_path / "p.png").stat().st_size < 200_000

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import functools
 import hashlib
+import io
 import json
 import math
 import shlex
@@ -204,6 +205,11 @@ def write_csv(cases: Sequence[CaseResult], path: Path) -> None:
         writer.writerows(rows)
 
 
+#: A plot is drawn at ``PLOT_DPI``, or fewer dots an inch where that would make it wider than ``PLOT_WIDTH``
+#: pixels (a suite of many problems), and kept in 256 colours: a few tens of KB, every label still legible.
+PLOT_DPI, PLOT_WIDTH = 120, 1200
+
+
 def plot(cases: Sequence[CaseResult], path: Path, title: str) -> None:
     """Rate against problem size per implementation, one panel per dtype: a line over n where every
     problem is square in one layout, else points over the problems in order."""
@@ -242,5 +248,10 @@ def plot(cases: Sequence[CaseResult], path: Path, title: str) -> None:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)  # beside the points
     fig.suptitle(title)
-    fig.savefig(path, dpi=120)
+    drawn = io.BytesIO()
+    fig.savefig(drawn, format="png", dpi=min(PLOT_DPI, PLOT_WIDTH / fig.get_figwidth()))
     plt.close(fig)
+    from PIL import Image  # matplotlib's own dependency
+
+    image = Image.open(drawn).convert("RGB")
+    image.quantize(256, method=Image.Quantize.MAXCOVERAGE, dither=Image.Dither.NONE).save(path, optimize=True)
