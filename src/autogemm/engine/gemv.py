@@ -16,6 +16,7 @@ from ..blas.plan_cache import cached_gemv_plan
 from ..codelets.gemv import GemvParams
 from ..dtypes import get_dtype
 from ..errors import ArgumentError, DtypeError, ShapeError
+from ..profiles import thresholds_for
 from ..runtime import Device
 from .operands import (
     Matrix,
@@ -92,5 +93,6 @@ def run_gemv(a: Matrix, x: Matrix, y: Matrix | None, *, alpha: complex | float, 
 
     # A and x are not read when alpha is 0, y only when beta is not 0
     reads = alpha != 0 and n > 0
-    return run_blocks(ctx, (sa, sx, sy), (reads, reads, beta != 0), out, temporaries, one_block((sa, sx, sy), enqueue),
-                   events_of([a, x, y], ctx.queue) + wait_for)
+    return run_blocks(ctx, (sa, sx, sy), (reads, reads, beta != 0), out, temporaries,
+                      one_block((sa, sx, sy), enqueue), events_of([a, x, y], ctx.queue) + wait_for,
+                      thresholds_for(ctx.device))

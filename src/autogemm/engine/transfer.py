@@ -70,17 +70,19 @@ def one_block(operands: Sequence[Stored], enqueue: Enqueue) -> list[Block]:
 
 
 def run_blocks(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bool], out: Matrix,
-            temporaries: Sequence[int], blocks: Sequence[Block], wait_for: list[cl.Event]) -> Matrix:
+               temporaries: Sequence[int], blocks: Sequence[Block], wait_for: list[cl.Event], limits: Thresholds
+               ) -> Matrix:
     """Give each operand a buffer (its own on the device; a host one uploaded where ``needed``: an output
     that is only written is not), enqueue each block once the parts of the operands it needs are
     uploaded and, for a host ``out``, download what it writes into ``out``; a device ``out`` gets the
     uploads' events and the last launch's. ``temporaries`` are the bytes the launches still have to
-    allocate, for the memory check made before anything is enqueued."""
+    allocate, for the memory check made before anything is enqueued; ``limits`` the device's thresholds
+    (``pinned_min_bytes`` to ``pinned_max_bytes`` cross through page-locked memory)."""
     check_memory(ctx, [st.span.nbytes for st in operands if st.buffer is None] + list(temporaries))
     if ctx.device.shares_host_memory:       # nothing to stage, nor a pool to ask
         return _execute(ctx, operands, needed, out, blocks, wait_for, None)
     out_locked = result_pool(ctx).owns(out)
-    places = _places(operands, needed, out, out_locked, thresholds_for(ctx.device))
+    places = _places(operands, needed, out, out_locked, limits)
     if places is None:
         return _execute(ctx, operands, needed, out, blocks, wait_for, None)
     with page_locked(ctx, places[-1]) as memory:     # until the uploads are done and a host result is back
@@ -244,7 +246,8 @@ class _Copies:
         if self._batch is not None:     # native threads copy every piece and mark its event
             self._native, tasks, moves = native, [], [None] * len(moves)
         self._moves = moves             # each piece's (to, from, bytes) until it is copied
-        self._copies = Background(tasks)
+        # (no helper threads are asked for where the native ones copy, or nothing is staged)
+        self._copies = Background(tasks) if tasks else None
 
     def _copy(self, k: int) -> None:
         memmove(*self._moves[k])
@@ -254,12 +257,14 @@ class _Copies:
     def first(self) -> None:
         """Copy the first piece in this thread, already running, while the copy threads wake, so that the
         first upload starts soonest."""
-        self._copies.run_next()
+        if self._copies is not None:
+            self._copies.run_next()
 
     def join(self) -> None:
         """Copy the pieces no thread has taken, and wait for every copy (raising the first error)."""
         self._end_native()
-        self._copies.join()
+        if self._copies is not None:
+            self._copies.join()
 
     def _end_native(self) -> None:
         """Wait for the native threads' copies, if they have some (they cannot fail)."""
@@ -273,7 +278,8 @@ class _Copies:
         operands and end. A piece whose copy fails again has its event, and those of the pieces after
         it, marked failed: the commands waiting for them end (failed) rather than never."""
         self._end_native()
-        self._copies.close()
+        if self._copies is not None:
+            self._copies.close()
         left = [k for k, move in enumerate(self._moves) if move is not None]
         try:
             for k in left:

@@ -10,6 +10,7 @@ import pyopencl.array as cl_array
 from ..blas.transpose import Storage, enqueue_transpose
 from ..dtypes import get_dtype
 from ..errors import ArgumentError, DtypeError, ShapeError
+from ..profiles import thresholds_for
 from ..runtime import Device
 from .operands import Matrix, Stored, as_array, call_context, event_list, events_of, on_device, stored
 from .transfer import host_result, one_block, run_blocks
@@ -55,7 +56,7 @@ def run_transpose(a: Matrix, out: Matrix | None, *, conjugate: bool, device: Dev
         return [enqueue_transpose(ctx, dt, so.rows, so.cols, so.layers, src, dst, flip, conjugate, events)]
 
     return run_blocks(ctx, (sa, so), (True, False), out, [], one_block((sa, so), enqueue),
-                   events_of([a, out], ctx.queue) + wait_for)
+                      events_of([a, out], ctx.queue) + wait_for, thresholds_for(ctx.device))
 
 
 def _overlap(a: Matrix, sa: Stored, out: Matrix) -> bool:

@@ -65,6 +65,7 @@ class OpenCLRoute:
         self.blocked = blockable and index_blocks.exceeds(problem)
         # an empty product makes no plan: nothing runs (a borrowed profile's pick would be verified first)
         planned = not (self.blocked or call.empty)
+        self.limits = thresholds_for(self.ctx.device)
         self.plan = cached_plan(self.ctx, problem.aligned(), o.config, o.edge) if planned else None
         self.layout = self._layout() if planned else None
 
@@ -83,7 +84,7 @@ class OpenCLRoute:
         if self.asynchronous or device.shares_host_memory:
             return [whole_call]
         waves = (plan.params, plan.slices) if isinstance(plan, LaunchPlan) else ()     # GEMV's plan has no tiles
-        spans = row_blocks(pr, device.compute_units, thresholds_for(device), *waves)
+        spans = row_blocks(pr, device.compute_units, self.limits, *waves)
         if len(spans) == 1:
             return [whole_call]
         parts = [replace(pr, m=r1 - r0, offset_a=pr.offset_a + (r0 if pr.op_a.transposed else r0 * pr.lda),
@@ -147,7 +148,8 @@ class OpenCLRoute:
         temporaries = [size for p in {part.plan for part in self.layout} if not p.allocated
                        for size in p.temporary_bytes().values()]
         # C is uploaded only when beta is not 0: it is not read then
-        return run_blocks(self.ctx, operands, (True, True, beta != 0), out, temporaries, blocks_of_c, wait_for)
+        return run_blocks(self.ctx, operands, (True, True, beta != 0), out, temporaries, blocks_of_c, wait_for,
+                          self.limits)
 
 
 def row_blocks(problem: GemmProblem, compute_units: int, limits: Thresholds, params: KernelParams | None = None,
