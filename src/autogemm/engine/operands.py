@@ -63,7 +63,7 @@ def layout_of(shape: tuple[int, int], strides: tuple[int, int], itemsize: int) -
     return None
 
 
-def _storage(arr: Matrix) -> tuple[int, bool, int, int, int, int] | None:
+def storage_layout(arr: Matrix) -> tuple[int, bool, int, int, int, int] | None:
     """(ld, flipped, rows, cols, layers, stride) of the row-major storage of a 2-D array or a 3-D stack
     of matrices (its first dimension), or None when the strides do not allow one (not row- nor
     column-major matrices, a negative or partial-element stride)."""
@@ -86,16 +86,16 @@ def stored(arr: Matrix, name: str) -> Stored:
     """The row-major storage of ``arr`` (a matrix, or a stack of them along its first dimension): a host
     array in place where its strides allow (else a dense copy); a device array in place, or
     ``ShapeError`` when its strides do not allow it."""
-    found = _storage(arr)
+    found = storage_layout(arr)
     if on_device(arr):
         if found is None:
             raise ShapeError(f"{name}: a device array with strides {arr.strides} does not hold row- or column-major "
                              f"matrices; pass a contiguous one")
-        return _placed(arr, found)
+        return placed(arr, found)
     if found is None:
         arr = np.ascontiguousarray(arr)
-        found = _storage(arr)
-    return _placed(arr, found)
+        found = storage_layout(arr)
+    return placed(arr, found)
 
 
 def stored_vector(arr: Matrix, name: str) -> Stored:
@@ -104,14 +104,14 @@ def stored_vector(arr: Matrix, name: str) -> Stored:
     in place, or ``ShapeError``."""
     length, stride, itemsize = arr.shape[0], arr.strides[0], arr.dtype.itemsize
     if length <= 1 or (stride > 0 and stride % itemsize == 0):
-        return _placed(arr, (stride // itemsize if length > 1 else 1, False, length, 1, 1, 0))
+        return placed(arr, (stride // itemsize if length > 1 else 1, False, length, 1, 1, 0))
     if on_device(arr):
         raise ShapeError(f"{name}: a device vector with stride {stride} bytes is not a positive whole number of "
                          f"elements apart; pass a contiguous one")
     return stored_vector(np.ascontiguousarray(arr), name)
 
 
-def _placed(arr: Matrix, layout: tuple[int, bool, int, int, int, int]) -> Stored:
+def placed(arr: Matrix, layout: tuple[int, bool, int, int, int, int]) -> Stored:
     """The ``Stored`` of ``layout`` (ld, flipped, rows, cols, layers, stride) with the memory of ``arr``: its
     buffer and offset on the device, or a 1-D view of the host memory it covers (made once: calls make
     three per product)."""

@@ -25,7 +25,7 @@ from ...errors import ArgumentError
 from ...profiles import Thresholds, thresholds_for
 from ...runtime.opencl.memory import check_memory
 from ..call import GemmCall, GemmOptions, checked_scalars, oriented
-from ..operands import Matrix, Stored, call_context, event_list, events_of, on_device, stored
+from ..operands import Matrix, Stored, call_context, event_list, events_of, on_device, placed, storage_layout, stored
 from ..transfer import Block, Enqueue, host_result, one_block, run_blocks
 
 
@@ -66,6 +66,7 @@ class OpenCLRoute:
         # an empty product makes no plan: nothing runs (a borrowed profile's pick would be verified first)
         planned = not (self.blocked or call.empty)
         self.limits = thresholds_for(self.ctx.device)
+        self._layouts: list[tuple | None] = [None, None, None]      # host operands' storage (``_stored``)
         self.plan = cached_plan(self.ctx, problem.aligned(), o.config, o.edge) if planned else None
         self.layout = self._layout() if planned else None
 
@@ -135,10 +136,22 @@ class OpenCLRoute:
             out.events[:] = events[-1:]
         return out
 
+    def _stored(self, i: int, x: Matrix, name: str) -> Stored:
+        """Operand ``i`` (A, B, C) of a call as row-major storage: its layout, the same for every call of
+        this route's signature, worked out once; only its memory is the call's own. One whose strides
+        allow no storage in place is copied every call."""
+        layout = self._layouts[i]
+        if layout is None:
+            layout = storage_layout(x)
+            if layout is None:
+                return stored(x, name)
+            self._layouts[i] = layout
+        return placed(x, layout)
+
     def _with_transfers(self, a: Matrix, b: Matrix, out: Matrix, alpha, beta, wait_for: list[cl.Event]) -> Matrix:
         """A call with host operands: uploads, the product in the blocks of the layout, and a host
         result's download, overlapping where there are several blocks."""
-        sa, sb, sc = stored(a, "a"), stored(b, "b"), stored(out, "c")
+        sa, sb, sc = (self._stored(i, x, name) for i, (x, name) in enumerate(((a, "a"), (b, "b"), (out, "c"))))
         operands = (sb, sa, sc) if self.swapped else (sa, sb, sc)
         if len(self.layout) == 1:
             blocks_of_c = one_block(operands, _product(self.layout[0].plan, self.problem, alpha, beta))
