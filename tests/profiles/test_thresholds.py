@@ -65,3 +65,20 @@ def test_a_profile_that_lowers_stream_bytes_streams_the_product(cache, device, m
         got = autogemm.gemm(a, b, device=device)
         assert np.allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-5)
     assert streamed == [120]
+
+
+def test_profile_show_says_which_thresholds_a_device_follows(device, tmp_path):
+    from click.testing import CliRunner
+
+    from autogemm.cli import main
+
+    path = tmp_path / "mine.json"
+    path.write_text(_profile(device, Thresholds(stream_bytes=3 * 2**30, max_blocks=4)).to_json())
+    out = CliRunner().invoke(main, ["profile", "show", str(path)])
+    assert out.exit_code == 0, out.output
+    assert "this profile's own" in out.output
+    stream = next(line for line in out.output.splitlines() if line.startswith("stream_bytes"))
+    assert stream.split()[1:] == ["3", "GiB", "1.5", "GiB"]
+    path.write_text(_profile(device).to_json())
+    out = CliRunner().invoke(main, ["profile", "show", str(path)])
+    assert "the defaults (the profile holds none)" in out.output

@@ -8,6 +8,7 @@ import warnings
 from pathlib import Path
 
 import click
+from rich.table import Table
 
 from ..codelets.registry import GEMV
 from ..codelets.stream_k import split_name
@@ -16,6 +17,7 @@ from ..errors import AutogemmError, ProfileError
 from ..profiles import (
     Profile,
     SizeClassEntry,
+    Thresholds,
     bundled,
     profile_for,
     profile_origin,
@@ -157,6 +159,36 @@ def show_command(target, device, as_json) -> None:
                 table.add_row(key, e.name, "x".join(map(str, e.shape)), f"{e.gflops:.1f}",
                               f"{e.opencl_gflops:.1f}" if e.opencl_gflops else "-", e.backend, e.config.describe())
         console.print(table)
+    console.print(_thresholds_table(prof))
+
+
+def _thresholds_table(prof: Profile) -> Table:
+    """The thresholds that route and shape a call on the profile's device: the profile's own, else the
+    defaults (``profiles.thresholds``), each field beside its default."""
+    own = prof.thresholds
+    shown = own if own is not None else Thresholds()
+    title = ("routes and their thresholds: this profile's own" if own is not None else
+             "routes and their thresholds: the defaults (the profile holds none)")
+    table = plain_table(title, ("threshold", "value", "default"), right=(), fold=("value", "default"))
+    default = Thresholds().to_dict()
+    for name, value in shown.to_dict().items():
+        table.add_row(name, _threshold(name, value), _threshold(name, default[name]))
+    return table
+
+
+def _threshold(name: str, value: object) -> str:
+    """A threshold as a table shows it: bytes in KiB, MiB or GiB, powers of two as such, dtypes' figures
+    by dtype."""
+    if isinstance(value, dict):
+        return ", ".join(f"{key} {_threshold('', count)}" for key, count in value.items()) or "-"
+    if isinstance(value, list):
+        return ", ".join(value) or "-"
+    if name.endswith("_bytes") and value >= 1024:
+        unit = max(u for u in (1, 2, 3) if value >= 1024**u)
+        return f"{value / 1024**unit:g} {('KiB', 'MiB', 'GiB')[unit - 1]}"
+    if isinstance(value, int) and value >= 1024 and value & (value - 1) == 0:
+        return f"2^{value.bit_length() - 1}"
+    return str(value)
 
 
 def entries_of(prof: Profile) -> list[tuple[str, str, SizeClassEntry]]:
