@@ -107,8 +107,8 @@ def test_worker_threads_write_each_block_into_the_result_that_compute_hands_over
         set_thresholds(monkeypatch, result_min_bytes=1)             # a small result is page-locked too
     real_result, writes = tasks.host_result, {"device": 0, "host": 0}
 
-    def poisoned(ctx, shape, dtype):
-        out = real_result(ctx, shape, dtype)
+    def poisoned(ctx, shape, dtype, limits):
+        out = real_result(ctx, shape, dtype, limits)
         out[...] = np.nan
         return out
 

@@ -237,7 +237,7 @@ def test_auto_takes_the_backend_and_configuration_the_profile_measured_faster(de
     ran = []
     monkeypatch.setattr(cuda_route, "cuda_target", lambda dev, dt: (SimpleNamespace(multiprocessors=132), None))
     monkeypatch.setattr(selection, "profile_for", lambda dev: profile)
-    monkeypatch.setattr(cuda_route, "host_result", lambda ctx, shape, dtype: np.empty(shape, dtype))
+    monkeypatch.setattr(cuda_route, "host_result", lambda ctx, shape, dtype, limits: np.empty(shape, dtype))
     monkeypatch.setattr(cuda_route, "cuda_plan", lambda ctx, dt, m, n, k, params: SimpleNamespace(params=params))
     monkeypatch.setattr(cuda_route, "_run", lambda ctx, plan, a, b, out, *rest: ran.append(plan.params) or out)
     large = np.ones((2048, 2048), np.float16)

@@ -10,6 +10,7 @@ from ..engine.operands import Matrix, as_array, call_context, events_of, on_devi
 from ..engine.routes.cuda_tensors import is_cuda_tensor
 from ..engine.transfer import host_result
 from ..errors import ArgumentError, ShapeError
+from ..profiles import thresholds_for
 from ..runtime import Device
 from ..runtime.opencl.memory import reports_full_memory
 from .batched import gemm_batched
@@ -77,7 +78,8 @@ def matmul(a, b, *, out=None, device: Device | str | int | None = None, precisio
     ctx = call_context(device, {"a": a, "b": b, "out": out})
     asynchronous = any(on_device(x) for x in (a, b, out))
     if out is None:
-        out = cl_array.empty(ctx.queue, final, a.dtype) if asynchronous else host_result(ctx, final, a.dtype)
+        out = (cl_array.empty(ctx.queue, final, a.dtype) if asynchronous
+               else host_result(ctx, final, a.dtype, thresholds_for(ctx.device)))
     target = out.reshape(shape)            # a copy only for a host out that no view can reshape
     waits = events_of([a, b, out], ctx.queue) + list(wait_for or []) if asynchronous else None
     options = dict(device=device, precision=precision, wait_for=waits)

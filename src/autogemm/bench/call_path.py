@@ -115,23 +115,22 @@ def on_host_arrays(ctx: DeviceContext, dt: Dtype, n: int, calls: int, rng: np.ra
 def on_cuda_tensors(dt: Dtype, n: int, calls: int, rng: np.random.Generator) -> CallCost | None:
     """``gemm`` on torch CUDA tensors against ``torch.matmul`` into the same output; None without torch
     and CUDA."""
-    torch = peers.torch_cuda(tf32=dt.precision == "tf32")
+    torch = peers.torch_cuda()
     if torch is None:
         return None
     a, b = random_matrix(rng, dt, (n, n)), random_matrix(rng, dt, (n, n))
     ta, tb = peers.to_cuda(torch, a), peers.to_cuda(torch, b)
     out = torch.full((n, n), float("nan"), dtype=ta.dtype, device=ta.device)
+    matmul = _torch_matmul(a, b, calls, tf32=dt.precision == "tf32")
     precision = dt.precision or None
-    matmul = per_call(lambda: torch.matmul(ta, tb, out=out), calls, torch.cuda.synchronize)
-    out.fill_(float("nan"))
     call = per_call(lambda: gemm(ta, tb, out, precision=precision), calls, torch.cuda.synchronize)
     return CallCost(TORCH, dt.key, n, calls, call, None, matmul, _error(dt, a, b, peers.to_numpy(torch, out)))
 
 
-def _torch_matmul(a: np.ndarray, b: np.ndarray, calls: int) -> float | None:
+def _torch_matmul(a: np.ndarray, b: np.ndarray, calls: int, tf32: bool = False) -> float | None:
     """Seconds per call of ``torch.matmul`` on CUDA copies of ``a`` and ``b`` into one output, queued back
-    to back; None without torch and CUDA."""
-    torch = peers.torch_cuda()
+    to back (float32 in TF32 where ``tf32``); None without torch and CUDA."""
+    torch = peers.torch_cuda(tf32)
     if torch is None:
         return None
     ta, tb = peers.to_cuda(torch, a), peers.to_cuda(torch, b)

@@ -25,7 +25,6 @@ from ..codelets.registry import family_of
 from ..codelets.wgmma import WgmmaParams
 from ..codelets.wgmma.render import SPLIT_THREADS, split
 from ..dtypes import Dtype
-from ..profiles import Thresholds, thresholds, thresholds_for
 from ..runtime.cuda import CudaContext, CudaDevice, DeviceMemory, compile_cuda, cuda_context, cuda_missing
 from ..runtime.cuda.context import Argument, Complex128, Prepared
 from ..runtime.cuda.driver import cuda_device_of
@@ -79,13 +78,6 @@ def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int) -> 
 
 
 @functools.lru_cache(maxsize=16)
-def cuda_thresholds(twin: CudaDevice) -> Thresholds:
-    """The thresholds of calls on the CUDA device ``twin``: its OpenCL twin's (``profiles.thresholds_for``),
-    or a GPU's defaults where OpenCL does not see it."""
-    device = opencl_twin(twin)
-    return thresholds_for(device) if device is not None else thresholds.DEFAULTS["gpu"]
-
-
 def opencl_twin(twin: CudaDevice) -> Device | None:
     """The OpenCL device that is the CUDA device ``twin`` (same PCI location), or None."""
     return next((d for d in devices() if d.pci_location == twin.pci), None)

@@ -25,6 +25,7 @@ from ..accuracy import apply_op
 from ..api import gemm
 from ..engine.transfer import host_result, staged_uploads
 from ..errors import DeviceError
+from ..profiles import thresholds_for
 from ..runtime import Device, context_for, context_for_queue
 from ..runtime.opencl.discovery import default_device, find_device
 from ..shares.copying import parallel_copy
@@ -140,7 +141,7 @@ def _product_into(c: cl_array.Array, pairs: list[tuple[np.ndarray, np.ndarray]],
     if at is not None and in_result_pool(at.array):     # the device writes it there, no host copy
         read_into(queue, at.array, c.data, at.row, at.col, c.shape, c.events).wait()
         return at.view(c.shape)
-    block = c.get(ary=host_result(context_for(device), c.shape, c.dtype))
+    block = c.get(ary=host_result(context_for(device), c.shape, c.dtype, thresholds_for(device)))
     if at is None:
         return block
     out = at.view(c.shape)
@@ -218,8 +219,8 @@ def block_in_place(a: list[np.ndarray], b: list[np.ndarray], rows: np.ndarray, c
         row, col, dtype = int(rows[0]), int(cols[0]), a[0].dtype
 
         def place(device: Device | None) -> Place:
-            allocate = (functools.partial(host_result, context_for(device)) if device is not None
-                        else lambda shape, dtype: np.empty(shape, dtype))
+            allocate = ((lambda shape, dtype: host_result(context_for(device), shape, dtype, thresholds_for(device)))
+                        if device is not None else lambda shape, dtype: np.empty(shape, dtype))
             return Place(claim(result, shape, dtype, row, col, allocate), row, col)
 
     return block_product(a, b, trans_a=trans_a, trans_b=trans_b, alpha=alpha, place=place)

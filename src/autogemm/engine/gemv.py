@@ -60,6 +60,7 @@ def run_gemv(a: Matrix, x: Matrix, y: Matrix | None, *, alpha: complex | float, 
         raise ArgumentError(f"config must be a GemvParams, not {type(config).__name__}")
     wait_for = event_list(wait_for)
     ctx = call_context(device, {"a": a, "x": x, "y": y})
+    limits = thresholds_for(ctx.device)
     asynchronous = any(on_device(v) for v in (a, x, y))
     if wait_for and not asynchronous:
         raise ArgumentError("wait_for is for calls on device arrays; numpy operands are read when the call is made")
@@ -72,7 +73,7 @@ def run_gemv(a: Matrix, x: Matrix, y: Matrix | None, *, alpha: complex | float, 
     elif asynchronous:
         out = cl_array.empty(ctx.queue, (m,), dt.numpy)
     else:
-        out = host_result(ctx, (m,), dt.numpy)
+        out = host_result(ctx, (m,), dt.numpy, limits)
     sy = stored_vector(out, "y")
     problem = GemvProblem(dt, sa.rows, sa.cols, op.flipped() if sa.flipped else op, sa.ld, sx.ld, sy.ld,
                           sa.offset, sx.offset, sy.offset)
@@ -95,4 +96,4 @@ def run_gemv(a: Matrix, x: Matrix, y: Matrix | None, *, alpha: complex | float, 
     reads = alpha != 0 and n > 0
     return run_blocks(ctx, (sa, sx, sy), (reads, reads, beta != 0), out, temporaries,
                       one_block((sa, sx, sy), enqueue), events_of([a, x, y], ctx.queue) + wait_for,
-                      thresholds_for(ctx.device))
+                      limits)

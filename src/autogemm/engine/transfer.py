@@ -24,8 +24,7 @@ from typing import NamedTuple
 import numpy as np
 import pyopencl as cl
 
-from ..blas.cuda_gemm import cuda_thresholds
-from ..profiles import Thresholds, thresholds_for
+from ..profiles import Thresholds
 from ..runtime import DeviceContext
 from ..runtime.cuda import CudaContext
 from ..runtime.opencl.memory import check_memory
@@ -90,14 +89,13 @@ def run_blocks(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[
         return _execute(ctx, operands, needed, out, blocks, wait_for, staging)
 
 
-def host_result(ctx: DeviceContext | CudaContext, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+def host_result(ctx: DeviceContext | CudaContext, shape: tuple[int, ...], dtype: np.dtype, limits: Thresholds
+                ) -> np.ndarray:
     """A new host array for a call's result: page-locked memory of the context's ``ResultPool`` where the
-    result takes ``result_min_bytes`` to ``pinned_max_bytes`` (the device's ``Thresholds``; a CUDA
-    context's are its OpenCL twin's) and the device has memory of its own (else, or once the pool is
-    full, an ordinary array)."""
+    result takes ``result_min_bytes`` to ``pinned_max_bytes`` (the device's ``limits``) and the device
+    has memory of its own (else, or once the pool is full, an ordinary array)."""
     nbytes = math.prod(shape) * np.dtype(dtype).itemsize
     shared = isinstance(ctx, DeviceContext) and ctx.device.shares_host_memory
-    limits = thresholds_for(ctx.device) if isinstance(ctx, DeviceContext) else cuda_thresholds(ctx.device)
     if limits.result_min_bytes <= nbytes <= limits.pinned_max_bytes and not shared:
         found = result_pool(ctx).take(shape, dtype)
         if found is not None:
@@ -246,8 +244,7 @@ class _Copies:
         if self._batch is not None:     # native threads copy every piece and mark its event
             self._native, tasks, moves = native, [], [None] * len(moves)
         self._moves = moves             # each piece's (to, from, bytes) until it is copied
-        # (no helper threads are asked for where the native ones copy, or nothing is staged)
-        self._copies = Background(tasks) if tasks else None
+        self._copies = Background(tasks)
 
     def _copy(self, k: int) -> None:
         memmove(*self._moves[k])
@@ -257,14 +254,12 @@ class _Copies:
     def first(self) -> None:
         """Copy the first piece in this thread, already running, while the copy threads wake, so that the
         first upload starts soonest."""
-        if self._copies is not None:
-            self._copies.run_next()
+        self._copies.run_next()
 
     def join(self) -> None:
         """Copy the pieces no thread has taken, and wait for every copy (raising the first error)."""
         self._end_native()
-        if self._copies is not None:
-            self._copies.join()
+        self._copies.join()
 
     def _end_native(self) -> None:
         """Wait for the native threads' copies, if they have some (they cannot fail)."""
@@ -278,8 +273,7 @@ class _Copies:
         operands and end. A piece whose copy fails again has its event, and those of the pieces after
         it, marked failed: the commands waiting for them end (failed) rather than never."""
         self._end_native()
-        if self._copies is not None:
-            self._copies.close()
+        self._copies.close()
         left = [k for k, move in enumerate(self._moves) if move is not None]
         try:
             for k in left:

@@ -40,11 +40,13 @@ def run_transpose(a: Matrix, out: Matrix | None, *, conjugate: bool, device: Dev
             raise ArgumentError("out overlaps a: the transpose is out of place")
     wait_for = event_list(wait_for)
     ctx = call_context(device, {"a": a, "out": out})
+    limits = thresholds_for(ctx.device)
     asynchronous = on_device(a) or on_device(out)
     if wait_for and not asynchronous:
         raise ArgumentError("wait_for is for calls on device arrays; numpy operands are read when the call is made")
     if out is None:
-        out = cl_array.empty(ctx.queue, shape, dt.numpy) if asynchronous else host_result(ctx, shape, dt.numpy)
+        out = (cl_array.empty(ctx.queue, shape, dt.numpy) if asynchronous
+               else host_result(ctx, shape, dt.numpy, limits))
     if not all(shape):
         return out
     so = stored(out, "out")
@@ -56,7 +58,7 @@ def run_transpose(a: Matrix, out: Matrix | None, *, conjugate: bool, device: Dev
         return [enqueue_transpose(ctx, dt, so.rows, so.cols, so.layers, src, dst, flip, conjugate, events)]
 
     return run_blocks(ctx, (sa, so), (True, False), out, [], one_block((sa, so), enqueue),
-                      events_of([a, out], ctx.queue) + wait_for, thresholds_for(ctx.device))
+                      events_of([a, out], ctx.queue) + wait_for, limits)
 
 
 def _overlap(a: Matrix, sa: Stored, out: Matrix) -> bool:

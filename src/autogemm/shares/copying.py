@@ -196,6 +196,8 @@ class Background:
 
     def join(self) -> None:
         """Run the tasks no helper has taken yet, then wait for every task; the first error raised."""
+        if not self._tasks:        # (a call that stages nothing makes no slot to wait on)
+            return
         caller = _Slot(self._take)
         caller.run()
         _collect([caller, *self._slots])

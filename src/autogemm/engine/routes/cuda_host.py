@@ -28,6 +28,7 @@ from ...errors import ArgumentError, DeviceError
 from ...profiles import Thresholds, profile_for, thresholds_for
 from ...runtime.backend import CUDA
 from ...runtime.cuda import CudaContext
+from ...runtime.opencl.device import Device
 from ...runtime.opencl.discovery import find_device
 from ...shares.copying import parallel_copy
 from ...shares.staging import result_pool
@@ -39,11 +40,12 @@ class CudaHostRoute:
     """A call of numpy operands resolved on the CUDA path: its context, its configuration and the plan
     that runs it; each run copies the operands in and C out through page-locked memory."""
 
-    def __init__(self, call: GemmCall, ctx: CudaContext, params: CudaParams) -> None:
+    def __init__(self, call: GemmCall, device: Device, limits: Thresholds, ctx: CudaContext, params: CudaParams
+                 ) -> None:
         self.ctx, self.dt, self.shape, self.has_c = ctx, call.dt, call.shape, call.c is not None
         self.ops, self.sizes = (call.op_a, call.op_b), (call.m, call.n, call.k)
-        self.device = find_device(call.options.device)
-        self.profile = profile_for(self.device)
+        self.device, self.limits = device, limits
+        self.profile = profile_for(device)
         self.plan: CudaGemm = cuda_plan(ctx, call.dt, call.m, call.n, call.k, params)
 
     def current(self) -> bool:
@@ -54,7 +56,7 @@ class CudaHostRoute:
         """The product into ``c`` or a new page-locked array; None where the device fails it (out of its
         memory, say) and 'auto' lets OpenCL take it (``backend='cuda'`` raises then)."""
         alpha, beta = checked_scalars(options, self.dt, self.has_c)
-        out = c if c is not None else host_result(self.ctx, self.shape, self.dt.output.numpy)
+        out = c if c is not None else host_result(self.ctx, self.shape, self.dt.output.numpy, self.limits)
         try:
             return _run(self.ctx, self.plan, (a, self.ops[0]), (b, self.ops[1]), out, self.sizes, alpha, beta)
         except DeviceError:
@@ -95,7 +97,7 @@ def cuda_host_route(call: GemmCall) -> CudaHostRoute | None:
     chosen = choose_cuda_params(device, dt, m, n, k, ctx.multiprocessors)
     if backend == "auto" and chosen.backend != CUDA:        # the profile measured OpenCL faster here
         return None
-    return CudaHostRoute(call, ctx, chosen.params)
+    return CudaHostRoute(call, device, limits, ctx, chosen.params)
 
 
 def goes_to_cuda(dt: Dtype, m: int, n: int, k: int, limits: Thresholds) -> bool:

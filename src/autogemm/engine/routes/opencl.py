@@ -112,7 +112,7 @@ class OpenCLRoute:
         elif self.asynchronous:
             out = cl_array.empty(ctx.queue, self.shape, self.dt.output.numpy)
         else:
-            out = host_result(ctx, self.shape, self.dt.output.numpy)
+            out = host_result(ctx, self.shape, self.dt.output.numpy, self.limits)
         if pr.m == 0 or pr.n == 0 or pr.batch == 0:
             return out
         wait_for = events_of([a, b, c], ctx.queue) + wait_for

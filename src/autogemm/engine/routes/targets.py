@@ -100,7 +100,8 @@ def run_on_targets(call: GemmCall, devices: Devices, alone: Callable[[Device, Ke
         out = c
     else:
         device_targets = [t for t in targets if t != HOST]
-        out = (host_result(device_targets[0], shape, dt.output.numpy) if device_targets
+        out = (host_result(device_targets[0], shape, dt.output.numpy, thresholds_for(device_targets[0].device))
+               if device_targets
                else np.empty(shape, dt.output.numpy))
         if c is not None and call.beta != 0:
             out[...] = c

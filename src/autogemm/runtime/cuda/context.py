@@ -5,6 +5,7 @@ tuner's evaluators run on, as ``runtime.opencl.context`` is for OpenCL."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -16,17 +17,14 @@ from ...errors import DeviceError
 from .driver import CudaDevice
 from .nvrtc import Cubin, compile_cuda
 
-_bindings: list = []
 
-
+@functools.cache
 def bindings():
     """The CUDA driver API's bindings (``cuda.bindings.driver``), imported once: the calls that launch
     kernels run on every product, and an import statement there costs each of them."""
-    if not _bindings:
-        from cuda.bindings import driver
+    from cuda.bindings import driver
 
-        _bindings.append(driver)
-    return _bindings[0]
+    return driver
 
 #: Dynamic shared memory a kernel may use without asking for more (the rest up to the device's limit
 #: needs ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``).
