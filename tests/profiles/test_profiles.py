@@ -13,6 +13,8 @@ import warnings
 import numpy as np
 import pytest
 
+from limits import set_thresholds
+
 import autogemm
 from autogemm.blas import GemmProblem, Op
 from autogemm.blas.gemv import GemvProblem
@@ -41,6 +43,13 @@ from autogemm.profiles import (
 
 LARGE = SimtParams("NN", "consecutive", 8, 4, 2, 4, 4, 2, False, False, mac="mul_add")
 SMALL = SimtParams("NT", "offset", 4, 8, 1, 2, 2, 1, True, False, mac="mul_add")   # blocks 4 x 16
+
+
+@pytest.fixture(autouse=True)
+def choices_as_stored(monkeypatch):
+    """These tests are about which of a profile's configurations is chosen: no product here is small
+    enough to take its choice in the layout it is stored in instead (``selection.read_as_stored``)."""
+    set_thresholds(monkeypatch, in_place_multiply_adds=0)
 
 
 GEMV_N, GEMV_T, GEMV_T_LONG = GemvParams("N", 16, 2, 2, 4, 0), GemvParams("T", 32, 4, 1, 2, 4), GemvParams("T", 64, 4)

@@ -1,6 +1,7 @@
 """The thresholds that route and shape a call (``profiles.thresholds``): data in the device's profile,
 validated as strictly as the rest of it, else its device class's defaults, and followed by the calls."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -82,3 +83,34 @@ def test_profile_show_says_which_thresholds_a_device_follows(device, tmp_path):
     path.write_text(_profile(device).to_json())
     out = CliRunner().invoke(main, ["profile", "show", str(path)])
     assert "the defaults (the profile holds none)" in out.output
+
+
+@pytest.mark.parametrize("trans_a, trans_b", [("N", "N"), ("T", "N"), ("N", "T")])     # the simt family's layouts
+def test_a_small_product_reads_its_operands_as_stored_and_a_larger_one_as_chosen(cache, ctx, device, trans_a,
+                                                                                 trans_b):
+    """Below ``in_place_multiply_adds`` the chosen configuration runs in the operands' stored layout: one
+    launch, no pack; from it, as chosen. Either way the product is right."""
+    from autogemm.blas import GemmProblem, Op
+    from autogemm.blas.plans import gemm_plan
+
+    s = autogemm.dtypes.DTYPES["s"]
+    problem = GemmProblem.dense(s, 33, 47, 29, Op.from_letter(trans_a, "a"), Op.from_letter(trans_b, "b"))
+    chosen = gemm_plan(ctx, problem)
+    stored = trans_a + trans_b
+    assert chosen.params.layout == stored and chosen.launches()[0].startswith("gemm"), chosen.describe()
+    save(_profile(device, Thresholds(in_place_multiply_adds=33 * 47 * 29)))
+    store.forget()
+    as_chosen = gemm_plan(ctx, problem)
+    assert as_chosen.params == dataclasses.replace(chosen.params, layout=as_chosen.params.layout)
+    if as_chosen.params.layout != stored:
+        assert "pack" in as_chosen.describe()
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-1, 1, (29, 33) if trans_a == "T" else (33, 29)).astype(np.float32)
+    b = rng.uniform(-1, 1, (47, 29) if trans_b == "T" else (29, 47)).astype(np.float32)
+    want = (a.T if trans_a == "T" else a).astype(np.float64) @ (b.T if trans_b == "T" else b)
+    for limits in (Thresholds(), Thresholds(in_place_multiply_adds=0)):
+        save(_profile(device, limits))
+        store.forget()
+        autogemm.clear_plans()
+        got = autogemm.gemm(a, b, trans_a=trans_a, trans_b=trans_b, device=device)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

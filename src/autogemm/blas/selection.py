@@ -4,6 +4,7 @@ chooses its own (``blas.plans`` makes a plan from a selection)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import NamedTuple
@@ -11,7 +12,7 @@ from typing import NamedTuple
 from ..codelets import gemv as gemv_codelet
 from ..codelets.registry import KernelParams, Params, check
 from ..dtypes import Dtype
-from ..profiles import Profile, Ranked, profile_for
+from ..profiles import Profile, Ranked, profile_for, thresholds_for
 from ..profiles.profile import SHAPES
 from ..runtime.backend import CUDA, OPENCL
 from ..runtime.opencl.device import Device
@@ -61,7 +62,15 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
     the device has the instructions (also verified first), else the device class default. A reduced
     precision mode is computed by its own configurations or the native
     dtype's (which are exact), a 16-bit dtype by its own or float32's (on converted operands),
-    whichever are predicted faster. A batch, read through buffers, takes no configuration with images."""
+    whichever are predicted faster. A batch, read through buffers, takes no configuration with images.
+    A product too small for a pack's launch to pay takes the choice in the layout A and B are stored in
+    (``read_as_stored``)."""
+    chosen = _chosen(device, problem)
+    return read_as_stored(chosen, device, problem)
+
+
+def _chosen(device: Device, problem: GemmProblem) -> Selection:
+    """``choose_params``'s choice before ``read_as_stored``."""
     dt = problem.dtype
     profile = profile_for(device)
     if profile is not None:
@@ -106,6 +115,32 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
         if check(config, device, dt) is None and verified_here(device, config, dt, "a tensor-core default"):
             return Selection(config, "default (matrix instructions)")
     return Selection(default_params(device, dt), "default")
+
+
+def read_as_stored(chosen: Selection, device: Device, problem: GemmProblem) -> Selection:
+    """``chosen``, or for a product of fewer multiply-adds than the device's
+    ``Thresholds.in_place_multiply_adds`` the same configuration in the layout A and B are stored in, so
+    that the kernel reads both where they lie: such a product takes the device less time than the host
+    takes to launch a pack, and the device idles through the pack's launch. Kept where that configuration
+    does not fit the device, reads through images (packed anyway), or is one of a profile borrowed from
+    another device and fails its verification here."""
+    params, dt = chosen.params, problem.dtype
+    stored = "NT"[problem.op_a.transposed] + "NT"[problem.op_b.transposed]
+    work = problem.m * problem.n * problem.k * problem.batch
+    if (params.layout == stored or params.image_a or params.image_b
+            or work >= thresholds_for(device).in_place_multiply_adds):
+        return chosen
+    twin = dataclasses.replace(params, layout=stored)
+    if check(twin, device, dt) is not None:
+        return chosen
+    profile = profile_for(device)
+    if profile is not None and chosen.source.startswith("profile"):
+        usable = verified_in(device, profile, twin, dt)
+    else:           # the class default is the codelet's own; a tensor-core default is verified like its twin
+        usable = chosen.source == "default" or verified_here(device, twin, dt, "a tensor-core default")
+    if not usable:
+        return chosen
+    return chosen._replace(params=twin, source=f"{chosen.source}, read as stored")
 
 
 def choose_gemv_params(device: Device, problem: GemvProblem) -> Selection:

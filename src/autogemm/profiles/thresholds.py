@@ -34,6 +34,9 @@ class Thresholds:
     max_blocks: int = 8
     block_rows: int = 128
     pipelined_elements: int = 2**20
+    #: products of fewer multiply-adds read A and B where they lie, by the chosen configuration in their
+    #: stored layout: the device finishes such a product before the host would have launched a pack
+    in_place_multiply_adds: int = 2**24
     #: by dtype key, products of numpy operands of at least this many multiply-adds run on the CUDA path
     #: (where it has kernels for the dtype); a dtype not named has no lower bound
     cuda_min_multiply_adds: tuple[tuple[str, int], ...] = (("d", 2048**3), ("z", 2048**3))
