@@ -12,7 +12,6 @@ import warnings
 
 import numpy as np
 import pytest
-
 from limits import set_thresholds
 
 import autogemm
