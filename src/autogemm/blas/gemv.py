@@ -8,7 +8,6 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, replace
 
-import numpy as np
 import pyopencl as cl
 
 from ..codelets import gemv as codelet
@@ -138,7 +137,7 @@ class GemvLaunchPlan:
                                             vectors=problem.vectors, unit_x=self.packs_x or problem.incx == 1)
         self._partial: cl.Buffer | None = None
         self._lock = threading.Lock()
-        self._arguments = KernelArguments()
+        self._arguments = KernelArguments(problem.dtype.scalar_numpy.type)
         self.kernel = ctx.kernel(self.kernel_source.source, self.kernel_source.name, self.kernel_source.options)
         epilogues = helpers.epilogues(self.dtype)
         self._merge = ctx.kernel(epilogues.source, "merge") if self.slices > 1 else None
@@ -202,16 +201,13 @@ class GemvLaunchPlan:
         self._partial = self._x = None
         self._arguments.clear()
 
-    def _scalar(self, value: complex | float) -> np.generic:
-        return self.dtype.scalar_numpy.type(value)
-
     def enqueue(self, a: cl.Buffer, x: cl.Buffer, y: cl.Buffer, alpha: complex | float = 1.0,
                 beta: complex | float = 0.0, wait_for: list[cl.Event] | None = None,
                 offsets: tuple[int, int, int] | None = None) -> list[cl.Event]:
         """Enqueue y = alpha op(A) x + beta y on the device's queue; the events, first to last (none when y
         is empty). ``offsets`` (A's, x's, y's elements) replace the problem's. With alpha 0 or an empty
         reduction only y = beta y runs, as BLAS does (A and x are not read)."""
-        pr, i32, i64 = self.problem, np.int32, np.int64
+        pr = self.problem
         offset_a, offset_x, offset_y = offsets or (pr.offset_a, pr.offset_x, pr.offset_y)
         queue = self.ctx.queue
         if pr.outputs == 0:
@@ -221,8 +217,7 @@ class GemvLaunchPlan:
         y_grid = (round_up(y_cols, helpers.TILE), round_up(y_rows, helpers.TILE), 1)
         with self._lock:
             if alpha == 0 or pr.reduction == 0:
-                self._arguments.set(self._scale, i32(y_rows), i32(y_cols), y, i64(offset_y), i32(y_ld),
-                                    self._scalar(beta), i32(0))
+                self._arguments.set(self._scale, helpers.SCALE_SIGNATURE, y_rows, y_cols, y, offset_y, y_ld, beta, 0)
                 return [cl.enqueue_nd_range_kernel(queue, self._scale, y_grid, tiles, wait_for=wait_for)]
             sizes = self.temporary_bytes()
             if self.slices > 1 and self._partial is None:
@@ -233,9 +228,8 @@ class GemvLaunchPlan:
             launches = []
             if self.packs_x:
                 # X stored reduction x vectors (leading dimension incx) -> vectors x reduction
-                self._arguments.set(self._pack, i32(pr.vectors), i32(pr.reduction), x, i64(offset_x), i32(pr.incx),
-                                     self._x, i64(0), i32(pr.vectors), i32(pr.reduction), i32(pr.reduction),
-                                     i32(0), i32(0))
+                self._arguments.set(self._pack, helpers.PACK_SIGNATURE, pr.vectors, pr.reduction, x, offset_x, pr.incx,
+                                    self._x, 0, pr.vectors, pr.reduction, pr.reduction, 0, 0)
                 launches.append((self._pack, (round_up(pr.reduction, helpers.TILE),
                                               round_up(pr.vectors, helpers.TILE), 1), tiles))
                 x, offset_x, incx, ldx = self._x, 0, 1, pr.reduction
@@ -243,14 +237,12 @@ class GemvLaunchPlan:
                 incx, ldx = pr.incx, pr.ldx
             # a slice's partial sums, Y's matrix dense: element (o, v) at o x partial_o + v x partial_v
             partial_o, partial_v = (1, y_cols) if pr.y_rows_are_vectors else (y_cols, 1)
-            self._arguments.set(self.kernel, i32(pr.rows), i32(pr.cols), i32(self.chunk), i32(self.slices),
-                                 i32(pr.vectors), a, i64(offset_a), i32(pr.lda), x, i64(offset_x), i32(incx),
-                                 i32(ldx), y, i64(offset_y), i32(pr.incy), i32(pr.ldy), partial, i32(partial_o),
-                                 i32(partial_v), self._scalar(alpha), self._scalar(beta))
+            self._arguments.set(self.kernel, codelet.GEMV_SIGNATURE, pr.rows, pr.cols, self.chunk, self.slices,
+                                pr.vectors, a, offset_a, pr.lda, x, offset_x, incx, ldx, y, offset_y, pr.incy, pr.ldy,
+                                partial, partial_o, partial_v, alpha, beta)
             if self._merge is not None:
-                self._arguments.set(self._merge, i32(y_rows), i32(y_cols), self._partial, i32(y_cols),
-                                     i32(pr.outputs * pr.vectors), i32(self.slices), self._scalar(alpha), y,
-                                     i64(offset_y), i32(y_ld), self._scalar(beta), i32(0))
+                self._arguments.set(self._merge, helpers.MERGE_SIGNATURE, y_rows, y_cols, self._partial, y_cols,
+                                    pr.outputs * pr.vectors, self.slices, alpha, y, offset_y, y_ld, beta, 0)
             launches.append((self.kernel, self.global_size(), (self.params.wg_x, self.params.wg_y, 1)))
             if self._merge is not None:
                 launches.append((self._merge, y_grid, tiles))

@@ -10,11 +10,10 @@ from __future__ import annotations
 import functools
 import threading
 
-import numpy as np
 import pyopencl as cl
 
 from ..codelets import helpers
-from ..codelets.kernel import KernelSource, round_up
+from ..codelets.kernel import GEMM_SIGNATURE, STREAM_K_SIGNATURE, KernelSource, round_up
 from ..codelets.registry import KernelParams, check, render
 from ..codelets.stream_k import STREAM_K
 from ..errors import ArgumentError, ConfigError, ShapeError
@@ -59,7 +58,7 @@ class LaunchPlan(Routing):
         self._temps: list[cl.MemoryObject] = []
         self._allocated = False       # True from ``allocate`` to ``release`` (a plan may need no temporaries)
         self._epilogues: dict[str, cl.Kernel] = {}
-        self._arguments = KernelArguments()
+        self._arguments = KernelArguments(problem.dtype.scalar_numpy.type)
         self._lock = threading.Lock()
         self.kernel_source: KernelSource = render(self.params, self.dtype, guarded=self.guarded, stream=self.stream)
         if self.problem.m and self.problem.n and self.problem.k and self.problem.batch:
@@ -153,7 +152,7 @@ class LaunchPlan(Routing):
                 raise ShapeError(f"the padded copy of {name} would span {size // real_bytes[name]} reals, beyond "
                                  "this kernel's 32-bit indexing")
 
-    def _layer_strides(self) -> tuple[np.int32, ...]:
+    def _layer_strides(self) -> tuple[int, ...]:
         """The gemm kernel's A, B and C strides between layers: between the K slices of a split product
         (for A and B a slice's depth along their K, for C one padded C of the temporary), or under
         stream-K one K step's, else between the products of a batch as the kernel reads them (packed or
@@ -171,7 +170,7 @@ class LaunchPlan(Routing):
             else:
                 strides[name] = pr.stride(name)
         strides["C"] = self.padded_m * self.padded_n if self.c_temp else pr.stride_c
-        return tuple(np.int32(strides[name]) for name in "ABC")
+        return tuple(strides[name] for name in "ABC")
 
     def _epilogue(self, name: str) -> cl.Kernel:
         """The plan's own ``merge`` or ``scale`` kernel object (made once: creating one costs time)."""
@@ -190,9 +189,6 @@ class LaunchPlan(Routing):
         self._arguments.clear()
 
     # ----- launching ----------------------------------------------------------------------------
-    def _scalar(self, value: complex | float) -> np.generic:
-        return self.dtype.scalar_numpy.type(value)
-
     def enqueue(self, a: cl.Buffer, b: cl.Buffer, c: cl.Buffer, alpha: complex | float = 1.0,
                 beta: complex | float = 0.0, wait_for: list[cl.Event] | None = None,
                 offsets: tuple[int, int, int] | None = None) -> list[cl.Event]:
@@ -234,15 +230,14 @@ class LaunchPlan(Routing):
                         alpha: complex | float = 1.0, beta: complex | float = 0.0,
                         wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
         """The product and its merge on operands from ``enqueue_copy``: C = alpha op(A) op(B) + beta C."""
-        pr, i32, i64 = self.problem, np.int32, np.int64
+        pr = self.problem
         offset_c = pr.offset_c if offset_c is None else offset_c
         with self._lock:
             if self.nothing_to_multiply(alpha):
                 if pr.m == 0 or pr.n == 0 or pr.batch == 0:
                     return []
                 scale = self._epilogue("scale")
-                self._arguments.set(scale, i32(pr.m), i32(pr.n), c, i64(offset_c), i32(pr.ldc), self._scalar(beta),
-                               i32(pr.stride_c))
+                self._arguments.set(scale, helpers.SCALE_SIGNATURE, pr.m, pr.n, c, offset_c, pr.ldc, beta, pr.stride_c)
                 return self._launch([(scale, self._tiles_of_c(), TILE_GROUP)], wait_for)
             self.allocate()
             return self._launch(self._product_launches(operands, c, offset_c, alpha, beta), wait_for)
@@ -260,27 +255,25 @@ class LaunchPlan(Routing):
     def _stage_operand(self, name: str, user: cl.Buffer, offset: int, launches: list[tuple]) -> tuple:
         """Add the launches that bring operand ``name`` to the kernel (none when it is read in place) and
         return its kernel arguments: memory, offset, leading dimension."""
-        pr, i32, i64 = self.problem, np.int32, np.int64
         st = self.staging[name]
         if not st.packed:
-            return user, i64(offset), i32(pr.ld(name))
+            return user, offset, self.problem.ld(name)
         kern, dst = self.pack_kernels[name], self.pack_buffers[name]
         rows, cols, ld, dst_args, size = self._pack_constants[name]
-        self._arguments.set(kern, rows, cols, user, i64(offset), ld, dst, *dst_args)
+        self._arguments.set(kern, helpers.PACK_SIGNATURE, rows, cols, user, offset, ld, dst, *dst_args)
         launches.append((kern, size, TILE_GROUP))
         if st.image:
             launches.append((self.images[name], dst))
-            return self.images[name], i64(0), i32(0)
-        return dst, i64(0), i32(st.dst_ld)
+            return self.images[name], 0, 0
+        return dst, 0, st.dst_ld
 
     @functools.cached_property
     def _pack_constants(self) -> dict[str, tuple]:
         """Per packed operand, what its pack's launch takes that no call changes: the source's shape and
         leading dimension, the destination's arguments after its buffer, the NDRange."""
-        pr, i32, i64 = self.problem, np.int32, np.int64
-        return {name: (i32(st.rows), i32(st.cols), i32(pr.ld(name)),
-                       (i64(0), i32(st.dst_rows), i32(st.dst_cols), i32(st.dst_ld), i32(pr.stride(name)),
-                        i32(st.dst_rows * st.dst_ld)),
+        pr = self.problem
+        return {name: (st.rows, st.cols, pr.ld(name),
+                       (0, st.dst_rows, st.dst_cols, st.dst_ld, pr.stride(name), st.dst_rows * st.dst_ld),
                        (round_up(st.dst_cols, helpers.TILE), round_up(st.dst_rows, helpers.TILE),
                         self._packed_layers(name)))
                 for name, st in self.staging.items() if st.packed}
@@ -296,35 +289,38 @@ class LaunchPlan(Routing):
             global_size = (self.partition.launched * local[0], local[1], 1)
         else:
             global_size = (*self.kernel_source.global_size(dims[0], dims[1]), self.slices * pr.batch)
-        return tuple(np.int32(d) for d in dims), self._layer_strides(), global_size, (*local, 1)
+        return dims, self._layer_strides(), global_size, (*local, 1)
+
+    @functools.cached_property
+    def _gemm_signature(self) -> str:
+        return GEMM_SIGNATURE + (STREAM_K_SIGNATURE if self.partition else "")
 
     def _product_launches(self, operands: dict[str, tuple], c: cl.Buffer, offset_c: int, alpha, beta) -> list[tuple]:
         """The GEMM kernel's launch on staged operands and, into a temporary C, the merge's."""
-        pr, i32, i64 = self.problem, np.int32, np.int64
+        pr = self.problem
         dims, strides, global_size, local_size = self._gemm_constants
-        target = (self.c_buffer, i64(0), i32(self.padded_n)) if self.c_temp else (c, i64(offset_c), i32(pr.ldc))
+        target = (self.c_buffer, 0, self.padded_n) if self.c_temp else (c, offset_c, pr.ldc)
         # into a temporary the kernel writes op(A) op(B) alone; the merge applies alpha and beta
         kernel_alpha, kernel_beta = (1.0, 0.0) if self.c_temp else (alpha, beta)
         # a stream-K kernel that shares no tile writes no partial sum: C stands in for the temporary
-        partials = ((target[0] if self.partials is None else self.partials, i32(self.partition.groups))
+        partials = ((target[0] if self.partials is None else self.partials, self.partition.groups)
                     if self.partition else ())
-        self._arguments.set(self.gemm_kernel, *dims, self._scalar(kernel_alpha), self._scalar(kernel_beta),
-                       *operands["A"], *operands["B"], *target, *strides, *partials)
+        self._arguments.set(self.gemm_kernel, self._gemm_signature, *dims, kernel_alpha, kernel_beta,
+                            *operands["A"], *operands["B"], *target, *strides, *partials)
         launches = [(self.gemm_kernel, global_size, local_size)]
         if self.partition and self.partition.most_pieces():
             fixup = self._epilogue("fixup")
             p, part = self.params, self.partition
-            self._arguments.set(fixup, *dims[:2], i32(p.block_rows), i32(p.block_cols), i32(part.steps),
-                                i32(part.groups), self.partials, i32(self.padded_n),
-                                i64(self.padded_m * self.padded_n), self._scalar(kernel_alpha), *target,
-                                self._scalar(kernel_beta))
-            launches.append((fixup, (round_up(int(dims[1]), helpers.TILE), round_up(int(dims[0]), helpers.TILE), 1),
+            self._arguments.set(fixup, helpers.FIXUP_SIGNATURE, *dims[:2], p.block_rows, p.block_cols, part.steps,
+                                part.groups, self.partials, self.padded_n, self.padded_m * self.padded_n,
+                                kernel_alpha, *target, kernel_beta)
+            launches.append((fixup, (round_up(dims[1], helpers.TILE), round_up(dims[0], helpers.TILE), 1),
                              TILE_GROUP))
         if self.c_temp:
             merge = self._epilogue("merge")
-            self._arguments.set(merge, i32(pr.m), i32(pr.n), self.c_buffer, i32(self.padded_n),
-                           i32(self.padded_m * self.padded_n), i32(self.slices), self._scalar(alpha), c,
-                           i64(offset_c), i32(pr.ldc), self._scalar(beta), i32(pr.stride_c))
+            self._arguments.set(merge, helpers.MERGE_SIGNATURE, pr.m, pr.n, self.c_buffer, self.padded_n,
+                                self.padded_m * self.padded_n, self.slices, alpha, c, offset_c, pr.ldc, beta,
+                                pr.stride_c)
             launches.append((merge, self._tiles_of_c(), TILE_GROUP))
         return launches
 

@@ -16,6 +16,11 @@ from .kernel import KernelSource
 from .stream_k import OWNER_FUNCTION
 
 TILE = 16   # helper work-groups are TILE x TILE; pack transposes through a TILE x (TILE + 1) local tile
+#: The helper kernels' parameters, one letter each as ``runtime.opencl.arguments`` reads them.
+PACK_SIGNATURE = "iimlimliiiii"
+MERGE_SIGNATURE = "iimiiiemliei"
+SCALE_SIGNATURE = "iimliei"
+FIXUP_SIGNATURE = "iiiiiimilemlie"
 
 
 def prelude(dt: Dtype) -> str:

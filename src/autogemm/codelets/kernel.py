@@ -6,6 +6,11 @@ from dataclasses import dataclass
 
 #: The most K slices one launch computes side by side (split K), each a layer of work-groups.
 MAX_SLICES = 64
+#: The parameters of every GEMM kernel of the OpenCL path, one letter each (``runtime.opencl.arguments``):
+#: M, N, K, alpha, beta; A, B and C each as memory, offset, leading dimension; the layer strides of A, B, C.
+GEMM_SIGNATURE = "iiiee" + "mli" * 3 + "iii"
+#: What a stream-K kernel takes after them: its partial sums and how many work-groups share the tiles.
+STREAM_K_SIGNATURE = "mi"
 
 
 def ceil_div(a: int, b: int) -> int:

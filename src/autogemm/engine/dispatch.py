@@ -12,13 +12,14 @@ validated once (``call.GemmCall``) and handed to the route that takes it:
 from __future__ import annotations
 
 import numpy as np
+from pyopencl.array import Array
 
 from ..blas.problem import alignment_class
 from ..errors import ArgumentError
 from ..profiles import thresholds_for
 from ..runtime.opencl.discovery import find_device
 from .call import GemmCall, GemmOptions
-from .operands import Matrix, as_matrix, on_device
+from .operands import Matrix, as_matrix
 from .resolved import ROUTES
 from .routes import cuda_host
 from .routes.cuda_tensors import run_tensors, tensors_among
@@ -30,20 +31,22 @@ from .transfer import large_on_host
 def run_gemm(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, options: GemmOptions) -> Matrix:
     """C = alpha op(A) op(B) + beta C: one product of matrices or CUDA tensors (``batch`` None), or a
     strided batch of ``batch`` products where ``a``, ``b`` and ``c`` are checked stacks along their first
-    dimension (``a`` or ``b`` a matrix, or a stack of one, is used in every product)."""
-    options.check()
-    if batch is None and tensors_among(a, b, c):
-        return run_tensors(a, b, c, options)
-    if options.stream is not None:
-        raise ArgumentError("stream is for CUDA tensors; numpy and pyopencl operands run on their own queue")
-    if batch is None:
-        a, b = (as_matrix(x, name, "for a vector use autogemm.gemv or autogemm.matmul",
-                          "for stacks of matrices use autogemm.matmul or autogemm.gemm_batched")
-                for x, name in ((a, "a"), (b, "b")))
-        c = None if c is None else as_matrix(c, "c")
+    dimension (``a`` or ``b`` a matrix, or a stack of one, is used in every product). A call whose
+    signature has a route kept was checked when the route was made: it only binds its memory, scalars
+    and events."""
     key = call_signature(a, b, c, batch, options)
-    route = ROUTES.get(key)
+    route = ROUTES.get(key) if options.stream is None else None
     if route is None:
+        options.check()
+        if batch is None and tensors_among(a, b, c):
+            return run_tensors(a, b, c, options)
+        if options.stream is not None:
+            raise ArgumentError("stream is for CUDA tensors; numpy and pyopencl operands run on their own queue")
+        if batch is None:
+            a, b = (as_matrix(x, name, "for a vector use autogemm.gemv or autogemm.matmul",
+                              "for stacks of matrices use autogemm.matmul or autogemm.gemm_batched")
+                    for x, name in ((a, "a"), (b, "b")))
+            c = None if c is None else as_matrix(c, "c")
         call = GemmCall.build(a, b, c, batch, options)
         if batch is None:
             done = _elsewhere(call, key)
@@ -88,17 +91,24 @@ def call_signature(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, op
     """What a call's route depends on: for operands all numpy arrays their shapes, strides, dtypes and
     whether C is writeable; for operands all device arrays their shapes, strides, the alignment classes
     of their offsets, dtypes and queues; and ``batch``, whether C is given, and the options
-    (``GemmOptions.key``). None for mixed operands or options that cannot be a key: such calls are
-    resolved afresh each time. Views of a stack at offsets of one class share a signature, so a loop over
-    them is resolved once."""
+    (``GemmOptions.key``). None for other or mixed operands, or options that cannot be a key: such calls
+    are resolved afresh each time. Views of a stack at offsets of one class share a signature, so a loop
+    over them is resolved once. (Every call makes one: written for speed.)"""
+    if type(a) is np.ndarray:
+        if type(b) is not np.ndarray or not (c is None or type(c) is np.ndarray):
+            return None
+        operands = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype,
+                    None if c is None else (c.shape, c.strides, c.dtype, c.flags.writeable))
+    elif isinstance(a, Array):
+        if not isinstance(b, Array) or not (c is None or isinstance(c, Array)):
+            return None
+        operands = (_device_key(a), _device_key(b), None if c is None else _device_key(c))
+    else:
+        return None
     options_key = options.key()
-    if options_key is None:
-        return None
-    operands = [x for x in (a, b, c) if x is not None]
-    if all(type(x) is np.ndarray for x in operands):
-        return (*((x.shape, x.strides, x.dtype) for x in operands), c is None or c.flags.writeable,
-                c is None, batch, options_key)
-    if not all(on_device(x) for x in operands):
-        return None
-    return (*((x.shape, x.strides, alignment_class(x.offset // x.dtype.itemsize), x.dtype, x.queue)
-              for x in operands), c is None, batch, options_key)
+    return None if options_key is None else (operands, batch, options_key)
+
+
+def _device_key(x: Array) -> tuple:
+    """A device array's part of a call signature."""
+    return x.shape, x.strides, alignment_class(x.offset // x.dtype.itemsize), x.dtype, x.queue

@@ -192,24 +192,25 @@ def events_of(values: list[object], queue: cl.CommandQueue) -> list[cl.Event]:
     (an in-order queue runs its commands one after the other; waiting on its own events only costs time).
     An array's events may come from any queue: a call on the queue of its first device operand adds its
     last event to C, which may lie on another."""
-    return [event for value in values if on_device(value) for event in value.events
-            if _queue_of(event) != queue]
+    handle = queue.int_ptr
+    return [event for value in values if isinstance(value, cl_array.Array) for event in value.events
+            if _queue_of(event) != handle]
 
 
-#: The queue of each event recently asked about, by the event's id (the event held with it, so that its id
-#: is no other's meanwhile): asking the driver costs every call on device arrays, whose events stay with
-#: them, and an event's queue never changes.
-_QUEUES: OrderedDict[int, tuple[cl.Event, cl.CommandQueue | None]] = OrderedDict()
+#: The handle of the queue of each event recently asked about, by the event's id (the event held with it,
+#: so that its id is no other's meanwhile): asking the driver costs every call on device arrays, whose
+#: events stay with them, and an event's queue never changes.
+_QUEUES: OrderedDict[int, tuple[cl.Event, int | None]] = OrderedDict()
 QUEUES_KEPT = 256
 
 
-def _queue_of(event: cl.Event) -> cl.CommandQueue | None:
-    """``event``'s command queue (None for a user event), asked of the driver once."""
+def _queue_of(event: cl.Event) -> int | None:
+    """The handle of ``event``'s command queue (None for a user event), asked of the driver once."""
     found = _QUEUES.get(id(event))
     if found is not None and found[0] is event:
         return found[1]
     queue = event.command_queue
-    _QUEUES[id(event)] = (event, queue)
+    _QUEUES[id(event)] = (event, None if queue is None else queue.int_ptr)
     while len(_QUEUES) > QUEUES_KEPT:
         _QUEUES.popitem(last=False)
-    return queue
+    return _QUEUES[id(event)][1]

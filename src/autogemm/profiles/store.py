@@ -41,12 +41,6 @@ def _path(root: Path, fingerprint: str) -> Path:
     return root / PROFILES / f"{fingerprint}.json"
 
 
-@lru_cache(maxsize=64)
-def _name(path: Path) -> str:
-    """``str(path)``, once (every call looks the profile up)."""
-    return str(path)
-
-
 def read(path: Path | str) -> Profile:
     """Load and validate one profile file (``ProfileError`` on any problem)."""
     path = Path(path)
@@ -104,12 +98,13 @@ def user_profiles() -> list[tuple[str, Profile | ProfileError]]:
 
 
 _memo: dict[tuple, Profile | None] = {}
-#: A lookup reads a profile file's time stamp at most once in this many seconds (every call looks its
-#: device's profile up, and a ``stat`` of a file that is not there is a noticeable share of a small
-#: numpy-to-numpy product's time): a profile another process writes is used within this time; one this
-#: process saves, at once.
+#: A lookup reads a profile file's time stamp at most once in this many seconds per device (every call
+#: looks its device's profile up, and a ``stat`` costs more than a small product's bookkeeping): a profile
+#: another process writes, or one in a cache directory newly named by ``$AUTOGEMM_CACHE_DIR``, is used
+#: within this time; one this process saves, at once.
 RECHECK_SECONDS = 1.0
-_stamps: dict[str, tuple[float, int | None]] = {}
+#: fingerprint -> (when to look again, the profile found)
+_recent: dict[str, tuple[float, Profile | None]] = {}
 
 
 def profile_for(device: Device) -> Profile | None:
@@ -117,11 +112,16 @@ def profile_for(device: Device) -> Profile | None:
     for this device's fingerprint), else one borrowed from a related device (``related``: the same model
     under another driver, else the same architecture), whose configurations are verified on this device
     before their first use (``blas.verified``); None when there is none (``profile_origin`` says which)."""
-    path = path_for(device.fingerprint)
-    name = _name(path)
-    key = (device.fingerprint, name, _stamp(name))
+    fingerprint = device.fingerprint
+    now = time.monotonic()
+    recent = _recent.get(fingerprint)
+    if recent is not None and now < recent[0]:
+        return recent[1]
+    path = path_for(fingerprint)
+    key = (fingerprint, str(path), _stamp(path))
     if key not in _memo:
         _memo[key] = _find(device, path)
+    _recent[fingerprint] = (now + RECHECK_SECONDS, _memo[key])
     return _memo[key]
 
 
@@ -137,20 +137,15 @@ def thresholds_for(device: Device) -> Thresholds:
 def forget() -> None:
     """Forget every lookup made: the next reads the profiles again (after a save, or for tests)."""
     _memo.clear()
-    _stamps.clear()
+    _recent.clear()
 
 
-def _stamp(name: str) -> int | None:
-    """The file's modification time (None where there is none), read again after ``RECHECK_SECONDS``."""
-    now = time.monotonic()
-    found = _stamps.get(name)
-    if found is None or now - found[0] >= RECHECK_SECONDS:
-        try:
-            stamp = os.stat(name).st_mtime_ns
-        except OSError:
-            stamp = None
-        found = _stamps[name] = (now, stamp)
-    return found[1]
+def _stamp(path: Path) -> int | None:
+    """The file's modification time (None where there is none)."""
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
 
 
 def own_profile(device: Device) -> Profile | None:

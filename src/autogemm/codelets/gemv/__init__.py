@@ -6,9 +6,9 @@ from ..registry import GEMV, Family, register
 from . import space
 from .check import check
 from .params import GemvParams
-from .render import render
+from .render import GEMV_SIGNATURE, render
 
 FAMILY = register(Family(GemvParams.family, GemvParams, check, render, space.space,
                          routine=GEMV))
 
-__all__ = ["FAMILY", "GemvParams", "check", "render"]
+__all__ = ["FAMILY", "GEMV_SIGNATURE", "GemvParams", "check", "render"]

@@ -18,6 +18,8 @@ from ..helpers import prelude
 from ..kernel import KernelSource
 from .params import GemvParams
 
+#: ``_SIGNATURE``'s parameters, one letter each as ``runtime.opencl.arguments`` reads them.
+GEMV_SIGNATURE = "iiiii" + "mli" + "mlii" * 2 + "mii" + "ee"
 _SIGNATURE = """(const int rows, const int cols, const int chunk, const int slices, const int vectors,
           const __global stored* A, const long a_offset, const int lda,
           const __global stored* x, const long x_offset, const int incx, const int ldx,
