@@ -52,10 +52,13 @@ def test_gemm_keeps_plans_between_calls_and_evicts_the_oldest(ctx, monkeypatch):
 def test_a_repeated_device_call_holds_its_plan_only_while_the_cache_does(ctx, monkeypatch):
     """Calls on device arrays keep the plan they ran on and skip its lookup; a plan the cache dropped,
     or made under a profile since replaced, is not used again: the call gets a new one."""
+    from types import SimpleNamespace
+
     import pyopencl.array as cl_array
 
     import autogemm
     from autogemm.blas import plan_cache
+    from autogemm.profiles import store
 
     plan_cache.clear()
     monkeypatch.setattr(plan_cache, "CAPACITY", 1)
@@ -75,7 +78,9 @@ def test_a_repeated_device_call_holds_its_plan_only_while_the_cache_does(ctx, mo
         call(m)
     assert len(made) == 3          # the second call ran on the first's plan; the last came after its eviction
     stale = made[-1]
-    monkeypatch.setattr(plan_cache, "profile_for", lambda device: object())   # a new profile each lookup
+    for module in (plan_cache, store):                                       # a new profile each lookup
+        monkeypatch.setattr(module, "profile_for", lambda device: SimpleNamespace(thresholds=None))
+    store.forget()                                                           # as a save does
     call(6)
     assert len(made) == 4 and not plan_cache.is_current(stale)   # forgotten; freed once nothing holds it
     plan_cache.clear()

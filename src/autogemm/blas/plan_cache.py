@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from ..codelets.gemv import GemvParams
 from ..codelets.registry import KernelParams
-from ..profiles import profile_for
+from ..profiles import profile_for, still_current
 from ..runtime.opencl.context import DeviceContext
 from .gemv import GemvLaunchPlan, GemvProblem
 from .launch_plan import LaunchPlan
@@ -79,7 +79,7 @@ def is_current(plan: LaunchPlan | VectorsPlan | GemvLaunchPlan) -> bool:
     if kept is None:
         return False
     ctx, profile, from_profile = kept
-    return not from_profile or profile_for(ctx.device) is profile
+    return not from_profile or still_current(ctx.device, profile)
 
 
 def clear() -> None:

@@ -63,14 +63,8 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
     precision mode is computed by its own configurations or the native
     dtype's (which are exact), a 16-bit dtype by its own or float32's (on converted operands),
     whichever are predicted faster. A batch, read through buffers, takes no configuration with images.
-    A product too small for a pack's launch to pay takes the choice in the layout A and B are stored in
-    (``read_as_stored``)."""
-    chosen = _chosen(device, problem)
-    return read_as_stored(chosen, device, problem)
-
-
-def _chosen(device: Device, problem: GemmProblem) -> Selection:
-    """``choose_params``'s choice before ``read_as_stored``."""
+    A product too small for a pack's launch to pay takes a choice not measured on that very problem in
+    the layout A and B are stored in (``read_as_stored``)."""
     dt = problem.dtype
     profile = profile_for(device)
     if profile is not None:
@@ -109,12 +103,12 @@ def _chosen(device: Device, problem: GemmProblem) -> Selection:
 
         for pick in (by_shape, by_prediction, by_class):
             found = verified(pick)
-            if found is not None:
-                return found
+            if found is not None:       # one measured on this very problem stands as measured
+                return found if pick is by_shape else read_as_stored(found, device, problem)
     for config in tensor_defaults(device, dt):
         if check(config, device, dt) is None and verified_here(device, config, dt, "a tensor-core default"):
-            return Selection(config, "default (matrix instructions)")
-    return Selection(default_params(device, dt), "default")
+            return read_as_stored(Selection(config, "default (matrix instructions)"), device, problem)
+    return read_as_stored(Selection(default_params(device, dt), "default"), device, problem)
 
 
 def read_as_stored(chosen: Selection, device: Device, problem: GemmProblem) -> Selection:

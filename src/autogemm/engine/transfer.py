@@ -136,7 +136,9 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
     sizes = [max(st.span.nbytes, st.span.itemsize) if st.buffer is None else 0 for st in operands]
     buffers: list[cl.Buffer] = []
     launched: list[cl.Event] = []
-    downloads: list[tuple[cl.Event, int, int]] = []
+    downloads: list[tuple[int, int]] = []          # the elements of the result each block writes
+    last: tuple[int, int, list[cl.Event]] | None = None     # the last block's, and the launch it follows
+    reads: list[cl.Event] = []                     # the other blocks' reads
     done = False
     try:
         copies.first()
@@ -151,14 +153,19 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
         uploads = [cl.enqueue_copy(up_queue, buffers[i], source, dst_offset=start * source.itemsize,
                                    wait_for=copies.ready[k], is_blocking=False)
                    for k, ((i, start, _), source) in enumerate(zip(pieces, copies.sources))]
+        into = flat if landing is None else landing
         for count, block in zip(ready, blocks):      # the uploads run in order: a block waits for its last
             launched.extend(block.enqueue(buffers, wait_for + uploads[count - 1:count]))
             start, stop = block.writes
             if flat is not None and stop > start and launched:
-                into = flat if landing is None else landing
-                downloads.append((cl.enqueue_copy(down_queue, into[start:stop], buffers[-1],
-                                                  src_offset=start * into.itemsize, wait_for=launched[-1:],
-                                                  is_blocking=False), start, stop))
+                downloads.append((start, stop))
+                if block is blocks[-1]:
+                    last = (start, stop, launched[-1:])
+                else:       # read back while the next block computes (its event held: pyopencl's event of
+                    # a read into host memory waits for the read as it is collected)
+                    reads.append(cl.enqueue_copy(down_queue, into[start:stop], buffers[-1],
+                                                 src_offset=start * into.itemsize, wait_for=launched[-1:],
+                                                 is_blocking=False))
         copies.join()
         if on_device(out):
             for event in uploads + launched[-1:]:
@@ -169,9 +176,16 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
         if flat is None:
             download(down_queue, operands[-1], buffers[-1], out, None if staging is None else staging[-1],
                      launched[-1:])
-        for event, start, stop in downloads:
-            event.wait()
-            if landing is not None:
+        if last is not None:
+            # the last block's download blocks (a blocking read returns sooner than a wait on an event
+            # does on some drivers); the others, before it on its in-order queue, have ended too
+            start, stop, after = last
+            cl.enqueue_copy(down_queue, into[start:stop], buffers[-1], src_offset=start * into.itemsize,
+                            wait_for=after, is_blocking=True)
+        elif downloads:
+            down_queue.finish()
+        if landing is not None:
+            for start, stop in downloads:
                 parallel_copy(flat[start:stop], landing[start:stop])
         done = True        # every command before the downloads on their queues has ended too
         return out

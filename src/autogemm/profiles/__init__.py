@@ -10,6 +10,7 @@ from .store import (
     profile_origin,
     read,
     save,
+    still_current,
     thresholds_for,
     user_profiles,
 )
@@ -17,4 +18,4 @@ from .thresholds import Thresholds
 
 __all__ = ["CudaEntry", "HybridEntry", "Predictor", "Profile", "ProfileWarning", "Ranked", "Sample", "SizeClassEntry",
            "Thresholds", "bundled", "own_profile", "path_for", "profile_for", "profile_origin", "read", "save",
-           "thresholds_for", "user_profiles"]
+           "still_current", "thresholds_for", "user_profiles"]

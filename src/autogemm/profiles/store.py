@@ -41,6 +41,12 @@ def _path(root: Path, fingerprint: str) -> Path:
     return root / PROFILES / f"{fingerprint}.json"
 
 
+@lru_cache(maxsize=64)
+def _name(path: Path) -> str:
+    """``str(path)``, once (every call looks the profile up)."""
+    return str(path)
+
+
 def read(path: Path | str) -> Profile:
     """Load and validate one profile file (``ProfileError`` on any problem)."""
     path = Path(path)
@@ -98,13 +104,12 @@ def user_profiles() -> list[tuple[str, Profile | ProfileError]]:
 
 
 _memo: dict[tuple, Profile | None] = {}
-#: A lookup reads a profile file's time stamp at most once in this many seconds per device (every call
-#: looks its device's profile up, and a ``stat`` costs more than a small product's bookkeeping): a profile
-#: another process writes, or one in a cache directory newly named by ``$AUTOGEMM_CACHE_DIR``, is used
-#: within this time; one this process saves, at once.
+#: A lookup reads a profile file's time stamp at most once in this many seconds (every call looks its
+#: device's profile up, and a ``stat`` of a file that is not there is a noticeable share of a small
+#: numpy-to-numpy product's time): a profile another process writes is used within this time; one this
+#: process saves, at once.
 RECHECK_SECONDS = 1.0
-#: fingerprint -> (when to look again, the profile found)
-_recent: dict[str, tuple[float, Profile | None]] = {}
+_stamps: dict[str, tuple[float, int | None]] = {}
 
 
 def profile_for(device: Device) -> Profile | None:
@@ -112,17 +117,31 @@ def profile_for(device: Device) -> Profile | None:
     for this device's fingerprint), else one borrowed from a related device (``related``: the same model
     under another driver, else the same architecture), whose configurations are verified on this device
     before their first use (``blas.verified``); None when there is none (``profile_origin`` says which)."""
-    fingerprint = device.fingerprint
-    now = time.monotonic()
-    recent = _recent.get(fingerprint)
-    if recent is not None and now < recent[0]:
-        return recent[1]
-    path = path_for(fingerprint)
-    key = (fingerprint, str(path), _stamp(path))
+    path = path_for(device.fingerprint)
+    name = _name(path)
+    key = (device.fingerprint, name, _stamp(name))
     if key not in _memo:
         _memo[key] = _find(device, path)
-    _recent[fingerprint] = (now + RECHECK_SECONDS, _memo[key])
     return _memo[key]
+
+
+#: fingerprint -> (until when, after how many ``forget``s, the profile ``profile_for`` last returned)
+_confirmed: dict[str, tuple[float, int, Profile | None]] = {}
+_forgotten = 0
+
+
+def still_current(device: Device, profile: Profile | None) -> bool:
+    """Whether ``profile_for(device)`` would return ``profile`` again: asked of it at most once per
+    ``RECHECK_SECONDS`` for each device, and at once after a save (for holders of a lookup's result that
+    ask on every call, such as a call's resolved route: within that time they hold to the profile of a
+    cache directory that ``$AUTOGEMM_CACHE_DIR`` no longer names)."""
+    now = time.monotonic()
+    confirmed = _confirmed.get(device.fingerprint)
+    if confirmed is not None and now < confirmed[0] and confirmed[1] == _forgotten:
+        return confirmed[2] is profile
+    found = profile_for(device)
+    _confirmed[device.fingerprint] = (now + RECHECK_SECONDS, _forgotten, found)
+    return found is profile
 
 
 def thresholds_for(device: Device) -> Thresholds:
@@ -136,16 +155,23 @@ def thresholds_for(device: Device) -> Thresholds:
 
 def forget() -> None:
     """Forget every lookup made: the next reads the profiles again (after a save, or for tests)."""
+    global _forgotten
     _memo.clear()
-    _recent.clear()
+    _stamps.clear()
+    _forgotten += 1
 
 
-def _stamp(path: Path) -> int | None:
-    """The file's modification time (None where there is none)."""
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return None
+def _stamp(name: str) -> int | None:
+    """The file's modification time (None where there is none), read again after ``RECHECK_SECONDS``."""
+    now = time.monotonic()
+    found = _stamps.get(name)
+    if found is None or now - found[0] >= RECHECK_SECONDS:
+        try:
+            stamp = os.stat(name).st_mtime_ns
+        except OSError:
+            stamp = None
+        found = _stamps[name] = (now, stamp)
+    return found[1]
 
 
 def own_profile(device: Device) -> Profile | None:

@@ -49,6 +49,9 @@ class OpenCLRoute:
         self.ctx = call_context(o.device, {"a": a, "b": b, "c": c})
         self.dt, self.shape, self.asynchronous = call.dt, call.shape, call.on_device
         self.config, self.edge, self.has_c = o.config, o.edge, c is not None
+        # every call of the route's signature has operands of the same kinds and dtypes as this one
+        self.device_only = all(on_device(x) for x in (a, b, c) if x is not None)
+        self.itemsizes = tuple(x.dtype.itemsize if x is not None else 0 for x in (a, b, c))
         sa, sb = stored(a, "a"), stored(b, "b")
         # a new C is dense and row-major
         sc = stored(c, "c") if c is not None else Stored(max(call.n, 1), False, call.m, call.n,
@@ -116,13 +119,16 @@ class OpenCLRoute:
         if pr.m == 0 or pr.n == 0 or pr.batch == 0:
             return out
         wait_for = events_of([a, b, c], ctx.queue) + wait_for
-        if not all(on_device(x) for x in (a, b, c) if x is not None):
+        if not self.device_only:
             return self._with_transfers(a, b, out, alpha, beta, wait_for)
         # device arrays alone: nothing to upload; the offsets are this call's own (the key holds their class)
-        first, second = (b, a) if self.swapped else (a, b)
-        offsets = (first.offset // first.dtype.itemsize, second.offset // second.dtype.itemsize,
-                   out.offset // out.dtype.itemsize)
-        buffers = (first.base_data, second.base_data, out.base_data)
+        size_a, size_b, size_c = self.itemsizes
+        offset_a, offset_b = a.offset // size_a, b.offset // size_b
+        offset_c = out.offset // (size_c or out.dtype.itemsize)
+        if self.swapped:
+            offsets, buffers = (offset_b, offset_a, offset_c), (b.base_data, a.base_data, out.base_data)
+        else:
+            offsets, buffers = (offset_a, offset_b, offset_c), (a.base_data, b.base_data, out.base_data)
         if self.blocked:
             placed = replace(pr, offset_a=offsets[0], offset_b=offsets[1], offset_c=offsets[2])
             events = index_blocks.enqueue_blocks(ctx, placed, self.config, self.edge, buffers, alpha, beta, wait_for)

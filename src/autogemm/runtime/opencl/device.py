@@ -42,10 +42,11 @@ class Device:
     def is_gpu(self) -> bool:
         return self.device_type == "GPU"
 
-    @property
+    @cached_property
     def shares_host_memory(self) -> bool:
         """True where the device computes in the host's own memory (a CPU, an integrated GPU): buffers made
-        over host arrays need no copies. Asked of the driver, not part of the fingerprint."""
+        over host arrays need no copies. Asked of the driver once (every call on host arrays asks), not
+        part of the fingerprint."""
         return self.cl_device is not None and bool(self.cl_device.host_unified_memory)
 
     @property
