@@ -200,7 +200,7 @@ def test_a_product_larger_than_the_device_says_how_much_it_needs(ctx, monkeypatc
     import dataclasses
 
     small = dataclasses.replace(ctx.device, global_mem_bytes=3 << 20, max_mem_alloc_bytes=1 << 20)
-    monkeypatch.setattr(ctx, "device", small)
+    monkeypatch.setattr(ctx.for_calls, "device", small)          # where calls on numpy arrays run
     fits = np.ones((256, 256), np.float32)             # 0.25 MiB an operand
     assert np.allclose(autogemm.gemm(fits, fits), 256.0)
     under_1_mib = np.ones((500, 500), np.float32)      # 0.95 MiB each, over 3 MiB with C and the packs

@@ -163,10 +163,10 @@ def as_matrix(value: object, name: str, for_vectors: str = "", for_stacks: str =
 
 def call_context(device: Device | str | int | None, named: dict[str, object]) -> DeviceContext:
     """Where a call runs: on the queue of its device arrays (all of one context, and of ``device`` when
-    one is named too), else on ``device``'s own context."""
+    one is named too), else on the context of ``device``'s calls on host arrays (``for_calls``)."""
     arrays = {name: value for name, value in named.items() if on_device(value)}
     if not arrays:
-        return context_for(device)
+        return context_for(device).for_calls
     (first, array), *others = arrays.items()
     for name, other in others:
         if other.context != array.context:

@@ -156,7 +156,7 @@ def page_locked(ctx: DeviceContext, nbytes: int) -> Iterator[np.ndarray]:
     small: page-locking is slow (page-locking a new B each call cost more than the product), so a
     process that shares B among devices holds as much as its largest B."""
     with _rings_lock:
-        kept = _page_locked.setdefault(ctx, _KeptMemory())
+        kept = _page_locked.setdefault(ctx.owner, _KeptMemory())
     with kept.lock:
         if kept.array is None or kept.array.nbytes < nbytes:
             kept.release()
@@ -168,7 +168,7 @@ def release_page_locked(ctx: DeviceContext) -> None:
     """Give the page-locked memory of ``page_locked`` back to the system (once no call uses it); a later
     call makes it anew."""
     with _rings_lock:
-        kept = _page_locked.get(ctx)
+        kept = _page_locked.get(ctx.owner)
     if kept is not None:
         with kept.lock:
             kept.release()
@@ -297,12 +297,14 @@ _result_pools: weakref.WeakKeyDictionary[DeviceContext | CudaContext, ResultPool
 
 def result_pool(ctx: DeviceContext | CudaContext) -> ResultPool:
     """The context's ``ResultPool`` (of an OpenCL context's mapped buffers, or of a CUDA context's
-    page-locked memory), made on first use."""
+    page-locked memory), made on first use; a context beside another (``DeviceContext.for_calls``) uses
+    that one's."""
+    owner = ctx.owner if isinstance(ctx, DeviceContext) else ctx
     with _rings_lock:
-        if ctx not in _result_pools:
-            allocate = ctx.pinned if isinstance(ctx, CudaContext) else functools.partial(_MappedMemory, ctx)
-            _result_pools[ctx] = ResultPool(allocate)
-        return _result_pools[ctx]
+        if owner not in _result_pools:
+            allocate = owner.pinned if isinstance(owner, CudaContext) else functools.partial(_MappedMemory, owner)
+            _result_pools[owner] = ResultPool(allocate)
+        return _result_pools[owner]
 
 
 def in_result_pool(array: np.ndarray) -> bool:
