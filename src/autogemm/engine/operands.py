@@ -43,7 +43,7 @@ class Stored(NamedTuple):
 
     @property
     def elements(self) -> int:
-        """Elements from the first to the last of the storage."""
+        """Elements from the first to the last of the storage (``placed`` counts them as this does)."""
         if not (self.rows and self.cols and self.layers):
             return 0
         return (self.layers - 1) * self.stride + (self.rows - 1) * self.ld + self.cols
@@ -119,8 +119,10 @@ def placed(arr: Matrix, layout: tuple[int, bool, int, int, int, int]) -> Stored:
         if arr.base_data is None:          # pyopencl gives an empty array no buffer: the kernels get a stand-in
             return Stored(*layout, span=np.empty(0, arr.dtype))
         return Stored(*layout, offset=arr.offset // arr.dtype.itemsize, buffer=arr.base_data)
-    elements = Stored(*layout).elements
-    if elements == arr.size and (arr.flags.c_contiguous or arr.flags.f_contiguous):
+    ld, _, rows, cols, layers, stride = layout
+    elements = (layers - 1) * stride + (rows - 1) * ld + cols if rows and cols and layers else 0
+    flags = arr.flags
+    if elements == arr.size and (flags.c_contiguous or flags.f_contiguous):
         span = arr.ravel("K")              # its elements in memory order, a view (a quarter of as_strided's time)
         span.flags.writeable = False
     else:

@@ -78,10 +78,12 @@ def run_blocks(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[
     allocate, for the memory check made before anything is enqueued; ``limits`` the device's thresholds
     (``pinned_min_bytes`` to ``pinned_max_bytes`` cross through page-locked memory)."""
     check_memory(ctx, [st.span.nbytes for st in operands if st.buffer is None] + list(temporaries))
-    if ctx.device.shares_host_memory:       # nothing to stage, nor a pool to ask
-        return _execute(ctx, operands, needed, out, blocks, wait_for, None)
-    out_locked = result_pool(ctx).owns(out)
-    places = _places(operands, needed, out, out_locked, limits)
+    out_locked = places = None
+    if not ctx.device.shares_host_memory:       # else nothing to stage, nor a pool to ask
+        out_locked = result_pool(ctx).owns(out)
+        places = _places(operands, needed, out, out_locked, limits)
+    if places is None and len(blocks) == 1:
+        return _direct(ctx, operands, needed, out, blocks[0], wait_for)
     if places is None:
         return _execute(ctx, operands, needed, out, blocks, wait_for, None)
     with page_locked(ctx, places[-1]) as memory:     # until the uploads are done and a host result is back
@@ -191,11 +193,51 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
         return out
     finally:
         copies.close()             # no copy runs on, nor an upload waits for one that never ends
-        for st, buf, size in zip(operands, buffers, sizes):
+        # given back last first: the pool hands out the last given first, so that a repeated call gets
+        # each operand's buffer of the last call again and sets no kernel argument anew
+        for st, buf, size in reversed(list(zip(operands, buffers, sizes))):
             if st.buffer is None and done:
                 ctx.buffers.give(buf, size)
             elif st.buffer is None:
                 buf.release()      # freed once the commands using it are done
+
+
+def _direct(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bool], out: Matrix, block: Block,
+            wait_for: list[cl.Event]) -> Matrix:
+    """``run_blocks`` of one block with nothing staged (nothing to overlap): each needed host operand
+    uploaded from its array, the block's launches, and a host result read back, blocking. Its buffers
+    come from the context's pool and go back to it, last first (the pool hands out the last given
+    first, so that a repeated call gets each operand's buffer again and sets no kernel argument anew)."""
+    queue = ctx.queue
+    sizes = [max(st.span.nbytes, st.span.itemsize) if st.buffer is None else 0 for st in operands]
+    buffers = [st.buffer for st in operands]
+    done = False
+    try:
+        for i, st in enumerate(operands):
+            if st.buffer is None:
+                buffers[i] = ctx.buffers.take(sizes[i])
+        # (the uploads' events held: pyopencl's event of a copy from host memory waits for it as it goes)
+        uploads = [cl.enqueue_copy(queue, buffers[i], st.span, is_blocking=False)
+                   for i, (st, need) in enumerate(zip(operands, needed)) if st.buffer is None and need and st.elements]
+        launched = block.enqueue(buffers, wait_for + uploads[-1:])
+        if on_device(out):
+            for event in uploads + launched[-1:]:
+                out.add_event(event)
+            return out
+        flat = _flat(out, operands[-1])
+        if flat is None:
+            download(queue, operands[-1], buffers[-1], out, None, launched[-1:])
+        elif launched:
+            cl.enqueue_copy(queue, flat, buffers[-1], wait_for=launched[-1:], is_blocking=True)
+        done = True
+        return out
+    finally:
+        for st, buf, size in reversed(list(zip(operands, buffers, sizes))):
+            if st.buffer is None and buf is not None:
+                if done:
+                    ctx.buffers.give(buf, size)
+                else:
+                    buf.release()      # freed once the commands using it are done
 
 
 def _pieces(operands: Sequence[Stored], needed: Sequence[bool], needs: Sequence[tuple[int, ...]], staged: bool
