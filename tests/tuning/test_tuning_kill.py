@@ -57,7 +57,10 @@ def test_a_tuning_run_killed_at_random_moments_resumes_and_loses_nothing(tmp_pat
             time.sleep(0.02)
         time.sleep(rng.uniform(0.0, 0.3))
         run.send_signal(signal.SIGKILL)
-        assert run.wait() == -signal.SIGKILL, "the run ended before it was killed"
+        code = run.wait()
+        if code == 0 and measured_before:       # the run finished its budget first: nothing left to kill
+            break
+        assert code == -signal.SIGKILL, "the first run ended before it was killed"
         for path in (tmp_path / "profiles").glob("*.json"):
             store.read(path)                                  # whole, never half-written
         measured_before.append(_measured(checkpoints))
