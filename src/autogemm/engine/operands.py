@@ -51,11 +51,17 @@ class Stored(NamedTuple):
 
 def layout_of(shape: tuple[int, int], strides: tuple[int, int], itemsize: int) -> tuple[int, bool] | None:
     """(ld, flipped) of a 2-D array of these strides (in bytes, or in elements with ``itemsize`` 1), or
-    None when it is neither row- nor column-major with unit stride along one axis."""
+    None when it is neither row- nor column-major with unit stride along one axis. The stride of an axis
+    of length 1 is never stepped: numpy calls such a view contiguous whatever it is (negative, zero), so
+    it counts as a dense one."""
     rows, cols = shape
     s0, s1 = strides
     if not rows or not cols:
         return max(cols, 1), False
+    if cols == 1:
+        s1 = itemsize
+    if rows == 1:
+        s0 = cols * itemsize if s1 == itemsize else itemsize
     if (s1 == itemsize or cols == 1) and s0 % itemsize == 0 and s0 >= cols * itemsize:
         return s0 // itemsize, False
     if (s0 == itemsize or rows == 1) and s1 % itemsize == 0 and s1 >= rows * itemsize:
@@ -73,7 +79,7 @@ def storage_layout(arr: Matrix) -> tuple[int, bool, int, int, int, int] | None:
     if arr.size == 0:                      # numpy gives an empty array zero strides
         return max(cols, 1), False, rows, cols, layers, 0
     layout = layout_of(arr.shape[-2:], arr.strides[-2:], itemsize)
-    stride = arr.strides[0] if arr.ndim == 3 else 0
+    stride = arr.strides[0] if layers > 1 else 0        # (one matrix's stride is never stepped)
     if layout is None or stride < 0 or stride % itemsize:
         return None
     ld, flipped = layout
