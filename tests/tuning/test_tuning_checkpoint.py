@@ -151,3 +151,46 @@ def test_a_width_whose_benchmark_loses_its_process_is_left_out(ctx, monkeypatch,
     assert [r.vector_width for r in results] == [1, 4] and "s2" not in fma.mac_table(results)
     with pytest.raises(TuningError, match="every vector width"):
         fma.measured(ctx.device, measure, ("s",), (2,), fresh=True)
+
+
+def test_a_line_of_invalid_utf8_is_skipped_and_the_run_resumes(tmp_path, device):
+    """Issue 57 D3: a damaged checkpoint line (bytes that are no UTF-8) is skipped like any invalid
+    line; the run resumes on the others instead of ending in a UnicodeDecodeError."""
+    search(checkpoint_in(tmp_path, device), SyntheticEvaluator(), 10)
+    path = checkpoint_in(tmp_path, device).path
+    lines = path.read_bytes().splitlines()
+    path.write_bytes(b"\n".join(lines[:3] + [b'{"config": "\xff\xfe"}'] + lines[3:]) + b"\n")
+    reread = checkpoint_in(tmp_path, device)
+    assert len(reread) == 10 and reread.skipped == 1
+    evaluator = SyntheticEvaluator()
+    search(reread, evaluator, 12)
+    assert evaluator.calls == 2                                  # the ten measured before stand
+    assert Checkpoint.read(path).header["device"] == device.fingerprint
+
+
+def test_a_rate_no_profile_can_hold_is_refused_where_the_record_is_read(tmp_path, device):
+    """Issue 57 D4: a record claiming 1e308 GFLOP/s was taken as the best, and the profile saved with it
+    was rejected by its own reader, every dtype's entries with it. A record is validated as the profile
+    will be: past ``MAX_GFLOPS`` it is skipped; and no profile that would not read back is written."""
+    from autogemm import SimtParams
+    from autogemm.errors import ProfileError
+    from autogemm.profiles import Profile, Ranked, SizeClassEntry, read, save
+    from autogemm.profiles.profile import MAX_GFLOPS
+
+    search(checkpoint_in(tmp_path, device), SyntheticEvaluator(), 10)
+    path = checkpoint_in(tmp_path, device).path
+    lines = path.read_text().splitlines()
+    forged = json.loads(lines[1])
+    forged["gflops"] = 1e308
+    path.write_text("\n".join(lines + [json.dumps(forged)]) + "\n")
+    reread = checkpoint_in(tmp_path, device)
+    assert reread.skipped == 1 and max(r.gflops for r in reread.records.values()) <= MAX_GFLOPS
+
+    kept = tmp_path / "mine.json"
+    good = Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
+                   "2026-11-28T10:00:00+00:00", "60s")
+    save(good, kept)
+    bad = good.with_entry("s", SizeClassEntry("small", (64, 64, 64), (Ranked(SimtParams(), 1e308),), "model", 1, 1.0))
+    with pytest.raises(ProfileError, match="gflops"):
+        save(bad, kept)
+    assert read(kept) == good

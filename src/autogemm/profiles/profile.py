@@ -29,6 +29,9 @@ from .thresholds import Thresholds
 FORMAT = "autogemm-profile"
 VERSION = 1
 MAX_RANKED = 32
+#: The largest rate a profile holds (GFLOP/s); a measurement past it is refused where it is read back
+#: (``tuning.records``), so that no tuning run saves a profile its own reader would reject.
+MAX_GFLOPS = 1e7
 MAX_DIMENSION = 2**31 - 1
 MAX_PARTS = 256
 #: Per-shape entries a dtype may hold (``autogemm tune --shapes``): a program's distinct products.
@@ -442,8 +445,8 @@ def _entry(value: object, where: str, routine: str, name: re.Pattern = _NAME) ->
         at = f"{where}.ranked[{i}]"
         r = _object(r, at, {"gflops", "config"}, {"split"})
         split = _integer(r["split"], f"{at}.split", STREAM_K, MAX_SLICES) if "split" in r else None
-        items.append(Ranked(_config(r["config"], f"{at}.config", routine), _number(r["gflops"], f"{at}.gflops", 1e7),
-                            split))
+        items.append(Ranked(_config(r["config"], f"{at}.config", routine),
+                            _number(r["gflops"], f"{at}.gflops", MAX_GFLOPS), split))
     return SizeClassEntry(_text(e["class"], f"{where}.class", 32, name), _shape(e["shape"], where), tuple(items),
                           _text(e["strategy"], f"{where}.strategy", 40),
                           _integer(e["evaluations"], f"{where}.evaluations", 0, 10**9),
@@ -472,7 +475,8 @@ def _hybrid_entry(value: object, where: str) -> HybridEntry:
     e = _object(value, where, {"shape", "parts", "host_parts", "config", "gflops", "evaluations", "seconds"})
     parts = _integer(e["parts"], f"{where}.parts", 1, MAX_PARTS)
     return HybridEntry(_shape(e["shape"], where), parts, _integer(e["host_parts"], f"{where}.host_parts", 0, parts),
-                       _config(e["config"], f"{where}.config", GEMM), _number(e["gflops"], f"{where}.gflops", 1e7),
+                       _config(e["config"], f"{where}.config", GEMM),
+                       _number(e["gflops"], f"{where}.gflops", MAX_GFLOPS),
                        _integer(e["evaluations"], f"{where}.evaluations", 0, 10**9),
                        _number(e["seconds"], f"{where}.seconds", 1e8))
 
@@ -492,8 +496,8 @@ def _cuda_entry(value: object, where: str) -> CudaEntry:
     e = _object(value, where, {"class", "shape", "config", "gflops", "opencl_gflops", "evaluations", "seconds"})
     return CudaEntry(_text(e["class"], f"{where}.class", 32, _NAME), _shape(e["shape"], where),
                      _config(e["config"], f"{where}.config", GEMM, CUDA),
-                     _number(e["gflops"], f"{where}.gflops", 1e7),
-                     _number(e["opencl_gflops"], f"{where}.opencl_gflops", 1e7),
+                     _number(e["gflops"], f"{where}.gflops", MAX_GFLOPS),
+                     _number(e["opencl_gflops"], f"{where}.opencl_gflops", MAX_GFLOPS),
                      _integer(e["evaluations"], f"{where}.evaluations", 0, 10**9),
                      _number(e["seconds"], f"{where}.seconds", 1e8))
 
@@ -541,7 +545,7 @@ def _sample(value: object, where: str, bank: int) -> Sample:
             if not isinstance(pair, list) or len(pair) != 2:
                 raise ProfileError(f"{at}[{j}] must be [split, gflops]")
             pairs.append((_integer(pair[0], f"{at}[{j}] split", STREAM_K, MAX_SLICES),
-                          _number(pair[1], f"{at}[{j}] gflops", 1e7)))
+                          _number(pair[1], f"{at}[{j}] gflops", MAX_GFLOPS)))
         if len({split for split, _ in pairs}) != len(pairs):
             raise ProfileError(f"{at}: splits repeat")
         parsed.append(tuple(pairs))

@@ -58,7 +58,9 @@ def read(path: Path | str) -> Profile:
 
 
 def save(profile: Profile, path: Path | None = None) -> Path:
-    """Write ``profile`` (merged over a valid profile already at ``path``) under a lock, atomically."""
+    """Write ``profile`` (merged over a valid profile already at ``path``) under a lock, atomically; a
+    profile that would not read back (``ProfileError`` naming the field) is not written, and the file
+    there is left as it was."""
     path = path or path_for(profile.device_fingerprint)
     make_directory(path.parent)
     with FileLock(str(path) + ".lock"):
@@ -69,7 +71,9 @@ def save(profile: Profile, path: Path | None = None) -> Path:
                     profile = profile.merged_into(older)
             except ProfileError:
                 pass   # a broken file is replaced
-        write_atomically(path, profile.to_json())   # a profile is meant to be shared: readable by all
+        text = profile.to_json()
+        Profile.from_json(text, source=f"the profile to be saved at {path}")
+        write_atomically(path, text)   # a profile is meant to be shared: readable by all
     forget()
     return path
 

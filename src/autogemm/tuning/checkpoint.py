@@ -64,7 +64,7 @@ class Checkpoint:
         """A checkpoint file as it is, or gzip-compressed (``.gz``), to replay searches on its records;
         ``TuningError`` when it is not one."""
         try:
-            with (gzip.open if Path(path).suffix == ".gz" else open)(path, "rt", encoding="utf-8") as f:
+            with (gzip.open if Path(path).suffix == ".gz" else open)(path, "rb") as f:
                 header = _header_of(f.readline())
         except (OSError, EOFError) as exc:
             raise TuningError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
@@ -85,7 +85,9 @@ class Checkpoint:
         if not self.path.exists():
             return
         with self.lock:
-            with (gzip.open if self.path.suffix == ".gz" else open)(self.path, "rt", encoding="utf-8") as f:
+            # read as bytes: a line of invalid UTF-8 (a damaged or planted file) is skipped like any other
+            # line that fails validation, not the end of the run
+            with (gzip.open if self.path.suffix == ".gz" else open)(self.path, "rb") as f:
                 lines = f.read().splitlines()
             if not lines or not _same_problem(_header_of(lines[0]), self.header):
                 self.skipped = len(lines)
@@ -146,9 +148,9 @@ def _same_problem(found: dict | None, wanted: dict) -> bool:
     return found is not None and all(found.get(key) == wanted.get(key) for key in IDENTITY)
 
 
-def _header_of(line: str) -> dict | None:
+def _header_of(line: str | bytes) -> dict | None:
     try:
-        data = json.loads(line)
+        data = json.loads(line)         # (bytes are decoded as UTF-8: invalid ones raise a ValueError)
     except ValueError:
         return None
     return data if isinstance(data, dict) else None

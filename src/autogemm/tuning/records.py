@@ -9,6 +9,7 @@ from enum import Enum
 
 from ..codelets.registry import Params, params_from_dict
 from ..errors import ConfigError
+from ..profiles.profile import MAX_GFLOPS
 
 
 class Outcome(str, Enum):
@@ -77,6 +78,8 @@ class Record:
         for name, value in numbers.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise ConfigError(f"record field {name} must be a finite number >= 0, not {value!r}")
+        if data["gflops"] > MAX_GFLOPS:             # a profile holds no more: it would be rejected when read
+            raise ConfigError(f"record field gflops must be at most {MAX_GFLOPS:g}, not {data['gflops']!r}")
         runs = data["runs"]
         if isinstance(runs, bool) or not isinstance(runs, int) or not 0 <= runs <= 10_000:
             raise ConfigError(f"record field runs must be an integer in 0..10000, not {runs!r}")
