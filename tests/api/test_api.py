@@ -320,7 +320,9 @@ def test_a_copy_that_fails_reaches_the_caller_and_leaves_nothing_waiting(ctx, di
 def test_device_buffers_of_a_host_call_are_kept_for_the_next_and_freed_by_clear_plans(ctx, monkeypatch):
     """numpy in, numpy out, the operands' device buffers go back to the context's pool once the result is
     read, and the next call of those sizes takes them again; a device result's are not kept (its commands
-    may still run); ``clear_plans`` frees the pool."""
+    may still run); ``clear_plans`` frees the pool. (Operands past ``pinned_min_bytes``: smaller ones
+    cross through buffers of their route's own, below.)"""
+    set_thresholds(monkeypatch, pinned_min_bytes=0)
     dt = DTYPES["s"]
     rng = np.random.default_rng(6)
     a, b = random_matrix(rng, dt, (300, 200)), random_matrix(rng, dt, (200, 100))
@@ -342,6 +344,32 @@ def test_device_buffers_of_a_host_call_are_kept_for_the_next_and_freed_by_clear_
     assert on_queue.buffers.held == 0                       # b's buffer went with the device result
     autogemm.clear_plans()
     assert ctx.buffers.held == 0
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_a_small_host_call_keeps_buffers_of_its_own_for_the_next(ctx, monkeypatch, order):
+    """numpy in, numpy out, a small product on dense arrays copies them whole into buffers its route
+    keeps: the next call of its signature makes none and takes none from the pool, and computes with the
+    new arrays' values (a C-ordered C, and an F-ordered one, which runs as the swapped product)."""
+    dt = DTYPES["s"]
+    rng = np.random.default_rng(7)
+    a, b = random_matrix(rng, dt, (30, 20)), random_matrix(rng, dt, (20, 10))
+    c = np.full((30, 10), np.nan, np.float32, order=order)
+    autogemm.clear_plans()
+    autogemm.gemm(a, b, c, device=ctx.device)
+    made, real_buffer = [], cl.Buffer
+    monkeypatch.setattr(cl, "Buffer", lambda *args: made.append(args) or real_buffer(*args))
+    for _ in range(3):
+        a, b = random_matrix(rng, dt, (30, 20)), random_matrix(rng, dt, (20, 10))
+        c[...] = np.nan
+        got = autogemm.gemm(a, b, c, alpha=2.0, device=ctx.device)
+        assert got is c and relative_error(c, 2 * a.astype(np.float64) @ b) < dt.tolerance
+        c0 = random_matrix(rng, dt, (30, 10))
+        c[...] = c0
+        autogemm.gemm(a, b, c, beta=-1.0, device=ctx.device)         # C read where beta is not 0
+        assert relative_error(c, a.astype(np.float64) @ b - c0) < dt.tolerance
+    assert not made and ctx.for_calls.buffers.held == 0
+    autogemm.clear_plans()
 
 
 def test_a_new_result_is_page_locked_memory_taken_back_when_it_is_gone(ctx, monkeypatch):

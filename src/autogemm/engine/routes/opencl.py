@@ -8,9 +8,12 @@ back; device operands are used where they lie, on their queue, and the call retu
 
 from __future__ import annotations
 
+import math
+import threading
 from dataclasses import replace
 from typing import NamedTuple
 
+import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
@@ -72,6 +75,23 @@ class OpenCLRoute:
         self._layouts: list[tuple | None] = [None, None, None]      # host operands' storage (``_stored``)
         self.plan = cached_plan(self.ctx, problem.aligned(), o.config, o.edge) if planned else None
         self.layout = self._layout() if planned else None
+        self.resident = self._resident_bytes(call) if planned and len(self.layout) == 1 else None
+        self._buffers: list[cl.Buffer] | None = None        # the resident call's (``_resident_call``)
+        self._buffers_lock = threading.Lock()
+
+    def _resident_bytes(self, call: GemmCall) -> tuple[int, int, int] | None:
+        """The bytes of the first and second operand the kernels read and of C, where the call's operands
+        are numpy arrays all, each dense (its memory is its storage, in order, as for every call of this
+        signature), taking together less than the device's ``pinned_min_bytes``: such a call copies its
+        arrays whole into buffers the route keeps (``_resident_call``); else None."""
+        operands = (call.a, call.b, call.c)
+        if any(x is not None and not isinstance(x, np.ndarray) for x in operands):
+            return None
+        if not all(x is None or _dense(x) for x in operands):
+            return None
+        c_bytes = call.c.nbytes if call.c is not None else math.prod(call.shape) * self.dt.output.numpy.itemsize
+        sizes = (call.b.nbytes, call.a.nbytes, c_bytes) if self.swapped else (call.a.nbytes, call.b.nbytes, c_bytes)
+        return sizes if sum(sizes) < self.limits.pinned_min_bytes else None
 
     def current(self) -> bool:
         """Whether this resolution still holds: its plan is the one a lookup would give again (the device's
@@ -119,6 +139,11 @@ class OpenCLRoute:
         if pr.m == 0 or pr.n == 0 or pr.batch == 0:
             return out
         wait_for = events_of([a, b, c], ctx.queue) + wait_for
+        if self.resident is not None and self._buffers_lock.acquire(blocking=False):
+            try:
+                return self._resident_call(a, b, out, alpha, beta, wait_for)
+            finally:
+                self._buffers_lock.release()
         if not self.device_only:
             return self._with_transfers(a, b, out, alpha, beta, wait_for)
         # device arrays alone: nothing to upload; the offsets are this call's own (the key holds their class)
@@ -140,6 +165,28 @@ class OpenCLRoute:
             # the last launch ends after every event C held (each was waited for, or lies on this in-order
             # queue): it alone stands for them, so a loop that writes one C keeps one event to look at
             out.events[:] = events[-1:]
+        return out
+
+    def _resident_call(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha, beta, wait_for: list[cl.Event]
+                       ) -> np.ndarray:
+        """A small call on dense numpy arrays (``resident``): each array copied whole into a buffer the route
+        keeps (made at its first call, checked against the device's memory with the plan's temporaries),
+        the plan's launches, C read back into its array, blocking. The caller holds the buffers' lock (a
+        call that finds them taken runs on the pool's, ``_with_transfers``)."""
+        queue, plan = self.ctx.queue, self.plan
+        if self._buffers is None:
+            check_memory(self.ctx, [*self.resident, *plan.temporary_bytes().values()])
+            self._buffers = [cl.Buffer(self.ctx.context, cl.mem_flags.READ_WRITE, max(size, 1))
+                             for size in self.resident]
+        first, second = (b, a) if self.swapped else (a, b)
+        buffers = self._buffers
+        # (the uploads' events held: pyopencl's event of a copy from host memory waits for it as it goes)
+        uploads = [cl.enqueue_copy(queue, buffers[0], first, is_blocking=False),
+                   cl.enqueue_copy(queue, buffers[1], second, is_blocking=False)]
+        if beta != 0:                   # C is not read where beta is 0
+            uploads.append(cl.enqueue_copy(queue, buffers[2], out, is_blocking=False))
+        events = plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=wait_for + uploads[-1:])
+        cl.enqueue_copy(queue, out, buffers[2], wait_for=events[-1:], is_blocking=True)
         return out
 
     def _stored(self, i: int, x: Matrix, name: str) -> Stored:
@@ -169,6 +216,13 @@ class OpenCLRoute:
         # C is uploaded only when beta is not 0: it is not read then
         return run_blocks(self.ctx, operands, (True, True, beta != 0), out, temporaries, blocks_of_c, wait_for,
                           self.limits)
+
+
+def _dense(x: np.ndarray) -> bool:
+    """Whether a host array's memory is its row-major storage (of it or of its transpose), in order."""
+    layout = storage_layout(x)
+    return (layout is not None and (x.flags.c_contiguous or x.flags.f_contiguous)
+            and Stored(*layout).elements == x.size)
 
 
 def row_blocks(problem: GemmProblem, compute_units: int, limits: Thresholds, params: KernelParams | None = None,
