@@ -138,3 +138,15 @@ def test_a_product_the_cuda_path_fails_goes_on_as_opencl_takes_it(device, monkey
     for _ in range(2):
         assert np.allclose(autogemm.gemm(a, b, device=device), a @ b, rtol=1e-12, atol=1e-12)
     assert failed == ["auto", "auto"] and len(shared) == (2 if streamed else 0)
+
+
+def test_gemm_hands_its_options_over_in_the_fields_order():
+    """``gemm`` builds its ``GemmOptions`` by position (the cheaper call): its keyword parameters must be
+    the fields, in their order."""
+    import inspect
+
+    import autogemm
+    from autogemm.engine import GemmOptions
+
+    parameters = list(inspect.signature(autogemm.gemm).parameters)
+    assert parameters[3:] == list(GemmOptions._fields)

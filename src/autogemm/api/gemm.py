@@ -71,9 +71,9 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
     returns at once, with ``c`` or a new tensor of ``a``'s library. Every operand must then be one;
     float32 takes ``precision`` 'tf32' or '3xtf32'.
     """
-    options = GemmOptions(alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, device=device, config=config,
-                          edge=edge, precision=precision, out_dtype=out_dtype, wait_for=wait_for, devices=devices,
-                          split=split, backend=backend, stream=stream)
+    # in the fields' order, by position: a third of the keyword call's cost, on every call
+    options = GemmOptions(alpha, beta, trans_a, trans_b, device, config, edge, precision, out_dtype, wait_for, devices,
+                          split, backend, stream)
     return run_gemm(a, b, c, None, options)
 
 
