@@ -17,7 +17,7 @@ from ...blas.problem import Op
 from ...blas.selection import choose_cuda_params
 from ...dtypes import Dtype, get_dtype
 from ...errors import ArgumentError, ShapeError
-from ...profiles import profile_for
+from ...profiles import profile_for, still_current
 from ...runtime.cuda import CudaContext, cuda_devices, cuda_missing, dlpack
 from ...runtime.cuda.arrays import CudaArray
 from ...runtime.cuda.context import DeviceMemory, as_stream
@@ -115,7 +115,7 @@ class TensorRoute:
 
     def current(self) -> bool:
         """Whether the device's profile, which chose the configuration, is still the one it was."""
-        return self.device is None or profile_for(self.device) is self.profile
+        return self.device is None or still_current(self.device, self.profile)
 
     def run(self, tensors: list[_Tensor | None], a: object, c: object | None, handle: int, own: bool,
             options: GemmOptions) -> object:
@@ -152,6 +152,9 @@ def caller_stream(like: object, stream: object) -> int:
     if library == "torch":
         import torch
 
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)     # (the handle alone, as Triton asks)
+        if raw is not None:
+            return int(raw(like.get_device()))
         return int(torch.cuda.current_stream(like.get_device()).cuda_stream)
     if library == "cupy":
         import cupy
@@ -169,7 +172,7 @@ def _read(x: object, name: str, handle: int, own: bool, borrowed: list[dlpack.Bo
     current stream nothing needs ordering, and DLPack's exchange costs torch more than the attributes),
     any other through DLPack on the stream ``handle`` (added to ``borrowed``, to be released)."""
     if own and _library(x) == "torch":
-        return _tensor(tuple(x.shape), str(x.dtype).removeprefix("torch."), tuple(x.stride()), x.data_ptr(),
+        return _tensor(tuple(x.shape), _torch_dtype_name(x.dtype), tuple(x.stride()), x.data_ptr(),
                        max(x.get_device(), 0), name)
     lent = dlpack.borrow(x, handle)
     borrowed.append(lent)
@@ -181,6 +184,12 @@ def _tensor(shape: tuple[int, ...], dtype: str, strides: tuple[int, ...], pointe
     if len(shape) != 2:
         raise ShapeError(f"{name} has {len(shape)} dimensions; gemm multiplies matrices (2-D)")
     return _Tensor(shape, _numpy_dtype(dtype), strides, pointer, ordinal)
+
+
+@functools.lru_cache(maxsize=32)
+def _torch_dtype_name(dtype: object) -> str:
+    """A torch dtype's name as DLPack and numpy say it ('float16'), found once a dtype."""
+    return str(dtype).removeprefix("torch.")
 
 
 @functools.lru_cache(maxsize=32)

@@ -63,10 +63,8 @@ class Complex128(ctypes.Structure):
 def checked(answer: tuple) -> object:
     """The values a driver call returned after its status; ``DeviceError`` naming the status when it
     failed."""
-    from cuda.bindings import driver
-
     status, *values = answer if isinstance(answer, tuple) else (answer,)
-    if status != driver.CUresult.CUDA_SUCCESS:
+    if status != bindings().CUresult.CUDA_SUCCESS:
         raise DeviceError(f"CUDA driver: {status.name}")
     return values[0] if len(values) == 1 else tuple(values)
 
@@ -162,9 +160,7 @@ class CudaContext:
             driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, self._handle)))
 
     def activate(self) -> None:
-        from cuda.bindings import driver
-
-        checked(driver.cuCtxSetCurrent(self.context))
+        checked(bindings().cuCtxSetCurrent(self.context))
 
     def allocate(self, nbytes: int, stream: object = None) -> DeviceMemory:
         """``nbytes`` of device memory; on ``stream`` (a CUDA stream), in its order from the device's
