@@ -100,9 +100,10 @@ class DeviceMemory:
 
     @classmethod
     def lent(cls, pointer: int) -> DeviceMemory:
-        """Memory another library owns, at the address ``pointer`` (``release`` leaves it alone)."""
-        driver = bindings()
-        return cls(driver.CUdeviceptr(pointer), 0, owned=False)
+        """Memory another library owns, at the address ``pointer`` (``release`` leaves it alone). The
+        address stays an int, which the driver's bindings take where they take a ``CUdeviceptr`` (a call on
+        tensors lends three every time, and making the driver's object costs more than the int)."""
+        return cls(pointer, 0, owned=False)
 
     def release(self) -> None:
         from cuda.bindings import driver
