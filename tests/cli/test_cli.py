@@ -91,3 +91,29 @@ def test_show_kernel_and_run_take_the_subgroup_family():
     config = '{"family": "subgroup", "subgroup": 8, "wg_rows": 2, "tile_rows": 2, "shuffle": "local"}'
     out = invoke("run", "-M", "40", "-N", "24", "-K", "19", "-i", "1", "--validate", "--config", config)
     assert out.exit_code == 0 and "PASS" in out.output and "subgroup NN sg8x2" in out.output, out.output
+
+
+def test_a_file_the_cli_cannot_write_ends_in_one_line_and_status_2(cache, device, tmp_path):
+    """Issue 57 D19: `profile export` into a folder that does not exist printed a FileNotFoundError
+    traceback; every command that meets an OSError or a MemoryError ends with one line, as its own errors
+    do."""
+    from autogemm.profiles import Profile, save
+
+    save(Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
+                 "2026-11-28T10:00:00+00:00", "60s"))
+    missing = tmp_path / "no such folder" / "x.json"
+    out = invoke("profile", "export", str(missing))
+    assert out.exit_code == 2 and "Traceback" not in out.output
+    lines = out.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "no such folder" in lines[0], out.output
+
+
+def test_an_error_line_prints_brackets_and_colons_as_written(capsys):
+    """Issue 57 D5: errors went through rich markup, so `dtypes[d][3]` printed as `dtypes[3]` and `:x:`
+    as an emoji."""
+    from autogemm.cli.common import fail
+
+    with pytest.raises(SystemExit) as stop:
+        fail("profile field dtypes[d][3] is wrong :x:")
+    assert stop.value.code == 2
+    assert "dtypes[d][3] is wrong :x:" in capsys.readouterr().out

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from ..codelets.registry import KernelParams, params_from_dict
 from ..dtypes import Dtype, get_dtype
@@ -18,11 +19,12 @@ from ..runtime import Device, DeviceContext, context_for, devices
 from ..runtime.backend import OPENCL
 from ..runtime.opencl import discovery
 
-console = Console()
+console = Console(emoji=False)        # text such as ':x:' in a name or a message is printed as it is
 
 
 def fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {message}", highlight=False)
+    """Print ``message`` as one error line, as written (no markup read in it), and exit with status 2."""
+    console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
     sys.exit(2)
 
 

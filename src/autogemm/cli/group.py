@@ -7,7 +7,25 @@ import click
 from ..version import __version__
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Group(click.Group):
+    """The command group: a command that meets a file it cannot read or write, or a size the host's
+    memory cannot hold, ends with one line saying so and status 2, as its own errors do, not a
+    traceback."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        from .common import fail
+
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            where = f" {exc.filename}" if exc.filename else ""
+            fail(f"{exc.strerror or exc}{':' if where else ''}{where}")
+        except MemoryError as exc:
+            fail(f"the host has not the memory this needs ({exc or 'numpy could not allocate it'}); ask for "
+                 "smaller sizes")
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="autogemm")
 def main() -> None:
     """Auto-tuned GEMM for any OpenCL device."""
