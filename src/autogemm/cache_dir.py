@@ -3,7 +3,9 @@ the FMA benchmark's and the instruction probe's findings), written safely by sev
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -53,9 +55,28 @@ def make_directory(path: Path) -> None:
         os.chmod(path, DIRECTORY_MODE)      # mkdir's mode passes through the umask
 
 
+def _regular(path: Path | str, flags: int, mode: int = FILE_MODE) -> int:
+    """A descriptor of ``path`` opened with ``flags``, never through a symbolic link nor blocking on a
+    FIFO; ``OSError`` where it is not a regular file (a FIFO would hang every reader, a planted link
+    would lead a write outside the cache)."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK, mode)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    os.set_blocking(fd, True)
+    return fd
+
+
+def read_regular(path: Path | str) -> bytes:
+    """The bytes of the regular file ``path`` (see ``_regular``)."""
+    with os.fdopen(_regular(path, os.O_RDONLY), "rb") as f:
+        return f.read()
+
+
 def open_for_appending(path: Path):
-    """``path`` opened to append text, created with ``FILE_MODE`` if it is not there."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+    """``path`` opened to append text, created with ``FILE_MODE`` if it is not there (a regular file,
+    not through a link: see ``_regular``)."""
+    fd = _regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     if os.fstat(fd).st_size == 0:
         os.fchmod(fd, FILE_MODE)            # a new file: its mode passed through the umask
     return os.fdopen(fd, "a", encoding="utf-8")

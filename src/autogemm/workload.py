@@ -19,6 +19,7 @@ import json
 import os
 import re
 import threading
+import warnings
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -128,6 +129,7 @@ class Recorder:
         self._counts: Counter = Counter()
         self._written: Counter = Counter()
         self._threads = threading.Lock()
+        self.failed: str | None = None   # why recording stopped (a write failed), or None
         self._append([])                 # the file is made (or found writable) now, not at the first call
 
     def record(self, routine: str, dtype: str, layout: str, m: int, n: int, k: int, batch: int = 1) -> None:
@@ -138,7 +140,7 @@ class Recorder:
             if first:
                 self._written[key] = 1
         if first:
-            self._append([ShapeRecord(*key)])
+            self._keep([ShapeRecord(*key)])
 
     def flush(self) -> None:
         """Append the counts not written yet (at the program's end)."""
@@ -146,7 +148,19 @@ class Recorder:
             rest = [ShapeRecord(*key, count=count - self._written[key])
                     for key, count in self._counts.items() if count > self._written[key]]
             self._written.update({record.key: record.count for record in rest})
-        self._append(rest)
+        self._keep(rest)
+
+    def _keep(self, records: list[ShapeRecord]) -> None:
+        """``_append``, unless a write failed before: a diagnostic recorder never fails a product. The
+        first failure (a full disk, a file made read-only) stops it with one warning."""
+        if self.failed is not None:
+            return
+        try:
+            self._append(records)
+        except OSError as exc:
+            self.failed = exc.strerror or str(exc)
+            warnings.warn(f"{RECORD_ENV}: cannot write {self.path} ({self.failed}); shapes are no longer recorded",
+                          RuntimeWarning, stacklevel=3)
 
     def _append(self, records: list[ShapeRecord]) -> None:
         text = "".join(json.dumps(asdict(r), separators=(",", ":")) + "\n" for r in records)

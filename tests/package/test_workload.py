@@ -97,6 +97,26 @@ def test_a_recorder_that_cannot_write_says_so(tmp_path, monkeypatch):
         workload._from_environment()
 
 
+def test_a_recorder_whose_writes_fail_never_fails_a_product(tmp_path, monkeypatch):
+    """Issue 57 D13: with ``AUTOGEMM_RECORD`` on a full disk every ``gemm`` raised ``OSError``. A write
+    that fails stops the recording with one warning; the products go on, right."""
+    import warnings
+
+    recorder = Recorder(tmp_path / "shapes.jsonl")
+    recorder.path = "/dev/full"                          # every write: ENOSPC, as on a full disk
+    monkeypatch.setattr(workload, "RECORDER", recorder)
+    rng = np.random.default_rng(13)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for m in (5, 6, 7):
+            a, b = rng.random((m, 4)).astype(np.float32), rng.random((4, 3)).astype(np.float32)
+            np.testing.assert_allclose(autogemm.gemm(a, b), a.astype(np.float64) @ b, rtol=1e-5)
+        recorder.flush()
+    assert [str(w.message) for w in caught if "AUTOGEMM_RECORD" in str(w.message)] == [
+        "AUTOGEMM_RECORD: cannot write /dev/full (No space left on device); shapes are no longer recorded"]
+    assert recorder.failed
+
+
 def test_tuned_shapes_are_used_for_those_problems_alone(device, monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
     shapes = [ShapeRecord("gemm", "s", "NT", 70, 45, 33), ShapeRecord("gemm", "s", "NN", 40, 24, 36),

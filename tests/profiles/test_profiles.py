@@ -450,3 +450,30 @@ def test_a_profile_another_process_writes_is_used_within_the_recheck_time(cache,
     entry = SizeClassEntry("large", (128, 128, 128), (Ranked(SMALL, 3.0),), "phased", 5, 1.0)
     save(make_profile(device, {"c": [entry]}))
     assert profile_for(device).entry("c", "large") == entry
+
+
+def test_a_fifo_or_a_link_at_the_profiles_path_is_refused_not_waited_on(cache, device, tmp_path):
+    """Issue 57 D14 and D7: a FIFO at the profile's path hung every ``gemm`` and ``profile list``; a link
+    there led reads (and a checkpoint's link, writes) out of the cache. Neither is a regular file: the
+    profile is skipped with a warning, and the products run."""
+    import os
+    import threading
+
+    path = path_for(device.fingerprint)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    found = []
+    with pytest.warns(ProfileWarning, match="not a regular file"):
+        worker = threading.Thread(target=lambda: found.append(profile_for(device)), daemon=True)
+        worker.start()
+        worker.join(20)
+    assert not worker.is_alive() and found == [None]
+    path.unlink()
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(make_profile(device).to_json())
+    path.symlink_to(elsewhere)
+    store.forget()
+    with pytest.warns(ProfileWarning, match="Too many levels of symbolic links|symbolic link"):
+        assert profile_for(device) is None
+    a = np.random.default_rng(3).random((9, 7)).astype(np.float32)
+    np.testing.assert_allclose(autogemm.gemm(a, a.T), a.astype(np.float64) @ a.T, rtol=1e-5)

@@ -194,3 +194,19 @@ def test_a_rate_no_profile_can_hold_is_refused_where_the_record_is_read(tmp_path
     with pytest.raises(ProfileError, match="gflops"):
         save(bad, kept)
     assert read(kept) == good
+
+
+def test_a_link_at_a_checkpoints_path_is_never_written_through(tmp_path, device):
+    """Issue 57 D7: a dangling link planted at a checkpoint's path was followed, and the tuner wrote a file
+    outside the cache. A checkpoint is appended to as a regular file only."""
+    from autogemm import SimtParams
+    from autogemm.tuning.records import Outcome, Record
+
+    checkpoint = checkpoint_in(tmp_path / "cache", device)
+    outside = tmp_path / "outside.jsonl"
+    checkpoint.path.parent.mkdir(parents=True, exist_ok=True)
+    checkpoint.path.symlink_to(outside)
+    record = Record(SimtParams(), Outcome.OK, 1.0, 1e-3, 0.0, 3, 0.1, "")
+    with pytest.raises(OSError):
+        checkpoint.add(record)
+    assert not outside.exists()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from ..cache_dir import cache_dir, make_directory, write_atomically
+from ..cache_dir import cache_dir, make_directory, read_regular, write_atomically
 from ..errors import ProfileError
 from ..runtime.opencl.device import Device
 from .profile import Profile
@@ -51,7 +51,7 @@ def read(path: Path | str) -> Profile:
     """Load and validate one profile file (``ProfileError`` on any problem)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ProfileError(f"{path}: cannot be read ({exc})") from None
     return Profile.from_json(text, source=str(path))

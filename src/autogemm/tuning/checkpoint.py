@@ -16,7 +16,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from ..cache_dir import cache_subdir, open_for_appending
+from ..cache_dir import cache_subdir, open_for_appending, read_regular
 from ..dtypes import Dtype
 from ..errors import AutogemmError, TuningError
 from ..runtime.opencl.device import Device
@@ -87,8 +87,8 @@ class Checkpoint:
         with self.lock:
             # read as bytes: a line of invalid UTF-8 (a damaged or planted file) is skipped like any other
             # line that fails validation, not the end of the run
-            with (gzip.open if self.path.suffix == ".gz" else open)(self.path, "rb") as f:
-                lines = f.read().splitlines()
+            raw = read_regular(self.path)          # (no FIFO, no link: ``cache_dir.read_regular``)
+            lines = (gzip.decompress(raw) if self.path.suffix == ".gz" else raw).splitlines()
             if not lines or not _same_problem(_header_of(lines[0]), self.header):
                 self.skipped = len(lines)
                 self.path.unlink()   # a file of another format or problem: start over
