@@ -31,6 +31,10 @@ def test_fingerprint_is_stable_and_ignores_slot(device):
     # a CPU driver reports the memory free at start-up: it must not change the fingerprint
     assert dataclasses.replace(device, device_type="CPU", global_mem_bytes=12345).fingerprint == \
         dataclasses.replace(device, device_type="CPU", global_mem_bytes=67890).fingerprint
+    # nor the largest image PoCL derives from it (issue 57 D1: POCL_MEMORY_LIMIT moved a CPU's fingerprint)
+    cpu = dataclasses.replace(device, device_type="CPU")
+    assert dataclasses.replace(cpu, image2d_max=(16384, 16384), max_mem_alloc_bytes=4 << 30).fingerprint == \
+        dataclasses.replace(cpu, image2d_max=(8192, 8192), max_mem_alloc_bytes=1 << 30).fingerprint
     gpu = dataclasses.replace(device, device_type="GPU")
     assert dataclasses.replace(gpu, global_mem_bytes=80 << 30).fingerprint != \
         dataclasses.replace(gpu, global_mem_bytes=40 << 30).fingerprint

@@ -119,11 +119,15 @@ class Device:
         """A short stable hash of vendor, name, driver and hardware facts (not of the slot it sits in).
 
         Memory sizes count in whole GiB, and not at all on CPU devices: a CPU driver such as PoCL reports a
-        share of the memory free when it starts, which differs from one process to the next. Computed
+        share of the memory free when it starts, which differs from one process to the next, and derives
+        its largest image from it (``POCL_MEMORY_LIMIT`` changed the fingerprint of one CPU). Computed
         once per object (every call looks the device's profile up by it)."""
         facts = self.facts()
+        cpu = self.device_type == "CPU"
         for name in ("global_mem_bytes", "max_mem_alloc_bytes"):
-            facts[name] = None if self.device_type == "CPU" else facts[name] >> 30
+            facts[name] = None if cpu else facts[name] >> 30
+        if cpu:
+            facts["image2d_max"] = None
         blob = json.dumps(facts, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
