@@ -217,6 +217,8 @@ class GemvLaunchPlan:
         y_grid = (round_up(y_cols, helpers.TILE), round_up(y_rows, helpers.TILE), 1)
         with self._lock:
             if alpha == 0 or pr.reduction == 0:
+                if beta == 1:           # BLAS's quick return: y as it is, whatever it holds
+                    return []
                 self._arguments.set(self._scale, helpers.SCALE_SIGNATURE, y_rows, y_cols, y, offset_y, y_ld, beta, 0)
                 return [cl.enqueue_nd_range_kernel(queue, self._scale, y_grid, tiles, wait_for=wait_for)]
             sizes = self.temporary_bytes()

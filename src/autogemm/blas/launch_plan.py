@@ -234,7 +234,7 @@ class LaunchPlan(Routing):
         offset_c = pr.offset_c if offset_c is None else offset_c
         with self._lock:
             if self.nothing_to_multiply(alpha):
-                if pr.m == 0 or pr.n == 0 or pr.batch == 0:
+                if pr.m == 0 or pr.n == 0 or pr.batch == 0 or beta == 1:   # (BLAS's quick return: C as it is)
                     return []
                 scale = self._epilogue("scale")
                 self._arguments.set(scale, helpers.SCALE_SIGNATURE, pr.m, pr.n, c, offset_c, pr.ldc, beta, pr.stride_c)
