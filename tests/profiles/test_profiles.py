@@ -477,3 +477,24 @@ def test_a_fifo_or_a_link_at_the_profiles_path_is_refused_not_waited_on(cache, d
         assert profile_for(device) is None
     a = np.random.default_rng(3).random((9, 7)).astype(np.float32)
     np.testing.assert_allclose(autogemm.gemm(a, a.T), a.astype(np.float64) @ a.T, rtol=1e-5)
+
+
+def test_a_profile_that_cannot_be_read_is_never_replaced_unasked(cache, device):
+    """Issue 57 D9: `tune` on a device whose profile was of a newer format (or unreadable) overwrote it
+    with only what that run tuned. Saving over such a file is refused, naming it, and `tune` refuses
+    before it measures anything; the file stays as it was."""
+    from autogemm.tuning import Budget, tune
+
+    path = path_for(device.fingerprint)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    newer = json.loads(make_profile(device).to_json())
+    newer["version"] = 99
+    text = json.dumps(newer)
+    path.write_text(text)
+    with pytest.raises(ProfileError, match="leaves that file as it is"):
+        save(make_profile(device))
+    with pytest.raises(ProfileError, match="leaves that file as it is"), \
+            pytest.warns(ProfileWarning, match="version 99"):
+        tune(device, dtypes=(autogemm.dtypes.DTYPES["s"],), budget=Budget(evaluations=2), quick=True)
+    assert path.read_text() == text
+    assert not list((cache / "checkpoints").glob("*.jsonl"))          # nothing measured

@@ -58,24 +58,38 @@ def read(path: Path | str) -> Profile:
 
 
 def save(profile: Profile, path: Path | None = None) -> Path:
-    """Write ``profile`` (merged over a valid profile already at ``path``) under a lock, atomically; a
-    profile that would not read back (``ProfileError`` naming the field) is not written, and the file
-    there is left as it was."""
+    """Write ``profile`` (merged over the profile already at ``path``) under a lock, atomically. A file
+    there that cannot be read as a profile (``check_replaceable``), or a profile that would not read back,
+    is a ``ProfileError``: the file there is left as it was."""
     path = path or path_for(profile.device_fingerprint)
     make_directory(path.parent)
     with FileLock(str(path) + ".lock"):
-        if path.exists():
-            try:
-                older = read(path)
-                if older.device_fingerprint == profile.device_fingerprint:
-                    profile = profile.merged_into(older)
-            except ProfileError:
-                pass   # a broken file is replaced
+        older = _existing(path)
+        if older is not None and older.device_fingerprint == profile.device_fingerprint:
+            profile = profile.merged_into(older)
         text = profile.to_json()
         Profile.from_json(text, source=f"the profile to be saved at {path}")
         write_atomically(path, text)   # a profile is meant to be shared: readable by all
     forget()
     return path
+
+
+def check_replaceable(path: Path) -> None:
+    """``ProfileError`` where a file at ``path`` cannot be read as a profile (unreadable, of a newer
+    format, damaged, not a regular file): saving would replace what it holds, which autogemm never does
+    unasked. (``tune`` asks before it measures anything.)"""
+    _existing(path)
+
+
+def _existing(path: Path) -> Profile | None:
+    """The profile at ``path``, None where there is no file; ``ProfileError`` for one that cannot be read."""
+    if not os.path.lexists(path):
+        return None
+    try:
+        return read(path)
+    except ProfileError as exc:
+        raise ProfileError(f"{exc}; autogemm leaves that file as it is: move it away (or make it readable) "
+                           f"and run again") from None
 
 
 def bundled() -> list[tuple[str, Profile | ProfileError]]:

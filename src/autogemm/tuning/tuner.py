@@ -29,7 +29,18 @@ from ..codelets.registry import GEMM, KernelParams, Params, SpaceFacts, families
 from ..codelets.space import Point, SearchSpace
 from ..dtypes import Dtype, get_dtype
 from ..errors import TuningError
-from ..profiles import CudaEntry, Predictor, Profile, Ranked, SizeClassEntry, own_profile, profile_for, save
+from ..profiles import (
+    CudaEntry,
+    Predictor,
+    Profile,
+    Ranked,
+    SizeClassEntry,
+    check_replaceable,
+    own_profile,
+    path_for,
+    profile_for,
+    save,
+)
 from ..runtime.backend import CUDA
 from ..runtime.cuda import CudaContext
 from ..runtime.opencl.device import Device
@@ -140,6 +151,8 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                 raise TuningError(f"{dt.routine} needs matrix instructions for {dt.mma_operand} operands, which "
                                   f"{device.name.strip()} lacks (its {exact.routine} kernels compute it exactly)")
         reals = tuple(sorted({"d" if dt.needs_fp64 else "s" for dt in dtypes}))
+        if write:
+            check_replaceable(path_for(device.fingerprint))     # before anything is measured, not after
         results = fma.measured(device, worker.fma, reals, widths, fresh)
         listener.fma_done(results)
         macs = fma.mac_table(results)
