@@ -117,3 +117,13 @@ def test_an_error_line_prints_brackets_and_colons_as_written(capsys):
         fail("profile field dtypes[d][3] is wrong :x:")
     assert stop.value.code == 2
     assert "dtypes[d][3] is wrong :x:" in capsys.readouterr().out
+
+
+def test_a_relative_cache_directory_is_one_error_line_in_every_command(monkeypatch):
+    """Issue 57 D10: `devices` and `profile list` printed a 34-line traceback for a relative
+    AUTOGEMM_CACHE_DIR where `run` and `tune` printed one line."""
+    monkeypatch.setenv("AUTOGEMM_CACHE_DIR", "relative/cache")
+    for command in (["devices"], ["profile", "list"]):
+        out = invoke(*command)
+        lines = out.output.strip().splitlines()
+        assert out.exit_code == 2 and len(lines) == 1 and "AUTOGEMM_CACHE_DIR" in lines[0], (command, out.output)

@@ -498,3 +498,40 @@ def test_a_profile_that_cannot_be_read_is_never_replaced_unasked(cache, device):
         tune(device, dtypes=(autogemm.dtypes.DTYPES["s"],), budget=Budget(evaluations=2), quick=True)
     assert path.read_text() == text
     assert not list((cache / "checkpoints").glob("*.jsonl"))          # nothing measured
+
+
+def test_a_cache_this_user_cannot_write_still_serves_products_of_a_borrowed_profile(cache, device, monkeypatch):
+    """Issue 57 D11: in a cache readable by all and writable by one, 19 of 20 `gemm` calls raised
+    `PermissionError: '<cache>/verified'`. The verdicts of a borrowed profile's verification are kept in
+    memory where they cannot be written, with one warning; and one that failed for want of memory is not
+    written at all (it may pass once the device has it)."""
+    from autogemm.blas import verification, verified
+
+    other = dataclasses.replace(make_profile(device, {"s": [SizeClassEntry("small", (32, 32, 32),
+                                                                           (Ranked(SMALL, 15.0),), "model", 3, 1.0)]}),
+                                device_fingerprint="0123456789abcdef", device_name="another model",
+                                device_architecture=device.architecture)
+    save(other)
+    monkeypatch.setattr(verified, "_verdicts", {})
+    monkeypatch.setattr(verified, "_unwritable", set())
+
+    def read_only(path, text, mode=0o644):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(verified, "write_atomically", read_only)
+    rng = np.random.default_rng(11)
+    a, b = rng.random((40, 30)).astype(np.float32), rng.random((30, 40)).astype(np.float32)
+    with pytest.warns(ProfileWarning, match="hold for this process only") as caught:
+        for _ in range(20):
+            np.testing.assert_allclose(autogemm.gemm(a, b), a.astype(np.float64) @ b, rtol=1e-5)
+    assert len([w for w in caught if "this process only" in str(w.message)]) == 1
+
+    monkeypatch.undo()
+    save(other)
+    verified._verdicts.clear()
+    monkeypatch.setattr(verification, "verify", lambda ctx, config, dtype: "MemoryError: clEnqueueNDRangeKernel "
+                                                                          "failed: MEM_OBJECT_ALLOCATION_FAILURE")
+    with pytest.warns(ProfileWarning, match="MEM_OBJECT_ALLOCATION_FAILURE"):
+        autogemm.gemm(a, b)
+    kept = cache / verified.VERIFIED / f"{device.fingerprint}.json"
+    assert not kept.exists() or "MEM_OBJECT" not in kept.read_text()

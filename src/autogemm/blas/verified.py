@@ -11,7 +11,7 @@ import json
 import warnings
 from pathlib import Path
 
-from ..cache_dir import cache_subdir, write_atomically
+from ..cache_dir import cache_dir, make_directory, read_regular, write_atomically
 from ..codelets.registry import Params
 from ..dtypes import Dtype
 from ..profiles import Profile, ProfileWarning
@@ -29,13 +29,14 @@ def verified_here(device: Device, config: Params, dtype: Dtype, origin: str, mea
     device's own profile); else once it computed every verification case right here."""
     if measured_on == device.fingerprint:
         return True
-    path = cache_subdir(VERIFIED) / f"{device.fingerprint}.json"
+    path = cache_dir() / VERIFIED / f"{device.fingerprint}.json"
     verdicts = _known(path)
     key = f"{dtype.key} {json.dumps(config.to_dict(), sort_keys=True)}"
     if key not in verdicts:
         problem = verification.verify(context_for(device), config, dtype) or ""
         verdicts[key] = problem
-        write_atomically(path, json.dumps(verdicts, indent=1))
+        if not any(word in problem for word in TRANSIENT):
+            _keep(path, verdicts)
         if problem:
             warnings.warn(f"{config.describe()}, {origin}, fails on {device.name.strip()} ({problem}): not used; "
                           f"autogemm tune makes this device's own profile", ProfileWarning, stacklevel=2)
@@ -48,11 +49,30 @@ def verified_in(device: Device, profile: Profile, config: Params, dtype: Dtype) 
                          profile.device_fingerprint)
 
 
+#: What a verification that failed for want of memory or resources says: the configuration may compute
+#: right once the device has them, so the verdict holds for this process only, not in the cache.
+TRANSIENT = ("MEM_OBJECT_ALLOCATION_FAILURE", "OUT_OF_RESOURCES", "OUT_OF_HOST_MEMORY", "MemoryError")
+_unwritable: set[str] = set()    # verdict files this process could not write (kept in memory instead)
+
+
+def _keep(path: Path, verdicts: dict[str, str]) -> None:
+    """Write the verdicts for other processes; in a cache this user cannot write (a lab's, shared read-only)
+    they are kept in memory, with one warning: a call never fails for want of a place to note them."""
+    try:
+        make_directory(path.parent)
+        write_atomically(path, json.dumps(verdicts, indent=1))
+    except OSError as exc:
+        if str(path) not in _unwritable:
+            _unwritable.add(str(path))
+            warnings.warn(f"cannot keep verification results in {path.parent} ({exc.strerror or exc}): they hold "
+                          f"for this process only", ProfileWarning, stacklevel=3)
+
+
 def _known(path: Path) -> dict[str, str]:
     """The verdicts kept at ``path`` (a device's, by any process): config key -> what failed, or ''."""
     if str(path) not in _verdicts:
         try:
-            stored = json.loads(path.read_text(encoding="utf-8"))
+            stored = json.loads(read_regular(path))
         except (OSError, ValueError):
             stored = {}
         valid = isinstance(stored, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in stored.items())

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import click
 
+from ..errors import AutogemmError
 from ..version import __version__
 
 
 class Group(click.Group):
-    """The command group: a command that meets a file it cannot read or write, or a size the host's
-    memory cannot hold, ends with one line saying so and status 2, as its own errors do, not a
-    traceback."""
+    """The command group: a command that meets an error of the library's (a bad ``$AUTOGEMM_CACHE_DIR``,
+    say), a file it cannot read or write, or a size the host's memory cannot hold, ends with one line
+    saying so and status 2, as its own errors do, not a traceback."""
 
     def invoke(self, ctx: click.Context) -> object:
         from .common import fail
 
         try:
             return super().invoke(ctx)
+        except AutogemmError as exc:
+            fail(str(exc))
         except OSError as exc:
             where = f" {exc.filename}" if exc.filename else ""
             fail(f"{exc.strerror or exc}{':' if where else ''}{where}")
