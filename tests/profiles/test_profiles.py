@@ -506,9 +506,11 @@ def test_a_cache_this_user_cannot_write_still_serves_products_of_a_borrowed_prof
     memory where they cannot be written, with one warning; and one that failed for want of memory is not
     written at all (it may pass once the device has it)."""
     from autogemm.blas import verification, verified
+    from autogemm.blas.defaults import default_params
 
+    fits = default_params(device, autogemm.dtypes.DTYPES["s"])          # a configuration any device takes
     other = dataclasses.replace(make_profile(device, {"s": [SizeClassEntry("small", (32, 32, 32),
-                                                                           (Ranked(SMALL, 15.0),), "model", 3, 1.0)]}),
+                                                                           (Ranked(fits, 15.0),), "model", 3, 1.0)]}),
                                 device_fingerprint="0123456789abcdef", device_name="another model",
                                 device_architecture=device.architecture)
     save(other)
@@ -523,7 +525,7 @@ def test_a_cache_this_user_cannot_write_still_serves_products_of_a_borrowed_prof
     a, b = rng.random((40, 30)).astype(np.float32), rng.random((30, 40)).astype(np.float32)
     with pytest.warns(ProfileWarning, match="hold for this process only") as caught:
         for _ in range(20):
-            np.testing.assert_allclose(autogemm.gemm(a, b), a.astype(np.float64) @ b, rtol=1e-5)
+            np.testing.assert_allclose(autogemm.gemm(a, b, device=device), a.astype(np.float64) @ b, rtol=1e-5)
     assert len([w for w in caught if "this process only" in str(w.message)]) == 1
 
     monkeypatch.undo()
@@ -532,6 +534,6 @@ def test_a_cache_this_user_cannot_write_still_serves_products_of_a_borrowed_prof
     monkeypatch.setattr(verification, "verify", lambda ctx, config, dtype: "MemoryError: clEnqueueNDRangeKernel "
                                                                           "failed: MEM_OBJECT_ALLOCATION_FAILURE")
     with pytest.warns(ProfileWarning, match="MEM_OBJECT_ALLOCATION_FAILURE"):
-        autogemm.gemm(a, b)
+        autogemm.gemm(a, b, device=device)
     kept = cache / verified.VERIFIED / f"{device.fingerprint}.json"
     assert not kept.exists() or "MEM_OBJECT" not in kept.read_text()
