@@ -213,3 +213,40 @@ def test_the_classes_run_in_rounds_over_the_dtypes(invoke, device, tmp_path):
         f"dgemm small {small}", f"sgemm skinny {skinny}", f"dgemm skinny {skinny}"]
     skipped = " ".join(out.output.partition("not tuned")[2].split())
     assert f"gemm small {small} (d); gemm skinny {skinny} (s, d)" in skipped, out.output
+
+
+def test_an_imported_profile_replaces_nothing_unasked_and_nothing_that_fails_here(invoke, tmp_path, device,
+                                                                                  monkeypatch):
+    """Issue 57 D15: a forged file for this device (every class's best replaced by a slow configuration
+    claiming 9,999,999 GFLOP/s) was merged over the tuned entries, with no backup and nothing checked.
+    Now its entries only fill classes the profile lacks unless --replace, the file before is kept as
+    .json.bak, and an entry whose configuration computes wrong here is left out."""
+    import shutil
+
+    from autogemm import SimtParams
+    from autogemm.blas import verification
+
+    path = path_for(device.fingerprint)
+    original = tmp_path / "original.json"
+    shutil.copyfile(path, original)
+    before = read(path)
+    slow = SimtParams("NN", "consecutive", 1, 1, 1, 1, 1, 1, False, False)
+    data = json.loads(path.read_text())
+    for entry in data["dtypes"]["s"]:
+        entry["ranked"][0] = {"gflops": 9999999, "config": slow.to_dict()}
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(data))
+    try:
+        out = invoke("profile", "import", str(forged))
+        assert out.exit_code == 0 and ".json.bak" in out.output, out.output
+        assert read(path).dtypes["s"] == before.dtypes["s"]                  # nothing replaced unasked
+        assert read(path.with_name(path.name + ".bak")) == before
+        real = verification.verify
+        monkeypatch.setattr(verification, "verify", lambda ctx, config, dtype: "forged: wrong" if config == slow
+                            else real(ctx, config, dtype))
+        out = invoke("profile", "import", "--replace", str(forged))
+        assert out.exit_code == 0 and out.output.count("left out s ") == len(data["dtypes"]["s"]), out.output
+        assert read(path).dtypes["s"] == before.dtypes["s"]                  # what fails here is never used
+    finally:
+        shutil.copyfile(original, path)
+        store.forget()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import warnings
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from ..blas.verified import checked_here
 from ..codelets.registry import GEMV
 from ..codelets.stream_k import split_name
 from ..dtypes import Dtype, get_dtype
@@ -19,6 +21,7 @@ from ..profiles import (
     SizeClassEntry,
     Thresholds,
     bundled,
+    path_for,
     profile_for,
     profile_origin,
     read,
@@ -221,15 +224,28 @@ def export_command(destination, device) -> None:
 
 @profile.command("import")
 @click.argument("source", type=click.Path(exists=True, dir_okay=False))
-def import_command(source) -> None:
-    """Validate a profile file and add it to the cache (it is used only on the device it was made for)."""
-    try:
-        prof = read(source)
-    except AutogemmError as exc:
-        fail(str(exc))
+@click.option("--replace", is_flag=True,
+              help="Let the file's entries replace the profile's own of the same class and dtype too.")
+def import_command(source, replace) -> None:
+    """Validate a profile file and add it to the cache (it is used only on the device it was made for).
+    Its entries fill the classes the device's profile lacks; with --replace they replace those it has too.
+    Where that device is here, each entry's best configuration is checked on it first and one that
+    computes wrong is left out. The file replaced is kept beside it, as .json.bak."""
+    prof = read(source)
+    path = path_for(prof.device_fingerprint)
+    existing = read(path) if path.exists() else None     # (a file that cannot be read is an error: kept)
+    device = next((d for d in devices() if d.fingerprint == prof.device_fingerprint), None)
+    if device is not None:
+        prof, dropped = checked_here(prof, device)
+        for line in dropped:
+            console.print(f"left out {line}", highlight=False, soft_wrap=True)
+    if existing is not None:
+        shutil.copyfile(path, path.with_name(path.name + ".bak"))
+        prof = prof.merged_into(existing) if replace else existing.merged_into(prof)
     path = save(prof)
     here = _device_named(prof.device_fingerprint, devices())
-    console.print(f"imported {prof.device_name} ({prof.device_fingerprint}) into {path}; device here: {here}",
+    kept = f"; the file before it kept as {path.name}.bak" if existing is not None else ""
+    console.print(f"imported {prof.device_name} ({prof.device_fingerprint}) into {path}{kept}; device here: {here}",
                   highlight=False)
 
 
