@@ -127,3 +127,22 @@ def test_a_relative_cache_directory_is_one_error_line_in_every_command(monkeypat
         out = invoke(*command)
         lines = out.output.strip().splitlines()
         assert out.exit_code == 2 and len(lines) == 1 and "AUTOGEMM_CACHE_DIR" in lines[0], (command, out.output)
+
+
+def test_a_warning_in_a_command_is_one_line_without_the_librarys_source_path(monkeypatch):
+    """Issue 57 D6: `devices` and `run` printed warnings as Python does, with the library's source path
+    and line."""
+    import warnings
+
+    from autogemm.runtime.opencl import discovery
+
+    real = discovery.devices
+
+    def warning_devices(*args, **kwargs):
+        warnings.warn("a driver said something", UserWarning, stacklevel=1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(discovery, "devices", warning_devices)
+    out = CliRunner().invoke(main, ["devices"])
+    assert out.exit_code == 0, out.output
+    assert "warning: a driver said something" in out.output and ".py:" not in out.output

@@ -280,6 +280,7 @@ def verify_command(device, dtypes, runs, as_json) -> None:
                     else EvaluatorSpec.gemm(dt, entry.shape, full=True,
                                             layout=entry.name if section == SHAPES else "NN"))
             evaluator = IsolatedEvaluator(worker, spec, runs=runs)
+            evaluator.evaluate(best.config)      # a warm-up: a worker's first runs of a kernel read slow
             record = evaluator.evaluate(best.config)
             problem = worker.verify(best.config, dt) if record.ok else record.message
             drift = (record.gflops / best.gflops - 1) * 100 if record.ok and best.gflops else None
