@@ -150,3 +150,20 @@ def test_gemm_hands_its_options_over_in_the_fields_order():
 
     parameters = list(inspect.signature(autogemm.gemm).parameters)
     assert parameters[3:] == list(GemmOptions._fields)
+
+
+def test_a_numpy_product_past_32_bit_indexing_runs_as_a_share_tile_by_tile(discrete, monkeypatch):
+    """Issue 57 D17: a product of numpy operands whose C spans more elements than the kernels index
+    (`ones(47000, 4) @ ones(4, 47000)` in float32) was refused although a share of the device streams it
+    tile by tile. (The limit is lowered here to what a test can hold.)"""
+    from autogemm.blas import index_blocks
+    from autogemm.engine import dispatch
+
+    monkeypatch.setattr(index_blocks, "INDEX_LIMIT", 4096)
+    shared = []
+    real = dispatch.run_on_targets
+    monkeypatch.setattr(dispatch, "run_on_targets", lambda call, *rest: shared.append(call.m) or real(call, *rest))
+    rng = np.random.default_rng(17)
+    a, b = rng.random((100, 4)).astype(np.float32), rng.random((4, 100)).astype(np.float32)
+    np.testing.assert_allclose(autogemm.gemm(a, b, device=discrete.device), a.astype(np.float64) @ b, rtol=1e-5)
+    assert shared == [100]

@@ -80,7 +80,7 @@ def _elsewhere(call: GemmCall, key: tuple | None) -> Matrix | None:
         done = ROUTES.keep(key, cuda).run(a, b, c, o)
         # the CUDA path failed the call (out of its memory, say): OpenCL takes it, streamed where large
         return done if done is not None else run_gemm(a, b, c, None, o._replace(backend="opencl"))
-    if not o.wait_for and large_on_host(a, b, c, thresholds_for(find_device(o.device))):
+    if not o.wait_for and large_on_host(call, thresholds_for(find_device(o.device))):
         # as a share of its device: streamed (copies through page-locked staging, overlapping the
         # kernels), or in place where the device shares the host's memory
         return run_on_targets(call, [o.device], alone)

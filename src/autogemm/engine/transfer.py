@@ -24,12 +24,14 @@ from typing import NamedTuple
 import numpy as np
 import pyopencl as cl
 
+from ..blas import GemmProblem, index_blocks
 from ..profiles import Thresholds
 from ..runtime import DeviceContext
 from ..runtime.cuda import CudaContext
 from ..runtime.opencl.memory import check_memory
 from ..shares.copying import COPY_THREADS, Background, native_copier, parallel_copy
 from ..shares.staging import page_locked, result_pool
+from .call import GemmCall
 from .operands import Matrix, Stored, on_device
 
 Enqueue = Callable[[list[cl.Buffer], list[cl.Event]], list[cl.Event]]
@@ -43,13 +45,16 @@ PIECE_BYTES, PIPELINE_BYTES = 4 * 2**20, 8 * 2**20
 PINNED_ALIGNMENT = 4096
 
 
-def large_on_host(a: object, b: object, c: object | None, limits: Thresholds) -> bool:
-    """Whether a product on these operands streams through its device as a share of it (streamed tile by
-    tile, out of core where need be, or in place): numpy arrays all, of ``limits.stream_bytes`` or more;
-    smaller ones cross through page-locked memory in row blocks."""
-    operands = [x for x in (a, b, c) if x is not None]
-    return (all(isinstance(x, np.ndarray) for x in operands)
-            and sum(x.nbytes for x in operands) >= limits.stream_bytes)
+def large_on_host(call: GemmCall, limits: Thresholds) -> bool:
+    """Whether a product streams through its device as a share of it (tile by tile, out of core where need
+    be, or in place): numpy arrays all, of ``limits.stream_bytes`` or more, or with a matrix past the
+    kernels' 32-bit indexing (a product of device arrays runs in blocks of its own instead); smaller ones
+    cross through page-locked memory in row blocks."""
+    operands = [x for x in (call.a, call.b, call.c) if x is not None]
+    if call.batch is not None or not all(isinstance(x, np.ndarray) for x in operands):
+        return False
+    return (sum(x.nbytes for x in operands) >= limits.stream_bytes
+            or index_blocks.exceeds(GemmProblem.dense(call.dt, call.m, call.n, call.k)))
 
 
 class Block(NamedTuple):

@@ -92,7 +92,7 @@ def run_on_targets(call: GemmCall, devices: Devices, alone: Callable[[Device, Ke
         raise ArgumentError(f"split has {len(split.shares)} shares for {len(targets)} targets")
     computing = [i for i, share in enumerate(split.shares) if share]
     alone_target = targets[computing[0]] if len(computing) == 1 else HOST
-    if alone_target != HOST and not large_on_host(a, b, c, thresholds_for(alone_target.device)):
+    if alone_target != HOST and not large_on_host(call, thresholds_for(alone_target.device)):
         return alone(alone_target.device, configs[computing[0]])
     # the targets write rows of a row-major C: the caller's own where it is one, else a new one, in
     # page-locked memory where a device writes it (its tiles come back straight into it)
