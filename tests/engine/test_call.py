@@ -152,12 +152,19 @@ def test_gemm_hands_its_options_over_in_the_fields_order():
     assert parameters[3:] == list(GemmOptions._fields)
 
 
-def test_a_numpy_product_past_32_bit_indexing_runs_as_a_share_tile_by_tile(discrete, monkeypatch):
+@pytest.mark.parametrize("trans_a", ["N", "T"])
+def test_a_numpy_product_past_32_bit_indexing_runs_as_a_share_tile_by_tile(host_memory, ctx, monkeypatch, trans_a):
     """Issue 57 D17: a product of numpy operands whose C spans more elements than the kernels index
     (`ones(47000, 4) @ ones(4, 47000)` in float32) was refused although a share of the device streams it
-    tile by tile. (The limit is lowered here to what a test can hold.)"""
+    tile by tile (a discrete device) or runs it in place in blocks of rows (one sharing the host's
+    memory). (The limit is lowered here to what a test can hold.)"""
     from autogemm.blas import index_blocks
     from autogemm.engine import dispatch
+    from autogemm.shares import mapped
+
+    blocks = []
+    real_run = mapped.MappedShare.run
+    monkeypatch.setattr(mapped.MappedShare, "run", lambda self: (blocks.append(len(self.blocks)), real_run(self))[1])
 
     monkeypatch.setattr(index_blocks, "INDEX_LIMIT", 4096)
     shared = []
@@ -165,5 +172,8 @@ def test_a_numpy_product_past_32_bit_indexing_runs_as_a_share_tile_by_tile(discr
     monkeypatch.setattr(dispatch, "run_on_targets", lambda call, *rest: shared.append(call.m) or real(call, *rest))
     rng = np.random.default_rng(17)
     a, b = rng.random((100, 4)).astype(np.float32), rng.random((4, 100)).astype(np.float32)
-    np.testing.assert_allclose(autogemm.gemm(a, b, device=discrete.device), a.astype(np.float64) @ b, rtol=1e-5)
+    a = np.ascontiguousarray(a.T) if trans_a == "T" else a
+    want = (a.T if trans_a == "T" else a).astype(np.float64) @ b
+    np.testing.assert_allclose(autogemm.gemm(a, b, trans_a=trans_a, device=ctx.device), want, rtol=1e-5)
     assert shared == [100]
+    assert blocks == ([] if host_memory == "discrete" else [3])          # 40 rows of 100 within 4096

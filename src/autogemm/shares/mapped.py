@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
+from ..blas import index_blocks
 from ..blas.plan_cache import cached_plan
-from ..blas.problem import GemmProblem, Op
+from ..blas.problem import GemmProblem, Op, addressable
 from ..codelets.registry import KernelParams
 from ..runtime.opencl.context import DeviceContext
 from ..runtime.opencl.memory import check_memory
@@ -19,41 +20,51 @@ from .host import HostGemm
 class MappedShare:
     """Rows [start, stop) of C = alpha op(A) op(B) + beta C (a ``host.HostGemm``) on ``ctx``'s device,
     in the host's memory; ``run`` blocks until they are in C. Operands that are not C-contiguous are
-    copied once (the buffers must cover row-major storage). The plan's temporaries are checked against
-    the device's memory when the share is made, before anything runs."""
+    copied once (the buffers must cover row-major storage). Rows whose C or A would span more than the
+    kernels index (``index_blocks.INDEX_LIMIT``) run in blocks of rows that do not. The plans'
+    temporaries are checked against the device's memory when the share is made, before anything runs."""
 
     def __init__(self, ctx: DeviceContext, gemm: HostGemm, rows: tuple[int, int], config: KernelParams | None,
                  edge: str) -> None:
         self.ctx, self.gemm = ctx, gemm
-        self.start, self.stop = rows
+        start, stop = rows
         m, n, k = gemm.shape
         op_a, op_b = Op.from_letter(gemm.trans_a, "trans_a"), Op.from_letter(gemm.trans_b, "trans_b")
         self.alignment = max(ctx.device.cl_device.mem_base_addr_align // 8, 1)
         self.a, self.b = np.ascontiguousarray(gemm.a), address_aligned(np.ascontiguousarray(gemm.b), self.alignment)
-        # A's rows of op(A): stored rows (op N, a block of its own) or columns (op T: all of A, at an offset)
-        self.a_part = address_aligned(self.a[self.start:self.stop] if not op_a.transposed else self.a, self.alignment)
         lda = max(self.a.shape[1], 1)
-        self.problem = GemmProblem(gemm.dt, self.stop - self.start, n, k, op_a, op_b, lda=lda,
-                                   ldb=max(self.b.shape[1], 1), ldc=max(n, 1),
-                                   offset_a=self.start if op_a.transposed else 0)
-        self.plan = cached_plan(ctx, self.problem.aligned(), config, edge)
-        check_memory(ctx, [] if self.plan.allocated else list(self.plan.temporary_bytes().values()))
+        limit = addressable(gemm.dt, index_blocks.INDEX_LIMIT)
+        step = max(1, min(limit // max(n, 1), limit // lda if not op_a.transposed else stop - start))
+        #: (first row, end row, problem, plan) of each block
+        self.blocks = []
+        for r0 in range(start, stop, step):
+            r1 = min(r0 + step, stop)
+            problem = GemmProblem(gemm.dt, r1 - r0, n, k, op_a, op_b, lda=lda, ldb=max(self.b.shape[1], 1),
+                                  ldc=max(n, 1), offset_a=r0 if op_a.transposed else 0)
+            self.blocks.append((r0, r1, problem, cached_plan(ctx, problem.aligned(), config, edge)))
+        plans = {plan for *_, plan in self.blocks}
+        check_memory(ctx, [size for plan in plans if not plan.allocated for size in plan.temporary_bytes().values()])
 
     def run(self) -> None:
-        """Enqueue the product on buffers over the host arrays and wait for its rows of C."""
+        """Enqueue each block's product on buffers over the host arrays and wait for its rows of C."""
+        for block in self.blocks:
+            self._run_block(*block)
+
+    def _run_block(self, start: int, stop: int, problem: GemmProblem, plan) -> None:
         gemm, queue, mf = self.gemm, self.ctx.queue, cl.mem_flags
-        rows = gemm.c[self.start:self.stop]
+        rows = gemm.c[start:stop]
         if not rows.size:
             return
+        # A's rows of op(A): stored rows (op N, a block of its own) or columns (op T: all of A, at an offset)
+        a_part = address_aligned(self.a[start:stop] if not problem.op_a.transposed else self.a, self.alignment)
         target = address_aligned(rows, self.alignment, copy=gemm.beta != 0)      # C is not read where beta is 0
         buffers = [cl.Buffer(self.ctx.context, flags | mf.USE_HOST_PTR, hostbuf=host)
-                   for flags, host in ((mf.READ_ONLY, self.a_part if self.a_part.size else np.empty(1, self.a.dtype)),
+                   for flags, host in ((mf.READ_ONLY, a_part if a_part.size else np.empty(1, self.a.dtype)),
                                        (mf.READ_ONLY, self.b if self.b.size else np.empty(1, self.b.dtype)),
                                        (mf.READ_WRITE, target))]
         try:
-            pr = self.problem
-            events = self.plan.enqueue(*buffers, alpha=gemm.alpha, beta=gemm.beta,
-                                       offsets=(pr.offset_a, pr.offset_b, pr.offset_c))
+            events = plan.enqueue(*buffers, alpha=gemm.alpha, beta=gemm.beta,
+                                  offsets=(problem.offset_a, problem.offset_b, problem.offset_c))
             # mapping C's buffer after the product makes the results visible in the host's array
             view, _ = cl.enqueue_map_buffer(queue, buffers[2], cl.map_flags.READ, 0, rows.shape, rows.dtype,
                                                  wait_for=events[-1:] or None, is_blocking=True)
