@@ -17,12 +17,16 @@ import autogemm
 from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
 from autogemm.dtypes import DTYPES
 
-LAYOUTS = ("C", "F", "view")
+LAYOUTS = ("C", "F", "view", "reversed")
 
 
 def _place(queue, x, layout, device):
     """``x`` as a C- or Fortran-ordered array, or as a view with an offset into a wider one, on the host
-    or on the device; and a function that reads the operand back to the host."""
+    or on the device, or on the host as a view with negative strides (whose length-1 axes numpy calls
+    contiguous: issue 57's D2); and a function that reads the operand back to the host."""
+    if layout == "reversed" and not device:
+        backwards = np.ascontiguousarray(x[::-1, ::-1])
+        return backwards[::-1, ::-1], lambda: backwards[::-1, ::-1]
     if layout == "view":
         wide = np.full((x.shape[0] + 2, x.shape[1] + 3), -7, x.dtype)
         wide[2:, 1:1 + x.shape[1]] = x
