@@ -201,7 +201,8 @@ class LaunchPlan(Routing):
         if self.nothing_to_multiply(alpha):
             return self.enqueue_product({}, c, offset_c, alpha, beta, wait_for)
         with self._lock:
-            self.allocate()
+            if not self._allocated:
+                self.allocate()
             # Every kernel's arguments are set first and the launches enqueued after, back to back:
             # setting arguments takes long enough that doing it between launches would leave the device
             # idle.
@@ -244,8 +245,13 @@ class LaunchPlan(Routing):
 
     def nothing_to_multiply(self, alpha: complex | float) -> bool:
         """True when no product is computed: C is empty, or scaled by beta alone (K or alpha 0)."""
+        return self._no_product or alpha == 0
+
+    @functools.cached_property
+    def _no_product(self) -> bool:
+        """Whether the problem has no product whatever alpha is (asked on every enqueue)."""
         pr = self.problem
-        return pr.m == 0 or pr.n == 0 or pr.batch == 0 or pr.k == 0 or alpha == 0
+        return pr.m == 0 or pr.n == 0 or pr.batch == 0 or pr.k == 0
 
     def _tiles_of_c(self) -> tuple[int, int, int]:
         """The NDRange of helper work-groups covering C (each C of a batch)."""
