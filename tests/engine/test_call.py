@@ -176,4 +176,4 @@ def test_a_numpy_product_past_32_bit_indexing_runs_as_a_share_tile_by_tile(host_
     want = (a.T if trans_a == "T" else a).astype(np.float64) @ b
     np.testing.assert_allclose(autogemm.gemm(a, b, trans_a=trans_a, device=ctx.device), want, rtol=1e-5)
     assert shared == [100]
-    assert blocks == ([] if host_memory == "discrete" else [3])          # 40 rows of 100 within 4096
+    assert blocks == ([3] if ctx.device.shares_host_memory else [])      # in place: 40 rows of 100 within 4096
