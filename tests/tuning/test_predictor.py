@@ -282,3 +282,18 @@ def test_shapes_tuned_exactly_become_samples_of_the_profile_predictor(device, mo
     timed = {config: found[0][1] for config, found in zip(fitted.bank, sample.rates) if found}
     assert sample.layout == "NT" and timed and timed == {c: g for c, g in rates.items() if c in fitted.bank}
     assert fitted.samples[-1] == square and fitted.bank == kernels
+
+
+def test_a_product_with_no_multiply_add_has_no_rate_and_no_warning():
+    """A K of 0 gives the model a share of 0: its logarithm is -inf (no rate), without the numpy
+    RuntimeWarning that a property test met on the H200."""
+    import warnings
+
+    from autogemm.blas.prediction import corrected
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert corrected(0.0, np.array([0.5]), np.array([1.0]), np.array([1.0])) == -math.inf
+        got = corrected(np.array([0.0, 0.25]), np.array([[0.5], [0.5]]), np.array([[1.0], [1.0]]),
+                        np.array([[1.0], [1.0]]))
+        assert got[0] == -math.inf and math.isfinite(got[1])

@@ -116,8 +116,10 @@ def neighbours(predictor: Predictor, order: Sequence[int], distances: Sequence[f
 def corrected(at: ArrayLike, near: ArrayLike, weights: ArrayLike, measured_logs: ArrayLike) -> ArrayLike:
     """The logarithm of the rate predicted from the model's share ``at`` the shape, corrected by the
     neighbours' residuals: the weighted mean of their measured rates' logarithms over their modelled
-    shares ``near`` (along the last axis: numbers for one prediction, rows of arrays for many)."""
-    return np.log(at) + (weights * (measured_logs - np.log(near))).sum(-1) / np.sum(weights, -1)
+    shares ``near`` (along the last axis: numbers for one prediction, rows of arrays for many). A product
+    with no multiply-add (K of 0) has a share of 0, whose logarithm is -inf: no rate, and no warning."""
+    with np.errstate(divide="ignore"):
+        return np.log(at) + (weights * (measured_logs - np.log(near))).sum(-1) / np.sum(weights, -1)
 
 
 def modelled(predictor: Predictor, dtype: Dtype, params: KernelParams, split: int, shape: Shape,
