@@ -12,7 +12,7 @@ import warnings
 from dataclasses import replace
 from pathlib import Path
 
-from ..cache_dir import cache_dir, make_directory, read_regular, write_atomically
+from ..cache_dir import cache_dir, read_regular, write_atomically
 from ..codelets.registry import Params
 from ..dtypes import DTYPES, Dtype
 from ..profiles import Profile, ProfileWarning
@@ -78,7 +78,6 @@ def _keep(path: Path, verdicts: dict[str, str]) -> None:
     """Write the verdicts for other processes; in a cache this user cannot write (a lab's, shared read-only)
     they are kept in memory, with one warning: a call never fails for want of a place to note them."""
     try:
-        make_directory(path.parent)
         write_atomically(path, json.dumps(verdicts, indent=1))
     except OSError as exc:
         if str(path) not in _unwritable:

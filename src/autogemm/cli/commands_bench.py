@@ -82,33 +82,27 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
     NVIDIA publishes it for the device, else of the multiply-add peak measured in the same run (the line
     under the table says which); '/ peer' is autogemm's rate over the peer's."""
     if from_json:
-        try:
-            meta, cases = read_json(from_json)
-        except AutogemmError as exc:
-            fail(str(exc))
+        meta, cases = read_json(from_json)
         console.print(f"{from_json}: {meta.get('date')}, {meta.get('command') or 'command not recorded'}",
                       highlight=False)
         _report(cases, f"TFLOP/s on {meta.get('device')} (median of {meta.get('runs')}; autogemm "
                        f"{meta.get('autogemm')})", None, csv_path, plot_path, {})
         return
-    try:
-        if sum(bool(x) for x in (sizes, shapes_file, use_suite)) > 1:
-            raise ArgumentError("choose one of --sizes, --shapes and --suite")
-        dev = select_device(None, device)
-        letters = [get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()]
-        if use_suite:
-            shapes = SUITES[use_suite]()
-        elif shapes_file:
-            shapes = read_shapes(shapes_file)
-        else:
-            shapes = square_sweep(sizes or ("256:8192" if dev.is_gpu else "64:1024"), layout.upper())
-        for dt in letters:
-            if dt.needs_fp64 and not dev.fp64:
-                raise ArgumentError(f"{dt.routine} needs double precision, which {dev.name.strip()} lacks")
-        runner = Bench(context_for(dev), _peers(peer_text), runs, end_to_end, seed, clblast_tuned)
-        profile = profile_for(dev)
-    except AutogemmError as exc:
-        fail(str(exc))
+    if sum(bool(x) for x in (sizes, shapes_file, use_suite)) > 1:
+        raise ArgumentError("choose one of --sizes, --shapes and --suite")
+    dev = select_device(None, device)
+    letters = [get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()]
+    if use_suite:
+        shapes = SUITES[use_suite]()
+    elif shapes_file:
+        shapes = read_shapes(shapes_file)
+    else:
+        shapes = square_sweep(sizes or ("256:8192" if dev.is_gpu else "64:1024"), layout.upper())
+    for dt in letters:
+        if dt.needs_fp64 and not dev.fp64:
+            raise ArgumentError(f"{dt.routine} needs double precision, which {dev.name.strip()} lacks")
+    runner = Bench(context_for(dev), _peers(peer_text), runs, end_to_end, seed, clblast_tuned)
+    profile = profile_for(dev)
     origin = profile_origin(dev, profile)
     console.print(f"bench on {dev.label}", highlight=False)      # (a long name on a line of its own)
     console.print(f"profile: {origin}", highlight=False)

@@ -12,9 +12,8 @@ from rich.table import Table
 
 from ..bench.api_costs import BMM, LOOP, STRIDED, Reuse, call_overhead, plan_reuse, run_batch
 from ..dtypes import get_dtype
-from ..errors import AutogemmError
 from ..tables import plain_table
-from .common import bench_inputs, cell, console, dimensions, fail, json_file, write_results
+from .common import bench_inputs, cell, console, dimensions, json_file, write_results
 from .group import main
 
 
@@ -39,10 +38,7 @@ def bench_batch_command(device, dtypes, batches, runs, overhead_size, reuse_shap
     host time a gemm call on device arrays costs beyond the bare plan, and the time the four-step
     GemmPlan saves by copying A once for several products. Rates are TFLOP/s."""
     dev, letters, cases_wanted, ctx = bench_inputs(device, dtypes, batches)
-    try:
-        reuse_wanted = dimensions(reuse_shapes, 3)
-    except AutogemmError as exc:
-        fail(str(exc))
+    reuse_wanted = dimensions(reuse_shapes, 3)
     rng = np.random.default_rng(seed)
     cases = []
     with console.status("timing batches") as status:

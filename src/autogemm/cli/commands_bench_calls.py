@@ -10,9 +10,8 @@ import numpy as np
 
 from ..bench.call_path import on_cuda_tensors, on_device_arrays, on_host_arrays
 from ..dtypes import get_dtype
-from ..errors import AutogemmError
 from ..tables import plain_table
-from .common import bench_inputs, console, fail, json_file, write_results
+from .common import bench_inputs, console, json_file, write_results
 from .group import main
 
 
@@ -33,10 +32,7 @@ def bench_calls_command(device, dtypes, tensor_dtype, sizes, calls, seed, json_p
     the same copies and launches made by hand (the difference is what the call adds), and, where torch
     has CUDA, gemm on CUDA tensors against torch.matmul; every result checked against float64."""
     dev, letters, shapes, ctx = bench_inputs(device, dtypes, sizes, parts=1)
-    try:
-        tensor_dt = get_dtype(tensor_dtype)
-    except AutogemmError as exc:
-        fail(str(exc))
+    tensor_dt = get_dtype(tensor_dtype)
     rng = np.random.default_rng(seed)
     costs = []
     with console.status("timing calls") as status:

@@ -123,18 +123,15 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, time
         config, settings, platform, device) -> None:
     """Run one GEMM several times, printing each iteration's device time and rate (with the device
     profile's configuration for the shape, or the default, unless --config/--set)."""
-    try:
-        dt = get_dtype(dtype_letter)
-        dev = select_device(platform, device)
-        ctx = context_for(dev)
-        op_a, op_b = Op.from_letter(trans_a, "trans-a"), Op.from_letter(trans_b, "trans-b")
-        problem = GemmProblem.dense(dt, m, n, k, op_a, op_b)
-        params = None
-        if config or settings:
-            params = parse_config(config, settings, choose_params(dev, problem).params)
-        plan = gemm_plan(ctx, problem, params, edge)
-    except AutogemmError as exc:
-        fail(str(exc))
+    dt = get_dtype(dtype_letter)
+    dev = select_device(platform, device)
+    ctx = context_for(dev)
+    op_a, op_b = Op.from_letter(trans_a, "trans-a"), Op.from_letter(trans_b, "trans-b")
+    problem = GemmProblem.dense(dt, m, n, k, op_a, op_b)
+    params = None
+    if config or settings:
+        params = parse_config(config, settings, choose_params(dev, problem).params)
+    plan = gemm_plan(ctx, problem, params, edge)
     console.print(f"device: {dev.label}", highlight=False)
     console.print(f"{dt.routine} {trans_a.upper()}{trans_b.upper()} M={m} N={n} K={k}  "
                   f"alpha={alpha} beta={beta}", highlight=False)

@@ -15,13 +15,14 @@ from ..blas.verified import checked_here
 from ..codelets.registry import GEMV
 from ..codelets.stream_k import split_name
 from ..dtypes import Dtype, get_dtype
-from ..errors import AutogemmError, ProfileError
+from ..errors import ProfileError
 from ..profiles import (
     Profile,
     SizeClassEntry,
     Thresholds,
     bundled,
     path_for,
+    profile_at,
     profile_for,
     profile_origin,
     read,
@@ -108,10 +109,7 @@ def show_command(target, device, as_json) -> None:
     a file (TARGET)."""
     if target and device:
         fail(f"give the device once: TARGET {target!r} or --device {device!r}")
-    try:
-        prof, source = _device_profile(target or device)
-    except AutogemmError as exc:
-        fail(str(exc))
+    prof, source = _device_profile(target or device)
     if as_json:
         click.echo(prof.to_json(), nl=False)
         return
@@ -214,10 +212,7 @@ def entry_label(section: str, dt: Dtype, name: str) -> str:
 @click.option("-d", "--device", help="Device whose profile to export (default: the default device).")
 def export_command(destination, device) -> None:
     """Write a device's profile to a file, to share it."""
-    try:
-        prof, _ = _device_profile(device)
-    except AutogemmError as exc:
-        fail(str(exc))
+    prof, _ = _device_profile(device)
     Path(destination).write_text(prof.to_json(), encoding="utf-8")
     console.print(f"wrote {destination}: {prof.device_name} {prof.device_fingerprint}", highlight=False)
 
@@ -233,7 +228,7 @@ def import_command(source, replace) -> None:
     computes wrong is left out. The file replaced is kept beside it, as .json.bak."""
     prof = read(source)
     path = path_for(prof.device_fingerprint)
-    existing = read(path) if path.exists() else None     # (a file that cannot be read is an error: kept)
+    existing = profile_at(path)           # (a file there that cannot be read is an error, and kept)
     device = next((d for d in devices() if d.fingerprint == prof.device_fingerprint), None)
     if device is not None:
         prof, dropped = checked_here(prof, device)
@@ -258,12 +253,9 @@ def verify_command(device, dtypes, runs, as_json) -> None:
     """Check and re-time the best stored configuration of each dtype and size class, and report how far
     the rate has drifted from the stored one (of a profile borrowed from a related device: how this
     device compares)."""
-    try:
-        dev = select_device(None, device)
-        prof, _ = _device_profile(device)      # its own, or one borrowed from a related device
-        letters = {get_dtype(x.strip()).key for x in dtypes.split(",")} if dtypes else None
-    except AutogemmError as exc:
-        fail(str(exc))
+    dev = select_device(None, device)
+    prof, _ = _device_profile(device)      # its own, or one borrowed from a related device
+    letters = {get_dtype(x.strip()).key for x in dtypes.split(",")} if dtypes else None
     measured_on = "" if prof.device_fingerprint == dev.fingerprint else f" (measured on {prof.device_name})"
     table = plain_table(f"{dev.label}: stored best{measured_on}, checked and timed again (GFLOP/s)",
                         ("entry", "shape", "stored", "now", "drift", "check"), right=("stored", "now", "drift"),

@@ -267,21 +267,18 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
         _replay(replayed, budget, [strategy] if strategy else list(STRATEGIES), seeds, cold)
         return
     strategy = strategy or DEFAULT_STRATEGY
-    try:
-        dev = select_device(None, device)
-        letters = tuple(get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()) if dtypes else None
-        limit = Budget.parse(budget) if budget else default_budget(dev, quick)
-        shapes = None
-        if shapes_file:
-            shapes, skipped = read_workload(shapes_file, tuple(dt.key for dt in letters or (get_dtype("s"),)))
-            for line in skipped:
-                console.print(f"[yellow]skipped[/yellow] {line}", highlight=False)
-            others = [r.describe() for r in shapes if exact_class(r) is None]
-            if others:
-                console.print(f"left to the size classes (batches, over {EXACT_MAX_WORK:.1e} multiply-adds): "
-                              f"{', '.join(others)}", highlight=False)
-    except AutogemmError as exc:
-        fail(str(exc))
+    dev = select_device(None, device)
+    letters = tuple(get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()) if dtypes else None
+    limit = Budget.parse(budget) if budget else default_budget(dev, quick)
+    shapes = None
+    if shapes_file:
+        shapes, skipped = read_workload(shapes_file, tuple(dt.key for dt in letters or (get_dtype("s"),)))
+        for line in skipped:
+            console.print(f"[yellow]skipped[/yellow] {line}", highlight=False)
+        others = [r.describe() for r in shapes if exact_class(r) is None]
+        if others:
+            console.print(f"left to the size classes (batches, over {EXACT_MAX_WORK:.1e} multiply-adds): "
+                          f"{', '.join(others)}", highlight=False)
     if hybrid:
         letters = letters or tuple(get_dtype(x) for x in ("s", "d") if x == "s" or dev.fp64)
         _tune_hybrid(context_for(dev), letters, hybrid_size, parts, kernels, seed)
@@ -325,15 +322,12 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
 def _replay(path: Path, budget: str | None, strategies: list[str], seeds: int, cold: bool) -> None:
     """``tune --replay``: each strategy's best after 1/8, 1/4, 1/2 and all of the budget, in % of the
     checkpoint's best."""
-    try:
-        limit = Budget.parse(budget) if budget else Budget(evaluations=200)
-        if limit.evaluations is None:
-            raise ArgumentError("--replay counts evaluations: give --budget as a number of them, e.g. 200")
-        checkpoint = Checkpoint.read(path)
-        with console.status("replaying"):
-            found = replay(checkpoint, strategies, limit.evaluations, seeds, cold)
-    except AutogemmError as exc:
-        fail(str(exc))
+    limit = Budget.parse(budget) if budget else Budget(evaluations=200)
+    if limit.evaluations is None:
+        raise ArgumentError("--replay counts evaluations: give --budget as a number of them, e.g. 200")
+    checkpoint = Checkpoint.read(path)
+    with console.status("replaying"):
+        found = replay(checkpoint, strategies, limit.evaluations, seeds, cold)
     marks = sorted({max(1, limit.evaluations * i // 8) for i in (1, 2, 4, 8)})
     console.print(f"{found.description}: {found.held} of {found.points} configurations measured, best "
                   f"{found.best_gflops:.1f} GFLOP/s; {'cold start' if cold else 'from the class default'}; "
@@ -360,10 +354,7 @@ def _tune_hybrid(ctx, letters: tuple[Dtype, ...], n: int, parts: int, kernels: i
                 took = f"{point.seconds * 1e3:.1f} ms" if point.seconds else point.note
                 status.update(f"{dt.routine} {n}^3: host {point.split.shares[1]}/{parts}, "
                               f"{point.config.describe()}: {took}")
-            try:
-                entry = tune_hybrid(ctx, dt, n, parts, kernels, rng=rng, progress=progress)
-            except AutogemmError as exc:
-                fail(str(exc))
+            entry = tune_hybrid(ctx, dt, n, parts, kernels, rng=rng, progress=progress)
             table.add_row(dt.key, str(n), f"{entry.host_parts}/{entry.parts}", f"{entry.gflops:.1f}",
                           entry.config.describe(), str(entry.evaluations), f"{entry.seconds:.0f}")
     console.print(table)

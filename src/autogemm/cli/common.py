@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from ..codelets.registry import KernelParams, params_from_dict
 from ..dtypes import Dtype, get_dtype
-from ..errors import ArgumentError, AutogemmError, ConfigError, DeviceError
+from ..errors import ArgumentError, ConfigError, DeviceError
 from ..runtime import Device, DeviceContext, context_for, devices
 from ..runtime.backend import OPENCL
 from ..runtime.opencl import discovery
@@ -109,13 +109,10 @@ def dimensions(text: str, parts: int = 2) -> list[tuple[int, ...]]:
 def bench_inputs(device: str | None, dtypes: str, sizes: str, parts: int = 2
                  ) -> tuple[Device, list[Dtype], list[tuple[int, ...]], DeviceContext]:
     """A bench command's device, its comma-separated ``dtypes`` and ``sizes`` (``dimensions`` of ``parts``) and the
-    device's context; a clear error and exit on anything wrong."""
-    try:
-        dev = select_device(None, device)
-        letters = [get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()]
-        return dev, letters, dimensions(sizes, parts), context_for(dev)
-    except AutogemmError as exc:
-        fail(str(exc))
+    device's context (an error ends the command in one line, ``group.Group``)."""
+    dev = select_device(None, device)
+    letters = [get_dtype(x.strip()) for x in dtypes.split(",") if x.strip()]
+    return dev, letters, dimensions(sizes, parts), context_for(dev)
 
 
 def cell(value: float | None, spec: str = ".3g") -> str:

@@ -200,14 +200,9 @@ def events_of(values: list[object], queue: cl.CommandQueue) -> list[cl.Event]:
     (an in-order queue runs its commands one after the other; waiting on its own events only costs time).
     An array's events may come from any queue: a call on the queue of its first device operand adds its
     last event to C, which may lie on another."""
-    handle, found = queue.int_ptr, []
-    for value in values:
-        if isinstance(value, cl_array.Array):
-            for event in value.events:
-                known = _QUEUES.get(id(event))       # (``_queue_of``, its lookup inlined: every call asks)
-                if (known[1] if known is not None and known[0] is event else _queue_of(event)) != handle:
-                    found.append(event)
-    return found
+    handle = queue.int_ptr
+    return [event for value in values if isinstance(value, cl_array.Array) for event in value.events
+            if _queue_of(event) != handle]
 
 
 #: The handle of the queue of each event recently asked about, by the event's id (the event held with it,

@@ -140,8 +140,8 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
     computes."""
     pieces, ready = _pieces(operands, needed, [block.needs for block in blocks], staging is not None)
     copies = _Copies(ctx.context, operands, pieces, staging)       # the copy threads start first
-    sizes = [max(st.span.nbytes, st.span.itemsize) if st.buffer is None else 0 for st in operands]
-    buffers: list[cl.Buffer] = []
+    sizes = _buffer_bytes(operands)
+    buffers: list[cl.Buffer | None] = [st.buffer for st in operands]
     launched: list[cl.Event] = []
     downloads: list[tuple[int, int]] = []          # the elements of the result each block writes
     last: tuple[int, int, list[cl.Event]] | None = None     # the last block's, and the launch it follows
@@ -149,8 +149,7 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
     done = False
     try:
         copies.first()
-        for st, size in zip(operands, sizes):
-            buffers.append(st.buffer if st.buffer is not None else ctx.buffers.take(size))
+        _take_buffers(ctx, operands, buffers, sizes)
         spread = len(blocks) > 1
         up_queue = ctx.transfer_queue("in") if spread else ctx.queue
         down_queue = ctx.transfer_queue("out") if spread else ctx.queue
@@ -198,29 +197,20 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
         return out
     finally:
         copies.close()             # no copy runs on, nor an upload waits for one that never ends
-        # given back last first: the pool hands out the last given first, so that a repeated call gets
-        # each operand's buffer of the last call again and sets no kernel argument anew
-        for st, buf, size in reversed(list(zip(operands, buffers, sizes))):
-            if st.buffer is None and done:
-                ctx.buffers.give(buf, size)
-            elif st.buffer is None:
-                buf.release()      # freed once the commands using it are done
+        _give_buffers(ctx, operands, buffers, sizes, done)
 
 
 def _direct(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bool], out: Matrix, block: Block,
             wait_for: list[cl.Event]) -> Matrix:
     """``run_blocks`` of one block with nothing staged (nothing to overlap): each needed host operand
-    uploaded from its array, the block's launches, and a host result read back, blocking. Its buffers
-    come from the context's pool and go back to it, last first (the pool hands out the last given
-    first, so that a repeated call gets each operand's buffer again and sets no kernel argument anew)."""
+    uploaded from its array, the block's launches, and a host result read back, blocking; its buffers
+    from the context's pool (``_take_buffers``, ``_give_buffers``)."""
     queue = ctx.queue
-    sizes = [max(st.span.nbytes, st.span.itemsize) if st.buffer is None else 0 for st in operands]
-    buffers = [st.buffer for st in operands]
+    sizes = _buffer_bytes(operands)
+    buffers: list[cl.Buffer | None] = [st.buffer for st in operands]
     done = False
     try:
-        for i, st in enumerate(operands):
-            if st.buffer is None:
-                buffers[i] = ctx.buffers.take(sizes[i])
+        _take_buffers(ctx, operands, buffers, sizes)
         # (the uploads' events held: pyopencl's event of a copy from host memory waits for it as it goes)
         uploads = [cl.enqueue_copy(queue, buffers[i], st.span, is_blocking=False)
                    for i, (st, need) in enumerate(zip(operands, needed)) if st.buffer is None and need and st.elements]
@@ -237,12 +227,33 @@ def _direct(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[boo
         done = True
         return out
     finally:
-        for st, buf, size in reversed(list(zip(operands, buffers, sizes))):
-            if st.buffer is None and buf is not None:
-                if done:
-                    ctx.buffers.give(buf, size)
-                else:
-                    buf.release()      # freed once the commands using it are done
+        _give_buffers(ctx, operands, buffers, sizes, done)
+
+
+def _buffer_bytes(operands: Sequence[Stored]) -> list[int]:
+    """The bytes of the pool's buffer each host operand crosses in (0 for one on the device)."""
+    return [max(st.span.nbytes, st.span.itemsize) if st.buffer is None else 0 for st in operands]
+
+
+def _take_buffers(ctx: DeviceContext, operands: Sequence[Stored], buffers: list[cl.Buffer | None],
+                  sizes: Sequence[int]) -> None:
+    """Fill ``buffers`` (each operand's, None for a host one) from the context's pool, in order."""
+    for i, st in enumerate(operands):
+        if st.buffer is None:
+            buffers[i] = ctx.buffers.take(sizes[i])
+
+
+def _give_buffers(ctx: DeviceContext, operands: Sequence[Stored], buffers: Sequence[cl.Buffer | None],
+                  sizes: Sequence[int], done: bool) -> None:
+    """The host operands' buffers back to the pool once every command using them is ``done``, last first
+    (the pool hands out the last given first, so that a repeated call gets each operand's buffer of the
+    last call again and sets no kernel argument anew); else released, freed once those commands end."""
+    for st, buf, size in reversed(list(zip(operands, buffers, sizes))):
+        if st.buffer is None and buf is not None:
+            if done:
+                ctx.buffers.give(buf, size)
+            else:
+                buf.release()
 
 
 def _pieces(operands: Sequence[Stored], needed: Sequence[bool], needs: Sequence[tuple[int, ...]], staged: bool

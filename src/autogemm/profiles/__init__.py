@@ -4,9 +4,9 @@ from .profile import CudaEntry, HybridEntry, Predictor, Profile, Ranked, Sample,
 from .store import (
     ProfileWarning,
     bundled,
-    check_replaceable,
     own_profile,
     path_for,
+    profile_at,
     profile_for,
     profile_origin,
     read,
@@ -18,5 +18,5 @@ from .store import (
 from .thresholds import Thresholds
 
 __all__ = ["CudaEntry", "HybridEntry", "Predictor", "Profile", "ProfileWarning", "Ranked", "Sample", "SizeClassEntry",
-           "Thresholds", "bundled", "check_replaceable", "own_profile", "path_for", "profile_for", "profile_origin",
+           "Thresholds", "bundled", "own_profile", "path_for", "profile_at", "profile_for", "profile_origin",
            "read", "save", "still_current", "thresholds_for", "user_profiles"]

@@ -59,12 +59,12 @@ def read(path: Path | str) -> Profile:
 
 def save(profile: Profile, path: Path | None = None) -> Path:
     """Write ``profile`` (merged over the profile already at ``path``) under a lock, atomically. A file
-    there that cannot be read as a profile (``check_replaceable``), or a profile that would not read back,
+    there that cannot be read as a profile (``profile_at``), or a profile that would not read back,
     is a ``ProfileError``: the file there is left as it was."""
     path = path or path_for(profile.device_fingerprint)
     make_directory(path.parent)
     with FileLock(str(path) + ".lock"):
-        older = _existing(path)
+        older = profile_at(path)
         if older is not None and older.device_fingerprint == profile.device_fingerprint:
             profile = profile.merged_into(older)
         text = profile.to_json()
@@ -74,15 +74,11 @@ def save(profile: Profile, path: Path | None = None) -> Path:
     return path
 
 
-def check_replaceable(path: Path) -> None:
-    """``ProfileError`` where a file at ``path`` cannot be read as a profile (unreadable, of a newer
-    format, damaged, not a regular file): saving would replace what it holds, which autogemm never does
-    unasked. (``tune`` asks before it measures anything.)"""
-    _existing(path)
-
-
-def _existing(path: Path) -> Profile | None:
-    """The profile at ``path``, None where there is no file; ``ProfileError`` for one that cannot be read."""
+def profile_at(path: Path) -> Profile | None:
+    """The profile at ``path``, None where there is no file; ``ProfileError`` where a file there cannot be
+    read as a profile (unreadable, of a newer format, damaged, not a regular file): saving would replace
+    what it holds, which autogemm never does unasked (``save``, ``tune`` before it measures anything,
+    ``profile import``)."""
     if not os.path.lexists(path):
         return None
     try:

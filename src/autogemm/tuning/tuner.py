@@ -35,9 +35,9 @@ from ..profiles import (
     Profile,
     Ranked,
     SizeClassEntry,
-    check_replaceable,
     own_profile,
     path_for,
+    profile_at,
     profile_for,
     save,
 )
@@ -152,7 +152,7 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                                   f"{device.name.strip()} lacks (its {exact.routine} kernels compute it exactly)")
         reals = tuple(sorted({"d" if dt.needs_fp64 else "s" for dt in dtypes}))
         if write:
-            check_replaceable(path_for(device.fingerprint))     # before anything is measured, not after
+            profile_at(path_for(device.fingerprint))    # a file there it cannot replace: refused before measuring
         results = fma.measured(device, worker.fma, reals, widths, fresh)
         listener.fma_done(results)
         macs = fma.mac_table(results)

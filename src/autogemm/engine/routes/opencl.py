@@ -65,7 +65,7 @@ class OpenCLRoute:
                               offset_b=pb.offset, offset_c=sc.offset, batch=sc.layers, stride_a=pa.stride,
                               stride_b=pb.stride, stride_c=sc.stride)
         # past 32-bit indexing a product of device arrays alone runs in blocks; anything else cannot
-        blockable = problem.batch == 1 and all(on_device(x) for x in (a, b, c) if x is not None)
+        blockable = problem.batch == 1 and self.device_only
         problem.validate(index_limit=None if blockable else index_blocks.INDEX_LIMIT)
         self.problem = problem
         self.blocked = blockable and index_blocks.exceeds(problem)

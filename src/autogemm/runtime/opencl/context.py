@@ -28,7 +28,6 @@ class DeviceContext:
         #: the context whose page-locked memory and pools of results this one uses (``shares.staging``):
         #: itself, or the one it sits beside
         self.owner: DeviceContext = beside if beside is not None else self
-        self._profiling = queue is None and beside is None
         if beside is not None:          # the same context, programs and free buffers; a queue of its own
             self.context, self._programs, self._lock = beside.context, beside._programs, beside._lock
             self.buffers = beside.buffers
@@ -61,7 +60,7 @@ class DeviceContext:
         ``queue``, so a copy no longer than the kernels beside it adds almost nothing to their time."""
         with self._lock:
             if direction not in self._transfer_queues:
-                profiling = cl.command_queue_properties.PROFILING_ENABLE if self._profiling else 0
+                profiling = self.queue.properties & cl.command_queue_properties.PROFILING_ENABLE
                 self._transfer_queues[direction] = cl.CommandQueue(self.context, properties=profiling)
             return self._transfer_queues[direction]
 
