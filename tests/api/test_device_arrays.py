@@ -263,6 +263,21 @@ def test_repeated_calls_and_loops_over_views_reuse_their_resolution_and_plan(que
         autogemm.gemm(same, db[3], beta=1.0)         # checked on a repeated call too
 
 
+def test_a_loop_on_one_c_knows_the_queue_of_its_last_event(queue):
+    """The event a call leaves on C has its queue noted, so the next call on C does not ask the driver for
+    it (an answer the driver makes a queue object for, on every call of the loop)."""
+    from autogemm.engine import operands
+    dt = DTYPES["s"]
+    a, b = random_matrix(RNG, dt, (9, 7)), random_matrix(RNG, dt, (7, 5))
+    da, db = cl_array.to_device(queue, a), cl_array.to_device(queue, b)
+    dc = cl_array.empty(queue, (9, 5), np.float32)
+    for _ in range(3):
+        autogemm.gemm(da, db, dc)
+        assert len(dc.events) == 1
+        assert operands._QUEUES[id(dc.events[0])] == (dc.events[0], queue.int_ptr)
+    assert relative_error(dc.get(), a.astype(np.float64) @ b) < dt.tolerance
+
+
 def test_views_far_into_their_buffer_reuse_the_call_with_their_own_offsets(queue, monkeypatch):
     """Offsets are 64-bit: views sharing a resolved call's key run in one launch each, with their own
     offsets, however far into the buffer they begin (the limit on the kernels' indices is lowered here)."""

@@ -167,3 +167,42 @@ def test_repeated_calls_reuse_their_prepared_launch_and_rebind_memory_and_scalar
         autogemm.gemm(*pairs[pair], outs[out], alpha=alpha, trans_b="T")
         assert np.allclose(outs[out].get(), alpha * (a @ b.T), rtol=1e-12, atol=1e-12)
     assert len(prepared) == 3          # the first call, new alpha, other memory; the repeats reuse theirs
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda
+def test_torch_tensors_on_the_current_stream_multiply_in_place_and_repeat_their_launch(monkeypatch):
+    """torch's tensors on its current stream are read through their own attributes (B a transposed view,
+    a new result from torch's allocator); a loop that repeats a call's memory and scalars enqueues the
+    same launch again, new scalars a launch of their own, each result right (A and B^T K-major with K a
+    whole number of tiles: read as they lie, in one launch)."""
+    ctx = _hopper_context()
+    try:
+        import torch
+    except Exception as exc:       # noqa: BLE001 - absent, or broken where it is installed
+        pytest.skip(f"torch does not import here: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+    rng = np.random.default_rng(17)
+    dt = DTYPES["h"]
+    m, n, k = 77, 53, 128
+    a, b_t = random_matrix(rng, dt, (m, k)), random_matrix(rng, dt, (n, k))
+    ta, tb_t = (torch.from_numpy(x).cuda() for x in (a, b_t))
+    c = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")      # poisoned
+    enqueued = []
+    real = type(ctx).enqueue_prepared
+    monkeypatch.setattr(type(ctx), "enqueue_prepared",
+                        lambda self, *args: enqueued.append(args[0]) or real(self, *args))
+    for step, alpha in enumerate((1.0, 1.0, -0.5)):
+        if step == 1:                           # new data in the same memory
+            a = -a
+            ta.neg_()
+        c.fill_(float("nan"))
+        got = autogemm.gemm(ta, tb_t.T, c, alpha=alpha)
+        assert got is c
+        reference = Reference(dt, alpha * a.astype(np.float64), b_t.T, rng)
+        error, ok = reference.check(c.cpu().numpy())
+        assert ok, f"step {step}: error {error:.2e}"
+    assert len(enqueued) == 3 and enqueued[0] is enqueued[1] and enqueued[2] is not enqueued[1]
+    fresh = autogemm.gemm(tb_t, ta.T)                          # a new result, torch's own
+    assert isinstance(fresh, torch.Tensor) and fresh.shape == (n, m)
+    error, ok = Reference(dt, b_t, a.T, rng).check(fresh.cpu().numpy())
+    assert ok, f"new result: error {error:.2e}"

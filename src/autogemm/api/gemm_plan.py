@@ -20,7 +20,7 @@ from ..blas import GemmProblem, LaunchPlan, Op
 from ..blas.plans import gemm_plan
 from ..codelets.registry import KernelParams
 from ..dtypes import get_dtype, with_precision
-from ..engine.operands import event_list, events_of, scalar
+from ..engine.operands import event_list, events_of, hand_events, scalar
 from ..errors import ArgumentError, ShapeError
 from ..runtime import Device, context_for
 from ..runtime.opencl.memory import reports_full_memory
@@ -93,8 +93,8 @@ class GemmPlan:
         alpha, beta = scalar(alpha, "alpha", dt), scalar(beta, "beta", dt)
         buffer, offset = self._memory("C", c, offset)
         events = self._plan.enqueue_product(self._operands, buffer, offset, alpha, beta, self._events(c, wait_for))
-        if isinstance(c, cl_array.Array) and events:
-            c.add_event(events[-1])
+        if isinstance(c, cl_array.Array):
+            hand_events(c, events[-1:], self.queue)
         return events
 
     def release(self) -> None:

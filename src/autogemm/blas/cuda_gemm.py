@@ -199,18 +199,19 @@ class CudaGemm:
             self.split = ctx.function(_cubin(source, name), name)
 
     def enqueue(self, a: DeviceOperand, b: DeviceOperand, c: DeviceMemory, alpha: complex | float,
-                beta: complex | float, stream: object = None) -> None:
+                beta: complex | float, stream: object = None) -> Prepared | None:
         """Enqueue the product on ``stream`` (by default the context's). Operands the kernel cannot read
         as they lie are first laid out in memory allocated on that stream and freed there after it. A
         product the kernel reads as it lies, with no partial sums to allocate, is prepared once for its
-        memory and scalars: a call that repeats them only enqueues the launch."""
+        memory and scalars: a call that repeats them only enqueues the launch, which is returned (None
+        where the product made memory of its own)."""
         stream = self.ctx.stream if stream is None else stream
         key = (a.key, b.key, int(c.pointer), alpha, beta)
         launch = self._prepared.get(key)
         if launch is not None:
             self._prepared.move_to_end(key)
             self.ctx.enqueue_prepared(launch, stream)
-            return
+            return launch
         work: list[DeviceMemory] = []
         mn_major, c_transposed = reading(self.params, ((self._lies_mn_major(a), self._direct(a)),
                                                   (self._lies_mn_major(b), self._direct(b))))
@@ -227,10 +228,12 @@ class CudaGemm:
         self.ctx.enqueue_prepared(launch, stream)
         for memory in work:
             memory.release()
-        if not work:
-            self._prepared[key] = launch
-            while len(self._prepared) > PREPARED_LAUNCHES:
-                self._prepared.popitem(last=False)
+        if work:
+            return None
+        self._prepared[key] = launch
+        while len(self._prepared) > PREPARED_LAUNCHES:
+            self._prepared.popitem(last=False)
+        return launch
 
     def _layout(self, mn_major: tuple[bool, bool], c_transposed: bool = False
                 ) -> tuple[Rendered, object, Schedule]:

@@ -218,7 +218,21 @@ def _queue_of(event: cl.Event) -> int | None:
     if found is not None and found[0] is event:
         return found[1]
     queue = event.command_queue
-    _QUEUES[id(event)] = (event, None if queue is None else queue.int_ptr)
+    return _noted(event, None if queue is None else queue.int_ptr)
+
+
+def hand_events(out: cl_array.Array, events: list[cl.Event], queue: cl.CommandQueue) -> None:
+    """Add ``events``, enqueued on ``queue``, to ``out``'s pending events, their queue noted: the next call
+    on ``out`` finds it without asking the driver (which makes a queue object for the answer and releases
+    it, on every call of a loop that writes one C)."""
+    handle = queue.int_ptr
+    for event in events:
+        out.add_event(event)
+        _noted(event, handle)
+
+
+def _noted(event: cl.Event, handle: int | None) -> int | None:
+    _QUEUES[id(event)] = (event, handle)
     while len(_QUEUES) > QUEUES_KEPT:
         _QUEUES.popitem(last=False)
-    return _QUEUES[id(event)][1]
+    return handle

@@ -32,7 +32,7 @@ from ..runtime.opencl.memory import check_memory
 from ..shares.copying import COPY_THREADS, Background, native_copier, parallel_copy
 from ..shares.staging import page_locked, result_pool
 from .call import GemmCall
-from .operands import Matrix, Stored, on_device
+from .operands import Matrix, Stored, hand_events, on_device
 
 Enqueue = Callable[[list[cl.Buffer], list[cl.Event]], list[cl.Event]]
 
@@ -174,8 +174,8 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
                                                  is_blocking=False))
         copies.join()
         if on_device(out):
-            for event in uploads + launched[-1:]:
-                out.add_event(event)
+            hand_events(out, uploads, up_queue)
+            hand_events(out, launched[-1:], ctx.queue)
             if staging is not None:     # the page-locked memory is the next call's once they are done
                 cl.wait_for_events(uploads)
             return out
@@ -216,8 +216,7 @@ def _direct(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[boo
                    for i, (st, need) in enumerate(zip(operands, needed)) if st.buffer is None and need and st.elements]
         launched = block.enqueue(buffers, wait_for + uploads[-1:])
         if on_device(out):
-            for event in uploads + launched[-1:]:
-                out.add_event(event)
+            hand_events(out, uploads + launched[-1:], queue)
             return out
         flat = _flat(out, operands[-1])
         if flat is None:

@@ -28,7 +28,18 @@ from ...errors import ArgumentError
 from ...profiles import Thresholds, thresholds_for
 from ...runtime.opencl.memory import check_memory
 from ..call import GemmCall, GemmOptions, checked_scalars, oriented
-from ..operands import Matrix, Stored, call_context, event_list, events_of, on_device, placed, storage_layout, stored
+from ..operands import (
+    Matrix,
+    Stored,
+    call_context,
+    event_list,
+    events_of,
+    hand_events,
+    on_device,
+    placed,
+    storage_layout,
+    stored,
+)
 from ..transfer import Block, Enqueue, host_result, one_block, run_blocks
 
 
@@ -161,10 +172,11 @@ class OpenCLRoute:
             if not self.plan.allocated:
                 check_memory(ctx, list(self.plan.temporary_bytes().values()))
             events = self.plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=wait_for, offsets=offsets)
+        # the last launch ends after every event C held (each was waited for, or lies on this in-order
+        # queue): it alone stands for them, so a loop that writes one C keeps one event to look at
         if events:
-            # the last launch ends after every event C held (each was waited for, or lies on this in-order
-            # queue): it alone stands for them, so a loop that writes one C keeps one event to look at
-            out.events[:] = events[-1:]
+            out.events.clear()
+        hand_events(out, events[-1:], ctx.queue)
         return out
 
     def _resident_call(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha, beta, wait_for: list[cl.Event]

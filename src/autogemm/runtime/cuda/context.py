@@ -72,9 +72,17 @@ def checked(answer: tuple) -> object:
 def as_stream(handle: object) -> object:
     """A CUDA stream handle (an int, as DLPack and other libraries give them; 0 the legacy default
     stream) as the driver API takes it."""
-    from cuda.bindings import driver
-
+    if type(handle) is int:
+        return _stream_of(handle)
+    driver = bindings()
     return handle if isinstance(handle, driver.CUstream) else driver.CUstream(int(handle))
+
+
+@functools.lru_cache(maxsize=64)
+def _stream_of(handle: int) -> object:
+    """The driver's object for the stream ``handle``, made once a handle: a call on tensors names its
+    stream every time, and the object only holds the handle."""
+    return bindings().CUstream(handle)
 
 
 class Prepared(NamedTuple):
