@@ -192,8 +192,13 @@ def test_matmul_errors():
         autogemm.matmul(np.ones((2, 3, 4)), np.ones((3, 4, 2)))
     with pytest.raises(autogemm.ShapeError, match="b is a scalar"):
         autogemm.matmul(a, np.array(2.0))
-    with pytest.raises(autogemm.ShapeError, match=r"out must be an array of shape \(3, 2\)"):
+    with pytest.raises(autogemm.ShapeError, match=r"of shape \(2, 3\), where the result's is \(3, 2\)"):
         autogemm.matmul(a, np.ones((4, 2)), out=np.ones((2, 3)))
+    with pytest.raises(autogemm.DtypeError, match="Cannot cast ufunc 'matmul' output from float64 to int32"):
+        autogemm.matmul(a, np.ones((4, 2)), np.zeros((3, 2), np.int32))
+    narrow = np.full((3, 2), np.nan, np.float32)                  # numpy's same_kind rule: cast
+    assert autogemm.matmul(a, np.ones((4, 2)), narrow) is narrow and (narrow == 4.0).all()
+    assert type(autogemm.matmul(np.ones(3), np.ones(3))) is np.float64
 
 
 def test_a_product_larger_than_the_device_says_how_much_it_needs(ctx, monkeypatch):

@@ -6,10 +6,10 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..engine.operands import Matrix, as_array, call_context, events_of, on_device
+from ..engine.operands import Matrix, as_array, call_context, events_of, hand_events, on_device
 from ..engine.routes.cuda_tensors import is_cuda_tensor
 from ..engine.transfer import host_result
-from ..errors import ArgumentError, ShapeError
+from ..errors import ArgumentError, DtypeError, ShapeError
 from ..profiles import thresholds_for
 from ..runtime import Device
 from ..runtime.opencl.memory import reports_full_memory
@@ -36,7 +36,7 @@ def _operands(a: object, b: object) -> tuple[Matrix, Matrix]:
 
 
 @reports_full_memory
-def matmul(a, b, *, out=None, device: Device | str | int | None = None, precision: str | None = None,
+def matmul(a, b, /, out=None, *, device: Device | str | int | None = None, precision: str | None = None,
            wait_for: list[cl.Event] | None = None):
     """``a @ b`` with numpy's rules: 2-D operands are matrices; a 1-D ``a`` is a row and a 1-D ``b`` a
     column, whose dimension is dropped from the result; operands of more dimensions are stacks of
@@ -45,8 +45,11 @@ def matmul(a, b, *, out=None, device: Device | str | int | None = None, precisio
     Operands are numpy or pyopencl arrays as for ``gemm``, or what numpy turns into arrays (lists,
     tuples); host operands of two dtypes are converted to the one numpy's result has, device arrays
     must be of one dtype. With a device array among them the products are enqueued on its queue and the
-    result is a device array whose ``events`` say when it is done. ``out`` receives the result when
-    given (of the result's shape and dtype). A stack is computed as a strided batch (``gemm_batched``):
+    result is a device array whose ``events`` say when it is done. As numpy's, a product of two 1-D host
+    operands is a numpy scalar. ``out`` (positional or by name) receives the result when given: of the
+    result's shape; a host ``out`` of another dtype receives it cast as numpy casts (its ``same_kind``
+    rule; ``DtypeError``, a ``TypeError``, where that rule refuses), a device ``out`` must be of the
+    result's dtype. A stack is computed as a strided batch (``gemm_batched``):
     one launch where the stacks are evenly spaced in memory, as numpy's own arrays and their broadcasts
     are.
 
@@ -71,13 +74,16 @@ def matmul(a, b, *, out=None, device: Device | str | int | None = None, precisio
     shape = stack + (m, n)
     final = shape[:-2] + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
     if out is not None:
-        if not isinstance(out, (np.ndarray, cl_array.Array)) or out.shape != final:
-            raise ShapeError(f"out must be an array of shape {final}, not {getattr(out, 'shape', type(out).__name__)}")
-        if out.dtype != a.dtype:
-            raise ArgumentError(f"out is {out.dtype} but the result is {a.dtype}")
+        if not isinstance(out, (np.ndarray, cl_array.Array)):
+            raise ArgumentError(f"out must be a numpy or pyopencl array, not {type(out).__name__}")
+        if out.shape != final:
+            raise ShapeError(f"out is a non-broadcastable output: of shape {out.shape}, where the result's is "
+                             f"{final}")
+        _check_cast(a.dtype, out)
     ctx = call_context(device, {"a": a, "b": b, "out": out})
     asynchronous = any(on_device(x) for x in (a, b, out))
-    if out is None:
+    given = out
+    if out is None or out.dtype != a.dtype:      # (a host out of another dtype takes the result cast)
         out = (cl_array.empty(ctx.queue, final, a.dtype) if asynchronous
                else host_result(ctx, final, a.dtype, thresholds_for(ctx.device)))
     target = out.reshape(shape)            # a copy only for a host out that no view can reshape
@@ -91,11 +97,28 @@ def matmul(a, b, *, out=None, device: Device | str | int | None = None, precisio
         result = gemm(a2, b2, target, **options)
         done = result.events[-1:] if asynchronous else []
     if on_device(out):
-        for event in done:
-            out.add_event(event)
-    elif not np.shares_memory(target, out):
+        hand_events(out, done, ctx.queue)
+        return out
+    if not np.shares_memory(target, out):
         out[...] = target.reshape(final)
-    return out
+    if given is None:
+        return out[()] if out.ndim == 0 else out        # numpy's scalar for a product of two vectors
+    if given is not out:
+        np.copyto(given, out, casting="same_kind")
+    return given
+
+
+def _check_cast(result: np.dtype, out: Matrix) -> None:
+    """``DtypeError`` (a ``TypeError``, as numpy raises) where ``out`` cannot take a result of dtype
+    ``result``: a device array of another dtype, or a host one numpy's ``same_kind`` rule refuses."""
+    if out.dtype == result:
+        return
+    if on_device(out):
+        raise DtypeError(f"out is {out.dtype} but the result is {result}: a device array is not converted; "
+                         f"pass one of {result}")
+    if not np.can_cast(result, out.dtype, "same_kind"):
+        raise DtypeError(f"Cannot cast ufunc 'matmul' output from {result} to {out.dtype} (numpy's same_kind "
+                         f"rule): pass out of {result} or of a type it casts to")
 
 
 def _stacked(a: Matrix, b: Matrix, c: Matrix, stack: tuple[int, ...], options: dict) -> list[cl.Event]:
