@@ -55,3 +55,31 @@ def test_alpha_zero_skips_the_product_and_beta_zero_never_reads_c(ctx, letter):
     poisoned = _sprinkle(rng, c, c.size)                              # every element NaN or infinite
     out = autogemm.gemm(clean_a, clean_b, poisoned, alpha=1.0, beta=0.0, device=ctx.device)
     assert np.isfinite(out).all()
+
+
+@pytest.mark.parametrize("edge", ["guard", "pad"])
+@pytest.mark.parametrize("letter", ["c", "z"])
+def test_a_complex_overflow_keeps_its_zero_imaginary_part(ctx, letter, edge):
+    """A complex sum that overflows to inf + 0j stays so, as in numpy: alpha and beta of exactly 1 are not
+    multiplied in (a complex product with 1 + 0j makes inf * 0 of the zero part: NaN). In ``matmul``, in
+    ``gemm`` with alpha = beta = 1 onto a finite C, and in a matrix-vector product."""
+    dt, rng = DTYPES[letter], np.random.default_rng()
+    huge = 1e20 if letter == "c" else 1e160          # its square overflows the dtype
+    m, n, k = 37, 29, 45
+    a, b = random_matrix(rng, dt, (m, k)), random_matrix(rng, dt, (k, n))
+    a[0], b[:, 0] = huge, huge                         # C[0, 0] alone overflows, to inf + 0j
+    c = random_matrix(rng, dt, (m, n))
+    with np.errstate(over="ignore", invalid="ignore"):
+        exact = a.astype(np.complex128) @ b.astype(np.complex128)
+    finite = np.ones((m, n), bool)
+    finite[0, 0] = False
+    results = {"matmul": (autogemm.matmul(a, b, device=ctx.device), exact, 0),
+               "gemm beta 1": (autogemm.gemm(a, b, c.copy(), beta=1.0, edge=edge, device=ctx.device), exact + c,
+                               c[0, 0].imag),
+               "matrix-vector": (autogemm.matmul(a, b[:, 0], device=ctx.device)[:, None], exact[:, :1], 0)}
+    for name, (got, want, imaginary) in results.items():
+        corner = got[0, 0]
+        assert np.isposinf(corner.real) and corner.imag == imaginary, f"{name}: C[0, 0] is {corner}"
+        rest = finite[:, :got.shape[1]]
+        scale = np.abs(want[rest]).max()
+        assert np.allclose(got[rest], want[rest], rtol=10 * dt.tolerance, atol=10 * dt.tolerance * scale), name

@@ -43,6 +43,9 @@ def prelude(dt: Dtype) -> str:
             "#define ELEM_STORE(p, i, v) vstore2((v), 0, (p) + (i) * 2)",
             "#define MUL(u, v) ((elem)((u).x * (v).x - (u).y * (v).y, (u).x * (v).y + (u).y * (v).x))",
             "#define IS_ZERO(u) ((u).x == (real)0 && (u).y == (real)0)",
+            # alpha or beta of exactly 1 leaves v as it is: the product would make a zero part beside an
+            # infinite one NaN (inf * 0), which BLAS's and numpy's results do not
+            "#define SCALE(s, v) ((s).x == (real)1 && (s).y == (real)0 ? (v) : MUL(s, v))",
         ]
     else:
         lines += [
@@ -50,6 +53,7 @@ def prelude(dt: Dtype) -> str:
             "#define ELEM_STORE(p, i, v) ((p)[i] = (v))",
             "#define MUL(u, v) ((u) * (v))",
             "#define IS_ZERO(u) ((u) == (real)0)",
+            "#define SCALE(s, v) ((s) * (v))",
         ]
     if dt.half:
         lines += [conversions(dt).rstrip("\n"),
@@ -124,8 +128,8 @@ void merge(const int m, const int n, const __global real* T, const int t_ld, con
     C += (c_offset + (long)layer * c_stride) * {dt.reals_per_element};
     elem t = ELEM_LOAD(T, r * t_ld + c);
     for (int s = 1; s < slices; ++s) t += ELEM_LOAD(T, s * t_slice + r * t_ld + c);
-    t = MUL(alpha, t);
-    STORE(C, r * ldc + c, IS_ZERO(beta) ? t : t + MUL(beta, LOAD(C, r * ldc + c)));
+    t = SCALE(alpha, t);
+    STORE(C, r * ldc + c, IS_ZERO(beta) ? t : t + SCALE(beta, LOAD(C, r * ldc + c)));
 }}
 
 // autogemm scale: C = beta * C for the m x n C
@@ -136,7 +140,7 @@ void scale(const int m, const int n, __global stored* C, const long c_offset, co
     const int r = get_global_id(1), c = get_global_id(0), layer = get_group_id(2);
     if (r >= m || c >= n) return;
     C += (c_offset + (long)layer * c_stride) * {dt.reals_per_element};
-    STORE(C, r * ldc + c, IS_ZERO(beta) ? (elem)(0) : MUL(beta, LOAD(C, r * ldc + c)));
+    STORE(C, r * ldc + c, IS_ZERO(beta) ? (elem)(0) : SCALE(beta, LOAD(C, r * ldc + c)));
 }}
 
 {OWNER_FUNCTION}
@@ -160,8 +164,8 @@ void fixup(const int m, const int n, const int block_rows, const int block_cols,
     C += c_offset * {dt.reals_per_element};
     elem t = ELEM_LOAD(P, r * p_ld + c);
     for (int p = 1; p < pieces; ++p) t += ELEM_LOAD(P, p * p_layer + r * p_ld + c);
-    t = MUL(alpha, t);
-    ELEM_STORE(C, r * ldc + c, IS_ZERO(beta) ? t : t + MUL(beta, ELEM_LOAD(C, r * ldc + c)));
+    t = SCALE(alpha, t);
+    ELEM_STORE(C, r * ldc + c, IS_ZERO(beta) ? t : t + SCALE(beta, ELEM_LOAD(C, r * ldc + c)));
 }}
 """
     return KernelSource("merge", source, (), (TILE, TILE), (TILE, TILE, 1))

@@ -97,6 +97,16 @@ class ElementCode:
         """A C expression: beta == 0 (both parts, for complex elements)."""
         return "beta.x == (real)0 && beta.y == (real)0" if self.dt.is_complex else "beta == (real)0"
 
+    def scaled(self, scalar: str, vec: str, expr: str, onto: str | None = None) -> str:
+        """A C expression: ``onto`` (by default zero) + ``scalar`` * ``expr``, vectors ``vec`` of elements.
+        For complex elements a scalar of exactly 1 adds ``expr`` as it is: the product would make a zero
+        part beside an infinite one NaN (inf * 0), which BLAS's and numpy's results do not."""
+        product = f"mac({onto or f'({vec})(0)'}, {scalar}, {expr})"
+        if not self.dt.is_complex:
+            return product
+        plain = expr if onto is None else f"{onto} + {expr}"
+        return f"({scalar}.x == (real)1 && {scalar}.y == (real)0 ? {plain} : {product})"
+
     def mac_function(self) -> None:
         w = self.out
         vec = self.vtype(self.vw)

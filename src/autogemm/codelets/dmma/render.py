@@ -196,7 +196,9 @@ SCALARS = {
     "d": """__device__ __forceinline__ double scaled(double s, double v) { return s * v; }
 __device__ __forceinline__ double added(double a, double b) { return a + b; }
 __device__ __forceinline__ bool is_zero(double s) { return s == 0.0; }""",
-    "z": """__device__ __forceinline__ double2 scaled(double2 s, double2 v) {
+    "z": """// by a scalar of exactly 1, v itself: the product would make a zero part beside an infinite one NaN
+__device__ __forceinline__ double2 scaled(double2 s, double2 v) {
+    if (s.x == 1.0 && s.y == 0.0) return v;
     return make_double2(s.x * v.x - s.y * v.y, s.x * v.y + s.y * v.x);
 }
 __device__ __forceinline__ double2 added(double2 a, double2 b) { return make_double2(a.x + b.x, a.y + b.y); }

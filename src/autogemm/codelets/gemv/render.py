@@ -32,8 +32,8 @@ _SIGNATURE = """(const int rows, const int cols, const int chunk, const int slic
 _WRITE = """#define WRITE(index, outputs, v, sum) do { \\
         if (slices == 1) { \\
             const long at = (long)(index) * incy + (long)(v) * ldy; \\
-            const elem scaled = MUL(alpha, (sum)); \\
-            STORE(y, at, IS_ZERO(beta) ? scaled : scaled + MUL(beta, LOAD(y, at))); \\
+            const elem scaled = SCALE(alpha, (sum)); \\
+            STORE(y, at, IS_ZERO(beta) ? scaled : scaled + SCALE(beta, LOAD(y, at))); \\
         } else { \\
             ELEM_STORE(partial, (long)slice * (outputs) * vectors + (long)(index) * partial_o \\
                        + (long)(v) * partial_v, (sum)); \\

@@ -515,8 +515,8 @@ class _Generator(ElementCode):
                 parts = ", ".join(f"acc[i][j][{c}]" for c in cols)
             w("{",
               f"    const int col = block_col + warp_col + j * MMA_N + 2 * t + {first};",
-              f"    {vec} value = mac(({vec})(0), alpha, ({vec})({parts}));",
-              f"    if (!beta_zero) value = mac(value, beta, load_{sw}(C, ldc, M, N, row, col));",
+              f"    {vec} value = {self.scaled('alpha', vec, f'({vec})({parts})')};",
+              f"    if (!beta_zero) value = {self.scaled('beta', vec, f'load_{sw}(C, ldc, M, N, row, col)', 'value')};",
               f"    store_{sw}(C, ldc, M, N, row, col, value);",
               "}")
         w.close()

@@ -307,8 +307,8 @@ class _Generator(ElementCode):
         w(f"const int row = block_row + {self.outer_index(self.a, 'i / VW')} + i % VW;")
         self.unrolled("j", "TILE_COLS / VW")
         w(f"const int col = block_col + {self.outer_index(self.b, 'j')};",
-          f"{vec} value = mac(({vec})(0), alpha, acc[i][j]);",
-          f"if (!beta_zero) value = mac(value, beta, load_{self.vw}(C, ldc, M, N, row, col));",
+          f"{vec} value = {self.scaled('alpha', vec, 'acc[i][j]')};",
+          f"if (!beta_zero) value = {self.scaled('beta', vec, f'load_{self.vw}(C, ldc, M, N, row, col)', 'value')};",
           f"store_{self.vw}(C, ldc, M, N, row, col, value);")
         w.close()
         w.close()

@@ -121,8 +121,8 @@ class _Generator(ElementCode):
         w("// C = alpha * acc + beta * C; with beta == 0, C is not read",
           f"const bool beta_zero = {self.beta_is_zero()};")
         self.unrolled("i", "TILE_ROWS")
-        w(f"{vec} value = mac(({vec})(0), alpha, acc[i]);",
-          f"if (!beta_zero) value = mac(value, beta, load_{self.vw}(C, ldc, M, N, row0 + i, col));",
+        w(f"{vec} value = {self.scaled('alpha', vec, 'acc[i]')};",
+          f"if (!beta_zero) value = {self.scaled('beta', vec, f'load_{self.vw}(C, ldc, M, N, row0 + i, col)', 'value')};",
           f"store_{self.vw}(C, ldc, M, N, row0 + i, col, value);")
         w.close()
 
