@@ -4,7 +4,16 @@ from .api import GemmPlan, clear_plans, gemm, gemm_batched, gemv, matmul, transp
 from .blas import GemmProblem, LaunchPlan, Op
 from .codelets.gemv import GemvParams
 from .codelets.simt import SimtParams
-from .errors import ArgumentError, AutogemmError, BuildError, ConfigError, DeviceError, DtypeError, ShapeError
+from .errors import (
+                     ArgumentError,
+                     AutogemmError,
+                     BuildError,
+                     ConfigError,
+                     DeviceError,
+                     DtypeError,
+                     HostMemoryError,
+                     ShapeError,
+)
 from .runtime import Device, context_for, context_for_queue, default_device, devices, find_device
 from .shares.split import Split
 from .version import __version__
@@ -13,5 +22,5 @@ __all__ = [
     "gemm", "gemm_batched", "gemv", "matmul", "transpose", "clear_plans", "GemmPlan", "LaunchPlan", "GemmProblem", "Op",
     "SimtParams", "GemvParams", "Split", "Device", "context_for", "context_for_queue", "default_device",
     "find_device", "devices", "AutogemmError", "ArgumentError", "BuildError", "ConfigError",
-    "DeviceError", "DtypeError", "ShapeError", "__version__",
+    "DeviceError", "DtypeError", "HostMemoryError", "ShapeError", "__version__",
 ]

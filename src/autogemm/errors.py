@@ -23,6 +23,10 @@ class DeviceError(AutogemmError, RuntimeError):
     """No OpenCL device, a device that cannot be found, or one lacking a needed feature."""
 
 
+class HostMemoryError(AutogemmError, MemoryError):
+    """A product whose result or copies would not fit the host's available memory, refused before it runs."""
+
+
 class ConfigError(AutogemmError, ValueError):
     """A kernel configuration that is malformed or that ``check()`` rejects for the device."""
 

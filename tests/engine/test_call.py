@@ -4,6 +4,7 @@ options listed and validated once, the one rule for column-major operands, and a
 import numpy as np
 import pyopencl.array as cl_array
 import pytest
+from limits import set_thresholds
 
 import autogemm
 from autogemm.blas import Op
@@ -177,3 +178,32 @@ def test_a_numpy_product_past_32_bit_indexing_runs_as_a_share_tile_by_tile(host_
     np.testing.assert_allclose(autogemm.gemm(a, b, trans_a=trans_a, device=ctx.device), want, rtol=1e-5)
     assert shared == [100]
     assert blocks == ([3] if ctx.device.shares_host_memory else [])      # in place: 40 rows of 100 within 4096
+
+
+def test_a_product_the_hosts_memory_cannot_hold_is_refused_before_it_runs(host_memory, ctx, monkeypatch):
+    """Issue 57 D18: a product streamed through its device (numpy operands, large) whose new result and
+    copies exceed the host's available memory raises ``HostMemoryError`` naming what it needs and what
+    is available, before anything runs, where it ran 27 s into a MemoryError from inside; written into a
+    c of its own, it takes no new result and computes. (The amounts are lowered to what a test holds.)"""
+    from autogemm.runtime import host_memory
+    from autogemm.shares import dispatch as shares_dispatch
+
+    set_thresholds(monkeypatch, stream_bytes=1)           # every numpy product streams as a share
+    monkeypatch.setattr(host_memory, "CHECKED_BYTES", 0)
+    checked = []
+    real_check = shares_dispatch.check_host_memory
+    monkeypatch.setattr(shares_dispatch, "check_host_memory", lambda parts: checked.append(parts) or real_check(parts))
+    rng = np.random.default_rng(3)
+    a, b = rng.random((64, 32)).astype(np.float32), rng.random((32, 48)).astype(np.float32)
+    c = np.full((64, 48), np.nan, np.float32)
+    assert autogemm.gemm(a, b, c, device=ctx.device) is c          # as much memory as the host has
+    in_place = checked[-1]
+    assert in_place["the result"] == 0
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: sum(in_place.values()) + c.nbytes - 1)
+    with pytest.raises(autogemm.HostMemoryError, match=r"\(the result 0\.0 GiB.*is available: free memory, pass c="):
+        autogemm.gemm(a, b, device=ctx.device)
+    assert checked[-1]["the result"] == c.nbytes
+    c[...] = np.nan
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: sum(in_place.values()))
+    assert autogemm.gemm(a, b, c, device=ctx.device) is c
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5)

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Sequence
 
 from ..codelets.registry import KernelParams
+from ..runtime.host_memory import check_host_memory
 from .host import HOST, HostGemm, Target
 from .mapped import MappedShare
 from .split import Split
@@ -25,12 +26,18 @@ def run_split(targets: Sequence[Target], split: Split, gemm: HostGemm,
     """Compute ``gemm`` with ``split`` over ``targets`` (device contexts and ``HOST``, one per share of
     the split); ``configs`` per target (None: the device's profile). Every device share is planned (its
     tiles fitted to the device's memory) before anything runs; each then streams on a thread of its own
-    while the calling thread computes the host's rows; errors are raised once every share has stopped."""
+    while the calling thread computes the host's rows; errors are raised once every share has stopped.
+    What the product takes of the host's memory (a new result, copies, the host's rows) is checked
+    against what it has before anything runs (``HostMemoryError``)."""
     m = gemm.shape[0]
     configs = list(configs) if configs is not None else [None] * len(targets)
     streams = [(MappedShare if target.device.shares_host_memory else DeviceStream)(target, gemm, rows, config, edge)
                for target, rows, config in zip(targets, split.rows(m), configs)
                if target != HOST and rows[1] > rows[0]]
+    check_host_memory({"the result": gemm.c.nbytes if gemm.new_result else 0,
+                       "copies of operands": sum(share.host_bytes for share in streams),
+                       "the host's rows": sum(gemm.host_bytes(*rows) for target, rows in zip(targets, split.rows(m))
+                                              if target == HOST)})
     errors: list[BaseException] = []
 
     def stream(share: DeviceStream | MappedShare) -> None:

@@ -24,7 +24,9 @@ def target_name(target: Target) -> str:
 @dataclass(frozen=True)
 class HostGemm:
     """C = alpha op(A) op(B) + beta C on host arrays: ``a`` and ``b`` as stored (op given by their BLAS
-    letters), ``c`` the row-major, contiguous m x n result (read only when beta is not 0)."""
+    letters), ``c`` the row-major, contiguous m x n result (read only when beta is not 0); ``new_result``:
+    ``c`` was made for this product and nothing is written in it yet (the system gives its memory as
+    it is first written, so it counts among what the product takes of the host's)."""
 
     dt: Dtype
     a: np.ndarray
@@ -34,12 +36,21 @@ class HostGemm:
     trans_b: str
     alpha: complex | float
     beta: complex | float
+    new_result: bool = False
 
     @property
     def shape(self) -> tuple[int, int, int]:
         """(m, n, k)."""
         m, k = apply_op(self.a, self.trans_a).shape
         return m, apply_op(self.b, self.trans_b).shape[1], k
+
+    def host_bytes(self, start: int, stop: int) -> int:
+        """The host memory ``on_host(start, stop)`` allocates: the product of its rows, and its operands
+        in the compute type where they are of another."""
+        m, n, k = self.shape
+        compute = self.dt.compute.numpy
+        converted = 0 if compute == self.dt.numpy else ((stop - start) * k + k * n) * np.dtype(compute).itemsize
+        return (stop - start) * n * np.dtype(compute).itemsize + converted if stop > start else 0
 
     def on_host(self, start: int, stop: int) -> None:
         """Rows [start, stop) of C by numpy's BLAS, in the compute type (float32 for 16-bit dtypes)."""

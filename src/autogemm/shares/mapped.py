@@ -22,7 +22,8 @@ class MappedShare:
     in the host's memory; ``run`` blocks until they are in C. Operands that are not C-contiguous are
     copied once (the buffers must cover row-major storage). Rows whose C or A would span more than the
     kernels index (``index_blocks.INDEX_LIMIT``) run in blocks of rows that do not. The plans'
-    temporaries are checked against the device's memory when the share is made, before anything runs."""
+    temporaries are checked against the device's memory when the share is made, before anything runs;
+    ``host_bytes`` says what its copies take of the host's, at most, at once."""
 
     def __init__(self, ctx: DeviceContext, gemm: HostGemm, rows: tuple[int, int], config: KernelParams | None,
                  edge: str) -> None:
@@ -31,22 +32,47 @@ class MappedShare:
         m, n, k = gemm.shape
         op_a, op_b = Op.from_letter(gemm.trans_a, "trans_a"), Op.from_letter(gemm.trans_b, "trans_b")
         self.alignment = max(ctx.device.cl_device.mem_base_addr_align // 8, 1)
-        self.a, self.b = np.ascontiguousarray(gemm.a), address_aligned(np.ascontiguousarray(gemm.b), self.alignment)
-        lda = max(self.a.shape[1], 1)
+        self.a: np.ndarray | None = None             # A and B as the buffers cover them (``run``)
+        self.b: np.ndarray | None = None
+        lda = max(gemm.a.shape[1], 1)
         limit = addressable(gemm.dt, index_blocks.INDEX_LIMIT)
         step = max(1, min(limit // max(n, 1), limit // lda if not op_a.transposed else stop - start))
         #: (first row, end row, problem, plan) of each block
         self.blocks = []
         for r0 in range(start, stop, step):
             r1 = min(r0 + step, stop)
-            problem = GemmProblem(gemm.dt, r1 - r0, n, k, op_a, op_b, lda=lda, ldb=max(self.b.shape[1], 1),
+            problem = GemmProblem(gemm.dt, r1 - r0, n, k, op_a, op_b, lda=lda, ldb=max(gemm.b.shape[1], 1),
                                   ldc=max(n, 1), offset_a=r0 if op_a.transposed else 0)
             self.blocks.append((r0, r1, problem, cached_plan(ctx, problem.aligned(), config, edge)))
         plans = {plan for *_, plan in self.blocks}
         check_memory(ctx, [size for plan in plans if not plan.allocated for size in plan.temporary_bytes().values()])
 
+    @property
+    def host_bytes(self) -> int:
+        """The most host memory the share's copies take at once: A or B where not C-contiguous or not at
+        an aligned address (copied once), and a block's rows of A and C where not aligned (copied for
+        the block)."""
+        gemm = self.gemm
+        whole = sum(x.nbytes + self.alignment for x in (gemm.a, gemm.b) if not self._in_place(x))
+
+        def block(r0: int, r1: int, problem: GemmProblem) -> int:
+            a_part = gemm.a if problem.op_a.transposed else gemm.a[r0:r1]
+            # (a copy of A lies anywhere: its rows are taken as copied again)
+            a_copied = not (gemm.a.flags.c_contiguous and self._in_place(a_part))
+            return sum(x.nbytes + self.alignment for x, copied in ((a_part, a_copied),
+                                                                   (gemm.c[r0:r1], not self._in_place(gemm.c[r0:r1])))
+                       if copied)
+
+        return whole + max((block(r0, r1, problem) for r0, r1, problem, _ in self.blocks), default=0)
+
+    def _in_place(self, x: np.ndarray) -> bool:
+        """Whether a buffer can be made over ``x`` as it lies: C-contiguous at an aligned address."""
+        return x.flags.c_contiguous and x.ctypes.data % self.alignment == 0
+
     def run(self) -> None:
         """Enqueue each block's product on buffers over the host arrays and wait for its rows of C."""
+        self.a = np.ascontiguousarray(self.gemm.a)
+        self.b = address_aligned(np.ascontiguousarray(self.gemm.b), self.alignment)
         for block in self.blocks:
             self._run_block(*block)
 

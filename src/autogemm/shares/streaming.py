@@ -144,6 +144,8 @@ class DeviceStream:
         self.layout = self._layout(tile_side(self.out_dtype.itemsize, self.m, self.n))
         self._trace: list | None = None
         self._staging_in: StagingRing | None = None
+        #: The host memory the share takes beside the page-locked staging its context keeps: none.
+        self.host_bytes = 0
 
     # ----- planning -------------------------------------------------------------------------------
     def tiles(self, layout: Layout | None = None) -> list[Tile]:

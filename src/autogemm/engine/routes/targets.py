@@ -106,8 +106,9 @@ def run_on_targets(call: GemmCall, devices: Devices, alone: Callable[[Device, Ke
         if c is not None and call.beta != 0:
             out[...] = c
     if m and n:
+        fresh = out is not c and (c is None or call.beta == 0)      # (else C's values were written into it)
         run_split(targets, split, HostGemm(dt, a, b, out, o.trans_a.upper(), o.trans_b.upper(), call.alpha,
-                                           call.beta), configs, o.edge)
+                                           call.beta, fresh), configs, o.edge)
     if c is not None and out is not c:
         c[...] = out
         return c
