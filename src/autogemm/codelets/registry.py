@@ -125,7 +125,7 @@ def families(routine: str | None = GEMM, backend: str | None = OPENCL) -> tuple[
 
 def family_named(name: str, routine: str | None = None, backend: str | None = None) -> Family:
     """The family called ``name`` (of ``routine`` and on ``backend`` where given), or ``ConfigError``."""
-    found = _FAMILIES.get(name)
+    found = _FAMILIES.get(name) if isinstance(name, str) else None
     if found is None or (routine is not None and found.routine != routine) or \
             (backend is not None and found.backend != backend):
         known = ", ".join(f.name for f in families(routine, backend))
