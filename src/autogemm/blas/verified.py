@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import replace
 from pathlib import Path
 
 from ..cache_dir import cache_dir, read_regular, write_atomically
 from ..codelets.registry import Params
-from ..dtypes import DTYPES, Dtype
+from ..dtypes import Dtype
 from ..profiles import Profile, ProfileWarning
-from ..profiles.profile import CLASSES, GEMV_CLASSES, SHAPES
 from ..runtime import Device, context_for
 from . import verification
 
@@ -43,23 +41,6 @@ def verified_here(device: Device, config: Params, dtype: Dtype, origin: str, mea
             warnings.warn(f"{config.describe()}, {origin}, fails on {device.name.strip()} ({problem}): not used; "
                           f"autogemm tune makes this device's own profile", ProfileWarning, stacklevel=2)
     return not verdicts[key]
-
-
-def checked_here(profile: Profile, device: Device) -> tuple[Profile, list[str]]:
-    """``profile`` (one brought from elsewhere, claiming to be ``device``'s) with every OpenCL entry whose
-    best configuration does not compute right on ``device`` left out, and a line for each left out: its
-    configurations count as measured here once it is saved, so they are checked before. (The CUDA path's
-    entries and the hybrid ones are kept as they are.)"""
-    ctx, kept, dropped = context_for(device), replace(profile, dtypes={}, gemv={}, shapes={}), []
-    for section in (CLASSES, GEMV_CLASSES, SHAPES):
-        for letter, entries in profile.table(section).items():
-            for entry in entries:
-                problem = entry.ranked and verification.verify(ctx, entry.ranked[0].config, DTYPES[letter])
-                if problem:
-                    dropped.append(f"{letter} {entry.name}: {entry.ranked[0].config.describe()} fails here ({problem})")
-                else:
-                    kept = kept.with_entry(letter, entry, section)
-    return kept, dropped
 
 
 def verified_in(device: Device, profile: Profile, config: Params, dtype: Dtype) -> bool:

@@ -11,14 +11,12 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from ..blas.verified import checked_here
 from ..codelets.registry import GEMV
 from ..codelets.stream_k import split_name
 from ..dtypes import Dtype, get_dtype
 from ..errors import ProfileError
 from ..profiles import (
     Profile,
-    SizeClassEntry,
     Thresholds,
     bundled,
     path_for,
@@ -32,7 +30,8 @@ from ..profiles import (
 from ..profiles.profile import CLASSES, GEMV_CLASSES, SHAPES, routine_of
 from ..runtime import Device, devices
 from ..tables import plain_table
-from ..tuning.evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
+from ..tuning.evaluation import IsolatedEvaluator, WorkerProcess
+from ..tuning.imported import entry_spec, faster_over, timed_here
 from ..tuning.scope import bandwidth
 from .common import console, fail, select_device
 from .group import main
@@ -118,7 +117,7 @@ def show_command(target, device, as_json) -> None:
                   f"budget {prof.budget}; {source}", highlight=False)
     if prof.fma:
         console.print("multiply-add forms: " + ", ".join(f"{k}:{v}" for k, v in prof.fma.items()), highlight=False)
-    for section, key, entry in entries_of(prof):
+    for section, key, entry in prof.every_entry():
         if section == SHAPES:
             continue
         dt = get_dtype(key)
@@ -192,13 +191,6 @@ def _threshold(name: str, value: object) -> str:
     return str(value)
 
 
-def entries_of(prof: Profile) -> list[tuple[str, str, SizeClassEntry]]:
-    """(section, dtype key, entry) for every entry of the profile: GEMM's size classes, GEMV's, then the
-    exact shapes."""
-    return [(section, key, entry) for section in (CLASSES, GEMV_CLASSES, SHAPES)
-            for key, entries in prof.table(section).items() for entry in entries]
-
-
 def entry_label(section: str, dt: Dtype, name: str) -> str:
     """How tables name an entry: 'sgemm large', 'sgemv N square', 'sgemm NT' and 'sgemv N' (exact shapes)."""
     if section == GEMV_CLASSES:
@@ -220,23 +212,31 @@ def export_command(destination, device) -> None:
 @profile.command("import")
 @click.argument("source", type=click.Path(exists=True, dir_okay=False))
 @click.option("--replace", is_flag=True,
-              help="Let the file's entries replace the profile's own of the same class and dtype too.")
-def import_command(source, replace) -> None:
+              help="Let the file's entries replace the profile's own of the same class and dtype, "
+                   "faster or not.")
+@click.option("--runs", type=click.IntRange(1), default=3, show_default=True,
+              help="Timed runs of each configuration, where the device is here.")
+def import_command(source, replace, runs) -> None:
     """Validate a profile file and add it to the cache (it is used only on the device it was made for).
-    Its entries fill the classes the device's profile lacks; with --replace they replace those it has too.
-    Where that device is here, each entry's best configuration is checked on it first and one that
-    computes wrong is left out. The file replaced is kept beside it, as .json.bak."""
+    Where that device is here, every configuration of its entries is first built, checked and timed on
+    it (one that fails is left out), and an entry replaces the profile's own of its class where it was
+    measured faster; where the device is not here, its entries only fill the classes the profile lacks.
+    With --replace they replace those it has, faster or not. The file replaced is kept beside it, as
+    .json.bak."""
     prof = read(source)
     path = path_for(prof.device_fingerprint)
     existing = profile_at(path)           # (a file there that cannot be read is an error, and kept)
     device = next((d for d in devices() if d.fingerprint == prof.device_fingerprint), None)
     if device is not None:
-        prof, dropped = checked_here(prof, device)
-        for line in dropped:
-            console.print(f"left out {line}", highlight=False, soft_wrap=True)
+        console.print(f"timing the file's configurations on {device.label}", highlight=False)
+        with WorkerProcess(device) as worker:
+            prof = timed_here(prof, worker, runs, lambda line: console.print(line, highlight=False, soft_wrap=True))
     if existing is not None:
         shutil.copyfile(path, path.with_name(path.name + ".bak"))
-        prof = prof.merged_into(existing) if replace else existing.merged_into(prof)
+        if replace:
+            prof = prof.merged_into(existing)
+        else:
+            prof = faster_over(existing, prof) if device is not None else existing.merged_into(prof)
     path = save(prof)
     here = _device_named(prof.device_fingerprint, devices())
     kept = f"; the file before it kept as {path.name}.bak" if existing is not None else ""
@@ -262,16 +262,13 @@ def verify_command(device, dtypes, runs, as_json) -> None:
                         fold=("check",))
     results = []
     with WorkerProcess(dev) as worker:   # a stored kernel that crashes costs that process, not this one
-        for section, letter, entry in entries_of(prof):
+        for section, letter, entry in prof.every_entry():
             if letters is not None and letter not in letters:
                 continue
             dt = get_dtype(letter)
             best = entry.ranked[0]
             gemv = routine_of(section, entry.name) == GEMV
-            spec = (EvaluatorSpec.gemv(dt, entry.shape, best.config.layout, full=True) if gemv
-                    else EvaluatorSpec.gemm(dt, entry.shape, full=True,
-                                            layout=entry.name if section == SHAPES else "NN"))
-            evaluator = IsolatedEvaluator(worker, spec, runs=runs)
+            evaluator = IsolatedEvaluator(worker, entry_spec(section, dt, entry), runs=runs)
             evaluator.evaluate(best.config)      # a warm-up: a worker's first runs of a kernel read slow
             record = evaluator.evaluate(best.config)
             problem = worker.verify(best.config, dt) if record.ok else record.message

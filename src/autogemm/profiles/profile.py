@@ -180,6 +180,12 @@ class Profile:
         """The entries by dtype of ``section`` (``CLASSES``, ``GEMV_CLASSES`` or ``SHAPES``)."""
         return {CLASSES: self.dtypes, GEMV_CLASSES: self.gemv, SHAPES: self.shapes}[section]
 
+    def every_entry(self) -> list[tuple[str, str, SizeClassEntry]]:
+        """(section, dtype, entry) for every GEMM and GEMV entry: GEMM's size classes, GEMV's, then the
+        exact shapes."""
+        return [(section, key, entry) for section in (CLASSES, GEMV_CLASSES, SHAPES)
+                for key, entries in self.table(section).items() for entry in entries]
+
     def entry(self, dtype: str, name: str, section: str = CLASSES,
               shape: tuple[int, int, int] | None = None) -> SizeClassEntry | None:
         """The entry of ``dtype``'s class ``name`` in ``section`` (and of ``shape`` where given), if tuned."""
