@@ -11,6 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import platformdirs
+from filelock import FileLock
 
 from .errors import ArgumentError
 
@@ -80,6 +81,17 @@ def open_for_appending(path: Path):
     if os.fstat(fd).st_size == 0:
         os.fchmod(fd, FILE_MODE)            # a new file: its mode passed through the umask
     return os.fdopen(fd, "a", encoding="utf-8")
+
+
+def file_lock(path: Path | str) -> FileLock:
+    """The lock beside ``path`` (``path`` + '.lock') that writers of one file in the cache take in turn;
+    ``OSError`` naming the fix where a link lies at the lock's path (planted, it would lead the lock file
+    outside the cache, or loop)."""
+    lock = Path(str(path) + ".lock")
+    if lock.is_symlink():
+        raise OSError(errno.ELOOP, f"a link lies where autogemm keeps a lock ({os.readlink(lock)!r}); autogemm "
+                      f"never follows links in its cache: remove it", str(lock))
+    return FileLock(str(lock))
 
 
 def write_atomically(path: Path, text: str, mode: int = FILE_MODE) -> None:

@@ -24,8 +24,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from filelock import FileLock
-
+from .cache_dir import file_lock
 from .dtypes import DTYPES
 from .errors import ArgumentError
 
@@ -125,7 +124,7 @@ class Recorder:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.lock = FileLock(str(self.path) + ".lock")
+        self.lock = file_lock(self.path)
         self._counts: Counter = Counter()
         self._written: Counter = Counter()
         self._threads = threading.Lock()

@@ -250,3 +250,22 @@ def test_an_imported_profile_is_timed_here_and_replaces_only_what_it_beats_unask
     finally:
         shutil.copyfile(original, path)
         store.forget()
+
+
+def test_a_link_planted_at_a_lock_path_is_refused_in_one_line(invoke, tmp_path, device):
+    """Issue 57 D8: a link planted where a lock file goes (a loop, or one leading outside the cache) ended
+    ``tune`` in an OSError traceback; every lock is refused there with one line naming the fix, and
+    nothing is written through it."""
+    exported = tmp_path / "mine.json"
+    assert invoke("profile", "export", str(exported)).exit_code == 0
+    lock = path_for(device.fingerprint).with_name(path_for(device.fingerprint).name + ".lock")
+    lock.unlink(missing_ok=True)
+    outside = tmp_path / "outside"
+    lock.symlink_to(outside)
+    try:
+        out = invoke("profile", "import", "--replace", str(exported))
+        assert out.exit_code == 2 and "Traceback" not in out.output, out.output
+        assert "a link lies where autogemm keeps a lock" in out.output.strip().splitlines()[-1], out.output
+        assert not outside.exists()
+    finally:
+        lock.unlink()

@@ -15,9 +15,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from filelock import FileLock
-
-from ..cache_dir import cache_dir, make_directory, read_regular, write_atomically
+from ..cache_dir import cache_dir, file_lock, make_directory, read_regular, write_atomically
 from ..errors import ProfileError
 from ..runtime.opencl.device import Device
 from .profile import Profile
@@ -63,7 +61,7 @@ def save(profile: Profile, path: Path | None = None) -> Path:
     is a ``ProfileError``: the file there is left as it was."""
     path = path or path_for(profile.device_fingerprint)
     make_directory(path.parent)
-    with FileLock(str(path) + ".lock"):
+    with file_lock(path):
         older = profile_at(path)
         if older is not None and older.device_fingerprint == profile.device_fingerprint:
             profile = profile.merged_into(older)

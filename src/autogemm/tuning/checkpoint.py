@@ -14,9 +14,7 @@ import os
 from contextlib import nullcontext
 from pathlib import Path
 
-from filelock import FileLock
-
-from ..cache_dir import cache_subdir, open_for_appending, read_regular
+from ..cache_dir import cache_subdir, file_lock, open_for_appending, read_regular
 from ..dtypes import Dtype
 from ..errors import AutogemmError, TuningError
 from ..runtime.opencl.device import Device
@@ -36,7 +34,7 @@ class Checkpoint:
         self.path = path
         self.header = header
         # a checkpoint only read (a replay) takes no lock: it leaves no lock file beside a file it only reads
-        self.lock = FileLock(str(path) + ".lock") if writable else nullcontext()
+        self.lock = file_lock(path) if writable else nullcontext()
         self.writable = writable
         self.records: dict[str, Record] = {}
         self.skipped = 0
