@@ -47,6 +47,17 @@ def relative_error(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.linalg.norm(got.astype(want.dtype) - want) / (scale if scale else 1.0))
 
 
+def relative_error_where_finite(got: np.ndarray, want: np.ndarray) -> float:
+    """``relative_error`` over the elements where ``want`` is finite; inf unless ``got`` is NaN exactly
+    where ``want`` is and the same infinity where ``want`` is one (a product of NaN or inf among its
+    operands or scalars, as numpy's BLAS computes it)."""
+    special = ~np.isfinite(want)
+    if not (np.array_equal(np.isnan(got), np.isnan(want))
+            and np.array_equal(got[special & ~np.isnan(want)], want[special & ~np.isnan(want)])):
+        return float("inf")
+    return relative_error(got[~special], want[~special])
+
+
 def tolerance(dt: Dtype, k: int) -> float:
     """The bound on ``relative_error`` for a correct product with inner dimension ``k``: the dtype's
     bound, widened as sqrt(k) beyond k = 4096 (rounding errors of a sum grow about so)."""

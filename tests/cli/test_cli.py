@@ -71,6 +71,12 @@ def test_run_validates_and_reports_each_iteration(tmp_path):
     assert "command" in written and "commit" in written          # what made it
 
 
+def test_run_validates_nan_and_inf_where_numpy_has_them():
+    """Issue 57 D6: ``run --alpha nan --validate`` said FAIL although its NaN result was numpy's."""
+    out = invoke("run", "-M", "40", "-N", "30", "-K", "20", "-i", "1", "--alpha", "nan", "--validate")
+    assert out.exit_code == 0 and "PASS" in out.output, out.output
+
+
 def test_run_timeline_shows_each_launch():
     out = invoke("run", "-M", "300", "-N", "200", "-K", "130", "--trans-a", "T", "-i", "1", "--edge", "pad",
                  "--timeline", "--set", "layout=NN")
