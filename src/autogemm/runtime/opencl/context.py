@@ -48,8 +48,8 @@ class DeviceContext:
     def for_calls(self) -> DeviceContext:
         """The context of calls on host arrays, made once: this one's OpenCL context, programs and free
         buffers, on an in-order queue without profiling. Nobody reads the times of those calls' events,
-        and a launch or a copy on a profiling queue costs the host more (on NVIDIA's driver about 6 us
-        more of every command's 9 to 15)."""
+        and a launch or a copy on a profiling queue costs the host more (docs/benchmarks.md says how much
+        on NVIDIA's driver)."""
         with self._lock:
             if self._for_calls is None:
                 self._for_calls = DeviceContext(self.device, beside=self)
