@@ -8,7 +8,8 @@ import ctypes
 import functools
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
@@ -170,6 +171,22 @@ class CudaContext:
 
     def activate(self) -> None:
         checked(bindings().cuCtxSetCurrent(self.context))
+
+    @contextmanager
+    def session(self) -> Iterator[None]:
+        """The context current on this thread, and its stream this thread's, for what runs within."""
+        with self.lock:
+            self.activate()
+            yield
+
+    def fill(self, memory: DeviceMemory, value: np.generic, nbytes: int) -> None:
+        """Set the first ``nbytes`` of ``memory`` to repetitions of ``value`` (zeros enqueued, other values
+        copied from the host, blocking)."""
+        value = np.asarray(value)
+        if not value.any():
+            self.zero(memory, nbytes)
+        else:
+            self.upload(memory, np.full(nbytes // value.itemsize, value))
 
     def allocate(self, nbytes: int, stream: object = None) -> DeviceMemory:
         """``nbytes`` of device memory; on ``stream`` (a CUDA stream), in its order from the device's
@@ -368,9 +385,9 @@ class CudaContext:
         finally:
             driver.cuEventDestroy(event)
 
-    def seconds(self, enqueue: Callable[[], None]) -> float:
-        """Device seconds of what ``enqueue`` puts on the stream, between two events, the stream held
-        busy before the first (``HOLD_SECONDS``)."""
+    def seconds(self, enqueue: Callable[[], object], repeats: int = 1) -> float:
+        """Device seconds of what ``enqueue`` puts on the stream, per call, over ``repeats`` calls between
+        two events, the stream held busy before the first (``HOLD_SECONDS``)."""
         from cuda.bindings import driver
 
         if self._hold is None:
@@ -379,10 +396,11 @@ class CudaContext:
         start, end = (checked(driver.cuEventCreate(0)) for _ in range(2))
         try:
             checked(driver.cuEventRecord(start, self.stream))
-            enqueue()
+            for _ in range(repeats):
+                enqueue()
             checked(driver.cuEventRecord(end, self.stream))
             checked(driver.cuEventSynchronize(end))
-            return float(checked(driver.cuEventElapsedTime(start, end))) * 1e-3
+            return float(checked(driver.cuEventElapsedTime(start, end))) * 1e-3 / repeats
         finally:
             for event in (start, end):
                 driver.cuEventDestroy(event)

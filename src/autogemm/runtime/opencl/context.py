@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
+import numpy as np
 import pyopencl as cl
 
 from ...errors import ArgumentError, BuildError
@@ -15,6 +16,7 @@ from .buffer_pool import POOL_BYTES, BufferPool
 from .build_pool import BuildPool
 from .device import Device
 from .discovery import devices, find_device
+from .timing import event_seconds
 
 
 class DeviceContext:
@@ -54,6 +56,23 @@ class DeviceContext:
             if self._for_calls is None:
                 self._for_calls = DeviceContext(self.device, beside=self)
             return self._for_calls
+    def session(self) -> AbstractContextManager[None]:
+        """Nothing to hold: an OpenCL context is current everywhere, its in-order queue takes any thread."""
+        return nullcontext()
+
+    def allocate(self, nbytes: int) -> cl.Buffer:
+        return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, max(nbytes, 1))
+
+    def upload(self, memory: cl.Buffer, array: np.ndarray) -> None:
+        cl.enqueue_copy(self.queue, memory, np.ascontiguousarray(array), is_blocking=True)
+
+    def fill(self, memory: cl.Buffer, value: np.generic, nbytes: int) -> None:
+        cl.enqueue_fill_buffer(self.queue, memory, np.array(value), 0, nbytes)
+
+    def seconds(self, enqueue: Callable[[], Sequence[cl.Event]], repeats: int = 1) -> float:
+        spans = [enqueue() for _ in range(repeats)]
+        return sum(event_seconds(events[0], events[-1]) for events in spans) / repeats
+
     def transfer_queue(self, direction: str) -> cl.CommandQueue:
         """An in-order queue of this context (profiling as its own queue does) for the copies ``direction``
         ('in' or 'out') of a product in blocks, made once: copies on it run while kernels run on

@@ -18,8 +18,7 @@ from ...accuracy import Reference, apply_op, gemm_flops, random_matrix
 from ...blas.cuda_gemm import CudaGemm, CudaParams, DeviceOperand
 from ...blas.problem import Op
 from ...dtypes import Dtype
-from ...runtime.cuda import CudaContext, DeviceMemory
-from ..records import Record
+from ...runtime.cuda import CudaContext
 from .measuring import MeasuringEvaluator, fresh_random
 
 
@@ -29,23 +28,17 @@ class CudaEvaluator(MeasuringEvaluator):
 
     def __init__(self, ctx: CudaContext, dtype: Dtype, m: int, n: int, k: int, *, layout: str = "NN",
                  warmup: int = 1, runs: int = 5, slow_factor: float = 4.0, seed: int | None = None) -> None:
-        super().__init__(gemm_flops(dtype, m, n, k), warmup=warmup, runs=runs, slow_factor=slow_factor)
-        self.ctx, self.dtype, self.shape = ctx, dtype, (m, n, k)
+        super().__init__(ctx, dtype, m * n, gemm_flops(dtype, m, n, k), warmup=warmup, runs=runs,
+                         slow_factor=slow_factor)
+        self.ctx, self.shape = ctx, (m, n, k)
         rng = fresh_random(seed)[1]
         op_a, op_b = Op.from_letter(layout[0], "layout"), Op.from_letter(layout[1], "layout")
         a = random_matrix(rng, dtype, (k, m) if op_a.transposed else (m, k))
         b = random_matrix(rng, dtype, (n, k) if op_b.transposed else (k, n))
         self.reference = Reference(dtype, apply_op(a, layout[0]), apply_op(b, layout[1]), rng)
         self.result = np.empty((m, n), dtype.output.numpy)
-        self._poison = np.full((m, n), np.nan, dtype.output.numpy)
-        with ctx.lock:
-            ctx.activate()
-            self._memory = [ctx.allocate(max(x.nbytes, 1)) for x in (a, b, self.result)]
-            for memory, x in zip(self._memory, (a, b)):
-                ctx.upload(memory, x.reshape(-1).view(np.uint8))
-        self.a = DeviceOperand.of_a(self._memory[0], m, a.shape[1], op_a)
-        self.b = DeviceOperand.of_b(self._memory[1], n, b.shape[1], op_b)
-        self.c: DeviceMemory = self._memory[2]
+        self.a = DeviceOperand.of_a(self.upload(a), m, a.shape[1], op_a)
+        self.b = DeviceOperand.of_b(self.upload(b), n, b.shape[1], op_b)
 
     def prepare(self, params: CudaParams) -> CudaGemm:
         """The plan of ``params`` (compiles its kernel and loads it, which the driver allows beside launches
@@ -53,21 +46,11 @@ class CudaEvaluator(MeasuringEvaluator):
         self.ctx.activate()
         return CudaGemm(self.ctx, self.dtype, *self.shape, params)
 
-    def _measured(self, params: CudaParams, plan: CudaGemm, runs: int, build_seconds: float) -> Record:
-        with self.ctx.lock:
-            self.ctx.activate()
-            return super()._measured(params, plan, runs, build_seconds)
+    def _launch(self, plan: CudaGemm) -> None:
+        plan.enqueue(self.a, self.b, self.output, 1.0, 0.0)
 
-    def _seconds(self, plan: CudaGemm, repeats: int = 1) -> float:
-        def runs() -> None:
-            for _ in range(repeats):
-                plan.enqueue(self.a, self.b, self.c, 1.0, 0.0)
-        return self.ctx.seconds(runs) / repeats
-
-    def _check(self, plan: CudaGemm) -> tuple[float, str | None]:
-        self.ctx.upload(self.c, self._poison.reshape(-1).view(np.uint8))
-        plan.enqueue(self.a, self.b, self.c, 1.0, 0.0)
-        self.ctx.download(self.result.reshape(-1).view(np.uint8), self.c)
+    def _compare(self) -> tuple[float, str | None]:
+        self.ctx.download(self.result, self.output)
         error, ok = self.reference.check(self.result)
         if ok:
             return error, None
@@ -76,11 +59,3 @@ class CudaEvaluator(MeasuringEvaluator):
 
     def _done(self, plan: CudaGemm) -> None:
         """Nothing: a plan's module stays loaded in the context (a few hundred in a run at most)."""
-
-    def release(self) -> None:
-        """Free the operands' device memory."""
-        with self.ctx.lock:
-            self.ctx.activate()
-            for memory in self._memory:
-                memory.release()
-        self._memory.clear()

@@ -1,5 +1,6 @@
-"""``MeasuringEvaluator``: the protocol every evaluator on a real device follows, whatever its API
-(OpenCL's ``DeviceEvaluator``, the CUDA path's ``CudaEvaluator``); always a ``Record``, never an exception.
+"""``MeasuringEvaluator``: the protocol every evaluator on a real device follows, whatever its runtime
+(OpenCL's ``DeviceEvaluator``, the CUDA path's ``CudaEvaluator``), written once over the runtimes' seam
+(``runtime.backend.Runtime``: memory, copies, timing); always a ``Record``, never an exception.
 
 For each candidate: build its plan (a build error is a record); run it once over a NaN-poisoned output
 and check that against float64 on fresh random operands; time one run, and cut the candidate short as too
@@ -17,7 +18,9 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from ...codelets.registry import Params
+from ...dtypes import Dtype
 from ...errors import BuildError, ConfigError
+from ...runtime.backend import Memory, Runtime
 from ...runtime.opencl.timing import median
 from ..records import Outcome, Record
 
@@ -40,31 +43,66 @@ def summary(exc: BaseException) -> str:
 
 
 class MeasuringEvaluator(ABC):
-    """Checks and times configurations of one problem of ``flops`` floating-point operations. A backend
-    supplies ``prepare`` (the plan), ``_check`` (run once over a poisoned output and compare) and
-    ``_seconds`` (device time of one run) and ``_done`` (free the plan), and may wrap ``_measured`` in what
-its device calls need (a lock)."""
+    """Checks and times configurations of one problem of ``flops`` floating-point operations of ``dtype``,
+    whose output of ``outputs`` elements lies in ``output`` on ``runtime``'s device. A runtime's evaluator
+    supplies ``prepare`` (the plan), ``_launch`` (one run of it on the operands), ``_compare`` (the
+    output against the reference) and ``_done`` (free the plan)."""
 
-    def __init__(self, flops: float, *, warmup: int, runs: int, slow_factor: float) -> None:
-        self.flops = flops
+    def __init__(self, runtime: Runtime, dtype: Dtype, outputs: int, flops: float, *, warmup: int, runs: int,
+                 slow_factor: float) -> None:
+        self.runtime, self.dtype, self.flops = runtime, dtype, flops
         self.warmup, self.runs, self.slow_factor = warmup, runs, slow_factor
         self.best_seconds = math.inf
+        self.output_bytes = outputs * dtype.output.itemsize
+        with runtime.session():
+            self.output = runtime.allocate(self.output_bytes)
+        self._memory: list[Memory] = [self.output]
+
+    def upload(self, data: np.ndarray) -> Memory:
+        """A device copy of an operand, released with the evaluator."""
+        with self.runtime.session():
+            memory = self.runtime.allocate(data.nbytes)
+            self.runtime.upload(memory, data)
+        self._memory.append(memory)
+        return memory
+
+    def release(self) -> None:
+        """Free the operands' and the output's device memory."""
+        with self.runtime.session():
+            for memory in self._memory:
+                memory.release()
+        self._memory.clear()
 
     @abstractmethod
     def prepare(self, params: Params) -> object:
         """Build the plan (compiles its kernels; safe to call from worker threads)."""
 
     @abstractmethod
-    def _check(self, plan) -> tuple[float, str | None]:
-        """Run ``plan`` once over a NaN-poisoned output: its error against the reference (inf where
-        elements are unwritten) and why it is wrong, or None."""
+    def _launch(self, plan) -> object:
+        """Enqueue one run of ``plan`` on the evaluator's operands into ``output`` (returning what the
+        runtime times it by: OpenCL's events, first to last)."""
 
     @abstractmethod
+    def _compare(self) -> tuple[float, str | None]:
+        """The output's error against the reference (inf where elements are not finite) and why it is
+        wrong, or None."""
+
+    def _check(self, plan) -> tuple[float, str | None]:
+        """Run ``plan`` once over a NaN-poisoned output and compare."""
+        self.runtime.fill(self.output, np.array(np.nan, self.dtype.output.numpy), self.output_bytes)
+        self._launch(plan)
+        return self._compare()
+
     def _seconds(self, plan, repeats: int = 1) -> float:
         """Device seconds of one run, the mean over ``repeats`` runs enqueued back to back."""
+        return self.runtime.seconds(lambda: self._launch(plan), repeats)
 
     def _measured(self, params: Params, plan, runs: int, build_seconds: float) -> Record:
-        """Check and time a built plan (a backend wraps this in what its device calls need)."""
+        """Check and time a built plan, the device's context held."""
+        with self.runtime.session():
+            return self._timed(params, plan, runs, build_seconds)
+
+    def _timed(self, params: Params, plan, runs: int, build_seconds: float) -> Record:
         error, why = self._check(plan)
         common = dict(error=None if math.isinf(error) else error, build_seconds=build_seconds)
         if why is not None:
