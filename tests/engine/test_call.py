@@ -185,11 +185,11 @@ def test_a_product_the_hosts_memory_cannot_hold_is_refused_before_it_runs(host_m
     copies exceed the host's available memory raises ``HostMemoryError`` naming what it needs and what
     is available, before anything runs, where it ran 27 s into a MemoryError from inside; written into a
     c of its own, it takes no new result and computes. (The amounts are lowered to what a test holds.)"""
-    from autogemm.runtime import host_memory
+    from autogemm.runtime import free_memory
     from autogemm.shares import dispatch as shares_dispatch
 
     set_thresholds(monkeypatch, stream_bytes=1)           # every numpy product streams as a share
-    monkeypatch.setattr(host_memory, "CHECKED_BYTES", 0)
+    monkeypatch.setattr(free_memory, "CHECKED_BYTES", 0)
     checked = []
     real_check = shares_dispatch.check_host_memory
     monkeypatch.setattr(shares_dispatch, "check_host_memory", lambda parts: checked.append(parts) or real_check(parts))
@@ -199,11 +199,11 @@ def test_a_product_the_hosts_memory_cannot_hold_is_refused_before_it_runs(host_m
     assert autogemm.gemm(a, b, c, device=ctx.device) is c          # as much memory as the host has
     in_place = checked[-1]
     assert in_place["the result"] == 0
-    monkeypatch.setattr(host_memory, "available_bytes", lambda: sum(in_place.values()) + c.nbytes - 1)
+    monkeypatch.setattr(free_memory, "available_bytes", lambda: sum(in_place.values()) + c.nbytes - 1)
     with pytest.raises(autogemm.HostMemoryError, match=r"\(the result 0\.0 GiB.*is available: free memory, pass c="):
         autogemm.gemm(a, b, device=ctx.device)
     assert checked[-1]["the result"] == c.nbytes
     c[...] = np.nan
-    monkeypatch.setattr(host_memory, "available_bytes", lambda: sum(in_place.values()))
+    monkeypatch.setattr(free_memory, "available_bytes", lambda: sum(in_place.values()))
     assert autogemm.gemm(a, b, c, device=ctx.device) is c
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5)

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Sequence
 
 from ..codelets.registry import KernelParams
-from ..runtime.host_memory import check_host_memory
+from ..runtime.free_memory import check_host_memory
 from .host import HOST, HostGemm, Target
 from .mapped import MappedShare
 from .split import Split
