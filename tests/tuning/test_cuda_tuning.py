@@ -1,19 +1,22 @@
 """Tuning the CUDA path beside OpenCL: a run searches each GEMM class of a dtype with CUDA kernels there too,
 after its OpenCL search, compares the two on the class's problem and keeps both in the profile (on the CPU,
 with the CUDA search stood in for); on a Hopper GPU, the CUDA evaluator measures a configuration correctly
-and rejects a wrong result, and a short search keeps a verified configuration."""
+and rejects a wrong result, the evaluation worker measures and verifies CUDA configurations in its own
+process, and a short search keeps a verified configuration."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from autogemm.blas import default_params
 from autogemm.blas.defaults import CUDA_DEFAULTS
 from autogemm.codelets.dmma import DmmaParams
 from autogemm.dtypes import DTYPES
 from autogemm.profiles import CudaEntry, read
 from autogemm.profiles.store import path_for
 from autogemm.tuning import Budget, TuneListener, tuner
+from autogemm.tuning.evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
 from autogemm.tuning.records import Outcome
 
 
@@ -30,15 +33,14 @@ def test_each_gemm_class_is_searched_on_cuda_after_opencl_and_the_faster_kept(ca
     OpenCL entry was ranked on, told that entry's rate; the profile keeps both, and which was faster."""
     asked = []
 
-    def search_on_cuda(ctx, dev, dt, size, opencl, budget, strategy, seed, fresh, prior, listener):
+    def search_on_cuda(worker, dt, size, opencl, budget, strategy, seed, fresh, prior, listener):
         asked.append((dt.key, size.name, opencl.shape))
-        assert budget.evaluations is not None and ctx == "cuda context"
+        assert budget.evaluations is not None and isinstance(worker, WorkerProcess)
         gflops = opencl.ranked[0].gflops * (2.0 if size.name == "large" else 0.5)
         return CudaEntry(size.name, opencl.shape, DmmaParams("d"), gflops, opencl.ranked[0].gflops, 3, 0.1), \
             [], [], 0.01
 
-    monkeypatch.setattr(tuner, "cuda_target",
-                        lambda dev, dt: ("cuda context", None) if dt.key == "d" else (None, "none"))
+    monkeypatch.setattr(tuner, "cuda_unreachable", lambda dev, dt: None if dt.key == "d" else "none")
     monkeypatch.setattr(tuner, "tune_cuda_class", search_on_cuda)
     heard = _Heard()
     profile = tuner.tune(device, (DTYPES["s"], DTYPES["d"]), Budget(evaluations=8), quick=True, top=1,
@@ -85,10 +87,27 @@ def test_a_short_cuda_search_keeps_a_verified_configuration(cache):
     from autogemm.tuning.cuda_classes import tune_cuda_class
     from autogemm.tuning.scope import SizeClass
 
-    device, ctx = _hopper_context()
+    device, _ = _hopper_context()
     size = SizeClass("small", 512, 512, 512, 0.2)
-    entry, rejected, objectives, _ = tune_cuda_class(ctx, device, DTYPES["d"], size, None, Budget(evaluations=4),
-                                                     "random", 0, True, None, TuneListener())
+    with WorkerProcess(device) as worker:       # the candidates run in the worker's process, as OpenCL's do
+        entry, rejected, objectives, _ = tune_cuda_class(worker, DTYPES["d"], size, None, Budget(evaluations=4),
+                                                         "random", 0, True, None, TuneListener())
     assert entry is not None and not rejected and entry.opencl_gflops == 0 and entry.backend == "cuda"
     assert entry.shape == (512, 512, 512) and sum(o.evaluations for o in objectives) >= 1
     assert np.isfinite(entry.gflops) and entry.config.dtype == "d"
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda
+def test_the_worker_measures_and_verifies_cuda_configurations_in_its_process():
+    """A CUDA candidate runs in the evaluation worker's process, as OpenCL's do (one that crashes costs
+    that process, not the run): measured there on its spec's problem and verified on awkward shapes."""
+    device, _ = _hopper_context()
+    with WorkerProcess(device) as worker:
+        evaluator = IsolatedEvaluator(worker, EvaluatorSpec.gemm(DTYPES["d"], (300, 260, 128), layout="TN",
+                                                                 backend="cuda"), runs=2)
+        record = evaluator.evaluate(CUDA_DEFAULTS["d"])
+        assert record.outcome is Outcome.OK and record.gflops > 0, record.message
+        assert worker.verify(CUDA_DEFAULTS["d"], DTYPES["d"]) is None
+        opencl = IsolatedEvaluator(worker, EvaluatorSpec.gemm(DTYPES["d"], (64, 64, 64)), runs=1)
+        assert opencl.evaluate(default_params(device, DTYPES["d"])).outcome is Outcome.OK

@@ -42,8 +42,14 @@ CudaParams = WgmmaParams | DmmaParams
 
 def cuda_target(device: Device, dt: Dtype) -> tuple[CudaContext | None, str | None]:
     """The CUDA context ``dt``'s products on the OpenCL ``device`` run in, or None and why there is none."""
-    why = no_kernels(dt) or cuda_missing() or device_problem(device)
+    why = cuda_unreachable(device, dt)
     return (None, why) if why else (cuda_context(cuda_device_of(device)), None)
+
+
+def cuda_unreachable(device: Device, dt: Dtype) -> str | None:
+    """Why ``dt``'s products on the OpenCL ``device`` have no CUDA path, or None where they have one (its
+    context is not made)."""
+    return no_kernels(dt) or cuda_missing() or device_problem(device)
 
 
 def cuda_ready(twin: CudaDevice, dt: Dtype) -> tuple[CudaContext | None, str | None]:

@@ -18,18 +18,14 @@ from ..codelets.space import Point, SearchSpace
 from ..dtypes import Dtype
 from ..profiles import CudaEntry, Profile, SizeClassEntry
 from ..runtime.backend import CUDA
-from ..runtime.cuda import CudaContext
 from ..runtime.opencl.device import Device
 from .budget import Budget
 from .checkpoint import Checkpoint
-from .evaluation.cuda import CudaEvaluator
+from .evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
 from .objective import Objective
 from .scope import SizeClass
 from .searching import search, start_point
 
-#: Awkward problems a CUDA finalist is verified on before it is kept: sizes that are no multiple of any
-#: block, K whose rows must be padded to TMA's 16 bytes, and each stored layout (laid out on the device).
-VERIFY_PROBLEMS = ((257, 131, 77, "NN"), (130, 520, 200, "TN"), (96, 300, 64, "NT"), (300, 96, 129, "TT"))
 #: How many of a class's fastest configurations are verified, at most, before the class keeps none.
 VERIFY_TRIES = 3
 #: A class's CUDA search gets this share of the weight of its OpenCL search in the run's schedule.
@@ -43,50 +39,36 @@ def cuda_spaces(device: Device, dt: Dtype) -> list[tuple[SearchSpace, Point | No
     return [(space, start_point(space, CUDA_DEFAULTS[dt.key])) for space in spaces]
 
 
-def verified(ctx: CudaContext, dt: Dtype, params: CudaParams) -> str | None:
-    """What goes wrong with ``params`` on ``VERIFY_PROBLEMS`` (each checked against float64 on fresh
-    random operands, C poisoned), or None."""
-    for m, n, k, layout in VERIFY_PROBLEMS:
-        evaluator = CudaEvaluator(ctx, dt, m, n, k, layout=layout, runs=1)
-        try:
-            record = evaluator.evaluate(params)
-        finally:
-            evaluator.release()
-        if not record.ok:
-            return f"{m}x{n}x{k} {layout}: {record.message or record.outcome.value}"
-    return None
-
-
-def tune_cuda_class(ctx: CudaContext, device: Device, dt: Dtype, size: SizeClass, opencl: SizeClassEntry | None,
+def tune_cuda_class(worker: WorkerProcess, dt: Dtype, size: SizeClass, opencl: SizeClassEntry | None,
                     budget: Budget, strategy: str, seed: int, fresh: bool, prior: Profile | None, listener
                     ) -> tuple[CudaEntry | None, list[tuple[CudaParams, str]], list[Objective], float]:
     """Search the CUDA families for ``dt``'s class ``size`` on the problem ``opencl`` (the class's OpenCL
-    entry, whose rate it is compared with) was ranked on, under ``budget``; the configurations ``prior``'s
-    entry for the class holds are measured first. The entry (None when no configuration was correct and
-    verified), the configurations verification rejected, the searches' objectives and the seconds the
-    search took (``listener``: the run's ``TuneListener``, told of each record)."""
+    entry, whose rate it is compared with) was ranked on, under ``budget``, in ``worker``'s process (a
+    candidate that crashes or hangs costs it, not the run), as OpenCL's candidates are; the
+    configurations ``prior``'s entry for the class holds are measured first. The entry (None when no
+    configuration was correct and verified), the configurations verification rejected, the searches'
+    objectives and the seconds the search took (``listener``: the run's ``TuneListener``, told of each
+    record)."""
+    device = worker.device
     shape = opencl.shape if opencl is not None else size.shape
     layout = size.layout or "NN"
     checkpoint = Checkpoint.for_problem(device, dt, shape, routine="cuda-gemm", layout=layout)
     if fresh:
         checkpoint.clear()
     before = next((e for e in prior.cuda.get(dt.key, ()) if e.name == size.name), None) if prior else None
-    evaluator = CudaEvaluator(ctx, dt, *shape, layout=layout)
+    evaluator = IsolatedEvaluator(worker, EvaluatorSpec.gemm(dt, shape, layout=layout, backend=CUDA))
     searched_as = replace(size, m=shape[0], n=shape[1], k=shape[2])
     started = time.monotonic()
-    try:
-        objectives = search(cuda_spaces(device, dt), evaluator, checkpoint, budget, strategy, seed,
-                            [before.config] if before else [], overlap=True, on_record=listener.record,
-                            on_start=lambda space, objective: listener.class_started(dt, searched_as, space, objective))
-    finally:
-        evaluator.release()
+    objectives = search(cuda_spaces(device, dt), evaluator, checkpoint, budget, strategy, seed,
+                        [before.config] if before else [], overlap=True, on_record=listener.record,
+                        on_start=lambda space, objective: listener.class_started(dt, searched_as, space, objective))
     searched = time.monotonic() - started
     measured = sorted((r for o in objectives for r in o.records.values() if o.complete(r)),
                       key=lambda r: r.gflops, reverse=True)
     rejected: list[tuple[CudaParams, str]] = []
     entry = None
     for record in measured[:VERIFY_TRIES]:
-        problem = verified(ctx, dt, record.config)
+        problem = worker.verify(record.config, dt)
         if problem is None:
             entry = CudaEntry(size.name, shape, record.config, record.gflops,
                               opencl.ranked[0].gflops if opencl is not None else 0.0,

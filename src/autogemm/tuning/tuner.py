@@ -21,7 +21,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from ..blas import GemmProblem, Op, default_params
-from ..blas.cuda_gemm import cuda_target
+from ..blas.cuda_gemm import cuda_unreachable
 from ..blas.gemv import DEFAULTS as GEMV_DEFAULTS
 from ..blas.selection import candidates
 from ..codelets.nvidia_mma.probe import instructions_available
@@ -42,7 +42,6 @@ from ..profiles import (
     save,
 )
 from ..runtime.backend import CUDA
-from ..runtime.cuda import CudaContext
 from ..runtime.opencl.device import Device
 from ..version import __version__
 from ..workload import ShapeRecord
@@ -171,9 +170,9 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
             plan = {dt: sizes + (gemv_classes(device, dt, quick) if with_gemv and dt is dt.native else ())
                     for dt in dtypes}
         with_predictor = shapes is None and (not classes or PREDICTOR in classes)
-        cuda = {dt: cuda_target(device, dt)[0] for dt in dtypes}    # None: no CUDA kernels or no Hopper GPU
+        cuda = {dt: cuda_unreachable(device, dt) is None for dt in dtypes}    # (its searches run in the worker)
         order = _breadth_first(plan)
-        schedule = Schedule(budget, [step for dt, size in order for step in _steps(size, cuda[dt] is not None)]
+        schedule = Schedule(budget, [step for dt, size in order for step in _steps(size, cuda[dt])]
                             + [((PREDICTOR, False), CLASS_SHARES[PREDICTOR]) for _ in plan if with_predictor],
                             started)
         facts = {dt: SpaceFacts(device, dt, {w: macs.get(f"{'d' if dt.needs_fp64 else 's'}{w}", "fma")
@@ -181,7 +180,7 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
         gemm_spaces: dict[Dtype, list] = {dt: [] for dt in plan}       # each dtype's, made once
         skinny_spaces: dict[Dtype, list] = {dt: [] for dt in plan}
         for dt, size in order:
-            on_cuda = cuda[dt] is not None and _on_cuda(size)
+            on_cuda = cuda[dt] and _on_cuda(size)
             if schedule.spent():
                 schedule.skip()
                 listener.skipped(dt, size)
@@ -220,7 +219,7 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                                        for space, start in gemm_spaces[dt]]
             schedule.end(searched)
             if on_cuda:
-                profile = _tune_on_cuda(cuda[dt], device, dt, size, profile, prior, schedule, strategy, seed,
+                profile = _tune_on_cuda(worker, dt, size, profile, prior, schedule, strategy, seed,
                                         fresh, listener, write)
         for dt in plan:
             if shapes is not None and dt.key in profile.predictors:
@@ -264,7 +263,7 @@ def _breadth_first(plan: dict[Dtype, tuple[SizeClass, ...]]) -> list[tuple[Dtype
 
 def _steps(size: SizeClass, cuda: bool) -> list[tuple[tuple[str, bool], float]]:
     """A class's steps in the run's schedule, each its kind and weight: its search, then the CUDA path's
-    where the dtype has a CUDA context (``cuda``) and the class is searched there."""
+    where the dtype has one on the device (``cuda``) and the class is searched there."""
     search = [((size.routine, size.confirm is not None), size.share)]
     return search + [((CUDA, False), size.share * CUDA_SHARE)] if cuda and _on_cuda(size) else search
 
@@ -274,9 +273,9 @@ def _on_cuda(size: SizeClass) -> bool:
     return size.routine == GEMM and not size.exact
 
 
-def _tune_on_cuda(ctx: CudaContext, device: Device, dt: Dtype, size: SizeClass, profile: Profile,
-                  prior: Profile | None, schedule: Schedule, strategy: str, seed: int, fresh: bool,
-                  listener: TuneListener, write: bool) -> Profile:
+def _tune_on_cuda(worker: WorkerProcess, dt: Dtype, size: SizeClass, profile: Profile, prior: Profile | None,
+                  schedule: Schedule, strategy: str, seed: int, fresh: bool, listener: TuneListener, write: bool
+                  ) -> Profile:
     """The CUDA path's step of a class (``cuda_classes``), after its OpenCL one: ``profile`` with its
     entry, compared with the class's OpenCL entry (saved where ``write``)."""
     if schedule.spent():
@@ -284,8 +283,8 @@ def _tune_on_cuda(ctx: CudaContext, device: Device, dt: Dtype, size: SizeClass, 
         listener.skipped(dt, size)
         return profile
     share, _ = schedule.begin()
-    entry, rejected, objectives, searched = tune_cuda_class(ctx, device, dt, size, profile.entry(dt.key, size.name),
-                                                            share, strategy, seed, fresh, prior, listener)
+    entry, rejected, objectives, searched = tune_cuda_class(worker, dt, size, profile.entry(dt.key, size.name), share,
+                                                            strategy, seed, fresh, prior, listener)
     listener.cuda_finished(dt, size, entry, objectives, rejected)
     if entry is not None:
         profile = profile.with_cuda(dt.key, entry)

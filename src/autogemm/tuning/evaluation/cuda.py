@@ -17,9 +17,14 @@ import numpy as np
 from ...accuracy import Reference, apply_op, gemm_flops, random_matrix
 from ...blas.cuda_gemm import CudaGemm, CudaParams, DeviceOperand
 from ...blas.problem import Op
-from ...dtypes import Dtype
+from ...dtypes import Dtype, get_dtype
 from ...runtime.cuda import CudaContext
 from .measuring import MeasuringEvaluator, fresh_random
+from .requests import EvaluatorSpec
+
+#: Awkward problems a CUDA finalist is verified on before it is kept: sizes that are no multiple of any
+#: block, K whose rows must be padded to TMA's 16 bytes, and each stored layout (laid out on the device).
+VERIFY_PROBLEMS = ((257, 131, 77, "NN"), (130, 520, 200, "TN"), (96, 300, 64, "NT"), (300, 96, 129, "TT"))
 
 
 class CudaEvaluator(MeasuringEvaluator):
@@ -40,6 +45,11 @@ class CudaEvaluator(MeasuringEvaluator):
         self.a = DeviceOperand.of_a(self.upload(a), m, a.shape[1], op_a)
         self.b = DeviceOperand.of_b(self.upload(b), n, b.shape[1], op_b)
 
+    @classmethod
+    def from_spec(cls, ctx: CudaContext, spec: EvaluatorSpec) -> CudaEvaluator:
+        return cls(ctx, get_dtype(spec.dtype), *spec.shape, layout=spec.layout or "NN", runs=spec.runs,
+                   seed=spec.seed, **({"slow_factor": math.inf} if spec.full else {}))
+
     def prepare(self, params: CudaParams) -> CudaGemm:
         """The plan of ``params`` (compiles its kernel and loads it, which the driver allows beside launches
         on another thread: safe from worker threads while a candidate is timed)."""
@@ -59,3 +69,17 @@ class CudaEvaluator(MeasuringEvaluator):
 
     def _done(self, plan: CudaGemm) -> None:
         """Nothing: a plan's module stays loaded in the context (a few hundred in a run at most)."""
+
+
+def verified(ctx: CudaContext, dt: Dtype, params: CudaParams) -> str | None:
+    """What goes wrong with ``params`` on ``VERIFY_PROBLEMS`` (each checked against float64 on fresh
+    random operands, C poisoned), or None."""
+    for m, n, k, layout in VERIFY_PROBLEMS:
+        evaluator = CudaEvaluator(ctx, dt, m, n, k, layout=layout, runs=1)
+        try:
+            record = evaluator.evaluate(params)
+        finally:
+            evaluator.release()
+        if not record.ok:
+            return f"{m}x{n}x{k} {layout}: {record.message or record.outcome.value}"
+    return None

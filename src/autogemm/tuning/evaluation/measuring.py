@@ -23,6 +23,7 @@ from ...errors import BuildError, ConfigError
 from ...runtime.backend import Memory, Runtime
 from ...runtime.opencl.timing import median
 from ..records import Outcome, Record
+from .requests import EvaluatorSpec
 
 #: A timed run covers at least this much device time (short products are repeated within it).
 MIN_RUN_SECONDS = 2e-3
@@ -72,6 +73,11 @@ class MeasuringEvaluator(ABC):
             for memory in self._memory:
                 memory.release()
         self._memory.clear()
+
+    @classmethod
+    @abstractmethod
+    def from_spec(cls, runtime: Runtime, spec: EvaluatorSpec) -> MeasuringEvaluator:
+        """The evaluator ``spec`` describes, on ``runtime``'s device (how a worker process makes it)."""
 
     @abstractmethod
     def prepare(self, params: Params) -> object:

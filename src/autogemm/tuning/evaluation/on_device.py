@@ -18,13 +18,12 @@ from ...dtypes import Dtype
 from ...runtime.opencl.context import DeviceContext
 from .device_reference import DeviceReference
 from .measuring import MeasuringEvaluator
-from .requests import EvaluatorSpec
 
 
 class DeviceEvaluator(MeasuringEvaluator):
     """An ``Evaluator`` on an OpenCL device in this process, comparing with the ``reference`` on the
     device. A routine supplies its operands, ``prepare`` (the plan) and ``_launch`` (its events, first
-    to last, for one run), and ``from_spec`` (how a worker process makes it)."""
+    to last, for one run), and ``from_spec``."""
 
     def __init__(self, ctx: DeviceContext, dtype: Dtype, reference: np.ndarray | Future[np.ndarray], size: int,
                  flops: float, bound: float, *, warmup: int, runs: int, slow_factor: float) -> None:
@@ -33,11 +32,6 @@ class DeviceEvaluator(MeasuringEvaluator):
         self.ctx = ctx
         self.reference = DeviceReference(ctx, dtype, reference, size)
         self.bound = bound
-
-    @classmethod
-    @abstractmethod
-    def from_spec(cls, ctx: DeviceContext, spec: EvaluatorSpec) -> DeviceEvaluator:
-        """The evaluator ``spec`` describes, on ``ctx``'s device."""
 
     @abstractmethod
     def _launch(self, plan) -> list[cl.Event]:

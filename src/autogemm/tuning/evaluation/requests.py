@@ -11,6 +11,7 @@ from typing import ClassVar
 from ...codelets.registry import GEMM, GEMV, Params, params_from_dict
 from ...dtypes import Dtype
 from ...errors import ArgumentError
+from ...runtime.backend import OPENCL
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,8 @@ class EvaluatorSpec:
     (m, n, k) with A and B stored as ``layout`` says, NN by default; GEMV's A as (rows, cols) and its
     right-hand sides, read as ``layout`` N or T), ``runs`` timed runs a full measurement, random operands
     from ``seed`` (the same after a restart), with ``full`` every candidate timed in full (none cut short
-    for being slow), and for GEMM K computed in ``split`` slices (None: as plans decide)."""
+    for being slow), for GEMM K computed in ``split`` slices (None: as plans decide), on the runtime
+    ``backend`` (the CUDA path's families on ``cuda``)."""
 
     routine: str
     dtype: str
@@ -29,11 +31,13 @@ class EvaluatorSpec:
     runs: int = 5
     seed: int = 0
     split: int | None = None
+    backend: str = OPENCL
 
     @classmethod
     def gemm(cls, dtype: Dtype, shape: tuple[int, int, int], full: bool = False, layout: str = "NN",
-             split: int | None = None) -> EvaluatorSpec:
-        return cls(GEMM, dtype.key, tuple(shape), None if layout == "NN" else layout, full, split=split)
+             split: int | None = None, backend: str = OPENCL) -> EvaluatorSpec:
+        return cls(GEMM, dtype.key, tuple(shape), None if layout == "NN" else layout, full, split=split,
+                   backend=backend)
 
     @classmethod
     def gemv(cls, dtype: Dtype, shape: tuple[int, ...], layout: str, full: bool = False) -> EvaluatorSpec:

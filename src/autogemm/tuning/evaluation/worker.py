@@ -1,8 +1,8 @@
 """The process a tuning run's candidates are measured in (``isolated.WorkerProcess`` starts it;
 ``runtime.child.serve`` carries its requests and replies, a JSON object per line, made and read by
 ``requests``). It opens its own context on the device and makes the evaluator of each problem tuned
-(``GemmEvaluator`` or ``GemvEvaluator``, by the spec's routine); the requests and their replies are
-described in ``requests``.
+(``GemmEvaluator`` or ``GemvEvaluator`` by the spec's routine, or on the CUDA path's runtime, opened when
+first asked for, ``CudaEvaluator``); the requests and their replies are described in ``requests``.
 
 A candidate that crashes the process or never finishes costs this process, not the tuner: the parent
 stops it and starts another. After a candidate that crashed while running, or failed its verification,
@@ -19,22 +19,27 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import asdict
 
+from ...blas.cuda_gemm import cuda_target
 from ...blas.verification import verify
-from ...codelets.registry import GEMM, GEMV, Params
-from ...dtypes import get_dtype
+from ...codelets.registry import GEMM, GEMV, Params, family_of
+from ...dtypes import Dtype, get_dtype
+from ...errors import DeviceError
+from ...runtime.backend import CUDA, OPENCL, Runtime
 from ...runtime.child import serve
 from ...runtime.opencl.context import DeviceContext, context_for
 from ...runtime.opencl.discovery import same_device
 from .. import fma
 from ..records import Outcome
+from .cuda import CudaEvaluator, verified
 from .gemm import GemmEvaluator
 from .gemv import GemvEvaluator
 from .interface import discard_plan
-from .on_device import DeviceEvaluator
+from .measuring import MeasuringEvaluator
 from .requests import BenchmarkFma, Discard, Evaluate, MakeEvaluator, Prepare, Request, Start, Verify, decode
 
-#: The evaluators a worker makes, by the routine of the spec.
-EVALUATORS: dict[str, type[DeviceEvaluator]] = {GEMM: GemmEvaluator, GEMV: GemvEvaluator}
+#: The evaluators a worker makes, by the runtime and the routine of the spec.
+EVALUATORS: dict[tuple[str, str], type[MeasuringEvaluator]] = {
+    (OPENCL, GEMM): GemmEvaluator, (OPENCL, GEMV): GemvEvaluator, (CUDA, GEMM): CudaEvaluator}
 Reply = Callable[[dict], None]
 
 
@@ -46,7 +51,7 @@ class Worker:
         self.stack = ExitStack()
         self.ctx: DeviceContext | None = None
         self.pool: ThreadPoolExecutor | None = None
-        self.evaluator: DeviceEvaluator | None = None
+        self.evaluator: MeasuringEvaluator | None = None
         self.plans: dict[int, Future] = {}
         self.handlers: dict[type, Callable[[Request, Reply], None]] = {
             Start: self._start, MakeEvaluator: self._make_evaluator, Prepare: self._prepare_ahead,
@@ -66,9 +71,21 @@ class Worker:
         self.pool = ThreadPoolExecutor(start.builders, thread_name_prefix="autogemm-build")
         reply({"ready": True})
 
+    def _runtime(self, backend: str, dt: Dtype) -> Runtime:
+        """The context ``dt``'s products run in on the device on ``backend``: OpenCL's, or the CUDA
+        path's (made once)."""
+        if backend == OPENCL:
+            return self.ctx
+        cuda, why = cuda_target(self.ctx.device, dt)
+        if cuda is None:
+            raise DeviceError(f"no CUDA path on {self.ctx.device.name.strip()}: {why}")
+        return cuda
+
     def _make_evaluator(self, request: MakeEvaluator, reply: Reply) -> None:
         self._drop_evaluator()
-        self.evaluator = EVALUATORS[request.spec.routine].from_spec(self.ctx, request.spec)
+        spec = request.spec
+        runtime = self._runtime(spec.backend, get_dtype(spec.dtype))
+        self.evaluator = EVALUATORS[spec.backend, spec.routine].from_spec(runtime, spec)
         reply({"ready": True})
 
     def _prepare(self, config: Params) -> tuple[object, float]:
@@ -103,7 +120,11 @@ class Worker:
         reply({"fma": [asdict(result) for result in results]})
 
     def _verify(self, request: Verify, reply: Reply) -> None:
-        problem = verify(self.ctx, request.config, get_dtype(request.dtype))
+        dt = get_dtype(request.dtype)
+        if family_of(request.config).backend == CUDA:
+            problem = verified(self._runtime(CUDA, dt), dt, request.config)
+        else:
+            problem = verify(self.ctx, request.config, dt)
         reply({"verified": problem, "ending": bool(problem)})
         if problem:
             os._exit(0)       # it may have failed by losing the context: the next request starts anew
