@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pyopencl as cl
 
 from ..accuracy import Reference, apply_op, gemm_flops, random_matrix
 from ..api import gemm
@@ -36,7 +35,7 @@ from ..profiles import thresholds_for
 from ..runtime.backend import CUDA
 from ..runtime.opencl.context import DeviceContext
 from ..runtime.opencl.discovery import find_device
-from ..runtime.opencl.timing import median, time_enqueue
+from ..runtime.opencl.timing import median
 from ..shares.host import HOST
 from ..tuning import fma
 from . import peers as peer_functions
@@ -202,45 +201,26 @@ class Bench:
 
     def _autogemm(self, dt: Dtype, plan: LaunchPlan | VectorsPlan | CudaGemm | Exception, a: np.ndarray, b: np.ndarray,
                   shape: Shape) -> PeerResult:
-        """Device-resident: operands already on the device, C poisoned with NaN, events timing."""
+        """Device-resident, on the plan's runtime (OpenCL, or the CUDA path, whose stored operands are laid
+        out for the kernel within the timing, as ``gemm`` does each call): operands already on the device,
+        C poisoned with NaN, the device's own timing after a warm-up."""
         if isinstance(plan, Exception):
             raise plan
-        if isinstance(plan, CudaGemm):
-            return self._autogemm_cuda(plan, a, b, shape)
-        ctx, mf = self.ctx, cl.mem_flags
+        runtime = plan.ctx
         result = np.full((shape.m, shape.n), np.nan, dt.output.numpy)
-        a_buf = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
-        b_buf = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=b)
-        c_buf = cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=result)
-        try:
-            times = time_enqueue(lambda: plan.enqueue(a_buf, b_buf, c_buf), warmup=1, runs=self.runs)
-            cl.enqueue_copy(ctx.queue, result, c_buf).wait()
-        finally:
-            plan.release()
-            for buf in (a_buf, b_buf, c_buf):
-                buf.release()
-        return PeerResult(AUTOGEMM, median(times), result)
-
-    def _autogemm_cuda(self, plan: CudaGemm, a: np.ndarray, b: np.ndarray, shape: Shape) -> PeerResult:
-        """``_autogemm`` on the CUDA path: the stored operands laid out for the kernel within the timing
-        (as ``gemm`` does each call), CUDA events."""
-        ctx, dt = plan.ctx, plan.dt
-        result = np.full((shape.m, shape.n), np.nan, dt.output.numpy)
-        op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
-        with ctx.lock:
-            ctx.activate()
-            memory = [ctx.allocate(x.nbytes) for x in (a, b, result)]
+        with runtime.session():
+            memory = [runtime.allocate(x.nbytes) for x in (a, b, result)]
             try:
                 for to, x in zip(memory, (a, b, result)):
-                    ctx.upload(to, x.reshape(-1).view(np.uint8))
-                stored_a = DeviceOperand.of_a(memory[0], shape.m, a.shape[1], op_a)
-                stored_b = DeviceOperand.of_b(memory[1], shape.n, b.shape[1], op_b)
-                times = [ctx.seconds(lambda: plan.enqueue(stored_a, stored_b, memory[2], 1.0, 0.0))
-                         for _ in range(self.runs + 1)][1:]          # after a warm-up
-                ctx.download(result.reshape(-1).view(np.uint8), memory[2])
+                    runtime.upload(to, x)
+                launch = _launch(plan, memory, a, b, shape)
+                times = [runtime.seconds(launch) for _ in range(self.runs + 1)][1:]      # after a warm-up
+                runtime.download(result, memory[2])
             finally:
                 for block in memory:
                     block.release()
+                if not isinstance(plan, CudaGemm):          # (the CUDA path's plans keep nothing between calls)
+                    plan.release()
         return PeerResult(AUTOGEMM, median(times), result)
 
     def _autogemm_end_to_end(self, dt: Dtype, a: np.ndarray, b: np.ndarray, shape: Shape,
@@ -276,3 +256,15 @@ def measure(name: str, call: Callable[[], PeerResult | None], reference: Referen
     error, ok = reference.check(got.result, precision)
     return Measurement(name, got.seconds, flops / got.seconds / 1e12 if got.seconds > 0 else None,
                        None if math.isinf(error) else error, ok, "" if ok else "wrong result")
+
+
+def _launch(plan: LaunchPlan | VectorsPlan | CudaGemm, memory: list, a: np.ndarray, b: np.ndarray,
+            shape: Shape) -> Callable[[], object]:
+    """One run of ``plan`` on A, B and C in ``memory`` (A and B stored as ``shape`` says), as its runtime
+    times it."""
+    if isinstance(plan, CudaGemm):
+        op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
+        stored_a = DeviceOperand.of_a(memory[0], shape.m, a.shape[1], op_a)
+        stored_b = DeviceOperand.of_b(memory[1], shape.n, b.shape[1], op_b)
+        return lambda: plan.enqueue(stored_a, stored_b, memory[2], 1.0, 0.0)
+    return lambda: plan.enqueue(*memory)

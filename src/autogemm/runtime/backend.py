@@ -44,6 +44,9 @@ class Runtime(Protocol):
     def upload(self, memory: Memory, array: np.ndarray) -> None:
         """Copy ``array`` into ``memory``, blocking."""
 
+    def download(self, array: np.ndarray, memory: Memory) -> None:
+        """Copy ``memory`` into the contiguous ``array``, blocking."""
+
     def fill(self, memory: Memory, value: np.generic, nbytes: int) -> None:
         """Enqueue setting the first ``nbytes`` of ``memory`` to repetitions of ``value``."""
 

@@ -66,6 +66,9 @@ class DeviceContext:
     def upload(self, memory: cl.Buffer, array: np.ndarray) -> None:
         cl.enqueue_copy(self.queue, memory, np.ascontiguousarray(array), is_blocking=True)
 
+    def download(self, array: np.ndarray, memory: cl.Buffer) -> None:
+        cl.enqueue_copy(self.queue, array, memory, is_blocking=True)
+
     def fill(self, memory: cl.Buffer, value: np.generic, nbytes: int) -> None:
         cl.enqueue_fill_buffer(self.queue, memory, np.array(value), 0, nbytes)
 
