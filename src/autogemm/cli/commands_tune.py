@@ -34,6 +34,7 @@ from ..tuning.cotune import HybridPoint, tune_hybrid
 from ..tuning.fma import FmaResult
 from ..tuning.predictor import kept
 from ..tuning.replay import replay
+from ..tuning.routes import InPlace
 from ..tuning.scope import CLASS_SHARES, EXACT_MAX_WORK, GEMV, bandwidth, exact_class
 from ..workload import read_workload
 from .common import console, fail, json_file, select_device, write_results
@@ -113,6 +114,26 @@ class ProgressListener(TuneListener):
         elif fitted:
             what += "; too few shapes to judge it: not kept"
         self.progress.console.print(f"{dtype.routine} predictor: {what}", highlight=False)
+
+
+    def routes_measured(self, dtype: Dtype, timed: list[InPlace], bound: int | None) -> None:
+        console = self.progress.console
+        if not timed:
+            console.print(f"{dtype.routine} routes: not measured (the run's time was spent, or every "
+                          f"configuration reads through images); products read in place as before", highlight=False)
+            return
+        table = plain_table(f"{dtype.routine}: packed against read in place, us a product back to back",
+                            ("n", "stored", "packed", "in place", "configuration"),
+                            right=("n", "packed", "in place"), fold=("configuration",))
+        for t in timed:
+            table.add_row(str(t.side), t.layout,
+                          *("-" if s is None else f"{s * 1e6:.1f}" for s in (t.packed, t.in_place)),
+                          t.config.describe())
+        console.print(table)
+        if bound is not None:
+            side = round(bound ** (1 / 3))
+            console.print(f"products of fewer than {bound:,} multiply-adds (a {side}^3 square) read A and B where "
+                          f"they lie", highlight=False)
 
 
 def tuned(rows: list[tuple]) -> list[dict]:
@@ -232,7 +253,8 @@ def _shape(size: SizeClass) -> str:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the search's random choices.")
 @click.option("--size-class", "classes", multiple=True, type=click.Choice(list(CLASS_SHARES)),
               help="Tune only this size class (repeatable; default: all); gemv is GEMV's classes, "
-                   "predictor times the classes' best kernels on sampled shapes.")
+                   "predictor times the classes' best kernels on sampled shapes, routes the product size "
+                   "below which a call reads its operands in place.")
 @click.option("--hybrid", is_flag=True,
               help="Instead, co-tune the kernel and the split of products shared with the host's BLAS "
                    "(gemm(..., devices=[device, 'host'])), from the profile's kernels.")

@@ -64,10 +64,13 @@ class SizeClass:
 
 #: The predictor's training: not a size class, but a part of the budget like one.
 PREDICTOR = "predictor"
+#: What a run names the step that measures how calls are routed (``routes``).
+ROUTES = "routes"
 #: The size classes tuned for, largest first, and the share of a dtype's budget each gets; "gemv" is
 #: GEMV's two layouts and four shapes (an eighth each), tuned for the dtypes in their own precision;
-#: "predictor" times the classes' best kernels on sampled shapes, after them.
-CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, "skinny": 0.2, GEMV: 0.2, PREDICTOR: 0.8}
+#: "predictor" times the classes' best kernels on sampled shapes, after them; "routes" times a few
+#: squares at the end (``routes``), within the seconds the schedule keeps for steps besides searches.
+CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, "skinny": 0.2, GEMV: 0.2, PREDICTOR: 0.8, ROUTES: 0.0}
 #: An exact shape with fewer rows or columns of C than this is searched in the skinny spaces (blocks of
 #: few rows or columns besides the usual ones).
 SKINNY_BELOW = 128

@@ -45,7 +45,7 @@ from ..runtime.backend import CUDA
 from ..runtime.opencl.device import Device
 from ..version import __version__
 from ..workload import ShapeRecord
-from . import fma, predictor
+from . import fma, predictor, routes
 from .budget import Budget, Schedule
 from .checkpoint import Checkpoint
 from .cuda_classes import CUDA_SHARE, tune_cuda_class
@@ -58,6 +58,7 @@ from .scope import (
     CLASS_SHARES,
     GEMV,
     PREDICTOR,
+    ROUTES,
     SizeClass,
     default_budget,
     gemv_classes,
@@ -105,6 +106,11 @@ class TuneListener:
                            ) -> None:
         """``held_out``: ``predictor.held_out`` of ``fitted`` (the profile keeps it only where its picks
         come nearer to the best than the size classes')."""
+
+    def routes_measured(self, dtype: Dtype, timed: list[routes.InPlace], bound: int | None) -> None:
+        """The routes step ended (``routes``): squares of ``dtype`` timed packed and read in place, and the
+        multiply-adds below which products now read in place (None: unchanged; ``timed`` empty: the run's
+        time was spent first, or no configuration packs)."""
 
 
 def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget | None = None,
@@ -170,11 +176,12 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
             plan = {dt: sizes + (gemv_classes(device, dt, quick) if with_gemv and dt is dt.native else ())
                     for dt in dtypes}
         with_predictor = shapes is None and (not classes or PREDICTOR in classes)
+        with_routes = shapes is None and (not classes or ROUTES in classes)
         cuda = {dt: cuda_unreachable(device, dt) is None for dt in dtypes}    # (its searches run in the worker)
         order = _breadth_first(plan)
         schedule = Schedule(budget, [step for dt, size in order for step in _steps(size, cuda[dt])]
-                            + [((PREDICTOR, False), CLASS_SHARES[PREDICTOR]) for _ in plan if with_predictor],
-                            started)
+                            + [((PREDICTOR, False), CLASS_SHARES[PREDICTOR]) for _ in plan if with_predictor]
+                            + [((ROUTES, False), CLASS_SHARES[ROUTES])] * with_routes, started)
         facts = {dt: SpaceFacts(device, dt, {w: macs.get(f"{'d' if dt.needs_fp64 else 's'}{w}", "fma")
                                              for w in widths}, instructions) for dt in plan}
         gemm_spaces: dict[Dtype, list] = {dt: [] for dt in plan}       # each dtype's, made once
@@ -250,6 +257,31 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                     if write:
                         save(profile)
                 schedule.end(searched)
+        if with_routes:
+            dt = next((d for d in dtypes if d.key == "s"), dtypes[0])
+            profile = _measure_routes(worker, dt, profile, schedule, listener, write)
+    return profile
+
+
+def _measure_routes(worker: WorkerProcess, dt: Dtype, profile: Profile, schedule: Schedule,
+                    listener: TuneListener, write: bool) -> Profile:
+    """The routes step (``routes``), on ``dt``'s squares with the configurations ``profile`` ranks: the
+    profile with the multiply-adds below which products read in place, measured (saved where ``write``)."""
+    if schedule.spent():
+        schedule.skip()
+        listener.routes_measured(dt, [], None)
+        return profile
+    schedule.begin()
+    started = time.monotonic()
+    device = worker.device
+    timed = routes.measure_in_place(worker, profile, dt, routes.GPU_SIDES if device.is_gpu else routes.CPU_SIDES)
+    bound = routes.in_place_bound(timed)
+    listener.routes_measured(dt, timed, bound)
+    if bound is not None:
+        profile = routes.with_in_place_bound(profile, device, bound)
+        if write:
+            save(profile)
+    schedule.end(time.monotonic() - started)
     return profile
 
 

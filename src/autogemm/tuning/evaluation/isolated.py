@@ -36,6 +36,7 @@ from .requests import (
     Prepare,
     Request,
     Start,
+    TimeCalls,
     Verify,
     encode,
 )
@@ -98,6 +99,17 @@ class WorkerProcess(Child):
             return self.expect("verified", BUILD_LIMIT_SECONDS + self.run_limit)["verified"]
         except ChildGone as gone:
             return f"the verification lost its process: {gone}"
+
+    def time_calls(self, params: Params, dtype: Dtype, shape: tuple[int, int, int], layout: str = "NN",
+                   seconds: float = 0.1) -> float | None:
+        """Wall seconds per product of ``params`` on ``shape`` (A and B stored as ``layout`` says) enqueued
+        back to back in the worker (``requests.TimeCalls``); None where it fails to build or run, or loses
+        its process."""
+        try:
+            self.request(TimeCalls(params, dtype.key, tuple(shape), layout, seconds))
+            return self.expect("seconds", BUILD_LIMIT_SECONDS + self.run_limit)["seconds"]
+        except ChildGone:
+            return None
 
     def fma(self, reals: tuple[str, ...], widths: tuple[int, ...]) -> list[FmaResult]:
         """The FMA benchmark (``fma.benchmark``) run in the worker; ``TuningError`` when it fails there."""

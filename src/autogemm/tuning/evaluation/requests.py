@@ -120,9 +120,25 @@ class Verify:
     dtype: str
 
 
-Request = Start | MakeEvaluator | Prepare | Discard | Evaluate | BenchmarkFma | Verify
+@dataclass(frozen=True)
+class TimeCalls:
+    """Time products of ``config`` on the GEMM problem of ``dtype`` (a key) and ``shape`` (A and B
+    row-major, stored as ``layout`` says) enqueued back to back, as a program's loop enqueues them: the
+    host's time and the device's together, per product, by the wall clock (the queue drained at the
+    end), over calls adding up to about ``seconds``. Replied ``{"seconds": s}``, or
+    ``{"seconds": null, "error": why}`` for a configuration that does not build or run."""
+
+    name: ClassVar[str] = "time-calls"
+    config: Params
+    dtype: str
+    shape: tuple[int, ...]
+    layout: str
+    seconds: float
+
+
+Request = Start | MakeEvaluator | Prepare | Discard | Evaluate | BenchmarkFma | Verify | TimeCalls
 REQUESTS: dict[str, type] = {cls.name: cls for cls in (Start, MakeEvaluator, Prepare, Discard, Evaluate,
-                                                          BenchmarkFma, Verify)}
+                                                          BenchmarkFma, Verify, TimeCalls)}
 
 
 def encode(request: Request) -> dict:

@@ -19,6 +19,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import asdict
 
+import numpy as np
+
+from ...blas import GemmProblem, LaunchPlan, Op
 from ...blas.cuda_gemm import cuda_target
 from ...blas.verification import verify
 from ...codelets.registry import GEMM, GEMV, Params, family_of
@@ -34,8 +37,19 @@ from .cuda import CudaEvaluator, verified
 from .gemm import GemmEvaluator
 from .gemv import GemvEvaluator
 from .interface import discard_plan
-from .measuring import MeasuringEvaluator
-from .requests import BenchmarkFma, Discard, Evaluate, MakeEvaluator, Prepare, Request, Start, Verify, decode
+from .measuring import MeasuringEvaluator, summary
+from .requests import (
+    BenchmarkFma,
+    Discard,
+    Evaluate,
+    MakeEvaluator,
+    Prepare,
+    Request,
+    Start,
+    TimeCalls,
+    Verify,
+    decode,
+)
 
 #: The evaluators a worker makes, by the runtime and the routine of the spec.
 EVALUATORS: dict[tuple[str, str], type[MeasuringEvaluator]] = {
@@ -55,7 +69,8 @@ class Worker:
         self.plans: dict[int, Future] = {}
         self.handlers: dict[type, Callable[[Request, Reply], None]] = {
             Start: self._start, MakeEvaluator: self._make_evaluator, Prepare: self._prepare_ahead,
-            Discard: self._discard, Evaluate: self._evaluate, BenchmarkFma: self._fma, Verify: self._verify}
+            Discard: self._discard, Evaluate: self._evaluate, BenchmarkFma: self._fma, Verify: self._verify,
+            TimeCalls: self._time_calls}
 
     def handle(self, message: dict, reply: Reply) -> None:
         """Serve one request."""
@@ -129,6 +144,27 @@ class Worker:
         if problem:
             os._exit(0)       # it may have failed by losing the context: the next request starts anew
 
+    def _time_calls(self, request: TimeCalls, reply: Reply) -> None:
+        dt = get_dtype(request.dtype)
+        m, n, k = request.shape
+        ops = (Op.from_letter(letter, "layout") for letter in request.layout)
+        memory = [self.ctx.allocate(count * dt.itemsize) for count in (m * k, k * n, m * n)]
+        try:
+            for block, count in zip(memory, (m * k, k * n, m * n)):
+                self.ctx.fill(block, np.zeros((), dt.numpy), count * dt.itemsize)    # (no NaN to slow a CPU)
+            plan = LaunchPlan(self.ctx, GemmProblem.dense(dt, m, n, k, *ops), request.config, edge="auto")
+            try:
+                seconds = _per_call(lambda: plan.enqueue(*memory), self.ctx.queue.finish, request.seconds)
+            finally:
+                plan.release()
+        except Exception as exc:   # noqa: BLE001 - a configuration that fails is answered, not fatal
+            reply({"seconds": None, "error": summary(exc)})
+            return
+        finally:
+            for block in memory:
+                block.release()
+        reply({"seconds": seconds})
+
     def _drop_evaluator(self) -> None:
         for future in self.plans.values():
             discard_plan(future.result()[0])
@@ -142,6 +178,23 @@ class Worker:
             self.pool.shutdown(wait=True, cancel_futures=True)
         self._drop_evaluator()
         self.stack.close()
+
+
+def _per_call(call: Callable[[], object], drain: Callable[[], None], seconds: float) -> float:
+    """Wall seconds per ``call``, calls enqueued back to back after a warm-up (the queue drained before
+    the clock stops), as many as take about ``seconds`` by a first estimate, 3 to 2000."""
+    for _ in range(2):
+        call()
+    drain()
+    started = time.perf_counter()
+    call()
+    drain()
+    calls = min(2000, max(3, round(seconds / max(time.perf_counter() - started, 1e-7))))
+    started = time.perf_counter()
+    for _ in range(calls):
+        call()
+    drain()
+    return (time.perf_counter() - started) / calls
 
 
 def main() -> None:

@@ -1,0 +1,76 @@
+"""What ``tune`` measures of how a device's calls are routed (the ``Thresholds`` it can measure, kept in the
+profile): below how many multiply-adds a product runs its configuration in the layout A and B are
+stored in, reading them where they lie, rather than packing them first (``in_place_multiply_adds``):
+each way timed as a program's loop of products runs it, host and device together, on squares of growing
+size."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+from ..blas import default_params
+from ..codelets.registry import KernelParams
+from ..dtypes import Dtype
+from ..profiles import Profile
+from ..profiles.thresholds import DEFAULTS, device_class
+from ..runtime.opencl.device import Device
+from .evaluation import WorkerProcess
+
+#: The sides of the squares timed: a GPU's up to where its launches no longer count, a CPU's fewer.
+GPU_SIDES = (32, 64, 128, 256, 512, 1024)
+CPU_SIDES = (32, 64, 128, 256, 512)
+#: Packing must run faster than reading in place by this factor to count as faster (timing noise).
+MARGIN = 1.05
+#: The stored layouts of the squares timed: row-major A and B, as a program's arrays, or A transposed
+#: where the configuration chosen reads them so.
+STORED, OTHER = "NN", "TN"
+
+
+class InPlace(NamedTuple):
+    """One square timed both ways: its side, the layout A and B were stored in, the configuration chosen
+    for it (whose layout is another, so it packs), and the wall seconds per product packed and read in
+    place (None where that way failed)."""
+
+    side: int
+    layout: str
+    config: KernelParams
+    packed: float | None
+    in_place: float | None
+
+
+def measure_in_place(worker: WorkerProcess, profile: Profile, dt: Dtype, sides: tuple[int, ...],
+                     seconds: float = 0.1) -> list[InPlace]:
+    """Each square of ``sides`` timed with the configuration ``profile`` ranks best for the class
+    nearest it (the device's default where it has none), on A and B stored as ``STORED`` (``OTHER``
+    where the configuration reads that): packed as its layout asks, and in the stored layout. Squares
+    whose configuration reads through images (packed whatever the size) are left out."""
+    timed = []
+    for side in sides:
+        nearest = profile.nearest((dt.key,), side, side, side)
+        config = nearest[0].ranked[0].config if nearest else default_params(worker.device, dt)
+        if config.image_a or config.image_b:
+            continue
+        stored, shape = OTHER if config.layout == STORED else STORED, (side, side, side)
+        twin = dataclasses.replace(config, layout=stored)
+        timed.append(InPlace(side, stored, config, worker.time_calls(config, dt, shape, stored, seconds),
+                             worker.time_calls(twin, dt, shape, stored, seconds)))
+    return timed
+
+
+def in_place_bound(timed: list[InPlace]) -> int | None:
+    """The multiply-adds below which a product reads its operands in place: those of the first square
+    where packing ran faster (by ``MARGIN``), else eight times the largest square's (in place ran no
+    slower on any); None where nothing was timed both ways."""
+    both = [t for t in timed if t.packed is not None and t.in_place is not None]
+    for t in both:
+        if t.packed * MARGIN < t.in_place:
+            return t.side ** 3
+    return 8 * both[-1].side ** 3 if both else None
+
+
+def with_in_place_bound(profile: Profile, device: Device, bound: int) -> Profile:
+    """``profile`` whose thresholds (its own, else ``device``'s class's defaults) read in place below
+    ``bound`` multiply-adds."""
+    base = profile.thresholds if profile.thresholds is not None else DEFAULTS[device_class(device)]
+    return dataclasses.replace(profile, thresholds=dataclasses.replace(base, in_place_multiply_adds=bound))

@@ -1,0 +1,59 @@
+"""``tune`` measures how calls are routed (``tuning.routes``): the multiply-adds below which a product
+reads A and B where they lie rather than packing them, from squares timed both ways as a program's loop
+runs them; kept in the profile's thresholds."""
+
+from __future__ import annotations
+
+from autogemm.blas import default_params
+from autogemm.codelets.simt import SimtParams
+from autogemm.dtypes import DTYPES
+from autogemm.profiles import read
+from autogemm.profiles.store import path_for
+from autogemm.tuning import Budget, TuneListener, tuner
+from autogemm.tuning.evaluation import WorkerProcess
+from autogemm.tuning.routes import CPU_SIDES, GPU_SIDES, InPlace, in_place_bound
+
+CONFIG = SimtParams()
+
+
+def _timed(*pairs: tuple[float | None, float | None]) -> list[InPlace]:
+    return [InPlace(side, "NN", CONFIG, packed, in_place)
+            for side, (packed, in_place) in zip((32, 64, 128, 256), pairs)]
+
+
+def test_the_bound_is_the_first_square_packing_wins_by_its_margin():
+    assert in_place_bound(_timed((2.0, 1.0), (3.0, 2.9), (4.0, 4.5), (5.0, 9.0))) == 128**3
+    assert in_place_bound(_timed((2.0, 1.0), (4.0, 4.1))) == 8 * 64**3          # within the margin: in place
+    assert in_place_bound(_timed((None, 1.0), (3.0, None), (2.0, 2.0))) == 8 * 128**3   # failed ways left out
+    assert in_place_bound(_timed((None, 1.0))) is None and in_place_bound([]) is None
+
+
+def test_the_worker_times_a_loop_of_products_and_answers_a_failure(device):
+    with WorkerProcess(device, preload=("faulty_family",)) as worker:
+        from faulty_family import faulty
+
+        dt = DTYPES["s"]
+        seconds = worker.time_calls(default_params(device, dt), dt, (64, 48, 40), "TN", seconds=0.02)
+        assert seconds is not None and 0 < seconds < 1
+        assert worker.time_calls(faulty(CONFIG, "build"), dt, (64, 64, 64), "NN", seconds=0.02) is None
+
+
+class _Heard(TuneListener):
+    def __init__(self) -> None:
+        self.routes: list[tuple[str, list[InPlace], int | None]] = []
+
+    def routes_measured(self, dtype, timed, bound) -> None:
+        self.routes.append((dtype.key, timed, bound))
+
+
+def test_tune_measures_the_in_place_bound_into_the_profile(cache, device):
+    heard = _Heard()
+    profile = tuner.tune(device, (DTYPES["s"],), Budget(evaluations=6), quick=True, top=1, listener=heard,
+                         classes=("small", "routes"))
+    ((key, timed, bound),) = heard.routes
+    sides = GPU_SIDES if device.is_gpu else CPU_SIDES
+    assert key == "s" and [t.side for t in timed] == list(sides)
+    assert all(t.layout != t.config.layout for t in timed)           # the configuration packs them
+    assert bound == in_place_bound(timed) and bound in {side**3 for side in sides} | {8 * sides[-1] ** 3}
+    assert profile.thresholds.in_place_multiply_adds == bound
+    assert read(path_for(device.fingerprint)).thresholds.in_place_multiply_adds == bound
