@@ -23,8 +23,8 @@ def _timed(*pairs: tuple[float | None, float | None]) -> list[InPlace]:
 
 def test_the_bound_is_the_first_square_packing_wins_by_its_margin():
     assert in_place_bound(_timed((2.0, 1.0), (3.0, 2.9), (4.0, 4.5), (5.0, 9.0))) == 128**3
-    assert in_place_bound(_timed((2.0, 1.0), (4.0, 4.1))) == 8 * 64**3          # within the margin: in place
-    assert in_place_bound(_timed((None, 1.0), (3.0, None), (2.0, 2.0))) == 8 * 128**3   # failed ways left out
+    assert in_place_bound(_timed((2.0, 1.0), (4.0, 4.1))) == 64**3          # within the margin: in place
+    assert in_place_bound(_timed((None, 1.0), (3.0, None), (2.0, 2.0))) == 128**3   # failed ways left out
     assert in_place_bound(_timed((None, 1.0))) is None and in_place_bound([]) is None
 
 
@@ -54,6 +54,6 @@ def test_tune_measures_the_in_place_bound_into_the_profile(cache, device):
     sides = GPU_SIDES if device.is_gpu else CPU_SIDES
     assert key == "s" and [t.side for t in timed] == list(sides)
     assert all(t.layout != t.config.layout for t in timed)           # the configuration packs them
-    assert bound == in_place_bound(timed) and bound in {side**3 for side in sides} | {8 * sides[-1] ** 3}
+    assert bound == in_place_bound(timed) and bound in {side**3 for side in sides}
     assert profile.thresholds.in_place_multiply_adds == bound
     assert read(path_for(device.fingerprint)).thresholds.in_place_multiply_adds == bound

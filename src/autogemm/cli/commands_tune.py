@@ -119,8 +119,8 @@ class ProgressListener(TuneListener):
     def routes_measured(self, dtype: Dtype, timed: list[InPlace], bound: int | None) -> None:
         console = self.progress.console
         if not timed:
-            console.print(f"{dtype.routine} routes: not measured (the run's time was spent, or every "
-                          f"configuration reads through images); products read in place as before", highlight=False)
+            console.print(f"{dtype.routine} routes: not measured (every configuration reads through images); "
+                          f"products read in place as before", highlight=False)
             return
         table = plain_table(f"{dtype.routine}: packed against read in place, us a product back to back",
                             ("n", "stored", "packed", "in place", "configuration"),

@@ -18,8 +18,8 @@ from ..runtime.opencl.device import Device
 from .evaluation import WorkerProcess
 
 #: The sides of the squares timed: a GPU's up to where its launches no longer count, a CPU's fewer.
-GPU_SIDES = (32, 64, 128, 256, 512, 1024)
-CPU_SIDES = (32, 64, 128, 256, 512)
+GPU_SIDES = (32, 64, 128, 256, 512, 1024, 2048)
+CPU_SIDES = (32, 64, 128, 256, 512, 1024)
 #: Packing must run faster than reading in place by this factor to count as faster (timing noise).
 MARGIN = 1.05
 #: The stored layouts of the squares timed: row-major A and B, as a program's arrays, or A transposed
@@ -60,13 +60,13 @@ def measure_in_place(worker: WorkerProcess, profile: Profile, dt: Dtype, sides: 
 
 def in_place_bound(timed: list[InPlace]) -> int | None:
     """The multiply-adds below which a product reads its operands in place: those of the first square
-    where packing ran faster (by ``MARGIN``), else eight times the largest square's (in place ran no
-    slower on any); None where nothing was timed both ways."""
+    where packing ran faster (by ``MARGIN``), else the largest square's (in place ran no slower on any:
+    nothing larger was measured); None where nothing was timed both ways."""
     both = [t for t in timed if t.packed is not None and t.in_place is not None]
     for t in both:
         if t.packed * MARGIN < t.in_place:
             return t.side ** 3
-    return 8 * both[-1].side ** 3 if both else None
+    return both[-1].side ** 3 if both else None
 
 
 def with_in_place_bound(profile: Profile, device: Device, bound: int) -> Profile:
