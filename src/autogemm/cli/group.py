@@ -29,7 +29,7 @@ class Group(click.Group):
             where = f" {exc.filename}" if exc.filename else ""
             fail(f"{exc.strerror or exc}{':' if where else ''}{where}")
         except MemoryError as exc:
-            fail(f"the host has not the memory this needs ({exc or 'numpy could not allocate it'}); ask for "
+            fail(f"the host lacks the memory this needs ({exc or 'numpy could not allocate it'}); ask for "
                  "smaller sizes")
 
 
