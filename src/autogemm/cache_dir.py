@@ -83,15 +83,29 @@ def open_for_appending(path: Path):
     return os.fdopen(fd, "a", encoding="utf-8")
 
 
-def file_lock(path: Path | str) -> FileLock:
-    """The lock beside ``path`` (``path`` + '.lock') that writers of one file in the cache take in turn;
-    ``OSError`` naming the fix where a link lies at the lock's path (planted, it would lead the lock file
-    outside the cache, or loop)."""
-    lock = Path(str(path) + ".lock")
-    if lock.is_symlink():
-        raise OSError(errno.ELOOP, f"a link lies where autogemm keeps a lock ({os.readlink(lock)!r}); autogemm "
-                      f"never follows links in its cache: remove it", str(lock))
-    return FileLock(str(lock))
+def file_lock(path: Path | str) -> CacheLock:
+    """The lock beside ``path`` (``path`` + '.lock') that writers of one file in the cache take in turn."""
+    return CacheLock(Path(str(path) + ".lock"))
+
+
+class CacheLock:
+    """A ``filelock.FileLock`` at ``path`` that refuses, each time it is taken, a link planted there
+    (``OSError`` naming the fix): followed, it would lead the lock file outside the cache, or loop. A
+    lock kept for a long run (a checkpoint's) is taken many times."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = FileLock(str(path))
+
+    def __enter__(self) -> CacheLock:
+        if self.path.is_symlink():
+            raise OSError(errno.ELOOP, f"a link lies where autogemm keeps a lock ({os.readlink(self.path)!r}); "
+                          f"autogemm never follows links in its cache: remove it", str(self.path))
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
 
 
 def write_atomically(path: Path, text: str, mode: int = FILE_MODE) -> None:

@@ -184,6 +184,21 @@ def test_matmul_on_device_stacks(queue):
     assert relative_error(out, a.astype(np.float64) @ b) < dt.tolerance
 
 
+def test_matmul_of_device_arrays_into_a_host_out_of_either_dtype(queue):
+    """A host ``out`` takes the product of device operands (the call blocks), cast where it is of another
+    dtype numpy's rule allows; stacks too."""
+    dt = DTYPES["s"]
+    a, b = random_matrix(RNG, dt, (2, 5, 4)), random_matrix(RNG, dt, (4, 3))
+    da, db = cl_array.to_device(queue, a), cl_array.to_device(queue, b)
+    for kind in (np.float32, np.float64):
+        out = np.full((2, 5, 3), np.nan, kind)
+        assert autogemm.matmul(da, db, out) is out
+        assert relative_error(out, a.astype(np.float64) @ b) < dt.tolerance
+        flat = np.full((5, 3), np.nan, kind)
+        assert autogemm.matmul(da[0], db, flat) is flat
+        assert relative_error(flat, a[0].astype(np.float64) @ b) < dt.tolerance
+
+
 def test_matmul_errors():
     a = np.ones((3, 4))
     with pytest.raises(autogemm.ShapeError, match="a has 4 columns but b has 5 rows"):

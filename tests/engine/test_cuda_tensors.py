@@ -206,3 +206,24 @@ def test_torch_tensors_on_the_current_stream_multiply_in_place_and_repeat_their_
     assert isinstance(fresh, torch.Tensor) and fresh.shape == (n, m)
     error, ok = Reference(dt, b_t, a.T, rng).check(fresh.cpu().numpy())
     assert ok, f"new result: error {error:.2e}"
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda
+def test_torch_lazily_conjugated_operands_are_read_as_they_read():
+    """A torch ``x.conj()`` is a view whose memory holds x: read as the conjugate it reads as (its data
+    pointer alone would give x); a conjugated c to write into is refused with the fix named."""
+    _hopper_context()
+    try:
+        import torch
+    except Exception as exc:       # noqa: BLE001 - absent, or broken where it is installed
+        pytest.skip(f"torch does not import here: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+    rng = np.random.default_rng(23)
+    dt = DTYPES["z"]
+    a, b = random_matrix(rng, dt, (40, 24)), random_matrix(rng, dt, (24, 30))
+    ta, tb = (torch.from_numpy(x).cuda() for x in (a, b))
+    got = autogemm.gemm(ta.conj(), tb)
+    error, ok = Reference(dt, a.conj(), b, rng).check(got.cpu().numpy())
+    assert ok, f"error {error:.2e}"
+    with pytest.raises(ArgumentError, match="resolve_conj"):
+        autogemm.gemm(ta, tb, torch.zeros(40, 30, dtype=torch.complex128, device="cuda").conj())

@@ -11,7 +11,7 @@ from faulty_family import faulty
 from autogemm.codelets.simt import SimtParams
 from autogemm.profiles import Profile, Ranked, SizeClassEntry
 from autogemm.tuning.evaluation import WorkerProcess
-from autogemm.tuning.imported import faster_over, timed_here
+from autogemm.tuning.imported import faster_over, same_classes, timed_here
 
 SIMT = SimtParams("NN", "consecutive", 4, 4, 2, 2, 4, 2, False, False)
 CLAIMED = 9_999_999.0
@@ -40,11 +40,18 @@ def test_configurations_are_timed_here_and_what_fails_is_left_out(device):
     assert said[1].startswith("s medium 64x64x64: left out, no configuration computes right here")
 
 
-def test_an_entry_replaces_the_profiles_own_only_where_it_measured_faster(device):
-    own = _profile(device, {"s": [_entry("small", Ranked(SIMT, 5.0)), _entry("large", Ranked(SIMT, 5.0))]})
-    other = replace(SIMT, tile_k=4)
-    imported = _profile(device, {"s": [_entry("small", Ranked(other, 3.0)), _entry("large", Ranked(other, 7.0)),
-                                       _entry("medium", Ranked(other, 1.0))]})
-    merged = faster_over(own, imported)
+def test_an_entry_replaces_the_profiles_own_only_where_it_ran_faster_in_the_same_session(device):
+    """Compared with the profile's own entries as timed in the same session (``now``), not as stored: an
+    own entry that failed then is replaced; the entries kept are the profile's as they were."""
+    own = _profile(device, {"s": [_entry("small", Ranked(SIMT, 5.0)), _entry("large", Ranked(SIMT, 5.0)),
+                                  _entry("skinny", Ranked(SIMT, 5.0))]})
+    now = _profile(device, {"s": [_entry("small", Ranked(SIMT, 4.0)), _entry("large", Ranked(SIMT, 8.0))]})
+    other = replace(SIMT, tile_k=8)
+    imported = _profile(device, {"s": [_entry("small", Ranked(other, 4.5)), _entry("large", Ranked(other, 7.0)),
+                                       _entry("skinny", Ranked(other, 0.5)), _entry("medium", Ranked(other, 1.0))]})
+    assert same_classes(own, imported).dtypes["s"] == own.dtypes["s"]
+    assert [e.name for e in same_classes(own, _profile(device, {"s": [_entry("large")]})).dtypes["s"]] == ["large"]
+    merged = faster_over(own, imported, now)
     best = {entry.name: entry.ranked[0] for entry in merged.dtypes["s"]}
-    assert best == {"small": Ranked(SIMT, 5.0), "large": Ranked(other, 7.0), "medium": Ranked(other, 1.0)}
+    assert best == {"small": Ranked(other, 4.5), "large": Ranked(SIMT, 5.0), "skinny": Ranked(other, 0.5),
+                    "medium": Ranked(other, 1.0)}

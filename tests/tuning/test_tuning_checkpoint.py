@@ -210,3 +210,21 @@ def test_a_link_at_a_checkpoints_path_is_never_written_through(tmp_path, device)
     with pytest.raises(OSError):
         checkpoint.add(record)
     assert not outside.exists()
+
+
+def test_a_link_planted_at_the_lock_during_a_run_is_refused_when_the_lock_is_next_taken(tmp_path, device):
+    """Issue 57 D8: a checkpoint keeps its lock for the whole run and takes it for every record; a link
+    planted at the lock's path after the run began is refused there, never followed."""
+    from autogemm import SimtParams
+    from autogemm.tuning.records import Outcome, Record
+
+    checkpoint = checkpoint_in(tmp_path / "cache", device)
+    record = Record(SimtParams(), Outcome.OK, 1.0, 1e-3, 0.0, 3, 0.1, "")
+    checkpoint.add(record)
+    lock = Path(str(checkpoint.path) + ".lock")
+    lock.unlink(missing_ok=True)
+    outside = tmp_path / "outside"
+    lock.symlink_to(outside)
+    with pytest.raises(OSError, match="a link lies where autogemm keeps a lock"):
+        checkpoint.add(record)
+    assert not outside.exists()

@@ -36,7 +36,7 @@ def _operands(a: object, b: object) -> tuple[Matrix, Matrix]:
 
 
 @reports_full_memory
-def matmul(a, b, /, out=None, *, device: Device | str | int | None = None, precision: str | None = None,
+def matmul(a, b, out=None, *, device: Device | str | int | None = None, precision: str | None = None,
            wait_for: list[cl.Event] | None = None):
     """``a @ b`` with numpy's rules: 2-D operands are matrices; a 1-D ``a`` is a row and a 1-D ``b`` a
     column, whose dimension is dropped from the result; operands of more dimensions are stacks of
@@ -83,8 +83,9 @@ def matmul(a, b, /, out=None, *, device: Device | str | int | None = None, preci
     ctx = call_context(device, {"a": a, "b": b, "out": out})
     asynchronous = any(on_device(x) for x in (a, b, out))
     given = out
-    if out is None or out.dtype != a.dtype:      # (a host out of another dtype takes the result cast)
-        out = (cl_array.empty(ctx.queue, final, a.dtype) if asynchronous
+    if out is None or out.dtype != a.dtype:
+        # (a host out of another dtype takes the result through a host array of its dtype: the call blocks)
+        out = (cl_array.empty(ctx.queue, final, a.dtype) if asynchronous and (out is None or on_device(out))
                else host_result(ctx, final, a.dtype, thresholds_for(ctx.device)))
     target = out.reshape(shape)            # a copy only for a host out that no view can reshape
     waits = events_of([a, b, out], ctx.queue) + list(wait_for or []) if asynchronous else None
@@ -95,7 +96,7 @@ def matmul(a, b, /, out=None, *, device: Device | str | int | None = None, preci
         done = _stacked(a2, b2, target, stack, options)
     else:
         result = gemm(a2, b2, target, **options)
-        done = result.events[-1:] if asynchronous else []
+        done = result.events[-1:] if on_device(result) else []
     if on_device(out):
         hand_events(out, done, ctx.queue)
         return out

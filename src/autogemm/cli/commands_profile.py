@@ -31,7 +31,7 @@ from ..profiles.profile import CLASSES, GEMV_CLASSES, SHAPES, routine_of
 from ..runtime import Device, devices
 from ..tables import plain_table
 from ..tuning.evaluation import IsolatedEvaluator, WorkerProcess
-from ..tuning.imported import entry_spec, faster_over, timed_here
+from ..tuning.imported import entry_spec, faster_over, same_classes, timed_here
 from ..tuning.scope import bandwidth
 from .common import console, fail, select_device
 from .group import main
@@ -227,16 +227,23 @@ def import_command(source, replace, runs) -> None:
     path = path_for(prof.device_fingerprint)
     existing = profile_at(path)           # (a file there that cannot be read is an error, and kept)
     device = next((d for d in devices() if d.fingerprint == prof.device_fingerprint), None)
+    def say(line: str) -> None:
+        console.print(line, highlight=False, soft_wrap=True)
+
+    mine_now = None
     if device is not None:
         console.print(f"timing the file's configurations on {device.label}", highlight=False)
         with WorkerProcess(device) as worker:
-            prof = timed_here(prof, worker, runs, lambda line: console.print(line, highlight=False, soft_wrap=True))
+            prof = timed_here(prof, worker, runs, say)
+            if existing is not None and not replace:
+                console.print("timing the profile's own entries of the same classes, to compare", highlight=False)
+                mine_now = timed_here(same_classes(existing, prof), worker, runs, say)
     if existing is not None:
         shutil.copyfile(path, path.with_name(path.name + ".bak"))
         if replace:
             prof = prof.merged_into(existing)
         else:
-            prof = faster_over(existing, prof) if device is not None else existing.merged_into(prof)
+            prof = faster_over(existing, prof, mine_now) if mine_now is not None else existing.merged_into(prof)
     path = save(prof)
     here = _device_named(prof.device_fingerprint, devices())
     kept = f"; the file before it kept as {path.name}.bak" if existing is not None else ""

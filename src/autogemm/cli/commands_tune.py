@@ -132,8 +132,9 @@ class ProgressListener(TuneListener):
         console.print(table)
         if bound is not None:
             side = round(bound ** (1 / 3))
-            console.print(f"products of fewer than {bound:,} multiply-adds (a {side}^3 square) read A and B where "
-                          f"they lie", highlight=False)
+            square = f"below a {side}^3 square" if side**3 == bound else f"a {side}^3 square too"
+            console.print(f"products of fewer than {bound:,} multiply-adds ({square}) read A and B where they lie",
+                          highlight=False)
 
 
 def tuned(rows: list[tuple]) -> list[dict]:

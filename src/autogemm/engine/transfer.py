@@ -174,7 +174,8 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
                                                  is_blocking=False))
         copies.join()
         if on_device(out):
-            hand_events(out, uploads, up_queue)
+            for event in uploads:       # (not noted: an upload's event holds its host array)
+                out.add_event(event)
             hand_events(out, launched[-1:], ctx.queue)
             if staging is not None:     # the page-locked memory is the next call's once they are done
                 cl.wait_for_events(uploads)
@@ -216,7 +217,9 @@ def _direct(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[boo
                    for i, (st, need) in enumerate(zip(operands, needed)) if st.buffer is None and need and st.elements]
         launched = block.enqueue(buffers, wait_for + uploads[-1:])
         if on_device(out):
-            hand_events(out, uploads + launched[-1:], queue)
+            for event in uploads:       # (not noted: an upload's event holds its host array)
+                out.add_event(event)
+            hand_events(out, launched[-1:], queue)
             return out
         flat = _flat(out, operands[-1])
         if flat is None:

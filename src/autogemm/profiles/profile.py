@@ -275,7 +275,7 @@ class Profile:
                                       for e in entries]
                              for letter, entries in sorted(self.hybrid.items())}
         if self.thresholds is not None:
-            out["thresholds"] = self.thresholds.to_dict()
+            out["thresholds"] = self.thresholds.to_dict(changed_only=True)
         if self.cuda:
             out["cuda"] = {letter: [{"class": e.name, "shape": list(e.shape), "config": e.config.to_dict(),
                                      "gflops": round(e.gflops, 3), "opencl_gflops": round(e.opencl_gflops, 3),

@@ -56,11 +56,18 @@ class Thresholds:
         """``cuda_few_rows_multiply_adds`` of the dtype ``key`` (infinite where it names none: never)."""
         return dict(self.cuda_few_rows_multiply_adds).get(key, float("inf"))
 
-    def to_dict(self) -> dict:
-        out = asdict(self)
+    def to_dict(self, changed_only: bool = False) -> dict:
+        """Every field as JSON data, or with ``changed_only`` those that differ from the defaults (what a
+        profile keeps: what was measured or set for its device, the rest following the defaults of the
+        autogemm reading it)."""
+        default = Thresholds()
+        out = {name: value for name, value in asdict(self).items()
+               if not changed_only or getattr(self, name) != getattr(default, name)}
         for name in ("cuda_min_multiply_adds", "cuda_few_rows_multiply_adds"):
-            out[name] = dict(out[name])
-        out["numpy_on_opencl"] = list(self.numpy_on_opencl)
+            if name in out:
+                out[name] = dict(out[name])
+        if "numpy_on_opencl" in out:
+            out["numpy_on_opencl"] = list(self.numpy_on_opencl)
         return out
 
     @classmethod

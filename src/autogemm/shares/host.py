@@ -45,12 +45,18 @@ class HostGemm:
         return m, apply_op(self.b, self.trans_b).shape[1], k
 
     def host_bytes(self, start: int, stop: int) -> int:
-        """The host memory ``on_host(start, stop)`` allocates: the product of its rows, and its operands
-        in the compute type where they are of another."""
+        """The most host memory ``on_host(start, stop)`` allocates: the product of its rows, and two more
+        of its size where alpha or beta is applied; a conjugated operand's copy; its operands in the
+        compute type where they are of another."""
+        if stop <= start:
+            return 0
         m, n, k = self.shape
-        compute = self.dt.compute.numpy
-        converted = 0 if compute == self.dt.numpy else ((stop - start) * k + k * n) * np.dtype(compute).itemsize
-        return (stop - start) * n * np.dtype(compute).itemsize + converted if stop > start else 0
+        size = np.dtype(self.dt.compute.numpy).itemsize
+        product = (stop - start) * n * size
+        scaled = 2 * product if self.alpha != 1 or self.beta != 0 else 0
+        conjugated = sum(x.nbytes for x, op in ((self.a, self.trans_a), (self.b, self.trans_b)) if op == "C")
+        converted = 0 if self.dt.compute is self.dt else ((stop - start) * k + k * n) * size
+        return product + scaled + conjugated + converted
 
     def on_host(self, start: int, stop: int) -> None:
         """Rows [start, stop) of C by numpy's BLAS, in the compute type (float32 for 16-bit dtypes)."""

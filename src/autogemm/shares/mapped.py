@@ -49,11 +49,12 @@ class MappedShare:
 
     @property
     def host_bytes(self) -> int:
-        """The most host memory the share's copies take at once: A or B where not C-contiguous or not at
-        an aligned address (copied once), and a block's rows of A and C where not aligned (copied for
-        the block)."""
+        """The most host memory the share's copies take at once: A where not C-contiguous and B where not
+        also at an aligned address (copied once, ``run``), and a block's rows of A and C where not aligned
+        (copied for the block)."""
         gemm = self.gemm
-        whole = sum(x.nbytes + self.alignment for x in (gemm.a, gemm.b) if not self._in_place(x))
+        whole = (0 if gemm.a.flags.c_contiguous else gemm.a.nbytes) + \
+            (0 if self._in_place(gemm.b) else gemm.b.nbytes + self.alignment)
 
         def block(r0: int, r1: int, problem: GemmProblem) -> int:
             a_part = gemm.a if problem.op_a.transposed else gemm.a[r0:r1]

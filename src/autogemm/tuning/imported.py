@@ -54,13 +54,31 @@ def timed_here(profile: Profile, worker: WorkerProcess, runs: int = 3,
     return timed
 
 
-def faster_over(older: Profile, newer: Profile) -> Profile:
+def same_classes(profile: Profile, like: Profile) -> Profile:
+    """``profile`` with only its GEMM and GEMV entries of the dtypes and classes (and exact shapes) that
+    ``like`` holds."""
+    kept = replace(profile, dtypes={}, gemv={}, shapes={})
+    for section, letter, entry in like.every_entry():
+        own = _entry_like(profile, section, letter, entry)
+        if own is not None:
+            kept = kept.with_entry(letter, own, section)
+    return kept
+
+
+def faster_over(older: Profile, newer: Profile, older_now: Profile) -> Profile:
     """``newer`` laid over ``older``: each GEMM and GEMV entry of ``newer`` where ``older`` has none of its
-    dtype and class, or where its best was measured faster than ``older``'s; ``older`` keeps the rest, and
-    its CUDA path's and hybrid entries (both profiles' rates measured on the same device)."""
+    dtype and class, or where its best ran faster than ``older``'s best as ``older_now`` measured it in
+    the same session (an entry ``older_now`` lacks failed there); ``older`` keeps the rest, and its CUDA
+    path's and hybrid entries."""
     out = older.merged_into(newer)
     for section, letter, entry in newer.every_entry():
-        own = older.entry(letter, entry.name, section, entry.shape if section == SHAPES else None)
-        if own is None or entry.ranked[0].gflops > own.ranked[0].gflops:
+        if _entry_like(older, section, letter, entry) is None:
+            continue                     # (the merge took it)
+        now = _entry_like(older_now, section, letter, entry)
+        if now is None or entry.ranked[0].gflops > now.ranked[0].gflops:
             out = out.with_entry(letter, entry, section)
     return out
+
+
+def _entry_like(profile: Profile, section: str, letter: str, entry: SizeClassEntry) -> SizeClassEntry | None:
+    return profile.entry(letter, entry.name, section, entry.shape if section == SHAPES else None)

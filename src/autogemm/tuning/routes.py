@@ -60,13 +60,15 @@ def measure_in_place(worker: WorkerProcess, profile: Profile, dt: Dtype, sides: 
 
 def in_place_bound(timed: list[InPlace]) -> int | None:
     """The multiply-adds below which a product reads its operands in place: those of the first square
-    where packing ran faster (by ``MARGIN``), else the largest square's (in place ran no slower on any:
-    nothing larger was measured); None where nothing was timed both ways."""
+    from which packing ran faster (by ``MARGIN``) on it and on the next square too (one square alone may
+    be noise), else just past the largest square's (in place ran no slower there: nothing larger was
+    measured); None where nothing was timed both ways."""
     both = [t for t in timed if t.packed is not None and t.in_place is not None]
-    for t in both:
-        if t.packed * MARGIN < t.in_place:
+    wins = [t.packed * MARGIN < t.in_place for t in both]
+    for i, t in enumerate(both):
+        if wins[i] and (i + 1 == len(both) or wins[i + 1]):
             return t.side ** 3
-    return both[-1].side ** 3 if both else None
+    return both[-1].side ** 3 + 1 if both else None
 
 
 def with_in_place_bound(profile: Profile, device: Device, bound: int) -> Profile:

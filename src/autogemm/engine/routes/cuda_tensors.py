@@ -78,6 +78,11 @@ def run_tensors(a: object, b: object, c: object | None, options: GemmOptions) ->
     # torch's own tensors on its current stream: nothing needs ordering, and their attributes cost torch
     # less than DLPack's exchange (a call on tensors must cost the host little)
     if options.stream is None and all(x is None or _library(x) == "torch" for x in operands):
+        a, b = (_resolved(x) for x in (a, b))
+        if c is not None and _lazy(c):
+            raise ArgumentError("c is a conjugated or negated view (torch's lazy conj or neg bit): write into a "
+                                "tensor of its own, c.resolve_conj()")
+        operands = (a, b, c)
         key = (*(None if x is None else (x.shape, x.stride(), x.dtype, x.get_device()) for x in operands),
                options.key())
         route = ROUTES.get(key)
@@ -193,6 +198,17 @@ def _library(x: object) -> str:
 def _library_of(kind: type) -> str:
     """The top-level module an array type comes from ('torch', 'cupy'), found once a type."""
     return kind.__module__.split(".", 1)[0]
+
+
+def _lazy(x: object) -> bool:
+    """Whether a torch tensor is a view its memory does not hold as it reads (a complex tensor's lazy
+    conjugate or negation: its data pointer is the unconjugated memory)."""
+    return x.dtype.is_complex and (x.is_conj() or x.is_neg())
+
+
+def _resolved(x: object) -> object:
+    """A torch operand as its memory holds it: a lazily conjugated or negated one made real (a copy)."""
+    return x.resolve_conj().resolve_neg() if _lazy(x) else x
 
 
 def _attributes(x: object, name: str) -> _Tensor:

@@ -106,7 +106,9 @@ def run_on_targets(call: GemmCall, devices: Devices, alone: Callable[[Device, Ke
         if c is not None and call.beta != 0:
             out[...] = c
     if m and n:
-        fresh = out is not c and (c is None or call.beta == 0)      # (else C's values were written into it)
+        # a new ordinary array none of whose memory is written yet (not C's values, not a pooled result's
+        # page-locked memory, already the process's): it counts among what the product takes of the host
+        fresh = out is not c and out.base is None and (c is None or call.beta == 0)
         run_split(targets, split, HostGemm(dt, a, b, out, o.trans_a.upper(), o.trans_b.upper(), call.alpha,
                                            call.beta, fresh), configs, o.edge)
     if c is not None and out is not c:

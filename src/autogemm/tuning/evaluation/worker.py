@@ -148,13 +148,16 @@ class Worker:
         dt = get_dtype(request.dtype)
         m, n, k = request.shape
         ops = (Op.from_letter(letter, "layout") for letter in request.layout)
-        memory = [self.ctx.allocate(count * dt.itemsize) for count in (m * k, k * n, m * n)]
+        ctx = self.ctx.for_calls           # on a queue without profiling, as a program's calls run
+        sizes = (m * k * dt.itemsize, k * n * dt.itemsize, m * n * dt.output.itemsize)
+        memory: list = []
         try:
-            for block, count in zip(memory, (m * k, k * n, m * n)):
-                self.ctx.fill(block, np.zeros((), dt.numpy), count * dt.itemsize)    # (no NaN to slow a CPU)
-            plan = LaunchPlan(self.ctx, GemmProblem.dense(dt, m, n, k, *ops), request.config, edge="auto")
+            for nbytes in sizes:
+                memory.append(ctx.allocate(nbytes))
+                ctx.fill(memory[-1], np.zeros((), np.uint8), nbytes)     # (zeros: no NaN to slow a CPU)
+            plan = LaunchPlan(ctx, GemmProblem.dense(dt, m, n, k, *ops), request.config, edge="auto")
             try:
-                seconds = _per_call(lambda: plan.enqueue(*memory), self.ctx.queue.finish, request.seconds)
+                seconds = _per_call(lambda: plan.enqueue(*memory), ctx.queue.finish, request.seconds)
             finally:
                 plan.release()
         except Exception as exc:   # noqa: BLE001 - a configuration that fails is answered, not fatal
