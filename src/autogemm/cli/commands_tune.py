@@ -324,9 +324,10 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
             progress.stop()
             fail(str(exc))
     records = tuned(listener.rows)
-    table, configurations = summary(records)
-    console.print("best configurations:\n" + "\n".join(f"  {line}" for line in configurations), highlight=False)
-    console.print(table)
+    if records:             # (a run of the routes step alone tunes no class)
+        table, configurations = summary(records)
+        console.print("best configurations:\n" + "\n".join(f"  {line}" for line in configurations), highlight=False)
+        console.print(table)
     on_cuda = cuda_tuned(listener.cuda_rows)
     if on_cuda:
         table, configurations = cuda_summary(on_cuda)
