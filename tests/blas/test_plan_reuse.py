@@ -30,6 +30,41 @@ def test_a_reused_plan_follows_new_buffers_and_scalars(ctx):
         plan.release()     # temporaries are made again at the next enqueue
 
 
+def test_a_repeated_enqueue_launches_again_as_it_was_until_anything_sets_other_arguments(ctx):
+    """A repeat of the last ``enqueue`` (same memory, offsets and scalars) enqueues its launches as they
+    were, computing on the memory's new contents; after the four-step calls set the kernels' arguments to
+    other operands, or after other scalars, the next repeat sets them again."""
+    dt, m, n, k = DTYPES["d"], 29, 23, 31
+    problem = GemmProblem(dt, m, n, k, lda=k, ldb=n, ldc=n)
+    plan = gemm_plan(ctx, problem, edge="pad")            # packs: kernels with arguments of their own
+    rng = np.random.default_rng(6)
+    mf = cl.mem_flags
+    a, other, b = random_matrix(rng, dt, (m, k)), random_matrix(rng, dt, (m, k)), random_matrix(rng, dt, (k, n))
+    bufs = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x) for x in (a, b, np.zeros((m, n)))]
+    other_buf = cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=other)
+
+    def product(alpha: float = 1.0) -> np.ndarray:
+        got = np.full((m, n), np.nan)
+        plan.enqueue(*bufs, alpha=alpha)
+        cl.enqueue_copy(ctx.queue, got, bufs[2]).wait()
+        return got
+
+    assert np.allclose(product(), a @ b)
+    a = -a
+    cl.enqueue_copy(ctx.queue, bufs[0], a).wait()               # new contents, the same memory
+    assert np.allclose(product(), a @ b)
+    _, staged_a = plan.enqueue_copy("A", other_buf)
+    _, staged_b = plan.enqueue_copy("B", bufs[1])
+    plan.enqueue_product({"A": staged_a, "B": staged_b}, bufs[2])
+    assert np.allclose(product(), a @ b)                        # the kernels set to other operands meanwhile
+    assert np.allclose(product(0.5), 0.5 * (a @ b))
+    plan.release()
+    assert np.allclose(product(0.5), 0.5 * (a @ b))              # temporaries made again
+    for buf in (*bufs, other_buf):
+        buf.release()
+    plan.release()
+
+
 def test_gemm_keeps_plans_between_calls_and_evicts_the_oldest(ctx, monkeypatch):
     import autogemm
     from autogemm.blas import plan_cache

@@ -59,6 +59,10 @@ class LaunchPlan(Routing):
         self._allocated = False       # True from ``allocate`` to ``release`` (a plan may need no temporaries)
         self._epilogues: dict[str, cl.Kernel] = {}
         self._arguments = KernelArguments(problem.dtype.scalar_numpy.type)
+        #: the last ``enqueue``'s memory, offsets and scalars, the arguments' count of changes after it,
+        #: and its launches: a call that repeats them while no argument changed enqueues them again as
+        #: they are (a loop of products on the same arrays, the call path's commonest case)
+        self._last_call: tuple | None = None
         self._lock = threading.Lock()
         self.kernel_source: KernelSource = render(self.params, self.dtype, guarded=self.guarded, stream=self.stream)
         if self.problem.m and self.problem.n and self.problem.k and self.problem.batch:
@@ -187,6 +191,7 @@ class LaunchPlan(Routing):
         self._temps.clear()
         self._allocated = False
         self._arguments.clear()
+        self._last_call = None
 
     # ----- launching ----------------------------------------------------------------------------
     def enqueue(self, a: cl.Buffer, b: cl.Buffer, c: cl.Buffer, alpha: complex | float = 1.0,
@@ -203,6 +208,11 @@ class LaunchPlan(Routing):
         with self._lock:
             if not self._allocated:
                 self.allocate()
+            bound = (offset_a, offset_b, offset_c, alpha, beta)
+            last = self._last_call
+            if (last is not None and last[0] is a and last[1] is b and last[2] is c and last[3] == bound
+                    and last[4] == self._arguments.changes):
+                return self._launch(last[5], wait_for)
             # Every kernel's arguments are set first and the launches enqueued after, back to back:
             # setting arguments takes long enough that doing it between launches would leave the device
             # idle.
@@ -210,6 +220,7 @@ class LaunchPlan(Routing):
             operands = {"A": self._stage_operand("A", a, offset_a, launches),
                         "B": self._stage_operand("B", b, offset_b, launches)}
             launches += self._product_launches(operands, c, offset_c, alpha, beta)
+            self._last_call = (a, b, c, bound, self._arguments.changes, launches)
             return self._launch(launches, wait_for)
 
     def enqueue_copy(self, name: str, user: cl.Buffer, offset: int | None = None,

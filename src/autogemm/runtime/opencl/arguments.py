@@ -22,9 +22,13 @@ class KernelArguments:
     def __init__(self, elem: type[np.generic]) -> None:
         self._types = {"i": np.int32, "l": np.int64, "e": elem}
         self._last: dict[int, tuple[cl.Kernel, tuple]] = {}
+        #: how many times arguments were set or forgotten: an owner that keeps what its last launches were
+        #: set to knows by it that nothing set them since
+        self.changes = 0
 
     def set(self, kernel: cl.Kernel, signature: str, *args: object) -> None:
         """Set ``kernel``'s arguments to ``args``, typed by ``signature`` (see the module)."""
+        self.changes += 1
         last = self._last.get(id(kernel))
         if last is None or last[0] is not kernel:
             kernel.set_args(*(self._typed(letter, value) for letter, value in zip(signature, args, strict=True)))
@@ -40,3 +44,4 @@ class KernelArguments:
     def clear(self) -> None:
         """Forget what was set (the owner's memory objects are being released)."""
         self._last.clear()
+        self.changes += 1
