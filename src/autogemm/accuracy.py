@@ -26,7 +26,14 @@ def random_matrix(rng: np.random.Generator, dt: Dtype, shape: tuple[int, ...]) -
 def apply_op(x: np.ndarray, letter: str) -> np.ndarray:
     """op(x) for a BLAS trans letter: 'N' as is, 'T' transposed, 'C' conjugate transposed (views; each
     matrix of a stack)."""
-    return {"N": x, "T": x.swapaxes(-1, -2), "C": x.conj().swapaxes(-1, -2)}[letter.upper()]
+    letter = letter.upper()
+    if letter == "N":
+        return x
+    if letter == "T":
+        return x.swapaxes(-1, -2)
+    if letter == "C":
+        return x.conj().swapaxes(-1, -2)        # (a copy for complex arrays: only where asked for)
+    raise KeyError(letter)
 
 
 def gemm_flops(dt: Dtype, m: int, n: int, k: int) -> float:

@@ -210,3 +210,32 @@ def test_a_product_the_hosts_memory_cannot_hold_is_refused_before_it_runs(host_m
     monkeypatch.setattr(free_memory, "available_bytes", lambda: sum(in_place.values()))
     assert autogemm.gemm(a, b, c, device=ctx.device) is c
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5)
+
+
+def test_numpy_products_below_the_hosts_bound_run_on_the_hosts_blas(ctx, monkeypatch):
+    """Where the device's thresholds say the host's BLAS finished such products sooner (measured by tune),
+    a call from numpy to numpy of fewer multiply-adds runs there: with alpha and beta, transposes, a
+    Fortran-ordered c and a complex conjugate, each right; a larger product, another dtype, device arrays
+    and backend='opencl' stay on the device."""
+    from autogemm.shares import host
+
+    ran = []
+    real = host.HostGemm.on_host
+    monkeypatch.setattr(host.HostGemm, "on_host", lambda self, *rows: ran.append(self.dt.key) or real(self, *rows))
+    set_thresholds(monkeypatch, host_multiply_adds=(("s", 40**3), ("z", 40**3)))
+    rng = np.random.default_rng(8)
+    a, b = rng.standard_normal((30, 20)).astype(np.float32), rng.standard_normal((30, 25)).astype(np.float32)
+    c = np.asfortranarray(rng.standard_normal((20, 25)).astype(np.float32))
+    want = 0.5 * (a.T.astype(np.float64) @ b) - 2.0 * c
+    assert autogemm.gemm(a, b, c, alpha=0.5, beta=-2.0, trans_a="T", device=ctx.device) is c
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+    z = (rng.standard_normal((20, 20)) + 1j * rng.standard_normal((20, 20)))
+    np.testing.assert_allclose(autogemm.gemm(z, z, trans_b="C", device=ctx.device), z @ z.conj().T, rtol=1e-12)
+    assert ran == ["s", "z"]
+    big = rng.standard_normal((50, 50)).astype(np.float32)
+    autogemm.gemm(big, big, device=ctx.device)                                    # 50^3: past the bound
+    autogemm.gemm(a.T.copy(), b, backend="opencl", device=ctx.device)
+    autogemm.gemm(a.T.astype(np.float64), b.astype(np.float64), device=ctx.device)  # no bound for float64
+    np.testing.assert_allclose(autogemm.gemm(cl_array.to_device(ctx.queue, a.T.copy()),
+                                             cl_array.to_device(ctx.queue, b)).get(), a.T @ b, rtol=1e-5, atol=1e-5)
+    assert ran == ["s", "z"]

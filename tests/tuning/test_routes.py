@@ -1,6 +1,7 @@
 """``tune`` measures how calls are routed (``tuning.routes``): the multiply-adds below which a product
-reads A and B where they lie rather than packing them, from squares timed both ways as a program's loop
-runs them; kept in the profile's thresholds."""
+reads A and B where they lie rather than packing them, and below which a product from numpy to numpy runs
+on the host's BLAS, from squares timed both ways as a program's loop runs them; kept in the profile's
+thresholds."""
 
 from __future__ import annotations
 
@@ -11,7 +12,16 @@ from autogemm.profiles import read
 from autogemm.profiles.store import path_for
 from autogemm.tuning import Budget, TuneListener, tuner
 from autogemm.tuning.evaluation import WorkerProcess
-from autogemm.tuning.routes import CPU_SIDES, GPU_SIDES, InPlace, in_place_bound
+from autogemm.tuning.routes import (
+    CPU_SIDES,
+    EVERY_PRODUCT,
+    GPU_SIDES,
+    HOST_SIDES,
+    HostOrDevice,
+    InPlace,
+    host_bound,
+    in_place_bound,
+)
 
 CONFIG = SimtParams()
 
@@ -59,3 +69,34 @@ def test_tune_measures_the_in_place_bound_into_the_profile(cache, device):
     assert bound == in_place_bound(timed) and bound in {side**3 for side in sides} | {sides[-1] ** 3 + 1}
     assert profile.thresholds.in_place_multiply_adds == bound
     assert read(path_for(device.fingerprint)).thresholds.in_place_multiply_adds == bound
+
+
+def _host(*pairs: tuple[float | None, float | None]) -> list[HostOrDevice]:
+    return [HostOrDevice(side, device, host) for side, (device, host) in zip((32, 64, 128, 256), pairs)]
+
+
+def test_the_host_bound_is_the_first_square_from_which_the_device_wins_by_its_margin():
+    assert host_bound(_host((9.0, 1.0), (5.0, 4.0), (3.0, 4.0), (2.0, 8.0))) == 128**3
+    assert host_bound(_host((9.0, 1.0), (3.0, 4.0), (5.0, 4.0), (2.0, 8.0))) == 256**3     # one win: noise
+    assert host_bound(_host((9.0, 1.0), (None, 4.0), (5.0, 4.0))) == EVERY_PRODUCT          # never faster
+    assert host_bound(_host((1.0, 9.0), (1.0, 9.0))) == 32**3                              # faster from the first
+    assert host_bound(_host((1.0, None))) is None
+
+
+def test_tune_measures_where_the_hosts_blas_is_faster_into_the_profile(cache, device):
+    heard = _HeardHost()
+    profile = tuner.tune(device, (DTYPES["s"], DTYPES["d"]), Budget(evaluations=4), quick=True, top=1,
+                         listener=heard, classes=("routes",))
+    assert [key for key, *_ in heard.host] == ["s", "d"]
+    for key, timed, bound in heard.host:
+        assert [t.side for t in timed] == list(HOST_SIDES) and all(t.host > 0 for t in timed)
+        assert bound == host_bound(timed) and profile.thresholds.host_below(key) == bound
+    assert read(path_for(device.fingerprint)).thresholds == profile.thresholds
+
+
+class _HeardHost(TuneListener):
+    def __init__(self) -> None:
+        self.host: list[tuple[str, list[HostOrDevice], int | None]] = []
+
+    def host_measured(self, dtype, timed, bound) -> None:
+        self.host.append((dtype.key, timed, bound))

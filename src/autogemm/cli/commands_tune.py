@@ -34,7 +34,7 @@ from ..tuning.cotune import HybridPoint, tune_hybrid
 from ..tuning.fma import FmaResult
 from ..tuning.predictor import kept
 from ..tuning.replay import replay
-from ..tuning.routes import InPlace
+from ..tuning.routes import EVERY_PRODUCT, HostOrDevice, InPlace
 from ..tuning.scope import CLASS_SHARES, EXACT_MAX_WORK, GEMV, bandwidth, exact_class
 from ..workload import read_workload
 from .common import console, fail, json_file, select_device, write_results
@@ -135,6 +135,22 @@ class ProgressListener(TuneListener):
             square = f"below a {side}^3 square" if side**3 == bound else f"a {side}^3 square too"
             console.print(f"products of fewer than {bound:,} multiply-adds ({square}) read A and B where they lie",
                           highlight=False)
+
+
+    def host_measured(self, dtype: Dtype, timed: list[HostOrDevice], bound: int | None) -> None:
+        table = plain_table(f"{dtype.routine} numpy to numpy, us a product", ("n", "device", "host BLAS"),
+                            right=("n", "device", "host BLAS"))
+        for t in timed:
+            table.add_row(str(t.side), *("-" if s is None else f"{s * 1e6:.1f}" for s in (t.device, t.host)))
+        self.progress.console.print(table)
+        if bound == EVERY_PRODUCT:
+            what = "every product runs on the host's BLAS (the device was slower on every square)"
+        elif bound:
+            side = round(bound ** (1 / 3))
+            what = f"products of fewer than {bound:,} multiply-adds (below a {side}^3 square) run on the host's BLAS"
+        else:
+            what = "every product runs on the device"
+        self.progress.console.print(f"{dtype.routine} from numpy to numpy: {what}", highlight=False)
 
 
 def tuned(rows: list[tuple]) -> list[dict]:

@@ -23,6 +23,7 @@ from .operands import Matrix, as_matrix
 from .resolved import ROUTES
 from .routes import cuda_host
 from .routes.cuda_tensors import run_tensors, tensors_among
+from .routes.host_blas import host_route
 from .routes.opencl import OpenCLRoute
 from .routes.targets import run_on_targets
 from .transfer import large_on_host
@@ -75,6 +76,9 @@ def _elsewhere(call: GemmCall, key: tuple | None) -> Matrix | None:
         if o.device is not None or o.wait_for:
             raise ArgumentError("devices= runs on several targets and blocks: leave device and wait_for out")
         return run_on_targets(call, o.devices, alone)
+    host = host_route(call)
+    if host is not None:
+        return ROUTES.keep(key, host).run(a, b, c, o)
     cuda = cuda_host.cuda_host_route(call)
     if cuda is not None:
         done = ROUTES.keep(key, cuda).run(a, b, c, o)

@@ -12,6 +12,10 @@ from ..dtypes import DTYPES
 from ..errors import ProfileError
 from ..runtime.opencl.device import Device
 
+#: The dtypes the host's BLAS (numpy's) computes in their own precision: those ``host_multiply_adds``
+#: may name.
+HOST_DTYPES = ("s", "d", "c", "z")
+
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -47,10 +51,17 @@ class Thresholds:
     #: the dtypes whose products of numpy operands stay on OpenCL, where their row blocks' copies overlap
     #: the kernels
     numpy_on_opencl: tuple[str, ...] = ("d", "z")
+    #: by dtype key, products of numpy operands of fewer multiply-adds run on the host's BLAS (numpy's),
+    #: which finished them sooner than the device (measured by ``tune``; a dtype not named: none)
+    host_multiply_adds: tuple[tuple[str, int], ...] = ()
 
     def cuda_min(self, key: str) -> int:
         """``cuda_min_multiply_adds`` of the dtype ``key`` (0 where it names none)."""
         return dict(self.cuda_min_multiply_adds).get(key, 0)
+
+    def host_below(self, key: str) -> int:
+        """``host_multiply_adds`` of the dtype ``key`` (0 where it names none: the device runs them all)."""
+        return dict(self.host_multiply_adds).get(key, 0)
 
     def cuda_few_rows(self, key: str) -> float:
         """``cuda_few_rows_multiply_adds`` of the dtype ``key`` (infinite where it names none: never)."""
@@ -63,7 +74,7 @@ class Thresholds:
         default = Thresholds()
         out = {name: value for name, value in asdict(self).items()
                if not changed_only or getattr(self, name) != getattr(default, name)}
-        for name in ("cuda_min_multiply_adds", "cuda_few_rows_multiply_adds"):
+        for name in ("cuda_min_multiply_adds", "cuda_few_rows_multiply_adds", "host_multiply_adds"):
             if name in out:
                 out[name] = dict(out[name])
         if "numpy_on_opencl" in out:
@@ -87,7 +98,7 @@ class Thresholds:
                 if isinstance(item, bool) or not isinstance(item, (int, float)) or not 1e-6 <= item <= 1e6:
                     raise ProfileError(f"{at} must be a number in 1e-06..1e+06")
                 found[name] = float(item)
-            elif name in ("cuda_min_multiply_adds", "cuda_few_rows_multiply_adds"):
+            elif name in ("cuda_min_multiply_adds", "cuda_few_rows_multiply_adds", "host_multiply_adds"):
                 if not isinstance(item, dict):
                     raise ProfileError(f"{at} must be an object of dtypes")
                 found[name] = tuple((_dtype(key, at), _count(count, f"{at}.{key}")) for key, count in item.items())

@@ -52,7 +52,7 @@ class HostGemm:
             return 0
         m, n, k = self.shape
         size = np.dtype(self.dt.compute.numpy).itemsize
-        product = (stop - start) * n * size
+        product = (stop - start) * n * size       # (none where it is computed into C: counted all the same)
         scaled = 2 * product if self.alpha != 1 or self.beta != 0 else 0
         conjugated = sum(x.nbytes for x, op in ((self.a, self.trans_a), (self.b, self.trans_b)) if op == "C")
         converted = 0 if self.dt.compute is self.dt else ((stop - start) * k + k * n) * size
@@ -66,6 +66,11 @@ class HostGemm:
         x = apply_op(self.a, self.trans_a)[start:stop].astype(compute, copy=False)
         y = apply_op(self.b, self.trans_b).astype(compute, copy=False)
         rows = self.c[start:stop]
+        if self.beta == 0 and rows.dtype == compute:      # straight into C, scaled there
+            np.matmul(x, y, out=rows)
+            if self.alpha != 1:
+                rows *= self.alpha
+            return
         product = x @ y
         if self.beta == 0:
             rows[...] = self.alpha * product if self.alpha != 1 else product

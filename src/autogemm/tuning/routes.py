@@ -1,8 +1,11 @@
 """What ``tune`` measures of how a device's calls are routed (the ``Thresholds`` it can measure, kept in the
-profile): below how many multiply-adds a product runs its configuration in the layout A and B are
-stored in, reading them where they lie, rather than packing them first (``in_place_multiply_adds``):
-each way timed as a program's loop of products runs it, host and device together, on squares of growing
-size."""
+profile), each way timed as a program's loop of products runs it, host and device together, on squares
+of growing size:
+
+- below how many multiply-adds a product runs its configuration in the layout A and B are stored in,
+  reading them where they lie, rather than packing them first (``in_place_multiply_adds``);
+- below how many a product from numpy to numpy runs on the host's BLAS (numpy's), which finishes it
+  sooner than the device with its copies (``host_multiply_adds``, per dtype)."""
 
 from __future__ import annotations
 
@@ -69,6 +72,50 @@ def in_place_bound(timed: list[InPlace]) -> int | None:
         if wins[i] and (i + 1 == len(both) or wins[i + 1]):
             return t.side ** 3
     return both[-1].side ** 3 + 1 if both else None
+
+
+#: The sides of the squares timed from numpy to numpy on the device and by the host's BLAS, and the dtypes
+#: (those numpy's BLAS computes in their own precision).
+HOST_SIDES = (32, 64, 128, 256, 512)
+#: The bound where the device never ran faster: every product runs on the host.
+EVERY_PRODUCT = 2**62
+
+
+class HostOrDevice(NamedTuple):
+    """One square from numpy to numpy: its side and the wall seconds per product on the device (None where
+    it failed) and by the host's BLAS."""
+
+    side: int
+    device: float | None
+    host: float | None
+
+
+def measure_host(worker: WorkerProcess, dt: Dtype, sides: tuple[int, ...] = HOST_SIDES, seconds: float = 0.1
+                 ) -> list[HostOrDevice]:
+    """Each square of ``sides`` of ``dt`` timed from numpy to numpy on the device and by the host's BLAS."""
+    return [HostOrDevice(side, *worker.time_host_calls(dt, side, seconds)) for side in sides]
+
+
+def host_bound(timed: list[HostOrDevice]) -> int | None:
+    """The multiply-adds below which a product from numpy to numpy runs on the host: those of the first
+    square from which the device ran faster (by ``MARGIN``) on it and on the next too, else every product
+    (the device was slower on every square, the largest included); None where the host's BLAS was not
+    timed."""
+    timed = [t for t in timed if t.host is not None]
+    wins = [t.device is not None and t.device * MARGIN < t.host for t in timed]
+    for i, t in enumerate(timed):
+        if wins[i] and (i + 1 == len(timed) or wins[i + 1]):
+            return t.side ** 3
+    return EVERY_PRODUCT if timed else None
+
+
+def with_host_bound(profile: Profile, device: Device, dt: Dtype, bound: int) -> Profile:
+    """``profile`` whose thresholds (its own, else ``device``'s class's defaults) run ``dt``'s products
+    from numpy to numpy of fewer than ``bound`` multiply-adds on the host (none where ``bound`` is 0)."""
+    base = profile.thresholds if profile.thresholds is not None else DEFAULTS[device_class(device)]
+    kept = tuple((key, count) for key, count in base.host_multiply_adds if key != dt.key)
+    bounds = kept + (((dt.key, bound),) if bound else ())
+    return dataclasses.replace(profile, thresholds=dataclasses.replace(base, host_multiply_adds=bounds))
 
 
 def with_in_place_bound(profile: Profile, device: Device, bound: int) -> Profile:

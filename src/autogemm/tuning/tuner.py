@@ -41,6 +41,7 @@ from ..profiles import (
     profile_for,
     save,
 )
+from ..profiles.thresholds import HOST_DTYPES
 from ..runtime.backend import CUDA
 from ..runtime.opencl.device import Device
 from ..version import __version__
@@ -106,6 +107,11 @@ class TuneListener:
                            ) -> None:
         """``held_out``: ``predictor.held_out`` of ``fitted`` (the profile keeps it only where its picks
         come nearer to the best than the size classes')."""
+
+    def host_measured(self, dtype: Dtype, timed: list[routes.HostOrDevice], bound: int | None) -> None:
+        """The routes step timed ``dtype``'s squares from numpy to numpy on the device and by the host's
+        BLAS (``routes``): products of fewer than ``bound`` multiply-adds now run on the host (0: none;
+        None: unchanged, the host's BLAS not timed)."""
 
     def routes_measured(self, dtype: Dtype, timed: list[routes.InPlace], bound: int | None) -> None:
         """The routes step ended (``routes``): squares of ``dtype`` timed packed and read in place, and the
@@ -258,27 +264,34 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                         save(profile)
                 schedule.end(searched)
         if with_routes:
-            dt = next((d for d in dtypes if d.key == "s"), dtypes[0])
-            profile = _measure_routes(worker, dt, profile, schedule, listener, write)
+            profile = _measure_routes(worker, dtypes, profile, schedule, listener, write)
     return profile
 
 
-def _measure_routes(worker: WorkerProcess, dt: Dtype, profile: Profile, schedule: Schedule,
+def _measure_routes(worker: WorkerProcess, dtypes: tuple[Dtype, ...], profile: Profile, schedule: Schedule,
                     listener: TuneListener, write: bool) -> Profile:
-    """The routes step (``routes``), on ``dt``'s squares with the configurations ``profile`` ranks: the
-    profile with the multiply-adds below which products read in place, measured (saved where ``write``).
-    It takes a few seconds, and runs even where the run's time is spent: the bound it measures holds for
-    every product the device runs."""
+    """The routes step (``routes``), with the configurations ``profile`` ranks: the profile with the
+    multiply-adds below which products read in place (on float32's squares, or the first dtype's), and
+    for each native dtype of ``dtypes`` below which products from numpy to numpy run on the host's BLAS,
+    measured (saved where ``write``). It takes seconds, and runs even where the run's time is spent: the
+    bounds it measures hold for every product the device runs."""
     schedule.begin()
     started = time.monotonic()
     device = worker.device
+    dt = next((d for d in dtypes if d.key == "s"), dtypes[0])
     timed = routes.measure_in_place(worker, profile, dt, routes.GPU_SIDES if device.is_gpu else routes.CPU_SIDES)
     bound = routes.in_place_bound(timed)
     listener.routes_measured(dt, timed, bound)
     if bound is not None:
         profile = routes.with_in_place_bound(profile, device, bound)
-        if write:
-            save(profile)
+    for dt in (d for d in dtypes if d.key in HOST_DTYPES):
+        host = routes.measure_host(worker, dt)
+        bound = routes.host_bound(host)
+        listener.host_measured(dt, host, bound)
+        if bound is not None:
+            profile = routes.with_host_bound(profile, device, dt, bound)
+    if write:
+        save(profile)
     schedule.end(time.monotonic() - started)
     return profile
 

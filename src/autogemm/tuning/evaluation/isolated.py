@@ -37,6 +37,7 @@ from .requests import (
     Request,
     Start,
     TimeCalls,
+    TimeHostCalls,
     Verify,
     encode,
 )
@@ -110,6 +111,16 @@ class WorkerProcess(Child):
             return self.expect("seconds", BUILD_LIMIT_SECONDS + self.run_limit)["seconds"]
         except ChildGone:
             return None
+
+    def time_host_calls(self, dtype: Dtype, side: int, seconds: float = 0.1) -> tuple[float | None, float | None]:
+        """Wall seconds per product of two ``side`` squares of ``dtype`` from numpy to numpy on the device
+        and by the host's BLAS, in the worker (``requests.TimeHostCalls``); None for a way that failed."""
+        try:
+            self.request(TimeHostCalls(dtype.key, side, seconds))
+            times = self.expect("host", BUILD_LIMIT_SECONDS + self.run_limit)
+            return times["device"], times["host"]
+        except ChildGone:
+            return None, None
 
     def fma(self, reals: tuple[str, ...], widths: tuple[int, ...]) -> list[FmaResult]:
         """The FMA benchmark (``fma.benchmark``) run in the worker; ``TuningError`` when it fails there."""

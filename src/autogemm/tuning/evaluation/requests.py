@@ -136,9 +136,22 @@ class TimeCalls:
     seconds: float
 
 
-Request = Start | MakeEvaluator | Prepare | Discard | Evaluate | BenchmarkFma | Verify | TimeCalls
+@dataclass(frozen=True)
+class TimeHostCalls:
+    """Time a product of ``dtype`` (a key) of two ``side`` x ``side`` numpy arrays into a third, over calls
+    adding up to about ``seconds`` each way: on the device as a call from numpy does it (the operands
+    copied in, the launches of the plan the device's profile chooses, C copied back, blocking) and by the
+    host's BLAS (numpy's). Replied ``{"device": s, "host": s}`` (``device`` null where it failed)."""
+
+    name: ClassVar[str] = "time-host-calls"
+    dtype: str
+    side: int
+    seconds: float
+
+
+Request = Start | MakeEvaluator | Prepare | Discard | Evaluate | BenchmarkFma | Verify | TimeCalls | TimeHostCalls
 REQUESTS: dict[str, type] = {cls.name: cls for cls in (Start, MakeEvaluator, Prepare, Discard, Evaluate,
-                                                          BenchmarkFma, Verify, TimeCalls)}
+                                                          BenchmarkFma, Verify, TimeCalls, TimeHostCalls)}
 
 
 def encode(request: Request) -> dict:

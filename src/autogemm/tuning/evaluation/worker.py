@@ -20,9 +20,12 @@ from contextlib import ExitStack
 from dataclasses import asdict
 
 import numpy as np
+import pyopencl as cl
 
+from ...accuracy import random_matrix
 from ...blas import GemmProblem, LaunchPlan, Op
 from ...blas.cuda_gemm import cuda_target
+from ...blas.plans import plan_for
 from ...blas.verification import verify
 from ...codelets.registry import GEMM, GEMV, Params, family_of
 from ...dtypes import Dtype, get_dtype
@@ -47,6 +50,7 @@ from .requests import (
     Request,
     Start,
     TimeCalls,
+    TimeHostCalls,
     Verify,
     decode,
 )
@@ -70,7 +74,7 @@ class Worker:
         self.handlers: dict[type, Callable[[Request, Reply], None]] = {
             Start: self._start, MakeEvaluator: self._make_evaluator, Prepare: self._prepare_ahead,
             Discard: self._discard, Evaluate: self._evaluate, BenchmarkFma: self._fma, Verify: self._verify,
-            TimeCalls: self._time_calls}
+            TimeCalls: self._time_calls, TimeHostCalls: self._time_host_calls}
 
     def handle(self, message: dict, reply: Reply) -> None:
         """Serve one request."""
@@ -167,6 +171,33 @@ class Worker:
             for block in memory:
                 block.release()
         reply({"seconds": seconds})
+
+    def _time_host_calls(self, request: TimeHostCalls, reply: Reply) -> None:
+        dt, n = get_dtype(request.dtype), request.side
+        rng = np.random.default_rng(0)
+        a, b = random_matrix(rng, dt, (n, n)), random_matrix(rng, dt, (n, n))
+        c = np.empty((n, n), dt.numpy)
+        host = _per_call(lambda: np.matmul(a, b, out=c), lambda: None, request.seconds)
+        ctx = self.ctx.for_calls
+        queue = ctx.queue
+        memory: list = []
+        try:
+            memory = [ctx.allocate(x.nbytes) for x in (a, b, c)]
+            plan = plan_for(ctx, GemmProblem.dense(dt, n, n, n))
+
+            def on_device() -> None:
+                cl.enqueue_copy(queue, memory[0], a, is_blocking=False)
+                cl.enqueue_copy(queue, memory[1], b, is_blocking=False)
+                plan.enqueue(*memory)
+                cl.enqueue_copy(queue, c, memory[2], is_blocking=True)
+
+            device = _per_call(on_device, lambda: None, request.seconds)
+        except Exception:   # noqa: BLE001 - the device's way failed: the host's stands alone
+            device = None
+        finally:
+            for block in memory:
+                block.release()
+        reply({"device": device, "host": host})
 
     def _drop_evaluator(self) -> None:
         for future in self.plans.values():

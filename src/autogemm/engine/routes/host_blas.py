@@ -1,0 +1,58 @@
+"""Products of numpy operands that the host's own BLAS (numpy's) finishes sooner than the device: where
+the device's profile measured it so (``Thresholds.host_multiply_adds``, measured by ``tune``'s routes
+step), a call of numpy arrays with fewer multiply-adds runs there, in the calling thread, so that
+``gemm`` is never slower than the ``a @ b`` the user already has. ``backend='opencl'`` (or 'cuda') keeps
+a call on the device."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...profiles import profile_for, still_current, thresholds_for
+from ...profiles.thresholds import HOST_DTYPES
+from ...runtime.opencl.device import Device
+from ...runtime.opencl.discovery import find_device
+from ...shares.host import HostGemm
+from ..call import GemmCall, GemmOptions, checked_scalars
+
+
+def host_route(call: GemmCall) -> HostRoute | None:
+    """The host's route of a call, or None where the device runs it: numpy operands of a dtype numpy
+    computes natively, in their own precision, with no option only a device has, of fewer multiply-adds
+    than the device's profile measured the host faster for."""
+    o = call.options
+    if o.backend != "auto" or o.opencl_only() or o.precision is not None or o.out_dtype is not None:
+        return None
+    if call.dt.key not in HOST_DTYPES or call.batch is not None:
+        return None
+    if not all(isinstance(x, np.ndarray) for x in (call.a, call.b, call.c) if x is not None):
+        return None
+    device = find_device(o.device)
+    if call.m * call.n * call.k >= thresholds_for(device).host_below(call.dt.key):
+        return None
+    return HostRoute(call, device)
+
+
+class HostRoute:
+    """A call resolved on the host's BLAS: ``run`` computes it in the calling thread, into ``c`` (through
+    a row-major copy where ``c`` is not one) or a new array."""
+
+    def __init__(self, call: GemmCall, device: Device) -> None:
+        self.dt, self.shape, self.has_c = call.dt, call.shape, call.c is not None
+        self.trans = (call.options.trans_a.upper(), call.options.trans_b.upper())
+        self.device, self.profile = device, profile_for(device)
+
+    def current(self) -> bool:
+        """Whether the device's profile, whose thresholds chose the host, is still the one it was."""
+        return still_current(self.device, self.profile)
+
+    def run(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None, options: GemmOptions) -> np.ndarray:
+        alpha, beta = checked_scalars(options, self.dt, self.has_c)
+        out = c if c is not None and c.flags.c_contiguous else np.empty(self.shape, self.dt.numpy)
+        if c is not None and out is not c and beta != 0:
+            out[...] = c
+        HostGemm(self.dt, a, b, out, *self.trans, alpha, beta).on_host(0, self.shape[0])
+        if c is not None and out is not c:
+            c[...] = out
+            return c
+        return out
