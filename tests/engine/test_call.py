@@ -217,11 +217,11 @@ def test_numpy_products_below_the_hosts_bound_run_on_the_hosts_blas(ctx, monkeyp
     a call from numpy to numpy of fewer multiply-adds runs there: with alpha and beta, transposes, a
     Fortran-ordered c and a complex conjugate, each right; a larger product, another dtype, device arrays
     and backend='opencl' stay on the device."""
-    from autogemm.shares import host
+    from autogemm.engine.routes import host_blas
 
     ran = []
-    real = host.HostGemm.on_host
-    monkeypatch.setattr(host.HostGemm, "on_host", lambda self, *rows: ran.append(self.dt.key) or real(self, *rows))
+    real = host_blas.HostRoute.run
+    monkeypatch.setattr(host_blas.HostRoute, "run", lambda self, *args: ran.append(self.dt.key) or real(self, *args))
     set_thresholds(monkeypatch, host_multiply_adds=(("s", 40**3), ("z", 40**3)))
     rng = np.random.default_rng(8)
     a, b = rng.standard_normal((30, 20)).astype(np.float32), rng.standard_normal((30, 25)).astype(np.float32)

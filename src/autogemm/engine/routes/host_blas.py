@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...accuracy import apply_op
 from ...profiles import profile_for, still_current, thresholds_for
 from ...profiles.thresholds import HOST_DTYPES
 from ...runtime.opencl.device import Device
@@ -35,7 +36,8 @@ def host_route(call: GemmCall) -> HostRoute | None:
 
 class HostRoute:
     """A call resolved on the host's BLAS: ``run`` computes it in the calling thread, into ``c`` (through
-    a row-major copy where ``c`` is not one) or a new array."""
+    a row-major copy where ``c`` is not one, ``shares.host.HostGemm``) or a new array (numpy's own
+    product, scaled)."""
 
     def __init__(self, call: GemmCall, device: Device) -> None:
         self.dt, self.shape, self.has_c = call.dt, call.shape, call.c is not None
@@ -48,11 +50,16 @@ class HostRoute:
 
     def run(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None, options: GemmOptions) -> np.ndarray:
         alpha, beta = checked_scalars(options, self.dt, self.has_c)
-        out = c if c is not None and c.flags.c_contiguous else np.empty(self.shape, self.dt.numpy)
-        if c is not None and out is not c and beta != 0:
+        if c is None:               # (the commonest call, and a product the host finishes in microseconds)
+            out = np.matmul(apply_op(a, self.trans[0]), apply_op(b, self.trans[1]))
+            if alpha != 1:
+                out *= alpha
+            return out
+        out = c if c.flags.c_contiguous else np.empty(self.shape, self.dt.numpy)
+        if out is not c and beta != 0:
             out[...] = c
         HostGemm(self.dt, a, b, out, *self.trans, alpha, beta).on_host(0, self.shape[0])
-        if c is not None and out is not c:
+        if out is not c:
             c[...] = out
             return c
         return out
