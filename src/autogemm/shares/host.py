@@ -62,10 +62,17 @@ class HostGemm:
         """Rows [start, stop) of C by numpy's BLAS, in the compute type (float32 for 16-bit dtypes)."""
         if start == stop:
             return
+        rows = self.c[start:stop]
+        if self.alpha == 0 or self.a.shape[0] == 0 or self.a.shape[1] == 0:
+            # no product (BLAS's quick return: NaN in A or B does not reach C): C scaled by beta alone
+            if self.beta == 0:
+                rows[...] = 0
+            elif self.beta != 1:
+                rows *= self.beta
+            return
         compute = self.dt.compute.numpy
         x = apply_op(self.a, self.trans_a)[start:stop].astype(compute, copy=False)
         y = apply_op(self.b, self.trans_b).astype(compute, copy=False)
-        rows = self.c[start:stop]
         if self.beta == 0 and rows.dtype == compute:      # straight into C, scaled there
             np.matmul(x, y, out=rows)
             if self.alpha != 1:

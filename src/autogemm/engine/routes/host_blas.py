@@ -50,6 +50,8 @@ class HostRoute:
 
     def run(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None, options: GemmOptions) -> np.ndarray:
         alpha, beta = checked_scalars(options, self.dt, self.has_c)
+        if c is None and alpha == 0:            # (no product: BLAS's quick return)
+            return np.zeros(self.shape, self.dt.numpy)
         if c is None:               # (the commonest call, and a product the host finishes in microseconds)
             out = np.matmul(apply_op(a, self.trans[0]), apply_op(b, self.trans[1]))
             if alpha != 1:
