@@ -197,7 +197,8 @@ def summary(records: list[dict]) -> tuple[Table, list[str]]:
     """The table of ``tuned``'s records (a row per class: its best rate, evaluations, those of them read
     from the checkpoint, failures, seconds) and a line per class with its best configuration, printed
     above the table (they are too long for a cell of a table 80 columns wide)."""
-    table = plain_table("tuned (reused: evals read from the checkpoint)",
+    table = plain_table("best per class (evals: configurations measured; reused: of them, read back from "
+                        "an earlier run's checkpoint)",
                         ("problem", "GFLOP/s", "GB/s", "evals", "reused", "errors", "s"),
                         right=("GFLOP/s", "GB/s", "evals", "reused", "errors", "s"))
     for r in records:
@@ -350,9 +351,9 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
         console.print("\n".join(f"  {line}" for line in configurations), highlight=False)
         console.print(table)
     if listener.not_tuned:
-        console.print(f"[yellow]not tuned[/yellow], the budget spent before their turn (they keep what the "
-                      f"profile chose for them; a larger --budget tunes them, reusing the measurements in "
-                      f"the checkpoints): {_by_dtypes(listener.not_tuned)}", highlight=False)
+        console.print(f"a longer --budget would also tune {_by_dtypes(listener.not_tuned)}; until then they "
+                      f"keep what the profile chose for them (what this run measured is kept and reused)",
+                      highlight=False)
     console.print(f"profile: {path_for(dev.fingerprint)}", highlight=False)
     write_results(json_path, {"device": dev.name.strip(), "fingerprint": dev.fingerprint, "budget": limit.describe(),
                               "profile": str(path_for(dev.fingerprint)), "tuned": records, "cuda": on_cuda,
