@@ -230,7 +230,8 @@ def test_numpy_products_below_the_hosts_bound_run_on_the_hosts_blas(ctx, monkeyp
     assert autogemm.gemm(a, b, c, alpha=0.5, beta=-2.0, trans_a="T", device=ctx.device) is c
     np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
     z = (rng.standard_normal((20, 20)) + 1j * rng.standard_normal((20, 20)))
-    np.testing.assert_allclose(autogemm.gemm(z, z, trans_b="C", device=ctx.device), z @ z.conj().T, rtol=1e-12)
+    np.testing.assert_allclose(autogemm.gemm(z, z, trans_b="C", out_dtype=np.complex128, device=ctx.device),
+                               z @ z.conj().T, rtol=1e-12)                 # (out_dtype the operands' own)
     assert ran == ["s", "z"]
     poisoned = np.full((20, 30), np.nan, np.float32)          # alpha 0: BLAS's quick return, A never read
     kept = rng.standard_normal((20, 25)).astype(np.float32)

@@ -22,9 +22,11 @@ def host_route(call: GemmCall) -> HostRoute | None:
     computes natively, in their own precision, with no option only a device has, of fewer multiply-adds
     than the device's profile measured the host faster for."""
     o = call.options
-    if o.backend != "auto" or o.opencl_only() or o.precision is not None or o.out_dtype is not None:
+    if o.backend != "auto" or o.opencl_only() or o.precision is not None:
         return None
     if call.dt.key not in HOST_DTYPES or call.batch is not None:
+        return None
+    if o.out_dtype is not None and np.dtype(o.out_dtype) != call.dt.numpy:     # (the operands' own: as none)
         return None
     if not all(isinstance(x, np.ndarray) for x in (call.a, call.b, call.c) if x is not None):
         return None
