@@ -28,7 +28,7 @@ import pyopencl.array as cl_array
 from ..accuracy import KnownReference, random_matrix
 from ..api import gemm
 from ..blas import GemmProblem
-from ..blas.plans import plan_for
+from ..blas.plans import plan_for, round_trip
 from ..dtypes import Dtype
 from ..runtime.opencl.context import DeviceContext
 from . import peers
@@ -98,12 +98,7 @@ def on_host_arrays(ctx: DeviceContext, dt: Dtype, n: int, calls: int, rng: np.ra
     flags = cl.mem_flags.READ_WRITE
     buffers = [cl.Buffer(ctx.context, flags, x.nbytes) for x in (a, b, c)]
     plan = plan_for(ctx, GemmProblem.dense(dt, n, n, n))
-
-    def by_hand() -> None:
-        cl.enqueue_copy(queue, buffers[0], a, is_blocking=False)
-        cl.enqueue_copy(queue, buffers[1], b, is_blocking=False)
-        plan.enqueue(*buffers)
-        cl.enqueue_copy(queue, c, buffers[2], is_blocking=True)
+    by_hand = round_trip(plan, buffers, a, b, c)
 
     bare = None if ctx.device.shares_host_memory else per_call(by_hand, calls, queue.finish)
     c[...] = np.nan

@@ -4,6 +4,8 @@ validated once (``call.GemmCall``) and handed to the route that takes it:
 
 - CUDA tensors: the CUDA path, where they lie (``routes.cuda_tensors``);
 - ``devices=``: C's rows shared among GPUs and the host's BLAS (``routes.targets``);
+- numpy operands of a product the device's profile measured the host's BLAS faster for: numpy's BLAS in
+  the calling thread (``routes.host_blas``);
 - numpy operands on a Hopper GPU, in the dtypes whose fastest kernels only CUDA reaches: the CUDA path
   through page-locked copies (``routes.cuda_host``);
 - numpy operands too large to cross in row blocks: streamed through the device (``routes.targets``);
@@ -61,8 +63,8 @@ def run_gemm(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, options:
 
 
 def _elsewhere(call: GemmCall, key: tuple | None) -> Matrix | None:
-    """The result of a product that a route other than one OpenCL device runs (a CUDA route is kept for
-    the call's signature ``key``), or None."""
+    """The result of a product that a route other than one OpenCL device runs (a host or CUDA route is
+    kept for the call's signature ``key``), or None."""
     a, b, c, o = call.a, call.b, call.c, call.options
 
     def alone(device, config) -> Matrix:

@@ -16,7 +16,7 @@ from ..blas import default_params
 from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..profiles import Profile
-from ..profiles.thresholds import DEFAULTS, device_class
+from ..profiles.thresholds import DEFAULTS, Thresholds, device_class
 from ..runtime.opencl.device import Device
 from .evaluation import WorkerProcess
 
@@ -112,14 +112,21 @@ def host_bound(timed: list[HostOrDevice]) -> int | None:
 def with_host_bound(profile: Profile, device: Device, dt: Dtype, bound: int) -> Profile:
     """``profile`` whose thresholds (its own, else ``device``'s class's defaults) run ``dt``'s products
     from numpy to numpy of fewer than ``bound`` multiply-adds on the host (none where ``bound`` is 0)."""
-    base = profile.thresholds if profile.thresholds is not None else DEFAULTS[device_class(device)]
+    base = _thresholds(profile, device)
     kept = tuple((key, count) for key, count in base.host_multiply_adds if key != dt.key)
-    bounds = kept + (((dt.key, bound),) if bound else ())
-    return dataclasses.replace(profile, thresholds=dataclasses.replace(base, host_multiply_adds=bounds))
+    return _with(profile, base, host_multiply_adds=kept + (((dt.key, bound),) if bound else ()))
 
 
 def with_in_place_bound(profile: Profile, device: Device, bound: int) -> Profile:
     """``profile`` whose thresholds (its own, else ``device``'s class's defaults) read in place below
     ``bound`` multiply-adds."""
-    base = profile.thresholds if profile.thresholds is not None else DEFAULTS[device_class(device)]
-    return dataclasses.replace(profile, thresholds=dataclasses.replace(base, in_place_multiply_adds=bound))
+    return _with(profile, _thresholds(profile, device), in_place_multiply_adds=bound)
+
+
+def _thresholds(profile: Profile, device: Device) -> Thresholds:
+    """The thresholds ``profile``'s device follows: its own, else ``device``'s class's defaults."""
+    return profile.thresholds if profile.thresholds is not None else DEFAULTS[device_class(device)]
+
+
+def _with(profile: Profile, base: Thresholds, **fields: object) -> Profile:
+    return dataclasses.replace(profile, thresholds=dataclasses.replace(base, **fields))

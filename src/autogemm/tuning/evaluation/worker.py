@@ -20,12 +20,11 @@ from contextlib import ExitStack
 from dataclasses import asdict
 
 import numpy as np
-import pyopencl as cl
 
 from ...accuracy import random_matrix
 from ...blas import GemmProblem, LaunchPlan, Op
 from ...blas.cuda_gemm import cuda_target
-from ...blas.plans import plan_for
+from ...blas.plans import plan_for, round_trip
 from ...blas.verification import verify
 from ...codelets.registry import GEMM, GEMV, Params, family_of
 from ...dtypes import Dtype, get_dtype
@@ -179,19 +178,11 @@ class Worker:
         c = np.empty((n, n), dt.numpy)
         host = _per_call(lambda: np.matmul(a, b, out=c), lambda: None, request.seconds)
         ctx = self.ctx.for_calls
-        queue = ctx.queue
         memory: list = []
         try:
             memory = [ctx.allocate(x.nbytes) for x in (a, b, c)]
             plan = plan_for(ctx, GemmProblem.dense(dt, n, n, n))
-
-            def on_device() -> None:
-                cl.enqueue_copy(queue, memory[0], a, is_blocking=False)
-                cl.enqueue_copy(queue, memory[1], b, is_blocking=False)
-                plan.enqueue(*memory)
-                cl.enqueue_copy(queue, c, memory[2], is_blocking=True)
-
-            device = _per_call(on_device, lambda: None, request.seconds)
+            device = _per_call(round_trip(plan, memory, a, b, c), lambda: None, request.seconds)
         except Exception:   # noqa: BLE001 - the device's way failed: the host's stands alone
             device = None
         finally:
