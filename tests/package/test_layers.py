@@ -125,3 +125,36 @@ def test_the_checks_see_a_forbidden_import(monkeypatch, check, source, target):
     monkeypatch.setitem(GRAPH, source, GRAPH[source] | {target})
     with pytest.raises(AssertionError, match=source):
         check()
+
+
+#: Each runtime's own library and the backend package that alone may import it.
+RUNTIME_LIBRARIES = {"pyopencl": "autogemm.runtime.opencl", "cuda": "autogemm.runtime.cuda"}
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """The runtime libraries (``RUNTIME_LIBRARIES``) ``path`` imports anywhere in it."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
+                 [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+        found.update(name.split(".")[0] for name in names if name.split(".")[0] in RUNTIME_LIBRARIES)
+    return found
+
+
+def outside_their_backend(sources: dict[str, Path]) -> list[str]:
+    """'module -> library' for each runtime library imported outside its backend package."""
+    return sorted(f"{module} -> {library}" for module, path in sources.items() for library in runtime_imports(path)
+                  if not (module + ".").startswith(RUNTIME_LIBRARIES[library] + "."))
+
+
+def test_each_runtime_library_is_imported_only_behind_its_backend_seam():
+    """pyopencl only in ``runtime.opencl``, the CUDA bindings only in ``runtime.cuda``: the layers above
+    reach a runtime through its package (``runtime.opencl.commands``, ``runtime.cuda``)."""
+    assert not outside_their_backend(MODULES), "\n".join(outside_their_backend(MODULES))
+
+
+def test_the_seam_check_sees_pyopencl_imported_above_it(tmp_path):
+    source = tmp_path / "launch.py"
+    source.write_text("def f():\n    import pyopencl.array as cl_array\n")
+    assert outside_their_backend({"autogemm.blas.launch": source}) == ["autogemm.blas.launch -> pyopencl"]
+    assert outside_their_backend({"autogemm.runtime.opencl.extra": source}) == []

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pyopencl as cl
 
 from ..codelets.simt import SimtParams
 from ..engine import GemmOptions, run_gemm
 from ..engine.operands import Matrix, as_array
 from ..errors import ArgumentError, ShapeError
 from ..runtime import Device
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.memory import reports_full_memory
 from .gemm import gemm
 
@@ -32,7 +32,7 @@ def gemm_batched(a: Stack, b: Stack, c: Stack | None = None, *, alpha: complex |
                  beta: complex | float = 0.0, trans_a: str = "N", trans_b: str = "N",
                  device: Device | str | int | None = None, config: SimtParams | None = None, edge: str = "auto",
                  precision: str | None = None, out_dtype: object = None,
-                 wait_for: list[cl.Event] | None = None) -> Stack:
+                 wait_for: list[ocl.Event] | None = None) -> Stack:
     """C[i] = alpha op(A[i]) op(B[i]) + beta C[i] for every i of a batch, with ``gemm``'s arguments and
     rules (dtypes, transposes, host or device arrays, asynchrony).
 

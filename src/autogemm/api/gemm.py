@@ -4,8 +4,6 @@ options and hands them to the engine (``engine.dispatch``)."""
 
 from __future__ import annotations
 
-import pyopencl as cl
-
 from ..blas import plan_cache
 from ..codelets.registry import KernelParams
 from ..engine import GemmOptions, run_gemm
@@ -14,6 +12,7 @@ from ..engine.resolved import ROUTES
 from ..engine.routes.targets import Devices
 from ..runtime import Device, live_contexts
 from ..runtime.cuda import live_cuda_contexts
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.memory import reports_full_memory
 from ..shares.split import Split
 from ..shares.staging import release_page_locked
@@ -24,7 +23,7 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
          beta: complex | float = 0.0, trans_a: str = "N", trans_b: str = "N",
          device: Device | str | int | None = None, config: KernelParams | None = None,
          edge: str = "auto", precision: str | None = None, out_dtype: object = None,
-         wait_for: list[cl.Event] | None = None, devices: Devices | None = None,
+         wait_for: list[ocl.Event] | None = None, devices: Devices | None = None,
          split: Split | None = None, backend: str = "auto", stream: object = None) -> Matrix:
     """C = alpha op(A) op(B) + beta C on an OpenCL device, for arrays of one of the dtypes float32,
     float64, complex64, complex128, float16 and bfloat16 (``ml_dtypes.bfloat16``).

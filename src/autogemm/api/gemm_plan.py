@@ -13,8 +13,6 @@ Nothing blocks: every step enqueues on the device's in-order queue and returns i
 from __future__ import annotations
 
 import numpy as np
-import pyopencl as cl
-import pyopencl.array as cl_array
 
 from ..blas import GemmProblem, LaunchPlan, Op
 from ..blas.plans import gemm_plan
@@ -23,9 +21,10 @@ from ..dtypes import get_dtype, with_precision
 from ..engine.operands import event_list, events_of, hand_events, scalar
 from ..errors import ArgumentError, ShapeError
 from ..runtime import Device, context_for
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.memory import reports_full_memory
 
-Memory = cl_array.Array | cl.Buffer
+Memory = ocl.DeviceArray | ocl.Buffer
 
 
 class GemmPlan:
@@ -62,7 +61,7 @@ class GemmPlan:
         return self._plan
 
     @property
-    def queue(self) -> cl.CommandQueue:
+    def queue(self) -> ocl.Queue:
         """The in-order queue every step is enqueued on (device arrays should be made on it)."""
         return self._plan.ctx.queue
 
@@ -71,19 +70,19 @@ class GemmPlan:
         return self._plan.describe()
 
     @reports_full_memory
-    def copy_a(self, a: Memory, offset: int = 0, wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
+    def copy_a(self, a: Memory, offset: int = 0, wait_for: list[ocl.Event] | None = None) -> list[ocl.Event]:
         """Step 2 for A: pack it for the kernel (its events returned), or keep it to read in place (no
         events: ``a`` must then stay unchanged while products use it)."""
         return self._copy("A", a, offset, wait_for)
 
     @reports_full_memory
-    def copy_b(self, b: Memory, offset: int = 0, wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
+    def copy_b(self, b: Memory, offset: int = 0, wait_for: list[ocl.Event] | None = None) -> list[ocl.Event]:
         """Step 2 for B, as ``copy_a``."""
         return self._copy("B", b, offset, wait_for)
 
     @reports_full_memory
     def compute(self, c: Memory, alpha: complex | float = 1.0, beta: complex | float = 0.0, offset: int = 0,
-                wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
+                wait_for: list[ocl.Event] | None = None) -> list[ocl.Event]:
         """Step 3: C = alpha op(A) op(B) + beta C on the operands last copied; C a device array (its events
         gain the product's) or a buffer from element ``offset``. May be enqueued any number of times."""
         missing = [name for name in "AB" if name not in self._operands]
@@ -93,7 +92,7 @@ class GemmPlan:
         alpha, beta = scalar(alpha, "alpha", dt), scalar(beta, "beta", dt)
         buffer, offset = self._memory("C", c, offset)
         events = self._plan.enqueue_product(self._operands, buffer, offset, alpha, beta, self._events(c, wait_for))
-        if isinstance(c, cl_array.Array):
+        if isinstance(c, ocl.DeviceArray):
             hand_events(c, events[-1:], self.queue)
         return events
 
@@ -109,21 +108,21 @@ class GemmPlan:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    def _copy(self, name: str, x: Memory, offset: int, wait_for: list[cl.Event] | None) -> list[cl.Event]:
+    def _copy(self, name: str, x: Memory, offset: int, wait_for: list[ocl.Event] | None) -> list[ocl.Event]:
         buffer, offset = self._memory(name, x, offset)
         events, operand = self._plan.enqueue_copy(name, buffer, offset, self._events(x, wait_for))
         self._operands[name] = operand
         self._held[name] = x            # read in place, or until the pack is done
         return events
 
-    def _memory(self, name: str, x: object, offset: int) -> tuple[cl.Buffer, int]:
+    def _memory(self, name: str, x: object, offset: int) -> tuple[ocl.Buffer, int]:
         """(buffer, element offset) of operand ``name``: a device array of the stored shape, dtype and
         leading dimension, or a buffer large enough from ``offset``."""
         pr = self.problem
         rows, cols = pr.stored_shape(name)
         itemsize = (pr.dtype.output if name == "C" else pr.dtype).itemsize
         needed = pr.member_elements(name)
-        if isinstance(x, cl_array.Array):
+        if isinstance(x, ocl.DeviceArray):
             if x.context != self.queue.context:
                 raise ArgumentError(f"{name.lower()} is a device array of another OpenCL context than the plan's")
             expected = (pr.dtype.output if name == "C" else pr.dtype).numpy
@@ -135,7 +134,7 @@ class GemmPlan:
             if x.base_data is None:
                 raise ShapeError(f"{name.lower()} is empty; the plan's {name} is {rows}x{cols}")
             return x.base_data, x.offset // itemsize
-        if not isinstance(x, cl.Buffer):
+        if not isinstance(x, ocl.Buffer):
             raise ArgumentError(f"{name.lower()} must be a pyopencl array or buffer, not {type(x).__name__}")
         if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)) or offset < 0:
             raise ArgumentError(f"offset must be a non-negative integer, not {offset!r}")
@@ -145,7 +144,7 @@ class GemmPlan:
                              f"from element {offset}")
         return x, int(offset)
 
-    def _events(self, x: object, wait_for: object) -> list[cl.Event] | None:
+    def _events(self, x: object, wait_for: object) -> list[ocl.Event] | None:
         """``wait_for``, checked, with the pending events of a device array on another queue (the
         plan's in-order queue orders its own)."""
         events = event_list(wait_for) + events_of([x], self.queue)

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import pyopencl as cl
-
 from ..codelets.gemv import GemvParams
 from ..engine.gemv import run_gemv
 from ..engine.operands import Matrix
 from ..runtime import Device
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.memory import reports_full_memory
 
 
 @reports_full_memory
 def gemv(a: Matrix, x: Matrix, y: Matrix | None = None, *, alpha: complex | float = 1.0,
          beta: complex | float = 0.0, trans: str = "N", device: Device | str | int | None = None,
-         config: GemvParams | None = None, wait_for: list[cl.Event] | None = None) -> Matrix:
+         config: GemvParams | None = None, wait_for: list[ocl.Event] | None = None) -> Matrix:
     """y = alpha op(A) x + beta y on an OpenCL device, for A of float32, float64, complex64, complex128,
     float16 or bfloat16, and vectors x and y of the same dtype (16-bit ones are computed in float32).
 

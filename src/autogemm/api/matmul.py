@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pyopencl as cl
-import pyopencl.array as cl_array
 
 from ..engine.operands import Matrix, as_array, call_context, events_of, hand_events, on_device
 from ..engine.routes.cuda_tensors import is_cuda_tensor
@@ -12,6 +10,7 @@ from ..engine.transfer import host_result
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..profiles import thresholds_for
 from ..runtime import Device
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.memory import reports_full_memory
 from .batched import gemm_batched
 from .gemm import gemm
@@ -22,7 +21,7 @@ def _operands(a: object, b: object) -> tuple[Matrix, Matrix]:
     numpy converts it, a host array in the other byte order converted to this machine's, and host
     operands of two dtypes both converted to the one numpy's ``matmul`` returns (device arrays are never
     copied to convert them; ``gemm`` says what to do about those)."""
-    a, b = (x if isinstance(x, (np.ndarray, cl_array.Array)) else np.asarray(x) for x in (a, b))
+    a, b = (x if isinstance(x, (np.ndarray, ocl.DeviceArray)) else np.asarray(x) for x in (a, b))
     a, b = (x.astype(x.dtype.newbyteorder("="), copy=False) if isinstance(x, np.ndarray) and not x.dtype.isnative
             else x for x in (a, b))
     for value, name in ((a, "a"), (b, "b")):
@@ -37,7 +36,7 @@ def _operands(a: object, b: object) -> tuple[Matrix, Matrix]:
 
 @reports_full_memory
 def matmul(a, b, out=None, *, device: Device | str | int | None = None, precision: str | None = None,
-           wait_for: list[cl.Event] | None = None):
+           wait_for: list[ocl.Event] | None = None):
     """``a @ b`` with numpy's rules: 2-D operands are matrices; a 1-D ``a`` is a row and a 1-D ``b`` a
     column, whose dimension is dropped from the result; operands of more dimensions are stacks of
     matrices in their last two, and the stack dimensions broadcast against each other.
@@ -74,7 +73,7 @@ def matmul(a, b, out=None, *, device: Device | str | int | None = None, precisio
     shape = stack + (m, n)
     final = shape[:-2] + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
     if out is not None:
-        if not isinstance(out, (np.ndarray, cl_array.Array)):
+        if not isinstance(out, (np.ndarray, ocl.DeviceArray)):
             raise ArgumentError(f"out must be a numpy or pyopencl array, not {type(out).__name__}")
         if out.shape != final:
             raise ShapeError(f"out is a non-broadcastable output: of shape {out.shape}, where the result's is "
@@ -85,7 +84,7 @@ def matmul(a, b, out=None, *, device: Device | str | int | None = None, precisio
     given = out
     if out is None or out.dtype != a.dtype:
         # (a host out of another dtype takes the result through a host array of its dtype: the call blocks)
-        out = (cl_array.empty(ctx.queue, final, a.dtype) if asynchronous and (out is None or on_device(out))
+        out = (ocl.empty_array(ctx.queue, final, a.dtype) if asynchronous and (out is None or on_device(out))
                else host_result(ctx, final, a.dtype, thresholds_for(ctx.device)))
     target = out.reshape(shape)            # a copy only for a host out that no view can reshape
     waits = events_of([a, b, out], ctx.queue) + list(wait_for or []) if asynchronous else None
@@ -122,7 +121,7 @@ def _check_cast(result: np.dtype, out: Matrix) -> None:
                          f"rule): pass out of {result} or of a type it casts to")
 
 
-def _stacked(a: Matrix, b: Matrix, c: Matrix, stack: tuple[int, ...], options: dict) -> list[cl.Event]:
+def _stacked(a: Matrix, b: Matrix, c: Matrix, stack: tuple[int, ...], options: dict) -> list[ocl.Event]:
     """C = A B over the broadcast ``stack``: one strided batch when every operand's stack flattens to
     evenly spaced matrices, else one call per index of the first stack dimension (each of which flattens
     further). Returns the events that mark the end, for device arrays."""
@@ -130,7 +129,7 @@ def _stacked(a: Matrix, b: Matrix, c: Matrix, stack: tuple[int, ...], options: d
     if all(x is not None for x in flat):
         result = gemm_batched(*flat, **options)
         return result.events[-1:] if on_device(result) else []
-    done: list[cl.Event] = []
+    done: list[ocl.Event] = []
     for i in range(stack[0]):
         done = _stacked(*(_first(x, i, len(stack)) for x in (a, b, c)), stack[1:], options) or done
     return done
@@ -158,5 +157,5 @@ def _flattened(x: Matrix, stack: tuple[int, ...]) -> Matrix | None:
         count, stride = int(np.prod(stack)), spaced[-1][1]
     shape, strides = (count, *x.shape[-2:]), (stride, *x.strides[-2:])
     if on_device(x):
-        return cl_array.Array(x.queue, shape, x.dtype, data=x.base_data, offset=x.offset, strides=strides)
+        return ocl.DeviceArray(x.queue, shape, x.dtype, data=x.base_data, offset=x.offset, strides=strides)
     return np.lib.stride_tricks.as_strided(x, shape=shape, strides=strides)

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import pyopencl as cl
-
 from ..engine.operands import Matrix
 from ..engine.transpose import run_transpose
 from ..runtime import Device
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.memory import reports_full_memory
 
 
 @reports_full_memory
 def transpose(a: Matrix, out: Matrix | None = None, *, conjugate: bool = False,
-              device: Device | str | int | None = None, wait_for: list[cl.Event] | None = None) -> Matrix:
+              device: Device | str | int | None = None, wait_for: list[ocl.Event] | None = None) -> Matrix:
     """A^T (A^H with ``conjugate``, for complex dtypes) of a matrix, or of each matrix of a 3-D stack, for
     every dtype autogemm has (float32, float64, complex64, complex128, float16, bfloat16).
 

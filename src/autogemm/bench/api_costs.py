@@ -18,14 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import pyopencl as cl
-import pyopencl.array as cl_array
 
 from ..accuracy import KnownReference, apply_op, gemm_flops, random_matrix
 from ..api import GemmPlan, gemm
 from ..blas import GemmProblem, LaunchPlan
 from ..blas.plans import gemm_plan
 from ..dtypes import Dtype
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
 from ..runtime.opencl.timing import event_seconds, median, time_enqueue
 from . import peers
@@ -73,11 +72,11 @@ def run_batch(ctx: DeviceContext, dt: Dtype, batch: int, n: int, runs: int, rng:
     return case
 
 
-def _device_operands(ctx: DeviceContext, a: np.ndarray, b: np.ndarray) -> tuple[cl_array.Array, ...]:
+def _device_operands(ctx: DeviceContext, a: np.ndarray, b: np.ndarray) -> tuple[ocl.DeviceArray, ...]:
     """A and B on the device, and a NaN-poisoned C."""
     queue = ctx.queue
-    c = cl_array.to_device(queue, np.full(a.shape[:-1] + b.shape[-1:], np.nan, a.dtype))
-    return cl_array.to_device(queue, a), cl_array.to_device(queue, b), c
+    c = ocl.to_device(queue, np.full(a.shape[:-1] + b.shape[-1:], np.nan, a.dtype))
+    return ocl.to_device(queue, a), ocl.to_device(queue, b), c
 
 
 def _strided(ctx: DeviceContext, plan: LaunchPlan, a: np.ndarray, b: np.ndarray, runs: int) -> PeerResult:
@@ -117,7 +116,7 @@ def _bmm(a: np.ndarray, b: np.ndarray, runs: int) -> PeerResult | None:
     return PeerResult(BMM, seconds, peers.to_numpy(torch, out))
 
 
-def idle_host_seconds(queue: cl.CommandQueue, call: Callable[[], object], calls: int = 200) -> float:
+def idle_host_seconds(queue: ocl.Queue, call: Callable[[], object], calls: int = 200) -> float:
     """Median host seconds of ``call`` made on an idle ``queue`` (finished before each), after a warm-up."""
     call()
     times = []
@@ -161,7 +160,7 @@ def call_overhead(ctx: DeviceContext, dt: Dtype, n: int = 256, calls: int = 200,
     da, db, dc = _device_operands(ctx, a, b)
     plan = gemm_plan(ctx, GemmProblem.dense(dt, n, n, n))
 
-    def bare() -> list[cl.Event]:
+    def bare() -> list[ocl.Event]:
         return plan.enqueue(da.data, db.data, dc.data)
 
     try:
@@ -213,15 +212,15 @@ def plan_reuse(ctx: DeviceContext, dt: Dtype, m: int, n: int, k: int, products: 
     a = random_matrix(rng, dt, (k, m) if trans_a == "T" else (m, k))
     bs = [random_matrix(rng, dt, (k, n)) for _ in range(products)]
     queue = plan.queue
-    da, dbs = cl_array.to_device(queue, a), [cl_array.to_device(queue, b) for b in bs]
+    da, dbs = ocl.to_device(queue, a), [ocl.to_device(queue, b) for b in bs]
     poison = np.full((m, n), np.nan, dt.output.numpy)
-    cs = [cl_array.to_device(queue, poison) for _ in bs]
+    cs = [ocl.to_device(queue, poison) for _ in bs]
     whole = plan.launch_plan
 
-    def each_whole() -> list[cl.Event]:
+    def each_whole() -> list[ocl.Event]:
         return [e for db, c in zip(dbs, cs) for e in whole.enqueue(da.data, db.data, c.data)]
 
-    def a_once() -> list[cl.Event]:
+    def a_once() -> list[ocl.Event]:
         return plan.copy_a(da) + [e for db, c in zip(dbs, cs) for e in plan.copy_b(db) + plan.compute(c)]
 
     try:

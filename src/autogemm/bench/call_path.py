@@ -22,14 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import pyopencl as cl
-import pyopencl.array as cl_array
 
 from ..accuracy import KnownReference, random_matrix
 from ..api import gemm
 from ..blas import GemmProblem
 from ..blas.plans import plan_for, round_trip
 from ..dtypes import Dtype
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
 from . import peers
 
@@ -78,8 +77,8 @@ def on_device_arrays(ctx: DeviceContext, dt: Dtype, n: int, calls: int, rng: np.
     a, b = random_matrix(rng, dt, (n, n)), random_matrix(rng, dt, (n, n))
     ctx = ctx.for_calls
     queue = ctx.queue
-    da, db = cl_array.to_device(queue, a), cl_array.to_device(queue, b)
-    dc = cl_array.to_device(queue, np.full((n, n), np.nan, dt.output.numpy))
+    da, db = ocl.to_device(queue, a), ocl.to_device(queue, b)
+    dc = ocl.to_device(queue, np.full((n, n), np.nan, dt.output.numpy))
     plan = plan_for(ctx, GemmProblem.dense(dt, n, n, n))
     bare = per_call(lambda: plan.enqueue(da.data, db.data, dc.data), calls, queue.finish)
     dc.set(np.full((n, n), np.nan, dt.output.numpy))
@@ -95,8 +94,7 @@ def on_host_arrays(ctx: DeviceContext, dt: Dtype, n: int, calls: int, rng: np.ra
     c = np.full((n, n), np.nan, dt.output.numpy)
     ctx = ctx.for_calls         # where gemm runs numpy operands
     queue = ctx.queue
-    flags = cl.mem_flags.READ_WRITE
-    buffers = [cl.Buffer(ctx.context, flags, x.nbytes) for x in (a, b, c)]
+    buffers = [ocl.device_buffer(ctx.context, x.nbytes) for x in (a, b, c)]
     plan = plan_for(ctx, GemmProblem.dense(dt, n, n, n))
     by_hand = round_trip(plan, buffers, a, b, c)
 

@@ -24,10 +24,10 @@ from typing import TypeVar
 
 import ml_dtypes
 import numpy as np
-import pyopencl as cl
 
 from ..accuracy import apply_op
 from ..dtypes import Dtype, get_dtype
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
 from ..runtime.opencl.timing import event_seconds
 
@@ -294,29 +294,28 @@ def clblast_gemm(ctx: DeviceContext, dt: Dtype, a: np.ndarray, b: np.ndarray, ru
     else:
         one = scalar(1.0) if not dt.is_complex else scalar(1.0, 0.0)
         zero = scalar(0.0) if not dt.is_complex else scalar(0.0, 0.0)
-    mf = cl.mem_flags
-    a_buf = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(a))
-    b_buf = cl.Buffer(ctx.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(b))
+    a_buf = ocl.buffer_of(ctx.context, np.ascontiguousarray(a), read_only=True)
+    b_buf = ocl.buffer_of(ctx.context, np.ascontiguousarray(b), read_only=True)
     c_host = np.full((m, n), np.nan, dtype=dt.numpy)
-    c_buf = cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=c_host)
+    c_buf = ocl.buffer_of(ctx.context, c_host)
     queue = ptr(ctx.queue.int_ptr)
 
-    def call() -> tuple[cl.Event, cl.Event]:
+    def call() -> tuple[ocl.Event, ocl.Event]:
         """Enqueue one GEMM; returns a marker before it and CLBlast's last event (it may launch
         helper kernels first)."""
-        before = cl.enqueue_marker(ctx.queue)
+        before = ocl.marker(ctx.queue)
         event = ptr()
         status = func(_ROW_MAJOR, _TRANSPOSE[trans_a.upper()], _TRANSPOSE[trans_b.upper()], m, n, k, one,
                       a_buf.int_ptr, 0, lda, b_buf.int_ptr, 0, ldb,
                       zero, c_buf.int_ptr, 0, n, ctypes.byref(queue), ctypes.byref(event))
         if status != 0:
             raise RuntimeError(f"CLBlast{dt.letter.upper()}gemm returned status {status}")
-        return before, cl.Event.from_int_ptr(event.value, retain=False)
+        return before, ocl.Event.from_int_ptr(event.value, retain=False)
 
     try:
         call()[1].wait()
         times = [event_seconds(*call()) for _ in range(runs)]
-        cl.enqueue_copy(ctx.queue, c_host, c_buf)
+        ocl.copy(ctx.queue, c_host, c_buf)
     finally:
         for buf in (a_buf, b_buf, c_buf):
             buf.release()

@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pyopencl as cl
-import pyopencl.array as cl_array
 
 from ..accuracy import KnownReference, apply_op, gemv_flops, random_matrix
 from ..blas import Op
@@ -18,6 +16,7 @@ from ..blas.gemv import GemvLaunchPlan, GemvProblem
 from ..blas.plans import gemv_plan
 from ..blas.transpose import Storage, enqueue_transpose
 from ..dtypes import Dtype
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
 from ..runtime.opencl.timing import median, time_enqueue
 from . import peers
@@ -71,8 +70,8 @@ def run_gemv(ctx: DeviceContext, dt: Dtype, rows: int, cols: int, trans: str, ru
 def _autogemm_gemv(ctx: DeviceContext, plan: GemvLaunchPlan, a: np.ndarray, x: np.ndarray, runs: int = 10
                    ) -> PeerResult:
     queue = ctx.queue
-    da, dx = cl_array.to_device(queue, a), cl_array.to_device(queue, x)
-    dy = cl_array.to_device(queue, np.full(plan.problem.outputs, np.nan, a.dtype))
+    da, dx = ocl.to_device(queue, a), ocl.to_device(queue, x)
+    dy = ocl.to_device(queue, np.full(plan.problem.outputs, np.nan, a.dtype))
     times = time_enqueue(lambda: plan.enqueue(da.data, dx.data, dy.data), warmup=2, runs=runs)
     return PeerResult(AUTOGEMM, median(times), dy.get())
 
@@ -111,11 +110,11 @@ def run_transpose(ctx: DeviceContext, dt: Dtype, rows: int, cols: int, runs: int
 def _autogemm_transpose(ctx: DeviceContext, dt: Dtype, a: np.ndarray, runs: int) -> PeerResult:
     queue = ctx.queue
     rows, cols = a.shape
-    da = cl_array.to_device(queue, a)
-    out = cl_array.to_device(queue, np.full((cols, rows), np.nan, a.dtype))
+    da = ocl.to_device(queue, a)
+    out = ocl.to_device(queue, np.full((cols, rows), np.nan, a.dtype))
     src, dst = Storage(da.data, 0, cols, 0), Storage(out.data, 0, rows, 0)
 
-    def once() -> list[cl.Event]:
+    def once() -> list[ocl.Event]:
         return [enqueue_transpose(ctx, dt, cols, rows, 1, src, dst, True, dt.is_complex)]
 
     times = time_enqueue(once, warmup=2, runs=runs)

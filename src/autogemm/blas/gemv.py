@@ -8,13 +8,12 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, replace
 
-import pyopencl as cl
-
 from ..codelets import gemv as codelet
 from ..codelets import helpers
 from ..codelets.kernel import ceil_div, round_up
 from ..dtypes import Dtype
 from ..errors import ConfigError, ShapeError
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.arguments import KernelArguments
 from ..runtime.opencl.context import DeviceContext
 from ..runtime.opencl.device import Device
@@ -135,14 +134,14 @@ class GemvLaunchPlan:
         self.kernel_source = codelet.render(self.params, self.dtype, problem.op.conjugated and self.dtype.is_complex,
                                             conjugate_x=problem.conjugate_x and self.dtype.is_complex,
                                             vectors=problem.vectors, unit_x=self.packs_x or problem.incx == 1)
-        self._partial: cl.Buffer | None = None
+        self._partial: ocl.Buffer | None = None
         self._lock = threading.Lock()
         self._arguments = KernelArguments(problem.dtype.scalar_numpy.type)
         self.kernel = ctx.kernel(self.kernel_source.source, self.kernel_source.name, self.kernel_source.options)
         epilogues = helpers.epilogues(self.dtype)
         self._merge = ctx.kernel(epilogues.source, "merge") if self.slices > 1 else None
         self._scale = ctx.kernel(epilogues.source, "scale")
-        self._x: cl.Buffer | None = None
+        self._x: ocl.Buffer | None = None
         if self.packs_x:
             pack = helpers.pack(self.dtype, transpose=True, conjugate=False)
             self._pack = ctx.kernel(pack.source, pack.name)
@@ -201,9 +200,9 @@ class GemvLaunchPlan:
         self._partial = self._x = None
         self._arguments.clear()
 
-    def enqueue(self, a: cl.Buffer, x: cl.Buffer, y: cl.Buffer, alpha: complex | float = 1.0,
-                beta: complex | float = 0.0, wait_for: list[cl.Event] | None = None,
-                offsets: tuple[int, int, int] | None = None) -> list[cl.Event]:
+    def enqueue(self, a: ocl.Buffer, x: ocl.Buffer, y: ocl.Buffer, alpha: complex | float = 1.0,
+                beta: complex | float = 0.0, wait_for: list[ocl.Event] | None = None,
+                offsets: tuple[int, int, int] | None = None) -> list[ocl.Event]:
         """Enqueue y = alpha op(A) x + beta y on the device's queue; the events, first to last (none when y
         is empty). ``offsets`` (A's, x's, y's elements) replace the problem's. With alpha 0 or an empty
         reduction only y = beta y runs, as BLAS does (A and x are not read)."""
@@ -220,12 +219,12 @@ class GemvLaunchPlan:
                 if beta == 1:           # BLAS's quick return: y as it is, whatever it holds
                     return []
                 self._arguments.set(self._scale, helpers.SCALE_SIGNATURE, y_rows, y_cols, y, offset_y, y_ld, beta, 0)
-                return [cl.enqueue_nd_range_kernel(queue, self._scale, y_grid, tiles, wait_for=wait_for)]
+                return [ocl.launch(queue, self._scale, y_grid, tiles, wait_for=wait_for)]
             sizes = self.temporary_bytes()
             if self.slices > 1 and self._partial is None:
-                self._partial = cl.Buffer(self.ctx.context, cl.mem_flags.READ_WRITE, sizes["partial"])
+                self._partial = ocl.device_buffer(self.ctx.context, sizes["partial"])
             if self.packs_x and self._x is None:
-                self._x = cl.Buffer(self.ctx.context, cl.mem_flags.READ_WRITE, sizes["x"])
+                self._x = ocl.device_buffer(self.ctx.context, sizes["x"])
             partial = self._partial if self._partial is not None else y   # unsplit: never written
             launches = []
             if self.packs_x:
@@ -250,8 +249,8 @@ class GemvLaunchPlan:
                 launches.append((self._merge, y_grid, tiles))
             events = []
             for kernel, grid, group in launches:
-                events.append(cl.enqueue_nd_range_kernel(queue, kernel, grid, group,
-                                                         wait_for=None if events else wait_for))
+                events.append(ocl.launch(queue, kernel, grid, group,
+                                         wait_for=None if events else wait_for))
             return events
 
     def describe(self) -> str:

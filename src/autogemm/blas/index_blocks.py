@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from itertools import product
 
-import pyopencl as cl
-
 from ..errors import DeviceError, ShapeError
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
 from ..runtime.opencl.memory import check_memory
 from .launch_plan import LaunchPlan
@@ -83,8 +82,8 @@ def _planned(ctx: DeviceContext, problem: GemmProblem, config, edge: str, limit:
 
 
 def enqueue_blocks(ctx: DeviceContext, problem: GemmProblem, config, edge: str,
-                   buffers: tuple[cl.Buffer, cl.Buffer, cl.Buffer], alpha, beta,
-                   wait_for: list[cl.Event]) -> list[cl.Event]:
+                   buffers: tuple[ocl.Buffer, ocl.Buffer, ocl.Buffer], alpha, beta,
+                   wait_for: list[ocl.Event]) -> list[ocl.Event]:
     """Enqueue ``problem`` on ``buffers`` block by block (on one in-order queue: each block after the
     last); the events of the last block's launches. Blocks are halved until their plans' temporaries
     (operands padded to the tiles) fit the indices and the device's memory too."""
@@ -97,7 +96,7 @@ def enqueue_blocks(ctx: DeviceContext, problem: GemmProblem, config, edge: str,
             if limit < 2 * MIN_LIMIT:
                 raise
             limit //= 2
-    events: list[cl.Event] = []
+    events: list[ocl.Event] = []
     for block, plan in planned:
         pr = block.problem
         events = plan.enqueue(*buffers, alpha=alpha, beta=1 if block.accumulate else beta,

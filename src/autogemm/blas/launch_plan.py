@@ -10,13 +10,12 @@ from __future__ import annotations
 import functools
 import threading
 
-import pyopencl as cl
-
 from ..codelets import helpers
 from ..codelets.kernel import GEMM_SIGNATURE, STREAM_K_SIGNATURE, KernelSource, round_up
 from ..codelets.registry import KernelParams, check, render
 from ..codelets.stream_k import STREAM_K
 from ..errors import ArgumentError, ConfigError, ShapeError
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.arguments import KernelArguments
 from ..runtime.opencl.context import DeviceContext
 from .coverage import MAX_SLICES, auto_slices
@@ -55,9 +54,9 @@ class LaunchPlan(Routing):
             raise ConfigError("a batch reads its operands from buffers; this configuration uses images")
         super().__init__(problem, self.params, self._choose_split(split_k), ctx.device.compute_units, edge)
         self._check_temporaries()
-        self._temps: list[cl.MemoryObject] = []
+        self._temps: list[ocl.Buffer | ocl.Image] = []
         self._allocated = False       # True from ``allocate`` to ``release`` (a plan may need no temporaries)
-        self._epilogues: dict[str, cl.Kernel] = {}
+        self._epilogues: dict[str, ocl.Kernel] = {}
         self._arguments = KernelArguments(problem.dtype.scalar_numpy.type)
         #: the last ``enqueue``'s memory, offsets and scalars, the arguments' count of changes after it,
         #: and its launches: a call that repeats them while no argument changed enqueues them again as
@@ -87,8 +86,8 @@ class LaunchPlan(Routing):
         return auto_slices(p, pr, self.ctx.device.compute_units)
 
     # ----- resources ----------------------------------------------------------------------------
-    def _buffer(self, size: int) -> cl.Buffer:
-        buf = cl.Buffer(self.ctx.context, cl.mem_flags.READ_WRITE, max(1, size))
+    def _buffer(self, size: int) -> ocl.Buffer:
+        buf = ocl.device_buffer(self.ctx.context, size)
         self._temps.append(buf)
         return buf
 
@@ -101,10 +100,8 @@ class LaunchPlan(Routing):
             raise ConfigError(f"{st.name} as an image needs {width}x{height} texels; the device allows {max_w}x{max_h}")
         return width, height
 
-    def _image(self, st: OperandRoute) -> cl.Image:
-        channel = cl.channel_type.UNSIGNED_INT32 if self.dtype.needs_fp64 else cl.channel_type.FLOAT
-        fmt = cl.ImageFormat(cl.channel_order.RGBA, channel)
-        img = cl.create_image(self.ctx.context, cl.mem_flags.READ_ONLY, fmt, shape=self._image_shape(st))
+    def _image(self, st: OperandRoute) -> ocl.Image:
+        img = ocl.read_only_image(self.ctx.context, self._image_shape(st), bits=self.dtype.needs_fp64)
         self._temps.append(img)
         return img
 
@@ -112,7 +109,7 @@ class LaunchPlan(Routing):
         """Compile (or fetch from the cache) every kernel the plan launches; check image limits."""
         src = self.kernel_source
         self.gemm_kernel = self.ctx.kernel(src.source, src.name, src.options)
-        self.pack_kernels: dict[str, cl.Kernel] = {}
+        self.pack_kernels: dict[str, ocl.Kernel] = {}
         for name, st in self.staging.items():
             if not st.packed:
                 continue
@@ -127,8 +124,8 @@ class LaunchPlan(Routing):
         if self._allocated:
             return
         sizes = self.temporary_bytes()
-        self.pack_buffers: dict[str, cl.Buffer] = {}
-        self.images: dict[str, cl.Image] = {}
+        self.pack_buffers: dict[str, ocl.Buffer] = {}
+        self.images: dict[str, ocl.Image] = {}
         for name, st in self.staging.items():
             if st.packed:
                 self.pack_buffers[name] = self._buffer(sizes[name])
@@ -176,7 +173,7 @@ class LaunchPlan(Routing):
         strides["C"] = self.padded_m * self.padded_n if self.c_temp else pr.stride_c
         return tuple(strides[name] for name in "ABC")
 
-    def _epilogue(self, name: str) -> cl.Kernel:
+    def _epilogue(self, name: str) -> ocl.Kernel:
         """The plan's own ``merge`` or ``scale`` kernel object (made once: creating one costs time)."""
         if name not in self._epilogues:
             src = helpers.epilogues(self.dtype.output)
@@ -194,9 +191,9 @@ class LaunchPlan(Routing):
         self._last_call = None
 
     # ----- launching ----------------------------------------------------------------------------
-    def enqueue(self, a: cl.Buffer, b: cl.Buffer, c: cl.Buffer, alpha: complex | float = 1.0,
-                beta: complex | float = 0.0, wait_for: list[cl.Event] | None = None,
-                offsets: tuple[int, int, int] | None = None) -> list[cl.Event]:
+    def enqueue(self, a: ocl.Buffer, b: ocl.Buffer, c: ocl.Buffer, alpha: complex | float = 1.0,
+                beta: complex | float = 0.0, wait_for: list[ocl.Event] | None = None,
+                offsets: tuple[int, int, int] | None = None) -> list[ocl.Event]:
         """Enqueue C = alpha op(A) op(B) + beta C on the device's queue; returns the events, first to last
         (empty when m or n is 0: there is nothing to do). ``offsets`` are A's, B's and C's element offsets
         when they are not the problem's: of the same alignment class (``GemmProblem.aligned``: all the
@@ -223,8 +220,8 @@ class LaunchPlan(Routing):
             self._last_call = (a, b, c, bound, self._arguments.changes, launches)
             return self._launch(launches, wait_for)
 
-    def enqueue_copy(self, name: str, user: cl.Buffer, offset: int | None = None,
-                     wait_for: list[cl.Event] | None = None) -> tuple[list[cl.Event], tuple]:
+    def enqueue_copy(self, name: str, user: ocl.Buffer, offset: int | None = None,
+                     wait_for: list[ocl.Event] | None = None) -> tuple[list[ocl.Event], tuple]:
         """Bring operand ``name`` ('A' or 'B', in ``user`` from element ``offset``) into the form the
         product reads: packed into the plan's own buffer (returning the pack's events), or read in place
         (no events: ``user`` must then hold it until the products are done). Returns the events and the
@@ -238,9 +235,9 @@ class LaunchPlan(Routing):
                                           launches)
             return self._launch(launches, wait_for), operand
 
-    def enqueue_product(self, operands: dict[str, tuple], c: cl.Buffer, offset_c: int | None = None,
+    def enqueue_product(self, operands: dict[str, tuple], c: ocl.Buffer, offset_c: int | None = None,
                         alpha: complex | float = 1.0, beta: complex | float = 0.0,
-                        wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
+                        wait_for: list[ocl.Event] | None = None) -> list[ocl.Event]:
         """The product and its merge on operands from ``enqueue_copy``: C = alpha op(A) op(B) + beta C."""
         pr = self.problem
         offset_c = pr.offset_c if offset_c is None else offset_c
@@ -269,7 +266,7 @@ class LaunchPlan(Routing):
         pr = self.problem
         return round_up(pr.n, helpers.TILE), round_up(pr.m, helpers.TILE), pr.batch
 
-    def _stage_operand(self, name: str, user: cl.Buffer, offset: int, launches: list[tuple]) -> tuple:
+    def _stage_operand(self, name: str, user: ocl.Buffer, offset: int, launches: list[tuple]) -> tuple:
         """Add the launches that bring operand ``name`` to the kernel (none when it is read in place) and
         return its kernel arguments: memory, offset, leading dimension."""
         st = self.staging[name]
@@ -312,7 +309,7 @@ class LaunchPlan(Routing):
     def _gemm_signature(self) -> str:
         return GEMM_SIGNATURE + (STREAM_K_SIGNATURE if self.partition else "")
 
-    def _product_launches(self, operands: dict[str, tuple], c: cl.Buffer, offset_c: int, alpha, beta) -> list[tuple]:
+    def _product_launches(self, operands: dict[str, tuple], c: ocl.Buffer, offset_c: int, alpha, beta) -> list[tuple]:
         """The GEMM kernel's launch on staged operands and, into a temporary C, the merge's."""
         pr = self.problem
         dims, strides, global_size, local_size = self._gemm_constants
@@ -341,19 +338,19 @@ class LaunchPlan(Routing):
             launches.append((merge, self._tiles_of_c(), TILE_GROUP))
         return launches
 
-    def _launch(self, launches: list[tuple], wait_for: list[cl.Event] | None) -> list[cl.Event]:
+    def _launch(self, launches: list[tuple], wait_for: list[ocl.Event] | None) -> list[ocl.Event]:
         """Enqueue kernel launches (kernel, global size, local size) and image fills (image, buffer) in
         order, the first after ``wait_for``; their events."""
         q = self.ctx.queue
-        events: list[cl.Event] = []
+        events: list[ocl.Event] = []
         for launch in launches:
             first = None if events else wait_for
-            if isinstance(launch[0], cl.Kernel):
+            if isinstance(launch[0], ocl.Kernel):
                 kern, size, local = launch
-                events.append(cl.enqueue_nd_range_kernel(q, kern, size, local, wait_for=first))
+                events.append(ocl.launch(q, kern, size, local, wait_for=first))
             else:
                 img, src = launch
-                events.append(cl.enqueue_copy(q, img, src, offset=0, origin=(0, 0), region=img.shape, wait_for=first))
+                events.append(ocl.copy(q, img, src, offset=0, origin=(0, 0), region=img.shape, wait_for=first))
         return events
 
     def launches(self) -> list[str]:

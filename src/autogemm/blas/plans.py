@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import pyopencl as cl
 
 from ..codelets.gemv import GemvParams
 from ..codelets.registry import KernelParams
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
 from .gemv import GemvLaunchPlan, GemvProblem
 from .launch_plan import LaunchPlan, check_edge
@@ -36,7 +36,7 @@ def gemv_plan(ctx: DeviceContext, problem: GemvProblem, params: GemvParams | Non
     return GemvLaunchPlan(ctx, problem, chosen.params, chosen.source)
 
 
-def round_trip(plan: LaunchPlan | VectorsPlan, buffers: list[cl.Buffer], a: np.ndarray, b: np.ndarray,
+def round_trip(plan: LaunchPlan | VectorsPlan, buffers: list[ocl.Buffer], a: np.ndarray, b: np.ndarray,
                c: np.ndarray) -> Callable[[], None]:
     """One product from host arrays with no more than it needs, on the plan's queue: A and B copied into
     ``buffers``, the plan's launches, C copied back into ``c``, blocking (the least a call from numpy to
@@ -44,10 +44,10 @@ def round_trip(plan: LaunchPlan | VectorsPlan, buffers: list[cl.Buffer], a: np.n
     queue = plan.ctx.queue
 
     def run() -> None:
-        cl.enqueue_copy(queue, buffers[0], a, is_blocking=False)
-        cl.enqueue_copy(queue, buffers[1], b, is_blocking=False)
+        ocl.copy(queue, buffers[0], a, is_blocking=False)
+        ocl.copy(queue, buffers[1], b, is_blocking=False)
         plan.enqueue(*buffers)
-        cl.enqueue_copy(queue, c, buffers[2], is_blocking=True)
+        ocl.copy(queue, c, buffers[2], is_blocking=True)
     return run
 
 

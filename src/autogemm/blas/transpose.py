@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-import pyopencl as cl
 
 from ..codelets import helpers
 from ..codelets.kernel import round_up
 from ..dtypes import Dtype
 from ..errors import ShapeError
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
 from .problem import INT32_MAX, addressable
 
@@ -20,14 +20,14 @@ class Storage(NamedTuple):
     """Where the matrices of one side lie: the buffer, the first element, the leading dimension and the
     elements between the matrices of a stack."""
 
-    buffer: cl.Buffer
+    buffer: ocl.Buffer
     offset: int
     ld: int
     stride: int
 
 
 def enqueue_transpose(ctx: DeviceContext, dt: Dtype, rows: int, cols: int, layers: int, src: Storage, dst: Storage,
-                      transpose: bool, conjugate: bool, wait_for: list[cl.Event] | None = None) -> cl.Event:
+                      transpose: bool, conjugate: bool, wait_for: list[ocl.Event] | None = None) -> ocl.Event:
     """Write the ``rows`` x ``cols`` matrices dst = op(src) of ``layers`` stacked products, op a transpose
     (src is then stored ``cols`` x ``rows``) or not, conjugating complex elements when asked; ``ShapeError``
     where an index within one matrix, or the stride between two, would pass the kernel's 32-bit indices
@@ -44,4 +44,4 @@ def enqueue_transpose(ctx: DeviceContext, dt: Dtype, rows: int, cols: int, layer
     kernel.set_args(i32(rows), i32(cols), src.buffer, i64(src.offset), i32(src.ld), dst.buffer, i64(dst.offset),
                     i32(rows), i32(cols), i32(dst.ld), i32(src.stride), i32(dst.stride))
     size = (round_up(cols, helpers.TILE), round_up(rows, helpers.TILE), layers)
-    return cl.enqueue_nd_range_kernel(ctx.queue, kernel, size, (helpers.TILE, helpers.TILE, 1), wait_for=wait_for)
+    return ocl.launch(ctx.queue, kernel, size, (helpers.TILE, helpers.TILE, 1), wait_for=wait_for)

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pyopencl as cl
-
 from ..codelets.gemv import GemvParams
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
 from .gemv import GemvLaunchPlan, GemvProblem
 from .problem import GemmProblem, Op
@@ -82,9 +81,9 @@ class VectorsPlan:
     def release(self) -> None:
         self.gemv.release()
 
-    def enqueue(self, a: cl.Buffer, b: cl.Buffer, c: cl.Buffer, alpha: complex | float = 1.0,
-                beta: complex | float = 0.0, wait_for: list[cl.Event] | None = None,
-                offsets: tuple[int, int, int] | None = None) -> list[cl.Event]:
+    def enqueue(self, a: ocl.Buffer, b: ocl.Buffer, c: ocl.Buffer, alpha: complex | float = 1.0,
+                beta: complex | float = 0.0, wait_for: list[ocl.Event] | None = None,
+                offsets: tuple[int, int, int] | None = None) -> list[ocl.Event]:
         """``LaunchPlan.enqueue``: C = alpha op(A) op(B) + beta C, A's, B's and C's element offsets
         ``offsets`` where they are not the problem's."""
         pr = self.problem

@@ -7,12 +7,12 @@ dimension, increments, offsets and beta; each compared with a float64 reference.
 from __future__ import annotations
 
 import numpy as np
-import pyopencl as cl
 
 from ..accuracy import apply_op, random_matrix, relative_error, tolerance
 from ..codelets.gemv import GemvParams
 from ..codelets.registry import GEMM, KernelParams, Params, family_of
 from ..dtypes import Dtype
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
 from .gemv import GemvLaunchPlan, GemvProblem
 from .launch_plan import LaunchPlan
@@ -65,12 +65,11 @@ def _run_plan(ctx: DeviceContext, plan: LaunchPlan | GemvLaunchPlan, operands: t
               alpha: float, beta: float) -> np.ndarray:
     """Enqueue ``plan`` on device copies of the host ``operands`` (its output last) and return the
     output's new contents; the plan and the buffers are released."""
-    mf = cl.mem_flags
-    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x) for x in operands]
+    buffers = [ocl.buffer_of(ctx.context, x) for x in operands]
     try:
         plan.enqueue(*buffers, alpha=alpha, beta=beta)
         out = np.empty_like(operands[-1])
-        cl.enqueue_copy(ctx.queue, out, buffers[-1]).wait()
+        ocl.copy(ctx.queue, out, buffers[-1]).wait()
         return out
     finally:
         plan.release()

@@ -6,7 +6,6 @@ import sys
 
 import click
 import numpy as np
-import pyopencl as cl
 
 from ..accuracy import apply_op, gemm_flops, random_matrix, relative_error_where_finite
 from ..blas import EDGES, GemmProblem, Op
@@ -21,6 +20,7 @@ from ..dtypes import DTYPES, Dtype, get_dtype
 from ..errors import AutogemmError, ConfigError
 from ..runtime import context_for, median, time_enqueue
 from ..runtime.backend import CUDA
+from ..runtime.opencl import commands as ocl
 from .common import console, fail, json_file, parse_config, select_device, write_results
 from .group import main
 
@@ -138,9 +138,7 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, time
     console.print(f"plan: {plan.describe()}", highlight=False, markup=False)
     rng = np.random.default_rng()
     hosts = {name: random_matrix(rng, dt.output if name == "C" else dt, problem.stored_shape(name)) for name in "ABC"}
-    mf = cl.mem_flags
-    bufs = {name: cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR,
-                            hostbuf=h if h.size else np.zeros(1, dt.numpy)) for name, h in hosts.items()}
+    bufs = {name: ocl.buffer_of(ctx.context, h if h.size else np.zeros(1, dt.numpy)) for name, h in hosts.items()}
     flops = gemm_flops(dt, m, n, k)
     times = time_enqueue(lambda: plan.enqueue(bufs["A"], bufs["B"], bufs["C"], alpha, beta) or [_marker(ctx)],
                          warmup=1, runs=iterations)
@@ -164,11 +162,11 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, time
                           markup=False)
     if validate:
         # C was overwritten by each iteration: recompute once from the original C.
-        cl.enqueue_copy(ctx.queue, bufs["C"], hosts["C"] if hosts["C"].size else np.zeros(1, dt.numpy))
+        ocl.copy(ctx.queue, bufs["C"], hosts["C"] if hosts["C"].size else np.zeros(1, dt.numpy))
         plan.enqueue(bufs["A"], bufs["B"], bufs["C"], alpha, beta)
         got = np.empty_like(hosts["C"])
         if got.size:
-            cl.enqueue_copy(ctx.queue, got, bufs["C"])
+            ocl.copy(ctx.queue, got, bufs["C"])
         ref_type = dt.reference_numpy
         ref = alpha * (apply_op(hosts["A"].astype(ref_type), trans_a) @ apply_op(hosts["B"].astype(ref_type), trans_b))
         ref = ref + (beta * hosts["C"].astype(ref_type) if beta else 0)
@@ -182,8 +180,8 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, time
     plan.release()
 
 
-def _marker(ctx) -> cl.Event:
+def _marker(ctx) -> ocl.Event:
     """An event for iterations with nothing to launch (m or n is 0)."""
-    return cl.enqueue_marker(ctx.queue)
+    return ocl.marker(ctx.queue)
 
 

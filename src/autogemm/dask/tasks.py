@@ -18,8 +18,6 @@ from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 import numpy as np
-import pyopencl as cl
-import pyopencl.array as cl_array
 
 from ..accuracy import apply_op
 from ..api import gemm
@@ -27,6 +25,7 @@ from ..engine.transfer import host_result, staged_uploads
 from ..errors import DeviceError
 from ..profiles import thresholds_for
 from ..runtime import Device, context_for, context_for_queue
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.discovery import default_device, find_device
 from ..shares.copying import parallel_copy
 from ..shares.staging import in_result_pool, page_locked, read_into
@@ -114,14 +113,14 @@ def block_product(a: np.ndarray | list[np.ndarray], b: np.ndarray | list[np.ndar
     nbytes = rows * cols * first_a.dtype.itemsize
     memory = ctx.buffers.take(nbytes)       # as gemm's own operands: kept for the next block, not freed
     try:
-        c = cl_array.Array(queue, (rows, cols), first_a.dtype, data=memory)
+        c = ocl.DeviceArray(queue, (rows, cols), first_a.dtype, data=memory)
         return _product_into(c, pairs, device, place, trans_a=trans_a, trans_b=trans_b, alpha=alpha)
     finally:
         queue.finish()
         ctx.buffers.give(memory, nbytes)
 
 
-def _product_into(c: cl_array.Array, pairs: list[tuple[np.ndarray, np.ndarray]], device: Device,
+def _product_into(c: ocl.DeviceArray, pairs: list[tuple[np.ndarray, np.ndarray]], device: Device,
                   place: Callable[[Device | None], Place] | None, *, trans_a: str, trans_b: str, alpha: complex
                   ) -> np.ndarray:
     """``block_product`` on ``device``: the sum made in ``c`` in the device's turn, the first pair of blocks
@@ -234,11 +233,11 @@ class KeptBlocks:
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self._blocks: OrderedDict[tuple, tuple[weakref.ref, cl_array.Array]] = OrderedDict()
+        self._blocks: OrderedDict[tuple, tuple[weakref.ref, ocl.DeviceArray]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def on_device(self, queue: cl.CommandQueue, x: np.ndarray) -> cl_array.Array:
+    def on_device(self, queue: ocl.Queue, x: np.ndarray) -> ocl.DeviceArray:
         """``x`` on the device (a C-ordered copy): the kept one, else uploaded through page-locked memory
         now and kept."""
         owner = memory_owner(x)
@@ -248,13 +247,13 @@ class KeptBlocks:
             if found is not None and found[0]() is owner:
                 self._blocks.move_to_end(key)
                 return found[1]
-        uploaded = cl_array.empty(queue, x.shape, x.dtype)
+        uploaded = ocl.empty_array(queue, x.shape, x.dtype)
         ctx = context_for_queue(queue)
         if ctx.device.shares_host_memory or not x.size:       # no DMA to feed: a copy is all it takes
             uploaded.set(np.ascontiguousarray(x))
         else:
             with page_locked(ctx, x.nbytes) as memory:
-                cl.wait_for_events(staged_uploads(queue, [(uploaded.data, memory, x)]))
+                ocl.wait(staged_uploads(queue, [(uploaded.data, memory, x)]))
         with self._lock:
             replaced = self._blocks.pop(key, None)
             self._bytes += uploaded.nbytes - (replaced[1].nbytes if replaced else 0)
@@ -274,7 +273,7 @@ def kept_blocks(device: Device) -> KeptBlocks:
 _queues = threading.local()
 
 
-def thread_queue(device: Device) -> cl.CommandQueue:
+def thread_queue(device: Device) -> ocl.Queue:
     """An in-order queue of ``device``'s context for the calling thread, made once: the block products of
     a worker's threads each run on a queue of their own, so that one's copies overlap another's
     kernels, as a stream's copy queues do."""
@@ -282,7 +281,7 @@ def thread_queue(device: Device) -> cl.CommandQueue:
     if queues is None:
         queues = _queues.by_device = {}
     if device not in queues:
-        queues[device] = cl.CommandQueue(context_for(device).context, device.cl_device)
+        queues[device] = ocl.Queue(context_for(device).context, device.cl_device)
     return queues[device]
 
 

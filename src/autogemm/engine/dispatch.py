@@ -14,11 +14,11 @@ validated once (``call.GemmCall``) and handed to the route that takes it:
 from __future__ import annotations
 
 import numpy as np
-from pyopencl.array import Array
 
 from ..blas.problem import alignment_class
 from ..errors import ArgumentError
 from ..profiles import thresholds_for
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.discovery import find_device
 from .call import GemmCall, GemmOptions
 from .operands import Matrix, as_matrix
@@ -105,8 +105,8 @@ def call_signature(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, op
             return None
         operands = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype,
                     None if c is None else (c.shape, c.strides, c.dtype, c.flags.writeable))
-    elif isinstance(a, Array):
-        if not isinstance(b, Array) or not (c is None or isinstance(c, Array)):
+    elif isinstance(a, ocl.DeviceArray):
+        if not isinstance(b, ocl.DeviceArray) or not (c is None or isinstance(c, ocl.DeviceArray)):
             return None
         operands = (_device_key(a), _device_key(b), None if c is None else _device_key(c))
     else:
@@ -115,6 +115,6 @@ def call_signature(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, op
     return None if options_key is None else (operands, batch, options_key)
 
 
-def _device_key(x: Array) -> tuple:
+def _device_key(x: ocl.DeviceArray) -> tuple:
     """A device array's part of a call signature."""
     return x.shape, x.strides, alignment_class(x.offset // x.dtype.itemsize), x.dtype, x.queue

@@ -6,8 +6,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import pyopencl as cl
-import pyopencl.array as cl_array
 
 from .. import workload
 from ..blas import Op
@@ -18,6 +16,7 @@ from ..dtypes import get_dtype
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..profiles import thresholds_for
 from ..runtime import Device
+from ..runtime.opencl import commands as ocl
 from .operands import (
     Matrix,
     as_array,
@@ -35,7 +34,7 @@ from .transfer import host_result, one_block, run_blocks
 
 def run_gemv(a: Matrix, x: Matrix, y: Matrix | None, *, alpha: complex | float, beta: complex | float, trans: str,
              device: Device | str | int | None, config: GemvParams | None,
-             wait_for: list[cl.Event] | None) -> Matrix:
+             wait_for: list[ocl.Event] | None) -> Matrix:
     """``autogemm.gemv``'s call: every argument checked before anything is enqueued, then the plan of the
     problem on the operands' storage, enqueued on device arrays or run on host ones."""
     a, x = as_matrix(a, "a"), as_array(x, "x")
@@ -71,7 +70,7 @@ def run_gemv(a: Matrix, x: Matrix, y: Matrix | None, *, alpha: complex | float, 
     if y is not None:
         out = y
     elif asynchronous:
-        out = cl_array.empty(ctx.queue, (m,), dt.numpy)
+        out = ocl.empty_array(ctx.queue, (m,), dt.numpy)
     else:
         out = host_result(ctx, (m,), dt.numpy, limits)
     sy = stored_vector(out, "y")
@@ -88,7 +87,7 @@ def run_gemv(a: Matrix, x: Matrix, y: Matrix | None, *, alpha: complex | float, 
     plan = cached_gemv_plan(ctx, replace(problem, offset_a=0, offset_x=0, offset_y=0), config)
     temporaries = [] if plan.allocated else list(plan.temporary_bytes().values())
 
-    def enqueue(buffers: list[cl.Buffer], events: list[cl.Event]) -> list[cl.Event]:
+    def enqueue(buffers: list[ocl.Buffer], events: list[ocl.Event]) -> list[ocl.Event]:
         return plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=events,
                             offsets=(sa.offset, sx.offset, sy.offset))
 

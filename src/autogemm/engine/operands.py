@@ -9,18 +9,17 @@ from collections import OrderedDict
 from typing import NamedTuple
 
 import numpy as np
-import pyopencl as cl
-import pyopencl.array as cl_array
 
 from ..dtypes import Dtype
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..runtime import Device, DeviceContext, context_for, context_for_queue, find_device
+from ..runtime.opencl import commands as ocl
 
-Matrix = np.ndarray | cl_array.Array
+Matrix = np.ndarray | ocl.DeviceArray
 
 
 def on_device(value: object) -> bool:
-    return isinstance(value, cl_array.Array)
+    return isinstance(value, ocl.DeviceArray)
 
 
 class Stored(NamedTuple):
@@ -39,7 +38,7 @@ class Stored(NamedTuple):
     stride: int = 0
     offset: int = 0
     span: np.ndarray | None = None
-    buffer: cl.Buffer | None = None
+    buffer: ocl.Buffer | None = None
 
     @property
     def elements(self) -> int:
@@ -153,7 +152,7 @@ def scalar(value: object, name: str, dt: Dtype) -> complex | float:
 
 def as_array(value: object, name: str) -> Matrix:
     """``value`` if it is a numpy or pyopencl array, else ``ArgumentError``."""
-    if not isinstance(value, (np.ndarray, cl_array.Array)):
+    if not isinstance(value, (np.ndarray, ocl.DeviceArray)):
         raise ArgumentError(f"{name} must be a numpy or pyopencl array, not {type(value).__name__}")
     return value
 
@@ -185,34 +184,34 @@ def call_context(device: Device | str | int | None, named: dict[str, object]) ->
     return ctx
 
 
-def event_list(wait_for: object) -> list[cl.Event]:
+def event_list(wait_for: object) -> list[ocl.Event]:
     """``wait_for`` (None or a list or tuple of pyopencl events) as a list; ``ArgumentError`` otherwise."""
     if wait_for is None:
         return []
-    if not isinstance(wait_for, (list, tuple)) or not all(isinstance(e, cl.Event) for e in wait_for):
+    if not isinstance(wait_for, (list, tuple)) or not all(isinstance(e, ocl.Event) for e in wait_for):
         raise ArgumentError("wait_for must be a list of pyopencl events")
     return list(wait_for)
 
 
-def events_of(values: list[object], queue: cl.CommandQueue) -> list[cl.Event]:
+def events_of(values: list[object], queue: ocl.Queue) -> list[ocl.Event]:
     """The pending events of the device arrays among ``values`` (what must finish before they are read
     or written) that ``queue`` does not order by itself: those enqueued on other queues, and user events
     (an in-order queue runs its commands one after the other; waiting on its own events only costs time).
     An array's events may come from any queue: a call on the queue of its first device operand adds its
     last event to C, which may lie on another."""
     handle = queue.int_ptr
-    return [event for value in values if isinstance(value, cl_array.Array) for event in value.events
+    return [event for value in values if isinstance(value, ocl.DeviceArray) for event in value.events
             if _queue_of(event) != handle]
 
 
 #: The handle of the queue of each event recently asked about, by the event's id (the event held with it,
 #: so that its id is no other's meanwhile): asking the driver costs every call on device arrays, whose
 #: events stay with them, and an event's queue never changes.
-_QUEUES: OrderedDict[int, tuple[cl.Event, int | None]] = OrderedDict()
+_QUEUES: OrderedDict[int, tuple[ocl.Event, int | None]] = OrderedDict()
 QUEUES_KEPT = 256
 
 
-def _queue_of(event: cl.Event) -> int | None:
+def _queue_of(event: ocl.Event) -> int | None:
     """The handle of ``event``'s command queue (None for a user event), asked of the driver once."""
     found = _QUEUES.get(id(event))
     if found is not None and found[0] is event:
@@ -221,7 +220,7 @@ def _queue_of(event: cl.Event) -> int | None:
     return _noted(event, None if queue is None else queue.int_ptr)
 
 
-def hand_events(out: cl_array.Array, events: list[cl.Event], queue: cl.CommandQueue) -> None:
+def hand_events(out: ocl.DeviceArray, events: list[ocl.Event], queue: ocl.Queue) -> None:
     """Add ``events``, enqueued on ``queue``, to ``out``'s pending events, their queue noted: the next call
     on ``out`` finds it without asking the driver (which makes a queue object for the answer and releases
     it, on every call of a loop that writes one C)."""
@@ -231,7 +230,7 @@ def hand_events(out: cl_array.Array, events: list[cl.Event], queue: cl.CommandQu
         _noted(event, handle)
 
 
-def _noted(event: cl.Event, handle: int | None) -> int | None:
+def _noted(event: ocl.Event, handle: int | None) -> int | None:
     _QUEUES[id(event)] = (event, handle)
     while len(_QUEUES) > QUEUES_KEPT:
         _QUEUES.popitem(last=False)

@@ -22,19 +22,19 @@ from ctypes import memmove
 from typing import NamedTuple
 
 import numpy as np
-import pyopencl as cl
 
 from ..blas import GemmProblem, index_blocks
 from ..profiles import Thresholds
 from ..runtime import DeviceContext
 from ..runtime.cuda import CudaContext
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.memory import check_memory
 from ..shares.copying import COPY_THREADS, Background, native_copier, parallel_copy
 from ..shares.staging import page_locked, result_pool
 from .call import GemmCall
 from .operands import Matrix, Stored, hand_events, on_device
 
-Enqueue = Callable[[list[cl.Buffer], list[cl.Event]], list[cl.Event]]
+Enqueue = Callable[[list[ocl.Buffer], list[ocl.Event]], list[ocl.Event]]
 
 #: The staged operands cross in pieces, the first round of them (one for each copy thread) of
 #: ``PIECE_BYTES``, each round twice as long as the last up to ``PIPELINE_BYTES``: the host copies the next
@@ -74,7 +74,7 @@ def one_block(operands: Sequence[Stored], enqueue: Enqueue) -> list[Block]:
 
 
 def run_blocks(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bool], out: Matrix,
-               temporaries: Sequence[int], blocks: Sequence[Block], wait_for: list[cl.Event], limits: Thresholds
+               temporaries: Sequence[int], blocks: Sequence[Block], wait_for: list[ocl.Event], limits: Thresholds
                ) -> Matrix:
     """Give each operand a buffer (its own on the device; a host one uploaded where ``needed``: an output
     that is only written is not), enqueue each block once the parts of the operands it needs are
@@ -132,7 +132,7 @@ def _places(operands: Sequence[Stored], needed: Sequence[bool], out: Matrix, out
 
 
 def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bool], out: Matrix,
-             blocks: Sequence[Block], wait_for: list[cl.Event], staging: list[np.ndarray | None] | None) -> Matrix:
+             blocks: Sequence[Block], wait_for: list[ocl.Event], staging: list[np.ndarray | None] | None) -> Matrix:
     """``run_blocks``, host operands copied through ``staging`` (page-locked memory, one place per operand;
     None for one that is page-locked itself) where given, else from their arrays. Their device buffers
     come from the context's pool, and go back to it once a host result is read. A call in several
@@ -141,11 +141,11 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
     pieces, ready = _pieces(operands, needed, [block.needs for block in blocks], staging is not None)
     copies = _Copies(ctx.context, operands, pieces, staging)       # the copy threads start first
     sizes = _buffer_bytes(operands)
-    buffers: list[cl.Buffer | None] = [st.buffer for st in operands]
-    launched: list[cl.Event] = []
+    buffers: list[ocl.Buffer | None] = [st.buffer for st in operands]
+    launched: list[ocl.Event] = []
     downloads: list[tuple[int, int]] = []          # the elements of the result each block writes
-    last: tuple[int, int, list[cl.Event]] | None = None     # the last block's, and the launch it follows
-    reads: list[cl.Event] = []                     # the other blocks' reads
+    last: tuple[int, int, list[ocl.Event]] | None = None     # the last block's, and the launch it follows
+    reads: list[ocl.Event] = []                     # the other blocks' reads
     done = False
     try:
         copies.first()
@@ -156,8 +156,8 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
         flat = _flat(out, operands[-1])
         landing = None if flat is None or staging is None or staging[-1] is None else \
             staging[-1][:flat.nbytes].view(flat.dtype)
-        uploads = [cl.enqueue_copy(up_queue, buffers[i], source, dst_offset=start * source.itemsize,
-                                   wait_for=copies.ready[k], is_blocking=False)
+        uploads = [ocl.copy(up_queue, buffers[i], source, dst_offset=start * source.itemsize,
+                            wait_for=copies.ready[k], is_blocking=False)
                    for k, ((i, start, _), source) in enumerate(zip(pieces, copies.sources))]
         into = flat if landing is None else landing
         for count, block in zip(ready, blocks):      # the uploads run in order: a block waits for its last
@@ -169,16 +169,16 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
                     last = (start, stop, launched[-1:])
                 else:       # read back while the next block computes (its event held: pyopencl's event of
                     # a read into host memory waits for the read as it is collected)
-                    reads.append(cl.enqueue_copy(down_queue, into[start:stop], buffers[-1],
-                                                 src_offset=start * into.itemsize, wait_for=launched[-1:],
-                                                 is_blocking=False))
+                    reads.append(ocl.copy(down_queue, into[start:stop], buffers[-1],
+                                          src_offset=start * into.itemsize, wait_for=launched[-1:],
+                                          is_blocking=False))
         copies.join()
         if on_device(out):
             for event in uploads:       # (not noted: an upload's event holds its host array)
                 out.add_event(event)
             hand_events(out, launched[-1:], ctx.queue)
             if staging is not None:     # the page-locked memory is the next call's once they are done
-                cl.wait_for_events(uploads)
+                ocl.wait(uploads)
             return out
         if flat is None:
             download(down_queue, operands[-1], buffers[-1], out, None if staging is None else staging[-1],
@@ -187,8 +187,8 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
             # the last block's download blocks (a blocking read returns sooner than a wait on an event
             # does on some drivers); the others, before it on its in-order queue, have ended too
             start, stop, after = last
-            cl.enqueue_copy(down_queue, into[start:stop], buffers[-1], src_offset=start * into.itemsize,
-                            wait_for=after, is_blocking=True)
+            ocl.copy(down_queue, into[start:stop], buffers[-1], src_offset=start * into.itemsize,
+                     wait_for=after, is_blocking=True)
         elif downloads:
             down_queue.finish()
         if landing is not None:
@@ -202,18 +202,18 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
 
 
 def _direct(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bool], out: Matrix, block: Block,
-            wait_for: list[cl.Event]) -> Matrix:
+            wait_for: list[ocl.Event]) -> Matrix:
     """``run_blocks`` of one block with nothing staged (nothing to overlap): each needed host operand
     uploaded from its array, the block's launches, and a host result read back, blocking; its buffers
     from the context's pool (``_take_buffers``, ``_give_buffers``)."""
     queue = ctx.queue
     sizes = _buffer_bytes(operands)
-    buffers: list[cl.Buffer | None] = [st.buffer for st in operands]
+    buffers: list[ocl.Buffer | None] = [st.buffer for st in operands]
     done = False
     try:
         _take_buffers(ctx, operands, buffers, sizes)
         # (the uploads' events held: pyopencl's event of a copy from host memory waits for it as it goes)
-        uploads = [cl.enqueue_copy(queue, buffers[i], st.span, is_blocking=False)
+        uploads = [ocl.copy(queue, buffers[i], st.span, is_blocking=False)
                    for i, (st, need) in enumerate(zip(operands, needed)) if st.buffer is None and need and st.elements]
         launched = block.enqueue(buffers, wait_for + uploads[-1:])
         if on_device(out):
@@ -225,7 +225,7 @@ def _direct(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[boo
         if flat is None:
             download(queue, operands[-1], buffers[-1], out, None, launched[-1:])
         elif launched:
-            cl.enqueue_copy(queue, flat, buffers[-1], wait_for=launched[-1:], is_blocking=True)
+            ocl.copy(queue, flat, buffers[-1], wait_for=launched[-1:], is_blocking=True)
         done = True
         return out
     finally:
@@ -237,7 +237,7 @@ def _buffer_bytes(operands: Sequence[Stored]) -> list[int]:
     return [max(st.span.nbytes, st.span.itemsize) if st.buffer is None else 0 for st in operands]
 
 
-def _take_buffers(ctx: DeviceContext, operands: Sequence[Stored], buffers: list[cl.Buffer | None],
+def _take_buffers(ctx: DeviceContext, operands: Sequence[Stored], buffers: list[ocl.Buffer | None],
                   sizes: Sequence[int]) -> None:
     """Fill ``buffers`` (each operand's, None for a host one) from the context's pool, in order."""
     for i, st in enumerate(operands):
@@ -245,7 +245,7 @@ def _take_buffers(ctx: DeviceContext, operands: Sequence[Stored], buffers: list[
             buffers[i] = ctx.buffers.take(sizes[i])
 
 
-def _give_buffers(ctx: DeviceContext, operands: Sequence[Stored], buffers: Sequence[cl.Buffer | None],
+def _give_buffers(ctx: DeviceContext, operands: Sequence[Stored], buffers: Sequence[ocl.Buffer | None],
                   sizes: Sequence[int], done: bool) -> None:
     """The host operands' buffers back to the pool once every command using them is ``done``, last first
     (the pool hands out the last given first, so that a repeated call gets each operand's buffer of the
@@ -289,7 +289,7 @@ class _Copies:
     download at once while the threads copy, no copy waits for an enqueue, and each upload starts as soon
     as its piece is there. Without ``staging`` nothing is copied: the uploads read the operands' arrays."""
 
-    def __init__(self, context: cl.Context, operands: Sequence[Stored], pieces: Sequence[tuple[int, int, int]],
+    def __init__(self, context: ocl.Context, operands: Sequence[Stored], pieces: Sequence[tuple[int, int, int]],
                  staging: Sequence[np.ndarray | None] | None) -> None:
         places = {i: None if staging is None or staging[i] is None else
                   staging[i][:operands[i].span.nbytes].view(operands[i].span.dtype) for i, _, _ in pieces}
@@ -297,7 +297,7 @@ class _Copies:
                      if place is not None}
         #: What each piece's upload reads, and the events it waits for (a copy's, where there is one).
         self.sources: list[np.ndarray] = []
-        self.ready: list[list[cl.Event]] = []
+        self.ready: list[list[ocl.Event]] = []
         tasks, moves = [], []
         for k, (i, start, stop) in enumerate(pieces):
             span, place = operands[i].span, places[i]
@@ -307,7 +307,7 @@ class _Copies:
                 moves.append(None)
             else:
                 self.sources.append(place[start:stop])
-                self.ready.append([cl.UserEvent(context)])
+                self.ready.append([ocl.user_event(context)])
                 offset = start * span.itemsize     # (both contiguous: a copy is one memmove of its bytes)
                 to, source = addresses[i]
                 moves.append((to + offset, source + offset, (stop - start) * span.itemsize))
@@ -322,7 +322,7 @@ class _Copies:
 
     def _copy(self, k: int) -> None:
         memmove(*self._moves[k])
-        self.ready[k][0].set_status(cl.command_execution_status.COMPLETE)
+        ocl.complete(self.ready[k][0])
         self._moves[k] = None
 
     def first(self) -> None:
@@ -371,8 +371,8 @@ def _flat(out: Matrix, st: Stored) -> np.ndarray | None:
     return view.reshape(-1) if view.flags.c_contiguous and st.elements == out.size else None
 
 
-def staged_uploads(queue: cl.CommandQueue, staged: Sequence[tuple[cl.Buffer, np.ndarray, np.ndarray]]
-                   ) -> list[cl.Event]:
+def staged_uploads(queue: ocl.Queue, staged: Sequence[tuple[ocl.Buffer, np.ndarray, np.ndarray]]
+                   ) -> list[ocl.Event]:
     """Copy each ``(buffer, memory, array)``'s contiguous array to its buffer through its page-locked bytes
     ``memory``, in parts the copy threads copy while their uploads are enqueued (``_Copies``). The uploads'
     events."""
@@ -380,8 +380,8 @@ def staged_uploads(queue: cl.CommandQueue, staged: Sequence[tuple[cl.Buffer, np.
     pieces, _ = _pieces(ops, [True] * len(ops), [tuple(st.elements for st in ops)], True)
     copies = _Copies(queue.context, ops, pieces, [memory for _, memory, _ in staged])
     try:
-        uploads = [cl.enqueue_copy(queue, staged[i][0], source, dst_offset=start * source.itemsize,
-                                   wait_for=ready, is_blocking=False)
+        uploads = [ocl.copy(queue, staged[i][0], source, dst_offset=start * source.itemsize,
+                            wait_for=ready, is_blocking=False)
                    for (i, start, _), source, ready in zip(pieces, copies.sources, copies.ready)]
         copies.join()
         return uploads
@@ -389,13 +389,13 @@ def staged_uploads(queue: cl.CommandQueue, staged: Sequence[tuple[cl.Buffer, np.
         copies.close()
 
 
-def download(queue: cl.CommandQueue, st: Stored, buffer: cl.Buffer, out: np.ndarray,
-             staging: np.ndarray | None = None, wait_for: list[cl.Event] | None = None) -> None:
+def download(queue: ocl.Queue, st: Stored, buffer: ocl.Buffer, out: np.ndarray,
+             staging: np.ndarray | None = None, wait_for: list[ocl.Event] | None = None) -> None:
     """Read a result's storage back into ``out`` once ``wait_for`` are done: through the page-locked bytes
     ``staging`` where given, else through a temporary array, then into ``out``'s elements."""
     result = (np.empty(max(st.elements, 1), dtype=out.dtype) if staging is None
               else staging[:max(st.elements, 1) * out.itemsize].view(out.dtype))
-    cl.enqueue_copy(queue, result, buffer, wait_for=wait_for)
+    ocl.copy(queue, result, buffer, wait_for=wait_for)
     size = out.itemsize
     view = np.lib.stride_tricks.as_strided(result, shape=(st.layers, st.rows, st.cols),
                                            strides=(st.stride * size, st.ld * size, size))

@@ -4,20 +4,19 @@ transfer machinery (``transfer``)."""
 from __future__ import annotations
 
 import numpy as np
-import pyopencl as cl
-import pyopencl.array as cl_array
 
 from ..blas.transpose import Storage, enqueue_transpose
 from ..dtypes import get_dtype
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..profiles import thresholds_for
 from ..runtime import Device
+from ..runtime.opencl import commands as ocl
 from .operands import Matrix, Stored, as_array, call_context, event_list, events_of, on_device, stored
 from .transfer import host_result, one_block, run_blocks
 
 
 def run_transpose(a: Matrix, out: Matrix | None, *, conjugate: bool, device: Device | str | int | None,
-                  wait_for: list[cl.Event] | None) -> Matrix:
+                  wait_for: list[ocl.Event] | None) -> Matrix:
     """``autogemm.transpose``'s call: every argument checked before anything is enqueued, then the
     transpose enqueued on device arrays or run on host ones."""
     a = as_array(a, "a")
@@ -45,7 +44,7 @@ def run_transpose(a: Matrix, out: Matrix | None, *, conjugate: bool, device: Dev
     if wait_for and not asynchronous:
         raise ArgumentError("wait_for is for calls on device arrays; numpy operands are read when the call is made")
     if out is None:
-        out = (cl_array.empty(ctx.queue, shape, dt.numpy) if asynchronous
+        out = (ocl.empty_array(ctx.queue, shape, dt.numpy) if asynchronous
                else host_result(ctx, shape, dt.numpy, limits))
     if not all(shape):
         return out
@@ -53,7 +52,7 @@ def run_transpose(a: Matrix, out: Matrix | None, *, conjugate: bool, device: Dev
     # the storages are each other's transposes unless exactly one of them is column-major
     flip = sa.flipped == so.flipped
 
-    def enqueue(buffers: list[cl.Buffer], events: list[cl.Event]) -> list[cl.Event]:
+    def enqueue(buffers: list[ocl.Buffer], events: list[ocl.Event]) -> list[ocl.Event]:
         src, dst = (Storage(buf, st.offset, st.ld, st.stride) for buf, st in zip(buffers, (sa, so)))
         return [enqueue_transpose(ctx, dt, so.rows, so.cols, so.layers, src, dst, flip, conjugate, events)]
 

@@ -6,12 +6,12 @@ single-chip CPU+GPU systems."""
 from __future__ import annotations
 
 import numpy as np
-import pyopencl as cl
 
 from ..blas import index_blocks
 from ..blas.plan_cache import cached_plan
 from ..blas.problem import GemmProblem, Op, addressable
 from ..codelets.registry import KernelParams
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
 from ..runtime.opencl.memory import check_memory
 from .host import HostGemm
@@ -78,24 +78,22 @@ class MappedShare:
             self._run_block(*block)
 
     def _run_block(self, start: int, stop: int, problem: GemmProblem, plan) -> None:
-        gemm, queue, mf = self.gemm, self.ctx.queue, cl.mem_flags
+        gemm, queue = self.gemm, self.ctx.queue
         rows = gemm.c[start:stop]
         if not rows.size:
             return
         # A's rows of op(A): stored rows (op N, a block of its own) or columns (op T: all of A, at an offset)
         a_part = address_aligned(self.a[start:stop] if not problem.op_a.transposed else self.a, self.alignment)
         target = address_aligned(rows, self.alignment, copy=gemm.beta != 0)      # C is not read where beta is 0
-        buffers = [cl.Buffer(self.ctx.context, flags | mf.USE_HOST_PTR, hostbuf=host)
-                   for flags, host in ((mf.READ_ONLY, a_part if a_part.size else np.empty(1, self.a.dtype)),
-                                       (mf.READ_ONLY, self.b if self.b.size else np.empty(1, self.b.dtype)),
-                                       (mf.READ_WRITE, target))]
+        buffers = [ocl.buffer_over(self.ctx.context, host, read_only)
+                   for host, read_only in ((a_part if a_part.size else np.empty(1, self.a.dtype), True),
+                                           (self.b if self.b.size else np.empty(1, self.b.dtype), True),
+                                           (target, False))]
         try:
             events = plan.enqueue(*buffers, alpha=gemm.alpha, beta=gemm.beta,
                                   offsets=(problem.offset_a, problem.offset_b, problem.offset_c))
             # mapping C's buffer after the product makes the results visible in the host's array
-            view, _ = cl.enqueue_map_buffer(queue, buffers[2], cl.map_flags.READ, 0, rows.shape, rows.dtype,
-                                                 wait_for=events[-1:] or None, is_blocking=True)
-            view.base.release(queue)
+            ocl.map_for_reading(queue, buffers[2], rows.shape, rows.dtype, wait_for=events[-1:])
         finally:
             queue.finish()
             for buf in buffers:

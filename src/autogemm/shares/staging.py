@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterator
 from typing import Protocol
 
 import numpy as np
-import pyopencl as cl
 
 from ..errors import DeviceError
 from ..runtime.cuda import CudaContext
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
 from . import copying
 
@@ -43,7 +43,7 @@ class StagingRing:
 
     def __init__(self, ctx: DeviceContext, count: int, nbytes: int) -> None:
         self.buffers, self.arrays = map(list, zip(*(_mapped(ctx, nbytes) for _ in range(count))))
-        self.pending: list[cl.Event | None] = [None] * count
+        self.pending: list[ocl.Event | None] = [None] * count
         self.free = [threading.Event() for _ in range(count)]
         for flag in self.free:
             flag.set()
@@ -138,7 +138,7 @@ class _KeptMemory:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.buffer: cl.Buffer | None = None
+        self.buffer: ocl.Buffer | None = None
         self.array: np.ndarray | None = None
 
     def release(self) -> None:
@@ -222,7 +222,7 @@ class ResultPool:
         if entry is None:
             try:
                 entry = self.allocate(size)
-            except (cl.Error, DeviceError):
+            except (ocl.OpenCLError, DeviceError):
                 with self._lock:
                     self.held -= size
                 return None
@@ -315,23 +315,21 @@ def in_result_pool(array: np.ndarray) -> bool:
     return any(pool.owns(array) for pool in pools)
 
 
-def read_into(queue: cl.CommandQueue, host: np.ndarray, buffer: cl.Buffer, row: int, col: int,
-              shape: tuple[int, int], wait_for: list[cl.Event] | None = None) -> cl.Event:
+def read_into(queue: ocl.Queue, host: np.ndarray, buffer: ocl.Buffer, row: int, col: int,
+              shape: tuple[int, int], wait_for: list[ocl.Event] | None = None) -> ocl.Event:
     """Enqueue the copy of ``buffer`` (a dense row-major matrix of ``shape``) into ``host`` (a C-contiguous
     matrix) from its element (``row``, ``col``) on: one rectangle, which the DMA engines write straight
     where ``host`` is page-locked."""
     size = host.itemsize
     width = shape[1] * size
-    return cl.enqueue_copy(queue, host, buffer, buffer_origin=(0, 0), host_origin=(col * size, row),
-                           region=(width, shape[0]), buffer_pitches=(width,), host_pitches=(host.shape[1] * size,),
-                           is_blocking=False, wait_for=wait_for)
+    return ocl.copy(queue, host, buffer, buffer_origin=(0, 0), host_origin=(col * size, row),
+                    region=(width, shape[0]), buffer_pitches=(width,), host_pitches=(host.shape[1] * size,),
+                    is_blocking=False, wait_for=wait_for)
 
 
-def _mapped(ctx: DeviceContext, nbytes: int) -> tuple[cl.Buffer, np.ndarray]:
+def _mapped(ctx: DeviceContext, nbytes: int) -> tuple[ocl.Buffer, np.ndarray]:
     """A new buffer of ``nbytes`` of page-locked host memory, and its bytes mapped for the host."""
-    buffer = cl.Buffer(ctx.context, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, max(nbytes, 1))
-    flags = cl.map_flags.READ | cl.map_flags.WRITE
-    return buffer, cl.enqueue_map_buffer(ctx.queue, buffer, flags, 0, (max(nbytes, 1),), np.uint8)[0]
+    return ocl.page_locked(ctx.context, ctx.queue, nbytes)
 
 
 class FirstTouch:

@@ -25,13 +25,13 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import pyopencl as cl
 
 from ..blas.launch_plan import LaunchPlan
 from ..blas.plan_cache import cached_plan
 from ..blas.problem import GemmProblem, Op, addressable
 from ..codelets.registry import KernelParams
 from ..errors import DeviceError
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
 from . import copying, staging
 from .host import HostGemm
@@ -77,7 +77,7 @@ class Retiring:
     """A tile of C on its way back: its copy into a staging buffer (the event, the buffer's index in the
     ring and the array over it), to be copied into the host's C by the stream's retiring thread."""
 
-    download: cl.Event
+    download: ocl.Event
     staging_index: int
     staged: np.ndarray
     tile: Tile
@@ -88,10 +88,10 @@ class OperandSlots:
     the operand stays resident, else two used in turn; which block each holds with the copy that brought
     it, and the last kernel reading each (a slot is refilled only after it)."""
 
-    def __init__(self, name: str, buffers: list[cl.Buffer], resident: bool) -> None:
+    def __init__(self, name: str, buffers: list[ocl.Buffer], resident: bool) -> None:
         self.name, self.buffers, self.resident = name, buffers, resident
-        self.holding: dict[int, tuple[int, cl.Event]] = {}     # slot -> (block in it, its copy)
-        self.readers: dict[int, cl.Event] = {}
+        self.holding: dict[int, tuple[int, ocl.Event]] = {}     # slot -> (block in it, its copy)
+        self.readers: dict[int, ocl.Event] = {}
         self._turn = 0                                        # the slot the next block goes to
 
     def slot_for(self, block: int) -> tuple[int, bool]:
@@ -206,12 +206,12 @@ class DeviceStream:
         b = self.gemm.b
         return b[:, c0:c1] if not self.op_b.transposed else b[c0:c1]
 
-    def _upload(self, block: np.ndarray, buffer: cl.Buffer, wait_for: list[cl.Event]) -> cl.Event:
+    def _upload(self, block: np.ndarray, buffer: ocl.Buffer, wait_for: list[ocl.Event]) -> ocl.Event:
         """Copy a 2-D host block into ``buffer`` (row-major, dense) through the staging ring, chunk by
         chunk; the last copy's event (the copies of one queue finish in order)."""
         copies = self.ctx.transfer_queue("in")
         if block.size == 0:                      # nothing to copy (k is 0): an event to wait on all the same
-            return cl.enqueue_marker(copies, wait_for=wait_for or None)
+            return ocl.marker(copies, wait_for=wait_for or None)
         rows_per_chunk = max(1, self._staging_in.nbytes // max(block[0:1].nbytes, 1))
         event = None
         for r0 in range(0, len(block), rows_per_chunk):
@@ -221,8 +221,8 @@ class DeviceStream:
             copying.parallel_copy(staged, part)
             if self._trace is not None:
                 self._trace.append(("host copy in", started, time.perf_counter(), part.nbytes))
-            event = cl.enqueue_copy(copies, buffer, staged, dst_offset=r0 * block.shape[1] * block.itemsize,
-                                    is_blocking=False, wait_for=wait_for if event is None else None)
+            event = ocl.copy(copies, buffer, staged, dst_offset=r0 * block.shape[1] * block.itemsize,
+                             is_blocking=False, wait_for=wait_for if event is None else None)
             self._staging_in.pending[index] = event
             self._staging_in.done(index)
             if self._trace is not None:
@@ -266,20 +266,20 @@ class _StreamRun:
 
     def __init__(self, stream: DeviceStream, staging_out: StagingRing) -> None:
         self.stream, self.staging_out = stream, staging_out
-        self.allocated: list[cl.Buffer] = []
+        self.allocated: list[ocl.Buffer] = []
         self.a: OperandSlots | None = None
         self.b: OperandSlots | None = None
-        self.c_slots: list[cl.Buffer] = []
-        self.c_free: list[list[cl.Event]] = [[] for _ in range(C_SLOTS)]   # a C slot is free after these
+        self.c_slots: list[ocl.Buffer] = []
+        self.c_free: list[list[ocl.Event]] = [[] for _ in range(C_SLOTS)]   # a C slot is free after these
         self.retiring: queue.SimpleQueue = queue.SimpleQueue()
         self.errors: list[BaseException] = []
         self.first_touch: FirstTouch | None = None
         self.direct = False                      # C is page-locked: its tiles come back straight into it
         self.retirer = threading.Thread(target=self._retire_all, name="autogemm-retire")
 
-    def _buffers(self, count: int, nbytes: int) -> list[cl.Buffer]:
+    def _buffers(self, count: int, nbytes: int) -> list[ocl.Buffer]:
         ctx = self.stream.ctx
-        self.allocated.extend(cl.Buffer(ctx.context, cl.mem_flags.READ_WRITE, max(nbytes, 1)) for _ in range(count))
+        self.allocated.extend(ocl.device_buffer(ctx.context, nbytes) for _ in range(count))
         return self.allocated[-count:]
 
     def start(self) -> None:
@@ -298,7 +298,7 @@ class _StreamRun:
             self.first_touch = FirstTouch(rows, min(tile, 256))
         self.retirer.start()
 
-    def block(self, slots: OperandSlots, index: int, start: int, stop: int) -> tuple[int, cl.Buffer, cl.Event]:
+    def block(self, slots: OperandSlots, index: int, start: int, stop: int) -> tuple[int, ocl.Buffer, ocl.Event]:
         """Block ``index`` of ``slots``'s operand (rows or columns [start, stop)) on the device, copied into
         its slot unless there: (the slot, its buffer, the copy that brought it)."""
         stream = self.stream
@@ -309,7 +309,7 @@ class _StreamRun:
             if slots.name == "B" and stream.shared_b is not None:
                 host = stream.shared_b.block(index, host)      # page-locked already: one copy
                 copies = stream.ctx.transfer_queue("in")
-                copied = cl.enqueue_copy(copies, slots.buffers[slot], host, is_blocking=False, wait_for=after or None)
+                copied = ocl.copy(copies, slots.buffers[slot], host, is_blocking=False, wait_for=after or None)
                 copies.flush()
             else:
                 copied = stream._upload(host, slots.buffers[slot], after)
@@ -343,8 +343,8 @@ class _StreamRun:
                 stream._trace.append(("copy out", download))
         else:
             staging_index, staged = self.staging_out.take(tile.shape, stream.out_dtype)
-            download = cl.enqueue_copy(out_queue, staged, self.c_slots[c_index], is_blocking=False,
-                                       wait_for=events[-1:])
+            download = ocl.copy(out_queue, staged, self.c_slots[c_index], is_blocking=False,
+                                wait_for=events[-1:])
             self.staging_out.pending[staging_index] = download
             self.retiring.put(Retiring(download, staging_index, staged, tile))
         out_queue.flush()

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
-import pyopencl as cl
 
 from ..cache_dir import cache_subdir, write_atomically
 from ..errors import TuningError
+from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
 from ..runtime.opencl.device import Device
 from ..runtime.opencl.timing import event_seconds, median
@@ -80,12 +80,12 @@ def benchmark(ctx: DeviceContext, reals: tuple[str, ...], widths: tuple[int, ...
             names = set(program.kernel_names.split(";"))
             if not all(f"bench_{name}" in names for name in MACS):
                 continue    # the compiler dropped a kernel (PoCL 3.0's double8): the width keeps fma
-            out = cl.Buffer(ctx.context, cl.mem_flags.WRITE_ONLY, work_items * width * np.dtype(np_type).itemsize)
+            out = ocl.device_buffer(ctx.context, work_items * width * np.dtype(np_type).itemsize)
             rates = {}
             for name in MACS:
-                kernel = cl.Kernel(program, f"bench_{name}")
+                kernel = ocl.Kernel(program, f"bench_{name}")
                 kernel.set_args(out, np_type(1.0))
-                launch = functools.partial(cl.enqueue_nd_range_kernel, ctx.queue, kernel, (work_items,), None)
+                launch = functools.partial(ocl.launch, ctx.queue, kernel, (work_items,), None)
                 launch().wait()
                 seconds = median([event_seconds(launch()) for _ in range(runs)])
                 rates[name] = 2.0 * CHAINS * width * iterations * work_items / seconds / 1e9

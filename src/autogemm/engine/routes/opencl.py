@@ -14,8 +14,6 @@ from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
-import pyopencl as cl
-import pyopencl.array as cl_array
 
 from ... import workload
 from ...blas import GemmProblem, LaunchPlan, index_blocks
@@ -26,6 +24,7 @@ from ...codelets.kernel import ceil_div, round_up
 from ...codelets.registry import KernelParams
 from ...errors import ArgumentError
 from ...profiles import Thresholds, thresholds_for
+from ...runtime.opencl import commands as ocl
 from ...runtime.opencl.memory import check_memory
 from ..call import GemmCall, GemmOptions, checked_scalars, oriented
 from ..operands import (
@@ -87,7 +86,7 @@ class OpenCLRoute:
         self.plan = cached_plan(self.ctx, problem.aligned(), o.config, o.edge) if planned else None
         self.layout = self._layout() if planned else None
         self.resident = self._resident_bytes(call) if planned and len(self.layout) == 1 else None
-        self._buffers: list[cl.Buffer] | None = None        # the resident call's (``_resident_call``)
+        self._buffers: list[ocl.Buffer] | None = None        # the resident call's (``_resident_call``)
         self._buffers_lock = threading.Lock()
 
     def _resident_bytes(self, call: GemmCall) -> tuple[int, int, int] | None:
@@ -144,7 +143,7 @@ class OpenCLRoute:
         if c is not None:
             out = c
         elif self.asynchronous:
-            out = cl_array.empty(ctx.queue, self.shape, self.dt.output.numpy)
+            out = ocl.empty_array(ctx.queue, self.shape, self.dt.output.numpy)
         else:
             out = host_result(ctx, self.shape, self.dt.output.numpy, self.limits)
         if pr.m == 0 or pr.n == 0 or pr.batch == 0:
@@ -179,7 +178,7 @@ class OpenCLRoute:
         hand_events(out, events[-1:], ctx.queue)
         return out
 
-    def _resident_call(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha, beta, wait_for: list[cl.Event]
+    def _resident_call(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha, beta, wait_for: list[ocl.Event]
                        ) -> np.ndarray:
         """A small call on dense numpy arrays (``resident``): each array copied whole into a buffer the route
         keeps (made at its first call, checked against the device's memory with the plan's temporaries),
@@ -188,17 +187,17 @@ class OpenCLRoute:
         queue, plan = self.ctx.queue, self.plan
         if self._buffers is None:
             check_memory(self.ctx, [*self.resident, *plan.temporary_bytes().values()])
-            self._buffers = [cl.Buffer(self.ctx.context, cl.mem_flags.READ_WRITE, max(size, 1))
+            self._buffers = [ocl.device_buffer(self.ctx.context, size)
                              for size in self.resident]
         first, second = (b, a) if self.swapped else (a, b)
         buffers = self._buffers
         # (the uploads' events held: pyopencl's event of a copy from host memory waits for it as it goes)
-        uploads = [cl.enqueue_copy(queue, buffers[0], first, is_blocking=False),
-                   cl.enqueue_copy(queue, buffers[1], second, is_blocking=False)]
+        uploads = [ocl.copy(queue, buffers[0], first, is_blocking=False),
+                   ocl.copy(queue, buffers[1], second, is_blocking=False)]
         if beta != 0:                   # C is not read where beta is 0
-            uploads.append(cl.enqueue_copy(queue, buffers[2], out, is_blocking=False))
+            uploads.append(ocl.copy(queue, buffers[2], out, is_blocking=False))
         events = plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=wait_for + uploads[-1:])
-        cl.enqueue_copy(queue, out, buffers[2], wait_for=events[-1:], is_blocking=True)
+        ocl.copy(queue, out, buffers[2], wait_for=events[-1:], is_blocking=True)
         return out
 
     def _stored(self, i: int, x: Matrix, name: str) -> Stored:
@@ -213,7 +212,7 @@ class OpenCLRoute:
             self._layouts[i] = layout
         return placed(x, layout)
 
-    def _with_transfers(self, a: Matrix, b: Matrix, out: Matrix, alpha, beta, wait_for: list[cl.Event]) -> Matrix:
+    def _with_transfers(self, a: Matrix, b: Matrix, out: Matrix, alpha, beta, wait_for: list[ocl.Event]) -> Matrix:
         """A call with host operands: uploads, the product in the blocks of the layout, and a host
         result's download, overlapping where there are several blocks."""
         sa, sb, sc = (self._stored(i, x, name) for i, (x, name) in enumerate(((a, "a"), (b, "b"), (out, "c"))))
@@ -274,7 +273,7 @@ def _spans(m: int, count: int, block_rows: int) -> list[tuple[int, int]]:
 
 def _product(plan: LaunchPlan, part: GemmProblem, alpha, beta) -> Enqueue:
     """The launches of ``plan`` on ``part``'s offsets, as a block enqueues them."""
-    def enqueue(buffers: list[cl.Buffer], events: list[cl.Event]) -> list[cl.Event]:
+    def enqueue(buffers: list[ocl.Buffer], events: list[ocl.Event]) -> list[ocl.Event]:
         return plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=events,
                             offsets=(part.offset_a, part.offset_b, part.offset_c))
     return enqueue

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ...cores import usable_cores
+from ...runtime.opencl.commands import opencl_library
 
 #: How long an idle native thread polls for the next call's copies before it sleeps (OpenMP's threads
 #: spin about as long): calls in quick succession find them awake.
@@ -85,26 +86,9 @@ class Copier:
             return pool
 
 
-def _opencl_library() -> ctypes.CDLL | None:
-    """The OpenCL library pyopencl loaded (its ICD loader), else the system's."""
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "libOpenCL" in line and "/" in line}
-    except OSError:
-        paths = set()
-    for name in sorted(paths) + [ctypes.util.find_library("OpenCL") or "libOpenCL.so.1"]:
-        try:
-            return ctypes.CDLL(name)
-        except OSError:
-            continue
-    return None
-
-
 def _load(threads: int) -> Copier | None:
-    import pyopencl  # noqa: F401  (its OpenCL library loaded first, so that the same one is used)
-
     built = sorted(Path(__file__).parent.glob("_copier*.so"))
-    opencl = _opencl_library()
+    opencl = opencl_library()
     if not built or opencl is None:
         return None
     try:

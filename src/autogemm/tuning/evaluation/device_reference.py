@@ -12,10 +12,10 @@ import math
 from concurrent.futures import Future
 
 import numpy as np
-import pyopencl as cl
 
 from ...codelets import helpers
 from ...dtypes import Dtype
+from ...runtime.opencl import commands as ocl
 from ...runtime.opencl.context import DeviceContext
 
 #: Work-groups of the reduction at most (each work-item strides over the elements).
@@ -32,42 +32,40 @@ class DeviceReference:
                  size: int) -> None:
         self.ctx, self.dtype, self.size = ctx, dtype, size
         self._pending: np.ndarray | Future[np.ndarray] | None = reference
-        self.reference: cl.Buffer | None = None
+        self.reference: ocl.Buffer | None = None
         self.norm = 1.0
         output = dtype.output
-        mf = cl.mem_flags
         self.groups = max(1, min(MAX_GROUPS, math.ceil(self.size / helpers.RESIDUAL_GROUP)))
         self.partial_host = np.empty(self.groups, np.dtype(dtype.real_numpy))
         self.bad_host = np.empty(self.groups, np.int32)
-        self.partial = cl.Buffer(ctx.context, mf.WRITE_ONLY, self.partial_host.nbytes)
-        self.bad = cl.Buffer(ctx.context, mf.WRITE_ONLY, self.bad_host.nbytes)
+        self.partial = ocl.device_buffer(ctx.context, self.partial_host.nbytes)
+        self.bad = ocl.device_buffer(ctx.context, self.bad_host.nbytes)
         src = helpers.residual(output)
         self.kernel = ctx.kernel(src.source, src.name, src.options)
 
-    def compare(self, result: cl.Buffer) -> tuple[float, int]:
+    def compare(self, result: ocl.Buffer) -> tuple[float, int]:
         """(||C - R|| / ||R||, number of non-finite elements of C) for the C stored densely in ``result``;
         the error is inf when any element is not finite."""
         queue = self.ctx.queue
         self.kernel.set_args(np.int32(self.size), result, self._uploaded(), self.partial, self.bad)
         group = helpers.RESIDUAL_GROUP
-        cl.enqueue_nd_range_kernel(queue, self.kernel, (self.groups * group,), (group,))
-        cl.enqueue_copy(queue, self.partial_host, self.partial)
-        cl.enqueue_copy(queue, self.bad_host, self.bad).wait()
+        ocl.launch(queue, self.kernel, (self.groups * group,), (group,))
+        ocl.copy(queue, self.partial_host, self.partial)
+        ocl.copy(queue, self.bad_host, self.bad).wait()
         unwritten = int(self.bad_host.sum())
         if unwritten:
             return math.inf, unwritten
         error = math.sqrt(float(self.partial_host.astype(np.float64).sum())) / self.norm
         return (error if math.isfinite(error) else math.inf), 0
 
-    def _uploaded(self) -> cl.Buffer:
+    def _uploaded(self) -> ocl.Buffer:
         """The reference on the device, uploaded the first time (once it is computed)."""
         if self.reference is None:
             pending, self._pending = self._pending, None
             reference = pending.result() if isinstance(pending, Future) else pending
             self.norm = float(np.linalg.norm(reference)) or 1.0
             rounded = np.ascontiguousarray(reference, dtype=self.dtype.output.scalar_numpy)
-            self.reference = cl.Buffer(self.ctx.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                                       hostbuf=rounded)
+            self.reference = ocl.buffer_of(self.ctx.context, rounded, read_only=True)
         return self.reference
 
     def release(self) -> None:

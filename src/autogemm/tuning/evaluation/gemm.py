@@ -7,12 +7,12 @@ import math
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
-import pyopencl as cl
 
 from ...accuracy import apply_op, gemm_flops, random_matrix, tolerance
 from ...blas import GemmProblem, LaunchPlan, Op
 from ...codelets.registry import KernelParams
 from ...dtypes import Dtype, get_dtype
+from ...runtime.opencl import commands as ocl
 from ...runtime.opencl.context import DeviceContext
 from .measuring import fresh_random
 from .on_device import DeviceEvaluator
@@ -48,7 +48,7 @@ class GemmEvaluator(DeviceEvaluator):
     def prepare(self, params: KernelParams) -> LaunchPlan:
         return LaunchPlan(self.ctx, self.problem, params, edge="auto", split_k=self.split)
 
-    def _launch(self, plan: LaunchPlan) -> list[cl.Event]:
+    def _launch(self, plan: LaunchPlan) -> list[ocl.Event]:
         return plan.enqueue(self.a, self.b, self.output, 1.0, 0.0)
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import math
 
-import pyopencl as cl
-
 from ...accuracy import apply_op, gemv_flops, random_matrix, tolerance
 from ...blas import Op
 from ...blas.gemv import GemvLaunchPlan, GemvProblem
 from ...codelets.gemv import GemvParams
 from ...dtypes import Dtype, get_dtype
+from ...runtime.opencl import commands as ocl
 from ...runtime.opencl.context import DeviceContext
 from .measuring import fresh_random
 from .on_device import DeviceEvaluator
@@ -48,5 +47,5 @@ class GemvEvaluator(DeviceEvaluator):
     def prepare(self, params: GemvParams) -> GemvLaunchPlan:
         return GemvLaunchPlan(self.ctx, self.problem, params)
 
-    def _launch(self, plan: GemvLaunchPlan) -> list[cl.Event]:
+    def _launch(self, plan: GemvLaunchPlan) -> list[ocl.Event]:
         return plan.enqueue(self.a, self.x, self.output, 1.0, 0.0)

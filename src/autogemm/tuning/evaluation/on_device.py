@@ -12,9 +12,9 @@ from abc import abstractmethod
 from concurrent.futures import Future
 
 import numpy as np
-import pyopencl as cl
 
 from ...dtypes import Dtype
+from ...runtime.opencl import commands as ocl
 from ...runtime.opencl.context import DeviceContext
 from .device_reference import DeviceReference
 from .measuring import MeasuringEvaluator
@@ -34,7 +34,7 @@ class DeviceEvaluator(MeasuringEvaluator):
         self.bound = bound
 
     @abstractmethod
-    def _launch(self, plan) -> list[cl.Event]:
+    def _launch(self, plan) -> list[ocl.Event]:
         """Enqueue one run of ``plan`` on the evaluator's operands; its events, first to last."""
 
     def _done(self, plan) -> None:
