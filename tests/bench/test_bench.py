@@ -16,7 +16,8 @@ import autogemm
 from autogemm.accuracy import Reference, random_matrix
 from autogemm.bench import report
 from autogemm.bench.runner import AUTOGEMM, Bench, CaseResult, Measurement
-from autogemm.bench.shapes import Shape, read_shapes, square_sweep, suite
+from autogemm.bench.shapes import Shape, read_shapes, square_sweep
+from autogemm.bench.suites import suite
 from autogemm.blas import launch_plan as plan_module
 from autogemm.blas.vectors import MAX_VECTORS
 from autogemm.cli import main
@@ -266,7 +267,7 @@ def test_bench_hybrid_reports_the_four_strategies(tmp_path):
 
 
 def test_the_llm_suite_holds_forward_and_weight_gradient_products_of_each_layer():
-    from autogemm.bench.shapes import SUITES, llm_suite
+    from autogemm.bench.suites import SUITES, llm_suite
 
     shapes = llm_suite()
     assert SUITES["llm"] is llm_suite and len(shapes) == len(set(shapes)) == 2 * (5 * 7 + 3 * 2)
@@ -442,7 +443,7 @@ def test_a_plot_of_many_problems_stays_within_its_width_in_256_colours(tmp_path)
     pixels wide, as a palette PNG of a few tens of KB."""
     from PIL import Image
 
-    from autogemm.bench.shapes import llm_suite
+    from autogemm.bench.suites import llm_suite
 
     cases = []
     for dtype in ("s", "d"):

@@ -12,16 +12,18 @@ import math
 import shlex
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from rich.table import Table
 
 from ..dtypes import get_dtype
 from ..errors import ArgumentError
 from ..tables import plain_table
 from .peaks import MEASURED_FMA
+from .programs import KINDS, shape_kind
 from .runner import AUTOGEMM, CaseResult, Measurement
 from .shapes import Shape
 
@@ -41,7 +43,8 @@ def flat_rows(cases: Sequence[CaseResult]) -> list[dict]:
         for m in case.measurements:
             rows.append({
                 "dtype": case.dtype, "m": case.shape.m, "n": case.shape.n, "k": case.shape.k,
-                "layout": case.shape.layout, "name": case.shape.name, "implementation": m.name, "seconds": m.seconds,
+                "layout": case.shape.layout, "name": case.shape.name, "kind": shape_kind(case.shape),
+                "held_out": case.shape.held_out, "implementation": m.name, "seconds": m.seconds,
                 "tflops": m.tflops, "peak_tflops": case.peak_tflops, "peak": case.peak,
                 "fraction_of_peak": m.tflops / case.peak_tflops if m.tflops and case.peak_tflops else None,
                 "error": m.error, "correct": m.correct, "autogemm_over_this": case.ratio(m.name),
@@ -61,16 +64,63 @@ class Comparison:
     worst_problem: str
 
 
-def geometric_means(cases: Sequence[CaseResult]) -> dict[tuple[str, str], Comparison]:
-    """(dtype, peer) -> how autogemm compares with the peer over the cases both ran correctly."""
-    ratios: dict[tuple[str, str], list[tuple[float, str]]] = {}
+def geometric_means(cases: Sequence[CaseResult], group: Callable[[CaseResult], str] | None = None
+                    ) -> dict[tuple[str, ...], Comparison]:
+    """(dtype, peer) -> how autogemm compares with the peer over the cases both ran correctly; with
+    ``group`` (a case's group: ``kind_of``, ``part_of``), (dtype, peer, group) -> the same over each
+    group's cases."""
+    ratios: dict[tuple[str, ...], list[tuple[float, str]]] = {}
     for case in cases:
         for m in case.measurements:
             ratio = case.ratio(m.name)
             if ratio:
-                ratios.setdefault((case.dtype, m.name), []).append((ratio, case.shape.label))
+                key = (case.dtype, m.name) + ((group(case),) if group else ())
+                ratios.setdefault(key, []).append((ratio, case.shape.label))
     return {key: Comparison(math.exp(sum(math.log(r) for r, _ in found) / len(found)), len(found),
                             *min(found)) for key, found in ratios.items()}
+
+
+def kind_of(case: CaseResult) -> str:
+    """A case's shape kind (``programs.shape_kind``)."""
+    return shape_kind(case.shape)
+
+
+#: The two parts of a suite that holds products out of tuning.
+TUNED_FOR, HELD_OUT = "tuned for", "held out"
+
+
+def part_of(case: CaseResult) -> str:
+    """Whether a case's product is one its suite lets ``tune`` see, or one held out of it."""
+    return HELD_OUT if case.shape.held_out else TUNED_FOR
+
+
+def holds_out(cases: Sequence[CaseResult]) -> bool:
+    """True where some of the cases' products are held out of tuning (the ``programs`` suite)."""
+    return any(case.shape.held_out for case in cases)
+
+
+def kinds_table(cases: Sequence[CaseResult]) -> Table:
+    """autogemm against each peer by shape kind (and, where the suite holds products out of tuning, over
+    each part): the problems, the geometric mean and the worst ratio."""
+    groups: dict[str, Callable[[CaseResult], str]] = {"kind": kind_of}
+    if holds_out(cases):
+        groups["part"] = part_of
+    peers = [n for n in implementations(cases) if not n.startswith(AUTOGEMM)]
+    dtypes = list(dict.fromkeys(case.dtype for case in cases))
+    out = plain_table("autogemm / peer by kind: geometric mean (worst)", ("dtype", "kind", "problems", *peers),
+                      right=("problems", *peers))
+    order = {name: i for i, name in enumerate((*KINDS, TUNED_FOR, HELD_OUT))}
+    for group in groups.values():
+        means = geometric_means(cases, group)
+        for dtype in dtypes:
+            names = sorted({g for d, _, g in means if d == dtype}, key=order.__getitem__)
+            for name in names:
+                found = {peer: means.get((dtype, peer, name)) for peer in peers}
+                count = max((c.count for c in found.values() if c), default=0)
+                out.add_row(dtype, name, str(count), *(f"{c.mean:.2f} ({c.worst:.2f})" if c else "" for c in
+                                                       found.values()))
+        out.add_section()
+    return out
 
 
 def table(cases: Sequence[CaseResult], title: str, peer_rates: bool = True, rates: bool = True,
@@ -171,10 +221,14 @@ def source_digest(root: Path = PACKAGE_ROOT) -> str:
 
 
 def write_json(cases: Sequence[CaseResult], path: Path, meta: dict) -> None:
-    means = [{"dtype": d, "peer": p, "geomean_autogemm_over_peer": c.mean, "cases": c.count,
-              "worst_autogemm_over_peer": c.worst, "worst_problem": c.worst_problem}
-             for (d, p), c in sorted(geometric_means(cases).items())]
-    Path(path).write_text(json.dumps({**meta, "results": flat_rows(cases), "geometric_means": means}, indent=1))
+    def means(group: Callable[[CaseResult], str] | None = None) -> list[dict]:
+        return [{"dtype": key[0], "peer": key[1], **({"group": key[2]} if group else {}),
+                 "geomean_autogemm_over_peer": c.mean, "cases": c.count, "worst_autogemm_over_peer": c.worst,
+                 "worst_problem": c.worst_problem} for key, c in sorted(geometric_means(cases, group).items())]
+
+    groups = {"by_kind": means(kind_of), **({"by_part": means(part_of)} if holds_out(cases) else {})}
+    Path(path).write_text(json.dumps({**meta, "results": flat_rows(cases), "geometric_means": means(), **groups},
+                                     indent=1))
 
 
 def read_json(path: Path) -> tuple[dict, list[CaseResult]]:
@@ -182,10 +236,12 @@ def read_json(path: Path) -> tuple[dict, list[CaseResult]]:
     is not one."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        meta = {key: value for key, value in data.items() if key not in ("results", "geometric_means")}
+        meta = {key: value for key, value in data.items()
+                if key not in ("results", "geometric_means", "by_kind", "by_part")}
         cases: dict[tuple, CaseResult] = {}
         for row in data["results"]:
-            shape = Shape(int(row["m"]), int(row["n"]), int(row["k"]), str(row["layout"]), str(row.get("name", "")))
+            shape = Shape(int(row["m"]), int(row["n"]), int(row["k"]), str(row["layout"]), str(row.get("name", "")),
+                          bool(row.get("held_out", False)))
             key = (row["dtype"], shape)
             if key not in cases:
                 cases[key] = CaseResult(str(row["dtype"]), shape, row["peak_tflops"], str(row["autogemm_config"]),
@@ -210,9 +266,15 @@ def write_csv(cases: Sequence[CaseResult], path: Path) -> None:
 PLOT_DPI, PLOT_WIDTH = 120, 1200
 
 
+#: Past this many problems in a panel, a plot shows autogemm's ratio to each peer by shape kind instead of
+#: every problem's rate (their labels would not be read).
+MANY_PROBLEMS = 100
+
+
 def plot(cases: Sequence[CaseResult], path: Path, title: str) -> None:
     """Rate against problem size per implementation, one panel per dtype: a line over n where every
-    problem is square in one layout, else points over the problems in order."""
+    problem is square in one layout, else points over the problems in order; a panel of more than
+    ``MANY_PROBLEMS`` with peers shows instead autogemm / peer of each problem by shape kind."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -222,10 +284,17 @@ def plot(cases: Sequence[CaseResult], path: Path, title: str) -> None:
     dtypes = list(dict.fromkeys(c.dtype for c in cases))
     names = implementations(cases)
     widest = max(sum(1 for c in cases if c.dtype == dtype) for dtype in dtypes)    # problems in one panel
+    peers = [n for n in names if not n.startswith(AUTOGEMM)]
+    by_kind = widest > MANY_PROBLEMS and bool(peers)
+    widest = len(KINDS) * 3 if by_kind else widest
     fig, axes = plt.subplots(len(dtypes), 1, figsize=(max(10, 0.2 * widest), 3.6 * len(dtypes) + 0.02 * widest),
                              squeeze=False, layout="constrained")
     for ax, dtype in zip(axes[:, 0], dtypes):
         mine = [c for c in cases if c.dtype == dtype]
+        if by_kind:
+            _ratios_by_kind(ax, mine, peers)
+            ax.set_title(get_dtype(dtype).routine)
+            continue
         sweep = all(c.shape.square for c in mine) and len({c.shape.layout for c in mine}) == 1
         xs = [c.shape.n for c in mine] if sweep else list(range(len(mine)))
         for name in names:
@@ -255,3 +324,33 @@ def plot(cases: Sequence[CaseResult], path: Path, title: str) -> None:
 
     image = Image.open(drawn).convert("RGB")
     image.quantize(256, method=Image.Quantize.MAXCOVERAGE, dither=Image.Dither.NONE).save(path, optimize=True)
+
+
+def _ratios_by_kind(ax, cases: Sequence[CaseResult], peers: Sequence[str]) -> None:
+    """autogemm / peer of every problem, in a column per shape kind and peer (held-out products hollow),
+    on a log scale with parity marked."""
+    kinds = [kind for kind in KINDS if any(kind_of(c) == kind for c in cases)]
+    width = 0.8 / len(peers)
+    spread = np.random.default_rng(0)             # jitter within a column, the same on every drawing
+    for j, peer in enumerate(peers):
+        colour = f"C{j + 1}"
+        for part, filled in ((TUNED_FOR, True), (HELD_OUT, False)):
+            xs, ys = [], []
+            for i, kind in enumerate(kinds):
+                found = [c.ratio(peer) for c in cases if kind_of(c) == kind and part_of(c) == part]
+                found = [r for r in found if r]
+                xs += list(i + (j - (len(peers) - 1) / 2) * width + spread.uniform(-0.3, 0.3, len(found)) * width)
+                ys += found
+            label = f"/ {peer}" + (f" ({part})" if holds_out(cases) else "")
+            if ys:
+                ax.scatter(xs, ys, s=14, label=label, edgecolors=colour,
+                           facecolors=colour if filled else "none", linewidths=0.8)
+    ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
+    ax.set_yscale("log", base=2)
+    ax.yaxis.set_major_formatter(lambda y, _: f"{y:g}")
+    ax.minorticks_off()
+    counts = {kind: sum(1 for c in cases if kind_of(c) == kind) for kind in kinds}
+    ax.set_xticks(range(len(kinds)), [f"{kind}\n({counts[kind]})" for kind in kinds], fontsize=8)
+    ax.set_ylabel("autogemm / peer")
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)

@@ -1,4 +1,5 @@
-"""The problems a benchmark runs: square sweeps, shapes files, and the suites shipped with autogemm."""
+"""The problems a benchmark runs: a product's shape, square sweeps and shapes files (the suites shipped
+with autogemm are in ``suites``)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ class Shape:
     k: int
     layout: str = "NN"
     name: str = ""            # what the problem is in an application ("q_proj T=8"), where it is one
+    held_out: bool = False    # kept out of every tuning run of its suite, and reported apart
 
     @property
     def trans_a(self) -> str:
@@ -36,45 +38,6 @@ class Shape:
     @property
     def label(self) -> str:
         return f"{self.m}x{self.n}x{self.k} {self.layout}" + (f" {self.name}" if self.name else "")
-
-
-#: The suite (``autogemm bench --suite``): square powers of two, sizes that are not multiples of any tile,
-#: and skinny or deep products, each in three layouts.
-SUITE_SQUARES = (256, 512, 1024, 2048, 4096, 8192)
-SUITE_ODD = (1000, 1023, 1025, 3000, 4097)
-SUITE_SKINNY = ((8192, 64, 8192), (64, 8192, 8192), (4096, 4096, 64), (128, 128, 65536))
-SUITE_LAYOUTS = ("NN", "NT", "TN")
-
-
-def suite() -> list[Shape]:
-    sizes = [(s, s, s) for s in SUITE_SQUARES + SUITE_ODD] + list(SUITE_SKINNY)
-    return [Shape(m, n, k, layout) for m, n, k in sizes for layout in SUITE_LAYOUTS]
-
-
-#: The linear layers of a Llama-3-8B class model (hidden 4096, keys and values 1024, MLP 14336, vocabulary
-#: 128256) and of BERT-large (hidden 1024, MLP 4096): (name, outputs, inputs) of each distinct weight.
-LLAMA_LAYERS = (("q_proj", 4096, 4096), ("kv_proj", 1024, 4096), ("up_proj", 14336, 4096),
-                ("down_proj", 4096, 14336), ("lm_head", 128256, 4096))
-BERT_LAYERS = (("bert_attn", 1024, 1024), ("bert_up", 4096, 1024), ("bert_down", 1024, 4096))
-LLAMA_TOKENS = (1, 8, 32, 128, 512, 2048, 8192)
-BERT_TOKENS = (128, 2048)
-
-
-def llm_suite() -> list[Shape]:
-    """The products of those layers at each number of tokens T: the forward product y = x W^T (x of T x
-    inputs, W of outputs x inputs: layout NT) and the weight gradient dW = dy^T x (outputs x inputs, a
-    reduction over T: layout TN)."""
-    shapes = []
-    for layers, tokens in ((LLAMA_LAYERS, LLAMA_TOKENS), (BERT_LAYERS, BERT_TOKENS)):
-        for t in tokens:
-            for name, outputs, inputs in layers:
-                shapes.append(Shape(t, outputs, inputs, "NT", f"{name} T={t}"))
-                shapes.append(Shape(outputs, inputs, t, "TN", f"{name} dW T={t}"))
-    return shapes
-
-
-#: ``autogemm bench --suite NAME``: the problems of each suite shipped.
-SUITES = {"standard": suite, "llm": llm_suite}
 
 
 _RANGE = re.compile(r"^(\d+):(\d+)(?::(\d+|x2))?$")
@@ -124,3 +87,9 @@ def read_shapes(path: Path) -> list[Shape]:
     if not shapes:
         raise ArgumentError(f"{path} holds no shapes")
     return shapes
+
+
+def write_shapes(shapes: list[Shape], path: Path) -> None:
+    """Write ``shapes`` as ``read_shapes`` (and ``tune --shapes``) reads them, a name as its comment."""
+    lines = [f"{s.m} {s.n} {s.k} {s.layout}" + (f"  # {s.name}" if s.name else "") for s in shapes]
+    Path(path).write_text("\n".join(lines) + "\n")

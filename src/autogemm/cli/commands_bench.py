@@ -14,6 +14,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..bench.report import (
     failures,
     geometric_means,
+    holds_out,
+    kind_of,
+    kinds_table,
     peak_note,
     plot,
     provenance,
@@ -23,7 +26,8 @@ from ..bench.report import (
     write_json,
 )
 from ..bench.runner import AUTOGEMM, PEERS, Bench
-from ..bench.shapes import LAYOUTS, SUITES, read_shapes, square_sweep
+from ..bench.shapes import LAYOUTS, read_shapes, square_sweep, write_shapes
+from ..bench.suites import SUITES
 from ..dtypes import get_dtype
 from ..errors import ArgumentError, AutogemmError
 from ..profiles import profile_for, profile_origin
@@ -56,8 +60,10 @@ def _peers(text: str) -> tuple[str, ...]:
               help="A file of problems, one 'M N K [LAYOUT] [# name]' per line.")
 @click.option("--suite", "use_suite", type=click.Choice(list(SUITES)), is_flag=False, flag_value="standard",
               default=None, help="A shipped suite: 'standard' (alone: --suite), squares, odd sizes and skinny "
-                                 "shapes in NN, NT and TN; or 'llm', the linear layers of Llama-3-8B and "
-                                 "BERT-large at 1 to 8192 tokens, forward (NT) and weight gradients (TN).")
+                                 "shapes in NN, NT and TN; 'llm', the linear layers of Llama-3-8B and "
+                                 "BERT-large at 1 to 8192 tokens, forward (NT) and weight gradients (TN); or "
+                                 "'programs', 200 products drawn log-uniform over [1, 65536] in every layout "
+                                 "and 66 of seven other kinds of model, a quarter held out of tuning.")
 @click.option("--peers", "peer_text", default=",".join(PEERS), show_default=True,
               help="Peers to run beside autogemm (those not installed are skipped), or none.")
 @click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True,
@@ -71,10 +77,13 @@ def _peers(text: str) -> tuple[str, ...]:
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="Write every result as CSV.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a PNG of rate against problem, per dtype.")
+@click.option("--write-shapes", "shapes_out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Measure nothing: write the problems as a shapes file for 'tune --shapes', those a suite "
+                   "holds out of tuning left out.")
 @click.option("--from-json", "from_json", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Measure nothing: show a run that --json wrote (its table, means, --csv and --plot) again.")
 def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_text, runs, clblast_tuned, end_to_end,
-                  seed, json_path, csv_path, plot_path, from_json) -> None:
+                  seed, json_path, csv_path, plot_path, shapes_out, from_json) -> None:
     """Time autogemm (with the device's profile) and its peers on the same problems in one run.
 
     Every result is checked against a float64 reference; a wrong one is shown, never counted. Rates are
@@ -98,6 +107,13 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
         shapes = read_shapes(shapes_file)
     else:
         shapes = square_sweep(sizes or ("256:8192" if dev.is_gpu else "64:1024"), layout.upper())
+    if shapes_out:
+        tunable = [shape for shape in shapes if not shape.held_out]
+        _write(lambda: write_shapes(tunable, shapes_out))
+        held_out = len(shapes) - len(tunable)
+        console.print(f"wrote {len(tunable)} problems" + (f" ({held_out} held out of tuning left out)" if held_out
+                                                           else "") + f" to {shapes_out}", highlight=False)
+        return
     for dt in letters:
         if dt.needs_fp64 and not dev.fp64:
             raise ArgumentError(f"{dt.routine} needs double precision, which {dev.name.strip()} lacks")
@@ -172,6 +188,8 @@ def _report(cases: list, title: str, json_path: Path | None, csv_path: Path | No
     for (dtype, peer), found in sorted(geometric_means(cases).items()):
         console.print(f"{get_dtype(dtype).routine}: autogemm / {peer}, geometric mean over {found.count} problems: "
                       f"{found.mean:.2f}; worst {found.worst:.2f} ({found.worst_problem})", highlight=False)
+    if len({kind_of(case) for case in cases}) > 1 or holds_out(cases):
+        console.print(kinds_table(cases))
     if json_path:
         _write(lambda: write_json(cases, json_path, meta))
     if csv_path:
