@@ -88,8 +88,8 @@ def test_a_run_is_reported_by_kind_and_by_part_in_the_table_and_the_json(tmp_pat
     assert by_part[("s", "cuBLAS", report.HELD_OUT)].mean == pytest.approx(2.0 ** 0.5)
     assert by_part[("s", "cuBLAS", report.TUNED_FOR)].mean == pytest.approx((0.5 * 0.9 * 0.25) ** (1 / 3))
 
-    from autogemm.cli.common import console
     from autogemm.cli.commands_bench import _report
+    from autogemm.cli.common import console
     with console.capture() as captured:
         _report(cases, "TFLOP/s", tmp_path / "r.json", None, None, {})
     text = captured.get()
