@@ -99,7 +99,8 @@ def torch_cuda(tf32: bool = False):
     return torch
 
 
-def _torch_op(x, letter: str):
+def torch_op(x, letter: str):
+    """op(x) of a torch tensor for a BLAS trans letter (views)."""
     return {"N": x, "T": x.T, "C": x.conj().T}[letter.upper()]
 
 
@@ -123,7 +124,7 @@ def cublas_gemm(a: np.ndarray, b: np.ndarray, runs: int = 5, trans_a: str = "N",
     torch = torch_cuda(tf32)
     if torch is None:
         return None
-    ta, tb = _torch_op(to_cuda(torch, a), trans_a), _torch_op(to_cuda(torch, b), trans_b)
+    ta, tb = torch_op(to_cuda(torch, a), trans_a), torch_op(to_cuda(torch, b), trans_b)
     out = torch.empty((ta.shape[0], tb.shape[1]), dtype=ta.dtype, device="cuda")
     seconds = cuda_median(lambda: torch.matmul(ta, tb, out=out), runs, before=lambda: out.fill_(float("nan")))
     return PeerResult("cuBLAS TF32" if tf32 else "cuBLAS", seconds, to_numpy(torch, out))
@@ -197,7 +198,7 @@ def cublas_gemm_end_to_end(a: np.ndarray, b: np.ndarray, runs: int = 3, trans_a:
         return torch.from_numpy(x).pin_memory().cuda(non_blocking=True) if pinned else to_cuda(torch, x)
 
     def call() -> np.ndarray:
-        product = _torch_op(upload(a), trans_a) @ _torch_op(upload(b), trans_b)
+        product = torch_op(upload(a), trans_a) @ torch_op(upload(b), trans_b)
         if not pinned:
             return to_numpy(torch, product)
         out = torch.empty(product.shape, dtype=product.dtype, pin_memory=True)

@@ -167,6 +167,12 @@ class GemvLaunchPlan:
             return self.slices * p.wg_x, blocks * p.wg_y, self.vector_groups
         return blocks * p.wg_x, self.slices * p.wg_y, self.vector_groups
 
+    @property
+    def work_groups(self) -> int:
+        """The work-groups the GEMV kernel launches (how many compute units it can keep busy)."""
+        grid = self.global_size()
+        return grid[0] // self.params.wg_x * (grid[1] // self.params.wg_y) * grid[2]
+
     def _y_matrix(self) -> tuple[int, int, int]:
         """Y as the merge and scale kernels see it, a row-major matrix (rows, columns, leading dimension):
         outputs x vectors, or vectors x outputs where each vector is a row of Y. Each slice's partial

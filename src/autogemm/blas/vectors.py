@@ -75,6 +75,10 @@ class VectorsPlan:
     def allocated(self) -> bool:
         return self.gemv.allocated
 
+    @property
+    def work_groups(self) -> int:
+        return self.gemv.work_groups
+
     def temporary_bytes(self) -> dict[str, int]:
         return self.gemv.temporary_bytes()
 

@@ -1,5 +1,5 @@
 """The ``autogemm`` command line: ``devices``, ``show-kernel``, ``run``, ``tune``, ``profile``, ``bench``,
-``bench-batch``, ``bench-calls``, ``bench-routines``, ``bench-hybrid`` and ``bench-dask``."""
+``bench-batch``, ``bench-calls``, ``bench-routines``, ``bench-hybrid``, ``bench-dask`` and ``explain``."""
 
 from . import (  # noqa: F401  (each adds its commands to ``main``)
     commands_bench,
@@ -9,6 +9,7 @@ from . import (  # noqa: F401  (each adds its commands to ``main``)
     commands_bench_hybrid,
     commands_bench_routines,
     commands_devices,
+    commands_explain,
     commands_gemm,
     commands_profile,
     commands_tune,

@@ -24,8 +24,9 @@ from .call import GemmCall, GemmOptions
 from .operands import Matrix, as_matrix
 from .resolved import ROUTES
 from .routes import cuda_host
+from .routes.cuda_host import CudaHostRoute
 from .routes.cuda_tensors import run_tensors, tensors_among
-from .routes.host_blas import host_route
+from .routes.host_blas import HostRoute, host_route
 from .routes.opencl import OpenCLRoute
 from .routes.targets import run_on_targets
 from .transfer import large_on_host
@@ -78,19 +79,38 @@ def _elsewhere(call: GemmCall, key: tuple | None) -> Matrix | None:
         if o.device is not None or o.wait_for:
             raise ArgumentError("devices= runs on several targets and blocks: leave device and wait_for out")
         return run_on_targets(call, o.devices, alone)
-    host = host_route(call)
-    if host is not None:
-        return ROUTES.keep(key, host).run(a, b, c, o)
-    cuda = cuda_host.cuda_host_route(call)
-    if cuda is not None:
-        done = ROUTES.keep(key, cuda).run(a, b, c, o)
+    where, route = route_elsewhere(call)
+    if where == HOST_BLAS:
+        return ROUTES.keep(key, route).run(a, b, c, o)
+    if where == CUDA_PATH:
+        done = ROUTES.keep(key, route).run(a, b, c, o)
         # the CUDA path failed the call (out of its memory, say): OpenCL takes it, streamed where large
         return done if done is not None else run_gemm(a, b, c, None, o._replace(backend="opencl"))
-    if not o.wait_for and large_on_host(call, thresholds_for(find_device(o.device))):
+    if where == STREAMED:
         # as a share of its device: streamed (copies through page-locked staging, overlapping the
         # kernels), or in place where the device shares the host's memory
         return run_on_targets(call, [o.device], alone)
     return None
+
+
+#: Where a product of one device's call runs (``route_elsewhere``).
+HOST_BLAS, CUDA_PATH, STREAMED, OPENCL_PLAN = ("the host's BLAS", "the CUDA path", "streamed through the device",
+                                               "the device's OpenCL plan")
+
+
+def route_elsewhere(call: GemmCall) -> tuple[str, HostRoute | CudaHostRoute | None]:
+    """Where a product on one device runs, and the route kept for it where it is one: the host's BLAS, the
+    CUDA path, streamed through the device as a share of it (numpy operands too large to cross in row
+    blocks), or the device's OpenCL plan (``OpenCLRoute``; None here)."""
+    host = host_route(call)
+    if host is not None:
+        return HOST_BLAS, host
+    cuda = cuda_host.cuda_host_route(call)
+    if cuda is not None:
+        return CUDA_PATH, cuda
+    if not call.options.wait_for and large_on_host(call, thresholds_for(find_device(call.options.device))):
+        return STREAMED, None
+    return OPENCL_PLAN, None
 
 
 def call_signature(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, options: GemmOptions) -> tuple | None:

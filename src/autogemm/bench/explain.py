@@ -1,0 +1,184 @@
+"""Why one product runs as fast as it does: where a call of it goes, the plan chosen and where from, each
+launch's device time and the gaps between them, the host's time to enqueue them, how many work-groups
+the product's kernel gives each compute unit; and, where torch has CUDA, cuBLAS's kernels for the same
+product (from torch's profiler), so that the two can be read side by side."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..accuracy import KnownReference, apply_op, gemm_flops, random_matrix
+from ..blas import GemmProblem, Op
+from ..blas.plans import plan_for
+from ..blas.selection import choose_params
+from ..dtypes import Dtype
+from ..engine.call import GemmCall, GemmOptions
+from ..engine.dispatch import route_elsewhere
+from ..runtime.backend import CUDA
+from ..runtime.opencl import commands as ocl
+from ..runtime.opencl.context import DeviceContext
+from . import peers
+from .shapes import Shape
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One launch of a plan: what it is, its device seconds (median over the runs), and the idle seconds
+    between the end of the launch before it and its start (0 for the first)."""
+
+    name: str
+    seconds: float
+    gap_before: float
+
+
+@dataclass(frozen=True)
+class PeerKernel:
+    """One kernel a peer launched for the product: its name, device seconds (one call's), grid and block."""
+
+    name: str
+    seconds: float
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+
+
+@dataclass
+class Explanation:
+    """What ``explain`` found for one product (``dt`` of ``shape`` on a device of ``compute_units``)."""
+
+    dt: Dtype
+    shape: Shape
+    device: str
+    compute_units: int
+    route: str                     # where gemm on numpy operands of this product runs
+    choice: str                    # the selection's configuration and where it came from
+    backend: str                   # the runtime the profile measured faster for it
+    plan: str                      # what the OpenCL plan launches
+    work_groups: int
+    launches: list[Launch]
+    device_seconds: float          # the first launch's start to the last's end, median
+    host_seconds: float            # the host's time to enqueue the launches, median
+    error: float
+    peer_seconds: float | None = None
+    peer_kernels: list[PeerKernel] = field(default_factory=list)
+
+    @property
+    def tflops(self) -> float:
+        return gemm_flops(self.dt, self.shape.m, self.shape.n, self.shape.k) / self.device_seconds / 1e12
+
+    @property
+    def waves(self) -> float:
+        """Work-groups of the product's kernel per compute unit."""
+        return self.work_groups / max(self.compute_units, 1)
+
+
+def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: int = 0) -> Explanation:
+    """Build, check and time ``shape``'s plan on ``ctx``'s device (operands random, C poisoned and checked
+    against float64 after the runs), and find the route and the choice a call of it would take."""
+    rng = np.random.default_rng(seed)
+    op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
+    a = random_matrix(rng, dt, (shape.k, shape.m) if op_a.transposed else (shape.m, shape.k))
+    b = random_matrix(rng, dt, (shape.n, shape.k) if op_b.transposed else (shape.k, shape.n))
+    c = np.full((shape.m, shape.n), np.nan, dt.output.numpy)
+    options = GemmOptions(trans_a=shape.trans_a, trans_b=shape.trans_b)
+    route, _ = route_elsewhere(GemmCall.build(a, b, c, None, options))
+    problem = GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b)
+    chosen = choose_params(ctx.device, problem)
+    plan = plan_for(ctx, problem)
+    buffers = [ocl.buffer_of(ctx.context, np.ascontiguousarray(x)) for x in (a, b, c)]
+    try:
+        names = plan.describe().split(" ; ")
+        plan.enqueue(*buffers)                      # warm-up: builds, allocates, binds
+        ctx.queue.finish()
+        spans, hosts = [], []
+        for _ in range(runs):
+            start = time.perf_counter()
+            events = plan.enqueue(*buffers)
+            hosts.append(time.perf_counter() - start)
+            ctx.queue.finish()
+            spans.append([(e.profile.start, e.profile.end) for e in events])
+        result = np.empty_like(c)
+        ocl.copy(ctx.queue, result, buffers[2])
+    finally:
+        for buffer in buffers:
+            buffer.release()
+        plan.release()
+    wide = dt.reference_numpy
+    exact = apply_op(a, shape.trans_a).astype(wide) @ apply_op(b, shape.trans_b).astype(wide)
+    error, ok = KnownReference(dt, exact, shape.k).check(result)
+    if not ok:
+        raise AssertionError(f"{dt.routine} {shape.label}: wrong result (relative error {error:.1e})")
+    launches = [Launch(names[i] if len(names) == len(spans[0]) else f"launch {i + 1}",
+                       statistics.median((run[i][1] - run[i][0]) * 1e-9 for run in spans),
+                       statistics.median((run[i][0] - run[i - 1][1]) * 1e-9 for run in spans) if i else 0.0)
+                for i in range(len(spans[0]))]
+    device_seconds = statistics.median((run[-1][1] - run[0][0]) * 1e-9 for run in spans)
+    found = Explanation(dt, shape, ctx.device.label, ctx.device.compute_units, route,
+                        f"{plan.params.describe()} ({plan.params_source})", chosen.backend, plan.describe(),
+                        plan.work_groups, launches, device_seconds, statistics.median(hosts), error)
+    found.peer_seconds, found.peer_kernels = cublas_kernels(dt, a, b, shape, runs)
+    return found
+
+
+def cublas_kernels(dt: Dtype, a: np.ndarray, b: np.ndarray, shape: Shape, runs: int
+                   ) -> tuple[float | None, list[PeerKernel]]:
+    """cuBLAS's device seconds for the product (``torch.matmul``, median of ``runs``, CUDA events) and the
+    kernels it launches for one call, from torch's profiler; (None, []) without torch and CUDA."""
+    torch = peers.torch_cuda(tf32=dt.precision == "tf32")
+    if torch is None:
+        return None, []
+    ta = peers.torch_op(peers.to_cuda(torch, a), shape.trans_a)
+    tb = peers.torch_op(peers.to_cuda(torch, b), shape.trans_b)
+    out = torch.empty((shape.m, shape.n), dtype=ta.dtype, device="cuda")
+    seconds = peers.cuda_median(lambda: torch.matmul(ta, tb, out=out), runs)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
+        torch.matmul(ta, tb, out=out)
+        torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as folder:
+        trace = Path(folder) / "trace.json"
+        profile.export_chrome_trace(str(trace))
+        events = json.loads(trace.read_text()).get("traceEvents", [])
+    kernels = [PeerKernel(e["name"], e.get("dur", 0) * 1e-6, tuple(e.get("args", {}).get("grid", ())),
+                          tuple(e.get("args", {}).get("block", ()))) for e in events if e.get("cat") == "kernel"]
+    return seconds, kernels
+
+
+def describe(found: Explanation) -> list[str]:
+    """The explanation as lines of at most 80 columns (kernel names cut to fit)."""
+    shape, us = found.shape, 1e6
+    head = [f"{found.dt.routine} {shape.m} x {shape.n} x {shape.k} {shape.layout}", f"on {found.device}",
+             f"numpy operands run on {found.route}"
+             + ("" if found.backend != CUDA else " (the profile measured the CUDA path faster)"),
+             f"the plan's configuration: {found.choice}",
+             f"device time {found.device_seconds * us:.1f} us ({found.tflops:.3g} TFLOP/s), "
+             f"host enqueue {found.host_seconds * us:.1f} us, error {found.error:.1e}",
+             f"the product's kernel: {found.work_groups} work-groups on {found.compute_units} compute units "
+             f"({found.waves:.2f} a unit)",
+             "launches (device us, idle us before):"]
+    lines = [part for line in head for part in textwrap.wrap(line, 80, subsequent_indent="  ")]
+    for launch in found.launches:
+        lines.append(f"  {launch.seconds * us:8.1f} {launch.gap_before * us:6.1f}  {_cut(launch.name, 60)}")
+    if found.peer_seconds is not None:
+        ratio = found.peer_seconds / found.device_seconds
+        lines.append(f"cuBLAS: {found.peer_seconds * us:.1f} us (autogemm / cuBLAS {ratio:.2f}); its kernels "
+                     "(us, grid, block):")
+        for kernel in found.peer_kernels:
+            lines.append(f"  {kernel.seconds * us:8.1f} {_dims(kernel.grid):>12} {_dims(kernel.block):>9}  "
+                         f"{_cut(kernel.name, 46)}")
+    return lines
+
+
+def _dims(dims: tuple[int, ...]) -> str:
+    return "x".join(str(d) for d in dims) or "?"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+

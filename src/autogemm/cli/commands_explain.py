@@ -1,0 +1,45 @@
+"""``autogemm explain``: why one product runs as fast as it does, launch by launch, beside cuBLAS."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import click
+
+from ..bench.explain import describe, explain
+from ..bench.shapes import LAYOUTS, Shape
+from ..dtypes import get_dtype
+from ..errors import ArgumentError
+from ..runtime import context_for
+from .common import console, json_file, select_device, write_results
+from .group import main
+
+
+@main.command("explain")
+@click.argument("m", type=click.IntRange(1))
+@click.argument("n", type=click.IntRange(1))
+@click.argument("k", type=click.IntRange(1))
+@click.option("--layout", type=click.Choice(LAYOUTS, case_sensitive=False), default="NN", show_default=True,
+              help="Transposes of A and B.")
+@click.option("--dtype", "letter", default="s", show_default=True, help="s, d, c, z, h, b, s.tf32, ...")
+@click.option("-d", "--device", help="Device: P:D, index, gpu, cpu or part of its name (default: the default).")
+@click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True,
+              help="Timed runs (medians are shown).")
+@json_file("Also write what was found as JSON.")
+def explain_command(m, n, k, layout, letter, device, runs, json_path) -> None:
+    """Explain the product C (M x N) = op(A) op(B) over K: where a call of numpy operands runs (the host's
+    BLAS, the CUDA path, streamed, or the device's OpenCL plan), the configuration chosen and where it came
+    from (the profile's entry for this shape, its predictor or its size class), each launch of the plan
+    with its device time and the idle time before it, the host's time to enqueue them, and how many
+    work-groups the product's kernel gives each compute unit. Where torch has CUDA, cuBLAS's time and
+    kernels (name, grid, block) for the same product follow. The result is checked against float64."""
+    dt = get_dtype(letter)
+    dev = select_device(None, device)
+    if dt.needs_fp64 and not dev.fp64:
+        raise ArgumentError(f"{dt.routine} needs double precision, which {dev.name.strip()} lacks")
+    with console.status(f"timing {dt.routine} {m} x {n} x {k} {layout.upper()}"):
+        found = explain(context_for(dev), dt, Shape(m, n, k, layout.upper()), runs)
+    for line in describe(found):
+        console.print(line, highlight=False, markup=False)
+    if json_path:
+        write_results(json_path, {**dataclasses.asdict(found), "dt": dt.key, "shape": found.shape.label})

@@ -1,0 +1,52 @@
+"""``autogemm explain``: a product's route, plan and launches, timed and checked, read at 80 columns."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from autogemm.bench import explain as explaining
+from autogemm.bench.shapes import Shape
+from autogemm.cli import main
+from autogemm.dtypes import DTYPES
+from autogemm.engine.dispatch import CUDA_PATH, HOST_BLAS, OPENCL_PLAN, STREAMED
+from autogemm.runtime import context_for
+
+
+@pytest.mark.parametrize("letter, shape", [("s", Shape(70, 9, 33, "TN")), ("z", Shape(45, 61, 37, "NT")),
+                                           ("d", Shape(130, 140, 150, "TT"))])
+def test_explain_times_each_launch_of_the_plan_and_checks_the_result(letter, shape):
+    found = explaining.explain(context_for(), DTYPES[letter], shape, runs=3)
+    assert found.route in (HOST_BLAS, CUDA_PATH, STREAMED, OPENCL_PLAN)
+    assert len(found.launches) == len(found.plan.split(" ; ")) >= 1
+    assert found.launches[0].gap_before == 0 and all(launch.seconds > 0 for launch in found.launches)
+    # the span from the first start to the last end holds every launch
+    assert found.device_seconds >= max(launch.seconds for launch in found.launches)
+    assert found.work_groups >= 1 and found.error < DTYPES[letter].tolerance
+    lines = explaining.describe(found)
+    assert max(map(len, lines)) <= 80
+    assert found.plan.split(" ; ")[0][:20] in "\n".join(lines)
+
+
+def test_explain_refuses_to_time_a_wrong_result(monkeypatch):
+    """A plan that writes nothing leaves C poisoned: explain says so instead of reporting a time."""
+    from autogemm.blas.launch_plan import LaunchPlan
+
+    monkeypatch.setattr(LaunchPlan, "enqueue", lambda self, *args, **kwargs: [])
+    with pytest.raises(AssertionError, match="wrong result"):
+        explaining.explain(context_for(), DTYPES["s"], Shape(300, 200, 100), runs=1)
+
+
+def test_the_explain_command_prints_and_writes_what_it_found(tmp_path):
+    out = CliRunner().invoke(main, ["explain", "40", "50", "60", "--layout", "tn", "--dtype", "d", "--runs", "2",
+                                    "--json", str(tmp_path / "e.json")])
+    assert out.exit_code == 0, out.output
+    assert "launches (device us, idle us before)" in out.output and "numpy operands run on" in out.output
+    data = json.loads((tmp_path / "e.json").read_text())
+    assert data["shape"] == "40x50x60 TN" and data["dt"] == "d" and data["launches"]
+    assert np.isfinite(data["device_seconds"]) and "commit" in data
+    bad = CliRunner().invoke(main, ["explain", "0", "5", "5"])
+    assert bad.exit_code == 2 and "0 is not in the range" in bad.output
