@@ -208,7 +208,8 @@ def test_the_stored_layout_is_preferred_only_where_the_tuners_rates_do_not_hold(
     assert prefer_stored_layout([nt, nn, tn], dense) is nt          # measured as stored: the rates include packs
     a_transposed = GemmProblem(DTYPES["d"], 64, 64, 64, Op.from_letter("T", "trans_a"), Op.from_letter("N", "trans_b"))
     assert prefer_stored_layout([nt, nn, tn], a_transposed) is tn   # no pack, within 0.9 of the best
-    assert prefer_stored_layout([nt, nn, Ranked(tn.config, 30.0)], a_transposed) is nt
+    assert prefer_stored_layout([nt, nn, Ranked(tn.config, 30.0)], a_transposed) is nn  # one pack, not two
+    assert prefer_stored_layout([nt, Ranked(nn.config, 30.0), Ranked(tn.config, 30.0)], a_transposed) is nt
 
 
 def test_a_buffer_pool_rounds_sizes_up_and_keeps_no_more_than_its_capacity(ctx):

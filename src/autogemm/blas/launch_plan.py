@@ -8,6 +8,7 @@ its operands are read through buffers, so configurations with images are refused
 from __future__ import annotations
 
 import functools
+import math
 import threading
 
 from ..codelets import helpers
@@ -15,6 +16,7 @@ from ..codelets.kernel import GEMM_SIGNATURE, STREAM_K_SIGNATURE, KernelSource, 
 from ..codelets.registry import KernelParams, check, render
 from ..codelets.stream_k import STREAM_K
 from ..errors import ArgumentError, ConfigError, ShapeError
+from ..profiles import thresholds_for
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.arguments import KernelArguments
 from ..runtime.opencl.context import DeviceContext
@@ -52,7 +54,9 @@ class LaunchPlan(Routing):
             raise ConfigError(f"configuration rejected for {ctx.device.name.strip()}: {reason}")
         if problem.batch > 1 and (self.params.image_a or self.params.image_b):
             raise ConfigError("a batch reads its operands from buffers; this configuration uses images")
-        super().__init__(problem, self.params, self._choose_split(split_k), ctx.device.compute_units, edge)
+        # a product the device takes in place (A and B as they lie) is guarded too: one launch in all
+        super().__init__(problem, self.params, self._choose_split(split_k), ctx.device.compute_units, edge,
+                         pad_from=thresholds_for(ctx.device).in_place_multiply_adds)
         self._check_temporaries()
         self._temps: list[ocl.Buffer | ocl.Image] = []
         self._allocated = False       # True from ``allocate`` to ``release`` (a plan may need no temporaries)
@@ -304,6 +308,12 @@ class LaunchPlan(Routing):
         else:
             global_size = (*self.kernel_source.global_size(dims[0], dims[1]), self.slices * pr.batch)
         return dims, self._layer_strides(), global_size, (*local, 1)
+
+    @property
+    def work_groups(self) -> int:
+        """The work-groups the product's kernel launches (how many compute units it can keep busy)."""
+        _, _, global_size, local_size = self._gemm_constants
+        return math.prod(g // max(size, 1) for g, size in zip(global_size, local_size))
 
     @functools.cached_property
     def _gemm_signature(self) -> str:

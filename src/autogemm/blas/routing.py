@@ -29,7 +29,8 @@ from ..codelets.simt.geometry import TEXEL_BYTES
 from ..codelets.stream_k import STREAM_K, StreamPartition
 from .problem import GemmProblem
 
-#: Problems with at least this many multiply-adds are padded under ``edge='auto'``: the copies then
+#: Problems with at least this many multiply-adds are padded under ``edge='auto'`` where a routing is not
+#: told otherwise (a plan is told its device's ``Thresholds.in_place_multiply_adds``): the copies then
 #: cost little next to the product, and the unguarded kernel is the faster one.
 PAD_MIN_WORK = 128**3
 
@@ -74,10 +75,11 @@ class Traffic(NamedTuple):
 class Routing:
     """The launches' plan for ``problem`` with ``params`` and K ``split`` (1 to ``MAX_SLICES`` slices, or
     ``STREAM_K``) on a device of ``compute_units``, edges handled as ``edge`` says ('auto': padded from
-    ``PAD_MIN_WORK`` unless everything is whole already)."""
+    ``pad_from`` multiply-adds unless everything is whole already)."""
 
     def __init__(self, problem: GemmProblem, params: KernelParams, split: int, compute_units: int,
-                 edge: str = "auto") -> None:
+                 edge: str = "auto", pad_from: int = PAD_MIN_WORK) -> None:
+        self.pad_from = pad_from
         self.problem = problem
         self.params = params
         self.dtype = problem.dtype
@@ -136,7 +138,7 @@ class Routing:
         if all(self._in_place_whole(x) for x in ("A", "B", "C")):
             return False
         pr = self.problem
-        if pr.m * pr.n * pr.k < PAD_MIN_WORK:
+        if pr.m * pr.n * pr.k < self.pad_from:
             return True
         return (pr.k < self.params.tile_k and family_named(self.params.family).short_k_guards
                 and self._readable_in_place("A") and self._readable_in_place("B"))

@@ -50,7 +50,9 @@ class Selection(NamedTuple):
 def choose_params(device: Device, problem: GemmProblem) -> Selection:
     """The configuration for ``problem`` on ``device`` and where it came from. From the profile: the best
     of its entry for this very problem where ``autogemm tune --shapes`` made one (with its measured K
-    slices); else the kernel and K slices its predictor predicts fastest (``prediction``); else, in each
+    slices); else, unless the product is under ``Thresholds.in_place_multiply_adds`` with a K of at most
+    ``Thresholds.one_launch_depth``, the kernel and K slices its predictor predicts fastest
+    (``prediction``); else, in each
     size class, the best stored configuration that passes ``check``, or one nearly as fast whose layout
     matches how A and B are stored (see ``prefer_stored_layout``); of those, the one with the highest
     rate predicted for this shape (``coverage.predicted_rate``: a narrow or small C wastes large blocks
@@ -101,7 +103,13 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
             chosen = class_choice(profile, problem, device.compute_units, usable)
             return chosen and Selection(chosen, source)
 
-        for pick in (by_shape, by_prediction, by_class):
+        # a product the device takes in place, of a K too short to split, runs in one launch, its time
+        # the latency of its blocks' K steps, which the predictor's model of throughput and copies does
+        # not see: the classes choose
+        limits = thresholds_for(device)
+        short = (problem.m * problem.n * problem.k < limits.in_place_multiply_adds
+                 and problem.k <= limits.one_launch_depth)
+        for pick in (by_shape, by_class) if short else (by_shape, by_prediction, by_class):
             found = verified(pick)
             if found is not None:       # one measured on this very problem stands as measured
                 return found if pick is by_shape else read_as_stored(found, device, problem)
@@ -113,28 +121,37 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
 
 def read_as_stored(chosen: Selection, device: Device, problem: GemmProblem) -> Selection:
     """``chosen``, or for a product of fewer multiply-adds than the device's
-    ``Thresholds.in_place_multiply_adds`` the same configuration in the layout A and B are stored in, so
-    that the kernel reads both where they lie: such a product takes the device less time than the host
+    ``Thresholds.in_place_multiply_adds`` the same configuration in the layout A and B are stored in (or,
+    where its family has no such layout, in one that reads one more of them as stored), so that the
+    kernel reads them where they lie: such a product takes the device less time than the host
     takes to launch a pack, and the device idles through the pack's launch. Kept where that configuration
     does not fit the device, reads through images (packed anyway), or is one of a profile borrowed from
     another device and fails its verification here."""
     params, dt = chosen.params, problem.dtype
-    stored = "NT"[problem.op_a.transposed] + "NT"[problem.op_b.transposed]
+    stored = stored_layout(problem)
     work = problem.m * problem.n * problem.k * problem.batch
     if (params.layout == stored or params.image_a or params.image_b
             or work >= thresholds_for(device).in_place_multiply_adds):
         return chosen
-    twin = dataclasses.replace(params, layout=stored)
-    if check(twin, device, dt) is not None:
-        return chosen
+    now = operands_as_stored(params.layout, stored)
+    # the stored layout itself, else (a family without it) one that reads one more operand as stored
+    for layout in sorted(("NN", "NT", "TN", "TT"), key=lambda x: -operands_as_stored(x, stored)):
+        if operands_as_stored(layout, stored) <= now:
+            break
+        twin = dataclasses.replace(params, layout=layout)
+        if check(twin, device, dt) is None and _usable_twin(device, chosen, twin, dt):
+            return chosen._replace(params=twin, source=f"{chosen.source}, read as stored")
+    return chosen
+
+
+def _usable_twin(device: Device, chosen: Selection, twin: KernelParams, dt: Dtype) -> bool:
+    """Whether ``chosen``'s configuration in another layout, ``twin``, may run here: verified like its
+    profile's (a borrowed profile's are verified on this device first) where it came from one; the
+    class default is the codelet's own; a tensor-core default is verified like its twin."""
     profile = profile_for(device)
     if profile is not None and chosen.source.startswith("profile"):
-        usable = verified_in(device, profile, twin, dt)
-    else:           # the class default is the codelet's own; a tensor-core default is verified like its twin
-        usable = chosen.source == "default" or verified_here(device, twin, dt, "a tensor-core default")
-    if not usable:
-        return chosen
-    return chosen._replace(params=twin, source=f"{chosen.source}, read as stored")
+        return verified_in(device, profile, twin, dt)
+    return chosen.source == "default" or verified_here(device, twin, dt, "a tensor-core default")
 
 
 def choose_gemv_params(device: Device, problem: GemvProblem) -> Selection:
@@ -201,17 +218,25 @@ def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
 
 def prefer_stored_layout(ranked: list[Ranked], problem: GemmProblem) -> Ranked:
     """The first of ``ranked`` (best first), unless the problem is stored otherwise than the tuner's
-    (whose rates include the packs) and one whose codelet layout is the problem's stored layout (so
-    neither operand needs a transposing pack) is within ``LAYOUT_MATCH_SHARE`` of it."""
+    (whose rates include the packs) and one within ``LAYOUT_MATCH_SHARE`` of it reads more operands as
+    they are stored (``operands_as_stored``: fewer transposing packs), the first of those that read most."""
     if (problem.op_a.conjugated or problem.op_b.conjugated) and problem.dtype.is_complex:
         return ranked[0]          # a conjugating pack is needed whatever the layout
-    stored = ("T" if problem.op_a.transposed else "N") + ("T" if problem.op_b.transposed else "N")
+    stored = stored_layout(problem)
     if stored == MEASURED_LAYOUT:
         return ranked[0]
-    matching = next((r for r in ranked if r.config.layout == stored), None)
-    if matching is not None and matching.gflops >= LAYOUT_MATCH_SHARE * ranked[0].gflops:
-        return matching
-    return ranked[0]
+    near = [r for r in ranked if r.gflops >= LAYOUT_MATCH_SHARE * ranked[0].gflops]
+    return max(near, key=lambda r: operands_as_stored(r.config.layout, stored))
+
+
+def stored_layout(problem: GemmProblem) -> str:
+    """How A and B are stored, as a layout: 'N' for an operand stored as op() reads it, 'T' transposed."""
+    return ("T" if problem.op_a.transposed else "N") + ("T" if problem.op_b.transposed else "N")
+
+
+def operands_as_stored(layout: str, stored: str) -> int:
+    """How many of A and B a kernel of ``layout`` reads as they are ``stored`` (0 to 2)."""
+    return sum(kernel == as_stored for kernel, as_stored in zip(layout, stored))
 
 
 def candidates(device: Device, problem: GemmProblem, count: int) -> list[KernelParams]:

@@ -38,9 +38,13 @@ class Thresholds:
     max_blocks: int = 8
     block_rows: int = 128
     pipelined_elements: int = 2**20
-    #: products of fewer multiply-adds read A and B where they lie, by the chosen configuration in their
-    #: stored layout: the device finishes such a product before the host would have launched a pack
+    #: products of fewer multiply-adds read A and B where they lie, the chosen configuration in their
+    #: stored layout, and guard their edges instead of padding: without a K split, one launch (the device
+    #: finishes such a product before the host would have launched a pack)
     in_place_multiply_adds: int = 2**24
+    #: of those, a product of a K of at most this many runs the size classes' choice without a K split
+    #: (deeper ones, a small C over a long K, take the predictor's choice, which may split K)
+    one_launch_depth: int = 1024
     #: by dtype key, products of numpy operands of at least this many multiply-adds run on the CUDA path
     #: (where it has kernels for the dtype); a dtype not named has no lower bound
     cuda_min_multiply_adds: tuple[tuple[str, int], ...] = (("d", 2048**3), ("z", 2048**3))
@@ -124,9 +128,10 @@ def _dtype(key: object, where: str) -> str:
 
 
 #: The thresholds of each device class until a profile holds the device's own. The GPU's were measured
-#: on an H100 (the GEMM guide gives the figures); a CPU device shares the host's memory, so nothing
-#: crosses in row blocks or through page-locked memory there, and it takes the same figures for the rest.
-DEFAULTS = {"gpu": Thresholds(), "cpu": Thresholds()}
+#: on an H100 and an H200 (the GEMM guide gives the figures); a CPU device shares the host's memory, so
+#: nothing crosses in row blocks or through page-locked memory there, and it takes the same figures for
+#: the rest.
+DEFAULTS = {"gpu": Thresholds(in_place_multiply_adds=2**27), "cpu": Thresholds()}
 
 
 def device_class(device: Device) -> str:
