@@ -23,6 +23,7 @@ from autogemm.bench.runner import AUTOGEMM, CaseResult, Measurement
 from autogemm.bench.shapes import LAYOUTS, Shape, read_shapes
 from autogemm.bench.suites import SUITES
 from autogemm.cli import main
+from autogemm.errors import ArgumentError
 from autogemm.workload import read_workload
 
 
@@ -100,6 +101,13 @@ def test_a_run_is_reported_by_kind_and_by_part_in_the_table_and_the_json(tmp_pat
     assert {r["kind"] for r in data["results"]} == {"gemv-like", "large", "small"}
     _, again = report.read_json(tmp_path / "r.json")
     assert [c.shape for c in again] == [c.shape for c in cases]
+    report.write_json(cases, tmp_path / "r.json.gz", {"device": "a GPU"})    # compressed by its name
+    assert (tmp_path / "r.json.gz").read_bytes()[:2] == b"\x1f\x8b"
+    meta, again = report.read_json(tmp_path / "r.json.gz")
+    assert meta["device"] == "a GPU" and [c.shape for c in again] == [c.shape for c in cases]
+    (tmp_path / "cut.json.gz").write_bytes((tmp_path / "r.json.gz").read_bytes()[:40])
+    with pytest.raises(ArgumentError, match="not a JSON file of autogemm bench"):
+        report.read_json(tmp_path / "cut.json.gz")
 
 
 def test_a_plot_of_the_whole_suite_shows_the_ratios_by_kind(tmp_path, monkeypatch):

@@ -171,7 +171,7 @@ def describe(found: Explanation) -> list[str]:
                      "(us, grid, block):")
         for kernel in found.peer_kernels:
             lines.append(f"  {kernel.seconds * us:8.1f} {_dims(kernel.grid):>12} {_dims(kernel.block):>9}  "
-                         f"{_cut(kernel.name, 46)}")
+                         f"{_cut(kernel.name, 45)}")
     return lines
 
 
