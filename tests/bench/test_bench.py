@@ -23,6 +23,7 @@ from autogemm.blas.vectors import MAX_VECTORS
 from autogemm.cli import main
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError
+from autogemm.profiles import thresholds_for
 
 
 def test_the_suite_holds_the_problems_the_issue_names():
@@ -307,11 +308,13 @@ def test_a_named_shape_survives_the_json_and_the_cli_takes_a_suite_by_name(tmp_p
 
 def test_a_product_of_few_columns_or_rows_is_timed_as_the_gemv_gemm_runs(ctx):
     bench = Bench(ctx, peers=(), runs=2)
+    deep = thresholds_for(ctx.device).vectors_min_depth + 12       # several vectors need this K for the GEMV
     for shape in (Shape(1, 70, 40, "NT"), Shape(70, 1, 40, "TN"), Shape(1, 30, 20, "NN"),
-                  Shape(MAX_VECTORS, 70, 40, "NT"), Shape(70, 3, 40, "TT")):
+                  Shape(MAX_VECTORS, 70, deep, "NT"), Shape(70, 3, deep, "TT")):
         case = bench.run(DTYPES["s"], shape)
         assert case.config.startswith("gemv") and case.measurements[0].correct, (shape, case.measurements)
-    assert not bench.run(DTYPES["s"], Shape(MAX_VECTORS + 1, MAX_VECTORS + 1, 10)).config.startswith("gemv")
+    for gemm in (Shape(MAX_VECTORS + 1, MAX_VECTORS + 1, 10), Shape(70, 3, 40, "TT")):
+        assert not bench.run(DTYPES["s"], gemm).config.startswith("gemv")
 
 
 def test_the_bench_looks_up_no_cuda_target_for_a_product_the_cuda_path_would_not_take(ctx, monkeypatch):

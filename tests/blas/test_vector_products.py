@@ -19,6 +19,7 @@ from autogemm.blas import GemmProblem, Op
 from autogemm.blas.vectors import MAX_VECTORS, VectorsPlan, as_vectors
 from autogemm.codelets.gemv import GemvParams
 from autogemm.dtypes import DTYPES
+from autogemm.profiles import thresholds_for
 
 RNG = np.random.default_rng(31)
 VECTOR_COUNTS = (1, 3, 8, MAX_VECTORS - 1, MAX_VECTORS)
@@ -55,7 +56,8 @@ def _operands(dt, m, n, k, ta, tb):
 def test_a_product_of_few_columns_or_rows_is_right_and_goes_to_gemv(ctx, host_memory, routed, letter, ta, tb, few,
                                                                    vectors):
     dt = DTYPES[letter]
-    m, n, k = (77, vectors, 131) if few == "columns" else (vectors, 77, 131)
+    k = max(131, thresholds_for(ctx.device).vectors_min_depth + 3)
+    m, n = (77, vectors) if few == "columns" else (vectors, 77)
     a, b, product = _operands(dt, m, n, k, ta, tb)
     got = autogemm.gemm(a, b, trans_a=ta, trans_b=tb, device=ctx.device)
     assert got.shape == (m, n) and relative_error(got, product) < tolerance(dt, k)
@@ -102,19 +104,25 @@ def test_a_split_reduction_is_right_and_the_same_bits_on_every_run(ctx, layout, 
 
 def test_sizes_at_the_edges_of_the_route(ctx, routed):
     dt = DTYPES["d"]
-    for m, n, k in ((0, 5, 9), (5, 0, 9), (33, 15, 0), (MAX_VECTORS, MAX_VECTORS, 1), (65, 17, 63)):
+    depth = thresholds_for(ctx.device).vectors_min_depth
+    for m, n, k in ((0, 5, 9), (5, 0, 9), (33, 15, depth), (MAX_VECTORS, MAX_VECTORS, depth + 1), (65, 17, 63),
+                    (40, 2, depth - 1), (40, 1, 3)):
         a, b, product = _operands(dt, m, n, k, "N", "N")
         c0 = random_matrix(RNG, dt, (m, n))
         got = autogemm.gemm(a, b, c0.copy(), beta=0.5, device=ctx.device)
         assert got.shape == (m, n) and np.allclose(got, product + 0.5 * c0, rtol=1e-12, atol=1e-12), (m, n, k)
-    # the empty products never make a plan; K = 0 scales C; 17 columns and rows is a GEMM
-    assert routed == [(15, False), (MAX_VECTORS, False)]
+    # the empty products never make a plan; 17 columns and rows is a GEMM, and so are several columns over
+    # a K shorter than the device's vectors_min_depth; one column is a GEMV over any K
+    assert routed == [(15, False), (MAX_VECTORS, False), (1, False)]
+    short = GemmProblem.dense(dt, 40, 2, depth - 1)
+    assert as_vectors(short) is not None and as_vectors(short, depth) is None
 
 
 def test_device_operands_with_offsets_and_a_poisoned_fortran_c(ctx, routed):
     dt = DTYPES["c"]
-    a, x = random_matrix(RNG, dt, (90, 40)), random_matrix(RNG, dt, (40, 5))
-    stack = cl_array.to_device(ctx.queue, np.concatenate([random_matrix(RNG, dt, (3, 40)), a]))
+    k = thresholds_for(ctx.device).vectors_min_depth + 7        # deep enough for the GEMV
+    a, x = random_matrix(RNG, dt, (90, k)), random_matrix(RNG, dt, (k, 5))
+    stack = cl_array.to_device(ctx.queue, np.concatenate([random_matrix(RNG, dt, (3, k)), a]))
     da, dx = stack[3:], cl_array.to_device(ctx.queue, x)
     dc = autogemm.gemm(da, dx)
     assert dc.shape == (90, 5) and relative_error(dc.get(), a @ x) < dt.tolerance

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..codelets.gemv import GemvParams
 from ..codelets.registry import KernelParams
+from ..profiles import thresholds_for
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
 from .gemv import GemvLaunchPlan, GemvProblem
@@ -54,9 +55,10 @@ def round_trip(plan: LaunchPlan | VectorsPlan, buffers: list[ocl.Buffer], a: np.
 def plan_for(ctx: DeviceContext, problem: GemmProblem, params: KernelParams | None = None,
              edge: str = "auto") -> LaunchPlan | VectorsPlan:
     """The plan a GEMM call of ``problem`` runs on: the multi-vector GEMV's where ``vectors.as_vectors``
-    routes it there and no GEMM configuration is given, else a ``LaunchPlan``."""
+    routes it there (K at least the device's ``vectors_min_depth``) and no GEMM configuration is given,
+    else a ``LaunchPlan``."""
     check_edge(edge)
-    route = as_vectors(problem) if params is None else None
+    route = as_vectors(problem, thresholds_for(ctx.device).vectors_min_depth) if params is None else None
     if route is not None:
         chosen = choose_gemv_params(ctx.device, route.gemv)
         return VectorsPlan(ctx, problem, route, chosen.params, chosen.source)

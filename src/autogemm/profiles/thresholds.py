@@ -45,6 +45,9 @@ class Thresholds:
     #: of those, a product of a K of at most this many runs the size classes' choice without a K split
     #: (deeper ones, a small C over a long K, take the predictor's choice, which may split K)
     one_launch_depth: int = 1024
+    #: a product whose C has 2 to ``blas.vectors.MAX_VECTORS`` columns (or rows) runs as a multi-vector
+    #: GEMV from a K of this many; a shorter K runs a GEMM kernel (C, not the matrix, is most of what moves)
+    vectors_min_depth: int = 128
     #: by dtype key, products of numpy operands of at least this many multiply-adds run on the CUDA path
     #: (where it has kernels for the dtype); a dtype not named has no lower bound
     cuda_min_multiply_adds: tuple[tuple[str, int], ...] = (("d", 2048**3), ("z", 2048**3))
