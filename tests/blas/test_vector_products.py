@@ -16,6 +16,7 @@ import pytest
 import autogemm
 from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
 from autogemm.blas import GemmProblem, Op
+from autogemm.blas.selection import vectors_route
 from autogemm.blas.vectors import MAX_VECTORS, VectorsPlan, as_vectors
 from autogemm.codelets.gemv import GemvParams
 from autogemm.dtypes import DTYPES
@@ -112,10 +113,14 @@ def test_sizes_at_the_edges_of_the_route(ctx, routed):
         got = autogemm.gemm(a, b, c0.copy(), beta=0.5, device=ctx.device)
         assert got.shape == (m, n) and np.allclose(got, product + 0.5 * c0, rtol=1e-12, atol=1e-12), (m, n, k)
     # the empty products never make a plan; 17 columns and rows is a GEMM, and so are several columns over
-    # a K shorter than the device's vectors_min_depth; one column is a GEMV over any K
+    # a K shorter than the device's vectors_min_depth where that GEMM runs in one launch; one column is a
+    # GEMV over any K
     assert routed == [(15, False), (MAX_VECTORS, False), (1, False)]
     short = GemmProblem.dense(dt, 40, 2, depth - 1)
-    assert as_vectors(short) is not None and as_vectors(short, depth) is None
+    assert as_vectors(short) is not None and vectors_route(ctx.device, short) is None
+    # both operands transposed: no kernel reads them as stored, so the GEMM would pack one first
+    short_tt = GemmProblem.dense(dt, 40, 2, depth - 1, Op(transposed=True), Op(transposed=True))
+    assert vectors_route(ctx.device, short_tt) == as_vectors(short_tt)
 
 
 def test_device_operands_with_offsets_and_a_poisoned_fortran_c(ctx, routed):

@@ -9,14 +9,13 @@ import numpy as np
 
 from ..codelets.gemv import GemvParams
 from ..codelets.registry import KernelParams
-from ..profiles import thresholds_for
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
 from .gemv import GemvLaunchPlan, GemvProblem
 from .launch_plan import LaunchPlan, check_edge
 from .problem import GemmProblem
-from .selection import choose_gemv_params, choose_params
-from .vectors import VectorsPlan, as_vectors
+from .selection import choose_gemv_params, choose_params, vectors_route
+from .vectors import VectorsPlan
 
 
 def gemm_plan(ctx: DeviceContext, problem: GemmProblem, params: KernelParams | None = None, edge: str = "auto",
@@ -54,11 +53,10 @@ def round_trip(plan: LaunchPlan | VectorsPlan, buffers: list[ocl.Buffer], a: np.
 
 def plan_for(ctx: DeviceContext, problem: GemmProblem, params: KernelParams | None = None,
              edge: str = "auto") -> LaunchPlan | VectorsPlan:
-    """The plan a GEMM call of ``problem`` runs on: the multi-vector GEMV's where ``vectors.as_vectors``
-    routes it there (K at least the device's ``vectors_min_depth``) and no GEMM configuration is given,
-    else a ``LaunchPlan``."""
+    """The plan a GEMM call of ``problem`` runs on: the multi-vector GEMV's where ``selection.vectors_route``
+    routes it there and no GEMM configuration is given, else a ``LaunchPlan``."""
     check_edge(edge)
-    route = as_vectors(problem, thresholds_for(ctx.device).vectors_min_depth) if params is None else None
+    route = vectors_route(ctx.device, problem) if params is None else None
     if route is not None:
         chosen = choose_gemv_params(ctx.device, route.gemv)
         return VectorsPlan(ctx, problem, route, chosen.params, chosen.source)

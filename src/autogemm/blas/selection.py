@@ -16,13 +16,14 @@ from ..profiles import Profile, Ranked, profile_for, thresholds_for
 from ..profiles.profile import SHAPES
 from ..runtime.backend import CUDA, OPENCL
 from ..runtime.opencl.device import Device
-from .coverage import predicted_rate
+from .coverage import auto_slices, predicted_rate
 from .cuda_gemm import fitted
 from .defaults import CUDA_DEFAULTS, default_params, tensor_defaults
 from .gemv import GemvProblem, default_gemv_params
 from .prediction import predict
 from .problem import GemmProblem
 from .routing import Routing
+from .vectors import VectorsRoute, as_vectors
 from .verified import verified_here, verified_in
 
 #: A stored configuration that reads the operands as they are stored (no pack before the product) is
@@ -152,6 +153,24 @@ def _usable_twin(device: Device, chosen: Selection, twin: KernelParams, dt: Dtyp
     if profile is not None and chosen.source.startswith("profile"):
         return verified_in(device, profile, twin, dt)
     return chosen.source == "default" or verified_here(device, twin, dt, "a tensor-core default")
+
+
+def vectors_route(device: Device, problem: GemmProblem) -> VectorsRoute | None:
+    """The multi-vector GEMV a product of few columns or rows runs as on ``device`` (``vectors.as_vectors``),
+    or None where a GEMM kernel runs it: several vectors over a K shorter than the device's
+    ``Thresholds.vectors_min_depth`` (C, not the matrix, is then most of what moves, and the kernel's
+    tiles write it faster than the GEMV's reduction per output), where the GEMM plan chosen for it runs
+    in one launch (no pack, no K split, no merge: else the GEMV's one launch is ahead)."""
+    route = as_vectors(problem)
+    if route is None or route.gemv.vectors == 1 or problem.k >= thresholds_for(device).vectors_min_depth:
+        return route
+    chosen = choose_params(device, problem)
+    split = chosen.split or auto_slices(chosen.params, problem, device.compute_units)
+    routing = Routing(problem, chosen.params, split, device.compute_units,
+                      pad_from=thresholds_for(device).in_place_multiply_adds)
+    one_launch = (routing.slices == 1 and not routing.stream and not routing.c_temp
+                  and not any(st.packed for st in routing.staging.values()))
+    return None if one_launch else route
 
 
 def choose_gemv_params(device: Device, problem: GemvProblem) -> Selection:

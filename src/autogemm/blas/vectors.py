@@ -29,15 +29,14 @@ class VectorsRoute:
     matrix_is_b: bool
 
 
-def as_vectors(problem: GemmProblem, min_depth: int = 0) -> VectorsRoute | None:
+def as_vectors(problem: GemmProblem) -> VectorsRoute | None:
     """The multi-vector GEMV that computes ``problem`` as it is stored, or None where it is not one: C
-    of more than ``MAX_VECTORS`` rows and columns, or empty; several vectors over a K shorter than
-    ``min_depth`` (the device's ``Thresholds.vectors_min_depth``: there C, not the matrix, is most of what
-    moves, and a GEMM kernel's tiles write it better than a reduction per output); a batch; a precision
-    mode or a C of another dtype than the operands' (GEMM kernels do those)."""
+    of more than ``MAX_VECTORS`` rows and columns, or empty; a batch; a precision mode or a C of another
+    dtype than the operands' (GEMM kernels do those). Whether a device runs it so is
+    ``selection.vectors_route``'s to say."""
     pr, dt = problem, problem.dtype
     if pr.batch != 1 or dt.precision or dt.output is not dt or min(pr.m, pr.n) < 1 \
-            or min(pr.m, pr.n) > MAX_VECTORS or (min(pr.m, pr.n) > 1 and pr.k < min_depth):
+            or min(pr.m, pr.n) > MAX_VECTORS:
         return None
     if pr.n <= pr.m:
         # Y = op(A) X: vector j is column j of op(B) (row j of a transposed B), y_j column j of C

@@ -14,7 +14,7 @@ from ..codelets.registry import KernelParams
 from ..codelets.space import SearchSpace
 from ..dtypes import Dtype, get_dtype
 from ..errors import ArgumentError, AutogemmError
-from ..profiles import CudaEntry, Predictor, SizeClassEntry, path_for, thresholds_for
+from ..profiles import CudaEntry, Predictor, SizeClassEntry, path_for
 from ..runtime import context_for
 from ..shares.split import DEFAULT_PARTS
 from ..tables import plain_table
@@ -315,7 +315,7 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
         shapes, skipped = read_workload(shapes_file, tuple(dt.key for dt in letters or (get_dtype("s"),)))
         for line in skipped:
             console.print(f"[yellow]skipped[/yellow] {line}", highlight=False)
-        others = [r.describe() for r in shapes if exact_class(r, thresholds_for(dev).vectors_min_depth) is None]
+        others = [r.describe() for r in shapes if exact_class(r, dev) is None]
         if others:
             console.print(f"left to the size classes (batches, over {EXACT_MAX_WORK:.1e} multiply-adds): "
                           f"{', '.join(others)}", highlight=False)

@@ -46,7 +46,8 @@ class Thresholds:
     #: (deeper ones, a small C over a long K, take the predictor's choice, which may split K)
     one_launch_depth: int = 1024
     #: a product whose C has 2 to ``blas.vectors.MAX_VECTORS`` columns (or rows) runs as a multi-vector
-    #: GEMV from a K of this many; a shorter K runs a GEMM kernel (C, not the matrix, is most of what moves)
+    #: GEMV from a K of this many; over a shorter K a GEMM kernel, where it runs in one launch (C, not the
+    #: matrix, is then most of what moves)
     vectors_min_depth: int = 128
     #: by dtype key, products of numpy operands of at least this many multiply-adds run on the CUDA path
     #: (where it has kernels for the dtype); a dtype not named has no lower bound

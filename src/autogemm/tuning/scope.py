@@ -18,7 +18,8 @@ from dataclasses import dataclass, replace
 
 from ..accuracy import gemv_flops
 from ..blas.problem import GemmProblem, Op
-from ..blas.vectors import MAX_VECTORS, as_vectors
+from ..blas.selection import vectors_route
+from ..blas.vectors import MAX_VECTORS
 from ..codelets.registry import GEMM, GEMV
 from ..dtypes import NATIVE, Dtype, get_dtype
 from ..profiles.profile import CLASSES, GEMV_CLASSES, SHAPES
@@ -125,21 +126,20 @@ def gemv_classes(device: Device, dt: Dtype, quick: bool = False) -> tuple[SizeCl
 EXACT_MAX_WORK = 2**36
 
 
-def exact_class(record: ShapeRecord, min_depth: int) -> SizeClass | None:
+def exact_class(record: ShapeRecord, device: Device) -> SizeClass | None:
     """The class ``tune --shapes`` tunes a workload's shape as, with an equal share of the budget: a
     GEMV's own (A of m x n), a GEMM's as the kernels run it (a C of few columns or rows is a GEMV of
-    several right-hand sides, ``blas.vectors``, where its K is at least ``min_depth``, the device's
-    ``vectors_min_depth``); None where the size classes tune it: a batch, or a GEMM of more than
-    ``EXACT_MAX_WORK`` multiply-adds."""
+    several right-hand sides where ``device`` runs it so, ``blas.selection.vectors_route``); None where
+    the size classes tune it: a batch, or a GEMM of more than ``EXACT_MAX_WORK`` multiply-adds."""
     if record.batch != 1:
         return None
     if record.routine == GEMV:
         return SizeClass(record.layout, record.m, record.n, 1, 1.0, layout=record.layout, routine=GEMV, exact=True)
     if record.m * record.n * record.k > EXACT_MAX_WORK:
         return None
-    route = as_vectors(GemmProblem.dense(get_dtype(record.dtype), record.m, record.n, record.k,
+    route = vectors_route(device, GemmProblem.dense(get_dtype(record.dtype), record.m, record.n, record.k,
                                          Op.from_letter(record.layout[0], "layout"),
-                                         Op.from_letter(record.layout[1], "layout")), min_depth)
+                                         Op.from_letter(record.layout[1], "layout")))
     if route is not None:
         gemv = route.gemv
         return SizeClass(gemv.layout, gemv.rows, gemv.cols, gemv.vectors, 1.0, layout=gemv.layout, routine=GEMV,
@@ -147,10 +147,10 @@ def exact_class(record: ShapeRecord, min_depth: int) -> SizeClass | None:
     return SizeClass(record.layout, record.m, record.n, record.k, 1.0, layout=record.layout, exact=True)
 
 
-def shape_classes(records: list[ShapeRecord], dt: Dtype, min_depth: int) -> tuple[SizeClass, ...]:
-    """The classes ``exact_class`` makes of a workload's ``records`` of ``dt``, each once."""
+def shape_classes(records: list[ShapeRecord], dt: Dtype, device: Device) -> tuple[SizeClass, ...]:
+    """The classes ``exact_class`` makes of a workload's ``records`` of ``dt`` on ``device``, each once."""
     return tuple(dict.fromkeys(size for r in records
-                               if r.dtype == dt.key and (size := exact_class(r, min_depth)) is not None))
+                               if r.dtype == dt.key and (size := exact_class(r, device)) is not None))
 
 
 def gemv_shape(device: Device, dt: Dtype, layout: str, kind: str, quick: bool = False) -> tuple[int, int]:

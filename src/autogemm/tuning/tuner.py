@@ -40,7 +40,6 @@ from ..profiles import (
     profile_at,
     profile_for,
     save,
-    thresholds_for,
 )
 from ..profiles.thresholds import HOST_DTYPES
 from ..runtime.backend import CUDA
@@ -175,8 +174,7 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
         if existing is not None:
             profile = profile.merged_into(existing)
         if shapes is not None:
-            depth = thresholds_for(device).vectors_min_depth
-            plan = {dt: shape_classes(shapes, dt, depth) for dt in dtypes}
+            plan = {dt: shape_classes(shapes, dt, device) for dt in dtypes}
             if not any(plan.values()):
                 raise TuningError("the workload holds no shape to tune exactly of a dtype tuned (batches, GEMV "
                                   "and the largest products are tuned by their classes)")
