@@ -152,3 +152,13 @@ def test_a_warning_in_a_command_is_one_line_without_the_librarys_source_path(mon
     out = CliRunner().invoke(main, ["devices"])
     assert out.exit_code == 0, out.output
     assert "warning: a driver said something" in out.output and ".py:" not in out.output
+
+
+def test_a_log_gets_no_lines_padded_with_spaces():
+    """Rich pads tables and titles to the console's width; written to a log (not a terminal) each line
+    ends where its text does."""
+    for args in (["devices"], ["bench", "--sizes", "24", "--runs", "1", "--peers", "numpy"]):
+        out = CliRunner().invoke(main, args)
+        assert out.exit_code == 0, out.output
+        lines = out.output.splitlines()
+        assert len(lines) > 3 and not [line for line in lines if line.endswith(" ")], out.output

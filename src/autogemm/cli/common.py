@@ -19,7 +19,39 @@ from ..runtime import Device, DeviceContext, context_for, devices
 from ..runtime.backend import OPENCL
 from ..runtime.opencl import discovery
 
-console = Console(emoji=False)        # text such as ':x:' in a name or a message is printed as it is
+
+class _Output:
+    """Standard output as the console writes to it: where it is not a terminal (a log, a pipe), each line
+    without the trailing spaces rich pads tables and titles with to the console's width. Standard output
+    is looked up at each write (a test's runner replaces it)."""
+
+    def __init__(self) -> None:
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        out = sys.stdout
+        if out.isatty():
+            return out.write(text)
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        if lines:
+            out.write("".join(line.rstrip(" ") + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._partial:
+            sys.stdout.write(self._partial)
+            self._partial = ""
+        sys.stdout.flush()
+
+    def isatty(self) -> bool:
+        return sys.stdout.isatty()
+
+    def __getattr__(self, name: str):
+        return getattr(sys.stdout, name)
+
+
+console = Console(file=_Output(), emoji=False)    # text such as ':x:' in a name or a message is printed as it is
 
 
 def fail(message: str) -> None:
