@@ -449,3 +449,24 @@ def test_a_16_bit_result_in_page_locked_memory_keeps_its_type(ctx, monkeypatch, 
     got = autogemm.gemm(a, b, out_dtype=dt.output.numpy, device=ctx.device, backend="opencl")
     assert staging.result_pool(ctx).owns(got) and got.dtype == dt.output.numpy
     assert relative_error(got.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64)) < dt.tolerance
+
+
+def test_matmul_of_two_matrices_repeats_on_gemms_kept_route(ctx, monkeypatch):
+    """``a @ b`` of matrices is one ``gemm`` call: a repeat finds the route kept for its signature and
+    validates nothing again, host and device operands alike, into a new result or ``out``."""
+    from autogemm.engine import call as call_module
+
+    built = []
+    real = call_module.GemmCall.build.__func__
+    monkeypatch.setattr(call_module.GemmCall, "build",
+                        classmethod(lambda cls, *args: built.append(1) or real(cls, *args)))
+    autogemm.clear_plans()
+    a, b = random_matrix(RNG, DTYPES["s"], (33, 20)), random_matrix(RNG, DTYPES["s"], (20, 17))
+    out = np.full((33, 17), np.nan, np.float32)
+    da, db = cl_array.to_device(ctx.queue, a), cl_array.to_device(ctx.queue, b)
+    for _ in range(3):
+        assert relative_error(autogemm.matmul(a, b, device=ctx.device), a.astype(np.float64) @ b) < 1e-5
+        assert autogemm.matmul(a, b, out, device=ctx.device) is out
+        assert relative_error(autogemm.matmul(da, db).get(), a.astype(np.float64) @ b) < 1e-5
+    assert relative_error(out, a.astype(np.float64) @ b) < 1e-5
+    assert len(built) == 3                   # one per signature, none for its repeats

@@ -61,6 +61,11 @@ def matmul(a, b, out=None, *, device: Device | str | int | None = None, precisio
                              "tensors' own library")
         return gemm(a, b, out, device=device, precision=precision, wait_for=wait_for)
     a, b = _operands(a, b)
+    if a.ndim == b.ndim == 2 and a.shape[1] == b.shape[0] and (
+            out is None or (isinstance(out, (np.ndarray, ocl.DeviceArray)) and out.dtype == a.dtype
+                            and out.shape == (a.shape[0], b.shape[1]))):
+        # one product of matrices is gemm's own call, whose repeats find their route kept
+        return gemm(a, b, out, device=device, precision=precision, wait_for=wait_for)
     a2 = a.reshape(1, a.shape[0]) if a.ndim == 1 else a
     b2 = b.reshape(b.shape[0], 1) if b.ndim == 1 else b
     if a2.shape[-1] != b2.shape[-2]:
