@@ -426,6 +426,45 @@ def test_a_device_without_a_profile_borrows_a_related_one_verifying_each_configu
     assert profile_for(device) is None and "none" in profile_origin(device, None)
 
 
+def test_a_tuning_run_on_a_device_that_borrows_starts_from_the_borrowed_profile(cache, device, monkeypatch):
+    """On an H200 that borrowed the H100's profile, a tune of a few products replaced the borrowed profile
+    and left the products it did not reach slower. The tuned profile starts from the borrowed one: what
+    the run does not tune (here all of float32: it tunes float64) keeps the borrowed entries and
+    predictor, marked as measured on the other device, and their configurations are still verified here
+    before their first use."""
+    from autogemm.blas import verification
+    from autogemm.profiles import profile_origin
+    from autogemm.tuning import Budget, tune
+
+    ranked = (Ranked(LARGE, 20.5), Ranked(SMALL, 15.0))
+    other = dataclasses.replace(
+        make_profile(device, {"s": [SizeClassEntry("large", (256, 256, 256), ranked, "model", 30, 12.0)]},
+                     predictors=PREDICTORS),
+        device_fingerprint="0123456789abcdef", device_name="another model", device_architecture=device.architecture)
+    save(other)
+    s, d = autogemm.dtypes.DTYPES["s"], autogemm.dtypes.DTYPES["d"]
+    tuned = tune(device, (d,), budget=Budget(evaluations=3), classes=("small",), top=1)
+    saved = profile_for(device)
+    assert tuned.device_fingerprint == saved.device_fingerprint == device.fingerprint
+    assert saved.entry("s", "large", "dtypes", None).measured_on == "0123456789abcdef"
+    large = tuned.entry("s", "large", "dtypes", None)
+    assert large.ranked == ranked and large.measured_on == "0123456789abcdef"
+    assert tuned.predictors["s"].measured_on == "0123456789abcdef" and not tuned.hybrid
+    assert tuned.entry("d", "small", "dtypes", None).measured_on == ""
+    assert tuned.measured_on(LARGE) == "0123456789abcdef"
+    assert tuned.measured_on(tuned.entry("d", "small", "dtypes", None).ranked[0].config) == device.fingerprint
+    assert Profile.from_json(tuned.to_json()).to_json() == tuned.to_json()        # measured_on kept
+    assert tuned.borrows() and not other.borrows()
+    assert "took over from a related device" in profile_origin(device, saved)
+    checked = []
+    monkeypatch.setattr(verification, "verify",
+                        lambda ctx, config, dtype: checked.append(config) or ("forged failure" if config == LARGE
+                                                                              else ""))
+    with pytest.warns(autogemm.profiles.ProfileWarning, match="forged failure"):
+        chosen = choose_params(device, GemmProblem.dense(s, 256, 256, 256))
+    assert LARGE in checked and chosen.params != LARGE
+
+
 def test_a_tensor_core_default_is_verified_on_the_device_before_its_first_use(cache, device, monkeypatch):
     """Without a profile, DGEMM on an NVIDIA GPU tries the tensor-core default first (the plain one ran at
     0.29x cuBLAS on an untuned H200), once verified there; one that fails falls back to the plain default."""

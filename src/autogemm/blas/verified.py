@@ -44,9 +44,11 @@ def verified_here(device: Device, config: Params, dtype: Dtype, origin: str, mea
 
 
 def verified_in(device: Device, profile: Profile, config: Params, dtype: Dtype) -> bool:
-    """``verified_here`` for a configuration of ``profile`` (the device's own, or a borrowed one)."""
+    """``verified_here`` for a configuration of ``profile`` (the device's own, or a borrowed one; in the
+    device's own, one of the entries taken over from a borrowed profile is verified like the borrowed
+    profile's: ``Profile.measured_on``)."""
     return verified_here(device, config, dtype, f"of the profile of {profile.device_name}",
-                         profile.device_fingerprint)
+                         profile.measured_on(config))
 
 
 #: What a verification that failed for want of memory or resources says: the configuration may compute

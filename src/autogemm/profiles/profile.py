@@ -76,6 +76,9 @@ class SizeClassEntry:
     strategy: str
     evaluations: int
     seconds: float
+    #: the fingerprint of the device the entry was measured on where that is not the profile's own (an
+    #: entry a tuned profile took over from the profile it borrowed: ``Profile.as_borrowed``)
+    measured_on: str = ""
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,8 @@ class Predictor:
     #: What one launch costs, in flops at that rate (0: nothing), fitted to the samples
     #: (``tuning.predictor.calibrate``): a pack or a merge of a short product can cost more than it
     launch: float = 0.0
+    #: as ``SizeClassEntry.measured_on``
+    measured_on: str = ""
 
 
 @dataclass(frozen=True)
@@ -235,6 +240,33 @@ class Profile:
         """A copy with ``predictor`` as ``dtype``'s."""
         return replace(self, predictors={**self.predictors, dtype: predictor})
 
+    def as_borrowed(self) -> Profile:
+        """This profile's entries and predictors, each marked as measured on its device (``measured_on``),
+        without what only its device's host measured (hybrid entries): what a tuning run on a related device
+        that has no profile of its own starts from, its configurations still verified there before their
+        first use (``blas.verified.verified_in``)."""
+        def marked(table: dict[str, tuple[SizeClassEntry, ...]]) -> dict[str, tuple[SizeClassEntry, ...]]:
+            return {key: tuple(replace(e, measured_on=e.measured_on or self.device_fingerprint) for e in entries)
+                    for key, entries in table.items()}
+
+        return replace(self, dtypes=marked(self.dtypes), gemv=marked(self.gemv), shapes=marked(self.shapes),
+                       hybrid={}, predictors={key: replace(p, measured_on=p.measured_on or self.device_fingerprint)
+                                              for key, p in self.predictors.items()})
+
+    def borrows(self) -> bool:
+        """Whether some of this profile's entries or predictors were measured on another device."""
+        return any(e.measured_on for section in (self.dtypes, self.gemv, self.shapes) for entries in section.values()
+                   for e in entries) or any(p.measured_on for p in self.predictors.values())
+
+    def measured_on(self, config: Params) -> str:
+        """The fingerprint of the device ``config`` was measured on: this profile's where one of its own
+        entries or predictors holds it (or none does), else that of the borrowed entries holding it."""
+        found = [e.measured_on for section in (self.dtypes, self.gemv, self.shapes) for entries in section.values()
+                 for e in entries if any(r.config == config for r in e.ranked)]
+        found += [p.measured_on for p in self.predictors.values() if config in p.bank]
+        borrowed = [origin for origin in found if origin]
+        return borrowed[0] if found and len(borrowed) == len(found) else self.device_fingerprint
+
     def merged_into(self, older: Profile) -> Profile:
         """This profile's entries laid over ``older``'s (what two tuners writing one file keep)."""
         out = replace(self, dtypes=dict(older.dtypes), gemv=dict(older.gemv), hybrid=dict(older.hybrid),
@@ -303,6 +335,7 @@ class Profile:
 def _entries_to_dict(table: dict[str, tuple[SizeClassEntry, ...]]) -> dict:
     return {letter: [{"class": e.name, "shape": list(e.shape), "strategy": e.strategy,
                       "evaluations": e.evaluations, "seconds": round(e.seconds, 3),
+                      **({"measured_on": e.measured_on} if e.measured_on else {}),
                       "ranked": [{"gflops": round(r.gflops, 3), "config": r.config.to_dict(),
                                   **({"split": r.split} if r.split is not None else {})} for r in e.ranked]}
                      for e in entries]
@@ -312,6 +345,7 @@ def _entries_to_dict(table: dict[str, tuple[SizeClassEntry, ...]]) -> dict:
 def _predictor_to_dict(predictor: Predictor) -> dict:
     return {"bank": [config.to_dict() for config in predictor.bank], "seconds": round(predictor.seconds, 3),
             "balance": round(predictor.balance, 3), "launch": round(predictor.launch),
+            **({"measured_on": predictor.measured_on} if predictor.measured_on else {}),
             "samples": [{"layout": s.layout, "shape": list(s.shape),
                          "rates": [[[split, round(gflops, 3)] for split, gflops in rates] for rates in s.rates]}
                         for s in predictor.samples]}
@@ -442,7 +476,7 @@ def routine_of(section: str, name: str) -> str:
 
 
 def _entry(value: object, where: str, routine: str, name: re.Pattern = _NAME) -> SizeClassEntry:
-    e = _object(value, where, {"class", "shape", "strategy", "evaluations", "seconds", "ranked"})
+    e = _object(value, where, {"class", "shape", "strategy", "evaluations", "seconds", "ranked"}, {"measured_on"})
     ranked = e["ranked"]
     if not isinstance(ranked, list) or not 1 <= len(ranked) <= MAX_RANKED:
         raise ProfileError(f"{where}.ranked must be a list of 1 to {MAX_RANKED} configurations")
@@ -456,7 +490,7 @@ def _entry(value: object, where: str, routine: str, name: re.Pattern = _NAME) ->
     return SizeClassEntry(_text(e["class"], f"{where}.class", 32, name), _shape(e["shape"], where), tuple(items),
                           _text(e["strategy"], f"{where}.strategy", 40),
                           _integer(e["evaluations"], f"{where}.evaluations", 0, 10**9),
-                          _number(e["seconds"], f"{where}.seconds", 1e8))
+                          _number(e["seconds"], f"{where}.seconds", 1e8), _measured_on(e, where))
 
 
 def _shape(value: object, where: str) -> tuple[int, int, int]:
@@ -521,7 +555,7 @@ def _predictors(value: object) -> dict[str, Predictor]:
 
 
 def _predictor(value: object, where: str) -> Predictor:
-    p = _object(value, where, {"bank", "samples", "seconds", "balance"}, {"launch"})
+    p = _object(value, where, {"bank", "samples", "seconds", "balance"}, {"launch", "measured_on"})
     bank, samples = p["bank"], p["samples"]
     if not isinstance(bank, list) or not 1 <= len(bank) <= MAX_BANK:
         raise ProfileError(f"{where}.bank must be a list of 1 to {MAX_BANK} configurations")
@@ -533,7 +567,12 @@ def _predictor(value: object, where: str) -> Predictor:
     parsed = tuple(_sample(s, f"{where}.samples[{i}]", len(configs)) for i, s in enumerate(samples))
     return Predictor(configs, parsed, _number(p["seconds"], f"{where}.seconds", 1e8),
                      _number(p["balance"], f"{where}.balance", 1e4),
-                     _number(p.get("launch", 0), f"{where}.launch", 1e15))
+                     _number(p.get("launch", 0), f"{where}.launch", 1e15), _measured_on(p, where))
+
+
+def _measured_on(item: dict, where: str) -> str:
+    """An entry's or a predictor's ``measured_on``: a device fingerprint, or '' where it is not given."""
+    return _text(item["measured_on"], f"{where}.measured_on", 16, _FINGERPRINT) if "measured_on" in item else ""
 
 
 def _sample(value: object, where: str, bank: int) -> Sample:

@@ -200,7 +200,9 @@ def profile_origin(device: Device, profile: Profile | None) -> str:
         return "none: the device class's defaults (autogemm tune makes one)"
     if profile.device_fingerprint == device.fingerprint:
         path = path_for(device.fingerprint)
-        return f"its own, {path}" if path.exists() else "its own, bundled with autogemm"
+        own = f"its own, {path}" if path.exists() else "its own, bundled with autogemm"
+        return own + ("; the entries it took over from a related device's profile are verified here before "
+                      "their first use" if profile.borrows() else "")
     return (f"borrowed from {profile.device_name} ({profile.device_fingerprint}): {related_because(profile, device)}"
             f"; each configuration is verified here before its first use, and autogemm tune makes its own")
 

@@ -173,6 +173,10 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
         existing = own_profile(device)
         if existing is not None:
             profile = profile.merged_into(existing)
+        elif prior is not None:
+            # a profile borrowed from a related device: the new one starts from its entries (each still
+            # verified here before its first use), so that what this run does not tune keeps its choice
+            profile = profile.merged_into(prior.as_borrowed())
         if shapes is not None:
             plan = {dt: shape_classes(shapes, dt, device) for dt in dtypes}
             if not any(plan.values()):
