@@ -129,6 +129,26 @@ def test_geometric_means_pair_end_to_end_with_end_to_end():
     assert ("s", "autogemm e2e") not in means
 
 
+def test_numpy_is_compared_with_autogemms_own_calls_from_numpy_to_numpy_where_they_were_timed():
+    """numpy's calls take host arrays and return one: its ratio is autogemm's numpy-in, numpy-out rate
+    over numpy's where that was timed, the device-resident one otherwise."""
+    both = _case("s", 64, {AUTOGEMM: 4.0, "autogemm e2e": 1.0, "numpy": 2.0})
+    assert both.ratio("numpy") == pytest.approx(0.5)
+    assert _case("s", 64, {AUTOGEMM: 4.0, "numpy": 2.0}).ratio("numpy") == pytest.approx(2.0)
+    assert report.geometric_means([both])[("s", "numpy")].mean == pytest.approx(0.5)
+
+
+def test_bench_on_a_device_that_shares_the_hosts_memory_times_numpy_to_numpy_by_default():
+    """There a program's products go from numpy to numpy (the host's BLAS where it is faster): bench
+    times those calls beside the kernels and compares them with numpy, unless told --resident."""
+    if not autogemm.default_device().shares_host_memory:
+        pytest.skip("the default device has memory of its own")
+    out = CliRunner().invoke(main, ["bench", "--sizes", "24", "--runs", "1", "--peers", "numpy"])
+    assert out.exit_code == 0 and "autogemm e2e" in out.output, out.output
+    out = CliRunner().invoke(main, ["bench", "--sizes", "24", "--runs", "1", "--peers", "numpy", "--resident"])
+    assert out.exit_code == 0 and "e2e" not in out.output, out.output
+
+
 def test_a_wide_comparison_reads_at_80_columns_without_cut_cells():
     """Three autogemm paths against a peer's three (the end-to-end run beside torch): too wide for one
     table at 80 columns, the ratios go to a table of their own rather than headers cut short."""

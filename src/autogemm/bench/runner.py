@@ -45,6 +45,8 @@ from .shapes import Shape
 
 AUTOGEMM = "autogemm"
 END_TO_END = " e2e"          # suffix of the numpy-in, numpy-out timings
+#: Peers whose calls go from host arrays to a host array, end to end by nature.
+HOST_PEERS = ("numpy",)
 #: numpy-in, numpy-out calls are timed at least this many times (after a warm-up): the first calls of a
 #: size pay for page-locked memory (torch's caching allocator and autogemm's pools alike), which a median
 #: of two still counted (the first calls took several times as long as each call after them).
@@ -96,10 +98,12 @@ class CaseResult(Rates):
 
     def ratio(self, peer: str) -> float | None:
         """autogemm's rate over ``peer``'s, when both ran correctly: end to end against an end-to-end
-        peer, else device-resident."""
+        peer, and against numpy (whose calls take host arrays and return one) where autogemm's calls from
+        numpy to numpy were timed; else device-resident."""
         if peer.startswith(AUTOGEMM):
             return None
-        ours = self.rate(AUTOGEMM + END_TO_END if peer.endswith(END_TO_END) else AUTOGEMM)
+        whole = peer.endswith(END_TO_END) or (peer in HOST_PEERS and self.rate(AUTOGEMM + END_TO_END) is not None)
+        ours = self.rate(AUTOGEMM + END_TO_END if whole else AUTOGEMM)
         theirs = self.rate(peer)
         return ours / theirs if ours and theirs else None
 

@@ -70,7 +70,9 @@ def _peers(text: str) -> tuple[str, ...]:
               help="Timed runs per implementation (the median is reported).")
 @click.option("--clblast-tuned", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="A directory of clblast_tuner_xgemm results: CLBlast runs with its tuner's best parameters.")
-@click.option("--end-to-end", is_flag=True, help="Also time numpy-in, numpy-out calls, copies included.")
+@click.option("--end-to-end/--resident", "end_to_end", default=None,
+              help="Also time numpy-in, numpy-out calls, copies included, and compare those with numpy "
+                   "[default: on a device that shares the host's memory, where that is what a program runs].")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random operands.")
 @json_file("Write every result as JSON (with the command and commit that made it), after each problem: "
            "a run stopped early keeps what it measured.")
@@ -89,7 +91,9 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
     Every result is checked against a float64 reference; a wrong one is shown, never counted. Rates are
     TFLOP/s; '% peak' is autogemm's share of the tensor cores' dense peak for a dtype they multiply, where
     NVIDIA publishes it for the device, else of the multiply-add peak measured in the same run (the line
-    under the table says which); '/ peer' is autogemm's rate over the peer's."""
+    under the table says which); '/ peer' is autogemm's rate over the peer's: end to end against numpy and
+    the peers timed end to end where autogemm's numpy-in, numpy-out calls were timed, else
+    device-resident."""
     if from_json:
         meta, cases = read_json(from_json)
         console.print(f"{from_json}: {meta.get('date')}, {meta.get('command') or 'command not recorded'}",
@@ -117,6 +121,8 @@ def bench_command(device, dtypes, sizes, layout, shapes_file, use_suite, peer_te
     for dt in letters:
         if dt.needs_fp64 and not dev.fp64:
             raise ArgumentError(f"{dt.routine} needs double precision, which {dev.name.strip()} lacks")
+    if end_to_end is None:
+        end_to_end = dev.shares_host_memory
     runner = Bench(context_for(dev), _peers(peer_text), runs, end_to_end, seed, clblast_tuned)
     profile = profile_for(dev)
     origin = profile_origin(dev, profile)
