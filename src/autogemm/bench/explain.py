@@ -21,7 +21,7 @@ from ..blas.plans import plan_for
 from ..blas.selection import choose_params
 from ..dtypes import Dtype
 from ..engine.call import GemmCall, GemmOptions
-from ..engine.dispatch import route_elsewhere
+from ..engine.dispatch import OPENCL_PLAN, route_elsewhere
 from ..runtime.backend import CUDA
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
@@ -159,9 +159,11 @@ def describe(found: Explanation) -> list[str]:
              f"the plan's configuration: {found.choice}",
              f"device time {found.device_seconds * us:.1f} us ({found.tflops:.3g} TFLOP/s), "
              f"host enqueue {found.host_seconds * us:.1f} us, error {found.error:.1e}",
-             f"the product's kernel: {found.work_groups} work-groups on {found.compute_units} compute units "
+             f"the product's kernel: {found.work_groups} work-group{'s' * (found.work_groups != 1)} on "
+             f"{found.compute_units} compute units "
              f"({found.waves:.2f} a unit)",
-             "launches (device us, idle us before):"]
+             "launches (device us, idle us before)" + ("" if found.route == OPENCL_PLAN else
+                                                      ", of the plan device arrays run on") + ":"]
     lines = [part for line in head for part in textwrap.wrap(line, 80, subsequent_indent="  ")]
     for launch in found.launches:
         lines.append(f"  {launch.seconds * us:8.1f} {launch.gap_before * us:6.1f}  {_cut(launch.name, 60)}")
