@@ -1,8 +1,10 @@
 """The ``autogemm`` command line: ``devices``, ``show-kernel``, ``run``, ``tune``, ``profile``, ``bench``,
-``bench-batch``, ``bench-calls``, ``bench-routines``, ``bench-hybrid``, ``bench-dask`` and ``explain``."""
+``bench-accuracy``, ``bench-batch``, ``bench-calls``, ``bench-routines``, ``bench-hybrid``, ``bench-dask`` and
+``explain``."""
 
 from . import (  # noqa: F401  (each adds its commands to ``main``)
     commands_bench,
+    commands_bench_accuracy,
     commands_bench_batch,
     commands_bench_calls,
     commands_bench_dask,

@@ -1,0 +1,176 @@
+"""How accurate float32 products are, by input distribution and depth: FP32 SGEMM (numpy's, and autogemm's
+on the device) against 3xTF32 (emulated here as the CUDA path computes it, and autogemm's on the device),
+each against a float64 product of the same float32 operands.
+
+The error of one element is measured against the scale of its terms: |c - exact| / (|A| |B|), the
+componentwise bound every GEMM's rounding error obeys, so that a product whose exact value cancels to
+nearly zero is not reported as an infinite relative error. Where the exact product is not finite (inf or
+NaN operands, overflow) an implementation must give the same non-finite value: each element that does not
+counts as a mismatch, as does a non-finite result where the exact one is finite.
+
+3xTF32 is emulated as the CUDA path computes it (``codelets.wgmma``): each operand split into ``big``, its
+nearest TF32 (rounded half away from zero, as ``cvt.rna.tf32.f32``), and ``small = x - big``, which the
+tensor cores read with its low 13 mantissa bits dropped; the three products small x big, big x small and
+big x big summed in float32."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+FloatArray = np.ndarray
+
+#: float32 bits a TF32 value keeps (sign, exponent and 10 mantissa bits), and half of its last place.
+TF32_MASK = np.uint32(0xFFFFE000)
+TF32_HALF = np.uint32(0x1000)
+
+
+def _scaled(rng: np.random.Generator, shape: tuple[int, int], scale: float) -> FloatArray:
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def _spread(rng: np.random.Generator, shape: tuple[int, int]) -> FloatArray:
+    """Values of random sign whose magnitudes spread over 2^-30 .. 2^30 within every row."""
+    return (rng.choice([-1.0, 1.0], shape) * np.exp2(rng.uniform(-30, 30, shape))).astype(np.float32)
+
+
+def _with_zeros(rng: np.random.Generator, shape: tuple[int, int]) -> FloatArray:
+    x = _scaled(rng, shape, 1.0)
+    x[rng.random(shape) < 0.5] = 0
+    return x
+
+
+def _non_finite(rng: np.random.Generator, shape: tuple[int, int]) -> FloatArray:
+    """Normal values with an inf, a -inf and a NaN in about one row or column in eight."""
+    x = _scaled(rng, shape, 1.0)
+    count = max(1, x.size // (8 * max(shape)))
+    for value in (np.inf, -np.inf, np.nan):
+        x.flat[rng.integers(0, x.size, count)] = value
+    return x
+
+
+#: Each distribution: how an operand of a shape is drawn, given the product's depth K (some scale with it).
+Draw = Callable[[np.random.Generator, tuple[int, int], int], FloatArray]
+DISTRIBUTIONS: dict[str, Draw] = {
+    "uniform [0, 1)": lambda rng, shape, k: rng.random(shape, np.float32),
+    "uniform [-1, 1)": lambda rng, shape, k: (2 * rng.random(shape, np.float32) - 1).astype(np.float32),
+    "normal": lambda rng, shape, k: _scaled(rng, shape, 1.0),
+    "spread 2^-30..2^30": lambda rng, shape, k: _spread(rng, shape),
+    "half zeros": lambda rng, shape, k: _with_zeros(rng, shape),
+    "subnormal": lambda rng, shape, k: _scaled(rng, shape, 2.0**-130),
+    # products near float32's largest: each term about 2^124 / K, the sums below 2^127
+    "large products": lambda rng, shape, k: _scaled(rng, shape, 2.0**62 / np.sqrt(k)),
+    "inf and NaN": lambda rng, shape, k: _non_finite(rng, shape),
+}
+#: Distributions drawn as a pair of operands: cancelling products (B's columns end in the negation of
+#: their first half), and A's values near float32's largest with B's small enough to keep C finite.
+CANCELLING, LARGEST_OPERANDS = "cancelling", "largest operands"
+
+
+def cancelling_pair(rng: np.random.Generator, m: int, n: int, k: int) -> tuple[FloatArray, FloatArray]:
+    """A (m x k) and B (k x n) whose products cancel: A's columns repeat as a pair, B's second half of each
+    column is the negation of its first, perturbed by one part in 2^12, so each exact element is about
+    2^-12 of its terms."""
+    half = max(k // 2, 1)
+    a = _scaled(rng, (m, half), 1.0)
+    b = _scaled(rng, (half, n), 1.0)
+    return (np.concatenate([a, a], 1)[:, :k],
+            np.concatenate([b, (-b * (1 + 2.0**-12)).astype(np.float32)], 0)[:k])
+
+
+def to_tf32(x: FloatArray) -> FloatArray:
+    """``x`` rounded to the nearest TF32, half away from zero (``cvt.rna.tf32.f32``)."""
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32)
+    finite = np.isfinite(x)
+    rounded = np.where(finite, (bits + TF32_HALF) & TF32_MASK, bits)
+    return rounded.view(np.float32)
+
+
+def truncated_tf32(x: FloatArray) -> FloatArray:
+    """``x`` with the mantissa bits TF32 lacks dropped, as the tensor cores read a float32 operand."""
+    return (np.ascontiguousarray(x, np.float32).view(np.uint32) & TF32_MASK).view(np.float32)
+
+
+def emulated_3xtf32(a: FloatArray, b: FloatArray) -> FloatArray:
+    """A B as the CUDA path's 3xTF32 computes it (see the module's docstring), in float32."""
+    big_a, big_b = to_tf32(a), to_tf32(b)
+    with np.errstate(invalid="ignore", over="ignore"):
+        small_a, small_b = truncated_tf32(a - big_a), truncated_tf32(b - big_b)
+        return (small_a @ big_b + big_a @ small_b + big_a @ big_b).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class Errors:
+    """One implementation's errors on one distribution and depth: the largest and the median of
+    |c - exact| / (|A| |B|) over the elements whose exact value is finite, and how many elements are
+    non-finite where the exact one is not the same (or finite where it is not)."""
+
+    largest: float
+    median: float
+    mismatches: int
+
+
+def errors(got: FloatArray, exact: FloatArray, scale: FloatArray) -> Errors:
+    """``got``'s ``Errors`` against ``exact`` (float64) at the componentwise ``scale`` (|A| |B|)."""
+    got64 = got.astype(np.float64)
+    finite = np.isfinite(exact)
+    same = np.where(finite, np.isfinite(got64), (got64 == exact) | (np.isnan(got64) & np.isnan(exact)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        relative = np.abs(got64 - exact) / np.where(scale > 0, scale, 1.0)
+    relative = relative[finite & np.isfinite(got64)]
+    return Errors(float(relative.max(initial=0.0)), float(np.median(relative)) if relative.size else 0.0,
+                  int((~same).sum()))
+
+
+def largest_pair(rng: np.random.Generator, m: int, n: int, k: int) -> tuple[FloatArray, FloatArray]:
+    """A (m x k) of values within a factor of two of float32's largest, of random sign, and B (k x n) of
+    normal values times 2^-128 / K: every product and sum finite, near 1."""
+    big = np.finfo(np.float32).max
+    a = (rng.choice([-1.0, 1.0], (m, k)) * rng.uniform(0.5, 1.0, (m, k)) * big).astype(np.float32)
+    return a, _scaled(rng, (k, n), 2.0**-128 / k)
+
+
+#: All the distributions ``measure`` draws, by name.
+NAMES = (*DISTRIBUTIONS, CANCELLING, LARGEST_OPERANDS)
+
+
+def operands(name: str, rng: np.random.Generator, m: int, n: int, k: int) -> tuple[FloatArray, FloatArray]:
+    """A (m x k) and B (k x n) of distribution ``name`` (one of ``NAMES``)."""
+    if name == CANCELLING:
+        return cancelling_pair(rng, m, n, k)
+    if name == LARGEST_OPERANDS:
+        return largest_pair(rng, m, n, k)
+    draw = DISTRIBUTIONS[name]
+    return draw(rng, (m, k), k), draw(rng, (k, n), k)
+
+
+@dataclass
+class AccuracyCase:
+    """The errors of each implementation on one distribution and depth (C of ``size`` x ``size``)."""
+
+    distribution: str
+    size: int
+    k: int
+    errors: dict[str, Errors]
+
+
+def measure(name: str, size: int, k: int, implementations: dict[str, Callable[[FloatArray, FloatArray], FloatArray]],
+            rng: np.random.Generator) -> AccuracyCase:
+    """Every implementation's ``Errors`` on one draw of distribution ``name``."""
+    a, b = operands(name, rng, size, size, k)
+    with np.errstate(invalid="ignore", over="ignore"):       # inf and NaN operands are part of the point
+        exact = a.astype(np.float64) @ b.astype(np.float64)
+        scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+        return AccuracyCase(name, size, k, {label: errors(run(a, b), exact, scale)
+                                            for label, run in implementations.items()})
+
+
+def worst(cases: list[AccuracyCase], label: str, distribution: str) -> Errors:
+    """An implementation's errors on one distribution over every depth: the largest of the largest, the
+    median of the medians, the mismatches added up."""
+    found = [c.errors[label] for c in cases if c.distribution == distribution and label in c.errors]
+    return Errors(max(e.largest for e in found), statistics.median(e.median for e in found),
+                  sum(e.mismatches for e in found))
