@@ -87,7 +87,7 @@ def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: i
     a = random_matrix(rng, dt, (shape.k, shape.m) if op_a.transposed else (shape.m, shape.k))
     b = random_matrix(rng, dt, (shape.n, shape.k) if op_b.transposed else (shape.k, shape.n))
     c = np.full((shape.m, shape.n), np.nan, dt.output.numpy)
-    options = GemmOptions(trans_a=shape.trans_a, trans_b=shape.trans_b)
+    options = GemmOptions(trans_a=shape.trans_a, trans_b=shape.trans_b, precision=dt.precision or None)
     route, _ = route_elsewhere(GemmCall.build(a, b, c, None, options))
     problem = GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b)
     chosen = choose_params(ctx.device, problem)
