@@ -158,6 +158,13 @@ def test_devices_check_names_each_compiler_and_fails_when_none_builds(device, mo
     assert result.exit_code != 0
     assert "cannot build" in result.output and "does not know this CPU" in result.output
     assert "no OpenCL device here builds kernels" in result.output
+    # beside one that builds, a device that does not is only left unused: nothing to install
+    other = dataclasses.replace(device, name="another driver's CPU")
+    monkeypatch.setattr(discovery, "devices", lambda: (other, device))
+    monkeypatch.setattr(discovery, "compiler_fault", lambda d: "does not know this CPU" if d is other else None)
+    result = CliRunner().invoke(main, ["devices", "--check"])
+    assert result.exit_code == 0 and "builds kernels" in result.output and "not used" in result.output
+    assert "does not know this CPU" not in result.output and "install" not in result.output
 
 
 def test_builds_in_worker_processes_give_working_programs(ctx):

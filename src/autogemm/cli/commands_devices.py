@@ -26,11 +26,17 @@ def _compiler(device: Device) -> str:
 
 def _check(found: tuple[Device, ...]) -> None:
     """Each device, and below it whether its compiler builds (a line of its own, so that a long device
-    name does not fold the verdict in a log of 80 columns); fails when none does."""
+    name does not fold the verdict in a log of 80 columns); fails when none does. Where another device
+    builds, one that does not is only said to be left unused: what to install matters only when none
+    builds."""
+    some_build = any(discovery.compiler_fault(d) is None for d in found)
     for d in found:
         console.print(escape(d.label), highlight=False)
-        console.print(Padding(Text.from_markup(_compiler(d)), (0, 0, 0, 2), expand=False), highlight=False)
-    if all(discovery.compiler_fault(d) for d in found):
+        verdict = _compiler(d)
+        if some_build and discovery.compiler_fault(d) is not None:
+            verdict = "not used: its compiler builds no kernel here (another device's does)"
+        console.print(Padding(Text.from_markup(verdict), (0, 0, 0, 2), expand=False), highlight=False)
+    if not some_build:
         fail("no OpenCL device here builds kernels")
 
 
