@@ -49,7 +49,24 @@ def test_a_device_follows_its_profiles_thresholds_else_its_class_defaults(cache,
     mine = Thresholds(stream_bytes=4096)
     save(_profile(device, mine))
     store.forget()
-    assert thresholds_for(device) == mine
+    # the fields the profile names, over its class's defaults for the rest
+    row = thresholds.DEFAULTS[device_class(device)]
+    followed = thresholds_for(device)
+    assert followed == dataclasses.replace(row, stream_bytes=4096) and followed.given == ("stream_bytes",)
+
+
+def test_what_tune_measures_is_named_and_the_rest_follows_the_class_row():
+    """A profile made before a field existed (or that leaves it out) follows the device class's row for
+    it, not the field's default in code: the CPU's conflict stride reaches a CPU profile that only names
+    what tune measured there."""
+    cpu = Thresholds(conflict_stride_bytes=1024)
+    measured = Thresholds().measured(in_place_multiply_adds=2**30, host_multiply_adds=(("s", 2**20),))
+    assert measured.given == ("host_multiply_adds", "in_place_multiply_adds")
+    read = Thresholds.from_dict(measured.to_dict(changed_only=True))
+    assert read == measured and read.given == measured.given
+    followed = read.over(cpu)
+    assert followed.conflict_stride_bytes == 1024 and followed.in_place_multiply_adds == 2**30
+    assert Thresholds(stream_bytes=1).over(cpu) == Thresholds(stream_bytes=1)      # whole, made in code
 
 
 def test_a_profile_that_lowers_stream_bytes_streams_the_product(cache, device, monkeypatch):

@@ -33,6 +33,10 @@ from .problem import GemmProblem
 #: told otherwise (a plan is told its device's ``Thresholds.in_place_multiply_adds``): the copies then
 #: cost little next to the product, and the unguarded kernel is the faster one.
 PAD_MIN_WORK = 128**3
+#: Operands whose rows conflict in the caches are packed apart only in products of at least this many
+#: multiply-adds: from there a product's operands outgrow a CPU's first-level cache, and their packs cost
+#: a few per cent of it.
+CONFLICT_MIN_WORK = 256**3
 
 
 @dataclass(frozen=True)
@@ -78,8 +82,8 @@ class Routing:
     ``pad_from`` multiply-adds unless everything is whole already)."""
 
     def __init__(self, problem: GemmProblem, params: KernelParams, split: int, compute_units: int,
-                 edge: str = "auto", pad_from: int = PAD_MIN_WORK) -> None:
-        self.pad_from = pad_from
+                 edge: str = "auto", pad_from: int = PAD_MIN_WORK, conflict_stride: int = 0) -> None:
+        self.pad_from, self.conflict_stride = pad_from, conflict_stride
         self.problem = problem
         self.params = params
         self.dtype = problem.dtype
@@ -148,10 +152,26 @@ class Routing:
         return (round_up(max(pr.m, 1), p.block_rows), round_up(max(pr.n, 1), p.block_cols),
                 round_up(max(pr.k, 1), self.k_step))
 
+    def _conflicting(self, ld_bytes: int) -> bool:
+        """Whether rows ``ld_bytes`` apart fall on the same cache sets of the device
+        (``conflict_stride``, its ``Thresholds.conflict_stride_bytes``; 0: never), in a product of at least
+        ``CONFLICT_MIN_WORK`` multiply-adds (a smaller one's operands stay in the caches)."""
+        pr = self.problem
+        return (self.conflict_stride > 0 and ld_bytes % self.conflict_stride == 0
+                and pr.m * pr.n * pr.k >= CONFLICT_MIN_WORK)
+
+    def _skewed(self, ld: int, itemsize: int) -> int:
+        """``ld`` elements, or past it by an eighth of the conflict stride where its rows would conflict
+        (a whole number of vector widths)."""
+        if not self._conflicting(ld * itemsize):
+            return ld
+        return ld + round_up(max(self.conflict_stride // 8 // itemsize, 1), self.params.vector_width)
+
     def _route(self, name: str) -> OperandRoute:
         image = self._through_image(name)
         pad = image or not self.guarded
-        if (self._in_place_whole(name) if not self.guarded else self._readable_in_place(name)):
+        in_place = self._in_place_whole(name) if not self.guarded else self._readable_in_place(name)
+        if in_place and not self._conflicting(self.problem.ld(name) * self.dtype.itemsize):
             return OperandRoute(name, packed=False)
         letter = self._letter(name)
         rows, cols = _kernel_shape(self.problem, name, letter)
@@ -161,10 +181,12 @@ class Routing:
         else:
             dst_rows, dst_cols = rows, cols
         texel = max(1, TEXEL_BYTES // self.kernel_dtype.itemsize) if image else 1
+        dst_ld = round_up(max(dst_cols, 1), max(self.params.vector_width, texel))
+        if not image:           # (an image's rows are its own)
+            dst_ld = self._skewed(dst_ld, self.kernel_dtype.itemsize)
         return OperandRoute(name, packed=True, transpose=self._stored_letter(name) != letter,
                        conjugate=self._conjugated(name), convert=self._converted(), rows=rows, cols=cols,
-                       dst_rows=dst_rows, dst_cols=dst_cols,
-                       dst_ld=round_up(max(dst_cols, 1), max(self.params.vector_width, texel)), image=image)
+                       dst_rows=dst_rows, dst_cols=dst_cols, dst_ld=dst_ld, image=image)
 
     def image_texels(self, st: OperandRoute) -> tuple[int, int]:
         """(width, height) in texels of operand route ``st`` (one read through an image)."""

@@ -157,12 +157,21 @@ def still_current(device: Device, profile: Profile | None) -> bool:
 
 
 def thresholds_for(device: Device) -> Thresholds:
-    """The thresholds a call on ``device`` follows: its profile's (the device's own or a borrowed one)
-    where it holds some, else its class's default (``thresholds.DEFAULTS``)."""
+    """The thresholds a call on ``device`` follows: the fields its profile (the device's own or a borrowed
+    one) names, over its class's defaults (``thresholds.DEFAULTS``) for the rest."""
     profile = profile_for(device)
-    if profile is not None and profile.thresholds is not None:
-        return profile.thresholds
-    return DEFAULTS[device_class(device)]
+    row = DEFAULTS[device_class(device)]
+    if profile is None or profile.thresholds is None:
+        return row
+    own = profile.thresholds
+    key = (own, own.given, row)            # (``given`` is not part of a Thresholds' equality)
+    if key not in _followed:
+        _followed[key] = own.over(row)
+    return _followed[key]
+
+
+#: ``thresholds_for``'s answers by (the profile's thresholds, the fields they name, the class's row).
+_followed: dict[tuple, Thresholds] = {}
 
 
 def forget() -> None:

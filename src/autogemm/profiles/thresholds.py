@@ -6,7 +6,7 @@ GEMM guide ("Routes and their thresholds")."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, field, fields, replace
 
 from ..dtypes import DTYPES
 from ..errors import ProfileError
@@ -49,6 +49,13 @@ class Thresholds:
     #: GEMV from a K of this many; over a shorter K a GEMM kernel, where it runs in one launch (C, not the
     #: matrix, is then most of what moves)
     vectors_min_depth: int = 128
+    #: an operand whose rows lie a multiple of this many bytes apart (0: never), in a product of at least
+    #: ``blas.routing.CONFLICT_MIN_WORK``, is packed at a leading dimension an eighth of it longer: its rows
+    #: fell on the same cache sets (a CPU's)
+    conflict_stride_bytes: int = 0
+    #: the fields a profile names (read from its JSON, or measured by ``tune``): the others follow the
+    #: device class's row of ``DEFAULTS`` (``over``); empty for thresholds made whole in code
+    given: tuple[str, ...] = field(default=(), compare=False)
     #: by dtype key, products of numpy operands of at least this many multiply-adds run on the CUDA path
     #: (where it has kernels for the dtype); a dtype not named has no lower bound
     cuda_min_multiply_adds: tuple[tuple[str, int], ...] = (("d", 2048**3), ("z", 2048**3))
@@ -80,8 +87,8 @@ class Thresholds:
         profile keeps: what was measured or set for its device, the rest following the defaults of the
         autogemm reading it)."""
         default = Thresholds()
-        out = {name: value for name, value in asdict(self).items()
-               if not changed_only or getattr(self, name) != getattr(default, name)}
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "given"
+               and (not changed_only or f.name in self.given or getattr(self, f.name) != getattr(default, f.name))}
         for name in ("cuda_min_multiply_adds", "cuda_few_rows_multiply_adds", "host_multiply_adds"):
             if name in out:
                 out[name] = dict(out[name])
@@ -92,10 +99,10 @@ class Thresholds:
     @classmethod
     def from_dict(cls, value: object, where: str = "thresholds") -> Thresholds:
         """The thresholds a profile's JSON holds, every field validated (``ProfileError`` names the one
-        that is wrong); a field left out keeps its default."""
+        that is wrong); a field left out keeps its default, and is not ``given``."""
         if not isinstance(value, dict):
             raise ProfileError(f"{where} must be an object")
-        names = {f.name for f in fields(cls)}
+        names = {f.name for f in fields(cls)} - {"given"}
         unknown = set(value) - names
         if unknown:
             raise ProfileError(f"{where}: unknown fields {sorted(unknown)}")
@@ -116,7 +123,18 @@ class Thresholds:
                 found[name] = tuple(_dtype(key, at) for key in item)
             else:
                 found[name] = _count(item, at)
-        return cls(**found)
+        return cls(**found, given=tuple(sorted(found)))
+
+    def measured(self, **values: object) -> Thresholds:
+        """These thresholds with ``values`` set and ``given``, as ``tune`` sets what it measured."""
+        return replace(self, **values, given=tuple(sorted({*self.given, *values})))
+
+    def over(self, row: Thresholds) -> Thresholds:
+        """The thresholds a device follows: where these name their fields (``given``), those over its
+        class's ``row``; thresholds made whole in code (none given) as they are."""
+        if not self.given:
+            return self
+        return replace(row, **{name: getattr(self, name) for name in self.given}, given=self.given)
 
 
 def _count(value: object, where: str) -> int:
@@ -135,7 +153,7 @@ def _dtype(key: object, where: str) -> str:
 #: on an H100 and an H200 (the GEMM guide gives the figures); a CPU device shares the host's memory, so
 #: nothing crosses in row blocks or through page-locked memory there, and it takes the same figures for
 #: the rest.
-DEFAULTS = {"gpu": Thresholds(in_place_multiply_adds=2**27), "cpu": Thresholds()}
+DEFAULTS = {"gpu": Thresholds(in_place_multiply_adds=2**27), "cpu": Thresholds(conflict_stride_bytes=1024)}
 
 
 def device_class(device: Device) -> str:

@@ -129,4 +129,4 @@ def _thresholds(profile: Profile, device: Device) -> Thresholds:
 
 
 def _with(profile: Profile, base: Thresholds, **fields: object) -> Profile:
-    return dataclasses.replace(profile, thresholds=dataclasses.replace(base, **fields))
+    return dataclasses.replace(profile, thresholds=base.measured(**fields))
