@@ -94,12 +94,16 @@ def test_profile_show_says_which_thresholds_a_device_follows(device, tmp_path):
     path.write_text(_profile(device, Thresholds(stream_bytes=3 * 2**30, max_blocks=4)).to_json())
     out = CliRunner().invoke(main, ["profile", "show", str(path)])
     assert out.exit_code == 0, out.output
-    assert "this profile's own" in out.output
+    text = " ".join(out.output.split())
+    assert "the profile's own over its device class's defaults" in text
     stream = next(line for line in out.output.splitlines() if line.startswith("stream_bytes"))
     assert stream.split()[1:] == ["3", "GiB", "1.5", "GiB"]
+    # a field the profile does not name shows what the device follows: its class's default
+    cells = next(line for line in out.output.splitlines() if line.startswith("conflict_stride_bytes")).split()[1:]
+    assert cells[:len(cells) // 2] == cells[len(cells) // 2:]
     path.write_text(_profile(device).to_json())
     out = CliRunner().invoke(main, ["profile", "show", str(path)])
-    assert "the defaults (the profile holds none)" in out.output
+    assert "its device class's defaults (the profile holds none)" in " ".join(out.output.split())
 
 
 @pytest.mark.parametrize("trans_a, trans_b", [("N", "N"), ("T", "N"), ("N", "T")])     # the simt family's layouts

@@ -28,6 +28,7 @@ from ..profiles import (
     user_profiles,
 )
 from ..profiles.profile import CLASSES, GEMV_CLASSES, SHAPES, routine_of
+from ..profiles.thresholds import DEFAULTS, device_class
 from ..runtime import Device, devices
 from ..tables import plain_table
 from ..tuning.evaluation import IsolatedEvaluator, WorkerProcess
@@ -163,14 +164,18 @@ def show_command(target, device, as_json) -> None:
 
 
 def _thresholds_table(prof: Profile) -> Table:
-    """The thresholds that route and shape a call on the profile's device: the profile's own, else the
-    defaults (``profiles.thresholds``), each field beside its default."""
+    """The thresholds that route and shape a call on the profile's device: the fields the profile names
+    over its device class's defaults (``profiles.thresholds.DEFAULTS``; autogemm's own where the device
+    is not here), each field beside its default."""
+    here = next((d for d in devices() if d.fingerprint == prof.device_fingerprint), None)
+    row = DEFAULTS[device_class(here)] if here is not None else Thresholds()
     own = prof.thresholds
-    shown = own if own is not None else Thresholds()
-    title = ("routes and their thresholds: this profile's own" if own is not None else
-             "routes and their thresholds: the defaults (the profile holds none)")
+    shown = own.over(row) if own is not None else row
+    whose = "its device class's" if here is not None else "autogemm's (its device is not here)"
+    title = (f"routes and their thresholds: the profile's own over {whose} defaults" if own is not None else
+             f"routes and their thresholds: {whose} defaults (the profile holds none)")
     table = plain_table(title, ("threshold", "value", "default"), right=(), fold=("value", "default"))
-    default = Thresholds().to_dict()
+    default = row.to_dict()
     for name, value in shown.to_dict().items():
         table.add_row(name, _threshold(name, value), _threshold(name, default[name]))
     return table
