@@ -11,6 +11,7 @@ from autogemm.blas.routing import PAD_MIN_WORK, Routing
 from autogemm.codelets.nvidia_mma import MmaParams
 from autogemm.codelets.simt import SimtParams
 from autogemm.dtypes import DTYPES
+from autogemm.profiles import Thresholds
 
 S = DTYPES["s"]
 #: reads A transposed and B as stored, K steps of 4, blocks of 16 x 16
@@ -52,7 +53,8 @@ def test_operands_whose_rows_conflict_in_the_caches_are_packed_apart():
     skewed leading dimension; others, and products too small to outgrow the caches, are read in place."""
     def staged(m, n, k, stride, ld_a=None):
         problem = GemmProblem(S, m, n, k, lda=ld_a or k, ldb=n, ldc=n)
-        return Routing(problem, NN, 1, 8, conflict_stride=stride).staging
+        return Routing(problem, NN, 1, 8, limits=Thresholds(in_place_multiply_adds=PAD_MIN_WORK,
+                                                            conflict_stride_bytes=stride)).staging
 
     packed = staged(256, 256, 256, 1024)                  # rows of 256 floats: 1 KiB apart
     assert all(st.packed and st.dst_ld == 256 + 32 for st in packed.values())

@@ -162,8 +162,8 @@ def measure(name: str, size: int, k: int, implementations: dict[str, Callable[[F
     """Every implementation's ``Errors`` on one draw of distribution ``name``."""
     a, b = operands(name, rng, size, size, k)
     with np.errstate(invalid="ignore", over="ignore"):       # inf and NaN operands are part of the point
-        exact = a.astype(np.float64) @ b.astype(np.float64)
-        scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+        wide_a, wide_b = a.astype(np.float64), b.astype(np.float64)
+        exact, scale = wide_a @ wide_b, np.abs(wide_a) @ np.abs(wide_b)
         return AccuracyCase(name, size, k, {label: errors(run(a, b), exact, scale)
                                             for label, run in implementations.items()})
 

@@ -55,9 +55,8 @@ class LaunchPlan(Routing):
         if problem.batch > 1 and (self.params.image_a or self.params.image_b):
             raise ConfigError("a batch reads its operands from buffers; this configuration uses images")
         # a product the device takes in place (A and B as they lie) is guarded too: one launch in all
-        limits = thresholds_for(ctx.device)
         super().__init__(problem, self.params, self._choose_split(split_k), ctx.device.compute_units, edge,
-                         pad_from=limits.in_place_multiply_adds, conflict_stride=limits.conflict_stride_bytes)
+                         thresholds_for(ctx.device))
         self._check_temporaries()
         self._temps: list[ocl.Buffer | ocl.Image] = []
         self._allocated = False       # True from ``allocate`` to ``release`` (a plan may need no temporaries)

@@ -27,6 +27,7 @@ from ..codelets.kernel import round_up
 from ..codelets.registry import KernelParams, family_named, kernel_dtype
 from ..codelets.simt.geometry import TEXEL_BYTES
 from ..codelets.stream_k import STREAM_K, StreamPartition
+from ..profiles import Thresholds
 from .problem import GemmProblem
 
 #: Problems with at least this many multiply-adds are padded under ``edge='auto'`` where a routing is not
@@ -79,11 +80,15 @@ class Traffic(NamedTuple):
 class Routing:
     """The launches' plan for ``problem`` with ``params`` and K ``split`` (1 to ``MAX_SLICES`` slices, or
     ``STREAM_K``) on a device of ``compute_units``, edges handled as ``edge`` says ('auto': padded from
-    ``pad_from`` multiply-adds unless everything is whole already)."""
+    the device's ``Thresholds.in_place_multiply_adds`` unless everything is whole already), operands
+    whose rows conflict in its caches packed apart (``Thresholds.conflict_stride_bytes``). Without the
+    device's ``limits`` (the predictor's model of plans measured anywhere): padded from ``PAD_MIN_WORK``,
+    no conflicts."""
 
     def __init__(self, problem: GemmProblem, params: KernelParams, split: int, compute_units: int,
-                 edge: str = "auto", pad_from: int = PAD_MIN_WORK, conflict_stride: int = 0) -> None:
-        self.pad_from, self.conflict_stride = pad_from, conflict_stride
+                 edge: str = "auto", limits: Thresholds | None = None) -> None:
+        self.pad_from = limits.in_place_multiply_adds if limits is not None else PAD_MIN_WORK
+        self.conflict_stride = limits.conflict_stride_bytes if limits is not None else 0
         self.problem = problem
         self.params = params
         self.dtype = problem.dtype

@@ -166,11 +166,8 @@ def vectors_route(device: Device, problem: GemmProblem) -> VectorsRoute | None:
         return route
     chosen = choose_params(device, problem)
     split = chosen.split or auto_slices(chosen.params, problem, device.compute_units)
-    routing = Routing(problem, chosen.params, split, device.compute_units,
-                      pad_from=thresholds_for(device).in_place_multiply_adds)
-    one_launch = (routing.slices == 1 and not routing.stream and not routing.c_temp
-                  and not any(st.packed for st in routing.staging.values()))
-    return None if one_launch else route
+    routing = Routing(problem, chosen.params, split, device.compute_units, limits=thresholds_for(device))
+    return None if routing.traffic().launches == 1 else route
 
 
 def choose_gemv_params(device: Device, problem: GemvProblem) -> Selection:
