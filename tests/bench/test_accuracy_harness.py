@@ -48,14 +48,41 @@ def test_every_distribution_draws_float32_operands_of_the_shapes_asked(name):
     assert a.shape == (5, 6) and b.shape == (6, 7) and a.dtype == b.dtype == np.float32
 
 
+def _unguarded_3xtf32(a, b):
+    """3xTF32 as a split without the CUDA path's guards makes it: every value split into its nearest tf32
+    and the rest."""
+    big_a, big_b = harness.to_tf32(a), harness.to_tf32(b)
+    with np.errstate(invalid="ignore", over="ignore"):
+        small_a, small_b = harness.truncated_tf32(a - big_a), harness.truncated_tf32(b - big_b)
+        return (small_a @ big_b + big_a @ small_b + big_a @ big_b).astype(np.float32)
+
+
 def test_the_harness_finds_where_a_split_into_tf32_parts_loses_float32s_semantics():
-    """The split as the CUDA path makes it turns an infinite operand into inf - inf (NaN), and rounds an
-    operand near float32's largest up to inf: the harness counts both, where numpy's SGEMM has none."""
+    """An unguarded split turns an infinite operand into inf - inf (NaN) and rounds an operand near
+    float32's largest up to inf: the harness counts both, where numpy's SGEMM has none; it loses most of
+    the bits of tiny operands, whose rest TF32 holds only in part."""
     rng = np.random.default_rng(2)
-    implementations = {"fp32": lambda a, b: a @ b, "3xtf32": harness.emulated_3xtf32}
+    implementations = {"fp32": lambda a, b: a @ b, "3xtf32": _unguarded_3xtf32}
     for name in ("inf and NaN", harness.LARGEST_OPERANDS):
         case = harness.measure(name, 16, 64, implementations, rng)
         assert case.errors["fp32"].mismatches == 0 < case.errors["3xtf32"].mismatches, name
+    for name in harness.TINY_SCALES:
+        case = harness.measure(name, 16, 64, implementations, rng)
+        assert case.errors["3xtf32"].largest > 20 * case.errors["fp32"].largest, name
+
+
+@pytest.mark.parametrize("name", harness.NAMES)
+def test_3xtf32_as_the_cuda_path_computes_it_is_float32s_equal_on_every_distribution(name):
+    """The guarded split (near float32's largest rounded toward zero, what it cannot split left to
+    float32): no mismatch anywhere; at a short K within eight times SGEMM's largest error (each term's
+    parts lose about 2^-22 of it, where float32 rounds once, 2^-24), at a long K within two."""
+    rng = np.random.default_rng(3)
+    implementations = {"fp32": lambda a, b: a @ b, "3xtf32": harness.emulated_3xtf32}
+    for k in (3, 700):
+        case = harness.measure(name, 24, k, implementations, rng)
+        fp32, split = case.errors["fp32"], case.errors["3xtf32"]
+        assert split.mismatches == fp32.mismatches == 0, k
+        assert split.largest <= (8 if k < 16 else 2) * max(fp32.largest, 2.0**-24), k
 
 
 def test_the_command_prints_its_tables_and_writes_json_and_a_plot(tmp_path):

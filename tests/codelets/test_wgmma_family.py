@@ -11,6 +11,7 @@ import pytest
 from ptxas_report import REPORTED
 
 from autogemm.blas.cuda_gemm import shared_k_arguments
+from autogemm.codelets import float32_product
 from autogemm.codelets import hopper as hopper_module
 from autogemm.codelets.wgmma import WgmmaParams, render, space
 from autogemm.codelets.wgmma.params import GROUPS, OPERANDS
@@ -271,34 +272,72 @@ def _launch(ctx, function, rendered, operands, c, shape, blocks, alpha, beta):
         aligned = n * params.out_bytes % 16 == 0 and not rendered.c_transposed
         maps.append(ctx.tensor_map(c, (m, n), params.c_type, params.c_box) if aligned else maps[0])
     schedule, work = rendered.schedule(m, n, k, blocks), []
+    if params.planes == 2:                                  # the split's flag, unset: the tensor cores run
+        work.append(ctx.allocate(4))
+        ctx.zero(work[-1], 4)
     ctx.launch(function, schedule.grid, rendered.block,
                [*((x, None) for x in maps), (c, None), (m, ctypes.c_int), (n, ctypes.c_int), (k, ctypes.c_int),
-                (alpha, ctypes.c_float), (beta, ctypes.c_float),
+                (alpha, ctypes.c_float), (beta, ctypes.c_float), *((flag, None) for flag in work),
                 *shared_k_arguments(ctx, schedule, ctx.stream, work)], rendered.shared_bytes)
     ctx.finish()
     for memory in work:
         memory.release()
 
 
-def _split(ctx, memory, count):
-    """Device memory of 3xtf32's two planes of the ``count`` float32 values in ``memory`` (released)."""
+def _split(ctx, memory, count, flagged=False):
+    """Device memory of 3xtf32's two planes of the ``count`` float32 values in ``memory`` (released), and
+    with ``flagged`` whether the split found a value it cannot split."""
     import ctypes
 
     source, name = split()
-    planes = ctx.allocate(2 * count * 4)
+    planes, flag = ctx.allocate(2 * count * 4), ctx.allocate(4)
+    ctx.zero(flag, 4)
     ctx.launch(ctx.function(compile_cuda(source, name), name), (-(-count // SPLIT_THREADS),), (SPLIT_THREADS,),
-               [(memory, None), (planes, None), (count, ctypes.c_longlong), (count, ctypes.c_longlong)])
-    ctx.finish()
-    memory.release()
-    return planes
+               [(memory, None), (planes, None), (count, ctypes.c_longlong), (count, ctypes.c_longlong),
+                (flag, None)])
+    unsplit = np.empty(1, np.uint32)
+    ctx.download(unsplit, flag)
+    for used in (memory, flag):
+        used.release()
+    return (planes, bool(unsplit[0])) if flagged else planes
 
 
-def test_the_3xtf32_split_kernel_compiles_for_sm_90a():
+def test_the_3xtf32_split_kernel_and_its_float32_fallback_compile_for_sm_90a():
     why = cuda_missing()
     if why:
         pytest.skip(f"NVRTC is not here: {why}")
     source, name = split()
     assert "cvt.rna.tf32.f32" in source and compile_cuda(source, name).arch == "sm_90a"
+    assert compile_cuda(float32_product.render(), float32_product.NAME).arch == "sm_90a"
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda
+def test_the_split_keeps_finite_values_finite_and_flags_those_it_cannot_split(hopper):
+    """big + small is the value exactly; near float32's largest the big part is rounded toward zero (the
+    nearest tf32 would be inf); inf, NaN and values below 2^-115 but zero are flagged, and only they."""
+    from autogemm.bench.accuracy_harness import SPLIT_SMALLEST, to_tf32
+    from autogemm.runtime.cuda import CudaContext
+
+    ctx = CudaContext(hopper)
+    largest = np.finfo(np.float32).max
+    values = np.array([1.0, 1 + 2.0**-11, -(1 + 3 * 2.0**-12), 3.0e38, largest, -largest, 0.0, -0.0,
+                       SPLIT_SMALLEST, -2 * SPLIT_SMALLEST, 1e30, np.pi], np.float32)
+    flagged = []
+    for extra in (None, np.inf, -np.inf, np.nan, SPLIT_SMALLEST / 2, -1e-40):
+        x = values if extra is None else np.append(values, np.float32(extra))
+        memory = ctx.allocate(x.nbytes)
+        ctx.upload(memory, x.view(np.uint32))
+        planes, unsplit = _split(ctx, memory, x.size, flagged=True)
+        parts = np.empty(2 * x.size, np.float32)
+        ctx.download(parts.view(np.uint32), planes)
+        planes.release()
+        flagged.append(unsplit)
+        big, small = parts[:values.size], parts[x.size:x.size + values.size]
+        assert np.isfinite(big).all() and np.array_equal(big.astype(np.float64) + small, values.astype(np.float64))
+        nearest = to_tf32(values)
+        assert np.array_equal(big[np.isfinite(nearest)], nearest[np.isfinite(nearest)])
+    assert flagged == [False, True, True, True, True, True]
 
 
 @pytest.mark.parametrize("operand", ["3xtf32", "tf32", "f16"])

@@ -147,6 +147,33 @@ def test_alpha_beta_and_operands_in_any_memory_order(device, key):
 
 @pytest.mark.gpu
 @pytest.mark.cuda
+@pytest.mark.parametrize("unsplit", [np.inf, -np.inf, np.nan, 2.0**-120, -1e-40])
+@pytest.mark.usefixtures("hopper")
+def test_3xtf32_with_values_it_cannot_split_computes_float32s_product(device, unsplit):
+    """An operand holding inf, NaN or a value too small for 3xTF32's parts: the product is float32's (the
+    split's flag hands it to the float32 kernel), inf where float32's is inf, not NaN; alpha and beta
+    apply, and beta 0 leaves a poisoned C unread; for operands stored transposed too."""
+    m, n, k = 150, 70, 300
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    a[7, 20] = b[33, 5] = unsplit
+    c = rng.standard_normal((m, n)).astype(np.float32)
+    for alpha, beta, start in ((1.0, 0.0, np.full((m, n), np.nan, np.float32)), (0.5, -2.0, c)):
+        with np.errstate(invalid="ignore", over="ignore"):
+            want = alpha * (a.astype(np.float64) @ b.astype(np.float64)) + (beta * c if beta else 0.0)
+        for trans_a, trans_b in (("N", "N"), ("T", "T")):
+            got = autogemm.gemm(a.T.copy() if trans_a == "T" else a, b.T.copy() if trans_b == "T" else b,
+                                start.copy(), trans_a=trans_a, trans_b=trans_b, alpha=alpha,
+                                beta=beta, precision="3xtf32", device=device, backend="cuda")
+            finite = np.isfinite(want)
+            assert np.array_equal(np.isnan(got), np.isnan(want)), (trans_a, beta)
+            assert np.array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+            scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)) + np.abs(c)
+            assert (np.abs(got[finite] - want[finite]) <= 1e-5 * scale[finite]).all(), (trans_a, beta)
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda
 @pytest.mark.parametrize("key", ["h", "bs", "s.tf32", "s.3xtf32"])
 @pytest.mark.usefixtures("hopper")
 def test_blocks_share_the_long_k_of_few_blocks_of_c(device, key):

@@ -9,9 +9,11 @@ NaN operands, overflow) an implementation must give the same non-finite value: e
 counts as a mismatch, as does a non-finite result where the exact one is finite.
 
 3xTF32 is emulated as the CUDA path computes it (``codelets.wgmma``): each operand split into ``big``, its
-nearest TF32 (rounded half away from zero, as ``cvt.rna.tf32.f32``), and ``small = x - big``, which the
-tensor cores read with its low 13 mantissa bits dropped; the three products small x big, big x small and
-big x big summed in float32."""
+nearest TF32 (rounded half away from zero, as ``cvt.rna.tf32.f32``, or toward zero where that would pass
+float32's largest), and ``small = x - big``, which the tensor cores read with its low 13 mantissa bits
+dropped; the three products small x big, big x small and big x big summed in float32. Operands holding
+inf, NaN or values below ``SPLIT_SMALLEST`` are multiplied in plain float32
+(``codelets.float32_product``), as their parts cannot be made or held."""
 
 from __future__ import annotations
 
@@ -26,6 +28,9 @@ FloatArray = np.ndarray
 #: float32 bits a TF32 value keeps (sign, exponent and 10 mantissa bits), and half of its last place.
 TF32_MASK = np.uint32(0xFFFFE000)
 TF32_HALF = np.uint32(0x1000)
+#: The smallest magnitude 3xTF32 splits: below it, a value's small part (about 2^-11 of it) is below
+#: float32's normal range, where TF32 holds fewer of its bits (``codelets.wgmma.render.split``).
+SPLIT_SMALLEST = 2.0**-115
 
 
 def _scaled(rng: np.random.Generator, shape: tuple[int, int], scale: float) -> FloatArray:
@@ -60,14 +65,18 @@ DISTRIBUTIONS: dict[str, Draw] = {
     "normal": lambda rng, shape, k: _scaled(rng, shape, 1.0),
     "spread 2^-30..2^30": lambda rng, shape, k: _spread(rng, shape),
     "half zeros": lambda rng, shape, k: _with_zeros(rng, shape),
-    "subnormal": lambda rng, shape, k: _scaled(rng, shape, 2.0**-130),
     # products near float32's largest: each term about 2^124 / K, the sums below 2^127
     "large products": lambda rng, shape, k: _scaled(rng, shape, 2.0**62 / np.sqrt(k)),
     "inf and NaN": lambda rng, shape, k: _non_finite(rng, shape),
 }
 #: Distributions drawn as a pair of operands: cancelling products (B's columns end in the negation of
-#: their first half), and A's values near float32's largest with B's small enough to keep C finite.
+#: their first half); A's values near float32's largest with B's small enough to keep C finite; and A's
+#: values tiny (about 2^-120, normal, and below 2^-126, subnormal) with B's large enough to make C's
+#: values ordinary, where 3xTF32's small parts fall below float32's normal range.
 CANCELLING, LARGEST_OPERANDS = "cancelling", "largest operands"
+TINY_OPERANDS, SUBNORMAL_OPERANDS = "tiny operands", "subnormal operands"
+#: The scale of A's and of B's values in each pair of tiny operands.
+TINY_SCALES = {TINY_OPERANDS: (2.0**-120, 2.0**100), SUBNORMAL_OPERANDS: (2.0**-133, 2.0**113)}
 
 
 def cancelling_pair(rng: np.random.Generator, m: int, n: int, k: int) -> tuple[FloatArray, FloatArray]:
@@ -94,10 +103,26 @@ def truncated_tf32(x: FloatArray) -> FloatArray:
     return (np.ascontiguousarray(x, np.float32).view(np.uint32) & TF32_MASK).view(np.float32)
 
 
+def tf32_big_part(x: FloatArray) -> FloatArray:
+    """3xTF32's big part of finite ``x``: its nearest TF32, or ``x`` truncated to TF32 where the nearest
+    is past float32's largest (the CUDA path's split kernel)."""
+    nearest = to_tf32(x)
+    return np.where(np.isinf(nearest) & np.isfinite(x), truncated_tf32(x), nearest)
+
+
+def splits(x: FloatArray) -> bool:
+    """Whether 3xTF32 can split every value of ``x`` (the CUDA path's split kernel): none is inf or NaN,
+    nor below ``SPLIT_SMALLEST`` but zero."""
+    magnitude = np.abs(x)
+    return bool(np.isfinite(x).all() and not ((magnitude < SPLIT_SMALLEST) & (magnitude > 0)).any())
+
+
 def emulated_3xtf32(a: FloatArray, b: FloatArray) -> FloatArray:
     """A B as the CUDA path's 3xTF32 computes it (see the module's docstring), in float32."""
-    big_a, big_b = to_tf32(a), to_tf32(b)
-    with np.errstate(invalid="ignore", over="ignore"):
+    if not (splits(a) and splits(b)):
+        return a @ b
+    big_a, big_b = tf32_big_part(a), tf32_big_part(b)
+    with np.errstate(over="ignore"):
         small_a, small_b = truncated_tf32(a - big_a), truncated_tf32(b - big_b)
         return (small_a @ big_b + big_a @ small_b + big_a @ big_b).astype(np.float32)
 
@@ -127,14 +152,14 @@ def errors(got: FloatArray, exact: FloatArray, scale: FloatArray) -> Errors:
 
 def largest_pair(rng: np.random.Generator, m: int, n: int, k: int) -> tuple[FloatArray, FloatArray]:
     """A (m x k) of values within a factor of two of float32's largest, of random sign, and B (k x n) of
-    normal values times 2^-128 / K: every product and sum finite, near 1."""
+    normal values times 2^-64 / sqrt(K): every product and sum finite, about 2^64."""
     big = np.finfo(np.float32).max
     a = (rng.choice([-1.0, 1.0], (m, k)) * rng.uniform(0.5, 1.0, (m, k)) * big).astype(np.float32)
-    return a, _scaled(rng, (k, n), 2.0**-128 / k)
+    return a, _scaled(rng, (k, n), 2.0**-64 / np.sqrt(k))
 
 
 #: All the distributions ``measure`` draws, by name.
-NAMES = (*DISTRIBUTIONS, CANCELLING, LARGEST_OPERANDS)
+NAMES = (*DISTRIBUTIONS, CANCELLING, LARGEST_OPERANDS, *TINY_SCALES)
 
 
 def operands(name: str, rng: np.random.Generator, m: int, n: int, k: int) -> tuple[FloatArray, FloatArray]:
@@ -143,6 +168,9 @@ def operands(name: str, rng: np.random.Generator, m: int, n: int, k: int) -> tup
         return cancelling_pair(rng, m, n, k)
     if name == LARGEST_OPERANDS:
         return largest_pair(rng, m, n, k)
+    if name in TINY_SCALES:
+        a_scale, b_scale = TINY_SCALES[name]
+        return _scaled(rng, (m, k), a_scale), _scaled(rng, (k, n), b_scale)
     draw = DISTRIBUTIONS[name]
     return draw(rng, (m, k), k), draw(rng, (k, n), k)
 

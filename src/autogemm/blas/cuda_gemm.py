@@ -3,7 +3,11 @@ TF32 and 3xTF32 operands, ``codelets.dmma`` for float64 and complex128). Those k
 and B (N x K) through TMA, rows a multiple of 16 bytes apart, K-contiguous or, where the configuration
 reads them so, MN-contiguous (A stored K x M, B K x N); any other storage (a conjugate, a K whose rows
 would not be 16 bytes apart) is first brought into the K-contiguous layout on the device
-(``codelets.k_major``), and 3xtf32's operands are split into their two planes there.
+(``codelets.k_major``), and 3xtf32's operands are split into their two planes there. A 3xtf32 product
+whose operands hold a value the split cannot make parts of (inf, NaN, or a value below 2^-115 but zero)
+is computed in plain float32 instead (``codelets.float32_product``): the split flags such values on the
+device, and the tensor-core kernel and the float32 one each look at the flag, so that the host never
+waits for it.
 
 ``blas.defaults.CUDA_DEFAULTS`` are the configurations a dtype runs with where the device's profile has no
 CUDA entry: the fastest measured at 4096 and 8192 (the figures are in ``benchmarks``). A profile's CUDA
@@ -18,7 +22,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from ..blas.problem import Op
-from ..codelets import k_major
+from ..codelets import float32_product, k_major
 from ..codelets.dmma import DmmaParams
 from ..codelets.hopper import Rendered, Schedule, device_problem, rounds, twin_problem
 from ..codelets.registry import family_of
@@ -203,6 +207,8 @@ class CudaGemm:
         if self.planes == 2:
             source, name = split()
             self.split = ctx.function(_cubin(source, name), name)
+            self.float32_product = ctx.function(_cubin(float32_product.render(), float32_product.NAME),
+                                                float32_product.NAME)
 
     def enqueue(self, a: DeviceOperand, b: DeviceOperand, c: DeviceMemory, alpha: complex | float,
                 beta: complex | float, stream: object = None) -> Prepared | None:
@@ -219,19 +225,24 @@ class CudaGemm:
             self.ctx.enqueue_prepared(launch, stream)
             return launch
         work: list[DeviceMemory] = []
+        flag = self._unsplit_flag(stream, work)
         mn_major, c_transposed = reading(self.params, ((self._lies_mn_major(a), self._direct(a)),
                                                   (self._lies_mn_major(b), self._direct(b))))
         rendered, function, schedule = self._layout(mn_major, c_transposed)
         first, second, m, n = (b, a, self.n, self.m) if c_transposed else (a, b, self.m, self.n)
-        maps = [self._tensor_map(stored, rendered, which, stream, work) for which, stored in enumerate((first, second))]
+        maps = [self._tensor_map(stored, rendered, which, stream, work, flag)
+                for which, stored in enumerate((first, second))]
         if self.params.c_box is not None:
             maps.append(maps[0] if c_transposed else self._c_map(c, maps[0]))
         scalars = [self._scalar(value) for value in (alpha, beta)]
+        flagged: list[Argument] = [] if flag is None else [(flag, None)]
         args: list[Argument] = [*((tensor_map, None) for tensor_map in maps), (c, None), (m, ctypes.c_int),
-                                (n, ctypes.c_int), (self.padded, ctypes.c_int), *scalars,
+                                (n, ctypes.c_int), (self.padded, ctypes.c_int), *scalars, *flagged,
                                 *shared_k_arguments(self.ctx, schedule, stream, work)]
         launch = self.ctx.prepared(function, schedule.grid, rendered.block, args, rendered.shared_bytes)
         self.ctx.enqueue_prepared(launch, stream)
+        if flag is not None:
+            self._in_float32(a, b, c, scalars, flag, stream)
         for memory in work:
             memory.release()
         if work:
@@ -267,11 +278,33 @@ class CudaGemm:
                 and stored.rows * self.element_bytes % TMA_ALIGNMENT == 0
                 and int(stored.memory.pointer) % TMA_ALIGNMENT == 0)
 
+    def _unsplit_flag(self, stream: object, work: list[DeviceMemory]) -> DeviceMemory | None:
+        """3xtf32's flag of an operand holding a value the split cannot make parts of, zeroed on ``stream``
+        (added to ``work``); None for one plane."""
+        if self.planes == 1:
+            return None
+        flag = self.ctx.allocate(4, stream)
+        self.ctx.zero(flag, 4, stream)
+        work.append(flag)
+        return flag
+
+    def _in_float32(self, a: DeviceOperand, b: DeviceOperand, c: DeviceMemory, scalars: list[Argument],
+                    flag: DeviceMemory, stream: object) -> None:
+        """Enqueue ``codelets.float32_product`` after the tensor-core kernel: the product in float32
+        where the split set ``flag``, nothing otherwise."""
+        tiles = -(-self.m // float32_product.TILE) * -(-self.n // float32_product.TILE)
+        grid = (min(tiles, 4 * self.ctx.multiprocessors),)
+        operands = [arg for x in (a, b) for arg in ((x.memory, None), (x.ld, ctypes.c_longlong),
+                                                       (int(x.transposed), ctypes.c_int))]
+        self.ctx.launch(self.float32_product, grid, (float32_product.THREADS,),
+                        [(flag, None), *operands, (c, None), (self.m, ctypes.c_int), (self.n, ctypes.c_int),
+                         (self.k, ctypes.c_int), *scalars], stream=stream)
+
     def _tensor_map(self, stored: DeviceOperand, rendered: Rendered, which: int, stream: object,
-                    work: list[DeviceMemory]) -> object:
+                    work: list[DeviceMemory], flag: DeviceMemory | None) -> object:
         """The tensor map of operand ``which`` (0: A, 1: B) for ``rendered``: as it lies where the kernel
-        reads it so (K-major, or MN-major), else laid out K-major first (and split into planes; the memory
-        for that added to ``work``)."""
+        reads it so (K-major, or MN-major), else laid out K-major first (and split into planes, values it cannot
+        split setting ``flag``; the memory for that added to ``work``)."""
         memory, rows = stored.memory, stored.rows
         box = rendered.tensor_boxes[which]
         if rendered.mn_major[which]:
@@ -292,7 +325,7 @@ class CudaGemm:
             work.append(planes)
             self.ctx.launch(self.split, (-(-count // SPLIT_THREADS),), (SPLIT_THREADS,),
                             [(memory, None), (planes, None), (count, ctypes.c_longlong),
-                             (count, ctypes.c_longlong)], stream=stream)
+                             (count, ctypes.c_longlong), (flag, None)], stream=stream)
             memory = planes
         shape = rendered.tensor_shape(self.planes * rows, self.padded)
         return self.ctx.tensor_map(memory, shape, rendered.tensor_type, box)

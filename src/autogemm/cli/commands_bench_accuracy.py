@@ -13,6 +13,8 @@ import numpy as np
 from ..api import gemm
 from ..bench import peers
 from ..bench.accuracy_harness import NAMES, AccuracyCase, emulated_3xtf32, measure, worst
+from ..blas.cuda_gemm import cuda_unreachable
+from ..dtypes import DTYPES
 from ..errors import ArgumentError
 from ..tables import plain_table
 from .common import console, json_file, select_device, write_results
@@ -42,7 +44,8 @@ def bench_accuracy_command(device, size, depths, seed, json_path, plot_path) -> 
     2^-30..2^30, cancelling, half zeros, subnormal, products and operands near float32's largest, with
     inf and NaN) at each
     depth K: numpy's SGEMM, 3xTF32 emulated as the CUDA path computes it, autogemm on the device in
-    float32 and with precision '3xtf32', and cuBLAS's SGEMM where torch has CUDA. An element's error is
+    float32 and with precision '3xtf32' (on OpenCL, and on the CUDA path where the device has one), and
+    cuBLAS's SGEMM where torch has CUDA. An element's error is
     |c - exact| / (|A| |B|); 'mismatches' counts elements whose non-finite value differs from the exact
     product's (or that are not finite where it is)."""
     dev = select_device(None, device)
@@ -50,8 +53,11 @@ def bench_accuracy_command(device, size, depths, seed, json_path, plot_path) -> 
         "numpy fp32": lambda a, b: a @ b,
         "3xtf32 emulated": emulated_3xtf32,
         "autogemm": lambda a, b: gemm(a, b, device=dev),
-        "autogemm 3xtf32": lambda a, b: gemm(a, b, device=dev, precision="3xtf32"),
+        "autogemm 3xtf32": lambda a, b: gemm(a, b, device=dev, precision="3xtf32", backend="opencl"),
     }
+    if cuda_unreachable(dev, DTYPES["s.3xtf32"]) is None:
+        implementations["autogemm 3xtf32 cuda"] = lambda a, b: gemm(a, b, device=dev, precision="3xtf32",
+                                                                    backend="cuda")
     torch = peers.torch_cuda(tf32=False)
     if torch is not None:
         implementations["cuBLAS fp32"] = lambda a, b: peers.to_numpy(

@@ -272,6 +272,9 @@ def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False), c_
     released = (PROMOTED.replace("COUNT", str(count)) + "\n        }" if promoted
                 else RETIRED + "\n        }" if a_registers else PIPELINED)
     result = "sums" if promoted else "acc"
+    flag_parameter = "\n        const unsigned* __restrict__ unsplit," if promoted else ""
+    flag_check = ("\n    if (*unsplit) return;     // an operand's value cannot be split: float32's kernel takes it"
+                  if promoted else "")
     staged = "" if c_transposed else "    int staged = 0;                                 // chunks of C this consumer stored\n"
     reads = "\n" + A_READS if a_registers else ""
     fragments = "\n" + A_FRAGMENTS if a_registers else ""
@@ -328,8 +331,8 @@ __device__ __forceinline__ unsigned long long descriptor(const void* tile, unsig
 
 extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
-        const __grid_constant__ TensorMap map_c, out_t* __restrict__ C, int M, int N, int K, float alpha, float beta,
-        int whole, float* __restrict__ partials, int* __restrict__ arrivals) {{
+        const __grid_constant__ TensorMap map_c, out_t* __restrict__ C, int M, int N, int K, float alpha, float beta,{flag_parameter}
+        int whole, float* __restrict__ partials, int* __restrict__ arrivals) {{{flag_check}
 {pipeline(params.cluster, registers(params.consumers, "producer"), mn_major, shares_k=True)}
     {registers(params.consumers, "consumer")}
     const int row0 = (warpgroup - 1) * 64;              // this consumer's rows of the block
@@ -370,18 +373,31 @@ SPLIT_THREADS = 256
 
 def split() -> tuple[str, str]:
     """The source and name of the kernel that splits float32 values into 3xtf32's parts: ``out[i]`` the
-    tf32 nearest ``x[i]`` and ``out[plane + i]`` the rest, for ``i < count`` (``SPLIT_THREADS`` a block).
-    The rest is exact in float32; the multiplication rounds it to tf32 in turn."""
+    tf32 nearest ``x[i]`` (toward zero where the nearest would be past float32's largest, which would make
+    a finite product infinite) and ``out[plane + i]`` the rest, for ``i < count`` (``SPLIT_THREADS`` a
+    block). The rest is exact in float32; the multiplication rounds it to tf32 in turn. Some values cannot
+    be split: an infinite one (its rest, inf - inf, would make products NaN where float32's are
+    infinite), and one below 2^-115 but zero, whose rest lies below float32's normal range, where tf32
+    keeps fewer of its bits than float32 does. Such a value (or NaN) sets ``*unsplit``, and the product
+    is left to ``codelets.float32_product``."""
     name = "split_3xtf32"
     source = f"""// autogemm wgmma family: float32 values split into 3xtf32's big and small parts
+#define TF32_BITS 0xFFFFE000u                    // sign, exponent and the 10 mantissa bits tf32 keeps
+#define SMALLEST 0x1p-115f                         // below it, a value's rest is below float32's normal range
 extern "C" __global__ void __launch_bounds__({SPLIT_THREADS}) {name}(
-        const float* __restrict__ x, float* __restrict__ out, long long count, long long plane) {{
+        const float* __restrict__ x, float* __restrict__ out, long long count, long long plane,
+        unsigned* __restrict__ unsplit) {{
     const long long i = (long long)blockIdx.x * {SPLIT_THREADS} + threadIdx.x;
     if (i >= count) return;
+    const float value = x[i];
     unsigned big;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(big) : "f"(x[i]));
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(big) : "f"(value));
+    if (!isfinite(value) || (fabsf(value) < SMALLEST && value != 0.0f))
+        *unsplit = 1u;
+    else if (isinf(__uint_as_float(big)))             // rounded past float32's largest: toward zero instead
+        big = __float_as_uint(value) & TF32_BITS;
     out[i] = __uint_as_float(big);
-    out[plane + i] = x[i] - __uint_as_float(big);
+    out[plane + i] = value - __uint_as_float(big);
 }}
 """
     return source, name
