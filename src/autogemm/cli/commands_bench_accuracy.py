@@ -13,6 +13,7 @@ import numpy as np
 from ..api import gemm
 from ..bench import peers
 from ..bench.accuracy_harness import NAMES, AccuracyCase, emulated_3xtf32, measure, worst
+from ..bench.report import save_figure
 from ..blas.cuda_gemm import cuda_unreachable
 from ..dtypes import DTYPES
 from ..errors import ArgumentError
@@ -99,7 +100,7 @@ def _plot(cases: list[AccuracyCase], labels: list[str], names: list[str], path: 
         raise ArgumentError("--plot needs matplotlib: pip install 'autogemm[plot]'") from exc
     columns = 3
     rows = -(-len(names) // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(12, 3 * rows), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(rows, columns, figsize=(10, 2.4 * rows), squeeze=False, layout="constrained")
     for ax, name in zip(axes.flat, names):
         mine = [c for c in cases if c.distribution == name]
         for label in labels:
@@ -113,5 +114,4 @@ def _plot(cases: list[AccuracyCase], labels: list[str], names: list[str], path: 
     axes.flat[0].legend(fontsize=7)
     fig.supxlabel("K")
     fig.supylabel("largest |c - exact| / (|A||B|)")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
