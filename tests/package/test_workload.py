@@ -182,6 +182,13 @@ def test_tune_shapes_from_the_command_line(monkeypatch, tmp_path):
     out = CliRunner().invoke(main, ["profile", "show"])
     assert out.exit_code == 0 and "tune --shapes" in out.output and "48x40x24" in out.output
     assert max(map(len, out.output.splitlines())) <= 80
+    # a second run starts from the first's profile, and compares the workload's plans before and after it
+    out = CliRunner().invoke(main, ["tune", "--shapes", str(path), "--budget", "4", "--json", str(tmp_path / "t.json")])
+    assert out.exit_code == 0, out.output
+    said = " ".join(out.output.split())
+    assert "runs slower than before this run" in said or "keep the plan they had before this run" in said
+    assert isinstance(json.loads((tmp_path / "t.json").read_text())["kept_before"], list)
+    assert max(map(len, out.output.splitlines())) <= 80
     out = CliRunner().invoke(main, ["tune", "--shapes", str(path), "--size-class", "large"])
     assert out.exit_code == 2 and "not both" in out.output
 

@@ -32,10 +32,9 @@ from ..dtypes import DTYPES, Dtype
 from ..engine.routes.cuda_host import goes_to_cuda
 from ..errors import ArgumentError
 from ..profiles import thresholds_for
-from ..runtime.backend import CUDA
+from ..runtime.backend import CUDA, resident_seconds
 from ..runtime.opencl.context import DeviceContext
 from ..runtime.opencl.discovery import find_device
-from ..runtime.opencl.timing import median
 from ..shares.host import HOST
 from ..tuning import fma
 from . import peers as peer_functions
@@ -217,15 +216,14 @@ class Bench:
             try:
                 for to, x in zip(memory, (a, b, result)):
                     runtime.upload(to, x)
-                launch = _launch(plan, memory, a, b, shape)
-                times = [runtime.seconds(launch) for _ in range(self.runs + 1)][1:]      # after a warm-up
+                seconds = resident_seconds(runtime, _launch(plan, memory, a, b, shape), self.runs)
                 runtime.download(result, memory[2])
             finally:
                 for block in memory:
                     block.release()
                 if not isinstance(plan, CudaGemm):          # (the CUDA path's plans keep nothing between calls)
                     plan.release()
-        return PeerResult(AUTOGEMM, median(times), result)
+        return PeerResult(AUTOGEMM, seconds, result)
 
     def _autogemm_end_to_end(self, dt: Dtype, a: np.ndarray, b: np.ndarray, shape: Shape,
                              with_host: bool = False) -> PeerResult:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -11,11 +12,12 @@ from ..codelets.gemv import GemvParams
 from ..codelets.registry import KernelParams
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
+from ..runtime.opencl.device import Device
 from .gemv import GemvLaunchPlan, GemvProblem
 from .launch_plan import LaunchPlan, check_edge
 from .problem import GemmProblem
-from .selection import choose_gemv_params, choose_params, vectors_route
-from .vectors import VectorsPlan
+from .selection import Selection, choose_gemv_params, choose_params, vectors_route
+from .vectors import VectorsPlan, VectorsRoute
 
 
 def gemm_plan(ctx: DeviceContext, problem: GemmProblem, params: KernelParams | None = None, edge: str = "auto",
@@ -51,13 +53,41 @@ def round_trip(plan: LaunchPlan | VectorsPlan, buffers: list[ocl.Buffer], a: np.
     return run
 
 
+class Choice(NamedTuple):
+    """What the device's profile runs a GEMM problem with: the selection (a GEMM configuration and its K
+    split, or a multi-vector GEMV's configuration) and, for a GEMV, the ``route`` there."""
+
+    selection: Selection
+    route: VectorsRoute | None = None
+
+    @property
+    def key(self) -> tuple:
+        """What the plan's launches depend on (where the selection came from does not count)."""
+        return self.selection.params, self.selection.split, self.route
+
+
+def choice_for(device: Device, problem: GemmProblem) -> Choice:
+    """The ``Choice`` for ``problem`` on ``device``: the multi-vector GEMV's where ``selection.vectors_route``
+    routes it there, else a GEMM's."""
+    route = vectors_route(device, problem)
+    if route is not None:
+        return Choice(choose_gemv_params(device, route.gemv), route)
+    return Choice(choose_params(device, problem))
+
+
+def plan_of(ctx: DeviceContext, problem: GemmProblem, choice: Choice, edge: str = "auto") -> LaunchPlan | VectorsPlan:
+    """The plan of a ``Choice`` for ``problem``."""
+    chosen = choice.selection
+    if choice.route is not None:
+        return VectorsPlan(ctx, problem, choice.route, chosen.params, chosen.source)
+    return LaunchPlan(ctx, problem, chosen.params, edge, chosen.split, chosen.source)
+
+
 def plan_for(ctx: DeviceContext, problem: GemmProblem, params: KernelParams | None = None,
              edge: str = "auto") -> LaunchPlan | VectorsPlan:
-    """The plan a GEMM call of ``problem`` runs on: the multi-vector GEMV's where ``selection.vectors_route``
-    routes it there and no GEMM configuration is given, else a ``LaunchPlan``."""
+    """The plan a GEMM call of ``problem`` runs on: of ``params`` where given, else of the device's
+    ``choice_for`` it."""
     check_edge(edge)
-    route = vectors_route(ctx.device, problem) if params is None else None
-    if route is not None:
-        chosen = choose_gemv_params(ctx.device, route.gemv)
-        return VectorsPlan(ctx, problem, route, chosen.params, chosen.source)
-    return gemm_plan(ctx, problem, params, edge)
+    if params is not None:
+        return LaunchPlan(ctx, problem, params, edge)
+    return plan_of(ctx, problem, choice_for(ctx.device, problem), edge)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from ..tuning import (
 from ..tuning.checkpoint import Checkpoint
 from ..tuning.cotune import HybridPoint, tune_hybrid
 from ..tuning.fma import FmaResult
+from ..tuning.no_slower import Kept
 from ..tuning.predictor import kept
 from ..tuning.replay import replay
 from ..tuning.routes import EVERY_PRODUCT, HostOrDevice, InPlace
@@ -51,6 +53,8 @@ class ProgressListener(TuneListener):
         self.rows: list[tuple] = []
         self.cuda_rows: list[tuple[Dtype, SizeClass, CudaEntry | None]] = []
         self.not_tuned: list[tuple[Dtype, SizeClass | None]] = []      # (None: the dtype's predictor)
+        self.kept_before: list[Kept] | None = None     # (None: not compared)
+        self.compared = False
 
     def fma_done(self, results: list[FmaResult]) -> None:
         chosen = ", ".join(f"{'float' if r.real == 's' else 'double'}{r.vector_width if r.vector_width > 1 else ''}:"
@@ -76,6 +80,9 @@ class ProgressListener(TuneListener):
 
     def skipped(self, dtype: Dtype, size: SizeClass | None) -> None:
         self.not_tuned.append((dtype, size))
+
+    def kept_plans(self, kept: list[Kept] | None) -> None:
+        self.kept_before, self.compared = kept, True
 
     def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None,
                        objectives: list[Objective], rejected: list[tuple[KernelParams, str]]) -> None:
@@ -354,10 +361,25 @@ def tune_command(device, dtypes, budget, strategy, quick, fresh, top, seed, clas
         console.print(f"a longer --budget would also tune {_by_dtypes(listener.not_tuned)}; until then they "
                       f"keep what the profile chose for them (what this run measured is kept and reused)",
                       highlight=False)
+    if listener.compared:
+        console.print(_kept_line(listener.kept_before), highlight=False)
     console.print(f"profile: {path_for(dev.fingerprint)}", highlight=False)
     write_results(json_path, {"device": dev.name.strip(), "fingerprint": dev.fingerprint, "budget": limit.describe(),
                               "profile": str(path_for(dev.fingerprint)), "tuned": records, "cuda": on_cuda,
-                              "not_tuned": [_not_tuned_label(*skipped) for skipped in listener.not_tuned]})
+                              "not_tuned": [_not_tuned_label(*skipped) for skipped in listener.not_tuned],
+                              "kept_before": [dataclasses.asdict(k) for k in listener.kept_before or ()]})
+
+
+def _kept_line(kept: list[Kept] | None) -> str:
+    """What the run's comparison of the workload's plans before and after it found (``no_slower``)."""
+    if kept is None:
+        return "the workload's plans before and after this run could not be compared: the process was lost"
+    if not kept:
+        return "no product of the workload runs slower than before this run (each plan timed as bench times it)"
+    listed = ", ".join(f"{k.dtype} {k.layout} {'x'.join(map(str, k.shape))} ({k.before * 1e6:.1f} us, tuned "
+                       + ("failed" if k.after is None else f"{k.after * 1e6:.1f}") + ")" for k in kept)
+    return (f"{len(kept)} products of the workload keep the plan they had before this run, which ran faster "
+            f"than the tuned one (as bench times them): {listed}")
 
 
 def _replay(path: Path, budget: str | None, strategies: list[str], seeds: int, cold: bool) -> None:

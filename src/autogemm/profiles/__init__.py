@@ -13,10 +13,11 @@ from .store import (
     save,
     still_current,
     thresholds_for,
+    trying,
     user_profiles,
 )
 from .thresholds import Thresholds
 
 __all__ = ["CudaEntry", "HybridEntry", "Predictor", "Profile", "ProfileWarning", "Ranked", "Sample", "SizeClassEntry",
            "Thresholds", "bundled", "own_profile", "path_for", "profile_at", "profile_for", "profile_origin",
-           "read", "save", "still_current", "thresholds_for", "user_profiles"]
+           "read", "save", "still_current", "thresholds_for", "trying", "user_profiles"]

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -128,13 +130,32 @@ def profile_for(device: Device) -> Profile | None:
     """The profile autogemm uses for ``device``: its own (the user's, else a bundled one, valid and made
     for this device's fingerprint), else one borrowed from a related device (``related``: the same model
     under another driver, else the same architecture), whose configurations are verified on this device
-    before their first use (``blas.verified``); None when there is none (``profile_origin`` says which)."""
+    before their first use (``blas.verified``); None when there is none (``profile_origin`` says which).
+    Within ``trying``, the profile tried."""
+    if device.fingerprint in _tried:
+        return _tried[device.fingerprint]
     path = path_for(device.fingerprint)
     name = _name(path)
     key = (device.fingerprint, name, _stamp(name))
     if key not in _memo:
         _memo[key] = _find(device, path)
     return _memo[key]
+
+
+#: fingerprint -> the profile ``profile_for`` answers within ``trying``
+_tried: dict[str, Profile] = {}
+
+
+@contextmanager
+def trying(device: Device, profile: Profile) -> Iterator[None]:
+    """Within the block, ``profile_for(device)`` is ``profile``, saved nowhere: what a product's plan
+    would be under it (``autogemm tune`` times a workload's plans under the profile it started from and
+    under the one it made)."""
+    _tried[device.fingerprint] = profile
+    try:
+        yield
+    finally:
+        del _tried[device.fingerprint]
 
 
 #: fingerprint -> (until when, after how many ``forget``s, the profile ``profile_for`` last returned)

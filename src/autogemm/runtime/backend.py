@@ -5,6 +5,7 @@ measures kernels is written once for both."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Protocol
@@ -55,3 +56,10 @@ class Runtime(Protocol):
         calls back to back (OpenCL: from each call's first event to its last, the events ``enqueue``
         returns, so that gaps between calls do not count; CUDA: between two events around them all, the
         stream held busy first so that enqueueing does not count)."""
+
+
+def resident_seconds(runtime: Runtime, enqueue: Callable[[], object], runs: int) -> float:
+    """The median of ``runs`` device times of ``enqueue``'s work after one run to warm up, as ``runtime``
+    times it: how ``autogemm bench`` times a product whose operands are on the device, and ``autogemm
+    tune`` the plans it compares."""
+    return statistics.median([runtime.seconds(enqueue) for _ in range(runs + 1)][1:])

@@ -53,6 +53,7 @@ from .cuda_classes import CUDA_SHARE, tune_cuda_class
 from .enumeration import Enumerator
 from .evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
 from .finalists import CONFIRM_POOL, best_of_each_layout, confirmed, finalists, with_measured_splits
+from .no_slower import Kept, keep_no_slower, workload_problems
 from .objective import Objective
 from .records import Record
 from .scope import (
@@ -113,6 +114,10 @@ class TuneListener:
         BLAS (``routes``): products of fewer than ``bound`` multiply-adds now run on the host (0: none;
         None: unchanged, the host's BLAS not timed)."""
 
+    def kept_plans(self, kept: list[Kept] | None) -> None:
+        """The workload's products whose plan before the run was faster, kept (``no_slower``; None: the
+        comparison lost its process)."""
+
     def routes_measured(self, dtype: Dtype, timed: list[routes.InPlace], bound: int | None) -> None:
         """The routes step ended (``routes``): squares of ``dtype`` timed packed and read in place, and the
         multiply-adds below which products now read in place (None: unchanged; ``timed`` empty: every
@@ -127,7 +132,9 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
     ``classes`` limits the run to some size classes (by name; "gemv" is GEMV's). With ``shapes`` (a
     workload, ``autogemm.workload``) it tunes instead exactly those GEMM shapes of ``dtypes`` (default: the
     workload's), each into an entry of its own that serves that very problem, as many as the budget's time
-    allows (the rest keep what the profile chose for them, ``TuneListener.skipped``). Unless ``fresh``, each class
+    allows (the rest keep what the profile chose for them, ``TuneListener.skipped``), and then, past the
+    budget, keeps for each product of the workload the plan the profile made before the run where that runs
+    faster than the new profile's (``no_slower``). Unless ``fresh``, each class
     first measures the configurations the device's existing profile ranks for it (for an exact shape,
     also those it would choose for it), so that a re-tune (a larger space, a new driver) starts from what
     was best before and cannot end below it."""
@@ -269,6 +276,11 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                 schedule.end(searched)
         if with_routes:
             profile = _measure_routes(worker, dtypes, profile, schedule, listener, write)
+        if shapes is not None and prior is not None:
+            profile, kept = keep_no_slower(worker, prior, profile, workload_problems(shapes, tuple(plan)))
+            listener.kept_plans(kept)
+            if kept and write:
+                save(profile)
     return profile
 
 

@@ -22,6 +22,7 @@ from dataclasses import replace
 from ...codelets.registry import Params
 from ...dtypes import Dtype
 from ...errors import TuningError
+from ...profiles import Profile
 from ...runtime.child import Child, ChildGone
 from ...runtime.opencl.build_pool import default_builders
 from ...runtime.opencl.device import Device
@@ -29,6 +30,7 @@ from ..fma import FmaResult
 from ..records import Outcome, Record
 from .requests import (
     BenchmarkFma,
+    ComparePlans,
     Discard,
     Evaluate,
     EvaluatorSpec,
@@ -121,6 +123,17 @@ class WorkerProcess(Child):
             return times["device"], times["host"]
         except ChildGone:
             return None, None
+
+    def compare_plans(self, profiles: tuple[Profile, ...], problems: list[tuple], runs: int
+                      ) -> list[list[dict] | None] | None:
+        """The plans of GEMM ``problems`` under each of ``profiles``, timed in the worker where they differ
+        (``requests.ComparePlans``); None where it loses its process."""
+        try:
+            self.request(ComparePlans(tuple(profile.to_json() for profile in profiles), tuple(problems), runs))
+            return self.expect("compared", (2 * BUILD_LIMIT_SECONDS + self.run_limit) * max(1, len(problems)))[
+                "compared"]
+        except ChildGone:
+            return None
 
     def fma(self, reals: tuple[str, ...], widths: tuple[int, ...]) -> list[FmaResult]:
         """The FMA benchmark (``fma.benchmark``) run in the worker; ``TuningError`` when it fails there."""

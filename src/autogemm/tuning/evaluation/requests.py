@@ -149,9 +149,26 @@ class TimeHostCalls:
     seconds: float
 
 
-Request = Start | MakeEvaluator | Prepare | Discard | Evaluate | BenchmarkFma | Verify | TimeCalls | TimeHostCalls
+@dataclass(frozen=True)
+class ComparePlans:
+    """For each GEMM problem of ``problems`` (dtype key, m, n, k, layout), the plan a call makes under each
+    profile of ``profiles`` (their JSON), timed as ``autogemm bench`` times it (operands on the device,
+    the median of ``runs`` after a warm-up) where the plans differ. Replied ``{"compared": [...]}``, one
+    item a problem: null where every profile makes the same plan, else one ``{"seconds": s, "config":
+    {...}, "split": n, "gemv": [layout, rows, cols, vectors] or null}`` a profile (``seconds`` null, with
+    ``error``, for a plan that fails)."""
+
+    name: ClassVar[str] = "compare-plans"
+    profiles: tuple[str, ...]
+    problems: tuple[tuple, ...]
+    runs: int
+
+
+Request = (Start | MakeEvaluator | Prepare | Discard | Evaluate | BenchmarkFma | Verify | TimeCalls | TimeHostCalls
+           | ComparePlans)
 REQUESTS: dict[str, type] = {cls.name: cls for cls in (Start, MakeEvaluator, Prepare, Discard, Evaluate,
-                                                          BenchmarkFma, Verify, TimeCalls, TimeHostCalls)}
+                                                          BenchmarkFma, Verify, TimeCalls, TimeHostCalls,
+                                                          ComparePlans)}
 
 
 def encode(request: Request) -> dict:

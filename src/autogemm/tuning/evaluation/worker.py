@@ -24,12 +24,13 @@ import numpy as np
 from ...accuracy import random_matrix
 from ...blas import GemmProblem, LaunchPlan, Op
 from ...blas.cuda_gemm import cuda_target
-from ...blas.plans import plan_for, round_trip
+from ...blas.plans import Choice, choice_for, plan_for, plan_of, round_trip
 from ...blas.verification import verify
 from ...codelets.registry import GEMM, GEMV, Params, family_of
 from ...dtypes import Dtype, get_dtype
 from ...errors import DeviceError
-from ...runtime.backend import CUDA, OPENCL, Runtime
+from ...profiles import Profile, trying
+from ...runtime.backend import CUDA, OPENCL, Runtime, resident_seconds
 from ...runtime.child import serve
 from ...runtime.opencl.context import DeviceContext, context_for
 from ...runtime.opencl.discovery import same_device
@@ -42,6 +43,7 @@ from .interface import discard_plan
 from .measuring import MeasuringEvaluator, summary
 from .requests import (
     BenchmarkFma,
+    ComparePlans,
     Discard,
     Evaluate,
     MakeEvaluator,
@@ -73,7 +75,7 @@ class Worker:
         self.handlers: dict[type, Callable[[Request, Reply], None]] = {
             Start: self._start, MakeEvaluator: self._make_evaluator, Prepare: self._prepare_ahead,
             Discard: self._discard, Evaluate: self._evaluate, BenchmarkFma: self._fma, Verify: self._verify,
-            TimeCalls: self._time_calls, TimeHostCalls: self._time_host_calls}
+            TimeCalls: self._time_calls, TimeHostCalls: self._time_host_calls, ComparePlans: self._compare_plans}
 
     def handle(self, message: dict, reply: Reply) -> None:
         """Serve one request."""
@@ -171,6 +173,35 @@ class Worker:
                 block.release()
         reply({"seconds": seconds})
 
+    def _compare_plans(self, request: ComparePlans, reply: Reply) -> None:
+        profiles = [Profile.from_json(text) for text in request.profiles]
+        device = self.ctx.device
+        compared: list[list[dict] | None] = []
+        for key, m, n, k, layout in request.problems:
+            dt = get_dtype(key)
+            problem = GemmProblem.dense(dt, m, n, k, *(Op.from_letter(letter, "layout") for letter in layout))
+            choices = []
+            for profile in profiles:
+                with trying(device, profile):
+                    choices.append(choice_for(device, problem))
+            if len({choice.key for choice in choices}) == 1:
+                compared.append(None)
+                continue
+            sizes = (m * k * dt.itemsize, k * n * dt.itemsize, m * n * dt.output.itemsize)
+            memory = [self.ctx.allocate(nbytes) for nbytes in sizes]
+            try:
+                for block, nbytes in zip(memory, sizes):
+                    self.ctx.fill(block, np.zeros((), np.uint8), nbytes)
+                timed = []
+                for profile, choice in zip(profiles, choices):
+                    with trying(device, profile):
+                        timed.append(_timed_choice(self.ctx, problem, choice, memory, request.runs))
+                compared.append(timed)
+            finally:
+                for block in memory:
+                    block.release()
+        reply({"compared": compared})
+
     def _time_host_calls(self, request: TimeHostCalls, reply: Reply) -> None:
         dt, n = get_dtype(request.dtype), request.side
         rng = np.random.default_rng(0)
@@ -220,6 +251,22 @@ def _per_call(call: Callable[[], object], drain: Callable[[], None], seconds: fl
         call()
     drain()
     return (time.perf_counter() - started) / calls
+
+
+def _timed_choice(ctx: DeviceContext, problem: GemmProblem, choice: Choice, memory: list, runs: int) -> dict:
+    """``choice``'s plan for ``problem`` timed on ``memory`` (A, B, C) as ``autogemm bench`` times it, and
+    what it ran (``requests.ComparePlans``)."""
+    chosen, route = choice.selection, choice.route
+    gemv = route and [route.gemv.layout, route.gemv.rows, route.gemv.cols, route.gemv.vectors]
+    try:
+        plan = plan_of(ctx, problem, choice)
+        try:
+            seconds = resident_seconds(ctx, lambda: plan.enqueue(*memory), runs)
+        finally:
+            plan.release()
+    except Exception as exc:   # noqa: BLE001 - a plan that fails is answered, not fatal
+        return {"seconds": None, "error": summary(exc)}
+    return {"seconds": seconds, "config": chosen.params.to_dict(), "split": chosen.split, "gemv": gemv}
 
 
 def main() -> None:
