@@ -20,7 +20,7 @@ from ..profiles import thresholds_for
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.arguments import KernelArguments
 from ..runtime.opencl.context import DeviceContext
-from .coverage import MAX_SLICES, auto_slices
+from .coverage import MAX_SLICES, auto_slices, cache_slices
 from .problem import INT32_MAX, GemmProblem
 from .routing import OperandRoute, Routing
 
@@ -73,8 +73,8 @@ class LaunchPlan(Routing):
 
     # ----- decisions ----------------------------------------------------------------------------
     def _choose_split(self, requested: int | None) -> int:
-        """How K is shared: as asked (K slices computed in parallel, or ``STREAM_K``), else
-        ``auto_slices`` for this device."""
+        """How K is shared: as asked (K slices computed in parallel, or ``STREAM_K``), else the more of
+        ``auto_slices`` (to fill the device) and ``cache_slices`` (to stay in a CPU's caches)."""
         p, pr = self.params, self.problem
         if requested is not None:
             if (isinstance(requested, bool) or not isinstance(requested, int)
@@ -87,7 +87,9 @@ class LaunchPlan(Routing):
             if requested != 1 and pr.batch > 1:
                 raise ArgumentError(f"{schedule} is for single products: a batch fills the device by itself")
             return requested
-        return auto_slices(p, pr, self.ctx.device.compute_units)
+        device = self.ctx.device
+        return max(auto_slices(p, pr, device.compute_units),
+                   cache_slices(p, pr, thresholds_for(device).slice_row_bytes, device.max_mem_alloc_bytes))
 
     # ----- resources ----------------------------------------------------------------------------
     def _buffer(self, size: int) -> ocl.Buffer:
