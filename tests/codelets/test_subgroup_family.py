@@ -111,7 +111,7 @@ def test_the_tuner_searches_every_family_offered_into_one_profile(ctx, monkeypat
 
     profile = tune(ctx.device, (DTYPES["s"],), Budget(evaluations=20), quick=True, top=2, listener=Listener(),
                    write=False, classes=("small",))
-    assert families == ["simt", "subgroup"]
+    assert families == ["simt", "subgroup", "cpu"]
     entry = profile.entry("s", "small")
     assert entry.evaluations >= 3 and entry.ranked
     checkpoint = next((tmp_path / "checkpoints").glob("*-s-*.jsonl")).read_text()

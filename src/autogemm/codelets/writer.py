@@ -173,12 +173,13 @@ class ElementCode:
         w.close()
         w("")
 
-    def vload(self, n: int, index: str, rpe: int | None = None) -> str:
+    def vload(self, n: int, index: str, rpe: int | None = None, pointer: str = "p") -> str:
+        """A C expression: ``n`` elements (of ``rpe`` reals) of ``pointer`` from element ``index``."""
         rpe = self.rpe if rpe is None else rpe
         reals = n * rpe
         if reals == 1:
-            return f"p[{index}]"
-        return f"vload{reals}(0, p + ({index}) * {rpe})"
+            return f"{pointer}[{index}]"
+        return f"vload{reals}(0, {pointer} + ({index}) * {rpe})"
 
     def vstore(self, n: int, value: str, index: str) -> str:
         reals = n * self.rpe
