@@ -149,11 +149,14 @@ def _call(ctx, chance, routine, arrays: tuple, inputs: int, **options) -> _Calle
     return _Called(result, got, [x for x, _ in placed], before)
 
 
-def _close(got: np.ndarray, want: np.ndarray, inner: int) -> None:
-    """``got`` has ``want``'s shape and is within the tolerance of its dtype over sums of ``inner`` terms."""
+def _close(got: np.ndarray, want: np.ndarray, scale: np.ndarray, inner: int) -> None:
+    """``got`` has ``want``'s shape and is within the tolerance of its dtype over sums of ``inner`` terms,
+    relative to ``scale``, the sums of the terms' magnitudes (|alpha| |op(A)| |op(B)| + |beta| |C|): a
+    result that cancels to far less than its terms errs by their rounding, not its own."""
     assert got.shape == want.shape
     if got.size:
-        assert relative_error(got, want) < tolerance(DTYPE_OF[got.dtype], max(inner, 1))
+        error = np.linalg.norm((got - want).ravel())
+        assert error <= tolerance(DTYPE_OF[got.dtype], max(inner, 1)) * np.linalg.norm(scale.ravel())
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -177,11 +180,13 @@ def test_any_call_matches_numpy_or_raises_an_autogemm_error_and_changes_nothing(
         return
     ref = np.complex128 if np.iscomplexobj(called.got) else np.float64
     want = alpha * (apply_op(a.astype(ref), ta) @ apply_op(b.astype(ref), tb))
+    scale = abs(alpha) * (np.abs(apply_op(a.astype(ref), ta)) @ np.abs(apply_op(b.astype(ref), tb)))
     if c is not None:
         assert called.result is called.placed[2]
         want = want + beta * called.before[2].astype(ref)
+        scale = scale + abs(beta) * np.abs(called.before[2].astype(ref))
     assert called.got.dtype == np.result_type(a.dtype, b.dtype)
-    _close(called.got, want, apply_op(a, ta).shape[1])           # shapes drawn "wrong" may fit
+    _close(called.got, want, scale, apply_op(a, ta).shape[1])           # shapes drawn "wrong" may fit
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -202,9 +207,11 @@ def test_any_gemv_call_matches_numpy_or_raises_an_autogemm_error_and_changes_not
         return
     ref = np.complex128 if np.iscomplexobj(a) else np.float64
     want = alpha * (apply_op(a.astype(ref), trans) @ x.astype(ref))
+    scale = abs(alpha) * (np.abs(apply_op(a.astype(ref), trans)) @ np.abs(x.astype(ref)))
     if y is not None:
         want = want + beta * called.before[2].astype(ref)
-    _close(called.got, want, x.size)
+        scale = scale + abs(beta) * np.abs(called.before[2].astype(ref))
+    _close(called.got, want, scale, x.size)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -248,13 +255,14 @@ def test_any_matmul_call_matches_numpy_or_raises_an_autogemm_error_and_changes_n
     b = make(shape_b).astype(_mostly(chance, [NUMERIC[kind]], [np.complex128]))
     try:
         want = np.matmul(a.astype(np.complex128), b.astype(np.complex128))
+        scale = np.matmul(np.abs(a.astype(np.complex128)), np.abs(b.astype(np.complex128)))
     except ValueError:
         want = None
     called = _call(ctx, chance, autogemm.matmul, (a, b), 2)
     if called is None:
         return
     assert want is not None, "numpy refuses these shapes"
-    _close(called.got, want if np.iscomplexobj(called.got) else want.real, a.shape[-1])
+    _close(called.got, want if np.iscomplexobj(called.got) else want.real, scale, a.shape[-1])
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -288,10 +296,13 @@ def test_any_batched_or_device_gemm_call_matches_numpy_or_raises_an_autogemm_err
         return
     ref = np.complex128 if np.iscomplexobj(a) else np.float64
     got = called.got
-    want = np.stack([alpha * (apply_op(matrix(a, i).astype(ref), ta) @ apply_op(matrix(b, i).astype(ref), tb))
-                     for i in range(len(got))]) if len(got) else got.astype(ref)
+    products = [(apply_op(matrix(a, i).astype(ref), ta), apply_op(matrix(b, i).astype(ref), tb))
+                for i in range(len(got))]
+    want = np.stack([alpha * (x @ y) for x, y in products]) if len(got) else got.astype(ref)
+    scale = np.stack([abs(alpha) * (np.abs(x) @ np.abs(y)) for x, y in products]) if len(got) else want.real
     if c is not None:
         want = want + beta * called.before[2].astype(ref)
+        scale = scale + abs(beta) * np.abs(called.before[2].astype(ref))
     stacks = [len(x) for x in (a, b, c) if x is not None and x.ndim == 3]
     assert len(got) == next((depth for depth in stacks if depth != 1), 1)       # stacks of one are every product's
-    _close(got, want, a.shape[-2 if ta in ("T", "C") else -1])
+    _close(got, want, scale, a.shape[-2 if ta in ("T", "C") else -1])
