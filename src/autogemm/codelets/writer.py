@@ -68,6 +68,27 @@ class ElementCode:
         self.hoisted: list[str] = []           # local memory declared before the stream-K loop
         self.out = SourceWriter()
 
+    def opening(self, family: str, params) -> None:
+        """The source's first lines for a family whose kernel reads B as stored (K x N) and A as its
+        ``params.layout`` says: what it computes, the configuration, how it reads A and B, its edges;
+        and double precision's pragma where the dtype needs it."""
+        a_read = "K x M (A transposed)" if params.layout[0] == "T" else "M x K"
+        edges = "guarded (any M, N, K; loads outside read zero)" if self.guarded else "whole blocks only, aligned vectors"
+        self.out(f"// autogemm {family} codelet ({self.dt.letter}gemm): C = alpha * op(A) * op(B) + beta * C, row-major",
+                 f"// configuration: {params.describe()}",
+                 f"// layout {params.layout}: A is read as {a_read}, B as K x N",
+                 f"// edges: {edges}")
+        if self.dt.needs_fp64:
+            self.out("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+
+    def a_element(self, layout: str, row: str, k: str) -> str:
+        """A C expression: A's element at ``row`` and ``k`` (guarded as the kernel is), A stored as
+        ``layout`` says (T: K x M)."""
+        self.widths.add(1)
+        if layout[0] == "T":
+            return f"load_1(A, lda, K, M, {k}, {row})"
+        return f"load_1(A, lda, M, K, {row}, {k})"
+
     # ----- small expression helpers -------------------------------------------------------------
     def vtype(self, n: int) -> str:
         return "elem" if n == 1 else f"elems{n}"

@@ -27,12 +27,7 @@ class _Generator(ElementCode):
 
     def header(self) -> None:
         p, dt, w = self.p, self.dt, self.out
-        w(f"// autogemm cpu codelet ({dt.letter}gemm): C = alpha * op(A) * op(B) + beta * C, row-major",
-          f"// configuration: {p.describe()}",
-          f"// layout {p.layout}: A is read as {'K x M (A transposed)' if p.layout[0] == 'T' else 'M x K'}, B as K x N",
-          f"// edges: {'guarded (any M, N, K; loads outside read zero)' if self.guarded else 'whole blocks only, aligned vectors'}")
-        if dt.needs_fp64:
-            w("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+        self.opening("cpu", p)
         w("",
           f"#define TILE_ROWS {p.tile_rows}         // rows of C of the work-item (its work-group)",
           f"#define VECTORS {p.vectors}           // vectors of C's row it holds",
@@ -45,12 +40,6 @@ class _Generator(ElementCode):
           f"typedef {dt.cl_element} elem;",
           f"typedef {dt.cl_vector(self.vw)} elems{self.vw};",
           self.mul_add_define(p.mac), "")
-
-    def a_at(self, row: str, k: str) -> str:
-        self.widths.add(1)
-        if self.p.layout[0] == "T":
-            return f"load_1(A, lda, K, M, {k}, {row})"
-        return f"load_1(A, lda, M, K, {row}, {k})"
 
     def body(self) -> None:
         p, w = self.p, self.out
@@ -95,7 +84,7 @@ class _Generator(ElementCode):
             w(f"const {vec} b_{v} = " + (f"load_{self.vw}(B, ldb, K, N, k, {column});" if guarded
                                         else self.vload(self.vw, f"k * ldb + {column}", pointer="B") + ";"))
         for r in rows:
-            a = self.a_at(f"row0 + {r}", "k") if guarded else self.vload(1, self.a_index(f"row0 + {r}", "k"), pointer="A")
+            a = self.a_element(p.layout, f"row0 + {r}", "k") if guarded else self.vload(1, self.a_index(f"row0 + {r}", "k"), pointer="A")
             w(f"{{ const elem a = {a}; " + " ".join(f"acc_{r}_{v} = mac(acc_{r}_{v}, a, b_{v});" for v in vectors)
               + " }")
         w.close()

@@ -34,12 +34,7 @@ class _Generator(ElementCode):
 
     def header(self) -> None:
         p, dt, w = self.p, self.dt, self.out
-        w(f"// autogemm subgroup codelet ({dt.letter}gemm): C = alpha * op(A) * op(B) + beta * C, row-major",
-          f"// configuration: {p.describe()}",
-          f"// layout {p.layout}: A is read as {'K x M (A transposed)' if p.layout[0] == 'T' else 'M x K'}, B as K x N",
-          f"// edges: {'guarded (any M, N, K; loads outside read zero)' if self.guarded else 'whole blocks only, aligned vectors'}")
-        if dt.needs_fp64:
-            w("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+        self.opening("subgroup", p)
         if p.shuffle in _SHUFFLE_REAL:
             w(_SHUFFLE_REAL[p.shuffle][0])
         w("",
@@ -82,12 +77,6 @@ class _Generator(ElementCode):
         w.close()
         w("")
 
-    def a_at(self, row: str, k: str) -> str:
-        self.widths.add(1)
-        if self.p.layout[0] == "T":
-            return f"load_1(A, lda, K, M, {k}, {row})"
-        return f"load_1(A, lda, M, K, {row}, {k})"
-
     def body(self) -> None:
         p, w = self.p, self.out
         vec = self.vtype(self.vw)
@@ -105,7 +94,7 @@ class _Generator(ElementCode):
         w("")
         w.open("for (int k0 = 0; k0 < K; k0 += SUBGROUP)")
         w("elem a_own[TILE_ROWS];                        // A at column k0 + lane, for this work-item's rows")
-        self.unrolled("i", "TILE_ROWS", f"a_own[i] = {self.a_at('row0 + i', 'k0 + lane')};")
+        self.unrolled("i", "TILE_ROWS", f"a_own[i] = {self.a_element(p.layout, 'row0 + i', 'k0 + lane')};")
         if p.shuffle == "local":
             self.unrolled("i", "TILE_ROWS", "exchange[sg][i][lane] = a_own[i];")
             w("barrier(CLK_LOCAL_MEM_FENCE);")
