@@ -85,25 +85,24 @@ def test_bad_split_requests(ctx):
 
 
 def test_a_cpus_deep_products_are_computed_in_slices_that_stay_in_its_caches(ctx, monkeypatch):
-    """``Thresholds.slice_row_bytes``: K in slices of at most that many bytes of a row, from
-    ``SPLIT_MIN_WORK`` multiply-adds, as many as their partial sums fit one allocation; none on images,
-    batches, or where the device names no such bytes; a plan takes the more of these and of its
-    coverage's."""
+    """``Thresholds.slice_depth``: K in slices of at most that many, from ``SPLIT_MIN_WORK`` multiply-adds,
+    as many as their partial sums fit one allocation; none on images, batches, or where the device names
+    no depth; a plan takes the more of these and of its coverage's."""
     from limits import set_thresholds
 
     from autogemm.blas.coverage import SPLIT_MIN_WORK, auto_slices, cache_slices
 
-    params, gib = SimtParams(), 2**30
+    params, two_gib = SimtParams(), 2**31
     s, d = DTYPES["s"], DTYPES["d"]
-    assert [cache_slices(params, GemmProblem.dense(dt, n, n, n), 4096, gib)
-            for dt, n in ((s, 1024), (s, 4096), (d, 1024), (d, 4096))] == [1, 4, 2, 8]
-    assert cache_slices(params, GemmProblem.dense(d, 4096, 4096, 4096), 4096, 3 * 4096**2 * 8) == 3   # fits
-    assert cache_slices(params, GemmProblem.dense(d, 4096, 4096, 4096), 0, gib) == 1
-    assert cache_slices(SimtParams(image_a=True), GemmProblem.dense(d, 4096, 4096, 4096), 4096, gib) == 1
-    assert cache_slices(params, dataclasses.replace(GemmProblem.dense(d, 64, 64, 2**20), batch=4), 4096, gib) == 1
-    assert cache_slices(params, GemmProblem.dense(d, 16, 16, SPLIT_MIN_WORK // 256 - 1), 4096, gib) == 1
+    assert [cache_slices(params, GemmProblem.dense(dt, n, n, n), 512, two_gib)
+            for dt, n in ((s, 512), (s, 1024), (s, 4096), (d, 4096))] == [1, 2, 8, 8]
+    assert cache_slices(params, GemmProblem.dense(d, 4096, 4096, 4096), 512, 3 * 4352**2 * 8) == 3   # fits
+    assert cache_slices(params, GemmProblem.dense(d, 4096, 4096, 4096), 0, two_gib) == 1
+    assert cache_slices(SimtParams(image_a=True), GemmProblem.dense(d, 4096, 4096, 4096), 512, two_gib) == 1
+    assert cache_slices(params, dataclasses.replace(GemmProblem.dense(d, 64, 64, 2**20), batch=4), 512, two_gib) == 1
+    assert cache_slices(params, GemmProblem.dense(d, 16, 16, SPLIT_MIN_WORK // 256 - 1), 512, two_gib) == 1
     problem = GemmProblem.dense(d, 1024, 1024, 2048)
-    set_thresholds(monkeypatch, slice_row_bytes=4096)
+    set_thresholds(monkeypatch, slice_depth=512)
     assert gemm_plan(ctx, problem, params).slices == max(4, auto_slices(params, problem, ctx.device.compute_units))
-    set_thresholds(monkeypatch, slice_row_bytes=0)
+    set_thresholds(monkeypatch, slice_depth=0)
     assert gemm_plan(ctx, problem, params).slices == auto_slices(params, problem, ctx.device.compute_units)

@@ -93,16 +93,16 @@ def auto_slices(params: KernelParams, problem: GemmProblem, compute_units: int) 
     return split_count(blocks(params, problem), compute_units, problem.k, params.tile_k)
 
 
-def cache_slices(params: KernelParams, problem: GemmProblem, row_bytes: int, max_alloc_bytes: int) -> int:
-    """The K slices that keep each slice's rows of A and B within ``row_bytes`` of K (a CPU's cache:
-    ``Thresholds.slice_row_bytes``; 0: no such slices), for a product of at least ``SPLIT_MIN_WORK`` on
+def cache_slices(params: KernelParams, problem: GemmProblem, depth: int, max_alloc_bytes: int) -> int:
+    """The K slices that keep each slice's K within ``depth`` (a CPU's cache: ``Thresholds.slice_depth``;
+    0: no such slices), for a product of at least ``SPLIT_MIN_WORK`` on
     buffers, one at a time: as many as its slices' partial sums of C fit one allocation of
     ``max_alloc_bytes`` and the kernels' 32-bit indices."""
-    if (not row_bytes or params.image_a or params.image_b or problem.batch > 1
+    if (not depth or params.image_a or params.image_b or problem.batch > 1
             or problem.m * problem.n * problem.k < SPLIT_MIN_WORK):
         return 1
-    wanted = -(-problem.k * problem.dtype.itemsize // row_bytes)
-    c_elements = ceil_div(problem.m, 256) * ceil_div(problem.n, 256) * 256**2     # C padded to any block
+    wanted = -(-problem.k // depth)
+    c_elements = (problem.m + 256) * (problem.n + 256)          # C padded to any block (at most 256 a side)
     fits = min(max_alloc_bytes // (c_elements * problem.dtype.itemsize),
                INT32_MAX // (c_elements * problem.dtype.reals_per_element))
     return max(1, min(wanted, fits, MAX_SLICES))

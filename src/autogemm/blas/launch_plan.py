@@ -89,7 +89,7 @@ class LaunchPlan(Routing):
             return requested
         device = self.ctx.device
         return max(auto_slices(p, pr, device.compute_units),
-                   cache_slices(p, pr, thresholds_for(device).slice_row_bytes, device.max_mem_alloc_bytes))
+                   cache_slices(p, pr, thresholds_for(device).slice_depth, device.max_mem_alloc_bytes))
 
     # ----- resources ----------------------------------------------------------------------------
     def _buffer(self, size: int) -> ocl.Buffer:

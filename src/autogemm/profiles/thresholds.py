@@ -53,10 +53,10 @@ class Thresholds:
     #: ``blas.routing.CONFLICT_MIN_WORK``, is packed at a leading dimension an eighth of it longer: its rows
     #: fell on the same cache sets (a CPU's)
     conflict_stride_bytes: int = 0
-    #: a product whose operands' rows of K hold more than this many bytes (0: none), of at least
-    #: ``blas.routing.CONFLICT_MIN_WORK``, computes K in slices of at most that many bytes, added up
-    #: after: a work-group's panels of A and B then stay in its core's cache (a CPU's)
-    slice_row_bytes: int = 0
+    #: a product of at least ``blas.coverage.SPLIT_MIN_WORK`` multiply-adds whose K is longer than this
+    #: (0: none) computes K in slices of at most this many, added up after: the rows of A and B a
+    #: work-group reads then stay in its core's cache (a CPU's)
+    slice_depth: int = 0
     #: the fields a profile names (read from its JSON, or measured by ``tune``): the others follow the
     #: device class's row of ``DEFAULTS`` (``over``); empty for thresholds made whole in code
     given: tuple[str, ...] = field(default=(), compare=False)
@@ -158,7 +158,7 @@ def _dtype(key: object, where: str) -> str:
 #: nothing crosses in row blocks or through page-locked memory there, and it takes the same figures for
 #: the rest.
 DEFAULTS = {"gpu": Thresholds(in_place_multiply_adds=2**27),
-            "cpu": Thresholds(conflict_stride_bytes=1024, slice_row_bytes=4096)}
+            "cpu": Thresholds(conflict_stride_bytes=1024, slice_depth=512)}
 
 
 def device_class(device: Device) -> str:

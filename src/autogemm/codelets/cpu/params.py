@@ -28,7 +28,7 @@ class CpuParams:
     multiplied into that row's accumulators. Layout TN reads A as stored K x M (A transposed), so a k's
     values of the block's rows lie side by side, as a packed panel's do; K is unrolled ``unroll`` times.
     The plan's K slices keep the rows of A and B one work-item reads within its core's cache
-    (``Thresholds.slice_row_bytes``).
+    (``Thresholds.slice_depth``).
     """
 
     family: ClassVar[str] = "cpu"
