@@ -67,6 +67,12 @@ def test_what_tune_measures_is_named_and_the_rest_follows_the_class_row():
     followed = read.over(cpu)
     assert followed.conflict_stride_bytes == 1024 and followed.in_place_multiply_adds == 2**30
     assert Thresholds(stream_bytes=1).over(cpu) == Thresholds(stream_bytes=1)      # whole, made in code
+    # what tune measured over the row the device followed keeps only what it measured: a class default
+    # changed later (the CPU's conflict stride here) still reaches the profile
+    over_row = cpu.measured(in_place_multiply_adds=2**30)
+    assert over_row.to_dict(changed_only=True) == {"in_place_multiply_adds": 2**30}
+    assert Thresholds.from_dict(over_row.to_dict(changed_only=True)).over(
+        Thresholds(conflict_stride_bytes=512)).conflict_stride_bytes == 512
 
 
 def test_a_profile_that_lowers_stream_bytes_streams_the_product(cache, device, monkeypatch):

@@ -87,12 +87,18 @@ class Thresholds:
         return dict(self.cuda_few_rows_multiply_adds).get(key, float("inf"))
 
     def to_dict(self, changed_only: bool = False) -> dict:
-        """Every field as JSON data, or with ``changed_only`` those that differ from the defaults (what a
-        profile keeps: what was measured or set for its device, the rest following the defaults of the
-        autogemm reading it)."""
+        """Every field as JSON data, or with ``changed_only`` what a profile keeps: the fields ``given``
+        (measured or set for its device; the rest follow the device class's defaults of the autogemm
+        reading it, so that a default changed later reaches the profile), or for thresholds made whole in
+        code, those that differ from the defaults."""
         default = Thresholds()
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "given"
-               and (not changed_only or f.name in self.given or getattr(self, f.name) != getattr(default, f.name))}
+
+        def kept(name: str) -> bool:
+            if not changed_only:
+                return True
+            return name in self.given if self.given else getattr(self, name) != getattr(default, name)
+
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "given" and kept(f.name)}
         for name in ("cuda_min_multiply_adds", "cuda_few_rows_multiply_adds", "host_multiply_adds"):
             if name in out:
                 out[name] = dict(out[name])
