@@ -160,10 +160,11 @@ def _dtype(key: object, where: str) -> str:
 
 
 #: The thresholds of each device class until a profile holds the device's own. The GPU's were measured
-#: on an H100 and an H200 (the GEMM guide gives the figures); a CPU device shares the host's memory, so
-#: nothing crosses in row blocks or through page-locked memory there, and it takes the same figures for
-#: the rest.
-DEFAULTS = {"gpu": Thresholds(in_place_multiply_adds=2**27),
+#: on an H100 and an H200 (the GEMM guide gives the figures; the host's BLAS bound is set below where a
+#: host of a few cores still finishes first); a CPU device shares the host's memory, so nothing crosses in
+#: row blocks or through page-locked memory there, and it takes the same figures for the rest.
+DEFAULTS = {"gpu": Thresholds(in_place_multiply_adds=2**27,
+                              host_multiply_adds=(("s", 2**24), ("d", 2**24), ("c", 2**22), ("z", 2**22))),
             "cpu": Thresholds(conflict_stride_bytes=1024, slice_depth=512)}
 
 
