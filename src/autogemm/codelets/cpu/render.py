@@ -2,9 +2,10 @@
 
 Same kernel interface as ``simt`` (C = alpha op(A) op(B) + beta C on row-major matrices, guarded or
 whole-block edges, split K along NDRange dimension 2, stream-K), so plans run every family alike. The
-work-item of work-group (g0, g1) computes rows g1 * TILE_ROWS + r (r < TILE_ROWS) and columns
-g0 * BLOCK_COLS + v * VW .. + VW (v < VECTORS) of C, in accumulators named by row and vector, written out
-one by one so that the compiler keeps each in a vector register.
+work-groups, numbered along NDRange dimension 0 first, take C's blocks down each column in turn (a CPU
+runs them in that order); a work-item computes rows row0 + r (r < TILE_ROWS) and columns
+col0 + v * VW .. + VW (v < VECTORS) of C, in accumulators named by row and vector, written out one by one
+so that the compiler keeps each in a vector register.
 """
 
 from __future__ import annotations
@@ -47,9 +48,15 @@ class _Generator(ElementCode):
         self.widths.add(self.vw)
         rows, vectors = range(p.tile_rows), range(p.vectors)
         self.layer_offsets("ABC")
-        w(f"const int row0 = {self.tile_index(1)} * BLOCK_ROWS;",
-          f"const int col0 = {self.tile_index(0)} * BLOCK_COLS;",
-          "")
+        if self.stream:
+            w(f"const int row0 = {self.tile_index(1)} * BLOCK_ROWS;",
+              f"const int col0 = {self.tile_index(0)} * BLOCK_COLS;")
+        else:           # blocks taken down each column of C in turn: those running one after the other
+            # on a core share B's columns, which stay in its cache, while A's few rows stream past
+            w("const int linear = get_group_id(0) + get_num_groups(0) * get_group_id(1);",
+              "const int row0 = linear % get_num_groups(1) * BLOCK_ROWS;",
+              "const int col0 = linear / get_num_groups(1) * BLOCK_COLS;")
+        w("")
         w("// acc_r_v: row row0 + r, columns col0 + v * VW .. + VW of C")
         for r in rows:
             w(" ".join(f"{vec} acc_{r}_{v} = ({vec})(0);" for v in vectors))
