@@ -8,6 +8,8 @@ from __future__ import annotations
 from ..codelets.kernel import MAX_SLICES, ceil_div
 from ..codelets.registry import KernelParams
 from ..codelets.stream_k import STREAM_K, StreamPartition
+from ..profiles import Thresholds
+from ..runtime.opencl.device import Device
 from .problem import INT32_MAX, GemmProblem
 
 #: Problems with fewer multiply-adds are not split automatically: the merge of the slices is one more
@@ -106,6 +108,13 @@ def cache_slices(params: KernelParams, problem: GemmProblem, depth: int, max_all
     fits = min(max_alloc_bytes // (c_elements * problem.dtype.itemsize),
                INT32_MAX // (c_elements * problem.dtype.reals_per_element))
     return max(1, min(wanted, fits, MAX_SLICES))
+
+
+def planned_slices(params: KernelParams, problem: GemmProblem, device: Device, limits: Thresholds) -> int:
+    """The K slices a plan on ``device`` takes unless told: the more of ``auto_slices`` (to fill the
+    device) and ``cache_slices`` (to stay in a CPU's caches, ``limits.slice_depth``)."""
+    return max(auto_slices(params, problem, device.compute_units),
+               cache_slices(params, problem, limits.slice_depth, device.max_mem_alloc_bytes))
 
 
 def predicted_rate(params: KernelParams, rate: float, problem: GemmProblem, compute_units: int) -> float:

@@ -16,11 +16,11 @@ from ..codelets.kernel import GEMM_SIGNATURE, STREAM_K_SIGNATURE, KernelSource, 
 from ..codelets.registry import KernelParams, check, render
 from ..codelets.stream_k import STREAM_K
 from ..errors import ArgumentError, ConfigError, ShapeError
-from ..profiles import thresholds_for
+from ..profiles import Thresholds, thresholds_for
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.arguments import KernelArguments
 from ..runtime.opencl.context import DeviceContext
-from .coverage import MAX_SLICES, auto_slices, cache_slices
+from .coverage import MAX_SLICES, planned_slices
 from .problem import INT32_MAX, GemmProblem
 from .routing import OperandRoute, Routing
 
@@ -55,8 +55,9 @@ class LaunchPlan(Routing):
         if problem.batch > 1 and (self.params.image_a or self.params.image_b):
             raise ConfigError("a batch reads its operands from buffers; this configuration uses images")
         # a product the device takes in place (A and B as they lie) is guarded too: one launch in all
-        super().__init__(problem, self.params, self._choose_split(split_k), ctx.device.compute_units, edge,
-                         thresholds_for(ctx.device))
+        limits = thresholds_for(ctx.device)
+        super().__init__(problem, self.params, self._choose_split(split_k, limits), ctx.device.compute_units,
+                         edge, limits)
         self._check_temporaries()
         self._temps: list[ocl.Buffer | ocl.Image] = []
         self._allocated = False       # True from ``allocate`` to ``release`` (a plan may need no temporaries)
@@ -72,9 +73,9 @@ class LaunchPlan(Routing):
             self._build()
 
     # ----- decisions ----------------------------------------------------------------------------
-    def _choose_split(self, requested: int | None) -> int:
-        """How K is shared: as asked (K slices computed in parallel, or ``STREAM_K``), else the more of
-        ``auto_slices`` (to fill the device) and ``cache_slices`` (to stay in a CPU's caches)."""
+    def _choose_split(self, requested: int | None, limits: Thresholds) -> int:
+        """How K is shared: as asked (K slices computed in parallel, or ``STREAM_K``), else
+        ``planned_slices`` for the device's ``limits``."""
         p, pr = self.params, self.problem
         if requested is not None:
             if (isinstance(requested, bool) or not isinstance(requested, int)
@@ -87,9 +88,7 @@ class LaunchPlan(Routing):
             if requested != 1 and pr.batch > 1:
                 raise ArgumentError(f"{schedule} is for single products: a batch fills the device by itself")
             return requested
-        device = self.ctx.device
-        return max(auto_slices(p, pr, device.compute_units),
-                   cache_slices(p, pr, thresholds_for(device).slice_depth, device.max_mem_alloc_bytes))
+        return planned_slices(p, pr, self.ctx.device, limits)
 
     # ----- resources ----------------------------------------------------------------------------
     def _buffer(self, size: int) -> ocl.Buffer:

@@ -16,7 +16,7 @@ from ..runtime.opencl.device import Device
 from .gemv import GemvLaunchPlan, GemvProblem
 from .launch_plan import LaunchPlan, check_edge
 from .problem import GemmProblem
-from .selection import Selection, choose_gemv_params, choose_params, vectors_route
+from .selection import Selection, choose_gemv_params, choose_params, routed
 from .vectors import VectorsPlan, VectorsRoute
 
 
@@ -69,10 +69,10 @@ class Choice(NamedTuple):
 def choice_for(device: Device, problem: GemmProblem) -> Choice:
     """The ``Choice`` for ``problem`` on ``device``: the multi-vector GEMV's where ``selection.vectors_route``
     routes it there, else a GEMM's."""
-    route = vectors_route(device, problem)
+    route, chosen = routed(device, problem)
     if route is not None:
         return Choice(choose_gemv_params(device, route.gemv), route)
-    return Choice(choose_params(device, problem))
+    return Choice(chosen or choose_params(device, problem))
 
 
 def plan_of(ctx: DeviceContext, problem: GemmProblem, choice: Choice, edge: str = "auto") -> LaunchPlan | VectorsPlan:

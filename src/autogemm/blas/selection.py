@@ -16,7 +16,7 @@ from ..profiles import Profile, Ranked, profile_for, thresholds_for
 from ..profiles.profile import SHAPES
 from ..runtime.backend import CUDA, OPENCL
 from ..runtime.opencl.device import Device
-from .coverage import auto_slices, predicted_rate
+from .coverage import planned_slices, predicted_rate
 from .cuda_gemm import fitted
 from .defaults import CUDA_DEFAULTS, default_params, tensor_defaults
 from .gemv import GemvProblem, default_gemv_params
@@ -161,13 +161,20 @@ def vectors_route(device: Device, problem: GemmProblem) -> VectorsRoute | None:
     ``Thresholds.vectors_min_depth`` (C, not the matrix, is then most of what moves, and the kernel's
     tiles write it faster than the GEMV's reduction per output), where the GEMM plan chosen for it runs
     in one launch (no pack, no K split, no merge: else the GEMV's one launch is ahead)."""
+    return routed(device, problem)[0]
+
+
+def routed(device: Device, problem: GemmProblem) -> tuple[VectorsRoute | None, Selection | None]:
+    """``vectors_route``, and the GEMM selection it made on the way (None where it made none), which a
+    product that runs a GEMM kernel then takes as it is."""
     route = as_vectors(problem)
-    if route is None or route.gemv.vectors == 1 or problem.k >= thresholds_for(device).vectors_min_depth:
-        return route
+    limits = thresholds_for(device)
+    if route is None or route.gemv.vectors == 1 or problem.k >= limits.vectors_min_depth:
+        return route, None
     chosen = choose_params(device, problem)
-    split = chosen.split or auto_slices(chosen.params, problem, device.compute_units)
-    routing = Routing(problem, chosen.params, split, device.compute_units, limits=thresholds_for(device))
-    return None if routing.traffic().launches == 1 else route
+    split = chosen.split or planned_slices(chosen.params, problem, device, limits)
+    routing = Routing(problem, chosen.params, split, device.compute_units, limits=limits)
+    return (None, chosen) if routing.traffic().launches == 1 else (route, None)
 
 
 def choose_gemv_params(device: Device, problem: GemvProblem) -> Selection:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..dtypes import Dtype
+from ..errors import ConfigError
+from .kernel import KernelSource
 from .stream_k import OWNER_FUNCTION
 
 
@@ -339,3 +341,13 @@ class ElementCode:
             self.out(body)
             self.out.close()
 
+
+def buffer_kernel(params, write: Callable[[], str], local_size: tuple[int, int], name: str = "gemm") -> KernelSource:
+    """The ``KernelSource`` of a buffer-operand family's configuration ``params``: refused where it is
+    malformed, else the source ``write`` gives, with the launch geometry plans need (``local_size``
+    work-items along N and M, a block of ``block_rows`` x ``block_cols`` of C, K steps of ``tile_k``)."""
+    problem = params.malformed()
+    if problem:
+        raise ConfigError(problem)
+    return KernelSource(name=name, source=write(), options=params.build_options, local_size=local_size,
+                        block=(params.block_rows, params.block_cols, params.tile_k))

@@ -13,9 +13,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ...dtypes import Dtype, get_dtype
-from ...errors import ConfigError
 from ..kernel import KernelSource
-from ..writer import ElementCode
+from ..writer import ElementCode, buffer_kernel
 from .params import SubgroupParams
 
 KERNEL_NAME = "gemm"
@@ -127,10 +126,5 @@ class _Generator(ElementCode):
 def render(params: SubgroupParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False) -> KernelSource:
     """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges, ``stream`` the
     stream-K schedule."""
-    dt = get_dtype(dtype)
-    problem = params.malformed()
-    if problem:
-        raise ConfigError(problem)
-    return KernelSource(name=KERNEL_NAME, source=_Generator(params, dt, guarded, stream).generate(),
-                        options=params.build_options, local_size=(params.subgroup, params.wg_rows),
-                        block=(params.block_rows, params.block_cols, params.tile_k))
+    return buffer_kernel(params, lambda: _Generator(params, get_dtype(dtype), guarded, stream).generate(),
+                         (params.subgroup, params.wg_rows), KERNEL_NAME)

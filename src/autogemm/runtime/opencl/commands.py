@@ -45,15 +45,19 @@ def device_buffer(context: Context, nbytes: int) -> Buffer:
 
 def buffer_of(context: Context, host: np.ndarray, read_only: bool = False) -> Buffer:
     """Device memory holding a copy of the contiguous ``host`` array, made now."""
-    access = cl.mem_flags.READ_ONLY if read_only else cl.mem_flags.READ_WRITE
-    return cl.Buffer(context, access | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
+    return _host_buffer(context, host, read_only, cl.mem_flags.COPY_HOST_PTR)
 
 
 def buffer_over(context: Context, host: np.ndarray, read_only: bool = False) -> Buffer:
     """A buffer that is ``host``'s own memory lent to the device (a device that shares the host's memory
     reads and writes it in place; see ``map_for_reading`` to see what it wrote)."""
+    return _host_buffer(context, host, read_only, cl.mem_flags.USE_HOST_PTR)
+
+
+def _host_buffer(context: Context, host: np.ndarray, read_only: bool, how: int) -> Buffer:
+    """A buffer made from ``host`` as ``how`` says (copied, or lent), read-only or not."""
     access = cl.mem_flags.READ_ONLY if read_only else cl.mem_flags.READ_WRITE
-    return cl.Buffer(context, access | cl.mem_flags.USE_HOST_PTR, hostbuf=host)
+    return cl.Buffer(context, access | how, hostbuf=host)
 
 
 def map_for_reading(queue: Queue, buffer: Buffer, shape: tuple[int, ...], dtype: np.dtype,
