@@ -1,4 +1,5 @@
-"""Split K: slices of K computed in parallel into a temporary, then added up by the merge kernel."""
+"""Split K: slices of K computed in parallel, added up by the kernel itself (guarded, one launch) or into a
+temporary that the merge kernel adds up (padded)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import numpy as np
 import pytest
 from gemm_check import run_and_check, two_runs
 
-from autogemm.accuracy import random_matrix
-from autogemm.blas import GemmProblem
+from autogemm.accuracy import random_matrix, relative_error
+from autogemm.blas import GemmProblem, Op
 from autogemm.blas.coverage import MAX_SLICES, busy_share, split_count
 from autogemm.blas.plans import gemm_plan
 from autogemm.codelets.simt import SimtParams
@@ -20,22 +21,67 @@ LOCAL = SimtParams("NN", "offset", 4, 8, 2, 4, 4, 2, True, True, double_buffer=T
 
 
 @pytest.mark.parametrize("letter", "sdcz")
-@pytest.mark.parametrize("layout,ta,tb", [("NN", "N", "N"), ("TN", "T", "N"), ("NT", "N", "C"), ("TN", "C", "T")])
+@pytest.mark.parametrize("layout,ta,tb", [("NN", "N", "N"), ("TN", "T", "N"), ("NT", "N", "C"), ("TN", "C", "T"),
+                                          ("TT", "T", "T")])
 @pytest.mark.parametrize("slices", [2, 5])
-def test_split_k_is_exact_for_every_dtype_and_layout(ctx, letter, layout, ta, tb, slices):
+@pytest.mark.parametrize("edge", ["auto", "pad"])
+def test_split_k_is_exact_for_every_dtype_and_layout(ctx, letter, layout, ta, tb, slices, edge):
+    """Summed in the kernel (small products under ``edge='auto'``) or merged (padded), every dtype and
+    layout, transposed and conjugated operands, offsets, leading dimensions, alpha and beta."""
     params = dataclasses.replace(LOCAL, layout=layout)
     rng = np.random.default_rng(slices)
     for m, n, k, alpha, beta in ((33, 17, 301, 1.5, 0.0), (16, 32, 160, -1.0, 0.5)):
-        run_and_check(ctx, params, DTYPES[letter], m, n, k, ta, tb, alpha, beta, "auto", rng,
+        run_and_check(ctx, params, DTYPES[letter], m, n, k, ta, tb, alpha, beta, edge, rng,
                       extra_ld=3, offset=5, split_k=slices)
+        plan = gemm_plan(ctx, GemmProblem.dense(DTYPES[letter], m, n, k), params, edge, slices)
+        assert plan.summed == (edge == "auto") and plan.c_temp == (edge == "pad")
+
+
+@pytest.mark.parametrize("letter", "sz")
+@pytest.mark.parametrize("params", [dataclasses.replace(LOCAL, layout="TT"),
+                                    SimtParams("TT", "consecutive", 8, 4, 4, 2, 8, 2, False, True, mac="fma")])
+def test_slices_summed_in_the_kernel_are_one_launch_and_a_second_launch_adds_up_again(ctx, letter, params):
+    """The kernel adds the slices up (no temporary C, no merge: one launch, operands read where they
+    lie), counting each tile's arrivals and resetting them for the next launch: two launches of one plan
+    give the same bits; tiles cut by M and N's edges, K not a multiple of the slices or of TILE_K."""
+    dt, rng = DTYPES[letter], np.random.default_rng(7)
+    m, n, k = 2 * params.block_rows + 3, params.block_cols + 5, 7 * params.tile_k * 3 + 1
+    problem = GemmProblem(dt, m, n, k, Op.from_letter("T", "trans_a"), Op.from_letter("T", "trans_b"),
+                          lda=m, ldb=k, ldc=n)
+    plan = gemm_plan(ctx, problem, params, "guard", 3)
+    assert plan.summed and plan.launches() == [plan.launches()[-1]] and not plan.c_temp
+    assert "summed in the kernel" in plan.describe() and plan.traffic().launches == 1
+    a, b = random_matrix(rng, dt, (k, m)), random_matrix(rng, dt, (n, k))
+    results = two_runs(ctx, plan, a, b, -0.5)
+    reference = -0.5 * (a.T.astype(dt.reference_numpy) @ b.T.astype(dt.reference_numpy))
+    assert relative_error(results[0], reference) < dt.tolerance
+    assert results[0].tobytes() == results[1].tobytes()
+    run_and_check(ctx, params, dt, m, n, k, "T", "T", 1.5, 0.5, "guard", rng, extra_ld=2, offset=3, split_k=3)
+
+
+def test_small_products_split_where_the_kernel_sums_the_slices(ctx, monkeypatch):
+    """Below ``SPLIT_MIN_WORK`` a product whose blocks leave compute units idle splits K into slices at
+    least ``SUMMED_MIN_DEPTH`` deep, read in place (over the device's in-place bound too) and summed in
+    its one launch; from there it is split as before, padded and merged."""
+    from limits import set_thresholds
+
+    from autogemm.blas.coverage import SPLIT_MIN_WORK, SUMMED_MIN_DEPTH
+    monkeypatch.setattr(ctx, "device", dataclasses.replace(ctx.device, compute_units=132))
+    set_thresholds(monkeypatch, in_place_multiply_adds=2**20)
+    small = gemm_plan(ctx, GemmProblem.dense(DTYPES["s"], 64, 64, 2048), LOCAL)
+    assert small.summed and 1 < small.slices <= 2048 // SUMMED_MIN_DEPTH and small.traffic().launches == 1
+    shallow = gemm_plan(ctx, GemmProblem.dense(DTYPES["s"], 64, 64, SUMMED_MIN_DEPTH + 7), LOCAL)
+    assert shallow.slices == 1
+    large = gemm_plan(ctx, GemmProblem.dense(DTYPES["s"], 64, 64, SPLIT_MIN_WORK // 64**2), LOCAL)
+    assert large.slices > 1 and not large.summed and large.c_temp
 
 
 def test_split_k_in_place_operands(ctx):
     """K a multiple of slices x TILE_K and whole blocks: A and B are read where they are."""
     problem = GemmProblem(DTYPES["s"], 16, 32, 256, lda=256, ldb=32, ldc=32)
-    plan = gemm_plan(ctx, problem, LOCAL, split_k=4)
+    plan = gemm_plan(ctx, problem, LOCAL, "pad", split_k=4)
     assert not any(st.packed for st in plan.staging.values()) and plan.c_temp and "K split in 4" in plan.describe()
-    run_and_check(ctx, LOCAL, DTYPES["s"], 16, 32, 256, "N", "N", 2.0, 0.0, "auto", np.random.default_rng(1),
+    run_and_check(ctx, LOCAL, DTYPES["s"], 16, 32, 256, "N", "N", 2.0, 0.0, "pad", np.random.default_rng(1),
                   split_k=4)
 
 

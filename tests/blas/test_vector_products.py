@@ -12,6 +12,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 import pytest
+from limits import set_thresholds
 
 import autogemm
 from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
@@ -32,7 +33,9 @@ CASES = [(letter, ta, tb, few, VECTOR_COUNTS[i % len(VECTOR_COUNTS)])
 
 @pytest.fixture
 def routed(monkeypatch):
-    """The products that went to the multi-vector GEMV, as (vectors, whether B was the matrix)."""
+    """The products that went to the multi-vector GEMV, as (vectors, whether B was the matrix); none of
+    numpy's goes to the host's BLAS."""
+    set_thresholds(monkeypatch, host_multiply_adds=())
     calls = []
     real = VectorsPlan.__init__
 
@@ -118,9 +121,12 @@ def test_sizes_at_the_edges_of_the_route(ctx, routed):
     assert routed == [(15, False), (MAX_VECTORS, False), (1, False)]
     short = GemmProblem.dense(dt, 40, 2, depth - 1)
     assert as_vectors(short) is not None and vectors_route(ctx.device, short) is None
-    # both operands transposed: no kernel reads them as stored, so the GEMM would pack one first
+    # both operands transposed: read as they lie too; an operand to conjugate is packed first, so that
+    # product is the GEMV's
     short_tt = GemmProblem.dense(dt, 40, 2, depth - 1, Op(transposed=True), Op(transposed=True))
-    assert vectors_route(ctx.device, short_tt) == as_vectors(short_tt)
+    assert vectors_route(ctx.device, short_tt) is None
+    short_ct = GemmProblem.dense(DTYPES["z"], 40, 2, depth - 1, Op(True, True), Op(transposed=True))
+    assert vectors_route(ctx.device, short_ct) == as_vectors(short_ct)
 
 
 def test_device_operands_with_offsets_and_a_poisoned_fortran_c(ctx, routed):

@@ -27,7 +27,7 @@ def test_round_trip_through_dict():
     ({"tile_rows": "8"}, "integer"),
     ({"tile_rows": 3}, "tile_rows"),
     ({"local_a": 1}, "true or false"),
-    ({"layout": "TT"}, "layout"),
+    ({"layout": "TC"}, "layout"),
     ({"mac": "exp"}, "mac"),
     ({"evil": 1}, "unknown"),
     ({"build_options": ["-D X=1"]}, "not one autogemm allows"),

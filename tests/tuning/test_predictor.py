@@ -123,9 +123,9 @@ def test_selection_takes_the_predicted_kernel_and_split_and_computes_right(cache
     sample = Sample("TT", (m, n, k), (((1, 1.0), (split, 9.0)), ((1, 2.0),)))
     save(make_profile(device, {"s": predictor(sample)}))
     plan = gemm_plan(ctx, problem(m, n, k, "TT"))
-    # (as small a product as this reads one operand as stored: no kernel reads TT)
-    assert "(predicted)" in plan.params_source and plan.slices == split
-    assert plan.params == dataclasses.replace(WIDE, layout=plan.params.layout) and plan.params.layout in ("NT", "TN")
+    # (as small a product as this reads its operands as stored, its slices summed in its one launch)
+    assert "(predicted)" in plan.params_source and plan.slices == split and plan.summed
+    assert plan.params == dataclasses.replace(WIDE, layout="TT") and len(plan.launches()) == 1
     run_and_check(ctx, None, S, m, n, k, "T", "T", 1.5, 0.0, "auto", np.random.default_rng(5))
     # a dtype the predictor does not cover keeps to the size classes
     # (on a GPU with float64 matrix instructions, their default)
@@ -182,9 +182,12 @@ def test_the_model_charges_what_the_plan_copies_and_launches():
     # B stored transposed for an NN kernel: read and written once more by a pack (guarded: no padding,
     # but the last of the 3 steps of 4 along K is partly idle)
     assert Routing(problem(30, 20, 10, "NT"), WIDE, 1, 8).traffic() == (400, 30 * 10 + 10 * 20 + 30 * 20, 2, 10 / 12)
-    # split in 2: padded operands, every slice's padded C written by the kernel, read by the merge;
-    # K of 100 padded to 104 (two slices of WIDE's 4 deep steps)
-    copied, streamed, launches, depth = Routing(problem(30, 20, 100), WIDE, 2, 8).traffic()
+    # split in 2 and summed in the kernel: operands in place, each slice's partial sums (padded to whole
+    # blocks) written and read again, one launch; K of 100 in two slices of 52 (WIDE's 4 deep steps)
+    assert Routing(problem(30, 20, 100), WIDE, 2, 8).traffic() == (
+        0, 30 * 100 + 100 * 20 + 30 * 20 + 2 * 2 * 32 * 32, 1, 100 / 104)
+    # padded: padded operands, every slice's padded C written by the kernel, read by the merge
+    copied, streamed, launches, depth = Routing(problem(30, 20, 100), WIDE, 2, 8, "pad").traffic()
     assert launches == 4 and depth == 100 / 104
     assert copied == (30 * 100 + 32 * 104) + (100 * 20 + 104 * 32) + 2 * 32 * 32 + 30 * 20
     assert streamed == 32 * 104 + 104 * 32 + 2 * 32 * 32

@@ -6,7 +6,7 @@ best."""
 from __future__ import annotations
 
 from ..codelets.kernel import MAX_SLICES, ceil_div
-from ..codelets.registry import KernelParams
+from ..codelets.registry import KernelParams, family_of
 from ..codelets.stream_k import STREAM_K, StreamPartition
 from ..profiles import Thresholds
 from ..runtime.opencl.device import Device
@@ -17,6 +17,9 @@ from .problem import INT32_MAX, GemmProblem
 SPLIT_MIN_WORK = 2**30
 #: A K slice is at least this deep (and 16 K steps), so that its partial sum is worth a pass over C.
 MIN_SLICE_DEPTH = 256
+#: ... and where the kernel adds the slices up itself, at least this deep (and 8 K steps): its partial
+#: sums stay in the device's cache, and no launch of their own waits for them.
+SUMMED_MIN_DEPTH = 64
 #: Stream-K is worth trying where the tiles' waves keep less than this share of the compute units busy,
 #: in at most ``STREAM_MAX_WAVES`` waves (beyond, the last wave's idle units matter little).
 STREAM_BELOW_SHARE = 0.9
@@ -58,13 +61,20 @@ def busy_share(groups: int, compute_units: int) -> float:
     return groups / (ceil_div(groups, compute_units) * compute_units)
 
 
-def split_count(blocks: int, compute_units: int, k: int, tile_k: int) -> int:
+def shallowest_slice(tile_k: int, summed: bool) -> int:
+    """The shallowest K slice worth its partial sums: ``MIN_SLICE_DEPTH`` and 16 K steps, or where the
+    kernel adds the slices up (``summed``) ``SUMMED_MIN_DEPTH`` and 8."""
+    return max(SUMMED_MIN_DEPTH, 8 * tile_k) if summed else max(MIN_SLICE_DEPTH, 16 * tile_k)
+
+
+def split_count(blocks: int, compute_units: int, k: int, tile_k: int, summed: bool = False) -> int:
     """How many K slices to compute in parallel when the blocks of C alone leave units idle: up to two
-    work-groups per compute unit, slices deep enough to pay for their partial sums, and of those counts
-    the one whose waves keep the units busiest (the most slices on a tie)."""
+    work-groups per compute unit, slices deep enough to pay for their partial sums (``summed``: added up
+    in the kernel, which makes shallower ones pay), and of those counts the one whose waves keep the
+    units busiest (the most slices on a tie)."""
     if blocks >= compute_units:
         return 1
-    deepest = k // max(MIN_SLICE_DEPTH, 16 * tile_k)
+    deepest = k // shallowest_slice(tile_k, summed)
     most = max(1, min(deepest, ceil_div(2 * compute_units, blocks), MAX_SLICES))
     return max(range(1, most + 1), key=lambda s: (busy_share(blocks * s, compute_units), s))
 
@@ -79,20 +89,31 @@ def split_counts(params: KernelParams, problem: GemmProblem, compute_units: int)
         return []
     splits = []
     if count < compute_units:
-        deepest = min(MAX_SLICES, problem.k // max(MIN_SLICE_DEPTH, 16 * params.tile_k))
+        deepest = min(MAX_SLICES, problem.k // shallowest_slice(params.tile_k, sums_slices(params, problem)))
         splits = [2**i for i in range(1, deepest.bit_length()) if 2**i <= deepest]
     if busy_share(count, compute_units) < STREAM_BELOW_SHARE and count <= STREAM_MAX_WAVES * compute_units:
         splits.append(STREAM_K)
     return [1, *splits] if splits else []
 
 
-def auto_slices(params: KernelParams, problem: GemmProblem, compute_units: int) -> int:
-    """The K slices a plan uses for ``problem`` unless told: none for small problems, image operands or
-    batches."""
+def auto_slices(params: KernelParams, problem: GemmProblem, compute_units: int, summed: bool = False) -> int:
+    """The K slices a plan uses for ``problem`` unless told: none for image operands or batches, nor for
+    small problems unless the kernel adds its slices up itself (``summed``)."""
     if (params.image_a or params.image_b or problem.batch > 1
-            or problem.m * problem.n * problem.k < SPLIT_MIN_WORK):
+            or (not summed and problem.m * problem.n * problem.k < SPLIT_MIN_WORK)):
         return 1
-    return split_count(blocks(params, problem), compute_units, problem.k, params.tile_k)
+    return split_count(blocks(params, problem), compute_units, problem.k, params.tile_k, summed)
+
+
+def sums_slices(params: KernelParams, problem: GemmProblem) -> bool:
+    """Whether a split of ``problem`` is added up in its one launch under ``edge='auto'``, A and B read
+    where they lie: its family's kernels do so, one product of fewer than ``SPLIT_MIN_WORK``
+    multiply-adds (a larger one pays for packs and a merge), C in the type the kernel computes in, no
+    images. A product split at all leaves compute units idle, so that the launches of packs and a merge
+    would cost more than its own."""
+    return (family_of(params).sums_slices and problem.batch <= 1 and not (params.image_a or params.image_b)
+            and problem.m * problem.n * problem.k < SPLIT_MIN_WORK
+            and problem.dtype.output.numpy == problem.dtype.scalar_numpy)
 
 
 def cache_slices(params: KernelParams, problem: GemmProblem, depth: int, max_alloc_bytes: int) -> int:
@@ -112,8 +133,9 @@ def cache_slices(params: KernelParams, problem: GemmProblem, depth: int, max_all
 
 def planned_slices(params: KernelParams, problem: GemmProblem, device: Device, limits: Thresholds) -> int:
     """The K slices a plan on ``device`` takes unless told: the more of ``auto_slices`` (to fill the
-    device) and ``cache_slices`` (to stay in a CPU's caches, ``limits.slice_depth``)."""
-    return max(auto_slices(params, problem, device.compute_units),
+    device; small products too where the kernel adds the slices up, ``sums_slices``) and
+    ``cache_slices`` (to stay in a CPU's caches, ``limits.slice_depth``)."""
+    return max(auto_slices(params, problem, device.compute_units, sums_slices(params, problem)),
                cache_slices(params, problem, limits.slice_depth, device.max_mem_alloc_bytes))
 
 

@@ -11,10 +11,13 @@ import functools
 import math
 import threading
 
+import numpy as np
+
 from ..codelets import helpers
-from ..codelets.kernel import GEMM_SIGNATURE, STREAM_K_SIGNATURE, KernelSource, round_up
+from ..codelets.kernel import GEMM_SIGNATURE, STREAM_K_SIGNATURE, SUMMED_SIGNATURE, KernelSource, round_up
 from ..codelets.registry import KernelParams, check, render
 from ..codelets.stream_k import STREAM_K
+from ..codelets.writer import NVIDIA_FENCE_OPTIONS
 from ..errors import ArgumentError, ConfigError, ShapeError
 from ..profiles import Thresholds, thresholds_for
 from ..runtime.opencl import commands as ocl
@@ -68,7 +71,8 @@ class LaunchPlan(Routing):
         #: they are (a loop of products on the same arrays, the call path's commonest case)
         self._last_call: tuple | None = None
         self._lock = threading.Lock()
-        self.kernel_source: KernelSource = render(self.params, self.dtype, guarded=self.guarded, stream=self.stream)
+        self.kernel_source: KernelSource = render(self.params, self.dtype, guarded=self.guarded, stream=self.stream,
+                                                  summed=self.summed)
         if self.problem.m and self.problem.n and self.problem.k and self.problem.batch:
             self._build()
 
@@ -113,7 +117,8 @@ class LaunchPlan(Routing):
     def _build(self) -> None:
         """Compile (or fetch from the cache) every kernel the plan launches; check image limits."""
         src = self.kernel_source
-        self.gemm_kernel = self.ctx.kernel(src.source, src.name, src.options)
+        fence = NVIDIA_FENCE_OPTIONS if self.summed and self.ctx.device.is_nvidia else ()
+        self.gemm_kernel = self.ctx.kernel(src.source, src.name, src.options + fence)
         self.pack_kernels: dict[str, ocl.Kernel] = {}
         for name, st in self.staging.items():
             if not st.packed:
@@ -138,8 +143,12 @@ class LaunchPlan(Routing):
                     self.images[name] = self._image(st)
         if self.c_temp:
             self.c_buffer = self._buffer(sizes["C"])
-        # the stream-K tiles' partial sums (none where no tile is shared)
+        # the stream-K tiles' partial sums (none where no tile is shared), or the K slices' where the kernel
+        # adds them up, with the count of slices arrived at each tile (zero between launches)
         self.partials = self._buffer(sizes["partials"]) if "partials" in sizes else None
+        if "arrivals" in sizes:
+            self.arrivals = ocl.buffer_of(self.ctx.context, np.zeros(sizes["arrivals"] // 4, np.int32))
+            self._temps.append(self.arrivals)
         self._allocated = True
 
     @property
@@ -152,7 +161,7 @@ class LaunchPlan(Routing):
         kernels' 32-bit indices reach, though the operands themselves do not."""
         c_real = self.dtype.scalar_numpy.itemsize // self.dtype.reals_per_element
         real_bytes = {"A": self.kernel_dtype.real_bytes, "B": self.kernel_dtype.real_bytes, "C": c_real,
-                      "partials": c_real}
+                      "partials": c_real, "arrivals": 4}
         for name, size in self.temporary_bytes().items():
             if size // real_bytes[name] > INT32_MAX:
                 raise ShapeError(f"the padded copy of {name} would span {size // real_bytes[name]} reals, beyond "
@@ -175,7 +184,7 @@ class LaunchPlan(Routing):
                 strides[name] = st.dst_rows * st.dst_ld if self._packed_layers(name) > 1 else 0
             else:
                 strides[name] = pr.stride(name)
-        strides["C"] = self.padded_m * self.padded_n if self.c_temp else pr.stride_c
+        strides["C"] = self.padded_m * self.padded_n if self.c_temp else 0 if self.summed else pr.stride_c
         return tuple(strides[name] for name in "ABC")
 
     def _epilogue(self, name: str) -> ocl.Kernel:
@@ -318,7 +327,7 @@ class LaunchPlan(Routing):
 
     @functools.cached_property
     def _gemm_signature(self) -> str:
-        return GEMM_SIGNATURE + (STREAM_K_SIGNATURE if self.partition else "")
+        return GEMM_SIGNATURE + (STREAM_K_SIGNATURE if self.partition else SUMMED_SIGNATURE if self.summed else "")
 
     def _product_launches(self, operands: dict[str, tuple], c: ocl.Buffer, offset_c: int, alpha, beta) -> list[tuple]:
         """The GEMM kernel's launch on staged operands and, into a temporary C, the merge's."""
@@ -329,7 +338,8 @@ class LaunchPlan(Routing):
         kernel_alpha, kernel_beta = (1.0, 0.0) if self.c_temp else (alpha, beta)
         # a stream-K kernel that shares no tile writes no partial sum: C stands in for the temporary
         partials = ((target[0] if self.partials is None else self.partials, self.partition.groups)
-                    if self.partition else ())
+                    if self.partition else
+                    (self.partials, self.arrivals, self.padded_k // self.slices) if self.summed else ())
         self._arguments.set(self.gemm_kernel, self._gemm_signature, *dims, kernel_alpha, kernel_beta,
                             *operands["A"], *operands["B"], *target, *strides, *partials)
         launches = [(self.gemm_kernel, global_size, local_size)]
@@ -378,6 +388,7 @@ class LaunchPlan(Routing):
         steps.append(f"gemm [{self.params.describe()}] ({self.params_source}) "
                      f"{'guarded' if self.guarded else 'whole tiles'}"
                      + (", stream-K" if self.stream else f", K split in {self.split}" if self.split > 1 else "")
+                     + (", summed in the kernel" if self.summed else "")
                      + (f", a batch of {self.problem.batch}" if self.problem.batch > 1 else ""))
         if self.partition and self.partition.most_pieces():
             steps.append("fix up shared tiles")

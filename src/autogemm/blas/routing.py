@@ -10,7 +10,8 @@ Per shape the routing chooses between two ways of handling edges, both exact:
   unless their layout differs from the kernel's or they must be conjugated (then they are packed).
   ``edge='auto'`` guards small products, and those whose K is shorter than one K step where both
   operands can then be read in place (padding K would pack both: two launches, on a product bound by
-  writing C);
+  writing C). A guarded product split in K slices is added up by the kernel itself where its family
+  ``sums_slices`` (``summed``): one launch, its partial sums in a temporary of the plan's;
 - padded: operands are packed into zero-padded whole tiles, aligned for wide vector access, and the
   unguarded kernel runs on them; a C that is not whole is computed into a padded temporary and merged.
 Operands read through images are always packed (images are filled from a packed buffer).
@@ -28,6 +29,7 @@ from ..codelets.registry import KernelParams, family_named, kernel_dtype
 from ..codelets.simt.geometry import TEXEL_BYTES
 from ..codelets.stream_k import STREAM_K, StreamPartition
 from ..profiles import Thresholds
+from .coverage import c_blocks, sums_slices
 from .problem import GemmProblem
 
 #: Problems with at least this many multiply-adds are padded under ``edge='auto'`` where a routing is not
@@ -97,11 +99,15 @@ class Routing:
         self.stream = split == STREAM_K
         self.slices = 1 if self.stream else split
         self.k_step = params.tile_k * self.slices
-        self.guarded = self.slices == 1 and self._choose_guarded(edge)
-        self.padded_m, self.padded_n, self.padded_k = self._padded_sizes()
-        self.staging = {name: self._route(name) for name in ("A", "B")}
         # the kernel writes C in the compute type: a C stored otherwise is rounded into by the merge
         self.c_converted = self.dtype.output.numpy != self.dtype.scalar_numpy
+        summable = (family_named(params.family).sums_slices and not self.c_converted
+                    and not (params.image_a or params.image_b) and problem.batch <= 1)
+        self.guarded = (self.slices == 1 or summable) and self._choose_guarded(edge)
+        #: the slices of a split are added up by the kernel (guarded), not by a merge into C
+        self.summed = self.guarded and self.slices > 1
+        self.padded_m, self.padded_n, self.padded_k = self._padded_sizes()
+        self.staging = {name: self._route(name) for name in ("A", "B")}
         self.c_temp = self.c_converted or (not self.guarded and (self.slices > 1 or not self._in_place_whole("C")))
         self.partition = (StreamPartition.of(self.padded_m // params.block_rows * (self.padded_n // params.block_cols),
                                              self.padded_k // params.tile_k, compute_units)
@@ -144,6 +150,8 @@ class Routing:
     def _choose_guarded(self, edge: str) -> bool:
         if edge != "auto":
             return edge == "guard"
+        if self.slices > 1:         # (a family that sums them: where the slices would be summed by default)
+            return sums_slices(self.params, self.problem)
         if all(self._in_place_whole(x) for x in ("A", "B", "C")):
             return False
         pr = self.problem
@@ -219,6 +227,9 @@ class Routing:
         if self.partition and self.partition.most_pieces():
             sizes["partials"] = (self.partition.most_pieces() * self.padded_m * self.padded_n
                                  * self.dtype.scalar_numpy.itemsize)
+        if self.summed:
+            sizes["partials"] = self.slices * self.padded_m * self.padded_n * self.dtype.scalar_numpy.itemsize
+            sizes["arrivals"] = 4 * c_blocks(self.params, self.problem.m, self.problem.n)
         return sizes
 
     def traffic(self) -> Traffic:
@@ -239,6 +250,8 @@ class Routing:
             launches += 1
         else:
             written = pr.batch * pr.m * pr.n
+        if self.summed:         # each slice's partial sums written, and read by the tile's last
+            written += 2 * self.slices * self.padded_m * self.padded_n
         if self.partition:
             shared = self.partition.shared()
             if shared:

@@ -11,6 +11,9 @@ MAX_SLICES = 64
 GEMM_SIGNATURE = "iiiee" + "mli" * 3 + "iii"
 #: What a stream-K kernel takes after them: its partial sums and how many work-groups share the tiles.
 STREAM_K_SIGNATURE = "mi"
+#: What a kernel that adds its K slices up takes after them: the partial sums, the tiles' arrivals and a
+#: slice's depth.
+SUMMED_SIGNATURE = "mmi"
 
 
 def ceil_div(a: int, b: int) -> int:

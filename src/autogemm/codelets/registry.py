@@ -83,10 +83,11 @@ class Family:
     (relative to the others'), ``multiplies_16bit`` says its kernels take 16-bit operands as they are
     (the others' plans convert such operands to float32 first), and ``short_k_guards`` that its
     edge-guarded kernels are worth running on a K shorter than one K step, in place of packing both
-    operands to pad K. ``backend`` is the runtime its kernels run on: OpenCL, or CUDA for the sm_90a
-    families (``render`` gives their CUDA C++, which ``runtime.cuda`` builds and runs; OpenCL's plans
-    never take them: their ``render`` takes a configuration, which operands lie MN-major and whether C
-is stored transposed)."""
+    operands to pad K, and ``sums_slices`` that they add the slices of a K split up themselves (``render``
+    takes ``summed``: a split product in one launch). ``backend`` is the runtime its kernels run on:
+    OpenCL, or CUDA for the sm_90a families (``render`` gives their CUDA C++, which ``runtime.cuda``
+    builds and runs; OpenCL's plans never take them: their ``render`` takes a configuration, which
+    operands lie MN-major and whether C is stored transposed)."""
 
     name: str
     params: type
@@ -98,6 +99,7 @@ is stored transposed)."""
     weight: float = 1.0
     multiplies_16bit: bool = False
     short_k_guards: bool = True
+    sums_slices: bool = False
     backend: str = OPENCL
 
     def default(self, dtype: Dtype) -> Any:
@@ -154,10 +156,17 @@ def check(params: Params, device: Device, dtype: Dtype | str) -> str | None:
     return family_of(params).check(params, device, kernel_dtype(params, dtype))
 
 
-def render(params: KernelParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False) -> KernelSource:
+def render(params: KernelParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False,
+           summed: bool = False) -> KernelSource:
     """The OpenCL source of ``params`` (of any GEMM family) for a ``dtype`` problem, over its tiles (one
-    work-group each) or with ``stream`` the stream-K schedule."""
-    return family_of(params).render(params, kernel_dtype(params, dtype), guarded, stream)
+    work-group each), with ``stream`` the stream-K schedule, with ``summed`` K slices added up in the
+    kernel (families that ``sums_slices`` only)."""
+    family = family_of(params)
+    if not summed:
+        return family.render(params, kernel_dtype(params, dtype), guarded, stream)
+    if not family.sums_slices:
+        raise ConfigError(f"the {family.name} family's kernels do not add K slices up themselves")
+    return family.render(params, kernel_dtype(params, dtype), guarded, stream, summed=True)
 
 
 def params_from_dict(data: object, routine: str | None = GEMM, backend: str | None = OPENCL) -> Params:

@@ -16,6 +16,10 @@ def hex_digit(i: int) -> str:
     return "0123456789abcdef"[i]
 
 
+#: What an NVIDIA device builds the kernels that add their K slices up with (``ElementCode.device_fence``).
+NVIDIA_FENCE_OPTIONS = ("-DPTX_FENCE",)
+
+
 #: The last kernel parameters of every GEMM family: element strides between the layers of dimension 2
 #: (the K slices of a split product, or the products of a strided batch; under stream-K, A's and B's
 #: strides are one K step's, and the partial sums' temporary follows).
@@ -54,15 +58,20 @@ class ElementCode:
     With ``stream`` the kernel runs the stream-K schedule (``codelets.stream_k``): the family's body, which
     computes one block of C over ``K`` from its ``tile_index``es and ``layer_offsets``, runs once per unit
     of work (a tile's K steps from ``unit_first``, ``k_step`` elements each), in a loop around it that
-    declares, for that unit, the ``K``, ``alpha``, ``beta``, A, B, C and ``ldc`` the body reads."""
+    declares, for that unit, the ``K``, ``alpha``, ``beta``, A, B, C and ``ldc`` the body reads.
+
+    With ``summed`` the layers of dimension 2 are the slices of a K split (``depth`` elements of K each,
+    the last one shorter), added up inside the kernel: the family's epilogue calls ``slice_sums`` before
+    it writes C (see there), and its signature names the whole K ``k_parameter``."""
 
     def __init__(self, dtype: Dtype, vector_width: int, guarded: bool, stream: bool = False,
-                 k_step: int = 1) -> None:
+                 k_step: int = 1, summed: bool = False) -> None:
         self.dt = dtype
         self.vw = vector_width
         self.rpe = dtype.reals_per_element
         self.guarded = guarded
         self.stream = stream
+        self.summed = summed
         self.k_step = k_step
         self.operand_scalar = "real"           # the scalar type of A's and B's buffers
         self.widths: set[int] = set()          # element counts of buffer loads used
@@ -204,11 +213,12 @@ class ElementCode:
             return f"{pointer}[{index}]"
         return f"vload{reals}(0, {pointer} + ({index}) * {rpe})"
 
-    def vstore(self, n: int, value: str, index: str) -> str:
+    def vstore(self, n: int, value: str, index: str, pointer: str = "p") -> str:
+        """A C statement: ``n`` elements ``value`` into ``pointer`` from element ``index``."""
         reals = n * self.rpe
         if reals == 1:
-            return f"p[{index}] = {value};"
-        return f"vstore{reals}({value}, 0, p + ({index}) * {self.rpe});"
+            return f"{pointer}[{index}] = {value};"
+        return f"vstore{reals}({value}, 0, {pointer} + ({index}) * {self.rpe});"
 
     def buffer_kernel_source(self, name: str, attributes: str, functions: Sequence[Callable[[], None]] = ()) -> str:
         """The whole source of a family whose kernel takes buffer operands (C = alpha op(A) op(B) + beta C,
@@ -235,10 +245,19 @@ class ElementCode:
         self.out("}")
         return self.out.text()
 
+    @property
+    def k_parameter(self) -> str:
+        """The name the kernel's signature gives K: ``K_all`` where the body's ``K`` is its slice's depth."""
+        return "K_all" if self.summed else "K"
+
     def last_parameters(self) -> str:
-        """The kernel's last parameters: the layer strides, and under stream-K the partial sums."""
+        """The kernel's last parameters: the layer strides; under stream-K the partial sums; for K slices
+        summed in the kernel the partial sums, the tiles' counts of arrived slices and a slice's depth."""
         if self.stream:
             return LAYER_STRIDES + ",\n    __global real* restrict partials, const int sharing)"
+        if self.summed:
+            return (LAYER_STRIDES + ",\n    __global real* restrict partials, volatile __global int* restrict arrivals,"
+                    " const int depth)")
         return LAYER_STRIDES + ")"
 
     def kernel_body(self, write: Callable[[], None]) -> list[str]:
@@ -246,11 +265,43 @@ class ElementCode:
         work-group, or under stream-K once per unit of work, in the loop ``stream_loop`` writes)."""
         self.out = type(self.out)()
         self.out.depth = 1
+        if self.summed:
+            self.out("__local int arrived;                        // slices of this tile done before this one",
+                     "const int K = min(depth, K_all - (int)get_group_id(2) * depth);   // this slice's depth")
         if not self.stream:
             write()
             return self.out.lines
         self.stream_loop(write)
         return self.out.lines
+
+    def slice_sums(self, each: Callable[[Callable[[str, str], list[str]]], None]) -> None:
+        """Where K slices are summed in the kernel: this work-group's accumulators join its tile's partial
+        sums, and the work-group that arrives last at the tile replaces its accumulators by the sum of all
+        slices, in slice order (the same bits on every run, whichever arrives last); the others return.
+        ``each(body)`` writes the family's loops over a work-item's accumulators, with the lines
+        ``body(acc, at)`` for each vector ``acc`` of ``vector_width`` elements at element ``at`` of the
+        tile (row-major, BLOCK_COLS a row). A tile's count of arrivals is reset by its last work-group
+        for the next launch (the plan zeroes them once)."""
+        w, n = self.out, self.vw
+        first = "get_local_id(0) == 0 && get_local_id(1) == 0"
+        w("// split K: the work-group that arrives last at its tile adds the slices' sums up",
+          "const int tile = get_group_id(1) * get_num_groups(0) + get_group_id(0);",
+          "const int slices = get_num_groups(2);",
+          "const long tile_size = BLOCK_ROWS * BLOCK_COLS;",
+          "__global real* const sums = partials + (long)tile * slices * tile_size"
+          + (f" * {self.rpe};" if self.rpe > 1 else ";"))
+        each(lambda acc, at: [self.vstore(n, acc, f"layer * tile_size + {at}", pointer="sums")])
+        self.device_fence("the sums are in memory before the arrival counts")
+        w("barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);",
+          f"if ({first}) arrived = atomic_inc(&arrivals[tile]);",
+          "barrier(CLK_LOCAL_MEM_FENCE);",
+          "if (arrived != slices - 1) return;")
+        self.device_fence("and the other slices' are read after it")
+        each(lambda acc, at: [f"{acc} = {self.vload(n, at, pointer='sums')};"])
+        w.open("for (int s = 1; s < slices; ++s)")
+        each(lambda acc, at: [f"{acc} += {self.vload(n, f's * tile_size + {at}', pointer='sums')};"])
+        w.close()
+        w(f"if ({first}) arrivals[tile] = 0;         // ready for the next launch")
 
     def stream_loop(self, write: Callable[[], None]) -> None:
         """The stream-K loop over this work-group's units of work (see ``codelets.stream_k``), local memory
@@ -293,6 +344,13 @@ class ElementCode:
           "barrier(CLK_LOCAL_MEM_FENCE);   // everyone is done with local memory before the next unit")
         w.close()
         w.lines[loop:loop] = ["    " + line for line in self.hoisted]
+
+    def device_fence(self, why: str) -> None:
+        """A fence that orders this work-item's memory operations for the whole device: OpenCL's
+        ``mem_fence``, or where the build defines ``PTX_FENCE`` (``NVIDIA_FENCE_OPTIONS``: NVIDIA's, whose
+        ``mem_fence`` orders them for the work-group alone) PTX's ``membar.gl``."""
+        self.out(f"// {why}", "#ifdef PTX_FENCE", 'asm volatile("membar.gl;" ::: "memory");', "#else",
+                 "mem_fence(CLK_GLOBAL_MEM_FENCE);", "#endif")
 
     def local_memory(self, *lines: str) -> None:
         """Declare local memory: here, or under stream-K before the loop over units."""

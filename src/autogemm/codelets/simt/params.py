@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from ..fields import choices_problem, params_from_fields, params_to_dict
 
-LAYOUTS = ("NN", "NT", "TN")
+LAYOUTS = ("NN", "NT", "TN", "TT")
 ASSIGNMENTS = ("consecutive", "offset")
 TILE_SIZES = (1, 2, 4, 8, 16)
 TILE_K_SIZES = (1, 2, 4, 8, 16)
@@ -44,7 +44,7 @@ class SimtParams:
 
     The kernel computes C = alpha op(A) op(B) + beta C for row-major matrices. ``layout`` says how the
     kernel reads its operands: N = as stored (A is M x K, B is K x N), T = transposed (A^T is stored
-    K x M, B^T is stored N x K); other layouts reach the kernel through the pack helper.
+    K x M, B^T is stored N x K); an operand stored otherwise reaches the kernel through the pack helper.
     """
 
     family: ClassVar[str] = "simt"

@@ -15,7 +15,9 @@ Layers: work-groups along dimension 2 compute independent products, each layer's
 elements after the last's. The plan uses them for split K (layer s reads the K slice from k = s * K,
 through buffers, not images, into its own slice of a temporary C that a helper kernel then adds up) and
 for strided batches (one product per layer). With one layer this is the plain product. Rendered for
-stream-K (``codelets.stream_k``), the body runs once per unit of work a work-group takes.
+stream-K (``codelets.stream_k``), the body runs once per unit of work a work-group takes. Rendered with
+``summed`` (guarded only), the layers are K slices read in place, which the kernel adds up itself
+(``ElementCode.slice_sums``): a split product in one launch, no temporary C, no merge.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ KERNEL_NAME = "gemm"
 class _Generator(ElementCode):
     """Writes the kernel for one (params, dtype, edge mode)."""
 
-    def __init__(self, params: SimtParams, dtype: Dtype, guarded: bool, stream: bool) -> None:
-        super().__init__(dtype, params.vector_width, guarded, stream, params.tile_k)
+    def __init__(self, params: SimtParams, dtype: Dtype, guarded: bool, stream: bool, summed: bool) -> None:
+        super().__init__(dtype, params.vector_width, guarded, stream, params.tile_k, summed)
         self.p = params
         self.a, self.b = operands(params, dtype)
         self.any_local = params.local_a or params.local_b
@@ -137,7 +139,8 @@ class _Generator(ElementCode):
                    else f"const __global real* restrict {op.name}")
             operand_args.append(f"    {arg}, const long {lower}_offset, const int ld{lower},")
         w("__kernel __attribute__((reqd_work_group_size(WG_COLS, WG_ROWS, 1)))",
-          f"void {KERNEL_NAME}(const int M, const int N, const int K, const elem alpha, const elem beta,",
+          f"void {KERNEL_NAME}(const int M, const int N, const int {self.k_parameter}, const elem alpha, "
+          "const elem beta,",
           *operand_args,
           "    __global real* restrict C, const long c_offset, const int ldc,",
           self.last_parameters(),
@@ -297,10 +300,22 @@ class _Generator(ElementCode):
             w.close()
         w("")
 
+    def each_accumulator(self, body) -> None:
+        """The loops over the work-item's accumulator vectors, ``body(acc, at)`` in them (``at``: the
+        vector's element in the block, row-major); ``ElementCode.slice_sums`` writes through it."""
+        self.unrolled("i", "TILE_ROWS")
+        self.unrolled("j", "TILE_COLS / VW")
+        self.out(*body("acc[i][j]", f"({self.outer_index(self.a, 'i / VW')} + i % VW) * BLOCK_COLS + "
+                                    f"{self.outer_index(self.b, 'j')}"))
+        self.out.close()
+        self.out.close()
+
     def epilogue(self) -> None:
         w = self.out
         vec = self.vtype(self.vw)
         self.widths.add(self.vw)
+        if self.summed:
+            self.slice_sums(self.each_accumulator)
         w("// C = alpha * acc + beta * C; with beta == 0, C is not read",
           f"const bool beta_zero = {self.beta_is_zero()};")
         self.unrolled("i", "TILE_ROWS")
@@ -335,16 +350,20 @@ class _Generator(ElementCode):
 
 
 @lru_cache(maxsize=1024)
-def render(params: SimtParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False) -> KernelSource:
+def render(params: SimtParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False,
+           summed: bool = False) -> KernelSource:
     """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges, ``stream`` the
-    stream-K schedule (see module doc). Remembered: plans ask for the same kernels again and again."""
+    stream-K schedule, ``summed`` K slices added up in the kernel (see module doc). Remembered: plans ask
+    for the same kernels again and again."""
     dt = get_dtype(dtype)
     problem = params.malformed()
     if problem:
         raise ConfigError(problem)
     if stream and (params.image_a or params.image_b):
         raise ConfigError("stream-K reads its operands from buffers; this configuration uses images")
-    source = _Generator(params, dt, guarded, stream).generate()
+    if summed and (stream or not guarded):
+        raise ConfigError("K slices are summed in the kernel by its guarded, tile-per-work-group form only")
+    source = _Generator(params, dt, guarded, stream, summed).generate()
     return KernelSource(
         name=KERNEL_NAME,
         source=source,
