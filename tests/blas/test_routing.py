@@ -53,7 +53,7 @@ def test_operands_whose_rows_conflict_in_the_caches_are_packed_apart():
     skewed leading dimension; others, and products too small to outgrow the caches, are read in place."""
     def staged(m, n, k, stride, ld_a=None):
         problem = GemmProblem(S, m, n, k, lda=ld_a or k, ldb=n, ldc=n)
-        return Routing(problem, NN, 1, 8, limits=Thresholds(in_place_multiply_adds=PAD_MIN_WORK,
+        return Routing(problem, NN, 1, 8, limits=Thresholds(guard_multiply_adds=PAD_MIN_WORK,
                                                             conflict_stride_bytes=stride)).staging
 
     packed = staged(256, 256, 256, 1024)                  # rows of 256 floats: 1 KiB apart
@@ -69,7 +69,7 @@ def test_operands_packed_apart_compute_right(ctx, monkeypatch, letter):
 
     from autogemm.blas.plans import gemm_plan
 
-    set_thresholds(monkeypatch, conflict_stride_bytes=256, in_place_multiply_adds=0)
+    set_thresholds(monkeypatch, conflict_stride_bytes=256, guard_multiply_adds=0)
     dt = DTYPES[letter]
     m = n = k = 256
     extra = 256 // dt.itemsize                  # every leading dimension a whole number of 256 bytes
@@ -77,3 +77,18 @@ def test_operands_packed_apart_compute_right(ctx, monkeypatch, letter):
                                       ldc=n + extra))
     assert plan.staging["A"].packed and plan.staging["A"].dst_ld * dt.itemsize % 256
     run_and_check(ctx, None, dt, m, n, k, "N", "T", 1.5, 0.5, "auto", np.random.default_rng(4), extra_ld=extra)
+
+
+def test_edges_are_guarded_below_the_devices_guard_bound_whatever_the_layout():
+    """``Thresholds.guard_multiply_adds``: below it a product whose blocks are cut by its edges runs the
+    guarded kernel (an operand in another layout than the kernel's packed as it is, unpadded; C written
+    in place), from it the operands are padded and C merged."""
+    m, n, k = 300, 200, 100
+    limits = Thresholds(guard_multiply_adds=m * n * k + 1)
+    guarded = Routing(GemmProblem.dense(S, m, n, k, Op(), Op(transposed=True)), NN, 1, 8, limits=limits)
+    assert guarded.guarded and not guarded.c_temp
+    b = guarded.staging["B"]
+    assert b.packed and b.transpose and (b.dst_rows, b.dst_cols) == (k, n) and not guarded.staging["A"].packed
+    padded = Routing(GemmProblem.dense(S, m, n, k, Op(), Op(transposed=True)), NN, 1, 8,
+                     limits=Thresholds(guard_multiply_adds=m * n * k))
+    assert not padded.guarded and padded.c_temp and padded.staging["A"].packed

@@ -20,6 +20,9 @@ MIN_SLICE_DEPTH = 256
 #: ... and where the kernel adds the slices up itself, at least this deep (and 8 K steps): its partial
 #: sums stay in the device's cache, and no launch of their own waits for them.
 SUMMED_MIN_DEPTH = 64
+#: The elements of partial sums (slices x a block of C) the work-group that adds a tile's slices up reads
+#: at most: beyond, one work-group's reads take longer than the merge kernel's launch.
+SUMMED_MAX_ELEMENTS = 2**16
 #: Stream-K is worth trying where the tiles' waves keep less than this share of the compute units busy,
 #: in at most ``STREAM_MAX_WAVES`` waves (beyond, the last wave's idle units matter little).
 STREAM_BELOW_SHARE = 0.9
@@ -67,15 +70,16 @@ def shallowest_slice(tile_k: int, summed: bool) -> int:
     return max(SUMMED_MIN_DEPTH, 8 * tile_k) if summed else max(MIN_SLICE_DEPTH, 16 * tile_k)
 
 
-def split_count(blocks: int, compute_units: int, k: int, tile_k: int, summed: bool = False) -> int:
+def split_count(blocks: int, compute_units: int, k: int, tile_k: int, summed: bool = False,
+                most_slices: int = MAX_SLICES) -> int:
     """How many K slices to compute in parallel when the blocks of C alone leave units idle: up to two
-    work-groups per compute unit, slices deep enough to pay for their partial sums (``summed``: added up
-    in the kernel, which makes shallower ones pay), and of those counts the one whose waves keep the
-    units busiest (the most slices on a tie)."""
+    work-groups per compute unit and ``most_slices``, slices deep enough to pay for their partial sums
+    (``summed``: added up in the kernel, which makes shallower ones pay), and of those counts the one
+    whose waves keep the units busiest (the most slices on a tie)."""
     if blocks >= compute_units:
         return 1
     deepest = k // shallowest_slice(tile_k, summed)
-    most = max(1, min(deepest, ceil_div(2 * compute_units, blocks), MAX_SLICES))
+    most = max(1, min(deepest, ceil_div(2 * compute_units, blocks), most_slices, MAX_SLICES))
     return max(range(1, most + 1), key=lambda s: (busy_share(blocks * s, compute_units), s))
 
 
@@ -89,7 +93,10 @@ def split_counts(params: KernelParams, problem: GemmProblem, compute_units: int)
         return []
     splits = []
     if count < compute_units:
-        deepest = min(MAX_SLICES, problem.k // shallowest_slice(params.tile_k, sums_slices(params, problem)))
+        deepest = problem.k // shallowest_slice(params.tile_k, False)
+        if sums_slices(params, problem):
+            deepest = max(deepest, min(problem.k // shallowest_slice(params.tile_k, True), most_summed(params)))
+        deepest = min(MAX_SLICES, deepest)
         splits = [2**i for i in range(1, deepest.bit_length()) if 2**i <= deepest]
     if busy_share(count, compute_units) < STREAM_BELOW_SHARE and count <= STREAM_MAX_WAVES * compute_units:
         splits.append(STREAM_K)
@@ -102,7 +109,13 @@ def auto_slices(params: KernelParams, problem: GemmProblem, compute_units: int, 
     if (params.image_a or params.image_b or problem.batch > 1
             or (not summed and problem.m * problem.n * problem.k < SPLIT_MIN_WORK)):
         return 1
-    return split_count(blocks(params, problem), compute_units, problem.k, params.tile_k, summed)
+    return split_count(blocks(params, problem), compute_units, problem.k, params.tile_k, summed,
+                       most_summed(params) if summed else MAX_SLICES)
+
+
+def most_summed(params: KernelParams) -> int:
+    """The most K slices of a block of ``params`` a kernel adds up itself (``SUMMED_MAX_ELEMENTS``)."""
+    return max(1, SUMMED_MAX_ELEMENTS // (params.block_rows * params.block_cols))
 
 
 def sums_slices(params: KernelParams, problem: GemmProblem) -> bool:

@@ -39,9 +39,11 @@ class Thresholds:
     block_rows: int = 128
     pipelined_elements: int = 2**20
     #: products of fewer multiply-adds read A and B where they lie, the chosen configuration in their
-    #: stored layout, and guard their edges instead of padding: without a K split, one launch (the device
-    #: finishes such a product before the host would have launched a pack)
+    #: stored layout (the device finishes such a product before the host would have launched a pack)
     in_place_multiply_adds: int = 2**24
+    #: products of fewer multiply-adds guard their edges instead of padding them (no pack of an operand
+    #: read in place, no merge of C; a K split, where it pays, added up by the kernel)
+    guard_multiply_adds: int = 2**24
     #: of those, a product of a K of at most this many runs the size classes' choice without a K split
     #: (deeper ones, a small C over a long K, take the predictor's choice, which may split K)
     one_launch_depth: int = 1024
@@ -163,7 +165,7 @@ def _dtype(key: object, where: str) -> str:
 #: on an H100 and an H200 (the GEMM guide gives the figures; the host's BLAS bound is set below where a
 #: host of a few cores still finishes first); a CPU device shares the host's memory, so nothing crosses in
 #: row blocks or through page-locked memory there, and it takes the same figures for the rest.
-DEFAULTS = {"gpu": Thresholds(in_place_multiply_adds=2**27,
+DEFAULTS = {"gpu": Thresholds(in_place_multiply_adds=2**27, guard_multiply_adds=2**31,
                               host_multiply_adds=(("s", 2**24), ("d", 2**24), ("c", 2**22), ("z", 2**22))),
             "cpu": Thresholds(conflict_stride_bytes=1024, slice_depth=512)}
 
