@@ -35,8 +35,8 @@ CASES = [(letter, ta, tb, few, VECTOR_COUNTS[i % len(VECTOR_COUNTS)])
 @pytest.fixture
 def routed(monkeypatch):
     """The products that went to the multi-vector GEMV, as (vectors, whether B was the matrix); none of
-    numpy's goes to the host's BLAS."""
-    set_thresholds(monkeypatch, host_multiply_adds=())
+    numpy's goes to the host's BLAS, and a small one of a K deep enough goes to the GEMV too."""
+    set_thresholds(monkeypatch, host_multiply_adds=(), vectors_min_multiply_adds=0)
     calls = []
     real = VectorsPlan.__init__
 
@@ -129,6 +129,22 @@ def test_sizes_at_the_edges_of_the_route(ctx, routed):
     assert (vectors_route(ctx.device, short_tt) is None) == (len(gemm_plan(ctx, short_tt).launches()) == 1)
     short_ct = GemmProblem.dense(DTYPES["z"], 40, 2, depth - 1, Op(True, True), Op(transposed=True))
     assert vectors_route(ctx.device, short_ct) == as_vectors(short_ct)
+
+
+def test_a_small_product_of_several_vectors_runs_a_gemm_kernel_where_it_takes_one_launch(ctx, monkeypatch):
+    """``Thresholds.vectors_min_multiply_adds``: under it several vectors over any K run a GEMM kernel
+    where its plan is one launch (the GEMV's pack of x or merge of y would be more); from it, the GEMV."""
+    dt, depth = DTYPES["s"], thresholds_for(ctx.device).vectors_min_depth
+    problem = GemmProblem.dense(dt, 6, 17, depth + 8, Op(transposed=True), Op(transposed=True))
+    work = problem.m * problem.n * problem.k
+    one_launch = len(gemm_plan(ctx, problem).launches()) == 1
+    set_thresholds(monkeypatch, vectors_min_multiply_adds=work + 1)
+    assert (vectors_route(ctx.device, problem) is None) == one_launch
+    set_thresholds(monkeypatch, vectors_min_multiply_adds=work)
+    assert vectors_route(ctx.device, problem) == as_vectors(problem)
+    a, b, product = _operands(dt, 6, 17, depth + 8, "T", "T")
+    assert relative_error(autogemm.gemm(a, b, trans_a="T", trans_b="T", device=ctx.device), product) < \
+        tolerance(dt, depth + 8)
 
 
 def test_device_operands_with_offsets_and_a_poisoned_fortran_c(ctx, routed):

@@ -121,11 +121,11 @@ def test_tuned_shapes_are_used_for_those_problems_alone(device, monkeypatch, tmp
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
     shapes = [ShapeRecord("gemm", "s", "NT", 70, 45, 33), ShapeRecord("gemm", "s", "NN", 40, 24, 36),
               ShapeRecord("gemm", "s", "NN", 5, 7, 6, batch=4), ShapeRecord("gemv", "s", "N", 30, 20, 1),
-              ShapeRecord("gemm", "s", "NT", 6, 45, 140)]
+              ShapeRecord("gemm", "s", "NT", 6, 450, 140)]
     profile = tune(device, budget=Budget(evaluations=8), shapes=shapes, top=2)
-    # the GEMV as itself, the GEMM of 6 rows as the GEMV it runs as: B (45 x 140, as stored) times 6 vectors
+    # the GEMV as itself, the GEMM of 6 rows as the GEMV it runs as: B (450 x 140, as stored) times 6 vectors
     assert sorted((key, e.name, e.shape) for key, entries in profile.shapes.items() for e in entries) == [
-        ("s", "N", (30, 20, 1)), ("s", "N", (45, 140, 6)), ("s", "NN", (40, 24, 36)), ("s", "NT", (70, 45, 33))]
+        ("s", "N", (30, 20, 1)), ("s", "N", (450, 140, 6)), ("s", "NN", (40, 24, 36)), ("s", "NT", (70, 45, 33))]
     assert not profile.dtypes and not profile.gemv           # a workload run tunes nothing else
     stored = profile_for(device)
     best = stored.entry("s", "NT", "shapes", (70, 45, 33)).ranked[0].config
@@ -137,12 +137,12 @@ def test_tuned_shapes_are_used_for_those_problems_alone(device, monkeypatch, tmp
     assert gemm_plan(ctx, exact).params == best
     a, b = np.random.rand(70, 33).astype(np.float32), np.random.rand(45, 33).astype(np.float32)
     assert np.allclose(autogemm.gemm(a, b, trans_b="T", device=device), a @ b.T, rtol=1e-4)
-    for rows, cols, vectors in ((30, 20, 1), (45, 140, 6)):
+    for rows, cols, vectors in ((30, 20, 1), (450, 140, 6)):
         gemv = GemvProblem(DTYPES["s"], rows, cols, Op(), cols, vectors=vectors, ldx=cols if vectors > 1 else 0)
         chosen = choose_gemv_params(device, gemv)
         config, source = chosen.params, chosen.source
         assert config == stored.entry("s", "N", "shapes", (rows, cols, vectors)).ranked[0].config and "N" in source
-    a, b = np.random.rand(6, 140).astype(np.float32), np.random.rand(45, 140).astype(np.float32)
+    a, b = np.random.rand(6, 140).astype(np.float32), np.random.rand(450, 140).astype(np.float32)
     assert np.allclose(autogemm.gemm(a, b, trans_b="T", device=device), a @ b.T, rtol=1e-4)
 
 

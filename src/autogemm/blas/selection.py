@@ -159,8 +159,9 @@ def vectors_route(device: Device, problem: GemmProblem) -> VectorsRoute | None:
     """The multi-vector GEMV a product of few columns or rows runs as on ``device`` (``vectors.as_vectors``),
     or None where a GEMM kernel runs it: several vectors over a K shorter than the device's
     ``Thresholds.vectors_min_depth`` (C, not the matrix, is then most of what moves, and the kernel's
-    tiles write it faster than the GEMV's reduction per output), where the GEMM plan chosen for it runs
-    in one launch (no pack, no K split, no merge: else the GEMV's one launch is ahead)."""
+    tiles write it faster than the GEMV's reduction per output), or in fewer multiply-adds than its
+    ``vectors_min_multiply_adds`` (launches are then what counts), where the GEMM plan chosen for it runs
+    in one launch (no pack, no merge: else the GEMV's is ahead)."""
     return routed(device, problem)[0]
 
 
@@ -169,7 +170,9 @@ def routed(device: Device, problem: GemmProblem) -> tuple[VectorsRoute | None, S
     product that runs a GEMM kernel then takes as it is."""
     route = as_vectors(problem)
     limits = thresholds_for(device)
-    if route is None or route.gemv.vectors == 1 or problem.k >= limits.vectors_min_depth:
+    if (route is None or route.gemv.vectors == 1 or
+            (problem.k >= limits.vectors_min_depth
+             and problem.m * problem.n * problem.k >= limits.vectors_min_multiply_adds)):
         return route, None
     chosen = choose_params(device, problem)
     split = chosen.split or planned_slices(chosen.params, problem, device, limits)
