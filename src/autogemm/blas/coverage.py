@@ -118,15 +118,19 @@ def most_summed(params: KernelParams) -> int:
     return max(1, SUMMED_MAX_ELEMENTS // (params.block_rows * params.block_cols))
 
 
+def can_sum_slices(params: KernelParams, problem: GemmProblem) -> bool:
+    """Whether the guarded kernel of ``params`` can add the K slices of ``problem`` up itself: its family's
+    kernels do so, one product, no images, C in the type the kernel computes in."""
+    return (family_of(params).sums_slices and problem.batch <= 1 and not (params.image_a or params.image_b)
+            and problem.dtype.output.numpy == problem.dtype.scalar_numpy)
+
+
 def sums_slices(params: KernelParams, problem: GemmProblem) -> bool:
     """Whether a split of ``problem`` is added up in its one launch under ``edge='auto'``, A and B read
-    where they lie: its family's kernels do so, one product of fewer than ``SPLIT_MIN_WORK``
-    multiply-adds (a larger one pays for packs and a merge), C in the type the kernel computes in, no
-    images. A product split at all leaves compute units idle, so that the launches of packs and a merge
-    would cost more than its own."""
-    return (family_of(params).sums_slices and problem.batch <= 1 and not (params.image_a or params.image_b)
-            and problem.m * problem.n * problem.k < SPLIT_MIN_WORK
-            and problem.dtype.output.numpy == problem.dtype.scalar_numpy)
+    where they lie: where the kernel can (``can_sum_slices``), for a product of fewer than
+    ``SPLIT_MIN_WORK`` multiply-adds (a larger one pays for packs and a merge). A product split at all
+    leaves compute units idle, so that the launches of packs and a merge would cost more than its own."""
+    return can_sum_slices(params, problem) and problem.m * problem.n * problem.k < SPLIT_MIN_WORK
 
 
 def cache_slices(params: KernelParams, problem: GemmProblem, depth: int, max_alloc_bytes: int) -> int:

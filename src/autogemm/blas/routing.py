@@ -29,7 +29,7 @@ from ..codelets.registry import KernelParams, family_named, kernel_dtype
 from ..codelets.simt.geometry import TEXEL_BYTES
 from ..codelets.stream_k import STREAM_K, StreamPartition
 from ..profiles import Thresholds
-from .coverage import c_blocks, most_summed, sums_slices
+from .coverage import c_blocks, can_sum_slices, most_summed, sums_slices
 from .problem import GemmProblem
 
 #: Problems with at least this many multiply-adds are padded under ``edge='auto'`` where a routing is not
@@ -101,9 +101,7 @@ class Routing:
         self.k_step = params.tile_k * self.slices
         # the kernel writes C in the compute type: a C stored otherwise is rounded into by the merge
         self.c_converted = self.dtype.output.numpy != self.dtype.scalar_numpy
-        summable = (family_named(params.family).sums_slices and not self.c_converted
-                    and not (params.image_a or params.image_b) and problem.batch <= 1)
-        self.guarded = (self.slices == 1 or summable) and self._choose_guarded(edge)
+        self.guarded = (self.slices == 1 or can_sum_slices(params, problem)) and self._choose_guarded(edge)
         #: the slices of a split are added up by the kernel (guarded), not by a merge into C
         self.summed = self.guarded and self.slices > 1
         self.padded_m, self.padded_n, self.padded_k = self._padded_sizes()
