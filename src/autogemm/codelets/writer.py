@@ -235,7 +235,8 @@ class ElementCode:
         self.load_helpers()
         self.store_helper()
         self.out(f"__kernel {attributes}",
-                 f"void {name}(const int M, const int N, const int K, const elem alpha, const elem beta,",
+                 f"void {name}(const int M, const int N, const int {self.k_parameter}, const elem alpha, "
+                 "const elem beta,",
                  f"    const __global {self.operand_scalar}* restrict A, const long a_offset, const int lda,",
                  f"    const __global {self.operand_scalar}* restrict B, const long b_offset, const int ldb,",
                  "    __global real* restrict C, const long c_offset, const int ldc,",

@@ -9,6 +9,6 @@ from .params import SubgroupParams
 from .render import render
 
 FAMILY = register(Family(SubgroupParams.family, SubgroupParams, check, render, space.space,
-                         weight=1.0))
+                         weight=1.0, sums_slices=True))
 
 __all__ = ["FAMILY", "SubgroupParams", "check", "render", "shuffles_available"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ...dtypes import Dtype, get_dtype
+from ...errors import ConfigError
 from ..kernel import KernelSource
 from ..writer import ElementCode, buffer_kernel
 from .params import SubgroupParams
@@ -27,8 +28,8 @@ _SHUFFLE_REAL = {
 
 
 class _Generator(ElementCode):
-    def __init__(self, params: SubgroupParams, dtype: Dtype, guarded: bool, stream: bool) -> None:
-        super().__init__(dtype, params.vector_width, guarded, stream, params.tile_k)
+    def __init__(self, params: SubgroupParams, dtype: Dtype, guarded: bool, stream: bool, summed: bool) -> None:
+        super().__init__(dtype, params.vector_width, guarded, stream, params.tile_k, summed)
         self.p = params
 
     def header(self) -> None:
@@ -106,6 +107,8 @@ class _Generator(ElementCode):
             w("barrier(CLK_LOCAL_MEM_FENCE);")
         w.close()
         w("")
+        if self.summed:
+            self.slice_sums(self.each_accumulator)
         w("// C = alpha * acc + beta * C; with beta == 0, C is not read",
           f"const bool beta_zero = {self.beta_is_zero()};")
         self.unrolled("i", "TILE_ROWS")
@@ -113,6 +116,13 @@ class _Generator(ElementCode):
           f"if (!beta_zero) value = {self.scaled('beta', vec, f'load_{self.vw}(C, ldc, M, N, row0 + i, col)', 'value')};",
           f"store_{self.vw}(C, ldc, M, N, row0 + i, col, value);")
         w.close()
+
+    def each_accumulator(self, body) -> None:
+        """The loop over the work-item's accumulator vectors, ``body(acc, at)`` in it (``at``: the vector's
+        element in the block, row-major); ``ElementCode.slice_sums`` writes through it."""
+        self.unrolled("i", "TILE_ROWS")
+        self.out(*body("acc[i]", "(sg * TILE_ROWS + i) * BLOCK_COLS + lane * VW"))
+        self.out.close()
 
     def generate(self) -> str:
         # Intel GPUs choose a subgroup size per kernel unless told: the lanes must be the SUBGROUP
@@ -123,8 +133,11 @@ class _Generator(ElementCode):
 
 
 @lru_cache(maxsize=256)
-def render(params: SubgroupParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False) -> KernelSource:
+def render(params: SubgroupParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False,
+           summed: bool = False) -> KernelSource:
     """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges, ``stream`` the
-    stream-K schedule."""
-    return buffer_kernel(params, lambda: _Generator(params, get_dtype(dtype), guarded, stream).generate(),
+    stream-K schedule, ``summed`` K slices added up in the kernel (guarded only)."""
+    if summed and (stream or not guarded):
+        raise ConfigError("K slices are summed in the kernel by its guarded, tile-per-work-group form only")
+    return buffer_kernel(params, lambda: _Generator(params, get_dtype(dtype), guarded, stream, summed).generate(),
                          (params.subgroup, params.wg_rows), KERNEL_NAME)
