@@ -82,13 +82,14 @@ def test_operands_packed_apart_compute_right(ctx, monkeypatch, letter):
 def test_edges_are_guarded_below_the_devices_guard_bound_whatever_the_layout():
     """``Thresholds.guard_multiply_adds``: below it a product whose blocks are cut by its edges runs the
     guarded kernel (an operand in another layout than the kernel's packed as it is, unpadded; C written
-    in place), from it the operands are padded and C merged."""
+    in place), from it the operands are padded and C merged; a product read in place is guarded too."""
     m, n, k = 300, 200, 100
-    limits = Thresholds(guard_multiply_adds=m * n * k + 1)
+    assert Thresholds(guard_multiply_adds=5, in_place_multiply_adds=7).guarded_below == 7
+    limits = Thresholds(guard_multiply_adds=m * n * k + 1, in_place_multiply_adds=0)
     guarded = Routing(GemmProblem.dense(S, m, n, k, Op(), Op(transposed=True)), NN, 1, 8, limits=limits)
     assert guarded.guarded and not guarded.c_temp
     b = guarded.staging["B"]
     assert b.packed and b.transpose and (b.dst_rows, b.dst_cols) == (k, n) and not guarded.staging["A"].packed
     padded = Routing(GemmProblem.dense(S, m, n, k, Op(), Op(transposed=True)), NN, 1, 8,
-                     limits=Thresholds(guard_multiply_adds=m * n * k))
+                     limits=Thresholds(guard_multiply_adds=m * n * k, in_place_multiply_adds=0))
     assert not padded.guarded and padded.c_temp and padded.staging["A"].packed

@@ -33,7 +33,7 @@ from .coverage import c_blocks, can_sum_slices, most_summed, sums_slices
 from .problem import GemmProblem
 
 #: Problems with at least this many multiply-adds are padded under ``edge='auto'`` where a routing is not
-#: told otherwise (a plan is told its device's ``Thresholds.guard_multiply_adds``): the copies then
+#: told otherwise (a plan is told its device's ``Thresholds.guarded_below``): the copies then
 #: cost little next to the product, and the unguarded kernel is the faster one.
 PAD_MIN_WORK = 128**3
 #: Operands whose rows conflict in the caches are packed apart only in products of at least this many
@@ -82,14 +82,14 @@ class Traffic(NamedTuple):
 class Routing:
     """The launches' plan for ``problem`` with ``params`` and K ``split`` (1 to ``MAX_SLICES`` slices, or
     ``STREAM_K``) on a device of ``compute_units``, edges handled as ``edge`` says ('auto': padded from
-    the device's ``Thresholds.guard_multiply_adds`` unless everything is whole already), operands
+    the device's ``Thresholds.guarded_below`` unless everything is whole already), operands
     whose rows conflict in its caches packed apart (``Thresholds.conflict_stride_bytes``). Without the
     device's ``limits`` (the predictor's model of plans measured anywhere): padded from ``PAD_MIN_WORK``,
     no conflicts."""
 
     def __init__(self, problem: GemmProblem, params: KernelParams, split: int, compute_units: int,
                  edge: str = "auto", limits: Thresholds | None = None) -> None:
-        self.pad_from = limits.guard_multiply_adds if limits is not None else PAD_MIN_WORK
+        self.pad_from = limits.guarded_below if limits is not None else PAD_MIN_WORK
         self.conflict_stride = limits.conflict_stride_bytes if limits is not None else 0
         self.problem = problem
         self.params = params

@@ -41,8 +41,9 @@ class Thresholds:
     #: products of fewer multiply-adds read A and B where they lie, the chosen configuration in their
     #: stored layout (the device finishes such a product before the host would have launched a pack)
     in_place_multiply_adds: int = 2**24
-    #: products of fewer multiply-adds guard their edges instead of padding them (no pack of an operand
-    #: read in place, no merge of C; a K split, where it pays, added up by the kernel)
+    #: products of fewer multiply-adds, and those read in place (``in_place_multiply_adds``), guard their
+    #: edges instead of padding them (no pack of an operand read in place, no merge of C; a K split, where
+    #: it pays, added up by the kernel)
     guard_multiply_adds: int = 2**24
     #: of those, a product of a K of at most this many runs the size classes' choice without a K split
     #: (deeper ones, a small C over a long K, take the predictor's choice, which may split K)
@@ -78,6 +79,12 @@ class Thresholds:
     #: by dtype key, products of numpy operands of fewer multiply-adds run on the host's BLAS (numpy's),
     #: which finished them sooner than the device (measured by ``tune``; a dtype not named: none)
     host_multiply_adds: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def guarded_below(self) -> int:
+        """The multiply-adds below which edges are guarded: ``guard_multiply_adds``, or the in-place bound
+        where that is higher (padding a product read in place would pack it after all)."""
+        return max(self.guard_multiply_adds, self.in_place_multiply_adds)
 
     def cuda_min(self, key: str) -> int:
         """``cuda_min_multiply_adds`` of the dtype ``key`` (0 where it names none)."""
