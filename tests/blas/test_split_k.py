@@ -8,12 +8,15 @@ import dataclasses
 import numpy as np
 import pytest
 from gemm_check import run_and_check, two_runs
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from autogemm.accuracy import random_matrix, relative_error
 from autogemm.blas import GemmProblem, Op
 from autogemm.blas.coverage import MAX_SLICES, busy_share, split_count
 from autogemm.blas.plans import gemm_plan
 from autogemm.codelets.simt import SimtParams
+from autogemm.codelets.subgroup import SubgroupParams
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError, ConfigError
 
@@ -152,3 +155,23 @@ def test_a_cpus_deep_products_are_computed_in_slices_that_stay_in_its_caches(ctx
     assert gemm_plan(ctx, problem, params).slices == max(4, auto_slices(params, problem, ctx.device.compute_units))
     set_thresholds(monkeypatch, slice_depth=0)
     assert gemm_plan(ctx, problem, params).slices == auto_slices(params, problem, ctx.device.compute_units)
+
+
+SUMMING = (dataclasses.replace(LOCAL, layout="TT"), dataclasses.replace(LOCAL, layout="TN", double_buffer=False),
+           SubgroupParams(layout="NN", subgroup=8, wg_rows=2, tile_rows=2, vector_width=2, shuffle="local",
+                          mac="mul_add"))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(params=st.sampled_from(SUMMING), letter=st.sampled_from("sz"), m=st.integers(1, 70), n=st.integers(1, 70),
+       k=st.integers(1, 400), slices=st.integers(2, 12), alpha=st.sampled_from([1.0, -0.5]),
+       beta=st.sampled_from([0.0, 2.0]), seed=st.integers(0, 2**32 - 1))
+def test_slices_summed_in_the_kernel_over_random_shapes(ctx, params, letter, m, n, k, slices, alpha, beta, seed):
+    """Any M, N and K (slices past K's end left empty), any count of slices, operands at offsets with
+    wider leading dimensions, beta 0 on a NaN-poisoned C: right, one launch."""
+    trans = {"TT": ("T", "T"), "TN": ("T", "N"), "NN": ("N", "N")}[params.layout]
+    run_and_check(ctx, params, DTYPES[letter], m, n, k, *trans, alpha, beta, "guard", np.random.default_rng(seed),
+                  extra_ld=1, offset=2, split_k=slices)
+    problem = GemmProblem.dense(DTYPES[letter], m, n, k, *(Op.from_letter(t, "t") for t in trans))
+    plan = gemm_plan(ctx, problem, params, "guard", slices)
+    assert plan.summed and len(plan.launches()) == 1
