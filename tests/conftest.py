@@ -17,6 +17,13 @@ from autogemm.profiles import store
 from autogemm.runtime import context_for
 
 
+@pytest.fixture(autouse=True)
+def products_on_the_device(monkeypatch):
+    """Products from numpy to numpy run on the device under test, as the tests mean them to, not on the
+    host's BLAS where its class's defaults would send them (tests of that route set its bound)."""
+    set_thresholds(monkeypatch, host_multiply_adds=())
+
+
 @pytest.fixture(scope="session")
 def device() -> autogemm.Device:
     return autogemm.default_device()

@@ -171,13 +171,19 @@ def _dtype(key: object, where: str) -> str:
     return key
 
 
+#: A ``host_multiply_adds`` bound that sends every product to the host's BLAS.
+EVERY_PRODUCT = 2**62
+
 #: The thresholds of each device class until a profile holds the device's own. The GPU's were measured
 #: on an H100 and an H200 (the GEMM guide gives the figures; the host's BLAS bound is set below where a
 #: host of a few cores still finishes first); a CPU device shares the host's memory, so nothing crosses in
-#: row blocks or through page-locked memory there, and it takes the same figures for the rest.
+#: row blocks or through page-locked memory there, and it takes the same figures for the rest but one: its
+#: products from numpy to numpy run on the host's BLAS, which computes them on the same cores (faster on
+#: every square ``tune`` timed on the CPU machines measured so far; a tune measures the device's own).
 DEFAULTS = {"gpu": Thresholds(in_place_multiply_adds=2**27, guard_multiply_adds=2**31,
                               host_multiply_adds=(("s", 2**24), ("d", 2**24), ("c", 2**22), ("z", 2**22))),
-            "cpu": Thresholds(conflict_stride_bytes=1024, slice_depth=512)}
+            "cpu": Thresholds(conflict_stride_bytes=1024, slice_depth=512,
+                              host_multiply_adds=tuple((key, EVERY_PRODUCT) for key in HOST_DTYPES))}
 
 
 def device_class(device: Device) -> str:

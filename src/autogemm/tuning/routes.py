@@ -16,7 +16,7 @@ from ..blas import default_params
 from ..codelets.registry import KernelParams
 from ..dtypes import Dtype
 from ..profiles import Profile
-from ..profiles.thresholds import DEFAULTS, Thresholds, device_class
+from ..profiles.thresholds import DEFAULTS, EVERY_PRODUCT, Thresholds, device_class
 from ..runtime.opencl.device import Device
 from .evaluation import WorkerProcess
 
@@ -77,8 +77,6 @@ def in_place_bound(timed: list[InPlace]) -> int | None:
 #: The sides of the squares timed from numpy to numpy on the device and by the host's BLAS, and the dtypes
 #: (those numpy's BLAS computes in their own precision).
 HOST_SIDES = (32, 64, 128, 256, 512)
-#: The bound where the device never ran faster: every product runs on the host.
-EVERY_PRODUCT = 2**62
 
 
 class HostOrDevice(NamedTuple):

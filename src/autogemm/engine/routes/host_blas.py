@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import workload
 from ...accuracy import apply_op
 from ...profiles import profile_for, still_current, thresholds_for
 from ...profiles.thresholds import HOST_DTYPES
@@ -45,12 +46,17 @@ class HostRoute:
         self.dt, self.shape, self.has_c = call.dt, call.shape, call.c is not None
         self.trans = (call.options.trans_a.upper(), call.options.trans_b.upper())
         self.device, self.profile = device, profile_for(device)
+        #: what ``AUTOGEMM_RECORD`` records of each call: the product as the call states it
+        self.recorded = ("gemm", call.dt.key, "NT"[call.op_a.transposed] + "NT"[call.op_b.transposed],
+                         call.m, call.n, call.k)
 
     def current(self) -> bool:
         """Whether the device's profile, whose thresholds chose the host, is still the one it was."""
         return still_current(self.device, self.profile)
 
     def run(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None, options: GemmOptions) -> np.ndarray:
+        if workload.RECORDER is not None:
+            workload.RECORDER.record(*self.recorded)
         alpha, beta = checked_scalars(options, self.dt, self.has_c)
         if c is None and alpha == 0:            # (no product: BLAS's quick return)
             return np.zeros(self.shape, self.dt.numpy)
