@@ -175,3 +175,22 @@ def test_slices_summed_in_the_kernel_over_random_shapes(ctx, params, letter, m, 
     problem = GemmProblem.dense(DTYPES[letter], m, n, k, *(Op.from_letter(t, "t") for t in trans))
     plan = gemm_plan(ctx, problem, params, "guard", slices)
     assert plan.summed and len(plan.launches()) == 1
+
+
+def test_an_nvidia_device_builds_the_summing_kernel_with_a_fence_for_the_whole_device(ctx, monkeypatch):
+    """NVIDIA's OpenCL compiles ``mem_fence`` to a fence for the work-group alone (PTX ``membar.cta``):
+    there the kernel that adds its slices up is built with ``PTX_FENCE`` defined, which makes its fences
+    ``membar.gl``; other plans, and other devices, build without it."""
+    from autogemm.codelets.writer import NVIDIA_FENCE_OPTIONS
+
+    built = []
+    monkeypatch.setattr(ctx, "kernel", lambda source, name, options=(): built.append((name, options, source)))
+    problem = GemmProblem.dense(DTYPES["s"], 33, 17, 301)
+    for vendor, slices in (("NVIDIA Corporation", 3), ("NVIDIA Corporation", 1), (ctx.device.vendor, 3)):
+        built.clear()
+        monkeypatch.setattr(ctx, "device", dataclasses.replace(ctx.device, vendor=vendor, platform_name=vendor))
+        plan = gemm_plan(ctx, problem, LOCAL, "guard", slices)
+        options, source = next((options, source) for name, options, source in built if name == "gemm")
+        fenced = all(option in options for option in NVIDIA_FENCE_OPTIONS)
+        assert fenced == (plan.summed and ctx.device.is_nvidia)
+        assert ('asm volatile("membar.gl;"' in source) == plan.summed
