@@ -34,9 +34,9 @@ CASES = [(letter, ta, tb, few, VECTOR_COUNTS[i % len(VECTOR_COUNTS)])
 
 @pytest.fixture
 def routed(monkeypatch):
-    """The products that went to the multi-vector GEMV, as (vectors, whether B was the matrix); none of
-    numpy's goes to the host's BLAS, and a small one of a K deep enough goes to the GEMV too."""
-    set_thresholds(monkeypatch, host_multiply_adds=(), vectors_min_multiply_adds=0)
+    """The products that went to the multi-vector GEMV, as (vectors, whether B was the matrix); a small
+    one of a K deep enough goes to the GEMV too."""
+    set_thresholds(monkeypatch, vectors_min_multiply_adds=0)
     calls = []
     real = VectorsPlan.__init__
 

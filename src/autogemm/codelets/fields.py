@@ -5,9 +5,30 @@ own ``malformed`` check, so that nothing unchecked reaches kernel source or buil
 from __future__ import annotations
 
 from dataclasses import asdict, fields
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from ..errors import ConfigError
+
+Configuration = TypeVar("Configuration", bound="FamilyParams")
+
+
+class FamilyParams:
+    """What every family's configuration class (a frozen dataclass of its fields) shares: its JSON data
+    and back, every field validated (``params_to_dict``, ``params_from_fields``). ``names_family`` says
+    whether its JSON names the family (simt's does not: profiles written before there were families name
+    none)."""
+
+    family: ClassVar[str]
+    names_family: ClassVar[bool] = True
+
+    def to_dict(self) -> dict:
+        return params_to_dict(self, self.family if self.names_family else None)
+
+    @classmethod
+    def from_dict(cls: type[Configuration], data: dict) -> Configuration:
+        """Build from JSON data (its "family" key, if any, removed), validating every field (the data may
+        come from outside)."""
+        return params_from_fields(cls, data, cls.family)
 
 
 def params_to_dict(params: Any, family: str | None = None) -> dict:

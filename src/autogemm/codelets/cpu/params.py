@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ...dtypes import Dtype
-from ..fields import choices_problem, params_from_fields, params_to_dict
+from ..fields import FamilyParams, choices_problem
 from ..simt.params import MACS, build_options_problem
 
 LAYOUTS = ("NN", "TN")                 # B is read as stored, K x N; A as M x K or (T) K x M
@@ -18,7 +18,7 @@ UNROLLS = (1, 2, 4)
 
 
 @dataclass(frozen=True)
-class CpuParams:
+class CpuParams(FamilyParams):
     """One configuration of the ``cpu`` family.
 
     A work-group is one work-item (a CPU runs a work-group on one core, and its compiler keeps one
@@ -62,13 +62,6 @@ class CpuParams:
         """Elements of C a work-item holds."""
         return self.tile_rows * self.block_cols
 
-    def to_dict(self) -> dict:
-        return params_to_dict(self, self.family)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> CpuParams:
-        """Build from JSON data (its "family" key, if any, removed), validating every field."""
-        return params_from_fields(cls, data, "cpu")
 
     def malformed(self) -> str | None:
         """Why this point lies outside the family's space regardless of device, or None."""

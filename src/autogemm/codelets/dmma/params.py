@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ...dtypes import Dtype
-from ..fields import choices_problem, params_from_fields, params_to_dict
+from ..fields import FamilyParams, choices_problem
 from ..hopper import CLUSTERS, ROW_BYTES, WARPGROUP, shared_memory_problem
 
 #: Tiles in flight in shared memory: TMA loads the next ones while the warps multiply the current one.
@@ -47,7 +47,7 @@ TILE_RATES: dict[str, dict[tuple[int, int, int], float]] = {
 
 
 @dataclass(frozen=True)
-class DmmaParams:
+class DmmaParams(FamilyParams):
     """C (M x N) = alpha A B^T + beta C (beta 0 not reading C), A (M x K) and B (N x K) each stored
     K-contiguous, or MN-contiguous as K x M (K x N), in float64 or complex128 (``dtype`` 'd' or 'z'), on
     the FP64 tensor cores (``mma.sync`` m16n8k``mma_k`` f64: wgmma has no FP64 form; a complex product is
@@ -87,12 +87,6 @@ class DmmaParams:
         """Why this configuration does not compute ``dt``'s products, or None."""
         return None if dt.key == self.dtype else f"it multiplies {self.dtype}, not {dt.key}"
 
-    def to_dict(self) -> dict:
-        return params_to_dict(self, self.family)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> DmmaParams:
-        return params_from_fields(cls, data, cls.family)
 
     def malformed(self) -> str | None:
         """Why this is no configuration of the family, or None."""

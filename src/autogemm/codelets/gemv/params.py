@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..fields import choices_problem, params_from_fields, params_to_dict
+from ..fields import FamilyParams, choices_problem
 from ..simt.params import build_options_problem
 
 LAYOUTS = ("N", "T")
@@ -17,7 +17,7 @@ VECTORS = (1, 2, 4, 8, 16)
 
 
 @dataclass(frozen=True)
-class GemvParams:
+class GemvParams(FamilyParams):
     """A kernel configuration of the ``gemv`` family, for a row-major A of ``rows`` x ``cols``.
 
     ``layout`` N computes y = A x: each output is the dot product of a stored row with x, the work-items
@@ -59,13 +59,6 @@ class GemvParams:
         """Elements of the reduction a work-group covers per loop iteration (a slice is a multiple)."""
         return self.unroll * (self.wg_x if self.layout == "N" else self.wg_y)
 
-    def to_dict(self) -> dict:
-        return params_to_dict(self, self.family)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> GemvParams:
-        """Build from JSON data, validating every field's type and value (data may come from outside)."""
-        return params_from_fields(cls, data, cls.family)
 
     def malformed(self) -> str | None:
         """Why this point lies outside the codelet space regardless of device, or None."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ...dtypes import Dtype
-from ..fields import choices_problem, params_from_fields, params_to_dict
+from ..fields import FamilyParams, choices_problem
 from ..simt.params import build_options_problem
 
 WARP = 32
@@ -100,7 +100,7 @@ COMPLEX_METHODS = ("4m", "3m")
 
 
 @dataclass(frozen=True)
-class MmaParams:
+class MmaParams(FamilyParams):
     """One configuration of the ``nvidia_mma`` family.
 
     A work-group is ``warps_m`` x ``warps_n`` warps; each warp computes ``tiles_m`` x ``tiles_n``
@@ -154,13 +154,6 @@ class MmaParams:
     def work_group_size(self) -> int:
         return WARP * self.warps_m * self.warps_n
 
-    def to_dict(self) -> dict:
-        return params_to_dict(self, self.family)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> MmaParams:
-        """Build from JSON data (its "family" key, if any, removed), validating every field."""
-        return params_from_fields(cls, data, "nvidia_mma")
 
     def malformed(self) -> str | None:
         """Why this point lies outside the family's space regardless of device, or None."""

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..fields import choices_problem, params_from_fields, params_to_dict
+from ..fields import FamilyParams, choices_problem
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
 ASSIGNMENTS = ("consecutive", "offset")
@@ -39,7 +39,7 @@ def build_options_problem(options: tuple[str, ...]) -> str | None:
 
 
 @dataclass(frozen=True)
-class SimtParams:
+class SimtParams(FamilyParams):
     """A kernel configuration of the ``simt`` family (plain FMA arithmetic, one work-item per tile).
 
     The kernel computes C = alpha op(A) op(B) + beta C for row-major matrices. ``layout`` says how the
@@ -48,6 +48,7 @@ class SimtParams:
     """
 
     family: ClassVar[str] = "simt"
+    names_family: ClassVar[bool] = False        # (profiles written before there were families)
 
     layout: str = "TN"
     assignment: str = "offset"      # a work-item's tile: consecutive elements, or vectors WG apart
@@ -91,13 +92,6 @@ class SimtParams:
         """True when B is stored K x N, so consecutive memory runs along N."""
         return self.layout[1] == "N"
 
-    def to_dict(self) -> dict:
-        return params_to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> SimtParams:
-        """Build from JSON data, validating every field's type and value (data may come from outside)."""
-        return params_from_fields(cls, data, "simt")
 
     def malformed(self) -> str | None:
         """Why this point lies outside the codelet space regardless of device, or None."""

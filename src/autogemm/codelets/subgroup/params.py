@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..fields import choices_problem, params_from_fields, params_to_dict
+from ..fields import FamilyParams, choices_problem
 from ..simt.params import MACS, build_options_problem
 
 LAYOUTS = ("NN", "TN")                 # B is read as stored, K x N; A as M x K or (T) K x M
@@ -20,7 +20,7 @@ SHUFFLES = ("intel", "khr", "ptx", "local")
 
 
 @dataclass(frozen=True)
-class SubgroupParams:
+class SubgroupParams(FamilyParams):
     """One configuration of the ``subgroup`` family.
 
     A work-group is ``wg_rows`` subgroups of ``subgroup`` work-items. Each work-item computes a
@@ -61,13 +61,6 @@ class SubgroupParams:
     def work_group_size(self) -> int:
         return self.subgroup * self.wg_rows
 
-    def to_dict(self) -> dict:
-        return params_to_dict(self, self.family)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> SubgroupParams:
-        """Build from JSON data (its "family" key, if any, removed), validating every field."""
-        return params_from_fields(cls, data, "subgroup")
 
     def malformed(self) -> str | None:
         """Why this point lies outside the family's space regardless of device, or None."""

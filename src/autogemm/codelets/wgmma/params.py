@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ...dtypes import Dtype
-from ..fields import choices_problem, params_from_fields, params_to_dict
+from ..fields import FamilyParams, choices_problem
 from ..hopper import CLUSTERS, ROW_BYTES, WARPGROUP, shared_memory_problem
 
 #: The operands' types and the bytes of one element: wgmma's multiplicand types (tf32 reads float32's,
@@ -42,7 +42,7 @@ TENSOR_TYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "3xtf32
 
 
 @dataclass(frozen=True)
-class WgmmaParams:
+class WgmmaParams(FamilyParams):
     """C (M x N) = alpha A B^T + beta C, A (M x K) and B (N x K) both K-contiguous ("NT", x @ W^T), of
     ``operand`` elements, C of ``out`` (float32, or the operands' own 16-bit type; the sums are float32),
     beta 0 not reading C. Each block computes ``block_m`` x ``block_n`` of C: a producer warpgroup loads
@@ -74,12 +74,6 @@ class WgmmaParams:
             return f"it multiplies {self.operand} into {self.out}, not {dt.key}"
         return None
 
-    def to_dict(self) -> dict:
-        return params_to_dict(self, self.family)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> WgmmaParams:
-        return params_from_fields(cls, data, cls.family)
 
     def malformed(self) -> str | None:
         """Why this is no configuration of the family, or None."""
