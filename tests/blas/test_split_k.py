@@ -15,6 +15,7 @@ from autogemm.accuracy import random_matrix, relative_error
 from autogemm.blas import GemmProblem, Op
 from autogemm.blas.coverage import MAX_SLICES, busy_share, split_count
 from autogemm.blas.plans import gemm_plan
+from autogemm.codelets.nvidia_mma import MmaParams
 from autogemm.codelets.simt import SimtParams
 from autogemm.codelets.subgroup import SubgroupParams
 from autogemm.dtypes import DTYPES
@@ -175,6 +176,27 @@ def test_slices_summed_in_the_kernel_over_random_shapes(ctx, params, letter, m, 
     problem = GemmProblem.dense(DTYPES[letter], m, n, k, *(Op.from_letter(t, "t") for t in trans))
     plan = gemm_plan(ctx, problem, params, "guard", slices)
     assert plan.summed and len(plan.launches()) == 1
+
+
+MMA = MmaParams(layout="NT", warps_m=2, warps_n=1, tiles_m=1, tiles_n=2, tile_k=8, stages=2, vector_width=2,
+                mma="local")
+
+
+@pytest.mark.parametrize("letter,method", [("d", "4m"), ("z", "4m"), ("z", "3m")])
+@pytest.mark.parametrize("layout,trans", [("NT", ("N", "T")), ("TN", ("C", "N"))])
+def test_the_tensor_core_family_sums_its_slices_too(ctx, letter, method, layout, trans):
+    """nvidia_mma's guarded kernel (its instruction emulated, so that any device runs it) adds its K
+    slices up in one launch: each element of its warps' fragments, complex ones held by parts (the 3M
+    method's three), at edges of M, N and K, a slice past K's end, beta 0 on a NaN-poisoned C and not."""
+    params = dataclasses.replace(MMA, layout=layout, complex_method=method)
+    rng = np.random.default_rng(len(layout) + ord(method[0]))
+    for m, n, k, slices, beta in ((37, 21, 203, 3, 0.0), (5, 40, 50, 8, -0.5)):
+        run_and_check(ctx, params, DTYPES[letter], m, n, k, *trans, 1.5, beta, "guard", rng, extra_ld=2, offset=3,
+                      split_k=slices)
+        problem = GemmProblem.dense(DTYPES[letter], m, n, k, *(Op.from_letter(t, "t") for t in trans))
+        plan = gemm_plan(ctx, problem, params, "guard", slices)
+        conjugated = letter == "z" and "C" in trans            # (a conjugating pack first)
+        assert plan.summed and len(plan.launches()) == 1 + conjugated
 
 
 def test_an_nvidia_device_builds_the_summing_kernel_with_a_fence_for_the_whole_device(ctx, monkeypatch):

@@ -339,3 +339,15 @@ def test_the_instruction_probe_runs_once_per_device(ctx, monkeypatch, tmp_path):
     assert module.instructions_available(ctx.device, FakeEvaluator) == first and len(probed) == 10   # remembered
     (tmp_path / "fake" / "capabilities" / f"{ctx.device.fingerprint}-mma.json").write_text("{not json")
     assert module.instructions_available(ctx.device, FakeEvaluator) == first and len(probed) == 20   # broken file
+
+
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+def test_a_configuration_in_another_layout_keeps_its_tiles_and_is_well_formed(layout):
+    """``in_layout`` (how a small product reads its operands where they lie): asynchronous copies read
+    layout NT only, so in any other the same tiles copy through registers, two stages at most."""
+    fast = dataclasses.replace(SMALL, copy="async", stages=3, mma="ptx")
+    twin = fast.in_layout(layout)
+    assert twin.layout == layout and twin.malformed() is None
+    assert (twin.block_rows, twin.block_cols, twin.tile_k) == (fast.block_rows, fast.block_cols, fast.tile_k)
+    assert twin == (fast if layout == "NT" else dataclasses.replace(fast, layout=layout, copy="registers", stages=2))
+    assert SMALL.in_layout(layout) == dataclasses.replace(SMALL, layout=layout)

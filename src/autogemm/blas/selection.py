@@ -4,7 +4,6 @@ chooses its own (``blas.plans`` makes a plan from a selection)."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 from typing import NamedTuple
@@ -139,7 +138,7 @@ def read_as_stored(chosen: Selection, device: Device, problem: GemmProblem) -> S
     for layout in sorted(("NN", "NT", "TN", "TT"), key=lambda x: -operands_as_stored(x, stored)):
         if operands_as_stored(layout, stored) <= now:
             break
-        twin = dataclasses.replace(params, layout=layout)
+        twin = params.in_layout(layout)
         if check(twin, device, dt) is None and _usable_twin(device, chosen, twin, dt):
             return chosen._replace(params=twin, source=f"{chosen.source}, read as stored")
     return chosen

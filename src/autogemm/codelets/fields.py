@@ -4,7 +4,7 @@ own ``malformed`` check, so that nothing unchecked reaches kernel source or buil
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from typing import Any, ClassVar, TypeVar
 
 from ..errors import ConfigError
@@ -23,6 +23,11 @@ class FamilyParams:
 
     def to_dict(self) -> dict:
         return params_to_dict(self, self.family if self.names_family else None)
+
+    def in_layout(self: Configuration, layout: str) -> Configuration:
+        """This configuration reading its operands in ``layout`` (a product stored so is then read where
+        it lies): the same tiles; a family whose other fields depend on the layout changes those too."""
+        return replace(self, layout=layout)
 
     @classmethod
     def from_dict(cls: type[Configuration], data: dict) -> Configuration:

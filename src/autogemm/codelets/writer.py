@@ -275,15 +275,15 @@ class ElementCode:
         self.stream_loop(write)
         return self.out.lines
 
-    def slice_sums(self, each: Callable[[Callable[[str, str], list[str]]], None]) -> None:
+    def slice_sums(self, each: Callable[[Callable[[str, str], list[str]]], None], width: int | None = None) -> None:
         """Where K slices are summed in the kernel: this work-group's accumulators join its tile's partial
         sums, and the work-group that arrives last at the tile replaces its accumulators by the sum of all
         slices, in slice order (the same bits on every run, whichever arrives last); the others return.
         ``each(body)`` writes the family's loops over a work-item's accumulators, with the lines
-        ``body(acc, at)`` for each vector ``acc`` of ``vector_width`` elements at element ``at`` of the
-        tile (row-major, BLOCK_COLS a row). A tile's count of arrivals is reset by its last work-group
+        ``body(acc, at)`` for each vector ``acc`` of ``width`` elements (by default the kernel's vector
+        width) at element ``at`` of the tile (row-major, BLOCK_COLS a row). A tile's count of arrivals is reset by its last work-group
         for the next launch (the plan zeroes them once)."""
-        w, n = self.out, self.vw
+        w, n = self.out, width or self.vw
         first = "get_local_id(0) == 0 && get_local_id(1) == 0"
         w("// split K: the work-group that arrives last at its tile adds the slices' sums up",
           "const int tile = get_group_id(1) * get_num_groups(0) + get_group_id(0);",

@@ -171,6 +171,13 @@ class MmaParams(FamilyParams):
             return "copy 'registers' fetches one block ahead: stages 1 or 2"
         return None
 
+    def in_layout(self, layout: str) -> MmaParams:
+        """This configuration reading ``layout``: asynchronous copies read layout NT only, so in another
+        its blocks come through registers (two stages at most)."""
+        if self.copy == "async" and layout != "NT":
+            return replace(self, layout=layout, copy="registers", stages=min(self.stages, 2))
+        return replace(self, layout=layout)
+
     def dtype_problem(self, dt: Dtype) -> str | None:
         """Why this point cannot multiply ``dt`` on any device, or None."""
         operand = OPERANDS.get(dt.mma_operand or "")

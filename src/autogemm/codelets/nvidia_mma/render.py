@@ -80,8 +80,8 @@ def local_bytes(params: MmaParams, dtype: Dtype) -> int:
 
 
 class _Generator(ElementCode):
-    def __init__(self, params: MmaParams, dtype: Dtype, guarded: bool, stream: bool) -> None:
-        super().__init__(dtype, min(params.vector_width, 2), guarded, stream, params.tile_k)
+    def __init__(self, params: MmaParams, dtype: Dtype, guarded: bool, stream: bool, summed: bool) -> None:
+        super().__init__(dtype, min(params.vector_width, 2), guarded, stream, params.tile_k, summed)
         self.operand_scalar = "stored"
         self.p = params
         self.shape = params.geometry
@@ -493,11 +493,39 @@ class _Generator(ElementCode):
             w.close()
             w.close()
 
+    def each_accumulator(self, body) -> None:
+        """The loops over the work-item's elements of C, ``body(acc, at)`` in them (``acc``: the element,
+        ``at``: its place in the block, row-major); ``ElementCode.slice_sums`` writes through it. A
+        complex element is held in a variable of its own while the body runs, then put back into its
+        accumulators (with the 3M method as rr, ii = 0 and ss, whose re and im are the element's)."""
+        w = self.out
+        self.unrolled("i", "TILES_M")
+        self.unrolled("j", "TILES_N")
+        self.unrolled("h", "MMA_M / 8")
+        self.unrolled("c", "2")
+        w("const int r = 2 * h + c;",
+          "const int at = (warp_row + i * MMA_M + 8 * h + g) * BLOCK_COLS + warp_col + j * MMA_N + 2 * t + c;")
+        if not self.dt.is_complex:
+            w(*body("acc[i][j][r]", "at"))
+        elif self.three_m:
+            w("elem v = (elem)(acc_rr[i][j][r] - acc_ii[i][j][r], acc_ss[i][j][r] - acc_rr[i][j][r] - acc_ii[i][j][r]);",
+              *body("v", "at"),
+              "acc_rr[i][j][r] = v.x;",
+              "acc_ii[i][j][r] = 0;",
+              "acc_ss[i][j][r] = v.x + v.y;")
+        else:
+            w("elem v = (elem)(acc_re[i][j][r], acc_im[i][j][r]);", *body("v", "at"),
+              "acc_re[i][j][r] = v.x;", "acc_im[i][j][r] = v.y;")
+        for _ in range(4):
+            w.close()
+
     def epilogue(self) -> None:
         dt, w = self.dt, self.out
         sw = self.vw
         vec = self.vtype(sw)
         self.widths.add(sw)
+        if self.summed:
+            self.slice_sums(self.each_accumulator, width=1)
         w("// C = alpha * acc + beta * C; with beta == 0, C is not read",
           f"const bool beta_zero = {self.beta_is_zero()};")
         self.unrolled("i", "TILES_M")
@@ -700,9 +728,12 @@ class _Generator(ElementCode):
 
 
 @lru_cache(maxsize=256)
-def render(params: MmaParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False) -> KernelSource:
+def render(params: MmaParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False,
+           summed: bool = False) -> KernelSource:
     """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges, ``stream`` the
-    stream-K schedule."""
+    stream-K schedule, ``summed`` K slices added up in the kernel (guarded only)."""
+    if summed and (stream or not guarded):
+        raise ConfigError("K slices are summed in the kernel by its guarded, tile-per-work-group form only")
     dt = get_dtype(dtype)
     problem = params.malformed()
     if problem:
@@ -710,6 +741,6 @@ def render(params: MmaParams, dtype: Dtype | str, guarded: bool = True, stream: 
     problem = params.dtype_problem(dt)
     if problem:
         raise ConfigError(problem)
-    return KernelSource(name=KERNEL_NAME, source=_Generator(params, dt, guarded, stream).generate(),
+    return KernelSource(name=KERNEL_NAME, source=_Generator(params, dt, guarded, stream, summed).generate(),
                         options=params.build_options, local_size=(WARP * params.warps_n, params.warps_m),
                         block=(params.block_rows, params.block_cols, params.tile_k))
