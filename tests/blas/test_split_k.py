@@ -199,6 +199,29 @@ def test_the_tensor_core_family_sums_its_slices_too(ctx, letter, method, layout,
         assert plan.summed and len(plan.launches()) == 1 + conjugated
 
 
+@pytest.mark.parametrize("params,letter", [(LOCAL, "s"), (dataclasses.replace(LOCAL, layout="TT"), "z"), (MMA, "d")])
+def test_a_whole_product_split_in_slices_is_summed_by_the_unguarded_kernel(ctx, params, letter):
+    """Whole blocks and slices, A and B aligned where they lie: the kernel that adds its slices up is the
+    unguarded one (its wide loads, no edge tests), one launch; right on a NaN-poisoned C, the same bits
+    twice. One row more, and it is guarded."""
+    dt, slices = DTYPES[letter], 4
+    m, n, k = 2 * params.block_rows, 3 * params.block_cols, 2 * slices * params.tile_k
+    trans = tuple("T" if letter == "T" else "N" for letter in params.layout)
+    problem = GemmProblem.dense(dt, m, n, k, *(Op.from_letter(t, "t") for t in trans))
+    plan = gemm_plan(ctx, problem, params, split_k=slices)
+    assert plan.summed and not plan.guarded and not plan.c_temp and len(plan.launches()) == 1
+    rng = np.random.default_rng(slices)
+    a = random_matrix(rng, dt, (k, m) if trans[0] == "T" else (m, k))
+    b = random_matrix(rng, dt, (n, k) if trans[1] == "T" else (k, n))
+    results = two_runs(ctx, plan, a, b, 0.5)
+    wide = dt.reference_numpy
+    reference = 0.5 * ((a.T if trans[0] == "T" else a).astype(wide) @ (b.T if trans[1] == "T" else b).astype(wide))
+    assert relative_error(results[0], reference) < dt.tolerance and results[0].tobytes() == results[1].tobytes()
+    run_and_check(ctx, params, dt, m, n, k, *trans, 1.5, 0.5, "auto", rng, split_k=slices)
+    ragged = GemmProblem.dense(dt, m + 1, n, k, *(Op.from_letter(t, "t") for t in trans))
+    assert gemm_plan(ctx, ragged, params, split_k=slices).guarded
+
+
 def test_an_nvidia_device_builds_the_summing_kernel_with_a_fence_for_the_whole_device(ctx, monkeypatch):
     """NVIDIA's OpenCL compiles ``mem_fence`` to a fence for the work-group alone (PTX ``membar.cta``):
     there the kernel that adds its slices up is built with ``PTX_FENCE`` defined, which makes its fences

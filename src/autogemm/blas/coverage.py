@@ -23,6 +23,9 @@ SUMMED_MIN_DEPTH = 64
 #: The elements of partial sums (slices x a block of C) the work-group that adds a tile's slices up reads
 #: at most: beyond, one work-group's reads take longer than the merge kernel's launch.
 SUMMED_MAX_ELEMENTS = 2**16
+#: ... and of all its blocks, at most this many (slices x C): beyond, writing and reading the partial sums
+#: takes longer than the idle compute units the split fills would have.
+SUMMED_MAX_PARTIALS = 2**20
 #: Stream-K is worth trying where the tiles' waves keep less than this share of the compute units busy,
 #: in at most ``STREAM_MAX_WAVES`` waves (beyond, the last wave's idle units matter little).
 STREAM_BELOW_SHARE = 0.9
@@ -95,7 +98,8 @@ def split_counts(params: KernelParams, problem: GemmProblem, compute_units: int)
     if count < compute_units:
         deepest = problem.k // shallowest_slice(params.tile_k, False)
         if sums_slices(params, problem):
-            deepest = max(deepest, min(problem.k // shallowest_slice(params.tile_k, True), most_summed(params)))
+            summed = min(problem.k // shallowest_slice(params.tile_k, True), most_summed(params, problem))
+            deepest = max(deepest, summed)
         deepest = min(MAX_SLICES, deepest)
         splits = [2**i for i in range(1, deepest.bit_length()) if 2**i <= deepest]
     if busy_share(count, compute_units) < STREAM_BELOW_SHARE and count <= STREAM_MAX_WAVES * compute_units:
@@ -110,12 +114,15 @@ def auto_slices(params: KernelParams, problem: GemmProblem, compute_units: int, 
             or (not summed and problem.m * problem.n * problem.k < SPLIT_MIN_WORK)):
         return 1
     return split_count(blocks(params, problem), compute_units, problem.k, params.tile_k, summed,
-                       most_summed(params) if summed else MAX_SLICES)
+                       most_summed(params, problem) if summed else MAX_SLICES)
 
 
-def most_summed(params: KernelParams) -> int:
-    """The most K slices of a block of ``params`` a kernel adds up itself (``SUMMED_MAX_ELEMENTS``)."""
-    return max(1, SUMMED_MAX_ELEMENTS // (params.block_rows * params.block_cols))
+def most_summed(params: KernelParams, problem: GemmProblem) -> int:
+    """The most K slices of ``problem`` a kernel of ``params`` adds up itself (``SUMMED_MAX_ELEMENTS`` per
+    block, ``SUMMED_MAX_PARTIALS`` in all)."""
+    block = params.block_rows * params.block_cols
+    return max(1, min(SUMMED_MAX_ELEMENTS // block,
+                      SUMMED_MAX_PARTIALS // (c_blocks(params, problem.m, problem.n) * block)))
 
 
 def can_sum_slices(params: KernelParams, problem: GemmProblem) -> bool:

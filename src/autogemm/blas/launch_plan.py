@@ -311,7 +311,9 @@ class LaunchPlan(Routing):
         """What the GEMM kernel's launch takes that no call changes: its size arguments, the layer
         strides, its global and local sizes."""
         pr = self.problem
-        dims = (pr.m, pr.n, pr.k) if self.guarded else (self.padded_m, self.padded_n, self.padded_k // self.slices)
+        # (a kernel that sums its slices takes the whole K and finds its slice's depth itself)
+        depth = self.padded_k if self.summed else self.padded_k // self.slices
+        dims = (pr.m, pr.n, pr.k) if self.guarded else (self.padded_m, self.padded_n, depth)
         local = self.kernel_source.local_size
         if self.partition:
             global_size = (self.partition.launched * local[0], local[1], 1)

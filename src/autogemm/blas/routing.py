@@ -10,8 +10,9 @@ Per shape the routing chooses between two ways of handling edges, both exact:
   unless their layout differs from the kernel's or they must be conjugated (then they are packed).
   ``edge='auto'`` guards small products, and those whose K is shorter than one K step where both
   operands can then be read in place (padding K would pack both: two launches, on a product bound by
-  writing C). A guarded product split in K slices is added up by the kernel itself where its family
-  ``sums_slices`` (``summed``): one launch, its partial sums in a temporary of the plan's;
+  writing C). A small product split in K slices is added up by the kernel itself where its family
+  ``sums_slices`` (``summed``): one launch, its partial sums in a temporary of the plan's, guarded unless
+  every block and slice is whole (then the unguarded kernel reads A and B where they lie);
 - padded: operands are packed into zero-padded whole tiles, aligned for wide vector access, and the
   unguarded kernel runs on them; a C that is not whole is computed into a padded temporary and merged.
 Operands read through images are always packed (images are filled from a packed buffer).
@@ -101,12 +102,13 @@ class Routing:
         self.k_step = params.tile_k * self.slices
         # the kernel writes C in the compute type: a C stored otherwise is rounded into by the merge
         self.c_converted = self.dtype.output.numpy != self.dtype.scalar_numpy
-        self.guarded = (self.slices == 1 or can_sum_slices(params, problem)) and self._choose_guarded(edge)
-        #: the slices of a split are added up by the kernel (guarded), not by a merge into C
-        self.summed = self.guarded and self.slices > 1
+        #: the slices of a split are added up by the kernel, not by a merge into C
+        self.summed = self.slices > 1 and can_sum_slices(params, problem) and self._choose_summed(edge)
+        self.guarded = (self.slices == 1 or self.summed) and self._choose_guarded(edge)
         self.padded_m, self.padded_n, self.padded_k = self._padded_sizes()
         self.staging = {name: self._route(name) for name in ("A", "B")}
-        self.c_temp = self.c_converted or (not self.guarded and (self.slices > 1 or not self._in_place_whole("C")))
+        self.c_temp = self.c_converted or (not self.guarded and ((self.slices > 1 and not self.summed)
+                                                                 or not self._in_place_whole("C")))
         self.partition = (StreamPartition.of(self.padded_m // params.block_rows * (self.padded_n // params.block_cols),
                                              self.padded_k // params.tile_k, compute_units)
                           if self.stream else None)
@@ -145,13 +147,20 @@ class Routing:
         outer = pr.m % p.block_rows if name == "A" else pr.n % p.block_cols
         return self._readable_in_place(name) and outer == 0 and pr.k % self.k_step == 0
 
+    def _choose_summed(self, edge: str) -> bool:
+        """Whether the kernel adds the slices up (where its family can): guarded, always; padded, never;
+        by default, as ``sums_slices`` says, in as many slices as it adds up at most."""
+        if edge != "auto":
+            return edge == "guard"
+        return sums_slices(self.params, self.problem) and self.slices <= most_summed(self.params, self.problem)
+
     def _choose_guarded(self, edge: str) -> bool:
         if edge != "auto":
             return edge == "guard"
-        if self.slices > 1:         # (a family that sums them: where the slices would be summed by default)
-            return sums_slices(self.params, self.problem) and self.slices <= most_summed(self.params)
         if all(self._in_place_whole(x) for x in ("A", "B", "C")):
-            return False
+            return False        # (summed slices too: whole ones, unguarded)
+        if self.slices > 1:     # (summed: the slices of a product read where it lies)
+            return True
         pr = self.problem
         if pr.m * pr.n * pr.k < self.pad_from:
             return True

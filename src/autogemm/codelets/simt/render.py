@@ -16,7 +16,7 @@ elements after the last's. The plan uses them for split K (layer s reads the K s
 through buffers, not images, into its own slice of a temporary C that a helper kernel then adds up) and
 for strided batches (one product per layer). With one layer this is the plain product. Rendered for
 stream-K (``codelets.stream_k``), the body runs once per unit of work a work-group takes. Rendered with
-``summed`` (guarded only), the layers are K slices read in place, which the kernel adds up itself
+``summed`` (not under stream-K), the layers are K slices read in place, which the kernel adds up itself
 (``ElementCode.slice_sums``): a split product in one launch, no temporary C, no merge.
 """
 
@@ -361,8 +361,8 @@ def render(params: SimtParams, dtype: Dtype | str, guarded: bool = True, stream:
         raise ConfigError(problem)
     if stream and (params.image_a or params.image_b):
         raise ConfigError("stream-K reads its operands from buffers; this configuration uses images")
-    if summed and (stream or not guarded):
-        raise ConfigError("K slices are summed in the kernel by its guarded, tile-per-work-group form only")
+    if summed and stream:
+        raise ConfigError("K slices are summed in the kernel by its tile-per-work-group form only")
     source = _Generator(params, dt, guarded, stream, summed).generate()
     return KernelSource(
         name=KERNEL_NAME,

@@ -136,8 +136,8 @@ class _Generator(ElementCode):
 def render(params: SubgroupParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False,
            summed: bool = False) -> KernelSource:
     """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges, ``stream`` the
-    stream-K schedule, ``summed`` K slices added up in the kernel (guarded only)."""
-    if summed and (stream or not guarded):
-        raise ConfigError("K slices are summed in the kernel by its guarded, tile-per-work-group form only")
+    stream-K schedule, ``summed`` K slices added up in the kernel (not under stream-K)."""
+    if summed and stream:
+        raise ConfigError("K slices are summed in the kernel by its tile-per-work-group form only")
     return buffer_kernel(params, lambda: _Generator(params, get_dtype(dtype), guarded, stream, summed).generate(),
                          (params.subgroup, params.wg_rows), KERNEL_NAME)
