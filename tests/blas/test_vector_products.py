@@ -12,6 +12,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from limits import set_thresholds
 
 import autogemm
@@ -186,3 +188,47 @@ def test_what_the_gemv_does_not_compute_stays_a_gemm(ctx, routed):
     autogemm.gemm_batched(stack, x, device=ctx.device)                            # a batch
     autogemm.gemm(a, random_matrix(RNG, DTYPES["s"], (16, MAX_VECTORS + 1)), device=ctx.device)
     assert routed == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(layout=st.sampled_from("NT"), wg_x=st.sampled_from((1, 8, 32, 64, 256)), wg_y=st.sampled_from((1, 2, 8)),
+       per_item=st.sampled_from((1, 2, 4, 8)), unroll=st.sampled_from((1, 2, 8)),
+       vector_block=st.sampled_from((1, 4, 8, 16)),
+       outputs=st.integers(1, 5000), reduction=st.integers(1, 5000), vectors=st.integers(1, MAX_VECTORS))
+def test_a_class_configuration_is_fitted_to_a_narrower_problem(layout, wg_x, wg_y, per_item, unroll, vector_block,
+                                                               outputs, reduction, vectors):
+    """``GemvParams.fitted``: well formed, the same work-group size, no more passes over A for the
+    vectors; a work-group covers less than twice the outputs unless it cannot shrink further; along a
+    short reduction fewer work-items, never below 8."""
+    params = GemvParams(layout, wg_x, wg_y, per_item, unroll, 4, vectors=vector_block)
+    fitted = params.fitted(outputs, reduction, vectors)
+    assert fitted.malformed() is None and fitted.work_group_size == params.work_group_size
+    assert -(-vectors // fitted.vectors) <= -(-vectors // params.vectors)
+    across, along = (fitted.wg_x, fitted.wg_y) if layout == "T" else (fitted.wg_y, fitted.wg_x)
+    assert fitted.outputs_per_group < 2 * outputs or (fitted.per_item == 1 and (across == 1 or along == 256))
+    assert along >= min(8, params.wg_y if layout == "T" else params.wg_x)
+
+
+@pytest.mark.parametrize("layout", ["N", "T"])
+def test_a_fitted_configuration_computes_a_narrow_product_right(ctx, layout):
+    """A wide class configuration fitted to 10 vectors over 60 outputs and a short reduction computes the
+    product right (one pass over A for all 10)."""
+    dt = DTYPES["d"]
+    m, n, k = 10, 60, 155
+    tb = "T" if layout == "N" else "N"
+    problem = GemmProblem.dense(dt, m, n, k, Op(), Op(tb == "T"))
+    route = as_vectors(problem)
+    assert route is not None and route.matrix_is_b and route.gemv.vectors == 10
+    params = GemvParams(layout, 64, 2, 4, 8, 4, vectors=8).fitted(route.gemv.outputs, route.gemv.reduction, 10)
+    assert params.vectors == 16 and params != GemvParams(layout, 64, 2, 4, 8, 4, vectors=8)
+    a, b, product = _operands(dt, m, n, k, "N", tb)
+    c = np.full((m, n), np.nan)
+    plan = VectorsPlan(ctx, problem, route, params)
+    mf = cl.mem_flags
+    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x) for x in (a, b, c)]
+    try:
+        plan.enqueue(*buffers)
+        cl.enqueue_copy(ctx.queue, c, buffers[2]).wait()
+    finally:
+        plan.release()
+    assert relative_error(c, product) < tolerance(dt, k)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ..fields import FamilyParams, choices_problem
@@ -65,6 +65,31 @@ class GemvParams(FamilyParams):
         choices = {"layout": LAYOUTS, "wg_x": WORK_GROUP_DIMS, "wg_y": WORK_GROUP_DIMS, "per_item": PER_ITEM,
                    "unroll": UNROLLS, "waves": WAVES, "vectors": VECTORS}
         return choices_problem(self, choices) or build_options_problem(self.build_options)
+
+    def fitted(self, outputs: int, reduction: int, vectors: int) -> GemvParams:
+        """This configuration shaped to a problem of ``outputs``, a ``reduction`` that long and ``vectors``
+        right-hand sides, so that its work-items compute no outputs and read no vectors past the problem's
+        (a size class's configuration met a narrower one): vectors in one pass over A where 16 hold them
+        (as many fewer outputs per work-item as there are more vectors), outputs per work-item and work-items across
+        outputs halved while half of them cover the problem, and along a reduction shorter than one step
+        of the work-group fewer work-items there and more across outputs (the same work-group size)."""
+        across_x = self.layout == "T"           # (T: a row of the work-group covers outputs)
+        wg = {"x": self.wg_x, "y": self.wg_y}
+        out_dim, red_dim = ("x", "y") if across_x else ("y", "x")
+        per_item, block = self.per_item, self.vectors
+        if block < vectors <= VECTORS[-1]:
+            block = next(v for v in VECTORS if v >= vectors)
+            per_item = max(1, per_item * self.vectors // block)
+        while per_item > 1 and per_item * wg[out_dim] >= 2 * outputs:
+            per_item //= 2
+        while wg[out_dim] > 1 and wg[out_dim] >= 2 * outputs and wg[red_dim] < WORK_GROUP_DIMS[-1]:
+            wg[out_dim] //= 2
+            wg[red_dim] *= 2
+        while (wg[red_dim] > 8 and wg[red_dim] * self.unroll > reduction and wg[out_dim] < WORK_GROUP_DIMS[-1]
+               and per_item * wg[out_dim] < outputs):
+            wg[red_dim] //= 2
+            wg[out_dim] *= 2
+        return replace(self, wg_x=wg["x"], wg_y=wg["y"], per_item=per_item, vectors=block)
 
     def describe(self) -> str:
         """A one-line summary, e.g. ``gemv N wg32x8 per2 unroll4 waves2`` (``vec8`` with vectors 8)."""
