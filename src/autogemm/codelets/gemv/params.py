@@ -69,15 +69,21 @@ class GemvParams(FamilyParams):
     def fitted(self, outputs: int, reduction: int, vectors: int) -> GemvParams:
         """This configuration shaped to a problem of ``outputs``, a ``reduction`` that long and ``vectors``
         right-hand sides, so that its work-items compute no outputs and read no vectors past the problem's
-        (a size class's configuration met a narrower one): vectors in one pass over A where 16 hold them
-        (as many fewer outputs per work-item as there are more vectors), outputs per work-item and work-items across
-        outputs halved while half of them cover the problem, and along a reduction shorter than one step
-        of the work-group fewer work-items there and more across outputs (the same work-group size)."""
+        (a size class's configuration met a narrower one): under layout T, vectors in one pass over A
+        where 16 hold them (as many fewer outputs per work-item as there are more vectors; under N the
+        larger partial sums the work-group adds cost more than a second pass); outputs per work-item and
+        work-items across outputs halved while half of them cover the problem; along a reduction shorter
+        than one step of the work-group, fewer work-items there and more across outputs (the same
+        work-group size). A problem of one vector keeps the configuration as it is: its classes were
+        measured on such problems, and a shorter reduction step would split a short reduction in two
+        launches."""
+        if vectors == 1:
+            return self
         across_x = self.layout == "T"           # (T: a row of the work-group covers outputs)
         wg = {"x": self.wg_x, "y": self.wg_y}
         out_dim, red_dim = ("x", "y") if across_x else ("y", "x")
         per_item, block = self.per_item, self.vectors
-        if block < vectors <= VECTORS[-1]:
+        if across_x and block < vectors <= VECTORS[-1]:
             block = next(v for v in VECTORS if v >= vectors)
             per_item = max(1, per_item * self.vectors // block)
         while per_item > 1 and per_item * wg[out_dim] >= 2 * outputs:
