@@ -68,24 +68,18 @@ class GemvParams(FamilyParams):
 
     def fitted(self, outputs: int, reduction: int, vectors: int) -> GemvParams:
         """This configuration shaped to a problem of ``outputs``, a ``reduction`` that long and ``vectors``
-        right-hand sides, so that its work-items compute no outputs and read no vectors past the problem's
-        (a size class's configuration met a narrower one): under layout T, vectors in one pass over A
-        where 16 hold them (as many fewer outputs per work-item as there are more vectors; under N the
-        larger partial sums the work-group adds cost more than a second pass); outputs per work-item and
-        work-items across outputs halved while half of them cover the problem; along a reduction shorter
-        than one step of the work-group, fewer work-items there and more across outputs (the same
-        work-group size). A problem of one vector keeps the configuration as it is: its classes were
-        measured on such problems, and a shorter reduction step would split a short reduction in two
-        launches."""
+        right-hand sides (a size class's configuration met a narrower problem), its work-group size and
+        vectors kept: outputs per work-item and work-items across outputs halved while half of them cover
+        the problem; along a reduction shorter than one step of the work-group, fewer work-items there
+        and more across outputs. A problem of one vector keeps the configuration as it is: its classes
+        were measured on such problems, and a shorter reduction step would split a short reduction in
+        two launches. (More vectors per work-item, for one pass over A, ran faster on the H200 as often
+        as slower: the vectors stay as tuned.)"""
         if vectors == 1:
             return self
-        across_x = self.layout == "T"           # (T: a row of the work-group covers outputs)
         wg = {"x": self.wg_x, "y": self.wg_y}
-        out_dim, red_dim = ("x", "y") if across_x else ("y", "x")
-        per_item, block = self.per_item, self.vectors
-        if across_x and block < vectors <= VECTORS[-1]:
-            block = next(v for v in VECTORS if v >= vectors)
-            per_item = max(1, per_item * self.vectors // block)
+        out_dim, red_dim = ("x", "y") if self.layout == "T" else ("y", "x")
+        per_item = self.per_item
         while per_item > 1 and per_item * wg[out_dim] >= 2 * outputs:
             per_item //= 2
         while wg[out_dim] > 1 and wg[out_dim] >= 2 * outputs and wg[red_dim] < WORK_GROUP_DIMS[-1]:
@@ -95,7 +89,7 @@ class GemvParams(FamilyParams):
                and per_item * wg[out_dim] < outputs):
             wg[red_dim] //= 2
             wg[out_dim] *= 2
-        return replace(self, wg_x=wg["x"], wg_y=wg["y"], per_item=per_item, vectors=block)
+        return replace(self, wg_x=wg["x"], wg_y=wg["y"], per_item=per_item)
 
     def describe(self) -> str:
         """A one-line summary, e.g. ``gemv N wg32x8 per2 unroll4 waves2`` (``vec8`` with vectors 8)."""
