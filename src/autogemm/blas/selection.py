@@ -184,7 +184,8 @@ def choose_gemv_params(device: Device, problem: GemvProblem) -> Selection:
     the best one that passes ``check`` of the class of the problem's layout nearest to it in shape
     (outputs, reduction length and right-hand sides, in log scale; a class's third dimension is its
     vectors), among those tuned with several vectors for a problem of several, ``fitted`` to the problem
-    (where the fitted one does not pass, as it is); else the default."""
+    unless measured on that very shape (where the fitted one does not pass, as it is); else the
+    default."""
     dt, layout = problem.dtype, problem.layout
     profile = profile_for(device)
     if profile is not None:
@@ -198,9 +199,11 @@ def choose_gemv_params(device: Device, problem: GemvProblem) -> Selection:
         entries = sorted(profile.gemv_entries(dt.key, layout),
                          key=lambda e: ((e.shape[2] > 1) != (problem.vectors > 1), distance(e)))
         for entry in entries:
+            measured_here = distance(entry) == 0        # (``tune --shapes`` measured it on this very shape)
             for ranked in entry.ranked:
-                for config in dict.fromkeys((ranked.config.fitted(problem.outputs, problem.reduction,
-                                                                  problem.vectors), ranked.config)):
+                fitted = ranked.config if measured_here else \
+                    ranked.config.fitted(problem.outputs, problem.reduction, problem.vectors)
+                for config in dict.fromkeys((fitted, ranked.config)):
                     if gemv_codelet.check(config, device, dt) is None and verified_in(device, profile, config, dt):
                         return Selection(config, f"profile {profile.device_fingerprint} {entry.name}")
     return Selection(default_gemv_params(device, dt, layout, problem.vectors), "default")
