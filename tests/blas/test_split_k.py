@@ -199,14 +199,15 @@ def test_the_tensor_core_family_sums_its_slices_too(ctx, letter, method, layout,
         assert plan.summed and len(plan.launches()) == 1 + conjugated
 
 
-@pytest.mark.parametrize("params,letter", [(LOCAL, "s"), (dataclasses.replace(LOCAL, layout="TT"), "z"), (MMA, "d")])
+@pytest.mark.parametrize("params,letter", [(LOCAL, "s"), (dataclasses.replace(LOCAL, layout="TT"), "z"), (MMA, "d"),
+                                           (dataclasses.replace(MMA, layout="TN", complex_method="3m"), "z")])
 def test_a_whole_product_split_in_slices_is_summed_by_the_unguarded_kernel(ctx, params, letter):
     """Whole blocks and slices, A and B aligned where they lie: the kernel that adds its slices up is the
     unguarded one (its wide loads, no edge tests), one launch; right on a NaN-poisoned C, the same bits
     twice. One row more, and it is guarded."""
     dt, slices = DTYPES[letter], 4
     m, n, k = 2 * params.block_rows, 3 * params.block_cols, 2 * slices * params.tile_k
-    trans = tuple("T" if letter == "T" else "N" for letter in params.layout)
+    trans = tuple(params.layout)
     problem = GemmProblem.dense(dt, m, n, k, *(Op.from_letter(t, "t") for t in trans))
     plan = gemm_plan(ctx, problem, params, split_k=slices)
     assert plan.summed and not plan.guarded and not plan.c_temp and len(plan.launches()) == 1
@@ -220,6 +221,20 @@ def test_a_whole_product_split_in_slices_is_summed_by_the_unguarded_kernel(ctx, 
     run_and_check(ctx, params, dt, m, n, k, *trans, 1.5, 0.5, "auto", rng, split_k=slices)
     ragged = GemmProblem.dense(dt, m + 1, n, k, *(Op.from_letter(t, "t") for t in trans))
     assert gemm_plan(ctx, ragged, params, split_k=slices).guarded
+
+
+def test_a_kernel_adds_up_at_most_so_many_partial_sums_in_all(ctx, monkeypatch):
+    """``SUMMED_MAX_PARTIALS``: slices x C of a summed split stay within it (beyond, their traffic costs more
+    than the idle units the split fills); a C that alone fills it is not split below ``SPLIT_MIN_WORK``."""
+    from autogemm.blas.coverage import SUMMED_MAX_PARTIALS, most_summed
+
+    monkeypatch.setattr(ctx, "device", dataclasses.replace(ctx.device, compute_units=4096))
+    for m, n in ((64, 64), (512, 512), (1024, 1024)):
+        problem = GemmProblem.dense(DTYPES["s"], m, n, 512)       # (under SPLIT_MIN_WORK)
+        plan = gemm_plan(ctx, problem, LOCAL)
+        padded = -(-m // LOCAL.block_rows) * LOCAL.block_rows * -(-n // LOCAL.block_cols) * LOCAL.block_cols
+        assert plan.slices * padded <= max(SUMMED_MAX_PARTIALS, padded) and plan.slices <= most_summed(LOCAL, problem)
+        assert (plan.slices > 1) == (2 * padded <= SUMMED_MAX_PARTIALS) and plan.summed == (plan.slices > 1)
 
 
 def test_an_nvidia_device_builds_the_summing_kernel_with_a_fence_for_the_whole_device(ctx, monkeypatch):

@@ -197,11 +197,12 @@ def test_what_the_gemv_does_not_compute_stays_a_gemm(ctx, routed):
        outputs=st.integers(1, 5000), reduction=st.integers(1, 5000), vectors=st.integers(1, MAX_VECTORS))
 def test_a_class_configuration_is_fitted_to_a_narrower_problem(layout, wg_x, wg_y, per_item, unroll, vector_block,
                                                                outputs, reduction, vectors):
-    """``GemvParams.fitted``: a problem of one vector keeps its configuration; else well formed, the same
+    """``GemvParams.fitted_to``: a problem of one vector keeps its configuration; else well formed, the same
     work-group size and vectors, no more outputs per work-item; a work-group covers less than twice the
-    outputs unless it cannot shrink further; along a short reduction fewer work-items, never below 8."""
+    outputs unless it cannot shrink further; along a short reduction fewer work-items, never below 8,
+    and never more steps along it (each could be a work-group of a split: another launch)."""
     params = GemvParams(layout, wg_x, wg_y, per_item, unroll, 4, vectors=vector_block)
-    fitted = params.fitted(outputs, reduction, vectors)
+    fitted = params.fitted_to(outputs, reduction, vectors)
     if vectors == 1:
         assert fitted == params
         return
@@ -209,7 +210,9 @@ def test_a_class_configuration_is_fitted_to_a_narrower_problem(layout, wg_x, wg_
     assert fitted.vectors == params.vectors and fitted.per_item <= params.per_item
     across, along = (fitted.wg_x, fitted.wg_y) if layout == "T" else (fitted.wg_y, fitted.wg_x)
     assert fitted.outputs_per_group < 2 * outputs or (fitted.per_item == 1 and (across == 1 or along == 256))
-    assert along >= min(8, params.wg_y if layout == "T" else params.wg_x)
+    before = params.wg_y if layout == "T" else params.wg_x
+    assert along >= min(8, before)
+    assert -(-reduction // (along * unroll)) <= -(-reduction // (before * unroll))      # no new split of it
 
 
 @pytest.mark.parametrize("layout", ["N", "T"])
@@ -222,7 +225,7 @@ def test_a_fitted_configuration_computes_a_narrow_product_right(ctx, layout):
     problem = GemmProblem.dense(dt, m, n, k, Op(), Op(tb == "T"))
     route = as_vectors(problem)
     assert route is not None and route.matrix_is_b and route.gemv.vectors == 10
-    params = GemvParams(layout, 64, 2, 4, 8, 4, vectors=8).fitted(route.gemv.outputs, route.gemv.reduction, 10)
+    params = GemvParams(layout, 64, 2, 4, 8, 4, vectors=8).fitted_to(route.gemv.outputs, route.gemv.reduction, 10)
     assert params.vectors == 8 and params != GemvParams(layout, 64, 2, 4, 8, 4, vectors=8)
     a, b, product = _operands(dt, m, n, k, "N", tb)
     c = np.full((m, n), np.nan)

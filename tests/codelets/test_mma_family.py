@@ -351,3 +351,18 @@ def test_a_configuration_in_another_layout_keeps_its_tiles_and_is_well_formed(la
     assert (twin.block_rows, twin.block_cols, twin.tile_k) == (fast.block_rows, fast.block_cols, fast.tile_k)
     assert twin == (fast if layout == "NT" else dataclasses.replace(fast, layout=layout, copy="registers", stages=2))
     assert SMALL.in_layout(layout) == dataclasses.replace(SMALL, layout=layout)
+
+
+def test_a_small_product_takes_the_fast_copies_tiles_in_its_stored_layout(ctx):
+    """``selection.read_as_stored``: a small product stored NN, given a configuration whose asynchronous
+    copies read NT only, takes its tiles in NN through registers (one launch, no packs) rather than
+    packing A and B for the NT kernel; a large one keeps the configuration as chosen."""
+    from autogemm.blas import GemmProblem
+    from autogemm.blas.selection import Selection, read_as_stored
+
+    fast = dataclasses.replace(SMALL, copy="async", stages=3)
+    chosen = Selection(fast, "default")
+    small = read_as_stored(chosen, ctx.device, GemmProblem.dense(DTYPES["d"], 40, 30, 50))
+    assert small.params == fast.in_layout("NN") and small.params.copy == "registers" and "as stored" in small.source
+    large = GemmProblem.dense(DTYPES["d"], 4096, 4096, 4096)
+    assert read_as_stored(chosen, ctx.device, large).params == fast

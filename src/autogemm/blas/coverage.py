@@ -126,7 +126,7 @@ def most_summed(params: KernelParams, problem: GemmProblem) -> int:
 
 
 def can_sum_slices(params: KernelParams, problem: GemmProblem) -> bool:
-    """Whether the guarded kernel of ``params`` can add the K slices of ``problem`` up itself: its family's
+    """Whether the kernel of ``params`` can add the K slices of ``problem`` up itself: its family's
     kernels do so, one product, no images, C in the type the kernel computes in."""
     return (family_of(params).sums_slices and problem.batch <= 1 and not (params.image_a or params.image_b)
             and problem.dtype.output.numpy == problem.dtype.scalar_numpy)

@@ -177,7 +177,7 @@ class LaunchPlan(Routing):
         for name in ("A", "B"):
             st = self.staging[name]
             if self.slices > 1 or self.stream:
-                depth = self.padded_k // self.slices if self.slices > 1 else self.params.tile_k
+                depth = self.slice_k if self.slices > 1 else self.params.tile_k
                 k_contiguous = (self._letter(name) == "N") == (name == "A")
                 strides[name] = depth if k_contiguous else depth * (st.dst_ld if st.packed else pr.ld(name))
             elif st.packed:
@@ -312,8 +312,8 @@ class LaunchPlan(Routing):
         strides, its global and local sizes."""
         pr = self.problem
         # (a kernel that sums its slices takes the whole K and finds its slice's depth itself)
-        depth = self.padded_k if self.summed else self.padded_k // self.slices
-        dims = (pr.m, pr.n, pr.k) if self.guarded else (self.padded_m, self.padded_n, depth)
+        k_given = self.padded_k if self.summed else self.slice_k
+        dims = (pr.m, pr.n, pr.k) if self.guarded else (self.padded_m, self.padded_n, k_given)
         local = self.kernel_source.local_size
         if self.partition:
             global_size = (self.partition.launched * local[0], local[1], 1)
@@ -341,7 +341,7 @@ class LaunchPlan(Routing):
         # a stream-K kernel that shares no tile writes no partial sum: C stands in for the temporary
         partials = ((target[0] if self.partials is None else self.partials, self.partition.groups)
                     if self.partition else
-                    (self.partials, self.arrivals, self.padded_k // self.slices) if self.summed else ())
+                    (self.partials, self.arrivals, self.slice_k) if self.summed else ())
         self._arguments.set(self.gemm_kernel, self._gemm_signature, *dims, kernel_alpha, kernel_beta,
                             *operands["A"], *operands["B"], *target, *strides, *partials)
         launches = [(self.gemm_kernel, global_size, local_size)]

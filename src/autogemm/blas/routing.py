@@ -113,6 +113,11 @@ class Routing:
                                              self.padded_k // params.tile_k, compute_units)
                           if self.stream else None)
 
+    @property
+    def slice_k(self) -> int:
+        """The K of one slice (all of the padded K for a product in one slice)."""
+        return self.padded_k // self.slices
+
     def _letter(self, name: str) -> str:
         return self.params.layout[0 if name == "A" else 1]
 

@@ -121,7 +121,7 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
 
 def read_as_stored(chosen: Selection, device: Device, problem: GemmProblem) -> Selection:
     """``chosen``, or for a product of fewer multiply-adds than the device's
-    ``Thresholds.in_place_multiply_adds`` the same configuration in the layout A and B are stored in (or,
+    ``Thresholds.in_place_multiply_adds`` its tiles in the layout A and B are stored in (``in_layout``; or,
     where its family has no such layout, in one that reads one more of them as stored), so that the
     kernel reads them where they lie: such a product takes the device less time than the host
     takes to launch a pack, and the device idles through the pack's launch. Kept where that configuration
@@ -150,7 +150,7 @@ def _usable_twin(device: Device, chosen: Selection, twin: KernelParams, dt: Dtyp
     class default is the codelet's own; a tensor-core default is verified like its twin."""
     profile = profile_for(device)
     if profile is not None and chosen.source.startswith("profile"):
-        return verified_in(device, profile, twin, dt)
+        return verified_in(device, profile, twin, dt, made_from=chosen.params)
     return chosen.source == "default" or verified_here(device, twin, dt, "a tensor-core default")
 
 
@@ -202,9 +202,10 @@ def choose_gemv_params(device: Device, problem: GemvProblem) -> Selection:
             measured_here = distance(entry) == 0        # (``tune --shapes`` measured it on this very shape)
             for ranked in entry.ranked:
                 fitted = ranked.config if measured_here else \
-                    ranked.config.fitted(problem.outputs, problem.reduction, problem.vectors)
+                    ranked.config.fitted_to(problem.outputs, problem.reduction, problem.vectors)
                 for config in dict.fromkeys((fitted, ranked.config)):
-                    if gemv_codelet.check(config, device, dt) is None and verified_in(device, profile, config, dt):
+                    if (gemv_codelet.check(config, device, dt) is None
+                            and verified_in(device, profile, config, dt, made_from=ranked.config)):
                         return Selection(config, f"profile {profile.device_fingerprint} {entry.name}")
     return Selection(default_gemv_params(device, dt, layout, problem.vectors), "default")
 

@@ -43,12 +43,14 @@ def verified_here(device: Device, config: Params, dtype: Dtype, origin: str, mea
     return not verdicts[key]
 
 
-def verified_in(device: Device, profile: Profile, config: Params, dtype: Dtype) -> bool:
+def verified_in(device: Device, profile: Profile, config: Params, dtype: Dtype, made_from: Params | None = None
+                ) -> bool:
     """``verified_here`` for a configuration of ``profile`` (the device's own, or a borrowed one; in the
     device's own, one of the entries taken over from a borrowed profile is verified like the borrowed
-    profile's: ``Profile.measured_on``)."""
+    profile's: ``Profile.measured_on``), or one ``made_from`` such a configuration (in another layout, or
+    fitted to a problem), verified like that one's."""
     return verified_here(device, config, dtype, f"of the profile of {profile.device_name}",
-                         profile.measured_on(config))
+                         profile.measured_on(made_from or config))
 
 
 #: What a verification that failed for want of memory or resources says: the configuration may compute

@@ -66,12 +66,13 @@ class GemvParams(FamilyParams):
                    "unroll": UNROLLS, "waves": WAVES, "vectors": VECTORS}
         return choices_problem(self, choices) or build_options_problem(self.build_options)
 
-    def fitted(self, outputs: int, reduction: int, vectors: int) -> GemvParams:
+    def fitted_to(self, outputs: int, reduction: int, vectors: int) -> GemvParams:
         """This configuration shaped to a problem of ``outputs``, a ``reduction`` that long and ``vectors``
         right-hand sides (a size class's configuration met a narrower problem), its work-group size and
         vectors kept: outputs per work-item and work-items across outputs halved while half of them cover
-        the problem; along a reduction shorter than one step of the work-group, fewer work-items there
-        and more across outputs. A problem of one vector keeps the configuration as it is: its classes
+        the problem; along a reduction shorter than half a step of the work-group, fewer work-items there
+        and more across outputs, the reduction still one step (a second would split it over work-groups
+        where outputs are few: another launch). A problem of one vector keeps the configuration as it is: its classes
         were measured on such problems, and a shorter reduction step would split a short reduction in
         two launches. (More vectors per work-item, for one pass over A, ran faster on the H200 as often
         as slower: the vectors stay as tuned.)"""
@@ -85,8 +86,8 @@ class GemvParams(FamilyParams):
         while wg[out_dim] > 1 and wg[out_dim] >= 2 * outputs and wg[red_dim] < WORK_GROUP_DIMS[-1]:
             wg[out_dim] //= 2
             wg[red_dim] *= 2
-        while (wg[red_dim] > 8 and wg[red_dim] * self.unroll > reduction and wg[out_dim] < WORK_GROUP_DIMS[-1]
-               and per_item * wg[out_dim] < outputs):
+        while (wg[red_dim] > 8 and wg[red_dim] // 2 * self.unroll >= reduction
+               and wg[out_dim] < WORK_GROUP_DIMS[-1] and per_item * wg[out_dim] < outputs):
             wg[red_dim] //= 2
             wg[out_dim] *= 2
         return replace(self, wg_x=wg["x"], wg_y=wg["y"], per_item=per_item)

@@ -173,9 +173,9 @@ class MmaParams(FamilyParams):
 
     def in_layout(self, layout: str) -> MmaParams:
         """This configuration reading ``layout``: asynchronous copies read layout NT only, so in another
-        its blocks come through registers (two stages at most)."""
+        its blocks come through registers, in two stages."""
         if self.copy == "async" and layout != "NT":
-            return replace(self, layout=layout, copy="registers", stages=min(self.stages, 2))
+            return replace(self, layout=layout, copy="registers", stages=2)
         return replace(self, layout=layout)
 
     def dtype_problem(self, dt: Dtype) -> str | None:

@@ -510,6 +510,7 @@ class _Generator(ElementCode):
         elif self.three_m:
             w("elem v = (elem)(acc_rr[i][j][r] - acc_ii[i][j][r], acc_ss[i][j][r] - acc_rr[i][j][r] - acc_ii[i][j][r]);",
               *body("v", "at"),
+              "// (put back as rr - ii and ss - rr - ii: the imaginary part rounded once more)",
               "acc_rr[i][j][r] = v.x;",
               "acc_ii[i][j][r] = 0;",
               "acc_ss[i][j][r] = v.x + v.y;")
