@@ -366,3 +366,59 @@ def test_a_small_product_takes_the_fast_copies_tiles_in_its_stored_layout(ctx):
     assert small.params == fast.in_layout("NN") and small.params.copy == "registers" and "as stored" in small.source
     large = GemmProblem.dense(DTYPES["d"], 4096, 4096, 4096)
     assert read_as_stored(chosen, ctx.device, large).params == fast
+
+
+@pytest.mark.parametrize("key", ["s.3xtf32", "c.3xtf32"])
+@pytest.mark.parametrize("edge", ["guard", "pad"])
+def test_3xtf32_keeps_float32s_infinities_nans_and_extremes(ctx, key, edge):
+    """Values 3xTF32 cannot split (inf, NaN, nonzero below 2^-115) send their block to float32, so inf and
+    NaN come out where a float32 product has them (splitting inf made inf - inf = NaN); a value within half
+    a TF32 place of float's largest is split toward zero, not rounded to inf; a row of values near 2^-126
+    keeps float32's accuracy. Elsewhere 3xTF32's."""
+    from gemm_check import two_runs
+
+    from autogemm.blas import GemmProblem, Op
+    from autogemm.blas.plans import gemm_plan
+
+    dt = DTYPES[key]
+    params = dataclasses.replace(SMALL, shape="m16n8k8", tile_k=16, warps_m=1, warps_n=2, tiles_n=1, layout="TN",
+                                 vector_width=1 if dt.is_complex else 2)
+    m, n, k = 40, 21, 37
+    rng = np.random.default_rng(12)
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    b = rng.uniform(0.5, 1, (k, n)).astype(np.float32)
+    a[3, 5], a[7, 2], a[10, 0] = np.inf, -np.inf, np.nan
+    a[12, 4] = np.nextafter(np.finfo(np.float32).max, 0, dtype=np.float32)     # rounds past the largest in TF32
+    a[15] *= np.float32(2.0**-126)                                               # a row below 2^-115
+    a_im = rng.uniform(-1, 1, (m, k)).astype(np.float32) * (np.arange(m) != 15)[:, None]
+    b_im = -0.5 * b
+
+    def product(x: np.ndarray, y: np.ndarray, x_im: np.ndarray, y_im: np.ndarray) -> np.ndarray:
+        """op(A) op(B) summing its terms in float32 (or, given float64, exactly), complex parts apart (a
+        BLAS's own treatment of inf, which may skip or reorder terms, is not the reference)."""
+        def dot(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+            return (u[:, :, None] * v[None, :, :]).sum(axis=1)
+
+        with np.errstate(invalid="ignore", over="ignore"):
+            if not dt.is_complex:
+                return dot(x, y)
+            out = np.empty((m, n), np.complex128)      # (1j * an infinite part would make its real part NaN)
+            out.real, out.imag = dot(x, y) - dot(x_im, y_im), dot(x, y_im) + dot(x_im, y)
+            return out
+
+    as_float32 = product(a, b, a_im, b_im)
+    want = product(*(x.astype(np.float64) for x in (a, b, a_im, b_im)))
+    if dt.is_complex:
+        a, b = (np.array(x, np.complex64) for x in (a, b))
+        a.imag, b.imag = a_im, b_im
+    problem = GemmProblem.dense(dt, m, n, k, Op.from_letter("T", "trans_a"), Op.from_letter("N", "trans_b"))
+    plan = gemm_plan(ctx, problem, params, edge)
+    got = two_runs(ctx, plan, np.ascontiguousarray(a.T), b, 1.0)[0]
+    for part in ((np.real, np.imag) if dt.is_complex else (np.real,)):
+        assert np.array_equal(np.isnan(part(got)), np.isnan(part(as_float32)))
+        assert np.array_equal(np.isinf(part(got)), np.isinf(part(as_float32)))
+        assert np.array_equal(np.sign(part(got))[np.isinf(part(got))], np.sign(part(as_float32))[np.isinf(part(got))])
+    finite = np.isfinite(want).all(axis=1)
+    scale = np.abs(a[finite]).astype(np.float64) @ np.abs(b).astype(np.float64)   # (|a| of a complex: its modulus)
+    error = np.abs(got[finite] - want[finite]) / scale
+    assert finite[12] and finite[15] and error.max() < 1e-6

@@ -100,6 +100,14 @@ class ElementCode:
             return f"load_1(A, lda, K, M, {k}, {row})"
         return f"load_1(A, lda, M, K, {row}, {k})"
 
+    def b_element(self, layout: str, k: str, col: str) -> str:
+        """A C expression: B's element at ``k`` and ``col`` (guarded as the kernel is), B stored as
+        ``layout`` says (T: N x K)."""
+        self.widths.add(1)
+        if layout[1] == "T":
+            return f"load_1(B, ldb, N, K, {col}, {k})"
+        return f"load_1(B, ldb, K, N, {k}, {col})"
+
     # ----- small expression helpers -------------------------------------------------------------
     def vtype(self, n: int) -> str:
         return "elem" if n == 1 else f"elems{n}"

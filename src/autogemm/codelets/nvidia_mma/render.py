@@ -91,6 +91,8 @@ class _Generator(ElementCode):
         self.matrices = params.loads == "ldmatrix"
         self.registers = self.shape.k_per_lane // self.operand.pack    # per row of 8, per instruction
         self.parts = ("re", "im") if dtype.is_complex else ("",)
+        #: 3xTF32: each operand value split into two TF32 parts (some cannot be: ``float32_redo``)
+        self.splits = self.operand.name == "tf32" and dtype.operand_splits == 2
         self.threads = params.work_group_size
 
     # ----- names -------------------------------------------------------------------------------
@@ -171,6 +173,12 @@ class _Generator(ElementCode):
         if self.operand.name == "tf32":
             w("// TF32 keeps 10 of float's 23 mantissa bits: the nearest such values (ties away from zero), as floats",
               f"#define TF32(x) as_float{self.lane_k}((as_uint{self.lane_k}(x) + 0x1000u) & 0xffffe000u)")
+            if self.splits:
+                w("// ... and toward zero: where the nearest is past float's largest (a finite product stays finite)",
+                  f"#define TF32_DOWN(x) as_float{self.lane_k}(as_uint{self.lane_k}(x) & 0xffffe000u)",
+                  "// a nonzero value below it leaves a remainder below float's normal range, where TF32 keeps fewer",
+                  "// of its bits than float does",
+                  "#define SPLIT_SMALLEST 0x1p-115f")
         if dt.half and p.mma == "local":
             w(conversions(dt).rstrip("\n"))
         w("")
@@ -317,8 +325,11 @@ class _Generator(ElementCode):
         elif self.dt.operand_splits == 1:
             w(f"{target} = TF32({value});")
         else:
-            w("{", f"    const lane_read x = {value};", f"    {name}_hi[{index} = TF32(x);",
-              f"    {name}_lo[{index} = TF32(x - {name}_hi[{index});", "}")
+            w("{", f"    const lane_read x = {value}, nearest = TF32(x);",
+              f"    {name}_hi[{index} = select(nearest, TF32_DOWN(x), isinf(nearest) & isfinite(x));",
+              f"    {name}_lo[{index} = TF32(x - {name}_hi[{index});",
+              "    if (any(!isfinite(x) | (fabs(x) < SPLIT_SMALLEST & x != 0))) unsplit = 1;   // see FLOAT32_REDO",
+              "}")
 
     def fragment_value(self, target: str) -> str:
         """The value fragment ``target`` holds (its pieces summed)."""
@@ -520,6 +531,35 @@ class _Generator(ElementCode):
         for _ in range(4):
             w.close()
 
+    def float32_redo(self) -> None:
+        """3xTF32 cannot split an infinite value (its remainder, inf - inf, would make NaN where a float32
+        product is infinite), NaN, nor a nonzero value below ``SPLIT_SMALLEST``: where the split met one
+        (``unsplit``), the block is computed again in float32, a dot product per element over the block's
+        K, so that it propagates inf and NaN as float32 does (the CUDA path runs such products on its
+        float32 kernel, ``codelets.float32_product``)."""
+        w = self.out
+        complex_ = self.dt.is_complex
+        step = ("sum += (elem)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);" if complex_
+                else "sum = fma(a, b, sum);")
+        w("// FLOAT32_REDO: an operand value 3xTF32 cannot split (inf, NaN, nonzero below SPLIT_SMALLEST): this",
+          "// block in float32 instead, as a float32 product propagates them",
+          "barrier(CLK_LOCAL_MEM_FENCE);",
+          "const int redo = unsplit;",
+          "barrier(CLK_LOCAL_MEM_FENCE);             // (read by every work-item before a next unit resets it)")
+        w.open("if (redo)")
+        self.each_accumulator(lambda acc, at: [
+            "{",
+            f"    const int row = block_row + {at} / BLOCK_COLS, col = block_col + {at} % BLOCK_COLS;",
+            "    elem sum = (elem)(0);",
+            "    for (int k = 0; k < K; ++k) {",
+            f"        const elem a = {self.a_element(self.p.layout, 'row', 'k')}, "
+            f"b = {self.b_element(self.p.layout, 'k', 'col')};",
+            f"        {step}",
+            "    }",
+            f"    {acc} = sum;",
+            "}"])
+        w.close()
+
     def epilogue(self) -> None:
         dt, w = self.dt, self.out
         sw = self.vw
@@ -568,6 +608,9 @@ class _Generator(ElementCode):
                               f"__local stored {self.local_name('B', part)}[STAGES * B_STAGE] __attribute__((aligned(16)));")
         if p.mma == "local":
             self.local_memory("__local real scratch[WARPS_M * WARPS_N * SCRATCH];   // the emulated instruction's exchange")
+        if self.splits:
+            self.local_memory("__local int unsplit;          // an operand value of the block 3xTF32 cannot split")
+            w("if (tid == 0) unsplit = 0;      // (ordered before the first split by the first block's barrier)")
         accs = self.accumulators()
         for acc in accs:
             w(f"real {acc}[TILES_M][TILES_N][2 * MMA_M / 8];")
@@ -578,6 +621,8 @@ class _Generator(ElementCode):
         w.close()
         self.main_loop()
         w("")
+        if self.splits:
+            self.float32_redo()
         self.epilogue()
 
     def main_loop(self) -> None:
