@@ -69,6 +69,8 @@ class ElementCode:
         self.dt = dtype
         self.vw = vector_width
         self.rpe = dtype.reals_per_element
+        if summed and stream:
+            raise ConfigError("K slices are summed in the kernel by its tile-per-work-group form only")
         self.guarded = guarded
         self.stream = stream
         self.summed = summed
@@ -92,21 +94,16 @@ class ElementCode:
         if self.dt.needs_fp64:
             self.out("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
 
-    def a_element(self, layout: str, row: str, k: str) -> str:
-        """A C expression: A's element at ``row`` and ``k`` (guarded as the kernel is), A stored as
-        ``layout`` says (T: K x M)."""
+    def element(self, name: str, layout: str, outer: str, k: str) -> str:
+        """A C expression: operand ``name``'s element (guarded as the kernel is) at ``outer`` (A's row, B's
+        column) and ``k``, A and B stored as ``layout`` says (A: N is M x K, T is K x M; B: N is K x N, T is
+        N x K)."""
         self.widths.add(1)
-        if layout[0] == "T":
-            return f"load_1(A, lda, K, M, {k}, {row})"
-        return f"load_1(A, lda, M, K, {row}, {k})"
-
-    def b_element(self, layout: str, k: str, col: str) -> str:
-        """A C expression: B's element at ``k`` and ``col`` (guarded as the kernel is), B stored as
-        ``layout`` says (T: N x K)."""
-        self.widths.add(1)
-        if layout[1] == "T":
-            return f"load_1(B, ldb, N, K, {col}, {k})"
-        return f"load_1(B, ldb, K, N, {k}, {col})"
+        size = "M" if name == "A" else "N"
+        k_rows = (layout[0 if name == "A" else 1] == "T") == (name == "A")
+        if k_rows:
+            return f"load_1({name}, ld{name.lower()}, K, {size}, {k}, {outer})"
+        return f"load_1({name}, ld{name.lower()}, {size}, K, {outer}, {k})"
 
     # ----- small expression helpers -------------------------------------------------------------
     def vtype(self, n: int) -> str:
@@ -289,8 +286,8 @@ class ElementCode:
         slices, in slice order (the same bits on every run, whichever arrives last); the others return.
         ``each(body)`` writes the family's loops over a work-item's accumulators, with the lines
         ``body(acc, at)`` for each vector ``acc`` of ``width`` elements (by default the kernel's vector
-        width) at element ``at`` of the tile (row-major, BLOCK_COLS a row). A tile's count of arrivals is reset by its last work-group
-        for the next launch (the plan zeroes them once)."""
+        width) at element ``at`` of the tile (row-major, BLOCK_COLS a row). A tile's count of arrivals is
+        reset by its last work-group for the next launch (the plan zeroes them once)."""
         w, n = self.out, width or self.vw
         first = "get_local_id(0) == 0 && get_local_id(1) == 0"
         w("// split K: the work-group that arrives last at its tile adds the slices' sums up",

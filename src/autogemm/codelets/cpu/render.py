@@ -90,7 +90,7 @@ class _Generator(ElementCode):
             w(f"const {vec} b_{v} = " + (f"load_{self.vw}(B, ldb, K, N, k, {column});" if guarded
                                         else self.vload(self.vw, f"k * ldb + {column}", pointer="B") + ";"))
         for r in rows:
-            a = self.a_element(p.layout, f"row0 + {r}", "k") if guarded else self.vload(1, self.a_index(f"row0 + {r}", "k"), pointer="A")
+            a = self.element("A", p.layout, f"row0 + {r}", "k") if guarded else self.vload(1, self.a_index(f"row0 + {r}", "k"), pointer="A")
             w(f"{{ const elem a = {a}; " + " ".join(f"acc_{r}_{v} = mac(acc_{r}_{v}, a, b_{v});" for v in vectors)
               + " }")
         w.close()

@@ -59,7 +59,6 @@ class GemvParams(FamilyParams):
         """Elements of the reduction a work-group covers per loop iteration (a slice is a multiple)."""
         return self.unroll * (self.wg_x if self.layout == "N" else self.wg_y)
 
-
     def malformed(self) -> str | None:
         """Why this point lies outside the codelet space regardless of device, or None."""
         choices = {"layout": LAYOUTS, "wg_x": WORK_GROUP_DIMS, "wg_y": WORK_GROUP_DIMS, "per_item": PER_ITEM,
@@ -72,9 +71,9 @@ class GemvParams(FamilyParams):
         vectors kept: outputs per work-item and work-items across outputs halved while half of them cover
         the problem; along a reduction shorter than half a step of the work-group, fewer work-items there
         and more across outputs, the reduction still one step (a second would split it over work-groups
-        where outputs are few: another launch). A problem of one vector keeps the configuration as it is: its classes
-        were measured on such problems, and a shorter reduction step would split a short reduction in
-        two launches. (More vectors per work-item, for one pass over A, ran faster on the H200 as often
+        where outputs are few: another launch). A problem of one vector keeps the configuration as it is:
+        its classes were measured on such problems, and a shorter reduction step would split a short
+        reduction in two launches. (More vectors per work-item, for one pass over A, ran faster on the H200 as often
         as slower: the vectors stay as tuned.)"""
         if vectors == 1:
             return self

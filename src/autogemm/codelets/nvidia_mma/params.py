@@ -154,7 +154,6 @@ class MmaParams(FamilyParams):
     def work_group_size(self) -> int:
         return WARP * self.warps_m * self.warps_n
 
-
     def malformed(self) -> str | None:
         """Why this point lies outside the family's space regardless of device, or None."""
         choices = {"layout": LAYOUTS, "shape": tuple(SHAPES), "warps_m": WARPS, "warps_n": WARPS,

@@ -552,8 +552,8 @@ class _Generator(ElementCode):
             f"    const int row = block_row + {at} / BLOCK_COLS, col = block_col + {at} % BLOCK_COLS;",
             "    elem sum = (elem)(0);",
             "    for (int k = 0; k < K; ++k) {",
-            f"        const elem a = {self.a_element(self.p.layout, 'row', 'k')}, "
-            f"b = {self.b_element(self.p.layout, 'k', 'col')};",
+            f"        const elem a = {self.element('A', self.p.layout, 'row', 'k')}, "
+            f"b = {self.element('B', self.p.layout, 'col', 'k')};",
             f"        {step}",
             "    }",
             f"    {acc} = sum;",
@@ -778,8 +778,6 @@ def render(params: MmaParams, dtype: Dtype | str, guarded: bool = True, stream: 
            summed: bool = False) -> KernelSource:
     """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges, ``stream`` the
     stream-K schedule, ``summed`` K slices added up in the kernel (not under stream-K)."""
-    if summed and stream:
-        raise ConfigError("K slices are summed in the kernel by its tile-per-work-group form only")
     dt = get_dtype(dtype)
     problem = params.malformed()
     if problem:

@@ -361,8 +361,6 @@ def render(params: SimtParams, dtype: Dtype | str, guarded: bool = True, stream:
         raise ConfigError(problem)
     if stream and (params.image_a or params.image_b):
         raise ConfigError("stream-K reads its operands from buffers; this configuration uses images")
-    if summed and stream:
-        raise ConfigError("K slices are summed in the kernel by its tile-per-work-group form only")
     source = _Generator(params, dt, guarded, stream, summed).generate()
     return KernelSource(
         name=KERNEL_NAME,

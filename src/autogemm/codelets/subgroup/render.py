@@ -13,7 +13,6 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ...dtypes import Dtype, get_dtype
-from ...errors import ConfigError
 from ..kernel import KernelSource
 from ..writer import ElementCode, buffer_kernel
 from .params import SubgroupParams
@@ -94,7 +93,7 @@ class _Generator(ElementCode):
         w("")
         w.open("for (int k0 = 0; k0 < K; k0 += SUBGROUP)")
         w("elem a_own[TILE_ROWS];                        // A at column k0 + lane, for this work-item's rows")
-        self.unrolled("i", "TILE_ROWS", f"a_own[i] = {self.a_element(p.layout, 'row0 + i', 'k0 + lane')};")
+        self.unrolled("i", "TILE_ROWS", f"a_own[i] = {self.element('A', p.layout, 'row0 + i', 'k0 + lane')};")
         if p.shuffle == "local":
             self.unrolled("i", "TILE_ROWS", "exchange[sg][i][lane] = a_own[i];")
             w("barrier(CLK_LOCAL_MEM_FENCE);")
@@ -137,7 +136,5 @@ def render(params: SubgroupParams, dtype: Dtype | str, guarded: bool = True, str
            summed: bool = False) -> KernelSource:
     """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges, ``stream`` the
     stream-K schedule, ``summed`` K slices added up in the kernel (not under stream-K)."""
-    if summed and stream:
-        raise ConfigError("K slices are summed in the kernel by its tile-per-work-group form only")
     return buffer_kernel(params, lambda: _Generator(params, get_dtype(dtype), guarded, stream, summed).generate(),
                          (params.subgroup, params.wg_rows), KERNEL_NAME)
