@@ -88,11 +88,24 @@ def test_every_layout_and_shape_of_the_codelet(ctx, letter, params):
         assert np.all(got[gaps] == SENTINEL), "an element of y's buffer outside y changed"
 
 
-def test_a_split_reduction_merges_its_slices(ctx):
-    """With waves the reduction of a short, wide problem is split over work-groups and merged."""
+def test_a_split_reduction_is_summed_in_its_one_launch(ctx):
+    """With waves the reduction of a short, wide problem is split over work-groups, which add the slices
+    up themselves: one launch."""
     params = GemvParams("N", 8, 2, 1, 1, 16)
     plan = gemv_plan(ctx, GemvProblem(DTYPES["s"], 3, 5000, Op(), 5000), params)
-    assert plan.slices > 1 and "merge" in plan.describe()
+    assert plan.slices > 1 and "summed in the kernel" in plan.describe()
+    dt = DTYPES["s"]
+    a, x = random_matrix(RNG, dt, (3, 5000)), random_matrix(RNG, dt, (5000,))
+    mf = cl.mem_flags
+    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=v)
+               for v in (a, x, np.full(3, np.nan, np.float32))]
+    for _ in range(2):         # the counts of arrivals are back at zero for the second launch
+        assert len(plan.enqueue(*buffers)) == 1
+        got = np.empty(3, np.float32)
+        cl.enqueue_copy(ctx.queue, got, buffers[2]).wait()
+        want = a.astype(np.float64) @ x.astype(np.float64)
+        assert np.abs(got - want).max() < 1e-4 * np.abs(a).sum(axis=1).max()
+    plan.release()
     unsplit = gemv_plan(ctx, GemvProblem(DTYPES["s"], 3, 5000, Op(), 5000), GemvParams("N", 8, 2, 1, 1, 0))
     assert unsplit.slices == 1
 

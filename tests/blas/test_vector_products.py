@@ -19,6 +19,7 @@ from limits import set_thresholds
 import autogemm
 from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
 from autogemm.blas import GemmProblem, Op
+from autogemm.blas import gemv as gemv_plans
 from autogemm.blas.plans import gemm_plan
 from autogemm.blas.selection import vectors_route
 from autogemm.blas.vectors import MAX_VECTORS, VectorsPlan, as_vectors
@@ -75,12 +76,16 @@ def test_a_product_of_few_columns_or_rows_is_right_and_goes_to_gemv(ctx, host_me
     assert routed and all(call == (vectors, few == "rows") for call in routed)
 
 
+@pytest.mark.parametrize("summed", [True, False])
 @pytest.mark.parametrize("layout", ["N", "T"])
 @pytest.mark.parametrize("k", [1, 5, 33, 1025])
-def test_a_split_reduction_is_right_and_the_same_bits_on_every_run(ctx, layout, k):
+def test_a_split_reduction_is_right_and_the_same_bits_on_every_run(ctx, monkeypatch, layout, k, summed):
     """Reductions shorter than one slice and longer than many, split as far as the configuration asks
-    (more slices than reduction steps are cut to one step each): right, and bit-for-bit equal on two runs
-    (the slices are added in order by the merge, never by atomics)."""
+    (more slices than reduction steps are cut to one step each), the slices added up by the kernel or
+    (more partial sums than ``SUMMED_MAX_READS`` a work-item) by the merge: right, and bit-for-bit equal
+    on two runs (the slices added in order, never by atomic adds; the counts of arrivals back at zero)."""
+    if not summed:
+        monkeypatch.setattr(gemv_plans, "SUMMED_MAX_READS", 0)
     dt = DTYPES["s"]
     params = GemvParams(layout, 16, 4, 2, 2, 16, vectors=4)
     m, n = 7, 13        # 7 vectors: two passes of 4, the last one short; few outputs, so the reduction splits
@@ -91,13 +96,15 @@ def test_a_split_reduction_is_right_and_the_same_bits_on_every_run(ctx, layout, 
     assert route is not None and route.matrix_is_b and route.gemv.layout == layout
     plan = VectorsPlan(ctx, problem, route, params)
     assert (plan.gemv.slices > 1) == (k > params.reduction_step) and plan.gemv.slices <= -(-k // params.reduction_step)
+    assert plan.gemv.sums_slices == (summed and plan.gemv.slices > 1)
     results = []
     mf = cl.mem_flags
     buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x)
                for x in (a, b, np.full((m, n), np.nan, np.float32))]
     try:
         for _ in range(2):
-            plan.enqueue(*buffers)
+            launches = plan.enqueue(*buffers)
+            assert len(launches) == 1 + (plan.gemv.slices > 1 and not summed) + plan.gemv.packs_x
             out = np.empty((m, n), np.float32)
             cl.enqueue_copy(ctx.queue, out, buffers[2]).wait()
             results.append(out)
@@ -135,7 +142,7 @@ def test_sizes_at_the_edges_of_the_route(ctx, routed):
 
 def test_a_small_product_of_several_vectors_runs_a_gemm_kernel_where_it_takes_one_launch(ctx, monkeypatch):
     """``Thresholds.vectors_min_multiply_adds``: under it several vectors over any K run a GEMM kernel
-    where its plan is one launch (the GEMV's pack of x or merge of y would be more); from it, the GEMV."""
+    where its plan is one launch (a GEMV's pack of x would be more); from it, the GEMV."""
     dt, depth = DTYPES["s"], thresholds_for(ctx.device).vectors_min_depth
     problem = GemmProblem.dense(dt, 6, 17, depth + 8, Op(transposed=True), Op(transposed=True))
     work = problem.m * problem.n * problem.k

@@ -11,10 +11,13 @@ import subprocess
 
 import pytest
 
+from autogemm.codelets.gemv import GemvParams
+from autogemm.codelets.gemv import render as render_gemv
 from autogemm.codelets.nvidia_mma import MmaParams
 from autogemm.codelets.registry import render
 from autogemm.codelets.subgroup import SubgroupParams
 from autogemm.codelets.writer import NVIDIA_FENCE_OPTIONS
+from autogemm.dtypes import DTYPES
 
 CLANG = next((path for name in ("clang", "clang-18", "clang-17", "clang-16", "clang-15")
               if (path := shutil.which(name))), None)
@@ -37,12 +40,26 @@ CASES = [  # (configuration, dtype, guarded, summed, stream, what the PTX must h
                          ids=[f"{c[1]}-{c[0].describe().split()[0]}-{i}" for i, c in enumerate(CASES)])
 def test_the_nvidia_spelling_builds_for_nvptx(tmp_path, params, key, guarded, summed, stream, holds):
     source = render(params, key, guarded=guarded, summed=summed, stream=stream)
-    (tmp_path / "kernel.cl").write_text(source.source)
+    ptx = _built(tmp_path, source.source, [*source.options, *(NVIDIA_FENCE_OPTIONS if summed else ())])
+    assert holds in ptx
+
+
+@pytest.mark.skipif(CLANG is None, reason="no clang on this machine")
+@pytest.mark.parametrize("layout", ["N", "T"])
+def test_the_gemv_kernels_sum_of_slices_builds_for_nvptx(tmp_path, layout):
+    """GEMV adds the slices of a split reduction up in its kernel, behind the same device-wide fence."""
+    source = render_gemv(GemvParams(layout, 32, 4, 2, 2, 8, vectors=4), DTYPES["z"], vectors=4)
+    ptx = _built(tmp_path, source.source, [*source.options, *NVIDIA_FENCE_OPTIONS])
+    assert "membar.gl" in ptx and "atom" in ptx
+
+
+def _built(tmp_path, source: str, options: list[str]) -> str:
+    """The PTX clang builds ``source`` into, with the ``-D`` of ``options``."""
+    (tmp_path / "kernel.cl").write_text(source)
     # (OpenCL C has no asm keyword of its own: NVIDIA's compiler takes GNU's, which clang spells __asm__)
-    options = [*source.options, *(NVIDIA_FENCE_OPTIONS if summed else ())]
     built = subprocess.run([CLANG, "-x", "cl", "-cl-std=CL1.2", "-O2", "-S", "-Dasm=__asm__", "-Xclang",
                             "-finclude-default-header", "-target", "nvptx64-nvidia-nvcl",
                             *(o for o in options if o.startswith("-D")), "-o", str(tmp_path / "kernel.ptx"),
                             str(tmp_path / "kernel.cl")], capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr[:2000]
-    assert holds in (tmp_path / "kernel.ptx").read_text()
+    return (tmp_path / "kernel.ptx").read_text()

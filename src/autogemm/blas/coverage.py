@@ -17,9 +17,10 @@ from .problem import INT32_MAX, GemmProblem
 SPLIT_MIN_WORK = 2**30
 #: A K slice is at least this deep (and 16 K steps), so that its partial sum is worth a pass over C.
 MIN_SLICE_DEPTH = 256
-#: ... and where the kernel adds the slices up itself, at least this deep (and 8 K steps): its partial
-#: sums stay in the device's cache, and no launch of their own waits for them.
+#: ... and where the kernel adds the slices up itself, at least this deep and this many K steps: its
+#: partial sums stay in the device's cache, and no launch of their own waits for them.
 SUMMED_MIN_DEPTH = 64
+SUMMED_MIN_STEPS = 8
 #: The elements of partial sums (slices x a block of C) the work-group that adds a tile's slices up reads
 #: at most: beyond, one work-group's reads take longer than the merge kernel's launch.
 SUMMED_MAX_ELEMENTS = 2**16
@@ -69,8 +70,8 @@ def busy_share(groups: int, compute_units: int) -> float:
 
 def shallowest_slice(tile_k: int, summed: bool) -> int:
     """The shallowest K slice worth its partial sums: ``MIN_SLICE_DEPTH`` and 16 K steps, or where the
-    kernel adds the slices up (``summed``) ``SUMMED_MIN_DEPTH`` and 8."""
-    return max(SUMMED_MIN_DEPTH, 8 * tile_k) if summed else max(MIN_SLICE_DEPTH, 16 * tile_k)
+    kernel adds the slices up (``summed``) ``SUMMED_MIN_DEPTH`` and ``SUMMED_MIN_STEPS``."""
+    return max(SUMMED_MIN_DEPTH, SUMMED_MIN_STEPS * tile_k) if summed else max(MIN_SLICE_DEPTH, 16 * tile_k)
 
 
 def split_count(blocks: int, compute_units: int, k: int, tile_k: int, summed: bool = False,

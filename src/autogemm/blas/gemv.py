@@ -1,16 +1,19 @@
 """GEMV on row-major storage: ``GemvProblem`` (y = alpha op(A) x + beta y with A's leading dimension, the
 vectors' increments and everyone's offsets, or several such vectors at once) and ``GemvLaunchPlan`` (the
-gemv kernel of one configuration and, when the reduction is split over work-groups, the merge that adds
-the slices into y)."""
+gemv kernel of one configuration and, when the reduction is split over work-groups into more partial sums
+than it adds up itself, the merge that adds the slices into y)."""
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from ..codelets import gemv as codelet
 from ..codelets import helpers
 from ..codelets.kernel import ceil_div, round_up
+from ..codelets.writer import NVIDIA_FENCE_OPTIONS
 from ..dtypes import Dtype
 from ..errors import ConfigError, ShapeError
 from ..runtime.opencl import commands as ocl
@@ -26,6 +29,10 @@ DEFAULTS = {
     "T": codelet.GemvParams("T", 32, 8, 1, 4, 4),
 }
 _SAFE = {layout: codelet.GemvParams(layout, 1, 1, 1, 1, 0) for layout in codelet.params.LAYOUTS}
+#: A split reduction's slices are added up by the kernel's last work-group to arrive at its outputs where
+#: each of its work-items reads at most this many partial sums; more, and that one work-group's reads
+#: take longer than the merge's launch of its own, whose work-items each read one output's.
+SUMMED_MAX_READS = 1024
 
 
 @dataclass(frozen=True)
@@ -112,9 +119,10 @@ def default_gemv_params(device: Device, dt: Dtype, layout: str, vectors: int = 1
 
 
 class GemvLaunchPlan:
-    """The launches of one ``GemvProblem`` with one configuration: the gemv kernel, the merge of a split
-    reduction, or (alpha or the reduction 0) the scaling of y alone. Its partial sums buffer is allocated
-    at the first ``enqueue``; ``release`` frees it."""
+    """The launches of one ``GemvProblem`` with one configuration: the gemv kernel (after a pack of x
+    stored interleaved; a split reduction added up in it, ``sums_slices``, or by the merge after it), or
+    (alpha or the reduction 0) the scaling of y alone. The buffers of a split reduction's partial sums and
+    counts of arrivals are allocated at the first ``enqueue``; ``release`` frees them."""
 
     def __init__(self, ctx: DeviceContext, problem: GemvProblem, params: codelet.GemvParams,
                  source: str = "given") -> None:
@@ -130,16 +138,22 @@ class GemvLaunchPlan:
             raise ConfigError(f"configuration rejected for {ctx.device.name.strip()}: {reason}")
         self.vector_groups = ceil_div(problem.vectors, min(problem.vectors, self.params.vectors))
         self.slices, self.chunk = self._split()
+        group_elements = self.params.outputs_per_group * min(problem.vectors, self.params.vectors)
+        threads = self.params.wg_x * self.params.wg_y
+        self.sums_slices = self.slices > 1 and ceil_div(group_elements, threads) * self.slices <= SUMMED_MAX_READS
         self.packs_x = problem.layout == "N" and problem.vectors > 1 and problem.incx != 1 and problem.ldx == 1
         self.kernel_source = codelet.render(self.params, self.dtype, problem.op.conjugated and self.dtype.is_complex,
                                             conjugate_x=problem.conjugate_x and self.dtype.is_complex,
                                             vectors=problem.vectors, unit_x=self.packs_x or problem.incx == 1)
         self._partial: ocl.Buffer | None = None
+        self._arrivals: ocl.Buffer | None = None
         self._lock = threading.Lock()
         self._arguments = KernelArguments(problem.dtype.scalar_numpy.type)
-        self.kernel = ctx.kernel(self.kernel_source.source, self.kernel_source.name, self.kernel_source.options)
+        fence = NVIDIA_FENCE_OPTIONS if ctx.device.is_nvidia else ()
+        self.kernel = ctx.kernel(self.kernel_source.source, self.kernel_source.name,
+                                 self.kernel_source.options + fence)
         epilogues = helpers.epilogues(self.dtype)
-        self._merge = ctx.kernel(epilogues.source, "merge") if self.slices > 1 else None
+        self._merge = ctx.kernel(epilogues.source, "merge") if self.slices > 1 and not self.sums_slices else None
         self._scale = ctx.kernel(epilogues.source, "scale")
         self._x: ocl.Buffer | None = None
         if self.packs_x:
@@ -173,23 +187,31 @@ class GemvLaunchPlan:
         grid = self.global_size()
         return grid[0] // self.params.wg_x * (grid[1] // self.params.wg_y) * grid[2]
 
+    @property
+    def output_groups(self) -> int:
+        """The work-groups of one slice of the reduction: each group of outputs, for each group of vectors
+        (a split reduction counts the slices arrived at each)."""
+        return self.work_groups // self.slices
+
     def _y_matrix(self) -> tuple[int, int, int]:
         """Y as the merge and scale kernels see it, a row-major matrix (rows, columns, leading dimension):
-        outputs x vectors, or vectors x outputs where each vector is a row of Y. Each slice's partial
-        sums are that matrix, dense."""
+        outputs x vectors, or vectors x outputs where each vector is a row of Y. Each slice's partial sums
+        are that matrix, dense."""
         pr = self.problem
         if pr.y_rows_are_vectors:
             return pr.vectors, pr.outputs, pr.ldy
         return pr.outputs, pr.vectors, pr.incy
 
     def temporary_bytes(self) -> dict[str, int]:
-        """The bytes of the buffers ``enqueue`` allocates: the partial sums of a split reduction, and the
-        right-hand sides packed one after another where they are stored interleaved (layout N reads a
-        vector's consecutive elements across a warp: interleaved, each load would touch a cache line per
-        work-item instead of sharing one across the warp)."""
+        """The bytes of the buffers ``enqueue`` allocates: the partial sums of a split reduction and its
+        counts of arrivals, and the right-hand sides packed one after another where they are stored
+        interleaved (layout N reads a vector's consecutive elements across a warp: interleaved, each load
+        would touch a cache line per work-item instead of sharing one across the warp)."""
         pr, sizes = self.problem, {}
         if self.slices > 1:
             sizes["partial"] = self.slices * pr.outputs * pr.vectors * self.dtype.compute.itemsize
+        if self.sums_slices:
+            sizes["arrivals"] = 4 * self.output_groups
         if self.packs_x:
             sizes["x"] = pr.vectors * pr.reduction * self.dtype.itemsize
         return sizes
@@ -200,10 +222,10 @@ class GemvLaunchPlan:
         return self._partial is not None or self._x is not None
 
     def release(self) -> None:
-        for buffer in (self._partial, self._x):
+        for buffer in (self._partial, self._arrivals, self._x):
             if buffer is not None:
                 buffer.release()
-        self._partial = self._x = None
+        self._partial = self._arrivals = self._x = None
         self._arguments.clear()
 
     def enqueue(self, a: ocl.Buffer, x: ocl.Buffer, y: ocl.Buffer, alpha: complex | float = 1.0,
@@ -229,9 +251,12 @@ class GemvLaunchPlan:
             sizes = self.temporary_bytes()
             if self.slices > 1 and self._partial is None:
                 self._partial = ocl.device_buffer(self.ctx.context, sizes["partial"])
+            if self.sums_slices and self._arrivals is None:
+                self._arrivals = ocl.buffer_of(self.ctx.context, np.zeros(self.output_groups, np.int32))
             if self.packs_x and self._x is None:
                 self._x = ocl.device_buffer(self.ctx.context, sizes["x"])
             partial = self._partial if self._partial is not None else y   # unsplit: never written
+            arrivals = self._arrivals if self._arrivals is not None else y
             launches = []
             if self.packs_x:
                 # X stored reduction x vectors (leading dimension incx) -> vectors x reduction
@@ -246,7 +271,7 @@ class GemvLaunchPlan:
             partial_o, partial_v = (1, y_cols) if pr.y_rows_are_vectors else (y_cols, 1)
             self._arguments.set(self.kernel, codelet.GEMV_SIGNATURE, pr.rows, pr.cols, self.chunk, self.slices,
                                 pr.vectors, a, offset_a, pr.lda, x, offset_x, incx, ldx, y, offset_y, pr.incy, pr.ldy,
-                                partial, partial_o, partial_v, alpha, beta)
+                                partial, partial_o, partial_v, arrivals, int(self.sums_slices), alpha, beta)
             if self._merge is not None:
                 self._arguments.set(self._merge, helpers.MERGE_SIGNATURE, y_rows, y_cols, self._partial, y_cols,
                                     pr.outputs * pr.vectors, self.slices, alpha, y, offset_y, y_ld, beta, 0)
@@ -262,4 +287,7 @@ class GemvLaunchPlan:
     def describe(self) -> str:
         """What ``enqueue`` launches, for logs."""
         text = ("pack x ; " if self.packs_x else "") + f"{self.params.describe()} ({self.params_source})"
-        return text + (f", reduction split in {self.slices} ; merge y" if self.slices > 1 else "")
+        if self.slices == 1:
+            return text
+        return text + f", reduction split in {self.slices}" + (", summed in the kernel" if self.sums_slices
+                                                                else " ; merge y")

@@ -20,6 +20,14 @@ def hex_digit(i: int) -> str:
 NVIDIA_FENCE_OPTIONS = ("-DPTX_FENCE",)
 
 
+def device_fence(why: str) -> list[str]:
+    """The lines of a fence that orders this work-item's memory operations for the whole device: OpenCL's
+    ``mem_fence``, or where the build defines ``PTX_FENCE`` (``NVIDIA_FENCE_OPTIONS``: NVIDIA's, whose
+    ``mem_fence`` orders them for the work-group alone) PTX's ``membar.gl``."""
+    return [f"// {why}", "#ifdef PTX_FENCE", 'asm volatile("membar.gl;" ::: "memory");', "#else",
+            "mem_fence(CLK_GLOBAL_MEM_FENCE);", "#endif"]
+
+
 #: The last kernel parameters of every GEMM family: element strides between the layers of dimension 2
 #: (the K slices of a split product, or the products of a strided batch; under stream-K, A's and B's
 #: strides are one K step's, and the partial sums' temporary follows).
@@ -352,11 +360,8 @@ class ElementCode:
         w.lines[loop:loop] = ["    " + line for line in self.hoisted]
 
     def device_fence(self, why: str) -> None:
-        """A fence that orders this work-item's memory operations for the whole device: OpenCL's
-        ``mem_fence``, or where the build defines ``PTX_FENCE`` (``NVIDIA_FENCE_OPTIONS``: NVIDIA's, whose
-        ``mem_fence`` orders them for the work-group alone) PTX's ``membar.gl``."""
-        self.out(f"// {why}", "#ifdef PTX_FENCE", 'asm volatile("membar.gl;" ::: "memory");', "#else",
-                 "mem_fence(CLK_GLOBAL_MEM_FENCE);", "#endif")
+        """``device_fence``'s lines, here."""
+        self.out(*device_fence(why))
 
     def local_memory(self, *lines: str) -> None:
         """Declare local memory: here, or under stream-K before the loop over units."""

@@ -53,7 +53,7 @@ class Thresholds:
     #: matrix, is then most of what moves)
     vectors_min_depth: int = 128
     #: ... and of at least this many multiply-adds: a smaller product runs a GEMM kernel wherever it takes
-    #: it in one launch (the GEMV's pack of x or merge of y would cost more launches than the product)
+    #: it in one launch (a GEMV reading x interleaved packs it first, a launch more than the product)
     vectors_min_multiply_adds: int = 2**16
     #: an operand whose rows lie a multiple of this many bytes apart (0: never), in a product of at least
     #: ``blas.routing.CONFLICT_MIN_WORK``, is packed at a leading dimension an eighth of it longer: its rows

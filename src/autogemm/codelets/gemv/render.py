@@ -6,7 +6,9 @@ One kernel per layout. Both take A as row-major storage of ``rows`` x ``cols`` (
 ``incy``), and the slice of the reduction each work-group covers (``chunk``). With ``slices`` 1 the
 kernel writes Y = alpha op(A) X + beta Y itself (with beta 0 it never reads Y); otherwise each slice's
 partial sums go to ``partial`` (per slice, the outputs x vectors laid out by ``partial_o`` and
-``partial_v``, in the compute type) and the ``merge`` helper adds them into Y.
+``partial_v``, in the compute type). With ``sums_slices`` the work-group that arrives last at its
+outputs (``arrivals`` counts them) adds the slices up into Y, in the same launch; without, the ``merge``
+helper does, in a launch of its own.
 """
 
 from __future__ import annotations
@@ -16,29 +18,27 @@ from functools import cache
 from ...dtypes import Dtype
 from ..helpers import prelude
 from ..kernel import KernelSource
+from ..writer import device_fence
 from .params import GemvParams
 
 #: ``_SIGNATURE``'s parameters, one letter each as ``runtime.opencl.arguments`` reads them.
-GEMV_SIGNATURE = "iiiii" + "mli" + "mlii" * 2 + "mii" + "ee"
+GEMV_SIGNATURE = "iiiii" + "mli" + "mlii" * 2 + "miimi" + "ee"
 _SIGNATURE = """(const int rows, const int cols, const int chunk, const int slices, const int vectors,
           const __global stored* A, const long a_offset, const int lda,
           const __global stored* x, const long x_offset, const int incx, const int ldx,
           __global stored* y, const long y_offset, const int incy, const int ldy,
-          __global real* partial, const int partial_o, const int partial_v,
-          const elem alpha, const elem beta)"""
+          __global real* partial, const int partial_o, const int partial_v, volatile __global int* arrivals,
+          const int sums_slices, const elem alpha, const elem beta)"""
 
-#: The end of both kernels: output ``index`` (of ``outputs``) of vector ``v`` gets ``sum``, into y or this
-#: slice's partial sums (element index x partial_o + v x partial_v of the slice's outputs x vectors).
-_WRITE = """#define WRITE(index, outputs, v, sum) do { \\
-        if (slices == 1) { \\
-            const long at = (long)(index) * incy + (long)(v) * ldy; \\
-            const elem scaled = SCALE(alpha, (sum)); \\
-            STORE(y, at, IS_ZERO(beta) ? scaled : scaled + SCALE(beta, LOAD(y, at))); \\
-        } else { \\
-            ELEM_STORE(partial, (long)slice * (outputs) * vectors + (long)(index) * partial_o \\
-                       + (long)(v) * partial_v, (sum)); \\
-        } \\
-    } while (0)"""
+#: Output ``index`` of vector ``v`` gets ``sum``: y = alpha sum + beta y (with beta 0, y is not read); and
+#: where that output's sum is in slice ``s``'s partial sums (``outputs`` x vectors of them a slice).
+_WRITES = """#define WRITE(index, v, sum) do { \\
+        const long at = (long)(index) * incy + (long)(v) * ldy; \\
+        const elem scaled = SCALE(alpha, (sum)); \\
+        STORE(y, at, IS_ZERO(beta) ? scaled : scaled + SCALE(beta, LOAD(y, at))); \\
+    } while (0)
+#define PARTIAL_AT(s, outputs, index, v) \\
+    ((long)(s) * (outputs) * vectors + (long)(index) * partial_o + (long)(v) * partial_v)"""
 
 #: Both kernels' start: this work-group's vectors (the last group's extra ones copy the last vector, never
 #: written) and their offsets in x.
@@ -103,16 +103,7 @@ void gemv{signature}
             }}
         }}
     }}
-    if (tx == 0) {{
-        #pragma unroll
-        for (int p = 0; p < PER_ITEM; ++p) {{
-            #pragma unroll
-            for (int v = 0; v < VECTORS; ++v) {{
-                if (first_row + p < rows && first_vector + v < vectors)
-                    WRITE(first_row + p, rows, first_vector + v, sums[(ty * PER_ITEM + p) * VECTORS + v][0]);
-            }}
-        }}
-    }}
+{finish}
 }}
 """
 
@@ -168,18 +159,69 @@ void gemv{signature}
             for (int s = 0; s < PER_ITEM * VECTORS; ++s) sums[ty][s * WG_X + tx] += sums[ty + width][s * WG_X + tx];
         }}
     }}
-    if (ty == 0) {{
-        #pragma unroll
-        for (int p = 0; p < PER_ITEM; ++p) {{
-            #pragma unroll
-            for (int v = 0; v < VECTORS; ++v) {{
-                if (first_col + p * WG_X < cols && first_vector + v < vectors)
-                    WRITE(first_col + p * WG_X, cols, first_vector + v, sums[0][(p * VECTORS + v) * WG_X + tx]);
-            }}
-        }}
-    }}
+{finish}
 }}
 """
+
+
+def _finish(owner: str, output: str, outputs: str, total: str, axis: int, per_group: str) -> str:
+    """The end of a kernel: the work-items where ``owner`` holds, each with the ``total`` of outputs
+    ``output`` (of ``outputs``) for each vector, write them to y; or where the reduction is split, to this
+    slice's partial sums. With ``sums_slices`` the work-group that arrives last at its outputs (the
+    ``per_group`` outputs of group ``get_group_id(axis)``, for its vectors) then adds the slices up, its
+    work-items an element each in turn, in slice order (the same bits whichever arrives last), writes y,
+    and resets its count of arrivals for the next launch (the plan zeroes them once); without, the merge
+    helper adds them up after."""
+    def each_output(*body: str) -> list[str]:
+        return [f"    if ({owner}) {{",
+                "        #pragma unroll",
+                "        for (int p = 0; p < PER_ITEM; ++p) {",
+                "            #pragma unroll",
+                "            for (int v = 0; v < VECTORS; ++v) {",
+                f"                if ({output} < {outputs} && first_vector + v < vectors) {{",
+                *(f"                    {line}" for line in body),
+                "                }",
+                "            }",
+                "        }",
+                "    }"]
+
+    at = f"{outputs}, index, v"
+    first = "tx == 0 && ty == 0"
+    return "\n".join([
+        "    if (slices == 1) {",
+        *("    " + line for line in each_output(f"WRITE({output}, first_vector + v, {total});")),
+        "        return;",
+        "    }",
+        "    // a split reduction: this slice's sums join the others' ...",
+        *each_output(f"ELEM_STORE(partial, PARTIAL_AT(slice, {outputs}, {output}, first_vector + v), {total});"),
+        "    if (!sums_slices) return;",
+        "    // ... and the last work-group to arrive at these outputs adds them up",
+        *("    " + line for line in device_fence("the sums are in memory before the count of arrivals")),
+        "    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);",
+        "    __local int arrived;           // slices at these outputs before this one",
+        f"    const int tile = get_group_id(2) * get_num_groups({axis}) + get_group_id({axis});",
+        f"    if ({first}) arrived = atomic_inc(&arrivals[tile]);",
+        "    barrier(CLK_LOCAL_MEM_FENCE);",
+        "    if (arrived != slices - 1) return;",
+        *("    " + line for line in device_fence("and the other slices' sums are read after it")),
+        f"    for (int e = ty * WG_X + tx; e < {per_group} * VECTORS; e += WG_X * WG_Y) {{",
+        f"        const int index = get_group_id({axis}) * {per_group} + e / VECTORS, v = first_vector + e % VECTORS;",
+        f"        if (index < {outputs} && v < vectors) {{",
+        f"            elem sum = ELEM_LOAD(partial, PARTIAL_AT(0, {at}));",
+        f"            for (int s = 1; s < slices; ++s) sum += ELEM_LOAD(partial, PARTIAL_AT(s, {at}));",
+        "            WRITE(index, v, sum);",
+        "        }",
+        "    }",
+        f"    if ({first}) arrivals[tile] = 0;     // ready for the next launch",
+    ])
+
+
+_FINISH = {
+    "N": _finish("tx == 0", "first_row + p", "rows", "sums[(ty * PER_ITEM + p) * VECTORS + v][0]", 1,
+                 "(WG_Y * PER_ITEM)"),
+    "T": _finish("ty == 0", "first_col + p * WG_X", "cols", "sums[0][(p * VECTORS + v) * WG_X + tx]", 0,
+                 "(WG_X * PER_ITEM)"),
+}
 
 
 @cache
@@ -210,7 +252,8 @@ def render(params: GemvParams, dt: Dtype, conjugate: bool = False, *, conjugate_
         f"#define OP_A(v) {conj if conjugate and complex_ else '(v)'}",
         f"#define OP_X(v) {conj if conjugate_x and complex_ else '(v)'}",
         f"#define X_INDEX(j) {'((long)(j))' if unit_x else '((long)(j) * incx)'}   // x's element j",
-        _WRITE,
-        body.format(signature=_SIGNATURE, vectors=_VECTORS.format(rpe=dt.reals_per_element)),
+        _WRITES,
+        body.format(signature=_SIGNATURE, vectors=_VECTORS.format(rpe=dt.reals_per_element),
+                    finish=_FINISH[p.layout]),
     ])
     return KernelSource("gemv", source, p.build_options, (p.wg_x, p.wg_y), (p.outputs_per_group, 1, p.reduction_step))

@@ -174,11 +174,15 @@ class _Generator(ElementCode):
             w("// TF32 keeps 10 of float's 23 mantissa bits: the nearest such values (ties away from zero), as floats",
               f"#define TF32(x) as_float{self.lane_k}((as_uint{self.lane_k}(x) + 0x1000u) & 0xffffe000u)")
             if self.splits:
-                w("// ... and toward zero: where the nearest is past float's largest (a finite product stays finite)",
-                  f"#define TF32_DOWN(x) as_float{self.lane_k}(as_uint{self.lane_k}(x) & 0xffffe000u)",
-                  "// a nonzero value below it leaves a remainder below float's normal range, where TF32 keeps fewer",
-                  "// of its bits than float does",
-                  "#define SPLIT_SMALLEST 0x1p-115f")
+                k = self.lane_k
+                w(f"typedef uint{k} lane_bits;",
+                  "// 3xTF32's high part: the nearest TF32 value, but toward zero where the nearest is past float's",
+                  "// largest (so that a finite product stays finite); MAGNITUDE is the value's bits less the sign",
+                  f"#define TF32_HIGH(x, magnitude) as_float{k}((as_uint{k}(x) + (as_uint{k}((magnitude) < 0x7f7ff000u) & 0x1000u)) & 0xffffe000u)",
+                  "// the bits of 2^-115: a nonzero value below it leaves a remainder below float's normal range,",
+                  "// where TF32 keeps fewer of its bits than float does",
+                  "#define SPLIT_SMALLEST_BITS 0x06000000u",
+                  "#define FLOAT_LARGEST_BITS 0x7f7fffffu")
         if dt.half and p.mma == "local":
             w(conversions(dt).rstrip("\n"))
         w("")
@@ -325,10 +329,12 @@ class _Generator(ElementCode):
         elif self.dt.operand_splits == 1:
             w(f"{target} = TF32({value});")
         else:
-            w("{", f"    const lane_read x = {value}, nearest = TF32(x);",
-              f"    {name}_hi[{index} = select(nearest, TF32_DOWN(x), isinf(nearest) & isfinite(x));",
+            w("{", f"    const lane_read x = {value};",
+              f"    const lane_bits magnitude = as_uint{self.lane_k}(x) & 0x7fffffffu;",
+              f"    {name}_hi[{index} = TF32_HIGH(x, magnitude);",
               f"    {name}_lo[{index} = TF32(x - {name}_hi[{index});",
-              "    if (any(!isfinite(x) | (fabs(x) < SPLIT_SMALLEST & x != 0))) unsplit = 1;   // see FLOAT32_REDO",
+              "    seen_least = min(seen_least, magnitude - 1u);     // (zero wraps to the largest: not seen)",
+              "    seen_most = max(seen_most, magnitude);",
               "}")
 
     def fragment_value(self, target: str) -> str:
@@ -533,16 +539,17 @@ class _Generator(ElementCode):
 
     def float32_redo(self) -> None:
         """3xTF32 cannot split an infinite value (its remainder, inf - inf, would make NaN where a float32
-        product is infinite), NaN, nor a nonzero value below ``SPLIT_SMALLEST``: where the split met one
-        (``unsplit``), the block is computed again in float32, a dot product per element over the block's
+        product is infinite), NaN, nor a nonzero value below 2^-115: where a work-item's splits met one
+        (``seen_least``, ``seen_most``; then ``unsplit``), the block is computed again in float32, a dot product per element over the block's
         K, so that it propagates inf and NaN as float32 does (the CUDA path runs such products on its
         float32 kernel, ``codelets.float32_product``)."""
         w = self.out
         complex_ = self.dt.is_complex
         step = ("sum += (elem)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);" if complex_
                 else "sum = fma(a, b, sum);")
-        w("// FLOAT32_REDO: an operand value 3xTF32 cannot split (inf, NaN, nonzero below SPLIT_SMALLEST): this",
+        w("// FLOAT32_REDO: an operand value 3xTF32 cannot split (inf, NaN, nonzero below 2^-115): this",
           "// block in float32 instead, as a float32 product propagates them",
+          "if (any(seen_least < SPLIT_SMALLEST_BITS - 1u) | any(seen_most > FLOAT_LARGEST_BITS)) unsplit = 1;",
           "barrier(CLK_LOCAL_MEM_FENCE);",
           "const int redo = unsplit;",
           "barrier(CLK_LOCAL_MEM_FENCE);             // (read by every work-item before a next unit resets it)")
@@ -610,7 +617,9 @@ class _Generator(ElementCode):
             self.local_memory("__local real scratch[WARPS_M * WARPS_N * SCRATCH];   // the emulated instruction's exchange")
         if self.splits:
             self.local_memory("__local int unsplit;          // an operand value of the block 3xTF32 cannot split")
-            w("if (tid == 0) unsplit = 0;      // (ordered before the first split by the first block's barrier)")
+            w("if (tid == 0) unsplit = 0;      // (ordered before FLOAT32_REDO sets it by the main loop's barriers)",
+              "// the least magnitude less one and the largest magnitude the work-item's splits met, as bits",
+              "lane_bits seen_least = (lane_bits)(0xffffffffu), seen_most = (lane_bits)(0);")
         accs = self.accumulators()
         for acc in accs:
             w(f"real {acc}[TILES_M][TILES_N][2 * MMA_M / 8];")
