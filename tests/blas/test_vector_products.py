@@ -142,9 +142,14 @@ def test_sizes_at_the_edges_of_the_route(ctx, routed):
 
 def test_a_small_product_of_several_vectors_runs_a_gemm_kernel_where_it_takes_one_launch(ctx, monkeypatch):
     """``Thresholds.vectors_min_multiply_adds``: under it several vectors over any K run a GEMM kernel
-    where its plan is one launch (a GEMV's pack of x would be more); from it, the GEMV."""
+    where its plan is one launch and the GEMV's would pack X first; from it, the GEMV. A GEMV that needs
+    no pack takes the product whatever its work (it splits K, which a GEMM kernel's one block would not)."""
     dt, depth = DTYPES["s"], thresholds_for(ctx.device).vectors_min_depth
     problem = GemmProblem.dense(dt, 6, 17, depth + 8, Op(transposed=True), Op(transposed=True))
+    unpacked = GemmProblem.dense(dt, 6, 17, depth + 8, Op(transposed=True), Op())
+    assert as_vectors(problem).gemv.packs_x and not as_vectors(unpacked).gemv.packs_x
+    set_thresholds(monkeypatch, vectors_min_multiply_adds=2**40)
+    assert vectors_route(ctx.device, unpacked) == as_vectors(unpacked)
     work = problem.m * problem.n * problem.k
     one_launch = len(gemm_plan(ctx, problem).launches()) == 1
     set_thresholds(monkeypatch, vectors_min_multiply_adds=work + 1)

@@ -172,6 +172,19 @@ def test_finalists_are_the_top_and_the_best_of_every_other_layout():
     assert rejected == [(failing, "wrong")]
 
 
+def test_a_gpu_tunes_a_tiny_class_in_the_narrow_blocks_space_and_a_cpu_does_not(device):
+    """A GPU's tiny class: C of a few blocks over a long K, searched with the skinny spaces' narrow blocks
+    (where its time is the latency of its K steps, more compute units matter)."""
+    import dataclasses
+
+    gpu = dataclasses.replace(device, device_type="GPU", global_mem_bytes=80 << 30, max_mem_alloc_bytes=20 << 30)
+    for quick in (False, True):
+        tiny = {c.name: c for c in scope.size_classes(gpu, quick=quick)}["tiny"]
+        assert tiny.skinny and tiny.k > 2 * max(tiny.m, tiny.n) and tiny.share == scope.CLASS_SHARES["tiny"]
+    cpu = dataclasses.replace(device, device_type="CPU")
+    assert "tiny" not in {c.name for c in scope.size_classes(cpu)}
+
+
 def test_a_gpus_large_class_ranks_its_finalists_again_on_a_larger_problem(device, monkeypatch):
     import dataclasses
 

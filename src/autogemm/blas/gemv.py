@@ -102,6 +102,13 @@ class GemvProblem:
             raise ShapeError(f"y spans {span + 1} elements, beyond the merge kernel's 32-bit indexing")
 
     @property
+    def packs_x(self) -> bool:
+        """True where a plan packs X first (a launch of its own): layout N reads a vector's consecutive
+        elements across a warp, and several vectors stored interleaved (``ldx`` 1) would have each load
+        touch a cache line per work-item instead of sharing one across the warp."""
+        return self.layout == "N" and self.vectors > 1 and self.incx != 1 and self.ldx == 1
+
+    @property
     def y_rows_are_vectors(self) -> bool:
         """True where Y is stored as a row per vector (``incy`` 1 with several vectors): the merge then
         writes Y^T, vectors x outputs of leading dimension ``ldy``, else outputs x vectors of ``incy``."""
@@ -141,7 +148,7 @@ class GemvLaunchPlan:
         group_elements = self.params.outputs_per_group * min(problem.vectors, self.params.vectors)
         threads = self.params.wg_x * self.params.wg_y
         self.sums_slices = self.slices > 1 and ceil_div(group_elements, threads) * self.slices <= SUMMED_MAX_READS
-        self.packs_x = problem.layout == "N" and problem.vectors > 1 and problem.incx != 1 and problem.ldx == 1
+        self.packs_x = problem.packs_x
         self.kernel_source = codelet.render(self.params, self.dtype, problem.op.conjugated and self.dtype.is_complex,
                                             conjugate_x=problem.conjugate_x and self.dtype.is_complex,
                                             vectors=problem.vectors, unit_x=self.packs_x or problem.incx == 1)
@@ -204,9 +211,7 @@ class GemvLaunchPlan:
 
     def temporary_bytes(self) -> dict[str, int]:
         """The bytes of the buffers ``enqueue`` allocates: the partial sums of a split reduction and its
-        counts of arrivals, and the right-hand sides packed one after another where they are stored
-        interleaved (layout N reads a vector's consecutive elements across a warp: interleaved, each load
-        would touch a cache line per work-item instead of sharing one across the warp)."""
+        counts of arrivals, and the right-hand sides packed one after another (``GemvProblem.packs_x``)."""
         pr, sizes = self.problem, {}
         if self.slices > 1:
             sizes["partial"] = self.slices * pr.outputs * pr.vectors * self.dtype.compute.itemsize

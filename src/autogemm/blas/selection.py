@@ -159,8 +159,10 @@ def vectors_route(device: Device, problem: GemmProblem) -> VectorsRoute | None:
     or None where a GEMM kernel runs it: several vectors over a K shorter than the device's
     ``Thresholds.vectors_min_depth`` (C, not the matrix, is then most of what moves, and the kernel's
     tiles write it faster than the GEMV's reduction per output), or in fewer multiply-adds than its
-    ``vectors_min_multiply_adds`` (launches are then what counts), where the GEMM plan chosen for it runs
-    in one launch (no pack, no merge: else the GEMV's is ahead)."""
+    ``vectors_min_multiply_adds`` where the GEMV packs X first (launches are then what counts), where the
+    GEMM plan chosen for it runs in one launch (no pack, no merge: else the GEMV's is ahead). A GEMV of
+    one launch takes any small product of a K from ``vectors_min_depth``: it splits that K over
+    work-groups, where a GEMM kernel's one block of C would step through it alone."""
     return routed(device, problem)[0]
 
 
@@ -171,7 +173,8 @@ def routed(device: Device, problem: GemmProblem) -> tuple[VectorsRoute | None, S
     limits = thresholds_for(device)
     if (route is None or route.gemv.vectors == 1 or
             (problem.k >= limits.vectors_min_depth
-             and problem.m * problem.n * problem.k >= limits.vectors_min_multiply_adds)):
+             and (problem.m * problem.n * problem.k >= limits.vectors_min_multiply_adds
+                  or not route.gemv.packs_x))):
         return route, None
     chosen = choose_params(device, problem)
     split = chosen.split or planned_slices(chosen.params, problem, device, limits)

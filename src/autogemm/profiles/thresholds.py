@@ -52,8 +52,9 @@ class Thresholds:
     #: GEMV from a K of this many; over a shorter K a GEMM kernel, where it runs in one launch (C, not the
     #: matrix, is then most of what moves)
     vectors_min_depth: int = 128
-    #: ... and of at least this many multiply-adds: a smaller product runs a GEMM kernel wherever it takes
-    #: it in one launch (a GEMV reading x interleaved packs it first, a launch more than the product)
+    #: ... and, where the GEMV packs X first (``blas.gemv.GemvProblem.packs_x``), of at least this many
+    #: multiply-adds: a smaller such product runs a GEMM kernel wherever it takes it in one launch (the
+    #: pack would be a launch more than the product)
     vectors_min_multiply_adds: int = 2**16
     #: an operand whose rows lie a multiple of this many bytes apart (0: never), in a product of at least
     #: ``blas.routing.CONFLICT_MIN_WORK``, is packed at a leading dimension an eighth of it longer: its rows

@@ -4,7 +4,9 @@ gets, the whole run's default budget and the dtypes it covers.
 GEMM is tuned on three square problems: a large one (where the rate is decided by the inner loop), a
 small one (where filling the device with work-groups matters more, so smaller blocks win) and one between
 them; and on a skinny one, C of a few dozen rows and a long K (a neural network's layer at a small batch),
-searched with blocks of few rows besides the usual ones. GEMV reads each element of A once, so its rate is
+searched with blocks of few rows besides the usual ones; and on a GPU on a tiny one, a C of a few blocks
+over a K of hundreds, whose time is the latency of its K steps on the few compute units its blocks
+occupy (blocks of one warp and one instruction win there). GEMV reads each element of A once, so its rate is
 set by memory bandwidth: it is tuned on matrices far larger than the device's caches (a quarter GiB on a
 GPU), per codelet layout (N for y = A x, T for y = A^T x) and shape (a square A, a long one: few outputs,
 a long reduction, and square ones with several right-hand sides, ``VECTOR_CLASSES``: the GEMM of a C with
@@ -71,13 +73,17 @@ ROUTES = "routes"
 #: GEMV's two layouts and four shapes (an eighth each), tuned for the dtypes in their own precision;
 #: "predictor" times the classes' best kernels on sampled shapes, after them; "routes" times a few
 #: squares at the end (``routes``), within the seconds the schedule keeps for steps besides searches.
-CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, "skinny": 0.2, GEMV: 0.2, PREDICTOR: 0.8, ROUTES: 0.0}
+CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, "skinny": 0.2, "tiny": 0.1, GEMV: 0.2, PREDICTOR: 0.8,
+                ROUTES: 0.0}
 #: An exact shape with fewer rows or columns of C than this is searched in the skinny spaces (blocks of
 #: few rows or columns besides the usual ones).
 SKINNY_BELOW = 128
 #: The rows of the skinny class's C: past the multi-vector GEMV's 16, where 32 to 128 tokens of a layer
 #: are nearest (the squares' kernels ran those at a fraction of cuBLAS's rate).
 SKINNY_ROWS = 64
+#: A GPU's tiny class (with ``quick``, its second shape): C of a few of the usual blocks (the skinny
+#: spaces' narrow ones fill more compute units) over a K of many K steps.
+TINY, TINY_QUICK = (96, 96, 768), (64, 64, 256)
 #: A GPU's large class ranks its finalists on a problem this many times larger in each dimension: the
 #: largest problems keep less of their operands in the caches, and the tile that wins at 4096 can lose
 #: at 8192.
@@ -98,14 +104,16 @@ VECTOR_CLASSES = {"few": 4, "vectors": MAX_VECTORS}
 
 def size_classes(device: Device, quick: bool = False) -> tuple[SizeClass, ...]:
     """GEMM's classes on ``device``: large, medium and small squares (smaller with ``quick``, and on a
-    CPU), and the skinny class, C of ``SKINNY_ROWS`` rows and the large square's columns and K; a GPU's
-    large class is confirmed at twice its size."""
+    CPU), and the skinny class, C of ``SKINNY_ROWS`` rows and the large square's columns and K; on a GPU
+    the tiny class (``TINY``), and its large class is confirmed at twice its size."""
     if device.is_gpu:
         sizes = (2048, 768, 256) if quick else (4096, 1536, 512)
     else:
         sizes = (256, 128, 64) if quick else (768, 320, 128)
     classes = [SizeClass(name, n, n, n, CLASS_SHARES[name]) for name, n in zip(("large", "medium", "small"), sizes)]
     classes.append(SizeClass("skinny", SKINNY_ROWS, sizes[0], sizes[0], CLASS_SHARES["skinny"]))
+    if device.is_gpu:
+        classes.append(SizeClass("tiny", *(TINY_QUICK if quick else TINY), CLASS_SHARES["tiny"]))
     if device.is_gpu and not quick:
         classes[0] = replace(classes[0], confirm=CONFIRM_SCALE * classes[0].m)
     return tuple(classes)
