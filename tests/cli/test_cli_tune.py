@@ -190,6 +190,14 @@ def _quick_shapes(device) -> tuple[str, str]:
     return f"{small.m}^3", f"{skinny.m}x{skinny.n}x{skinny.k}"
 
 
+def test_a_class_the_device_does_not_have_is_a_clear_error(invoke, device):
+    """The tiny class is a GPU's: asked of a CPU, tune says so and measures nothing."""
+    if device.is_gpu:
+        pytest.skip("a GPU has the tiny class")
+    out = invoke("tune", "--quick", "--dtype", "s", "--budget", "1s", "--size-class", "tiny")
+    assert out.exit_code != 0 and "no size class tiny" in out.output and "small" in out.output, out.output
+
+
 def test_a_run_past_its_time_skips_the_classes_still_to_come_and_says_so(invoke, device):
     """On the H100 the default tune ran past 10 minutes: the last dtype's classes each took their second of
     search and their finishing on top of a spent budget."""

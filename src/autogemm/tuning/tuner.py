@@ -157,6 +157,10 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
         if unknown:
             raise TuningError(f"unknown size class {', '.join(sorted(unknown))}; "
                               f"choose from {', '.join(CLASS_SHARES)}")
+        absent = set(classes) - {c.name for c in sizes} - {GEMV, PREDICTOR, ROUTES}
+        if absent:
+            raise TuningError(f"{device.name.strip()} has no size class {', '.join(sorted(absent))} "
+                              f"(its classes: {', '.join(c.name for c in sizes)}; tiny is a GPU's)")
         sizes = tuple(c for c in sizes if c.name in classes)
     started = time.monotonic()
     with WorkerProcess(device) as worker, Enumerator() as enumerator:   # every kernel is built and run there
