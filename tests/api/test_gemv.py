@@ -100,6 +100,7 @@ def test_a_split_reduction_is_summed_in_its_one_launch(ctx):
     buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=v)
                for v in (a, x, np.full(3, np.nan, np.float32))]
     for _ in range(2):         # the counts of arrivals are back at zero for the second launch
+        cl.enqueue_copy(ctx.queue, buffers[2], np.full(3, np.nan, np.float32))
         assert len(plan.enqueue(*buffers)) == 1
         got = np.empty(3, np.float32)
         cl.enqueue_copy(ctx.queue, got, buffers[2]).wait()

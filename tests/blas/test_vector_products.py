@@ -76,36 +76,45 @@ def test_a_product_of_few_columns_or_rows_is_right_and_goes_to_gemv(ctx, host_me
     assert routed and all(call == (vectors, few == "rows") for call in routed)
 
 
+@pytest.mark.parametrize("letter", ["s", "z"])
 @pytest.mark.parametrize("summed", [True, False])
+@pytest.mark.parametrize("matrix", ["A", "B"])
 @pytest.mark.parametrize("layout", ["N", "T"])
 @pytest.mark.parametrize("k", [1, 5, 33, 1025])
-def test_a_split_reduction_is_right_and_the_same_bits_on_every_run(ctx, monkeypatch, layout, k, summed):
+def test_a_split_reduction_is_right_and_the_same_bits_on_every_run(ctx, monkeypatch, layout, matrix, k, summed,
+                                                                   letter):
     """Reductions shorter than one slice and longer than many, split as far as the configuration asks
     (more slices than reduction steps are cut to one step each), the slices added up by the kernel or
-    (more partial sums than ``SUMMED_MAX_READS`` a work-item) by the merge: right, and bit-for-bit equal
-    on two runs (the slices added in order, never by atomic adds; the counts of arrivals back at zero)."""
+    (more partial sums than ``SUMMED_MAX_READS`` a work-item) by the merge, Y a row per vector (B the
+    matrix) or a column (A): right, and bit-for-bit equal on two runs into a poisoned C (the slices
+    added in order, never by atomic adds; the counts of arrivals back at zero for the second)."""
     if not summed:
         monkeypatch.setattr(gemv_plans, "SUMMED_MAX_READS", 0)
-    dt = DTYPES["s"]
+    dt = DTYPES[letter]
     params = GemvParams(layout, 16, 4, 2, 2, 16, vectors=4)
-    m, n = 7, 13        # 7 vectors: two passes of 4, the last one short; few outputs, so the reduction splits
-    tb = "T" if layout == "N" else "N"             # B stored n x k is read as it is, k x n transposed
-    a, b, product = _operands(dt, m, n, k, "N", tb)
-    problem = GemmProblem.dense(dt, m, n, k, Op(), Op(tb == "T"))
+    # 7 vectors: two passes of 4, the last one short; few outputs, so the reduction splits; the operands
+    # stored as the layout reads them, X unpacked
+    if matrix == "B":
+        (m, n), ta, tb = (7, 13), "N", "T" if layout == "N" else "N"
+    else:
+        (m, n), ta, tb = (13, 7), "N" if layout == "N" else "T", "T"
+    a, b, product = _operands(dt, m, n, k, ta, tb)
+    problem = GemmProblem.dense(dt, m, n, k, Op(ta == "T"), Op(tb == "T"))
     route = as_vectors(problem)
-    assert route is not None and route.matrix_is_b and route.gemv.layout == layout
+    assert route is not None and route.matrix_is_b == (matrix == "B") and route.gemv.layout == layout
     plan = VectorsPlan(ctx, problem, route, params)
     assert (plan.gemv.slices > 1) == (k > params.reduction_step) and plan.gemv.slices <= -(-k // params.reduction_step)
-    assert plan.gemv.sums_slices == (summed and plan.gemv.slices > 1)
+    assert plan.gemv.sums_slices == (summed and plan.gemv.slices > 1) and not plan.gemv.packs_x
     results = []
+    poison = np.full((m, n), np.nan, dt.numpy)
     mf = cl.mem_flags
-    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x)
-               for x in (a, b, np.full((m, n), np.nan, np.float32))]
+    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x) for x in (a, b, poison)]
     try:
         for _ in range(2):
+            cl.enqueue_copy(ctx.queue, buffers[2], poison)
             launches = plan.enqueue(*buffers)
-            assert len(launches) == 1 + (plan.gemv.slices > 1 and not summed) + plan.gemv.packs_x
-            out = np.empty((m, n), np.float32)
+            assert len(launches) == 1 + (plan.gemv.slices > 1 and not summed)
+            out = np.empty((m, n), dt.numpy)
             cl.enqueue_copy(ctx.queue, out, buffers[2]).wait()
             results.append(out)
     finally:

@@ -15,6 +15,7 @@ from gemm_check import run_and_check
 from autogemm.codelets.nvidia_mma import MmaParams, ptx_problem
 from autogemm.codelets.nvidia_mma.render import swizzle
 from autogemm.codelets.registry import check, params_from_dict, render
+from autogemm.codelets.stream_k import STREAM_K
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ConfigError
 from autogemm.tuning.evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
@@ -369,12 +370,14 @@ def test_a_small_product_takes_the_fast_copies_tiles_in_its_stored_layout(ctx):
 
 
 @pytest.mark.parametrize("key", ["s.3xtf32", "c.3xtf32"])
-@pytest.mark.parametrize("edge", ["guard", "pad"])
-def test_3xtf32_keeps_float32s_infinities_nans_and_extremes(ctx, key, edge):
+@pytest.mark.parametrize("edge, split", [("guard", None), ("pad", None), ("guard", 2), ("pad", 2),
+                                         ("pad", STREAM_K)])
+def test_3xtf32_keeps_float32s_infinities_nans_and_extremes(ctx, key, edge, split):
     """Values 3xTF32 cannot split (inf, NaN, nonzero below 2^-115) send their block to float32, so inf and
     NaN come out where a float32 product has them (splitting inf made inf - inf = NaN); a value within half
     a TF32 place of float's largest is split toward zero, not rounded to inf; a row of values near 2^-126
-    keeps float32's accuracy. Elsewhere 3xTF32's."""
+    keeps float32's accuracy. Elsewhere 3xTF32's. Whole or in K slices (added up by the guarded kernel,
+    or merged after the padded one), or under stream-K (each unit of work checks its own values)."""
     from gemm_check import two_runs
 
     from autogemm.blas import GemmProblem, Op
@@ -412,7 +415,8 @@ def test_3xtf32_keeps_float32s_infinities_nans_and_extremes(ctx, key, edge):
         a, b = (np.array(x, np.complex64) for x in (a, b))
         a.imag, b.imag = a_im, b_im
     problem = GemmProblem.dense(dt, m, n, k, Op.from_letter("T", "trans_a"), Op.from_letter("N", "trans_b"))
-    plan = gemm_plan(ctx, problem, params, edge)
+    plan = gemm_plan(ctx, problem, params, edge, split)
+    assert (plan.slices, plan.stream) == ((1, True) if split == STREAM_K else (split or 1, False))
     got = two_runs(ctx, plan, np.ascontiguousarray(a.T), b, 1.0)[0]
     for part in ((np.real, np.imag) if dt.is_complex else (np.real,)):
         assert np.array_equal(np.isnan(part(got)), np.isnan(part(as_float32)))

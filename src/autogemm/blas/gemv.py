@@ -146,8 +146,8 @@ class GemvLaunchPlan:
         self.vector_groups = ceil_div(problem.vectors, min(problem.vectors, self.params.vectors))
         self.slices, self.chunk = self._split()
         group_elements = self.params.outputs_per_group * min(problem.vectors, self.params.vectors)
-        threads = self.params.wg_x * self.params.wg_y
-        self.sums_slices = self.slices > 1 and ceil_div(group_elements, threads) * self.slices <= SUMMED_MAX_READS
+        self.sums_slices = (self.slices > 1 and ceil_div(group_elements, self.params.work_group_size) * self.slices
+                            <= SUMMED_MAX_READS)
         self.packs_x = problem.packs_x
         self.kernel_source = codelet.render(self.params, self.dtype, problem.op.conjugated and self.dtype.is_complex,
                                             conjugate_x=problem.conjugate_x and self.dtype.is_complex,
@@ -224,7 +224,7 @@ class GemvLaunchPlan:
     @property
     def allocated(self) -> bool:
         """True while the plan holds its temporary buffers."""
-        return self._partial is not None or self._x is not None
+        return any(buffer is not None for buffer in (self._partial, self._arrivals, self._x))
 
     def release(self) -> None:
         for buffer in (self._partial, self._arrivals, self._x):

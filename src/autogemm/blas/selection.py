@@ -160,9 +160,10 @@ def vectors_route(device: Device, problem: GemmProblem) -> VectorsRoute | None:
     ``Thresholds.vectors_min_depth`` (C, not the matrix, is then most of what moves, and the kernel's
     tiles write it faster than the GEMV's reduction per output), or in fewer multiply-adds than its
     ``vectors_min_multiply_adds`` where the GEMV packs X first (launches are then what counts), where the
-    GEMM plan chosen for it runs in one launch (no pack, no merge: else the GEMV's is ahead). A GEMV of
-    one launch takes any small product of a K from ``vectors_min_depth``: it splits that K over
-    work-groups, where a GEMM kernel's one block of C would step through it alone."""
+    GEMM plan chosen for it runs in one launch (no pack, no merge: else the GEMV's is ahead). A GEMV that
+    needs no pack of X takes any small product of a K from ``vectors_min_depth``: it splits that K over
+    work-groups (added up in its one launch, but for more partial sums than ``blas.gemv.SUMMED_MAX_READS``
+    allows), where a GEMM kernel's one block of C would step through it alone."""
     return routed(device, problem)[0]
 
 

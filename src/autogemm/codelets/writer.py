@@ -16,8 +16,21 @@ def hex_digit(i: int) -> str:
     return "0123456789abcdef"[i]
 
 
-#: What an NVIDIA device builds the kernels that add their K slices up with (``ElementCode.device_fence``).
+#: What an NVIDIA device builds the kernels that add their slices up with (``device_fence``).
 NVIDIA_FENCE_OPTIONS = ("-DPTX_FENCE",)
+
+
+def last_to_arrive(first: str, tile: str) -> list[str]:
+    """The lines with which a work-group that wrote its slice's partial sums of ``tile`` counts its arrival
+    there (``arrivals``, its ``first`` work-item, into the ``__local int arrived``) and returns unless it
+    is the last of the ``slices``; the last one goes on to read every slice's sums, ordered after the
+    others' writes. It resets the count after (``if (first) arrivals[tile] = 0;``), for the next launch."""
+    return [*device_fence("the sums are in memory before the count of arrivals"),
+            "barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);",
+            f"if ({first}) arrived = atomic_inc(&arrivals[{tile}]);",
+            "barrier(CLK_LOCAL_MEM_FENCE);",
+            "if (arrived != slices - 1) return;",
+            *device_fence("and the other slices' sums are read after it")]
 
 
 def device_fence(why: str) -> list[str]:
@@ -305,12 +318,7 @@ class ElementCode:
           "__global real* const sums = partials + (long)tile * slices * tile_size"
           + (f" * {self.rpe};" if self.rpe > 1 else ";"))
         each(lambda acc, at: [self.vstore(n, acc, f"layer * tile_size + {at}", pointer="sums")])
-        self.device_fence("the sums are in memory before the arrival counts")
-        w("barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);",
-          f"if ({first}) arrived = atomic_inc(&arrivals[tile]);",
-          "barrier(CLK_LOCAL_MEM_FENCE);",
-          "if (arrived != slices - 1) return;")
-        self.device_fence("and the other slices' are read after it")
+        w(*last_to_arrive(first, "tile"))
         each(lambda acc, at: [f"{acc} = {self.vload(n, at, pointer='sums')};"])
         w.open("for (int s = 1; s < slices; ++s)")
         each(lambda acc, at: [f"{acc} += {self.vload(n, f's * tile_size + {at}', pointer='sums')};"])

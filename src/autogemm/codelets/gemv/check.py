@@ -9,9 +9,10 @@ from .params import GemvParams
 
 
 def local_bytes(params: GemvParams, dt: Dtype) -> int:
-    """Local memory of the partial sums the work-group adds: one element per output and right-hand side
-    per work-item."""
-    return params.work_group_size * params.per_item * params.vectors * dt.compute.itemsize
+    """Local memory of the partial sums the work-group adds (one element per output and right-hand side
+    per work-item), and the count of slices arrived before it where a split reduction is added up in the
+    kernel (declared in every kernel: whether it splits is the launch's)."""
+    return params.work_group_size * params.per_item * params.vectors * dt.compute.itemsize + 4
 
 
 #: The most 32-bit registers a work-item's sums may take (per_item x vectors elements); past it they spill.

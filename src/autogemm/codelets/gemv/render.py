@@ -18,7 +18,7 @@ from functools import cache
 from ...dtypes import Dtype
 from ..helpers import prelude
 from ..kernel import KernelSource
-from ..writer import device_fence
+from ..writer import last_to_arrive
 from .params import GemvParams
 
 #: ``_SIGNATURE``'s parameters, one letter each as ``runtime.opencl.arguments`` reads them.
@@ -196,20 +196,18 @@ def _finish(owner: str, output: str, outputs: str, total: str, axis: int, per_gr
         *each_output(f"ELEM_STORE(partial, PARTIAL_AT(slice, {outputs}, {output}, first_vector + v), {total});"),
         "    if (!sums_slices) return;",
         "    // ... and the last work-group to arrive at these outputs adds them up",
-        *("    " + line for line in device_fence("the sums are in memory before the count of arrivals")),
-        "    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);",
         "    __local int arrived;           // slices at these outputs before this one",
         f"    const int tile = get_group_id(2) * get_num_groups({axis}) + get_group_id({axis});",
-        f"    if ({first}) arrived = atomic_inc(&arrivals[tile]);",
-        "    barrier(CLK_LOCAL_MEM_FENCE);",
-        "    if (arrived != slices - 1) return;",
-        *("    " + line for line in device_fence("and the other slices' sums are read after it")),
+        *("    " + line for line in last_to_arrive(first, "tile")),
+        "    // consecutive work-items take consecutive elements of the partial sums",
+        "    const bool by_output = partial_o == 1;",
         f"    for (int e = ty * WG_X + tx; e < {per_group} * VECTORS; e += WG_X * WG_Y) {{",
-        f"        const int index = get_group_id({axis}) * {per_group} + e / VECTORS, v = first_vector + e % VECTORS;",
+        f"        const int index = get_group_id({axis}) * {per_group} + (by_output ? e % {per_group} : e / VECTORS);",
+        f"        const int v = first_vector + (by_output ? e / {per_group} : e % VECTORS);",
         f"        if (index < {outputs} && v < vectors) {{",
-        f"            elem sum = ELEM_LOAD(partial, PARTIAL_AT(0, {at}));",
-        f"            for (int s = 1; s < slices; ++s) sum += ELEM_LOAD(partial, PARTIAL_AT(s, {at}));",
-        "            WRITE(index, v, sum);",
+        f"            elem total = ELEM_LOAD(partial, PARTIAL_AT(0, {at}));",
+        f"            for (int s = 1; s < slices; ++s) total += ELEM_LOAD(partial, PARTIAL_AT(s, {at}));",
+        "            WRITE(index, v, total);",
         "        }",
         "    }",
         f"    if ({first}) arrivals[tile] = 0;     // ready for the next launch",

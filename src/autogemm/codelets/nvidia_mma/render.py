@@ -540,9 +540,9 @@ class _Generator(ElementCode):
     def float32_redo(self) -> None:
         """3xTF32 cannot split an infinite value (its remainder, inf - inf, would make NaN where a float32
         product is infinite), NaN, nor a nonzero value below 2^-115: where a work-item's splits met one
-        (``seen_least``, ``seen_most``; then ``unsplit``), the block is computed again in float32, a dot product per element over the block's
-        K, so that it propagates inf and NaN as float32 does (the CUDA path runs such products on its
-        float32 kernel, ``codelets.float32_product``)."""
+        (``seen_least``, ``seen_most``; then ``unsplit``), the block is computed again in float32, a dot
+        product per element over the block's K, so that it propagates inf and NaN as float32 does (the
+        CUDA path runs such products on its float32 kernel, ``codelets.float32_product``)."""
         w = self.out
         complex_ = self.dt.is_complex
         step = ("sum += (elem)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);" if complex_
