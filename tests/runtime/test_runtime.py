@@ -219,6 +219,31 @@ def test_the_stored_layout_is_preferred_only_where_the_tuners_rates_do_not_hold(
     assert prefer_stored_layout([nt, Ranked(nn.config, 30.0), Ranked(tn.config, 30.0)], a_transposed) is nt
 
 
+def test_a_batch_of_small_matrices_weighs_every_ranked_block_and_a_single_product_its_classs_best(device):
+    """``class_choice``: a class's best block is 64 x 64, its second 16 x 16 and slower. For one 64^3
+    product each class's best stands; for a batch of 16 x 16 matrices, whose many work-groups keep the
+    device busy whatever the block, the block that is all C is predicted faster and taken."""
+    import dataclasses
+
+    from autogemm.blas import GemmProblem
+    from autogemm.blas.selection import class_choice
+    from autogemm.codelets.simt import SimtParams
+    from autogemm.dtypes import DTYPES
+    from autogemm.profiles import Profile, Ranked, SizeClassEntry
+
+    large = SimtParams("NN", "offset", 8, 8, 8, 8, 8, 2, True, True)
+    small = SimtParams("NN", "offset", 8, 8, 2, 2, 8, 2, True, True)
+    assert (large.block_rows, large.block_cols, small.block_rows, small.block_cols) == (64, 64, 16, 16)
+    entry = SizeClassEntry("small", (64, 64, 64), (Ranked(large, 1000.0), Ranked(small, 400.0)), "model", 2, 1.0)
+    profile = Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
+                      "2026-11-28T10:00:00+00:00", "60s", dtypes={"s": (entry,)})
+    one = GemmProblem.dense(DTYPES["s"], 16, 16, 16)
+    assert class_choice(profile, one, 132, lambda config: True) == large
+    batch = dataclasses.replace(one, batch=4096)
+    assert class_choice(profile, batch, 132, lambda config: True) == small
+    assert class_choice(profile, dataclasses.replace(batch, m=64, n=64), 132, lambda config: True) == large
+
+
 def test_a_buffer_pool_rounds_sizes_up_and_keeps_no_more_than_its_capacity(ctx):
     from autogemm.runtime.opencl.buffer_pool import BufferPool, rounded
 

@@ -232,7 +232,11 @@ def choose_cuda_params(device: Device | None, dt: Dtype, m: int, n: int, k: int,
 def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
                  usable: Callable[[KernelParams], bool]) -> KernelParams | None:
     """Of the ``usable`` configurations of the profile's size classes (for a batch, none with images), the
-    one ``choose_params`` takes from them for ``problem``; None where the profile has none."""
+    one ``choose_params`` takes from them for ``problem``; None where the profile has none. A single
+    product weighs each class's best (or one nearly as fast in its stored layout); a batch every
+    configuration a class ranks, best first: its many work-groups keep the device busy whatever the
+    block, so the share of each block that is C decides, and a class's best block can be many times its
+    small matrices (a lower-ranked one is taken where predicted ``PREDICTION_MARGIN`` times faster)."""
     dt = problem.dtype
     candidates = []
     keys = tuple(dict.fromkeys((dt.key, dt.native.key, dt.compute.key)))
@@ -240,7 +244,8 @@ def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
         fit = [r for r in entry.ranked if usable(r.config)
                and (problem.batch == 1 or not (r.config.image_a or r.config.image_b))]
         if fit:
-            candidates.append(prefer_stored_layout(fit, problem))
+            first = prefer_stored_layout(fit, problem)
+            candidates += [first, *(r for r in fit if r is not first)] if problem.batch > 1 else [first]
     if not candidates:
         return None
     rates = [predicted_rate(r.config, r.gflops, problem, compute_units) for r in candidates]
