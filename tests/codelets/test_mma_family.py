@@ -369,6 +369,31 @@ def test_a_small_product_takes_the_fast_copies_tiles_in_its_stored_layout(ctx):
     assert read_as_stored(chosen, ctx.device, large).params == fast
 
 
+def test_a_product_whose_kernel_reads_an_operand_once_reads_it_where_it_lies(ctx, monkeypatch):
+    """``Thresholds.pack_min_passes``: above the in-place bound, a product whose kernel would read the
+    operand its layout transposes fewer times than that (B once per block of C's rows) takes the tiles in
+    its stored layout, in one launch, where the pack would read and write all of B to save nothing; where
+    the kernel reads it often enough, or the bound is 0, the configuration stays as chosen."""
+    from limits import set_thresholds
+
+    from autogemm.blas import GemmProblem
+    from autogemm.blas.plans import gemm_plan
+    from autogemm.blas.selection import Selection, read_as_stored, read_too_few_times
+
+    fast = dataclasses.replace(SMALL, copy="async", stages=3)
+    chosen = Selection(fast, "default")
+    set_thresholds(monkeypatch, in_place_multiply_adds=2**10, pack_min_passes=3)
+    deep = GemmProblem.dense(DTYPES["d"], fast.block_rows, 20, 3000)         # B (3000 x 20) read once
+    assert read_too_few_times(fast, deep, "NN", 3) and not read_too_few_times(fast, deep, "NT", 3)
+    twin = read_as_stored(chosen, ctx.device, deep)
+    assert twin.params == fast.in_layout("NN") and "as stored" in twin.source
+    assert len(gemm_plan(ctx, deep, twin.params).launches()) == 1
+    many = GemmProblem.dense(DTYPES["d"], 3 * fast.block_rows, 20, 3000)     # B read three times
+    assert read_as_stored(chosen, ctx.device, many).params == fast
+    set_thresholds(monkeypatch, pack_min_passes=0)
+    assert read_as_stored(chosen, ctx.device, deep).params == fast
+
+
 @pytest.mark.parametrize("key", ["s.3xtf32", "c.3xtf32"])
 @pytest.mark.parametrize("edge, split", [("guard", None), ("pad", None), ("guard", 2), ("pad", 2),
                                          ("pad", STREAM_K)])

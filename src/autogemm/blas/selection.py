@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ..codelets import gemv as gemv_codelet
+from ..codelets.kernel import ceil_div
 from ..codelets.registry import KernelParams, Params, check
 from ..dtypes import Dtype
 from ..profiles import Profile, Ranked, profile_for, thresholds_for
@@ -120,18 +121,21 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
 
 
 def read_as_stored(chosen: Selection, device: Device, problem: GemmProblem) -> Selection:
-    """``chosen``, or for a product of fewer multiply-adds than the device's
-    ``Thresholds.in_place_multiply_adds`` its tiles in the layout A and B are stored in (``in_layout``; or,
-    where its family has no such layout, in one that reads one more of them as stored), so that the
-    kernel reads them where they lie: such a product takes the device less time than the host
-    takes to launch a pack, and the device idles through the pack's launch. Kept where that configuration
-    does not fit the device, reads through images (packed anyway), or is one of a profile borrowed from
-    another device and fails its verification here."""
+    """``chosen``, or its tiles in the layout A and B are stored in (``in_layout``; or, where its family
+    has no such layout, in one that reads one more of them as stored), so that the kernel reads them
+    where they lie: for a product of fewer multiply-adds than the device's
+    ``Thresholds.in_place_multiply_adds`` (it takes the device less time than the host takes to launch a
+    pack, and the device idles through the pack's launch), or whose kernel would read an operand it
+    transposes fewer than ``Thresholds.pack_min_passes`` times (``read_too_few_times``). Kept where that
+    configuration does not fit the device, reads through images (packed anyway), or is one of a profile
+    borrowed from another device and fails its verification here."""
     params, dt = chosen.params, problem.dtype
     stored = stored_layout(problem)
     work = problem.m * problem.n * problem.k * problem.batch
+    limits = thresholds_for(device)
+    small = work < limits.in_place_multiply_adds
     if (params.layout == stored or params.image_a or params.image_b
-            or work >= thresholds_for(device).in_place_multiply_adds):
+            or not (small or read_too_few_times(params, problem, stored, limits.pack_min_passes))):
         return chosen
     now = operands_as_stored(params.layout, stored)
     # the stored layout itself, else (a family without it) one that reads one more operand as stored
@@ -139,9 +143,32 @@ def read_as_stored(chosen: Selection, device: Device, problem: GemmProblem) -> S
         if operands_as_stored(layout, stored) <= now:
             break
         twin = params.in_layout(layout)
-        if check(twin, device, dt) is None and _usable_twin(device, chosen, twin, dt):
+        if (check(twin, device, dt) is None and (small or _fewer_launches(device, chosen, twin, problem))
+                and _usable_twin(device, chosen, twin, dt)):
             return chosen._replace(params=twin, source=f"{chosen.source}, read as stored")
     return chosen
+
+
+def read_too_few_times(params: KernelParams, problem: GemmProblem, stored: str, passes: int) -> bool:
+    """Whether the kernel of ``params`` reads an operand its layout would transpose (from the ``stored``
+    layout) fewer than ``passes`` times: A once per block of C's columns, B once per block of its rows.
+    A pack reads and writes such an operand once each, more traffic than the kernel's reads of it, which
+    is most of a skinny or deep product's time."""
+    reads = (ceil_div(problem.n, params.block_cols), ceil_div(problem.m, params.block_rows))
+    return any(params.layout[i] != stored[i] and reads[i] < passes for i in (0, 1))
+
+
+def _fewer_launches(device: Device, chosen: Selection, twin: KernelParams, problem: GemmProblem) -> bool:
+    """Whether the plan of ``twin`` takes fewer launches than ``chosen``'s: one that pads its operands
+    (a K split its kernel does not add up, edges not guarded) packs them in any layout, and a twin would
+    only trade the chosen kernel for a slower one."""
+    limits = thresholds_for(device)
+
+    def launches(params: KernelParams) -> int:
+        split = chosen.split or planned_slices(params, problem, device, limits)
+        return Routing(problem, params, split, device.compute_units, limits=limits).traffic().launches
+
+    return launches(twin) < launches(chosen.params)
 
 
 def _usable_twin(device: Device, chosen: Selection, twin: KernelParams, dt: Dtype) -> bool:

@@ -41,6 +41,10 @@ class Thresholds:
     #: products of fewer multiply-adds read A and B where they lie, the chosen configuration in their
     #: stored layout (the device finishes such a product before the host would have launched a pack)
     in_place_multiply_adds: int = 2**24
+    #: ... and so do larger ones where the chosen layout would transpose an operand that its kernel reads
+    #: fewer than this many times (once per block of C along the other side; 0: never): a pack reads and
+    #: writes it once each, more than the kernel's own reads of it
+    pack_min_passes: int = 0
     #: products of fewer multiply-adds, and those read in place (``in_place_multiply_adds``), guard their
     #: edges instead of padding them (no pack of an operand read in place, no merge of C; a K split, where
     #: it pays, added up by the kernel)
@@ -181,7 +185,7 @@ EVERY_PRODUCT = 2**62
 #: row blocks or through page-locked memory there, and it takes the same figures for the rest but one: its
 #: products from numpy to numpy run on the host's BLAS, which computes them on the same cores (faster on
 #: every square ``tune`` timed on the CPU machines measured so far; a tune measures the device's own).
-DEFAULTS = {"gpu": Thresholds(in_place_multiply_adds=2**27, guard_multiply_adds=2**31,
+DEFAULTS = {"gpu": Thresholds(in_place_multiply_adds=2**27, guard_multiply_adds=2**31, pack_min_passes=3,
                               host_multiply_adds=(("s", 2**24), ("d", 2**24), ("c", 2**22), ("z", 2**22))),
             "cpu": Thresholds(conflict_stride_bytes=1024, slice_depth=512,
                               host_multiply_adds=tuple((key, EVERY_PRODUCT) for key in HOST_DTYPES))}
