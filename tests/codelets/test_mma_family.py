@@ -390,8 +390,32 @@ def test_a_product_whose_kernel_reads_an_operand_once_reads_it_where_it_lies(ctx
     assert len(gemm_plan(ctx, deep, twin.params).launches()) == 1
     many = GemmProblem.dense(DTYPES["d"], 3 * fast.block_rows, 20, 3000)     # B read three times
     assert read_as_stored(chosen, ctx.device, many).params == fast
+    # unsplit and padded (edges not guarded), the twin would pack as many operands as the chosen
+    set_thresholds(monkeypatch, guard_multiply_adds=0)
+    assert read_as_stored(Selection(fast, "default", split=1), ctx.device, deep).params == fast
     set_thresholds(monkeypatch, pack_min_passes=0)
     assert read_as_stored(chosen, ctx.device, deep).params == fast
+
+
+def test_a_twin_that_would_still_transpose_the_operand_read_once_is_not_taken(ctx, monkeypatch):
+    """The cpu family lays out NN and TN only: for a product stored TT whose B (read once) the chosen NN
+    would transpose, TN reads A as stored but still transposes B, so it is no answer to
+    ``pack_min_passes``; and a split measured for the problem (stream-K too) is the one its plans take."""
+    from limits import set_thresholds
+
+    from autogemm.blas import GemmProblem, Op
+    from autogemm.blas.selection import Selection, planned_split, read_as_stored, read_too_few_times
+    from autogemm.codelets.cpu import CpuParams
+    from autogemm.codelets.stream_k import STREAM_K
+    from autogemm.profiles import thresholds_for
+
+    set_thresholds(monkeypatch, in_place_multiply_adds=2**10, pack_min_passes=3)
+    nn = CpuParams(layout="NN", tile_rows=4, vectors=1, vector_width=4)
+    tt = GemmProblem(DTYPES["s"], nn.block_rows, 400, 3000, Op(transposed=True), Op(transposed=True))
+    assert read_too_few_times(nn, tt, "TT", 3) and read_too_few_times(nn.in_layout("TN"), tt, "TT", 3)
+    assert read_as_stored(Selection(nn, "default"), ctx.device, tt).params == nn
+    limits = thresholds_for(ctx.device)
+    assert planned_split(Selection(nn, "default", split=STREAM_K), nn, tt, ctx.device, limits) == STREAM_K
 
 
 @pytest.mark.parametrize("key", ["s.3xtf32", "c.3xtf32"])

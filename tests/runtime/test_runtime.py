@@ -225,7 +225,7 @@ def test_a_batch_of_small_matrices_weighs_every_ranked_block_and_a_single_produc
     device busy whatever the block, the block that is all C is predicted faster and taken."""
     import dataclasses
 
-    from autogemm.blas import GemmProblem
+    from autogemm.blas import GemmProblem, Op
     from autogemm.blas.selection import class_choice
     from autogemm.codelets.simt import SimtParams
     from autogemm.dtypes import DTYPES
@@ -242,6 +242,20 @@ def test_a_batch_of_small_matrices_weighs_every_ranked_block_and_a_single_produc
     batch = dataclasses.replace(one, batch=4096)
     assert class_choice(profile, batch, 132, lambda config: True) == small
     assert class_choice(profile, dataclasses.replace(batch, m=64, n=64), 132, lambda config: True) == large
+    # the layout preference holds for a batch too: a block passed over for the stored one does not return
+    transposed = dataclasses.replace(large, layout="TN")
+    stored_tn = dataclasses.replace(batch, m=64, n=64, op_a=Op(transposed=True))
+    preferring = dataclasses.replace(profile, dtypes={"s": (dataclasses.replace(
+        entry, ranked=(Ranked(large, 1000.0), Ranked(transposed, 905.0))),)})
+    assert class_choice(preferring, stored_tn, 132, lambda config: True) == transposed
+    # a farther class's offer wins only where predicted PREDICTION_MARGIN times faster than the nearer's
+    other = dataclasses.replace(small, tile_k=4)                 # the same 16 x 16 block, of another class
+    far = SizeClassEntry("large", (4096, 4096, 4096), (Ranked(other, 430.0),), "model", 1, 1.0)
+    two = dataclasses.replace(profile, dtypes={"s": (far, entry)})
+    assert class_choice(two, batch, 132, lambda config: True) == small          # 430 < 1.1 x 400
+    only_large = dataclasses.replace(entry, ranked=(Ranked(large, 1000.0),))
+    assert class_choice(dataclasses.replace(two, dtypes={"s": (far, only_large)}), batch, 132,
+                        lambda config: True) == other
 
 
 def test_a_buffer_pool_rounds_sizes_up_and_keeps_no_more_than_its_capacity(ctx):

@@ -12,7 +12,7 @@ from ..codelets import gemv as gemv_codelet
 from ..codelets.kernel import ceil_div
 from ..codelets.registry import KernelParams, Params, check
 from ..dtypes import Dtype
-from ..profiles import Profile, Ranked, profile_for, thresholds_for
+from ..profiles import Profile, Ranked, Thresholds, profile_for, thresholds_for
 from ..profiles.profile import SHAPES
 from ..runtime.backend import CUDA, OPENCL
 from ..runtime.opencl.device import Device
@@ -66,8 +66,9 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
     precision mode is computed by its own configurations or the native
     dtype's (which are exact), a 16-bit dtype by its own or float32's (on converted operands),
     whichever are predicted faster. A batch, read through buffers, takes no configuration with images.
-    A product too small for a pack's launch to pay takes a choice not measured on that very problem in
-    the layout A and B are stored in (``read_as_stored``)."""
+    A product too small for a pack's launch to pay, or whose kernel would read an operand it transposes
+    too few times for the pack to pay (in a plan of fewer launches), takes a choice not measured on that
+    very problem in the layout A and B are stored in (``read_as_stored``)."""
     dt = problem.dtype
     profile = profile_for(device)
     if profile is not None:
@@ -126,16 +127,18 @@ def read_as_stored(chosen: Selection, device: Device, problem: GemmProblem) -> S
     where they lie: for a product of fewer multiply-adds than the device's
     ``Thresholds.in_place_multiply_adds`` (it takes the device less time than the host takes to launch a
     pack, and the device idles through the pack's launch), or whose kernel would read an operand it
-    transposes fewer than ``Thresholds.pack_min_passes`` times (``read_too_few_times``). Kept where that
-    configuration does not fit the device, reads through images (packed anyway), or is one of a profile
-    borrowed from another device and fails its verification here."""
+    transposes fewer than ``Thresholds.pack_min_passes`` times (``read_too_few_times``), where the twin
+    reads that operand as stored in a plan of fewer launches. Kept where that configuration does not fit
+    the device, reads through images (packed anyway), or is one of a profile borrowed from another device
+    and fails its verification here."""
     params, dt = chosen.params, problem.dtype
     stored = stored_layout(problem)
     work = problem.m * problem.n * problem.k * problem.batch
     limits = thresholds_for(device)
     small = work < limits.in_place_multiply_adds
+    passes = limits.pack_min_passes
     if (params.layout == stored or params.image_a or params.image_b
-            or not (small or read_too_few_times(params, problem, stored, limits.pack_min_passes))):
+            or not (small or read_too_few_times(params, problem, stored, passes))):
         return chosen
     now = operands_as_stored(params.layout, stored)
     # the stored layout itself, else (a family without it) one that reads one more operand as stored
@@ -143,7 +146,12 @@ def read_as_stored(chosen: Selection, device: Device, problem: GemmProblem) -> S
         if operands_as_stored(layout, stored) <= now:
             break
         twin = params.in_layout(layout)
-        if (check(twin, device, dt) is None and (small or _fewer_launches(device, chosen, twin, problem))
+        # (a larger product: only a twin that reads the operand in question where it lies, in a plan of
+        # fewer launches; one that pads its operands packs them in any layout)
+        if (check(twin, device, dt) is None
+                and (small or (not read_too_few_times(twin, problem, stored, passes)
+                               and plan_launches(device, chosen, twin, problem, limits)
+                               < plan_launches(device, chosen, params, problem, limits)))
                 and _usable_twin(device, chosen, twin, dt)):
             return chosen._replace(params=twin, source=f"{chosen.source}, read as stored")
     return chosen
@@ -151,24 +159,28 @@ def read_as_stored(chosen: Selection, device: Device, problem: GemmProblem) -> S
 
 def read_too_few_times(params: KernelParams, problem: GemmProblem, stored: str, passes: int) -> bool:
     """Whether the kernel of ``params`` reads an operand its layout would transpose (from the ``stored``
-    layout) fewer than ``passes`` times: A once per block of C's columns, B once per block of its rows.
-    A pack reads and writes such an operand once each, more traffic than the kernel's reads of it, which
-    is most of a skinny or deep product's time."""
-    reads = (ceil_div(problem.n, params.block_cols), ceil_div(problem.m, params.block_rows))
+    layout) fewer than ``passes`` times: A once per block of C's columns, B once per block of its rows
+    (an operand a batch shares, once per product besides). A pack reads and writes such an operand once
+    each, more traffic than the kernel's reads of it, which is most of a skinny or deep product's time."""
+    reads = [ceil_div(problem.n, params.block_cols), ceil_div(problem.m, params.block_rows)]
+    for i, name in enumerate("AB"):
+        if problem.batch > 1 and problem.stride(name) == 0:
+            reads[i] *= problem.batch
     return any(params.layout[i] != stored[i] and reads[i] < passes for i in (0, 1))
 
 
-def _fewer_launches(device: Device, chosen: Selection, twin: KernelParams, problem: GemmProblem) -> bool:
-    """Whether the plan of ``twin`` takes fewer launches than ``chosen``'s: one that pads its operands
-    (a K split its kernel does not add up, edges not guarded) packs them in any layout, and a twin would
-    only trade the chosen kernel for a slower one."""
-    limits = thresholds_for(device)
+def planned_split(chosen: Selection, params: KernelParams, problem: GemmProblem, device: Device,
+                  limits: Thresholds) -> int:
+    """The K split a plan of ``params`` takes for ``chosen``: the one measured for the problem (stream-K
+    included), else ``coverage.planned_slices``."""
+    return chosen.split if chosen.split is not None else planned_slices(params, problem, device, limits)
 
-    def launches(params: KernelParams) -> int:
-        split = chosen.split or planned_slices(params, problem, device, limits)
-        return Routing(problem, params, split, device.compute_units, limits=limits).traffic().launches
 
-    return launches(twin) < launches(chosen.params)
+def plan_launches(device: Device, chosen: Selection, params: KernelParams, problem: GemmProblem,
+                  limits: Thresholds) -> int:
+    """The launches of the plan of ``params`` (``chosen``'s or a twin) for ``problem``."""
+    split = planned_split(chosen, params, problem, device, limits)
+    return Routing(problem, params, split, device.compute_units, limits=limits).traffic().launches
 
 
 def _usable_twin(device: Device, chosen: Selection, twin: KernelParams, dt: Dtype) -> bool:
@@ -205,9 +217,7 @@ def routed(device: Device, problem: GemmProblem) -> tuple[VectorsRoute | None, S
                   or not route.gemv.packs_x))):
         return route, None
     chosen = choose_params(device, problem)
-    split = chosen.split or planned_slices(chosen.params, problem, device, limits)
-    routing = Routing(problem, chosen.params, split, device.compute_units, limits=limits)
-    return (None, chosen) if routing.traffic().launches == 1 else (route, None)
+    return (None, chosen) if plan_launches(device, chosen, chosen.params, problem, limits) == 1 else (route, None)
 
 
 def choose_gemv_params(device: Device, problem: GemvProblem) -> Selection:
@@ -259,28 +269,40 @@ def choose_cuda_params(device: Device | None, dt: Dtype, m: int, n: int, k: int,
 def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
                  usable: Callable[[KernelParams], bool]) -> KernelParams | None:
     """Of the ``usable`` configurations of the profile's size classes (for a batch, none with images), the
-    one ``choose_params`` takes from them for ``problem``; None where the profile has none. A single
-    product weighs each class's best (or one nearly as fast in its stored layout); a batch every
-    configuration a class ranks, best first: its many work-groups keep the device busy whatever the
-    block, so the share of each block that is C decides, and a class's best block can be many times its
-    small matrices (a lower-ranked one is taken where predicted ``PREDICTION_MARGIN`` times faster)."""
+    one ``choose_params`` takes from them for ``problem``; None where the profile has none. Each class
+    offers its best (or one nearly as fast in the stored layout, ``prefer_stored_layout``); for a batch,
+    whose many work-groups keep the device busy whatever the block, so that the share of each block that
+    is C decides (a class's best block can be many times its small matrices), the one of its
+    configurations reading as many operands as stored that is predicted fastest, a lower-ranked one
+    where ``PREDICTION_MARGIN`` times faster. Of the classes' offers, the nearest class's unless a farther
+    one is predicted that much faster (each class's rates were measured on its own problem)."""
     dt = problem.dtype
-    candidates = []
+    offers = []
     keys = tuple(dict.fromkeys((dt.key, dt.native.key, dt.compute.key)))
+    stored = stored_layout(problem)
     for entry in profile.nearest(keys, problem.m, problem.n, problem.k):
         fit = [r for r in entry.ranked if usable(r.config)
                and (problem.batch == 1 or not (r.config.image_a or r.config.image_b))]
         if fit:
             first = prefer_stored_layout(fit, problem)
-            candidates += [first, *(r for r in fit if r is not first)] if problem.batch > 1 else [first]
-    if not candidates:
-        return None
-    rates = [predicted_rate(r.config, r.gflops, problem, compute_units) for r in candidates]
+            if problem.batch > 1:
+                as_stored = operands_as_stored(first.config.layout, stored)
+                first = _predicted_best([first, *(r for r in fit if r is not first
+                                                  and operands_as_stored(r.config.layout, stored) >= as_stored)],
+                                        problem, compute_units)
+            offers.append(first)
+    return _predicted_best(offers, problem, compute_units).config if offers else None
+
+
+def _predicted_best(ranked: list[Ranked], problem: GemmProblem, compute_units: int) -> Ranked:
+    """Of ``ranked`` (in order of preference), the first unless a later one is predicted
+    ``PREDICTION_MARGIN`` times faster for ``problem`` (``coverage.predicted_rate``), and so on."""
+    rates = [predicted_rate(r.config, r.gflops, problem, compute_units) for r in ranked]
     best = 0
-    for i in range(1, len(candidates)):
+    for i in range(1, len(ranked)):
         if rates[i] > PREDICTION_MARGIN * rates[best]:
             best = i
-    return candidates[best].config
+    return ranked[best]
 
 
 def prefer_stored_layout(ranked: list[Ranked], problem: GemmProblem) -> Ranked:
