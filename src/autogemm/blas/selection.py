@@ -141,6 +141,7 @@ def read_as_stored(chosen: Selection, device: Device, problem: GemmProblem) -> S
             or not (small or read_too_few_times(params, problem, stored, passes))):
         return chosen
     now = operands_as_stored(params.layout, stored)
+    chosen_launches = None if small else plan_launches(device, chosen, params, problem, limits)
     # the stored layout itself, else (a family without it) one that reads one more operand as stored
     for layout in sorted(("NN", "NT", "TN", "TT"), key=lambda x: -operands_as_stored(x, stored)):
         if operands_as_stored(layout, stored) <= now:
@@ -150,8 +151,7 @@ def read_as_stored(chosen: Selection, device: Device, problem: GemmProblem) -> S
         # fewer launches; one that pads its operands packs them in any layout)
         if (check(twin, device, dt) is None
                 and (small or (not read_too_few_times(twin, problem, stored, passes)
-                               and plan_launches(device, chosen, twin, problem, limits)
-                               < plan_launches(device, chosen, params, problem, limits)))
+                               and plan_launches(device, chosen, twin, problem, limits) < chosen_launches))
                 and _usable_twin(device, chosen, twin, dt)):
             return chosen._replace(params=twin, source=f"{chosen.source}, read as stored")
     return chosen

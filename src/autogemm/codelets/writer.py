@@ -367,10 +367,6 @@ class ElementCode:
         w.close()
         w.lines[loop:loop] = ["    " + line for line in self.hoisted]
 
-    def device_fence(self, why: str) -> None:
-        """``device_fence``'s lines, here."""
-        self.out(*device_fence(why))
-
     def local_memory(self, *lines: str) -> None:
         """Declare local memory: here, or under stream-K before the loop over units."""
         if self.stream:

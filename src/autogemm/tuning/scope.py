@@ -114,8 +114,8 @@ def size_classes(device: Device, quick: bool = False) -> tuple[SizeClass, ...]:
     classes.append(SizeClass("skinny", SKINNY_ROWS, sizes[0], sizes[0], CLASS_SHARES["skinny"]))
     if device.is_gpu:
         classes.append(SizeClass("tiny", *(TINY_QUICK if quick else TINY), CLASS_SHARES["tiny"]))
-    if device.is_gpu and not quick:
-        classes[0] = replace(classes[0], confirm=CONFIRM_SCALE * classes[0].m)
+        if not quick:
+            classes[0] = replace(classes[0], confirm=CONFIRM_SCALE * classes[0].m)
     return tuple(classes)
 
 

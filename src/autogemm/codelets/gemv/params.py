@@ -71,10 +71,10 @@ class GemvParams(FamilyParams):
         vectors kept: outputs per work-item and work-items across outputs halved while half of them cover
         the problem; along a reduction shorter than half a step of the work-group, fewer work-items there
         and more across outputs, the reduction still one step (a second would split it over work-groups
-        where outputs are few: another launch). A problem of one vector keeps the configuration as it is:
-        its classes were measured on such problems, and a shorter reduction step would split a short
-        reduction in two launches. (More vectors per work-item, for one pass over A, ran faster on the H200 as often
-        as slower: the vectors stay as tuned.)"""
+        where outputs are few, each writing partial sums to add up after). A problem of one vector keeps
+        the configuration as it is: its classes were measured on such problems, and a shorter reduction
+        step would split a short reduction too. (More vectors per work-item, for one pass over A, ran
+        faster on the H200 as often as slower: the vectors stay as tuned.)"""
         if vectors == 1:
             return self
         wg = {"x": self.wg_x, "y": self.wg_y}
