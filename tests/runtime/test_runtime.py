@@ -258,6 +258,35 @@ def test_a_batch_of_small_matrices_weighs_every_ranked_block_and_a_single_produc
                         lambda config: True) == other
 
 
+def test_the_latency_classs_offer_stands_for_a_single_product_nearest_to_it(device):
+    """A farther class's large block is predicted many times faster for a 64 x 64 x 250 product (the
+    prediction counts the compute units blocks fill), but where the nearest class is the latency class,
+    measured where a block's K steps decide the time, its small block is taken; not for a batch, and not
+    where another class is nearer."""
+    import dataclasses
+
+    from autogemm.blas import GemmProblem
+    from autogemm.blas.selection import class_choice
+    from autogemm.codelets.simt import SimtParams
+    from autogemm.dtypes import DTYPES
+    from autogemm.profiles import Profile, Ranked, SizeClassEntry
+    from autogemm.profiles.profile import LATENCY_CLASS
+
+    large = SimtParams("NN", "offset", 8, 8, 8, 8, 8, 2, True, True)
+    small = SimtParams("NN", "offset", 8, 8, 2, 2, 8, 2, True, True)
+    tiny = SizeClassEntry(LATENCY_CLASS, (96, 96, 768), (Ranked(small, 1400.0),), "model", 1, 1.0)
+    medium = SizeClassEntry("medium", (1536, 1536, 1536), (Ranked(large, 40000.0),), "model", 1, 1.0)
+    profile = Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
+                      "2026-11-28T10:00:00+00:00", "60s", dtypes={"s": (medium, tiny)})
+    product = GemmProblem.dense(DTYPES["s"], 64, 64, 250)
+    assert class_choice(profile, product, 132, lambda config: True) == small
+    renamed = dataclasses.replace(profile, dtypes={"s": (medium, dataclasses.replace(tiny, name="small"))})
+    assert class_choice(renamed, product, 132, lambda config: True) == large
+    assert class_choice(profile, dataclasses.replace(product, batch=64), 132, lambda config: True) == large
+    assert class_choice(profile, GemmProblem.dense(DTYPES["s"], 1024, 1024, 1024), 132,
+                        lambda config: True) == large
+
+
 def test_a_buffer_pool_rounds_sizes_up_and_keeps_no_more_than_its_capacity(ctx):
     from autogemm.runtime.opencl.buffer_pool import BufferPool, rounded
 

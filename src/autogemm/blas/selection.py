@@ -13,7 +13,7 @@ from ..codelets.kernel import ceil_div
 from ..codelets.registry import KernelParams, Params, check
 from ..dtypes import Dtype
 from ..profiles import Profile, Ranked, Thresholds, profile_for, thresholds_for
-from ..profiles.profile import SHAPES
+from ..profiles.profile import LATENCY_CLASS, SHAPES
 from ..runtime.backend import CUDA, OPENCL
 from ..runtime.opencl.device import Device
 from .coverage import planned_slices, predicted_rate
@@ -275,12 +275,16 @@ def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
     is C decides (a class's best block can be many times its small matrices), the one of its
     configurations reading as many operands as stored that is predicted fastest, a lower-ranked one
     where ``PREDICTION_MARGIN`` times faster. Of the classes' offers, the nearest class's unless a farther
-    one is predicted that much faster (each class's rates were measured on its own problem)."""
+    one is predicted that much faster (each class's rates were measured on its own problem); where the
+    nearest is the ``LATENCY_CLASS``, its offer stands: the prediction counts the compute units a
+    product's blocks fill, not the latency of their K steps, which decides the time there and is slower
+    for the larger blocks other classes measured best."""
     dt = problem.dtype
     offers = []
     keys = tuple(dict.fromkeys((dt.key, dt.native.key, dt.compute.key)))
     stored = stored_layout(problem)
-    for entry in profile.nearest(keys, problem.m, problem.n, problem.k):
+    entries = profile.nearest(keys, problem.m, problem.n, problem.k)
+    for entry in entries:
         fit = [r for r in entry.ranked if usable(r.config)
                and (problem.batch == 1 or not (r.config.image_a or r.config.image_b))]
         if fit:
@@ -290,6 +294,8 @@ def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
                 first = _predicted_best([first, *(r for r in fit if r is not first
                                                   and operands_as_stored(r.config.layout, stored) >= as_stored)],
                                         problem, compute_units)
+            if entry is entries[0] and entry.name == LATENCY_CLASS and problem.batch == 1:
+                return first.config
             offers.append(first)
     return _predicted_best(offers, problem, compute_units).config if offers else None
 

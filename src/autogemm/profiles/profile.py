@@ -41,6 +41,10 @@ MAX_SHAPES = 4096
 #: problem's stored layout: NN, NT, TN or TT for a GEMM, N or T (the codelet layout) for a GEMV, which
 #: is also how a GEMM of few columns or rows runs (``blas.vectors``).
 CLASSES, GEMV_CLASSES, SHAPES = "dtypes", "gemv", "shapes"
+#: The GEMM size class measured where the latency of a block's K steps decides the time (a C of a few
+#: blocks over a K of hundreds, on a GPU): its rates stand for products nearest to it as they are,
+#: where other classes' are scaled by the compute units a product's blocks fill (``blas.selection``)
+LATENCY_CLASS = "tiny"
 SHAPE_LAYOUT = re.compile(r"^[NT]{2}$")
 EXACT_NAME = re.compile(r"^[NT]{1,2}$")
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")

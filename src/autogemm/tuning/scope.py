@@ -24,7 +24,7 @@ from ..blas.selection import vectors_route
 from ..blas.vectors import MAX_VECTORS
 from ..codelets.registry import GEMM, GEMV
 from ..dtypes import NATIVE, Dtype, get_dtype
-from ..profiles.profile import CLASSES, GEMV_CLASSES, SHAPES
+from ..profiles.profile import CLASSES, GEMV_CLASSES, LATENCY_CLASS, SHAPES
 from ..runtime.opencl.device import Device
 from ..workload import ShapeRecord
 from .budget import Budget
@@ -73,7 +73,7 @@ ROUTES = "routes"
 #: GEMV's two layouts and four shapes (an eighth each), tuned for the dtypes in their own precision;
 #: "predictor" times the classes' best kernels on sampled shapes, after them; "routes" times a few
 #: squares at the end (``routes``), within the seconds the schedule keeps for steps besides searches.
-CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, "skinny": 0.2, "tiny": 0.1, GEMV: 0.2, PREDICTOR: 0.8,
+CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, "skinny": 0.2, LATENCY_CLASS: 0.1, GEMV: 0.2, PREDICTOR: 0.8,
                 ROUTES: 0.0}
 #: An exact shape with fewer rows or columns of C than this is searched in the skinny spaces (blocks of
 #: few rows or columns besides the usual ones).
@@ -113,7 +113,7 @@ def size_classes(device: Device, quick: bool = False) -> tuple[SizeClass, ...]:
     classes = [SizeClass(name, n, n, n, CLASS_SHARES[name]) for name, n in zip(("large", "medium", "small"), sizes)]
     classes.append(SizeClass("skinny", SKINNY_ROWS, sizes[0], sizes[0], CLASS_SHARES["skinny"]))
     if device.is_gpu:
-        classes.append(SizeClass("tiny", *(TINY_QUICK if quick else TINY), CLASS_SHARES["tiny"]))
+        classes.append(SizeClass(LATENCY_CLASS, *(TINY_QUICK if quick else TINY), CLASS_SHARES[LATENCY_CLASS]))
         if not quick:
             classes[0] = replace(classes[0], confirm=CONFIRM_SCALE * classes[0].m)
     return tuple(classes)
