@@ -191,11 +191,12 @@ def _quick_shapes(device) -> tuple[str, str]:
 
 
 def test_a_class_the_device_does_not_have_is_a_clear_error(invoke, device):
-    """The tiny class is a GPU's: asked of a CPU, tune says so and measures nothing."""
+    """The tiny and batch classes are a GPU's: asked of a CPU, tune says so and measures nothing."""
     if device.is_gpu:
-        pytest.skip("a GPU has the tiny class")
-    out = invoke("tune", "--quick", "--dtype", "s", "--budget", "1s", "--size-class", "tiny")
-    assert out.exit_code != 0 and "no size class tiny" in out.output and "small" in out.output, out.output
+        pytest.skip("a GPU has the tiny and batch classes")
+    for name in ("tiny", "batch-16"):
+        out = invoke("tune", "--quick", "--dtype", "s", "--budget", "1s", "--size-class", name)
+        assert out.exit_code != 0 and f"no size class {name}" in out.output and "small" in out.output, out.output
 
 
 def test_a_run_past_its_time_skips_the_classes_still_to_come_and_says_so(invoke, device):

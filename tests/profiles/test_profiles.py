@@ -463,6 +463,38 @@ def test_a_tuning_run_on_a_device_that_borrows_starts_from_the_borrowed_profile(
     assert LARGE in checked and chosen.params != LARGE
 
 
+def test_each_new_class_starts_from_what_the_profile_chose_before_the_run(cache, device, monkeypatch):
+    """A class the profile lacks starts its search from the configurations the profile chose for its
+    problem. Asked as each class began, a class tuned earlier in the same run answered for the next: on
+    the H200 the first batch class's 32 x 32 block was the second's start, not the 64 x 128 block batches
+    had run, and the second class ended slower than batches had been without it."""
+    from autogemm.blas.selection import candidates
+    from autogemm.tuning import Budget, scope, tune, tuner
+
+    save(make_profile(device, {"s": [SizeClassEntry("small", (64, 64, 64), (Ranked(LARGE, 20.0), Ranked(SMALL, 15.0)),
+                                                    "model", 2, 1.0)]}))
+    first, second = scope.SizeClass("batch-a", 8, 8, 8, 0.1, batch=16), scope.SizeClass("batch-b", 16, 16, 16, 0.1,
+                                                                                        batch=8)
+    monkeypatch.setattr(tuner, "size_classes", lambda device, quick=False: (first, second))
+    monkeypatch.setitem(scope.CLASS_SHARES, "batch-a", 0.1)
+    monkeypatch.setitem(scope.CLASS_SHARES, "batch-b", 0.1)
+    s = autogemm.dtypes.DTYPES["s"]
+    before = candidates(device, tuner._problem(s, second), tuner.EXACT_CANDIDATES)
+    found = dataclasses.replace(SMALL, tile_k=4, wg_rows=2)
+    assert found not in before
+    starts = {}
+
+    def searched(worker, dt, size, *args):
+        starts[size.name] = list(args[-1])
+        return SizeClassEntry(size.name, size.shape, (Ranked(found, 99.0),), "model", 1, 0.1, batch=size.batch), 0.0
+
+    monkeypatch.setattr(tuner, "_tune_class", searched)
+    tuned = tune(device, (s,), budget=Budget(evaluations=50), classes=("batch-a", "batch-b"), top=1)
+    assert tuned.entry("s", "batch-a").batch == 16
+    assert starts["batch-b"] == before and found not in starts["batch-b"]
+    assert candidates(device, tuner._problem(s, second), tuner.EXACT_CANDIDATES)[0] == found   # what it would be now
+
+
 def test_a_tensor_core_default_is_verified_on_the_device_before_its_first_use(cache, device, monkeypatch):
     """Without a profile, DGEMM on an NVIDIA GPU tries the tensor-core default first (the plain one ran at
     0.29x cuBLAS on an untuned H200), once verified there; one that fails falls back to the plain default."""

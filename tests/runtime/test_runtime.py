@@ -217,6 +217,11 @@ def test_the_stored_layout_is_preferred_only_where_the_tuners_rates_do_not_hold(
     assert prefer_stored_layout([nt, nn, tn], a_transposed) is tn   # no pack, within 0.9 of the best
     assert prefer_stored_layout([nt, nn, Ranked(tn.config, 30.0)], a_transposed) is nn  # one pack, not two
     assert prefer_stored_layout([nt, Ranked(nn.config, 30.0), Ranked(tn.config, 30.0)], a_transposed) is nt
+    # a batch stored as measured: its class's rates held at the class's own size, where the layouts tied;
+    # a pack of every matrix costs another size more (DGEMM 1024 x 64^3 on an H200: 6.8 against 10.8 TFLOP/s)
+    batch = GemmProblem.dense(DTYPES["d"], 64, 64, 64, batch=1024)
+    assert prefer_stored_layout([nt, nn, tn], batch) is nn
+    assert prefer_stored_layout([nt, Ranked(nn.config, 30.0), tn], batch) is nt
 
 
 def test_a_batch_of_small_matrices_weighs_every_ranked_block_and_a_single_product_its_classs_best(device):
@@ -284,6 +289,41 @@ def test_the_latency_classs_offer_stands_for_a_single_product_nearest_to_it(devi
     assert class_choice(renamed, product, 132, lambda config: True) == large
     assert class_choice(profile, dataclasses.replace(product, batch=64), 132, lambda config: True) == large
     assert class_choice(profile, GemmProblem.dense(DTYPES["s"], 1024, 1024, 1024), 132,
+                        lambda config: True) == large
+
+
+def test_a_batch_takes_its_batch_classs_configuration_and_a_single_product_never_does(device):
+    """Entries measured on strided batches serve batches (nearest of them first) and round-trip through
+    the profile's JSON; single products take the other classes', and a batch does too where the profile
+    has no batch class."""
+    import dataclasses
+
+    from autogemm.blas import GemmProblem
+    from autogemm.blas.selection import class_choice
+    from autogemm.codelets.simt import SimtParams
+    from autogemm.dtypes import DTYPES
+    from autogemm.profiles import Profile, Ranked, SizeClassEntry
+
+    large = SimtParams("NN", "offset", 8, 8, 8, 8, 8, 2, True, True)
+    small = SimtParams("NN", "offset", 8, 8, 2, 2, 8, 2, True, True)
+    other = dataclasses.replace(small, tile_k=4)
+    single = SizeClassEntry("small", (32, 32, 32), (Ranked(large, 900.0),), "model", 1, 1.0)
+    batches = SizeClassEntry("batch-32", (32, 32, 32), (Ranked(small, 3000.0),), "model", 1, 1.0, batch=2048)
+    wider = SizeClassEntry("batch-128", (128, 128, 128), (Ranked(other, 9000.0),), "model", 1, 1.0, batch=256)
+    profile = Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
+                      "2026-11-28T10:00:00+00:00", "60s", dtypes={"s": (single, batches, wider)})
+    profile = Profile.from_json(profile.to_json())
+    assert profile.entry("s", "batch-32").batch == 2048 and profile.entry("s", "small").batch == 1
+    assert [e.name for e in profile.nearest(("s",), 32, 32, 32)] == ["small"]
+    assert [e.name for e in profile.nearest(("s",), 32, 32, 32, batched=True)] == ["batch-32", "batch-128"]
+    one = GemmProblem.dense(DTYPES["s"], 24, 24, 24)
+    assert class_choice(profile, one, 132, lambda config: True) == large
+    assert class_choice(profile, GemmProblem.dense(DTYPES["s"], 24, 24, 24, batch=512), 132,
+                        lambda config: True) == small
+    assert class_choice(profile, GemmProblem.dense(DTYPES["s"], 160, 160, 160, batch=64), 132,
+                        lambda config: True) == other
+    without = dataclasses.replace(profile, dtypes={"s": (single,)})
+    assert class_choice(without, GemmProblem.dense(DTYPES["s"], 24, 24, 24, batch=512), 132,
                         lambda config: True) == large
 
 

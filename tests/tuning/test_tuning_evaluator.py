@@ -58,6 +58,23 @@ def test_every_dtype(ctx, letter):
     assert record.ok, record.message
 
 
+def test_a_batch_is_measured_and_checked_whole(ctx):
+    """A batch class's evaluator times all its products in one call and checks every one of them: a plan
+    for the first product alone leaves the others unwritten."""
+    import dataclasses
+
+    ev = GemmEvaluator(ctx, DTYPES["s"], 9, 7, 5, runs=1, batch=6)
+    try:
+        record = ev.evaluate(GOOD)
+        assert record.ok, record.message
+        assert ev.flops == 6 * 2 * 9 * 7 * 5 and ev.problem.stride_c == 9 * 7
+        ev.problem = dataclasses.replace(ev.problem, batch=1)
+        record = ev.evaluate(GOOD)
+    finally:
+        ev.release()
+    assert record.outcome is Outcome.WRONG and "315 elements unwritten" in record.message
+
+
 def test_a_build_error_is_a_record(evaluator, monkeypatch):
     sabotage(monkeypatch, "const bool beta_zero", "const bool beta_zero = this is not C;")
     record = evaluator.evaluate(GOOD)

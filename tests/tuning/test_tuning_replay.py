@@ -116,6 +116,18 @@ def test_an_old_checkpoint_without_facts_still_resumes(device, tmp_path):
     assert len(Checkpoint.for_problem(device, DTYPES["s"], (64, 64, 64), directory=tmp_path)) == 1
 
 
+def test_a_batchs_checkpoint_is_its_own(device, tmp_path):
+    """The same shape measured one at a time and in a strided batch are two problems: two files, and a
+    header naming the batch."""
+    single = Checkpoint.for_problem(device, DTYPES["s"], (32, 32, 32), directory=tmp_path)
+    batched = Checkpoint.for_problem(device, DTYPES["s"], (32, 32, 32), directory=tmp_path, batch=2048)
+    batched.add(Record(SimtParams(), Outcome.OK, 5.0, 1e-3, runs=5))
+    assert single.path != batched.path and batched.path.name.endswith("-32x32x32-b2048.jsonl")
+    assert json.loads(batched.path.read_text().splitlines()[0])["batch"] == 2048
+    assert len(Checkpoint.for_problem(device, DTYPES["s"], (32, 32, 32), directory=tmp_path)) == 0
+    assert len(Checkpoint.for_problem(device, DTYPES["s"], (32, 32, 32), directory=tmp_path, batch=2048)) == 1
+
+
 def test_device_facts_round_trip_and_are_validated(device):
     copy = Device.from_facts(json.loads(json.dumps(device.facts())))
     assert copy.fingerprint == device.fingerprint and copy.cl_device is None

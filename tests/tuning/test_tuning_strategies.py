@@ -185,6 +185,23 @@ def test_a_gpu_tunes_a_tiny_class_in_the_narrow_blocks_space_and_a_cpu_does_not(
     assert "tiny" not in {c.name for c in scope.size_classes(cpu)}
 
 
+def test_a_gpu_tunes_batch_classes_on_strided_batches_and_a_cpu_does_not(device):
+    """A GPU's batch classes: square products measured many at once (half as many with --quick), their
+    entries kept apart from the single products' classes."""
+    import dataclasses
+
+    gpu = dataclasses.replace(device, device_type="GPU", global_mem_bytes=80 << 30, max_mem_alloc_bytes=20 << 30)
+    for quick in (False, True):
+        classes = {c.name: c for c in scope.size_classes(gpu, quick=quick)}
+        for name, side, count in scope.BATCH_CLASSES:
+            size = classes[name]
+            assert size.shape == (side,) * 3 and size.batch == count // (1 + quick) > 1
+    assert all(c.batch == 1 for c in scope.size_classes(gpu) if c.name not in dict(
+        (name, side) for name, side, _ in scope.BATCH_CLASSES))
+    cpu = dataclasses.replace(device, device_type="CPU")
+    assert all(c.batch == 1 for c in scope.size_classes(cpu))
+
+
 def test_a_gpus_large_class_ranks_its_finalists_again_on_a_larger_problem(device, monkeypatch):
     import dataclasses
 
@@ -249,3 +266,26 @@ def test_once_a_class_is_late_only_the_best_of_each_layout_is_verified():
     assert [r.gflops for r in kept] == [99.0, 98.0] and {r.config.layout for r in kept} == {"NN", "NT"}
     assert asked == candidates[:3]
     assert len(finalists.best_of_each_layout(candidates, 5, accept)) == 5
+
+
+def test_a_batch_class_keeps_the_best_of_each_block_in_its_measured_layout():
+    """A batch class serves smaller and larger matrices than its own, for which smaller or larger blocks
+    win: beside its top configurations it keeps the best of each block shape of the layout it measured,
+    and of each other layout only the best."""
+    import dataclasses
+
+    from autogemm.codelets.simt import SimtParams
+    from autogemm.profiles import Ranked
+
+    base = SimtParams("NN", "offset", 8, 8, 2, 2, 2, 1, False, False, mac="mul_add")
+    blocks = [dataclasses.replace(base, tile_rows=rows, tile_cols=cols) for rows in (1, 2, 4) for cols in (2, 4)]
+    candidates = [Ranked(dataclasses.replace(config, tile_k=tile_k), 100.0 - 10 * i - tile_k)
+                  for i, config in enumerate(blocks) for tile_k in (2, 4)]
+    candidates += [Ranked(dataclasses.replace(config, layout="NT"), 5.0 - i) for i, config in enumerate(blocks)]
+    by_layout = finalists.best_of_each_layout(candidates, 2)
+    assert len(by_layout) == 3 and by_layout[-1].config.layout == "NT"
+    kept = finalists.best_of_each_layout(candidates, 2, kind=finalists.layout_and_block("NN"))
+    shapes = [(r.config.block_rows, r.config.block_cols) for r in kept if r.config.layout == "NN"]
+    assert sorted(set(shapes)) == sorted({(c.block_rows, c.block_cols) for c in blocks})
+    assert len(shapes) == len(blocks) + 1 and [r.config.layout for r in kept].count("NT") == 1  # top 2: one block
+    assert [r.gflops for r in kept] == sorted((r.gflops for r in kept), reverse=True)

@@ -57,8 +57,7 @@ def stack_reference(dt: Dtype, a: np.ndarray, b: np.ndarray) -> KnownReference:
 def run_batch(ctx: DeviceContext, dt: Dtype, batch: int, n: int, runs: int, rng: np.random.Generator,
               with_torch: bool = True) -> BatchCase:
     a, b = random_matrix(rng, dt, (batch, n, n)), random_matrix(rng, dt, (batch, n, n))
-    problem = GemmProblem(dt, n, n, n, lda=n, ldb=n, ldc=n, batch=batch, stride_a=n * n, stride_b=n * n,
-                          stride_c=n * n)
+    problem = GemmProblem.dense(dt, n, n, n, batch=batch)
     plan = gemm_plan(ctx, problem)
     case = BatchCase(dt.key, batch, n, plan.params.describe())
     reference, flops = stack_reference(dt, a, b), batch * gemm_flops(dt, n, n, n)

@@ -74,10 +74,14 @@ class GemmProblem:
     stride_c: int = 0
 
     @classmethod
-    def dense(cls, dtype: Dtype, m: int, n: int, k: int, op_a: Op = Op(), op_b: Op = Op()) -> GemmProblem:
-        """A problem on operands stored contiguously (each leading dimension its stored row's length)."""
+    def dense(cls, dtype: Dtype, m: int, n: int, k: int, op_a: Op = Op(), op_b: Op = Op(), batch: int = 1
+              ) -> GemmProblem:
+        """A problem on operands stored contiguously (each leading dimension its stored row's length), or
+        a strided ``batch`` of them, each matrix right after the one before."""
         return cls(dtype, m, n, k, op_a, op_b, lda=max(1, m if op_a.transposed else k),
-                   ldb=max(1, k if op_b.transposed else n), ldc=max(1, n))
+                   ldb=max(1, k if op_b.transposed else n), ldc=max(1, n), batch=batch,
+                   stride_a=m * k if batch > 1 else 0, stride_b=k * n if batch > 1 else 0,
+                   stride_c=m * n if batch > 1 else 0)
 
     def aligned(self) -> GemmProblem:
         """This problem with each offset replaced by its alignment class: what plans are made for."""

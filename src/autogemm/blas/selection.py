@@ -268,22 +268,26 @@ def choose_cuda_params(device: Device | None, dt: Dtype, m: int, n: int, k: int,
 
 def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
                  usable: Callable[[KernelParams], bool]) -> KernelParams | None:
-    """Of the ``usable`` configurations of the profile's size classes (for a batch, none with images), the
-    one ``choose_params`` takes from them for ``problem``; None where the profile has none. Each class
+    """Of the ``usable`` configurations of the profile's size classes (for a batch, none with images, and
+    those of its batch classes where it has them: measured on batches), the one ``choose_params`` takes
+    from them for ``problem``; None where the profile has none. Each class
     offers its best (or one nearly as fast in the stored layout, ``prefer_stored_layout``); for a batch,
     whose many work-groups keep the device busy whatever the block, so that the share of each block that
     is C decides (a class's best block can be many times its small matrices), the one of its
     configurations reading as many operands as stored that is predicted fastest, a lower-ranked one
     where ``PREDICTION_MARGIN`` times faster. Of the classes' offers, the nearest class's unless a farther
-    one is predicted that much faster (each class's rates were measured on its own problem); where the
-    nearest is the ``LATENCY_CLASS``, its offer stands: the prediction counts the compute units a
-    product's blocks fill, not the latency of their K steps, which decides the time there and is slower
-    for the larger blocks other classes measured best."""
+    one is predicted that much faster (each class's rates were measured on its own problem). The nearest
+    class's offer stands where it was measured as the product runs: a batch class's for a batch (a
+    class of larger matrices reads faster for their longer K and fewer edges, which the prediction does
+    not see), and the ``LATENCY_CLASS``'s for a single product: the prediction counts the compute units
+    a product's blocks fill, not the latency of their K steps, which decides the time there and is
+    slower for the larger blocks other classes measured best."""
     dt = problem.dtype
     offers = []
     keys = tuple(dict.fromkeys((dt.key, dt.native.key, dt.compute.key)))
     stored = stored_layout(problem)
-    entries = profile.nearest(keys, problem.m, problem.n, problem.k)
+    batched = problem.batch > 1 and profile.nearest(keys, problem.m, problem.n, problem.k, batched=True)
+    entries = batched or profile.nearest(keys, problem.m, problem.n, problem.k)
     for entry in entries:
         fit = [r for r in entry.ranked if usable(r.config)
                and (problem.batch == 1 or not (r.config.image_a or r.config.image_b))]
@@ -294,7 +298,7 @@ def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
                 first = _predicted_best([first, *(r for r in fit if r is not first
                                                   and operands_as_stored(r.config.layout, stored) >= as_stored)],
                                         problem, compute_units)
-            if entry is entries[0] and entry.name == LATENCY_CLASS and problem.batch == 1:
+            if entry is entries[0] and (batched or entry.name == LATENCY_CLASS and problem.batch == 1):
                 return first.config
             offers.append(first)
     return _predicted_best(offers, problem, compute_units).config if offers else None
@@ -313,12 +317,15 @@ def _predicted_best(ranked: list[Ranked], problem: GemmProblem, compute_units: i
 
 def prefer_stored_layout(ranked: list[Ranked], problem: GemmProblem) -> Ranked:
     """The first of ``ranked`` (best first), unless the problem is stored otherwise than the tuner's
-    (whose rates include the packs) and one within ``LAYOUT_MATCH_SHARE`` of it reads more operands as
-    they are stored (``operands_as_stored``: fewer transposing packs), the first of those that read most."""
+    (whose rates include the packs), or is a batch, and one within ``LAYOUT_MATCH_SHARE`` of it reads
+    more operands as they are stored (``operands_as_stored``: fewer transposing packs), the first of those
+    that read most. (A batch class's rates include its packs too, but only at its own size: a pack of
+    every matrix of a batch costs other sizes more or less than it did there, where the layouts so near
+    one another tied.)"""
     if (problem.op_a.conjugated or problem.op_b.conjugated) and problem.dtype.is_complex:
         return ranked[0]          # a conjugating pack is needed whatever the layout
     stored = stored_layout(problem)
-    if stored == MEASURED_LAYOUT:
+    if stored == MEASURED_LAYOUT and problem.batch == 1:
         return ranked[0]
     near = [r for r in ranked if r.gflops >= LAYOUT_MATCH_SHARE * ranked[0].gflops]
     return max(near, key=lambda r: operands_as_stored(r.config.layout, stored))
@@ -342,7 +349,7 @@ def candidates(device: Device, problem: GemmProblem, count: int) -> list[KernelP
     found = [first]
     profile = profile_for(device)
     if profile is not None:
-        for entry in profile.nearest((problem.dtype.key,), problem.m, problem.n, problem.k):
+        for entry in profile.nearest((problem.dtype.key,), problem.m, problem.n, problem.k, problem.batch > 1):
             for ranked in entry.ranked:
                 if len(found) >= count or ranked.config in found:
                     continue

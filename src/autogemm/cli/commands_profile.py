@@ -125,7 +125,9 @@ def show_command(target, device, as_json) -> None:
         gemv = section == GEMV_CLASSES
         shape = entry.shape[:2] if gemv else entry.shape
         rates = ("GFLOP/s", "GB/s") if gemv else ("GFLOP/s",)
-        table = plain_table(f"{entry_label(section, dt, entry.name)} {'x'.join(map(str, shape))}: {entry.strategy}, "
+        batch = f"{entry.batch} x " if entry.batch > 1 else ""
+        table = plain_table(f"{entry_label(section, dt, entry.name)} {batch}{'x'.join(map(str, shape))}: "
+                            f"{entry.strategy}, "
                             f"{entry.evaluations} evaluations, {entry.seconds:.0f} s",
                             ("rank", *rates, "configuration"), right=("rank", *rates), fold=("configuration",))
         for i, ranked in enumerate(entry.ranked, 1):

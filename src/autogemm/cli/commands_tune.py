@@ -255,10 +255,11 @@ def _gemv_class(size: SizeClass) -> str:
 
 
 def _shape(size: SizeClass) -> str:
-    """'4096^3' for a cube (it keeps a progress line within 80 columns), else 'MxNxK', GEMV's 'MxN', and
-    with several right-hand sides 'MxN x16'."""
+    """'4096^3' for a cube (it keeps a progress line within 80 columns), else 'MxNxK', a batch class's
+    '2048 x 32^3', GEMV's 'MxN', and with several right-hand sides 'MxN x16'."""
     if not _is_gemv(size):
-        return f"{size.m}^3" if size.m == size.n == size.k else f"{size.m}x{size.n}x{size.k}"
+        batch = f"{size.batch} x " if size.batch > 1 else ""
+        return batch + (f"{size.m}^3" if size.m == size.n == size.k else f"{size.m}x{size.n}x{size.k}")
     return f"{size.m}x{size.n}{f' x{size.k}' if size.k > 1 else ''}"
 
 

@@ -33,6 +33,8 @@ MAX_RANKED = 32
 #: (``tuning.records``), so that no tuning run saves a profile its own reader would reject.
 MAX_GFLOPS = 1e7
 MAX_DIMENSION = 2**31 - 1
+#: The products a batch class's entry may have been measured on together.
+MAX_BATCH = 2**20
 MAX_PARTS = 256
 #: Per-shape entries a dtype may hold (``autogemm tune --shapes``): a program's distinct products.
 MAX_SHAPES = 4096
@@ -83,6 +85,8 @@ class SizeClassEntry:
     #: the fingerprint of the device the entry was measured on where that is not the profile's own (an
     #: entry a tuned profile took over from the profile it borrowed: ``Profile.as_borrowed``)
     measured_on: str = ""
+    #: the products of ``shape`` measured together in one strided call (a batch class), else 1
+    batch: int = 1
 
 
 @dataclass(frozen=True)
@@ -201,10 +205,12 @@ class Profile:
         return next((e for e in self.table(section).get(dtype, ())
                      if e.name == name and (shape is None or e.shape == tuple(shape))), None)
 
-    def nearest(self, dtypes: tuple[str, ...], m: int, n: int, k: int) -> list[SizeClassEntry]:
-        """The size-class entries of ``dtypes``, the one nearest to (m, n, k) first (nearest in log
-        scale, so 3000 is near 4096 and 100 near 256; at equal distances in the order of ``dtypes``)."""
-        entries = [e for key in dtypes for e in self.dtypes.get(key, ())]
+    def nearest(self, dtypes: tuple[str, ...], m: int, n: int, k: int, batched: bool = False
+                ) -> list[SizeClassEntry]:
+        """The size-class entries of ``dtypes`` measured on single products (``batched``: on strided
+        batches), the one nearest to (m, n, k) first (nearest in log scale, so 3000 is near 4096 and
+        100 near 256; at equal distances in the order of ``dtypes``)."""
+        entries = [e for key in dtypes for e in self.dtypes.get(key, ()) if (e.batch > 1) == batched]
         return sorted(entries, key=lambda e: shape_distance(e.shape, (m, n, k)))
 
     def gemv_entries(self, dtype: str, layout: str) -> list[SizeClassEntry]:
@@ -337,7 +343,8 @@ class Profile:
 
 
 def _entries_to_dict(table: dict[str, tuple[SizeClassEntry, ...]]) -> dict:
-    return {letter: [{"class": e.name, "shape": list(e.shape), "strategy": e.strategy,
+    return {letter: [{"class": e.name, "shape": list(e.shape), **({"batch": e.batch} if e.batch > 1 else {}),
+                      "strategy": e.strategy,
                       "evaluations": e.evaluations, "seconds": round(e.seconds, 3),
                       **({"measured_on": e.measured_on} if e.measured_on else {}),
                       "ranked": [{"gflops": round(r.gflops, 3), "config": r.config.to_dict(),
@@ -480,7 +487,8 @@ def routine_of(section: str, name: str) -> str:
 
 
 def _entry(value: object, where: str, routine: str, name: re.Pattern = _NAME) -> SizeClassEntry:
-    e = _object(value, where, {"class", "shape", "strategy", "evaluations", "seconds", "ranked"}, {"measured_on"})
+    e = _object(value, where, {"class", "shape", "strategy", "evaluations", "seconds", "ranked"},
+                {"measured_on", "batch"})
     ranked = e["ranked"]
     if not isinstance(ranked, list) or not 1 <= len(ranked) <= MAX_RANKED:
         raise ProfileError(f"{where}.ranked must be a list of 1 to {MAX_RANKED} configurations")
@@ -494,7 +502,8 @@ def _entry(value: object, where: str, routine: str, name: re.Pattern = _NAME) ->
     return SizeClassEntry(_text(e["class"], f"{where}.class", 32, name), _shape(e["shape"], where), tuple(items),
                           _text(e["strategy"], f"{where}.strategy", 40),
                           _integer(e["evaluations"], f"{where}.evaluations", 0, 10**9),
-                          _number(e["seconds"], f"{where}.seconds", 1e8), _measured_on(e, where))
+                          _number(e["seconds"], f"{where}.seconds", 1e8), _measured_on(e, where),
+                          _integer(e.get("batch", 1), f"{where}.batch", 1, MAX_BATCH))
 
 
 def _shape(value: object, where: str) -> tuple[int, int, int]:

@@ -24,7 +24,7 @@ FORMAT = "autogemm-checkpoint"
 VERSION = 1
 #: The header's keys that say what was measured: a file whose header differs in one of them is another
 #: problem's (the device's facts ride along for replays, and do not count).
-IDENTITY = ("format", "version", "device", "device_name", "dtype", "shape", "routine")
+IDENTITY = ("format", "version", "device", "device_name", "dtype", "shape", "routine", "batch")
 
 
 class Checkpoint:
@@ -42,10 +42,12 @@ class Checkpoint:
 
     @classmethod
     def for_problem(cls, device: Device, dtype: Dtype, shape: tuple[int, int, int],
-                    directory: Path | None = None, routine: str = "gemm", layout: str | None = None) -> Checkpoint:
+                    directory: Path | None = None, routine: str = "gemm", layout: str | None = None,
+                    batch: int = 1) -> Checkpoint:
         """The checkpoint of a GEMM of ``shape`` (m, n, k) with A and B stored as ``layout`` says (None:
         NN), or of a GEMV (``routine`` 'gemv') of that layout on A of (m, n), named in the header and the
-        file name ('gemv-n' for GEMV of layout N, 'gemm-nt' for a GEMM of layout NT)."""
+        file name ('gemv-n' for GEMV of layout N, 'gemm-nt' for a GEMM of layout NT; a strided batch of
+        GEMMs ends in its count, '-b1024')."""
         m, n, k = shape
         folder = directory or cache_subdir("checkpoints")
         header = {"format": FORMAT, "version": VERSION, "device": device.fingerprint,
@@ -54,8 +56,11 @@ class Checkpoint:
         if routine != "gemm" or layout not in (None, "NN"):  # NN GEMM's names stay those made before
             named = f"{routine}-{layout.lower()}"
             header["routine"], prefix = named, f"{named}-"
+        suffix = ""
+        if batch > 1:
+            header["batch"], suffix = batch, f"-b{batch}"
         header["device_facts"] = device.facts()
-        return cls(folder / f"{prefix}{device.fingerprint}-{dtype.key}-{m}x{n}x{k}.jsonl", header)
+        return cls(folder / f"{prefix}{device.fingerprint}-{dtype.key}-{m}x{n}x{k}{suffix}.jsonl", header)
 
     @classmethod
     def read(cls, path: Path) -> Checkpoint:

@@ -15,6 +15,7 @@ from ..blas.coverage import split_counts
 from ..codelets.registry import Params
 from ..dtypes import Dtype
 from ..profiles import Ranked
+from ..profiles.profile import MAX_RANKED
 from .evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
 from .objective import Objective
 
@@ -22,11 +23,29 @@ from .objective import Objective
 CONFIRM_POOL = 2
 
 
+def layout_of(ranked: Ranked) -> str:
+    """A configuration's codelet layout: the kinds a class keeps the best of."""
+    return ranked.config.layout
+
+
+def layout_and_block(measured: str) -> Callable[[Ranked], object]:
+    """The kinds a batch class keeps the best of: each layout, and in the ``measured`` one each block
+    shape. A batch class serves batches of smaller and larger matrices than its own, for which the block
+    whose share of C is largest wins (``blas.selection.class_choice``): it needs their best blocks."""
+    def kind(ranked: Ranked) -> object:
+        config = ranked.config
+        return (config.layout, config.block_rows, config.block_cols) if config.layout == measured else config.layout
+
+    return kind
+
+
 def finalists(check: Callable[[Params], str | None], objectives: list[Objective], top: int,
-              late: Callable[[], bool] = lambda: False) -> tuple[list[Ranked], list[tuple[Params, str]]]:
+              late: Callable[[], bool] = lambda: False, kind: Callable[[Ranked], object] = layout_of
+              ) -> tuple[list[Ranked], list[tuple[Params, str]]]:
     """Over the measurements of ``objectives`` (one per family searched): the ``top`` best correct
     configurations that also pass ``check`` (the verification: what goes wrong, or None; see
-    ``best_of_each_layout``, which stops at the essentials once ``late``); and those rejected by it."""
+    ``best_of_each_layout``, which stops at the essentials once ``late``), with the best of each
+    ``kind``; and those rejected by it."""
     ok = [Ranked(r.config, r.gflops) for o in objectives for r in o.records.values() if o.complete(r)]
     rejected: list[tuple[Params, str]] = []
 
@@ -36,27 +55,30 @@ def finalists(check: Callable[[Params], str | None], objectives: list[Objective]
             rejected.append((ranked.config, problem))
         return not problem
 
-    return best_of_each_layout(ok, top, verified, late), rejected
+    return best_of_each_layout(ok, top, verified, late, kind), rejected
 
 
 def best_of_each_layout(candidates: list[Ranked], top: int, accept: Callable[[Ranked], bool] = lambda r: True,
-                        late: Callable[[], bool] = lambda: False) -> list[Ranked]:
+                        late: Callable[[], bool] = lambda: False, kind: Callable[[Ranked], object] = layout_of
+                        ) -> list[Ranked]:
     """The ``top`` fastest of ``candidates`` that ``accept`` takes, then the fastest accepted one of each
-    codelet layout not among them (so that a problem stored in that layout can be computed without a
-    transposing pack, see ``blas.selection``), best first. ``accept`` is asked only as far as needed;
-    once ``late`` (the class's time is spent: each verification costs about a second) only for the
-    fastest of each layout."""
+    ``kind`` not among them (by default each codelet layout, so that a problem stored in that layout can
+    be computed without a transposing pack, see ``blas.selection``), best first, at most
+    ``MAX_RANKED``. ``accept`` is asked only as far as needed; once ``late`` (the class's time is spent:
+    each verification costs about a second) only for the fastest of each kind."""
     ordered = sorted(candidates, key=lambda r: r.gflops, reverse=True)
     kept: list[Ranked] = []
-    layouts: set[str] = set()
-    all_layouts = {r.config.layout for r in ordered}
+    kinds: set[object] = set()
+    all_kinds = {kind(r) for r in ordered}
     for ranked in ordered:
-        if (len(kept) >= top or (kept and late())) and ranked.config.layout in layouts:
+        if len(kept) >= MAX_RANKED:
+            break
+        if (len(kept) >= top or (kept and late())) and kind(ranked) in kinds:
             continue
         if accept(ranked):
             kept.append(ranked)
-            layouts.add(ranked.config.layout)
-        if len(kept) >= top and layouts >= all_layouts:
+            kinds.add(kind(ranked))
+        if len(kept) >= top and kinds >= all_kinds:
             break
     return kept
 

@@ -18,7 +18,8 @@ def entry_spec(section: str, dt: Dtype, entry: SizeClassEntry) -> EvaluatorSpec:
     """The measurement of a profile entry's configurations: its problem, whole (every element checked)."""
     if routine_of(section, entry.name) == GEMV:
         return EvaluatorSpec.gemv(dt, entry.shape, entry.ranked[0].config.layout, full=True)
-    return EvaluatorSpec.gemm(dt, entry.shape, full=True, layout=entry.name if section == SHAPES else "NN")
+    return EvaluatorSpec.gemm(dt, entry.shape, full=True, layout=entry.name if section == SHAPES else "NN",
+                              batch=entry.batch)
 
 
 def timed_here(profile: Profile, worker: WorkerProcess, runs: int = 3,

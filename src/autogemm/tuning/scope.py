@@ -6,7 +6,9 @@ small one (where filling the device with work-groups matters more, so smaller bl
 them; and on a skinny one, C of a few dozen rows and a long K (a neural network's layer at a small batch),
 searched with blocks of few rows besides the usual ones; and on a GPU on a tiny one, a C of a few blocks
 over a K of hundreds, whose time is the latency of its K steps on the few compute units its blocks
-occupy (blocks of one warp and one instruction win there). GEMV reads each element of A once, so its rate is
+occupy (blocks of one warp and one instruction win there); and on a GPU on strided batches of small
+products (``BATCH_CLASSES``), whose many work-groups fill the device whatever the block, so that the share
+of each block that is C, and not the compute units filled, decides. GEMV reads each element of A once, so its rate is
 set by memory bandwidth: it is tuned on matrices far larger than the device's caches (a quarter GiB on a
 GPU), per codelet layout (N for y = A x, T for y = A^T x) and shape (a square A, a long one: few outputs,
 a long reduction, and square ones with several right-hand sides, ``VECTOR_CLASSES``: the GEMM of a C with
@@ -37,8 +39,9 @@ class SizeClass:
     dtype's budget it gets, the
     size of the square problem its finalists are ranked on where that is another (``confirm``), the
     ``routine``, how A and B are stored (``layout``: GEMV's codelet layout N or T, an exact GEMM shape's
-    NN to TT; None: NN), and whether the class is an ``exact`` shape, whose entry serves that very
-    problem (``autogemm tune --shapes``)."""
+    NN to TT; None: NN), whether the class is an ``exact`` shape, whose entry serves that very
+    problem (``autogemm tune --shapes``), and the products of its shape measured together in one strided
+    call (``batch``, a batch class's; else 1)."""
 
     name: str
     m: int
@@ -49,6 +52,7 @@ class SizeClass:
     layout: str | None = None
     routine: str = GEMM
     exact: bool = False
+    batch: int = 1
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -73,8 +77,8 @@ ROUTES = "routes"
 #: GEMV's two layouts and four shapes (an eighth each), tuned for the dtypes in their own precision;
 #: "predictor" times the classes' best kernels on sampled shapes, after them; "routes" times a few
 #: squares at the end (``routes``), within the seconds the schedule keeps for steps besides searches.
-CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, "skinny": 0.2, LATENCY_CLASS: 0.1, GEMV: 0.2, PREDICTOR: 0.8,
-                ROUTES: 0.0}
+CLASS_SHARES = {"large": 0.6, "medium": 0.2, "small": 0.2, "skinny": 0.2, LATENCY_CLASS: 0.1, "batch-16": 0.1,
+                "batch-48": 0.1, "batch-128": 0.1, GEMV: 0.2, PREDICTOR: 0.8, ROUTES: 0.0}
 #: An exact shape with fewer rows or columns of C than this is searched in the skinny spaces (blocks of
 #: few rows or columns besides the usual ones).
 SKINNY_BELOW = 128
@@ -84,6 +88,9 @@ SKINNY_ROWS = 64
 #: A GPU's tiny class (with ``quick``, its second shape): C of a few of the usual blocks (the skinny
 #: spaces' narrow ones fill more compute units) over a K of many K steps.
 TINY, TINY_QUICK = (96, 96, 768), (64, 64, 256)
+#: A GPU's batch classes: name, the side of their square products and how many are measured together
+#: (half as many with ``quick``); a batch takes the nearest one's configurations
+BATCH_CLASSES = (("batch-16", 16, 4096), ("batch-48", 48, 1024), ("batch-128", 128, 256))
 #: A GPU's large class ranks its finalists on a problem this many times larger in each dimension: the
 #: largest problems keep less of their operands in the caches, and the tile that wins at 4096 can lose
 #: at 8192.
@@ -105,7 +112,8 @@ VECTOR_CLASSES = {"few": 4, "vectors": MAX_VECTORS}
 def size_classes(device: Device, quick: bool = False) -> tuple[SizeClass, ...]:
     """GEMM's classes on ``device``: large, medium and small squares (smaller with ``quick``, and on a
     CPU), and the skinny class, C of ``SKINNY_ROWS`` rows and the large square's columns and K; on a GPU
-    the tiny class (``TINY``), and its large class is confirmed at twice its size."""
+    the tiny class (``TINY``) and the batch classes (``BATCH_CLASSES``), and its large class is confirmed
+    at twice its size."""
     if device.is_gpu:
         sizes = (2048, 768, 256) if quick else (4096, 1536, 512)
     else:
@@ -114,6 +122,8 @@ def size_classes(device: Device, quick: bool = False) -> tuple[SizeClass, ...]:
     classes.append(SizeClass("skinny", SKINNY_ROWS, sizes[0], sizes[0], CLASS_SHARES["skinny"]))
     if device.is_gpu:
         classes.append(SizeClass(LATENCY_CLASS, *(TINY_QUICK if quick else TINY), CLASS_SHARES[LATENCY_CLASS]))
+        classes += [SizeClass(name, side, side, side, CLASS_SHARES[name], batch=count // (1 + quick))
+                    for name, side, count in BATCH_CLASSES]
         if not quick:
             classes[0] = replace(classes[0], confirm=CONFIRM_SCALE * classes[0].m)
     return tuple(classes)

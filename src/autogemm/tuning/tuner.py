@@ -52,7 +52,15 @@ from .checkpoint import Checkpoint
 from .cuda_classes import CUDA_SHARE, tune_cuda_class
 from .enumeration import Enumerator
 from .evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
-from .finalists import CONFIRM_POOL, best_of_each_layout, confirmed, finalists, with_measured_splits
+from .finalists import (
+    CONFIRM_POOL,
+    best_of_each_layout,
+    confirmed,
+    finalists,
+    layout_and_block,
+    layout_of,
+    with_measured_splits,
+)
 from .no_slower import Kept, keep_no_slower, workload_problems
 from .objective import Objective
 from .records import Record
@@ -160,7 +168,8 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
         absent = set(classes) - {c.name for c in sizes} - {GEMV, PREDICTOR, ROUTES}
         if absent:
             raise TuningError(f"{device.name.strip()} has no size class {', '.join(sorted(absent))} "
-                              f"(its classes: {', '.join(c.name for c in sizes)}; tiny is a GPU's)")
+                              f"(its classes: {', '.join(c.name for c in sizes)}; tiny and the batch classes "
+                              "are a GPU's)")
         sizes = tuple(c for c in sizes if c.name in classes)
     started = time.monotonic()
     with WorkerProcess(device) as worker, Enumerator() as enumerator:   # every kernel is built and run there
@@ -200,6 +209,11 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
         with_routes = shapes is None and (not classes or ROUTES in classes)
         cuda = {dt: cuda_unreachable(device, dt) is None for dt in dtypes}    # (its searches run in the worker)
         order = _breadth_first(plan)
+        # what the profile chose for each new class's problem before this run: asked as each class begins,
+        # a class tuned earlier in the run would answer for a later one (a batch class for the next)
+        chosen_before = {(dt, size): candidates(device, _problem(dt, size), EXACT_CANDIDATES)
+                         for dt, size in order if prior is not None and size.routine == GEMM
+                         and (size.exact or _prior_entry(prior, dt, size) is None)}
         schedule = Schedule(budget, [step for dt, size in order for step in _steps(size, cuda[dt])]
                             + [((PREDICTOR, False), CLASS_SHARES[PREDICTOR]) for _ in plan if with_predictor]
                             + [((ROUTES, False), CLASS_SHARES[ROUTES])] * with_routes, started)
@@ -227,12 +241,11 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
             else:
                 spaces = searched_spaces(replace(facts[dt], layout=size.layout, vectors=size.k), GEMV,
                                          replace(GEMV_DEFAULTS[size.layout], vectors=size.k), enumerator)
-            before = prior.entry(dt.key, size.name, size.section, size.shape if size.exact else None) \
-                if prior else None
+            before = _prior_entry(prior, dt, size) if prior else None
             known = [r.config for r in before.ranked] if before else []
             if prior is not None and (size.exact or before is None):
                 # and what the profile would choose for it: a new class starts from no worse
-                chosen = candidates(device, _problem(dt, size), EXACT_CANDIDATES) if size.routine == GEMM else \
+                chosen = chosen_before[dt, size] if size.routine == GEMM else \
                     [e.ranked[0].config for e in prior.gemv_entries(dt.key, size.layout)]
                 known += [c for c in chosen if c not in known]
             entry, searched = _tune_class(worker, dt, size, spaces, share, deadline, strategy, fresh, top,
@@ -332,8 +345,9 @@ def _steps(size: SizeClass, cuda: bool) -> list[tuple[tuple[str, bool], float]]:
 
 
 def _on_cuda(size: SizeClass) -> bool:
-    """Whether a class is searched on the CUDA path too (where the dtype has it): GEMM's size classes."""
-    return size.routine == GEMM and not size.exact
+    """Whether a class is searched on the CUDA path too (where the dtype has it): GEMM's size classes of
+    single products."""
+    return size.routine == GEMM and not size.exact and size.batch == 1
 
 
 def _tune_on_cuda(worker: WorkerProcess, dt: Dtype, size: SizeClass, profile: Profile, prior: Profile | None,
@@ -381,16 +395,22 @@ def searched_spaces(facts: SpaceFacts, routine: str, default: Params, enumerator
     return [(space, start_point(space, default)) for space in spaces]
 
 
+def _prior_entry(prior: Profile, dt: Dtype, size: SizeClass) -> SizeClassEntry | None:
+    """The class's entry in the profile the run started from, if it has one."""
+    return prior.entry(dt.key, size.name, size.section, size.shape if size.exact else None)
+
+
 def _evaluator_spec(dt: Dtype, size: SizeClass) -> EvaluatorSpec:
     if size.routine == GEMM:
-        return EvaluatorSpec.gemm(dt, size.shape, layout=size.layout or "NN")
+        return EvaluatorSpec.gemm(dt, size.shape, layout=size.layout or "NN", batch=size.batch)
     return EvaluatorSpec.gemv(dt, size.shape, size.layout)
 
 
 def _problem(dt: Dtype, size: SizeClass) -> GemmProblem:
     """The GEMM problem of a class, its operands stored as its layout says."""
     layout = size.layout or "NN"
-    return GemmProblem.dense(dt, *size.shape, Op.from_letter(layout[0], "layout"), Op.from_letter(layout[1], "layout"))
+    return GemmProblem.dense(dt, *size.shape, Op.from_letter(layout[0], "layout"), Op.from_letter(layout[1], "layout"),
+                             size.batch)
 
 
 def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
@@ -403,7 +423,8 @@ def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
     search's start when it beats the given one. Past ``deadline`` (``time.monotonic``), only the best
     finalist of each layout is verified.
     The entry (None when nothing was correct), and the seconds the search took."""
-    checkpoint = Checkpoint.for_problem(worker.device, dt, size.shape, routine=size.routine, layout=size.layout)
+    checkpoint = Checkpoint.for_problem(worker.device, dt, size.shape, routine=size.routine, layout=size.layout,
+                                        batch=size.batch)
     if fresh:
         checkpoint.clear()
     evaluator = IsolatedEvaluator(worker, _evaluator_spec(dt, size))
@@ -417,7 +438,8 @@ def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
     searched = time.monotonic()
     ranked, rejected = finalists(lambda config: worker.verify(config, dt), objectives,
                                  top * CONFIRM_POOL if size.confirm else top,
-                                 lambda: deadline is not None and time.monotonic() > deadline)
+                                 lambda: deadline is not None and time.monotonic() > deadline,
+                                 layout_and_block(size.layout or "NN") if size.batch > 1 else layout_of)
     shape = size.shape
     if ranked and size.exact and size.routine == GEMM:
         # the profile's own choice (``known``'s first) is timed with its splits too: the search timed it
@@ -435,6 +457,6 @@ def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
     entry = None
     if ranked:
         entry = SizeClassEntry(size.name, shape, tuple(ranked), strategy,
-                               sum(o.evaluations for o in objectives), time.monotonic() - started)
+                               sum(o.evaluations for o in objectives), time.monotonic() - started, batch=size.batch)
     listener.class_finished(dt, size, entry, objectives, rejected)
     return entry, searched - started

@@ -21,7 +21,8 @@ class EvaluatorSpec:
     right-hand sides, read as ``layout`` N or T), ``runs`` timed runs a full measurement, random operands
     from ``seed`` (the same after a restart), with ``full`` every candidate timed in full (none cut short
     for being slow), for GEMM K computed in ``split`` slices (None: as plans decide), on the runtime
-    ``backend`` (the CUDA path's families on ``cuda``)."""
+    ``backend`` (the CUDA path's families on ``cuda``); for GEMM, ``batch`` products of that shape in one
+    strided call where more than one."""
 
     routine: str
     dtype: str
@@ -32,12 +33,13 @@ class EvaluatorSpec:
     seed: int = 0
     split: int | None = None
     backend: str = OPENCL
+    batch: int = 1
 
     @classmethod
     def gemm(cls, dtype: Dtype, shape: tuple[int, int, int], full: bool = False, layout: str = "NN",
-             split: int | None = None, backend: str = OPENCL) -> EvaluatorSpec:
+             split: int | None = None, backend: str = OPENCL, batch: int = 1) -> EvaluatorSpec:
         return cls(GEMM, dtype.key, tuple(shape), None if layout == "NN" else layout, full, split=split,
-                   backend=backend)
+                   backend=backend, batch=batch)
 
     @classmethod
     def gemv(cls, dtype: Dtype, shape: tuple[int, ...], layout: str, full: bool = False) -> EvaluatorSpec:
