@@ -132,7 +132,7 @@ def test_selection_takes_the_predicted_kernel_and_split_and_computes_right(cache
     assert gemm_plan(ctx, GemmProblem.dense(DTYPES["d"], m, n, k)).params_source.startswith("default")
 
 
-def test_the_bank_holds_each_class_best_and_best_of_each_layout(device):
+def test_the_bank_holds_each_class_best_and_best_of_each_kind(device):
     other = SimtParams("TN", "offset", 8, 8, 2, 2, 4, 2, False, False, mac="mul_add")
     small = SizeClassEntry("small", (64, 64, 64), (Ranked(NARROW, 3.0), Ranked(WIDE, 2.5), Ranked(other, 2.0)),
                            "model", 3, 1.0)

@@ -236,7 +236,7 @@ def test_a_gpus_large_class_ranks_its_finalists_again_on_a_larger_problem(device
     worker = type("Worker", (), {"device": gpu})()
     again = finalists.confirmed(worker, DTYPES["d"], 8192, at_4096, top=3)
     assert shapes == [(8192, 8192, 8192)]
-    want = finalists.best_of_each_layout([Ranked(c, r) for c, r in truth.items() if r > 0], 3)
+    want = finalists.best_of_each_kind([Ranked(c, r) for c, r in truth.items() if r > 0], 3)
     assert again == want and [r.gflops for r in again] == [truth[r.config] for r in again]
     assert configs[39] not in {r.config for r in again} and again != at_4096[:len(again)]
     small = dataclasses.replace(gpu, global_mem_bytes=4 << 30)               # 8192^2 doubles x 4 > a quarter
@@ -244,7 +244,7 @@ def test_a_gpus_large_class_ranks_its_finalists_again_on_a_larger_problem(device
     assert len(shapes) == 1
 
 
-def test_once_a_class_is_late_only_the_best_of_each_layout_is_verified():
+def test_once_a_class_is_late_only_the_best_of_each_kind_is_verified():
     """Verifying each finalist costs about a second: on PoCL a 60 s tune spent 20 s on it. Past the
     class's time, the best and the best of each other layout are still verified (what selection needs),
     no more."""
@@ -262,10 +262,10 @@ def test_once_a_class_is_late_only_the_best_of_each_layout_is_verified():
         asked.append(ranked)
         return ranked.gflops != 100.0          # the fastest fails its verification
 
-    kept = finalists.best_of_each_layout(candidates, 5, accept, late=lambda: True)
+    kept = finalists.best_of_each_kind(candidates, 5, accept, late=lambda: True)
     assert [r.gflops for r in kept] == [99.0, 98.0] and {r.config.layout for r in kept} == {"NN", "NT"}
     assert asked == candidates[:3]
-    assert len(finalists.best_of_each_layout(candidates, 5, accept)) == 5
+    assert len(finalists.best_of_each_kind(candidates, 5, accept)) == 5
 
 
 def test_a_batch_class_keeps_the_best_of_each_block_in_its_measured_layout():
@@ -282,9 +282,9 @@ def test_a_batch_class_keeps_the_best_of_each_block_in_its_measured_layout():
     candidates = [Ranked(dataclasses.replace(config, tile_k=tile_k), 100.0 - 10 * i - tile_k)
                   for i, config in enumerate(blocks) for tile_k in (2, 4)]
     candidates += [Ranked(dataclasses.replace(config, layout="NT"), 5.0 - i) for i, config in enumerate(blocks)]
-    by_layout = finalists.best_of_each_layout(candidates, 2)
+    by_layout = finalists.best_of_each_kind(candidates, 2)
     assert len(by_layout) == 3 and by_layout[-1].config.layout == "NT"
-    kept = finalists.best_of_each_layout(candidates, 2, kind=finalists.layout_and_block("NN"))
+    kept = finalists.best_of_each_kind(candidates, 2, kind=finalists.layout_and_block("NN"))
     shapes = [(r.config.block_rows, r.config.block_cols) for r in kept if r.config.layout == "NN"]
     assert sorted(set(shapes)) == sorted({(c.block_rows, c.block_cols) for c in blocks})
     assert len(shapes) == len(blocks) + 1 and [r.config.layout for r in kept].count("NT") == 1  # top 2: one block

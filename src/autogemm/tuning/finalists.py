@@ -44,7 +44,7 @@ def finalists(check: Callable[[Params], str | None], objectives: list[Objective]
               ) -> tuple[list[Ranked], list[tuple[Params, str]]]:
     """Over the measurements of ``objectives`` (one per family searched): the ``top`` best correct
     configurations that also pass ``check`` (the verification: what goes wrong, or None; see
-    ``best_of_each_layout``, which stops at the essentials once ``late``), with the best of each
+    ``best_of_each_kind``, which stops at the essentials once ``late``), with the best of each
     ``kind``; and those rejected by it."""
     ok = [Ranked(r.config, r.gflops) for o in objectives for r in o.records.values() if o.complete(r)]
     rejected: list[tuple[Params, str]] = []
@@ -55,10 +55,10 @@ def finalists(check: Callable[[Params], str | None], objectives: list[Objective]
             rejected.append((ranked.config, problem))
         return not problem
 
-    return best_of_each_layout(ok, top, verified, late, kind), rejected
+    return best_of_each_kind(ok, top, verified, late, kind), rejected
 
 
-def best_of_each_layout(candidates: list[Ranked], top: int, accept: Callable[[Ranked], bool] = lambda r: True,
+def best_of_each_kind(candidates: list[Ranked], top: int, accept: Callable[[Ranked], bool] = lambda r: True,
                         late: Callable[[], bool] = lambda: False, kind: Callable[[Ranked], object] = layout_of
                         ) -> list[Ranked]:
     """The ``top`` fastest of ``candidates`` that ``accept`` takes, then the fastest accepted one of each
@@ -106,7 +106,7 @@ def with_measured_splits(worker: WorkerProcess, problem: GemmProblem, ranked: li
 
 def confirmed(worker: WorkerProcess, dtype: Dtype, size: int, ranked: list[Ranked], top: int) -> list[Ranked] | None:
     """``ranked`` timed again, in full, on the square problem of ``size`` in ``worker`` and kept as
-    ``best_of_each_layout`` keeps them; None where that problem would take more than a quarter of the
+    ``best_of_each_kind`` keeps them; None where that problem would take more than a quarter of the
     device's memory (operands, C and the float64 reference) or none of them computes it right."""
     device = worker.device
     reference_itemsize = np.dtype(dtype.reference_numpy).itemsize
@@ -116,4 +116,4 @@ def confirmed(worker: WorkerProcess, dtype: Dtype, size: int, ranked: list[Ranke
     evaluator = IsolatedEvaluator(worker, EvaluatorSpec.gemm(dtype, (size,) * 3, full=True))
     records = [evaluator.evaluate(r.config) for r in ranked]
     timed = [Ranked(record.config, record.gflops) for record in records if record.ok]
-    return best_of_each_layout(timed, top) or None
+    return best_of_each_kind(timed, top) or None

@@ -54,7 +54,7 @@ from .enumeration import Enumerator
 from .evaluation import EvaluatorSpec, IsolatedEvaluator, WorkerProcess
 from .finalists import (
     CONFIRM_POOL,
-    best_of_each_layout,
+    best_of_each_kind,
     confirmed,
     finalists,
     layout_and_block,
@@ -453,7 +453,7 @@ def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
         if again:
             shape, ranked = (size.confirm,) * 3, again
         else:
-            ranked = best_of_each_layout(ranked, top)
+            ranked = best_of_each_kind(ranked, top)
     entry = None
     if ranked:
         entry = SizeClassEntry(size.name, shape, tuple(ranked), strategy,
