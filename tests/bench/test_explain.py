@@ -50,3 +50,21 @@ def test_the_explain_command_prints_and_writes_what_it_found(tmp_path):
     assert np.isfinite(data["device_seconds"]) and "commit" in data
     bad = CliRunner().invoke(main, ["explain", "0", "5", "5"])
     assert bad.exit_code == 2 and "0 is not in the range" in bad.output
+
+
+def test_explain_times_a_strided_batch_and_checks_every_product(monkeypatch):
+    """With a batch, the plan is gemm_batched's (one launch for all) and every product is checked: a plan
+    of the first product alone leaves the others poisoned."""
+    import dataclasses
+
+    found = explaining.explain(context_for(), DTYPES["s"], Shape(20, 12, 9, "NT"), runs=2, batch=6)
+    assert found.batch == 6 and found.error < DTYPES["s"].tolerance and len(found.launches) >= 1
+    lines = explaining.describe(found)
+    assert "a strided batch of 6 x 20 x 12 x 9 NT" in lines[0] and max(map(len, lines)) <= 80
+    single = dataclasses.replace(found, batch=1)
+    assert found.tflops == pytest.approx(6 * single.tflops)
+    plan_for = explaining.plan_for
+    monkeypatch.setattr(explaining, "plan_for", lambda ctx, problem: plan_for(ctx, dataclasses.replace(problem,
+                                                                                                       batch=1)))
+    with pytest.raises(AssertionError, match="wrong result"):
+        explaining.explain(context_for(), DTYPES["s"], Shape(20, 12, 9, "NT"), runs=1, batch=6)

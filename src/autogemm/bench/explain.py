@@ -51,7 +51,8 @@ class PeerKernel:
 
 @dataclass
 class Explanation:
-    """What ``explain`` found for one product (``dt`` of ``shape`` on a device of ``compute_units``)."""
+    """What ``explain`` found for one product (``dt`` of ``shape`` on a device of ``compute_units``), or
+    for a strided ``batch`` of them."""
 
     dt: Dtype
     shape: Shape
@@ -68,10 +69,12 @@ class Explanation:
     error: float
     peer_seconds: float | None = None
     peer_kernels: list[PeerKernel] = field(default_factory=list)
+    batch: int = 1
 
     @property
     def tflops(self) -> float:
-        return gemm_flops(self.dt, self.shape.m, self.shape.n, self.shape.k) / self.device_seconds / 1e12
+        flops = self.batch * gemm_flops(self.dt, self.shape.m, self.shape.n, self.shape.k)
+        return flops / self.device_seconds / 1e12
 
     @property
     def waves(self) -> float:
@@ -79,17 +82,20 @@ class Explanation:
         return self.work_groups / max(self.compute_units, 1)
 
 
-def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: int = 0) -> Explanation:
-    """Build, check and time ``shape``'s plan on ``ctx``'s device (operands random, C poisoned and checked
-    against float64 after the runs), and find the route and the choice a call of it would take."""
+def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: int = 0, batch: int = 1
+            ) -> Explanation:
+    """Build, check and time ``shape``'s plan on ``ctx``'s device, or that of a strided ``batch`` of such
+    products, as ``gemm_batched`` runs it (operands random, C poisoned and checked against float64 after
+    the runs), and find the route and the choice a call of it would take."""
     rng = np.random.default_rng(seed)
     op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
-    a = random_matrix(rng, dt, (shape.k, shape.m) if op_a.transposed else (shape.m, shape.k))
-    b = random_matrix(rng, dt, (shape.n, shape.k) if op_b.transposed else (shape.k, shape.n))
-    c = np.full((shape.m, shape.n), np.nan, dt.output.numpy)
+    stack = (batch,) if batch > 1 else ()
+    a = random_matrix(rng, dt, stack + ((shape.k, shape.m) if op_a.transposed else (shape.m, shape.k)))
+    b = random_matrix(rng, dt, stack + ((shape.n, shape.k) if op_b.transposed else (shape.k, shape.n)))
+    c = np.full(stack + (shape.m, shape.n), np.nan, dt.output.numpy)
     options = GemmOptions(trans_a=shape.trans_a, trans_b=shape.trans_b, precision=dt.precision or None)
-    route, _ = route_elsewhere(GemmCall.build(a, b, c, None, options))
-    problem = GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b)
+    route, _ = route_elsewhere(GemmCall.build(a, b, c, batch if batch > 1 else None, options))
+    problem = GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b, batch)
     chosen = choose_params(ctx.device, problem)
     plan = plan_for(ctx, problem)
     buffers = [ocl.buffer_of(ctx.context, np.ascontiguousarray(x)) for x in (a, b, c)]
@@ -122,21 +128,22 @@ def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: i
     device_seconds = statistics.median((run[-1][1] - run[0][0]) * 1e-9 for run in spans)
     found = Explanation(dt, shape, ctx.device.label, ctx.device.compute_units, route,
                         f"{plan.params.describe()} ({plan.params_source})", chosen.backend, plan.describe(),
-                        plan.work_groups, launches, device_seconds, statistics.median(hosts), error)
+                        plan.work_groups, launches, device_seconds, statistics.median(hosts), error, batch=batch)
     found.peer_seconds, found.peer_kernels = cublas_kernels(dt, a, b, shape, runs)
     return found
 
 
 def cublas_kernels(dt: Dtype, a: np.ndarray, b: np.ndarray, shape: Shape, runs: int
                    ) -> tuple[float | None, list[PeerKernel]]:
-    """cuBLAS's device seconds for the product (``torch.matmul``, median of ``runs``, CUDA events) and the
-    kernels it launches for one call, from torch's profiler; (None, []) without torch and CUDA."""
+    """cuBLAS's device seconds for the product, or the batch of them that stacks ``a`` and ``b`` hold
+    (``torch.matmul``, median of ``runs``, CUDA events), and the kernels it launches for one call, from
+    torch's profiler; (None, []) without torch and CUDA."""
     torch = peers.torch_cuda(tf32=dt.precision == "tf32")
     if torch is None:
         return None, []
     ta = peers.torch_op(peers.to_cuda(torch, a), shape.trans_a)
     tb = peers.torch_op(peers.to_cuda(torch, b), shape.trans_b)
-    out = torch.empty((shape.m, shape.n), dtype=ta.dtype, device="cuda")
+    out = torch.empty(a.shape[:-2] + (shape.m, shape.n), dtype=ta.dtype, device="cuda")
     seconds = peers.cuda_median(lambda: torch.matmul(ta, tb, out=out), runs)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
         torch.matmul(ta, tb, out=out)
@@ -153,7 +160,8 @@ def cublas_kernels(dt: Dtype, a: np.ndarray, b: np.ndarray, shape: Shape, runs: 
 def describe(found: Explanation) -> list[str]:
     """The explanation as lines of at most 80 columns (kernel names cut to fit)."""
     shape, us = found.shape, 1e6
-    head = [f"{found.dt.routine} {shape.m} x {shape.n} x {shape.k} {shape.layout}", f"on {found.device}",
+    batch = f"a strided batch of {found.batch} x " if found.batch > 1 else ""
+    head = [f"{found.dt.routine} {batch}{shape.m} x {shape.n} x {shape.k} {shape.layout}", f"on {found.device}",
              f"numpy operands run on {found.route}"
              + ("" if found.backend != CUDA else " (the profile measured the CUDA path faster)"),
              f"the plan's configuration: {found.choice}",

@@ -100,8 +100,11 @@ def torch_cuda(tf32: bool = False):
 
 
 def torch_op(x, letter: str):
-    """op(x) of a torch tensor for a BLAS trans letter (views)."""
-    return {"N": x, "T": x.T, "C": x.conj().T}[letter.upper()]
+    """op(x) of a torch tensor for a BLAS trans letter (views; each matrix of a stack)."""
+    letter = letter.upper()
+    if letter == "N":
+        return x
+    return (x.conj() if letter == "C" else x).transpose(-2, -1)
 
 
 def to_cuda(torch, x: np.ndarray):

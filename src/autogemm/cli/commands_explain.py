@@ -23,22 +23,25 @@ from .group import main
               help="Transposes of A and B.")
 @click.option("--dtype", "letter", default="s", show_default=True, help="s, d, c, z, h, b, s.tf32, ...")
 @click.option("-d", "--device", help="Device: P:D, index, gpu, cpu or part of its name (default: the default).")
+@click.option("--batch", type=click.IntRange(1), default=1, show_default=True,
+              help="A strided batch of this many products, as gemm_batched runs it (cuBLAS: torch.bmm).")
 @click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True,
               help="Timed runs (medians are shown).")
 @json_file("Also write what was found as JSON.")
-def explain_command(m, n, k, layout, letter, device, runs, json_path) -> None:
+def explain_command(m, n, k, layout, letter, device, batch, runs, json_path) -> None:
     """Explain the product C (M x N) = op(A) op(B) over K: where a call of numpy operands runs (the host's
     BLAS, the CUDA path, streamed, or the device's OpenCL plan), the configuration chosen and where it came
     from (the profile's entry for this shape, its predictor or its size class), each launch of the plan
     with its device time and the idle time before it, the host's time to enqueue them, and how many
     work-groups the product's kernel gives each compute unit. Where torch has CUDA, cuBLAS's time and
-    kernels (name, grid, block) for the same product follow. The result is checked against float64."""
+    kernels (name, grid, block) for the same product follow. The result is checked against float64.
+    With --batch, the same for a strided batch of such products (each its own A, B and C)."""
     dt = get_dtype(letter)
     dev = select_device(None, device)
     if dt.needs_fp64 and not dev.fp64:
         raise ArgumentError(f"{dt.routine} needs double precision, which {dev.name.strip()} lacks")
     with console.status(f"timing {dt.routine} {m} x {n} x {k} {layout.upper()}"):
-        found = explain(context_for(dev), dt, Shape(m, n, k, layout.upper()), runs)
+        found = explain(context_for(dev), dt, Shape(m, n, k, layout.upper()), runs, batch=batch)
     for line in describe(found):
         console.print(line, highlight=False, markup=False)
     if json_path:
