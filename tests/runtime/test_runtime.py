@@ -295,7 +295,7 @@ def test_the_latency_classs_offer_stands_for_a_single_product_nearest_to_it(devi
 def test_a_batch_takes_its_batch_classs_configuration_and_a_single_product_never_does(device):
     """Entries measured on strided batches serve batches (nearest of them first) and round-trip through
     the profile's JSON; single products take the other classes', and a batch does too where the profile
-    has no batch class."""
+    has no batch class, or where a class of single products is nearer its matrices' shape."""
     import dataclasses
 
     from autogemm.blas import GemmProblem
@@ -325,6 +325,12 @@ def test_a_batch_takes_its_batch_classs_configuration_and_a_single_product_never
     without = dataclasses.replace(profile, dtypes={"s": (single,)})
     assert class_choice(without, GemmProblem.dense(DTYPES["s"], 24, 24, 24, batch=512), 132,
                         lambda config: True) == large
+    big = SizeClassEntry("large", (1024, 1024, 1024), (Ranked(large, 9000.0),), "model", 1, 1.0)
+    with_big = dataclasses.replace(profile, dtypes={"s": (single, batches, wider, big)})
+    assert class_choice(with_big, GemmProblem.dense(DTYPES["s"], 900, 900, 900, batch=8), 132,
+                        lambda config: True) == large
+    assert class_choice(with_big, GemmProblem.dense(DTYPES["s"], 160, 160, 160, batch=64), 132,
+                        lambda config: True) == other
 
 
 def test_a_buffer_pool_rounds_sizes_up_and_keeps_no_more_than_its_capacity(ctx):

@@ -13,7 +13,7 @@ from ..codelets.kernel import ceil_div
 from ..codelets.registry import KernelParams, Params, check
 from ..dtypes import Dtype
 from ..profiles import Profile, Ranked, Thresholds, profile_for, thresholds_for
-from ..profiles.profile import LATENCY_CLASS, SHAPES
+from ..profiles.profile import LATENCY_CLASS, SHAPES, shape_distance
 from ..runtime.backend import CUDA, OPENCL
 from ..runtime.opencl.device import Device
 from .coverage import planned_slices, predicted_rate
@@ -269,8 +269,9 @@ def choose_cuda_params(device: Device | None, dt: Dtype, m: int, n: int, k: int,
 def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
                  usable: Callable[[KernelParams], bool]) -> KernelParams | None:
     """Of the ``usable`` configurations of the profile's size classes (for a batch, none with images, and
-    those of its batch classes where it has them: measured on batches), the one ``choose_params`` takes
-    from them for ``problem``; None where the profile has none. Each class
+    those of its batch classes where the nearest of them is as near to its shape as the nearest class of
+    single products: measured on batches of such matrices), the one ``choose_params`` takes from them for
+    ``problem``; None where the profile has none. Each class
     offers its best (or one nearly as fast in the stored layout, ``prefer_stored_layout``); for a batch,
     whose many work-groups keep the device busy whatever the block, so that the share of each block that
     is C decides (a class's best block can be many times its small matrices), the one of its
@@ -286,8 +287,12 @@ def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
     offers = []
     keys = tuple(dict.fromkeys((dt.key, dt.native.key, dt.compute.key)))
     stored = stored_layout(problem)
-    batched = problem.batch > 1 and profile.nearest(keys, problem.m, problem.n, problem.k, batched=True)
-    entries = batched or profile.nearest(keys, problem.m, problem.n, problem.k)
+    shape = (problem.m, problem.n, problem.k)
+    singles = profile.nearest(keys, *shape)
+    batched = problem.batch > 1 and profile.nearest(keys, *shape, batched=True)
+    if batched and singles and shape_distance(batched[0].shape, shape) > shape_distance(singles[0].shape, shape):
+        batched = []        # a class of single products measured blocks nearer these matrices' size
+    entries = batched or singles
     for entry in entries:
         fit = [r for r in entry.ranked if usable(r.config)
                and (problem.batch == 1 or not (r.config.image_a or r.config.image_b))]
