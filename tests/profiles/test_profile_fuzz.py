@@ -77,6 +77,18 @@ def test_any_value_replaced_gives_a_profile_or_a_profile_error(device, data):
     _holds_or_refuses(json.dumps(document))
 
 
+def test_numbers_with_more_decimals_than_the_writer_keeps_read_as_it_writes_them(device):
+    """The fuzz found a predictor's launch cost of 0.5 read as 0.5 and written as 0 (the writer keeps
+    whole flops, rates and seconds to 3 decimals): the reader keeps what the writer would."""
+    document = json.loads(_profile_text(device))
+    document["predictor"]["s"]["launch"] = 0.5
+    document["dtypes"]["s"][0]["seconds"] = 1.23456
+    document["dtypes"]["s"][0]["ranked"][0]["gflops"] = 7.0004
+    profile = Profile.from_json(json.dumps(document))
+    assert profile.predictors["s"].launch == 0 and profile.dtypes["s"][0].seconds == 1.235
+    _holds_or_refuses(json.dumps(document))
+
+
 @FUZZ
 @given(data=st.data())
 def test_damaged_text_gives_a_profile_or_a_profile_error(device, data):

@@ -632,3 +632,14 @@ def test_a_cache_this_user_cannot_write_still_serves_products_of_a_borrowed_prof
         assert not verified.verified_in(device, other, fits, s)
     kept = cache / verified.VERIFIED / f"{device.fingerprint}.json"
     assert not kept.exists() or "MEM_OBJECT" not in kept.read_text()
+
+
+def test_only_gemms_size_classes_hold_batches(device):
+    """An exact shape's or a GEMV class's entry is of single products: a "batch" there is refused where
+    the profile is read, not taken for a single product's measurement."""
+    batch = SizeClassEntry("batch-16", (16, 16, 16), (Ranked(SMALL, 5.0),), "model", 1, 1.0, batch=64)
+    fine = make_profile(device, {"s": [batch]})
+    assert Profile.from_json(fine.to_json()).entry("s", "batch-16").batch == 64
+    exact = dataclasses.replace(fine, dtypes={}, shapes={"s": (dataclasses.replace(batch, name="NN"),)})
+    with pytest.raises(ProfileError, match="batch"):
+        Profile.from_json(exact.to_json())

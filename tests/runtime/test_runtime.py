@@ -331,6 +331,9 @@ def test_a_batch_takes_its_batch_classs_configuration_and_a_single_product_never
                         lambda config: True) == large
     assert class_choice(with_big, GemmProblem.dense(DTYPES["s"], 160, 160, 160, batch=64), 132,
                         lambda config: True) == other
+    # no batch class's configuration usable (a borrowed one failed here): the single products' classes
+    assert class_choice(profile, GemmProblem.dense(DTYPES["s"], 24, 24, 24, batch=512), 132,
+                        lambda config: config == large) == large
 
 
 def test_a_buffer_pool_rounds_sizes_up_and_keeps_no_more_than_its_capacity(ctx):

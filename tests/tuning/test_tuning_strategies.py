@@ -289,3 +289,21 @@ def test_a_batch_class_keeps_the_best_of_each_block_in_its_measured_layout():
     assert sorted(set(shapes)) == sorted({(c.block_rows, c.block_cols) for c in blocks})
     assert len(shapes) == len(blocks) + 1 and [r.config.layout for r in kept].count("NT") == 1  # top 2: one block
     assert [r.gflops for r in kept] == sorted((r.gflops for r in kept), reverse=True)
+
+
+def test_a_batch_class_with_more_blocks_than_it_keeps_still_keeps_each_layouts_best():
+    import dataclasses
+
+    from autogemm.codelets.simt import SimtParams
+    from autogemm.profiles import Ranked
+    from autogemm.profiles.profile import MAX_RANKED
+
+    base = SimtParams("NN", "offset", 8, 8, 2, 2, 2, 1, False, False, mac="mul_add")
+    many = [Ranked(dataclasses.replace(base, wg_rows=rows, tile_rows=tile), 1000.0 - rows - tile)
+            for rows in range(1, 17) for tile in (1, 2, 4)]                  # 48 block shapes in NN
+    others = [Ranked(dataclasses.replace(base, layout=layout), 1.0) for layout in ("NT", "TN", "TT")]
+    kind = finalists.layout_and_block("NN")
+    kept = finalists.best_of_each_kind(many + others, 3, kind=kind)
+    assert len(kept) == MAX_RANKED and {r.config.layout for r in kept} == {"NN", "NT", "TN", "TT"}
+    late = finalists.best_of_each_kind(many + others, 3, kind=kind, late=lambda: True)
+    assert [r.config.layout for r in late] == ["NN", "NT", "TN", "TT"]

@@ -12,7 +12,7 @@ from ..codelets import gemv as gemv_codelet
 from ..codelets.kernel import ceil_div
 from ..codelets.registry import KernelParams, Params, check
 from ..dtypes import Dtype
-from ..profiles import Profile, Ranked, Thresholds, profile_for, thresholds_for
+from ..profiles import Profile, Ranked, SizeClassEntry, Thresholds, profile_for, thresholds_for
 from ..profiles.profile import LATENCY_CLASS, SHAPES, shape_distance
 from ..runtime.backend import CUDA, OPENCL
 from ..runtime.opencl.device import Device
@@ -58,7 +58,8 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
     matches how A and B are stored (see ``prefer_stored_layout``); of those, the one with the highest
     rate predicted for this shape (``coverage.predicted_rate``: a narrow or small C wastes large blocks
     and leaves compute units idle), the nearer class unless a farther one is predicted ``PREDICTION_MARGIN``
-    times faster (the prediction ignores launch costs and caches). A configuration whose operand images
+    times faster (the prediction ignores launch costs and caches), save where the nearest is the tiny
+    class or, for a batch, a batch class, whose choice stands (``class_choice``). A configuration whose operand images
     exceed the device's limits is passed over; so is one of a profile borrowed from a related device
     until it passes ``verified.verified_here`` on this one (only the winner of each way is verified,
     and chosen again without it where it fails). Without a usable profile, a tensor-core default where
@@ -269,8 +270,7 @@ def choose_cuda_params(device: Device | None, dt: Dtype, m: int, n: int, k: int,
 def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
                  usable: Callable[[KernelParams], bool]) -> KernelParams | None:
     """Of the ``usable`` configurations of the profile's size classes (for a batch, none with images, and
-    those of its batch classes where the nearest of them is as near to its shape as the nearest class of
-    single products: measured on batches of such matrices), the one ``choose_params`` takes from them for
+    those of its batch classes first, ``class_entries``), the one ``choose_params`` takes from them for
     ``problem``; None where the profile has none. Each class
     offers its best (or one nearly as fast in the stored layout, ``prefer_stored_layout``); for a batch,
     whose many work-groups keep the device busy whatever the block, so that the share of each block that
@@ -284,29 +284,40 @@ def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
     a product's blocks fill, not the latency of their K steps, which decides the time there and is
     slower for the larger blocks other classes measured best."""
     dt = problem.dtype
-    offers = []
     keys = tuple(dict.fromkeys((dt.key, dt.native.key, dt.compute.key)))
-    stored = stored_layout(problem)
-    shape = (problem.m, problem.n, problem.k)
-    singles = profile.nearest(keys, *shape)
-    batched = problem.batch > 1 and profile.nearest(keys, *shape, batched=True)
-    if batched and singles and shape_distance(batched[0].shape, shape) > shape_distance(singles[0].shape, shape):
-        batched = []        # a class of single products measured blocks nearer these matrices' size
-    entries = batched or singles
-    for entry in entries:
-        fit = [r for r in entry.ranked if usable(r.config)
-               and (problem.batch == 1 or not (r.config.image_a or r.config.image_b))]
-        if fit:
+    for entries in class_entries(profile, keys, problem):
+        offers = []
+        for entry in entries:
+            fit = [r for r in entry.ranked if usable(r.config)
+                   and (problem.batch == 1 or not (r.config.image_a or r.config.image_b))]
+            if not fit:
+                continue
             first = prefer_stored_layout(fit, problem)
             if problem.batch > 1:
+                stored = stored_layout(problem)
                 as_stored = operands_as_stored(first.config.layout, stored)
                 first = _predicted_best([first, *(r for r in fit if r is not first
                                                   and operands_as_stored(r.config.layout, stored) >= as_stored)],
                                         problem, compute_units)
-            if entry is entries[0] and (batched or entry.name == LATENCY_CLASS and problem.batch == 1):
+            if entry is entries[0] and (entry.batch > 1 or entry.name == LATENCY_CLASS and problem.batch == 1):
                 return first.config
             offers.append(first)
-    return _predicted_best(offers, problem, compute_units).config if offers else None
+        if offers:
+            return _predicted_best(offers, problem, compute_units).config
+    return None
+
+
+def class_entries(profile: Profile, keys: tuple[str, ...], problem: GemmProblem) -> list[list[SizeClassEntry]]:
+    """The size-class entries of dtypes ``keys`` that a choice for ``problem`` draws on, in turn, each
+    list nearest first: for a batch, its batch classes where the nearest of them is as near its matrices'
+    shape as the nearest class of single products (else a class of single products measured blocks nearer
+    that size), then the classes of single products (where no batch class's configuration is usable)."""
+    shape = (problem.m, problem.n, problem.k)
+    singles = profile.nearest(keys, *shape)
+    batched = profile.nearest(keys, *shape, batched=True) if problem.batch > 1 else []
+    if batched and singles and shape_distance(batched[0].shape, shape) > shape_distance(singles[0].shape, shape):
+        batched = []
+    return [batched, singles] if batched else [singles]
 
 
 def _predicted_best(ranked: list[Ranked], problem: GemmProblem, compute_units: int) -> Ranked:
@@ -324,9 +335,9 @@ def prefer_stored_layout(ranked: list[Ranked], problem: GemmProblem) -> Ranked:
     """The first of ``ranked`` (best first), unless the problem is stored otherwise than the tuner's
     (whose rates include the packs), or is a batch, and one within ``LAYOUT_MATCH_SHARE`` of it reads
     more operands as they are stored (``operands_as_stored``: fewer transposing packs), the first of those
-    that read most. (A batch class's rates include its packs too, but only at its own size: a pack of
-    every matrix of a batch costs other sizes more or less than it did there, where the layouts so near
-    one another tied.)"""
+    that read most. (A batch packs every matrix: the rates of its class, which included the packs at the
+    class's own size, where layouts so near one another tied, do not tell what the packs cost at
+    another.)"""
     if (problem.op_a.conjugated or problem.op_b.conjugated) and problem.dtype.is_complex:
         return ranked[0]          # a conjugating pack is needed whatever the layout
     stored = stored_layout(problem)
@@ -354,7 +365,7 @@ def candidates(device: Device, problem: GemmProblem, count: int) -> list[KernelP
     found = [first]
     profile = profile_for(device)
     if profile is not None:
-        for entry in profile.nearest((problem.dtype.key,), problem.m, problem.n, problem.k, problem.batch > 1):
+        for entry in (e for entries in class_entries(profile, (problem.dtype.key,), problem) for e in entries):
             for ranked in entry.ranked:
                 if len(found) >= count or ranked.config in found:
                     continue

@@ -40,7 +40,7 @@ def explain_command(m, n, k, layout, letter, device, batch, runs, json_path) -> 
     dev = select_device(None, device)
     if dt.needs_fp64 and not dev.fp64:
         raise ArgumentError(f"{dt.routine} needs double precision, which {dev.name.strip()} lacks")
-    with console.status(f"timing {dt.routine} {m} x {n} x {k} {layout.upper()}"):
+    with console.status(f"timing {dt.routine} {f'{batch} x ' if batch > 1 else ''}{m} x {n} x {k} {layout.upper()}"):
         found = explain(context_for(dev), dt, Shape(m, n, k, layout.upper()), runs, batch=batch)
     for line in describe(found):
         console.print(line, highlight=False, markup=False)

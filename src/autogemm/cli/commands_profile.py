@@ -288,11 +288,12 @@ def verify_command(device, dtypes, runs, as_json) -> None:
             problem = worker.verify(best.config, dt) if record.ok else record.message
             drift = (record.gflops / best.gflops - 1) * 100 if record.ok and best.gflops else None
             shape = entry.shape[:2] if gemv else entry.shape
-            results.append({"entry": entry_label(section, dt, entry.name), "shape": list(shape),
+            results.append({"entry": entry_label(section, dt, entry.name), "shape": list(shape), "batch": entry.batch,
                             "config": best.config.describe(), "stored_gflops": best.gflops,
                             "gflops": record.gflops if record.ok else None, "outcome": record.outcome.value,
                             "drift_percent": drift, "problem": problem or None})
-            table.add_row(results[-1]["entry"], "x".join(map(str, shape)), f"{best.gflops:.1f}",
+            table.add_row(results[-1]["entry"], f"{entry.batch} x " * (entry.batch > 1) + "x".join(map(str, shape)),
+                          f"{best.gflops:.1f}",
                           f"{record.gflops:.1f}" if record.ok else record.outcome.value,
                           f"{drift:+.1f}%" if drift is not None else "-",
                           "[green]ok[/green]" if not problem else f"[red]{problem}[/red]")

@@ -171,6 +171,7 @@ def tuned(rows: list[tuple]) -> list[dict]:
         name = size.name if size.routine != GEMV else f"{GEMV}-{size.name}"
         records.append({"problem": f"{dtype.key} {name} {ranked_at}", "dtype": dtype.key, "class": size.name,
                         "routine": size.routine, "shape": list(entry.shape if entry else size.shape),
+                        "batch": size.batch,
                         "gflops": best.gflops if best else None,
                         "gbs": bandwidth(dtype, entry.shape, best.gflops) if best and _is_gemv(size) else None,
                         "config": best.config.describe() if best else None, "split": best.split if best else None,

@@ -399,11 +399,13 @@ def _integer(value: object, where: str, low: int, high: int) -> int:
     return value
 
 
-def _number(value: object, where: str, high: float) -> float:
+def _number(value: object, where: str, high: float, digits: int = 3) -> float:
+    """A number in 0..``high`` as the profile's writer keeps it (``digits`` decimals), so that a profile
+    read writes back as it reads."""
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if not number or not (math.isfinite(value) and 0 <= value <= high):
         raise ProfileError(f"{where} must be a number in 0..{high:g}, not {value!r}")
-    return float(value)
+    return float(round(value, digits))
 
 
 def _parse(data: object) -> Profile:
@@ -428,7 +430,7 @@ def _parse(data: object) -> Profile:
         _text(key, "an fma key", 3, _FMA_KEY)
         if mac not in _MACS:
             raise ProfileError(f"fma[{key}] must be one of {_MACS}, not {mac!r}")
-    parsed = _table(top["dtypes"], "dtypes", GEMM)
+    parsed = _table(top["dtypes"], "dtypes", GEMM, batched=True)
     gemv = _table(top.get("gemv", {}), "gemv", GEMV)
     for letter, entries in gemv.items():
         for entry in entries:
@@ -467,9 +469,11 @@ def _by_dtype(value: object, where: str, parse: Callable[[object, str], Entry], 
     return parsed
 
 
-def _table(value: object, where: str, routine: str) -> dict[str, tuple[SizeClassEntry, ...]]:
-    """The size-class entries by dtype of one routine, their configurations of its families."""
-    return _by_dtype(value, where, lambda e, at: _entry(e, at, routine), lambda e: e.name, "size classes")
+def _table(value: object, where: str, routine: str, batched: bool = False) -> dict[str, tuple[SizeClassEntry, ...]]:
+    """The size-class entries by dtype of one routine, their configurations of its families (and, where
+    ``batched``, of batch classes among them)."""
+    return _by_dtype(value, where, lambda e, at: _entry(e, at, routine, batched=batched), lambda e: e.name,
+                     "size classes")
 
 
 def _shape_table(value: object) -> dict[str, tuple[SizeClassEntry, ...]]:
@@ -486,9 +490,12 @@ def routine_of(section: str, name: str) -> str:
     return GEMV if section == GEMV_CLASSES or (section == SHAPES and len(name) == 1) else GEMM
 
 
-def _entry(value: object, where: str, routine: str, name: re.Pattern = _NAME) -> SizeClassEntry:
+def _entry(value: object, where: str, routine: str, name: re.Pattern = _NAME, batched: bool = False
+           ) -> SizeClassEntry:
+    """A size-class entry; a "batch" only where ``batched`` (GEMM's size classes: exact shapes and GEMV's
+    classes are of single products)."""
     e = _object(value, where, {"class", "shape", "strategy", "evaluations", "seconds", "ranked"},
-                {"measured_on", "batch"})
+                {"measured_on", "batch"} if batched else {"measured_on"})
     ranked = e["ranked"]
     if not isinstance(ranked, list) or not 1 <= len(ranked) <= MAX_RANKED:
         raise ProfileError(f"{where}.ranked must be a list of 1 to {MAX_RANKED} configurations")
@@ -580,7 +587,7 @@ def _predictor(value: object, where: str) -> Predictor:
     parsed = tuple(_sample(s, f"{where}.samples[{i}]", len(configs)) for i, s in enumerate(samples))
     return Predictor(configs, parsed, _number(p["seconds"], f"{where}.seconds", 1e8),
                      _number(p["balance"], f"{where}.balance", 1e4),
-                     _number(p.get("launch", 0), f"{where}.launch", 1e15), _measured_on(p, where))
+                     _number(p.get("launch", 0), f"{where}.launch", 1e15, digits=0), _measured_on(p, where))
 
 
 def _measured_on(item: dict, where: str) -> str:

@@ -59,25 +59,31 @@ def finalists(check: Callable[[Params], str | None], objectives: list[Objective]
 
 
 def best_of_each_kind(candidates: list[Ranked], top: int, accept: Callable[[Ranked], bool] = lambda r: True,
-                        late: Callable[[], bool] = lambda: False, kind: Callable[[Ranked], object] = layout_of
-                        ) -> list[Ranked]:
+                      late: Callable[[], bool] = lambda: False, kind: Callable[[Ranked], object] = layout_of
+                      ) -> list[Ranked]:
     """The ``top`` fastest of ``candidates`` that ``accept`` takes, then the fastest accepted one of each
-    ``kind`` not among them (by default each codelet layout, so that a problem stored in that layout can
-    be computed without a transposing pack, see ``blas.selection``), best first, at most
-    ``MAX_RANKED``. ``accept`` is asked only as far as needed; once ``late`` (the class's time is spent:
-    each verification costs about a second) only for the fastest of each kind."""
+    codelet layout not among them (so that a problem stored in that layout can be computed without a
+    transposing pack, see ``blas.selection``) and of each other ``kind`` (by default the layout alone),
+    best first, at most ``MAX_RANKED`` (room kept for each layout). ``accept`` is asked only as far as
+    needed; once ``late`` (the class's time is spent: each verification costs about a second) only for
+    the fastest of each layout."""
     ordered = sorted(candidates, key=lambda r: r.gflops, reverse=True)
     kept: list[Ranked] = []
     kinds: set[object] = set()
-    all_kinds = {kind(r) for r in ordered}
+    layouts: set[str] = set()
+    all_kinds, all_layouts = {kind(r) for r in ordered}, {r.config.layout for r in ordered}
     for ranked in ordered:
         if len(kept) >= MAX_RANKED:
             break
-        if (len(kept) >= top or (kept and late())) and kind(ranked) in kinds:
-            continue
+        if len(kept) >= top or (kept and late()):
+            new_layout, new_kind = ranked.config.layout not in layouts, kind(ranked) not in kinds
+            room = len(kept) < MAX_RANKED - len(all_layouts - layouts)
+            if not new_layout and not (new_kind and room and not late()):
+                continue
         if accept(ranked):
             kept.append(ranked)
             kinds.add(kind(ranked))
+            layouts.add(ranked.config.layout)
         if len(kept) >= top and kinds >= all_kinds:
             break
     return kept

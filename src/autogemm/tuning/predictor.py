@@ -61,10 +61,10 @@ MIN_JUDGED = 8
 
 
 def bank(profile: Profile, dtype: Dtype) -> tuple[Params, ...]:
-    """The kernels the predictor times for ``dtype``: of each size class the profile holds, its best and
-    the best of each other codelet layout, without repeats, at most ``BANK_SIZE``."""
+    """The kernels the predictor times for ``dtype``: of each size class of single products the profile
+    holds, its best and the best of each other codelet layout, without repeats, at most ``BANK_SIZE``."""
     found: list[Params] = []
-    for entry in profile.dtypes.get(dtype.key, ()):
+    for entry in (e for e in profile.dtypes.get(dtype.key, ()) if e.batch == 1):
         layouts: set[str] = set()
         for ranked in entry.ranked:
             if ranked.config.layout not in layouts and ranked.config not in found:

@@ -89,7 +89,9 @@ SKINNY_ROWS = 64
 #: spaces' narrow ones fill more compute units) over a K of many K steps.
 TINY, TINY_QUICK = (96, 96, 768), (64, 64, 256)
 #: A GPU's batch classes: name, the side of their square products and how many are measured together
-#: (half as many with ``quick``); a batch takes the nearest one's configurations
+#: (half as many with ``quick``); those under ``SKINNY_BELOW`` on a side are searched in the skinny
+#: spaces, whose narrow blocks suit small matrices. A batch takes the nearest one's configurations where
+#: it is as near as the nearest class of single products (``blas.selection.class_entries``).
 BATCH_CLASSES = (("batch-16", 16, 4096), ("batch-48", 48, 1024), ("batch-128", 128, 256))
 #: A GPU's large class ranks its finalists on a problem this many times larger in each dimension: the
 #: largest problems keep less of their operands in the caches, and the tile that wins at 4096 can lose

@@ -209,11 +209,12 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
         with_routes = shapes is None and (not classes or ROUTES in classes)
         cuda = {dt: cuda_unreachable(device, dt) is None for dt in dtypes}    # (its searches run in the worker)
         order = _breadth_first(plan)
-        # what the profile chose for each new class's problem before this run: asked as each class begins,
-        # a class tuned earlier in the run would answer for a later one (a batch class for the next)
+        # what the profile chose for each new size class's problem before this run: asked as each class
+        # begins, a class tuned earlier in the run would answer for a later one (a batch class for the
+        # next); an exact shape's entry answers for that shape alone, so exact shapes are asked in turn
         chosen_before = {(dt, size): candidates(device, _problem(dt, size), EXACT_CANDIDATES)
                          for dt, size in order if prior is not None and size.routine == GEMM
-                         and (size.exact or _prior_entry(prior, dt, size) is None)}
+                         and not size.exact and _prior_entry(prior, dt, size) is None}
         schedule = Schedule(budget, [step for dt, size in order for step in _steps(size, cuda[dt])]
                             + [((PREDICTOR, False), CLASS_SHARES[PREDICTOR]) for _ in plan if with_predictor]
                             + [((ROUTES, False), CLASS_SHARES[ROUTES])] * with_routes, started)
@@ -245,8 +246,12 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
             known = [r.config for r in before.ranked] if before else []
             if prior is not None and (size.exact or before is None):
                 # and what the profile would choose for it: a new class starts from no worse
-                chosen = chosen_before[dt, size] if size.routine == GEMM else \
-                    [e.ranked[0].config for e in prior.gemv_entries(dt.key, size.layout)]
+                if size.routine != GEMM:
+                    chosen = [e.ranked[0].config for e in prior.gemv_entries(dt.key, size.layout)]
+                elif (dt, size) in chosen_before:
+                    chosen = chosen_before[dt, size]
+                else:
+                    chosen = candidates(device, _problem(dt, size), EXACT_CANDIDATES)
                 known += [c for c in chosen if c not in known]
             entry, searched = _tune_class(worker, dt, size, spaces, share, deadline, strategy, fresh, top,
                                           listener, seed, known)
@@ -421,7 +426,7 @@ def _tune_class(worker: WorkerProcess, dt: Dtype, size: SizeClass,
     all into one checkpoint, and keep the finalists of all of them. The candidates run in ``worker``'s
     process. The ``known`` configurations of each family are measured first, and the best of them is the
     search's start when it beats the given one. Past ``deadline`` (``time.monotonic``), only the best
-    finalist of each layout is verified.
+    finalist of each layout is verified (``finalists.best_of_each_kind``).
     The entry (None when nothing was correct), and the seconds the search took."""
     checkpoint = Checkpoint.for_problem(worker.device, dt, size.shape, routine=size.routine, layout=size.layout,
                                         batch=size.batch)
