@@ -243,24 +243,24 @@ def test_a_batch_of_small_matrices_weighs_every_ranked_block_and_a_single_produc
     profile = Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
                       "2026-11-28T10:00:00+00:00", "60s", dtypes={"s": (entry,)})
     one = GemmProblem.dense(DTYPES["s"], 16, 16, 16)
-    assert class_choice(profile, one, 132, lambda config: True) == large
+    assert class_choice(profile, one, 132, lambda config: True).config == large
     batch = dataclasses.replace(one, batch=4096)
-    assert class_choice(profile, batch, 132, lambda config: True) == small
-    assert class_choice(profile, dataclasses.replace(batch, m=64, n=64), 132, lambda config: True) == large
+    assert class_choice(profile, batch, 132, lambda config: True).config == small
+    assert class_choice(profile, dataclasses.replace(batch, m=64, n=64), 132, lambda config: True).config == large
     # the layout preference holds for a batch too: a block passed over for the stored one does not return
     transposed = dataclasses.replace(large, layout="TN")
     stored_tn = dataclasses.replace(batch, m=64, n=64, op_a=Op(transposed=True))
     preferring = dataclasses.replace(profile, dtypes={"s": (dataclasses.replace(
         entry, ranked=(Ranked(large, 1000.0), Ranked(transposed, 905.0))),)})
-    assert class_choice(preferring, stored_tn, 132, lambda config: True) == transposed
+    assert class_choice(preferring, stored_tn, 132, lambda config: True).config == transposed
     # a farther class's offer wins only where predicted PREDICTION_MARGIN times faster than the nearer's
     other = dataclasses.replace(small, tile_k=4)                 # the same 16 x 16 block, of another class
     far = SizeClassEntry("large", (4096, 4096, 4096), (Ranked(other, 430.0),), "model", 1, 1.0)
     two = dataclasses.replace(profile, dtypes={"s": (far, entry)})
-    assert class_choice(two, batch, 132, lambda config: True) == small          # 430 < 1.1 x 400
+    assert class_choice(two, batch, 132, lambda config: True).config == small          # 430 < 1.1 x 400
     only_large = dataclasses.replace(entry, ranked=(Ranked(large, 1000.0),))
     assert class_choice(dataclasses.replace(two, dtypes={"s": (far, only_large)}), batch, 132,
-                        lambda config: True) == other
+                        lambda config: True).config == other
 
 
 def test_the_latency_classs_offer_stands_for_a_single_product_nearest_to_it(device):
@@ -284,12 +284,12 @@ def test_the_latency_classs_offer_stands_for_a_single_product_nearest_to_it(devi
     profile = Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
                       "2026-11-28T10:00:00+00:00", "60s", dtypes={"s": (medium, tiny)})
     product = GemmProblem.dense(DTYPES["s"], 64, 64, 250)
-    assert class_choice(profile, product, 132, lambda config: True) == small
+    assert class_choice(profile, product, 132, lambda config: True) == (small, LATENCY_CLASS)
     renamed = dataclasses.replace(profile, dtypes={"s": (medium, dataclasses.replace(tiny, name="small"))})
-    assert class_choice(renamed, product, 132, lambda config: True) == large
-    assert class_choice(profile, dataclasses.replace(product, batch=64), 132, lambda config: True) == large
+    assert class_choice(renamed, product, 132, lambda config: True).config == large
+    assert class_choice(profile, dataclasses.replace(product, batch=64), 132, lambda config: True).config == large
     assert class_choice(profile, GemmProblem.dense(DTYPES["s"], 1024, 1024, 1024), 132,
-                        lambda config: True) == large
+                        lambda config: True).config == large
 
 
 def test_a_batch_takes_its_batch_classs_configuration_and_a_single_product_never_does(device):
@@ -317,23 +317,23 @@ def test_a_batch_takes_its_batch_classs_configuration_and_a_single_product_never
     assert [e.name for e in profile.nearest(("s",), 32, 32, 32)] == ["small"]
     assert [e.name for e in profile.nearest(("s",), 32, 32, 32, batched=True)] == ["batch-32", "batch-128"]
     one = GemmProblem.dense(DTYPES["s"], 24, 24, 24)
-    assert class_choice(profile, one, 132, lambda config: True) == large
+    assert class_choice(profile, one, 132, lambda config: True).config == large
     assert class_choice(profile, GemmProblem.dense(DTYPES["s"], 24, 24, 24, batch=512), 132,
-                        lambda config: True) == small
+                        lambda config: True) == (small, "batch-32")
     assert class_choice(profile, GemmProblem.dense(DTYPES["s"], 160, 160, 160, batch=64), 132,
-                        lambda config: True) == other
+                        lambda config: True) == (other, "batch-128")
     without = dataclasses.replace(profile, dtypes={"s": (single,)})
     assert class_choice(without, GemmProblem.dense(DTYPES["s"], 24, 24, 24, batch=512), 132,
-                        lambda config: True) == large
+                        lambda config: True).config == large
     big = SizeClassEntry("large", (1024, 1024, 1024), (Ranked(large, 9000.0),), "model", 1, 1.0)
     with_big = dataclasses.replace(profile, dtypes={"s": (single, batches, wider, big)})
     assert class_choice(with_big, GemmProblem.dense(DTYPES["s"], 900, 900, 900, batch=8), 132,
-                        lambda config: True) == large
+                        lambda config: True).config == large
     assert class_choice(with_big, GemmProblem.dense(DTYPES["s"], 160, 160, 160, batch=64), 132,
-                        lambda config: True) == other
+                        lambda config: True).config == other
     # no batch class's configuration usable (a borrowed one failed here): the single products' classes
     assert class_choice(profile, GemmProblem.dense(DTYPES["s"], 24, 24, 24, batch=512), 132,
-                        lambda config: config == large) == large
+                        lambda config: config == large).config == large
 
 
 def test_a_buffer_pool_rounds_sizes_up_and_keeps_no_more_than_its_capacity(ctx):

@@ -48,6 +48,13 @@ class Selection(NamedTuple):
     backend: str = OPENCL
 
 
+class ClassChoice(NamedTuple):
+    """A size class's configuration chosen for a problem, and the class's name (``class_choice``)."""
+
+    config: KernelParams
+    name: str
+
+
 def choose_params(device: Device, problem: GemmProblem) -> Selection:
     """The configuration for ``problem`` on ``device`` and where it came from. From the profile: the best
     of its entry for this very problem where ``autogemm tune --shapes`` made one (with its measured K
@@ -104,7 +111,7 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
 
         def by_class(usable: Callable[[KernelParams], bool]) -> Selection | None:
             chosen = class_choice(profile, problem, device.compute_units, usable)
-            return chosen and Selection(chosen, source)
+            return chosen and Selection(chosen.config, f"{source} (class {chosen.name})")
 
         # a product the device takes in place, of a K too short to split, runs in one launch, its time
         # the latency of its blocks' K steps, which the predictor's model of throughput and copies does
@@ -268,7 +275,7 @@ def choose_cuda_params(device: Device | None, dt: Dtype, m: int, n: int, k: int,
 
 
 def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
-                 usable: Callable[[KernelParams], bool]) -> KernelParams | None:
+                 usable: Callable[[KernelParams], bool]) -> ClassChoice | None:
     """Of the ``usable`` configurations of the profile's size classes (for a batch, none with images, and
     those of its batch classes first, ``class_entries``), the one ``choose_params`` takes from them for
     ``problem``; None where the profile has none. Each class
@@ -286,7 +293,8 @@ def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
     dt = problem.dtype
     keys = tuple(dict.fromkeys((dt.key, dt.native.key, dt.compute.key)))
     for entries in class_entries(profile, keys, problem):
-        offers = []
+        offers: list[Ranked] = []
+        names: list[str] = []
         for entry in entries:
             fit = [r for r in entry.ranked if usable(r.config)
                    and (problem.batch == 1 or not (r.config.image_a or r.config.image_b))]
@@ -300,10 +308,12 @@ def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
                                                   and operands_as_stored(r.config.layout, stored) >= as_stored)],
                                         problem, compute_units)
             if entry is entries[0] and (entry.batch > 1 or entry.name == LATENCY_CLASS and problem.batch == 1):
-                return first.config
+                return ClassChoice(first.config, entry.name)
             offers.append(first)
+            names.append(entry.name)
         if offers:
-            return _predicted_best(offers, problem, compute_units).config
+            best = _predicted_best(offers, problem, compute_units)
+            return ClassChoice(best.config, names[offers.index(best)])
     return None
 
 

@@ -236,9 +236,10 @@ def held_out(fitted: Predictor, profile: Profile, dtype: Dtype, compute_units: i
         problem = GemmProblem.dense(dtype, *sample.shape, Op.from_letter(layout[0], "layout"),
                                     Op.from_letter(layout[1], "layout"))
         pick = predict(others, problem, compute_units, lambda config: True)
-        by_class = class_choice(profile, problem, compute_units, lambda config: config in fitted.bank)
-        if pick is None or by_class is None:
+        chosen = class_choice(profile, problem, compute_units, lambda config: config in fitted.bank)
+        if pick is None or chosen is None:
             continue
+        by_class = chosen.config
         rates = (_measured(fitted, sample, pick.params, pick.split),
                  _measured(fitted, sample, by_class, auto_slices(by_class, problem, compute_units)))
         if None in rates:
