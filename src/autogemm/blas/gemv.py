@@ -13,7 +13,7 @@ import numpy as np
 from ..codelets import gemv as codelet
 from ..codelets import helpers
 from ..codelets.kernel import ceil_div, round_up
-from ..codelets.writer import NVIDIA_FENCE_OPTIONS
+from ..codelets.writer import fence_options
 from ..dtypes import Dtype
 from ..errors import ConfigError, ShapeError
 from ..runtime.opencl import commands as ocl
@@ -156,9 +156,8 @@ class GemvLaunchPlan:
         self._arrivals: ocl.Buffer | None = None
         self._lock = threading.Lock()
         self._arguments = KernelArguments(problem.dtype.scalar_numpy.type)
-        fence = NVIDIA_FENCE_OPTIONS if ctx.device.is_nvidia else ()
         self.kernel = ctx.kernel(self.kernel_source.source, self.kernel_source.name,
-                                 self.kernel_source.options + fence)
+                                 self.kernel_source.options + fence_options(ctx.device))
         epilogues = helpers.epilogues(self.dtype)
         self._merge = ctx.kernel(epilogues.source, "merge") if self.slices > 1 and not self.sums_slices else None
         self._scale = ctx.kernel(epilogues.source, "scale")

@@ -17,7 +17,7 @@ from ..codelets import helpers
 from ..codelets.kernel import GEMM_SIGNATURE, STREAM_K_SIGNATURE, SUMMED_SIGNATURE, KernelSource, round_up
 from ..codelets.registry import KernelParams, check, render
 from ..codelets.stream_k import STREAM_K
-from ..codelets.writer import NVIDIA_FENCE_OPTIONS
+from ..codelets.writer import fence_options
 from ..errors import ArgumentError, ConfigError, ShapeError
 from ..profiles import Thresholds, thresholds_for
 from ..runtime.opencl import commands as ocl
@@ -117,7 +117,7 @@ class LaunchPlan(Routing):
     def _build(self) -> None:
         """Compile (or fetch from the cache) every kernel the plan launches; check image limits."""
         src = self.kernel_source
-        fence = NVIDIA_FENCE_OPTIONS if self.summed and self.ctx.device.is_nvidia else ()
+        fence = fence_options(self.ctx.device) if self.summed else ()
         self.gemm_kernel = self.ctx.kernel(src.source, src.name, src.options + fence)
         self.pack_kernels: dict[str, ocl.Kernel] = {}
         for name, st in self.staging.items():

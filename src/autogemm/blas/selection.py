@@ -292,9 +292,9 @@ def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
     slower for the larger blocks other classes measured best."""
     dt = problem.dtype
     keys = tuple(dict.fromkeys((dt.key, dt.native.key, dt.compute.key)))
+    stored = stored_layout(problem)
     for entries in class_entries(profile, keys, problem):
-        offers: list[Ranked] = []
-        names: list[str] = []
+        offers: list[tuple[Ranked, str]] = []
         for entry in entries:
             fit = [r for r in entry.ranked if usable(r.config)
                    and (problem.batch == 1 or not (r.config.image_a or r.config.image_b))]
@@ -302,18 +302,16 @@ def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
                 continue
             first = prefer_stored_layout(fit, problem)
             if problem.batch > 1:
-                stored = stored_layout(problem)
                 as_stored = operands_as_stored(first.config.layout, stored)
                 first = _predicted_best([first, *(r for r in fit if r is not first
                                                   and operands_as_stored(r.config.layout, stored) >= as_stored)],
                                         problem, compute_units)
             if entry is entries[0] and (entry.batch > 1 or entry.name == LATENCY_CLASS and problem.batch == 1):
                 return ClassChoice(first.config, entry.name)
-            offers.append(first)
-            names.append(entry.name)
+            offers.append((first, entry.name))
         if offers:
-            best = _predicted_best(offers, problem, compute_units)
-            return ClassChoice(best.config, names[offers.index(best)])
+            best = _predicted_best([offer for offer, _ in offers], problem, compute_units)
+            return next(ClassChoice(offer.config, name) for offer, name in offers if offer is best)
     return None
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from ..dtypes import Dtype
 from ..errors import ConfigError
+from ..runtime.opencl.device import Device
 from .kernel import KernelSource
 from .stream_k import OWNER_FUNCTION
 
@@ -18,6 +19,11 @@ def hex_digit(i: int) -> str:
 
 #: What an NVIDIA device builds the kernels that add their slices up with (``device_fence``).
 NVIDIA_FENCE_OPTIONS = ("-DPTX_FENCE",)
+
+
+def fence_options(device: Device) -> tuple[str, ...]:
+    """The build options of a kernel that adds its slices up (``last_to_arrive``) on ``device``."""
+    return NVIDIA_FENCE_OPTIONS if device.is_nvidia else ()
 
 
 def last_to_arrive(first: str, tile: str) -> list[str]:
