@@ -13,7 +13,7 @@ import pytest
 from gemm_check import run_and_check
 
 from autogemm.codelets.nvidia_mma import MmaParams, ptx_problem
-from autogemm.codelets.nvidia_mma.render import swizzle
+from autogemm.codelets.nvidia_mma.render import mn_swizzle, swizzle
 from autogemm.codelets.registry import check, params_from_dict, render
 from autogemm.codelets.stream_k import STREAM_K
 from autogemm.dtypes import DTYPES
@@ -72,9 +72,45 @@ def test_asynchronous_copies_run_the_pipeline_right(ctx, stages, edge):
     run_and_check(ctx, params, DTYPES["d"], 33, 40, 81, "T", "N", 1.0, 0.5, edge, np.random.default_rng(6), offset=1)
 
 
-def test_asynchronous_copies_are_for_rows_of_real_k(device):
-    with pytest.raises(ConfigError, match="layout NT"):
-        params_from_dict({**SMALL.to_dict(), "copy": "async", "layout": "NN"})
+@pytest.mark.parametrize("layout", ["NN", "TN", "TT"])
+@pytest.mark.parametrize("stages,edge,sets", [(2, "pad", 1), (3, "guard", 1), (3, "guard", 2)])
+def test_asynchronous_copies_stage_float64_as_it_lies(ctx, layout, stages, edge, sets):
+    """A float64 operand whose rows or columns are consecutive (A in T, B in N) is copied as it lies, its
+    stage rows of k padded: every layout's product is right at any size, edge, offset and leading
+    dimension, the pipeline two or three stages deep, one fragment set or two."""
+    params = dataclasses.replace(SMALL, layout=layout, copy="async", stages=stages, tile_k=16, fragment_sets=sets)
+    assert check(params, ctx.device, "d") is None
+    source = render(params, "d", guarded=edge == "guard").source
+    assert ("A_AT" in source) == (layout[0] == "T") and ("B_AT" in source) == (layout[1] == "N")
+    _check_small_problems(ctx, params, "d", *layout, edge)
+    run_and_check(ctx, params, DTYPES["d"], 33, 40, 81, *layout, 1.0, 0.5, edge, np.random.default_rng(6), offset=1)
+
+
+@pytest.mark.parametrize("outer", [16, 32, 64, 128])
+@pytest.mark.parametrize("lane_k", [2, 4])
+def test_a_float64_stage_as_it_lies_is_read_without_bank_conflicts(outer, lane_k):
+    """``mn_swizzle``: the 16 lanes of a half warp (8-byte reads go a half warp a pass) read rows of k
+    t LANE_K + e, 4 consecutive elements each, from any instruction tile's rows; the chunk permutation
+    puts them in 32 distinct banks."""
+    variants = mn_swizzle(outer, DTYPES["d"])
+    for first in range(0, outer, 8):
+        for e in range(lane_k):
+            for half in (0, 1):
+                banks = set()
+                for lane in range(16 * half, 16 * half + 16):
+                    g, t = lane // 4, lane % 4
+                    k, o = t * lane_k + e, first + g
+                    place = k * outer + ((o // 2) ^ (k // lane_k % variants * 2)) * 2 + o % 2
+                    banks |= {2 * place % 32, 2 * place % 32 + 1}
+                assert len(banks) == 32, (first, e, half)
+
+
+def test_asynchronous_copies_keep_to_their_rules(device):
+    nn = dataclasses.replace(SMALL, copy="async", layout="NN")
+    assert nn.dtype_problem(DTYPES["d"]) is None
+    assert "layout NT" in nn.fitted(DTYPES["s.tf32"]).dtype_problem(DTYPES["s.tf32"])
+    with pytest.raises(ConfigError, match="stages 2 or 3"):
+        params_from_dict({**SMALL.to_dict(), "copy": "async", "stages": 1})
     with pytest.raises(ConfigError, match="stages 1 or 2"):
         params_from_dict({**SMALL.to_dict(), "stages": 3})
     assert "complex" in check(dataclasses.replace(SMALL, copy="async", vector_width=1), device, "z")
@@ -343,28 +379,33 @@ def test_the_instruction_probe_runs_once_per_device(ctx, monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
-def test_a_configuration_in_another_layout_keeps_its_tiles_and_is_well_formed(layout):
+@pytest.mark.parametrize("key", ["d", "s.tf32"])
+def test_a_configuration_in_another_layout_keeps_its_tiles_and_is_well_formed(layout, key):
     """``in_layout`` (how a small product reads its operands where they lie): asynchronous copies read
-    layout NT only, so in any other the same tiles copy through registers, two stages at most."""
-    fast = dataclasses.replace(SMALL, copy="async", stages=3, mma="ptx")
-    twin = fast.in_layout(layout)
-    assert twin.layout == layout and twin.malformed() is None
+    float64 in any layout, other dtypes in NT only, so there the same tiles copy through registers, two
+    stages at most."""
+    dt = DTYPES[key]
+    fast = dataclasses.replace(SMALL, copy="async", stages=3, mma="ptx").fitted(dt)
+    twin = fast.in_layout(layout, dt)
+    assert twin.layout == layout and twin.malformed() is None and twin.dtype_problem(dt) is None
     assert (twin.block_rows, twin.block_cols, twin.tile_k) == (fast.block_rows, fast.block_cols, fast.tile_k)
-    assert twin == (fast if layout == "NT" else dataclasses.replace(fast, layout=layout, copy="registers", stages=2))
-    assert SMALL.in_layout(layout) == dataclasses.replace(SMALL, layout=layout)
+    kept = layout == "NT" or key == "d"
+    assert twin == dataclasses.replace(fast, layout=layout, **({} if kept else {"copy": "registers", "stages": 2}))
+    assert SMALL.in_layout(layout, dt) == dataclasses.replace(SMALL, layout=layout)
 
 
 def test_a_small_product_takes_the_fast_copies_tiles_in_its_stored_layout(ctx):
-    """``selection.read_as_stored``: a small product stored NN, given a configuration whose asynchronous
-    copies read NT only, takes its tiles in NN through registers (one launch, no packs) rather than
-    packing A and B for the NT kernel; a large one keeps the configuration as chosen."""
+    """``selection.read_as_stored``: a small product stored NN, given a configuration of NT, takes its tiles
+    in NN (one launch, no packs; float64's asynchronous copies read it as it lies) rather than packing A
+    and B for the NT kernel; a large one keeps the configuration as chosen."""
     from autogemm.blas import GemmProblem
     from autogemm.blas.selection import Selection, read_as_stored
 
     fast = dataclasses.replace(SMALL, copy="async", stages=3)
     chosen = Selection(fast, "default")
     small = read_as_stored(chosen, ctx.device, GemmProblem.dense(DTYPES["d"], 40, 30, 50))
-    assert small.params == fast.in_layout("NN") and small.params.copy == "registers" and "as stored" in small.source
+    assert small.params == fast.in_layout("NN", DTYPES["d"]) and small.params.copy == "async"
+    assert "as stored" in small.source
     large = GemmProblem.dense(DTYPES["d"], 4096, 4096, 4096)
     assert read_as_stored(chosen, ctx.device, large).params == fast
 
@@ -380,13 +421,13 @@ def test_a_product_whose_kernel_reads_an_operand_once_reads_it_where_it_lies(ctx
     from autogemm.blas.plans import gemm_plan
     from autogemm.blas.selection import Selection, read_as_stored, read_too_few_times
 
-    fast = dataclasses.replace(SMALL, copy="async", stages=3)
+    fast = dataclasses.replace(SMALL, stages=2)          # (through registers: it stages NN otherwise than NT)
     chosen = Selection(fast, "default")
     set_thresholds(monkeypatch, in_place_multiply_adds=2**10, pack_min_passes=3)
     deep = GemmProblem.dense(DTYPES["d"], fast.block_rows, 20, 3000)         # B (3000 x 20) read once
     assert read_too_few_times(fast, deep, "NN", 3) and not read_too_few_times(fast, deep, "NT", 3)
     twin = read_as_stored(chosen, ctx.device, deep)
-    assert twin.params == fast.in_layout("NN") and "as stored" in twin.source
+    assert twin.params == fast.in_layout("NN", DTYPES["d"]) and "as stored" in twin.source
     assert len(gemm_plan(ctx, deep, twin.params).launches()) == 1
     many = GemmProblem.dense(DTYPES["d"], 3 * fast.block_rows, 20, 3000)     # B read three times
     assert read_as_stored(chosen, ctx.device, many).params == fast
@@ -395,6 +436,32 @@ def test_a_product_whose_kernel_reads_an_operand_once_reads_it_where_it_lies(ctx
     assert read_as_stored(Selection(fast, "default", split=1), ctx.device, deep).params == fast
     set_thresholds(monkeypatch, pack_min_passes=0)
     assert read_as_stored(chosen, ctx.device, deep).params == fast
+
+
+def test_a_float64_product_whose_copies_stage_any_layout_alike_reads_it_where_it_lies(ctx, monkeypatch):
+    """``stages_alike``: float64's asynchronous copies stage every layout as it lies, so a product above
+    the in-place bound whose kernel reads each operand many times still takes its tiles in the stored
+    layout, one launch, where its edges are guarded (padded, the twin would pack as many operands); a
+    3xTF32 one (NT alone staged so) keeps the configuration and its packs."""
+    from limits import set_thresholds
+
+    from autogemm.blas import GemmProblem
+    from autogemm.blas.plans import gemm_plan
+    from autogemm.blas.selection import Selection, read_as_stored, read_too_few_times
+
+    set_thresholds(monkeypatch, in_place_multiply_adds=2**10, pack_min_passes=3)
+    fast = dataclasses.replace(SMALL, copy="async", stages=3)
+    many = GemmProblem.dense(DTYPES["d"], 4 * fast.block_rows, 4 * fast.block_cols, 300)
+    assert not read_too_few_times(fast, many, "NN", 3) and fast.stages_alike(DTYPES["d"])
+    twin = read_as_stored(Selection(fast, "default"), ctx.device, many)
+    assert twin.params == fast.in_layout("NN", DTYPES["d"]) and twin.params.copy == "async"
+    assert len(gemm_plan(ctx, many, twin.params).launches()) == 1
+    set_thresholds(monkeypatch, guard_multiply_adds=0)
+    assert read_as_stored(Selection(fast, "default", split=1), ctx.device, many).params == fast
+    tf32 = fast.fitted(DTYPES["s.3xtf32"])
+    assert not tf32.stages_alike(DTYPES["s.3xtf32"]) and not SMALL.stages_alike(DTYPES["d"])
+    product = GemmProblem.dense(DTYPES["s.3xtf32"], 4 * tf32.block_rows, 4 * tf32.block_cols, 300)
+    assert read_as_stored(Selection(tf32, "default"), ctx.device, product).params == tf32
 
 
 def test_a_twin_that_would_still_transpose_the_operand_read_once_is_not_taken(ctx, monkeypatch):
@@ -412,7 +479,7 @@ def test_a_twin_that_would_still_transpose_the_operand_read_once_is_not_taken(ct
     set_thresholds(monkeypatch, in_place_multiply_adds=2**10, pack_min_passes=3)
     nn = CpuParams(layout="NN", tile_rows=4, vectors=1, vector_width=4)
     tt = GemmProblem(DTYPES["s"], nn.block_rows, 400, 3000, Op(transposed=True), Op(transposed=True))
-    assert read_too_few_times(nn, tt, "TT", 3) and read_too_few_times(nn.in_layout("TN"), tt, "TT", 3)
+    assert read_too_few_times(nn, tt, "TT", 3) and read_too_few_times(nn.in_layout("TN", DTYPES["s"]), tt, "TT", 3)
     assert read_as_stored(Selection(nn, "default"), ctx.device, tt).params == nn
     limits = thresholds_for(ctx.device)
     assert planned_split(Selection(nn, "default", split=STREAM_K), nn, tt, ctx.device, limits) == STREAM_K

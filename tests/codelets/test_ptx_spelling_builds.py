@@ -27,9 +27,11 @@ MMA = MmaParams(layout="NT", shape="m16n8k8", warps_m=2, warps_n=2, tiles_m=2, t
 REGISTERS = dataclasses.replace(MMA, copy="registers", stages=2)
 CASES = [  # (configuration, dtype, guarded, summed, stream, what the PTX must hold)
     (MMA, "s.3xtf32", False, False, False, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
-    (MMA.in_layout("TN"), "s.3xtf32", True, True, False, "membar.gl"),
+    (MMA.in_layout("TN", DTYPES["s.3xtf32"]), "s.3xtf32", True, True, False, "membar.gl"),
     (dataclasses.replace(REGISTERS, vector_width=1, complex_method="3m"), "c.3xtf32", True, False, True, "mma.sync"),
     (dataclasses.replace(REGISTERS, shape="m16n8k4", tile_k=16, vector_width=2), "d", False, True, False, "membar.gl"),
+    (dataclasses.replace(MMA, layout="TN", shape="m16n8k4", tile_k=16, vector_width=2), "d", True, False, False,
+     "cp.async.ca.shared.global"),
     (dataclasses.replace(REGISTERS, shape="m16n8k4", tile_k=16, vector_width=1), "z", True, True, False, "atom"),
     (SubgroupParams(layout="NN", shuffle="ptx"), "s", True, True, False, "shfl.sync"),
 ]

@@ -136,9 +136,10 @@ def read_as_stored(chosen: Selection, device: Device, problem: GemmProblem) -> S
     ``Thresholds.in_place_multiply_adds`` (it takes the device less time than the host takes to launch a
     pack, and the device idles through the pack's launch), or whose kernel would read an operand it
     transposes fewer than ``Thresholds.pack_min_passes`` times (``read_too_few_times``), where the twin
-    reads that operand as stored in a plan of fewer launches. Kept where that configuration does not fit
-    the device, reads through images (packed anyway), or is one of a profile borrowed from another device
-    and fails its verification here."""
+    reads that operand as stored in a plan of fewer launches; and at any size where the twin's kernel
+    stages every layout alike (``stages_alike``: the packs are then all the plan would save), in a plan of
+    fewer launches. Kept where that configuration does not fit the device, reads through images (packed
+    anyway), or is one of a profile borrowed from another device and fails its verification here."""
     params, dt = chosen.params, problem.dtype
     stored = stored_layout(problem)
     work = problem.m * problem.n * problem.k * problem.batch
@@ -146,7 +147,7 @@ def read_as_stored(chosen: Selection, device: Device, problem: GemmProblem) -> S
     small = work < limits.in_place_multiply_adds
     passes = limits.pack_min_passes
     if (params.layout == stored or params.image_a or params.image_b
-            or not (small or read_too_few_times(params, problem, stored, passes))):
+            or not (small or params.stages_alike(dt) or read_too_few_times(params, problem, stored, passes))):
         return chosen
     now = operands_as_stored(params.layout, stored)
     chosen_launches = None if small else plan_launches(device, chosen, params, problem, limits)
@@ -154,11 +155,11 @@ def read_as_stored(chosen: Selection, device: Device, problem: GemmProblem) -> S
     for layout in sorted(("NN", "NT", "TN", "TT"), key=lambda x: -operands_as_stored(x, stored)):
         if operands_as_stored(layout, stored) <= now:
             break
-        twin = params.in_layout(layout)
+        twin = params.in_layout(layout, dt)
         # (a larger product: only a twin that reads the operand in question where it lies, in a plan of
         # fewer launches; one that pads its operands packs them in any layout)
         if (check(twin, device, dt) is None
-                and (small or (not read_too_few_times(twin, problem, stored, passes)
+                and (small or ((twin.stages_alike(dt) or not read_too_few_times(twin, problem, stored, passes))
                                and plan_launches(device, chosen, twin, problem, limits) < chosen_launches))
                 and _usable_twin(device, chosen, twin, dt)):
             return chosen._replace(params=twin, source=f"{chosen.source}, read as stored")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, fields, replace
 from typing import Any, ClassVar, TypeVar
 
+from ..dtypes import Dtype
 from ..errors import ConfigError
 
 Configuration = TypeVar("Configuration", bound="FamilyParams")
@@ -24,10 +25,17 @@ class FamilyParams:
     def to_dict(self) -> dict:
         return params_to_dict(self, self.family if self.names_family else None)
 
-    def in_layout(self: Configuration, layout: str) -> Configuration:
-        """This configuration reading its operands in ``layout`` (a product stored so is then read where
-        it lies): the same tiles; a family whose other fields depend on the layout changes those too."""
+    def in_layout(self: Configuration, layout: str, dt: Dtype) -> Configuration:
+        """This configuration reading its operands of ``dt`` in ``layout`` (a product stored so is then read
+        where it lies): the same tiles; a family whose other fields depend on the layout (and dtype)
+        changes those too."""
         return replace(self, layout=layout)
+
+    def stages_alike(self, dt: Dtype) -> bool:
+        """Whether this configuration's kernel stages operands of ``dt`` alike in every layout (the same
+        copies, as fast), so that a product reads them where they lie at any size: a pack would only add
+        its own reads and writes. False unless a family says so."""
+        return False
 
     @classmethod
     def from_dict(cls: type[Configuration], data: dict) -> Configuration:

@@ -55,7 +55,7 @@ def measure_in_place(worker: WorkerProcess, profile: Profile, dt: Dtype, sides: 
         if config.image_a or config.image_b:
             continue
         stored, shape = OTHER if config.layout == STORED else STORED, (side, side, side)
-        twin = config.in_layout(stored)
+        twin = config.in_layout(stored, dt)
         timed.append(InPlace(side, stored, config, worker.time_calls(config, dt, shape, stored, seconds),
                              worker.time_calls(twin, dt, shape, stored, seconds)))
     return timed

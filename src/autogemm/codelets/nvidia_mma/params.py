@@ -164,18 +164,38 @@ class MmaParams(FamilyParams):
         problem = choices_problem(self, choices) or build_options_problem(self.build_options)
         if problem:
             return problem
-        if self.copy == "async" and (self.layout != "NT" or self.stages < 2):
-            return "copy 'async' reads rows of k (layout NT) into two or three stages"
+        if self.copy == "async" and self.stages < 2:
+            return "copy 'async' copies blocks ahead: stages 2 or 3"
         if self.copy == "registers" and self.stages > 2:
             return "copy 'registers' fetches one block ahead: stages 1 or 2"
         return None
 
-    def in_layout(self, layout: str) -> MmaParams:
-        """This configuration reading ``layout``: asynchronous copies read layout NT only, so in another
-        its blocks come through registers, in two stages."""
-        if self.copy == "async" and layout != "NT":
-            return replace(self, layout=layout, copy="registers", stages=2)
-        return replace(self, layout=layout)
+    def in_layout(self, layout: str, dt: Dtype) -> MmaParams:
+        """This configuration reading ``layout`` for ``dt``: where asynchronous copies cannot read that
+        layout in ``dt`` (``async_problem``), its blocks come through registers, in two stages."""
+        twin = replace(self, layout=layout)
+        if twin.async_problem(dt):
+            return replace(twin, copy="registers", stages=2)
+        return twin
+
+    def stages_alike(self, dt: Dtype) -> bool:
+        """Asynchronous copies stage float64 in any layout as they lie, at the same speed (``async_problem``)."""
+        return self.copy == "async" and dt.real_bytes == 8 and not dt.is_complex
+
+    def async_problem(self, dt: Dtype) -> str | None:
+        """Why asynchronous copies cannot stage this configuration's operands of ``dt``, or None. They
+        copy elements whole, as they lie: an operand read with consecutive k (A in N, B in T) is staged
+        as rows of k, any dtype but complex (whose parts are staged apart); one read with consecutive
+        rows or columns is staged so, float64 only (a lane's fragment then gathers its k one element at a
+        time, and narrower k travel in pairs per register)."""
+        if self.copy != "async":
+            return None
+        if dt.is_complex:
+            return "copy 'async' copies elements whole; complex operands are staged as separate parts"
+        if self.layout != "NT" and dt.real_bytes != 8:
+            return (f"copy 'async' stages {dt.routine}'s operands as rows of k (layout NT); only float64's "
+                    f"may lie otherwise (layout {self.layout})")
+        return None
 
     def dtype_problem(self, dt: Dtype) -> str | None:
         """Why this point cannot multiply ``dt`` on any device, or None."""
@@ -190,8 +210,9 @@ class MmaParams(FamilyParams):
                     f"(the k a warp's lanes read at once)")
         if self.complex_method == "3m" and not dt.is_complex:
             return f"complex_method '3m' makes complex products; {dt.routine} is real"
-        if self.copy == "async" and dt.is_complex:
-            return "copy 'async' copies elements whole; complex operands are staged as separate parts"
+        problem = self.async_problem(dt)
+        if problem:
+            return problem
         if self.vector_width == 8 and not dt.half:
             return f"vector_width 8 is for 16-bit elements (16 bytes at once); {dt.routine}'s are wider"
         if self.read_width == 8 and dt.real_bytes == 8:

@@ -3,10 +3,13 @@
 Same kernel interface as ``simt`` (C = alpha op(A) op(B) + beta C on row-major matrices, guarded or
 whole-block edges, split K along NDRange dimension 2), so plans run every family alike.
 
-Work-item (lx, ly) of a work-group is lane lx % 32 of warp (ly, lx / 32). Both operands of a K block are
+Work-item (lx, ly) of a work-group is lane lx % 32 of warp (ly, lx / 32). The operands of a K block are
 staged in local memory as rows of k (A as BLOCK_ROWS x TILE_K, B as BLOCK_COLS x TILE_K); the 16-byte
 chunks of a row are permuted by an XOR with a function of the row (the swizzle), so that the rows a warp
-reads at once fall in distinct banks without padding. Complex operands are kept as separate real and
+reads at once fall in distinct banks without padding. Where asynchronous copies read a float64 operand
+whose rows or columns are consecutive in memory (A in T, B in N), they stage it as it lies, TILE_K rows of
+the block's extent, its 16-byte chunks permuted by a function of k (``mn_swizzle``) so that the rows of k
+a warp reads at once fall in distinct banks. Complex operands are kept as separate real and
 imaginary arrays, and their product is four real products. 16-bit operands travel as their bits (two to
 a register, as the instruction takes them) and are never converted; their products are accumulated and
 written in float, and the plan rounds C to 16 bits where it is stored so. The instruction's fragments
@@ -70,6 +73,22 @@ def swizzle(params: MmaParams, dtype: Dtype) -> Swizzle:
 def scratch_reals(shape: InstructionShape) -> int:
     """Reals of local memory one warp's emulated instruction exchanges its fragments through."""
     return shape.m * shape.k + shape.k * shape.n
+
+
+def staged_by_k(params: MmaParams, op: str) -> bool:
+    """Whether operand ``op`` is staged as rows of k: read so (A in N, B in T), or stored otherwise and
+    rearranged on its way through registers; else asynchronous copies stage it as it lies."""
+    k_contiguous = params.layout[0] == "N" if op == "A" else params.layout[1] == "T"
+    return k_contiguous or params.copy == "registers"
+
+
+def mn_swizzle(outer: int, dtype: Dtype) -> int:
+    """Permutations of a float64 stage staged as it lies (``staged_by_k`` false), rows of ``outer``: a warp's
+    fragment read takes from each of four rows of k (a lane group's LANE_K apart) 8 consecutive
+    elements, two chunks of each; chunk q of row k lies at q XOR 2 (k / LANE_K % variants), so that up
+    to four such rows' chunks, two each, fill the 8 chunk places of a 128-byte line."""
+    row_chunks = outer * dtype.real_bytes // CHUNK_BYTES
+    return max(1, min(4, row_chunks // 2))
 
 
 def local_bytes(params: MmaParams, dtype: Dtype) -> int:
@@ -145,8 +164,7 @@ class _Generator(ElementCode):
           "#define THREADS (32 * WARPS_M * WARPS_N)",
           "#define BLOCK_ROWS (WARPS_M * TILES_M * MMA_M)",
           "#define BLOCK_COLS (WARPS_N * TILES_N * MMA_N)",
-          "#define A_STAGE (BLOCK_ROWS * TILE_K)",
-          "#define B_STAGE (BLOCK_COLS * TILE_K)",
+          *(self.stage_defines("A", "BLOCK_ROWS") + self.stage_defines("B", "BLOCK_COLS")),
           *([f"#define SCRATCH {scratch_reals(inst)}          // reals of local memory per warp for the emulated instruction"]
             if p.mma == "local" else []),
           "",
@@ -186,6 +204,15 @@ class _Generator(ElementCode):
         if dt.half and p.mma == "local":
             w(conversions(dt).rstrip("\n"))
         w("")
+
+    def stage_defines(self, op: str, outer: str) -> list[str]:
+        """The size of a local stage of ``op``, and where staged as it lies, the place of its elements."""
+        lines = [f"#define {op}_STAGE ({outer} * TILE_K)"]
+        if not staged_by_k(self.p, op):
+            variants = mn_swizzle(self.p.block_rows if op == "A" else self.p.block_cols, self.dt)
+            lines.append(f"#define {op}_AT(k, o) ((k) * {outer} + ((((o) / CHUNK_ELEMS) ^ ((k) / LANE_K % {variants} * 2)) "
+                         f"* CHUNK_ELEMS) + (o) % CHUNK_ELEMS)   // {op} staged as it lies: rows of k, chunks swizzled")
+        return lines
 
     def precision_note(self) -> str:
         """What the products are exact to, for the kernel's header."""
@@ -347,6 +374,11 @@ class _Generator(ElementCode):
         chunk ``chunk``, and with the 3M method the sum of the two parts."""
         letter = op.lower()
         first = self.first_piece(chunk)
+        if not staged_by_k(self.p, op):         # (float64: one part, one piece) a column of the stage's rows of k
+            stage = f"{self.local_name(op, '')} + stage * {op}_STAGE"
+            values = ", ".join(f"({stage})[{op}_AT({chunk} * CHUNK + t * LANE_K + {e}, {row})]" for e in range(self.lane_k))
+            self.fragment_set(f"{letter}_frag{index}", f"(lane_read)({values})")
+            return
         for part in self.parts:
             suffix = f"_{part}" if part else ""
             row_start = f"{self.local_name(op, part)} + stage * {op}_STAGE + ({row}) * TILE_K"
@@ -762,6 +794,18 @@ class _Generator(ElementCode):
         unit = self.copy_unit()
         ptr, ld, extent, block = self.operand_names(op)
         lines = [f"const int r = {block} + o;"]
+        if not staged_by_k(self.p, op):         # copies along a row of M or N, of k0 + kk
+            for e in range(0, self.p.vector_width, unit):
+                if self.guarded:
+                    lines.append(f"const int count{e} = {k0} + kk < K ? clamp({extent} - (r + {e}), 0, COPY) : 0;")
+                    source = f"count{e} ? {ptr} + ({k0} + kk) * {ld} + r + {e} : {ptr}"
+                else:
+                    lines.append(f"const int count{e} = COPY;")
+                    source = f"{ptr} + ({k0} + kk) * {ld} + r + {e}"
+                lines.append(f"copy_async({self.local_name(op, '')} + ({stage}) * {op}_STAGE + {op}_AT(kk, o + {e}), "
+                             f"{source}, count{e});")
+            self.staging_loop(op, lines)
+            return
         for e in range(0, self.p.vector_width, unit):
             c = f"{k0} + kk + {e}"
             if self.guarded:
