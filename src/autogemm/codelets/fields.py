@@ -33,8 +33,8 @@ class FamilyParams:
 
     def stages_alike(self, dt: Dtype) -> bool:
         """Whether this configuration's kernel stages operands of ``dt`` alike in every layout (the same
-        copies, as fast), so that a product reads them where they lie at any size: a pack would only add
-        its own reads and writes. False unless a family says so."""
+        copies into the same pipeline), so that a product reads them where they lie at any size: a pack
+        would only add its own reads and writes. False unless a family says so."""
         return False
 
     @classmethod

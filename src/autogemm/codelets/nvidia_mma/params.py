@@ -179,7 +179,8 @@ class MmaParams(FamilyParams):
         return twin
 
     def stages_alike(self, dt: Dtype) -> bool:
-        """Asynchronous copies stage float64 in any layout as they lie, at the same speed (``async_problem``)."""
+        """Asynchronous copies stage float64 in every layout, as it lies (``async_problem``): a pack would
+        buy no other kernel, only its own reads and writes."""
         return self.copy == "async" and dt.real_bytes == 8 and not dt.is_complex
 
     def async_problem(self, dt: Dtype) -> str | None:
