@@ -790,32 +790,25 @@ class _Generator(ElementCode):
         w("")
 
     def issue(self, op: str, k0: str, stage: str) -> None:
-        """Start the copies of operand ``op``'s K block at ``k0`` into local stage ``stage``."""
+        """Start the copies of operand ``op``'s K block at ``k0`` into local stage ``stage``: along the
+        lines of memory it is stored in (rows of its M or N, or rows of k where ``staged_by_k`` is false),
+        guarded where the line or its end lies outside the matrix."""
         unit = self.copy_unit()
         ptr, ld, extent, block = self.operand_names(op)
+        by_k = staged_by_k(self.p, op)
         lines = [f"const int r = {block} + o;"]
-        if not staged_by_k(self.p, op):         # copies along a row of M or N, of k0 + kk
-            for e in range(0, self.p.vector_width, unit):
-                if self.guarded:
-                    lines.append(f"const int count{e} = {k0} + kk < K ? clamp({extent} - (r + {e}), 0, COPY) : 0;")
-                    source = f"count{e} ? {ptr} + ({k0} + kk) * {ld} + r + {e} : {ptr}"
-                else:
-                    lines.append(f"const int count{e} = COPY;")
-                    source = f"{ptr} + ({k0} + kk) * {ld} + r + {e}"
-                lines.append(f"copy_async({self.local_name(op, '')} + ({stage}) * {op}_STAGE + {op}_AT(kk, o + {e}), "
-                             f"{source}, count{e});")
-            self.staging_loop(op, lines)
-            return
         for e in range(0, self.p.vector_width, unit):
-            c = f"{k0} + kk + {e}"
+            if by_k:
+                line, along, lines_end, along_end, place = "r", f"{k0} + kk + {e}", extent, "K", f"AT(o, kk + {e})"
+            else:
+                line, along, lines_end, along_end, place = f"{k0} + kk", f"r + {e}", "K", extent, f"{op}_AT(kk, o + {e})"
             if self.guarded:
-                lines.append(f"const int count{e} = r < {extent} ? clamp(K - ({c}), 0, COPY) : 0;")
-                source = f"count{e} ? {ptr} + r * {ld} + {c} : {ptr}"
+                lines.append(f"const int count{e} = {line} < {lines_end} ? clamp({along_end} - ({along}), 0, COPY) : 0;")
+                source = f"count{e} ? {ptr} + ({line}) * {ld} + {along} : {ptr}"
             else:
                 lines.append(f"const int count{e} = COPY;")
-                source = f"{ptr} + r * {ld} + {c}"
-            lines.append(f"copy_async({self.local_name(op, '')} + ({stage}) * {op}_STAGE + AT(o, kk + {e}), "
-                         f"{source}, count{e});")
+                source = f"{ptr} + ({line}) * {ld} + {along}"
+            lines.append(f"copy_async({self.local_name(op, '')} + ({stage}) * {op}_STAGE + {place}, {source}, count{e});")
         self.staging_loop(op, lines)
 
     def generate(self) -> str:
