@@ -86,6 +86,21 @@ def test_asynchronous_copies_stage_float64_as_it_lies(ctx, layout, stages, edge,
     run_and_check(ctx, params, DTYPES["d"], 33, 40, 81, *layout, 1.0, 0.5, edge, np.random.default_rng(6), offset=1)
 
 
+@pytest.mark.parametrize("shape,vw,layout,split", [("m16n8k16", 1, "TN", 3), ("m16n8k8", 2, "TT", STREAM_K),
+                                                     ("m16n8k4", 2, "NN", None)])
+def test_float64_staged_as_it_lies_takes_every_instruction_split_and_batch(ctx, shape, vw, layout, split):
+    """Wider blocks (rows of 32 and 64 elements: other swizzles), each float64 instruction (a lane's 2 or
+    4 k), one element or two a copy, a K split added up in the kernel and stream-K, and a strided batch."""
+    params = MmaParams(layout=layout, shape=shape, warps_m=2, warps_n=2, tiles_m=1, tiles_n=2, tile_k=16, stages=3,
+                       vector_width=vw, mma="local", copy="async")
+    assert check(params, ctx.device, "d") is None
+    rng = np.random.default_rng(7)
+    run_and_check(ctx, params, DTYPES["d"], 45, 70, 301, *layout, 0.5, 1.5, "guard", rng, extra_ld=3, offset=2,
+                  split_k=split)
+    run_and_check(ctx, params, DTYPES["d"], 64, 64, 96, *layout, 1.0, 0.0, "pad", rng)
+    run_and_check(ctx, params, DTYPES["d"], 19, 33, 40, *layout, 1.0, 0.0, "guard", rng, batch=3)
+
+
 @pytest.mark.parametrize("outer", [16, 32, 64, 128])
 @pytest.mark.parametrize("lane_k", [2, 4])
 def test_a_float64_stage_as_it_lies_is_read_without_bank_conflicts(outer, lane_k):
