@@ -86,44 +86,52 @@ def test_asynchronous_copies_stage_float64_as_it_lies(ctx, layout, stages, edge,
     run_and_check(ctx, params, DTYPES["d"], 33, 40, 81, *layout, 1.0, 0.5, edge, np.random.default_rng(6), offset=1)
 
 
-@pytest.mark.parametrize("shape,vw,layout,split", [("m16n8k16", 1, "TN", 3), ("m16n8k8", 2, "TT", STREAM_K),
-                                                     ("m16n8k4", 2, "NN", None)])
-def test_float64_staged_as_it_lies_takes_every_instruction_split_and_batch(ctx, shape, vw, layout, split):
-    """Wider blocks (rows of 32 and 64 elements: other swizzles), each float64 instruction (a lane's 2 or
-    4 k), one element or two a copy, a K split added up in the kernel and stream-K, and a strided batch."""
+@pytest.mark.parametrize("key,shape,vw,layout,split", [
+    ("d", "m16n8k16", 1, "TN", 3), ("d", "m16n8k8", 2, "TT", STREAM_K), ("d", "m16n8k4", 2, "NN", None),
+    ("s.tf32", "m16n8k8", 4, "NN", 3), ("s.3xtf32", "m16n8k4", 2, "TN", STREAM_K),
+    ("s.3xtf32", "m16n8k8", 1, "TT", None)])
+def test_staged_as_it_lies_takes_every_instruction_split_and_batch(ctx, key, shape, vw, layout, split):
+    """Wider blocks (rows of 32 and 64 elements: other swizzles), float64's and TF32's instructions (a
+    lane's 2 or 4 k), 3xTF32's split operands, one to four elements a copy, a K split added up in the
+    kernel and stream-K, and a strided batch."""
+    dt = DTYPES[key]
     params = MmaParams(layout=layout, shape=shape, warps_m=2, warps_n=2, tiles_m=1, tiles_n=2, tile_k=16, stages=3,
                        vector_width=vw, mma="local", copy="async")
-    assert check(params, ctx.device, "d") is None
+    assert check(params, ctx.device, dt) is None
     rng = np.random.default_rng(7)
-    run_and_check(ctx, params, DTYPES["d"], 45, 70, 301, *layout, 0.5, 1.5, "guard", rng, extra_ld=3, offset=2,
-                  split_k=split)
-    run_and_check(ctx, params, DTYPES["d"], 64, 64, 96, *layout, 1.0, 0.0, "pad", rng)
-    run_and_check(ctx, params, DTYPES["d"], 19, 33, 40, *layout, 1.0, 0.0, "guard", rng, batch=3)
+    run_and_check(ctx, params, dt, 45, 70, 301, *layout, 0.5, 1.5, "guard", rng, extra_ld=3, offset=2, split_k=split)
+    run_and_check(ctx, params, dt, 64, 64, 96, *layout, 1.0, 0.0, "pad", rng)
+    run_and_check(ctx, params, dt, 19, 33, 40, *layout, 1.0, 0.0, "guard", rng, batch=3)
 
 
-@pytest.mark.parametrize("outer", [16, 32, 64, 128])
+@pytest.mark.parametrize("key,outer", [("d", 16), ("d", 32), ("d", 64), ("d", 128),
+                                       ("s.tf32", 32), ("s.tf32", 64), ("s.tf32", 128)])
 @pytest.mark.parametrize("lane_k", [2, 4])
-def test_a_float64_stage_as_it_lies_is_read_without_bank_conflicts(outer, lane_k):
-    """``mn_swizzle``: the 16 lanes of a half warp (8-byte reads go a half warp a pass) read rows of k
-    t LANE_K + e, 4 consecutive elements each, from any instruction tile's rows; the chunk permutation
-    puts them in 32 distinct banks."""
-    variants = mn_swizzle(outer, DTYPES["d"])
+def test_a_stage_as_it_lies_is_read_without_bank_conflicts(key, outer, lane_k):
+    """``mn_swizzle``: a pass of a warp's fragment reads (a half warp's for 8-byte elements) reads rows of
+    k t LANE_K + e, 32 consecutive bytes each, from any instruction tile's rows; the chunk permutation
+    puts them in 32 distinct banks. (Rows of 8 or 16 floats, of narrow blocks, share lines: there two
+    rows of a pass meet in their banks.)"""
+    size = DTYPES[key].real_bytes
+    per_chunk, per_pass, words = 16 // size, 128 // size // 4 * 4, size // 4
+    variants = mn_swizzle(outer, DTYPES[key])
     for first in range(0, outer, 8):
         for e in range(lane_k):
-            for half in (0, 1):
+            for start in range(0, 32, per_pass):
                 banks = set()
-                for lane in range(16 * half, 16 * half + 16):
+                for lane in range(start, start + per_pass):
                     g, t = lane // 4, lane % 4
                     k, o = t * lane_k + e, first + g
-                    place = k * outer + ((o // 2) ^ (k // lane_k % variants * 2)) * 2 + o % 2
-                    banks |= {2 * place % 32, 2 * place % 32 + 1}
-                assert len(banks) == 32, (first, e, half)
+                    place = k * outer + ((o // per_chunk) ^ (k // lane_k % variants * 2)) * per_chunk + o % per_chunk
+                    banks |= {(place * words + w) % 32 for w in range(words)}
+                assert len(banks) == 32, (first, e, start)
 
 
 def test_asynchronous_copies_keep_to_their_rules(device):
     nn = dataclasses.replace(SMALL, copy="async", layout="NN")
     assert nn.dtype_problem(DTYPES["d"]) is None
-    assert "layout NT" in nn.fitted(DTYPES["s.tf32"]).dtype_problem(DTYPES["s.tf32"])
+    assert nn.fitted(DTYPES["s.tf32"]).dtype_problem(DTYPES["s.tf32"]) is None
+    assert "layout NT" in nn.fitted(DTYPES["h"]).dtype_problem(DTYPES["h"])
     with pytest.raises(ConfigError, match="stages 2 or 3"):
         params_from_dict({**SMALL.to_dict(), "copy": "async", "stages": 1})
     with pytest.raises(ConfigError, match="stages 1 or 2"):
@@ -394,17 +402,17 @@ def test_the_instruction_probe_runs_once_per_device(ctx, monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
-@pytest.mark.parametrize("key", ["d", "s.tf32"])
+@pytest.mark.parametrize("key", ["d", "s.tf32", "h"])
 def test_a_configuration_in_another_layout_keeps_its_tiles_and_is_well_formed(layout, key):
     """``in_layout`` (how a small product reads its operands where they lie): asynchronous copies read
-    float64 in any layout, other dtypes in NT only, so there the same tiles copy through registers, two
-    stages at most."""
+    32- and 64-bit operands in any layout, 16-bit ones in NT only, so there the same tiles copy through
+    registers, two stages at most."""
     dt = DTYPES[key]
     fast = dataclasses.replace(SMALL, copy="async", stages=3, mma="ptx").fitted(dt)
     twin = fast.in_layout(layout, dt)
     assert twin.layout == layout and twin.malformed() is None and twin.dtype_problem(dt) is None
     assert (twin.block_rows, twin.block_cols, twin.tile_k) == (fast.block_rows, fast.block_cols, fast.tile_k)
-    kept = layout == "NT" or key == "d"
+    kept = layout == "NT" or key != "h"
     assert twin == dataclasses.replace(fast, layout=layout, **({} if kept else {"copy": "registers", "stages": 2}))
     assert SMALL.in_layout(layout, dt) == dataclasses.replace(SMALL, layout=layout)
 
@@ -453,11 +461,11 @@ def test_a_product_whose_kernel_reads_an_operand_once_reads_it_where_it_lies(ctx
     assert read_as_stored(chosen, ctx.device, deep).params == fast
 
 
-def test_a_float64_product_whose_copies_stage_any_layout_alike_reads_it_where_it_lies(ctx, monkeypatch):
+def test_a_product_whose_copies_stage_any_layout_alike_reads_it_where_it_lies(ctx, monkeypatch):
     """``stages_alike``: float64's asynchronous copies stage every layout as it lies, so a product above
     the in-place bound whose kernel reads each operand many times still takes its tiles in the stored
     layout, one launch, where its edges are guarded (padded, the twin would pack as many operands); a
-    3xTF32 one (NT alone staged so) keeps the configuration and its packs."""
+    float16 one (NT alone staged so) keeps the configuration and its packs."""
     from limits import set_thresholds
 
     from autogemm.blas import GemmProblem
@@ -473,10 +481,11 @@ def test_a_float64_product_whose_copies_stage_any_layout_alike_reads_it_where_it
     assert len(gemm_plan(ctx, many, twin.params).launches()) == 1
     set_thresholds(monkeypatch, guard_multiply_adds=0)
     assert read_as_stored(Selection(fast, "default", split=1), ctx.device, many).params == fast
-    tf32 = fast.fitted(DTYPES["s.3xtf32"])
-    assert not tf32.stages_alike(DTYPES["s.3xtf32"]) and not SMALL.stages_alike(DTYPES["d"])
-    product = GemmProblem.dense(DTYPES["s.3xtf32"], 4 * tf32.block_rows, 4 * tf32.block_cols, 300)
-    assert read_as_stored(Selection(tf32, "default"), ctx.device, product).params == tf32
+    half = dataclasses.replace(fast.fitted(DTYPES["h"]), vector_width=8)
+    assert not half.stages_alike(DTYPES["h"]) and not SMALL.stages_alike(DTYPES["d"])
+    assert fast.fitted(DTYPES["s.3xtf32"]).stages_alike(DTYPES["s.3xtf32"])
+    product = GemmProblem.dense(DTYPES["h"], 4 * half.block_rows, 4 * half.block_cols, 300)
+    assert read_as_stored(Selection(half, "default"), ctx.device, product).params == half
 
 
 def test_a_twin_that_would_still_transpose_the_operand_read_once_is_not_taken(ctx, monkeypatch):

@@ -179,23 +179,23 @@ class MmaParams(FamilyParams):
         return twin
 
     def stages_alike(self, dt: Dtype) -> bool:
-        """Asynchronous copies stage float64 in every layout, as it lies (``async_problem``): a pack would
-        buy no other kernel, only its own reads and writes."""
-        return self.copy == "async" and dt.real_bytes == 8 and not dt.is_complex
+        """Asynchronous copies stage 32- and 64-bit real operands in every layout, as they lie
+        (``async_problem``): a pack would buy no other kernel, only its own reads and writes."""
+        return self.copy == "async" and dt.real_bytes in (4, 8) and not dt.is_complex
 
     def async_problem(self, dt: Dtype) -> str | None:
         """Why asynchronous copies cannot stage this configuration's operands of ``dt``, or None. They
         copy elements whole, as they lie: an operand read with consecutive k (A in N, B in T) is staged
         as rows of k, any dtype but complex (whose parts are staged apart); one read with consecutive
-        rows or columns is staged so, float64 only (a lane's fragment then gathers its k one element at a
-        time, and narrower k travel in pairs per register)."""
+        rows or columns is staged so, 32- and 64-bit operands only (a lane's fragment then gathers its k
+        one element at a time; 16-bit k travel in pairs per register)."""
         if self.copy != "async":
             return None
         if dt.is_complex:
             return "copy 'async' copies elements whole; complex operands are staged as separate parts"
-        if self.layout != "NT" and dt.real_bytes != 8:
-            return (f"copy 'async' stages {dt.routine}'s operands as rows of k (layout NT); only float64's "
-                    f"may lie otherwise (layout {self.layout})")
+        if self.layout != "NT" and dt.real_bytes not in (4, 8):
+            return (f"copy 'async' stages {dt.routine}'s 16-bit operands as rows of k (layout NT); only 32- "
+                    f"and 64-bit ones may lie otherwise (layout {self.layout})")
         return None
 
     def dtype_problem(self, dt: Dtype) -> str | None:

@@ -6,8 +6,8 @@ whole-block edges, split K along NDRange dimension 2), so plans run every family
 Work-item (lx, ly) of a work-group is lane lx % 32 of warp (ly, lx / 32). The operands of a K block are
 staged in local memory as rows of k (A as BLOCK_ROWS x TILE_K, B as BLOCK_COLS x TILE_K); the 16-byte
 chunks of a row are permuted by an XOR with a function of the row (the swizzle), so that the rows a warp
-reads at once fall in distinct banks without padding. Where asynchronous copies read a float64 operand
-whose rows or columns are consecutive in memory (A in T, B in N), they stage it as it lies, TILE_K rows of
+reads at once fall in distinct banks without padding. Where asynchronous copies read a 32- or 64-bit
+operand whose rows or columns are consecutive in memory (A in T, B in N), they stage it as it lies, TILE_K rows of
 the block's extent, its 16-byte chunks permuted by a function of k (``mn_swizzle``) so that the rows of k
 a warp reads at once fall in distinct banks. Complex operands are kept as separate real and
 imaginary arrays, and their product is four real products. 16-bit operands travel as their bits (two to
@@ -83,10 +83,11 @@ def staged_by_k(params: MmaParams, op: str) -> bool:
 
 
 def mn_swizzle(outer: int, dtype: Dtype) -> int:
-    """Permutations of a float64 stage staged as it lies (``staged_by_k`` false), rows of ``outer``: a warp's
-    fragment read takes from each of four rows of k (a lane group's LANE_K apart) 8 consecutive
-    elements, two chunks of each; chunk q of row k lies at q XOR 2 (k / LANE_K % variants), so that up
-    to four such rows' chunks, two each, fill the 8 chunk places of a 128-byte line."""
+    """Permutations of a stage staged as it lies (``staged_by_k`` false), rows of ``outer``: one pass of
+    a warp's fragment read (the warp's for 32-bit elements, each half warp's for 64-bit ones) takes
+    from each of four rows of k (a lane group's, LANE_K apart) 32 consecutive bytes, two chunks; chunk q
+    of row k lies at q XOR 2 (k / LANE_K % variants), so that the four rows' chunks fill the 8 chunk
+    places of a 128-byte line."""
     row_chunks = outer * dtype.real_bytes // CHUNK_BYTES
     return max(1, min(4, row_chunks // 2))
 
@@ -374,7 +375,7 @@ class _Generator(ElementCode):
         chunk ``chunk``, and with the 3M method the sum of the two parts."""
         letter = op.lower()
         first = self.first_piece(chunk)
-        if not staged_by_k(self.p, op):         # (float64: one part, one piece) a column of the stage's rows of k
+        if not staged_by_k(self.p, op):         # (a real: one part) a column of the stage's rows of k
             stage = f"{self.local_name(op, '')} + stage * {op}_STAGE"
             values = ", ".join(f"({stage})[{op}_AT({chunk} * CHUNK + t * LANE_K + {e}, {row})]" for e in range(self.lane_k))
             self.fragment_set(f"{letter}_frag{index}", f"(lane_read)({values})")
