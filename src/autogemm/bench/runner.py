@@ -171,7 +171,12 @@ class Bench:
             calls.append((self._clblast_peer(dt),
                           lambda: peer_functions.clblast_gemm(self.ctx, dt, a, b, self.runs, **ops)))
         if "numpy" in self.peers:
-            calls.append(("numpy", lambda: peer_functions.numpy_gemm(a, b, max(1, min(3, self.runs)), **ops)))
+            numpy_runs = max(1, min(3, self.runs))
+            if self.end_to_end:         # in the process of autogemm's numpy-in calls, as a program runs both
+                calls.append(("numpy", lambda: peer_functions.in_process(AUTOGEMM, settled_numpy, a, b, numpy_runs,
+                                                                         **ops)))
+            else:
+                calls.append(("numpy", lambda: peer_functions.numpy_gemm(a, b, numpy_runs, **ops)))
         for name, call in calls:
             precision = DTYPES[f"{dt.letter}.tf32"] if name == CUBLAS_TF32 else dt
             if dt.float32_output and not name.startswith(AUTOGEMM):
@@ -251,6 +256,13 @@ def end_to_end(device: str, dtype: str, a: np.ndarray, b: np.ndarray, trans_a: s
     seconds, out = wall_median(lambda: gemm(a, b, trans_a=trans_a, trans_b=trans_b, precision=dt.precision or None,
                                             out_dtype=dt.output.numpy, **where), runs)
     return PeerResult((WITH_HOST if with_host else AUTOGEMM) + END_TO_END, seconds, out)
+
+
+def settled_numpy(a: np.ndarray, b: np.ndarray, runs: int, trans_a: str, trans_b: str) -> PeerResult:
+    """numpy's product (``peers.numpy_gemm``) after the pause ``end_to_end`` takes, in the process that
+    times it: both then run with the same threads, as one program using both would."""
+    time.sleep(HOST_SETTLE_SECONDS)
+    return peer_functions.numpy_gemm(a, b, runs, trans_a, trans_b)
 
 
 def measure(name: str, call: Callable[[], PeerResult | None], reference: Reference,
