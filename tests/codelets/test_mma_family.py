@@ -465,7 +465,8 @@ def test_a_product_whose_copies_stage_any_layout_alike_reads_it_where_it_lies(ct
     """``stages_alike``: float64's asynchronous copies stage every layout as it lies, so a product above
     the in-place bound whose kernel reads each operand many times still takes its tiles in the stored
     layout, one launch, where its edges are guarded (padded, the twin would pack as many operands); a
-    float16 one (NT alone staged so) keeps the configuration and its packs."""
+    float16 one (NT alone staged so) keeps the configuration and its packs, as does 3xTF32 (staged as
+    it lies too, but not measured as fast)."""
     from limits import set_thresholds
 
     from autogemm.blas import GemmProblem
@@ -483,7 +484,7 @@ def test_a_product_whose_copies_stage_any_layout_alike_reads_it_where_it_lies(ct
     assert read_as_stored(Selection(fast, "default", split=1), ctx.device, many).params == fast
     half = dataclasses.replace(fast.fitted(DTYPES["h"]), vector_width=8)
     assert not half.stages_alike(DTYPES["h"]) and not SMALL.stages_alike(DTYPES["d"])
-    assert fast.fitted(DTYPES["s.3xtf32"]).stages_alike(DTYPES["s.3xtf32"])
+    assert not fast.fitted(DTYPES["s.3xtf32"]).stages_alike(DTYPES["s.3xtf32"])     # (not measured)
     product = GemmProblem.dense(DTYPES["h"], 4 * half.block_rows, 4 * half.block_cols, 300)
     assert read_as_stored(Selection(half, "default"), ctx.device, product).params == half
 

@@ -75,8 +75,9 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
     dtype's (which are exact), a 16-bit dtype by its own or float32's (on converted operands),
     whichever are predicted faster. A batch, read through buffers, takes no configuration with images.
     A product too small for a pack's launch to pay, or whose kernel would read an operand it transposes
-    too few times for the pack to pay (in a plan of fewer launches), takes a choice not measured on that
-    very problem in the layout A and B are stored in (``read_as_stored``)."""
+    too few times for the pack to pay, or whose configuration stages every layout alike (those two in a
+    plan of fewer launches), takes a choice not measured on that very problem in the layout A and B are
+    stored in (``read_as_stored``)."""
     dt = problem.dtype
     profile = profile_for(device)
     if profile is not None:

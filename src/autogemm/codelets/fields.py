@@ -32,8 +32,8 @@ class FamilyParams:
         return replace(self, layout=layout)
 
     def stages_alike(self, dt: Dtype) -> bool:
-        """Whether this configuration's kernel stages operands of ``dt`` alike in every layout (the same
-        copies into the same pipeline), so that a product reads them where they lie at any size: a pack
+        """Whether this configuration's kernel stages operands of ``dt`` in every layout through the same
+        pipeline, as fast (measured so), so that a product reads them where they lie at any size: a pack
         would only add its own reads and writes. False unless a family says so."""
         return False
 

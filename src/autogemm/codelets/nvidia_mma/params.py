@@ -105,8 +105,9 @@ class MmaParams(FamilyParams):
 
     A work-group is ``warps_m`` x ``warps_n`` warps; each warp computes ``tiles_m`` x ``tiles_n``
     instruction tiles of C (of ``shape``'s m x 8 each). Per K block of ``tile_k``, the work-group stages
-    both operands through local memory. With ``copy`` "async" (layout NT, no complex dtypes), blocks are
-    copied straight to local memory ``stages`` - 1 blocks ahead of the one multiplied. With "registers",
+    both operands through local memory. With ``copy`` "async" (no complex dtypes; layout NT for 16-bit
+    ones, ``async_problem``), blocks are copied straight to local memory ``stages`` - 1 blocks ahead of
+    the one multiplied. With "registers",
     each work-item fetches the next block from global memory into registers (``vector_width`` elements
     per load) while this one is multiplied, and stores it to local memory after: to the other of two
     ``stages``, or, with one, once every warp is done with it. Warps read their fragments from local
@@ -179,9 +180,11 @@ class MmaParams(FamilyParams):
         return twin
 
     def stages_alike(self, dt: Dtype) -> bool:
-        """Asynchronous copies stage 32- and 64-bit real operands in every layout, as they lie
-        (``async_problem``): a pack would buy no other kernel, only its own reads and writes."""
-        return self.copy == "async" and dt.real_bytes in (4, 8) and not dt.is_complex
+        """Asynchronous copies of float64 read every layout through the same pipeline (a lane's fragment
+        of an operand staged as it lies is two 8-byte reads instead of one of 16 bytes), measured as fast
+        as NT behind packs or faster. 32-bit operands staged as they lie take four 4-byte reads a
+        fragment instead of one: not measured, so their packs stay where the size calls for them."""
+        return self.copy == "async" and dt.real_bytes == 8 and not dt.is_complex
 
     def async_problem(self, dt: Dtype) -> str | None:
         """Why asynchronous copies cannot stage this configuration's operands of ``dt``, or None. They

@@ -7,9 +7,9 @@ Work-item (lx, ly) of a work-group is lane lx % 32 of warp (ly, lx / 32). The op
 staged in local memory as rows of k (A as BLOCK_ROWS x TILE_K, B as BLOCK_COLS x TILE_K); the 16-byte
 chunks of a row are permuted by an XOR with a function of the row (the swizzle), so that the rows a warp
 reads at once fall in distinct banks without padding. Where asynchronous copies read a 32- or 64-bit
-operand whose rows or columns are consecutive in memory (A in T, B in N), they stage it as it lies, TILE_K rows of
-the block's extent, its 16-byte chunks permuted by a function of k (``mn_swizzle``) so that the rows of k
-a warp reads at once fall in distinct banks. Complex operands are kept as separate real and
+operand whose rows or columns are consecutive in memory (A in T, B in N), they stage it as it lies,
+TILE_K rows of the block's extent, its 16-byte chunks permuted by a function of k (``mn_swizzle``) so
+that the rows of k a warp reads at once fall in distinct banks where each row spans a line. Complex operands are kept as separate real and
 imaginary arrays, and their product is four real products. 16-bit operands travel as their bits (two to
 a register, as the instruction takes them) and are never converted; their products are accumulated and
 written in float, and the plan rounds C to 16 bits where it is stored so. The instruction's fragments
@@ -86,8 +86,9 @@ def mn_swizzle(outer: int, dtype: Dtype) -> int:
     """Permutations of a stage staged as it lies (``staged_by_k`` false), rows of ``outer``: one pass of
     a warp's fragment read (the warp's for 32-bit elements, each half warp's for 64-bit ones) takes
     from each of four rows of k (a lane group's, LANE_K apart) 32 consecutive bytes, two chunks; chunk q
-    of row k lies at q XOR 2 (k / LANE_K % variants), so that the four rows' chunks fill the 8 chunk
-    places of a 128-byte line."""
+    of row k lies at q XOR 2 (k / LANE_K % variants), so that where rows span a 128-byte line or more
+    the four rows' chunks fill its 8 chunk places. Shorter rows (narrow blocks of 16 or 8 floats) share
+    lines: two or four rows of a pass then meet in the same banks."""
     row_chunks = outer * dtype.real_bytes // CHUNK_BYTES
     return max(1, min(4, row_chunks // 2))
 
@@ -674,8 +675,9 @@ class _Generator(ElementCode):
         p, w = self.p, self.out
         chunks, sets = p.chunks(self.dt), p.fragment_sets
         if not self.matrices:
-            w("const int lane_chunk = (t * LANE_K / CHUNK_ELEMS) ^ SWIZZLE(g);   // the chunk a lane's reads start in,",
-              "const int lane_in_chunk = t * LANE_K % CHUNK_ELEMS;                // ... XOR the chunk's place in the block")
+            if staged_by_k(p, "A") or staged_by_k(p, "B"):
+                w("const int lane_chunk = (t * LANE_K / CHUNK_ELEMS) ^ SWIZZLE(g);   // the chunk a lane's reads start in,",
+                  "const int lane_in_chunk = t * LANE_K % CHUNK_ELEMS;                // ... XOR the chunk's place in the block")
         elif p.mma == "ptx":
             w("// the row this lane addresses for ldmatrix (of the 16 of an A tile, of two B tiles), and which",
               "// 16-byte chunk of a chunk of 16 k, XOR the row's swizzle (the rows are lane % 8 modulo 8)",
