@@ -23,6 +23,17 @@ def random_matrix(rng: np.random.Generator, dt: Dtype, shape: tuple[int, ...]) -
     return out
 
 
+def random_operands(rng: np.random.Generator, dt: Dtype, m: int, n: int, k: int, trans_a: str = "N",
+                    trans_b: str = "N", batch: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """``random_matrix`` A and B (A drawn first) of an m x n x k product stored as the BLAS trans letters
+    say (any but 'N': stored transposed, A k x m, B n x k), a stack of ``batch`` of each where more than
+    one."""
+    stack = (batch,) if batch > 1 else ()
+    a = random_matrix(rng, dt, stack + ((m, k) if trans_a.upper() == "N" else (k, m)))
+    b = random_matrix(rng, dt, stack + ((k, n) if trans_b.upper() == "N" else (n, k)))
+    return a, b
+
+
 def apply_op(x: np.ndarray, letter: str) -> np.ndarray:
     """op(x) for a BLAS trans letter: 'N' as is, 'T' transposed, 'C' conjugate transposed (views; each
     matrix of a stack)."""

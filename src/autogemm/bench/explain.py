@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..accuracy import KnownReference, apply_op, gemm_flops, random_matrix
+from ..accuracy import KnownReference, apply_op, gemm_flops, random_operands
 from ..blas import GemmProblem, Op
 from ..blas.plans import plan_for
 from ..blas.selection import choose_params
@@ -89,10 +89,8 @@ def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: i
     the runs), and find the route and the choice a call of it would take."""
     rng = np.random.default_rng(seed)
     op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
-    stack = (batch,) if batch > 1 else ()
-    a = random_matrix(rng, dt, stack + ((shape.k, shape.m) if op_a.transposed else (shape.m, shape.k)))
-    b = random_matrix(rng, dt, stack + ((shape.n, shape.k) if op_b.transposed else (shape.k, shape.n)))
-    c = np.full(stack + (shape.m, shape.n), np.nan, dt.output.numpy)
+    a, b = random_operands(rng, dt, shape.m, shape.n, shape.k, shape.trans_a, shape.trans_b, batch)
+    c = np.full(a.shape[:-2] + (shape.m, shape.n), np.nan, dt.output.numpy)
     options = GemmOptions(trans_a=shape.trans_a, trans_b=shape.trans_b, precision=dt.precision or None)
     route, _ = route_elsewhere(GemmCall.build(a, b, c, batch if batch > 1 else None, options))
     problem = GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b, batch)

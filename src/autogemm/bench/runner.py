@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..accuracy import Reference, apply_op, gemm_flops, random_matrix
+from ..accuracy import Reference, apply_op, gemm_flops, random_operands
 from ..api import gemm
 from ..blas import GemmProblem, LaunchPlan, Op
 from ..blas.cuda_gemm import CudaGemm, DeviceOperand, cuda_plan, cuda_target
@@ -139,8 +139,7 @@ class Bench:
         return self._peaks[real]
 
     def run(self, dt: Dtype, shape: Shape) -> CaseResult:
-        a = random_matrix(self.rng, dt, (shape.m, shape.k) if shape.trans_a == "N" else (shape.k, shape.m))
-        b = random_matrix(self.rng, dt, (shape.k, shape.n) if shape.trans_b == "N" else (shape.n, shape.k))
+        a, b = random_operands(self.rng, dt, shape.m, shape.n, shape.k, shape.trans_a, shape.trans_b)
         reference = Reference(dt, apply_op(a, shape.trans_a), apply_op(b, shape.trans_b), self.rng)
         flops = gemm_flops(dt, shape.m, shape.n, shape.k)
         tensor_peak = tensor_peak_tflops(self.ctx.device, dt)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..accuracy import apply_op, random_matrix, relative_error, tolerance
+from ..accuracy import apply_op, random_matrix, random_operands, relative_error, tolerance
 from ..codelets.gemv import GemvParams
 from ..codelets.registry import GEMM, KernelParams, Params, family_of
 from ..dtypes import Dtype
@@ -38,8 +38,7 @@ def verify_gemm(ctx: DeviceContext, params: KernelParams, dtype: Dtype, seed: in
     if family_of(params).sums_slices:
         cases += [("guard", "T", "N", 1.0, 0.5, 3, ragged), ("auto", *params.layout, 1.0, 0.0, 2, whole)]
     for edge, ta, tb, alpha, beta, split, (m, n, k) in cases:
-        a = random_matrix(rng, dtype, (k, m) if ta != "N" else (m, k))
-        b = random_matrix(rng, dtype, (n, k) if tb != "N" else (k, n))
+        a, b = random_operands(rng, dtype, m, n, k, ta, tb)
         c = random_matrix(rng, dtype.output, (m, n)) if beta else np.full((m, n), np.nan, dtype.output.numpy)
         ref_t = dtype.reference_numpy
         want = alpha * (apply_op(a.astype(ref_t), ta) @ apply_op(b.astype(ref_t), tb))

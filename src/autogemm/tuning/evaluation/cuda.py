@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ...accuracy import Reference, apply_op, gemm_flops, random_matrix
+from ...accuracy import Reference, apply_op, gemm_flops, random_operands
 from ...blas.cuda_gemm import CudaGemm, CudaParams, DeviceOperand
 from ...blas.problem import Op
 from ...dtypes import Dtype, get_dtype
@@ -38,8 +38,7 @@ class CudaEvaluator(MeasuringEvaluator):
         self.ctx, self.shape = ctx, (m, n, k)
         rng = fresh_random(seed)[1]
         op_a, op_b = Op.from_letter(layout[0], "layout"), Op.from_letter(layout[1], "layout")
-        a = random_matrix(rng, dtype, (k, m) if op_a.transposed else (m, k))
-        b = random_matrix(rng, dtype, (n, k) if op_b.transposed else (k, n))
+        a, b = random_operands(rng, dtype, m, n, k, *layout)
         self.reference = Reference(dtype, apply_op(a, layout[0]), apply_op(b, layout[1]), rng)
         self.result = np.empty((m, n), dtype.output.numpy)
         self.a = DeviceOperand.of_a(self.upload(a), m, a.shape[1], op_a)

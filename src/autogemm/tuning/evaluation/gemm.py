@@ -8,7 +8,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from ...accuracy import apply_op, gemm_flops, random_matrix, tolerance
+from ...accuracy import apply_op, gemm_flops, random_operands, tolerance
 from ...blas import GemmProblem, LaunchPlan, Op
 from ...codelets.registry import KernelParams
 from ...dtypes import Dtype, get_dtype
@@ -68,9 +68,7 @@ def operands(dtype_key: str, m: int, n: int, k: int, layout: str, seed: int, bat
     product can take longer than the timing."""
     dtype = get_dtype(dtype_key)
     rng = fresh_random(seed)[1]
-    stack = (batch,) if batch > 1 else ()
-    a = random_matrix(rng, dtype, stack + ((k, m) if layout[0] == "T" else (m, k)))
-    b = random_matrix(rng, dtype, stack + ((n, k) if layout[1] == "T" else (k, n)))
+    a, b = random_operands(rng, dtype, m, n, k, *layout, batch)
     ref_type = dtype.reference_numpy
     return a, b, _PRODUCTS.submit(lambda: apply_op(a.astype(ref_type), layout[0]) @ apply_op(b.astype(ref_type),
                                                                                               layout[1]))
