@@ -13,6 +13,8 @@ from click.testing import CliRunner
 import autogemm
 from autogemm.cli import main
 from autogemm.runtime.opencl import discovery
+from autogemm.runtime.opencl import context as context_module
+from autogemm.runtime.opencl import timing
 from autogemm.runtime.opencl.context import context_for
 
 
@@ -349,3 +351,24 @@ def test_a_buffer_pool_rounds_sizes_up_and_keeps_no_more_than_its_capacity(ctx):
     pool.give(first, 640_000)
     pool.clear()
     assert pool.held == 0 and pool.take(600_000) is not first
+
+
+def test_timed_work_waits_behind_a_hold_and_every_timing_holds_first(ctx, monkeypatch):
+    """What a timing measures waits in the queue behind the hold (so its events count the work alone),
+    and the context's timing, ``time_enqueue`` and the hold agree on the queue."""
+    data = cl.Buffer(ctx.context, cl.mem_flags.READ_WRITE, 1 << 20)
+    held = timing.hold(ctx.queue)
+    work = cl.enqueue_fill_buffer(ctx.queue, data, np.float32(1), 0, 1 << 20)
+    work.wait()
+    assert held.profile.end > held.profile.start
+    assert work.profile.start >= held.profile.end
+    queues = []
+    monkeypatch.setattr(timing, "hold", lambda queue: queues.append(queue))
+    monkeypatch.setattr(context_module, "hold", lambda queue: queues.append(queue))
+
+    def fill() -> list[cl.Event]:
+        return [cl.enqueue_fill_buffer(ctx.queue, data, np.float32(2), 0, 1 << 20)]
+
+    assert ctx.seconds(fill, repeats=2) > 0
+    assert len(timing.time_enqueue(ctx.queue, fill, warmup=1, runs=3)) == 3
+    assert queues == [ctx.queue] * 4

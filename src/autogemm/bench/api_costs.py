@@ -26,7 +26,7 @@ from ..blas.plans import gemm_plan
 from ..dtypes import Dtype
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
-from ..runtime.opencl.timing import event_seconds, median, time_enqueue
+from ..runtime.opencl.timing import event_seconds, hold, median, time_enqueue
 from . import peers
 from .peers import PeerResult
 from .runner import AUTOGEMM, Measurement, Rates, measure
@@ -81,7 +81,7 @@ def _device_operands(ctx: DeviceContext, a: np.ndarray, b: np.ndarray) -> tuple[
 def _strided(ctx: DeviceContext, plan: LaunchPlan, a: np.ndarray, b: np.ndarray, runs: int) -> PeerResult:
     da, db, dc = _device_operands(ctx, a, b)
     try:
-        times = time_enqueue(lambda: plan.enqueue(da.data, db.data, dc.data), warmup=1, runs=runs)
+        times = time_enqueue(ctx.queue, lambda: plan.enqueue(da.data, db.data, dc.data), warmup=1, runs=runs)
         return PeerResult(STRIDED, median(times), dc.get())
     finally:
         plan.release()
@@ -163,7 +163,7 @@ def call_overhead(ctx: DeviceContext, dt: Dtype, n: int = 256, calls: int = 200,
         return plan.enqueue(da.data, db.data, dc.data)
 
     try:
-        kernel = median(time_enqueue(bare, warmup=1, runs=5))
+        kernel = median(time_enqueue(ctx.queue, bare, warmup=1, runs=5))
         times = [idle_host_seconds(ctx.queue, call, calls) for call in (
             bare, lambda: gemm(da, db, dc), lambda: bare()[-1].wait(), lambda: gemm(da, db, dc).finish())]
         error, ok = stack_reference(dt, a, b).check(dc.get())
@@ -229,6 +229,7 @@ def plan_reuse(ctx: DeviceContext, dt: Dtype, m: int, n: int, k: int, products: 
             for _ in range(runs + 1):          # the first is the warm-up
                 for c in cs:
                     c.set(poison)
+                hold(ctx.queue)
                 events = enqueue()
                 spans.append(event_seconds(events[0], events[-1]))
                 shares.append(sum(event_seconds(e) for e in events) / spans[-1])

@@ -29,7 +29,7 @@ from ..accuracy import apply_op
 from ..dtypes import Dtype, get_dtype
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
-from ..runtime.opencl.timing import event_seconds
+from ..runtime.opencl.timing import time_enqueue
 
 
 @dataclass
@@ -317,8 +317,7 @@ def clblast_gemm(ctx: DeviceContext, dt: Dtype, a: np.ndarray, b: np.ndarray, ru
         return before, ocl.Event.from_int_ptr(event.value, retain=False)
 
     try:
-        call()[1].wait()
-        times = [event_seconds(*call()) for _ in range(runs)]
+        times = time_enqueue(ctx.queue, call, warmup=1, runs=runs)
         ocl.copy(ctx.queue, c_host, c_buf)
     finally:
         for buf in (a_buf, b_buf, c_buf):

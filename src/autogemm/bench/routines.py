@@ -72,7 +72,7 @@ def _autogemm_gemv(ctx: DeviceContext, plan: GemvLaunchPlan, a: np.ndarray, x: n
     queue = ctx.queue
     da, dx = ocl.to_device(queue, a), ocl.to_device(queue, x)
     dy = ocl.to_device(queue, np.full(plan.problem.outputs, np.nan, a.dtype))
-    times = time_enqueue(lambda: plan.enqueue(da.data, dx.data, dy.data), warmup=2, runs=runs)
+    times = time_enqueue(queue, lambda: plan.enqueue(da.data, dx.data, dy.data), warmup=2, runs=runs)
     return PeerResult(AUTOGEMM, median(times), dy.get())
 
 
@@ -117,7 +117,7 @@ def _autogemm_transpose(ctx: DeviceContext, dt: Dtype, a: np.ndarray, runs: int)
     def once() -> list[ocl.Event]:
         return [enqueue_transpose(ctx, dt, cols, rows, 1, src, dst, True, dt.is_complex)]
 
-    times = time_enqueue(once, warmup=2, runs=runs)
+    times = time_enqueue(queue, once, warmup=2, runs=runs)
     return PeerResult(AUTOGEMM, median(times), out.get())
 
 

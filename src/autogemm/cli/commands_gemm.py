@@ -140,8 +140,8 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, time
     hosts = {name: random_matrix(rng, dt.output if name == "C" else dt, problem.stored_shape(name)) for name in "ABC"}
     bufs = {name: ocl.buffer_of(ctx.context, h if h.size else np.zeros(1, dt.numpy)) for name, h in hosts.items()}
     flops = gemm_flops(dt, m, n, k)
-    times = time_enqueue(lambda: plan.enqueue(bufs["A"], bufs["B"], bufs["C"], alpha, beta) or [_marker(ctx)],
-                         warmup=1, runs=iterations)
+    times = time_enqueue(ctx.queue, lambda: plan.enqueue(bufs["A"], bufs["B"], bufs["C"], alpha, beta)
+                         or [_marker(ctx)], warmup=1, runs=iterations)
     for i, t in enumerate(times):
         console.print(f"  iteration {i + 1:3d}: {t * 1e3:9.3f} ms  {flops / t / 1e9 if t else 0:9.1f} GFLOP/s",
                       highlight=False)

@@ -16,7 +16,7 @@ from .buffer_pool import POOL_BYTES, BufferPool
 from .build_pool import BuildPool
 from .device import Device
 from .discovery import devices, find_device
-from .timing import event_seconds
+from .timing import event_seconds, hold
 
 
 class DeviceContext:
@@ -73,6 +73,9 @@ class DeviceContext:
         cl.enqueue_fill_buffer(self.queue, memory, np.array(value), 0, nbytes)
 
     def seconds(self, enqueue: Callable[[], Sequence[cl.Event]], repeats: int = 1) -> float:
+        """Device seconds of ``enqueue``'s launches per call, over ``repeats`` calls, from their profiling
+        events, the queue held busy before the first (``timing.hold``)."""
+        hold(self.queue)
         spans = [enqueue() for _ in range(repeats)]
         return sum(event_seconds(events[0], events[-1]) for events in spans) / repeats
 
