@@ -12,9 +12,8 @@ from click.testing import CliRunner
 
 import autogemm
 from autogemm.cli import main
-from autogemm.runtime.opencl import discovery
 from autogemm.runtime.opencl import context as context_module
-from autogemm.runtime.opencl import timing
+from autogemm.runtime.opencl import discovery, timing
 from autogemm.runtime.opencl.context import context_for
 
 

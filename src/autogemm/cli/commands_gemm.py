@@ -18,7 +18,7 @@ from ..codelets.registry import GEMM, check, families, family_named, render
 from ..codelets.wgmma import WgmmaParams
 from ..dtypes import DTYPES, Dtype, get_dtype
 from ..errors import AutogemmError, ConfigError
-from ..runtime import context_for, median, time_enqueue
+from ..runtime import context_for, hold, median, time_enqueue
 from ..runtime.backend import CUDA
 from ..runtime.opencl import commands as ocl
 from .common import console, fail, json_file, parse_config, select_device, write_results
@@ -152,6 +152,7 @@ def run(m, n, k, trans_a, trans_b, alpha, beta, iterations, edge, validate, time
              "seconds": list(times), "median_seconds": t, "gflops": flops / t / 1e9 if t else None}
     write_results(json_path, facts)
     if timeline and m and n:
+        hold(ctx.queue)
         events = plan.enqueue(bufs["A"], bufs["B"], bufs["C"], alpha, beta)
         events[-1].wait()
         names = plan.launches() if len(events) == len(plan.launches()) else ["scale C"]

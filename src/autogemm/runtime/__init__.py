@@ -6,10 +6,10 @@ The OpenCL names every layer uses are handed on here."""
 from .opencl.context import DeviceContext, context_for, context_for_queue, live_contexts
 from .opencl.device import Device
 from .opencl.discovery import default_device, devices, find_device
-from .opencl.timing import event_seconds, median, time_enqueue
+from .opencl.timing import event_seconds, hold, median, time_enqueue
 
 __all__ = [
     "Device", "DeviceContext", "context_for", "context_for_queue", "default_device", "find_device", "devices",
     "live_contexts",
-    "event_seconds", "median", "time_enqueue",
+    "event_seconds", "hold", "median", "time_enqueue",
 ]
