@@ -254,3 +254,74 @@ def test_an_nvidia_device_builds_the_summing_kernel_with_a_fence_for_the_whole_d
         fenced = all(option in options for option in NVIDIA_FENCE_OPTIONS)
         assert fenced == (plan.summed and ctx.device.is_nvidia)
         assert ('asm volatile("membar.gl;"' in source) == plan.summed
+
+
+@pytest.fixture
+def unsummed(monkeypatch):
+    """Kernels that add up no more than one slice (``most_summed`` 1): a guarded split is merged after."""
+    from autogemm.blas import coverage
+
+    monkeypatch.setattr(coverage, "SUMMED_MAX_ELEMENTS", 1)
+
+
+SLICING = [(params, letter) for params in (LOCAL, dataclasses.replace(LOCAL, layout="TT")) for letter in "sdz"] + [
+    (params, letter) for params in (MMA, dataclasses.replace(MMA, layout="TN")) for letter in "dz"]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(chosen=st.sampled_from(SLICING), m=st.integers(1, 70), n=st.integers(1, 70), k=st.integers(1, 400),
+       slices=st.integers(2, 12), alpha=st.sampled_from([1.0, -0.5]), beta=st.sampled_from([0.0, 2.0]),
+       seed=st.integers(0, 2**32 - 1))
+def test_slices_the_kernel_does_not_add_up_are_read_in_place_and_merged(ctx, unsummed, chosen, m, n, k, slices,
+                                                                        alpha, beta, seed):
+    """A product split in more slices than its kernel adds up, each slice under the device's in-place
+    bound (under ``edge='auto'``): guarded, its slices read where A and B lie, each into its layer of a
+    temporary C that the merge adds up (no pack);
+    right for any M, N and K (slices past K's end left empty), operands at offsets with wider leading
+    dimensions, beta 0 on a NaN-poisoned C."""
+    params, letter = chosen
+    trans = {"TT": ("T", "T"), "TN": ("T", "N"), "NN": ("N", "N"), "NT": ("N", "T")}[params.layout]
+    run_and_check(ctx, params, DTYPES[letter], m, n, k, *trans, alpha, beta, "auto", np.random.default_rng(seed),
+                  extra_ld=1, offset=2, split_k=slices)
+    problem = GemmProblem.dense(DTYPES[letter], m, n, k, *(Op.from_letter(t, "t") for t in trans))
+    plan = gemm_plan(ctx, problem, params, "auto", slices)
+    assert not plan.summed and plan.c_temp and plan.sliced == plan.guarded
+    if plan.guarded:
+        assert plan.launches()[-1] == "merge C" and "slices read in place" in plan.describe()
+        assert not any(route.packed for route in plan.staging.values())
+
+
+@pytest.mark.parametrize("letter", "sh")
+def test_a_guarded_split_is_merged_where_the_kernel_does_not_add_it_up(ctx, unsummed, letter):
+    """A ragged product split in slices that its kernel does not add up: two launches (the kernel reading
+    its slices in place, the merge), where before it packed both operands first; a C of float16 (which no
+    kernel adds its slices up into) the same way, the merge rounding into it (after the conversions of A
+    and B to float32 that the family's kernels multiply). A family whose kernels cannot find their
+    slices (cpu), or whose guarded kernels the packs pay for (subgroup), still pads."""
+    from autogemm.codelets.cpu import CpuParams
+
+    dt, rng = DTYPES[letter], np.random.default_rng(3)
+    m, n, k = 2 * LOCAL.block_rows + 3, LOCAL.block_cols + 5, 29 * LOCAL.tile_k + 3
+    plan = gemm_plan(ctx, GemmProblem.dense(dt, m, n, k), LOCAL, "auto", 4)
+    converts = 2 * (letter == "h")           # (the simt family multiplies float32: 16-bit operands converted)
+    assert plan.guarded and plan.sliced and not plan.summed and len(plan.launches()) == 2 + converts
+    run_and_check(ctx, LOCAL, dt, m, n, k, "N", "N", 1.5, 0.0, "auto", rng, extra_ld=2, offset=3, split_k=4)
+    cpu = gemm_plan(ctx, GemmProblem.dense(DTYPES["s"], m, n, k), CpuParams(tile_rows=4, vector_width=8), "auto", 4)
+    subgroup = gemm_plan(ctx, GemmProblem.dense(DTYPES["s"], m, n, k), SUMMING[2], "auto", 4)
+    for padded in (cpu, subgroup):
+        assert not padded.guarded and not padded.sliced and padded.c_temp
+
+
+def test_a_split_whose_slices_are_large_products_is_padded_as_before(ctx, unsummed, monkeypatch):
+    """Each slice of a merged split is a product of its own: read in place under the device's
+    ``in_place_multiply_adds``, packed and padded from there (its kernel's time then outweighs the
+    packs)."""
+    from limits import set_thresholds
+
+    m, n, k, slices = 2 * LOCAL.block_rows + 3, LOCAL.block_cols + 5, 29 * LOCAL.tile_k + 3, 4
+    per_slice = m * n * -(-k // slices)
+    for bound, guarded in ((per_slice + 1, True), (per_slice, False)):
+        set_thresholds(monkeypatch, in_place_multiply_adds=bound)
+        plan = gemm_plan(ctx, GemmProblem.dense(DTYPES["s"], m, n, k), LOCAL, "auto", slices)
+        assert plan.guarded == guarded and plan.sliced == guarded and plan.c_temp and not plan.summed
+        assert any(route.packed for route in plan.staging.values()) != guarded

@@ -47,6 +47,16 @@ def test_the_nvidia_spelling_builds_for_nvptx(tmp_path, params, key, guarded, su
 
 
 @pytest.mark.skipif(CLANG is None, reason="no clang on this machine")
+@pytest.mark.parametrize("key", ["d", "s.tf32"])
+def test_a_kernel_that_reads_its_slices_for_a_merge_builds_for_nvptx(tmp_path, key):
+    """The guarded kernel of a split it does not add up finds its slice's depth and needs no fence."""
+    params = dataclasses.replace(MMA, layout="TN", shape="m16n8k4", tile_k=16, vector_width=2) if key == "d" else MMA
+    source = render(params, key, guarded=True, sliced=True)
+    ptx = _built(tmp_path, source.source, list(source.options))
+    assert "cp.async" in ptx and "membar.gl" not in ptx and "const int depth" in source.source
+
+
+@pytest.mark.skipif(CLANG is None, reason="no clang on this machine")
 @pytest.mark.parametrize("layout", ["N", "T"])
 def test_the_gemv_kernels_sum_of_slices_builds_for_nvptx(tmp_path, layout):
     """GEMV adds the slices of a split reduction up in its kernel, behind the same device-wide fence."""

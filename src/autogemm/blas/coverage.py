@@ -126,11 +126,22 @@ def most_summed(params: KernelParams, problem: GemmProblem) -> int:
                       SUMMED_MAX_PARTIALS // (c_blocks(params, problem.m, problem.n) * block)))
 
 
+def reads_slices(params: KernelParams, problem: GemmProblem) -> bool:
+    """Whether the kernel of ``params`` can read the K slices of ``problem`` where A and B lie (each
+    work-group finding its slice's depth): its family's kernels do so, one product, no images."""
+    return family_of(params).sums_slices and problem.batch <= 1 and not (params.image_a or params.image_b)
+
+
+def merges_slices(params: KernelParams, problem: GemmProblem) -> bool:
+    """Whether a split of ``problem`` that the kernel of ``params`` does not add up is read where A and
+    B lie, each slice into its layer of C (``reads_slices``, by a family that ``merges_slices``)."""
+    return reads_slices(params, problem) and family_of(params).merges_slices
+
+
 def can_sum_slices(params: KernelParams, problem: GemmProblem) -> bool:
-    """Whether the kernel of ``params`` can add the K slices of ``problem`` up itself: its family's
-    kernels do so, one product, no images, C in the type the kernel computes in."""
-    return (family_of(params).sums_slices and problem.batch <= 1 and not (params.image_a or params.image_b)
-            and problem.dtype.output.numpy == problem.dtype.scalar_numpy)
+    """Whether the kernel of ``params`` can add the K slices of ``problem`` up itself: it reads them in
+    place (``reads_slices``), and C is in the type the kernel computes in."""
+    return reads_slices(params, problem) and problem.dtype.output.numpy == problem.dtype.scalar_numpy
 
 
 def sums_slices(params: KernelParams, problem: GemmProblem) -> bool:

@@ -14,7 +14,14 @@ import threading
 import numpy as np
 
 from ..codelets import helpers
-from ..codelets.kernel import GEMM_SIGNATURE, STREAM_K_SIGNATURE, SUMMED_SIGNATURE, KernelSource, round_up
+from ..codelets.kernel import (
+    GEMM_SIGNATURE,
+    SLICED_SIGNATURE,
+    STREAM_K_SIGNATURE,
+    SUMMED_SIGNATURE,
+    KernelSource,
+    round_up,
+)
 from ..codelets.registry import KernelParams, check, render
 from ..codelets.stream_k import STREAM_K
 from ..codelets.writer import fence_options
@@ -72,7 +79,7 @@ class LaunchPlan(Routing):
         self._last_call: tuple | None = None
         self._lock = threading.Lock()
         self.kernel_source: KernelSource = render(self.params, self.dtype, guarded=self.guarded, stream=self.stream,
-                                                  summed=self.summed)
+                                                  summed=self.summed, sliced=self.sliced)
         if self.problem.m and self.problem.n and self.problem.k and self.problem.batch:
             self._build()
 
@@ -311,8 +318,8 @@ class LaunchPlan(Routing):
         """What the GEMM kernel's launch takes that no call changes: its size arguments, the layer
         strides, its global and local sizes."""
         pr = self.problem
-        # (a kernel that sums its slices takes the whole K and finds its slice's depth itself)
-        k_given = self.padded_k if self.summed else self.slice_k
+        # (a kernel that reads its slices in place takes the whole K and finds its slice's depth itself)
+        k_given = self.padded_k if self.sliced else self.slice_k
         dims = (pr.m, pr.n, pr.k) if self.guarded else (self.padded_m, self.padded_n, k_given)
         local = self.kernel_source.local_size
         if self.partition:
@@ -329,7 +336,8 @@ class LaunchPlan(Routing):
 
     @functools.cached_property
     def _gemm_signature(self) -> str:
-        return GEMM_SIGNATURE + (STREAM_K_SIGNATURE if self.partition else SUMMED_SIGNATURE if self.summed else "")
+        return GEMM_SIGNATURE + (STREAM_K_SIGNATURE if self.partition else SUMMED_SIGNATURE if self.summed
+                                 else SLICED_SIGNATURE if self.sliced else "")
 
     def _product_launches(self, operands: dict[str, tuple], c: ocl.Buffer, offset_c: int, alpha, beta) -> list[tuple]:
         """The GEMM kernel's launch on staged operands and, into a temporary C, the merge's."""
@@ -341,7 +349,8 @@ class LaunchPlan(Routing):
         # a stream-K kernel that shares no tile writes no partial sum: C stands in for the temporary
         partials = ((target[0] if self.partials is None else self.partials, self.partition.groups)
                     if self.partition else
-                    (self.partials, self.arrivals, self.slice_k) if self.summed else ())
+                    (self.partials, self.arrivals, self.slice_k) if self.summed else
+                    (self.slice_k,) if self.sliced else ())
         self._arguments.set(self.gemm_kernel, self._gemm_signature, *dims, kernel_alpha, kernel_beta,
                             *operands["A"], *operands["B"], *target, *strides, *partials)
         launches = [(self.gemm_kernel, global_size, local_size)]
@@ -390,7 +399,7 @@ class LaunchPlan(Routing):
         steps.append(f"gemm [{self.params.describe()}] ({self.params_source}) "
                      f"{'guarded' if self.guarded else 'whole tiles'}"
                      + (", stream-K" if self.stream else f", K split in {self.split}" if self.split > 1 else "")
-                     + (", summed in the kernel" if self.summed else "")
+                     + (", summed in the kernel" if self.summed else ", slices read in place" if self.sliced else "")
                      + (f", a batch of {self.problem.batch}" if self.problem.batch > 1 else ""))
         if self.partition and self.partition.most_pieces():
             steps.append("fix up shared tiles")

@@ -12,7 +12,11 @@ Per shape the routing chooses between two ways of handling edges, both exact:
   operands can then be read in place (padding K would pack both: two launches, on a product bound by
   writing C). A small product split in K slices is added up by the kernel itself where its family
   ``sums_slices`` (``summed``): one launch, its partial sums in a temporary of the plan's, guarded unless
-  every block and slice is whole (then the unguarded kernel reads A and B where they lie);
+  every block and slice is whole (then the unguarded kernel reads A and B where they lie). A split it
+  does not add up (more slices than it adds up at most, or a C of another dtype) is guarded too where
+  each slice is a product the device reads in place (``Thresholds.in_place_multiply_adds``): its slices
+  are read where A and B lie, each into its layer of a temporary C that the merge adds up (``sliced``:
+  two launches, no packs);
 - padded: operands are packed into zero-padded whole tiles, aligned for wide vector access, and the
   unguarded kernel runs on them; a C that is not whole is computed into a padded temporary and merged.
 Operands read through images are always packed (images are filled from a packed buffer).
@@ -30,7 +34,7 @@ from ..codelets.registry import KernelParams, family_named, kernel_dtype
 from ..codelets.simt.geometry import TEXEL_BYTES
 from ..codelets.stream_k import STREAM_K, StreamPartition
 from ..profiles import Thresholds
-from .coverage import c_blocks, can_sum_slices, most_summed, sums_slices
+from .coverage import c_blocks, can_sum_slices, merges_slices, most_summed, sums_slices
 from .problem import GemmProblem
 
 #: Problems with at least this many multiply-adds are padded under ``edge='auto'`` where a routing is not
@@ -91,6 +95,7 @@ class Routing:
     def __init__(self, problem: GemmProblem, params: KernelParams, split: int, compute_units: int,
                  edge: str = "auto", limits: Thresholds | None = None) -> None:
         self.pad_from = limits.guarded_below if limits is not None else PAD_MIN_WORK
+        self.in_place_below = limits.in_place_multiply_adds if limits is not None else PAD_MIN_WORK
         self.conflict_stride = limits.conflict_stride_bytes if limits is not None else 0
         self.problem = problem
         self.params = params
@@ -104,11 +109,13 @@ class Routing:
         self.c_converted = self.dtype.output.numpy != self.dtype.scalar_numpy
         #: the slices of a split are added up by the kernel, not by a merge into C
         self.summed = self.slices > 1 and can_sum_slices(params, problem) and self._choose_summed(edge)
-        self.guarded = (self.slices == 1 or self.summed) and self._choose_guarded(edge)
+        self.guarded = self._choose_guarded(edge)
+        #: the kernel finds its K slice itself, reading A and B where they lie (guarded, or summed)
+        self.sliced = self.summed or (self.slices > 1 and self.guarded)
         self.padded_m, self.padded_n, self.padded_k = self._padded_sizes()
         self.staging = {name: self._route(name) for name in ("A", "B")}
-        self.c_temp = self.c_converted or (not self.guarded and ((self.slices > 1 and not self.summed)
-                                                                 or not self._in_place_whole("C")))
+        self.c_temp = self.c_converted or (self.slices > 1 and not self.summed) or (
+            not self.guarded and not self._in_place_whole("C"))
         self.partition = (StreamPartition.of(self.padded_m // params.block_rows * (self.padded_n // params.block_cols),
                                              self.padded_k // params.tile_k, compute_units)
                           if self.stream else None)
@@ -160,13 +167,17 @@ class Routing:
         return sums_slices(self.params, self.problem) and self.slices <= most_summed(self.params, self.problem)
 
     def _choose_guarded(self, edge: str) -> bool:
+        if self.slices > 1 and not self.summed and not merges_slices(self.params, self.problem):
+            return False        # (the kernel reads whole slices of padded operands)
         if edge != "auto":
             return edge == "guard"
         if all(self._in_place_whole(x) for x in ("A", "B", "C")):
             return False        # (summed slices too: whole ones, unguarded)
-        if self.slices > 1:     # (summed: the slices of a product read where it lies)
+        if self.summed:         # (the slices of a product read where it lies)
             return True
         pr = self.problem
+        if self.slices > 1:     # (merged after: each slice a product of its own, read in place if small)
+            return pr.m * pr.n * -(-pr.k // self.slices) < self.in_place_below
         if pr.m * pr.n * pr.k < self.pad_from:
             return True
         return (pr.k < self.params.tile_k and family_named(self.params.family).short_k_guards

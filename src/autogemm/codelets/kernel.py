@@ -14,6 +14,9 @@ STREAM_K_SIGNATURE = "mi"
 #: What a kernel that adds its K slices up takes after them: the partial sums, the tiles' arrivals and a
 #: slice's depth.
 SUMMED_SIGNATURE = "mmi"
+#: What a kernel that reads its K slices where A and B lie, each into its layer of C, takes after them: a
+#: slice's depth.
+SLICED_SIGNATURE = "i"
 
 
 def ceil_div(a: int, b: int) -> int:

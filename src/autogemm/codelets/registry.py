@@ -81,10 +81,13 @@ class Family:
     configuration to a dtype where the family's instructions depend on it (by default it is returned as it
     is). ``weight`` is the family's share of a size class's budget among the families a device searches
     (relative to the others'), ``multiplies_16bit`` says its kernels take 16-bit operands as they are
-    (the others' plans convert such operands to float32 first), and ``short_k_guards`` that its
+    (the others' plans convert such operands to float32 first), ``short_k_guards`` that its
     edge-guarded kernels are worth running on a K shorter than one K step, in place of packing both
-    operands to pad K, and ``sums_slices`` that they add the slices of a K split up themselves (``render``
-    takes ``summed``: a split product in one launch). ``backend`` is the runtime its kernels run on:
+    operands to pad K, ``sums_slices`` that they read the slices of a K split where A and B lie and add
+    them up themselves (``render`` takes ``summed``: a split product in one launch), and ``merges_slices``
+    that their guarded kernels are worth running on more slices than that, each into its layer of C,
+    which a merge adds up (``sliced``), in place of packing both operands for the unguarded kernel.
+    ``backend`` is the runtime its kernels run on:
     OpenCL, or CUDA for the sm_90a families (``render`` gives their CUDA C++, which ``runtime.cuda``
     builds and runs; OpenCL's plans never take them: their ``render`` takes a configuration, which
     operands lie MN-major and whether C is stored transposed)."""
@@ -100,6 +103,7 @@ class Family:
     multiplies_16bit: bool = False
     short_k_guards: bool = True
     sums_slices: bool = False
+    merges_slices: bool = False
     backend: str = OPENCL
 
     def default(self, dtype: Dtype) -> Any:
@@ -157,16 +161,17 @@ def check(params: Params, device: Device, dtype: Dtype | str) -> str | None:
 
 
 def render(params: KernelParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False,
-           summed: bool = False) -> KernelSource:
+           summed: bool = False, sliced: bool = False) -> KernelSource:
     """The OpenCL source of ``params`` (of any GEMM family) for a ``dtype`` problem, over its tiles (one
     work-group each), with ``stream`` the stream-K schedule, with ``summed`` K slices added up in the
-    kernel (families that ``sums_slices`` only)."""
+    kernel, with ``sliced`` K slices read where A and B lie, each into its layer of C (families that
+    ``sums_slices`` only)."""
     family = family_of(params)
-    if not summed:
+    if not (summed or sliced):
         return family.render(params, kernel_dtype(params, dtype), guarded, stream)
     if not family.sums_slices:
-        raise ConfigError(f"the {family.name} family's kernels do not add K slices up themselves")
-    return family.render(params, kernel_dtype(params, dtype), guarded, stream, summed=True)
+        raise ConfigError(f"the {family.name} family's kernels do not read K slices in place")
+    return family.render(params, kernel_dtype(params, dtype), guarded, stream, summed=summed, sliced=sliced)
 
 
 def params_from_dict(data: object, routine: str | None = GEMM, backend: str | None = OPENCL) -> Params:

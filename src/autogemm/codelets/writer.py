@@ -87,20 +87,23 @@ class ElementCode:
     of work (a tile's K steps from ``unit_first``, ``k_step`` elements each), in a loop around it that
     declares, for that unit, the ``K``, ``alpha``, ``beta``, A, B, C and ``ldc`` the body reads.
 
-    With ``summed`` the layers of dimension 2 are the slices of a K split (``depth`` elements of K each,
-    the last one shorter), added up inside the kernel: the family's epilogue calls ``slice_sums`` before
-    it writes C (see there), and its signature names the whole K ``k_parameter``."""
+    With ``sliced`` the layers of dimension 2 are the slices of a K split read where A and B lie
+    (``depth`` elements of K each, the last one shorter): the signature names the whole K
+    ``k_parameter`` and each work-group finds its slice's ``K``; each slice's product goes to its layer of
+    C (a temporary that a merge adds up). With ``summed`` (which implies ``sliced``) they are added up
+    inside the kernel instead: the family's epilogue calls ``slice_sums`` before it writes C (see there)."""
 
     def __init__(self, dtype: Dtype, vector_width: int, guarded: bool, stream: bool = False,
-                 k_step: int = 1, summed: bool = False) -> None:
+                 k_step: int = 1, summed: bool = False, sliced: bool = False) -> None:
         self.dt = dtype
         self.vw = vector_width
         self.rpe = dtype.reals_per_element
-        if summed and stream:
-            raise ConfigError("K slices are summed in the kernel by its tile-per-work-group form only")
+        if (summed or sliced) and stream:
+            raise ConfigError("K slices are read in place by the kernel's tile-per-work-group form only")
         self.guarded = guarded
         self.stream = stream
         self.summed = summed
+        self.sliced = sliced or summed
         self.k_step = k_step
         self.operand_scalar = "real"           # the scalar type of A's and B's buffers
         self.widths: set[int] = set()          # element counts of buffer loads used
@@ -281,16 +284,19 @@ class ElementCode:
     @property
     def k_parameter(self) -> str:
         """The name the kernel's signature gives K: ``K_all`` where the body's ``K`` is its slice's depth."""
-        return "K_all" if self.summed else "K"
+        return "K_all" if self.sliced else "K"
 
     def last_parameters(self) -> str:
         """The kernel's last parameters: the layer strides; under stream-K the partial sums; for K slices
-        summed in the kernel the partial sums, the tiles' counts of arrived slices and a slice's depth."""
+        summed in the kernel the partial sums, the tiles' counts of arrived slices and a slice's depth; for
+        K slices read in place and merged after, a slice's depth."""
         if self.stream:
             return LAYER_STRIDES + ",\n    __global real* restrict partials, const int sharing)"
         if self.summed:
             return (LAYER_STRIDES + ",\n    __global real* restrict partials, volatile __global int* restrict arrivals,"
                     " const int depth)")
+        if self.sliced:
+            return LAYER_STRIDES + ",\n    const int depth)"
         return LAYER_STRIDES + ")"
 
     def kernel_body(self, write: Callable[[], None]) -> list[str]:
@@ -299,8 +305,9 @@ class ElementCode:
         self.out = type(self.out)()
         self.out.depth = 1
         if self.summed:
-            self.out("__local int arrived;                        // slices of this tile done before this one",
-                     "const int K = min(depth, K_all - (int)get_group_id(2) * depth);   // this slice's depth")
+            self.out("__local int arrived;                        // slices of this tile done before this one")
+        if self.sliced:
+            self.out("const int K = min(depth, K_all - (int)get_group_id(2) * depth);   // this slice's depth")
         if not self.stream:
             write()
             return self.out.lines

@@ -102,8 +102,9 @@ def local_bytes(params: MmaParams, dtype: Dtype) -> int:
 
 
 class _Generator(ElementCode):
-    def __init__(self, params: MmaParams, dtype: Dtype, guarded: bool, stream: bool, summed: bool) -> None:
-        super().__init__(dtype, min(params.vector_width, 2), guarded, stream, params.tile_k, summed)
+    def __init__(self, params: MmaParams, dtype: Dtype, guarded: bool, stream: bool, summed: bool,
+                 sliced: bool) -> None:
+        super().__init__(dtype, min(params.vector_width, 2), guarded, stream, params.tile_k, summed, sliced)
         self.operand_scalar = "stored"
         self.p = params
         self.shape = params.geometry
@@ -825,9 +826,10 @@ class _Generator(ElementCode):
 
 @lru_cache(maxsize=256)
 def render(params: MmaParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False,
-           summed: bool = False) -> KernelSource:
+           summed: bool = False, sliced: bool = False) -> KernelSource:
     """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges, ``stream`` the
-    stream-K schedule, ``summed`` K slices added up in the kernel (not under stream-K)."""
+    stream-K schedule, ``summed`` K slices added up in the kernel, ``sliced`` K slices read in place,
+    each into its layer of C (neither under stream-K)."""
     dt = get_dtype(dtype)
     problem = params.malformed()
     if problem:
@@ -835,6 +837,6 @@ def render(params: MmaParams, dtype: Dtype | str, guarded: bool = True, stream: 
     problem = params.dtype_problem(dt)
     if problem:
         raise ConfigError(problem)
-    return KernelSource(name=KERNEL_NAME, source=_Generator(params, dt, guarded, stream, summed).generate(),
+    return KernelSource(name=KERNEL_NAME, source=_Generator(params, dt, guarded, stream, summed, sliced).generate(),
                         options=params.build_options, local_size=(WARP * params.warps_n, params.warps_m),
                         block=(params.block_rows, params.block_cols, params.tile_k))

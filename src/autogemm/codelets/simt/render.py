@@ -16,8 +16,9 @@ elements after the last's. The plan uses them for split K (layer s reads the K s
 through buffers, not images, into its own slice of a temporary C that a helper kernel then adds up) and
 for strided batches (one product per layer). With one layer this is the plain product. Rendered for
 stream-K (``codelets.stream_k``), the body runs once per unit of work a work-group takes. Rendered with
-``summed`` (not under stream-K), the layers are K slices read in place, which the kernel adds up itself
-(``ElementCode.slice_sums``): a split product in one launch, no temporary C, no merge.
+``sliced`` (not under stream-K), the layers are K slices read in place, each into its layer of a temporary
+C that the merge adds up; with ``summed`` the kernel adds them up itself (``ElementCode.slice_sums``): a
+split product in one launch, no temporary C, no merge.
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ KERNEL_NAME = "gemm"
 class _Generator(ElementCode):
     """Writes the kernel for one (params, dtype, edge mode)."""
 
-    def __init__(self, params: SimtParams, dtype: Dtype, guarded: bool, stream: bool, summed: bool) -> None:
-        super().__init__(dtype, params.vector_width, guarded, stream, params.tile_k, summed)
+    def __init__(self, params: SimtParams, dtype: Dtype, guarded: bool, stream: bool, summed: bool,
+                 sliced: bool) -> None:
+        super().__init__(dtype, params.vector_width, guarded, stream, params.tile_k, summed, sliced)
         self.p = params
         self.a, self.b = operands(params, dtype)
         self.any_local = params.local_a or params.local_b
@@ -351,9 +353,10 @@ class _Generator(ElementCode):
 
 @lru_cache(maxsize=1024)
 def render(params: SimtParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False,
-           summed: bool = False) -> KernelSource:
+           summed: bool = False, sliced: bool = False) -> KernelSource:
     """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges, ``stream`` the
-    stream-K schedule, ``summed`` K slices added up in the kernel (see module doc). Remembered: plans ask
+    stream-K schedule, ``summed`` K slices added up in the kernel, ``sliced`` K slices read in place, each
+    into its layer of C (see module doc). Remembered: plans ask
     for the same kernels again and again."""
     dt = get_dtype(dtype)
     problem = params.malformed()
@@ -361,7 +364,7 @@ def render(params: SimtParams, dtype: Dtype | str, guarded: bool = True, stream:
         raise ConfigError(problem)
     if stream and (params.image_a or params.image_b):
         raise ConfigError("stream-K reads its operands from buffers; this configuration uses images")
-    source = _Generator(params, dt, guarded, stream, summed).generate()
+    source = _Generator(params, dt, guarded, stream, summed, sliced).generate()
     return KernelSource(
         name=KERNEL_NAME,
         source=source,

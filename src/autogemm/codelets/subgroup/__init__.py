@@ -8,6 +8,8 @@ from .check import check, shuffles_available
 from .params import SubgroupParams
 from .render import render
 
+# its guarded kernels read a deep split's operands where they lie so much slower than its padded ones
+# read packed copies that the packs pay (docs/guide/gemm.md): such a split is padded
 FAMILY = register(Family(SubgroupParams.family, SubgroupParams, check, render, space.space,
                          weight=1.0, sums_slices=True))
 

@@ -27,8 +27,9 @@ _SHUFFLE_REAL = {
 
 
 class _Generator(ElementCode):
-    def __init__(self, params: SubgroupParams, dtype: Dtype, guarded: bool, stream: bool, summed: bool) -> None:
-        super().__init__(dtype, params.vector_width, guarded, stream, params.tile_k, summed)
+    def __init__(self, params: SubgroupParams, dtype: Dtype, guarded: bool, stream: bool, summed: bool,
+                 sliced: bool) -> None:
+        super().__init__(dtype, params.vector_width, guarded, stream, params.tile_k, summed, sliced)
         self.p = params
 
     def header(self) -> None:
@@ -133,8 +134,9 @@ class _Generator(ElementCode):
 
 @lru_cache(maxsize=256)
 def render(params: SubgroupParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False,
-           summed: bool = False) -> KernelSource:
+           summed: bool = False, sliced: bool = False) -> KernelSource:
     """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges, ``stream`` the
-    stream-K schedule, ``summed`` K slices added up in the kernel (not under stream-K)."""
-    return buffer_kernel(params, lambda: _Generator(params, get_dtype(dtype), guarded, stream, summed).generate(),
+    stream-K schedule, ``summed`` K slices added up in the kernel, ``sliced`` K slices read in place,
+    each into its layer of C (neither under stream-K)."""
+    return buffer_kernel(params, lambda: _Generator(params, get_dtype(dtype), guarded, stream, summed, sliced).generate(),
                          (params.subgroup, params.wg_rows), KERNEL_NAME)
