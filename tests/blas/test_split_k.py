@@ -1,5 +1,5 @@
-"""Split K: slices of K computed in parallel, added up by the kernel itself (guarded, one launch) or into a
-temporary that the merge kernel adds up (padded)."""
+"""Split K: slices of K computed in parallel, added up by the kernel itself (one launch) or into a temporary
+that the merge kernel adds up (read in place by the guarded kernel, or padded)."""
 
 from __future__ import annotations
 
@@ -283,12 +283,16 @@ def test_slices_the_kernel_does_not_add_up_are_read_in_place_and_merged(ctx, uns
     trans = {"TT": ("T", "T"), "TN": ("T", "N"), "NN": ("N", "N"), "NT": ("N", "T")}[params.layout]
     run_and_check(ctx, params, DTYPES[letter], m, n, k, *trans, alpha, beta, "auto", np.random.default_rng(seed),
                   extra_ld=1, offset=2, split_k=slices)
-    problem = GemmProblem.dense(DTYPES[letter], m, n, k, *(Op.from_letter(t, "t") for t in trans))
-    plan = gemm_plan(ctx, problem, params, "auto", slices)
-    assert not plan.summed and plan.c_temp and plan.sliced == plan.guarded
+    op_a, op_b = (Op.from_letter(t, "t") for t in trans)
+    problem = GemmProblem(DTYPES[letter], m, n, k, op_a, op_b, lda=(m if op_a.transposed else k) + 1,
+                          ldb=(k if op_b.transposed else n) + 1, ldc=n + 1, offset_a=2, offset_b=2, offset_c=2)
+    plan = gemm_plan(ctx, problem, params, "auto", slices)          # (the plan run_and_check ran)
+    whole = m % params.block_rows == 0 and n % params.block_cols == 0 and k % (slices * params.tile_k) == 0
+    assert not plan.summed and plan.c_temp and (plan.guarded or whole)
     if plan.guarded:
-        assert plan.launches()[-1] == "merge C" and "slices read in place" in plan.describe()
+        assert plan.sliced and plan.launches()[-1] == "merge C" and "slices read in place" in plan.describe()
         assert not any(route.packed for route in plan.staging.values())
+        assert plan.traffic().launches == 2
 
 
 @pytest.mark.parametrize("letter", "sh")
@@ -306,6 +310,9 @@ def test_a_guarded_split_is_merged_where_the_kernel_does_not_add_it_up(ctx, unsu
     converts = 2 * (letter == "h")           # (the simt family multiplies float32: 16-bit operands converted)
     assert plan.guarded and plan.sliced and not plan.summed and len(plan.launches()) == 2 + converts
     run_and_check(ctx, LOCAL, dt, m, n, k, "N", "N", 1.5, 0.0, "auto", rng, extra_ld=2, offset=3, split_k=4)
+    guarded = gemm_plan(ctx, GemmProblem.dense(dt, m, n, k), LOCAL, "guard", 4)
+    assert guarded.sliced and guarded.summed == (letter == "s")      # (asked to guard: summed where it can be)
+    run_and_check(ctx, LOCAL, dt, m, n, k, "N", "N", 1.5, 0.5, "guard", rng, split_k=4)
     cpu = gemm_plan(ctx, GemmProblem.dense(DTYPES["s"], m, n, k), CpuParams(tile_rows=4, vector_width=8), "auto", 4)
     subgroup = gemm_plan(ctx, GemmProblem.dense(DTYPES["s"], m, n, k), SUMMING[2], "auto", 4)
     for padded in (cpu, subgroup):

@@ -13,10 +13,10 @@ Per shape the routing chooses between two ways of handling edges, both exact:
   writing C). A small product split in K slices is added up by the kernel itself where its family
   ``sums_slices`` (``summed``): one launch, its partial sums in a temporary of the plan's, guarded unless
   every block and slice is whole (then the unguarded kernel reads A and B where they lie). A split it
-  does not add up (more slices than it adds up at most, or a C of another dtype) is guarded too where
-  each slice is a product the device reads in place (``Thresholds.in_place_multiply_adds``): its slices
-  are read where A and B lie, each into its layer of a temporary C that the merge adds up (``sliced``:
-  two launches, no packs);
+  does not add up (a product of ``SPLIT_MIN_WORK`` or more, more slices than it adds up at most, or a C
+  of another dtype) is guarded too where each slice is a product the device reads in place
+  (``Thresholds.in_place_multiply_adds``): its slices are read where A and B lie, each into its layer
+  of a temporary C that the merge adds up (``sliced``: the kernel and the merge, no padding packs);
 - padded: operands are packed into zero-padded whole tiles, aligned for wide vector access, and the
   unguarded kernel runs on them; a C that is not whole is computed into a padded temporary and merged.
 Operands read through images are always packed (images are filled from a packed buffer).
@@ -87,10 +87,12 @@ class Traffic(NamedTuple):
 class Routing:
     """The launches' plan for ``problem`` with ``params`` and K ``split`` (1 to ``MAX_SLICES`` slices, or
     ``STREAM_K``) on a device of ``compute_units``, edges handled as ``edge`` says ('auto': padded from
-    the device's ``Thresholds.guarded_below`` unless everything is whole already), operands
-    whose rows conflict in its caches packed apart (``Thresholds.conflict_stride_bytes``). Without the
-    device's ``limits`` (the predictor's model of plans measured anywhere): padded from ``PAD_MIN_WORK``,
-    no conflicts."""
+    the device's ``Thresholds.guarded_below`` unless everything is whole already; a split merged after,
+    padded from a slice of its ``Thresholds.in_place_multiply_adds``), operands whose rows conflict in its
+    caches packed apart (``Thresholds.conflict_stride_bytes``). Without the device's ``limits`` (the
+    predictor's model of plans measured anywhere): padded from ``PAD_MIN_WORK`` (a product, or a slice
+    of a split merged after), no conflicts; so the model charges packs to a device's merged splits of
+    slices between that and the device's bound, which it runs in place."""
 
     def __init__(self, problem: GemmProblem, params: KernelParams, split: int, compute_units: int,
                  edge: str = "auto", limits: Thresholds | None = None) -> None:
@@ -110,7 +112,8 @@ class Routing:
         #: the slices of a split are added up by the kernel, not by a merge into C
         self.summed = self.slices > 1 and can_sum_slices(params, problem) and self._choose_summed(edge)
         self.guarded = self._choose_guarded(edge)
-        #: the kernel finds its K slice itself, reading A and B where they lie (guarded, or summed)
+        #: the kernel finds its K slice itself (guarded, or summed: A and B read in place unless an
+        #: operand must be transposed, conjugated or converted first)
         self.sliced = self.summed or (self.slices > 1 and self.guarded)
         self.padded_m, self.padded_n, self.padded_k = self._padded_sizes()
         self.staging = {name: self._route(name) for name in ("A", "B")}

@@ -39,7 +39,8 @@ class Thresholds:
     block_rows: int = 128
     pipelined_elements: int = 2**20
     #: products of fewer multiply-adds read A and B where they lie, the chosen configuration in their
-    #: stored layout (the device finishes such a product before the host would have launched a pack)
+    #: stored layout (the device finishes such a product before the host would have launched a pack); so
+    #: does a K split merged after (not added up by its kernel) whose slices are each such a product
     in_place_multiply_adds: int = 2**24
     #: ... and so do larger ones where the chosen layout would transpose an operand that its kernel reads
     #: fewer than this many times (once per block of C along the other side; 0: never): a pack reads and
