@@ -55,6 +55,10 @@ def matmul(a, b, out=None, *, device: Device | str | int | None = None, precisio
     CUDA tensors (torch, cupy, jax) are multiplied as ``gemm`` does: matrices (2-D) only, the result a
     tensor of ``a``'s library (or ``out``), enqueued on the library's current stream.
     """
+    if (type(a) is np.ndarray and type(b) is np.ndarray and out is None and a.ndim == b.ndim == 2
+            and a.shape[1] == b.shape[0] and a.dtype == b.dtype and a.dtype.isnative
+            and device is None and precision is None and wait_for is None):
+        return gemm(a, b)           # (the commonest call, numpy's matrices, without the checks below)
     if any(is_cuda_tensor(x) for x in (a, b, out)):
         if any(len(getattr(x, "shape", ())) != 2 for x in (a, b)):
             raise ShapeError("matmul multiplies CUDA tensors as matrices (2-D); vectors and stacks are for the "
