@@ -55,16 +55,16 @@ def matmul(a, b, out=None, *, device: Device | str | int | None = None, precisio
     CUDA tensors (torch, cupy, jax) are multiplied as ``gemm`` does: matrices (2-D) only, the result a
     tensor of ``a``'s library (or ``out``), enqueued on the library's current stream.
     """
-    if (type(a) is np.ndarray and type(b) is np.ndarray and out is None and a.ndim == b.ndim == 2
-            and a.shape[1] == b.shape[0] and a.dtype == b.dtype and a.dtype.isnative
-            and device is None and precision is None and wait_for is None):
-        return gemm(a, b)           # (the commonest call, numpy's matrices, without the checks below)
-    if any(is_cuda_tensor(x) for x in (a, b, out)):
-        if any(len(getattr(x, "shape", ())) != 2 for x in (a, b)):
-            raise ShapeError("matmul multiplies CUDA tensors as matrices (2-D); vectors and stacks are for the "
-                             "tensors' own library")
-        return gemm(a, b, out, device=device, precision=precision, wait_for=wait_for)
-    a, b = _operands(a, b)
+    # numpy arrays of one native dtype, not scalars, are as ``_operands`` would make them (the commonest
+    # call: its checks cost more than a small product's own time)
+    if not (type(a) is np.ndarray and type(b) is np.ndarray and (out is None or type(out) is np.ndarray)
+            and a.dtype == b.dtype and a.dtype.isnative and a.ndim and b.ndim):
+        if any(is_cuda_tensor(x) for x in (a, b, out)):
+            if any(len(getattr(x, "shape", ())) != 2 for x in (a, b)):
+                raise ShapeError("matmul multiplies CUDA tensors as matrices (2-D); vectors and stacks are for "
+                                 "the tensors' own library")
+            return gemm(a, b, out, device=device, precision=precision, wait_for=wait_for)
+        a, b = _operands(a, b)
     if a.ndim == b.ndim == 2 and a.shape[1] == b.shape[0] and (
             out is None or (isinstance(out, (np.ndarray, ocl.DeviceArray)) and out.dtype == a.dtype
                             and out.shape == (a.shape[0], b.shape[1]))):

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ..codelets.kernel import round_up
+from ..codelets.kernel import ceil_div, round_up
 from ..codelets.registry import KernelParams, family_named, kernel_dtype
 from ..codelets.simt.geometry import TEXEL_BYTES
 from ..codelets.stream_k import STREAM_K, StreamPartition
@@ -180,7 +180,7 @@ class Routing:
             return True
         pr = self.problem
         if self.slices > 1:     # (merged after: each slice a product of its own, read in place if small)
-            return pr.m * pr.n * -(-pr.k // self.slices) < self.in_place_below
+            return pr.m * pr.n * ceil_div(pr.k, self.slices) < self.in_place_below
         if pr.m * pr.n * pr.k < self.pad_from:
             return True
         return (pr.k < self.params.tile_k and family_named(self.params.family).short_k_guards

@@ -36,9 +36,10 @@ def hold(queue: cl.CommandQueue) -> cl.Event:
             program = cl.Program(queue.context, HOLD_SOURCE).build()
             cells = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                               hostbuf=np.zeros(16, np.int32))
-            _holds[queue.context] = cl.Kernel(program, "hold"), cells
-        kernel, cells = _holds[queue.context]
-        kernel.set_args(cells, np.int32(HOLD_READS))
+            kernel = cl.Kernel(program, "hold")
+            kernel.set_args(cells, np.int32(HOLD_READS))
+            _holds[queue.context] = kernel, cells
+        kernel, _ = _holds[queue.context]
         return cl.enqueue_nd_range_kernel(queue, kernel, (1,), (1,))
 
 
