@@ -24,6 +24,7 @@ from autogemm.blas.plans import gemm_plan
 from autogemm.blas.selection import vectors_route
 from autogemm.blas.vectors import MAX_VECTORS, VectorsPlan, as_vectors
 from autogemm.codelets.gemv import GemvParams
+from autogemm.codelets.gemv.params import LANE_MIN_SLICES
 from autogemm.dtypes import DTYPES
 from autogemm.profiles import thresholds_for
 
@@ -76,22 +77,31 @@ def test_a_product_of_few_columns_or_rows_is_right_and_goes_to_gemv(ctx, host_me
     assert routed and all(call == (vectors, few == "rows") for call in routed)
 
 
+#: Work-groups of 64 (a kernel's slices added up by one work-item an output) and of 256 for a block of
+#: outputs and vectors that a quarter of them covers (by up to 4 an output, the longer the split the
+#: more, not always a divisor of the slices).
+SPLIT_CONFIGURATIONS = {"narrow": dict(wg_x=16, wg_y=4, per_item=2, unroll=2, waves=16, vectors=4),
+                        "wide": dict(wg_x=16, wg_y=16, per_item=1, unroll=1, waves=16, vectors=4)}
+
+
 @pytest.mark.parametrize("letter", ["s", "z"])
 @pytest.mark.parametrize("summed", [True, False])
 @pytest.mark.parametrize("matrix", ["A", "B"])
 @pytest.mark.parametrize("layout", ["N", "T"])
-@pytest.mark.parametrize("k", [1, 5, 33, 1025])
-def test_a_split_reduction_is_right_and_the_same_bits_on_every_run(ctx, monkeypatch, layout, matrix, k, summed,
-                                                                   letter):
+@pytest.mark.parametrize("k,configuration", [(1, "narrow"), (5, "narrow"), (33, "narrow"), (1025, "narrow"),
+                                             (205, "wide"), (1025, "wide")])
+def test_a_split_reduction_is_right_and_the_same_bits_on_every_run(ctx, monkeypatch, layout, matrix, k,
+                                                                   configuration, summed, letter):
     """Reductions shorter than one slice and longer than many, split as far as the configuration asks
-    (more slices than reduction steps are cut to one step each), the slices added up by the kernel or
-    (more partial sums than ``SUMMED_MAX_READS`` a work-item) by the merge, Y a row per vector (B the
-    matrix) or a column (A): right, and bit-for-bit equal on two runs into a poisoned C (the slices
-    added in order, never by atomic adds; the counts of arrivals back at zero for the second)."""
+    (more slices than reduction steps are cut to one step each), the slices added up by the kernel (each
+    output's by ``summing_lanes`` work-items) or (more partial sums than
+    ``SUMMED_MAX_READS`` a work-item) by the merge, Y a row per vector (B the matrix) or a column (A):
+    right, and bit-for-bit equal on two runs into a poisoned C (the slices added in an order of the
+    configuration's, never by atomic adds; the counts of arrivals back at zero for the second)."""
     if not summed:
         monkeypatch.setattr(gemv_plans, "SUMMED_MAX_READS", 0)
     dt = DTYPES[letter]
-    params = GemvParams(layout, 16, 4, 2, 2, 16, vectors=4)
+    params = GemvParams(layout, **SPLIT_CONFIGURATIONS[configuration])
     # 7 vectors: two passes of 4, the last one short; few outputs, so the reduction splits; the operands
     # stored as the layout reads them, X unpacked
     if matrix == "B":
@@ -209,6 +219,15 @@ def test_what_the_gemv_does_not_compute_stays_a_gemm(ctx, routed):
     autogemm.gemm_batched(stack, x, device=ctx.device)                            # a batch
     autogemm.gemm(a, random_matrix(RNG, DTYPES["s"], (16, MAX_VECTORS + 1)), device=ctx.device)
     assert routed == []
+
+
+def test_each_lane_adds_at_least_a_few_slices_of_an_output():
+    """A split's outputs are added up by as many work-items each as the work-group has to spare, a power
+    of two, but never so many that a lane adds fewer than ``LANE_MIN_SLICES`` slices."""
+    params = GemvParams("T", 32, 32, 1, 1, 4, vectors=16)          # 1024 work-items, 32 outputs
+    assert LANE_MIN_SLICES == 4
+    assert [params.summing_lanes(1, slices) for slices in (1, 7, 8, 20, 127, 128, 1000)] == [1, 1, 2, 4, 16, 32, 32]
+    assert params.summing_lanes(16, 1000) == 2 and params.summing_lanes(3, 1000) == 8
 
 
 @settings(max_examples=60, deadline=None)

@@ -30,8 +30,9 @@ DEFAULTS = {
 }
 _SAFE = {layout: codelet.GemvParams(layout, 1, 1, 1, 1, 0) for layout in codelet.params.LAYOUTS}
 #: A split reduction's slices are added up by the kernel's last work-group to arrive at its outputs where
-#: each of its work-items reads at most this many partial sums; more, and that one work-group's reads
-#: take longer than the merge's launch of its own, whose work-items each read one output's.
+#: each of its work-items reads at most this many partial sums (its work-items share each output's
+#: slices, ``GemvParams.summing_lanes``); more, and that one work-group's reads take longer than the
+#: merge's launch of its own, whose work-items each read one output's.
 SUMMED_MAX_READS = 1024
 
 
@@ -145,13 +146,16 @@ class GemvLaunchPlan:
             raise ConfigError(f"configuration rejected for {ctx.device.name.strip()}: {reason}")
         self.vector_groups = ceil_div(problem.vectors, min(problem.vectors, self.params.vectors))
         self.slices, self.chunk = self._split()
-        group_elements = self.params.outputs_per_group * min(problem.vectors, self.params.vectors)
-        self.sums_slices = (self.slices > 1 and ceil_div(group_elements, self.params.work_group_size) * self.slices
-                            <= SUMMED_MAX_READS)
+        block = min(problem.vectors, self.params.vectors)
+        self.lanes = self.params.summing_lanes(block, self.slices)
+        reads = (ceil_div(self.params.outputs_per_group * block * self.lanes, self.params.work_group_size)
+                 * ceil_div(self.slices, self.lanes))
+        self.sums_slices = self.slices > 1 and reads <= SUMMED_MAX_READS
         self.packs_x = problem.packs_x
         self.kernel_source = codelet.render(self.params, self.dtype, problem.op.conjugated and self.dtype.is_complex,
                                             conjugate_x=problem.conjugate_x and self.dtype.is_complex,
-                                            vectors=problem.vectors, unit_x=self.packs_x or problem.incx == 1)
+                                            vectors=problem.vectors, unit_x=self.packs_x or problem.incx == 1,
+                                            lanes=self.lanes if self.sums_slices else 1)
         self._partial: ocl.Buffer | None = None
         self._arrivals: ocl.Buffer | None = None
         self._lock = threading.Lock()

@@ -14,6 +14,9 @@ PER_ITEM = (1, 2, 4, 8)
 UNROLLS = (1, 2, 4, 8)
 WAVES = (0, 1, 2, 4, 8, 16)
 VECTORS = (1, 2, 4, 8, 16)
+#: The fewest slices of a split reduction one work-item adds up where several share an output's: a few
+#: slices are read in the time of one, and the lanes' sums in local memory would cost more.
+LANE_MIN_SLICES = 4
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,15 @@ class GemvParams(FamilyParams):
     def reduction_step(self) -> int:
         """Elements of the reduction a work-group covers per loop iteration (a slice is a multiple)."""
         return self.unroll * (self.wg_x if self.layout == "N" else self.wg_y)
+
+    def summing_lanes(self, vectors: int, slices: int) -> int:
+        """Work-items that add up each output's ``slices`` partial sums of a split reduction together, where
+        the kernel adds them: a power of two, at most all of the work-group's work-items for its ``vectors``
+        x ``outputs_per_group`` elements, each lane adding at least ``LANE_MIN_SLICES`` of them (every
+        LANES-th), so that a long split is read by many loads in flight rather than one after another."""
+        share = max(1, min(self.work_group_size // (self.outputs_per_group * max(1, vectors)),
+                           slices // LANE_MIN_SLICES))
+        return 1 << (share.bit_length() - 1)
 
     def malformed(self) -> str | None:
         """Why this point lies outside the codelet space regardless of device, or None."""

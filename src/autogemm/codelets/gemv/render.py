@@ -169,7 +169,8 @@ def _finish(owner: str, output: str, outputs: str, total: str, axis: int, per_gr
     ``output`` (of ``outputs``) for each vector, write them to y; or where the reduction is split, to this
     slice's partial sums. With ``sums_slices`` the work-group that arrives last at its outputs (the
     ``per_group`` outputs of group ``get_group_id(axis)``, for its vectors) then adds the slices up, its
-    work-items an element each in turn, in slice order (the same bits whichever arrives last), writes y,
+    work-items ``LANES`` to an element (``GemvParams.summing_lanes``), in an order fixed by the
+    kernel (the same bits whichever arrives last), writes y,
     and resets its count of arrivals for the next launch (the plan zeroes them once); without, the merge
     helper adds them up after."""
     def each_output(*body: str) -> list[str]:
@@ -199,8 +200,9 @@ def _finish(owner: str, output: str, outputs: str, total: str, axis: int, per_gr
         "    __local int arrived;           // slices at these outputs before this one",
         f"    const int tile = get_group_id(2) * get_num_groups({axis}) + get_group_id({axis});",
         *("    " + line for line in last_to_arrive(first, "tile")),
-        "    // consecutive work-items take consecutive elements of the partial sums",
         "    const bool by_output = partial_o == 1;",
+        "#if LANES == 1",
+        "    // consecutive work-items take consecutive elements of the partial sums",
         f"    for (int e = ty * WG_X + tx; e < {per_group} * VECTORS; e += WG_X * WG_Y) {{",
         f"        const int index = get_group_id({axis}) * {per_group} + (by_output ? e % {per_group} : e / VECTORS);",
         f"        const int v = first_vector + (by_output ? e / {per_group} : e % VECTORS);",
@@ -210,6 +212,28 @@ def _finish(owner: str, output: str, outputs: str, total: str, axis: int, per_gr
         "            WRITE(index, v, total);",
         "        }",
         "    }",
+        "#else",
+        "    // LANES work-items take each element, SPAN consecutive ones consecutive elements of a slice: lane l",
+        "    // adds slices l, l + LANES, ... (one load after another would wait on each); the lanes' totals are",
+        "    // then added in local memory, whose partial sums the last barrier left free",
+        "    const int t = ty * WG_X + tx, lane = t / SPAN;",
+        "    __local elem* const lane_totals = (__local elem*)sums;",
+        f"    for (int e0 = 0; e0 < {per_group} * VECTORS; e0 += SPAN) {{",
+        "        const int e = e0 + t % SPAN;",
+        f"        const int index = get_group_id({axis}) * {per_group} + (by_output ? e % {per_group} : e / VECTORS);",
+        f"        const int v = first_vector + (by_output ? e / {per_group} : e % VECTORS);",
+        f"        const bool owned = e < {per_group} * VECTORS && index < {outputs} && v < vectors;",
+        "        elem total = (elem)(0);",
+        f"        if (owned) for (int s = lane; s < slices; s += LANES) total += ELEM_LOAD(partial, PARTIAL_AT(s, {at}));",
+        "        lane_totals[t] = total;",
+        "        for (int width = LANES / 2; width > 0; width /= 2) {",
+        "            barrier(CLK_LOCAL_MEM_FENCE);",
+        "            if (lane < width) lane_totals[t] += lane_totals[t + width * SPAN];",
+        "        }",
+        "        if (owned && lane == 0) WRITE(index, v, lane_totals[t]);",
+        "        barrier(CLK_LOCAL_MEM_FENCE);   // read before the next elements' totals replace them",
+        "    }",
+        "#endif",
         f"    if ({first}) arrivals[tile] = 0;     // ready for the next launch",
     ])
 
@@ -224,12 +248,13 @@ _FINISH = {
 
 @cache
 def render(params: GemvParams, dt: Dtype, conjugate: bool = False, *, conjugate_x: bool = False,
-           vectors: int = 1, unit_x: bool = False) -> KernelSource:
+           vectors: int = 1, unit_x: bool = False, lanes: int = 1) -> KernelSource:
     """The GEMV kernel of ``params`` for A, x and y stored as ``dt`` (16-bit storage computed in float32),
     conjugating A's elements when asked (op 'C' of complex A), and x's with ``conjugate_x``; with
     ``unit_x`` for x's increment 1 only (no multiplication in its addresses). Each
     work-group multiplies by ``vectors`` right-hand sides at once (at most ``params.vectors``; a problem of
-    more takes groups of them along the third NDRange dimension). Its ``block`` is (outputs per
+    more takes groups of them along the third NDRange dimension); ``lanes`` work-items add up each
+    output's slices where the kernel adds up a split reduction. Its ``block`` is (outputs per
     work-group, 1, reduction step)."""
     p = params
     block = max(1, min(vectors, p.vectors))
@@ -247,6 +272,8 @@ def render(params: GemvParams, dt: Dtype, conjugate: bool = False, *, conjugate_
         f"#define PER_ITEM {p.per_item}    // outputs per work-item",
         f"#define UNROLL {p.unroll}      // reduction steps per iteration",
         f"#define VECTORS {block}     // right-hand sides per work-item",
+        f"#define LANES {lanes}       // work-items adding up each output's slices of a split reduction",
+        f"#define SPAN {p.work_group_size // lanes}       // elements of the slices' sums added at once",
         f"#define OP_A(v) {conj if conjugate and complex_ else '(v)'}",
         f"#define OP_X(v) {conj if conjugate_x and complex_ else '(v)'}",
         f"#define X_INDEX(j) {'((long)(j))' if unit_x else '((long)(j) * incx)'}   // x's element j",
