@@ -268,8 +268,9 @@ def test_a_configuration_in_the_stored_layout_is_preferred_when_nearly_as_fast(c
 def test_a_small_product_runs_in_one_launch_reading_its_operands_as_stored(cache, ctx, device, monkeypatch):
     """Under ``in_place_multiply_adds``, a product of a short K takes the size classes' choice (not the
     predictor's, which may split K and pack) in its stored layout, guarded: one launch, no pack. A deep
-    K keeps the predictor's choice."""
-    set_thresholds(monkeypatch, in_place_multiply_adds=2**27, one_launch_depth=1024)
+    K keeps the predictor's choice, and so does a K no deeper than the dtype's ``shallow_predicted_depth``."""
+    set_thresholds(monkeypatch, in_place_multiply_adds=2**27, one_launch_depth=1024,
+                   shallow_predicted_depth=(("s", 8),))
     save(make_profile(device, predictors=PREDICTORS))
     s = autogemm.dtypes.DTYPES["s"]
 
@@ -282,6 +283,8 @@ def test_a_small_product_runs_in_one_launch_reading_its_operands_as_stored(cache
         assert one.params.layout == layout and one.guarded and one.launches() == [one.launches()[0]]
         assert "(predicted)" not in one.params_source
     assert "(predicted)" in plan(64, 512, 2048, "NT").params_source
+    assert "(predicted)" in plan(3000, 2000, 8, "NN").params_source
+    assert "(predicted)" not in plan(3000, 2000, 9, "NN").params_source
 
 
 @pytest.mark.parametrize("damage", ["foreign", "forged", "truncated"])

@@ -59,7 +59,8 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
     """The configuration for ``problem`` on ``device`` and where it came from. From the profile: the best
     of its entry for this very problem where ``autogemm tune --shapes`` made one (with its measured K
     slices); else, unless the product is under ``Thresholds.in_place_multiply_adds`` with a K of at most
-    ``Thresholds.one_launch_depth``, the kernel and K slices its predictor predicts fastest
+    ``Thresholds.one_launch_depth`` (and more than the dtype's ``shallow_predicted_depth``), the kernel and
+    K slices its predictor predicts fastest
     (``prediction``); else, in each
     size class, the best stored configuration that passes ``check``, or one nearly as fast whose layout
     matches how A and B are stored (see ``prefer_stored_layout``); of those, the one with the highest
@@ -116,10 +117,11 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
 
         # a product the device takes in place, of a K too short to split, runs in one launch, its time
         # the latency of its blocks' K steps, which the predictor's model of throughput and copies does
-        # not see: the classes choose
+        # not see: the classes choose (but over the dtype's shallowest K, where a class's tensor-core block
+        # is mostly padding and the predictor's model of C's coverage ranks kernels better)
         limits = thresholds_for(device)
         short = (problem.m * problem.n * problem.k < limits.in_place_multiply_adds
-                 and problem.k <= limits.one_launch_depth)
+                 and limits.shallow_predicted(dt.key) < problem.k <= limits.one_launch_depth)
         for pick in (by_shape, by_class) if short else (by_shape, by_prediction, by_class):
             found = verified(pick)
             if found is not None:       # one measured on this very problem stands as measured

@@ -79,6 +79,11 @@ class Thresholds:
     #: CUDA path from this many multiply-adds (others stay with OpenCL's multi-vector GEMV)
     cuda_few_rows_multiply_adds: tuple[tuple[str, int], ...] = (("h", 2**27), ("hs", 2**27), ("b", 2**27),
                                                                 ("bs", 2**27))
+    #: by dtype key, of the products under ``in_place_multiply_adds`` of a K of at most ``one_launch_depth``,
+    #: one of a K of at most this many takes the predictor's choice after all: its model counts how well a
+    #: kernel's blocks cover a large C in a few steps of K, where a size class's tensor-core block spends
+    #: most of its depth on padding (a dtype not named: none)
+    shallow_predicted_depth: tuple[tuple[str, int], ...] = ()
     #: the dtypes whose products of numpy operands stay on OpenCL, where their row blocks' copies overlap
     #: the kernels
     numpy_on_opencl: tuple[str, ...] = ("d", "z")
@@ -100,6 +105,10 @@ class Thresholds:
         """``host_multiply_adds`` of the dtype ``key`` (0 where it names none: the device runs them all)."""
         return dict(self.host_multiply_adds).get(key, 0)
 
+    def shallow_predicted(self, key: str) -> int:
+        """``shallow_predicted_depth`` of the dtype ``key`` (0 where it names none)."""
+        return dict(self.shallow_predicted_depth).get(key, 0)
+
     def cuda_few_rows(self, key: str) -> float:
         """``cuda_few_rows_multiply_adds`` of the dtype ``key`` (infinite where it names none: never)."""
         return dict(self.cuda_few_rows_multiply_adds).get(key, float("inf"))
@@ -117,7 +126,7 @@ class Thresholds:
             return name in self.given if self.given else getattr(self, name) != getattr(default, name)
 
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "given" and kept(f.name)}
-        for name in ("cuda_min_multiply_adds", "cuda_few_rows_multiply_adds", "host_multiply_adds"):
+        for name in BY_DTYPE:
             if name in out:
                 out[name] = dict(out[name])
         if "numpy_on_opencl" in out:
@@ -141,7 +150,7 @@ class Thresholds:
                 if isinstance(item, bool) or not isinstance(item, (int, float)) or not 1e-6 <= item <= 1e6:
                     raise ProfileError(f"{at} must be a number in 1e-06..1e+06")
                 found[name] = float(item)
-            elif name in ("cuda_min_multiply_adds", "cuda_few_rows_multiply_adds", "host_multiply_adds"):
+            elif name in BY_DTYPE:
                 if not isinstance(item, dict):
                     raise ProfileError(f"{at} must be an object of dtypes")
                 found[name] = tuple((_dtype(key, at), _count(count, f"{at}.{key}")) for key, count in item.items())
@@ -163,6 +172,10 @@ class Thresholds:
         if not self.given:
             return self
         return replace(row, **{name: getattr(self, name) for name in self.given}, given=self.given)
+
+
+#: The fields that hold a number for each dtype key (a JSON object of them in a profile).
+BY_DTYPE = ("cuda_min_multiply_adds", "cuda_few_rows_multiply_adds", "host_multiply_adds", "shallow_predicted_depth")
 
 
 def _count(value: object, where: str) -> int:
@@ -187,6 +200,7 @@ EVERY_PRODUCT = 2**62
 #: products from numpy to numpy run on the host's BLAS, which computes them on the same cores (faster on
 #: every square ``tune`` timed on the CPU machines measured so far; a tune measures the device's own).
 DEFAULTS = {"gpu": Thresholds(in_place_multiply_adds=2**27, guard_multiply_adds=2**31, pack_min_passes=3,
+                              shallow_predicted_depth=(("d", 8),),
                               host_multiply_adds=(("s", 2**24), ("d", 2**24), ("c", 2**22), ("z", 2**22))),
             "cpu": Thresholds(conflict_stride_bytes=1024, slice_depth=512,
                               host_multiply_adds=tuple((key, EVERY_PRODUCT) for key in HOST_DTYPES))}
