@@ -77,9 +77,9 @@ def test_a_product_of_few_columns_or_rows_is_right_and_goes_to_gemv(ctx, host_me
     assert routed and all(call == (vectors, few == "rows") for call in routed)
 
 
-#: Work-groups of 64 (a kernel's slices added up by one work-item an output) and of 256 for a block of
-#: outputs and vectors that a quarter of them covers (by up to 4 an output, the longer the split the
-#: more, not always a divisor of the slices).
+#: Work-groups of 64 (a kernel's slices added up by one or two work-items an output, as the device's
+#: compute units split it) and of 256 for a block of outputs and vectors that a quarter of them covers,
+#: its reduction split into one step a slice (2 and 4 work-items an output, neither dividing the slices).
 SPLIT_CONFIGURATIONS = {"narrow": dict(wg_x=16, wg_y=4, per_item=2, unroll=2, waves=16, vectors=4),
                         "wide": dict(wg_x=16, wg_y=16, per_item=1, unroll=1, waves=16, vectors=4)}
 
@@ -102,6 +102,9 @@ def test_a_split_reduction_is_right_and_the_same_bits_on_every_run(ctx, monkeypa
         monkeypatch.setattr(gemv_plans, "SUMMED_MAX_READS", 0)
     dt = DTYPES[letter]
     params = GemvParams(layout, **SPLIT_CONFIGURATIONS[configuration])
+    if configuration == "wide":
+        step = params.reduction_step
+        monkeypatch.setattr(gemv_plans.GemvLaunchPlan, "_split", lambda plan: (-(-k // step), step))
     # 7 vectors: two passes of 4, the last one short; few outputs, so the reduction splits; the operands
     # stored as the layout reads them, X unpacked
     if matrix == "B":
@@ -115,6 +118,9 @@ def test_a_split_reduction_is_right_and_the_same_bits_on_every_run(ctx, monkeypa
     plan = VectorsPlan(ctx, problem, route, params)
     assert (plan.gemv.slices > 1) == (k > params.reduction_step) and plan.gemv.slices <= -(-k // params.reduction_step)
     assert plan.gemv.sums_slices == (summed and plan.gemv.slices > 1) and not plan.gemv.packs_x
+    if configuration == "wide":
+        assert plan.gemv.slices == {205: 13, 1025: 65}[k]
+        assert plan.gemv.lanes == ({205: 2, 1025: 4}[k] if summed else 1)
     results = []
     poison = np.full((m, n), np.nan, dt.numpy)
     mf = cl.mem_flags

@@ -21,7 +21,7 @@ def _profile(device, limits=None):
 
 def test_thresholds_read_back_from_a_profile_and_a_field_left_out_keeps_its_default(device):
     limits = Thresholds(stream_bytes=12345, block_tiles=0.5, cuda_min_multiply_adds=(("d", 7),),
-                        numpy_on_opencl=("z",))
+                        numpy_on_opencl=("z",), shallow_predicted_depth=(("d", 8), ("z", 4)))
     text = _profile(device, limits).to_json()
     assert Profile.from_json(text).thresholds == limits
     assert Profile.from_json(_profile(device).to_json()).thresholds is None       # profiles without them read
@@ -36,6 +36,7 @@ def test_thresholds_read_back_from_a_profile_and_a_field_left_out_keeps_its_defa
     ("block_tiles", float("nan"), r"thresholds.block_tiles must be a number"),
     ("cuda_min_multiply_adds", {"q": 1}, r"'q' is not a dtype"),
     ("numpy_on_opencl", "d", r"must be a list of dtypes"),
+    ("shallow_predicted_depth", 8, r"thresholds.shallow_predicted_depth must be an object of dtypes"),
     ("threads", 4, r"unknown fields \['threads'\]")])
 def test_a_forged_threshold_is_refused_naming_the_field(device, field, value, message):
     data = json.loads(_profile(device, Thresholds()).to_json())

@@ -147,15 +147,16 @@ class GemvLaunchPlan:
         self.vector_groups = ceil_div(problem.vectors, min(problem.vectors, self.params.vectors))
         self.slices, self.chunk = self._split()
         block = min(problem.vectors, self.params.vectors)
-        self.lanes = self.params.summing_lanes(block, self.slices)
-        reads = (ceil_div(self.params.outputs_per_group * block * self.lanes, self.params.work_group_size)
-                 * ceil_div(self.slices, self.lanes))
+        lanes = self.params.summing_lanes(block, self.slices)
+        reads = (ceil_div(self.params.outputs_per_group * block * lanes, self.params.work_group_size)
+                 * ceil_div(self.slices, lanes))
         self.sums_slices = self.slices > 1 and reads <= SUMMED_MAX_READS
+        self.lanes = lanes if self.sums_slices else 1      # work-items adding up each output's slices
         self.packs_x = problem.packs_x
         self.kernel_source = codelet.render(self.params, self.dtype, problem.op.conjugated and self.dtype.is_complex,
                                             conjugate_x=problem.conjugate_x and self.dtype.is_complex,
                                             vectors=problem.vectors, unit_x=self.packs_x or problem.incx == 1,
-                                            lanes=self.lanes if self.sums_slices else 1)
+                                            lanes=self.lanes)
         self._partial: ocl.Buffer | None = None
         self._arrivals: ocl.Buffer | None = None
         self._lock = threading.Lock()

@@ -213,26 +213,23 @@ def _finish(owner: str, output: str, outputs: str, total: str, axis: int, per_gr
         "        }",
         "    }",
         "#else",
-        "    // LANES work-items take each element, SPAN consecutive ones consecutive elements of a slice: lane l",
-        "    // adds slices l, l + LANES, ... (one load after another would wait on each); the lanes' totals are",
-        "    // then added in local memory, whose partial sums the last barrier left free",
-        "    const int t = ty * WG_X + tx, lane = t / SPAN;",
+        "    // LANES work-items take each element (the work-group's SPAN x LANES cover them all at once), SPAN",
+        "    // consecutive ones consecutive elements of a slice: lane l adds slices l, l + LANES, ... (one load",
+        "    // after another would wait on each); the lanes' totals are then added in local memory, whose",
+        "    // partial sums the last barrier left free",
+        "    const int t = ty * WG_X + tx, lane = t / SPAN, e = t % SPAN;",
         "    __local elem* const lane_totals = (__local elem*)sums;",
-        f"    for (int e0 = 0; e0 < {per_group} * VECTORS; e0 += SPAN) {{",
-        "        const int e = e0 + t % SPAN;",
-        f"        const int index = get_group_id({axis}) * {per_group} + (by_output ? e % {per_group} : e / VECTORS);",
-        f"        const int v = first_vector + (by_output ? e / {per_group} : e % VECTORS);",
-        f"        const bool owned = e < {per_group} * VECTORS && index < {outputs} && v < vectors;",
-        "        elem total = (elem)(0);",
-        f"        if (owned) for (int s = lane; s < slices; s += LANES) total += ELEM_LOAD(partial, PARTIAL_AT(s, {at}));",
-        "        lane_totals[t] = total;",
-        "        for (int width = LANES / 2; width > 0; width /= 2) {",
-        "            barrier(CLK_LOCAL_MEM_FENCE);",
-        "            if (lane < width) lane_totals[t] += lane_totals[t + width * SPAN];",
-        "        }",
-        "        if (owned && lane == 0) WRITE(index, v, lane_totals[t]);",
-        "        barrier(CLK_LOCAL_MEM_FENCE);   // read before the next elements' totals replace them",
+        f"    const int index = get_group_id({axis}) * {per_group} + (by_output ? e % {per_group} : e / VECTORS);",
+        f"    const int v = first_vector + (by_output ? e / {per_group} : e % VECTORS);",
+        f"    const bool owned = e < {per_group} * VECTORS && index < {outputs} && v < vectors;",
+        "    elem total = (elem)(0);",
+        f"    if (owned) for (int s = lane; s < slices; s += LANES) total += ELEM_LOAD(partial, PARTIAL_AT(s, {at}));",
+        "    lane_totals[t] = total;",
+        "    for (int width = LANES / 2; width > 0; width /= 2) {",
+        "        barrier(CLK_LOCAL_MEM_FENCE);",
+        "        if (lane < width) lane_totals[t] += lane_totals[t + width * SPAN];",
         "    }",
+        "    if (owned && lane == 0) WRITE(index, v, lane_totals[t]);",
         "#endif",
         f"    if ({first}) arrivals[tile] = 0;     // ready for the next launch",
     ])
@@ -258,6 +255,9 @@ def render(params: GemvParams, dt: Dtype, conjugate: bool = False, *, conjugate_
     work-group, 1, reduction step)."""
     p = params
     block = max(1, min(vectors, p.vectors))
+    if lanes < 1 or lanes & (lanes - 1) or lanes > max(1, p.work_group_size // (p.outputs_per_group * block)):
+        raise ValueError(f"{lanes} work-items an output of {p.describe()}: a power of two, its work-group's "
+                         f"{p.work_group_size} covering {p.outputs_per_group * block} outputs that many times")
     complex_ = dt.is_complex
     conj = "(elem)((v).x, -(v).y)"
     body = _ROWS if p.layout == "N" else _COLS
