@@ -227,6 +227,51 @@ def test_what_the_gemv_does_not_compute_stays_a_gemm(ctx, routed):
     assert routed == []
 
 
+@settings(max_examples=25, deadline=None)
+@given(layout=st.sampled_from("NT"), matrix=st.sampled_from("AB"),
+       group=st.sampled_from(((8, 8), (16, 4), (4, 16), (32, 8), (8, 32), (16, 16))),
+       per_item=st.sampled_from((1, 2)), unroll=st.sampled_from((1, 2)), vector_block=st.sampled_from((1, 2, 4, 8)),
+       few=st.integers(2, 9), outputs=st.integers(10, 70), slices=st.integers(LANE_MIN_SLICES, 40),
+       short=st.integers(0, 3), letter=st.sampled_from("sz"), seed=st.integers(0, 2**32 - 1))
+def test_any_configuration_adds_up_a_split_right(ctx, layout, matrix, group, per_item, unroll, vector_block, few,
+                                                 outputs, slices, short, letter, seed):
+    """Any work-group shape, outputs and vectors per work-item and block of vectors, with the reduction
+    split into ``slices`` of one step each (the last ``short`` of a step): the kernel's lanes (as many as
+    ``summing_lanes`` gives, often not a divisor of the slices) add each output's slices up right, into a
+    poisoned C, with beta 0."""
+    dt = DTYPES[letter]
+    params = GemvParams(layout, *group, per_item, unroll, 16, vectors=vector_block)
+    step = params.reduction_step
+    k = max(1, slices * step - short)
+    m, n = (few, outputs) if matrix == "B" else (outputs, few)
+    # the matrix stored as the layout reads it, the vectors (the other operand) so that X is not packed
+    ta, tb = {("A", "N"): "NT", ("A", "T"): "TT", ("B", "N"): "NT", ("B", "T"): "NN"}[matrix, layout]
+    rng = np.random.default_rng(seed)
+    a = random_matrix(rng, dt, (k, m) if ta == "T" else (m, k))
+    b = random_matrix(rng, dt, (n, k) if tb == "T" else (k, n))
+    product = apply_op(a.astype(dt.reference_numpy), ta) @ apply_op(b.astype(dt.reference_numpy), tb)
+    problem = GemmProblem.dense(dt, m, n, k, Op(ta == "T"), Op(tb == "T"))
+    route = as_vectors(problem)
+    assert route is not None and route.matrix_is_b == (matrix == "B") and route.gemv.layout == layout
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gemv_plans.GemvLaunchPlan, "_split", lambda plan: (-(-k // step), step))
+        plan = VectorsPlan(ctx, problem, route, params)
+    assert plan.gemv.slices == -(-k // step) and plan.gemv.sums_slices
+    assert plan.gemv.lanes == params.summing_lanes(min(few, vector_block), plan.gemv.slices)
+    mf = cl.mem_flags
+    poison = np.full((m, n), np.nan, dt.numpy)
+    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x) for x in (a, b, poison)]
+    try:
+        assert len(plan.enqueue(*buffers)) == 1
+        got = np.empty((m, n), dt.numpy)
+        cl.enqueue_copy(ctx.queue, got, buffers[2]).wait()
+    finally:
+        plan.release()
+        for buffer in buffers:
+            buffer.release()
+    assert relative_error(got, product) < tolerance(dt, k), plan.describe()
+
+
 def test_each_lane_adds_at_least_a_few_slices_of_an_output():
     """A split's outputs are added up by as many work-items each as the work-group has to spare, a power
     of two, but never so many that a lane adds fewer than ``LANE_MIN_SLICES`` slices."""
