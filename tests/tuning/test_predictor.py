@@ -302,3 +302,45 @@ def test_a_product_with_no_multiply_add_has_no_rate_and_no_warning():
         got = corrected(np.array([0.0, 0.25]), np.array([[0.5], [0.5]]), np.array([[1.0], [1.0]]),
                         np.array([[1.0], [1.0]]))
         assert got[0] == -math.inf and math.isfinite(got[1])
+
+
+def test_explain_times_the_plans_the_predictor_ranks_next(cache, ctx, device):
+    """``explain --alternatives``: the predictor's pairs after the plan's own, fastest predicted first,
+    each built, checked against float64 and timed; none of them the plan's; a line each at 80 columns."""
+    from autogemm.bench import explain as explaining
+    from autogemm.bench.shapes import Shape
+    from autogemm.blas.prediction import ranked
+
+    m, n, k = 40, 48, 4096          # (more columns and rows than the multi-vector GEMV takes)
+    sample = Sample("TT", (m, n, k), (((1, 1.0),), ((1, 2.0),)))
+    save(make_profile(device, {"s": predictor(sample)}))
+    fitted = profile_for(device).predictors["s"]
+    pairs = ranked(fitted, problem(m, n, k, "TT"), device.compute_units, usable)
+    assert [(p.params, p.split) for p in pairs] == [(NARROW, 1), (WIDE, 1)]
+    assert pairs == sorted(pairs, key=lambda p: -p.gflops)
+    assert predict(fitted, problem(m, n, k, "TT"), device.compute_units, usable) == pairs[0]
+    found = explaining.explain(ctx, S, Shape(m, n, k, "TT"), runs=2, alternatives=5)
+    assert "(predicted)" in found.choice
+    # NARROW is the plan's (read as stored, TT); WIDE follows as the selection would take it, in TT too
+    assert [(a.config, a.split) for a in found.alternatives] == [(dataclasses.replace(WIDE, layout="TT").describe(), 1)]
+    assert all(a.seconds > 0 and a.predicted_gflops > 0 for a in found.alternatives)
+    lines = explaining.describe(found)
+    assert max(map(len, lines)) <= 80 and any("the predictor's next plans" in line for line in lines)
+    assert explaining.explain(ctx, S, Shape(m, n, k, "TT"), runs=1).alternatives == []
+
+
+def test_the_explain_command_times_alternatives_or_says_why_there_are_none(cache, device):
+    from click.testing import CliRunner
+
+    from autogemm.cli import main
+
+    command = ["explain", "40", "48", "300", "--layout", "tt", "--runs", "1", "--alternatives", "2",
+               "-d", f"{device.platform_index}:{device.device_index}"]
+    save(make_profile(device, {}))
+    out = CliRunner().invoke(main, command)
+    assert out.exit_code == 0, out.output
+    assert "no other plan to time" in out.output and "next plans" not in out.output
+    save(make_profile(device, {"s": predictor(Sample("TT", (40, 48, 300), (((1, 1.0),), ((1, 2.0),))))}))
+    out = CliRunner().invoke(main, command)
+    assert out.exit_code == 0, out.output
+    assert "the predictor's next plans" in out.output and "no other plan" not in out.output

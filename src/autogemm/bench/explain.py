@@ -1,7 +1,8 @@
 """Why one product runs as fast as it does: where a call of it goes, the plan chosen and where from, each
 launch's device time and the gaps between them, the host's time to enqueue them, how many work-groups
-the product's kernel gives each compute unit; and, where torch has CUDA, cuBLAS's kernels for the same
-product (from torch's profiler), so that the two can be read side by side."""
+the product's kernel gives each compute unit; on request the plans of the profile's predictor ranked
+next to it, each timed; and, where torch has CUDA, cuBLAS's kernels for the same product (from torch's
+profiler), so that the two can be read side by side."""
 
 from __future__ import annotations
 
@@ -17,11 +18,15 @@ import numpy as np
 
 from ..accuracy import KnownReference, apply_op, gemm_flops, random_operands
 from ..blas import GemmProblem, Op
+from ..blas.launch_plan import LaunchPlan
 from ..blas.plans import plan_for
-from ..blas.selection import choose_params
+from ..blas.prediction import ranked
+from ..blas.selection import Selection, choose_params, read_as_stored
+from ..codelets.registry import KernelParams, check
 from ..dtypes import Dtype
 from ..engine.call import GemmCall, GemmOptions
 from ..engine.dispatch import OPENCL_PLAN, route_elsewhere
+from ..profiles import profile_for
 from ..runtime.backend import CUDA
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
@@ -38,6 +43,17 @@ class Launch:
     name: str
     seconds: float
     gap_before: float
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """A plan the profile's predictor ranked for the product: its configuration and K split (0: stream-K),
+    the rate predicted, and its device seconds as ``explain`` timed it (its result checked)."""
+
+    config: str
+    split: int
+    predicted_gflops: float
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -71,6 +87,7 @@ class Explanation:
     peer_seconds: float | None = None
     peer_kernels: list[PeerKernel] = field(default_factory=list)
     batch: int = 1
+    alternatives: list[Alternative] = field(default_factory=list)
 
     @property
     def tflops(self) -> float:
@@ -83,11 +100,13 @@ class Explanation:
         return self.work_groups / max(self.compute_units, 1)
 
 
-def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: int = 0, batch: int = 1
-            ) -> Explanation:
+def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: int = 0, batch: int = 1,
+            alternatives: int = 0) -> Explanation:
     """Build, check and time ``shape``'s plan on ``ctx``'s device, or that of a strided ``batch`` of such
     products, as ``gemm_batched`` runs it (operands random, C poisoned and checked against float64 after
-    the runs), and find the route and the choice a call of it would take."""
+    the runs), and find the route and the choice a call of it would take; with ``alternatives``, also as
+    many of the (kernel, K split) pairs the profile's predictor ranks fastest for the product (one
+    product; those the device can build), each built, checked and timed the same way."""
     rng = np.random.default_rng(seed)
     op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
     a, b = random_operands(rng, dt, shape.m, shape.n, shape.k, shape.trans_a, shape.trans_b, batch)
@@ -96,10 +115,39 @@ def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: i
     route, _ = route_elsewhere(GemmCall.build(a, b, c, batch if batch > 1 else None, options))
     problem = GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b, batch)
     chosen = choose_params(ctx.device, problem)
-    plan = plan_for(ctx, problem)
+    wide = dt.reference_numpy
+    reference = KnownReference(dt, apply_op(a, shape.trans_a).astype(wide) @ apply_op(b, shape.trans_b).astype(wide),
+                               shape.k)
     buffers = [ocl.buffer_of(ctx.context, np.ascontiguousarray(x)) for x in (a, b, c)]
     try:
+        plan = plan_for(ctx, problem)
+        spans, hosts, error = _timed(ctx, plan, buffers, c, reference, runs)
         names = plan.describe().split(" ; ")
+        launches = [Launch(names[i] if len(names) == len(spans[0]) else f"launch {i + 1}",
+                           statistics.median((run[i][1] - run[i][0]) * 1e-9 for run in spans),
+                           statistics.median((run[i][0] - run[i - 1][1]) * 1e-9 for run in spans) if i else 0.0)
+                    for i in range(len(spans[0]))]
+        found = Explanation(dt, shape, ctx.device.label, ctx.device.compute_units, route,
+                            f"{plan.params.describe()} ({plan.params_source})", chosen.backend, plan.describe(),
+                            plan.work_groups, launches, _span(spans), statistics.median(hosts), error, batch=batch)
+        for other, gflops in _ranked(ctx, problem, (plan.params, chosen.split), alternatives):
+            alternative = LaunchPlan(ctx, problem, other.params, split_k=other.split, source=other.source)
+            found.alternatives.append(Alternative(other.params.describe(), other.split, gflops,
+                                                  _span(_timed(ctx, alternative, buffers, c, reference, runs)[0])))
+    finally:
+        for buffer in buffers:
+            buffer.release()
+    found.peer_seconds, found.peer_kernels = cublas_kernels(dt, a, b, shape, runs)
+    return found
+
+
+def _timed(ctx: DeviceContext, plan, buffers: list, poisoned: np.ndarray, reference: KnownReference, runs: int
+           ) -> tuple[list[list[tuple[int, int]]], list[float], float]:
+    """Each of ``runs`` runs of ``plan`` on ``buffers`` (A, B and a C poisoned first), its launches'
+    (start, end) nanoseconds from a held queue, and the host's seconds to enqueue them; and the result's
+    error against ``reference`` (``AssertionError`` for a wrong one). The plan is released after."""
+    try:
+        ocl.copy(ctx.queue, buffers[2], poisoned)
         plan.enqueue(*buffers)                      # warm-up: builds, allocates, binds
         ctx.queue.finish()
         spans, hosts = [], []
@@ -110,26 +158,41 @@ def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: i
             hosts.append(time.perf_counter() - start)
             ctx.queue.finish()
             spans.append([(e.profile.start, e.profile.end) for e in events])
-        result = np.empty_like(c)
+        result = np.empty_like(poisoned)
         ocl.copy(ctx.queue, result, buffers[2])
     finally:
-        for buffer in buffers:
-            buffer.release()
         plan.release()
-    wide = dt.reference_numpy
-    exact = apply_op(a, shape.trans_a).astype(wide) @ apply_op(b, shape.trans_b).astype(wide)
-    error, ok = KnownReference(dt, exact, shape.k).check(result)
+    error, ok = reference.check(result)
     if not ok:
-        raise AssertionError(f"{dt.routine} {shape.label}: wrong result (relative error {error:.1e})")
-    launches = [Launch(names[i] if len(names) == len(spans[0]) else f"launch {i + 1}",
-                       statistics.median((run[i][1] - run[i][0]) * 1e-9 for run in spans),
-                       statistics.median((run[i][0] - run[i - 1][1]) * 1e-9 for run in spans) if i else 0.0)
-                for i in range(len(spans[0]))]
-    device_seconds = statistics.median((run[-1][1] - run[0][0]) * 1e-9 for run in spans)
-    found = Explanation(dt, shape, ctx.device.label, ctx.device.compute_units, route,
-                        f"{plan.params.describe()} ({plan.params_source})", chosen.backend, plan.describe(),
-                        plan.work_groups, launches, device_seconds, statistics.median(hosts), error, batch=batch)
-    found.peer_seconds, found.peer_kernels = cublas_kernels(dt, a, b, shape, runs)
+        raise AssertionError(f"{plan.problem.dtype.routine} {plan.describe()}: wrong result (relative error "
+                             f"{error:.1e})")
+    return spans, hosts, error
+
+
+def _span(spans: list[list[tuple[int, int]]]) -> float:
+    """The median over runs of the first launch's start to the last one's end, in seconds."""
+    return statistics.median((run[-1][1] - run[0][0]) * 1e-9 for run in spans)
+
+
+def _ranked(ctx: DeviceContext, problem: GemmProblem, taken: tuple, count: int) -> list[tuple[Selection, float]]:
+    """Up to ``count`` of the (configuration, K split) pairs the device's profile's predictor ranks fastest
+    for ``problem``, each as the selection would take it (``read_as_stored``) and with its predicted
+    GFLOP/s, but the plan's own (``taken``) and any met before; none without a predictor of the problem's
+    dtype."""
+    profile = profile_for(ctx.device)
+    predictor = profile.predictors.get(problem.dtype.key) if profile is not None and count else None
+    if predictor is None:
+        return []
+
+    def usable(config: KernelParams) -> bool:
+        return check(config, ctx.device, problem.dtype) is None and not (config.image_a or config.image_b)
+
+    found, seen = [], {taken}
+    for pair in ranked(predictor, problem, ctx.device.compute_units, usable):
+        other = read_as_stored(Selection(pair.params, "predicted", pair.split), ctx.device, problem)
+        if (other.params, other.split) not in seen and len(found) < count:
+            seen.add((other.params, other.split))
+            found.append((other, pair.gflops))
     return found
 
 
@@ -175,6 +238,17 @@ def describe(found: Explanation) -> list[str]:
     lines = [part for line in head for part in textwrap.wrap(line, 80, subsequent_indent="  ")]
     for launch in found.launches:
         lines.append(f"  {launch.seconds * us:8.1f} {launch.gap_before * us:6.1f}  {_cut(launch.name, 60)}")
+    if found.alternatives:
+        lines.append("the predictor's next plans (device us, predicted GFLOP/s, K; * faster):")
+        for other in found.alternatives:
+            mark = "*" if other.seconds < found.device_seconds else " "
+            split = "stream-K" if other.split == 0 else f"K/{other.split}"
+            lines.append(f" {mark}{other.seconds * us:8.1f} {other.predicted_gflops:8.0f} {split:>8}  "
+                         f"{_cut(other.config, 50)}")
+        best = min(other.seconds for other in found.alternatives)
+        if best < found.device_seconds:
+            lines += textwrap.wrap(f"one ran {found.device_seconds / best:.2f}x faster than the plan: `autogemm "
+                                   "tune --shapes` of this product searches for the fastest and keeps it", 80)
     if found.peer_seconds is not None:
         ratio = found.peer_seconds / found.device_seconds
         lines.append(f"cuBLAS: {found.peer_seconds * us:.1f} us (autogemm / cuBLAS {ratio:.2f}); its kernels "

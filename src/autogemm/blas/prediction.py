@@ -67,13 +67,22 @@ def predict(predictor: Predictor, problem: GemmProblem, compute_units: int,
     """The pair of a ``usable`` kernel of the bank and a split predicted fastest for ``problem`` (one
     product, not a batch); None when the problem is beyond the predictor's reach or no usable pair was
     timed on any sample."""
+    pairs = ranked(predictor, problem, compute_units, usable)
+    return pairs[0] if pairs else None
+
+
+def ranked(predictor: Predictor, problem: GemmProblem, compute_units: int,
+           usable: Callable[[KernelParams], bool]) -> list[Prediction]:
+    """Every pair of a ``usable`` kernel of the bank and a split that some sample timed, with its rate
+    predicted for ``problem``, fastest first (of equal rates, the bank's and the splits' order); none for
+    a batch or a problem beyond the predictor's reach."""
     m, n, k = problem.m, problem.n, problem.k
     largest = max(s.shape[0] * s.shape[1] * s.shape[2] for s in predictor.samples)
     if problem.batch > 1 or m * n * k > REACH * largest:
-        return None
+        return []
     shape = (("T" if problem.op_a.transposed else "N") + ("T" if problem.op_b.transposed else "N"), m, n, k)
     order, distances = nearest(predictor, shape)
-    best: Prediction | None = None
+    pairs = []
     for index, params in enumerate(predictor.bank):
         if not usable(params):
             continue
@@ -86,9 +95,8 @@ def predict(predictor: Predictor, problem: GemmProblem, compute_units: int,
             rate = math.exp(corrected(modelled(predictor, problem.dtype, params, split, shape, compute_units),
                                       np.array(near), np.array([w for _, w, _ in found]),
                                       np.log([gflops for _, _, gflops in found])))
-            if best is None or rate > best.gflops:
-                best = Prediction(params, split, rate)
-    return best
+            pairs.append(Prediction(params, split, rate))
+    return sorted(pairs, key=lambda pair: -pair.gflops)
 
 
 def nearest(predictor: Predictor, shape: Shape) -> tuple[list[int], np.ndarray]:

@@ -27,22 +27,31 @@ from .group import main
               help="A strided batch of this many products, as gemm_batched runs it (cuBLAS: torch.bmm).")
 @click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True,
               help="Timed runs (medians are shown).")
+@click.option("--alternatives", type=click.IntRange(0, 32), default=0, show_default=True,
+              help="Also build, check and time this many of the plans the profile's predictor ranks next.")
 @json_file("Also write what was found as JSON.")
-def explain_command(m, n, k, layout, letter, device, batch, runs, json_path) -> None:
+def explain_command(m, n, k, layout, letter, device, batch, runs, alternatives, json_path) -> None:
     """Explain the product C (M x N) = op(A) op(B) over K: where a call of numpy operands runs (the host's
     BLAS, the CUDA path, streamed, or the device's OpenCL plan), the configuration chosen and where it came
     from (the profile's entry for this shape, its predictor or its size class), each launch of the plan
     with its device time and the idle time before it, the host's time to enqueue them, and how many
-    work-groups the product's kernel gives each compute unit. Where torch has CUDA, cuBLAS's time and
-    kernels (name, grid, block) for the same product follow. The result is checked against float64.
-    With --batch, the same for a strided batch of such products (each its own A, B and C)."""
+    work-groups the product's kernel gives each compute unit. With --alternatives, the plans the
+    profile's predictor ranks next for it follow, each timed (where one is faster, `tune --shapes` of
+    the product searches for the fastest and keeps it). Where torch has CUDA, cuBLAS's time and kernels
+    (name, grid, block) for the same product follow. Every result is checked against float64. With
+    --batch, the same for a strided batch of such products (each its own A, B and C)."""
     dt = get_dtype(letter)
     dev = select_device(None, device)
     if dt.needs_fp64 and not dev.fp64:
         raise ArgumentError(f"{dt.routine} needs double precision, which {dev.name.strip()} lacks")
     with console.status(f"timing {dt.routine} {f'{batch} x ' if batch > 1 else ''}{m} x {n} x {k} {layout.upper()}"):
-        found = explain(context_for(dev), dt, Shape(m, n, k, layout.upper()), runs, batch=batch)
+        found = explain(context_for(dev), dt, Shape(m, n, k, layout.upper()), runs, batch=batch,
+                        alternatives=alternatives)
     for line in describe(found):
         console.print(line, highlight=False, markup=False)
+    if alternatives and not found.alternatives:
+        console.print(f"no other plan to time: the profile's predictor ranks none for this product (it has no "
+                      f"predictor of {dt.routine} until `autogemm tune --size-class predictor`, or the product "
+                      "is a batch or beyond its samples' reach)", highlight=False, markup=False)
     if json_path:
         write_results(json_path, {**dataclasses.asdict(found), "dt": dt.key, "shape": found.shape.label})
