@@ -344,3 +344,17 @@ def test_the_explain_command_times_alternatives_or_says_why_there_are_none(cache
     out = CliRunner().invoke(main, command)
     assert out.exit_code == 0, out.output
     assert "the predictor's next plans" in out.output and "no other plan" not in out.output
+
+
+def test_an_exact_shape_starts_from_the_plans_the_predictor_ranks_next(cache, device):
+    """``candidates``: the profile's choice, then the configurations of the predictor's next pairs (as the
+    selection would take them: read as stored), then the nearest size classes' own, each once."""
+    from autogemm.blas.selection import candidates
+
+    shape = problem(40, 48, 4096, "TT")
+    save(make_profile(device, {}))
+    without = candidates(device, shape, 8)
+    save(make_profile(device, {"s": predictor(Sample("TT", (40, 48, 4096), (((1, 1.0),), ((1, 2.0),))))}))
+    tt = [dataclasses.replace(config, layout="TT") for config in (NARROW, WIDE)]
+    assert candidates(device, shape, 8) == [*tt, WIDE, NARROW] and candidates(device, shape, 2) == tt
+    assert without == [tt[1], WIDE, NARROW]        # the class's choice read as stored, then the class's own

@@ -20,13 +20,10 @@ from ..accuracy import KnownReference, apply_op, gemm_flops, random_operands
 from ..blas import GemmProblem, Op
 from ..blas.launch_plan import LaunchPlan
 from ..blas.plans import plan_for
-from ..blas.prediction import ranked
-from ..blas.selection import Selection, choose_params, read_as_stored
-from ..codelets.registry import KernelParams, check
+from ..blas.selection import choose_params, predicted_plans
 from ..dtypes import Dtype
 from ..engine.call import GemmCall, GemmOptions
 from ..engine.dispatch import OPENCL_PLAN, route_elsewhere
-from ..profiles import profile_for
 from ..runtime.backend import CUDA
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
@@ -130,7 +127,9 @@ def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: i
         found = Explanation(dt, shape, ctx.device.label, ctx.device.compute_units, route,
                             f"{plan.params.describe()} ({plan.params_source})", chosen.backend, plan.describe(),
                             plan.work_groups, launches, _span(spans), statistics.median(hosts), error, batch=batch)
-        for other, gflops in _ranked(ctx, problem, (plan.params, chosen.split), alternatives):
+        others = [(other, gflops) for other, gflops in predicted_plans(ctx.device, problem)
+                  if (other.params, other.split) != (plan.params, chosen.split)]
+        for other, gflops in others[:alternatives]:
             alternative = LaunchPlan(ctx, problem, other.params, split_k=other.split, source=other.source)
             found.alternatives.append(Alternative(other.params.describe(), other.split, gflops,
                                                   _span(_timed(ctx, alternative, buffers, c, reference, runs)[0])))
@@ -172,28 +171,6 @@ def _timed(ctx: DeviceContext, plan, buffers: list, poisoned: np.ndarray, refere
 def _span(spans: list[list[tuple[int, int]]]) -> float:
     """The median over runs of the first launch's start to the last one's end, in seconds."""
     return statistics.median((run[-1][1] - run[0][0]) * 1e-9 for run in spans)
-
-
-def _ranked(ctx: DeviceContext, problem: GemmProblem, taken: tuple, count: int) -> list[tuple[Selection, float]]:
-    """Up to ``count`` of the (configuration, K split) pairs the device's profile's predictor ranks fastest
-    for ``problem``, each as the selection would take it (``read_as_stored``) and with its predicted
-    GFLOP/s, but the plan's own (``taken``) and any met before; none without a predictor of the problem's
-    dtype."""
-    profile = profile_for(ctx.device)
-    predictor = profile.predictors.get(problem.dtype.key) if profile is not None and count else None
-    if predictor is None:
-        return []
-
-    def usable(config: KernelParams) -> bool:
-        return check(config, ctx.device, problem.dtype) is None and not (config.image_a or config.image_b)
-
-    found, seen = [], {taken}
-    for pair in ranked(predictor, problem, ctx.device.compute_units, usable):
-        other = read_as_stored(Selection(pair.params, "predicted", pair.split), ctx.device, problem)
-        if (other.params, other.split) not in seen and len(found) < count:
-            seen.add((other.params, other.split))
-            found.append((other, pair.gflops))
-    return found
 
 
 def cublas_kernels(dt: Dtype, a: np.ndarray, b: np.ndarray, shape: Shape, runs: int

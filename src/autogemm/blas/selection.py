@@ -20,7 +20,7 @@ from .coverage import planned_slices, predicted_rate
 from .cuda_gemm import fitted
 from .defaults import CUDA_DEFAULTS, default_params, tensor_defaults
 from .gemv import GemvProblem, default_gemv_params
-from .prediction import predict
+from .prediction import predict, ranked
 from .problem import GemmProblem
 from .routing import Routing
 from .vectors import VectorsRoute, as_vectors
@@ -371,16 +371,37 @@ def operands_as_stored(layout: str, stored: str) -> int:
 
 def candidates(device: Device, problem: GemmProblem, count: int) -> list[KernelParams]:
     """Up to ``count`` configurations worth trying for ``problem`` on ``device``: ``choose_params``'s
-    first, then the other usable ones the profile ranks for the dtype in the size classes nearest in
-    shape (the hybrid tuner's candidates: the kernel best alone is not always best beside the host)."""
-    first = choose_params(device, problem).params
-    found = [first]
+    first, then those of the pairs the profile's predictor ranks fastest for it (``predicted_plans``),
+    then the other usable ones the profile ranks for the dtype in the size classes nearest in shape (the
+    hybrid tuner's candidates: the kernel best alone is not always best beside the host; an exact
+    shape's tuning starts from them)."""
+    found = [choose_params(device, problem).params]
     profile = profile_for(device)
     if profile is not None:
-        for entry in (e for entries in class_entries(profile, (problem.dtype.key,), problem) for e in entries):
-            for ranked in entry.ranked:
-                if len(found) >= count or ranked.config in found:
-                    continue
-                if check(ranked.config, device, problem.dtype) is None:
-                    found.append(ranked.config)
+        predicted = [chosen.params for chosen, _ in predicted_plans(device, problem)]
+        classed = [ranked.config for entries in class_entries(profile, (problem.dtype.key,), problem)
+                   for entry in entries for ranked in entry.ranked]
+        for config in predicted + classed:
+            if len(found) < count and config not in found and check(config, device, problem.dtype) is None:
+                found.append(config)
     return found[:count]
+
+
+def predicted_plans(device: Device, problem: GemmProblem) -> list[tuple[Selection, float]]:
+    """The (configuration, K split) pairs the device's profile's predictor ranks for ``problem``, fastest
+    first, each as the selection would take it (``read_as_stored``) and once, with its predicted GFLOP/s;
+    none without a predictor of the problem's dtype (or for a batch, or beyond its reach)."""
+    profile = profile_for(device)
+    predictor = profile.predictors.get(problem.dtype.key) if profile is not None else None
+    if predictor is None:
+        return []
+
+    def usable(config: KernelParams) -> bool:
+        return check(config, device, problem.dtype) is None and not (config.image_a or config.image_b)
+
+    found: dict[tuple, tuple[Selection, float]] = {}
+    for pair in ranked(predictor, problem, device.compute_units, usable):
+        chosen = read_as_stored(Selection(pair.params, f"profile {profile.device_fingerprint} (predicted)",
+                                          pair.split), device, problem)
+        found.setdefault((chosen.params, chosen.split), (chosen, pair.gflops))
+    return list(found.values())
