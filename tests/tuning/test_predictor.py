@@ -327,6 +327,20 @@ def test_explain_times_the_plans_the_predictor_ranks_next(cache, ctx, device):
     lines = explaining.describe(found)
     assert max(map(len, lines)) <= 80 and any("the predictor's next plans" in line for line in lines)
     assert explaining.explain(ctx, S, Shape(m, n, k, "TT"), runs=1).alternatives == []
+    few = explaining.explain(ctx, S, Shape(10, 12, k, "TT"), runs=1, alternatives=3)     # a multi-vector GEMV's
+    assert "as GEMV right-hand sides" in few.plan and few.alternatives == []
+    # one that cannot be built (or computes wrongly) is reported as such, the rest of the explanation kept
+    from autogemm.errors import ConfigError
+
+    def refused(*args, **kwargs):
+        raise ConfigError("not on this device\nsecond line")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(explaining, "LaunchPlan", refused)
+        failed = explaining.explain(ctx, S, Shape(m, n, k, "TT"), runs=1, alternatives=5)
+    assert [(a.seconds, a.failure) for a in failed.alternatives] == [(None, "not on this device")]
+    lines = explaining.describe(failed)
+    assert any("failed" in line for line in lines) and max(map(len, lines)) <= 80
 
 
 def test_the_explain_command_times_alternatives_or_says_why_there_are_none(cache, device):

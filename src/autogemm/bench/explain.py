@@ -6,6 +6,7 @@ profiler), so that the two can be read side by side."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 import tempfile
@@ -20,10 +21,12 @@ from ..accuracy import KnownReference, apply_op, gemm_flops, random_operands
 from ..blas import GemmProblem, Op
 from ..blas.launch_plan import LaunchPlan
 from ..blas.plans import plan_for
-from ..blas.selection import choose_params, predicted_plans
+from ..blas.selection import Selection, choose_params, predicted_plans
+from ..blas.vectors import VectorsPlan
 from ..dtypes import Dtype
 from ..engine.call import GemmCall, GemmOptions
 from ..engine.dispatch import OPENCL_PLAN, route_elsewhere
+from ..errors import AutogemmError
 from ..runtime.backend import CUDA
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
@@ -45,12 +48,14 @@ class Launch:
 @dataclass(frozen=True)
 class Alternative:
     """A plan the profile's predictor ranked for the product: its configuration and K split (0: stream-K),
-    the rate predicted, and its device seconds as ``explain`` timed it (its result checked)."""
+    the rate predicted, and its device seconds as ``explain`` timed it (its result checked), or why it
+    could not be timed."""
 
     config: str
     split: int
     predicted_gflops: float
-    seconds: float
+    seconds: float | None          # None where it failed
+    failure: str = ""              # why it could not be timed
 
 
 @dataclass(frozen=True)
@@ -102,8 +107,9 @@ def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: i
     """Build, check and time ``shape``'s plan on ``ctx``'s device, or that of a strided ``batch`` of such
     products, as ``gemm_batched`` runs it (operands random, C poisoned and checked against float64 after
     the runs), and find the route and the choice a call of it would take; with ``alternatives``, also as
-    many of the (kernel, K split) pairs the profile's predictor ranks fastest for the product (one
-    product; those the device can build), each built, checked and timed the same way."""
+    many of the (kernel, K split) pairs the profile's predictor ranks fastest for the product after the
+    plan's own (one product that a GEMM kernel runs), each built, checked and timed the same way, or
+    the reason it could not be."""
     rng = np.random.default_rng(seed)
     op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
     a, b = random_operands(rng, dt, shape.m, shape.n, shape.k, shape.trans_a, shape.trans_b, batch)
@@ -127,17 +133,28 @@ def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: i
         found = Explanation(dt, shape, ctx.device.label, ctx.device.compute_units, route,
                             f"{plan.params.describe()} ({plan.params_source})", chosen.backend, plan.describe(),
                             plan.work_groups, launches, _span(spans), statistics.median(hosts), error, batch=batch)
-        others = [(other, gflops) for other, gflops in predicted_plans(ctx.device, problem)
-                  if (other.params, other.split) != (plan.params, chosen.split)]
-        for other, gflops in others[:alternatives]:
-            alternative = LaunchPlan(ctx, problem, other.params, split_k=other.split, source=other.source)
-            found.alternatives.append(Alternative(other.params.describe(), other.split, gflops,
-                                                  _span(_timed(ctx, alternative, buffers, c, reference, runs)[0])))
+        if alternatives and not isinstance(plan, VectorsPlan):      # (GEMV's products: GEMV's own classes)
+            others = ((other, gflops) for other, gflops in predicted_plans(ctx.device, problem)
+                      if (other.params, other.split) != (plan.params, plan.split))
+            for other, gflops in itertools.islice(others, alternatives):
+                found.alternatives.append(_alternative(ctx, problem, other, gflops, buffers, c, reference, runs))
     finally:
         for buffer in buffers:
             buffer.release()
     found.peer_seconds, found.peer_kernels = cublas_kernels(dt, a, b, shape, runs)
     return found
+
+
+def _alternative(ctx: DeviceContext, problem: GemmProblem, other: Selection, gflops: float, buffers: list,
+                 poisoned: np.ndarray, reference: KnownReference, runs: int) -> Alternative:
+    """``other``'s plan for ``problem``, timed as the plan was; where it cannot be built here, or its
+    result is wrong (a borrowed profile's configuration the selection would have verified first), why."""
+    try:
+        plan = LaunchPlan(ctx, problem, other.params, split_k=other.split, source=other.source)
+        seconds, failure = _span(_timed(ctx, plan, buffers, poisoned, reference, runs)[0]), ""
+    except (AutogemmError, AssertionError, ocl.OpenCLError) as exc:
+        seconds, failure = None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return Alternative(other.params.describe(), other.split, gflops, seconds, failure)
 
 
 def _timed(ctx: DeviceContext, plan, buffers: list, poisoned: np.ndarray, reference: KnownReference, runs: int
@@ -218,14 +235,18 @@ def describe(found: Explanation) -> list[str]:
     if found.alternatives:
         lines.append("the predictor's next plans (device us, predicted GFLOP/s, K; * faster):")
         for other in found.alternatives:
-            mark = "*" if other.seconds < found.device_seconds else " "
             split = "stream-K" if other.split == 0 else f"K/{other.split}"
+            if other.seconds is None:
+                lines.append(f"  {'failed':>8} {other.predicted_gflops:8.0f} {split:>8}  {_cut(other.config, 50)}")
+                lines.append(f"    {_cut(other.failure, 76)}")
+                continue
+            mark = "*" if other.seconds < found.device_seconds else " "
             lines.append(f" {mark}{other.seconds * us:8.1f} {other.predicted_gflops:8.0f} {split:>8}  "
                          f"{_cut(other.config, 50)}")
-        best = min(other.seconds for other in found.alternatives)
-        if best < found.device_seconds:
+        best = min((other.seconds for other in found.alternatives if other.seconds is not None), default=None)
+        if best is not None and best < found.device_seconds:
             lines += textwrap.wrap(f"one ran {found.device_seconds / best:.2f}x faster than the plan: `autogemm "
-                                   "tune --shapes` of this product searches for the fastest and keeps it", 80)
+                                   "tune --shapes` times such plans for a shape it tunes exactly", 80)
     if found.peer_seconds is not None:
         ratio = found.peer_seconds / found.device_seconds
         lines.append(f"cuBLAS: {found.peer_seconds * us:.1f} us (autogemm / cuBLAS {ratio:.2f}); its kernels "

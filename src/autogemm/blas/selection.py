@@ -4,8 +4,9 @@ chooses its own (``blas.plans`` makes a plan from a selection)."""
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from ..codelets import gemv as gemv_codelet
@@ -378,30 +379,34 @@ def candidates(device: Device, problem: GemmProblem, count: int) -> list[KernelP
     found = [choose_params(device, problem).params]
     profile = profile_for(device)
     if profile is not None:
-        predicted = [chosen.params for chosen, _ in predicted_plans(device, problem)]
-        classed = [ranked.config for entries in class_entries(profile, (problem.dtype.key,), problem)
-                   for entry in entries for ranked in entry.ranked]
-        for config in predicted + classed:
-            if len(found) < count and config not in found and check(config, device, problem.dtype) is None:
+        predicted = (chosen.params for chosen, _ in predicted_plans(device, problem))
+        classed = (ranked.config for entries in class_entries(profile, (problem.dtype.key,), problem)
+                   for entry in entries for ranked in entry.ranked)
+        for config in itertools.chain(predicted, classed):
+            if len(found) == count:
+                break
+            if config not in found and check(config, device, problem.dtype) is None:
                 found.append(config)
     return found[:count]
 
 
-def predicted_plans(device: Device, problem: GemmProblem) -> list[tuple[Selection, float]]:
+def predicted_plans(device: Device, problem: GemmProblem) -> Iterator[tuple[Selection, float]]:
     """The (configuration, K split) pairs the device's profile's predictor ranks for ``problem``, fastest
-    first, each as the selection would take it (``read_as_stored``) and once, with its predicted GFLOP/s;
-    none without a predictor of the problem's dtype (or for a batch, or beyond its reach)."""
+    first, each as the selection would take it (``read_as_stored``) and once, with its predicted GFLOP/s,
+    as they are asked for; configurations the device cannot build, or that read through images, left out.
+    None without a predictor of the problem's dtype (or for a batch, or beyond its reach)."""
     profile = profile_for(device)
     predictor = profile.predictors.get(problem.dtype.key) if profile is not None else None
     if predictor is None:
-        return []
+        return
 
     def usable(config: KernelParams) -> bool:
         return check(config, device, problem.dtype) is None and not (config.image_a or config.image_b)
 
-    found: dict[tuple, tuple[Selection, float]] = {}
+    seen = set()
     for pair in ranked(predictor, problem, device.compute_units, usable):
         chosen = read_as_stored(Selection(pair.params, f"profile {profile.device_fingerprint} (predicted)",
                                           pair.split), device, problem)
-        found.setdefault((chosen.params, chosen.split), (chosen, pair.gflops))
-    return list(found.values())
+        if (chosen.params, chosen.split) not in seen:
+            seen.add((chosen.params, chosen.split))
+            yield chosen, pair.gflops

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 
 import click
 
@@ -50,8 +51,10 @@ def explain_command(m, n, k, layout, letter, device, batch, runs, alternatives, 
     for line in describe(found):
         console.print(line, highlight=False, markup=False)
     if alternatives and not found.alternatives:
-        console.print(f"no other plan to time: the profile's predictor ranks none for this product (it has no "
-                      f"predictor of {dt.routine} until `autogemm tune --size-class predictor`, or the product "
-                      "is a batch or beyond its samples' reach)", highlight=False, markup=False)
+        why = (f"no other plan to time: the profile's predictor ranks none for this product but the plan's own "
+               f"(it has none of {dt.routine} until `autogemm tune --size-class predictor`; it ranks GEMM "
+               "kernels for one product, not a batch, a product run as a GEMV or one past its samples' reach)")
+        for line in textwrap.wrap(why, 80):
+            console.print(line, highlight=False, markup=False)
     if json_path:
         write_results(json_path, {**dataclasses.asdict(found), "dt": dt.key, "shape": found.shape.label})

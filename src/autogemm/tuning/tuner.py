@@ -79,9 +79,10 @@ from .scope import (
 from .searching import search, start_point
 from .strategies import DEFAULT_STRATEGY, get_strategy
 
-#: How many of the configurations the profile would choose for an exact shape are measured first (its
-#: choice, then those of the plans its predictor ranks next, ``selection.candidates``): the predictor is
-#: a model, and the fastest of the plans it ranks best is often not its first (the tuning guide's figures).
+#: How many of the configurations the profile would choose for an exact shape, or a size class it lacks,
+#: are measured first (its choice, then those of the plans its predictor ranks next, then the nearest
+#: classes', ``selection.candidates``): the predictor is a model, and the fastest of the plans it ranks
+#: best need not be its first.
 EXACT_CANDIDATES = 8
 #: How many of an exact shape's finalists (besides the profile's choice) are timed with each K split.
 SPLIT_FINALISTS = 2
