@@ -394,7 +394,7 @@ def predicted_plans(device: Device, problem: GemmProblem) -> Iterator[tuple[Sele
     """The (configuration, K split) pairs the device's profile's predictor ranks for ``problem``, fastest
     first, each as the selection would take it (``read_as_stored``) and once, with its predicted GFLOP/s,
     as they are asked for; configurations the device cannot build, or that read through images, left out.
-    None without a predictor of the problem's dtype (or for a batch, or beyond its reach)."""
+    Nothing without a predictor of the problem's dtype (or for a batch, or beyond its reach)."""
     profile = profile_for(device)
     predictor = profile.predictors.get(problem.dtype.key) if profile is not None else None
     if predictor is None:
