@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from limits import set_thresholds
 
 import autogemm
-from autogemm.accuracy import apply_op, random_matrix, relative_error, tolerance
+from autogemm.accuracy import apply_op, random_matrix, random_operands, relative_error, tolerance
 from autogemm.blas import GemmProblem, Op
 from autogemm.blas import gemv as gemv_plans
 from autogemm.blas.plans import gemm_plan
@@ -55,8 +55,7 @@ def routed(monkeypatch):
 
 
 def _operands(dt, m, n, k, ta, tb):
-    a = random_matrix(RNG, dt, (k, m) if ta != "N" else (m, k))
-    b = random_matrix(RNG, dt, (n, k) if tb != "N" else (k, n))
+    a, b = random_operands(RNG, dt, m, n, k, ta, tb)
     wide = dt.reference_numpy
     return a, b, apply_op(a.astype(wide), ta) @ apply_op(b.astype(wide), tb)
 
@@ -246,9 +245,7 @@ def test_any_configuration_adds_up_a_split_right(ctx, layout, matrix, group, per
     m, n = (few, outputs) if matrix == "B" else (outputs, few)
     # the matrix stored as the layout reads it, the vectors (the other operand) so that X is not packed
     ta, tb = {("A", "N"): "NT", ("A", "T"): "TT", ("B", "N"): "NT", ("B", "T"): "NN"}[matrix, layout]
-    rng = np.random.default_rng(seed)
-    a = random_matrix(rng, dt, (k, m) if ta == "T" else (m, k))
-    b = random_matrix(rng, dt, (n, k) if tb == "T" else (k, n))
+    a, b = random_operands(np.random.default_rng(seed), dt, m, n, k, ta, tb)
     product = apply_op(a.astype(dt.reference_numpy), ta) @ apply_op(b.astype(dt.reference_numpy), tb)
     problem = GemmProblem.dense(dt, m, n, k, Op(ta == "T"), Op(tb == "T"))
     route = as_vectors(problem)
