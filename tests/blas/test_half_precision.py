@@ -51,7 +51,7 @@ def test_the_conversion_to_16_bits_rounds_as_numpy_does(ctx, letter):
     c_buf = cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=got)
     i32, f32 = np.int32, np.float32
     merge(ctx.queue, (helpers.TILE * -(-n // helpers.TILE), helpers.TILE), (helpers.TILE, helpers.TILE),
-          i32(1), i32(n), t_buf, i32(n), i32(n), i32(1), f32(1.0), c_buf, np.int64(0), i32(n), f32(0.0), i32(0))
+          i32(1), i32(n), t_buf, i32(n), i32(n), i32(1), f32(1.0), c_buf, np.int64(0), i32(n), f32(0.0), i32(0), i32(1))
     cl.enqueue_copy(ctx.queue, got, c_buf).wait()
     with np.errstate(over="ignore"):
         want = values.astype(NUMPY[letter])

@@ -6,20 +6,24 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pyopencl as cl
 import pytest
 from gemm_check import run_and_check, two_runs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autogemm.accuracy import random_matrix, relative_error
+from autogemm.accuracy import random_matrix, relative_error, tolerance
 from autogemm.blas import GemmProblem, Op
 from autogemm.blas.coverage import MAX_SLICES, busy_share, split_count
 from autogemm.blas.plans import gemm_plan
+from autogemm.codelets import helpers
 from autogemm.codelets.nvidia_mma import MmaParams
 from autogemm.codelets.simt import SimtParams
 from autogemm.codelets.subgroup import SubgroupParams
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError, ConfigError
+from autogemm.runtime.opencl import commands as ocl
+from autogemm.runtime.opencl.arguments import KernelArguments
 
 LOCAL = SimtParams("NN", "offset", 4, 8, 2, 4, 4, 2, True, True, double_buffer=True, mac="mul_add")
 
@@ -332,3 +336,48 @@ def test_a_split_whose_slices_are_large_products_is_padded_as_before(ctx, unsumm
         plan = gemm_plan(ctx, GemmProblem.dense(DTYPES["s"], m, n, k), LOCAL, "auto", slices)
         assert plan.guarded == guarded and plan.sliced == guarded and plan.c_temp and not plan.summed
         assert any(route.packed for route in plan.staging.values()) != guarded
+
+
+def test_merge_lanes_are_a_power_of_two_each_adding_a_few_slices():
+    """A work-item an element up to ``2 LANE_MIN_SLICES - 1`` slices; then as many as keep a lane to
+    ``LANE_MIN_SLICES`` slices or more, a power of two, up to one work-group's ``TILE``."""
+    assert helpers.LANE_MIN_SLICES == 4 and helpers.TILE == 16
+    assert [helpers.merge_lanes(s) for s in (1, 2, 7, 8, 15, 16, 63, 64, 1000)] == [1, 1, 1, 2, 2, 4, 8, 16, 16]
+
+
+@pytest.mark.parametrize("letter", "sdz")
+@pytest.mark.parametrize("slices", [1, 3, 9, 37, 100])
+def test_merge_adds_many_slices_with_several_work_items_an_element(ctx, letter, slices):
+    """``merge`` with ``merge_lanes(slices)`` work-items to an element of a 13 x 21 C (rows off the
+    work-group's, an element's lanes in one work-group), slices padded to a leading dimension of 24: into a
+    NaN-poisoned C with beta 0 (C not read) and into C with beta, at an offset and a leading dimension of
+    its own, the elements past C's rows and columns untouched."""
+    dt = DTYPES[letter]
+    lanes = helpers.merge_lanes(slices)
+    m, n, t_ld, ldc, offset = 13, 21, 24, 25, 3
+    rng = np.random.default_rng(slices)
+    slices_of_t = random_matrix(rng, dt, (slices, m, t_ld))
+    kernel = ctx.kernel(helpers.epilogues(dt).source, "merge")
+    arguments = KernelArguments(dt.scalar_numpy.type)
+    grid = (-(-n // helpers.TILE) * helpers.TILE, -(-m * lanes // helpers.TILE) * helpers.TILE, 1)
+    want_sum = slices_of_t.astype(dt.reference_numpy).sum(axis=0)[:, :n]
+    t_buffer = ocl.buffer_of(ctx.context, slices_of_t)
+    for alpha, beta in ((1.5, 0.0), (-1.0, 0.5)):
+        c = random_matrix(rng, dt, (offset + m * ldc,))
+        if beta == 0:
+            c[:] = np.nan
+        c_buffer = ocl.buffer_of(ctx.context, c)
+        try:
+            arguments.set(kernel, helpers.MERGE_SIGNATURE, m, n, t_buffer, t_ld, m * t_ld, slices, alpha,
+                          c_buffer, offset, ldc, beta, 0, lanes)
+            ocl.launch(ctx.queue, kernel, grid, (helpers.TILE, helpers.TILE, 1))
+            got = np.empty_like(c)
+            cl.enqueue_copy(ctx.queue, got, c_buffer).wait()
+        finally:
+            c_buffer.release()
+        matrix = lambda flat: flat[offset:].reshape(m, ldc)   # noqa: E731
+        want = alpha * want_sum + (beta * matrix(c)[:, :n].astype(dt.reference_numpy) if beta else 0)
+        assert relative_error(matrix(got)[:, :n], want) < tolerance(dt, slices), (lanes, beta)
+        assert np.array_equal(matrix(got)[:, n:], matrix(c)[:, n:], equal_nan=True)
+        assert np.array_equal(got[:offset], c[:offset], equal_nan=True)
+    t_buffer.release()

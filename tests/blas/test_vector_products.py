@@ -24,7 +24,7 @@ from autogemm.blas.plans import gemm_plan
 from autogemm.blas.selection import vectors_route
 from autogemm.blas.vectors import MAX_VECTORS, VectorsPlan, as_vectors
 from autogemm.codelets.gemv import GemvParams
-from autogemm.codelets.gemv.params import LANE_MIN_SLICES
+from autogemm.codelets.helpers import LANE_MIN_SLICES
 from autogemm.dtypes import DTYPES
 from autogemm.profiles import thresholds_for
 
@@ -120,6 +120,7 @@ def test_a_split_reduction_is_right_and_the_same_bits_on_every_run(ctx, monkeypa
     if configuration == "wide":
         assert plan.gemv.slices == {205: 13, 1025: 65}[k]
         assert plan.gemv.lanes == ({205: 2, 1025: 4}[k] if summed else 1)
+        assert plan.gemv.merge_lanes == (1 if summed else {205: 2, 1025: 16}[k])
     results = []
     poison = np.full((m, n), np.nan, dt.numpy)
     mf = cl.mem_flags

@@ -165,6 +165,7 @@ class GemvLaunchPlan:
                                  self.kernel_source.options + fence_options(ctx.device))
         epilogues = helpers.epilogues(self.dtype)
         self._merge = ctx.kernel(epilogues.source, "merge") if self.slices > 1 and not self.sums_slices else None
+        self.merge_lanes = helpers.merge_lanes(self.slices) if self._merge is not None else 1
         self._scale = ctx.kernel(epilogues.source, "scale")
         self._x: ocl.Buffer | None = None
         if self.packs_x:
@@ -283,10 +284,12 @@ class GemvLaunchPlan:
                                 partial, partial_o, partial_v, arrivals, int(self.sums_slices), alpha, beta)
             if self._merge is not None:
                 self._arguments.set(self._merge, helpers.MERGE_SIGNATURE, y_rows, y_cols, self._partial, y_cols,
-                                    pr.outputs * pr.vectors, self.slices, alpha, y, offset_y, y_ld, beta, 0)
+                                    pr.outputs * pr.vectors, self.slices, alpha, y, offset_y, y_ld, beta, 0,
+                                    self.merge_lanes)
             launches.append((self.kernel, self.global_size(), (self.params.wg_x, self.params.wg_y, 1)))
             if self._merge is not None:
-                launches.append((self._merge, y_grid, tiles))
+                launches.append((self._merge, (y_grid[0], round_up(y_rows * self.merge_lanes, helpers.TILE), 1),
+                                 tiles))
             events = []
             for kernel, grid, group in launches:
                 events.append(ocl.launch(queue, kernel, grid, group,
@@ -298,5 +301,6 @@ class GemvLaunchPlan:
         text = ("pack x ; " if self.packs_x else "") + f"{self.params.describe()} ({self.params_source})"
         if self.slices == 1:
             return text
+        merge = f" ; merge y ({self.merge_lanes} work-items an element)" if self.merge_lanes > 1 else " ; merge y"
         return text + f", reduction split in {self.slices}" + (", summed in the kernel" if self.sums_slices
-                                                                else " ; merge y")
+                                                                else merge)

@@ -1,6 +1,7 @@
 """Helper kernels around the GEMM codelets (after Nugteren's kernel 10): ``pack`` copies an operand into
 the layout a codelet reads, transposing, conjugating and zero-padding to whole tiles in one pass;
-``merge`` writes a padded or split-K result back as C = alpha sum(T) + beta C; ``fixup`` adds up the
+``merge`` writes a padded or split-K result back as C = alpha sum(T) + beta C (``merge_lanes`` work-items
+to an element where the slices are many); ``fixup`` adds up the
 partial sums of the tiles a stream-K kernel's work-groups shared (``codelets.stream_k``); ``scale`` computes
 C = beta C alone (the BLAS quick return when alpha or K is zero); ``residual`` measures a result
 against a reference on the device (the tuner checks every candidate so, without copying large results
@@ -18,7 +19,11 @@ from .stream_k import OWNER_FUNCTION
 TILE = 16   # helper work-groups are TILE x TILE; pack transposes through a TILE x (TILE + 1) local tile
 #: The helper kernels' parameters, one letter each as ``runtime.opencl.arguments`` reads them.
 PACK_SIGNATURE = "iimlimliiiii"
-MERGE_SIGNATURE = "iimiiiemliei"
+MERGE_SIGNATURE = "iimiiiemlieii"
+#: The fewest slices of a split reduction one work-item adds up where several share an element's (the
+#: GEMV kernel's sums and ``merge``): a few slices are read in the time of one, and adding the work-items'
+#: totals in local memory would cost more.
+LANE_MIN_SLICES = 4
 SCALE_SIGNATURE = "iimliei"
 FIXUP_SIGNATURE = "iiiiiimilemlie"
 
@@ -113,21 +118,40 @@ def epilogues(dt: Dtype) -> KernelSource:
     on the tiles a stream-K kernel's work-groups shared, from their partial sums P, C in the compute
     type). With beta == 0 none reads C, so NaN in an uninitialised C does not leak. Work-groups along
     dimension 2 of ``merge`` and ``scale`` treat the layers of a strided batch: layer z's C is
-    ``c_stride`` elements after the last's, and its slices of T follow those of layer z - 1."""
+    ``c_stride`` elements after the last's, and its slices of T follow those of layer z - 1. ``merge``
+    takes ``lanes`` work-items to an element (``merge_lanes``): its NDRange's dimension 1 covers m x
+    lanes."""
     source = prelude(dt) + f"""
 // autogemm merge: C = alpha * (T_0 + ... + T_(slices-1)) + beta * C for the m x n C, where the T_s are
-// slices (t_slice elements apart) of a temporary holding op(A) op(B), possibly padded and split along K
+// slices (t_slice elements apart) of a temporary holding op(A) op(B), possibly padded and split along K.
+// `lanes` consecutive work-items along dimension 1 (a power of two up to TILE: one work-group's) share an
+// element, lane l adding slices l, l + lanes, ... (loads in flight at once, where one work-item would
+// wait on each in turn), and their totals are added in local memory, in a fixed order.
 __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
 void merge(const int m, const int n, const __global real* T, const int t_ld, const int t_slice,
            const int slices, const elem alpha, __global stored* C, const long c_offset, const int ldc,
-           const elem beta, const int c_stride)
+           const elem beta, const int c_stride, const int lanes)
 {{
-    const int r = get_global_id(1), c = get_global_id(0), layer = get_group_id(2);
-    if (r >= m || c >= n) return;
+    const int r = get_global_id(1) / lanes, lane = get_global_id(1) % lanes, c = get_global_id(0);
+    const int layer = get_group_id(2), tx = get_local_id(0), ty = get_local_id(1);
+    const bool inside = r < m && c < n;
+    __local elem totals[TILE][TILE];
     T += layer * slices * t_slice * {dt.reals_per_element};
     C += (c_offset + (long)layer * c_stride) * {dt.reals_per_element};
-    elem t = ELEM_LOAD(T, r * t_ld + c);
-    for (int s = 1; s < slices; ++s) t += ELEM_LOAD(T, s * t_slice + r * t_ld + c);
+    elem t = (elem)(0);           // a lane's first slice read, not added to 0: a sum of -0 stays -0
+    if (inside && lane < slices) {{
+        t = ELEM_LOAD(T, lane * t_slice + r * t_ld + c);
+        for (int s = lane + lanes; s < slices; s += lanes) t += ELEM_LOAD(T, s * t_slice + r * t_ld + c);
+    }}
+    if (lanes > 1) {{
+        totals[ty][tx] = t;
+        for (int width = lanes / 2; width > 0; width /= 2) {{
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lane < width) totals[ty][tx] += totals[ty + width][tx];
+        }}
+        t = totals[ty][tx];
+    }}
+    if (!inside || lane != 0) return;
     t = SCALE(alpha, t);
     STORE(C, r * ldc + c, IS_ZERO(beta) ? t : t + SCALE(beta, LOAD(C, r * ldc + c)));
 }}
@@ -169,6 +193,13 @@ void fixup(const int m, const int n, const int block_rows, const int block_cols,
 }}
 """
     return KernelSource("merge", source, (), (TILE, TILE), (TILE, TILE, 1))
+
+
+def merge_lanes(slices: int) -> int:
+    """Work-items of ``merge`` to an element of ``slices``: a power of two up to ``TILE``, each adding at
+    least ``LANE_MIN_SLICES`` of them (one where there are fewer)."""
+    share = max(1, min(TILE, slices // LANE_MIN_SLICES))
+    return 1 << (share.bit_length() - 1)
 
 
 RESIDUAL_GROUP = 256   # work-items per residual work-group (a power of two, for the tree reduction)

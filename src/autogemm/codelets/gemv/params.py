@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ..fields import FamilyParams, choices_problem
+from ..helpers import LANE_MIN_SLICES
 from ..simt.params import build_options_problem
 
 LAYOUTS = ("N", "T")
@@ -14,9 +15,6 @@ PER_ITEM = (1, 2, 4, 8)
 UNROLLS = (1, 2, 4, 8)
 WAVES = (0, 1, 2, 4, 8, 16)
 VECTORS = (1, 2, 4, 8, 16)
-#: The fewest slices of a split reduction one work-item adds up where several share an output's: a few
-#: slices are read in the time of one, and the lanes' sums in local memory would cost more.
-LANE_MIN_SLICES = 4
 
 
 @dataclass(frozen=True)
