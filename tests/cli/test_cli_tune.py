@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import re
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
+from rich.progress import Progress
 
 from autogemm.blas import Op
 from autogemm.blas.gemv import GemvProblem
 from autogemm.blas.plans import gemv_plan
 from autogemm.cli import main
+from autogemm.cli.commands_tune import ProgressListener
 from autogemm.dtypes import DTYPES
 from autogemm.profiles import path_for, profile_for, read, store
 from autogemm.tuning.scope import GEMV_SHAPES, SKINNY_ROWS, VECTOR_CLASSES, size_classes
@@ -278,3 +281,26 @@ def test_a_link_planted_at_a_lock_path_is_refused_in_one_line(invoke, tmp_path, 
         assert not outside.exists()
     finally:
         lock.unlink()
+
+
+class _Space(list):
+    family = "simt"
+
+
+def test_each_family_s_bar_ends_with_its_class(device):
+    """A class searches its families one after another, each with a bar of its own: one whose search ran
+    out of candidates short of its budget is not left open (its clock running to the end of the run) when
+    the class ends, nor are its records drawn on the next family's bar."""
+    listener = ProgressListener(Progress(disable=True))
+    size = size_classes(device)[0]
+    objectives = [SimpleNamespace(best=None, evaluations=3, reused=0, failures=0,
+                                  clock=SimpleNamespace(fraction=lambda f=f: f, elapsed=1.0)) for f in (0.4, 0.1)]
+    for family, objective in zip(("simt", "subgroup"), objectives):
+        space = _Space(range(5))
+        space.family = family
+        listener.class_started(DTYPES["s"], size, space, objective)
+    listener.record(objectives[0], None, True)
+    tasks = listener.progress.tasks
+    assert [task.completed for task in tasks] == [0.4, 0] and tasks[1].description.endswith(" subgroup")
+    listener.class_finished(DTYPES["s"], size, None, objectives, [])
+    assert all(task.finished for task in tasks) and not listener.searches

@@ -44,12 +44,15 @@ from .group import main
 
 
 class ProgressListener(TuneListener):
-    """A progress bar per dtype and size class (budget used, best rate, evaluations, errors) and a line
-    for each class as it ends."""
+    """A progress bar per dtype, size class and family searched (budget used, best rate, evaluations,
+    errors) and a line for each class as it ends. Each family's search has its bar (a class searches its
+    families one after another, and a search that runs out of candidates stops short of its budget): the
+    class's end fills them all, so that none stays open, its clock running, until the run ends."""
 
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
-        self.task: TaskID | None = None
+        self.predictor_task: TaskID | None = None
+        self.searches: dict[int, TaskID] = {}           # id of each family's objective: its bar
         self.rows: list[tuple] = []
         self.cuda_rows: list[tuple[Dtype, SizeClass, CudaEntry | None]] = []
         self.not_tuned: list[tuple[Dtype, SizeClass | None]] = []      # (None: the dtype's predictor)
@@ -63,15 +66,15 @@ class ProgressListener(TuneListener):
 
     def class_started(self, dtype: Dtype, size: SizeClass, space: SearchSpace, objective: Objective) -> None:
         family = "" if space.family in ("simt", "gemv") else f" {space.family}"
-        self.task = self.progress.add_task(f"{_label(dtype, size)} {_shape(size)}{family}",
-                                           total=1.0, status=f"{len(space)} configurations")
+        self.searches[id(objective)] = self.progress.add_task(f"{_label(dtype, size)} {_shape(size)}{family}",
+                                                              total=1.0, status=f"{len(space)} configurations")
 
     def record(self, objective: Objective, record: Record, fresh: bool) -> None:
         best = objective.best[1].gflops if objective.best else 0.0
         status = (f"best {best:.0f} GFLOP/s, {objective.evaluations} done"
                   + (f", {objective.reused} reused" if objective.reused else "")
                   + (f", {objective.failures} failed" if objective.failures else ""))
-        self.progress.update(self.task, completed=objective.clock.fraction(), status=status)
+        self.progress.update(self.searches[id(objective)], completed=objective.clock.fraction(), status=status)
 
     def confirming(self, dtype: Dtype, size: SizeClass, count: int) -> None:
         self.progress.console.print(f"{_label(dtype, size)}: timing its {count} best again at "
@@ -84,9 +87,15 @@ class ProgressListener(TuneListener):
     def kept_plans(self, kept: list[Kept] | None) -> None:
         self.kept_before, self.compared = kept, True
 
+    def _searches_ended(self, objectives: list[Objective]) -> None:
+        for objective in objectives:
+            task = self.searches.pop(id(objective), None)
+            if task is not None:
+                self.progress.update(task, completed=1.0)
+
     def class_finished(self, dtype: Dtype, size: SizeClass, entry: SizeClassEntry | None,
                        objectives: list[Objective], rejected: list[tuple[KernelParams, str]]) -> None:
-        self.progress.update(self.task, completed=1.0)
+        self._searches_ended(objectives)
         for config, why in rejected:
             self.progress.console.print(f"[yellow]rejected by verification:[/yellow] {config.describe()}: {why}",
                                         highlight=False)
@@ -96,22 +105,22 @@ class ProgressListener(TuneListener):
 
     def cuda_finished(self, dtype: Dtype, size: SizeClass, entry: CudaEntry | None, objectives: list[Objective],
                       rejected: list[tuple[KernelParams, str]]) -> None:
-        self.progress.update(self.task, completed=1.0)
+        self._searches_ended(objectives)
         for config, why in rejected:
             self.progress.console.print(f"[yellow]rejected by verification:[/yellow] {config.describe()}: {why}",
                                         highlight=False)
         self.cuda_rows.append((dtype, size, entry))
 
     def predictor_started(self, dtype: Dtype, kernels: tuple[KernelParams, ...]) -> None:
-        self.task = self.progress.add_task(f"{dtype.routine} predictor", total=1.0,
-                                           status=f"{len(kernels)} kernels on sampled shapes")
+        self.predictor_task = self.progress.add_task(f"{dtype.routine} predictor", total=1.0,
+                                                     status=f"{len(kernels)} kernels on sampled shapes")
 
     def predictor_progress(self, dtype: Dtype, samples: int, fraction: float) -> None:
-        self.progress.update(self.task, completed=fraction, status=f"{samples} shapes measured")
+        self.progress.update(self.predictor_task, completed=fraction, status=f"{samples} shapes measured")
 
     def predictor_finished(self, dtype: Dtype, fitted: Predictor | None,
                            held_out: tuple[float, float] | None) -> None:
-        self.progress.update(self.task, completed=1.0)
+        self.progress.update(self.predictor_task, completed=1.0)
         what = (f"{len(fitted.samples)} shapes, {len(fitted.bank)} kernels, {fitted.seconds:.0f} s" if fitted
                 else "no shape measured")
         if held_out is not None:
