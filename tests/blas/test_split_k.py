@@ -338,22 +338,25 @@ def test_a_split_whose_slices_are_large_products_is_padded_as_before(ctx, unsumm
         assert any(route.packed for route in plan.staging.values()) != guarded
 
 
-def test_merge_lanes_are_a_power_of_two_each_adding_a_few_slices():
+def test_lanes_are_a_power_of_two_each_adding_a_few_slices():
     """A work-item an element up to ``2 LANE_MIN_SLICES - 1`` slices; then as many as keep a lane to
-    ``LANE_MIN_SLICES`` slices or more, a power of two, up to one work-group's ``TILE``."""
+    ``LANE_MIN_SLICES`` slices or more, a power of two, up to the most given (the merge's: one work-group's
+    ``TILE``), rounded down to a power of two."""
     assert helpers.LANE_MIN_SLICES == 4 and helpers.TILE == 16
-    assert [helpers.merge_lanes(s) for s in (1, 2, 7, 8, 15, 16, 63, 64, 1000)] == [1, 1, 1, 2, 2, 4, 8, 16, 16]
+    slices = (1, 2, 7, 8, 15, 16, 63, 64, 1000)
+    assert [helpers.lanes_for(s, helpers.TILE) for s in slices] == [1, 1, 1, 2, 2, 4, 8, 16, 16]
+    assert [helpers.lanes_for(s, 3) for s in slices] == [1, 1, 1, 2, 2, 2, 2, 2, 2]
 
 
 @pytest.mark.parametrize("letter", "sdz")
 @pytest.mark.parametrize("slices", [1, 3, 9, 37, 100])
 def test_merge_adds_many_slices_with_several_work_items_an_element(ctx, letter, slices):
-    """``merge`` with ``merge_lanes(slices)`` work-items to an element of a 13 x 21 C (rows off the
+    """``merge`` with ``lanes_for(slices, TILE)`` work-items to an element of a 13 x 21 C (rows off the
     work-group's, an element's lanes in one work-group), slices padded to a leading dimension of 24: into a
     NaN-poisoned C with beta 0 (C not read) and into C with beta, at an offset and a leading dimension of
     its own, the elements past C's rows and columns untouched."""
     dt = DTYPES[letter]
-    lanes = helpers.merge_lanes(slices)
+    lanes = helpers.lanes_for(slices, helpers.TILE)
     m, n, t_ld, ldc, offset = 13, 21, 24, 25, 3
     rng = np.random.default_rng(slices)
     slices_of_t = random_matrix(rng, dt, (slices, m, t_ld))

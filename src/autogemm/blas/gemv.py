@@ -165,7 +165,7 @@ class GemvLaunchPlan:
                                  self.kernel_source.options + fence_options(ctx.device))
         epilogues = helpers.epilogues(self.dtype)
         self._merge = ctx.kernel(epilogues.source, "merge") if self.slices > 1 and not self.sums_slices else None
-        self.merge_lanes = helpers.merge_lanes(self.slices) if self._merge is not None else 1
+        self.merge_lanes = helpers.lanes_for(self.slices, helpers.TILE) if self._merge is not None else 1
         self._scale = ctx.kernel(epilogues.source, "scale")
         self._x: ocl.Buffer | None = None
         if self.packs_x:

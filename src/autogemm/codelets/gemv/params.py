@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ..fields import FamilyParams, choices_problem
-from ..helpers import LANE_MIN_SLICES
+from ..helpers import lanes_for
 from ..simt.params import build_options_problem
 
 LAYOUTS = ("N", "T")
@@ -65,9 +65,7 @@ class GemvParams(FamilyParams):
         the kernel adds them: a power of two, at most all of the work-group's work-items for its ``vectors``
         x ``outputs_per_group`` elements, each lane adding at least ``LANE_MIN_SLICES`` of them (every
         LANES-th), so that a long split is read by many loads in flight rather than one after another."""
-        share = max(1, min(self.work_group_size // (self.outputs_per_group * max(1, vectors)),
-                           slices // LANE_MIN_SLICES))
-        return 1 << (share.bit_length() - 1)
+        return lanes_for(slices, self.work_group_size // (self.outputs_per_group * max(1, vectors)))
 
     def malformed(self) -> str | None:
         """Why this point lies outside the codelet space regardless of device, or None."""
