@@ -349,7 +349,7 @@ def test_lanes_are_a_power_of_two_each_adding_a_few_slices():
 
 
 @pytest.mark.parametrize("letter", "sdz")
-@pytest.mark.parametrize("slices", [1, 3, 9, 37, 100])
+@pytest.mark.parametrize("slices", [1, 3, 9, 16, 37, 100])
 def test_merge_adds_many_slices_with_several_work_items_an_element(ctx, letter, slices):
     """``merge`` with ``lanes_for(slices, TILE)`` work-items to an element of a 13 x 21 C (rows off the
     work-group's, an element's lanes in one work-group), slices padded to a leading dimension of 24: into a
@@ -366,7 +366,7 @@ def test_merge_adds_many_slices_with_several_work_items_an_element(ctx, letter, 
     want_sum = slices_of_t.astype(dt.reference_numpy).sum(axis=0)[:, :n]
     t_buffer = ocl.buffer_of(ctx.context, slices_of_t)
     for alpha, beta in ((1.5, 0.0), (-1.0, 0.5)):
-        c = random_matrix(rng, dt, (offset + m * ldc,))
+        c = random_matrix(rng, dt, (offset + (m + 2) * ldc,))       # two rows past C's
         if beta == 0:
             c[:] = np.nan
         c_buffer = ocl.buffer_of(ctx.context, c)
@@ -378,9 +378,10 @@ def test_merge_adds_many_slices_with_several_work_items_an_element(ctx, letter, 
             cl.enqueue_copy(ctx.queue, got, c_buffer).wait()
         finally:
             c_buffer.release()
-        matrix = lambda flat: flat[offset:].reshape(m, ldc)   # noqa: E731
-        want = alpha * want_sum + (beta * matrix(c)[:, :n].astype(dt.reference_numpy) if beta else 0)
-        assert relative_error(matrix(got)[:, :n], want) < tolerance(dt, slices), (lanes, beta)
+        matrix = lambda flat: flat[offset:].reshape(m + 2, ldc)   # noqa: E731
+        want = alpha * want_sum + (beta * matrix(c)[:m, :n].astype(dt.reference_numpy) if beta else 0)
+        assert relative_error(matrix(got)[:m, :n], want) < tolerance(dt, slices), (lanes, beta)
         assert np.array_equal(matrix(got)[:, n:], matrix(c)[:, n:], equal_nan=True)
+        assert np.array_equal(matrix(got)[m:], matrix(c)[m:], equal_nan=True)
         assert np.array_equal(got[:offset], c[:offset], equal_nan=True)
     t_buffer.release()

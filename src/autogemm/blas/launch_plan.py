@@ -366,7 +366,7 @@ class LaunchPlan(Routing):
             merge = self._epilogue("merge")
             self._arguments.set(merge, helpers.MERGE_SIGNATURE, pr.m, pr.n, self.c_buffer, self.padded_n,
                                 self.padded_m * self.padded_n, self.slices, alpha, c, offset_c, pr.ldc, beta,
-                                pr.stride_c, 1)     # a K split has few slices of a C whose elements fill the device
+                                pr.stride_c, 1)     # one work-item an element: lanes are the GEMV merge's
             launches.append((merge, self._tiles_of_c(), TILE_GROUP))
         return launches
 

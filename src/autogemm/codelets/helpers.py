@@ -1,9 +1,8 @@
 """Helper kernels around the GEMM codelets (after Nugteren's kernel 10): ``pack`` copies an operand into
 the layout a codelet reads, transposing, conjugating and zero-padding to whole tiles in one pass;
 ``merge`` writes a padded or split-K result back as C = alpha sum(T) + beta C (``lanes_for`` work-items
-to an element where the slices are many); ``fixup`` adds up the
-partial sums of the tiles a stream-K kernel's work-groups shared (``codelets.stream_k``); ``scale`` computes
-C = beta C alone (the BLAS quick return when alpha or K is zero); ``residual`` measures a result
+to an element where the slices are many); ``fixup`` adds up the partial sums of the tiles a stream-K
+kernel's work-groups shared (``codelets.stream_k``); ``scale`` computes C = beta C alone (the BLAS quick return when alpha or K is zero); ``residual`` measures a result
 against a reference on the device (the tuner checks every candidate so, without copying large results
 to the host)."""
 
@@ -119,8 +118,8 @@ def epilogues(dt: Dtype) -> KernelSource:
     type). With beta == 0 none reads C, so NaN in an uninitialised C does not leak. Work-groups along
     dimension 2 of ``merge`` and ``scale`` treat the layers of a strided batch: layer z's C is
     ``c_stride`` elements after the last's, and its slices of T follow those of layer z - 1. ``merge``
-    takes ``lanes`` work-items to an element (``lanes_for(slices, TILE)``): its NDRange's dimension 1
-    covers m x lanes."""
+    takes ``lanes`` work-items to an element (the GEMV plan's ``lanes_for(slices, TILE)``, 1 elsewhere):
+    its NDRange's dimension 1 covers m x lanes."""
     source = prelude(dt) + f"""
 // autogemm merge: C = alpha * (T_0 + ... + T_(slices-1)) + beta * C for the m x n C, where the T_s are
 // slices (t_slice elements apart) of a temporary holding op(A) op(B), possibly padded and split along K.
