@@ -25,6 +25,7 @@ from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError, ProfileError
 from autogemm.profiles import Profile, profile_for
 from autogemm.tuning import Budget, tune
+from autogemm.tuning.scope import shape_classes, workload_work
 from autogemm.workload import Recorder, ShapeRecord, read_workload
 
 PROGRAM = """
@@ -261,11 +262,25 @@ def test_a_retuned_shape_keeps_the_profile_choice_timed_with_its_splits(device, 
 def test_a_workload_larger_than_the_budget_stops_when_the_time_is_spent(monkeypatch, tmp_path):
     """Each exact shape had a second at least and then the verification and split timing of its finalists
     on top: 66 shapes given 230 s ran past 350 s on the H100. Once the time is spent the rest are skipped,
-    and said to be."""
+    and said to be; the largest products come first, whatever the file's order."""
     monkeypatch.setenv("AUTOGEMM_CACHE_DIR", str(tmp_path))
     path = tmp_path / "w.txt"
     path.write_text("".join(f"{m} 40 600 NT\n" for m in range(30, 38)))
     out = CliRunner().invoke(main, ["tune", "--shapes", str(path), "--budget", "2s"])
     assert out.exit_code == 0, out.output
-    assert "37x40x600" in out.output.partition("a longer --budget would also tune")[2]
-    assert "s NT 30x40x600" in out.output       # the first is tuned, whatever the budget
+    assert "30x40x600" in out.output.partition("a longer --budget would also tune")[2]
+    assert "s NT 37x40x600" in out.output       # the largest is tuned, whatever the budget
+
+
+def test_a_workload_is_tuned_in_the_order_of_its_shares_of_the_work(device):
+    """The shapes of most multiply-adds over the workload first (count times a product's), each class
+    once, GEMV's by the size of A: where the budget ends early the products where tuning pays are tuned."""
+    records = [ShapeRecord("gemm", "s", "NT", 64, 64, 64),                  # 2.6e5
+               ShapeRecord("gemm", "s", "NN", 500, 400, 300),               # 6e7
+               ShapeRecord("gemm", "s", "NT", 64, 64, 64, count=3),         # the first again, counted apart
+               ShapeRecord("gemm", "s", "TT", 32, 48, 40, count=10**4),     # 6.1e8 over the workload
+               ShapeRecord("gemv", "s", "N", 3000, 2000, 1),                # 6e6
+               ShapeRecord("gemm", "d", "NN", 900, 900, 900)]               # another dtype
+    names = [size.shape for size in shape_classes(records, DTYPES["s"], device)]
+    assert names == [(32, 48, 40), (500, 400, 300), (3000, 2000, 1), (64, 64, 64)]
+    assert workload_work(records[3]) == 10**4 * 32 * 48 * 40 and workload_work(records[4]) == 3000 * 2000

@@ -303,7 +303,7 @@ def _shape(size: SizeClass) -> str:
 @click.option("--shapes", "shapes_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Tune exactly the GEMM shapes of this workload file (recorded by a program run with "
                    "AUTOGEMM_RECORD=FILE, or lines of 'M N K [LAYOUT]' of --dtype, default s), each into an "
-                   "entry used for that very shape.")
+                   "entry used for that very shape, the shapes of most multiply-adds over the workload first.")
 @click.option("--replay", "replayed", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Instead, replay the strategies on this checkpoint's measurements (no device needed): "
                    "the best found after a share of --budget evaluations (default 200).")

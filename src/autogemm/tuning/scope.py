@@ -168,9 +168,17 @@ def exact_class(record: ShapeRecord, device: Device) -> SizeClass | None:
 
 
 def shape_classes(records: list[ShapeRecord], dt: Dtype, device: Device) -> tuple[SizeClass, ...]:
-    """The classes ``exact_class`` makes of a workload's ``records`` of ``dt`` on ``device``, each once."""
-    return tuple(dict.fromkeys(size for r in records
+    """The classes ``exact_class`` makes of a workload's ``records`` of ``dt`` on ``device``, each once, the
+    largest share of the workload's work first (``workload_work``): a run whose budget ends before the
+    last has tuned the products where tuning pays; a product of a few thousand multiply-adds runs at the
+    launch's floor whatever its kernel."""
+    return tuple(dict.fromkeys(size for r in sorted(records, key=workload_work, reverse=True)
                                if r.dtype == dt.key and (size := exact_class(r, device)) is not None))
+
+
+def workload_work(record: ShapeRecord) -> int:
+    """A shape's multiply-adds over the whole workload: its count times each product's (GEMV's A once)."""
+    return record.count * record.batch * record.m * record.n * max(record.k, 1)
 
 
 def gemv_shape(device: Device, dt: Dtype, layout: str, kind: str, quick: bool = False) -> tuple[int, int]:
