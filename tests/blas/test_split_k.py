@@ -348,18 +348,19 @@ def test_lanes_are_a_power_of_two_each_adding_a_few_slices():
     assert [helpers.lanes_for(s, 3) for s in slices] == [1, 1, 1, 2, 2, 2, 2, 2, 2]
 
 
-@pytest.mark.parametrize("letter", "sdz")
+@pytest.mark.parametrize("letter", "sdzh")
 @pytest.mark.parametrize("slices", [1, 3, 9, 16, 37, 100])
 def test_merge_adds_many_slices_with_several_work_items_an_element(ctx, letter, slices):
     """``merge`` with ``lanes_for(slices, TILE)`` work-items to an element of a 13 x 21 C (rows off the
-    work-group's, an element's lanes in one work-group), slices padded to a leading dimension of 24: into a
-    NaN-poisoned C with beta 0 (C not read) and into C with beta, at an offset and a leading dimension of
-    its own, the elements past C's rows and columns untouched."""
+    work-group's, an element's lanes in one work-group), slices padded to a leading dimension of 24 (in
+    the compute type: float32 for a 16-bit C): into a NaN-poisoned C with beta 0 (C not read) and into C
+    with beta, at an offset and a leading dimension of its own, the elements past C's rows and columns
+    untouched."""
     dt = DTYPES[letter]
     lanes = helpers.lanes_for(slices, helpers.TILE)
     m, n, t_ld, ldc, offset = 13, 21, 24, 25, 3
     rng = np.random.default_rng(slices)
-    slices_of_t = random_matrix(rng, dt, (slices, m, t_ld))
+    slices_of_t = random_matrix(rng, dt.compute, (slices, m, t_ld))
     kernel = ctx.kernel(helpers.epilogues(dt).source, "merge")
     arguments = KernelArguments(dt.scalar_numpy.type)
     grid = (-(-n // helpers.TILE) * helpers.TILE, -(-m * lanes // helpers.TILE) * helpers.TILE, 1)
