@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from gemm_check import run_and_check
 
+from autogemm.blas import GemmProblem, Op
+from autogemm.blas.plans import gemm_plan
 from autogemm.codelets.nvidia_mma import MmaParams, ptx_problem
 from autogemm.codelets.nvidia_mma.render import mn_swizzle, swizzle
 from autogemm.codelets.registry import check, params_from_dict, render
@@ -137,6 +139,31 @@ def test_asynchronous_copies_keep_to_their_rules(device):
     with pytest.raises(ConfigError, match="stages 1 or 2"):
         params_from_dict({**SMALL.to_dict(), "stages": 3})
     assert "complex" in check(dataclasses.replace(SMALL, copy="async", vector_width=1), device, "z")
+
+
+@pytest.mark.parametrize("key,vw,layout,split", [("d", 2, "NT", None), ("d", 2, "TN", 3), ("d", 2, "NN", STREAM_K),
+                                                  ("s.tf32", 4, "NT", None)])
+def test_guarded_copies_of_aligned_rows_take_whole_vectors(ctx, key, vw, layout, split):
+    """Where every row of A and B starts at a multiple of the vector width (the leading dimensions and
+    offsets even here), a guarded kernel copies whole vectors, a copy at an edge (K, M and N odd) taking
+    the elements inside and zeros for the rest: right in every layout, a K split and stream-K; an odd
+    offset keeps the element-by-element copies."""
+    dt = DTYPES[key]
+    params = dataclasses.replace(SMALL, layout=layout, copy="async", stages=3, vector_width=vw,
+                                 shape="m16n8k8" if key == "s.tf32" else SMALL.shape,
+                                 tile_k=16 if key == "s.tf32" else 8)
+    assert check(params, ctx.device, dt) is None
+    ta, tb = layout[0], layout[1]
+    m, n, k, extra = 37, 45, 81, vw - 1        # (each side one past a multiple of 4: its rows padded to one)
+    problem = GemmProblem(dt, m, n, k, Op.from_letter(ta, "a"), Op.from_letter(tb, "b"),
+                          lda=(m if ta == "T" else k) + extra, ldb=(k if tb == "T" else n) + extra, ldc=n + extra,
+                          offset_a=vw, offset_b=2 * vw, offset_c=vw)
+    assert gemm_plan(ctx, problem, params, "guard", split).aligned
+    assert not gemm_plan(ctx, dataclasses.replace(problem, offset_a=1), params, "guard", split).aligned
+    aligned = render(params, dt, guarded=True, aligned=True).source
+    assert f"#define COPY {vw}" in aligned and "#define COPY 1" in render(params, dt, guarded=True).source
+    run_and_check(ctx, params, dt, m, n, k, ta, tb, 1.5, 0.5, "guard", np.random.default_rng(8), extra_ld=extra,
+                  offset=vw, split_k=split)
 
 
 def test_split_k_and_longer_blocks_work_for_the_family_too(ctx):

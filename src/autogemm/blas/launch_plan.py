@@ -79,7 +79,7 @@ class LaunchPlan(Routing):
         self._last_call: tuple | None = None
         self._lock = threading.Lock()
         self.kernel_source: KernelSource = render(self.params, self.dtype, guarded=self.guarded, stream=self.stream,
-                                                  summed=self.summed, sliced=self.sliced)
+                                                  summed=self.summed, sliced=self.sliced, aligned=self.aligned)
         if self.problem.m and self.problem.n and self.problem.k and self.problem.batch:
             self._build()
 
@@ -397,7 +397,7 @@ class LaunchPlan(Routing):
                 if st.image:
                     steps.append(f"copy {name} to an image")
         steps.append(f"gemm [{self.params.describe()}] ({self.params_source}) "
-                     f"{'guarded' if self.guarded else 'whole tiles'}"
+                     f"{('guarded, rows aligned' if self.aligned else 'guarded') if self.guarded else 'whole tiles'}"
                      + (", stream-K" if self.stream else f", K split in {self.split}" if self.split > 1 else "")
                      + (", summed in the kernel" if self.summed else ", slices read in place" if self.sliced else "")
                      + (f", a batch of {self.problem.batch}" if self.problem.batch > 1 else ""))

@@ -117,6 +117,10 @@ class Routing:
         self.sliced = self.summed or (self.slices > 1 and self.guarded)
         self.padded_m, self.padded_n, self.padded_k = self._padded_sizes()
         self.staging = {name: self._route(name) for name in ("A", "B")}
+        #: a guarded kernel may read A and B in whole vectors: each row it reads starts at a multiple of
+        #: the vector width (packed so, or stored so), and so does each slice's or K step's depth
+        self.aligned = self.guarded and params.tile_k % params.vector_width == 0 and all(
+            self.staging[name].packed or self._rows_aligned(name) for name in ("A", "B"))
         self.c_temp = self.c_converted or (self.slices > 1 and not self.summed) or (
             not self.guarded and not self._in_place_whole("C"))
         self.partition = (StreamPartition.of(self.padded_m // params.block_rows * (self.padded_n // params.block_cols),
@@ -151,11 +155,16 @@ class Routing:
         return (self._stored_letter(name) == self._letter(name) and not self._conjugated(name)
                 and not self._through_image(name) and not self._converted())
 
+    def _rows_aligned(self, name: str) -> bool:
+        """True when every row of operand ``name`` as stored (of every product of a batch) starts at a
+        multiple of the vector width."""
+        pr, vw = self.problem, self.params.vector_width
+        return not (pr.ld(name) % vw or pr.offset(name) % vw or pr.stride(name) % vw)
+
     def _in_place_whole(self, name: str) -> bool:
         """True when operand ``name`` meets the unguarded kernel's needs as it is stored."""
         p, pr = self.params, self.problem
-        vw = p.vector_width
-        if pr.ld(name) % vw or pr.offset(name) % vw or pr.stride(name) % vw:
+        if not self._rows_aligned(name):
             return False
         if name == "C":
             return pr.m % p.block_rows == 0 and pr.n % p.block_cols == 0

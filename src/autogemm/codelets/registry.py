@@ -87,6 +87,9 @@ class Family:
     them up themselves (``render`` takes ``summed``: a split product in one launch), and ``merges_slices``
     that their guarded kernels are worth running on more slices than that, each into its layer of C,
     which a merge adds up (``sliced``), in place of packing both operands for the unguarded kernel.
+    ``aligned_guards`` says that its guarded kernels read whole vectors where the problem lets them
+    (``render`` takes ``aligned``: every row of A and B starts at a multiple of the vector width, as
+    the unguarded kernel's do, so only the edges are read element by element).
     ``backend`` is the runtime its kernels run on:
     OpenCL, or CUDA for the sm_90a families (``render`` gives their CUDA C++, which ``runtime.cuda``
     builds and runs; OpenCL's plans never take them: their ``render`` takes a configuration, which
@@ -104,6 +107,7 @@ class Family:
     short_k_guards: bool = True
     sums_slices: bool = False
     merges_slices: bool = False
+    aligned_guards: bool = False
     backend: str = OPENCL
 
     def default(self, dtype: Dtype) -> Any:
@@ -161,17 +165,20 @@ def check(params: Params, device: Device, dtype: Dtype | str) -> str | None:
 
 
 def render(params: KernelParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False,
-           summed: bool = False, sliced: bool = False) -> KernelSource:
+           summed: bool = False, sliced: bool = False, aligned: bool = False) -> KernelSource:
     """The OpenCL source of ``params`` (of any GEMM family) for a ``dtype`` problem, over its tiles (one
     work-group each), with ``stream`` the stream-K schedule, with ``summed`` K slices added up in the
     kernel, with ``sliced`` K slices read where A and B lie, each into its layer of C (families that
-    ``sums_slices`` only)."""
+    ``sums_slices`` only). ``aligned`` promises that A's and B's rows start at multiples of the vector
+    width: a guarded kernel of a family with ``aligned_guards`` then reads whole vectors (the others
+    ignore it: their kernels are right either way)."""
     family = family_of(params)
-    if not (summed or sliced):
-        return family.render(params, kernel_dtype(params, dtype), guarded, stream)
-    if not family.sums_slices:
+    options = {"summed": summed, "sliced": sliced} if summed or sliced else {}
+    if options and not family.sums_slices:
         raise ConfigError(f"the {family.name} family's kernels do not read K slices in place")
-    return family.render(params, kernel_dtype(params, dtype), guarded, stream, summed=summed, sliced=sliced)
+    if aligned and guarded and family.aligned_guards:
+        options["aligned"] = True
+    return family.render(params, kernel_dtype(params, dtype), guarded, stream, **options)
 
 
 def params_from_dict(data: object, routine: str | None = GEMM, backend: str | None = OPENCL) -> Params:

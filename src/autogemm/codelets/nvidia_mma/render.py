@@ -103,8 +103,9 @@ def local_bytes(params: MmaParams, dtype: Dtype) -> int:
 
 class _Generator(ElementCode):
     def __init__(self, params: MmaParams, dtype: Dtype, guarded: bool, stream: bool, summed: bool,
-                 sliced: bool) -> None:
+                 sliced: bool, aligned: bool) -> None:
         super().__init__(dtype, min(params.vector_width, 2), guarded, stream, params.tile_k, summed, sliced)
+        self.aligned = aligned
         self.operand_scalar = "stored"
         self.p = params
         self.shape = params.geometry
@@ -145,7 +146,7 @@ class _Generator(ElementCode):
           + (("; complex products as three real ones (3M: re = rr - ii, im = (r + i)(r + i) - rr - ii)"
               if self.three_m else "; complex products as four real ones") if dt.is_complex else ""),
           f"// precision: {self.precision_note()}",
-          f"// edges: {'guarded (any M, N, K; loads outside read zero)' if self.guarded else 'whole blocks only, aligned vectors'}")
+          f"// edges: {self.edges()}")
         if dt.needs_fp64:
             w("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
         sw = swizzle(p, dt)
@@ -765,9 +766,16 @@ class _Generator(ElementCode):
         if p.stages == 2:
             w("stage ^= 1;")
 
+    def edges(self) -> str:
+        if not self.guarded:
+            return "whole blocks only, aligned vectors"
+        return "guarded (any M, N, K; loads outside read zero)" + (", rows of A and B aligned" if self.aligned else "")
+
     def copy_unit(self) -> int:
-        """Elements per asynchronous copy: 16 bytes where whole aligned vectors are guaranteed, else one."""
-        return 1 if self.guarded else min(self.p.vector_width, 16 // self.dt.itemsize)
+        """Elements per asynchronous copy: a whole vector, up to 16 bytes, where the rows of A and B
+        start at multiples of the vector width (unguarded kernels, and guarded ones told they are
+        ``aligned``; a copy at an edge then takes the elements inside and zeros the rest), else one."""
+        return 1 if self.guarded and not self.aligned else min(self.p.vector_width, 16 // self.dt.itemsize)
 
     def copy_functions(self) -> None:
         """``copy_async`` (the first ``count`` of COPY elements from global to local memory, the rest zero),
@@ -826,10 +834,11 @@ class _Generator(ElementCode):
 
 @lru_cache(maxsize=256)
 def render(params: MmaParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False,
-           summed: bool = False, sliced: bool = False) -> KernelSource:
+           summed: bool = False, sliced: bool = False, aligned: bool = False) -> KernelSource:
     """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges, ``stream`` the
     stream-K schedule, ``summed`` K slices added up in the kernel, ``sliced`` K slices read in place,
-    each into its layer of C (neither under stream-K)."""
+    each into its layer of C (neither under stream-K); ``aligned`` that a guarded kernel's copies take
+    whole vectors (A's and B's rows start at multiples of the vector width)."""
     dt = get_dtype(dtype)
     problem = params.malformed()
     if problem:
@@ -837,6 +846,6 @@ def render(params: MmaParams, dtype: Dtype | str, guarded: bool = True, stream: 
     problem = params.dtype_problem(dt)
     if problem:
         raise ConfigError(problem)
-    return KernelSource(name=KERNEL_NAME, source=_Generator(params, dt, guarded, stream, summed, sliced).generate(),
+    return KernelSource(name=KERNEL_NAME, source=_Generator(params, dt, guarded, stream, summed, sliced, aligned).generate(),
                         options=params.build_options, local_size=(WARP * params.warps_n, params.warps_m),
                         block=(params.block_rows, params.block_cols, params.tile_k))
