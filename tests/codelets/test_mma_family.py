@@ -141,29 +141,41 @@ def test_asynchronous_copies_keep_to_their_rules(device):
     assert "complex" in check(dataclasses.replace(SMALL, copy="async", vector_width=1), device, "z")
 
 
-@pytest.mark.parametrize("key,vw,layout,split", [("d", 2, "NT", None), ("d", 2, "TN", 3), ("d", 2, "NN", STREAM_K),
-                                                  ("s.tf32", 4, "NT", None)])
-def test_guarded_copies_of_aligned_rows_take_whole_vectors(ctx, key, vw, layout, split):
-    """Where every row of A and B starts at a multiple of the vector width (the leading dimensions and
-    offsets even here), a guarded kernel copies whole vectors, a copy at an edge (K, M and N odd) taking
-    the elements inside and zeros for the rest: right in every layout, a K split and stream-K; an odd
-    offset keeps the element-by-element copies."""
+@pytest.mark.parametrize("key,vw,layout,split", [("d", 2, "NT", None), ("d", 1, "TN", 3), ("d", 1, "NN", STREAM_K),
+                                                  ("d", 2, "TT", None), ("s.tf32", 1, "NT", None)])
+def test_copies_take_16_bytes_where_every_row_starts_at_a_16_byte_boundary(ctx, key, vw, layout, split):
+    """Where every row of A and B starts at a 16-byte boundary (the leading dimensions and offsets here),
+    a kernel's asynchronous copies take 16 bytes whatever its vector width, a guarded kernel's too, a copy
+    at an edge (K, M and N odd) taking the elements inside and zeros for the rest: right in every layout,
+    a K split and stream-K. An offset off that boundary keeps a guarded kernel's copies to one element."""
     dt = DTYPES[key]
     params = dataclasses.replace(SMALL, layout=layout, copy="async", stages=3, vector_width=vw,
                                  shape="m16n8k8" if key == "s.tf32" else SMALL.shape,
                                  tile_k=16 if key == "s.tf32" else 8)
     assert check(params, ctx.device, dt) is None
+    unit = 16 // dt.itemsize
     ta, tb = layout[0], layout[1]
-    m, n, k, extra = 37, 45, 81, vw - 1        # (each side one past a multiple of 4: its rows padded to one)
+    m, n, k, extra = 37, 45, 81, unit - 1        # (each side one past a multiple of 4: its rows padded to one)
     problem = GemmProblem(dt, m, n, k, Op.from_letter(ta, "a"), Op.from_letter(tb, "b"),
                           lda=(m if ta == "T" else k) + extra, ldb=(k if tb == "T" else n) + extra, ldc=n + extra,
-                          offset_a=vw, offset_b=2 * vw, offset_c=vw)
+                          offset_a=unit, offset_b=2 * unit, offset_c=1)
     assert gemm_plan(ctx, problem, params, "guard", split).aligned
     assert not gemm_plan(ctx, dataclasses.replace(problem, offset_a=1), params, "guard", split).aligned
-    aligned = render(params, dt, guarded=True, aligned=True).source
-    assert f"#define COPY {vw}" in aligned and "#define COPY 1" in render(params, dt, guarded=True).source
+    assert f"#define COPY {unit}" in render(params, dt, guarded=True, aligned=True).source
+    assert "#define COPY 1" in render(params, dt, guarded=True).source
     run_and_check(ctx, params, dt, m, n, k, ta, tb, 1.5, 0.5, "guard", np.random.default_rng(8), extra_ld=extra,
-                  offset=vw, split_k=split)
+                  offset=unit, split_k=split)
+
+
+def test_whole_products_copy_16_bytes_where_their_rows_allow(ctx):
+    """An unguarded kernel of vector width 1 copies 16 bytes where the rows of A and B (packed, or as
+    stored) start at 16-byte boundaries; one element where they may not."""
+    params = dataclasses.replace(SMALL, copy="async", stages=3, vector_width=1)
+    whole = GemmProblem.dense(DTYPES["d"], 64, 64, 64, Op(), Op(True))
+    assert not gemm_plan(ctx, whole, params, "pad").guarded and gemm_plan(ctx, whole, params, "pad").aligned
+    assert not gemm_plan(ctx, dataclasses.replace(whole, lda=65, ldb=65), params, "pad").aligned
+    assert "#define COPY 1" in render(params, "d", guarded=False).source
+    run_and_check(ctx, params, DTYPES["d"], 64, 64, 64, "N", "T", 1.0, 0.0, "pad", np.random.default_rng(9), extra_ld=2)
 
 
 def test_split_k_and_longer_blocks_work_for_the_family_too(ctx):

@@ -397,7 +397,7 @@ class LaunchPlan(Routing):
                 if st.image:
                     steps.append(f"copy {name} to an image")
         steps.append(f"gemm [{self.params.describe()}] ({self.params_source}) "
-                     f"{('guarded, rows aligned' if self.aligned else 'guarded') if self.guarded else 'whole tiles'}"
+                     f"{'guarded' if self.guarded else 'whole tiles'}{', rows aligned' if self.aligned else ''}"
                      + (", stream-K" if self.stream else f", K split in {self.split}" if self.split > 1 else "")
                      + (", summed in the kernel" if self.summed else ", slices read in place" if self.sliced else "")
                      + (f", a batch of {self.problem.batch}" if self.problem.batch > 1 else ""))

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ..codelets.kernel import ceil_div, round_up
+from ..codelets.kernel import ALIGNED_BYTES, ceil_div, round_up
 from ..codelets.registry import KernelParams, family_named, kernel_dtype
 from ..codelets.simt.geometry import TEXEL_BYTES
 from ..codelets.stream_k import STREAM_K, StreamPartition
@@ -117,10 +117,10 @@ class Routing:
         self.sliced = self.summed or (self.slices > 1 and self.guarded)
         self.padded_m, self.padded_n, self.padded_k = self._padded_sizes()
         self.staging = {name: self._route(name) for name in ("A", "B")}
-        #: a guarded kernel may read A and B in whole vectors: each row it reads starts at a multiple of
-        #: the vector width (packed so, or stored so), and so does each slice's or K step's depth
-        self.aligned = self.guarded and params.tile_k % params.vector_width == 0 and all(
-            self.staging[name].packed or self._rows_aligned(name) for name in ("A", "B"))
+        #: every row of A and B the kernel reads starts at a multiple of ``ALIGNED_BYTES`` (packed so, or
+        #: stored so), and so does each slice's or K step's depth: its copies may take that many at once
+        self.aligned = self.k_step % self._aligned_elements == 0 and all(
+            self.staging[name].packed or self._rows_aligned(name, self._aligned_elements) for name in ("A", "B"))
         self.c_temp = self.c_converted or (self.slices > 1 and not self.summed) or (
             not self.guarded and not self._in_place_whole("C"))
         self.partition = (StreamPartition.of(self.padded_m // params.block_rows * (self.padded_n // params.block_cols),
@@ -155,16 +155,20 @@ class Routing:
         return (self._stored_letter(name) == self._letter(name) and not self._conjugated(name)
                 and not self._through_image(name) and not self._converted())
 
-    def _rows_aligned(self, name: str) -> bool:
+    @property
+    def _aligned_elements(self) -> int:
+        return max(1, ALIGNED_BYTES // self.kernel_dtype.itemsize)
+
+    def _rows_aligned(self, name: str, elements: int) -> bool:
         """True when every row of operand ``name`` as stored (of every product of a batch) starts at a
-        multiple of the vector width."""
-        pr, vw = self.problem, self.params.vector_width
-        return not (pr.ld(name) % vw or pr.offset(name) % vw or pr.stride(name) % vw)
+        multiple of ``elements``."""
+        pr = self.problem
+        return not (pr.ld(name) % elements or pr.offset(name) % elements or pr.stride(name) % elements)
 
     def _in_place_whole(self, name: str) -> bool:
         """True when operand ``name`` meets the unguarded kernel's needs as it is stored."""
         p, pr = self.params, self.problem
-        if not self._rows_aligned(name):
+        if not self._rows_aligned(name, p.vector_width):
             return False
         if name == "C":
             return pr.m % p.block_rows == 0 and pr.n % p.block_cols == 0
@@ -210,10 +214,11 @@ class Routing:
 
     def _skewed(self, ld: int, itemsize: int) -> int:
         """``ld`` elements, or past it by an eighth of the conflict stride where its rows would conflict
-        (a whole number of vector widths)."""
+        (a whole number of vector widths, and of ``ALIGNED_BYTES``)."""
         if not self._conflicting(ld * itemsize):
             return ld
-        return ld + round_up(max(self.conflict_stride // 8 // itemsize, 1), self.params.vector_width)
+        return ld + round_up(max(self.conflict_stride // 8 // itemsize, 1),
+                             max(self.params.vector_width, self._aligned_elements))
 
     def _route(self, name: str) -> OperandRoute:
         image = self._through_image(name)
@@ -229,7 +234,7 @@ class Routing:
         else:
             dst_rows, dst_cols = rows, cols
         texel = max(1, TEXEL_BYTES // self.kernel_dtype.itemsize) if image else 1
-        dst_ld = round_up(max(dst_cols, 1), max(self.params.vector_width, texel))
+        dst_ld = round_up(max(dst_cols, 1), max(self.params.vector_width, texel, self._aligned_elements))
         if not image:           # (an image's rows are its own)
             dst_ld = self._skewed(dst_ld, self.kernel_dtype.itemsize)
         return OperandRoute(name, packed=True, transpose=self._stored_letter(name) != letter,

@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 #: The most K slices one launch computes side by side (split K), each a layer of work-groups.
 MAX_SLICES = 64
+#: A plan whose A and B rows (as its kernel reads them) all start at multiples of this many bytes tells
+#: the kernel so (``aligned``): the widest single copy a GPU makes, which it may then use at any edge
+ALIGNED_BYTES = 16
 #: The parameters of every GEMM kernel of the OpenCL path, one letter each (``runtime.opencl.arguments``):
 #: M, N, K, alpha, beta; A, B and C each as memory, offset, leading dimension; the layer strides of A, B, C.
 GEMM_SIGNATURE = "iiiee" + "mli" * 3 + "iii"

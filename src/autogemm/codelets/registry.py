@@ -87,9 +87,9 @@ class Family:
     them up themselves (``render`` takes ``summed``: a split product in one launch), and ``merges_slices``
     that their guarded kernels are worth running on more slices than that, each into its layer of C,
     which a merge adds up (``sliced``), in place of packing both operands for the unguarded kernel.
-    ``aligned_guards`` says that its guarded kernels read whole vectors where the problem lets them
-    (``render`` takes ``aligned``: every row of A and B starts at a multiple of the vector width, as
-    the unguarded kernel's do, so only the edges are read element by element).
+    ``aligned_rows`` says that its kernels copy ``kernel.ALIGNED_BYTES`` at once where told that every
+    row of A and B starts at such a boundary (``render`` takes ``aligned``), whatever their vector width,
+    and at the edges of a guarded kernel too.
     ``backend`` is the runtime its kernels run on:
     OpenCL, or CUDA for the sm_90a families (``render`` gives their CUDA C++, which ``runtime.cuda``
     builds and runs; OpenCL's plans never take them: their ``render`` takes a configuration, which
@@ -107,7 +107,7 @@ class Family:
     short_k_guards: bool = True
     sums_slices: bool = False
     merges_slices: bool = False
-    aligned_guards: bool = False
+    aligned_rows: bool = False
     backend: str = OPENCL
 
     def default(self, dtype: Dtype) -> Any:
@@ -169,14 +169,13 @@ def render(params: KernelParams, dtype: Dtype | str, guarded: bool = True, strea
     """The OpenCL source of ``params`` (of any GEMM family) for a ``dtype`` problem, over its tiles (one
     work-group each), with ``stream`` the stream-K schedule, with ``summed`` K slices added up in the
     kernel, with ``sliced`` K slices read where A and B lie, each into its layer of C (families that
-    ``sums_slices`` only). ``aligned`` promises that A's and B's rows start at multiples of the vector
-    width: a guarded kernel of a family with ``aligned_guards`` then reads whole vectors (the others
-    ignore it: their kernels are right either way)."""
+    ``sums_slices`` only). ``aligned`` promises that A's and B's rows start at ``kernel.ALIGNED_BYTES``
+    boundaries, which a family with ``aligned_rows`` uses (the others' kernels are right either way)."""
     family = family_of(params)
     options = {"summed": summed, "sliced": sliced} if summed or sliced else {}
     if options and not family.sums_slices:
         raise ConfigError(f"the {family.name} family's kernels do not read K slices in place")
-    if aligned and guarded and family.aligned_guards:
+    if aligned and family.aligned_rows:
         options["aligned"] = True
     return family.render(params, kernel_dtype(params, dtype), guarded, stream, **options)
 

@@ -13,6 +13,6 @@ from .render import render
 # guarded
 FAMILY = register(Family(MmaParams.family, MmaParams, check, render, space.space,
                          MmaParams.fitted, weight=8.0, multiplies_16bit=True, short_k_guards=False,
-                         sums_slices=True, merges_slices=True, aligned_guards=True))
+                         sums_slices=True, merges_slices=True, aligned_rows=True))
 
 __all__ = ["FAMILY", "OPERANDS", "SHAPES", "MmaParams", "check", "ptx_problem", "render"]

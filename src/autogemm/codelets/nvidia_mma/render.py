@@ -27,7 +27,7 @@ from functools import lru_cache
 from ...dtypes import Dtype, get_dtype
 from ...errors import ConfigError
 from ..conversions import conversions
-from ..kernel import KernelSource, ceil_div
+from ..kernel import ALIGNED_BYTES, KernelSource, ceil_div
 from ..writer import ElementCode, hex_digit
 from .params import OPERANDS, WARP, InstructionShape, MmaParams
 
@@ -290,15 +290,20 @@ class _Generator(ElementCode):
         self.widths.add(n)
         return f"load_{n}", self.vtype(n)
 
+    def staging_width(self) -> int:
+        """Elements of one staging vector: ``vector_width``, or, for asynchronous copies of rows that
+        start at 16-byte boundaries (``aligned``), at least the 16 bytes of one copy."""
+        return max(self.p.vector_width, self.copy_unit()) if self.p.copy == "async" else self.p.vector_width
+
     def staging_geometry(self, op: str) -> tuple[int, int]:
         """(vectors of a K block, vectors per work-item) of operand ``op``."""
         outer = self.p.block_rows if op == "A" else self.p.block_cols
-        count = outer * self.p.tile_k // self.p.vector_width
+        count = outer * self.p.tile_k // self.staging_width()
         return count, ceil_div(count, self.threads)
 
     def staging_position(self, op: str, idx: str) -> tuple[str, str]:
         """C expressions (outer, k) of the first element of staging vector ``idx`` in the K block."""
-        vw = self.p.vector_width
+        vw = self.staging_width()
         outer = "BLOCK_ROWS" if op == "A" else "BLOCK_COLS"
         if self.k_contiguous(op):
             return f"({idx}) / (TILE_K / {vw})", f"({idx}) % (TILE_K / {vw}) * {vw}"
@@ -767,15 +772,17 @@ class _Generator(ElementCode):
             w("stage ^= 1;")
 
     def edges(self) -> str:
-        if not self.guarded:
-            return "whole blocks only, aligned vectors"
-        return "guarded (any M, N, K; loads outside read zero)" + (", rows of A and B aligned" if self.aligned else "")
+        edges = "guarded (any M, N, K; loads outside read zero)" if self.guarded else "whole blocks only, aligned vectors"
+        return edges + (f"; rows of A and B start at {ALIGNED_BYTES}-byte boundaries" if self.aligned else "")
 
     def copy_unit(self) -> int:
-        """Elements per asynchronous copy: a whole vector, up to 16 bytes, where the rows of A and B
-        start at multiples of the vector width (unguarded kernels, and guarded ones told they are
-        ``aligned``; a copy at an edge then takes the elements inside and zeros the rest), else one."""
-        return 1 if self.guarded and not self.aligned else min(self.p.vector_width, 16 // self.dt.itemsize)
+        """Elements per asynchronous copy: 16 bytes where the rows of A and B start at 16-byte
+        boundaries (``aligned``: a copy at an edge of a guarded kernel then takes the elements inside and
+        zeros for the rest); else, in an unguarded kernel, a whole vector up to 16 bytes (its rows start
+        at multiples of the vector width), in a guarded one a single element."""
+        if self.aligned:
+            return ALIGNED_BYTES // self.dt.itemsize
+        return 1 if self.guarded else min(self.p.vector_width, ALIGNED_BYTES // self.dt.itemsize)
 
     def copy_functions(self) -> None:
         """``copy_async`` (the first ``count`` of COPY elements from global to local memory, the rest zero),
@@ -810,7 +817,7 @@ class _Generator(ElementCode):
         ptr, ld, extent, block = self.operand_names(op)
         by_k = staged_by_k(self.p, op)
         lines = [f"const int r = {block} + o;"]
-        for e in range(0, self.p.vector_width, unit):
+        for e in range(0, self.staging_width(), unit):
             if by_k:
                 line, along, lines_end, along_end, place = "r", f"{k0} + kk + {e}", extent, "K", f"AT(o, kk + {e})"
             else:
@@ -837,8 +844,8 @@ def render(params: MmaParams, dtype: Dtype | str, guarded: bool = True, stream: 
            summed: bool = False, sliced: bool = False, aligned: bool = False) -> KernelSource:
     """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges, ``stream`` the
     stream-K schedule, ``summed`` K slices added up in the kernel, ``sliced`` K slices read in place,
-    each into its layer of C (neither under stream-K); ``aligned`` that a guarded kernel's copies take
-    whole vectors (A's and B's rows start at multiples of the vector width)."""
+    each into its layer of C (neither under stream-K); ``aligned`` that A's and B's rows start at
+    ``ALIGNED_BYTES`` boundaries (asynchronous copies then take that many bytes at once)."""
     dt = get_dtype(dtype)
     problem = params.malformed()
     if problem:
