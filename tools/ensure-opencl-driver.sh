@@ -3,7 +3,8 @@
 #
 # Makes sure that autogemm, as PYTHON (default: python3) imports it, finds a device whose OpenCL compiler
 # builds kernels. PoCL from PyPI (pyopencl[pocl]) is built on LLVM 14, which cannot target CPUs newer than
-# itself (AMD's Zen 5 among them): every build fails with "unknown target CPU". Where no device builds and
+# itself (AMD's Zen 5 among them): every build fails with "unknown target CPU"; on a Zen 4 it builds
+# small kernels but not 512-bit vector multiply-adds, which the check also builds. Where no device builds and
 # this is a Debian or Ubuntu machine on which we are root, Debian's PoCL (pocl-opencl-icd) is installed:
 # it chooses its target by the CPU's features, not by its model, and autogemm prefers a CPU driver that
 # builds. Anywhere else it says what is missing and fails.

@@ -126,6 +126,22 @@ def test_the_compiler_probe_says_whether_a_device_builds_and_why_not(device, mon
     discovery.compiler_fault.cache_clear()
 
 
+def test_a_cpu_compiler_must_also_build_512_bit_multiply_adds(device, monkeypatch):
+    """A CPU's compiler is asked for a 512-bit multiply-add too, built in a child process from source and
+    again from its binary (PyPI's PoCL on a Zen 4 aborts there); a GPU's is not."""
+    if device.device_type == "CPU":
+        assert discovery.wide_vectors_fault(device) is None
+    monkeypatch.setattr(discovery, "WIDE_PROBE_SOURCE", "__kernel void probe(__global float16 *x) { x[0] = y; }")
+    assert "512-bit" in discovery.wide_vectors_fault(device)
+    cpu, gpu = (dataclasses.replace(device, device_type=kind) for kind in ("CPU", "GPU"))
+    asked = []
+    monkeypatch.setattr(discovery, "wide_vectors_fault", lambda d: asked.append(d.device_type) or "no 512 bits")
+    discovery.compiler_fault.cache_clear()
+    assert discovery.compiler_fault(cpu) == "no 512 bits" and discovery.compiler_fault(gpu) is None
+    assert asked == ["CPU"]
+    discovery.compiler_fault.cache_clear()
+
+
 def test_a_cpu_driver_that_builds_is_chosen_over_one_that_cannot(device, monkeypatch):
     """Two CPU drivers (PyPI's PoCL that cannot target the CPU, and one that can): the default device and
     'cpu' are the one that builds, whatever the platform order; with one CPU driver nothing is probed."""

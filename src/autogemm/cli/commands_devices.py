@@ -34,7 +34,7 @@ def _check(found: tuple[Device, ...]) -> None:
         console.print(escape(d.label), highlight=False)
         verdict = _compiler(d)
         if some_build and discovery.compiler_fault(d) is not None:
-            verdict = "not used: its compiler builds no kernel here (another device's does)"
+            verdict = "not used: its compiler fails here (another device's builds)"
         console.print(Padding(Text.from_markup(verdict), (0, 0, 0, 2), expand=False), highlight=False)
     if not some_build:
         fail("no OpenCL device here builds kernels")

@@ -1,6 +1,7 @@
 """Find every OpenCL platform and device, choose the default one, and register NVIDIA's driver where
 a container ships ``libnvidia-opencl.so.1`` without an ICD file naming it. A CPU driver whose compiler
-cannot build for the host CPU (PyPI's PoCL, on LLVM 14, on AMD's Zen 5) is passed over for another."""
+cannot build for the host CPU (PyPI's PoCL, on LLVM 14: nothing on AMD's Zen 5, no 512-bit vectors on
+Zen 4) is passed over for another."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import ctypes
 import logging
 import os
 import re
+import subprocess
+import sys
 import tempfile
 import warnings
 from functools import cache, lru_cache
@@ -99,13 +102,30 @@ def devices() -> tuple[Device, ...]:
 
 #: The smallest kernel; a compiler that cannot build it can build nothing.
 PROBE_SOURCE = "__kernel void probe(__global int *out) { out[get_global_id(0)] = 1; }"
+#: The widest vectors the CPU family's kernels take (512 bits) in a fused multiply-add.
+WIDE_PROBE_SOURCE = ("__kernel void probe(__global float16 *x) "
+                     "{ const size_t i = get_global_id(0); x[i] = fma(x[i], x[i + 1], x[i + 2]); }")
+#: A child process builds ``WIDE_PROBE_SOURCE`` on device (platform, device) of its own listing, then
+#: again from the binary (as the build processes' programs are): the compiler may abort the process.
+_WIDE_PROBE = """
+import sys, warnings
+import pyopencl as cl
+warnings.simplefilter("ignore")
+device = cl.get_platforms()[int(sys.argv[1])].get_devices()[int(sys.argv[2])]
+context = cl.Context([device])
+built = cl.Program(context, sys.argv[3]).build()
+again = cl.Program(context, [device], built.binaries).build()
+sys.exit(0 if again.kernel_names == "probe" else 3)
+"""
+WIDE_PROBE_SECONDS = 120
 
 
 @cache
 def compiler_fault(device: Device) -> str | None:
-    """None when ``device``'s compiler builds a minimal kernel, else why not: the first line of the build
-    log and the ``BuildError`` explanation where there is one. Some drivers list a device and build
-    nothing for it: PyPI's PoCL, on LLVM 14, does not know AMD's Zen 5 as a target."""
+    """None when ``device``'s compiler builds a minimal kernel (and, for a CPU, ``wide_vectors_fault``'s
+    kernel), else why not: the first line of the build log and the ``BuildError`` explanation where there
+    is one. Some drivers list a device and build nothing for it: PyPI's PoCL, on LLVM 14, does not know
+    AMD's Zen 5 as a target."""
     try:
         context = cl.Context([device.cl_device])
         with warnings.catch_warnings():
@@ -115,7 +135,22 @@ def compiler_fault(device: Device) -> str | None:
         log = str(exc)
         errors = [line.strip() for line in log.splitlines() if "error" in line.lower()]
         return driver_fault(log) or (errors[-1] if errors else log.strip().splitlines()[0])
-    return None
+    return wide_vectors_fault(device) if device.device_type == "CPU" else None
+
+
+def wide_vectors_fault(device: Device) -> str | None:
+    """None when ``device``'s compiler builds a 512-bit multiply-add, from source and from its binary (in
+    a child process: the compiler may abort it), else why not. PyPI's PoCL, on LLVM 14, takes AMD's Zen 4
+    for a Zen 3: it reports 512-bit vectors native and cannot build their multiply-adds (its build from a
+    binary aborts, and its kernel cache then holds a program without kernels)."""
+    try:
+        run = subprocess.run([sys.executable, "-c", _WIDE_PROBE, str(device.platform_index), str(device.device_index),
+                              WIDE_PROBE_SOURCE], capture_output=True, timeout=WIDE_PROBE_SECONDS, check=False)
+    except subprocess.TimeoutExpired:
+        return f"its compiler took over {WIDE_PROBE_SECONDS} s to build a 512-bit multiply-add"
+    if run.returncode == 0:
+        return None
+    return "its compiler cannot build 512-bit vector multiply-adds for this CPU (a driver older than the CPU)"
 
 
 def cpu_devices(listed: tuple[Device, ...]) -> list[Device]:
