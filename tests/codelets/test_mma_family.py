@@ -159,7 +159,8 @@ def test_copies_take_16_bytes_where_every_row_starts_at_a_16_byte_boundary(ctx, 
     problem = GemmProblem(dt, m, n, k, Op.from_letter(ta, "a"), Op.from_letter(tb, "b"),
                           lda=(m if ta == "T" else k) + extra, ldb=(k if tb == "T" else n) + extra, ldc=n + extra,
                           offset_a=unit, offset_b=2 * unit, offset_c=1)
-    assert gemm_plan(ctx, problem, params, "guard", split).aligned
+    plan = gemm_plan(ctx, problem, params, "guard", split)
+    assert plan.aligned and "guarded, 16-byte copies" in " ".join(plan.launches())
     assert not gemm_plan(ctx, dataclasses.replace(problem, offset_a=1), params, "guard", split).aligned
     assert f"#define COPY {unit}" in render(params, dt, guarded=True, aligned=True).source
     assert "#define COPY 1" in render(params, dt, guarded=True).source

@@ -22,7 +22,7 @@ from ..codelets.kernel import (
     KernelSource,
     round_up,
 )
-from ..codelets.registry import KernelParams, check, render
+from ..codelets.registry import KernelParams, check, family_of, render
 from ..codelets.stream_k import STREAM_K
 from ..codelets.writer import fence_options
 from ..errors import ArgumentError, ConfigError, ShapeError
@@ -397,7 +397,8 @@ class LaunchPlan(Routing):
                 if st.image:
                     steps.append(f"copy {name} to an image")
         steps.append(f"gemm [{self.params.describe()}] ({self.params_source}) "
-                     f"{'guarded' if self.guarded else 'whole tiles'}{', rows aligned' if self.aligned else ''}"
+                     f"{'guarded' if self.guarded else 'whole tiles'}"
+                     + (", 16-byte copies" if self.aligned and family_of(self.params).aligned_rows else "")
                      + (", stream-K" if self.stream else f", K split in {self.split}" if self.split > 1 else "")
                      + (", summed in the kernel" if self.summed else ", slices read in place" if self.sliced else "")
                      + (f", a batch of {self.problem.batch}" if self.problem.batch > 1 else ""))
