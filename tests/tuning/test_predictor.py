@@ -14,7 +14,7 @@ from gemm_check import run_and_check
 from autogemm.blas import GemmProblem, Op
 from autogemm.blas.coverage import split_counts
 from autogemm.blas.plans import gemm_plan
-from autogemm.blas.prediction import REACH, predict, share, terms
+from autogemm.blas.prediction import REACH, predict, ranked, share, terms
 from autogemm.blas.routing import Routing
 from autogemm.blas.vectors import MAX_VECTORS
 from autogemm.codelets.simt import SimtParams
@@ -174,6 +174,28 @@ def test_a_kernel_that_must_transpose_a_large_operand_loses_by_the_pack_it_needs
     assert predict(fast_memory, stored_nt, 8, usable).params == WIDE
     assert predict(slow_memory, stored_nt, 8, usable).params == NARROW
     assert predict(slow_memory, problem(32, 8192, 4096, "NN"), 8, usable).params == WIDE
+
+
+def test_a_kernel_that_stages_every_layout_alike_is_predicted_reading_them_as_stored():
+    """A float64 configuration of asynchronous copies runs as its twin in the layout A and B are stored in
+    (``selection.read_as_stored``): measured in its own layout, it is predicted as fast on operands stored
+    otherwise, no pack charged; the same tiles copied through registers must pack the operand they would
+    read transposed, and are predicted slower by it."""
+    from autogemm.codelets.nvidia_mma import MmaParams
+
+    tiles = MmaParams(layout="NT", shape="m16n8k8", warps_m=2, warps_n=2, tiles_m=2, tiles_n=4, tile_k=16,
+                      stages=2, mma="ptx")
+    alike = dataclasses.replace(tiles, copy="async", stages=3)
+    assert alike.stages_alike(DTYPES["d"]) and not tiles.stages_alike(DTYPES["d"])
+    stored_nn = dataclasses.replace(problem(32, 8192, 4096, "NN"), dtype=DTYPES["d"])
+    measured_nt = Sample("NT", (32, 8192, 4096), (((1, 12.0),), ((1, 10.0),)))
+
+    def predicted(nt: MmaParams) -> float:
+        slow_memory = Predictor((nt, dataclasses.replace(tiles, layout="NN")), (measured_nt,), 1.0, 64.0)
+        return next(p.gflops for p in ranked(slow_memory, stored_nn, 8, usable) if p.params == nt and p.split == 1)
+
+    assert math.isclose(predicted(alike), 12.0, rel_tol=0.05)
+    assert predicted(tiles) < 12.0 / 1.5
 
 
 def test_the_model_charges_what_the_plan_copies_and_launches():

@@ -2,17 +2,18 @@
 
 The model (``modelled``) is the share of the device's time that is the product's work: the product's
 flops over its time. That time is the GEMM kernel's, the longer of its flops spread over the padded
-blocks, K steps and busy compute units (``coverage.useful_share``) and the elements it reads and
-writes at the device's ``Predictor.balance``; plus the elements the plan's packs and merge copy
+blocks, K steps and busy compute units (``coverage.useful_share``) and the elements it reads and writes
+at the device's ``Predictor.balance``; plus the elements the plan's packs and merge copy
 (``Routing.traffic``: transposes, padding, the slices' partial sums) at that balance; plus a cost per
-launch (``Predictor.launch``, fitted to the samples). That model is corrected by what the samples
-nearest to the shape measured. For each kernel of the bank and each split, the residual of a sample is
-its measured rate over the model's share at that sample; the prediction is the model's share at the
-shape times the weighted geometric mean of the residuals of the ``NEIGHBOURS`` nearest samples that
-timed that pair (``neighbours``: nearest in log scale of m, n and k, a sample stored in another layout
-farther by ``LAYOUT_DISTANCE`` per operand). So what the model misses near the samples (the operands'
-caches, the kernels' own speeds) is measured, and far from them the model still ranks the plans by
-how well they cover C and what they copy."""
+launch (``Predictor.launch``, fitted to the samples). A configuration that stages every layout alike is
+modelled as the twin that runs: the one reading A and B as stored (``selection.read_as_stored``). That
+model is corrected by what the samples nearest to the shape measured. For each kernel of the bank and
+each split, the residual of a sample is its measured rate over the model's share at that sample; the
+prediction is the model's share at the shape times the weighted geometric mean of the residuals of the
+``NEIGHBOURS`` nearest samples that timed that pair (``neighbours``: nearest in log scale of m, n and k,
+a sample stored in another layout farther by ``LAYOUT_DISTANCE`` per operand). So what the model misses
+near the samples (the operands' caches, the kernels' own speeds) is measured, and far from them the
+model still ranks the plans by how well they cover C and what they copy."""
 
 from __future__ import annotations
 
@@ -80,19 +81,23 @@ def ranked(predictor: Predictor, problem: GemmProblem, compute_units: int,
     largest = max(s.shape[0] * s.shape[1] * s.shape[2] for s in predictor.samples)
     if problem.batch > 1 or m * n * k > REACH * largest:
         return []
-    shape = (("T" if problem.op_a.transposed else "N") + ("T" if problem.op_b.transposed else "N"), m, n, k)
+    stored = ("T" if problem.op_a.transposed else "N") + ("T" if problem.op_b.transposed else "N")
+    shape = (stored, m, n, k)
     order, distances = nearest(predictor, shape)
     pairs = []
     for index, params in enumerate(predictor.bank):
         if not usable(params):
             continue
+        # (one that stages every layout alike runs as its twin in the stored layout, with no pack:
+        # ``selection.read_as_stored``; its samples, measured in its own, correct the twin's model)
+        runs = params.in_layout(stored, problem.dtype) if params.stages_alike(problem.dtype) else params
         for split in split_counts(params, problem, compute_units) or [1]:
             found = neighbours(predictor, order, distances, index, split)
             if not found:
                 continue
             near = [modelled(predictor, problem.dtype, params, split, predictor.samples[i].layout_shape,
                              compute_units) for i, _, _ in found]
-            rate = math.exp(corrected(modelled(predictor, problem.dtype, params, split, shape, compute_units),
+            rate = math.exp(corrected(modelled(predictor, problem.dtype, runs, split, shape, compute_units),
                                       np.array(near), np.array([w for _, w, _ in found]),
                                       np.log([gflops for _, _, gflops in found])))
             pairs.append(Prediction(params, split, rate))
