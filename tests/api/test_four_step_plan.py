@@ -65,6 +65,34 @@ def test_buffers_with_offsets_and_leading_dimensions(ctx):
     plan.release()
 
 
+def test_a_plan_that_reads_an_operand_in_16_byte_pieces_refuses_an_offset_it_was_not_made_for(ctx):
+    """A tensor-core kernel (emulated here) that copies A and B 16 bytes at a time where they lie holds for
+    offsets of the alignment class it was made for (``offset_a``, ``offset_b``): another offset of A is
+    refused before anything is enqueued, and a plan made for it computes right."""
+    from autogemm.codelets.nvidia_mma import MmaParams
+
+    dt = DTYPES["d"]
+    m, n, k = 20, 24, 30
+    config = MmaParams(layout="NN", warps_m=2, warps_n=1, tiles_m=1, tiles_n=2, tile_k=8, stages=3, vector_width=1,
+                       mma="local", copy="async")
+    a, b = random_matrix(RNG, dt, (1 + m * 32,)), random_matrix(RNG, dt, (k, n))
+    mf = cl.mem_flags
+    bufs = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x) for x in (a, b)]
+    plan = autogemm.GemmPlan(None, "d", m, n, k, lda=32, config=config, edge="guard")
+    assert plan.launch_plan.copies_aligned
+    with pytest.raises(autogemm.ArgumentError, match="offset 1: this plan reads A where it lies in pieces of 2"):
+        plan.copy_a(bufs[0], offset=1)
+    plan.release()
+    plan = autogemm.GemmPlan(None, "d", m, n, k, lda=32, config=config, edge="guard", offset_a=1)
+    assert not plan.launch_plan.copies_aligned
+    c = cl_array.zeros(plan.queue, (m, n), np.float64)
+    plan.copy_a(bufs[0], offset=1)
+    plan.copy_b(bufs[1])
+    plan.compute(c)
+    assert relative_error(c.get(), a[1:].reshape(m, 32)[:, :k] @ b) < dt.tolerance
+    plan.release()
+
+
 def test_errors_are_raised_before_anything_is_enqueued(ctx):
     plan = autogemm.GemmPlan(None, "s", 8, 4, 6)
     queue = plan.queue

@@ -34,18 +34,22 @@ class GemmPlan:
     A, B and C are row-major with leading dimensions ``lda``, ``ldb``, ``ldc`` (default: dense) in the
     stored shapes (A is k x m when ``trans_a`` is 'T' or 'C'). Operands are ``pyopencl.array.Array`` s of
     those shapes and strides, or ``pyopencl.Buffer`` s with an element offset. ``config`` and ``edge`` as
-    for ``gemm``; by default the configuration comes from the device's profile.
+    for ``gemm``; by default the configuration comes from the device's profile. ``offset_a`` and
+    ``offset_b`` are offsets like those the operands will have (the plan holds for any offset divisible by
+    the same powers of two, up to 64): a kernel that reads an operand where it lies may read it in
+    16-byte pieces, and ``copy_a`` refuses an offset the plan was not made for.
     """
 
     def __init__(self, device: Device | str | int | None, dtype: object, m: int, n: int, k: int,
                  trans_a: str = "N", trans_b: str = "N", *, lda: int | None = None, ldb: int | None = None,
                  ldc: int | None = None, precision: str | None = None, config: KernelParams | None = None,
-                 edge: str = "auto") -> None:
+                 edge: str = "auto", offset_a: int = 0, offset_b: int = 0) -> None:
         ctx = context_for(device)
         dt = with_precision(get_dtype(dtype), precision)
         dense = GemmProblem.dense(dt, m, n, k, Op.from_letter(trans_a, "trans_a"), Op.from_letter(trans_b, "trans_b"))
         problem = GemmProblem(dt, m, n, k, dense.op_a, dense.op_b, lda=dense.lda if lda is None else lda,
-                              ldb=dense.ldb if ldb is None else ldb, ldc=dense.ldc if ldc is None else ldc)
+                              ldb=dense.ldb if ldb is None else ldb, ldc=dense.ldc if ldc is None else ldc,
+                              offset_a=offset_a, offset_b=offset_b).aligned()
         self._plan = gemm_plan(ctx, problem, config, edge)
         self._plan.allocate()
         self._operands: dict[str, tuple] = {}

@@ -78,8 +78,10 @@ class LaunchPlan(Routing):
         #: they are (a loop of products on the same arrays, the call path's commonest case)
         self._last_call: tuple | None = None
         self._lock = threading.Lock()
+        #: the kernel copies A and B 16 bytes at a time, wherever they lie (rows aligned, and a family that can)
+        self.copies_aligned = self.aligned and family_of(self.params).aligned_rows
         self.kernel_source: KernelSource = render(self.params, self.dtype, guarded=self.guarded, stream=self.stream,
-                                                  summed=self.summed, sliced=self.sliced, aligned=self.aligned)
+                                                  summed=self.summed, sliced=self.sliced, aligned=self.copies_aligned)
         if self.problem.m and self.problem.n and self.problem.k and self.problem.batch:
             self._build()
 
@@ -292,6 +294,7 @@ class LaunchPlan(Routing):
         return its kernel arguments: memory, offset, leading dimension."""
         st = self.staging[name]
         if not st.packed:
+            self._check_offset(name, offset)
             return user, offset, self.problem.ld(name)
         kern, dst = self.pack_kernels[name], self.pack_buffers[name]
         rows, cols, ld, dst_args, size = self._pack_constants[name]
@@ -301,6 +304,18 @@ class LaunchPlan(Routing):
             launches.append((self.images[name], dst))
             return self.images[name], 0, 0
         return dst, 0, st.dst_ld
+
+    def _check_offset(self, name: str, offset: int) -> None:
+        """``ArgumentError`` unless operand ``name``, read where it lies from element ``offset``, starts where
+        the kernel's reads assume (the plan's choices hold for its problem's offsets' alignment class
+        only): at a multiple of 16 bytes where it copies that many at once (``copies_aligned``), of the vector
+        width where it is unguarded."""
+        unit = max(self._aligned_elements if self.copies_aligned else 1,
+                   1 if self.guarded else self.params.vector_width)
+        if offset % unit:
+            raise ArgumentError(f"{name} at element offset {offset}: this plan reads {name} where it lies in pieces "
+                                f"of {unit} elements, from offsets that are multiples of {unit} (the offset it "
+                                f"was made for is {self.problem.offset(name)}); make the plan for such an offset")
 
     @functools.cached_property
     def _pack_constants(self) -> dict[str, tuple]:
@@ -398,7 +413,7 @@ class LaunchPlan(Routing):
                     steps.append(f"copy {name} to an image")
         steps.append(f"gemm [{self.params.describe()}] ({self.params_source}) "
                      f"{'guarded' if self.guarded else 'whole tiles'}"
-                     + (", 16-byte copies" if self.aligned and family_of(self.params).aligned_rows else "")
+                     + (", 16-byte copies" if self.copies_aligned else "")
                      + (", stream-K" if self.stream else f", K split in {self.split}" if self.split > 1 else "")
                      + (", summed in the kernel" if self.summed else ", slices read in place" if self.sliced else "")
                      + (f", a batch of {self.problem.batch}" if self.problem.batch > 1 else ""))

@@ -105,7 +105,7 @@ class _Generator(ElementCode):
     def __init__(self, params: MmaParams, dtype: Dtype, guarded: bool, stream: bool, summed: bool,
                  sliced: bool, aligned: bool) -> None:
         super().__init__(dtype, min(params.vector_width, 2), guarded, stream, params.tile_k, summed, sliced)
-        self.aligned = aligned
+        self.aligned = aligned and params.copy == "async"     # (only its asynchronous copies use it)
         self.operand_scalar = "stored"
         self.p = params
         self.shape = params.geometry
