@@ -305,13 +305,18 @@ class LaunchPlan(Routing):
             return self.images[name], 0, 0
         return dst, 0, st.dst_ld
 
+    @functools.cached_property
+    def _offset_unit(self) -> int:
+        """The elements an operand read where it lies must start at a multiple of: 16 bytes' where the
+        kernel copies that many at once (``copies_aligned``), the vector width where it is unguarded."""
+        return max(self._aligned_elements if self.copies_aligned else 1,
+                   1 if self.guarded else self.params.vector_width)
+
     def _check_offset(self, name: str, offset: int) -> None:
         """``ArgumentError`` unless operand ``name``, read where it lies from element ``offset``, starts where
-        the kernel's reads assume (the plan's choices hold for its problem's offsets' alignment class
-        only): at a multiple of 16 bytes where it copies that many at once (``copies_aligned``), of the vector
-        width where it is unguarded."""
-        unit = max(self._aligned_elements if self.copies_aligned else 1,
-                   1 if self.guarded else self.params.vector_width)
+        the kernel's reads assume (``_offset_unit``: the plan's choices hold for its problem's offsets'
+        alignment class only)."""
+        unit = self._offset_unit
         if offset % unit:
             raise ArgumentError(f"{name} at element offset {offset}: this plan reads {name} where it lies in pieces "
                                 f"of {unit} elements, from offsets that are multiples of {unit} (the offset it "

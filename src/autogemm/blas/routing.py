@@ -118,8 +118,9 @@ class Routing:
         self.padded_m, self.padded_n, self.padded_k = self._padded_sizes()
         self.staging = {name: self._route(name) for name in ("A", "B")}
         #: every row of A and B the kernel reads starts at a multiple of ``ALIGNED_BYTES`` (packed so, or
-        #: stored so), and so does each slice's or K step's depth: its copies may take that many at once
-        self.aligned = self.k_step % self._aligned_elements == 0 and all(
+        #: stored so), and so does each K block's depth (a slice's or a K step's is whole blocks): its
+        #: copies may take that many at once
+        self.aligned = params.tile_k % self._aligned_elements == 0 and all(
             self.staging[name].packed or self._rows_aligned(name, self._aligned_elements) for name in ("A", "B"))
         self.c_temp = self.c_converted or (self.slices > 1 and not self.summed) or (
             not self.guarded and not self._in_place_whole("C"))

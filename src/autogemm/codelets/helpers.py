@@ -2,9 +2,9 @@
 the layout a codelet reads, transposing, conjugating and zero-padding to whole tiles in one pass;
 ``merge`` writes a padded or split-K result back as C = alpha sum(T) + beta C (``lanes_for`` work-items
 to an element where the slices are many); ``fixup`` adds up the partial sums of the tiles a stream-K
-kernel's work-groups shared (``codelets.stream_k``); ``scale`` computes C = beta C alone (the BLAS quick return when alpha or K is zero); ``residual`` measures a result
-against a reference on the device (the tuner checks every candidate so, without copying large results
-to the host)."""
+kernel's work-groups shared (``codelets.stream_k``); ``scale`` computes C = beta C alone (the BLAS quick
+return when alpha or K is zero); ``residual`` measures a result against a reference on the device (the
+tuner checks every candidate so, without copying large results to the host)."""
 
 from __future__ import annotations
 
