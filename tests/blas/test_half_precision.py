@@ -1,7 +1,7 @@
 """float16 and bfloat16: stored in 16 bits, multiplied exactly and summed in float32, C rounded to its 16
-bits (or kept in float32). On a device without the matrix instructions the plans convert the operands to
-float32 and run a float32 kernel; the nvidia_mma family reads the 16-bit operands itself (emulated here,
-as PTX on a GPU that has the instructions)."""
+bits (or kept in float32). The simt family's kernels read the 16-bit operands as they are stored and
+compute in float32 (through images, packed as floats); the nvidia_mma family multiplies them (emulated
+here, as PTX on a GPU that has the instructions). Either writes a 16-bit C itself, rounding it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from gemm_check import assert_rounded, run_and_check
 
 import autogemm
-from autogemm.blas import GemmProblem, default_params
+from autogemm.blas import GemmProblem, Op, default_params
 from autogemm.blas.plans import gemm_plan
 from autogemm.codelets import helpers
 from autogemm.codelets.nvidia_mma import MmaParams
@@ -100,11 +100,37 @@ def test_16_bit_arguments_are_checked():
     assert autogemm.gemm(h[:, :0], h[:0], out_dtype=np.float32).shape == (4, 4)
 
 
+@pytest.mark.parametrize("key", ["h", "b", "hs"])
+def test_a_simt_kernel_reads_and_writes_16_bits_as_stored(ctx, device, key):
+    """Every layout, guarded and padded, offsets and leading dimensions, alpha and beta (beta = 0 over a
+    poisoned C), a K split added up in the kernel and one merged after: checked against float64, in one
+    launch where nothing is packed, C written in its 16 bits by the kernel."""
+    rng, dt = np.random.default_rng(11), DTYPES[key]
+    base = dataclasses.replace(default_params(device, DTYPES["s"]), vector_width=2, tile_cols=4)
+    for layout in ("NN", "NT", "TN", "TT"):
+        params = dataclasses.replace(base, layout=layout)
+        ta, tb = layout
+        run_and_check(ctx, params, dt, 37, 29, 45, ta, tb, 1.0, 0.0, "guard", rng, extra_ld=2, offset=3)
+        run_and_check(ctx, params, dt, 48, 40, 96, ta, tb, -0.5, 2.0, "pad", rng, extra_ld=1, offset=1)
+        run_and_check(ctx, params, dt, 21, 19, 301, ta, tb, 0.5, 1.5, "guard", rng, split_k=3)
+        plan = gemm_plan(ctx, GemmProblem.dense(dt, 37, 29, 45, *(Op.from_letter(t, "t") for t in layout)),
+                         params, "guard")
+        assert len(plan.launches()) == 1 and plan.c_stored == (key != "hs") and plan.kernel_dtype == dt
+        merged = gemm_plan(ctx, GemmProblem.dense(dt, 37, 29, 450), dataclasses.replace(params, layout="NN"),
+                           "pad", 2)
+        assert merged.c_temp and not merged.c_stored
+    run_and_check(ctx, dataclasses.replace(base, layout="NN"), dt, 40, 36, 450, "N", "N", 1.0, 0.5, "pad", rng,
+                  split_k=2)
+
+
 def test_the_plans_say_where_16_bits_are_converted(ctx, device):
-    simt = default_params(device, DTYPES["s"])              # a simt kernel computes bfloat16 in float32
-    plan = gemm_plan(ctx, GemmProblem.dense(DTYPES["b"], 64, 64, 64), simt)
-    assert plan.kernel_dtype.key == "s" and "pack B (to float32)" in plan.launches()
-    assert plan.launches()[-1] == "merge C (to bfloat16)"
+    # a simt kernel reads bfloat16 as stored, computes in float32
+    simt = dataclasses.replace(default_params(device, DTYPES["s"]), layout="NN")
+    plan = gemm_plan(ctx, GemmProblem.dense(DTYPES["b"], 67, 64, 64), simt, edge="guard")
+    assert plan.kernel_dtype.key == "b" and plan.c_stored and len(plan.launches()) == 1
+    imaged = gemm_plan(ctx, GemmProblem.dense(DTYPES["b"], 64, 64, 64), dataclasses.replace(simt, image_b=True))
+    assert imaged.kernel_dtype.key == "s" and "pack B (to float32)" in imaged.launches()
+    assert imaged.launches()[-1] == "merge C (to bfloat16)"
     plan = gemm_plan(ctx, GemmProblem.dense(DTYPES["hs"], 64, 64, 64), dataclasses.replace(SMALL, layout="NN"),
                       edge="guard")
     assert plan.kernel_dtype.key == "hs" and not any(s.startswith(("pack", "merge")) for s in plan.launches())

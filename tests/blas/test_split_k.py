@@ -302,20 +302,20 @@ def test_slices_the_kernel_does_not_add_up_are_read_in_place_and_merged(ctx, uns
 @pytest.mark.parametrize("letter", "sh")
 def test_a_guarded_split_is_merged_where_the_kernel_does_not_add_it_up(ctx, unsummed, letter):
     """A ragged product split in slices that its kernel does not add up: two launches (the kernel reading
-    its slices in place, the merge), where before it packed both operands first; a C of float16 (which no
-    kernel adds its slices up into) the same way, the merge rounding into it (after the conversions of A
-    and B to float32 that the family's kernels multiply). A family whose kernels cannot find their
-    slices (cpu), or whose guarded kernels the packs pay for (subgroup), still pads."""
+    its slices in place, the merge), where before it packed both operands first; a C of float16 the same
+    way, its kernel reading A and B in their 16 bits and the merge rounding into C, and asked to guard,
+    adding the slices up into C itself, as for float32. A family whose kernels cannot find their slices
+    (cpu), or whose guarded kernels the packs pay for (subgroup), still pads."""
     from autogemm.codelets.cpu import CpuParams
 
     dt, rng = DTYPES[letter], np.random.default_rng(3)
     m, n, k = 2 * LOCAL.block_rows + 3, LOCAL.block_cols + 5, 29 * LOCAL.tile_k + 3
     plan = gemm_plan(ctx, GemmProblem.dense(dt, m, n, k), LOCAL, "auto", 4)
-    converts = 2 * (letter == "h")           # (the simt family multiplies float32: 16-bit operands converted)
-    assert plan.guarded and plan.sliced and not plan.summed and len(plan.launches()) == 2 + converts
+    assert plan.guarded and plan.sliced and not plan.summed and plan.launches()[1:] == [
+        "merge C" + " (to float16)" * (letter == "h")]
     run_and_check(ctx, LOCAL, dt, m, n, k, "N", "N", 1.5, 0.0, "auto", rng, extra_ld=2, offset=3, split_k=4)
     guarded = gemm_plan(ctx, GemmProblem.dense(dt, m, n, k), LOCAL, "guard", 4)
-    assert guarded.sliced and guarded.summed == (letter == "s")      # (asked to guard: summed where it can be)
+    assert guarded.sliced and guarded.summed and len(guarded.launches()) == 1   # (asked to guard: summed)
     run_and_check(ctx, LOCAL, dt, m, n, k, "N", "N", 1.5, 0.5, "guard", rng, split_k=4)
     cpu = gemm_plan(ctx, GemmProblem.dense(DTYPES["s"], m, n, k), CpuParams(tile_rows=4, vector_width=8), "auto", 4)
     subgroup = gemm_plan(ctx, GemmProblem.dense(DTYPES["s"], m, n, k), SUMMING[2], "auto", 4)

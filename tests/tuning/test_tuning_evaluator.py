@@ -27,8 +27,8 @@ def sabotage(monkeypatch, old: str, new: str) -> None:
     """Make every GEMM kernel rendered from now on have ``old`` replaced by ``new``."""
     real = plan_module.render
 
-    def render(params, dtype, guarded=True, stream=False, summed=False, sliced=False, aligned=False):
-        src = real(params, dtype, guarded, stream, summed, sliced, aligned)
+    def render(params, dtype, guarded=True, stream=False, **options):
+        src = real(params, dtype, guarded, stream, **options)
         assert old in src.source
         return dataclasses.replace(src, source=src.source.replace(old, new))
 

@@ -6,7 +6,7 @@ best."""
 from __future__ import annotations
 
 from ..codelets.kernel import MAX_SLICES, ceil_div
-from ..codelets.registry import KernelParams, family_of
+from ..codelets.registry import KernelParams, family_of, writes_16bit
 from ..codelets.stream_k import STREAM_K, StreamPartition
 from ..profiles import Thresholds
 from ..runtime.opencl.device import Device
@@ -140,8 +140,10 @@ def merges_slices(params: KernelParams, problem: GemmProblem) -> bool:
 
 def can_sum_slices(params: KernelParams, problem: GemmProblem) -> bool:
     """Whether the kernel of ``params`` can add the K slices of ``problem`` up itself: it reads them in
-    place (``reads_slices``), and C is in the type the kernel computes in."""
-    return reads_slices(params, problem) and problem.dtype.output.numpy == problem.dtype.scalar_numpy
+    place (``reads_slices``), and C is in the type the kernel computes in, or in the 16 bits the kernel
+    reads A and B in (``Family.reads_16bit``: it writes such a C itself)."""
+    dt = problem.dtype
+    return reads_slices(params, problem) and (dt.output.numpy == dt.scalar_numpy or writes_16bit(params, dt))
 
 
 def sums_slices(params: KernelParams, problem: GemmProblem) -> bool:

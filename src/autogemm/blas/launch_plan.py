@@ -81,7 +81,8 @@ class LaunchPlan(Routing):
         #: the kernel copies A and B 16 bytes at a time, wherever they lie (rows aligned, and a family that can)
         self.copies_aligned = self.aligned and family_of(self.params).aligned_rows
         self.kernel_source: KernelSource = render(self.params, self.dtype, guarded=self.guarded, stream=self.stream,
-                                                  summed=self.summed, sliced=self.sliced, aligned=self.copies_aligned)
+                                                  summed=self.summed, sliced=self.sliced, aligned=self.copies_aligned,
+                                                  stored_c=self.c_stored)
         if self.problem.m and self.problem.n and self.problem.k and self.problem.batch:
             self._build()
 
@@ -425,7 +426,8 @@ class LaunchPlan(Routing):
         if self.partition and self.partition.most_pieces():
             steps.append("fix up shared tiles")
         if self.c_temp:
-            steps.append("merge C" + (f" (to {self.dtype.output.numpy})" if self.c_converted else ""))
+            rounds = self.dtype.output.numpy != self.dtype.scalar_numpy
+            steps.append("merge C" + (f" (to {self.dtype.output.numpy})" if rounds else ""))
         return steps
 
     def describe(self) -> str:

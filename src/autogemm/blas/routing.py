@@ -20,8 +20,9 @@ Per shape the routing chooses between two ways of handling edges, both exact:
 - padded: operands are packed into zero-padded whole tiles, aligned for wide vector access, and the
   unguarded kernel runs on them; a C that is not whole is computed into a padded temporary and merged.
 Operands read through images are always packed (images are filled from a packed buffer).
-16-bit operands are packed into float32 for a kernel that computes in float32 without reading them
-itself; where C is 16-bit, the kernel writes a float32 temporary that the merge rounds into C.
+16-bit operands are packed into float32 for a kernel that does not read them as stored
+(``Family.reads_16bit``), and such a kernel writes a 16-bit C as a float32 temporary that the merge
+rounds into C; one that reads them writes C itself where it writes it at all (``c_stored``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..codelets.kernel import ALIGNED_BYTES, ceil_div, round_up
-from ..codelets.registry import KernelParams, family_named, kernel_dtype
+from ..codelets.registry import KernelParams, family_named, kernel_dtype, writes_16bit
 from ..codelets.simt.geometry import TEXEL_BYTES
 from ..codelets.stream_k import STREAM_K, StreamPartition
 from ..profiles import Thresholds
@@ -107,8 +108,11 @@ class Routing:
         self.stream = split == STREAM_K
         self.slices = 1 if self.stream else split
         self.k_step = params.tile_k * self.slices
-        # the kernel writes C in the compute type: a C stored otherwise is rounded into by the merge
-        self.c_converted = self.dtype.output.numpy != self.dtype.scalar_numpy
+        # a kernel that reads 16-bit operands as stored writes such a C itself (but under stream-K, whose
+        # shared tiles' float32 partial sums go through C's pointer); the others write C in the compute
+        # type, which the merge rounds into a C stored otherwise
+        c_16bit = writes_16bit(params, self.dtype) and not self.stream
+        self.c_converted = self.dtype.output.numpy != self.dtype.scalar_numpy and not c_16bit
         #: the slices of a split are added up by the kernel, not by a merge into C
         self.summed = self.slices > 1 and can_sum_slices(params, problem) and self._choose_summed(edge)
         self.guarded = self._choose_guarded(edge)
@@ -124,6 +128,8 @@ class Routing:
             self.staging[name].packed or self._rows_aligned(name, self._aligned_elements) for name in ("A", "B"))
         self.c_temp = self.c_converted or (self.slices > 1 and not self.summed) or (
             not self.guarded and not self._in_place_whole("C"))
+        #: the kernel writes C in its 16-bit storage (not into a float32 temporary)
+        self.c_stored = c_16bit and not self.c_temp
         self.partition = (StreamPartition.of(self.padded_m // params.block_rows * (self.padded_n // params.block_cols),
                                              self.padded_k // params.tile_k, compute_units)
                           if self.stream else None)

@@ -59,23 +59,23 @@ class ClassChoice(NamedTuple):
 def choose_params(device: Device, problem: GemmProblem) -> Selection:
     """The configuration for ``problem`` on ``device`` and where it came from. From the profile: the best
     of its entry for this very problem where ``autogemm tune --shapes`` made one (with its measured K
-    slices); else, unless the product is under ``Thresholds.in_place_multiply_adds`` with a K of at most
-    ``Thresholds.one_launch_depth`` (and more than the dtype's ``shallow_predicted_depth``), the kernel and
-    K slices its predictor predicts fastest
-    (``prediction``); else, in each
-    size class, the best stored configuration that passes ``check``, or one nearly as fast whose layout
-    matches how A and B are stored (see ``prefer_stored_layout``); of those, the one with the highest
-    rate predicted for this shape (``coverage.predicted_rate``: a narrow or small C wastes large blocks
-    and leaves compute units idle), the nearer class unless a farther one is predicted ``PREDICTION_MARGIN``
-    times faster (the prediction ignores launch costs and caches), save where the nearest is the tiny
-    class or, for a batch, a batch class, whose choice stands (``class_choice``). A configuration whose operand images
-    exceed the device's limits is passed over; so is one of a profile borrowed from a related device
-    until it passes ``verified.verified_here`` on this one (only the winner of each way is verified,
-    and chosen again without it where it fails). Without a usable profile, a tensor-core default where
-    the device has the instructions (also verified first), else the device class default. A reduced
-    precision mode is computed by its own configurations or the native
-    dtype's (which are exact), a 16-bit dtype by its own or float32's (on converted operands),
-    whichever are predicted faster. A batch, read through buffers, takes no configuration with images.
+    slices); else, unless the product is short (under ``Thresholds.in_place_multiply_adds`` with a K of
+    at most ``Thresholds.one_launch_depth``, and more than the dtype's ``shallow_predicted_depth``), the
+    kernel and K slices its predictor predicts fastest (``prediction``); else, in each size class, the
+    best stored configuration that passes ``check``, or one nearly as fast whose layout matches how A
+    and B are stored (see ``prefer_stored_layout``); of those, the one with the highest rate predicted
+    for this shape (``coverage.predicted_rate``: a narrow or small C wastes large blocks and leaves
+    compute units idle), the nearer class unless a farther one is predicted ``PREDICTION_MARGIN`` times
+    faster (the prediction ignores launch costs and caches), save where the nearest is the tiny class
+    or, for a batch, a batch class, whose choice stands (``class_choice``). A configuration whose
+    operand images exceed the device's limits is passed over; so is one of a profile borrowed from a
+    related device until it passes ``verified.verified_here`` on this one (only the winner of each way
+    is verified, and chosen again without it where it fails). Without a usable profile, a tensor-core
+    default where the device has the instructions (also verified first), else the device class
+    default. A reduced precision mode is computed by its own configurations or the native dtype's
+    (which are exact), a 16-bit dtype by its own or float32's (whose kernels read its operands as
+    stored), whichever are predicted faster, and a short 16-bit product by float32's. A batch, read
+    through buffers, takes no configuration with images.
     A product too small for a pack's launch to pay, or whose kernel would read an operand it transposes
     too few times for the pack to pay, or whose configuration stages every layout alike (those two in a
     plan of fewer launches), takes a choice not measured on that very problem in the layout A and B are
@@ -112,17 +112,21 @@ def choose_params(device: Device, problem: GemmProblem) -> Selection:
             predicted = predict(predictor, problem, device.compute_units, usable) if predictor else None
             return predicted and Selection(predicted.params, f"{source} (predicted)", predicted.split)
 
-        def by_class(usable: Callable[[KernelParams], bool]) -> Selection | None:
-            chosen = class_choice(profile, problem, device.compute_units, usable)
-            return chosen and Selection(chosen.config, f"{source} (class {chosen.name})")
-
         # a product the device takes in place, of a K too short to split, runs in one launch, its time
         # the latency of its blocks' K steps, which the predictor's model of throughput and copies does
         # not see: the classes choose (but over the dtype's shallowest K, where a class's tensor-core block
-        # is mostly padding and the predictor's model of C's coverage ranks kernels better)
+        # is mostly padding and the predictor's model of C's coverage ranks kernels better); a 16-bit
+        # dtype's, float32's classes (measured at such sizes, their kernels reading the 16-bit operands as
+        # stored), not its own tensor-core ones, measured on large products, whose longer K steps and
+        # deeper pipelines the coverage model does not charge
         limits = thresholds_for(device)
         short = (problem.m * problem.n * problem.k < limits.in_place_multiply_adds
                  and limits.shallow_predicted(dt.key) < problem.k <= limits.one_launch_depth)
+        keys = (dt.compute.key,) if short and dt.half else class_keys(dt)
+
+        def by_class(usable: Callable[[KernelParams], bool]) -> Selection | None:
+            chosen = class_choice(profile, problem, device.compute_units, usable, keys)
+            return chosen and Selection(chosen.config, f"{source} (class {chosen.name})")
         for pick in (by_shape, by_class) if short else (by_shape, by_prediction, by_class):
             found = verified(pick)
             if found is not None:       # one measured on this very problem stands as measured
@@ -238,8 +242,8 @@ def choose_gemv_params(device: Device, problem: GemvProblem) -> Selection:
     the best one that passes ``check`` of the class of the problem's layout nearest to it in shape
     (outputs, reduction length and right-hand sides, in log scale; a class's third dimension is its
     vectors), among those tuned with several vectors for a problem of several, ``fitted`` to the problem
-    unless measured on that very shape (where the fitted one does not pass, as it is); else the
-    default."""
+    unless measured on that very shape (where the fitted one does not pass, as it is); for a 16-bit
+    dtype without classes of its own, float32's; else the default."""
     dt, layout = problem.dtype, problem.layout
     profile = profile_for(device)
     if profile is not None:
@@ -249,8 +253,10 @@ def choose_gemv_params(device: Device, problem: GemvProblem) -> Selection:
             return sum(abs(math.log(max(a, 1)) - math.log(max(b, 1)))
                        for a, b in zip((*tuned, vectors), (problem.outputs, problem.reduction, problem.vectors)))
 
-        # a problem of several vectors takes a class tuned with several first, one of one vector the others
-        entries = sorted(profile.gemv_entries(dt.key, layout),
+        # a problem of several vectors takes a class tuned with several first, one of one vector the others;
+        # a 16-bit dtype without classes of its own takes float32's (its kernels read 16 bits as stored)
+        own = profile.gemv_entries(dt.key, layout) or profile.gemv_entries(dt.compute.key, layout)
+        entries = sorted(own,
                          key=lambda e: ((e.shape[2] > 1) != (problem.vectors > 1), distance(e)))
         for entry in entries:
             measured_here = distance(entry) == 0        # (``tune --shapes`` measured it on this very shape)
@@ -279,10 +285,17 @@ def choose_cuda_params(device: Device | None, dt: Dtype, m: int, n: int, k: int,
     return Selection(fitted(params, m, n, k, multiprocessors), source, backend=backend)
 
 
+def class_keys(dt: Dtype) -> tuple[str, ...]:
+    """The dtypes whose size classes a ``dt`` problem draws on: its own, its native precision's (which
+    is exact) and its compute type's (for 16 bits, float32's: its kernels read them as stored)."""
+    return tuple(dict.fromkeys((dt.key, dt.native.key, dt.compute.key)))
+
+
 def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
-                 usable: Callable[[KernelParams], bool]) -> ClassChoice | None:
-    """Of the ``usable`` configurations of the profile's size classes (for a batch, none with images, and
-    those of its batch classes first, ``class_entries``), the one ``choose_params`` takes from them for
+                 usable: Callable[[KernelParams], bool], keys: tuple[str, ...] | None = None) -> ClassChoice | None:
+    """Of the ``usable`` configurations of the profile's size classes of the dtypes ``keys`` (by default
+    ``class_keys``; for a batch, none with images, and those of its batch classes first,
+    ``class_entries``), the one ``choose_params`` takes from them for
     ``problem``; None where the profile has none. Each class
     offers its best (or one nearly as fast in the stored layout, ``prefer_stored_layout``); for a batch,
     whose many work-groups keep the device busy whatever the block, so that the share of each block that
@@ -295,8 +308,7 @@ def class_choice(profile: Profile, problem: GemmProblem, compute_units: int,
     not see), and the ``LATENCY_CLASS``'s for a single product: the prediction counts the compute units
     a product's blocks fill, not the latency of their K steps, which decides the time there and is
     slower for the larger blocks other classes measured best."""
-    dt = problem.dtype
-    keys = tuple(dict.fromkeys((dt.key, dt.native.key, dt.compute.key)))
+    keys = keys or class_keys(problem.dtype)
     stored = stored_layout(problem)
     for entries in class_entries(profile, keys, problem):
         offers: list[tuple[Ranked, str]] = []

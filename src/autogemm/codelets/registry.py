@@ -80,8 +80,9 @@ class Family:
     families a second (the stream-K schedule, ``codelets.stream_k``). ``fit`` adapts a
     configuration to a dtype where the family's instructions depend on it (by default it is returned as it
     is). ``weight`` is the family's share of a size class's budget among the families a device searches
-    (relative to the others'), ``multiplies_16bit`` says its kernels take 16-bit operands as they are
-    (the others' plans convert such operands to float32 first), ``short_k_guards`` that its
+    (relative to the others'), ``reads_16bit`` says whether a configuration's kernels take 16-bit operands
+    as they are stored and can write a 16-bit C (``render`` takes ``stored_c``; the others' plans convert
+    such operands to float32 first and round C from a float32 temporary), ``short_k_guards`` that its
     edge-guarded kernels are worth running on a K shorter than one K step, in place of packing both
     operands to pad K, ``sums_slices`` that they read the slices of a K split where A and B lie and add
     them up themselves (``render`` takes ``summed``: a split product in one launch), and ``merges_slices``
@@ -103,7 +104,7 @@ class Family:
     fit: Callable[[Any, Dtype], Any] = lambda params, dtype: params
     routine: str = GEMM
     weight: float = 1.0
-    multiplies_16bit: bool = False
+    reads_16bit: Callable[[Any], bool] = lambda params: False
     short_k_guards: bool = True
     sums_slices: bool = False
     merges_slices: bool = False
@@ -153,10 +154,17 @@ def family_of(params: object) -> Family:
 
 def kernel_dtype(params: KernelParams, dtype: Dtype | str) -> Dtype:
     """The dtype the kernel of ``params`` computes a ``dtype`` problem in: ``dtype`` itself where the
-    family multiplies 16-bit operands, else ``dtype.compute`` (a plan then converts such operands to
-    float32 before the product)."""
+    configuration reads 16-bit operands as they are stored (``Family.reads_16bit``), else
+    ``dtype.compute`` (a plan then converts such operands to float32 before the product)."""
     dt = get_dtype(dtype)
-    return dt if family_of(params).multiplies_16bit else dt.compute
+    return dt if family_of(params).reads_16bit(params) else dt.compute
+
+
+def writes_16bit(params: KernelParams, dtype: Dtype | str) -> bool:
+    """Whether the kernel of ``params`` writes a ``dtype`` problem's C in its 16 bits itself: it reads A
+    and B in them (``kernel_dtype``) and C is stored in them too (not float32)."""
+    kernel = kernel_dtype(params, dtype)
+    return kernel.half and get_dtype(dtype).output == kernel
 
 
 def check(params: Params, device: Device, dtype: Dtype | str) -> str | None:
@@ -165,14 +173,18 @@ def check(params: Params, device: Device, dtype: Dtype | str) -> str | None:
 
 
 def render(params: KernelParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False,
-           summed: bool = False, sliced: bool = False, aligned: bool = False) -> KernelSource:
+           summed: bool = False, sliced: bool = False, aligned: bool = False, stored_c: bool = False
+           ) -> KernelSource:
     """The OpenCL source of ``params`` (of any GEMM family) for a ``dtype`` problem, over its tiles (one
     work-group each), with ``stream`` the stream-K schedule, with ``summed`` K slices added up in the
     kernel, with ``sliced`` K slices read where A and B lie, each into its layer of C (families that
     ``sums_slices`` only). ``aligned`` promises that A's and B's rows start at ``kernel.ALIGNED_BYTES``
-    boundaries, which a family with ``aligned_rows`` uses (the others' kernels are right either way)."""
+    boundaries, which a family with ``aligned_rows`` uses (the others' kernels are right either way);
+    ``stored_c`` that the kernel writes a 16-bit problem's C in its 16 bits (``reads_16bit`` families)."""
     family = family_of(params)
     options = {"summed": summed, "sliced": sliced} if summed or sliced else {}
+    if stored_c:
+        options["stored_c"] = True
     if options and not family.sums_slices:
         raise ConfigError(f"the {family.name} family's kernels do not read K slices in place")
     if aligned and family.aligned_rows:

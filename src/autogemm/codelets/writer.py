@@ -77,6 +77,13 @@ class SourceWriter:
         return "\n".join(self.lines) + "\n"
 
 
+def refuse_stored_c(dt: Dtype, stream: bool) -> None:
+    """``ConfigError`` where a kernel asked to write C in 16 bits cannot: the problem's is not 16-bit, or
+    under stream-K (whose shared tiles' partial sums, float32, go through C's pointer)."""
+    if stream or not dt.half:
+        raise ConfigError("C is written in 16 bits by a 16-bit problem's kernel, not under stream-K")
+
+
 class ElementCode:
     """Code for ``dtype`` elements in vectors of ``vector_width`` (``elem`` and ``elemsN`` typedefs are the
     kernel's), with loads and stores guarded at the matrix edges when ``guarded``. Subclasses write
@@ -106,8 +113,10 @@ class ElementCode:
         self.sliced = sliced or summed
         self.k_step = k_step
         self.operand_scalar = "real"           # the scalar type of A's and B's buffers
+        self.c_scalar = "real"                 # ... and of C's (``stores_16bit``)
         self.widths: set[int] = set()          # element counts of buffer loads used
         self.stored_widths: set[int] = set()   # ... of loads of 16-bit operand bits
+        self.converted_widths: set[int] = set()   # ... of loads of 16-bit values as floats
         self.hoisted: list[str] = []           # local memory declared before the stream-K loop
         self.out = SourceWriter()
 
@@ -190,13 +199,65 @@ class ElementCode:
         w.close()
         w("")
 
+    def stores_16bit(self, storage: Dtype) -> None:
+        """Read and write C in the 16-bit ``storage`` it is kept in (as floats in the kernel, rounded to
+        nearest on the way out): the kernel then writes the product's C itself, where a kernel writing
+        floats needs a merge to round them into C."""
+        self.storage = storage
+        self.c_scalar = "stored"
+
+    def c_load(self, n: int) -> str:
+        """The helper that reads ``n`` elements of C as the kernel's elements (for beta)."""
+        return self.converted_load(n) if self.c_scalar == "stored" else self.load(n)
+
+    def load(self, n: int) -> str:
+        """The helper that reads ``n`` elements of a buffer of the kernel's reals."""
+        self.widths.add(n)
+        return f"load_{n}"
+
+    def converted_load(self, n: int) -> str:
+        """The helper that reads ``n`` 16-bit values (of ``self.storage``) as floats."""
+        self.converted_widths.add(n)
+        return f"load_as_real_{n}"
+
     def load_helpers(self) -> None:
-        """``load_N`` for every width N of elements that reads used, and ``load_stored_N`` for every width
-        of 16-bit operand bits (guarded: zero outside the matrix)."""
+        """``load_N`` for every width N of elements that reads used, ``load_stored_N`` for every width
+        of 16-bit operand bits, and ``load_as_real_N`` for every width of 16-bit values read as floats
+        (guarded: zero outside the matrix)."""
         for n in sorted(self.widths):
             self.load_helper(f"load_{n}", "real", self.vtype(n), n, self.rpe)
         for n in sorted(self.stored_widths):
             self.load_helper(f"load_stored_{n}", "stored", self.stored_type(n), n, 1)
+        for n in sorted(self.converted_widths):
+            self.converting_load_helper(n)
+
+    def converting_load_helper(self, n: int) -> None:
+        """``load_as_real_N``: ``n`` consecutive 16-bit values of a buffer of their bits, as floats (float16
+        through core OpenCL's ``vload_half``, which needs no half arithmetic; bfloat16 by ``to_real``)."""
+        w = self.out
+        vector = self.vtype(n)
+        if self.storage.letter == "b":
+            parts = ", ".join(f"to_real(p[i + {e}])" for e in range(n))
+            whole = f"({vector})({parts})" if n > 1 else "to_real(p[i])"
+        else:
+            whole = f"vload_half{n if n > 1 else ''}(0, (const __global half*)(p + i))"
+        w(f"// {n} consecutive 16-bit values of row r from column c of a rows x cols matrix, as floats"
+          + (" (zero outside it)" if self.guarded else ""))
+        w.open(f"inline {vector} load_as_real_{n}(const __global stored* p, const int ld, const int rows, "
+               "const int cols, const int r, const int c)")
+        w("const int i = r * ld + c;")
+        if not self.guarded:
+            w(f"return {whole};")
+        else:
+            w(f"if (r < rows && c + {n} <= cols) return {whole};")
+            w(f"{vector} v = ({vector})(0);")
+            w.open("if (r < rows)")
+            for e in range(n):
+                w(f"if (c + {e} < cols) {self.component('v', e, n)} = to_real(p[i + {e}]);")
+            w.close()
+            w("return v;")
+        w.close()
+        w("")
 
     def load_helper(self, name: str, scalar: str, vector: str, n: int, rpe: int) -> None:
         """``name``: ``n`` consecutive elements (``vector``, of ``rpe`` ``scalar`` each) of a buffer."""
@@ -223,22 +284,37 @@ class ElementCode:
         w = self.out
         n = self.vw
         t = self.vtype(n)
-        w(f"// stores {n} consecutive elements at row r, column c" + (" (only those inside the matrix)" if self.guarded else ""))
-        w.open(f"inline void store_{n}(__global real* p, const int ld, const int rows, const int cols, "
+        stored = self.c_scalar == "stored"
+        w(f"// stores {n} consecutive elements at row r, column c" + (" (only those inside the matrix)" if self.guarded else "")
+          + (f", rounded to {self.storage.numpy}" if stored else ""))
+        w.open(f"inline void store_{n}(__global {self.c_scalar}* p, const int ld, const int rows, const int cols, "
                f"const int r, const int c, const {t} v)")
         w("const int i = r * ld + c;")
+        if stored:
+            whole = self._store_converted(n, "v", "i")
+        else:
+            whole = f"*(__global {t}*)(p + i * {self.rpe}) = v;" if n * self.rpe > 1 else "p[i] = v;"
         if not self.guarded:
-            w(f"*(__global {t}*)(p + i * {self.rpe}) = v;" if n * self.rpe > 1 else "p[i] = v;")
+            w(whole)
         else:
             w("if (r >= rows) return;")
             w.open(f"if (c + {n} <= cols)")
-            w(self.vstore(n, "v", "i"))
+            w(whole if stored else self.vstore(n, "v", "i"))
             w("return;")
             w.close()
             for e in range(n):
-                w(f"if (c + {e} < cols) {self.vstore(1, self.component('v', e, n), f'i + {e}')}")
+                value, at = self.component('v', e, n), f"i + {e}"
+                w(f"if (c + {e} < cols) " + (self._store_converted(1, value, at) if stored else self.vstore(1, value, at)))
         w.close()
         w("")
+
+    def _store_converted(self, n: int, value: str, index: str) -> str:
+        """A C statement: ``n`` floats ``value`` rounded into the 16-bit buffer ``p`` from element ``index``."""
+        if self.storage.letter == "b" or n == 1:
+            if n == 1:
+                return f"p[{index}] = to_stored({value});"
+            return " ".join(f"p[{index} + {e}] = to_stored({self.component(value, e, n)});" for e in range(n))
+        return f"vstore_half{n}_rte({value}, 0, (__global half*)(p + {index}));"
 
     def vload(self, n: int, index: str, rpe: int | None = None, pointer: str = "p") -> str:
         """A C expression: ``n`` elements (of ``rpe`` reals) of ``pointer`` from element ``index``."""
@@ -274,7 +350,7 @@ class ElementCode:
                  "const elem beta,",
                  f"    const __global {self.operand_scalar}* restrict A, const long a_offset, const int lda,",
                  f"    const __global {self.operand_scalar}* restrict B, const long b_offset, const int ldb,",
-                 "    __global real* restrict C, const long c_offset, const int ldc,",
+                 f"    __global {self.c_scalar}* restrict C, const long c_offset, const int ldc,",
                  self.last_parameters(),
                  "{")
         self.out.lines.extend(body)

@@ -73,8 +73,11 @@ class Thresholds:
     #: device class's row of ``DEFAULTS`` (``over``); empty for thresholds made whole in code
     given: tuple[str, ...] = field(default=(), compare=False)
     #: by dtype key, products of numpy operands of at least this many multiply-adds run on the CUDA path
-    #: (where it has kernels for the dtype); a dtype not named has no lower bound
-    cuda_min_multiply_adds: tuple[tuple[str, int], ...] = (("d", 2048**3), ("z", 2048**3))
+    #: (where it has kernels for the dtype); a dtype not named has no lower bound. 16-bit products under
+    #: it finish sooner in OpenCL's one launch than in the CUDA path's (its TMA reads want rows of K
+    #: 16-byte aligned, laid out by a launch of their own where they are not)
+    cuda_min_multiply_adds: tuple[tuple[str, int], ...] = (("d", 2048**3), ("z", 2048**3), ("h", 2**22),
+                                                           ("hs", 2**22), ("b", 2**22), ("bs", 2**22))
     #: by dtype key, products whose C has 2 to ``blas.vectors.MAX_VECTORS`` rows or columns run on the
     #: CUDA path from this many multiply-adds (others stay with OpenCL's multi-vector GEMV)
     cuda_few_rows_multiply_adds: tuple[tuple[str, int], ...] = (("h", 2**27), ("hs", 2**27), ("b", 2**27),

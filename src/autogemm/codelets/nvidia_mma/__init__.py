@@ -12,7 +12,7 @@ from .render import render
 # its guarded kernels store C an element at a time, so a short K runs faster packed and padded than
 # guarded
 FAMILY = register(Family(MmaParams.family, MmaParams, check, render, space.space,
-                         MmaParams.fitted, weight=8.0, multiplies_16bit=True, short_k_guards=False,
+                         MmaParams.fitted, weight=8.0, reads_16bit=lambda params: True, short_k_guards=False,
                          sums_slices=True, merges_slices=True, aligned_rows=True))
 
 __all__ = ["FAMILY", "OPERANDS", "SHAPES", "MmaParams", "check", "ptx_problem", "render"]

@@ -28,7 +28,7 @@ from ...dtypes import Dtype, get_dtype
 from ...errors import ConfigError
 from ..conversions import conversions
 from ..kernel import ALIGNED_BYTES, KernelSource, ceil_div
-from ..writer import ElementCode, hex_digit
+from ..writer import ElementCode, hex_digit, refuse_stored_c
 from .params import OPERANDS, WARP, InstructionShape, MmaParams
 
 KERNEL_NAME = "gemm"
@@ -103,10 +103,12 @@ def local_bytes(params: MmaParams, dtype: Dtype) -> int:
 
 class _Generator(ElementCode):
     def __init__(self, params: MmaParams, dtype: Dtype, guarded: bool, stream: bool, summed: bool,
-                 sliced: bool, aligned: bool) -> None:
+                 sliced: bool, aligned: bool, stored_c: bool) -> None:
         super().__init__(dtype, min(params.vector_width, 2), guarded, stream, params.tile_k, summed, sliced)
         self.aligned = aligned and params.copy == "async"     # (only its asynchronous copies use it)
         self.operand_scalar = "stored"
+        if stored_c:
+            self.stores_16bit(dtype)
         self.p = params
         self.shape = params.geometry
         self.operand = OPERANDS[dtype.mma_operand]
@@ -206,7 +208,7 @@ class _Generator(ElementCode):
                   "// where TF32 keeps fewer of its bits than float does",
                   "#define SPLIT_SMALLEST_BITS 0x06000000u",
                   "#define FLOAT_LARGEST_BITS 0x7f7fffffu")
-        if dt.half and p.mma == "local":
+        if dt.half and (p.mma == "local" or self.c_scalar == "stored"):
             w(conversions(dt).rstrip("\n"))
         w("")
 
@@ -634,7 +636,7 @@ class _Generator(ElementCode):
             w("{",
               f"    const int col = block_col + warp_col + j * MMA_N + 2 * t + {first};",
               f"    {vec} value = {self.scaled('alpha', vec, f'({vec})({parts})')};",
-              f"    if (!beta_zero) value = {self.scaled('beta', vec, f'load_{sw}(C, ldc, M, N, row, col)', 'value')};",
+              f"    if (!beta_zero) value = {self.scaled('beta', vec, f'{self.c_load(sw)}(C, ldc, M, N, row, col)', 'value')};",
               f"    store_{sw}(C, ldc, M, N, row, col, value);",
               "}")
         w.close()
@@ -841,11 +843,13 @@ class _Generator(ElementCode):
 
 @lru_cache(maxsize=256)
 def render(params: MmaParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False,
-           summed: bool = False, sliced: bool = False, aligned: bool = False) -> KernelSource:
+           summed: bool = False, sliced: bool = False, aligned: bool = False, stored_c: bool = False
+           ) -> KernelSource:
     """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges, ``stream`` the
     stream-K schedule, ``summed`` K slices added up in the kernel, ``sliced`` K slices read in place,
     each into its layer of C (neither under stream-K); ``aligned`` that A's and B's rows start at
-    ``ALIGNED_BYTES`` boundaries (asynchronous copies then take that many bytes at once)."""
+    ``ALIGNED_BYTES`` boundaries (asynchronous copies then take that many bytes at once); ``stored_c``
+    that a 16-bit problem's C is written in its 16 bits."""
     dt = get_dtype(dtype)
     problem = params.malformed()
     if problem:
@@ -853,6 +857,9 @@ def render(params: MmaParams, dtype: Dtype | str, guarded: bool = True, stream: 
     problem = params.dtype_problem(dt)
     if problem:
         raise ConfigError(problem)
-    return KernelSource(name=KERNEL_NAME, source=_Generator(params, dt, guarded, stream, summed, sliced, aligned).generate(),
+    if stored_c:
+        refuse_stored_c(dt, stream)
+    generator = _Generator(params, dt, guarded, stream, summed, sliced, aligned, stored_c)
+    return KernelSource(name=KERNEL_NAME, source=generator.generate(),
                         options=params.build_options, local_size=(WARP * params.warps_n, params.warps_m),
                         block=(params.block_rows, params.block_cols, params.tile_k))

@@ -19,8 +19,9 @@ def register_cap(params: SimtParams) -> int | None:
 
 
 def check(params: SimtParams, device: Device, dtype: Dtype | str) -> str | None:
-    """Return the reason ``params`` is invalid for ``device`` and ``dtype``, or None if it is valid."""
-    dt = get_dtype(dtype)
+    """Return the reason ``params`` is invalid for ``device`` and ``dtype``, or None if it is valid (a
+    16-bit dtype's kernel computes, and stages, in float32)."""
+    dt = get_dtype(dtype).compute
     problem = device_limits(params, device, dt, params.wg_cols, params.wg_rows)
     if problem:
         return problem

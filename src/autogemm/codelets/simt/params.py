@@ -92,6 +92,11 @@ class SimtParams(FamilyParams):
         """True when B is stored K x N, so consecutive memory runs along N."""
         return self.layout[1] == "N"
 
+    def reads_buffers(self) -> bool:
+        """True when A and B are both read from buffers (16-bit operands then as they are stored; an
+        image holds floats, packed from them)."""
+        return not (self.image_a or self.image_b)
+
 
     def malformed(self) -> str | None:
         """Why this point lies outside the codelet space regardless of device, or None."""

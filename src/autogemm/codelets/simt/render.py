@@ -27,8 +27,9 @@ from functools import lru_cache
 
 from ...dtypes import Dtype, get_dtype
 from ...errors import ConfigError
+from ..conversions import conversions
 from ..kernel import KernelSource
-from ..writer import ElementCode
+from ..writer import ElementCode, refuse_stored_c
 from .geometry import OperandPath, operands
 from .params import WARP, SimtParams
 
@@ -39,8 +40,14 @@ class _Generator(ElementCode):
     """Writes the kernel for one (params, dtype, edge mode)."""
 
     def __init__(self, params: SimtParams, dtype: Dtype, guarded: bool, stream: bool, summed: bool,
-                 sliced: bool) -> None:
-        super().__init__(dtype, params.vector_width, guarded, stream, params.tile_k, summed, sliced)
+                 sliced: bool, stored_c: bool) -> None:
+        # 16-bit operands are read as they are stored and computed in float32 (the local memory holds floats)
+        super().__init__(dtype.compute, params.vector_width, guarded, stream, params.tile_k, summed, sliced)
+        self.storage = dtype
+        if dtype.half:
+            self.operand_scalar = "stored"
+        if stored_c:
+            self.stores_16bit(dtype)
         self.p = params
         self.a, self.b = operands(params, dtype)
         self.any_local = params.local_a or params.local_b
@@ -74,14 +81,14 @@ class _Generator(ElementCode):
         if op.image:
             self.read_widths.add(n)
             return f"read_{n}({ptr}, {r}, {c})"
-        self.widths.add(n)
-        return f"load_{n}({ptr}, {ld}, {rows}, {cols}, {r}, {c})"
+        load = self.converted_load(n) if self.operand_scalar == "stored" else self.load(n)
+        return f"{load}({ptr}, {ld}, {rows}, {cols}, {r}, {c})"
 
     # ----- sections ----------------------------------------------------------------------------
     def header(self) -> None:
         p, dt = self.p, self.dt
         w = self.out
-        w(f"// autogemm simt codelet ({dt.letter}gemm): C = alpha * op(A) * op(B) + beta * C, row-major",
+        w(f"// autogemm simt codelet ({self.storage.letter}gemm): C = alpha * op(A) * op(B) + beta * C, row-major",
           f"// configuration: {p.describe()}",
           f"// layout {p.layout}: A is read as {'K x M (A transposed)' if self.a.outer_contiguous else 'M x K'}, "
           f"B as {'K x N' if self.b.outer_contiguous else 'N x K (B transposed)'}",
@@ -106,6 +113,9 @@ class _Generator(ElementCode):
         kind = "complex (re, im) pairs" if dt.is_complex else "reals"
         w(f"typedef {dt.real_cl} real;",
           f"typedef {dt.cl_element} elem;          // one element: {kind}")
+        if self.storage.half:
+            w(f"typedef {self.storage.stored_cl} stored;          // the bits of a {self.storage.numpy} value in memory",
+              conversions(self.storage).rstrip("\n"))
         for n in sorted({self.vw, self.a.load_width, self.b.load_width} - {1}):
             w(f"typedef {dt.cl_vector(n)} elems{n};        // {n} consecutive elements")
         for op in (self.a, self.b):
@@ -138,13 +148,13 @@ class _Generator(ElementCode):
         for op in (self.a, self.b):
             lower = op.name.lower()
             arg = (f"__read_only image2d_t {op.name}" if op.image
-                   else f"const __global real* restrict {op.name}")
+                   else f"const __global {self.operand_scalar}* restrict {op.name}")
             operand_args.append(f"    {arg}, const long {lower}_offset, const int ld{lower},")
         w("__kernel __attribute__((reqd_work_group_size(WG_COLS, WG_ROWS, 1)))",
           f"void {KERNEL_NAME}(const int M, const int N, const int {self.k_parameter}, const elem alpha, "
           "const elem beta,",
           *operand_args,
-          "    __global real* restrict C, const long c_offset, const int ldc,",
+          f"    __global {self.c_scalar}* restrict C, const long c_offset, const int ldc,",
           self.last_parameters(),
           "{")
 
@@ -325,7 +335,7 @@ class _Generator(ElementCode):
         self.unrolled("j", "TILE_COLS / VW")
         w(f"const int col = block_col + {self.outer_index(self.b, 'j')};",
           f"{vec} value = {self.scaled('alpha', vec, 'acc[i][j]')};",
-          f"if (!beta_zero) value = {self.scaled('beta', vec, f'load_{self.vw}(C, ldc, M, N, row, col)', 'value')};",
+          f"if (!beta_zero) value = {self.scaled('beta', vec, f'{self.c_load(self.vw)}(C, ldc, M, N, row, col)', 'value')};",
           f"store_{self.vw}(C, ldc, M, N, row, col, value);")
         w.close()
         w.close()
@@ -353,18 +363,23 @@ class _Generator(ElementCode):
 
 @lru_cache(maxsize=1024)
 def render(params: SimtParams, dtype: Dtype | str, guarded: bool = True, stream: bool = False,
-           summed: bool = False, sliced: bool = False) -> KernelSource:
+           summed: bool = False, sliced: bool = False, stored_c: bool = False) -> KernelSource:
     """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges, ``stream`` the
     stream-K schedule, ``summed`` K slices added up in the kernel, ``sliced`` K slices read in place, each
-    into its layer of C (see module doc). Remembered: plans ask
-    for the same kernels again and again."""
+    into its layer of C (see module doc). A 16-bit dtype's operands are read as they are stored (its
+    images, packed as floats, are the float32 problem's), and with ``stored_c`` so is C. Remembered:
+    plans ask for the same kernels again and again."""
     dt = get_dtype(dtype)
     problem = params.malformed()
     if problem:
         raise ConfigError(problem)
     if stream and (params.image_a or params.image_b):
         raise ConfigError("stream-K reads its operands from buffers; this configuration uses images")
-    source = _Generator(params, dt, guarded, stream, summed, sliced).generate()
+    if dt.half and (params.image_a or params.image_b):
+        raise ConfigError("a configuration with images reads 16-bit operands packed as floats (the float32 problem)")
+    if stored_c:
+        refuse_stored_c(dt, stream)
+    source = _Generator(params, dt, guarded, stream, summed, sliced, stored_c).generate()
     return KernelSource(
         name=KERNEL_NAME,
         source=source,

@@ -19,7 +19,7 @@ def facts_space(facts: SpaceFacts) -> SearchSpace[WgmmaParams] | None:
     return None if types is None else space(*types)
 
 
-FAMILY = register(Family(WgmmaParams.family, WgmmaParams, check, render, facts_space, multiplies_16bit=True,
+FAMILY = register(Family(WgmmaParams.family, WgmmaParams, check, render, facts_space, reads_16bit=lambda params: True,
                          backend=CUDA))
 
 __all__ = ["FAMILY", "DTYPE_TYPES", "Rendered", "WgmmaParams", "render", "space"]
