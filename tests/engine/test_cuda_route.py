@@ -15,6 +15,7 @@ import autogemm
 from autogemm.accuracy import Reference, apply_op, random_matrix
 from autogemm.blas.cuda_gemm import fitted, reading
 from autogemm.blas.defaults import CUDA_DEFAULTS
+from autogemm.blas.problem import Op
 from autogemm.codelets import k_major
 from autogemm.codelets.dmma import DmmaParams
 from autogemm.codelets.wgmma import render as render_wgmma
@@ -344,13 +345,14 @@ def test_the_cuda_families_are_registered_apart_from_the_opencl_ones(device):
 @pytest.mark.parametrize("key,m,n,k,cuda", [("h", 8, 14336, 4096, True), ("b", 4096, 16, 4096, True),
                                             ("h", 8, 1024, 4096, False), ("h", 1, 128256, 4096, False),
                                             ("s.tf32", 8, 14336, 4096, False), ("d", 8, 14336, 4096, False),
-                                            ("h", 17, 64, 64, False), ("h", 64, 256, 256, True),
-                                            ("bs", 600, 93, 25, False), ("d", 1024, 1024, 1024, False),
+                                            ("h", 17, 64, 64, True), ("h", 17, 64, 63, False),
+                                            ("h", 64, 256, 1000, True), ("bs", 600, 93, 25, False),
+                                            ("d", 1024, 1024, 1024, False),
                                             ("d", 2048, 2048, 2048, True)])
 def test_auto_takes_few_row_products_to_the_cuda_path_only_where_it_was_faster(key, m, n, k, cuda):
     """C of few rows or columns stays with OpenCL's multi-vector GEMV except for large 16-bit products of
-    two rows or more (NVIDIA's OpenCL has no half arithmetic); small float64 and 16-bit products stay on
-    OpenCL (in one launch, where the CUDA path lays out rows of K that TMA cannot read)."""
+    two rows or more (NVIDIA's OpenCL has no half arithmetic); small float64 products stay on OpenCL, and
+    small 16-bit ones whose rows the CUDA path would lay out first for TMA (OpenCL's one launch is sooner)."""
     from autogemm.engine.routes.cuda_host import goes_to_cuda
 
-    assert goes_to_cuda(DTYPES[key], m, n, k, Thresholds()) is cuda
+    assert goes_to_cuda(DTYPES[key], m, n, k, Thresholds(), Op(), Op()) is cuda

@@ -201,13 +201,13 @@ class Bench:
         try:
             # (goes_to_cuda first: the target's lookup makes a CUDA context, which a product on OpenCL
             # would carry for nothing)
-            cuda_ctx = (cuda_target(self.ctx.device, dt)[0]
-                        if goes_to_cuda(dt, shape.m, shape.n, shape.k, thresholds_for(self.ctx.device)) else None)
+            op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
+            cuda = goes_to_cuda(dt, shape.m, shape.n, shape.k, thresholds_for(self.ctx.device), op_a, op_b)
+            cuda_ctx = cuda_target(self.ctx.device, dt)[0] if cuda else None
             if cuda_ctx is not None:
                 chosen = choose_cuda_params(self.ctx.device, dt, shape.m, shape.n, shape.k, cuda_ctx.multiprocessors)
                 if chosen.backend == CUDA:
                     return cuda_plan(cuda_ctx, dt, shape.m, shape.n, shape.k, chosen.params)
-            op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
             return plan_for(self.ctx, GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b))
         except Exception as exc:   # noqa: BLE001 - reported in the table, the run goes on
             return exc

@@ -67,6 +67,16 @@ def no_kernels(dt: Dtype) -> str | None:
     return None if dt.key in CUDA_DEFAULTS else f"{dt.routine} has no CUDA kernels (its OpenCL ones are as fast)"
 
 
+def reads_in_place(dt: Dtype, m: int, n: int, k: int, op_a: Op, op_b: Op) -> bool:
+    """Whether the kernels read dense row-major operands of an m x n x k product of ``dt``, stored as
+    ``op_a`` and ``op_b`` say, where they lie (no launch lays one out first): each unconjugated, with
+    rows 16-byte aligned for TMA, rows of K where it is stored K-contiguous (A as M x K, B as N x K),
+    else rows of M or N (read MN-major)."""
+    def lies(rows: int, k_contiguous: bool, op: Op) -> bool:
+        return not op.conjugated and (k if k_contiguous else rows) * dt.itemsize % TMA_ALIGNMENT == 0
+    return lies(m, not op_a.transposed, op_a) and lies(n, op_b.transposed, op_b)
+
+
 @functools.lru_cache(maxsize=256)
 def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int) -> CudaParams:
     """``params`` with the tile of C (its family's ``TILE_RATES``, ``tilings``) that computes an m x n x k

@@ -73,11 +73,12 @@ class Thresholds:
     #: device class's row of ``DEFAULTS`` (``over``); empty for thresholds made whole in code
     given: tuple[str, ...] = field(default=(), compare=False)
     #: by dtype key, products of numpy operands of at least this many multiply-adds run on the CUDA path
-    #: (where it has kernels for the dtype); a dtype not named has no lower bound. 16-bit products under
-    #: it finish sooner in OpenCL's one launch than in the CUDA path's (its TMA reads want rows of K
-    #: 16-byte aligned, laid out by a launch of their own where they are not)
-    cuda_min_multiply_adds: tuple[tuple[str, int], ...] = (("d", 2048**3), ("z", 2048**3), ("h", 2**22),
-                                                           ("hs", 2**22), ("b", 2**22), ("bs", 2**22))
+    #: (where it has kernels for the dtype); a dtype not named has no lower bound
+    cuda_min_multiply_adds: tuple[tuple[str, int], ...] = (("d", 2048**3), ("z", 2048**3))
+    #: ... and of them, those whose operands the CUDA path lays out first (``blas.cuda_gemm.read_as_stored``:
+    #: TMA reads rows 16-byte aligned) from this many: a smaller one finishes sooner in OpenCL's one launch
+    cuda_laid_out_min_multiply_adds: tuple[tuple[str, int], ...] = (("h", 2**22), ("hs", 2**22), ("b", 2**22),
+                                                                    ("bs", 2**22))
     #: by dtype key, products whose C has 2 to ``blas.vectors.MAX_VECTORS`` rows or columns run on the
     #: CUDA path from this many multiply-adds (others stay with OpenCL's multi-vector GEMV)
     cuda_few_rows_multiply_adds: tuple[tuple[str, int], ...] = (("h", 2**27), ("hs", 2**27), ("b", 2**27),
@@ -103,6 +104,10 @@ class Thresholds:
     def cuda_min(self, key: str) -> int:
         """``cuda_min_multiply_adds`` of the dtype ``key`` (0 where it names none)."""
         return dict(self.cuda_min_multiply_adds).get(key, 0)
+
+    def cuda_laid_out_min(self, key: str) -> int:
+        """``cuda_laid_out_min_multiply_adds`` of the dtype ``key`` (0 where it names none)."""
+        return dict(self.cuda_laid_out_min_multiply_adds).get(key, 0)
 
     def host_below(self, key: str) -> int:
         """``host_multiply_adds`` of the dtype ``key`` (0 where it names none: the device runs them all)."""
@@ -178,7 +183,8 @@ class Thresholds:
 
 
 #: The fields that hold a number for each dtype key (a JSON object of them in a profile).
-BY_DTYPE = ("cuda_min_multiply_adds", "cuda_few_rows_multiply_adds", "host_multiply_adds", "shallow_predicted_depth")
+BY_DTYPE = ("cuda_min_multiply_adds", "cuda_laid_out_min_multiply_adds", "cuda_few_rows_multiply_adds",
+            "host_multiply_adds", "shallow_predicted_depth")
 
 
 def _count(value: object, where: str) -> int:

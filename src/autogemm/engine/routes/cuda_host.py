@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...blas.cuda_gemm import CudaGemm, CudaParams, DeviceOperand, cuda_plan, cuda_target, no_kernels
+from ...blas.cuda_gemm import CudaGemm, CudaParams, DeviceOperand, cuda_plan, cuda_target, no_kernels, reads_in_place
 from ...blas.problem import Op
 from ...blas.selection import choose_cuda_params
 from ...blas.vectors import MAX_VECTORS
@@ -85,7 +85,9 @@ def cuda_host_route(call: GemmCall) -> CudaHostRoute | None:
         why = "the CUDA path writes a row-major (C-ordered) c"
     if why is None and 0 in (m, n, k):
         why = "an empty product"
-    kept_on_opencl = dt.key in limits.numpy_on_opencl or not goes_to_cuda(dt, m, n, k, limits)
+    ops = ([_stored_op(x, op) for x, op in ((call.a, call.op_a), (call.b, call.op_b))] if why is None
+           else [call.op_a, call.op_b])
+    kept_on_opencl = dt.key in limits.numpy_on_opencl or not goes_to_cuda(dt, m, n, k, limits, *ops)
     if backend == "auto" and (why is not None or kept_on_opencl):
         return None                         # before a CUDA context is made for nothing
     if why is None:
@@ -100,24 +102,34 @@ def cuda_host_route(call: GemmCall) -> CudaHostRoute | None:
     return CudaHostRoute(call, device, limits, ctx, chosen.params)
 
 
-def goes_to_cuda(dt: Dtype, m: int, n: int, k: int, limits: Thresholds) -> bool:
-    """Whether 'auto' takes an m x n x k product of ``dt`` to the CUDA path: not one of few columns or
-    rows (OpenCL's multi-vector GEMV, ``blas.vectors``, where a block of 64 x 64 would be mostly empty)
-    unless ``limits.cuda_few_rows_multiply_adds`` says (NVIDIA's OpenCL has no half-precision arithmetic,
-    so its GEMV falls behind wgmma on long 16-bit products of few rows), nor one under
-    ``limits.cuda_min_multiply_adds`` (where OpenCL's kernels need no layout pass and fewer launches)."""
+def goes_to_cuda(dt: Dtype, m: int, n: int, k: int, limits: Thresholds, op_a: Op, op_b: Op) -> bool:
+    """Whether 'auto' takes an m x n x k product of ``dt``, A and B stored row-major as ``op_a`` and
+    ``op_b`` say, to the CUDA path: not one of few columns or rows (OpenCL's multi-vector GEMV,
+    ``blas.vectors``, where a block of 64 x 64 would be mostly empty) unless
+    ``limits.cuda_few_rows_multiply_adds`` says (NVIDIA's OpenCL has no half-precision arithmetic, so its
+    GEMV falls behind wgmma on long 16-bit products of few rows), nor one under
+    ``limits.cuda_min_multiply_adds`` (where OpenCL's kernels need no layout pass and fewer launches), nor
+    one under ``limits.cuda_laid_out_min_multiply_adds`` whose operands the CUDA path would lay out first
+    (``cuda_gemm.reads_in_place``)."""
+    work = m * n * k
     if min(m, n) <= MAX_VECTORS:
-        return min(m, n) > 1 and m * n * k >= limits.cuda_few_rows(dt.key)
-    return m * n * k >= limits.cuda_min(dt.key)
+        return min(m, n) > 1 and work >= limits.cuda_few_rows(dt.key)
+    return work >= limits.cuda_min(dt.key) and (
+        work >= limits.cuda_laid_out_min(dt.key) or reads_in_place(dt, m, n, k, op_a, op_b))
+
+
+def _stored_op(x: np.ndarray, op: Op) -> Op:
+    """The op that gives ``x``'s operand from ``x`` seen as a C-ordered array (a Fortran-ordered array is
+    the transpose of a C-ordered one; any other layout is copied so)."""
+    return op.flipped() if x.flags.f_contiguous and not x.flags.c_contiguous else op
 
 
 def _row_major(x: np.ndarray, op: Op) -> tuple[np.ndarray, Op]:
-    """``x`` as a C-ordered array and the op that gives the same operand from it (a Fortran-ordered
-    array is the transpose of a C-ordered one; any other layout is copied)."""
+    """``x`` as a C-ordered array and the op that gives the same operand from it (``_stored_op``)."""
     if x.flags.c_contiguous:
         return x, op
     if x.flags.f_contiguous:
-        return x.T, op.flipped()
+        return x.T, _stored_op(x, op)
     return np.ascontiguousarray(x), op
 
 
