@@ -81,60 +81,61 @@ __device__ __forceinline__ void tile_store(const TensorMap* map, const void* fro
                  :: "l"((unsigned long long)map), "r"(inner), "r"(outer), "r"(shared_address(from)) : "memory");
 }
 
+// Where element (r, c) of a chunk of C lies in shared memory (64 rows of 128 bytes, the 16-byte pieces of
+// row r permuted by r % 8: the 128-byte swizzle TMA stores from).
+__device__ __forceinline__ out_t* chunk_at(unsigned char* chunk, int r, int c) {
+    const int byte = c * (int)sizeof(out_t);
+    return reinterpret_cast<out_t*>(chunk + r * ROW_BYTES + (((byte / 16) ^ (r % 8)) * 16) + byte % 16);
+}
+
+// Store a chunk of C from shared memory to C's rows first_row... and columns first_col... (within M x N)
+// where those rows are not 16-byte aligned: the 128 threads an element each along the chunk's rows, so
+// that each warp's stores are one run of consecutive memory.
+__device__ __forceinline__ void copy_out(unsigned char* chunk, out_t* C, long first_row, int first_col, int M,
+                                         int N, int thread) {
+    for (int e = thread; e < 64 * CHUNK_N; e += 128) {
+        const int r = e / CHUNK_N, c = e % CHUNK_N;
+        if (first_row + r < M && first_col + c < N)
+            C[(first_row + r) * N + first_col + c] = *chunk_at(chunk, r, c);
+    }
+}
+
 // The 128 threads of consumer warpgroup ``warpgroup`` wait for each other (named barrier ``warpgroup``).
 __device__ __forceinline__ void consumer_sync(int warpgroup) {
     asm volatile("bar.sync %0, 128;\n" :: "r"(warpgroup) : "memory");
 }"""
-#: A consumer's C from its registers, where C's rows are not 16-byte aligned: each thread's pairs of
-#: neighbours in rows ``row`` and ``row + 8`` of every 8 columns, one store a pair where it lies aligned.
-REGISTER_STORES = """const bool paired = N % 2 == 0 && (size_t)C % (2 * sizeof(out_t)) == 0;  // every pair starts aligned
-#pragma unroll
-for (int j = 0; j < BLOCK_N / 8; ++j) {
-    const int col = n0 + j * 8 + 2 * (lane % 4);
-    #pragma unroll
-    for (int half = 0; half < 2; ++half) {          // rows row and row + 8
-        const long r = row + 8 * half;
-        if (r >= M) continue;
-        out_t* to = &C[r * N + col];
-        const float2 v = result_pair(SUMS[4 * j + 2 * half], SUMS[4 * j + 2 * half + 1], C, r, col, M, N, alpha, beta);
-        if (paired && col + 1 < N) {         // both in C, the pair aligned: one store
-            store_pair(to, v.x, v.y);
-        } else {
-            if (col < N) to[0] = narrowed(v.x);
-            if (col + 1 < N) to[1] = narrowed(v.y);
-        }
-    }
-}
-"""
-#: A consumer's C by TMA where C's rows are 16-byte aligned (else from its registers): in chunks of
-#: CHUNK_N columns (128 bytes of each of its 64 rows), each written into one of its two buffers of shared
-#: memory in the 128-byte swizzle (conflict-free) and stored by TMA while the next is written and the
-#: consumer goes on to its next block of C. A buffer is written again once its last store has read it.
-STORES = """        if ((size_t)C % 16 == 0 && N % (16 / sizeof(out_t)) == 0) {
+#: A consumer's C in chunks of CHUNK_N columns (128 bytes of each of its 64 rows), each written into one
+#: of its two buffers of shared memory in the 128-byte swizzle (conflict-free), then stored: by TMA
+#: where C's rows are 16-byte aligned (while the consumer goes on), else by the consumer's threads
+#: (``copy_out``, a warp's stores one run of memory: from the registers, a thread's pairs of neighbours
+#: lie 8 columns apart, and a warp's stores touched 8 rows of C). A buffer is written again once its
+#: last store has read it.
+STORES = """        const bool by_tma = (size_t)C % 16 == 0 && N % (16 / sizeof(out_t)) == 0;
+        #pragma unroll
+        for (int chunk = 0; chunk < BLOCK_N / CHUNK_N; ++chunk, ++staged) {
+            unsigned char* chunk_tile = c_tiles + (2 * (warpgroup - 1) + staged % 2) * C_CHUNK_BYTES;
+            if (leader) asm volatile("cp.async.bulk.wait_group.read 1;\\n" ::: "memory");
+            consumer_sync(warpgroup);
             #pragma unroll
-            for (int chunk = 0; chunk < BLOCK_N / CHUNK_N; ++chunk, ++staged) {
-                unsigned char* chunk_tile = c_tiles + (2 * (warpgroup - 1) + staged % 2) * C_CHUNK_BYTES;
-                if (leader) asm volatile("cp.async.bulk.wait_group.read 1;\\n" ::: "memory");
-                consumer_sync(warpgroup);
+            for (int within = 0; within < CHUNK_N / 8; ++within) {    // (constant bounds: unrolled whole)
+                const int j = chunk * (CHUNK_N / 8) + within, col = j * 8 + 2 * (lane % 4);
                 #pragma unroll
-                for (int within = 0; within < CHUNK_N / 8; ++within) {    // (constant bounds: unrolled whole)
-                    const int j = chunk * (CHUNK_N / 8) + within, col = j * 8 + 2 * (lane % 4);
-                    const int byte = col % CHUNK_N * (int)sizeof(out_t);
-                    #pragma unroll
-                    for (int half = 0; half < 2; ++half) {
-                        const int r = warp * 16 + lane / 4 + 8 * half;     // of the consumer's 64 rows
-                        const float2 v = result_pair(SUMS[4 * j + 2 * half], SUMS[4 * j + 2 * half + 1], C,
-                                                     m0 + row0 + r, n0 + col, M, N, alpha, beta);
-                        store_pair(reinterpret_cast<out_t*>(chunk_tile + r * ROW_BYTES + (((byte / 16) ^ (r % 8)) * 16)
-                                                            + byte % 16), v.x, v.y);
-                    }
+                for (int half = 0; half < 2; ++half) {
+                    const int r = warp * 16 + lane / 4 + 8 * half;     // of the consumer's 64 rows
+                    const float2 v = result_pair(SUMS[4 * j + 2 * half], SUMS[4 * j + 2 * half + 1], C,
+                                                 m0 + row0 + r, n0 + col, M, N, alpha, beta);
+                    store_pair(chunk_at(chunk_tile, r, col % CHUNK_N), v.x, v.y);
                 }
+            }
+            if (by_tma) {
                 asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");   // the writes seen by TMA
                 consumer_sync(warpgroup);
                 if (leader) tile_store(&map_c, chunk_tile, n0 + chunk * CHUNK_N, m0 + row0);
+            } else {
+                consumer_sync(warpgroup);
+                copy_out(chunk_tile, C, m0 + row0, n0 + chunk * CHUNK_N, M, N, threadIdx.x % 128);
             }
-        } else {
-REGISTERS        }
+        }
 """
 
 
@@ -279,7 +280,10 @@ def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False), c_
     reads = "\n" + A_READS if a_registers else ""
     fragments = "\n" + A_FRAGMENTS if a_registers else ""
     stores = (textwrap.indent(TRANSPOSED_STORES, " " * 8) if c_transposed
-              else STORES.replace("REGISTERS", textwrap.indent(REGISTER_STORES, " " * 12))).replace("SUMS", result)
+              else STORES).replace("SUMS", result)
+    # the first of this thread's rows of C^T, here and not in its stores alone: there, ptxas scheduled
+    # 3xTF32's kernel far slower
+    first_row = "        const long row = m0 + row0 + warp * 16 + lane / 4;\n" if c_transposed else ""
     gathered = GATHERED.replace("COUNT", str(count)).replace("RESULT", result).replace(
         "TEAM_THREAD", f"threadIdx.x % {WARPGROUP}").replace("TEAM,", "warpgroup - 1,")
     starts = "\n".join(
@@ -355,10 +359,7 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
             asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
 {released}
 {gathered}
-        // the first of this thread's rows of C, here and not in the register stores alone: there, ptxas
-        // scheduled 3xTF32's kernel far slower
-        const long row = m0 + row0 + warp * 16 + lane / 4;
-{stores}    }}
+{first_row}{stores}    }}
     if (leader) asm volatile("cp.async.bulk.wait_group 0;\\n" ::: "memory");   // C stored
     {cluster_end(params.cluster)}
 }}
