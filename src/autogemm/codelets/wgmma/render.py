@@ -106,36 +106,55 @@ __device__ __forceinline__ void consumer_sync(int warpgroup) {
 }"""
 #: A consumer's C in chunks of CHUNK_N columns (128 bytes of each of its 64 rows), each written into one
 #: of its two buffers of shared memory in the 128-byte swizzle (conflict-free), then stored: by TMA
-#: where C's rows are 16-byte aligned (while the consumer goes on), else by the consumer's threads
-#: (``copy_out``, a warp's stores one run of memory: from the registers, a thread's pairs of neighbours
-#: lie 8 columns apart, and a warp's stores touched 8 rows of C). A buffer is written again once its
-#: last store has read it.
+#: where C's rows are 16-byte aligned (while the consumer goes on), else where N is odd by the
+#: consumer's threads (``copy_out``, a warp's stores one run of memory: from the registers, a thread's
+#: neighbours lie 8 columns apart and are stored one by one, a warp's stores touching 8 rows of C). A
+#: buffer is written again once its last store has read it. Where N is even, the pairs are stored from
+#: the registers (``REGISTER_STORES``), which went faster than the copy through shared memory.
 STORES = """        const bool by_tma = (size_t)C % 16 == 0 && N % (16 / sizeof(out_t)) == 0;
-        #pragma unroll
-        for (int chunk = 0; chunk < BLOCK_N / CHUNK_N; ++chunk, ++staged) {
-            unsigned char* chunk_tile = c_tiles + (2 * (warpgroup - 1) + staged % 2) * C_CHUNK_BYTES;
-            if (leader) asm volatile("cp.async.bulk.wait_group.read 1;\\n" ::: "memory");
-            consumer_sync(warpgroup);
+        const bool paired = N % 2 == 0 && (size_t)C % (2 * sizeof(out_t)) == 0;     // every pair starts aligned
+        if (paired && !by_tma) {
+REGISTERS        } else {
             #pragma unroll
-            for (int within = 0; within < CHUNK_N / 8; ++within) {    // (constant bounds: unrolled whole)
-                const int j = chunk * (CHUNK_N / 8) + within, col = j * 8 + 2 * (lane % 4);
+            for (int chunk = 0; chunk < BLOCK_N / CHUNK_N; ++chunk, ++staged) {
+                unsigned char* chunk_tile = c_tiles + (2 * (warpgroup - 1) + staged % 2) * C_CHUNK_BYTES;
+                if (leader) asm volatile("cp.async.bulk.wait_group.read 1;\\n" ::: "memory");
+                consumer_sync(warpgroup);
                 #pragma unroll
-                for (int half = 0; half < 2; ++half) {
-                    const int r = warp * 16 + lane / 4 + 8 * half;     // of the consumer's 64 rows
-                    const float2 v = result_pair(SUMS[4 * j + 2 * half], SUMS[4 * j + 2 * half + 1], C,
-                                                 m0 + row0 + r, n0 + col, M, N, alpha, beta);
-                    store_pair(chunk_at(chunk_tile, r, col % CHUNK_N), v.x, v.y);
+                for (int within = 0; within < CHUNK_N / 8; ++within) {    // (constant bounds: unrolled whole)
+                    const int j = chunk * (CHUNK_N / 8) + within, col = j * 8 + 2 * (lane % 4);
+                    #pragma unroll
+                    for (int half = 0; half < 2; ++half) {
+                        const int r = warp * 16 + lane / 4 + 8 * half;     // of the consumer's 64 rows
+                        const float2 v = result_pair(SUMS[4 * j + 2 * half], SUMS[4 * j + 2 * half + 1], C,
+                                                     m0 + row0 + r, n0 + col, M, N, alpha, beta);
+                        store_pair(chunk_at(chunk_tile, r, col % CHUNK_N), v.x, v.y);
+                    }
+                }
+                if (by_tma) {
+                    asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");   // the writes seen by TMA
+                    consumer_sync(warpgroup);
+                    if (leader) tile_store(&map_c, chunk_tile, n0 + chunk * CHUNK_N, m0 + row0);
+                } else {
+                    consumer_sync(warpgroup);
+                    copy_out(chunk_tile, C, m0 + row0, n0 + chunk * CHUNK_N, M, N, threadIdx.x % 128);
                 }
             }
-            if (by_tma) {
-                asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");   // the writes seen by TMA
-                consumer_sync(warpgroup);
-                if (leader) tile_store(&map_c, chunk_tile, n0 + chunk * CHUNK_N, m0 + row0);
-            } else {
-                consumer_sync(warpgroup);
-                copy_out(chunk_tile, C, m0 + row0, n0 + chunk * CHUNK_N, M, N, threadIdx.x % 128);
-            }
         }
+"""
+#: A consumer's C from its registers, where C's rows are not 16-byte aligned but each pair of neighbours
+#: is (N even): one store a pair, in rows ``row`` and ``row + 8`` of every 8 columns.
+REGISTER_STORES = """#pragma unroll
+for (int j = 0; j < BLOCK_N / 8; ++j) {
+    const int col = n0 + j * 8 + 2 * (lane % 4);
+    #pragma unroll
+    for (int half = 0; half < 2; ++half) {          // rows row and row + 8
+        const long r = row + 8 * half;
+        if (r >= M || col >= N) continue;
+        const float2 v = result_pair(SUMS[4 * j + 2 * half], SUMS[4 * j + 2 * half + 1], C, r, col, M, N, alpha, beta);
+        store_pair(&C[r * N + col], v.x, v.y);
+    }
+}
 """
 
 
@@ -280,10 +299,7 @@ def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False), c_
     reads = "\n" + A_READS if a_registers else ""
     fragments = "\n" + A_FRAGMENTS if a_registers else ""
     stores = (textwrap.indent(TRANSPOSED_STORES, " " * 8) if c_transposed
-              else STORES).replace("SUMS", result)
-    # the first of this thread's rows of C^T, here and not in its stores alone: there, ptxas scheduled
-    # 3xTF32's kernel far slower
-    first_row = "        const long row = m0 + row0 + warp * 16 + lane / 4;\n" if c_transposed else ""
+              else STORES.replace("REGISTERS", textwrap.indent(REGISTER_STORES, " " * 12))).replace("SUMS", result)
     gathered = GATHERED.replace("COUNT", str(count)).replace("RESULT", result).replace(
         "TEAM_THREAD", f"threadIdx.x % {WARPGROUP}").replace("TEAM,", "warpgroup - 1,")
     starts = "\n".join(
@@ -359,7 +375,10 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
             asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
 {released}
 {gathered}
-{first_row}{stores}    }}
+        // the first of this thread's rows of C, here and not in the register stores alone: there, ptxas
+        // scheduled 3xTF32's kernel far slower
+        const long row = m0 + row0 + warp * 16 + lane / 4;
+{stores}    }}
     if (leader) asm volatile("cp.async.bulk.wait_group 0;\\n" ::: "memory");   // C stored
     {cluster_end(params.cluster)}
 }}
