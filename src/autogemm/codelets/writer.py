@@ -225,56 +225,47 @@ class ElementCode:
         of 16-bit operand bits, and ``load_as_real_N`` for every width of 16-bit values read as floats
         (guarded: zero outside the matrix)."""
         for n in sorted(self.widths):
-            self.load_helper(f"load_{n}", "real", self.vtype(n), n, self.rpe)
+            rpe, vector = self.rpe, self.vtype(n)
+            aligned = f"*(const __global {vector}*)(p + i * {rpe})" if n * rpe > 1 else "p[i]"
+            self.load_helper(f"load_{n}", "real", vector, n, rpe, self.vload(n, "i", rpe),
+                             lambda at, rpe=rpe: self.vload(1, at, rpe), aligned)
         for n in sorted(self.stored_widths):
-            self.load_helper(f"load_stored_{n}", "stored", self.stored_type(n), n, 1)
+            vector = self.stored_type(n)
+            aligned = f"*(const __global {vector}*)(p + i)" if n > 1 else "p[i]"
+            self.load_helper(f"load_stored_{n}", "stored", vector, n, 1, self.vload(n, "i", 1),
+                             lambda at: self.vload(1, at, 1), aligned)
         for n in sorted(self.converted_widths):
-            self.converting_load_helper(n)
+            # 16-bit values as floats: float16 through core OpenCL's vload_half (no half arithmetic needed),
+            # bfloat16 by to_real
+            vector = self.vtype(n)
+            if self.storage.letter == "b":
+                parts = ", ".join(f"to_real(p[i + {e}])" for e in range(n))
+                whole = f"({vector})({parts})" if n > 1 else "to_real(p[i])"
+            else:
+                whole = f"vload_half{n if n > 1 else ''}(0, (const __global half*)(p + i))"
+            self.load_helper(f"load_as_real_{n}", "stored", vector, n, 1, whole, lambda at: f"to_real(p[{at}])",
+                             what="16-bit values, as floats,")
 
-    def converting_load_helper(self, n: int) -> None:
-        """``load_as_real_N``: ``n`` consecutive 16-bit values of a buffer of their bits, as floats (float16
-        through core OpenCL's ``vload_half``, which needs no half arithmetic; bfloat16 by ``to_real``)."""
+    def load_helper(self, name: str, scalar: str, vector: str, n: int, rpe: int, whole: str,
+                    element: Callable[[str], str], aligned: str | None = None, what: str = "elements") -> None:
+        """``name``: ``n`` consecutive elements (``vector``, of ``rpe`` reals each) of a buffer of ``scalar``
+        from element ``i``: ``whole`` all of them (``aligned`` in an unguarded kernel, whose reads are
+        aligned, where given), ``element(index)`` one (guarded: zero outside the matrix); ``what`` they
+        are, for the kernel's comment."""
         w = self.out
-        vector = self.vtype(n)
-        if self.storage.letter == "b":
-            parts = ", ".join(f"to_real(p[i + {e}])" for e in range(n))
-            whole = f"({vector})({parts})" if n > 1 else "to_real(p[i])"
-        else:
-            whole = f"vload_half{n if n > 1 else ''}(0, (const __global half*)(p + i))"
-        w(f"// {n} consecutive 16-bit values of row r from column c of a rows x cols matrix, as floats"
-          + (" (zero outside it)" if self.guarded else ""))
-        w.open(f"inline {vector} load_as_real_{n}(const __global stored* p, const int ld, const int rows, "
-               "const int cols, const int r, const int c)")
-        w("const int i = r * ld + c;")
-        if not self.guarded:
-            w(f"return {whole};")
-        else:
-            w(f"if (r < rows && c + {n} <= cols) return {whole};")
-            w(f"{vector} v = ({vector})(0);")
-            w.open("if (r < rows)")
-            for e in range(n):
-                w(f"if (c + {e} < cols) {self.component('v', e, n)} = to_real(p[i + {e}]);")
-            w.close()
-            w("return v;")
-        w.close()
-        w("")
-
-    def load_helper(self, name: str, scalar: str, vector: str, n: int, rpe: int) -> None:
-        """``name``: ``n`` consecutive elements (``vector``, of ``rpe`` ``scalar`` each) of a buffer."""
-        w = self.out
-        w(f"// {n} consecutive elements of row r from column c of a rows x cols matrix"
+        w(f"// {n} consecutive {what} of row r from column c of a rows x cols matrix"
           + (" (zero outside it)" if self.guarded else ""))
         w.open(f"inline {vector} {name}(const __global {scalar}* p, const int ld, const int rows, "
                f"const int cols, const int r, const int c)")
         w("const int i = r * ld + c;")
         if not self.guarded:
-            w(f"return *(const __global {vector}*)(p + i * {rpe});" if n * rpe > 1 else "return p[i];")
+            w(f"return {aligned or whole};")
         else:
-            w(f"if (r < rows && c + {n} <= cols) return {self.vload(n, 'i', rpe)};")
+            w(f"if (r < rows && c + {n} <= cols) return {whole};")
             w(f"{vector} v = ({vector})(0);")
             w.open("if (r < rows)")
             for e in range(n):
-                w(f"if (c + {e} < cols) {self.component('v', e, n, rpe)} = {self.vload(1, f'i + {e}', rpe)};")
+                w(f"if (c + {e} < cols) {self.component('v', e, n, rpe)} = {element(f'i + {e}')};")
             w.close()
             w("return v;")
         w.close()
