@@ -62,6 +62,33 @@ def test_the_conversion_to_16_bits_rounds_as_numpy_does(ctx, letter):
 
 
 @pytest.mark.parametrize("letter", "hb")
+def test_a_kernel_writing_16_bits_rounds_as_numpy_does(ctx, device, letter):
+    """C = a b^T over a K of 1: each element an exact float32 product, rounded into C by the kernel itself
+    (simt and the emulated tensor-core family, guarded, and the simt one padded): bit for bit numpy's
+    round to nearest even, overflow to infinity included."""
+    rng = np.random.default_rng(8)
+    dt, m, n = DTYPES[letter], 67, 45
+    spread = np.exp2(rng.integers(-12, 9, m + n)) * rng.choice([-1, 1], m + n)
+    values = (spread * (1 + rng.integers(0, 1024, m + n) / 1024)).astype(NUMPY[letter])
+    a, b = values[:m].reshape(m, 1), values[m:].reshape(1, n)
+    with np.errstate(over="ignore"):
+        want = (a.astype(np.float32) * b.astype(np.float32)).astype(NUMPY[letter])
+    assert (letter == "b" or np.isinf(want.astype(np.float32)).any()) and (want.view(np.uint16) & 1).any()
+    simt = dataclasses.replace(default_params(device, DTYPES["s"]), layout="NN")
+    mma = dataclasses.replace(SMALL, layout="NN", shape="m16n8k16")
+    for params, edge in ((simt, "guard"), (simt, "pad"), (mma, "guard")):
+        plan = gemm_plan(ctx, GemmProblem.dense(dt, m, n, 1), params, edge)
+        assert plan.c_stored == (edge == "guard")
+        mf = cl.mem_flags
+        buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(x))
+                   for x in (a, b, np.full((m, n), np.nan, NUMPY[letter]))]
+        plan.enqueue(*buffers)
+        got = np.empty((m, n), NUMPY[letter])
+        cl.enqueue_copy(ctx.queue, got, buffers[2]).wait()
+        assert np.array_equal(got.view(np.uint16), want.view(np.uint16)), (params.describe(), edge)
+
+
+@pytest.mark.parametrize("letter", "hb")
 @pytest.mark.parametrize("trans_a,trans_b", [("N", "N"), ("T", "C")])
 def test_gemm_multiplies_16_bit_arrays_anywhere(host_memory, letter, trans_a, trans_b):
     rng = np.random.default_rng(3)

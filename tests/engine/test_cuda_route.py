@@ -356,3 +356,23 @@ def test_auto_takes_few_row_products_to_the_cuda_path_only_where_it_was_faster(k
     from autogemm.engine.routes.cuda_host import goes_to_cuda
 
     assert goes_to_cuda(DTYPES[key], m, n, k, Thresholds(), Op(), Op()) is cuda
+
+
+@pytest.mark.parametrize("key,m,n,k,layout,in_place", [
+    ("h", 64, 64, 64, "NN", True), ("h", 64, 64, 63, "NN", False),      # A's rows of K, 126 bytes
+    ("h", 64, 64, 63, "TN", True),            # both read MN-major: rows of M and N, 128 bytes
+    ("h", 17, 64, 63, "TN", False), ("h", 64, 64, 64, "NT", True), ("b", 64, 40, 64, "NT", True),
+    ("b", 64, 40, 60, "NT", False), ("s.tf32", 64, 64, 64, "NT", True), ("s.3xtf32", 64, 64, 64, "NT", False)])
+def test_the_cuda_path_knows_which_operands_it_reads_where_they_lie(key, m, n, k, layout, in_place):
+    """TMA reads rows 16 bytes aligned: of K where an operand is stored K-contiguous, of M or N where it is
+    read MN-major as it lies; 3xTF32 always splits its operands into planes first. Small 16-bit products
+    the default configuration would lay out stay on OpenCL, and so do those the chosen one would."""
+    from autogemm.blas.cuda_gemm import reads_in_place
+    from autogemm.engine.routes.cuda_host import goes_to_cuda
+
+    dt = DTYPES[key]
+    ops = Op.from_letter(layout[0], "a"), Op.from_letter(layout[1], "b")
+    assert reads_in_place(CUDA_DEFAULTS[key], dt, m, n, k, *ops) is in_place
+    if key in ("h", "b"):
+        assert goes_to_cuda(dt, m, n, k, Thresholds(), *ops) is in_place
+        assert goes_to_cuda(dt, m, n, k, Thresholds(cuda_laid_out_min_multiply_adds=()), *ops)

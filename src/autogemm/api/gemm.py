@@ -38,7 +38,7 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
 
     float16 and bfloat16 products are accumulated in float32; C is of the operands' type, or float32
     when ``out_dtype`` is float32 or ``c`` is a float32 array. Tensor cores multiply them where the device
-    has such instructions; elsewhere the operands are converted to float32 on the device first.
+    has such instructions; elsewhere kernels read them as they are stored and compute in float32.
 
     ``precision`` None computes in the arrays' own precision. For float32 and complex64, 'tf32' lets
     tensor cores multiply operands rounded to TF32 (a relative error near 3e-4, as cuBLAS's TF32 mode)

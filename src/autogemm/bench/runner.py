@@ -26,13 +26,12 @@ from ..api import gemm
 from ..blas import GemmProblem, LaunchPlan, Op
 from ..blas.cuda_gemm import CudaGemm, DeviceOperand, cuda_plan, cuda_target
 from ..blas.plans import plan_for
-from ..blas.selection import choose_cuda_params
 from ..blas.vectors import VectorsPlan
 from ..dtypes import DTYPES, Dtype
-from ..engine.routes.cuda_host import goes_to_cuda
+from ..engine.routes.cuda_host import auto_cuda_params, goes_to_cuda
 from ..errors import ArgumentError
 from ..profiles import thresholds_for
-from ..runtime.backend import CUDA, resident_seconds
+from ..runtime.backend import resident_seconds
 from ..runtime.opencl.context import DeviceContext
 from ..runtime.opencl.discovery import find_device
 from ..shares.host import HOST
@@ -205,9 +204,10 @@ class Bench:
             cuda = goes_to_cuda(dt, shape.m, shape.n, shape.k, thresholds_for(self.ctx.device), op_a, op_b)
             cuda_ctx = cuda_target(self.ctx.device, dt)[0] if cuda else None
             if cuda_ctx is not None:
-                chosen = choose_cuda_params(self.ctx.device, dt, shape.m, shape.n, shape.k, cuda_ctx.multiprocessors)
-                if chosen.backend == CUDA:
-                    return cuda_plan(cuda_ctx, dt, shape.m, shape.n, shape.k, chosen.params)
+                params = auto_cuda_params(self.ctx.device, dt, shape.m, shape.n, shape.k, op_a, op_b, cuda_ctx,
+                                          thresholds_for(self.ctx.device))
+                if params is not None:
+                    return cuda_plan(cuda_ctx, dt, shape.m, shape.n, shape.k, params)
             return plan_for(self.ctx, GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b))
         except Exception as exc:   # noqa: BLE001 - reported in the table, the run goes on
             return exc

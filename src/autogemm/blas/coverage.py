@@ -164,7 +164,7 @@ def cache_slices(params: KernelParams, problem: GemmProblem, depth: int, max_all
         return 1
     wanted = -(-problem.k // depth)
     c_elements = (problem.m + 256) * (problem.n + 256)          # C padded to any block (at most 256 a side)
-    fits = min(max_alloc_bytes // (c_elements * problem.dtype.itemsize),
+    fits = min(max_alloc_bytes // (c_elements * problem.dtype.scalar_numpy.itemsize),
                INT32_MAX // (c_elements * problem.dtype.reals_per_element))
     return max(1, min(wanted, fits, MAX_SLICES))
 

@@ -67,14 +67,26 @@ def no_kernels(dt: Dtype) -> str | None:
     return None if dt.key in CUDA_DEFAULTS else f"{dt.routine} has no CUDA kernels (its OpenCL ones are as fast)"
 
 
-def reads_in_place(dt: Dtype, m: int, n: int, k: int, op_a: Op, op_b: Op) -> bool:
-    """Whether the kernels read dense row-major operands of an m x n x k product of ``dt``, stored as
-    ``op_a`` and ``op_b`` say, where they lie (no launch lays one out first): each unconjugated, with
-    rows 16-byte aligned for TMA, rows of K where it is stored K-contiguous (A as M x K, B as N x K),
-    else rows of M or N (read MN-major)."""
-    def lies(rows: int, k_contiguous: bool, op: Op) -> bool:
-        return not op.conjugated and (k if k_contiguous else rows) * dt.itemsize % TMA_ALIGNMENT == 0
-    return lies(m, not op_a.transposed, op_a) and lies(n, op_b.transposed, op_b)
+def lies(rows: int, k: int, ld: int, transposed: bool, conjugated: bool, element_bytes: int, pointer: int = 0
+         ) -> tuple[bool, bool]:
+    """How an operand the kernels read as X (``rows`` x K) lies for TMA, stored as X or, ``transposed``, as
+    X^T, its rows ``ld`` elements apart from ``pointer``: whether a kernel can read it MN-major as it lies
+    (stored transposed, dense, its rows 16-byte aligned), and K-major (stored as X, dense, over a K whose
+    rows are 16-byte aligned); neither where it is conjugated or its memory is not 16-byte aligned."""
+    aligned = not conjugated and pointer % TMA_ALIGNMENT == 0
+    return (aligned and transposed and ld == rows and rows * element_bytes % TMA_ALIGNMENT == 0,
+            aligned and not transposed and ld == k and k * element_bytes % TMA_ALIGNMENT == 0)
+
+
+def reads_in_place(params: CudaParams, dt: Dtype, m: int, n: int, k: int, op_a: Op, op_b: Op) -> bool:
+    """Whether the kernel of ``params`` reads dense row-major operands of an m x n x k product of ``dt``,
+    stored as ``op_a`` and ``op_b`` say, where they lie: no launch lays one out (or splits it into planes)
+    before the product (``reading``)."""
+    lying = (lies(m, k, m if op_a.transposed else k, op_a.transposed, op_a.conjugated, dt.itemsize),
+             lies(n, k, k if op_b.transposed else n, not op_b.transposed, op_b.conjugated, dt.itemsize))
+    mn_major, swapped = reading(params, lying)
+    read = (lying[1], lying[0]) if swapped else lying
+    return getattr(params, "planes", 1) == 1 and all(mn or k_major for mn, (_, k_major) in zip(mn_major, read))
 
 
 @functools.lru_cache(maxsize=256)
@@ -236,8 +248,7 @@ class CudaGemm:
             return launch
         work: list[DeviceMemory] = []
         flag = self._unsplit_flag(stream, work)
-        mn_major, c_transposed = reading(self.params, ((self._lies_mn_major(a), self._direct(a)),
-                                                  (self._lies_mn_major(b), self._direct(b))))
+        mn_major, c_transposed = reading(self.params, (self._lies(a), self._lies(b)))
         rendered, function, schedule = self._layout(mn_major, c_transposed)
         first, second, m, n = (b, a, self.n, self.m) if c_transposed else (a, b, self.m, self.n)
         maps = [self._tensor_map(stored, rendered, which, stream, work, flag)
@@ -276,17 +287,10 @@ class CudaGemm:
             found = self._layouts[mn_major, c_transposed] = rendered, function, schedule
         return found
 
-    def _direct(self, stored: DeviceOperand) -> bool:
-        """True where the kernel reads the operand K-major as it lies (TMA: 16-byte aligned rows of K)."""
-        return (not stored.transposed and not stored.conjugated and stored.ld == self.k == self.padded
-                and int(stored.memory.pointer) % TMA_ALIGNMENT == 0)
-
-    def _lies_mn_major(self, stored: DeviceOperand) -> bool:
-        """True where the kernel can read the operand MN-major as it lies: stored transposed (K x rows),
-        dense, its rows 16-byte aligned."""
-        return (stored.transposed and not stored.conjugated and stored.ld == stored.rows
-                and stored.rows * self.element_bytes % TMA_ALIGNMENT == 0
-                and int(stored.memory.pointer) % TMA_ALIGNMENT == 0)
+    def _lies(self, stored: DeviceOperand) -> tuple[bool, bool]:
+        """Whether the kernel can read the operand as it lies MN-major, and K-major (``lies``)."""
+        return lies(stored.rows, self.k, stored.ld, stored.transposed, stored.conjugated, self.element_bytes,
+                    int(stored.memory.pointer))
 
     def _unsplit_flag(self, stream: object, work: list[DeviceMemory]) -> DeviceMemory | None:
         """3xtf32's flag of an operand holding a value the split cannot make parts of, zeroed on ``stream``
@@ -319,7 +323,7 @@ class CudaGemm:
         box = rendered.tensor_boxes[which]
         if rendered.mn_major[which]:
             return self.ctx.tensor_map(memory, rendered.tensor_shape(rows, self.k, True), rendered.tensor_type, box)
-        if not self._direct(stored):
+        if not self._lies(stored)[1]:
             arranged = self.ctx.allocate(rows * self.padded * self.element_bytes, stream)
             work.append(arranged)
             grid = (-(-self.padded // k_major.TILE), -(-rows // k_major.TILE))

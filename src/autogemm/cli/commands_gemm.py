@@ -14,7 +14,7 @@ from ..blas.defaults import CUDA_DEFAULTS
 from ..blas.plans import gemm_plan
 from ..blas.selection import choose_params
 from ..codelets.dmma import DmmaParams
-from ..codelets.registry import GEMM, check, families, family_named, render
+from ..codelets.registry import GEMM, check, families, family_named, render, writes_16bit
 from ..codelets.wgmma import WgmmaParams
 from ..dtypes import DTYPES, Dtype, get_dtype
 from ..errors import AutogemmError, ConfigError
@@ -79,7 +79,8 @@ def show_kernel(dtype_letter, config, settings, platform, device, whole, family,
         if reason:
             console.print(f"[yellow]warning:[/yellow] {dev.name.strip()} would reject this configuration: "
                           f"{reason}", highlight=False)
-        click.echo(render(params, dt, guarded=not whole).source)
+        # (a 16-bit C written by the kernel, as a plan runs it where it needs no float32 temporary)
+        click.echo(render(params, dt, guarded=not whole, stored_c=writes_16bit(params, dt)).source)
     except (AutogemmError, OSError) as exc:
         fail(str(exc))
 

@@ -183,10 +183,10 @@ def render(params: KernelParams, dtype: Dtype | str, guarded: bool = True, strea
     ``stored_c`` that the kernel writes a 16-bit problem's C in its 16 bits (``reads_16bit`` families)."""
     family = family_of(params)
     options = {"summed": summed, "sliced": sliced} if summed or sliced else {}
-    if stored_c:
-        options["stored_c"] = True
     if options and not family.sums_slices:
         raise ConfigError(f"the {family.name} family's kernels do not read K slices in place")
+    if stored_c:
+        options["stored_c"] = True
     if aligned and family.aligned_rows:
         options["aligned"] = True
     return family.render(params, kernel_dtype(params, dtype), guarded, stream, **options)

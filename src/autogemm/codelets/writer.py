@@ -210,6 +210,11 @@ class ElementCode:
         """The helper that reads ``n`` elements of C as the kernel's elements (for beta)."""
         return self.converted_load(n) if self.c_scalar == "stored" else self.load(n)
 
+    def operand_load(self, n: int) -> str:
+        """The helper that reads ``n`` elements of A or B as the kernel's elements (16-bit ones converted
+        where the kernel computes them in float32)."""
+        return self.converted_load(n) if self.operand_scalar == "stored" else self.load(n)
+
     def load(self, n: int) -> str:
         """The helper that reads ``n`` elements of a buffer of the kernel's reals."""
         self.widths.add(n)

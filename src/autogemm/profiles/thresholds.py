@@ -75,7 +75,7 @@ class Thresholds:
     #: by dtype key, products of numpy operands of at least this many multiply-adds run on the CUDA path
     #: (where it has kernels for the dtype); a dtype not named has no lower bound
     cuda_min_multiply_adds: tuple[tuple[str, int], ...] = (("d", 2048**3), ("z", 2048**3))
-    #: ... and of them, those whose operands the CUDA path lays out first (``blas.cuda_gemm.read_as_stored``:
+    #: ... and of them, those whose operands the CUDA path lays out first (``blas.cuda_gemm.reads_in_place``:
     #: TMA reads rows 16-byte aligned) from this many: a smaller one finishes sooner in OpenCL's one launch
     cuda_laid_out_min_multiply_adds: tuple[tuple[str, int], ...] = (("h", 2**22), ("hs", 2**22), ("b", 2**22),
                                                                     ("bs", 2**22))

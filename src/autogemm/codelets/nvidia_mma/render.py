@@ -12,8 +12,8 @@ TILE_K rows of the block's extent, its 16-byte chunks permuted by a function of 
 that the rows of k a warp reads at once fall in distinct banks where each row spans a line. Complex
 operands are kept as separate real and imaginary arrays, and their product is four real products. 16-bit
 operands travel as their bits (two to a register, as the instruction takes them) and are never
-converted; their products are accumulated and written in float, and the plan rounds C to 16 bits where
-it is stored so. The instruction's fragments take k in an order of our choosing: a lane reads LANE_K
+converted; their products are accumulated in float, and C is rounded to 16 bits where it is stored so:
+by the kernel (``stored_c``), or by the merge where the plan computes C into a float32 temporary. The instruction's fragments take k in an order of our choosing: a lane reads LANE_K
 consecutive k at once (a vector load of 8, 16 or more bytes) and gives them to one or more instructions,
 so that lane t of a group of four holds k = CHUNK * c + LANE_K * t + (0 .. LANE_K - 1); A and B use the
 same order, so the sum over k is unchanged.

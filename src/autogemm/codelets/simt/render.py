@@ -81,8 +81,7 @@ class _Generator(ElementCode):
         if op.image:
             self.read_widths.add(n)
             return f"read_{n}({ptr}, {r}, {c})"
-        load = self.converted_load(n) if self.operand_scalar == "stored" else self.load(n)
-        return f"{load}({ptr}, {ld}, {rows}, {cols}, {r}, {c})"
+        return f"{self.operand_load(n)}({ptr}, {ld}, {rows}, {cols}, {r}, {c})"
 
     # ----- sections ----------------------------------------------------------------------------
     def header(self) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...blas.cuda_gemm import CudaGemm, CudaParams, DeviceOperand, cuda_plan, cuda_target, no_kernels, reads_in_place
+from ...blas.defaults import CUDA_DEFAULTS
 from ...blas.problem import Op
 from ...blas.selection import choose_cuda_params
 from ...blas.vectors import MAX_VECTORS
@@ -96,10 +97,9 @@ def cuda_host_route(call: GemmCall) -> CudaHostRoute | None:
         if backend == "cuda":
             raise ArgumentError(f"backend='cuda' cannot run this call: {why}")
         return None
-    chosen = choose_cuda_params(device, dt, m, n, k, ctx.multiprocessors)
-    if backend == "auto" and chosen.backend != CUDA:        # the profile measured OpenCL faster here
-        return None
-    return CudaHostRoute(call, device, limits, ctx, chosen.params)
+    params = (choose_cuda_params(device, dt, m, n, k, ctx.multiprocessors).params if backend == "cuda"
+              else auto_cuda_params(device, dt, m, n, k, *ops, ctx, limits))
+    return None if params is None else CudaHostRoute(call, device, limits, ctx, params)
 
 
 def goes_to_cuda(dt: Dtype, m: int, n: int, k: int, limits: Thresholds, op_a: Op, op_b: Op) -> bool:
@@ -109,13 +109,27 @@ def goes_to_cuda(dt: Dtype, m: int, n: int, k: int, limits: Thresholds, op_a: Op
     ``limits.cuda_few_rows_multiply_adds`` says (NVIDIA's OpenCL has no half-precision arithmetic, so its
     GEMV falls behind wgmma on long 16-bit products of few rows), nor one under
     ``limits.cuda_min_multiply_adds`` (where OpenCL's kernels need no layout pass and fewer launches), nor
-    one under ``limits.cuda_laid_out_min_multiply_adds`` whose operands the CUDA path would lay out first
-    (``cuda_gemm.reads_in_place``)."""
+    one under ``limits.cuda_laid_out_min_multiply_adds`` whose operands the dtype's default configuration
+    would lay out first (``cuda_gemm.reads_in_place``; ``auto_cuda_params`` asks the one chosen)."""
     work = m * n * k
     if min(m, n) <= MAX_VECTORS:
         return min(m, n) > 1 and work >= limits.cuda_few_rows(dt.key)
     return work >= limits.cuda_min(dt.key) and (
-        work >= limits.cuda_laid_out_min(dt.key) or reads_in_place(dt, m, n, k, op_a, op_b))
+        work >= limits.cuda_laid_out_min(dt.key)
+        or (dt.key in CUDA_DEFAULTS and reads_in_place(CUDA_DEFAULTS[dt.key], dt, m, n, k, op_a, op_b)))
+
+
+def auto_cuda_params(device: Device, dt: Dtype, m: int, n: int, k: int, op_a: Op, op_b: Op, ctx: CudaContext,
+                     limits: Thresholds) -> CudaParams | None:
+    """The configuration 'auto' runs a product that ``goes_to_cuda`` with on the CUDA path
+    (``choose_cuda_params``), or None where it stays on OpenCL after all: the profile measured OpenCL
+    faster there, or the product is under ``limits.cuda_laid_out_min_multiply_adds`` and that
+    configuration would lay an operand out first."""
+    chosen = choose_cuda_params(device, dt, m, n, k, ctx.multiprocessors)
+    if chosen.backend != CUDA or (m * n * k < limits.cuda_laid_out_min(dt.key)
+                                  and not reads_in_place(chosen.params, dt, m, n, k, op_a, op_b)):
+        return None
+    return chosen.params
 
 
 def _stored_op(x: np.ndarray, op: Op) -> Op:
