@@ -19,6 +19,7 @@ from autogemm.blas.plans import gemm_plan
 from autogemm.codelets import helpers
 from autogemm.codelets.nvidia_mma import MmaParams
 from autogemm.codelets.registry import check, render
+from autogemm.codelets.simt import render as simt_render
 from autogemm.dtypes import DTYPES, with_output
 from autogemm.errors import ConfigError, DtypeError
 from autogemm.tuning.scope import supported_dtypes
@@ -74,7 +75,7 @@ def test_a_kernel_writing_16_bits_rounds_as_numpy_does(ctx, device, letter):
     with np.errstate(over="ignore"):
         want = (a.astype(np.float32) * b.astype(np.float32)).astype(NUMPY[letter])
     assert (letter == "b" or np.isinf(want.astype(np.float32)).any()) and (want.view(np.uint16) & 1).any()
-    simt = dataclasses.replace(default_params(device, DTYPES["s"]), layout="NN")
+    simt = dataclasses.replace(default_params(device, DTYPES["s"]), layout="NN", local_a=True, local_b=True)
     mma = dataclasses.replace(SMALL, layout="NN", shape="m16n8k16")
     for params, edge in ((simt, "guard"), (simt, "pad"), (mma, "guard")):
         plan = gemm_plan(ctx, GemmProblem.dense(dt, m, n, 1), params, edge)
@@ -133,7 +134,8 @@ def test_a_simt_kernel_reads_and_writes_16_bits_as_stored(ctx, device, key):
     poisoned C), a K split added up in the kernel and one merged after: checked against float64, in one
     launch where nothing is packed, C written in its 16 bits by the kernel."""
     rng, dt = np.random.default_rng(11), DTYPES[key]
-    base = dataclasses.replace(default_params(device, DTYPES["s"]), vector_width=2, tile_cols=4)
+    base = dataclasses.replace(default_params(device, DTYPES["s"]), vector_width=2, tile_cols=4, local_a=True,
+                               local_b=True)
     for layout in ("NN", "NT", "TN", "TT"):
         params = dataclasses.replace(base, layout=layout)
         ta, tb = layout
@@ -151,13 +153,17 @@ def test_a_simt_kernel_reads_and_writes_16_bits_as_stored(ctx, device, key):
 
 
 def test_the_plans_say_where_16_bits_are_converted(ctx, device):
-    # a simt kernel reads bfloat16 as stored, computes in float32
-    simt = dataclasses.replace(default_params(device, DTYPES["s"]), layout="NN")
+    # a simt kernel staging both operands in local memory reads bfloat16 as stored, computes in float32
+    simt = dataclasses.replace(default_params(device, DTYPES["s"]), layout="NN", local_a=True, local_b=True)
     plan = gemm_plan(ctx, GemmProblem.dense(DTYPES["b"], 67, 64, 64), simt, edge="guard")
     assert plan.kernel_dtype.key == "b" and plan.c_stored and len(plan.launches()) == 1
-    imaged = gemm_plan(ctx, GemmProblem.dense(DTYPES["b"], 64, 64, 64), dataclasses.replace(simt, image_b=True))
-    assert imaged.kernel_dtype.key == "s" and "pack B (to float32)" in imaged.launches()
-    assert imaged.launches()[-1] == "merge C (to bfloat16)"
+    # one reading an operand through an image, or from global memory in its inner loop, takes it packed
+    for other in (dataclasses.replace(simt, image_b=True), dataclasses.replace(simt, local_b=False)):
+        converted = gemm_plan(ctx, GemmProblem.dense(DTYPES["b"], 64, 64, 64), other)
+        assert converted.kernel_dtype.key == "s" and "pack B (to float32)" in converted.launches()
+        assert converted.launches()[-1] == "merge C (to bfloat16)"
+        with pytest.raises(ConfigError, match="packed as floats"):      # (asked of the family itself)
+            simt_render(other, DTYPES["b"])
     plan = gemm_plan(ctx, GemmProblem.dense(DTYPES["hs"], 64, 64, 64), dataclasses.replace(SMALL, layout="NN"),
                       edge="guard")
     assert plan.kernel_dtype.key == "hs" and not any(s.startswith(("pack", "merge")) for s in plan.launches())

@@ -10,6 +10,6 @@ from .params import SimtParams
 from .render import render
 
 FAMILY = register(Family(SimtParams.family, SimtParams, check, render, space.space, weight=4.0,
-                         sums_slices=True, merges_slices=True, reads_16bit=SimtParams.reads_buffers))
+                         sums_slices=True, merges_slices=True, reads_16bit=SimtParams.reads_16bit))
 
 __all__ = ["FAMILY", "SimtParams", "check", "render"]

@@ -92,10 +92,12 @@ class SimtParams(FamilyParams):
         """True when B is stored K x N, so consecutive memory runs along N."""
         return self.layout[1] == "N"
 
-    def reads_buffers(self) -> bool:
-        """True when A and B are both read from buffers (16-bit operands then as they are stored; an
-        image holds floats, packed from them)."""
-        return not (self.image_a or self.image_b)
+    def reads_16bit(self) -> bool:
+        """True when the kernel reads 16-bit operands as they are stored: both staged in local memory from
+        buffers, each value converted to float once a block. Read from global memory in the inner loop,
+        each would be converted at every multiply-add (on PoCL's CPU device three times slower than the
+        float32 kernel on operands packed as floats first); an image holds floats, packed from them."""
+        return self.local_a and self.local_b and not (self.image_a or self.image_b)
 
 
     def malformed(self) -> str | None:

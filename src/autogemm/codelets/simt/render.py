@@ -365,17 +365,19 @@ def render(params: SimtParams, dtype: Dtype | str, guarded: bool = True, stream:
            summed: bool = False, sliced: bool = False, stored_c: bool = False) -> KernelSource:
     """The OpenCL source of ``params`` for ``dtype``; ``guarded`` selects any-size edges, ``stream`` the
     stream-K schedule, ``summed`` K slices added up in the kernel, ``sliced`` K slices read in place, each
-    into its layer of C (see module doc). A 16-bit dtype's operands are read as they are stored (its
-    images, packed as floats, are the float32 problem's), and with ``stored_c`` so is C. Remembered:
-    plans ask for the same kernels again and again."""
+    into its layer of C (see module doc). A 16-bit dtype's operands are read as they are stored, where
+    the configuration stages both in local memory from buffers (``SimtParams.reads_16bit``; the others
+    take the float32 problem), and with ``stored_c`` so is C. Remembered: plans ask for the same kernels
+    again and again."""
     dt = get_dtype(dtype)
     problem = params.malformed()
     if problem:
         raise ConfigError(problem)
     if stream and (params.image_a or params.image_b):
         raise ConfigError("stream-K reads its operands from buffers; this configuration uses images")
-    if dt.half and (params.image_a or params.image_b):
-        raise ConfigError("a configuration with images reads 16-bit operands packed as floats (the float32 problem)")
+    if dt.half and not params.reads_16bit():
+        raise ConfigError("a configuration that reads an operand through an image or without staging it in "
+                          "local memory takes 16-bit operands packed as floats (the float32 problem)")
     if stored_c:
         refuse_stored_c(dt, stream)
     source = _Generator(params, dt, guarded, stream, summed, sliced, stored_c).generate()
