@@ -4,7 +4,8 @@ An NVIDIA GPU of compute capability 9.0 that the CUDA driver sees too (and the `
 has two ways in. NVIDIA's OpenCL compiles for sm_90, not sm_90a, so Hopper's wgmma and TMA are reached
 through CUDA alone: there the dtypes ``blas.defaults.CUDA_DEFAULTS`` names (16-bit operands, TF32, 3xTF32,
 float64, complex128) run on the CUDA path, whose tensor-core kernels are faster than the OpenCL ones for
-them; float32 and complex64 stay on OpenCL, which is as fast as cuBLAS for them. Where the device's
+them (but small ones whose operands it would lay out for TMA first: ``goes_to_cuda``); float32 and
+complex64 stay on OpenCL, which is as fast as cuBLAS for them. Where the device's
 profile has CUDA entries (``autogemm tune`` measured both backends), the one nearest a product says which
 backend was faster there and with which CUDA configuration (``blas.selection.choose_cuda_params``). ``backend``
 'opencl' or 'cuda' asks for one; 'cuda' says why a call cannot run there instead of falling back.
