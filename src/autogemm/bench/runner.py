@@ -201,11 +201,12 @@ class Bench:
             # (goes_to_cuda first: the target's lookup makes a CUDA context, which a product on OpenCL
             # would carry for nothing)
             op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
-            cuda = goes_to_cuda(dt, shape.m, shape.n, shape.k, thresholds_for(self.ctx.device), op_a, op_b)
+            limits = thresholds_for(self.ctx.device)
+            cuda = goes_to_cuda(dt, shape.m, shape.n, shape.k, limits, op_a, op_b)
             cuda_ctx = cuda_target(self.ctx.device, dt)[0] if cuda else None
             if cuda_ctx is not None:
                 params = auto_cuda_params(self.ctx.device, dt, shape.m, shape.n, shape.k, op_a, op_b, cuda_ctx,
-                                          thresholds_for(self.ctx.device))
+                                          limits)
                 if params is not None:
                     return cuda_plan(cuda_ctx, dt, shape.m, shape.n, shape.k, params)
             return plan_for(self.ctx, GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b))

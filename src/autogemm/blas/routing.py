@@ -27,6 +27,7 @@ rounds into C; one that reads them writes C itself where it writes it at all (``
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -162,8 +163,9 @@ class Routing:
         return (self._stored_letter(name) == self._letter(name) and not self._conjugated(name)
                 and not self._through_image(name) and not self._converted())
 
-    @property
+    @functools.cached_property
     def _aligned_elements(self) -> int:
+        """The elements of ``ALIGNED_BYTES`` of the kernel's operands."""
         return max(1, ALIGNED_BYTES // self.kernel_dtype.itemsize)
 
     def _rows_aligned(self, name: str, elements: int) -> bool:

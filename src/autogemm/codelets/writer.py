@@ -230,15 +230,9 @@ class ElementCode:
         of 16-bit operand bits, and ``load_as_real_N`` for every width of 16-bit values read as floats
         (guarded: zero outside the matrix)."""
         for n in sorted(self.widths):
-            rpe, vector = self.rpe, self.vtype(n)
-            aligned = f"*(const __global {vector}*)(p + i * {rpe})" if n * rpe > 1 else "p[i]"
-            self.load_helper(f"load_{n}", "real", vector, n, rpe, self.vload(n, "i", rpe),
-                             lambda at, rpe=rpe: self.vload(1, at, rpe), aligned)
+            self.load_helper(f"load_{n}", "real", self.vtype(n), n, self.rpe)
         for n in sorted(self.stored_widths):
-            vector = self.stored_type(n)
-            aligned = f"*(const __global {vector}*)(p + i)" if n > 1 else "p[i]"
-            self.load_helper(f"load_stored_{n}", "stored", vector, n, 1, self.vload(n, "i", 1),
-                             lambda at: self.vload(1, at, 1), aligned)
+            self.load_helper(f"load_stored_{n}", "stored", self.stored_type(n), n, 1)
         for n in sorted(self.converted_widths):
             # 16-bit values as floats: float16 through core OpenCL's vload_half (no half arithmetic needed),
             # bfloat16 by to_real
@@ -248,15 +242,19 @@ class ElementCode:
                 whole = f"({vector})({parts})" if n > 1 else "to_real(p[i])"
             else:
                 whole = f"vload_half{n if n > 1 else ''}(0, (const __global half*)(p + i))"
-            self.load_helper(f"load_as_real_{n}", "stored", vector, n, 1, whole, lambda at: f"to_real(p[{at}])",
+            self.load_helper(f"load_as_real_{n}", "stored", vector, n, 1, (whole, lambda at: f"to_real(p[{at}])"),
                              what="16-bit values, as floats,")
 
-    def load_helper(self, name: str, scalar: str, vector: str, n: int, rpe: int, whole: str,
-                    element: Callable[[str], str], aligned: str | None = None, what: str = "elements") -> None:
+    def load_helper(self, name: str, scalar: str, vector: str, n: int, rpe: int,
+                    converted: tuple[str, Callable[[str], str]] | None = None, what: str = "elements") -> None:
         """``name``: ``n`` consecutive elements (``vector``, of ``rpe`` reals each) of a buffer of ``scalar``
-        from element ``i``: ``whole`` all of them (``aligned`` in an unguarded kernel, whose reads are
-        aligned, where given), ``element(index)`` one (guarded: zero outside the matrix); ``what`` they
-        are, for the kernel's comment."""
+        from element ``i`` (guarded: zero outside the matrix), as they are stored, or ``converted``: the
+        expressions of all ``n`` of them and of one at an index; ``what`` they are, for the comment."""
+        if converted is None:
+            whole, element = self.vload(n, "i", rpe), lambda at: self.vload(1, at, rpe)
+            aligned = f"*(const __global {vector}*)(p + i * {rpe})" if n * rpe > 1 else "p[i]"
+        else:
+            (whole, element), aligned = converted, converted[0]
         w = self.out
         w(f"// {n} consecutive {what} of row r from column c of a rows x cols matrix"
           + (" (zero outside it)" if self.guarded else ""))
@@ -286,29 +284,28 @@ class ElementCode:
         w.open(f"inline void store_{n}(__global {self.c_scalar}* p, const int ld, const int rows, const int cols, "
                f"const int r, const int c, const {t} v)")
         w("const int i = r * ld + c;")
-        if stored:
-            whole = self._store_converted(n, "v", "i")
-        else:
-            whole = f"*(__global {t}*)(p + i * {self.rpe}) = v;" if n * self.rpe > 1 else "p[i] = v;"
+        # all n (aligned in an unguarded kernel), and one at an index
+        one = self._store_converted if stored else self.vstore
+        whole = one(n, "v", "i")
+        aligned = whole if stored else f"*(__global {t}*)(p + i * {self.rpe}) = v;" if n * self.rpe > 1 else "p[i] = v;"
         if not self.guarded:
-            w(whole)
+            w(aligned)
         else:
             w("if (r >= rows) return;")
             w.open(f"if (c + {n} <= cols)")
-            w(whole if stored else self.vstore(n, "v", "i"))
+            w(whole)
             w("return;")
             w.close()
             for e in range(n):
-                value, at = self.component('v', e, n), f"i + {e}"
-                w(f"if (c + {e} < cols) " + (self._store_converted(1, value, at) if stored else self.vstore(1, value, at)))
+                w(f"if (c + {e} < cols) {one(1, self.component('v', e, n), f'i + {e}')}")
         w.close()
         w("")
 
     def _store_converted(self, n: int, value: str, index: str) -> str:
         """A C statement: ``n`` floats ``value`` rounded into the 16-bit buffer ``p`` from element ``index``."""
-        if self.storage.letter == "b" or n == 1:
-            if n == 1:
-                return f"p[{index}] = to_stored({value});"
+        if n == 1:
+            return f"p[{index}] = to_stored({value});"
+        if self.storage.letter == "b":
             return " ".join(f"p[{index} + {e}] = to_stored({self.component(value, e, n)});" for e in range(n))
         return f"vstore_half{n}_rte({value}, 0, (__global half*)(p + {index}));"
 

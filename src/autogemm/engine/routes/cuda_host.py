@@ -115,9 +115,8 @@ def goes_to_cuda(dt: Dtype, m: int, n: int, k: int, limits: Thresholds, op_a: Op
     work = m * n * k
     if min(m, n) <= MAX_VECTORS:
         return min(m, n) > 1 and work >= limits.cuda_few_rows(dt.key)
-    return work >= limits.cuda_min(dt.key) and (
-        work >= limits.cuda_laid_out_min(dt.key)
-        or (dt.key in CUDA_DEFAULTS and reads_in_place(CUDA_DEFAULTS[dt.key], dt, m, n, k, op_a, op_b)))
+    return work >= limits.cuda_min(dt.key) and not (
+        dt.key in CUDA_DEFAULTS and _lays_out_small(CUDA_DEFAULTS[dt.key], dt, m, n, k, op_a, op_b, limits))
 
 
 def auto_cuda_params(device: Device, dt: Dtype, m: int, n: int, k: int, op_a: Op, op_b: Op, ctx: CudaContext,
@@ -127,10 +126,16 @@ def auto_cuda_params(device: Device, dt: Dtype, m: int, n: int, k: int, op_a: Op
     faster there, or the product is under ``limits.cuda_laid_out_min_multiply_adds`` and that
     configuration would lay an operand out first."""
     chosen = choose_cuda_params(device, dt, m, n, k, ctx.multiprocessors)
-    if chosen.backend != CUDA or (m * n * k < limits.cuda_laid_out_min(dt.key)
-                                  and not reads_in_place(chosen.params, dt, m, n, k, op_a, op_b)):
+    if chosen.backend != CUDA or _lays_out_small(chosen.params, dt, m, n, k, op_a, op_b, limits):
         return None
     return chosen.params
+
+
+def _lays_out_small(params: CudaParams, dt: Dtype, m: int, n: int, k: int, op_a: Op, op_b: Op,
+                    limits: Thresholds) -> bool:
+    """Whether the product is under ``limits.cuda_laid_out_min_multiply_adds`` and the kernel of
+    ``params`` would lay an operand out first (``cuda_gemm.reads_in_place``)."""
+    return m * n * k < limits.cuda_laid_out_min(dt.key) and not reads_in_place(params, dt, m, n, k, op_a, op_b)
 
 
 def _stored_op(x: np.ndarray, op: Op) -> Op:
