@@ -119,3 +119,18 @@ def test_a_large_space_enumerated_in_processes_finds_the_same_points(device, mon
         assert parallel._points is not None        # found by the processes, not on asking
     assert parallel.points() == alone.points() and len(alone) > 0
     assert all(parallel.valid(p) for p in alone.points()[:50])
+
+
+def test_smaller_blocks_halve_the_block_keeping_each_work_items_share_longest():
+    large = SimtParams("NN", "offset", 16, 16, 8, 8, 8, 4, True, True, double_buffer=True,
+                       build_options=("-cl-nv-maxrregcount=168",), warp_cols=8)
+    blocks = [(c.block_rows, c.block_cols, c.wg_rows, c.wg_cols, c.tile_rows, c.tile_cols, c.warp_cols)
+              for c in large.smaller_blocks()]
+    # 4 x 8 patches of a warp still tile the 8 x 16 work-group, not the 8 x 8 one (its rows as they come)
+    assert blocks == [(128, 64, 16, 16, 8, 4, 8), (64, 64, 8, 16, 8, 4, 8), (32, 32, 8, 8, 4, 4, 0)]
+    assert all(c.malformed() is None and dataclasses.replace(c, wg_rows=0, wg_cols=0, tile_rows=0, tile_cols=0,
+                                                             warp_cols=0)
+               == dataclasses.replace(large, wg_rows=0, wg_cols=0, tile_rows=0, tile_cols=0, warp_cols=0)
+               for c in large.smaller_blocks())
+    # a tile as narrow as its vectors halves no further: no smaller block
+    assert SimtParams("NN", "offset", 8, 8, 4, 4, 8, 4).smaller_blocks() == ()

@@ -132,13 +132,17 @@ def test_selection_takes_the_predicted_kernel_and_split_and_computes_right(cache
     assert gemm_plan(ctx, GemmProblem.dense(DTYPES["d"], m, n, k)).params_source.startswith("default")
 
 
-def test_the_bank_holds_each_class_best_and_best_of_each_kind(device):
+def test_the_bank_holds_each_class_best_and_best_of_each_kind_and_the_large_ones_blocks_smaller(device):
     other = SimtParams("TN", "offset", 8, 8, 2, 2, 4, 2, False, False, mac="mul_add")
     small = SizeClassEntry("small", (64, 64, 64), (Ranked(NARROW, 3.0), Ranked(WIDE, 2.5), Ranked(other, 2.0)),
                            "model", 3, 1.0)
     prof = make_profile(device, {})
     prof = prof.with_entry("s", small)
-    assert bank(prof, S) == (WIDE, NARROW, other)
+    # the large class's best of each layout with smaller blocks: WIDE's vectors of 2 take no narrower
+    # tile, NARROW's 4 x 16 blocks become 4 x 8 and 2 x 8
+    shrunk = (dataclasses.replace(NARROW, tile_cols=1), dataclasses.replace(NARROW, tile_cols=1, wg_rows=2))
+    assert WIDE.smaller_blocks() == () and NARROW.smaller_blocks() == shrunk
+    assert bank(prof, S) == (WIDE, NARROW, other, *shrunk)
     assert bank(prof, DTYPES["d"]) == ()
 
 

@@ -37,6 +37,12 @@ class FamilyParams:
         would only add its own reads and writes. False unless a family says so."""
         return False
 
+    def smaller_blocks(self: Configuration) -> tuple[Configuration, ...]:
+        """This configuration with smaller blocks of C, largest first, for a predictor to choose among
+        where a product has too few of its blocks to keep the device busy (``tuning.predictor.bank``):
+        none unless a family says how to shrink its blocks."""
+        return ()
+
     @classmethod
     def from_dict(cls: type[Configuration], data: dict) -> Configuration:
         """Build from JSON data (its "family" key, if any, removed), validating every field (the data may

@@ -41,7 +41,7 @@ from .records import Outcome
 from .scope import bandwidth
 
 #: Kernels in a bank at most, and the timed runs of each measurement.
-BANK_SIZE, RUNS = 16, 3
+BANK_SIZE, RUNS = 24, 3
 LAYOUTS = ("NN", "NT", "TN", "TT")
 MIN_K, MIN_WORK = 1, 2**15
 #: The largest side and reduction sampled (a language model's vocabulary is a side of 128256), and
@@ -62,7 +62,10 @@ MIN_JUDGED = 8
 
 def bank(profile: Profile, dtype: Dtype) -> tuple[Params, ...]:
     """The kernels the predictor times for ``dtype``: of each size class of single products the profile
-    holds, its best and the best of each other codelet layout, without repeats, at most ``BANK_SIZE``."""
+    holds, its best and the best of each other codelet layout, without repeats; then, for each layout,
+    the large class's best with smaller blocks (``smaller_blocks``: the classes are squares, whose best
+    blocks are large, while a product of few blocks, skinny or small, fills the device only with smaller
+    ones); at most ``BANK_SIZE``."""
     found: list[Params] = []
     for entry in (e for e in profile.dtypes.get(dtype.key, ()) if e.batch == 1):
         layouts: set[str] = set()
@@ -70,6 +73,10 @@ def bank(profile: Profile, dtype: Dtype) -> tuple[Params, ...]:
             if ranked.config.layout not in layouts and ranked.config not in found:
                 found.append(ranked.config)
             layouts.add(ranked.config.layout)
+    large = profile.entry(dtype.key, "large")
+    best_by_layout = {r.config.layout: r.config for r in reversed(large.ranked)} if large else {}
+    for config in best_by_layout.values():
+        found += [smaller for smaller in config.smaller_blocks() if smaller not in found]
     return tuple(found[:min(BANK_SIZE, MAX_BANK)])
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ..fields import FamilyParams, choices_problem
@@ -99,6 +99,19 @@ class SimtParams(FamilyParams):
         float32 kernel on operands packed as floats first); an image holds floats, packed from them."""
         return self.local_a and self.local_b and not (self.image_a or self.image_b)
 
+
+    def smaller_blocks(self) -> tuple[SimtParams, ...]:
+        """This kernel with blocks of a half, a quarter and a sixteenth of its area (128 x 128 to 128 x 64,
+        64 x 64 and 32 x 32): the work-item's tile halved along N first, then the work-group's rows, then its
+        columns and the tile's rows, so that each work-item keeps as many elements as it can. A product
+        with fewer blocks of the large kernel than compute units runs them, or their K slices, on a few;
+        one of smaller blocks spreads over more of them, with less reuse of each element read. Warps
+        keep their arrangement where it still tiles the work-group; a step no block can take is left out."""
+        half = replace(self, tile_cols=self.tile_cols // 2)
+        quarter = replace(half, wg_rows=self.wg_rows // 2)
+        sixteenth = replace(quarter, wg_cols=self.wg_cols // 2, tile_rows=self.tile_rows // 2)
+        shrunk = (c if c._warp_problem() is None else replace(c, warp_cols=0) for c in (half, quarter, sixteenth))
+        return tuple(c for c in shrunk if c.malformed() is None)
 
     def malformed(self) -> str | None:
         """Why this point lies outside the codelet space regardless of device, or None."""
