@@ -60,6 +60,18 @@ def test_skinny_blocks_are_exact(ctx, warps, tiles):
         run_and_check(ctx, params, DTYPES["d"], m, n, k, "N", "T", 1.5, 0.0, "guard", rng, extra_ld=1, offset=2)
 
 
+def test_smaller_blocks_halve_the_warps_tiles_then_the_warps_and_compute_right(ctx):
+    large = dataclasses.replace(SMALL, shape="m16n8k8", warps_m=2, warps_n=2, tiles_m=2, tiles_n=4)
+    smaller = large.smaller_blocks()
+    assert [(c.block_rows, c.block_cols, c.warps_m, c.warps_n, c.tiles_m, c.tiles_n) for c in smaller] == \
+        [(64, 32, 2, 2, 2, 2), (32, 32, 1, 2, 2, 2), (16, 16, 1, 1, 1, 2)]
+    rng = np.random.default_rng(6)
+    for params in smaller:
+        run_and_check(ctx, _for("d", params), DTYPES["d"], 45, 37, 29, "N", "T", 1.5, 0.5, "guard", rng)
+    # one warp of one instruction tile has no smaller block
+    assert dataclasses.replace(large, warps_m=1, warps_n=1, tiles_m=1, tiles_n=1).smaller_blocks() == ()
+
+
 def _check_small_problems(ctx, params, letter, ta, tb, edge):
     rng = np.random.default_rng(4)
     for m, n, k, alpha, beta in ((37, 29, 21, 1.0, 0.0), (16, 32, 40, -0.5, 2.0)):

@@ -4,6 +4,7 @@ own ``malformed`` check, so that nothing unchecked reaches kernel source or buil
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, fields, replace
 from typing import Any, ClassVar, TypeVar
 
@@ -40,7 +41,7 @@ class FamilyParams:
     def smaller_blocks(self: Configuration) -> tuple[Configuration, ...]:
         """This configuration with smaller blocks of C, largest first, for a predictor to choose among
         where a product has too few of its blocks to keep the device busy (``tuning.predictor.bank``):
-        none unless a family says how to shrink its blocks."""
+        none unless a family says how to shrink its blocks (``halved_blocks``)."""
         return ()
 
     @classmethod
@@ -48,6 +49,22 @@ class FamilyParams:
         """Build from JSON data (its "family" key, if any, removed), validating every field (the data may
         come from outside)."""
         return params_from_fields(cls, data, cls.family)
+
+
+def halved_blocks(config: Configuration, tile_n: str, group_m: str, group_n: str, tile_m: str,
+                  mended: Callable[[Configuration], Configuration] = lambda c: c) -> tuple[Configuration, ...]:
+    """``config`` with blocks of C of a half, a quarter and a sixteenth of its area (128 x 128 to 128 x 64,
+    64 x 64 and 32 x 32): the tile each work-item or warp computes halved along N first (field ``tile_n``),
+    then the work-group's rows of them (``group_m``), then its columns (``group_n``) and the tile's rows
+    (``tile_m``), so that each work-item keeps as many elements of C as it can: a product with fewer of
+    the large blocks than compute units runs them (or their K slices) on a few, one of smaller blocks on
+    more of them, with less reuse of each element it reads. ``mended`` fixes what a smaller work-group
+    leaves inconsistent; a step no configuration of the family can take is left out."""
+    half = replace(config, **{tile_n: getattr(config, tile_n) // 2})
+    quarter = replace(half, **{group_m: getattr(config, group_m) // 2})
+    sixteenth = replace(quarter, **{group_n: getattr(config, group_n) // 2, tile_m: getattr(config, tile_m) // 2})
+    shrunk = (mended(c) for c in (half, quarter, sixteenth))
+    return tuple(c for c in shrunk if c.malformed() is None)
 
 
 def params_to_dict(params: Any, family: str | None = None) -> dict:

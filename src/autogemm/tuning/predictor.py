@@ -74,7 +74,9 @@ def bank(profile: Profile, dtype: Dtype) -> tuple[Params, ...]:
                 found.append(ranked.config)
             layouts.add(ranked.config.layout)
     large = profile.entry(dtype.key, "large")
-    best_by_layout = {r.config.layout: r.config for r in reversed(large.ranked)} if large else {}
+    best_by_layout: dict[str, Params] = {}
+    for ranked in large.ranked if large else ():
+        best_by_layout.setdefault(ranked.config.layout, ranked.config)
     for config in best_by_layout.values():
         found += [smaller for smaller in config.smaller_blocks() if smaller not in found]
     return tuple(found[:min(BANK_SIZE, MAX_BANK)])

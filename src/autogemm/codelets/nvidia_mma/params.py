@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ...dtypes import Dtype
-from ..fields import FamilyParams, choices_problem
+from ..fields import FamilyParams, choices_problem, halved_blocks
 from ..simt.params import build_options_problem
 
 WARP = 32
@@ -154,6 +154,11 @@ class MmaParams(FamilyParams):
     @property
     def work_group_size(self) -> int:
         return WARP * self.warps_m * self.warps_n
+
+    def smaller_blocks(self) -> tuple[MmaParams, ...]:
+        """Blocks of a half, a quarter and a sixteenth of this one's (``halved_blocks``: each warp's tiles
+        along N, then the work-group's rows of warps, then its columns and the warp's rows of tiles)."""
+        return halved_blocks(self, "tiles_n", "warps_m", "warps_n", "tiles_m")
 
     def malformed(self) -> str | None:
         """Why this point lies outside the family's space regardless of device, or None."""

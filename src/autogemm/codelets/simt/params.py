@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from ..fields import FamilyParams, choices_problem
+from ..fields import FamilyParams, choices_problem, halved_blocks
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
 ASSIGNMENTS = ("consecutive", "offset")
@@ -101,17 +101,11 @@ class SimtParams(FamilyParams):
 
 
     def smaller_blocks(self) -> tuple[SimtParams, ...]:
-        """This kernel with blocks of a half, a quarter and a sixteenth of its area (128 x 128 to 128 x 64,
-        64 x 64 and 32 x 32): the work-item's tile halved along N first, then the work-group's rows, then its
-        columns and the tile's rows, so that each work-item keeps as many elements as it can. A product
-        with fewer blocks of the large kernel than compute units runs them, or their K slices, on a few;
-        one of smaller blocks spreads over more of them, with less reuse of each element read. Warps
-        keep their arrangement where it still tiles the work-group; a step no block can take is left out."""
-        half = replace(self, tile_cols=self.tile_cols // 2)
-        quarter = replace(half, wg_rows=self.wg_rows // 2)
-        sixteenth = replace(quarter, wg_cols=self.wg_cols // 2, tile_rows=self.tile_rows // 2)
-        shrunk = (c if c._warp_problem() is None else replace(c, warp_cols=0) for c in (half, quarter, sixteenth))
-        return tuple(c for c in shrunk if c.malformed() is None)
+        """Blocks of a half, a quarter and a sixteenth of this one's (``halved_blocks``: the work-item's tile
+        along N, then the work-group's rows, then its columns and the tile's rows); warps keep their
+        arrangement where it still tiles the work-group, else take its rows as they come."""
+        return halved_blocks(self, "tile_cols", "wg_rows", "wg_cols", "tile_rows",
+                             lambda c: c if c._warp_problem() is None else replace(c, warp_cols=0))
 
     def malformed(self) -> str | None:
         """Why this point lies outside the codelet space regardless of device, or None."""
