@@ -6,6 +6,7 @@ every run."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -24,6 +25,7 @@ from autogemm.blas.plans import gemm_plan
 from autogemm.blas.selection import vectors_route
 from autogemm.blas.vectors import MAX_VECTORS, VectorsPlan, as_vectors
 from autogemm.codelets.gemv import GemvParams
+from autogemm.codelets.gemv.params import SHORT_FILL, SHORT_LANES, SHORT_STEPS
 from autogemm.codelets.helpers import LANE_MIN_SLICES
 from autogemm.dtypes import DTYPES
 from autogemm.profiles import thresholds_for
@@ -286,12 +288,13 @@ def test_each_lane_adds_at_least_a_few_slices_of_an_output():
        outputs=st.integers(1, 5000), reduction=st.integers(1, 5000), vectors=st.integers(1, MAX_VECTORS))
 def test_a_class_configuration_is_fitted_to_a_narrower_problem(layout, wg_x, wg_y, per_item, unroll, vector_block,
                                                                outputs, reduction, vectors):
-    """``GemvParams.fitted_to``: a problem of one vector keeps its configuration; else well formed, the same
+    """``GemvParams.fitted_to`` on a device too large for the outputs to fill (no short reduction is
+    spread over outputs): a problem of one vector keeps its configuration; else well formed, the same
     work-group size and vectors, no more outputs per work-item; a work-group covers less than twice the
     outputs unless it cannot shrink further; along a short reduction fewer work-items, never below 8,
     and never more steps along it (each could be a work-group of a split: another launch)."""
     params = GemvParams(layout, wg_x, wg_y, per_item, unroll, 4, vectors=vector_block)
-    fitted = params.fitted_to(outputs, reduction, vectors)
+    fitted = params.fitted_to(outputs, reduction, vectors, compute_units=10**6)
     if vectors == 1:
         assert fitted == params
         return
@@ -304,6 +307,55 @@ def test_a_class_configuration_is_fitted_to_a_narrower_problem(layout, wg_x, wg_
     assert -(-reduction // (along * unroll)) <= -(-reduction // (before * unroll))      # no new split of it
 
 
+@settings(max_examples=60, deadline=None)
+@given(wg_x=st.sampled_from((8, 32, 64, 256)), wg_y=st.sampled_from((1, 2, 4)), per_item=st.sampled_from((1, 4)),
+       unroll=st.sampled_from((1, 2, 8)), outputs=st.integers(1, 200000), reduction=st.integers(1, 5000),
+       vectors=st.integers(1, MAX_VECTORS))
+def test_a_short_reduction_of_many_outputs_is_read_by_fewer_work_items_a_row(wg_x, wg_y, per_item, unroll, outputs,
+                                                                              reduction, vectors):
+    """In layout N, where the reduction takes at most ``SHORT_STEPS`` steps of the work-group, work-items
+    move from it to outputs (down to ``SHORT_LANES`` a row) while the work-groups cover ``SHORT_FILL``
+    times the compute units; the layout-T configuration and a reduction of more steps are not spread."""
+    units = 132
+    params = GemvParams("N", wg_x, wg_y, per_item, unroll, 4, vectors=4)
+    narrowed = params.fitted_to(outputs, reduction, vectors, compute_units=10**6)
+    fitted = params.fitted_to(outputs, reduction, vectors, units)
+    assert fitted.work_group_size == params.work_group_size and fitted.per_item == narrowed.per_item
+    assert fitted.wg_x <= narrowed.wg_x and fitted.wg_x >= min(SHORT_LANES, narrowed.wg_x)
+    groups = -(-outputs // (fitted.per_item * fitted.wg_y))
+    if fitted.wg_x < narrowed.wg_x:      # spread: the steps were few, the groups still fill the device
+        assert reduction <= SHORT_STEPS * 2 * fitted.wg_x * unroll and groups >= SHORT_FILL * units
+    assert (fitted.wg_x == SHORT_LANES or fitted.wg_y == 256 or reduction > SHORT_STEPS * fitted.wg_x * unroll
+            or -(-outputs // (fitted.per_item * fitted.wg_y * 2)) < SHORT_FILL * units)
+    t_params = dataclasses.replace(params, layout="T")
+    assert t_params.fitted_to(outputs, reduction, vectors, units) == \
+        t_params.fitted_to(outputs, reduction, vectors, 10**6)
+
+
+def test_a_short_reduction_spread_over_outputs_computes_right(ctx):
+    """A wide class configuration met with thousands of rows over a K of 155 and 10 vectors takes 4
+    work-items a row (of 64: 32 on a device its work-groups could not fill) and 16 times the rows a
+    work-group, and still computes C right, beta 0 over a NaN-poisoned C."""
+    dt = DTYPES["s"]
+    m, n, k = 3001, 10, 155
+    problem = GemmProblem.dense(dt, m, n, k)
+    route = as_vectors(problem)
+    wide = GemvParams("N", 64, 2, 4, 8, 4, vectors=8)
+    params = wide.fitted_to(route.gemv.outputs, route.gemv.reduction, route.gemv.vectors, compute_units=2)
+    assert (params.wg_x, params.wg_y) == (4, 32) and wide.fitted_to(m, k, n, compute_units=10**6).wg_x == 32
+    a, b, product = _operands(dt, m, n, k, "N", "N")
+    c = np.full((m, n), np.nan, np.float32)
+    plan = VectorsPlan(ctx, problem, route, params)
+    mf = cl.mem_flags
+    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x) for x in (a, b, c)]
+    try:
+        plan.enqueue(*buffers)
+        cl.enqueue_copy(ctx.queue, c, buffers[2]).wait()
+    finally:
+        plan.release()
+    assert relative_error(c, product) < tolerance(dt, k)
+
+
 @pytest.mark.parametrize("layout", ["N", "T"])
 def test_a_fitted_configuration_computes_a_narrow_product_right(ctx, layout):
     """A wide class configuration fitted to 10 vectors over 60 outputs and a short reduction computes the
@@ -314,7 +366,8 @@ def test_a_fitted_configuration_computes_a_narrow_product_right(ctx, layout):
     problem = GemmProblem.dense(dt, m, n, k, Op(), Op(tb == "T"))
     route = as_vectors(problem)
     assert route is not None and route.matrix_is_b and route.gemv.vectors == 10
-    params = GemvParams(layout, 64, 2, 4, 8, 4, vectors=8).fitted_to(route.gemv.outputs, route.gemv.reduction, 10)
+    params = GemvParams(layout, 64, 2, 4, 8, 4, vectors=8).fitted_to(route.gemv.outputs, route.gemv.reduction, 10,
+                                                                  ctx.device.compute_units)
     assert params.vectors == 8 and params != GemvParams(layout, 64, 2, 4, 8, 4, vectors=8)
     a, b, product = _operands(dt, m, n, k, "N", tb)
     c = np.full((m, n), np.nan)

@@ -262,7 +262,8 @@ def choose_gemv_params(device: Device, problem: GemvProblem) -> Selection:
             measured_here = distance(entry) == 0        # (``tune --shapes`` measured it on this very shape)
             for ranked in entry.ranked:
                 fitted = ranked.config if measured_here else \
-                    ranked.config.fitted_to(problem.outputs, problem.reduction, problem.vectors)
+                    ranked.config.fitted_to(problem.outputs, problem.reduction, problem.vectors,
+                                            device.compute_units)
                 for config in dict.fromkeys((fitted, ranked.config)):
                     if (gemv_codelet.check(config, device, dt) is None
                             and verified_in(device, profile, config, dt, made_from=ranked.config)):
