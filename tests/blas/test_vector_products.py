@@ -332,6 +332,17 @@ def test_a_short_reduction_of_many_outputs_is_read_by_fewer_work_items_a_row(wg_
         t_params.fitted_to(outputs, reduction, vectors, 10**6)
 
 
+def _run_vectors_plan(ctx, plan: VectorsPlan, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+    """C = A B by ``plan`` on buffers of ``a``, ``b`` and ``c``, C read back into ``c``."""
+    mf = cl.mem_flags
+    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x) for x in (a, b, c)]
+    try:
+        plan.enqueue(*buffers)
+        cl.enqueue_copy(ctx.queue, c, buffers[2]).wait()
+    finally:
+        plan.release()
+
+
 def test_a_short_reduction_spread_over_outputs_computes_right(ctx):
     """A wide class configuration met with thousands of rows over a K of 155 and 10 vectors takes 4
     work-items a row (of 64: 32 on a device its work-groups could not fill) and 16 times the rows a
@@ -345,14 +356,7 @@ def test_a_short_reduction_spread_over_outputs_computes_right(ctx):
     assert (params.wg_x, params.wg_y) == (4, 32) and wide.fitted_to(m, k, n, compute_units=10**6).wg_x == 32
     a, b, product = _operands(dt, m, n, k, "N", "N")
     c = np.full((m, n), np.nan, np.float32)
-    plan = VectorsPlan(ctx, problem, route, params)
-    mf = cl.mem_flags
-    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x) for x in (a, b, c)]
-    try:
-        plan.enqueue(*buffers)
-        cl.enqueue_copy(ctx.queue, c, buffers[2]).wait()
-    finally:
-        plan.release()
+    _run_vectors_plan(ctx, VectorsPlan(ctx, problem, route, params), a, b, c)
     assert relative_error(c, product) < tolerance(dt, k)
 
 
@@ -371,12 +375,5 @@ def test_a_fitted_configuration_computes_a_narrow_product_right(ctx, layout):
     assert params.vectors == 8 and params != GemvParams(layout, 64, 2, 4, 8, 4, vectors=8)
     a, b, product = _operands(dt, m, n, k, "N", tb)
     c = np.full((m, n), np.nan)
-    plan = VectorsPlan(ctx, problem, route, params)
-    mf = cl.mem_flags
-    buffers = [cl.Buffer(ctx.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x) for x in (a, b, c)]
-    try:
-        plan.enqueue(*buffers)
-        cl.enqueue_copy(ctx.queue, c, buffers[2]).wait()
-    finally:
-        plan.release()
+    _run_vectors_plan(ctx, VectorsPlan(ctx, problem, route, params), a, b, c)
     assert relative_error(c, product) < tolerance(dt, k)
