@@ -105,13 +105,16 @@ def test_a_cuda_entry_says_which_backend_was_faster_for_the_products_nearest_it(
 
 def test_gemv_picks_the_class_nearest_in_shape(cache, ctx, device):
     """A tall, narrow A^T x (few outputs, a long reduction) takes the long class's configuration, a square
-    one the square class's; a dtype without entries the default."""
+    one the square class's (fitted to them: as they are); a dtype without entries the default. (A x of
+    many short rows takes the N class's, fitted: fewer work-items a row.)"""
     save(make_profile(device))
     d = autogemm.dtypes.DTYPES["d"]
     tall = gemv_plan(ctx, GemvProblem(d, 20000, 100, Op(True), 100))
     square = gemv_plan(ctx, GemvProblem(d, 900, 1200, Op(True), 1200))
     rows = gemv_plan(ctx, GemvProblem(d, 20000, 100, Op(), 100))
-    assert (tall.params, square.params, rows.params) == (GEMV_T_LONG, GEMV_T, GEMV_N)
+    fitted_n = GEMV_N.fitted_to(20000, 100, 1, device.compute_units)
+    assert fitted_n.wg_x < GEMV_N.wg_x
+    assert (tall.params, square.params, rows.params) == (GEMV_T_LONG, GEMV_T, fitted_n)
     assert tall.params_source.endswith("t-long") and square.params_source.endswith("t-square")
     assert gemv_plan(ctx, GemvProblem(autogemm.dtypes.DTYPES["s"], 9, 9, Op(), 9)).params_source == "default"
 
