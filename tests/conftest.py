@@ -93,5 +93,7 @@ def fresh_routes():
     """Every test resolves its calls afresh: a route kept by an earlier test may rest on facts that test
     patched (a device made discrete, a faked CUDA target)."""
     from autogemm.engine.resolved import ROUTES
+    from autogemm.engine.routes.host_blas import PLAIN_ROUTES
 
     ROUTES.clear()
+    PLAIN_ROUTES.clear()

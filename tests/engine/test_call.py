@@ -247,3 +247,35 @@ def test_numpy_products_below_the_hosts_bound_run_on_the_hosts_blas(ctx, monkeyp
     np.testing.assert_allclose(autogemm.gemm(cl_array.to_device(ctx.queue, a.T.copy()),
                                              cl_array.to_device(ctx.queue, b)).get(), a.T @ b, rtol=1e-5, atol=1e-5)
     assert ran == []
+
+
+def test_a_plain_call_the_hosts_blas_took_skips_the_engine_next_time(ctx, monkeypatch, tmp_path):
+    """``gemm(a, b)`` and ``matmul(a, b)`` of numpy arrays, every option its default, that the host's BLAS
+    took once take it again without the engine's checks and lookups (the host's route of such calls is
+    kept by the operands' shapes and dtypes), the product right; a call with any option, other shapes,
+    or while ``AUTOGEMM_RECORD`` records calls goes through the engine (and is recorded)."""
+    import importlib
+
+    from autogemm import workload
+
+    gemm_api = importlib.import_module("autogemm.api.gemm")     # (the module, not the function it exports)
+    engine = []
+    real = gemm_api.run_gemm
+    monkeypatch.setattr(gemm_api, "run_gemm", lambda *args: engine.append(args[0].shape) or real(*args))
+    set_thresholds(monkeypatch, host_multiply_adds=(("s", 40**3),))
+    rng = np.random.default_rng(9)
+    a, b = rng.standard_normal((30, 20)).astype(np.float32), rng.standard_normal((20, 25)).astype(np.float32)
+    want = a.astype(np.float64) @ b
+    for _ in range(3):
+        np.testing.assert_allclose(autogemm.gemm(a, b), want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(autogemm.matmul(a, b), want, rtol=1e-5, atol=1e-5)
+    assert engine == [(30, 20)]                          # the first call only
+    np.testing.assert_allclose(autogemm.gemm(a, b, alpha=2.0), 2 * want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(autogemm.gemm(a[:, :10], b[:10]), a[:, :10].astype(np.float64) @ b[:10], rtol=1e-5,
+                               atol=1e-5)
+    np.testing.assert_allclose(autogemm.gemm(b.T, a.T), want.T, rtol=1e-5, atol=1e-5)
+    assert engine == [(30, 20)] * 2 + [(30, 10), (25, 20)]
+    monkeypatch.setattr(workload, "RECORDER", workload.Recorder(tmp_path / "calls.jsonl"))
+    autogemm.gemm(a, b)
+    workload.RECORDER.flush()
+    assert len(engine) == 5 and "30" in (tmp_path / "calls.jsonl").read_text()

@@ -7,8 +7,10 @@ from __future__ import annotations
 from ..blas import plan_cache
 from ..codelets.registry import KernelParams
 from ..engine import GemmOptions, run_gemm
+from ..engine.call import PLAIN
 from ..engine.operands import Matrix
 from ..engine.resolved import ROUTES
+from ..engine.routes.host_blas import PLAIN_ROUTES, plain_product
 from ..engine.routes.targets import Devices
 from ..runtime import Device, live_contexts
 from ..runtime.cuda import live_cuda_contexts
@@ -18,7 +20,6 @@ from ..shares.split import Split
 from ..shares.staging import release_page_locked
 
 
-@reports_full_memory
 def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | float = 1.0,
          beta: complex | float = 0.0, trans_a: str = "N", trans_b: str = "N",
          device: Device | str | int | None = None, config: KernelParams | None = None,
@@ -70,9 +71,19 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
     returns at once, with ``c`` or a new tensor of ``a``'s library. Every operand must then be one;
     float32 takes ``precision`` 'tf32' or '3xtf32'.
     """
+    given = (alpha, beta, trans_a, trans_b, device, config, edge, precision, out_dtype, wait_for, devices, split,
+             backend, stream)
+    if c is None and given == PLAIN:        # (a plain call the host's BLAS took before: no more than numpy's)
+        done = plain_product(a, b)
+        if done is not None:
+            return done
     # in the fields' order, by position: a third of the keyword call's cost, on every call
-    options = GemmOptions(alpha, beta, trans_a, trans_b, device, config, edge, precision, out_dtype, wait_for, devices,
-                          split, backend, stream)
+    return _run(a, b, c, GemmOptions(*given))
+
+
+@reports_full_memory
+def _run(a: Matrix, b: Matrix, c: Matrix | None, options: GemmOptions) -> Matrix:
+    """``gemm``'s call on the engine, the driver's out-of-memory errors said plainly."""
     return run_gemm(a, b, c, None, options)
 
 
@@ -83,6 +94,7 @@ def clear_plans() -> None:
     flight still uses them. For a device whose memory (or a host whose page-locked memory, up to
     ``Thresholds.pinned_max_bytes``) is needed elsewhere."""
     ROUTES.clear()
+    PLAIN_ROUTES.clear()
     plan_cache.clear()
     for ctx in live_contexts():
         ctx.buffers.clear()

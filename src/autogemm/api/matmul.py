@@ -6,6 +6,7 @@ import numpy as np
 
 from ..engine.operands import Matrix, as_array, call_context, events_of, hand_events, on_device
 from ..engine.routes.cuda_tensors import is_cuda_tensor
+from ..engine.routes.host_blas import plain_product
 from ..engine.transfer import host_result
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..profiles import thresholds_for
@@ -55,6 +56,10 @@ def matmul(a, b, out=None, *, device: Device | str | int | None = None, precisio
     CUDA tensors (torch, cupy, jax) are multiplied as ``gemm`` does: matrices (2-D) only, the result a
     tensor of ``a``'s library (or ``out``), enqueued on the library's current stream.
     """
+    if out is None and device is None and precision is None and not wait_for:
+        done = plain_product(a, b)          # (as gemm's plain call: matrices the host's BLAS took before)
+        if done is not None:
+            return done
     # numpy arrays of one native dtype, not scalars, are as ``_operands`` would make them (the commonest
     # call: its checks cost more than a small product's own time)
     if not (type(a) is np.ndarray and type(b) is np.ndarray and (out is None or type(out) is np.ndarray)

@@ -15,7 +15,24 @@ from ...profiles.thresholds import HOST_DTYPES
 from ...runtime.opencl.device import Device
 from ...runtime.opencl.discovery import find_device
 from ...shares.host import HostGemm
-from ..call import GemmCall, GemmOptions, checked_scalars
+from ..call import PLAIN, GemmCall, GemmOptions, checked_scalars
+
+#: The host routes of plain calls, ``gemm(a, b)`` of numpy arrays with every option its default, by the
+#: operands' shapes and dtypes (all the host's route depends on): the commonest call, and where the host's
+#: BLAS takes a product it finishes in microseconds, in which the engine's own checks and lookups would
+#: cost half as much again.
+PLAIN_ROUTES: dict[tuple, HostRoute] = {}
+#: Plain calls' routes kept at most (each a product's shapes and dtypes: a program runs a few).
+PLAIN_CAPACITY = 256
+
+
+def plain_product(a: object, b: object) -> np.ndarray | None:
+    """``a @ b`` where a plain call of such operands resolved to the host's BLAS before, under the
+    device's profile of now; None where none did (nor while ``AUTOGEMM_RECORD`` records calls)."""
+    if type(a) is not np.ndarray or type(b) is not np.ndarray or workload.RECORDER is not None:
+        return None
+    route = PLAIN_ROUTES.get((a.shape, b.shape, a.dtype, b.dtype))
+    return np.dot(a, b) if route is not None and route.current() else None
 
 
 def host_route(call: GemmCall) -> HostRoute | None:
@@ -34,7 +51,10 @@ def host_route(call: GemmCall) -> HostRoute | None:
     device = find_device(o.device)
     if call.m * call.n * call.k >= thresholds_for(device).host_below(call.dt.key):
         return None
-    return HostRoute(call, device)
+    route = HostRoute(call, device)
+    if call.c is None and o == PLAIN and len(PLAIN_ROUTES) < PLAIN_CAPACITY:
+        PLAIN_ROUTES[call.a.shape, call.b.shape, call.a.dtype, call.b.dtype] = route
+    return route
 
 
 class HostRoute:
