@@ -33,7 +33,7 @@ from ..errors import ArgumentError
 from ..profiles import thresholds_for
 from ..runtime.backend import resident_seconds
 from ..runtime.opencl.context import DeviceContext
-from ..runtime.opencl.discovery import find_device
+from ..runtime.opencl.discovery import default_device, find_device
 from ..shares.host import HOST
 from ..tuning import fma
 from . import peers as peer_functions
@@ -251,10 +251,15 @@ def end_to_end(device: str, dtype: str, a: np.ndarray, b: np.ndarray, trans_a: s
     for products on the CUDA path, which would stay beside this call's OpenCL context, and a CUDA
     context slows the OpenCL one in its process (see ``peers.in_own_process``)."""
     dt, found = DTYPES[dtype], find_device(device)
-    where = {"devices": [found, HOST]} if with_host else {"device": found}
+    # as a numpy user calls it: the options that are not their defaults, the default device unnamed
+    given: dict = {"devices": [found, HOST]} if with_host else {} if found == default_device() else {"device": found}
+    given |= {name: op for name, op in (("trans_a", trans_a), ("trans_b", trans_b)) if op != "N"}
+    if dt.precision:
+        given["precision"] = dt.precision
+    if dt.output.numpy != a.dtype:
+        given["out_dtype"] = dt.output.numpy
     time.sleep(HOST_SETTLE_SECONDS)
-    seconds, out = wall_median(lambda: gemm(a, b, trans_a=trans_a, trans_b=trans_b, precision=dt.precision or None,
-                                            out_dtype=dt.output.numpy, **where), runs)
+    seconds, out = wall_median(lambda: gemm(a, b, **given), runs)
     return PeerResult((WITH_HOST if with_host else AUTOGEMM) + END_TO_END, seconds, out)
 
 
