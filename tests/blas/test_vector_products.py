@@ -314,19 +314,25 @@ def test_a_class_configuration_is_fitted_to_a_narrower_problem(layout, wg_x, wg_
 def test_a_short_reduction_of_many_outputs_is_read_by_fewer_work_items_a_row(wg_x, wg_y, per_item, unroll, outputs,
                                                                               reduction, vectors):
     """In layout N, where the reduction takes at most ``SHORT_STEPS`` steps of the work-group, work-items
-    move from it to outputs (down to ``SHORT_LANES`` a row) while the work-groups cover ``SHORT_FILL``
-    times the compute units; the layout-T configuration and a reduction of more steps are not spread."""
+    move from it to outputs (down to ``SHORT_LANES`` a row) while the work-groups (of every pass over A
+    for a group of vectors) cover ``SHORT_FILL`` times the compute units and as many as the
+    configuration's waves (4 here: no new split); the layout-T configuration and a reduction of more
+    steps are not spread."""
     units = 132
     params = GemvParams("N", wg_x, wg_y, per_item, unroll, 4, vectors=4)
     narrowed = params.fitted_to(outputs, reduction, vectors, compute_units=10**6)
     fitted = params.fitted_to(outputs, reduction, vectors, units)
     assert fitted.work_group_size == params.work_group_size and fitted.per_item == narrowed.per_item
     assert fitted.wg_x <= narrowed.wg_x and fitted.wg_x >= min(SHORT_LANES, narrowed.wg_x)
-    groups = -(-outputs // (fitted.per_item * fitted.wg_y))
+    passes, fill = -(-vectors // 4), max(SHORT_FILL, 4) * units
+
+    def groups(wg_y: int) -> int:
+        return -(-outputs // (fitted.per_item * wg_y)) * passes
+
     if fitted.wg_x < narrowed.wg_x:      # spread: the steps were few, the groups still fill the device
-        assert reduction <= SHORT_STEPS * 2 * fitted.wg_x * unroll and groups >= SHORT_FILL * units
+        assert reduction <= SHORT_STEPS * 2 * fitted.wg_x * unroll and groups(fitted.wg_y) >= fill
     assert (fitted.wg_x == SHORT_LANES or fitted.wg_y == 256 or reduction > SHORT_STEPS * fitted.wg_x * unroll
-            or -(-outputs // (fitted.per_item * fitted.wg_y * 2)) < SHORT_FILL * units)
+            or groups(2 * fitted.wg_y) < fill)
     t_params = dataclasses.replace(params, layout="T")
     assert t_params.fitted_to(outputs, reduction, vectors, units) == \
         t_params.fitted_to(outputs, reduction, vectors, 10**6)

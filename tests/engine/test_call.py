@@ -279,3 +279,19 @@ def test_a_plain_call_the_hosts_blas_took_skips_the_engine_next_time(ctx, monkey
     autogemm.gemm(a, b)
     workload.RECORDER.flush()
     assert len(engine) == 5 and "30" in (tmp_path / "calls.jsonl").read_text()
+    monkeypatch.setattr(workload, "RECORDER", None)
+    # what the engine refuses it still refuses: a bool or an array for a scalar, an out_dtype that
+    # equals None (numpy's float64 does) but not the operands' dtype
+    for bad in ({"alpha": True}, {"beta": np.zeros(2)}, {"out_dtype": np.dtype(np.float64)}):
+        with pytest.raises(autogemm.AutogemmError):
+            autogemm.gemm(a, b, **bad)
+    # matmul's repeats take the host's route by themselves; a route no longer current goes to the engine
+    matmul_module = importlib.import_module("autogemm.api.matmul")
+    monkeypatch.setattr(matmul_module, "gemm", None)
+    np.testing.assert_allclose(autogemm.matmul(a, b), want, rtol=1e-5, atol=1e-5)
+    from autogemm.engine.routes import host_blas
+
+    monkeypatch.setattr(host_blas.HostRoute, "current", lambda self: False)
+    count = len(engine)
+    autogemm.gemm(a, b)
+    assert len(engine) == count + 1

@@ -7,10 +7,9 @@ from __future__ import annotations
 from ..blas import plan_cache
 from ..codelets.registry import KernelParams
 from ..engine import GemmOptions, run_gemm
-from ..engine.call import PLAIN
 from ..engine.operands import Matrix
 from ..engine.resolved import ROUTES
-from ..engine.routes.host_blas import PLAIN_ROUTES, plain_product
+from ..engine.routes.host_blas import PLAIN_ROUTES, plain, plain_product
 from ..engine.routes.targets import Devices
 from ..runtime import Device, live_contexts
 from ..runtime.cuda import live_cuda_contexts
@@ -71,14 +70,14 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
     returns at once, with ``c`` or a new tensor of ``a``'s library. Every operand must then be one;
     float32 takes ``precision`` 'tf32' or '3xtf32'.
     """
-    given = (alpha, beta, trans_a, trans_b, device, config, edge, precision, out_dtype, wait_for, devices, split,
-             backend, stream)
-    if c is None and given == PLAIN:        # (a plain call the host's BLAS took before: no more than numpy's)
-        done = plain_product(a, b)
+    if c is None and plain(alpha, beta, trans_a, trans_b, device, config, edge, precision, out_dtype, wait_for,
+                           devices, split, backend, stream):
+        done = plain_product(a, b)          # (a plain call the host's BLAS took before: no more than numpy's)
         if done is not None:
             return done
     # in the fields' order, by position: a third of the keyword call's cost, on every call
-    return _run(a, b, c, GemmOptions(*given))
+    return _run(a, b, c, GemmOptions(alpha, beta, trans_a, trans_b, device, config, edge, precision, out_dtype,
+                                     wait_for, devices, split, backend, stream))
 
 
 @reports_full_memory

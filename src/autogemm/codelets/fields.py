@@ -59,7 +59,8 @@ def halved_blocks(config: Configuration, tile_n: str, group_m: str, group_n: str
     (``tile_m``), so that each work-item keeps as many elements of C as it can: a product with fewer of
     the large blocks than compute units runs them (or their K slices) on a few, one of smaller blocks on
     more of them, with less reuse of each element it reads. ``mended`` fixes what a smaller work-group
-    leaves inconsistent; a step no configuration of the family can take is left out."""
+    leaves inconsistent. Each step shrinks the one before: where a step is outside the family's space
+    (a tile as narrow as its vectors), the chain ends there."""
     half = replace(config, **{tile_n: getattr(config, tile_n) // 2})
     quarter = replace(half, **{group_m: getattr(config, group_m) // 2})
     sixteenth = replace(quarter, **{group_n: getattr(config, group_n) // 2, tile_m: getattr(config, tile_m) // 2})

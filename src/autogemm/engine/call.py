@@ -67,10 +67,6 @@ class GemmOptions(NamedTuple):
         return values
 
 
-#: The options of a plain call, ``gemm(a, b)``: every one its default.
-PLAIN = GemmOptions()
-
-
 @dataclass(frozen=True)
 class GemmCall:
     """A GEMM call validated where that does not depend on where it runs: the operands as given (numpy

@@ -94,7 +94,8 @@ class GemvParams(FamilyParams):
         tuned on a long one met a short one: its rows' many work-items idle or add up few elements each,
         in a tree of local-memory steps as deep as for a long one), work-items move from the reduction
         to outputs, down to ``SHORT_LANES`` a row, while the work-groups still cover ``SHORT_FILL`` times
-        the compute units without a split."""
+        the compute units, and as many as the configuration's ``waves`` split the reduction until (none
+        is split that was not)."""
         wg = {"x": self.wg_x, "y": self.wg_y}
         out_dim, red_dim = ("x", "y") if self.layout == "T" else ("y", "x")
         per_item = self.per_item
@@ -109,9 +110,13 @@ class GemvParams(FamilyParams):
                 wg[red_dim] //= 2
                 wg[out_dim] *= 2
         if self.layout == "N":
+            # (the passes over A for groups of vectors are work-groups too; as many as the configuration's
+            # waves ask for are left, so that the reduction, in more steps now, is split no more than before)
+            passes = -(-vectors // min(vectors, self.vectors))
+            fill = max(SHORT_FILL, self.waves) * compute_units
             while (wg["x"] > SHORT_LANES and wg["x"] * self.unroll * SHORT_STEPS >= reduction
                    and wg["y"] < WORK_GROUP_DIMS[-1]
-                   and -(-outputs // (per_item * wg["y"] * 2)) >= SHORT_FILL * compute_units):
+                   and -(-outputs // (per_item * wg["y"] * 2)) * passes >= fill):
                 wg["x"] //= 2
                 wg["y"] *= 2
         return replace(self, wg_x=wg["x"], wg_y=wg["y"], per_item=per_item)

@@ -15,15 +15,18 @@ from ...profiles.thresholds import HOST_DTYPES
 from ...runtime.opencl.device import Device
 from ...runtime.opencl.discovery import find_device
 from ...shares.host import HostGemm
-from ..call import PLAIN, GemmCall, GemmOptions, checked_scalars
+from ..call import GemmCall, GemmOptions, checked_scalars
 
 #: The host routes of plain calls, ``gemm(a, b)`` of numpy arrays with every option its default, by the
 #: operands' shapes and dtypes (all the host's route depends on): the commonest call, and where the host's
 #: BLAS takes a product it finishes in microseconds, in which the engine's own checks and lookups would
 #: cost half as much again.
 PLAIN_ROUTES: dict[tuple, HostRoute] = {}
-#: Plain calls' routes kept at most (each a product's shapes and dtypes: a program runs a few).
+#: Plain calls' routes kept at most (each a product's shapes and dtypes: a program runs a few; past them
+#: the table starts again).
 PLAIN_CAPACITY = 256
+#: A plain call's scalars, ops, edge and backend (its other options are None): both scalars floats.
+PLAIN = (1.0, 0.0, "N", "N", "auto", "auto")
 
 
 def plain_product(a: object, b: object) -> np.ndarray | None:
@@ -52,9 +55,24 @@ def host_route(call: GemmCall) -> HostRoute | None:
     if call.m * call.n * call.k >= thresholds_for(device).host_below(call.dt.key):
         return None
     route = HostRoute(call, device)
-    if call.c is None and o == PLAIN and len(PLAIN_ROUTES) < PLAIN_CAPACITY:
-        PLAIN_ROUTES[call.a.shape, call.b.shape, call.a.dtype, call.b.dtype] = route
+    if call.c is None and plain(*o):
+        key = (call.a.shape, call.b.shape, call.a.dtype, call.b.dtype)
+        if key not in PLAIN_ROUTES and len(PLAIN_ROUTES) >= PLAIN_CAPACITY:
+            PLAIN_ROUTES.clear()
+        PLAIN_ROUTES[key] = route
     return route
+
+
+def plain(alpha: object, beta: object, trans_a: object, trans_b: object, device: object, config: object,
+          edge: object, precision: object, out_dtype: object, wait_for: object, devices: object, split: object,
+          backend: object, stream: object) -> bool:
+    """Whether a call's options (``GemmOptions``' fields in their order) are a plain call's: ``PLAIN``'s
+    scalars (floats), ops, edge and backend, every other option None. (Asked of every ``gemm`` call
+    before its options are made: identity where a value's own equality could mislead, as numpy's
+    dtype float64, which equals None.)"""
+    return (device is None and config is None and precision is None and out_dtype is None and wait_for is None
+            and devices is None and split is None and stream is None and type(alpha) is float
+            and type(beta) is float and (alpha, beta, trans_a, trans_b, edge, backend) == PLAIN)
 
 
 class HostRoute:
