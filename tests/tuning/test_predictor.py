@@ -254,9 +254,27 @@ def test_held_out_picks_are_judged_beside_the_size_classes(device, few_judged):
     samples = tuple(Sample(layout, (m, 512, 512), (((1, 10.0),), ((1, 30.0),)))
                     for layout in ("NN", "NT") for m in (64, 128, 256))
     fitted = Predictor((WIDE, NARROW), samples, 1.0)
-    ours, classes = held_out(fitted, make_profile(device, {}), S, 8)
-    assert math.isclose(ours, 1.0) and math.isclose(classes, 1 / 3)
+    judged = held_out(fitted, make_profile(device, {}), S, 8)
+    assert math.isclose(judged.picks, 1.0) and math.isclose(judged.classes, 1 / 3) and judged.unseen is None
     assert held_out(Predictor((WIDE, NARROW), samples[:1], 1.0), make_profile(device, {}), S, 8) is None
+
+
+def test_a_new_predictor_is_judged_beside_the_one_the_profile_held_on_shapes_it_had_not_measured(device,
+                                                                                                    few_judged):
+    """On the samples the profile's predictor had not measured, its picks are judged beside the new
+    one's, and a new predictor whose picks come out farther from the best is not kept: a tune does not
+    replace a predictor with a worse one. The samples it had measured are not judged so."""
+    narrow_faster = (((1, 10.0),), ((1, 30.0),))
+    wide_faster = (((1, 30.0),), ((1, 10.0),))
+    older = Predictor((WIDE, NARROW), tuple(Sample("NN", (m, 4096, 4096), wide_faster) for m in (2000, 3000)), 1.0)
+    new = tuple(Sample(layout, (m, 512, 512), narrow_faster) for layout in ("NN", "NT") for m in (64, 128, 256))
+    fitted = Predictor((WIDE, NARROW), new + older.samples, 1.0)
+    judged = held_out(fitted, make_profile(device, {}), S, 8, older)
+    # the older predictor's samples say WIDE; on the six new shapes the new one learned NARROW
+    assert math.isclose(judged.unseen[0], 1.0) and math.isclose(judged.unseen[1], 1 / 3) and kept(judged)
+    assert not kept(predictor_module.Judged(0.9, 0.6, (0.80, 0.85)))
+    assert kept(predictor_module.Judged(0.9, 0.6, (0.85, 0.85))) and kept(predictor_module.Judged(0.9, 0.6))
+    assert not kept(predictor_module.Judged(0.6, 0.9, (1.0, 0.5)))
 
 
 def test_a_sample_that_never_timed_the_picked_split_is_not_judged(device, few_judged):
@@ -266,8 +284,7 @@ def test_a_sample_that_never_timed_the_picked_split_is_not_judged(device, few_ju
     samples = tuple(Sample("NN", (m, 512, 512), timed) for m in (60, 64, 70)) + \
         (Sample("NN", (66, 512, 512), (((1, 10.0),), ((1, 30.0),))),)
     assert STREAM_K in split_counts(WIDE, GemmProblem.dense(S, 64, 512, 512), 30)
-    ours, _ = held_out(Predictor((WIDE, NARROW), samples, 1.0), make_profile(device, {}), S, 30)
-    assert math.isclose(ours, 1.0)
+    assert math.isclose(held_out(Predictor((WIDE, NARROW), samples, 1.0), make_profile(device, {}), S, 30).picks, 1.0)
 
 
 def test_a_sample_without_a_rate_of_the_picked_kernel_is_not_judged(device, few_judged):
@@ -275,8 +292,8 @@ def test_a_sample_without_a_rate_of_the_picked_kernel_is_not_judged(device, few_
     nothing to judge the pick by: scoring it 0 once sank every bundled predictor's held-out figure."""
     samples = tuple(Sample("NN", (m, 512, 512), (((1, 10.0),), ((1, 30.0),))) for m in (60, 64, 70)) + \
         (Sample("NN", (66, 512, 512), (((1, 10.0),), ((2, 25.0),))), Sample("NN", (62, 512, 512), (((1, 10.0),), ())))
-    ours, classes = held_out(Predictor((WIDE, NARROW), samples, 1.0), make_profile(device, {}), S, 8)
-    assert math.isclose(ours, 1.0) and math.isclose(classes, 1 / 3)
+    judged = held_out(Predictor((WIDE, NARROW), samples, 1.0), make_profile(device, {}), S, 8)
+    assert math.isclose(judged.picks, 1.0) and math.isclose(judged.classes, 1 / 3)
 
 
 def test_what_the_profile_measured_before_joins_a_new_predictor():

@@ -34,7 +34,7 @@ from ..tuning.checkpoint import Checkpoint
 from ..tuning.cotune import HybridPoint, tune_hybrid
 from ..tuning.fma import FmaResult
 from ..tuning.no_slower import Kept
-from ..tuning.predictor import kept
+from ..tuning.predictor import Judged, kept
 from ..tuning.replay import replay
 from ..tuning.routes import EVERY_PRODUCT, HostOrDevice, InPlace
 from ..tuning.scope import CLASS_SHARES, EXACT_MAX_WORK, GEMV, bandwidth, exact_class
@@ -118,15 +118,18 @@ class ProgressListener(TuneListener):
     def predictor_progress(self, dtype: Dtype, samples: int, fraction: float) -> None:
         self.progress.update(self.predictor_task, completed=fraction, status=f"{samples} shapes measured")
 
-    def predictor_finished(self, dtype: Dtype, fitted: Predictor | None,
-                           held_out: tuple[float, float] | None) -> None:
+    def predictor_finished(self, dtype: Dtype, fitted: Predictor | None, held_out: Judged | None) -> None:
         self.progress.update(self.predictor_task, completed=1.0)
         what = (f"{len(fitted.samples)} shapes, {len(fitted.bank)} kernels, {fitted.seconds:.0f} s" if fitted
                 else "no shape measured")
         if held_out is not None:
             verdict = "kept" if kept(held_out) else "not kept"
-            what += (f"; on shapes held out its picks ran at {held_out[0]:.0%} of the best measured, the size "
-                     f"classes' at {held_out[1]:.0%}: {verdict}")
+            what += (f"; on shapes held out its picks ran at {held_out.picks:.0%} of the best measured, the "
+                     f"size classes' at {held_out.classes:.0%}")
+            if held_out.unseen is not None:
+                what += (f"; on shapes the profile's predictor had not measured, {held_out.unseen[0]:.0%} "
+                         f"against its {held_out.unseen[1]:.0%}")
+            what += f": {verdict}"
         elif fitted:
             what += "; too few shapes to judge it: not kept"
         self.progress.console.print(f"{dtype.routine} predictor: {what}", highlight=False)

@@ -21,6 +21,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -228,14 +229,30 @@ def calibrate(predictor: Predictor, dtype: Dtype, compute_units: int) -> Predict
     return replace(predictor, balance=best[0], launch=best[1])
 
 
-def held_out(fitted: Predictor, profile: Profile, dtype: Dtype, compute_units: int) -> tuple[float, float] | None:
+class Judged(NamedTuple):
+    """``held_out``'s figures: the geometric means, over the samples judged, of the rate the new predictor's
+    pick measured over the best measured there (``picks``) and the size classes' (``classes``); and,
+    where the profile had a predictor, over the samples it had not measured, the new picks' and its
+    (``unseen``: (new, older), or None where fewer than ``MIN_JUDGED`` could be judged)."""
+
+    picks: float
+    classes: float
+    unseen: tuple[float, float] | None = None
+
+
+def held_out(fitted: Predictor, profile: Profile, dtype: Dtype, compute_units: int,
+             older: Predictor | None = None) -> Judged | None:
     """How good the predictor's choices are where nothing told it the answer, beside the size classes'
-    (``selection.class_choice`` of ``profile``, with the K slices a plan would take): for each sample,
-    the rate each pick measured there (the predictor's predicted from the other samples) over the best
-    rate measured there; their geometric means over the samples (None with fewer than ``MIN_JUDGED``). A sample
-    where either pick's kernel and split has no rate (measured before that split was a candidate, as
-    stream-K, or with a plan since routed otherwise, or failed there) is not judged."""
+    (``selection.class_choice`` of ``profile``, with the K slices a plan would take) and, on the samples
+    it had not measured, beside ``older``'s (the predictor the profile held): for each sample, the rate
+    each pick measured there (the predictor's predicted from the other samples) over the best rate
+    measured there; their geometric means over the samples (None with fewer than ``MIN_JUDGED``). A
+    sample where a pick's kernel and split has no rate (measured before that split was a candidate, as
+    stream-K, or with a plan since routed otherwise, or failed there; or a kernel the bank no longer
+    holds) is not judged by it."""
     shares: list[tuple[float, float]] = []
+    against_older: list[tuple[float, float]] = []
+    seen = {(s.layout, s.shape) for s in older.samples} if older is not None else set()
     for i, sample in enumerate(fitted.samples):
         best = max((gflops for rates in sample.rates for _, gflops in rates), default=0.0)
         others = replace(fitted, samples=fitted.samples[:i] + fitted.samples[i + 1:])
@@ -245,24 +262,36 @@ def held_out(fitted: Predictor, profile: Profile, dtype: Dtype, compute_units: i
         problem = GemmProblem.dense(dtype, *sample.shape, Op.from_letter(layout[0], "layout"),
                                     Op.from_letter(layout[1], "layout"))
         pick = predict(others, problem, compute_units, lambda config: True)
+        if pick is None:
+            continue
+        ours = _measured(fitted, sample, pick.params, pick.split)
         chosen = class_choice(profile, problem, compute_units, lambda config: config in fitted.bank)
-        if pick is None or chosen is None:
-            continue
-        by_class = chosen.config
-        rates = (_measured(fitted, sample, pick.params, pick.split),
-                 _measured(fitted, sample, by_class, auto_slices(by_class, problem, compute_units)))
-        if None in rates:
-            continue
-        shares.append((rates[0] / best, rates[1] / best))
+        if chosen is not None and ours is not None:
+            by_class = _measured(fitted, sample, chosen.config, auto_slices(chosen.config, problem, compute_units))
+            if by_class is not None:
+                shares.append((ours / best, by_class / best))
+        if older is not None and ours is not None and (layout, sample.shape) not in seen:
+            theirs = predict(older, problem, compute_units, lambda config: config in fitted.bank)
+            rate = theirs and _measured(fitted, sample, theirs.params, theirs.split)
+            if rate:
+                against_older.append((ours / best, rate / best))
     if len(shares) < MIN_JUDGED:
         return None
+    unseen = _means(against_older) if len(against_older) >= MIN_JUDGED else None
+    return Judged(*_means(shares), unseen)
+
+
+def _means(shares: list[tuple[float, float]]) -> tuple[float, float]:
+    """The geometric means of the pairs' first and second shares."""
     return tuple(math.exp(sum(math.log(max(s[j], 1e-6)) for s in shares) / len(shares)) for j in (0, 1))
 
 
-def kept(held_out: tuple[float, float] | None) -> bool:
-    """Whether a predictor judged ``held_out`` (``held_out``'s figures) is kept: where its picks came
-    nearer to the best measured than the size classes' did."""
-    return held_out is not None and held_out[0] > held_out[1]
+def kept(judged: Judged | None) -> bool:
+    """Whether a predictor ``held_out`` judged so is kept: where its picks came nearer to the best
+    measured than the size classes' did, and, on the samples the profile's predictor had not measured,
+    no farther than that predictor's (a tune does not replace a predictor with a worse one)."""
+    return (judged is not None and judged.picks > judged.classes
+            and (judged.unseen is None or judged.unseen[0] >= judged.unseen[1]))
 
 
 def _measured(fitted: Predictor, sample: Sample, params: Params, split: int) -> float | None:

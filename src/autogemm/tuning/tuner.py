@@ -115,10 +115,10 @@ class TuneListener:
 
     def predictor_progress(self, dtype: Dtype, samples: int, fraction: float) -> None: ...
 
-    def predictor_finished(self, dtype: Dtype, fitted: Predictor | None, held_out: tuple[float, float] | None
+    def predictor_finished(self, dtype: Dtype, fitted: Predictor | None, held_out: predictor.Judged | None
                            ) -> None:
         """``held_out``: ``predictor.held_out`` of ``fitted`` (the profile keeps it only where its picks
-        come nearer to the best than the size classes')."""
+        come nearer to the best than the size classes', and no farther than the predictor it held)."""
 
     def host_measured(self, dtype: Dtype, timed: list[routes.HostOrDevice], bound: int | None) -> None:
         """The routes step timed ``dtype``'s squares from numpy to numpy on the device and by the host's
@@ -290,9 +290,10 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
                 fitted = predictor.fit(worker, dt, kernels, share, quick, seed, predictor.balance(profile, dt),
                                        lambda done, fraction, dt=dt: listener.predictor_progress(dt, done, fraction))
                 searched = time.monotonic() - fitting
-                fitted = fitted and predictor.merged(fitted, profile.predictors.get(dt.key),
-                                                     profile.shapes.get(dt.key, ()), dt, device.compute_units)
-                quality = fitted and predictor.held_out(fitted, profile, dt, device.compute_units)
+                older = profile.predictors.get(dt.key)
+                fitted = fitted and predictor.merged(fitted, older, profile.shapes.get(dt.key, ()), dt,
+                                                     device.compute_units)
+                quality = fitted and predictor.held_out(fitted, profile, dt, device.compute_units, older)
                 listener.predictor_finished(dt, fitted, quality)
                 if fitted is not None and predictor.kept(quality):
                     profile = profile.with_predictor(dt.key, fitted)
