@@ -35,7 +35,6 @@ def _operands(a: object, b: object) -> tuple[Matrix, Matrix]:
     return a, b
 
 
-@reports_full_memory
 def matmul(a, b, out=None, *, device: Device | str | int | None = None, precision: str | None = None,
            wait_for: list[ocl.Event] | None = None):
     """``a @ b`` with numpy's rules: 2-D operands are matrices; a 1-D ``a`` is a row and a 1-D ``b`` a
@@ -60,6 +59,13 @@ def matmul(a, b, out=None, *, device: Device | str | int | None = None, precisio
         done = plain_product(a, b)          # (as gemm's plain call: matrices the host's BLAS took before)
         if done is not None:
             return done
+    return _matmul(a, b, out, device, precision, wait_for)
+
+
+@reports_full_memory
+def _matmul(a, b, out, device: Device | str | int | None, precision: str | None,
+            wait_for: list[ocl.Event] | None):
+    """``matmul``'s call, the driver's out-of-memory errors said plainly."""
     # numpy arrays of one native dtype, not scalars, are as ``_operands`` would make them (the commonest
     # call: its checks cost more than a small product's own time)
     if not (type(a) is np.ndarray and type(b) is np.ndarray and (out is None or type(out) is np.ndarray)
