@@ -272,6 +272,11 @@ def test_a_new_predictor_is_judged_beside_the_one_the_profile_held_on_shapes_it_
     judged = held_out(fitted, make_profile(device, {}), S, 8, older)
     # the older predictor's samples say WIDE; on the six new shapes the new one learned NARROW
     assert math.isclose(judged.unseen[0], 1.0) and math.isclose(judged.unseen[1], 1 / 3) and kept(judged)
+    # a kernel of the older bank only, the fastest of its samples, is no pick it can be judged by
+    other = dataclasses.replace(NARROW, wg_rows=8)
+    with_other = Predictor((other, WIDE, NARROW), tuple(Sample(x.layout, x.shape, (((1, 90.0),), *x.rates))
+                                                         for x in older.samples), 1.0)
+    assert held_out(fitted, make_profile(device, {}), S, 8, with_other).unseen == judged.unseen
     assert not kept(predictor_module.Judged(0.9, 0.6, (0.80, 0.85)))
     assert kept(predictor_module.Judged(0.9, 0.6, (0.85, 0.85))) and kept(predictor_module.Judged(0.9, 0.6))
     assert not kept(predictor_module.Judged(0.6, 0.9, (1.0, 0.5)))

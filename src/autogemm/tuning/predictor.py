@@ -273,7 +273,7 @@ def held_out(fitted: Predictor, profile: Profile, dtype: Dtype, compute_units: i
         if older is not None and ours is not None and (layout, sample.shape) not in seen:
             theirs = predict(older, problem, compute_units, lambda config: config in fitted.bank)
             rate = theirs and _measured(fitted, sample, theirs.params, theirs.split)
-            if rate:
+            if rate is not None:
                 against_older.append((ours / best, rate / best))
     if len(shares) < MIN_JUDGED:
         return None
