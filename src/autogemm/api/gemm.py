@@ -4,6 +4,8 @@ options and hands them to the engine (``engine.dispatch``)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..blas import plan_cache
 from ..codelets.registry import KernelParams
 from ..engine import GemmOptions, run_gemm
@@ -70,8 +72,9 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
     returns at once, with ``c`` or a new tensor of ``a``'s library. Every operand must then be one;
     float32 takes ``precision`` 'tf32' or '3xtf32'.
     """
-    if c is None and plain(alpha, beta, trans_a, trans_b, device, config, edge, precision, out_dtype, wait_for,
-                           devices, split, backend, stream):
+    # (a device array's call, the other hot one, does not pay for the plain test)
+    if c is None and type(a) is np.ndarray and plain(alpha, beta, trans_a, trans_b, device, config, edge, precision,
+                                                     out_dtype, wait_for, devices, split, backend, stream):
         done = plain_product(a, b)          # (a plain call the host's BLAS took before: no more than numpy's)
         if done is not None:
             return done

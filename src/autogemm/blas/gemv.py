@@ -144,7 +144,7 @@ class GemvLaunchPlan:
         reason = codelet.check(self.params, ctx.device, problem.dtype)
         if reason:
             raise ConfigError(f"configuration rejected for {ctx.device.name.strip()}: {reason}")
-        self.vector_groups = ceil_div(problem.vectors, min(problem.vectors, self.params.vectors))
+        self.vector_groups = self.params.passes(problem.vectors)
         self.slices, self.chunk = self._split()
         block = min(problem.vectors, self.params.vectors)
         lanes = self.params.summing_lanes(block, self.slices)

@@ -262,7 +262,7 @@ class ElementCode:
                f"const int cols, const int r, const int c)")
         w("const int i = r * ld + c;")
         if not self.guarded:
-            w(f"return {aligned or whole};")
+            w(f"return {aligned};")
         else:
             w(f"if (r < rows && c + {n} <= cols) return {whole};")
             w(f"{vector} v = ({vector})(0);")

@@ -65,6 +65,11 @@ class GemvParams(FamilyParams):
         """Elements of the reduction a work-group covers per loop iteration (a slice is a multiple)."""
         return self.unroll * (self.wg_x if self.layout == "N" else self.wg_y)
 
+    def passes(self, vectors: int) -> int:
+        """The passes over A of a problem of ``vectors`` right-hand sides: groups of at most this
+        configuration's ``vectors`` each, along the NDRange's third dimension."""
+        return -(-vectors // max(1, min(vectors, self.vectors)))
+
     def summing_lanes(self, vectors: int, slices: int) -> int:
         """Work-items that add up each output's ``slices`` partial sums of a split reduction together, where
         the kernel adds them: a power of two, at most all of the work-group's work-items for its ``vectors``
@@ -112,8 +117,7 @@ class GemvParams(FamilyParams):
         if self.layout == "N":
             # (the passes over A for groups of vectors are work-groups too; as many as the configuration's
             # waves ask for are left, so that the reduction, in more steps now, is split no more than before)
-            passes = -(-vectors // min(vectors, self.vectors))
-            fill = max(SHORT_FILL, self.waves) * compute_units
+            passes, fill = self.passes(vectors), max(SHORT_FILL, self.waves) * compute_units
             while (wg["x"] > SHORT_LANES and wg["x"] * self.unroll * SHORT_STEPS >= reduction
                    and wg["y"] < WORK_GROUP_DIMS[-1]
                    and -(-outputs // (per_item * wg["y"] * 2)) * passes >= fill):

@@ -99,7 +99,6 @@ class SimtParams(FamilyParams):
         float32 kernel on operands packed as floats first); an image holds floats, packed from them."""
         return self.local_a and self.local_b and not (self.image_a or self.image_b)
 
-
     def smaller_blocks(self) -> tuple[SimtParams, ...]:
         """Blocks of a half, a quarter and a sixteenth of this one's (``halved_blocks``: the work-item's tile
         along N, then the work-group's rows, then its columns and the tile's rows); warps keep their
