@@ -68,3 +68,24 @@ def test_explain_times_a_strided_batch_and_checks_every_product(monkeypatch):
                                                                                                        batch=1)))
     with pytest.raises(AssertionError, match="wrong result"):
         explaining.explain(context_for(), DTYPES["s"], Shape(20, 12, 9, "NT"), runs=1, batch=6)
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda
+def test_explain_times_the_cuda_paths_launches_where_numpy_operands_take_it(ctx, hopper, monkeypatch):
+    """FP16 of a K whose rows TMA cannot read as they lie: the layout pass and the kernel, each timed on
+    the CUDA stream, the result checked; a plan that writes nothing is refused."""
+    from autogemm.blas.cuda_gemm import CudaGemm
+
+    found = explaining.explain(ctx, DTYPES["h"], Shape(300, 200, 1001, "NT"), runs=3)
+    assert found.route == CUDA_PATH and found.on_cuda and found.backend == "cuda"
+    names = [launch.name for launch in found.launches]
+    assert any(name.startswith("k_major") for name in names) and names[-1].startswith("wgmma")
+    assert all(launch.seconds > 0 for launch in found.launches) and found.launches[0].gap_before == 0
+    assert found.device_seconds >= sum(launch.seconds for launch in found.launches)
+    assert found.error < DTYPES["h"].tolerance and found.work_groups >= 1
+    lines = explaining.describe(found)
+    assert max(map(len, lines)) <= 80 and "device arrays" not in "\n".join(lines)
+    monkeypatch.setattr(CudaGemm, "enqueue", lambda self, *args, **kwargs: None)
+    with pytest.raises(AssertionError, match="wrong result"):
+        explaining.explain(ctx, DTYPES["h"], Shape(300, 200, 1001, "NT"), runs=1)

@@ -8,25 +8,36 @@ import pytest
 
 from autogemm.codelets.dmma import DmmaParams
 from autogemm.codelets.dmma import render as render_dmma
-from autogemm.codelets.hopper import MIN_SHARE, SHARE_COST, rounds, whole_tiles
+from autogemm.codelets.hopper import MIN_SHARE, SHARE_COST, rounds, shared_out
 from autogemm.codelets.wgmma import WgmmaParams
 from autogemm.codelets.wgmma import render as render_wgmma
 
 
 def test_whole_rounds_stay_whole_and_a_last_round_of_few_blocks_is_shared():
-    assert whole_tiles(264, 132, 256) == 264                 # two whole rounds: nothing idles
-    assert whole_tiles(288, 132, 128) == 264                 # 2 rounds and 24 blocks: those shared
-    assert whole_tiles(1024, 132, 256) == 1024               # 7 rounds and 100: most would work anyway
-    assert whole_tiles(16, 132, 224) == 0                    # one round of 16 blocks: all shared
-    assert whole_tiles(72, 132, 256) == 72
+    assert shared_out(264, 132, 256) == (264, 132)           # two whole rounds: nothing idles
+    assert shared_out(288, 132, 128) == (264, 132)           # 2 rounds and 24 blocks: those shared
+    assert shared_out(1024, 132, 256) == (1024, 132)         # 7 rounds and 100: most would work anyway
+    assert shared_out(16, 132, 224) == (0, 132)              # one round of 16 blocks: all shared
+    assert shared_out(72, 132, 256) == (72, 72)
     assert rounds(288, 132, 128) == pytest.approx(2 + 24 / 132 + SHARE_COST)
     assert rounds(1024, 132, 256) == 8
 
 
-def test_k_too_short_to_share_keeps_every_block_whole():
-    assert whole_tiles(16, 132, -(-MIN_SHARE * 132 // 16) - 1) == 16
-    assert whole_tiles(16, 132, -(-MIN_SHARE * 132 // 16)) == 0
-    assert whole_tiles(7, 132, 0) == 7                       # K = 0: C = beta C, whole
+def test_a_round_whose_k_is_too_short_for_every_cluster_is_shared_by_fewer():
+    assert shared_out(16, 132, -(-MIN_SHARE * 132 // 16)) == (0, 132)
+    assert shared_out(16, 132, 4 * MIN_SHARE) == (0, 64)      # 64 clusters, each its least share
+    assert rounds(16, 132, 4 * MIN_SHARE) == pytest.approx(16 / 64 + SHARE_COST)
+    assert shared_out(3, 132, 493) == (0, 92)                 # 3 blocks of a deep product
+    # too few clusters for the round to end sooner shared
+    assert shared_out(16, 132, 3 * MIN_SHARE // 2) == (16, 16)
+    assert rounds(16, 132, 3 * MIN_SHARE // 2) == 1
+    assert rounds(16, 132, 2 * MIN_SHARE) == pytest.approx(16 / 32 + SHARE_COST)
+    assert shared_out(7, 132, 0) == (7, 7)                    # K = 0: C = beta C, whole
+
+
+def test_a_last_round_behind_whole_ones_is_shared_by_every_cluster_or_none():
+    assert shared_out(140, 132, MIN_SHARE * 132 // 8 - 1) == (140, 132)
+    assert shared_out(140, 132, MIN_SHARE * 132 // 8) == (132, 132)
 
 
 @pytest.mark.parametrize("rendered", [render_wgmma(WgmmaParams("f16", 256, 2)),
@@ -40,6 +51,11 @@ def test_a_schedule_gives_its_grid_and_the_memory_shared_k_takes(rendered):
     tiles = -(-5 // p.cluster) * 3                          # blocks of C in clusters
     few = rendered.schedule(4 * p.block_m + 1, 3 * p.block_n, p.block_k, 132)
     assert few.grid == (15 if p.cluster == 1 else 18,) and few.whole == tiles and few.arrivals == 0
+    # over a K too short for every block of the GPU, some of them share it, each its least share
+    some = rendered.schedule(4 * p.block_m + 1, 3 * p.block_n, 4 * MIN_SHARE * p.block_k, 132)
+    working = min(132 // p.cluster, tiles * 4)
+    assert some.grid == (working * p.cluster,) and some.whole == 0
+    assert some.partial_bytes == 2 * working * p.cluster * p.block_m * p.block_n * 4
     # those blocks over a long K: every block of the GPU takes a share of their K
     shared = rendered.schedule(4 * p.block_m + 1, 3 * p.block_n, long_k, 132)
     assert shared.grid == (132,) and shared.whole == 0

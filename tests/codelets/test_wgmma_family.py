@@ -66,7 +66,7 @@ def test_every_configuration_compiles_for_sm_90a_without_spilling(params):
 @pytest.mark.parametrize("params", CONFIGS, ids=[c.describe() for c in CONFIGS])
 def test_the_kernel_agrees_with_float64_on_hopper(hopper, params, monkeypatch):
     """Over 4 blocks, which share the K of all 6 blocks of C (stream-K with parts of two blocks each)."""
-    monkeypatch.setattr(hopper_module, "whole_tiles", lambda tiles, clusters, k_tiles: 0)
+    monkeypatch.setattr(hopper_module, "shared_out", lambda tiles, clusters, k_tiles: (0, clusters))
     import ml_dtypes
 
     from autogemm.runtime.cuda import CudaContext
@@ -189,7 +189,7 @@ def test_tf32_fragments_are_read_where_tma_swizzled_them_and_cover_the_instructi
 def test_tf32_mn_major_a_and_c_transposed_agree_with_float64_on_hopper(hopper, params, monkeypatch):
     """A stored K x M, read through the registers, C stored as it is and transposed, at shapes with
     edges on every side, against float64 over a NaN C; the blocks share the K of every block of C."""
-    monkeypatch.setattr(hopper_module, "whole_tiles", lambda tiles, clusters, k_tiles: 0)
+    monkeypatch.setattr(hopper_module, "shared_out", lambda tiles, clusters, k_tiles: (0, clusters))
     from autogemm.runtime.cuda import CudaContext
 
     ctx = CudaContext(hopper)
@@ -223,8 +223,8 @@ def test_tf32_mn_major_a_and_c_transposed_agree_with_float64_on_hopper(hopper, p
 @pytest.mark.parametrize("params", MN_CONFIGS, ids=[c.describe() for c in MN_CONFIGS])
 def test_mn_major_operands_agree_with_float64_on_hopper(hopper, params, monkeypatch):
     """Every layout of A and B at shapes with edges on every side, against float64, over a NaN C; the
-    blocks share the K of every block of C (stream-K)."""
-    monkeypatch.setattr(hopper_module, "whole_tiles", lambda tiles, clusters, k_tiles: 0)
+    blocks share the K of every block of C (stream-K), one cluster fewer than the GPU runs at once."""
+    monkeypatch.setattr(hopper_module, "shared_out", lambda tiles, clusters, k_tiles: (0, max(1, clusters - 1)))
     import ml_dtypes
 
     from autogemm.runtime.cuda import CudaContext

@@ -21,17 +21,20 @@ from ..accuracy import KnownReference, apply_op, gemm_flops, random_operands
 from ..blas import GemmProblem, Op
 from ..blas.launch_plan import LaunchPlan
 from ..blas.plans import plan_for
-from ..blas.selection import Selection, choose_params, predicted_plans
+from ..blas.selection import Selection, choose_cuda_params, choose_params, predicted_plans
 from ..blas.vectors import VectorsPlan
 from ..dtypes import Dtype
 from ..engine.call import GemmCall, GemmOptions
-from ..engine.dispatch import OPENCL_PLAN, route_elsewhere
+from ..engine.dispatch import CUDA_PATH, OPENCL_PLAN, route_elsewhere
+from ..engine.routes.cuda_host import CudaHostRoute
 from ..errors import AutogemmError
 from ..runtime.backend import CUDA
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
+from ..runtime.opencl.device import Device
 from ..runtime.opencl.timing import hold
 from . import peers
+from .runner import launch_of, stored_operands
 from .shapes import Shape
 
 
@@ -80,7 +83,7 @@ class Explanation:
     route: str                     # where gemm on numpy operands of this product runs
     choice: str                    # the selection's configuration and where it came from
     backend: str                   # the runtime the profile measured faster for it
-    plan: str                      # what the OpenCL plan launches
+    plan: str                      # what the plan shown launches: the CUDA path's, or the OpenCL one
     work_groups: int
     launches: list[Launch]
     device_seconds: float          # the first launch's start to the last's end, median
@@ -90,6 +93,8 @@ class Explanation:
     peer_kernels: list[PeerKernel] = field(default_factory=list)
     batch: int = 1
     alternatives: list[Alternative] = field(default_factory=list)
+    #: the plan shown is the CUDA path's, which numpy operands take (else OpenCL's, device arrays' plan)
+    on_cuda: bool = False
 
     @property
     def tflops(self) -> float:
@@ -115,12 +120,16 @@ def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: i
     a, b = random_operands(rng, dt, shape.m, shape.n, shape.k, shape.trans_a, shape.trans_b, batch)
     c = np.full(a.shape[:-2] + (shape.m, shape.n), np.nan, dt.output.numpy)
     options = GemmOptions(trans_a=shape.trans_a, trans_b=shape.trans_b, precision=dt.precision or None)
-    route, _ = route_elsewhere(GemmCall.build(a, b, c, batch if batch > 1 else None, options))
+    route, kept = route_elsewhere(GemmCall.build(a, b, c, batch if batch > 1 else None, options))
     problem = GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b, batch)
     chosen = choose_params(ctx.device, problem)
     wide = dt.reference_numpy
     reference = KnownReference(dt, apply_op(a, shape.trans_a).astype(wide) @ apply_op(b, shape.trans_b).astype(wide),
                                shape.k)
+    if isinstance(kept, CudaHostRoute) and batch == 1:
+        found = _explain_cuda(kept, ctx.device, shape, a, b, c, reference, runs)
+        found.peer_seconds, found.peer_kernels = cublas_kernels(dt, a, b, shape, runs)
+        return found
     buffers = [ocl.buffer_of(ctx.context, np.ascontiguousarray(x)) for x in (a, b, c)]
     try:
         plan = plan_for(ctx, problem)
@@ -143,6 +152,47 @@ def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: i
             buffer.release()
     found.peer_seconds, found.peer_kernels = cublas_kernels(dt, a, b, shape, runs)
     return found
+
+
+def _explain_cuda(route: CudaHostRoute, device: Device, shape: Shape, a: np.ndarray, b: np.ndarray,
+                  poisoned: np.ndarray, reference: KnownReference, runs: int) -> Explanation:
+    """The CUDA path's plan for the product, as numpy operands take it: each of its launches (layout
+    passes, memsets, the kernel) timed on a held stream over ``runs`` runs from operands on the device,
+    C poisoned first and checked after (``AssertionError`` for a wrong result)."""
+    ctx, plan, dt = route.ctx, route.plan, route.dt
+    chosen = choose_cuda_params(device, dt, shape.m, shape.n, shape.k, ctx.multiprocessors)
+    result = poisoned.copy()
+    with ctx.session():
+        memory = [ctx.allocate(x.nbytes) for x in (a, b, poisoned)]
+        try:
+            for to, x in zip(memory, (a, b, poisoned)):
+                ctx.upload(to, x)
+            run = launch_of(plan, memory, a, b, shape)
+            run()                                   # warm-up: tensor maps, the kernels' modules
+            ctx.finish()
+            timed, hosts = [], []
+            for _ in range(runs):
+                ctx.hold()                          # (the launches then run back to back, timed alone)
+                with ctx.timeline() as marks:
+                    start = time.perf_counter()
+                    run()
+                    hosts.append(time.perf_counter() - start)
+                timed.append(ctx.marked_seconds(marks))
+            ctx.download(result, memory[2])
+            stored_a, stored_b = stored_operands(memory, a, b, shape)
+            grid = plan.schedule(stored_a, stored_b).grid[0]
+        finally:
+            for block in memory:
+                block.release()
+    error, ok = reference.check(result)
+    if not ok:
+        raise AssertionError(f"{dt.routine} {plan.params.describe()}: wrong result (relative error {error:.1e})")
+    launches = [Launch(timed[0][i][0], statistics.median(run[i][1] for run in timed),
+                       statistics.median(run[i][2] for run in timed)) for i in range(len(timed[0]))]
+    device_seconds = statistics.median(sum(s + g for _, s, g in run) for run in timed)
+    return Explanation(dt, shape, device.label, ctx.multiprocessors, CUDA_PATH,
+                       f"{plan.params.describe()} ({chosen.source})", CUDA, " ; ".join(x.name for x in launches),
+                       grid, launches, device_seconds, statistics.median(hosts), error, on_cuda=True)
 
 
 def _alternative(ctx: DeviceContext, problem: GemmProblem, other: Selection, gflops: float, buffers: list,
@@ -218,16 +268,17 @@ def describe(found: Explanation) -> list[str]:
     """The explanation as lines of at most 80 columns (kernel names cut to fit)."""
     shape, us = found.shape, 1e6
     batch = f"a strided batch of {found.batch} x " if found.batch > 1 else ""
+    unit = "block" if found.on_cuda else "work-group"
     head = [f"{found.dt.routine} {batch}{shape.m} x {shape.n} x {shape.k} {shape.layout}", f"on {found.device}",
              f"numpy operands run on {found.route}"
              + ("" if found.backend != CUDA else " (the profile measured the CUDA path faster)"),
              f"the plan's configuration: {found.choice}",
              f"device time {found.device_seconds * us:.1f} us ({found.tflops:.3g} TFLOP/s), "
              f"host enqueue {found.host_seconds * us:.1f} us, error {found.error:.1e}",
-             f"the product's kernel: {found.work_groups} work-group{'s' * (found.work_groups != 1)} on "
-             f"{found.compute_units} compute units "
+             f"the product's kernel: {found.work_groups} {unit}{'s' * (found.work_groups != 1)} on "
+             f"{found.compute_units} {'multiprocessors' if found.on_cuda else 'compute units'} "
              f"({found.waves:.2f} a unit)",
-             "launches (device us, idle us before)" + ("" if found.route == OPENCL_PLAN else
+             "launches (device us, idle us before)" + ("" if found.route == OPENCL_PLAN or found.on_cuda else
                                                       ", of the plan device arrays run on") + ":"]
     lines = [part for line in head for part in textwrap.wrap(line, 80, subsequent_indent="  ")]
     for launch in found.launches:

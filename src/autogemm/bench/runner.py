@@ -227,7 +227,7 @@ class Bench:
             try:
                 for to, x in zip(memory, (a, b, result)):
                     runtime.upload(to, x)
-                seconds = resident_seconds(runtime, _launch(plan, memory, a, b, shape), self.runs)
+                seconds = resident_seconds(runtime, launch_of(plan, memory, a, b, shape), self.runs)
                 runtime.download(result, memory[2])
             finally:
                 for block in memory:
@@ -283,13 +283,18 @@ def measure(name: str, call: Callable[[], PeerResult | None], reference: Referen
                        None if math.isinf(error) else error, ok, "" if ok else "wrong result")
 
 
-def _launch(plan: LaunchPlan | VectorsPlan | CudaGemm, memory: list, a: np.ndarray, b: np.ndarray,
-            shape: Shape) -> Callable[[], object]:
+def launch_of(plan: LaunchPlan | VectorsPlan | CudaGemm, memory: list, a: np.ndarray, b: np.ndarray,
+              shape: Shape) -> Callable[[], object]:
     """One run of ``plan`` on A, B and C in ``memory`` (A and B stored as ``shape`` says), as its runtime
     times it."""
     if isinstance(plan, CudaGemm):
-        op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
-        stored_a = DeviceOperand.of_a(memory[0], shape.m, a.shape[1], op_a)
-        stored_b = DeviceOperand.of_b(memory[1], shape.n, b.shape[1], op_b)
+        stored_a, stored_b = stored_operands(memory, a, b, shape)
         return lambda: plan.enqueue(stored_a, stored_b, memory[2], 1.0, 0.0)
     return lambda: plan.enqueue(*memory)
+
+
+def stored_operands(memory: list, a: np.ndarray, b: np.ndarray, shape: Shape) -> tuple[DeviceOperand, DeviceOperand]:
+    """The CUDA path's view of A and B in ``memory`` (row-major, stored as ``shape`` says)."""
+    op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
+    return (DeviceOperand.of_a(memory[0], shape.m, a.shape[1], op_a),
+            DeviceOperand.of_b(memory[1], shape.n, b.shape[1], op_b))

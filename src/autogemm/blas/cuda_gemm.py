@@ -273,6 +273,11 @@ class CudaGemm:
             self._prepared.popitem(last=False)
         return launch
 
+    def schedule(self, a: DeviceOperand, b: DeviceOperand) -> Schedule:
+        """How the product's kernel is launched over operands lying as ``a`` and ``b`` do (its grid, and
+        the blocks of C it shares the K of)."""
+        return self._layout(*reading(self.params, (self._lies(a), self._lies(b))))[2]
+
     def _layout(self, mn_major: tuple[bool, bool], c_transposed: bool = False
                 ) -> tuple[Rendered, object, Schedule]:
         """The kernel for operands lying so (``mn_major``; ``c_transposed``: given as B^T and A^T, C stored
@@ -326,8 +331,8 @@ class CudaGemm:
         if not self._lies(stored)[1]:
             arranged = self.ctx.allocate(rows * self.padded * self.element_bytes, stream)
             work.append(arranged)
-            grid = (-(-self.padded // k_major.TILE), -(-rows // k_major.TILE))
-            self.ctx.launch(self.arrange, grid, (k_major.TILE, k_major.ROWS_PER_PASS),
+            grid = k_major.grid(rows, self.padded, self.element_bytes)
+            self.ctx.launch(self.arrange, grid, (k_major.TILE_ROWS, k_major.ROWS_PER_PASS),
                             [(memory, None), (arranged, None), (rows, ctypes.c_int), (self.k, ctypes.c_int),
                              (self.padded, ctypes.c_int), (stored.ld, ctypes.c_longlong),
                              (int(stored.transposed), ctypes.c_int), (int(stored.conjugated), ctypes.c_int)],

@@ -435,23 +435,31 @@ SHARED_ROUND = 1 / 3
 SHARE_COST = 0.4
 
 
-def whole_tiles(tiles: int, clusters: int, k_tiles: int) -> int:
-    """Of ``tiles`` blocks of C (in clusters) computed by ``clusters`` persistent clusters over ``k_tiles``
-    tiles of K each, how many are computed whole, in rounds; the clusters share the tiles of K of the
-    rest evenly (stream-K): a last round that would leave most clusters idle (``SHARED_ROUND``)."""
+def shared_out(tiles: int, clusters: int, k_tiles: int) -> tuple[int, int]:
+    """How ``tiles`` blocks of C (in clusters) over ``k_tiles`` tiles of K each are shared out among at
+    most ``clusters`` persistent clusters: (whole, working), the blocks computed whole, in rounds, and the
+    clusters at work. The working clusters share the tiles of K of the rest evenly (stream-K) where the
+    last round would leave most of them idle (``SHARED_ROUND``). Behind whole rounds every cluster works,
+    and the last round is shared only where each takes ``MIN_SHARE`` tiles of K; a product of a single
+    round shared among fewer clusters where its K is too short for all of them (``MIN_SHARE`` each), if
+    that round then ends sooner (``SHARE_COST``)."""
     remainder = tiles % clusters
-    if remainder == 0 or remainder > SHARED_ROUND * clusters or remainder * k_tiles < MIN_SHARE * clusters:
-        return tiles
-    return tiles - remainder
+    if remainder == 0 or remainder > SHARED_ROUND * clusters:
+        return tiles, min(tiles, clusters)
+    if tiles > clusters:
+        return (tiles, clusters) if remainder * k_tiles < MIN_SHARE * clusters else (tiles - remainder, clusters)
+    working = min(clusters, tiles * k_tiles // MIN_SHARE)
+    return (0, working) if working * (1 - SHARE_COST) > tiles else (tiles, tiles)
 
 
 def rounds(tiles: int, clusters: int, k_tiles: int) -> float:
     """How long ``tiles`` blocks of C take on ``clusters`` clusters, in rounds of one block each: whole
-    rounds, and a shared one (``whole_tiles``) as its share of a round and ``SHARE_COST``."""
-    whole = whole_tiles(tiles, clusters, k_tiles)
+    rounds, and a shared one (``shared_out``) as its share of a round among the clusters working and
+    ``SHARE_COST``."""
+    whole, working = shared_out(tiles, clusters, k_tiles)
     if whole == tiles:
         return float(-(-tiles // clusters))
-    return whole // clusters + (tiles - whole) / clusters + SHARE_COST
+    return whole // clusters + (tiles - whole) / working + SHARE_COST
 
 
 @dataclass(frozen=True)
@@ -487,13 +495,13 @@ class Rendered:
         """How an M x N x K product (K as the kernel takes it) is shared out among persistent blocks: as
         many as the device runs at once (``resident``: one per multiprocessor, in whole clusters;
         ``CudaContext.resident_blocks``), which compute blocks of C whole, in turn, and where the kernel
-        can, share the K of the rest where that pays (``whole_tiles``); one per block of C where there are
-        fewer, and none shared."""
+        can, share the K of the rest where that pays, among all or, where K is short, some of them
+        (``shared_out``); one per block of C where there are fewer, and none shared."""
         p = self.params
         tiles = -(-m // (p.block_m * p.cluster)) * -(-n // p.block_n)
         clusters = resident // p.cluster
-        whole = whole_tiles(tiles, clusters, -(-k // p.block_k)) if p.shares_k else tiles
-        grid = (min(clusters, tiles) if whole == tiles else clusters) * p.cluster
+        whole, working = shared_out(tiles, clusters, -(-k // p.block_k)) if p.shares_k else (tiles, tiles)
+        grid = min(clusters, working) * p.cluster
         if whole == tiles:
             return Schedule((grid,), p.shares_k, whole, 0, 0)
         return Schedule((grid,), True, whole, 2 * grid * p.sum_bytes, (tiles - whole) * p.cluster * p.teams)

@@ -86,6 +86,14 @@ def _stream_of(handle: int) -> object:
     return bindings().CUstream(handle)
 
 
+class Mark(NamedTuple):
+    """A launch or memset that ``CudaContext.timeline`` marked: its name and the events around it."""
+
+    name: str
+    start: object
+    end: object
+
+
 class Prepared(NamedTuple):
     """A kernel launch as the driver takes it: the function, its grid and block (three dimensions each),
     its dynamic shared memory and its arguments (``CudaContext.prepared``): the address of an array of
@@ -166,6 +174,8 @@ class CudaContext:
         self._maps: OrderedDict[tuple, object] = OrderedDict()     # tensor maps by what they describe
         self._raised: set[tuple[int, int]] = set()   # (kernel, shared bytes) allowed beyond the default
         self._hold: object | None = None               # the kernel ``seconds`` holds the stream with
+        self._names: dict[int, str] = {}               # kernels' names by function, for ``timeline``
+        self._marks: list[Mark] | None = None          # what ``timeline`` records, while it does
         self.multiprocessors = int(checked(driver.cuDeviceGetAttribute(
             driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, self._handle)))
 
@@ -202,7 +212,9 @@ class CudaContext:
         context's)."""
         from cuda.bindings import driver
 
-        checked(driver.cuMemsetD8Async(memory.pointer, 0, nbytes, self.stream if stream is None else stream))
+        stream = self.stream if stream is None else stream
+        with self._marked("zero", stream):
+            checked(driver.cuMemsetD8Async(memory.pointer, 0, nbytes, stream))
 
     def pinned(self, nbytes: int) -> PinnedMemory:
         """``nbytes`` of page-locked host memory."""
@@ -306,7 +318,9 @@ class CudaContext:
         module = self._modules.get(cubin.image)
         if module is None:
             module = self._modules[cubin.image] = checked(driver.cuModuleLoadData(cubin.image))
-        return checked(driver.cuModuleGetFunction(module, name.encode()))
+        function = checked(driver.cuModuleGetFunction(module, name.encode()))
+        self._names[int(function)] = name
+        return function
 
     def _allow_shared(self, function: object, shared_bytes: int) -> None:
         """Let ``function`` take ``shared_bytes`` of dynamic shared memory (over 48 KiB must be asked for)."""
@@ -363,8 +377,53 @@ class CudaContext:
 
     def enqueue_prepared(self, launch: Prepared, stream: object = None) -> None:
         """Enqueue ``launch`` on ``stream`` (by default the context's)."""
-        checked(bindings().cuLaunchKernel(launch.function, *launch.grid, *launch.block, launch.shared_bytes,
-                                          self.stream if stream is None else stream, launch.arguments, 0))
+        stream = self.stream if stream is None else stream
+        with self._marked(self._names.get(int(launch.function), "kernel"), stream):
+            checked(bindings().cuLaunchKernel(launch.function, *launch.grid, *launch.block, launch.shared_bytes,
+                                              stream, launch.arguments, 0))
+
+    @contextmanager
+    def timeline(self) -> Iterator[list[Mark]]:
+        """While within, each launch and memset enqueued on the context's stream is marked: listed with
+        two timing events around it, which ``marked_seconds`` reads once the stream has run them (what
+        ``explain`` shows of a CUDA plan)."""
+        self._marks = marks = []
+        try:
+            yield marks
+        finally:
+            self._marks = None
+
+    @contextmanager
+    def _marked(self, name: str, stream: object) -> Iterator[None]:
+        """Marks what is enqueued within on ``stream`` for ``timeline``, where it records and the stream
+        is the context's."""
+        if self._marks is None or int(stream) != int(self.stream):
+            yield
+            return
+        from cuda.bindings import driver
+
+        start, end = (checked(driver.cuEventCreate(0)) for _ in range(2))
+        checked(driver.cuEventRecord(start, stream))
+        yield
+        checked(driver.cuEventRecord(end, stream))
+        self._marks.append(Mark(name, start, end))
+
+    def marked_seconds(self, marks: list[Mark]) -> list[tuple[str, float, float]]:
+        """Each of ``marks`` (``timeline``) as its name, device seconds and the idle seconds between the end
+        of the one before and its start (0 for the first), once run; their events are destroyed."""
+        from cuda.bindings import driver
+
+        try:
+            if marks:
+                checked(driver.cuEventSynchronize(marks[-1].end))
+            elapsed = [float(checked(driver.cuEventElapsedTime(mark.start, mark.end))) * 1e-3 for mark in marks]
+            gaps = [0.0] + [float(checked(driver.cuEventElapsedTime(before.end, mark.start))) * 1e-3
+                            for before, mark in zip(marks, marks[1:])]
+            return [(mark.name, seconds, gap) for mark, seconds, gap in zip(marks, elapsed, gaps)]
+        finally:
+            for mark in marks:
+                driver.cuEventDestroy(mark.start)
+                driver.cuEventDestroy(mark.end)
 
     def finish(self) -> None:
         from cuda.bindings import driver
@@ -385,14 +444,19 @@ class CudaContext:
         finally:
             driver.cuEventDestroy(event)
 
-    def seconds(self, enqueue: Callable[[], object], repeats: int = 1) -> float:
-        """Device seconds of what ``enqueue`` puts on the stream, per call, over ``repeats`` calls between
-        two events, the stream held busy before the first (``HOLD_SECONDS``)."""
-        from cuda.bindings import driver
-
+    def hold(self) -> None:
+        """Hold the stream busy for ``HOLD_SECONDS``, so that what is enqueued next runs back to back, its
+        timing free of the host's."""
         if self._hold is None:
             self._hold = self.function(compile_cuda(HOLD_SOURCE, "hold", arch=self.device.arch), "hold")
         self.launch(self._hold, (1,), (1,), [(round(HOLD_SECONDS * 1e9), ctypes.c_ulonglong)])
+
+    def seconds(self, enqueue: Callable[[], object], repeats: int = 1) -> float:
+        """Device seconds of what ``enqueue`` puts on the stream, per call, over ``repeats`` calls between
+        two events, the stream held busy before the first (``hold``)."""
+        from cuda.bindings import driver
+
+        self.hold()
         start, end = (checked(driver.cuEventCreate(0)) for _ in range(2))
         try:
             checked(driver.cuEventRecord(start, self.stream))
@@ -404,7 +468,6 @@ class CudaContext:
         finally:
             for event in (start, end):
                 driver.cuEventDestroy(event)
-
 
 
 _contexts: dict[CudaDevice, CudaContext] = {}
