@@ -376,3 +376,18 @@ def test_the_cuda_path_knows_which_operands_it_reads_where_they_lie(key, m, n, k
     if key in ("h", "b"):
         assert goes_to_cuda(dt, m, n, k, Thresholds(), *ops) is in_place
         assert goes_to_cuda(dt, m, n, k, Thresholds(cuda_laid_out_min_multiply_adds=()), *ops)
+
+
+def test_a_shallow_product_the_cuda_path_would_lay_out_stays_on_opencl_unless_its_c_is_large():
+    """Over a K of one wgmma instruction or less, a 16-bit product is the writing of C, and the layout
+    passes would be most of the CUDA path's time: it stays on OpenCL up to 2^28 multiply-adds."""
+    from autogemm.engine.routes.cuda_host import goes_to_cuda
+
+    nn = Op.from_letter("N", "a"), Op.from_letter("N", "b")       # B read MN-major: rows of 1135 halves
+    limits = Thresholds()
+    assert not goes_to_cuda(DTYPES["h"], 645, 1135, 8, limits, *nn)
+    assert goes_to_cuda(DTYPES["h"], 645, 1135, 17, limits, *nn)            # deeper: the tensor cores work
+    assert goes_to_cuda(DTYPES["b"], 46444, 1544, 6, limits, *nn)           # a C of 2^26 elements
+    assert goes_to_cuda(DTYPES["h"], 640, 1136, 8, limits, *nn)             # read where it lies: no pass
+    assert limits.cuda_laid_out_below("h", 16) == 2**28 and limits.cuda_laid_out_below("h", 17) == 2**22
+    assert goes_to_cuda(DTYPES["h"], 645, 1135, 8, Thresholds(cuda_shallow_laid_out_multiply_adds=()), *nn)

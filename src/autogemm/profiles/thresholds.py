@@ -79,6 +79,14 @@ class Thresholds:
     #: TMA reads rows 16-byte aligned) from this many: a smaller one finishes sooner in OpenCL's one launch
     cuda_laid_out_min_multiply_adds: tuple[tuple[str, int], ...] = (("h", 2**22), ("hs", 2**22), ("b", 2**22),
                                                                     ("bs", 2**22))
+    #: ... and of those, the ones of a K of at most ``cuda_shallow_depth`` from this many (a dtype not named:
+    #: no more than the bound above): over so short a K the tensor cores have next to nothing to multiply,
+    #: the product is the writing of C, and the layout passes are most of the CUDA path's time; only a C
+    #: large enough for wgmma's stores to outrun OpenCL's kernel pays for them
+    cuda_shallow_laid_out_multiply_adds: tuple[tuple[str, int], ...] = (("h", 2**28), ("hs", 2**28), ("b", 2**28),
+                                                                        ("bs", 2**28))
+    #: the K of ``cuda_shallow_laid_out_multiply_adds``: that of one wgmma instruction of 16-bit operands
+    cuda_shallow_depth: int = 16
     #: by dtype key, products whose C has 2 to ``blas.vectors.MAX_VECTORS`` rows or columns run on the
     #: CUDA path from this many multiply-adds (others stay with OpenCL's multi-vector GEMV)
     cuda_few_rows_multiply_adds: tuple[tuple[str, int], ...] = (("h", 2**27), ("hs", 2**27), ("b", 2**27),
@@ -116,6 +124,13 @@ class Thresholds:
     def shallow_predicted(self, key: str) -> int:
         """``shallow_predicted_depth`` of the dtype ``key`` (0 where it names none)."""
         return dict(self.shallow_predicted_depth).get(key, 0)
+
+    def cuda_laid_out_below(self, key: str, k: int) -> int:
+        """The multiply-adds below which a product of ``key`` over a K of ``k`` stays on OpenCL where the
+        CUDA path would lay an operand out (``cuda_laid_out_min_multiply_adds``, and over a K of at most
+        ``cuda_shallow_depth`` ``cuda_shallow_laid_out_multiply_adds``, the larger)."""
+        shallow = dict(self.cuda_shallow_laid_out_multiply_adds).get(key, 0) if k <= self.cuda_shallow_depth else 0
+        return max(self.cuda_laid_out_min(key), shallow)
 
     def cuda_few_rows(self, key: str) -> float:
         """``cuda_few_rows_multiply_adds`` of the dtype ``key`` (infinite where it names none: never)."""
@@ -183,8 +198,8 @@ class Thresholds:
 
 
 #: The fields that hold a number for each dtype key (a JSON object of them in a profile).
-BY_DTYPE = ("cuda_min_multiply_adds", "cuda_laid_out_min_multiply_adds", "cuda_few_rows_multiply_adds",
-            "host_multiply_adds", "shallow_predicted_depth")
+BY_DTYPE = ("cuda_min_multiply_adds", "cuda_laid_out_min_multiply_adds", "cuda_shallow_laid_out_multiply_adds",
+            "cuda_few_rows_multiply_adds", "host_multiply_adds", "shallow_predicted_depth")
 
 
 def _count(value: object, where: str) -> int:

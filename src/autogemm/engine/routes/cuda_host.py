@@ -133,9 +133,10 @@ def auto_cuda_params(device: Device, dt: Dtype, m: int, n: int, k: int, op_a: Op
 
 def _lays_out_small(params: CudaParams, dt: Dtype, m: int, n: int, k: int, op_a: Op, op_b: Op,
                     limits: Thresholds) -> bool:
-    """Whether the product is under ``limits.cuda_laid_out_min_multiply_adds`` and the kernel of
+    """Whether the product is under ``limits.cuda_laid_out_min_multiply_adds`` (over a short K,
+    ``cuda_shallow_laid_out_multiply_adds``: ``Thresholds.cuda_laid_out_below``) and the kernel of
     ``params`` would lay an operand out first (``cuda_gemm.reads_in_place``)."""
-    return m * n * k < limits.cuda_laid_out_min(dt.key) and not reads_in_place(params, dt, m, n, k, op_a, op_b)
+    return m * n * k < limits.cuda_laid_out_below(dt.key, k) and not reads_in_place(params, dt, m, n, k, op_a, op_b)
 
 
 def _stored_op(x: np.ndarray, op: Op) -> Op:
