@@ -191,20 +191,19 @@ def reading(params: CudaParams, lying: tuple[tuple[bool, bool], tuple[bool, bool
 
 
 def shared_k_arguments(ctx: CudaContext, schedule: Schedule, stream: object, work: list[DeviceMemory]
-                       ) -> list[Argument]:
+                       ) -> tuple[list[Argument], DeviceMemory | None]:
     """A kernel's last arguments where it can share the K of blocks of C (``Schedule.shares_k``): how
-    many it computes whole, memory for the partial sums of the rest and their counters, zeroed,
-    allocated on ``stream`` (added to ``work``, to be released after the launch; none where it shares
-    none); nothing for another kernel."""
+    many it computes whole, memory for the partial sums of the rest and their counters, allocated on
+    ``stream`` (added to ``work``, to be released after the launch; none where it shares none); nothing
+    for another kernel. And the counters, which must be zeroed before the launch (None where none)."""
     if not schedule.shares_k:
-        return []
+        return [], None
     if not schedule.arrivals:
-        return [(schedule.whole, ctypes.c_int), (0, ctypes.c_void_p), (0, ctypes.c_void_p)]
+        return [(schedule.whole, ctypes.c_int), (0, ctypes.c_void_p), (0, ctypes.c_void_p)], None
     partials = ctx.allocate(schedule.partial_bytes, stream)
     arrivals = ctx.allocate(4 * schedule.arrivals, stream)
-    ctx.zero(arrivals, 4 * schedule.arrivals, stream)
     work += [partials, arrivals]
-    return [(schedule.whole, ctypes.c_int), (partials, None), (arrivals, None)]
+    return [(schedule.whole, ctypes.c_int), (partials, None), (arrivals, None)], arrivals
 
 
 class CudaGemm:
@@ -251,15 +250,16 @@ class CudaGemm:
         mn_major, c_transposed = reading(self.params, (self._lies(a), self._lies(b)))
         rendered, function, schedule = self._layout(mn_major, c_transposed)
         first, second, m, n = (b, a, self.n, self.m) if c_transposed else (a, b, self.m, self.n)
-        maps = [self._tensor_map(stored, rendered, which, stream, work, flag)
-                for which, stored in enumerate((first, second))]
+        shared, counters = shared_k_arguments(self.ctx, schedule, stream, work)
+        sources = self._arranged((first, second), rendered, stream, work, counters)
+        maps = [self._tensor_map(stored, source, rendered, which, stream, work, flag)
+                for which, (stored, source) in enumerate(zip((first, second), sources))]
         if self.params.c_box is not None:
             maps.append(maps[0] if c_transposed else self._c_map(c, maps[0]))
         scalars = [self._scalar(value) for value in (alpha, beta)]
         flagged: list[Argument] = [] if flag is None else [(flag, None)]
         args: list[Argument] = [*((tensor_map, None) for tensor_map in maps), (c, None), (m, ctypes.c_int),
-                                (n, ctypes.c_int), (self.padded, ctypes.c_int), *scalars, *flagged,
-                                *shared_k_arguments(self.ctx, schedule, stream, work)]
+                                (n, ctypes.c_int), (self.padded, ctypes.c_int), *scalars, *flagged, *shared]
         launch = self.ctx.prepared(function, schedule.grid, rendered.block, args, rendered.shared_bytes)
         self.ctx.enqueue_prepared(launch, stream)
         if flag is not None:
@@ -319,34 +319,53 @@ class CudaGemm:
                         [(flag, None), *operands, (c, None), (self.m, ctypes.c_int), (self.n, ctypes.c_int),
                          (self.k, ctypes.c_int), *scalars], stream=stream)
 
-    def _tensor_map(self, stored: DeviceOperand, rendered: Rendered, which: int, stream: object,
-                    work: list[DeviceMemory], flag: DeviceMemory | None) -> object:
-        """The tensor map of operand ``which`` (0: A, 1: B) for ``rendered``: as it lies where the kernel
-        reads it so (K-major, or MN-major), else laid out K-major first (and split into planes, values it cannot
-        split setting ``flag``; the memory for that added to ``work``)."""
-        memory, rows = stored.memory, stored.rows
+    def _arranged(self, operands: tuple[DeviceOperand, DeviceOperand], rendered: Rendered, stream: object,
+                  work: list[DeviceMemory], counters: DeviceMemory | None) -> list[DeviceMemory]:
+        """The memory the kernel of ``rendered`` reads each operand from: where it lies, or laid out
+        K-major (``codelets.k_major``) into memory allocated on ``stream`` (added to ``work``). Both are
+        laid out by one launch, which zeroes the stream-K ``counters`` too; a memset zeroes them where
+        neither is."""
+        laying = [not rendered.mn_major[which] and not self._lies(stored)[1] for which, stored in enumerate(operands)]
+        if not any(laying):
+            if counters is not None:
+                self.ctx.zero(counters, counters.nbytes, stream)
+            return [stored.memory for stored in operands]
+        memory: list[DeviceMemory] = []
+        args: list[Argument] = []
+        none: Argument = (0, ctypes.c_void_p)
+        for lay, stored in zip(laying, operands):
+            arranged = self.ctx.allocate(stored.rows * self.padded * self.element_bytes, stream) if lay else None
+            work += [arranged] if lay else []
+            memory.append(arranged if lay else stored.memory)
+            args += [(stored.memory, None) if lay else none, (arranged, None) if lay else none,
+                     (stored.rows if lay else 0, ctypes.c_int), (stored.ld, ctypes.c_longlong),
+                     (k_major.flags(stored.transposed, stored.conjugated), ctypes.c_int)]
+        zeroed = 0 if counters is None else counters.nbytes // 4
+        args += [(self.k, ctypes.c_int), (self.padded, ctypes.c_int), (counters, None) if zeroed else none,
+                 (zeroed, ctypes.c_int)]
+        rows = [stored.rows if lay else 0 for lay, stored in zip(laying, operands)]
+        self.ctx.launch(self.arrange, k_major.grid(*rows, self.padded, self.element_bytes),
+                        (k_major.TILE_ROWS, k_major.ROWS_PER_PASS), args, stream=stream)
+        return memory
+
+    def _tensor_map(self, stored: DeviceOperand, memory: DeviceMemory, rendered: Rendered, which: int,
+                    stream: object, work: list[DeviceMemory], flag: DeviceMemory | None) -> object:
+        """The tensor map of operand ``which`` (0: A, 1: B) for ``rendered``, read from ``memory``
+        (``_arranged``): as it lies MN-major, or K-major (and where 3xtf32 takes two planes, split into
+        them first, values it cannot split setting ``flag``; the memory for that added to ``work``)."""
         box = rendered.tensor_boxes[which]
         if rendered.mn_major[which]:
-            return self.ctx.tensor_map(memory, rendered.tensor_shape(rows, self.k, True), rendered.tensor_type, box)
-        if not self._lies(stored)[1]:
-            arranged = self.ctx.allocate(rows * self.padded * self.element_bytes, stream)
-            work.append(arranged)
-            grid = k_major.grid(rows, self.padded, self.element_bytes)
-            self.ctx.launch(self.arrange, grid, (k_major.TILE_ROWS, k_major.ROWS_PER_PASS),
-                            [(memory, None), (arranged, None), (rows, ctypes.c_int), (self.k, ctypes.c_int),
-                             (self.padded, ctypes.c_int), (stored.ld, ctypes.c_longlong),
-                             (int(stored.transposed), ctypes.c_int), (int(stored.conjugated), ctypes.c_int)],
-                            stream=stream)
-            memory = arranged
+            return self.ctx.tensor_map(memory, rendered.tensor_shape(stored.rows, self.k, True),
+                                       rendered.tensor_type, box)
         if self.planes == 2:
-            count = rows * self.padded
+            count = stored.rows * self.padded
             planes = self.ctx.allocate(2 * count * self.element_bytes, stream)
             work.append(planes)
             self.ctx.launch(self.split, (-(-count // SPLIT_THREADS),), (SPLIT_THREADS,),
                             [(memory, None), (planes, None), (count, ctypes.c_longlong),
                              (count, ctypes.c_longlong), (flag, None)], stream=stream)
             memory = planes
-        shape = rendered.tensor_shape(self.planes * rows, self.padded)
+        shape = rendered.tensor_shape(self.planes * stored.rows, self.padded)
         return self.ctx.tensor_map(memory, shape, rendered.tensor_type, box)
 
     def _c_map(self, c: DeviceMemory, placeholder: object) -> object:
