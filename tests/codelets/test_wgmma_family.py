@@ -275,10 +275,13 @@ def _launch(ctx, function, rendered, operands, c, shape, blocks, alpha, beta):
     if params.planes == 2:                                  # the split's flag, unset: the tensor cores run
         work.append(ctx.allocate(4))
         ctx.zero(work[-1], 4)
+    flags = [(flag, None) for flag in work]
+    shared, counters = shared_k_arguments(ctx, schedule, ctx.stream, work)
+    if counters is not None:
+        ctx.zero(counters, counters.nbytes)
     ctx.launch(function, schedule.grid, rendered.block,
                [*((x, None) for x in maps), (c, None), (m, ctypes.c_int), (n, ctypes.c_int), (k, ctypes.c_int),
-                (alpha, ctypes.c_float), (beta, ctypes.c_float), *((flag, None) for flag in work),
-                *shared_k_arguments(ctx, schedule, ctx.stream, work)], rendered.shared_bytes)
+                (alpha, ctypes.c_float), (beta, ctypes.c_float), *flags, *shared], rendered.shared_bytes)
     ctx.finish()
     for memory in work:
         memory.release()
