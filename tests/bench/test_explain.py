@@ -80,9 +80,9 @@ def test_explain_times_the_cuda_paths_launches_where_numpy_operands_take_it(ctx,
     found = explaining.explain(ctx, DTYPES["h"], Shape(300, 200, 1001, "NT"), runs=3)
     assert found.route == CUDA_PATH and found.on_cuda and found.backend == "cuda"
     names = [launch.name for launch in found.launches]
-    assert any(name.startswith("k_major") for name in names) and names[-1].startswith("wgmma")
+    assert names[0] == "k_major_2" and names[1].startswith("wgmma") and len(names) == 2   # both laid out at once
     assert all(launch.seconds > 0 for launch in found.launches) and found.launches[0].gap_before == 0
-    assert found.device_seconds >= sum(launch.seconds for launch in found.launches)
+    assert found.device_seconds >= max(launch.seconds for launch in found.launches)
     assert found.error < DTYPES["h"].tolerance and found.work_groups >= 1
     lines = explaining.describe(found)
     assert max(map(len, lines)) <= 80 and "device arrays" not in "\n".join(lines)

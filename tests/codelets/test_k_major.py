@@ -30,9 +30,10 @@ def _stored(rng: np.random.Generator, element_bytes: int, rows: int, k: int, tra
 @pytest.mark.cuda
 @pytest.mark.parametrize("element_bytes", sorted(ELEMENTS))
 @pytest.mark.parametrize("transposed_a", [False, True])
-@pytest.mark.parametrize("lay_a", [True, False])
+@pytest.mark.parametrize("lay_a,looped", [(True, False), (False, False), (True, True)])
 def test_one_launch_lays_out_both_operands_k_contiguous_and_zero_padded(hopper, element_bytes, transposed_a,
-                                                                        lay_a):
+                                                                        lay_a, looped):
+    """``looped``: one block down the grid, which then takes every tile of K in turn (as past 65535)."""
     from autogemm.runtime.cuda import CudaContext, compile_cuda
 
     ctx = CudaContext(hopper)
@@ -66,8 +67,8 @@ def test_one_launch_lays_out_both_operands_k_contiguous_and_zero_padded(hopper, 
                 args += [(src, None), (dst, None), (r, ctypes.c_int), (stored.shape[1], ctypes.c_longlong),
                          (k_major.flags(t, conjugated), ctypes.c_int)]
             args += [(k, ctypes.c_int), (padded, ctypes.c_int), (memory[4], None), (counters.size, ctypes.c_int)]
-            ctx.launch(function, k_major.grid(*rows, padded, element_bytes), (k_major.TILE_ROWS, k_major.ROWS_PER_PASS),
-                       args)
+            grid = k_major.grid(*rows, padded, element_bytes)
+            ctx.launch(function, (grid[0], 1) if looped else grid, (k_major.TILE_ROWS, k_major.ROWS_PER_PASS), args)
             got = [np.empty_like(x) for x in (*expected, counters)]
             for x, source in zip(got, (memory[1], memory[3], memory[4])):
                 if x.size:

@@ -237,6 +237,11 @@ def test_mn_major_operands_agree_with_float64_on_hopper(hopper, params, monkeypa
     a, b = rng.uniform(-1, 1, (m, k)).astype(operand), rng.uniform(-1, 1, (n, k)).astype(operand)
     want = a.astype(np.float64) @ b.astype(np.float64).T
     out = {"f32": np.float32, "f16": np.float16}[params.out]
+    # clusters one fewer than the blocks allow, each over a share of K that splits a block of C between two
+    blocks = 5 if params.cluster == 1 else 6
+    tiles = -(-m // (params.block_m * params.cluster)) * -(-n // params.block_n)
+    working, k_tiles = blocks // params.cluster - 1, -(-k // params.block_k)
+    assert any(tiles * k_tiles * c // working % k_tiles for c in range(1, working))
     for mn_major in LAYOUTS:
         rendered = render(params, mn_major)
         function = ctx.function(compile_cuda(rendered.source, rendered.name), rendered.name)
@@ -248,7 +253,7 @@ def test_mn_major_operands_agree_with_float64_on_hopper(hopper, params, monkeypa
             operands.append(memory)
         dc = ctx.allocate(m * n * np.dtype(out).itemsize)
         ctx.upload(dc, np.full((m, n), np.nan, out))
-        _launch(ctx, function, rendered, operands, dc, (m, n, k), 4, 1.0, 0.0)
+        _launch(ctx, function, rendered, operands, dc, (m, n, k), blocks, 1.0, 0.0)
         got = np.empty((m, n), out)
         ctx.download(got, dc)
         for memory in (*operands, dc):

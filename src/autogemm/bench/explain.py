@@ -121,8 +121,6 @@ def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: i
     c = np.full(a.shape[:-2] + (shape.m, shape.n), np.nan, dt.output.numpy)
     options = GemmOptions(trans_a=shape.trans_a, trans_b=shape.trans_b, precision=dt.precision or None)
     route, kept = route_elsewhere(GemmCall.build(a, b, c, batch if batch > 1 else None, options))
-    problem = GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b, batch)
-    chosen = choose_params(ctx.device, problem)
     wide = dt.reference_numpy
     reference = KnownReference(dt, apply_op(a, shape.trans_a).astype(wide) @ apply_op(b, shape.trans_b).astype(wide),
                                shape.k)
@@ -130,6 +128,8 @@ def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: i
         found = _explain_cuda(kept, ctx.device, shape, a, b, c, reference, runs)
         found.peer_seconds, found.peer_kernels = cublas_kernels(dt, a, b, shape, runs)
         return found
+    problem = GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b, batch)
+    chosen = choose_params(ctx.device, problem)
     buffers = [ocl.buffer_of(ctx.context, np.ascontiguousarray(x)) for x in (a, b, c)]
     try:
         plan = plan_for(ctx, problem)
@@ -156,9 +156,10 @@ def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: i
 
 def _explain_cuda(route: CudaHostRoute, device: Device, shape: Shape, a: np.ndarray, b: np.ndarray,
                   poisoned: np.ndarray, reference: KnownReference, runs: int) -> Explanation:
-    """The CUDA path's plan for the product, as numpy operands take it: each of its launches (layout
-    passes, memsets, the kernel) timed on a held stream over ``runs`` runs from operands on the device,
-    C poisoned first and checked after (``AssertionError`` for a wrong result)."""
+    """The CUDA path's plan for the product, as numpy operands take it: each of its launches (the layout
+    pass, a memset, the kernel) timed on a held stream over ``runs`` runs from operands on the device, C
+    poisoned first and checked after (``AssertionError`` for a wrong result); the host's time to enqueue
+    them from as many runs of their own, unmarked (marking costs the host)."""
     ctx, plan, dt = route.ctx, route.plan, route.dt
     chosen = choose_cuda_params(device, dt, shape.m, shape.n, shape.k, ctx.multiprocessors)
     result = poisoned.copy()
@@ -174,10 +175,13 @@ def _explain_cuda(route: CudaHostRoute, device: Device, shape: Shape, a: np.ndar
             for _ in range(runs):
                 ctx.hold()                          # (the launches then run back to back, timed alone)
                 with ctx.timeline() as marks:
-                    start = time.perf_counter()
                     run()
-                    hosts.append(time.perf_counter() - start)
                 timed.append(ctx.marked_seconds(marks))
+                ctx.hold()
+                start = time.perf_counter()
+                run()
+                hosts.append(time.perf_counter() - start)
+            ctx.finish()
             ctx.download(result, memory[2])
             stored_a, stored_b = stored_operands(memory, a, b, shape)
             grid = plan.schedule(stored_a, stored_b).grid[0]
@@ -191,7 +195,8 @@ def _explain_cuda(route: CudaHostRoute, device: Device, shape: Shape, a: np.ndar
                        statistics.median(run[i][2] for run in timed)) for i in range(len(timed[0]))]
     device_seconds = statistics.median(sum(s + g for _, s, g in run) for run in timed)
     return Explanation(dt, shape, device.label, ctx.multiprocessors, CUDA_PATH,
-                       f"{plan.params.describe()} ({chosen.source})", CUDA, " ; ".join(x.name for x in launches),
+                       f"{plan.params.describe()} ({chosen.source})", chosen.backend,
+                       " ; ".join(x.name for x in launches),
                        grid, launches, device_seconds, statistics.median(hosts), error, on_cuda=True)
 
 
@@ -271,7 +276,8 @@ def describe(found: Explanation) -> list[str]:
     unit = "block" if found.on_cuda else "work-group"
     head = [f"{found.dt.routine} {batch}{shape.m} x {shape.n} x {shape.k} {shape.layout}", f"on {found.device}",
              f"numpy operands run on {found.route}"
-             + ("" if found.backend != CUDA else " (the profile measured the CUDA path faster)"),
+             + (" (the profile measured the CUDA path faster)" if found.backend == CUDA
+                and not found.choice.endswith("(default)") else ""),
              f"the plan's configuration: {found.choice}",
              f"device time {found.device_seconds * us:.1f} us ({found.tflops:.3g} TFLOP/s), "
              f"host enqueue {found.host_seconds * us:.1f} us, error {found.error:.1e}",

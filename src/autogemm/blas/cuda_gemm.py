@@ -332,18 +332,18 @@ class CudaGemm:
             return [stored.memory for stored in operands]
         memory: list[DeviceMemory] = []
         args: list[Argument] = []
+        rows = [stored.rows if lay else 0 for lay, stored in zip(laying, operands)]
         none: Argument = (0, ctypes.c_void_p)
-        for lay, stored in zip(laying, operands):
-            arranged = self.ctx.allocate(stored.rows * self.padded * self.element_bytes, stream) if lay else None
+        for lay, laid_rows, stored in zip(laying, rows, operands):
+            arranged = self.ctx.allocate(laid_rows * self.padded * self.element_bytes, stream) if lay else None
             work += [arranged] if lay else []
             memory.append(arranged if lay else stored.memory)
             args += [(stored.memory, None) if lay else none, (arranged, None) if lay else none,
-                     (stored.rows if lay else 0, ctypes.c_int), (stored.ld, ctypes.c_longlong),
+                     (laid_rows, ctypes.c_int), (stored.ld, ctypes.c_longlong),
                      (k_major.flags(stored.transposed, stored.conjugated), ctypes.c_int)]
         zeroed = 0 if counters is None else counters.nbytes // 4
         args += [(self.k, ctypes.c_int), (self.padded, ctypes.c_int), (counters, None) if zeroed else none,
                  (zeroed, ctypes.c_int)]
-        rows = [stored.rows if lay else 0 for lay, stored in zip(laying, operands)]
         self.ctx.launch(self.arrange, k_major.grid(*rows, self.padded, self.element_bytes),
                         (k_major.TILE_ROWS, k_major.ROWS_PER_PASS), args, stream=stream)
         return memory

@@ -50,7 +50,12 @@ def explain_command(m, n, k, layout, letter, device, batch, runs, alternatives, 
                         alternatives=alternatives)
     for line in describe(found):
         console.print(line, highlight=False, markup=False)
-    if alternatives and not found.alternatives:
+    if alternatives and found.on_cuda:
+        why = ("no other plan to time: the predictor ranks OpenCL's kernels, and numpy operands of this product "
+               "run on the CUDA path (`autogemm tune` measures its configurations beside OpenCL's)")
+        for line in textwrap.wrap(why, 80):
+            console.print(line, highlight=False, markup=False)
+    elif alternatives and not found.alternatives:
         why = (f"no other plan to time: the profile's predictor ranks none for this product but the plan's own "
                f"(it has none of {dt.routine} until `autogemm tune --size-class predictor`; it ranks GEMM "
                "kernels for one product, not a batch, a product run as a GEMV or one past its samples' reach)")

@@ -496,12 +496,13 @@ class Rendered:
         many as the device runs at once (``resident``: one per multiprocessor, in whole clusters;
         ``CudaContext.resident_blocks``), which compute blocks of C whole, in turn, and where the kernel
         can, share the K of the rest where that pays, among all or, where K is short, some of them
-        (``shared_out``); one per block of C where there are fewer, and none shared."""
+        (``shared_out``); where there are fewer blocks of C than clusters and their K is not shared, one
+        per block of C."""
         p = self.params
         tiles = -(-m // (p.block_m * p.cluster)) * -(-n // p.block_n)
         clusters = resident // p.cluster
         whole, working = shared_out(tiles, clusters, -(-k // p.block_k)) if p.shares_k else (tiles, tiles)
-        grid = min(clusters, working) * p.cluster
+        grid = working * p.cluster
         if whole == tiles:
             return Schedule((grid,), p.shares_k, whole, 0, 0)
         return Schedule((grid,), True, whole, 2 * grid * p.sum_bytes, (tiles - whole) * p.cluster * p.teams)

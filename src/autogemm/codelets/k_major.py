@@ -6,10 +6,11 @@ conjugated one (complex128) has its imaginary parts negated.
 
 One launch lays out both operands that need it (A's tiles first, then B's: they share K), and zeroes
 the counters of the product kernel's stream-K parts on the way, so that a product takes two launches
-at most. A block lays out a tile of ``TILE_ROWS`` rows by a 16-byte vector of K for each of a warp's
-threads: it reads the tile into shared memory element by element, a warp along whichever side of it is
-contiguous in the stored operand (its rows, or K where transposed), and writes each row out in 16-byte
-stores, which the padded layout's aligned rows allow whatever the stored ones are."""
+at most (3xTF32 more: the split into planes, its flag's memset and the float32 fallback). A block lays
+out a tile of ``TILE_ROWS`` rows by a 16-byte vector of K for each of a warp's threads: it reads the
+tile into shared memory element by element, a warp along whichever side of it is contiguous in the
+stored operand (its rows, or K where transposed), and writes each row out in 16-byte stores, which the
+padded layout's aligned rows allow whatever the stored ones are."""
 
 from __future__ import annotations
 
@@ -115,7 +116,7 @@ def grid(rows_a: int, rows_b: int, padded: int, element_bytes: int) -> tuple[int
     """The blocks of the pass over operands of ``rows_a`` and ``rows_b`` rows (0: one left as it lies),
     laid out ``padded`` elements apart; at least one, which zeroes the counters."""
     row_tiles = -(-rows_a // TILE_ROWS) - (-rows_b // TILE_ROWS)
-    return max(1, row_tiles), min(MAX_GRID_Y, -(-padded // tile_k(element_bytes)))
+    return max(1, row_tiles), max(1, min(MAX_GRID_Y, -(-padded // tile_k(element_bytes))))
 
 
 def flags(transposed: bool, conjugated: bool) -> int:

@@ -110,8 +110,9 @@ def goes_to_cuda(dt: Dtype, m: int, n: int, k: int, limits: Thresholds, op_a: Op
     ``limits.cuda_few_rows_multiply_adds`` says (NVIDIA's OpenCL has no half-precision arithmetic, so its
     GEMV falls behind wgmma on long 16-bit products of few rows), nor one under
     ``limits.cuda_min_multiply_adds`` (where OpenCL's kernels need no layout pass and fewer launches), nor
-    one under ``limits.cuda_laid_out_min_multiply_adds`` whose operands the dtype's default configuration
-    would lay out first (``cuda_gemm.reads_in_place``; ``auto_cuda_params`` asks the one chosen)."""
+    one under ``limits.cuda_laid_out_min_multiply_adds`` (over a K of at most ``cuda_shallow_depth``,
+    ``cuda_shallow_laid_out_multiply_adds``) whose operands the dtype's default configuration would lay
+    out first (``cuda_gemm.reads_in_place``; ``auto_cuda_params`` asks the one chosen)."""
     work = m * n * k
     if min(m, n) <= MAX_VECTORS:
         return min(m, n) > 1 and work >= limits.cuda_few_rows(dt.key)
@@ -123,8 +124,8 @@ def auto_cuda_params(device: Device, dt: Dtype, m: int, n: int, k: int, op_a: Op
                      limits: Thresholds) -> CudaParams | None:
     """The configuration 'auto' runs a product that ``goes_to_cuda`` with on the CUDA path
     (``choose_cuda_params``), or None where it stays on OpenCL after all: the profile measured OpenCL
-    faster there, or the product is under ``limits.cuda_laid_out_min_multiply_adds`` and that
-    configuration would lay an operand out first."""
+    faster there, or the product is under ``limits.cuda_laid_out_min_multiply_adds`` (or, shallow, the
+    bound of ``Thresholds.cuda_laid_out_below``) and that configuration would lay an operand out first."""
     chosen = choose_cuda_params(device, dt, m, n, k, ctx.multiprocessors)
     if chosen.backend != CUDA or _lays_out_small(chosen.params, dt, m, n, k, op_a, op_b, limits):
         return None

@@ -213,8 +213,10 @@ class CudaContext:
         from cuda.bindings import driver
 
         stream = self.stream if stream is None else stream
-        with self._marked("zero", stream):
-            checked(driver.cuMemsetD8Async(memory.pointer, 0, nbytes, stream))
+        mark = None if self._marks is None else self._mark("zero", stream)
+        checked(driver.cuMemsetD8Async(memory.pointer, 0, nbytes, stream))
+        if mark is not None:
+            checked(driver.cuEventRecord(mark.end, stream))
 
     def pinned(self, nbytes: int) -> PinnedMemory:
         """``nbytes`` of page-locked host memory."""
@@ -378,35 +380,46 @@ class CudaContext:
     def enqueue_prepared(self, launch: Prepared, stream: object = None) -> None:
         """Enqueue ``launch`` on ``stream`` (by default the context's)."""
         stream = self.stream if stream is None else stream
-        with self._marked(self._names.get(int(launch.function), "kernel"), stream):
-            checked(bindings().cuLaunchKernel(launch.function, *launch.grid, *launch.block, launch.shared_bytes,
-                                              stream, launch.arguments, 0))
+        mark = None if self._marks is None else self._mark(self._names.get(int(launch.function), "kernel"), stream)
+        checked(bindings().cuLaunchKernel(launch.function, *launch.grid, *launch.block, launch.shared_bytes,
+                                          stream, launch.arguments, 0))
+        if mark is not None:
+            checked(bindings().cuEventRecord(mark.end, stream))
 
     @contextmanager
     def timeline(self) -> Iterator[list[Mark]]:
         """While within, each launch and memset enqueued on the context's stream is marked: listed with
         two timing events around it, which ``marked_seconds`` reads once the stream has run them (what
-        ``explain`` shows of a CUDA plan)."""
+        ``explain`` shows of a CUDA plan). A launch outside it pays one test for it."""
         self._marks = marks = []
         try:
             yield marks
+        except BaseException:
+            self._destroyed(marks)
+            raise
         finally:
             self._marks = None
 
-    @contextmanager
-    def _marked(self, name: str, stream: object) -> Iterator[None]:
-        """Marks what is enqueued within on ``stream`` for ``timeline``, where it records and the stream
-        is the context's."""
-        if self._marks is None or int(stream) != int(self.stream):
-            yield
-            return
+    def _mark(self, name: str, stream: object) -> Mark | None:
+        """A mark of what is enqueued next on ``stream``, listed for ``timeline``, its start recorded (the
+        caller records its end); None where ``stream`` is not the context's."""
         from cuda.bindings import driver
 
-        start, end = (checked(driver.cuEventCreate(0)) for _ in range(2))
-        checked(driver.cuEventRecord(start, stream))
-        yield
-        checked(driver.cuEventRecord(end, stream))
-        self._marks.append(Mark(name, start, end))
+        if int(stream) != int(self.stream):
+            return None
+        mark = Mark(name, *(checked(driver.cuEventCreate(0)) for _ in range(2)))
+        self._marks.append(mark)
+        checked(driver.cuEventRecord(mark.start, stream))
+        return mark
+
+    @staticmethod
+    def _destroyed(marks: list[Mark]) -> None:
+        """Destroy the events of ``marks``."""
+        from cuda.bindings import driver
+
+        for mark in marks:
+            driver.cuEventDestroy(mark.start)
+            driver.cuEventDestroy(mark.end)
 
     def marked_seconds(self, marks: list[Mark]) -> list[tuple[str, float, float]]:
         """Each of ``marks`` (``timeline``) as its name, device seconds and the idle seconds between the end
@@ -421,9 +434,7 @@ class CudaContext:
                             for before, mark in zip(marks, marks[1:])]
             return [(mark.name, seconds, gap) for mark, seconds, gap in zip(marks, elapsed, gaps)]
         finally:
-            for mark in marks:
-                driver.cuEventDestroy(mark.start)
-                driver.cuEventDestroy(mark.end)
+            self._destroyed(marks)
 
     def finish(self) -> None:
         from cuda.bindings import driver
