@@ -481,3 +481,29 @@ def test_a_plot_of_many_problems_stays_within_its_width_in_256_colours(tmp_path)
     image = Image.open(tmp_path / "p.png")
     assert image.width <= report.PLOT_WIDTH and image.mode == "P"
     assert (tmp_path / "p.png").stat().st_size < 200_000
+
+
+def test_wall_medians_time_their_calls_in_turn_so_a_slow_spell_slows_each_alike(monkeypatch):
+    """Two calls of the same cost, and a spell of the machine's that slows whatever runs during it: timed
+    one after the other, the spell fell on one of them alone; timed in turn, on both, and their medians
+    agree."""
+    import time
+
+    from autogemm.bench import peers
+    monkeypatch.setattr(peers, "WARMUP_SECONDS", 0.0)
+    monkeypatch.setattr(peers, "TIMED_SECONDS", 0.0)
+    order = []
+
+    def call(name: str):
+        def run():
+            order.append(name)
+            time.sleep(0.008 if 3 <= len(order) <= 10 else 0.001)   # the spell: calls 3 to 10
+            return np.zeros(1)
+        return run
+
+    (first, _), (second, _) = peers.wall_medians([call("a"), call("b")], 7)
+    assert order[:6] == ["a", "b"] * 3 and len(order) == 2 + 2 * 7       # a warm-up round, then in turn
+    assert abs(first - second) < 0.003
+    order.clear()
+    alone = [peers.wall_median(call("a"), 7)[0], peers.wall_median(call("b"), 7)[0]]
+    assert alone[0] > alone[1] + 0.004                                   # the spell on the first alone

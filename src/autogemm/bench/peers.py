@@ -15,7 +15,7 @@ import multiprocessing
 import statistics
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -58,31 +58,49 @@ HOLD_CYCLES = 1_000_000
 def wall_median(call: Callable[[], np.ndarray], runs: int, warmup: bool = True) -> tuple[float, np.ndarray]:
     """Median wall-clock seconds of ``call`` over ``runs`` calls, and its last result; with ``warmup``, after
     warming up (``WARMUP_SECONDS``) and over more calls where those are short (``TIMED_SECONDS``)."""
-    out = None
+    return wall_medians([call], runs, warmup)[0]
+
+
+def wall_medians(calls: Sequence[Callable[[], np.ndarray]], runs: int, warmup: bool = True
+                 ) -> list[tuple[float, np.ndarray]]:
+    """``wall_median`` of each of ``calls``, timed in turn, one call of each after another: whatever else
+    the machine runs meanwhile (another process, a pool's threads winding down) then slows each alike,
+    where timing all of one and then all of the other left it on one of them (on a machine of few cores,
+    the ratio of two calls running the same BLAS product swung widely from one run to the next)."""
+    outs: list = [None] * len(calls)
     if warmup:
-        started, calls = time.perf_counter(), 0
-        while calls < 1 or (calls < WARMUP_CALLS and time.perf_counter() - started < WARMUP_SECONDS):
-            out, calls = call(), calls + 1
-    times: list[float] = []
-    while len(times) < runs or (warmup and sum(times) < TIMED_SECONDS and len(times) < MAX_TIMED_CALLS):
-        start = time.perf_counter()
-        out = call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), out
+        started, rounds = time.perf_counter(), 0
+        while rounds < 1 or (rounds < WARMUP_CALLS and time.perf_counter() - started < WARMUP_SECONDS):
+            outs, rounds = [call() for call in calls], rounds + 1
+    times: list[list[float]] = [[] for _ in calls]
+    while len(times[0]) < runs or (warmup and min(map(sum, times)) < TIMED_SECONDS
+                                   and len(times[0]) < MAX_TIMED_CALLS):
+        for i, call in enumerate(calls):
+            start = time.perf_counter()
+            outs[i] = call()
+            times[i].append(time.perf_counter() - start)
+    return [(statistics.median(each), out) for each, out in zip(times, outs)]
 
 
-def numpy_gemm(a: np.ndarray, b: np.ndarray, runs: int = 3, trans_a: str = "N", trans_b: str = "N") -> PeerResult:
-    """numpy's matmul of op(A) op(B) (its BLAS, all CPU cores); a product of 2^30 multiply-adds or more
-    takes long enough to be timed once, without a warm-up. 16-bit operands are multiplied as a numpy
-    user would, converted to float32 (numpy has no BLAS for them), the conversions timed too."""
+def numpy_product(a: np.ndarray, b: np.ndarray, trans_a: str = "N", trans_b: str = "N"
+                  ) -> tuple[Callable[[], np.ndarray], bool]:
+    """numpy's matmul of op(A) op(B) (its BLAS, all CPU cores) as a call, and whether it is small: under
+    2^30 multiply-adds (a larger one takes long enough to be timed once, without a warm-up). 16-bit
+    operands are multiplied as a numpy user would, converted to float32 (numpy has no BLAS for them),
+    the conversions in the call."""
     op_a, op_b = apply_op(a, trans_a), apply_op(b, trans_b)
-    small = op_a.size * op_b.shape[1] < 2**30
     if get_dtype(a.dtype).half:
         def product() -> np.ndarray:
             return (op_a.astype(np.float32) @ op_b.astype(np.float32)).astype(a.dtype)
     else:
         def product() -> np.ndarray:
             return op_a @ op_b
+    return product, op_a.size * op_b.shape[1] < 2**30
+
+
+def numpy_gemm(a: np.ndarray, b: np.ndarray, runs: int = 3, trans_a: str = "N", trans_b: str = "N") -> PeerResult:
+    """numpy's product (``numpy_product``), timed by the wall clock."""
+    product, small = numpy_product(a, b, trans_a, trans_b)
     seconds, out = wall_median(product, runs if small else 1, warmup=small)
     return PeerResult("numpy", seconds, out)
 

@@ -13,6 +13,7 @@ uses; ``bench.peaks``)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -38,7 +39,7 @@ from ..shares.host import HOST
 from ..tuning import fma
 from . import peers as peer_functions
 from .peaks import MEASURED_FMA, TENSOR, tensor_peak_tflops
-from .peers import PeerResult, wall_median
+from .peers import PeerResult, wall_medians
 from .shapes import Shape
 
 AUTOGEMM = "autogemm"
@@ -149,10 +150,13 @@ class Bench:
             case.config = plan_or_error.params.describe()
         calls: list[tuple[str, Callable[[], PeerResult | None]]] = [
             (AUTOGEMM, lambda: self._autogemm(dt, plan_or_error, a, b, shape))]
+        # numpy in and out beside numpy's own product, timed in turn in one process (``end_to_end``)
+        beside = self.end_to_end and "numpy" in self.peers
+        paired = functools.cache(lambda: self._autogemm_end_to_end(dt, a, b, shape, beside_numpy=beside))
         if self.end_to_end:
-            calls.append((AUTOGEMM + END_TO_END, lambda: self._autogemm_end_to_end(dt, a, b, shape)))
+            calls.append((AUTOGEMM + END_TO_END, lambda: paired()[0]))
             # shared with the host as the device profile's hybrid entry says (without one: the device alone)
-            calls.append((WITH_HOST + END_TO_END, lambda: self._autogemm_end_to_end(dt, a, b, shape, True)))
+            calls.append((WITH_HOST + END_TO_END, lambda: self._autogemm_end_to_end(dt, a, b, shape, True)[0]))
         ops = dict(trans_a=shape.trans_a, trans_b=shape.trans_b)
         if "cublas" in self.peers:      # torch in a process of its own (``peers.in_own_process``)
             calls.append(("cuBLAS", lambda: peer_functions.in_own_process(
@@ -170,11 +174,8 @@ class Bench:
                           lambda: peer_functions.clblast_gemm(self.ctx, dt, a, b, self.runs, **ops)))
         if "numpy" in self.peers:
             numpy_runs = max(1, min(3, self.runs))
-            if self.end_to_end:         # in the process of autogemm's numpy-in calls, as a program runs both
-                calls.append(("numpy", lambda: peer_functions.in_process(AUTOGEMM, settled_numpy, a, b, numpy_runs,
-                                                                         **ops)))
-            else:
-                calls.append(("numpy", lambda: peer_functions.numpy_gemm(a, b, numpy_runs, **ops)))
+            calls.append(("numpy", (lambda: _beside(paired, a, b, numpy_runs, ops)) if beside
+                          else lambda: peer_functions.numpy_gemm(a, b, numpy_runs, **ops)))
         for name, call in calls:
             precision = DTYPES[f"{dt.letter}.tf32"] if name == CUBLAS_TF32 else dt
             if dt.float32_output and not name.startswith(AUTOGEMM):
@@ -237,19 +238,22 @@ class Bench:
         return PeerResult(AUTOGEMM, seconds, result)
 
     def _autogemm_end_to_end(self, dt: Dtype, a: np.ndarray, b: np.ndarray, shape: Shape,
-                             with_host: bool = False) -> PeerResult:
-        """numpy in, numpy out, in a process of its own (``end_to_end``)."""
+                             with_host: bool = False, beside_numpy: bool = False) -> list[PeerResult]:
+        """numpy in, numpy out, in a process of its own (``end_to_end``), and with ``beside_numpy``
+        numpy's product timed in turn with it."""
         return peer_functions.in_process(AUTOGEMM, end_to_end, self.ctx.device.slot, dt.key, a, b, shape.trans_a,
-                                         shape.trans_b, with_host, self.end_to_end_runs)
+                                         shape.trans_b, with_host, self.end_to_end_runs, beside_numpy)
 
 
 def end_to_end(device: str, dtype: str, a: np.ndarray, b: np.ndarray, trans_a: str, trans_b: str, with_host: bool,
-               runs: int) -> PeerResult:
+               runs: int, beside_numpy: bool = False) -> list[PeerResult]:
     """``gemm`` from numpy to numpy on ``device`` (a specification), streamed where large, or shared with
-    the host as the device profile's hybrid entry says (``with_host``), timed by the wall clock. It runs
-    in a process of its own, as a numpy user's program would: the bench's own timings make a CUDA context
-    for products on the CUDA path, which would stay beside this call's OpenCL context, and a CUDA
-    context slows the OpenCL one in its process (see ``peers.in_own_process``)."""
+    the host as the device profile's hybrid entry says (``with_host``), timed by the wall clock; with
+    ``beside_numpy``, numpy's own product too, the two timed in turn (``peers.wall_medians``), as one
+    program using both runs them. It runs in a process of its own, as a numpy user's program would:
+    the bench's own timings make a CUDA context for products on the CUDA path, which would stay beside
+    this call's OpenCL context, and a CUDA context slows the OpenCL one in its process (see
+    ``peers.in_own_process``)."""
     dt, found = DTYPES[dtype], find_device(device)
     # as a numpy user calls it: the options that are not their defaults, the default device unnamed
     given: dict = {"devices": [found, HOST]} if with_host else {} if found == default_device() else {"device": found}
@@ -258,16 +262,23 @@ def end_to_end(device: str, dtype: str, a: np.ndarray, b: np.ndarray, trans_a: s
         given["precision"] = dt.precision
     if dt.output.numpy != a.dtype:
         given["out_dtype"] = dt.output.numpy
+    calls = [lambda: gemm(a, b, **given)]
+    if beside_numpy:
+        calls.append(peer_functions.numpy_product(a, b, trans_a, trans_b)[0])
     time.sleep(HOST_SETTLE_SECONDS)
-    seconds, out = wall_median(lambda: gemm(a, b, **given), runs)
-    return PeerResult((WITH_HOST if with_host else AUTOGEMM) + END_TO_END, seconds, out)
+    timed = wall_medians(calls, runs)
+    names = [(WITH_HOST if with_host else AUTOGEMM) + END_TO_END, "numpy"]
+    return [PeerResult(name, seconds, out) for name, (seconds, out) in zip(names, timed)]
 
 
-def settled_numpy(a: np.ndarray, b: np.ndarray, runs: int, trans_a: str, trans_b: str) -> PeerResult:
-    """numpy's product (``peers.numpy_gemm``) after the pause ``end_to_end`` takes, in the process that
-    times it: both then run with the same threads, as one program using both would."""
-    time.sleep(HOST_SETTLE_SECONDS)
-    return peer_functions.numpy_gemm(a, b, runs, trans_a, trans_b)
+def _beside(paired: Callable[[], list[PeerResult]], a: np.ndarray, b: np.ndarray, runs: int, ops: dict
+            ) -> PeerResult:
+    """numpy's product as timed in turn with autogemm's numpy call (``paired``), or, where that call
+    failed, alone in its process."""
+    try:
+        return paired()[1]
+    except Exception:   # noqa: BLE001 - autogemm's failure is its own row's; numpy is timed still
+        return peer_functions.in_process(AUTOGEMM, peer_functions.numpy_gemm, a, b, runs, **ops)
 
 
 def measure(name: str, call: Callable[[], PeerResult | None], reference: Reference,
