@@ -89,3 +89,14 @@ def test_explain_times_the_cuda_paths_launches_where_numpy_operands_take_it(ctx,
     monkeypatch.setattr(CudaGemm, "enqueue", lambda self, *args, **kwargs: None)
     with pytest.raises(AssertionError, match="wrong result"):
         explaining.explain(ctx, DTYPES["h"], Shape(300, 200, 1001, "NT"), runs=1)
+
+
+def test_explain_says_how_the_cuda_kernel_shares_out_the_blocks_of_c():
+    """Whole blocks of C in rounds, or a few whose K many blocks share (stream-K), as the schedule has it."""
+    from autogemm.codelets.wgmma import WgmmaParams, render
+
+    params = WgmmaParams("f16", 64, 1, 4, group=16, out="f16")
+    deep = render(params).schedule(40, 173, 31562, 132)
+    assert explaining._sharing(params, deep) == "3 blocks of C of 64 x 64, the K of 3 shared by 92 blocks (stream-K)"
+    square = render(params).schedule(4096, 4096, 4096, 132)
+    assert explaining._sharing(params, square) == "4096 blocks of C of 64 x 64"

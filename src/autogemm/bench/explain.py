@@ -19,10 +19,12 @@ import numpy as np
 
 from ..accuracy import KnownReference, apply_op, gemm_flops, random_operands
 from ..blas import GemmProblem, Op
+from ..blas.cuda_gemm import CudaParams
 from ..blas.launch_plan import LaunchPlan
 from ..blas.plans import plan_for
 from ..blas.selection import Selection, choose_cuda_params, choose_params, predicted_plans
 from ..blas.vectors import VectorsPlan
+from ..codelets.hopper import Schedule
 from ..dtypes import Dtype
 from ..engine.call import GemmCall, GemmOptions
 from ..engine.dispatch import CUDA_PATH, OPENCL_PLAN, route_elsewhere
@@ -95,6 +97,8 @@ class Explanation:
     alternatives: list[Alternative] = field(default_factory=list)
     #: the plan shown is the CUDA path's, which numpy operands take (else OpenCL's, device arrays' plan)
     on_cuda: bool = False
+    #: how the CUDA path's kernel shares the blocks of C out among its blocks (empty for OpenCL's)
+    sharing: str = ""
 
     @property
     def tflops(self) -> float:
@@ -183,8 +187,7 @@ def _explain_cuda(route: CudaHostRoute, device: Device, shape: Shape, a: np.ndar
                 hosts.append(time.perf_counter() - start)
             ctx.finish()
             ctx.download(result, memory[2])
-            stored_a, stored_b = stored_operands(memory, a, b, shape)
-            grid = plan.schedule(stored_a, stored_b).grid[0]
+            schedule = plan.schedule(*stored_operands(memory, a, b, shape))
         finally:
             for block in memory:
                 block.release()
@@ -196,8 +199,16 @@ def _explain_cuda(route: CudaHostRoute, device: Device, shape: Shape, a: np.ndar
     device_seconds = statistics.median(sum(s + g for _, s, g in run) for run in timed)
     return Explanation(dt, shape, device.label, ctx.multiprocessors, CUDA_PATH,
                        f"{plan.params.describe()} ({chosen.source})", chosen.backend,
-                       " ; ".join(x.name for x in launches),
-                       grid, launches, device_seconds, statistics.median(hosts), error, on_cuda=True)
+                       " ; ".join(x.name for x in launches), schedule.grid[0], launches, device_seconds,
+                       statistics.median(hosts), error, on_cuda=True, sharing=_sharing(plan.params, schedule))
+
+
+def _sharing(params: CudaParams, schedule: Schedule) -> str:
+    """How a CUDA kernel's blocks take the blocks of C: whole, in rounds, and those whose K they share."""
+    tile = f"{params.block_m * params.cluster} x {params.block_n}"
+    shared = schedule.tiles - schedule.whole if schedule.arrivals else 0
+    return (f"{schedule.tiles} block{'s' * (schedule.tiles != 1)} of C of {tile}"
+            + (f", the K of {shared} shared by {schedule.grid[0]} blocks (stream-K)" if shared else ""))
 
 
 def _alternative(ctx: DeviceContext, problem: GemmProblem, other: Selection, gflops: float, buffers: list,
@@ -283,7 +294,7 @@ def describe(found: Explanation) -> list[str]:
              f"host enqueue {found.host_seconds * us:.1f} us, error {found.error:.1e}",
              f"the product's kernel: {found.work_groups} {unit}{'s' * (found.work_groups != 1)} on "
              f"{found.compute_units} {'multiprocessors' if found.on_cuda else 'compute units'} "
-             f"({found.waves:.2f} a unit)",
+             f"({found.waves:.2f} a unit)" + (f": {found.sharing}" if found.sharing else ""),
              "launches (device us, idle us before)" + ("" if found.route == OPENCL_PLAN or found.on_cuda else
                                                       ", of the plan device arrays run on") + ":"]
     lines = [part for line in head for part in textwrap.wrap(line, 80, subsequent_indent="  ")]

@@ -464,16 +464,17 @@ def rounds(tiles: int, clusters: int, k_tiles: int) -> float:
 
 @dataclass(frozen=True)
 class Schedule:
-    """A launch of a kernel of the families: its ``grid``; for a kernel that ``shares_k`` (it takes
-    three more arguments), the blocks of C (in clusters) it computes ``whole`` before sharing the K of
-    the rest, and the device memory the shared ones take: the partial sums' (``partial_bytes``), and the
-    counters of the parts' arrivals (``arrivals`` int32, zero at launch)."""
+    """A launch of a kernel of the families over ``tiles`` blocks of C (in clusters): its ``grid``; for a
+    kernel that ``shares_k`` (it takes three more arguments), the blocks of C it computes ``whole``
+    before sharing the K of the rest, and the device memory the shared ones take: the partial sums'
+    (``partial_bytes``), and the counters of the parts' arrivals (``arrivals`` int32, zero at launch)."""
 
     grid: tuple[int]
     shares_k: bool
     whole: int
     partial_bytes: int
     arrivals: int
+    tiles: int = 0              # the blocks of C (in clusters)
 
 
 @dataclass(frozen=True)
@@ -504,8 +505,8 @@ class Rendered:
         whole, working = shared_out(tiles, clusters, -(-k // p.block_k)) if p.shares_k else (tiles, tiles)
         grid = working * p.cluster
         if whole == tiles:
-            return Schedule((grid,), p.shares_k, whole, 0, 0)
-        return Schedule((grid,), True, whole, 2 * grid * p.sum_bytes, (tiles - whole) * p.cluster * p.teams)
+            return Schedule((grid,), p.shares_k, whole, 0, 0, tiles)
+        return Schedule((grid,), True, whole, 2 * grid * p.sum_bytes, (tiles - whole) * p.cluster * p.teams, tiles)
 
     @property
     def block(self) -> tuple[int]:
