@@ -507,3 +507,27 @@ def test_wall_medians_time_their_calls_in_turn_so_a_slow_spell_slows_each_alike(
     order.clear()
     alone = [peers.wall_median(call("a"), 7)[0], peers.wall_median(call("b"), 7)[0]]
     assert alone[0] > alone[1] + 0.004                                   # the spell on the first alone
+
+
+def test_numpy_is_timed_in_turn_with_autogemms_numpy_call_and_once_after_it_where_large(monkeypatch):
+    from autogemm.bench import peers, runner
+
+    monkeypatch.setattr(runner, "HOST_SETTLE_SECONDS", 0.0)
+    monkeypatch.setattr(peers, "WARMUP_SECONDS", 0.0)
+    monkeypatch.setattr(peers, "TIMED_SECONDS", 0.0)
+    a = np.random.default_rng(3).random((20, 30))
+    product, small = peers.numpy_product(a, a.T.copy())
+    made = []
+
+    def counted(large: bool):
+        def numpy_product(*args):
+            return (lambda: made.append(1) or product()), not large
+        return numpy_product
+
+    for large, numpy_calls in ((False, 1 + 3), (True, 1)):
+        made.clear()
+        monkeypatch.setattr(peers, "numpy_product", counted(large))
+        mine, theirs = runner.end_to_end("cpu", "d", a, a.T.copy(), "N", "N", False, 3, beside_numpy=True)
+        assert mine.name == "autogemm e2e" and theirs.name == "numpy" and len(made) == numpy_calls
+        assert np.allclose(mine.result, theirs.result) and theirs.seconds > 0
+    assert len(runner.end_to_end("cpu", "d", a, a.T.copy(), "N", "N", False, 3)) == 1

@@ -39,7 +39,7 @@ from ..shares.host import HOST
 from ..tuning import fma
 from . import peers as peer_functions
 from .peaks import MEASURED_FMA, TENSOR, tensor_peak_tflops
-from .peers import PeerResult, wall_medians
+from .peers import PeerResult, wall_median, wall_medians
 from .shapes import Shape
 
 AUTOGEMM = "autogemm"
@@ -250,10 +250,10 @@ def end_to_end(device: str, dtype: str, a: np.ndarray, b: np.ndarray, trans_a: s
     """``gemm`` from numpy to numpy on ``device`` (a specification), streamed where large, or shared with
     the host as the device profile's hybrid entry says (``with_host``), timed by the wall clock; with
     ``beside_numpy``, numpy's own product too, the two timed in turn (``peers.wall_medians``), as one
-    program using both runs them. It runs in a process of its own, as a numpy user's program would:
-    the bench's own timings make a CUDA context for products on the CUDA path, which would stay beside
-    this call's OpenCL context, and a CUDA context slows the OpenCL one in its process (see
-    ``peers.in_own_process``)."""
+    program using both runs them (numpy's once, after, where it is large: ``peers.numpy_product``). It
+    runs in a process of its own, as a numpy user's program would: the bench's own timings make a CUDA
+    context for products on the CUDA path, which would stay beside this call's OpenCL context, and a
+    CUDA context slows the OpenCL one in its process (see ``peers.in_own_process``)."""
     dt, found = DTYPES[dtype], find_device(device)
     # as a numpy user calls it: the options that are not their defaults, the default device unnamed
     given: dict = {"devices": [found, HOST]} if with_host else {} if found == default_device() else {"device": found}
@@ -262,11 +262,13 @@ def end_to_end(device: str, dtype: str, a: np.ndarray, b: np.ndarray, trans_a: s
         given["precision"] = dt.precision
     if dt.output.numpy != a.dtype:
         given["out_dtype"] = dt.output.numpy
-    calls = [lambda: gemm(a, b, **given)]
-    if beside_numpy:
-        calls.append(peer_functions.numpy_product(a, b, trans_a, trans_b)[0])
+    product, small = peer_functions.numpy_product(a, b, trans_a, trans_b)
+    in_turn = beside_numpy and small
     time.sleep(HOST_SETTLE_SECONDS)
-    timed = wall_medians(calls, runs)
+    timed = wall_medians([lambda: gemm(a, b, **given), *([product] if in_turn else [])], runs)
+    if beside_numpy and not in_turn:        # long enough to be timed once, after
+        time.sleep(HOST_SETTLE_SECONDS)
+        timed.append(wall_median(product, 1, warmup=False))
     names = [(WITH_HOST if with_host else AUTOGEMM) + END_TO_END, "numpy"]
     return [PeerResult(name, seconds, out) for name, (seconds, out) in zip(names, timed)]
 
