@@ -247,8 +247,8 @@ class CudaGemm:
             return launch
         work: list[DeviceMemory] = []
         flag = self._unsplit_flag(stream, work)
-        mn_major, c_transposed = reading(self.params, (self._lies(a), self._lies(b)))
-        rendered, function, schedule = self._layout(mn_major, c_transposed)
+        rendered, function, schedule = self._kernel(a, b)
+        c_transposed = rendered.c_transposed
         first, second, m, n = (b, a, self.n, self.m) if c_transposed else (a, b, self.m, self.n)
         shared, counters = shared_k_arguments(self.ctx, schedule, stream, work)
         sources = self._arranged((first, second), rendered, stream, work, counters)
@@ -276,7 +276,12 @@ class CudaGemm:
     def schedule(self, a: DeviceOperand, b: DeviceOperand) -> Schedule:
         """How the product's kernel is launched over operands lying as ``a`` and ``b`` do (its grid, and
         the blocks of C it shares the K of)."""
-        return self._layout(*reading(self.params, (self._lies(a), self._lies(b))))[2]
+        return self._kernel(a, b)[2]
+
+    def _kernel(self, a: DeviceOperand, b: DeviceOperand) -> tuple[Rendered, object, Schedule]:
+        """The kernel that reads operands lying as ``a`` and ``b`` do with the fewest passes (``reading``;
+        its ``c_transposed``: given as B^T and A^T), its compiled function and schedule (``_layout``)."""
+        return self._layout(*reading(self.params, (self._lies(a), self._lies(b))))
 
     def _layout(self, mn_major: tuple[bool, bool], c_transposed: bool = False
                 ) -> tuple[Rendered, object, Schedule]:
@@ -332,18 +337,22 @@ class CudaGemm:
             return [stored.memory for stored in operands]
         memory: list[DeviceMemory] = []
         args: list[Argument] = []
-        rows = [stored.rows if lay else 0 for lay, stored in zip(laying, operands)]
         none: Argument = (0, ctypes.c_void_p)
-        for lay, laid_rows, stored in zip(laying, rows, operands):
-            arranged = self.ctx.allocate(laid_rows * self.padded * self.element_bytes, stream) if lay else None
-            work += [arranged] if lay else []
-            memory.append(arranged if lay else stored.memory)
-            args += [(stored.memory, None) if lay else none, (arranged, None) if lay else none,
-                     (laid_rows, ctypes.c_int), (stored.ld, ctypes.c_longlong),
-                     (k_major.flags(stored.transposed, stored.conjugated), ctypes.c_int)]
+        for lay, stored in zip(laying, operands):
+            if lay:                 # from where it lies into memory of its own, its rows laid out
+                arranged = self.ctx.allocate(stored.rows * self.padded * self.element_bytes, stream)
+                work.append(arranged)
+                memory.append(arranged)
+                args += [(stored.memory, None), (arranged, None), (stored.rows, ctypes.c_int)]
+            else:                   # read where it lies: no rows to lay out
+                memory.append(stored.memory)
+                args += [none, none, (0, ctypes.c_int)]
+            flags = k_major.flags(stored.transposed, stored.conjugated)
+            args += [(stored.ld, ctypes.c_longlong), (flags, ctypes.c_int)]
         zeroed = 0 if counters is None else counters.nbytes // 4
         args += [(self.k, ctypes.c_int), (self.padded, ctypes.c_int), (counters, None) if zeroed else none,
                  (zeroed, ctypes.c_int)]
+        rows = [stored.rows if lay else 0 for lay, stored in zip(laying, operands)]
         self.ctx.launch(self.arrange, k_major.grid(*rows, self.padded, self.element_bytes),
                         (k_major.TILE_ROWS, k_major.ROWS_PER_PASS), args, stream=stream)
         return memory

@@ -474,7 +474,7 @@ class Schedule:
     whole: int
     partial_bytes: int
     arrivals: int
-    tiles: int = 0              # the blocks of C (in clusters)
+    tiles: int
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ UNROLLS = (1, 2, 4, 8)
 WAVES = (0, 1, 2, 4, 8, 16)
 VECTORS = (1, 2, 4, 8, 16)
 #: ``fitted_to`` in layout N: a reduction of at most SHORT_STEPS steps of the work-group is read by as few
-#: as SHORT_LANES work-items a row while the work-groups cover SHORT_FILL times the compute units (over
-#: the 72 programs-suite SGEMM products on GEMV, the H200: 8 of the 11 changed 1.05x to 1.56x faster,
-#: none slower; of 1 to 8 steps and 0 to 2 times the compute units, the best).
+#: as SHORT_LANES work-items a row while the work-groups cover SHORT_FILL times the compute units (the
+#: best of 1 to 8 steps and 0 to 2 times the compute units on the programs suite's GEMV products: the
+#: figures are in the routines guide).
 SHORT_STEPS, SHORT_LANES, SHORT_FILL = 4, 4, 2
 
 
