@@ -97,6 +97,6 @@ def test_explain_says_how_the_cuda_kernel_shares_out_the_blocks_of_c():
 
     params = WgmmaParams("f16", 64, 1, 4, group=16, out="f16")
     deep = render(params).schedule(40, 173, 31562, 132)
-    assert explaining._sharing(params, deep) == "3 blocks of C of 64 x 64, the K of 3 shared by 92 blocks (stream-K)"
+    assert explaining._sharing(params, deep) == "3 blocks of C of 64 x 64, the K of 3 shared by 90 blocks (stream-K)"
     square = render(params).schedule(4096, 4096, 4096, 132)
     assert explaining._sharing(params, square) == "4096 blocks of C of 64 x 64"

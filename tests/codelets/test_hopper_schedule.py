@@ -17,17 +17,24 @@ def test_whole_rounds_stay_whole_and_a_last_round_of_few_blocks_is_shared():
     assert shared_out(264, 132, 256) == (264, 132)           # two whole rounds: nothing idles
     assert shared_out(288, 132, 128) == (264, 132)           # 2 rounds and 24 blocks: those shared
     assert shared_out(1024, 132, 256) == (1024, 132)         # 7 rounds and 100: most would work anyway
-    assert shared_out(16, 132, 224) == (0, 132)              # one round of 16 blocks: all shared
+    assert shared_out(16, 132, 224) == (0, 128)              # one round of 16 blocks: shared by 8 clusters each
     assert shared_out(72, 132, 256) == (72, 72)
     assert rounds(288, 132, 128) == pytest.approx(2 + 24 / 132 + SHARE_COST)
     assert rounds(1024, 132, 256) == 8
 
 
+def test_a_shared_round_takes_a_multiple_of_its_blocks_of_c_in_clusters():
+    """Each block of C's K cut at the same tiles of K: its clusters read the same rows of A and B together."""
+    for tiles in (1, 5, 7, 16, 33, 44):
+        whole, working = shared_out(tiles, 132, 10**4)
+        assert whole == 0 and working % tiles == 0 and 132 - tiles < working <= 132
+
+
 def test_a_round_whose_k_is_too_short_for_every_cluster_is_shared_by_fewer():
-    assert shared_out(16, 132, -(-MIN_SHARE * 132 // 16)) == (0, 132)
+    assert shared_out(16, 132, -(-MIN_SHARE * 132 // 16)) == (0, 128)
     assert shared_out(16, 132, 4 * MIN_SHARE) == (0, 64)      # 64 clusters, each its least share
     assert rounds(16, 132, 4 * MIN_SHARE) == pytest.approx(16 / 64 + SHARE_COST)
-    assert shared_out(3, 132, 493) == (0, 92)                 # 3 blocks of a deep product
+    assert shared_out(3, 132, 493) == (0, 90)                 # 3 blocks of a deep product
     # too few clusters for the round to end sooner shared
     assert shared_out(16, 132, 3 * MIN_SHARE // 2) == (16, 16)
     assert rounds(16, 132, 3 * MIN_SHARE // 2) == 1
@@ -58,13 +65,15 @@ def test_a_schedule_gives_its_grid_and_the_memory_shared_k_takes(rendered):
     assert some.partial_bytes == 2 * working * p.cluster * p.block_m * p.block_n * 4
     # those blocks over a long K: every block of the GPU takes a share of their K
     shared = rendered.schedule(4 * p.block_m + 1, 3 * p.block_n, long_k, 132)
-    assert shared.grid == (132,) and shared.whole == 0
-    assert shared.partial_bytes == 2 * 132 * p.block_m * p.block_n * 4
-    assert shared.arrivals == tiles * p.cluster * p.consumers
+    working = 132 // p.cluster - 132 // p.cluster % tiles        # a multiple of the blocks of C
+    assert shared.grid == (working * p.cluster,) and shared.whole == 0
+    assert shared.partial_bytes == 2 * working * p.cluster * p.block_m * p.block_n * 4
+    assert shared.arrivals == (tiles + working) * p.cluster * p.consumers     # a counter a pair
     # 2 rounds of clusters and a few blocks more: those few shared
     clusters = 132 // p.cluster
     many = rendered.schedule((2 * clusters + 3) * p.cluster * p.block_m, p.block_n, long_k, 132)
-    assert many.grid == (132,) and many.whole == 2 * clusters and many.arrivals == 3 * p.cluster * p.consumers
+    assert many.grid == (132,) and many.whole == 2 * clusters
+    assert many.arrivals == (3 + clusters) * p.cluster * p.consumers
 
 
 def test_the_dmma_family_keeps_every_block_of_c_whole():

@@ -263,6 +263,49 @@ def test_mn_major_operands_agree_with_float64_on_hopper(hopper, params, monkeypa
         assert np.abs(got - want).max() <= bound * np.abs(want).max(), mn_major
 
 
+@pytest.mark.gpu
+@pytest.mark.cuda
+@pytest.mark.parametrize("params", MN_CONFIGS[1:], ids=[c.describe() for c in MN_CONFIGS[1:]])
+def test_many_clusters_sum_the_k_of_few_blocks_of_c_in_pairs_the_same_bits_every_run(hopper, params, monkeypatch):
+    """A deep product of 2 blocks of C whose K 13 clusters share (78 tiles of K, 6 a cluster: each block of
+    C's K in 7 pieces, a tree of pairs with a right half missing), against float64, over a NaN C; two
+    launches give the same bits whichever cluster reaches a pair first."""
+    monkeypatch.setattr(hopper_module, "shared_out", lambda tiles, clusters, k_tiles: (0, clusters))
+    import ml_dtypes
+
+    from autogemm.runtime.cuda import CudaContext
+
+    ctx = CudaContext(hopper)
+    m, n, k = params.block_m * params.cluster - 5, params.block_n + 3, 39 * params.block_k - 8
+    rng = np.random.default_rng(13)
+    operand = np.float16 if params.operand == "f16" else ml_dtypes.bfloat16
+    a, b = rng.uniform(-1, 1, (m, k)).astype(operand), rng.uniform(-1, 1, (n, k)).astype(operand)
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    out = {"f32": np.float32, "f16": np.float16}[params.out]
+    rendered = render(params)
+    assert rendered.schedule(m, n, k, 13 * params.cluster).grid == (13 * params.cluster,)
+    function = ctx.function(compile_cuda(rendered.source, rendered.name), rendered.name)
+    operands = []
+    for x in (a, b):
+        memory = ctx.allocate(x.nbytes)
+        ctx.upload(memory, x.view(np.uint16))
+        operands.append(memory)
+    runs = []
+    for _ in range(2):
+        dc = ctx.allocate(m * n * np.dtype(out).itemsize)
+        ctx.upload(dc, np.full((m, n), np.nan, out))
+        _launch(ctx, function, rendered, operands, dc, (m, n, k), 13 * params.cluster, 1.0, 0.0)
+        runs.append(np.empty((m, n), out))
+        ctx.download(runs[-1], dc)
+        dc.release()
+    for memory in operands:
+        memory.release()
+    assert np.isfinite(runs[0]).all()
+    bound = 1e-5 * k if params.out == "f32" else 2e-3
+    assert np.abs(runs[0] - want).max() <= bound * np.abs(want).max()
+    assert np.array_equal(runs[0].view(np.uint8), runs[1].view(np.uint8))
+
+
 def _launch(ctx, function, rendered, operands, c, shape, blocks, alpha, beta):
     """Launch ``rendered`` on the device memory of A and B (``operands``, each lying as the kernel reads
     it) and C for an M x N x K ``shape`` on at most ``blocks`` blocks, C stored by TMA where C's rows

@@ -290,11 +290,12 @@ def test_auto_takes_the_backend_and_configuration_the_profile_measured_faster(de
 def test_the_tile_of_c_is_fitted_to_the_product(m, n, k, tile):
     """Products of few blocks of C take smaller tiles, so that every multiprocessor works, or share the K
     of a last round of few blocks (the last two: 12 and 24 blocks over 132 multiprocessors); the tiles
-    were the fastest for these shapes on the H100. The rest of the configuration is kept, 3xtf32 gets no
+    were the fastest for these shapes on the H100 (TF32 over as many tiles of K of its own, half as deep).
+    The rest of the configuration is kept, 3xtf32 gets no
     tile it cannot hold."""
     for key in ("h", "b", "s.tf32"):
         default = CUDA_DEFAULTS[key]
-        got = fitted(default, m, n, k, 132)
+        got = fitted(default, m, n, k * default.block_k // 64, 132)      # as many tiles of K in TF32
         assert (got.block_m, got.block_n) == tile
         assert replace(got, block_n=default.block_n, consumers=default.consumers) == default
     three = fitted(CUDA_DEFAULTS["s.3xtf32"], m, n, k, 132)

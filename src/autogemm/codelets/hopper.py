@@ -137,7 +137,7 @@ SHARED_K_HELPERS = r"""
 // Stream-K: the clusters compute the first ``whole`` clusters' blocks of C whole, in turn, and share the
 // tiles of K of the rest (``parts`` of them: ``parts`` x ``k_tiles`` tiles of K) evenly, cluster c taking
 // tiles of K c P / clusters to (c + 1) P / clusters - 1 of them in order (P = parts x k_tiles): a block of
-// C whose K several clusters share is a "part", summed by the last of them to finish (``gathered``).
+// C whose K several clusters share is a "part", summed by the clusters that share it (``gathered``).
 // The cluster taking tile of K ``at`` of the parts' (``owner``), and the first tile of K it takes.
 __device__ __forceinline__ int owner(long long at, long long shared_k_tiles, int clusters) {
     return (int)(((at + 1) * clusters - 1) / shared_k_tiles);
@@ -190,37 +190,44 @@ __device__ __forceinline__ void k_range(int tile, const Work& work, int k_tiles,
 
 // Where a team of consumer threads (TEAM_THREADS of them, TEAMS a block, TEAM_SYNC(team) their barrier)
 // holds the sums of COUNT values a thread over only some of a part's K (``part``: its index among the
-// parts): it writes them into ``partials`` (two places a block: the first part a cluster takes and its
-// last), and the team of the last cluster to finish the part reads every cluster's back in the order
-// of K into ``sums`` (true: it stores C; the others return false). Every sum of C is the same whichever
-// finishes last.
+// parts): the clusters that share the part add their sums in pairs, up a binary tree over their order in
+// K (leaves 0 to count - 1), the second team of a pair to arrive carrying the pair's sum up. (A sum by
+// the last team to arrive alone reads every cluster's sums through one multiprocessor, one after
+// another: where a hundred clusters share a block of C, that took as long as the product.) At each pair
+// the team writes its subtree's sums into ``partials`` (two places a block: the first part a cluster
+// takes and its last; those of the subtree's first leaf), counts its arrival at the pair (``arrivals``:
+// a counter for each leaf but the first, from ``from + part`` on; parts + clusters in all) and returns
+// false where it came first; the team that carries the root returns true with the part's sums in
+// ``sums`` (it stores C). The tree is the same whichever team arrives first: so is every sum of C.
 template <int COUNT, typename T>
 __device__ __forceinline__ bool gathered(T* sums, T* partials, int* arrivals, int part, int k_tiles,
                                          long long shared_k_tiles, int cluster_index, int clusters, int rank,
                                          int team, int thread) {
-    __shared__ int last[TEAMS];
-    const long long first = (long long)part * k_tiles;
-    const int from = owner(first, shared_k_tiles, clusters);
-    const int to = owner(first + k_tiles - 1, shared_k_tiles, clusters);
+    __shared__ int first[TEAMS];
+    const long long start = (long long)part * k_tiles;
+    const int from = owner(start, shared_k_tiles, clusters);
+    const int count = owner(start + k_tiles - 1, shared_k_tiles, clusters) - from + 1;
     // a block's sums of its first part, then of its last (a cluster's parts between are whole)
     #define PARTIAL(cluster) (partials + thread + (size_t)TEAM_THREADS * COUNT * (team + TEAMS * (2 * \
         ((cluster) * CLUSTER + rank) + (first_shared(cluster, shared_k_tiles, clusters) / k_tiles == part ? 0 : 1))))
-    T* mine = PARTIAL(cluster_index);
-    #pragma unroll
-    for (int i = 0; i < COUNT; ++i) __stcg(mine + i * TEAM_THREADS, sums[i]);
-    __threadfence();
-    TEAM_SYNC(team);
-    if (thread == 0)
-        last[team] = atomicAdd(arrivals + ((size_t)part * CLUSTER + rank) * TEAMS + team, 1) == to - from;
-    TEAM_SYNC(team);
-    if (!last[team]) return false;
-    __threadfence();
-    #pragma unroll
-    for (int i = 0; i < COUNT; ++i) sums[i] = 0;
-    for (int cluster = from; cluster <= to; ++cluster) {
-        const T* theirs = PARTIAL(cluster);
+    int leaf = cluster_index - from;                   // the first leaf of the subtree this team carries
+    for (int width = 1; width < count; width *= 2) {
+        const int left = leaf & ~(2 * width - 1), right = left + width;
+        if (right >= count) continue;                  // no right half: the left one goes up alone
+        T* mine = PARTIAL(from + leaf);
+        #pragma unroll
+        for (int i = 0; i < COUNT; ++i) __stcg(mine + i * TEAM_THREADS, sums[i]);
+        __threadfence();
+        TEAM_SYNC(team);
+        if (thread == 0)
+            first[team] = atomicAdd(arrivals + ((size_t)(from + part + right) * CLUSTER + rank) * TEAMS + team, 1) == 0;
+        TEAM_SYNC(team);
+        if (first[team]) return false;
+        __threadfence();
+        const T* theirs = PARTIAL(from + (leaf == left ? right : left));
         #pragma unroll
         for (int i = 0; i < COUNT; ++i) sums[i] += __ldcg(theirs + i * TEAM_THREADS);
+        leaf = left;
     }
     #undef PARTIAL
     return true;
@@ -442,13 +449,19 @@ def shared_out(tiles: int, clusters: int, k_tiles: int) -> tuple[int, int]:
     last round would leave most of them idle (``SHARED_ROUND``). Behind whole rounds every cluster works,
     and the last round is shared only where each takes ``MIN_SHARE`` tiles of K; a product of a single
     round shared among fewer clusters where its K is too short for all of them (``MIN_SHARE`` each), if
-    that round then ends sooner (``SHARE_COST``)."""
+    that round then ends sooner (``SHARE_COST``), and among a multiple of its blocks of C: each block's K
+    is then cut at the same tiles of K, so that the clusters reading the same rows of A (or of B) for
+    different blocks read them at about the same time, all but the first from L2. (With another count
+    each block's slices start a fraction of a slice after the last block's, those reads drift apart by
+    up to half a slice, and every block of C reads its operands from memory again.)"""
     remainder = tiles % clusters
     if remainder == 0 or remainder > SHARED_ROUND * clusters:
         return tiles, min(tiles, clusters)
     if tiles > clusters:
         return (tiles, clusters) if remainder * k_tiles < MIN_SHARE * clusters else (tiles - remainder, clusters)
     working = min(clusters, tiles * k_tiles // MIN_SHARE)
+    if working > tiles:
+        working -= working % tiles          # each block of C's K cut at the same tiles of K
     return (0, working) if working * (1 - SHARE_COST) > tiles else (tiles, tiles)
 
 
@@ -506,7 +519,8 @@ class Rendered:
         grid = working * p.cluster
         if whole == tiles:
             return Schedule((grid,), p.shares_k, whole, 0, 0, tiles)
-        return Schedule((grid,), True, whole, 2 * grid * p.sum_bytes, (tiles - whole) * p.cluster * p.teams, tiles)
+        counters = (tiles - whole + working) * p.cluster * p.teams      # one a pair of clusters (gathered)
+        return Schedule((grid,), True, whole, 2 * grid * p.sum_bytes, counters, tiles)
 
     @property
     def block(self) -> tuple[int]:
