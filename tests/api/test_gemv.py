@@ -111,6 +111,25 @@ def test_a_split_reduction_is_summed_in_its_one_launch(ctx):
     assert unsplit.slices == 1
 
 
+def test_small_work_groups_split_a_long_reduction_until_as_many_work_items_run(ctx):
+    """A configuration of 32-item work-groups splits a long reduction of few outputs until about as many
+    work-items run as one of 256-item groups would (``FILL_WORK_ITEMS``); over a reduction too short for
+    slices of ``FILL_MIN_SLICE``, as its ``waves`` alone say."""
+    def items(plan):
+        return plan.work_groups * plan.params.work_group_size
+
+    units = ctx.device.compute_units
+    deep = GemvProblem(DTYPES["s"], 3, 10**6, Op(), 10**6)
+    small, large = (gemv_plan(ctx, deep, GemvParams("N", 32, rows, 1, 2, 1)) for rows in (1, 8))
+    assert large.slices == units                              # one 256-item group of 3 outputs a unit
+    assert items(large) <= items(small) < items(large) + 3 * 32
+    assert small.slices > -(-units // 3)                      # more than its waves alone
+    short = gemv_plan(ctx, GemvProblem(DTYPES["s"], 3, 3000, Op(), 3000), GemvParams("N", 32, 1, 1, 2, 1))
+    assert short.slices == min(-(-units // 3), -(-3000 // 64))
+    for plan in (small, large, short):
+        plan.release()
+
+
 @pytest.mark.parametrize("letter", ["s", "z", "h"])
 @pytest.mark.parametrize("trans", ["N", "T", "C"])
 @pytest.mark.parametrize("order", ["C", "F"])

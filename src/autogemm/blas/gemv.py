@@ -34,6 +34,13 @@ _SAFE = {layout: codelet.GemvParams(layout, 1, 1, 1, 1, 0) for layout in codelet
 #: slices, ``GemvParams.summing_lanes``); more, and that one work-group's reads take longer than the
 #: merge's launch of its own, whose work-items each read one output's.
 SUMMED_MAX_READS = 1024
+#: The work-items a work-group of a configuration's ``waves`` stands for: a configuration of smaller
+#: work-groups splits the reduction further, so that as many work-items read A (a class tuned on long,
+#: wide problems in groups of 32 work-items, met by a few outputs over a long reduction, ran a wave of
+#: them on a GPU made to hold thousands of work-items a unit), as long as each slice keeps
+#: ``FILL_MIN_SLICE`` elements of the reduction: shorter slices ran slower than fewer (the figures are in
+#: the routines guide).
+FILL_WORK_ITEMS, FILL_MIN_SLICE = 256, 1536
 
 
 @dataclass(frozen=True)
@@ -175,11 +182,16 @@ class GemvLaunchPlan:
     def _split(self) -> tuple[int, int]:
         """(slices, chunk): how many work-groups share each output's reduction, and how many elements of
         it each takes (a whole number of reduction steps). Split until about ``waves`` x compute units
-        work-groups run, no further than one step per slice."""
+        work-groups run, or for groups under ``FILL_WORK_ITEMS`` work-items until as many work-items run
+        (slices of ``FILL_MIN_SLICE`` at least), no further than one step per slice."""
         p, pr = self.params, self.problem
         step, length = p.reduction_step, max(pr.reduction, 1)
         groups = ceil_div(max(pr.outputs, 1), p.outputs_per_group) * self.vector_groups
-        wanted = ceil_div(p.waves * self.ctx.device.compute_units, groups) if p.waves else 1
+        waves = p.waves * self.ctx.device.compute_units
+        wanted = ceil_div(waves, groups) if p.waves else 1
+        if p.waves and p.work_group_size < FILL_WORK_ITEMS:
+            filled = ceil_div(waves * FILL_WORK_ITEMS // p.work_group_size, groups)
+            wanted = max(wanted, min(filled, length // FILL_MIN_SLICE))
         slices = max(1, min(wanted, ceil_div(length, step)))
         chunk = round_up(ceil_div(length, slices), step)
         return ceil_div(length, chunk), chunk
