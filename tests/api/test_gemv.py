@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import autogemm
 from autogemm.accuracy import random_matrix, relative_error
 from autogemm.blas import Op
+from autogemm.blas import gemv as gemv_module
 from autogemm.blas.gemv import GemvProblem
 from autogemm.blas.plans import gemv_plan
 from autogemm.codelets.gemv import GemvParams, check
@@ -111,22 +112,21 @@ def test_a_split_reduction_is_summed_in_its_one_launch(ctx):
     assert unsplit.slices == 1
 
 
-def test_small_work_groups_split_a_long_reduction_until_as_many_work_items_run(ctx):
+def test_small_work_groups_split_a_long_reduction_until_as_many_work_items_run(ctx, monkeypatch):
     """A configuration of 32-item work-groups splits a long reduction of few outputs until about as many
-    work-items run as one of 256-item groups would (``FILL_WORK_ITEMS``); over a reduction too short for
-    slices of ``FILL_MIN_SLICE``, as its ``waves`` alone say."""
-    def items(plan):
-        return plan.work_groups * plan.params.work_group_size
-
-    units = ctx.device.compute_units
-    deep = GemvProblem(DTYPES["s"], 3, 10**6, Op(), 10**6)
-    small, large = (gemv_plan(ctx, deep, GemvParams("N", 32, rows, 1, 2, 1)) for rows in (1, 8))
-    assert large.slices == units                              # one 256-item group of 3 outputs a unit
-    assert items(large) <= items(small) < items(large) + 3 * 32
-    assert small.slices > -(-units // 3)                      # more than its waves alone
-    short = gemv_plan(ctx, GemvProblem(DTYPES["s"], 3, 3000, Op(), 3000), GemvParams("N", 32, 1, 1, 2, 1))
-    assert short.slices == min(-(-units // 3), -(-3000 // 64))
-    for plan in (small, large, short):
+    work-items run as ``waves`` x compute units groups of ``FILL_WORK_ITEMS`` would (a slice rounded to
+    whole steps of the work-group); over a reduction too short for two slices of ``FILL_MIN_SLICE``, as
+    its ``waves`` alone say."""
+    params = GemvParams("N", 32, 1, 1, 2, 1)
+    deep, short = (GemvProblem(DTYPES["s"], 3, length, Op(), length) for length in (10**7, 3000))
+    wanted = ctx.device.compute_units * gemv_module.FILL_WORK_ITEMS
+    small, short_small = (gemv_plan(ctx, problem, params) for problem in (deep, short))
+    monkeypatch.setattr(gemv_module, "FILL_WORK_ITEMS", 0)          # as waves alone would split them
+    waves_only, short_waves_only = (gemv_plan(ctx, problem, params) for problem in (deep, short))
+    assert small.slices > waves_only.slices
+    assert 0.9 * wanted <= small.work_groups * params.work_group_size < 1.1 * wanted + 3 * 32
+    assert short_small.slices == short_waves_only.slices
+    for plan in (small, short_small, waves_only, short_waves_only):
         plan.release()
 
 

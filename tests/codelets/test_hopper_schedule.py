@@ -17,17 +17,18 @@ def test_whole_rounds_stay_whole_and_a_last_round_of_few_blocks_is_shared():
     assert shared_out(264, 132, 256) == (264, 132)           # two whole rounds: nothing idles
     assert shared_out(288, 132, 128) == (264, 132)           # 2 rounds and 24 blocks: those shared
     assert shared_out(1024, 132, 256) == (1024, 132)         # 7 rounds and 100: most would work anyway
-    assert shared_out(16, 132, 224) == (0, 128)              # one round of 16 blocks: shared by 8 clusters each
+    assert shared_out(16, 132, 224) == (0, 128)              # one round of 16 blocks: 8 clusters each
     assert shared_out(72, 132, 256) == (72, 72)
     assert rounds(288, 132, 128) == pytest.approx(2 + 24 / 132 + SHARE_COST)
     assert rounds(1024, 132, 256) == 8
 
 
-def test_a_shared_round_takes_a_multiple_of_its_blocks_of_c_in_clusters():
+def test_a_single_round_is_shared_among_a_multiple_of_its_blocks_of_c():
     """Each block of C's K cut at the same tiles of K: its clusters read the same rows of A and B together."""
     for tiles in (1, 5, 7, 16, 33, 44):
         whole, working = shared_out(tiles, 132, 10**4)
         assert whole == 0 and working % tiles == 0 and 132 - tiles < working <= 132
+        assert rounds(tiles, 132, 10**4) == pytest.approx(1 / (working // tiles) + SHARE_COST)
 
 
 def test_a_round_whose_k_is_too_short_for_every_cluster_is_shared_by_fewer():
@@ -63,7 +64,8 @@ def test_a_schedule_gives_its_grid_and_the_memory_shared_k_takes(rendered):
     working = min(132 // p.cluster, tiles * 4)
     assert some.grid == (working * p.cluster,) and some.whole == 0
     assert some.partial_bytes == 2 * working * p.cluster * p.block_m * p.block_n * 4
-    # those blocks over a long K: every block of the GPU takes a share of their K
+    # those blocks over a long K: as many clusters as the GPU runs, less a few (a multiple of the blocks),
+    # take a share of their K
     shared = rendered.schedule(4 * p.block_m + 1, 3 * p.block_n, long_k, 132)
     working = 132 // p.cluster - 132 // p.cluster % tiles        # a multiple of the blocks of C
     assert shared.grid == (working * p.cluster,) and shared.whole == 0

@@ -183,14 +183,15 @@ class GemvLaunchPlan:
         """(slices, chunk): how many work-groups share each output's reduction, and how many elements of
         it each takes (a whole number of reduction steps). Split until about ``waves`` x compute units
         work-groups run, or for groups under ``FILL_WORK_ITEMS`` work-items until as many work-items run
-        (slices of ``FILL_MIN_SLICE`` at least), no further than one step per slice."""
+        (each slice but the last ``FILL_MIN_SLICE`` elements at least), no further than one step per
+        slice."""
         p, pr = self.params, self.problem
         step, length = p.reduction_step, max(pr.reduction, 1)
         groups = ceil_div(max(pr.outputs, 1), p.outputs_per_group) * self.vector_groups
-        waves = p.waves * self.ctx.device.compute_units
-        wanted = ceil_div(waves, groups) if p.waves else 1
+        wave_groups = p.waves * self.ctx.device.compute_units
+        wanted = ceil_div(wave_groups, groups) if p.waves else 1
         if p.waves and p.work_group_size < FILL_WORK_ITEMS:
-            filled = ceil_div(waves * FILL_WORK_ITEMS // p.work_group_size, groups)
+            filled = ceil_div(wave_groups * FILL_WORK_ITEMS // p.work_group_size, groups)
             wanted = max(wanted, min(filled, length // FILL_MIN_SLICE))
         slices = max(1, min(wanted, ceil_div(length, step)))
         chunk = round_up(ceil_div(length, slices), step)

@@ -191,9 +191,9 @@ __device__ __forceinline__ void k_range(int tile, const Work& work, int k_tiles,
 // Where a team of consumer threads (TEAM_THREADS of them, TEAMS a block, TEAM_SYNC(team) their barrier)
 // holds the sums of COUNT values a thread over only some of a part's K (``part``: its index among the
 // parts): the clusters that share the part add their sums in pairs, up a binary tree over their order in
-// K (leaves 0 to count - 1), the second team of a pair to arrive carrying the pair's sum up. (A sum by
-// the last team to arrive alone reads every cluster's sums through one multiprocessor, one after
-// another: where a hundred clusters share a block of C, that took as long as the product.) At each pair
+// K (leaves 0 to count - 1), the second team of a pair to arrive carrying the pair's sum up, so that no
+// multiprocessor reads every cluster's sums one after another (a hundred clusters may share a part;
+// the tree is as deep as the log of their count). At each pair
 // the team writes its subtree's sums into ``partials`` (two places a block: the first part a cluster
 // takes and its last; those of the subtree's first leaf), counts its arrival at the pair (``arrivals``:
 // a counter for each leaf but the first, from ``from + part`` on; parts + clusters in all) and returns
@@ -449,11 +449,7 @@ def shared_out(tiles: int, clusters: int, k_tiles: int) -> tuple[int, int]:
     last round would leave most of them idle (``SHARED_ROUND``). Behind whole rounds every cluster works,
     and the last round is shared only where each takes ``MIN_SHARE`` tiles of K; a product of a single
     round shared among fewer clusters where its K is too short for all of them (``MIN_SHARE`` each), if
-    that round then ends sooner (``SHARE_COST``), and among a multiple of its blocks of C: each block's K
-    is then cut at the same tiles of K, so that the clusters reading the same rows of A (or of B) for
-    different blocks read them at about the same time, all but the first from L2. (With another count
-    each block's slices start a fraction of a slice after the last block's, those reads drift apart by
-    up to half a slice, and every block of C reads its operands from memory again.)"""
+    that round then ends sooner (``SHARE_COST``), among a multiple of its blocks (``aligned``)."""
     remainder = tiles % clusters
     if remainder == 0 or remainder > SHARED_ROUND * clusters:
         return tiles, min(tiles, clusters)
@@ -461,8 +457,18 @@ def shared_out(tiles: int, clusters: int, k_tiles: int) -> tuple[int, int]:
         return (tiles, clusters) if remainder * k_tiles < MIN_SHARE * clusters else (tiles - remainder, clusters)
     working = min(clusters, tiles * k_tiles // MIN_SHARE)
     if working > tiles:
-        working -= working % tiles          # each block of C's K cut at the same tiles of K
+        working = aligned(tiles, working)
     return (0, working) if working * (1 - SHARE_COST) > tiles else (tiles, tiles)
+
+
+def aligned(tiles: int, working: int) -> int:
+    """The clusters that share a single round of ``tiles`` blocks of C, of ``working`` (more than
+    ``tiles``): a multiple of ``tiles``. Each block's K is then cut at the same tiles of K, so that the
+    clusters reading the same rows of A (or of B) for different blocks read them at about the same time,
+    all but the first from L2. With another count each block's slices start a fraction of a slice after
+    the last block's, those reads drift apart by up to half a slice, and every block of C reads its
+    operands from memory again."""
+    return working - working % tiles
 
 
 def rounds(tiles: int, clusters: int, k_tiles: int) -> float:
@@ -480,7 +486,8 @@ class Schedule:
     """A launch of a kernel of the families over ``tiles`` blocks of C (in clusters): its ``grid``; for a
     kernel that ``shares_k`` (it takes three more arguments), the blocks of C it computes ``whole``
     before sharing the K of the rest, and the device memory the shared ones take: the partial sums'
-    (``partial_bytes``), and the counters of the parts' arrivals (``arrivals`` int32, zero at launch)."""
+    (``partial_bytes``), and the counters of arrivals at the pairs of clusters that add up a part's sums
+    (``arrivals`` int32, zero at launch)."""
 
     grid: tuple[int]
     shares_k: bool
@@ -510,8 +517,8 @@ class Rendered:
         many as the device runs at once (``resident``: one per multiprocessor, in whole clusters;
         ``CudaContext.resident_blocks``), which compute blocks of C whole, in turn, and where the kernel
         can, share the K of the rest where that pays, among all or, where K is short, some of them
-        (``shared_out``); where there are fewer blocks of C than clusters and their K is not shared, one
-        per block of C."""
+        (``shared_out``: a single round among a multiple of its blocks); where there are fewer blocks of C
+        than clusters and their K is not shared, one per block of C."""
         p = self.params
         tiles = -(-m // (p.block_m * p.cluster)) * -(-n // p.block_n)
         clusters = resident // p.cluster

@@ -47,7 +47,8 @@ class GemvParams(FamilyParams):
     wg_y: int = 8           # work-items along a stored column (dimension 1)
     per_item: int = 1       # outputs per work-item (N: rows of A; T: columns, wg_x apart)
     unroll: int = 4         # reduction steps per loop iteration, their loads independent
-    waves: int = 0          # split the reduction until about waves x compute units work-groups run (0: never)
+    waves: int = 0          # split the reduction until about waves x compute units work-groups run, or
+    #                         for groups under 256 work-items as many work-items as such groups (0: never)
     vectors: int = 1        # right-hand sides each work-item multiplies A's elements by (at most)
     build_options: tuple[str, ...] = ()
 
