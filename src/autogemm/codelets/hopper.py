@@ -192,13 +192,13 @@ __device__ __forceinline__ void k_range(int tile, const Work& work, int k_tiles,
 // holds the sums of COUNT values a thread over only some of a part's K (``part``: its index among the
 // parts): the clusters that share the part add their sums in pairs, up a binary tree over their order in
 // K (leaves 0 to count - 1), the second team of a pair to arrive carrying the pair's sum up, so that no
-// multiprocessor reads every cluster's sums one after another (a hundred clusters may share a part;
-// the tree is as deep as the log of their count). At each pair
-// the team writes its subtree's sums into ``partials`` (two places a block: the first part a cluster
-// takes and its last; those of the subtree's first leaf), counts its arrival at the pair (``arrivals``:
-// a counter for each leaf but the first, from ``from + part`` on; parts + clusters in all) and returns
-// false where it came first; the team that carries the root returns true with the part's sums in
-// ``sums`` (it stores C). The tree is the same whichever team arrives first: so is every sum of C.
+// multiprocessor reads every cluster's sums one after another (a hundred clusters may share a part; the
+// tree is as deep as the log of their count). At each pair the team writes its subtree's sums into
+// ``partials`` (two places a block: the first part a cluster takes and its last; those of the subtree's
+// first leaf), counts its arrival at the pair (``arrivals``: a counter for each leaf but the first, from
+// ``from + part`` on; parts + clusters in all) and returns false where it came first; the team that
+// carries the root returns true with the part's sums in ``sums`` (it stores C). The tree is the same
+// whichever team arrives first: so is every sum of C.
 template <int COUNT, typename T>
 __device__ __forceinline__ bool gathered(T* sums, T* partials, int* arrivals, int part, int k_tiles,
                                          long long shared_k_tiles, int cluster_index, int clusters, int rank,
