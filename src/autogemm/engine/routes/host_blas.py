@@ -30,12 +30,13 @@ PLAIN = (1.0, 0.0, "N", "N", "auto", "auto")
 
 
 def plain_product(a: object, b: object) -> np.ndarray | None:
-    """``a @ b`` where a plain call of such operands resolved to the host's BLAS before, under the
-    device's profile of now; None where none did (nor while ``AUTOGEMM_RECORD`` records calls)."""
+    """``a @ b`` (as ``HostRoute.run`` computes it) where a plain call of such operands resolved to the host's
+    BLAS before, under the device's profile of now; None where none did (nor while ``AUTOGEMM_RECORD``
+    records calls)."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray or workload.RECORDER is not None:
         return None
     route = PLAIN_ROUTES.get((a.shape, b.shape, a.dtype, b.dtype))
-    return np.dot(a, b) if route is not None and route.current() else None
+    return a.dot(b) if route is not None and route.current() else None
 
 
 def host_route(call: GemmCall) -> HostRoute | None:
@@ -99,8 +100,9 @@ class HostRoute:
         if c is None and alpha == 0:            # (no product: BLAS's quick return)
             return np.zeros(self.shape, self.dt.numpy)
         if c is None:               # (the commonest call, and a product the host finishes in microseconds)
-            # (np.dot: of two matrices, matmul's product through BLAS, with less of numpy's own overhead)
-            out = np.dot(apply_op(a, self.trans[0]), apply_op(b, self.trans[1]))
+            # (ndarray.dot: of two matrices, matmul's product through BLAS, with less of numpy's own
+            # overhead: neither matmul's ufunc machinery nor np.dot's __array_function__ dispatch)
+            out = apply_op(a, self.trans[0]).dot(apply_op(b, self.trans[1]))
             if alpha != 1:
                 out *= alpha
             return out
