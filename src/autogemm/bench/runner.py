@@ -262,7 +262,8 @@ def end_to_end(device: str, dtype: str, a: np.ndarray, b: np.ndarray, trans_a: s
         given["precision"] = dt.precision
     if dt.output.numpy != a.dtype:
         given["out_dtype"] = dt.output.numpy
-    product, small = peer_functions.numpy_product(a, b, trans_a, trans_b)
+    # (numpy's operands made only where it is timed: a conjugate transpose is a copy)
+    product, small = peer_functions.numpy_product(a, b, trans_a, trans_b) if beside_numpy else (None, False)
     in_turn = beside_numpy and small
     time.sleep(HOST_SETTLE_SECONDS)
     timed = wall_medians([lambda: gemm(a, b, **given), *([product] if in_turn else [])], runs)
