@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from ptxas_report import REPORTED
 
+from autogemm.blas.cuda_gemm import layer_arguments
 from autogemm.codelets.dmma import DmmaParams, render, space
 from autogemm.codelets.dmma.params import DTYPES, GROUPS, MMA_K, STAGES
 from autogemm.runtime.cuda import compile_cuda, cuda_missing
@@ -209,7 +210,8 @@ def _run(twin, params, m, n, k, alpha, beta, multiprocessors=132, mn_major=(Fals
     ctx.launch(function, rendered.schedule(m, n, k, multiprocessors).grid, rendered.block,
                [(ctx.tensor_map(da, rendered.tensor_shape(m, k, mn_major[0]), rendered.tensor_type, box_a), None),
                 (ctx.tensor_map(db, rendered.tensor_shape(n, k, mn_major[1]), rendered.tensor_type, box_b), None),
-                (dc, None), (m, ctypes.c_int), (n, ctypes.c_int), (k, ctypes.c_int), *scalars],
+                (dc, None), (m, ctypes.c_int), (n, ctypes.c_int), (k, ctypes.c_int),
+                *layer_arguments(1, False, False), *scalars],
                rendered.shared_bytes)
     got = np.empty_like(c)
     ctx.download(got, dc)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from ptxas_report import REPORTED
 
-from autogemm.blas.cuda_gemm import shared_k_arguments
+from autogemm.blas.cuda_gemm import layer_arguments, shared_k_arguments
 from autogemm.codelets import float32_product
 from autogemm.codelets import hopper as hopper_module
 from autogemm.codelets.wgmma import WgmmaParams, render, space
@@ -329,7 +329,8 @@ def _launch(ctx, function, rendered, operands, c, shape, blocks, alpha, beta):
         ctx.zero(counters, counters.nbytes)
     ctx.launch(function, schedule.grid, rendered.block,
                [*((x, None) for x in maps), (c, None), (m, ctypes.c_int), (n, ctypes.c_int), (k, ctypes.c_int),
-                (alpha, ctypes.c_float), (beta, ctypes.c_float), *flags, *shared], rendered.shared_bytes)
+                *layer_arguments(1, False, False), (alpha, ctypes.c_float), (beta, ctypes.c_float), *flags,
+                *shared], rendered.shared_bytes)
     ctx.finish()
     for memory in work:
         memory.release()

@@ -270,7 +270,8 @@ def test_auto_takes_the_backend_and_configuration_the_profile_measured_faster(de
     monkeypatch.setattr(cuda_route, "cuda_target", lambda dev, dt: (SimpleNamespace(multiprocessors=132), None))
     monkeypatch.setattr(selection, "profile_for", lambda dev: profile)
     monkeypatch.setattr(cuda_route, "host_result", lambda ctx, shape, dtype, limits: np.empty(shape, dtype))
-    monkeypatch.setattr(cuda_route, "cuda_plan", lambda ctx, dt, m, n, k, params: SimpleNamespace(params=params))
+    monkeypatch.setattr(cuda_route, "cuda_plan",
+                        lambda ctx, dt, m, n, k, params, layers: SimpleNamespace(params=params))
     monkeypatch.setattr(cuda_route, "_run", lambda ctx, plan, a, b, out, *rest: ran.append(plan.params) or out)
     large = np.ones((2048, 2048), np.float16)
     autogemm.gemm(large, large, device=device)
@@ -398,3 +399,84 @@ def test_a_shallow_product_the_cuda_path_would_lay_out_stays_on_opencl_unless_it
     assert goes_to_cuda(DTYPES["h"], 640, 1136, 8, limits, *nn)             # read where it lies: no pass
     assert limits.cuda_laid_out_below("h", 16) == 2**28 and limits.cuda_laid_out_below("h", 17) == 2**22
     assert goes_to_cuda(DTYPES["h"], 645, 1135, 8, Thresholds(cuda_shallow_laid_out_multiply_adds=()), *nn)
+
+
+@pytest.mark.parametrize("key,layout,m,n,k,reads", [
+    ("h", "NN", 64, 64, 64, "as chosen"), ("b", "TT", 72, 136, 200, "as chosen"),
+    ("d", "NT", 64, 64, 64, "as chosen"),          # both K-contiguous: the default reads them
+    ("d", "NN", 64, 64, 64, "MN-major"),           # B stored K x N: the form that reads it as it lies
+    ("s.tf32", "TN", 64, 64, 64, None),            # tf32 reads one operand MN-major, not two
+    ("s.3xtf32", "NT", 64, 64, 64, None),          # planes are split first
+    ("h", "NN", 64, 64, 60, None)])                # rows of 60 halves: not 16-byte aligned
+def test_a_batch_runs_the_form_of_its_configuration_that_reads_the_stacks_as_they_lie(key, layout, m, n, k, reads):
+    from autogemm.engine.routes.cuda_host import batch_params
+
+    ops = Op.from_letter(layout[0], "a"), Op.from_letter(layout[1], "b")
+    params = CUDA_DEFAULTS[key]
+    chosen = batch_params(params, DTYPES[key], m, n, k, *ops)
+    if reads == "MN-major":
+        assert not params.reads_mn_major and chosen == replace(params, reads_mn_major=True)
+    else:
+        assert chosen == (params if reads else None)
+
+
+def test_a_batch_of_small_matrices_stays_on_opencl():
+    """OpenCL's small work-groups waste little on matrices of 16 or 32; the CUDA kernels' blocks are 64 x
+    64 at least. A dtype the thresholds do not name never takes the CUDA path in a batch."""
+    limits = Thresholds()
+    assert [limits.cuda_batch_min(key) for key in ("h", "b", "d", "s.tf32")] == [48, 48, 48, 96]
+    assert limits.cuda_batch_min("s") == float("inf") and limits.cuda_batch_min("s.3xtf32") == float("inf")
+    assert Thresholds.from_dict({"cuda_batch_min_side": {"z": 64}}).cuda_batch_min("z") == 64
+
+
+def _stack(rng, dt, batch, rows, cols, shared):
+    return random_matrix(rng, dt, (rows, cols) if shared else (batch, rows, cols))
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda
+@pytest.mark.parametrize("key", ["h", "b", "d", "s.tf32"])
+@pytest.mark.parametrize("trans_a,trans_b,shared", [("N", "N", False), ("T", "T", False), ("N", "T", "a"),
+                                                    ("T", "N", "b")])
+@pytest.mark.usefixtures("hopper")
+def test_a_strided_batch_runs_on_the_cuda_path_in_one_launch(device, monkeypatch, key, trans_a, trans_b, shared):
+    """A batch of numpy stacks (one operand a matrix every product shares) in every layout its kernel reads
+    as it lies, C poisoned, checked against float64 product by product; the route kept is the CUDA path's
+    plan of the whole batch. (tf32 reads one operand MN-major: TN runs on OpenCL, and is checked too.)"""
+    from autogemm.engine import dispatch
+    from autogemm.engine.routes.cuda_host import CudaHostRoute
+
+    monkeypatch.setattr(dispatch.ROUTES, "_routes", type(dispatch.ROUTES._routes)())
+    dt = DTYPES[key]
+    rng = np.random.default_rng(len(key) + ord(trans_a) + ord(trans_b))
+    batch, m, n, k = 7, 96, 136, 200
+    a = _stack(rng, dt, batch, *((k, m) if trans_a == "T" else (m, k)), shared == "a")
+    b = _stack(rng, dt, batch, *((n, k) if trans_b == "T" else (k, n)), shared == "b")
+    c = np.full((batch, m, n), np.nan, dt.output.numpy)
+    got = autogemm.gemm_batched(a, b, c, trans_a=trans_a, trans_b=trans_b, precision=dt.precision or None,
+                                device=device)
+    assert got is c
+    for i in range(batch):
+        x, y = (a if shared == "a" else a[i]), (b if shared == "b" else b[i])
+        reference = Reference(dt, apply_op(x, trans_a), apply_op(y, trans_b), rng)
+        error, ok = reference.check(got[i])
+        assert ok, f"{key} {trans_a}{trans_b} product {i}: error {error:.2e}"
+    routes = list(dispatch.ROUTES._routes.values())
+    on_cuda = key != "s.tf32" or (trans_a, trans_b) != ("T", "N")
+    assert isinstance(routes[-1], CudaHostRoute) is on_cuda
+    if on_cuda:
+        assert routes[-1].plan.layers == batch
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda
+@pytest.mark.usefixtures("hopper")
+def test_a_cuda_batch_scales_c_by_beta_and_takes_a_stack_of_one_as_shared(device):
+    dt = DTYPES["h"]
+    rng = np.random.default_rng(3)
+    batch, m, n, k = 5, 128, 64, 96
+    a, b = random_matrix(rng, dt, (1, m, k)), random_matrix(rng, dt, (batch, k, n))
+    c = random_matrix(rng, dt, (batch, m, n))
+    want = 0.5 * (a.astype(np.float64) @ b.astype(np.float64)) - 2.0 * c.astype(np.float64)
+    got = autogemm.gemm_batched(a, b, c.copy(), alpha=0.5, beta=-2.0, device=device, backend="cuda")
+    assert np.abs(got - want).max() <= 2e-2 * np.abs(want).max()

@@ -2,7 +2,8 @@
 fresh random data, a warm-up, the median of several runs, every result checked against float64.
 
 - ``run_batch``: one batch (``batch`` products of n x n x n) computed three ways on the same data:
-  autogemm's strided batch (one launch of each kernel, profiling events), autogemm's ``gemm`` called in
+  autogemm's strided batch (one launch of each kernel, on the runtime ``gemm_batched`` of numpy stacks
+  takes it to: OpenCL's or the CUDA path's, timed by its events), autogemm's ``gemm`` called in
   a Python loop over the matrices of device arrays (wall clock to the end of the last product: the loop's
   cost is on the host), and cuBLAS's batched GEMM through ``torch.bmm`` (CUDA events).
 - ``call_overhead``: what the high-level call on device arrays costs on the host beyond the bare plan's
@@ -21,9 +22,14 @@ import numpy as np
 
 from ..accuracy import KnownReference, apply_op, gemm_flops, random_matrix
 from ..api import GemmPlan, gemm
-from ..blas import GemmProblem, LaunchPlan
+from ..blas import GemmProblem, LaunchPlan, Op
+from ..blas.cuda_gemm import CudaGemm, DeviceOperand
 from ..blas.plans import gemm_plan
 from ..dtypes import Dtype
+from ..engine import GemmOptions
+from ..engine.call import GemmCall
+from ..engine.routes.cuda_host import cuda_host_route
+from ..runtime.backend import resident_seconds
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
 from ..runtime.opencl.timing import event_seconds, hold, median, time_enqueue
@@ -57,18 +63,26 @@ def stack_reference(dt: Dtype, a: np.ndarray, b: np.ndarray) -> KnownReference:
 def run_batch(ctx: DeviceContext, dt: Dtype, batch: int, n: int, runs: int, rng: np.random.Generator,
               with_torch: bool = True) -> BatchCase:
     a, b = random_matrix(rng, dt, (batch, n, n)), random_matrix(rng, dt, (batch, n, n))
-    problem = GemmProblem.dense(dt, n, n, n, batch=batch)
-    plan = gemm_plan(ctx, problem)
+    plan = batch_plan(ctx, dt, a, b)
     case = BatchCase(dt.key, batch, n, plan.params.describe())
     reference, flops = stack_reference(dt, a, b), batch * gemm_flops(dt, n, n, n)
     calls: list[tuple[str, Callable[[], PeerResult | None]]] = [
-        (STRIDED, lambda: _strided(ctx, plan, a, b, runs)),
+        (STRIDED, lambda: _strided(plan, a, b, runs)),
         (LOOP, lambda: _loop(ctx, a, b, max(1, runs // 3)))]
     if with_torch:
         calls.append((BMM, lambda: _bmm(a, b, runs)))
     for name, call in calls:
         case.measurements.append(measure(name, call, reference, flops, dt))
     return case
+
+
+def batch_plan(ctx: DeviceContext, dt: Dtype, a: np.ndarray, b: np.ndarray) -> LaunchPlan | CudaGemm:
+    """The plan ``gemm_batched`` computes the strided batch of the stacks ``a`` and ``b`` with: the CUDA
+    path's where it takes the batch, else ``ctx``'s OpenCL plan."""
+    route = cuda_host_route(GemmCall.build(a, b, None, a.shape[0], GemmOptions(device=ctx.device)))
+    if route is not None:
+        return route.plan
+    return gemm_plan(ctx, GemmProblem.dense(dt, a.shape[1], b.shape[2], a.shape[2], batch=a.shape[0]))
 
 
 def _device_operands(ctx: DeviceContext, a: np.ndarray, b: np.ndarray) -> tuple[ocl.DeviceArray, ...]:
@@ -78,13 +92,28 @@ def _device_operands(ctx: DeviceContext, a: np.ndarray, b: np.ndarray) -> tuple[
     return ocl.to_device(queue, a), ocl.to_device(queue, b), c
 
 
-def _strided(ctx: DeviceContext, plan: LaunchPlan, a: np.ndarray, b: np.ndarray, runs: int) -> PeerResult:
-    da, db, dc = _device_operands(ctx, a, b)
-    try:
-        times = time_enqueue(ctx.queue, lambda: plan.enqueue(da.data, db.data, dc.data), warmup=1, runs=runs)
-        return PeerResult(STRIDED, median(times), dc.get())
-    finally:
-        plan.release()
+def _strided(plan: LaunchPlan | CudaGemm, a: np.ndarray, b: np.ndarray, runs: int) -> PeerResult:
+    """The strided batch of ``plan`` on stacks on its device, C poisoned with NaN, as its runtime times it."""
+    runtime = plan.ctx
+    result = np.full(a.shape[:-1] + b.shape[-1:], np.nan, a.dtype)
+    with runtime.session():
+        memory = [runtime.allocate(x.nbytes) for x in (a, b, result)]
+        try:
+            for to, x in zip(memory, (a, b, result)):
+                runtime.upload(to, x)
+            if isinstance(plan, CudaGemm):
+                stored_a = DeviceOperand.of_a(memory[0], plan.m, plan.k, Op(), a[0].size)
+                stored_b = DeviceOperand.of_b(memory[1], plan.n, plan.n, Op(), b[0].size)
+                seconds = resident_seconds(runtime, lambda: plan.enqueue(stored_a, stored_b, memory[2], 1.0, 0.0), runs)
+            else:
+                seconds = resident_seconds(runtime, lambda: plan.enqueue(*memory), runs)
+            runtime.download(result, memory[2])
+        finally:
+            for block in memory:
+                block.release()
+            if not isinstance(plan, CudaGemm):          # (the CUDA path's plans keep nothing between calls)
+                plan.release()
+    return PeerResult(STRIDED, seconds, result)
 
 
 def _loop(ctx: DeviceContext, a: np.ndarray, b: np.ndarray, runs: int) -> PeerResult:

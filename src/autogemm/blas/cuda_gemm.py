@@ -67,13 +67,14 @@ def no_kernels(dt: Dtype) -> str | None:
     return None if dt.key in CUDA_DEFAULTS else f"{dt.routine} has no CUDA kernels (its OpenCL ones are as fast)"
 
 
-def lies(rows: int, k: int, ld: int, transposed: bool, conjugated: bool, element_bytes: int, pointer: int = 0
-         ) -> tuple[bool, bool]:
+def lies(rows: int, k: int, ld: int, transposed: bool, conjugated: bool, element_bytes: int, pointer: int = 0,
+         layer_bytes: int = 0) -> tuple[bool, bool]:
     """How an operand the kernels read as X (``rows`` x K) lies for TMA, stored as X or, ``transposed``, as
-    X^T, its rows ``ld`` elements apart from ``pointer``: whether a kernel can read it MN-major as it lies
-    (stored transposed, dense, its rows 16-byte aligned), and K-major (stored as X, dense, over a K whose
-    rows are 16-byte aligned); neither where it is conjugated or its memory is not 16-byte aligned."""
-    aligned = not conjugated and pointer % TMA_ALIGNMENT == 0
+    X^T, its rows ``ld`` elements apart from ``pointer`` (in a strided batch, its matrices ``layer_bytes``
+    apart): whether a kernel can read it MN-major as it lies (stored transposed, dense, its rows 16-byte
+    aligned), and K-major (stored as X, dense, over a K whose rows are 16-byte aligned); neither where it
+    is conjugated or its memory (each of its matrices) is not 16-byte aligned."""
+    aligned = not conjugated and pointer % TMA_ALIGNMENT == 0 and layer_bytes % TMA_ALIGNMENT == 0
     return (aligned and transposed and ld == rows and rows * element_bytes % TMA_ALIGNMENT == 0,
             aligned and not transposed and ld == k and k * element_bytes % TMA_ALIGNMENT == 0)
 
@@ -90,9 +91,10 @@ def reads_in_place(params: CudaParams, dt: Dtype, m: int, n: int, k: int, op_a: 
 
 
 @functools.lru_cache(maxsize=256)
-def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int) -> CudaParams:
+def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int, layers: int = 1) -> CudaParams:
     """``params`` with the tile of C (its family's ``TILE_RATES``, ``tilings``) that computes an m x n x k
-    product soonest: its blocks run in rounds on ``multiprocessors`` (``codelets.hopper.rounds``: whole,
+    product (or a strided batch of ``layers``) soonest: its blocks run in rounds on ``multiprocessors``
+    (``codelets.hopper.rounds``: whole,
     and where the family can, a last one shared where most would idle), each as long as the tile's area
     over its rate. A product of few large tiles would leave multiprocessors idle and takes smaller ones,
     which keep every multiprocessor working though they read more of A and B a flop. A dmma configuration's
@@ -100,7 +102,7 @@ def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int) -> 
     Worked out once a process for each product (a call on device tensors must cost the host little)."""
     best, best_time = params, None
     for tiled, rate in params.tilings():
-        tiles = -(-m // (tiled.block_m * params.cluster)) * -(-n // tiled.block_n)
+        tiles = -(-m // (tiled.block_m * params.cluster)) * -(-n // tiled.block_n) * layers
         clusters = multiprocessors // params.cluster
         turns = rounds(tiles, clusters, -(-k // tiled.block_k)) if tiled.shares_k else -(-tiles // clusters)
         time = turns * tiled.block_m * tiled.block_n / rate
@@ -136,37 +138,40 @@ def _cubin(source: str, name: str):
 
 
 @functools.lru_cache(maxsize=64)
-def cuda_plan(ctx: CudaContext, dt: Dtype, m: int, n: int, k: int, params: CudaParams | None = None) -> CudaGemm:
-    """The ``CudaGemm`` of a product with ``params`` (by default the dtype's ``CUDA_DEFAULTS``), made once a
-    process (a call on device tensors must cost the host little)."""
-    return CudaGemm(ctx, dt, m, n, k, params)
+def cuda_plan(ctx: CudaContext, dt: Dtype, m: int, n: int, k: int, params: CudaParams | None = None,
+              layers: int = 1) -> CudaGemm:
+    """The ``CudaGemm`` of a product (or a strided batch of ``layers``) with ``params`` (by default the
+    dtype's ``CUDA_DEFAULTS``), made once a process (a call on device tensors must cost the host little)."""
+    return CudaGemm(ctx, dt, m, n, k, params, layers)
 
 
 @dataclass(frozen=True)
 class DeviceOperand:
     """An operand as it lies in device memory, seen as the ``rows`` x K matrix X the kernels read
     (A for A, op(B)^T for B): stored as X itself, or as X^T (``transposed``, K x ``rows``), its rows
-    ``ld`` elements apart; ``conjugated``: X is the conjugate of what is stored."""
+    ``ld`` elements apart; ``conjugated``: X is the conjugate of what is stored. In a strided batch,
+    ``layer_stride`` elements from each product's matrix to the next (0: every product reads this one)."""
 
     memory: DeviceMemory
     rows: int
     ld: int
     transposed: bool
     conjugated: bool
+    layer_stride: int = 0
 
     @property
     def key(self) -> tuple:
         """Everything a kernel's launch depends on: where the operand lies and how."""
-        return int(self.memory.pointer), self.rows, self.ld, self.transposed, self.conjugated
+        return int(self.memory.pointer), self.rows, self.ld, self.transposed, self.conjugated, self.layer_stride
 
     @classmethod
-    def of_a(cls, memory: DeviceMemory, m: int, ld: int, op: Op) -> DeviceOperand:
-        return cls(memory, m, ld, op.transposed, op.conjugated)
+    def of_a(cls, memory: DeviceMemory, m: int, ld: int, op: Op, layer_stride: int = 0) -> DeviceOperand:
+        return cls(memory, m, ld, op.transposed, op.conjugated, layer_stride)
 
     @classmethod
-    def of_b(cls, memory: DeviceMemory, n: int, ld: int, op: Op) -> DeviceOperand:
+    def of_b(cls, memory: DeviceMemory, n: int, ld: int, op: Op, layer_stride: int = 0) -> DeviceOperand:
         """op(B)^T is the stored B where op transposes it, else its transpose."""
-        return cls(memory, n, ld, not op.transposed, op.conjugated)
+        return cls(memory, n, ld, not op.transposed, op.conjugated, layer_stride)
 
 
 @functools.lru_cache(maxsize=256)
@@ -190,6 +195,12 @@ def reading(params: CudaParams, lying: tuple[tuple[bool, bool], tuple[bool, bool
     return mn, swapped
 
 
+def layer_arguments(layers: int, a_layered: bool, b_layered: bool) -> list[Argument]:
+    """A kernel's arguments of a strided batch (``codelets.hopper.LAYERS_PARAMETERS``): its ``layers``
+    products, and whether the tensor maps of A and of B hold a matrix a product (else one all share)."""
+    return [(layers, ctypes.c_int), (int(a_layered), ctypes.c_int), (int(b_layered), ctypes.c_int)]
+
+
 def shared_k_arguments(ctx: CudaContext, schedule: Schedule, stream: object, work: list[DeviceMemory]
                        ) -> tuple[list[Argument], DeviceMemory | None]:
     """A kernel's last arguments where it can share the K of blocks of C (``Schedule.shares_k``): how
@@ -208,11 +219,14 @@ def shared_k_arguments(ctx: CudaContext, schedule: Schedule, stream: object, wor
 
 class CudaGemm:
     """C (M x N, row-major, dense) = alpha op(A) op(B) + beta C for ``dt`` on ``ctx``'s device with
-    ``params`` (by default the dtype's ``CUDA_DEFAULTS``); the kernels are compiled when it is made."""
+    ``params`` (by default the dtype's ``CUDA_DEFAULTS``), or a strided batch of ``layers`` such products
+    in one launch (C's matrices one after another; each operand a matrix a product or one they share,
+    ``DeviceOperand.layer_stride``), read as they lie: a batch is not laid out, nor split into 3xtf32's
+    planes (``reads_in_place`` says which batches it takes). The kernels are compiled when it is made."""
 
     def __init__(self, ctx: CudaContext, dt: Dtype, m: int, n: int, k: int,
-                 params: CudaParams | None = None) -> None:
-        self.ctx, self.dt, self.m, self.n, self.k = ctx, dt, m, n, k
+                 params: CudaParams | None = None, layers: int = 1) -> None:
+        self.ctx, self.dt, self.m, self.n, self.k, self.layers = ctx, dt, m, n, k, layers
         self.params = params or CUDA_DEFAULTS[dt.key]
         self._layouts: dict[tuple[bool, bool], tuple[Rendered, object, Schedule]] = {}
         #: launches prepared for the memory and scalars of recent calls (``enqueue``)
@@ -225,6 +239,8 @@ class CudaGemm:
         arrange = _cubin(_layout_source(), "k_major")
         self.arrange = ctx.function(arrange, k_major.NAMES[self.element_bytes])
         self.planes = getattr(self.params, "planes", 1)
+        if layers > 1 and self.planes == 2:
+            raise ValueError("a strided batch of 3xtf32 products runs on OpenCL (its operands would be split)")
         if self.planes == 2:
             source, name = split()
             self.split = ctx.function(_cubin(source, name), name)
@@ -258,8 +274,9 @@ class CudaGemm:
             maps.append(maps[0] if c_transposed else self._c_map(c, maps[0]))
         scalars = [self._scalar(value) for value in (alpha, beta)]
         flagged: list[Argument] = [] if flag is None else [(flag, None)]
+        layers = layer_arguments(self.layers, *(self.layers > 1 and x.layer_stride != 0 for x in (first, second)))
         args: list[Argument] = [*((tensor_map, None) for tensor_map in maps), (c, None), (m, ctypes.c_int),
-                                (n, ctypes.c_int), (self.padded, ctypes.c_int), *scalars, *flagged, *shared]
+                                (n, ctypes.c_int), (self.padded, ctypes.c_int), *layers, *scalars, *flagged, *shared]
         launch = self.ctx.prepared(function, schedule.grid, rendered.block, args, rendered.shared_bytes)
         self.ctx.enqueue_prepared(launch, stream)
         if flag is not None:
@@ -293,14 +310,14 @@ class CudaGemm:
             rendered = kernel_for(self.params, mn_major, c_transposed)
             function = self.ctx.function(_cubin(rendered.source, rendered.name), rendered.name)
             m, n = (self.n, self.m) if c_transposed else (self.m, self.n)
-            schedule = rendered.schedule(m, n, self.padded, self.resident)
+            schedule = rendered.schedule(m, n, self.padded, self.resident, self.layers)
             found = self._layouts[mn_major, c_transposed] = rendered, function, schedule
         return found
 
     def _lies(self, stored: DeviceOperand) -> tuple[bool, bool]:
         """Whether the kernel can read the operand as it lies MN-major, and K-major (``lies``)."""
         return lies(stored.rows, self.k, stored.ld, stored.transposed, stored.conjugated, self.element_bytes,
-                    int(stored.memory.pointer))
+                    int(stored.memory.pointer), stored.layer_stride * self.element_bytes)
 
     def _unsplit_flag(self, stream: object, work: list[DeviceMemory]) -> DeviceMemory | None:
         """3xtf32's flag of an operand holding a value the split cannot make parts of, zeroed on ``stream``
@@ -331,6 +348,8 @@ class CudaGemm:
         laid out by one launch, which zeroes the stream-K ``counters`` too; a memset zeroes them where
         neither is."""
         laying = [not rendered.mn_major[which] and not self._lies(stored)[1] for which, stored in enumerate(operands)]
+        if any(laying) and self.layers > 1:
+            raise ValueError("a strided batch's operands are read as they lie, not laid out (reads_in_place)")
         if not any(laying):
             if counters is not None:
                 self.ctx.zero(counters, counters.nbytes, stream)
@@ -363,9 +382,11 @@ class CudaGemm:
         (``_arranged``): as it lies MN-major, or K-major (and where 3xtf32 takes two planes, split into
         them first, values it cannot split setting ``flag``; the memory for that added to ``work``)."""
         box = rendered.tensor_boxes[which]
+        layers = self.layers if stored.layer_stride else 1
+        layer_bytes = stored.layer_stride * self.element_bytes
         if rendered.mn_major[which]:
             return self.ctx.tensor_map(memory, rendered.tensor_shape(stored.rows, self.k, True),
-                                       rendered.tensor_type, box)
+                                       rendered.tensor_type, box, layers, layer_bytes)
         if self.planes == 2:
             count = stored.rows * self.padded
             planes = self.ctx.allocate(2 * count * self.element_bytes, stream)
@@ -375,7 +396,7 @@ class CudaGemm:
                              (count, ctypes.c_longlong), (flag, None)], stream=stream)
             memory = planes
         shape = rendered.tensor_shape(self.planes * stored.rows, self.padded)
-        return self.ctx.tensor_map(memory, shape, rendered.tensor_type, box)
+        return self.ctx.tensor_map(memory, shape, rendered.tensor_type, box, layers, layer_bytes)
 
     def _c_map(self, c: DeviceMemory, placeholder: object) -> object:
         """The tensor map TMA stores C through, where C's rows are 16-byte aligned; else ``placeholder``
@@ -383,7 +404,7 @@ class CudaGemm:
         params = self.params
         if self.n * params.out_bytes % TMA_ALIGNMENT or int(c.pointer) % TMA_ALIGNMENT:
             return placeholder
-        return self.ctx.tensor_map(c, (self.m, self.n), params.c_type, params.c_box)
+        return self.ctx.tensor_map(c, (self.m, self.n), params.c_type, params.c_box, self.layers)
 
     def _scalar(self, value: complex | float) -> Argument:
         """alpha or beta as the kernel takes it: float32 (wgmma), or of the operands' type (dmma)."""

@@ -271,19 +271,20 @@ def choose_gemv_params(device: Device, problem: GemvProblem) -> Selection:
     return Selection(default_gemv_params(device, dt, layout, problem.vectors), "default")
 
 
-def choose_cuda_params(device: Device | None, dt: Dtype, m: int, n: int, k: int, multiprocessors: int
-                       ) -> Selection:
-    """The CUDA configuration for an m x n x k product of ``dt`` and the backend it runs on by the profile
-    of the OpenCL ``device`` (its CUDA entry nearest in shape: the backend measured faster there, with its
-    configuration); with no such entry, CUDA and the dtype's ``CUDA_DEFAULTS``. The configuration's tile
-    is ``cuda_gemm.fitted`` to the product on a GPU of ``multiprocessors``."""
+def choose_cuda_params(device: Device | None, dt: Dtype, m: int, n: int, k: int, multiprocessors: int,
+                       layers: int = 1) -> Selection:
+    """The CUDA configuration for an m x n x k product of ``dt`` (or a strided batch of ``layers``) and
+    the backend it runs on by the profile of the OpenCL ``device`` (its CUDA entry nearest in shape: the
+    backend measured faster there, with its configuration); with no such entry, CUDA and the dtype's
+    ``CUDA_DEFAULTS``. The configuration's tile is ``cuda_gemm.fitted`` to the product (all the batch's
+    blocks of C) on a GPU of ``multiprocessors``."""
     profile = profile_for(device) if device is not None else None
     entry = profile.cuda_entry(dt.key, m, n, k) if profile is not None else None
     if entry is None:
         params, source, backend = CUDA_DEFAULTS[dt.key], "default", CUDA
     else:
         params, source, backend = entry.config, f"profile {profile.device_fingerprint} {entry.name}", entry.backend
-    return Selection(fitted(params, m, n, k, multiprocessors), source, backend=backend)
+    return Selection(fitted(params, m, n, k, multiprocessors, layers), source, backend=backend)
 
 
 def class_keys(dt: Dtype) -> tuple[str, ...]:

@@ -15,9 +15,11 @@ BOX_K (the same in the tensor maps' elements: complex128's are two float64), STA
 each operand a stage holds), GROUP (rows of clusters of C taken together), CLUSTER, A_TILE_BYTES,
 B_TILE_BYTES, STAGED_C_BYTES (shared memory for C, after the tiles: ``c_tiles``) and EMPTY_ARRIVALS
 (arrivals that hand a buffer back: every consumer of the cluster's), and takes the tensor maps ``map_a``
-and ``map_b`` and M, N and K. Clusters take blocks of C in turn (``BLOCKS_OF_C``); ``iteration`` counts
-the tiles of K a block went through before, which give each tile's stage and the parity of that stage's
-barriers.
+and ``map_b``, M, N and K, and ``LAYERS_PARAMETERS``: a strided batch computes ``layers`` products of
+one shape in one launch, its operands' tensor maps holding a matrix a layer (``a_layered``,
+``b_layered``: 1) or one matrix every product shares (0). Clusters take blocks of C in turn, layer after
+layer (``BLOCKS_OF_C``: ``layer`` is the block's product); ``iteration`` counts the tiles of K a block
+went through before, which give each tile's stage and the parity of that stage's barriers.
 
 A kernel may also share the K of a last round of blocks of C that would leave most clusters idle
 (stream-K: ``SHARED_K_HELPERS``, ``GATHERED``): it then takes ``whole`` (the blocks of C computed whole),
@@ -78,21 +80,22 @@ __device__ __forceinline__ void barrier_wait(unsigned long long* barrier, unsign
                  "}\n" :: "r"(shared_address(barrier)), "r"(parity) : "memory");
 }
 
-// Copy the box of the tensor map at (inner, outer) into shared memory; it completes on the barrier.
-__device__ __forceinline__ void tile_load(void* to, const TensorMap* map, int inner, int outer,
+// Copy the box of the tensor map at (inner, outer) of matrix ``layer`` into shared memory; it completes on
+// the barrier.
+__device__ __forceinline__ void tile_load(void* to, const TensorMap* map, int inner, int outer, int layer,
                                           unsigned long long* barrier) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3}], [%4];\n"
-                 :: "r"(shared_address(to)), "l"((unsigned long long)map), "r"(inner), "r"(outer),
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];\n"
+                 :: "r"(shared_address(to)), "l"((unsigned long long)map), "r"(inner), "r"(outer), "r"(layer),
                     "r"(shared_address(barrier)) : "memory");
 }
 
 // The same into the same place of every block of the cluster, each completing on its own barrier there.
-__device__ __forceinline__ void tile_load_everywhere(void* to, const TensorMap* map, int inner, int outer,
+__device__ __forceinline__ void tile_load_everywhere(void* to, const TensorMap* map, int inner, int outer, int layer,
                                                      unsigned long long* barrier) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
-                 :: "r"(shared_address(to)), "l"((unsigned long long)map), "r"(inner), "r"(outer),
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3, %4}], [%5], %6;\n"
+                 :: "r"(shared_address(to)), "l"((unsigned long long)map), "r"(inner), "r"(outer), "r"(layer),
                     "r"(shared_address(barrier)), "h"((unsigned short)((1 << CLUSTER) - 1)) : "memory");
 }
 
@@ -116,12 +119,16 @@ __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
-// The first row and column of C of this block of cluster number ``tile`` (``rank``: the block within
-// it, one BLOCK_M below the other): GROUP rows of clusters at a time, down the rows of the group first,
-// so that the clusters working at once share their tiles of B in L2. (A group of one row is one row
-// whatever is left: said so, the divisions by ``rows`` fold away; computed, they made ptxas spill in
-// dmma's largest warp tiles in clusters.)
-__device__ __forceinline__ void place(int tile, int cluster_rows, int tiles_n, int rank, int* m0, int* n0) {
+// The product (``layer``) and the first row and column of its C of this block of cluster number ``tile``
+// (``rank``: the block within it, one BLOCK_M below the other): a product's blocks one after another,
+// GROUP rows of clusters at a time, down the rows of the group first, so that the clusters working at
+// once share their tiles of B in L2. (A group of one row is one row whatever is left: said so, the
+// divisions by ``rows`` fold away; computed, they made ptxas spill in dmma's largest warp tiles in
+// clusters.)
+__device__ __forceinline__ void place(int tile, int cluster_rows, int tiles_n, int rank, int* m0, int* n0,
+                                      int* layer) {
+    *layer = tile / (cluster_rows * tiles_n);
+    tile -= *layer * cluster_rows * tiles_n;
     const int per_group = GROUP * tiles_n, first = tile / per_group * GROUP;
     const int rows = GROUP == 1 ? 1 : min(GROUP, cluster_rows - first), within = tile % per_group;
     *m0 = ((first + within % rows) * CLUSTER + rank) * BLOCK_M;
@@ -234,26 +241,30 @@ __device__ __forceinline__ bool gathered(T* sums, T* partials, int* arrivals, in
 }
 """
 
-#: The loop over the blocks of C a block computes, ``m0`` and ``n0`` their first row and column, the
-#: blocks of a cluster in the same columns, each over tiles of K ``k_first`` on, ``k_count`` of them;
-#: ``iteration`` counts the tiles of K of the blocks before. Whole blocks of C alone (the first), or
-#: stream-K's (the second, with ``SHARED_K_HELPERS``).
-BLOCKS_OF_C = {False: """for (int tile = cluster_index; tile < cluster_rows * tiles_n;
+#: The kernel's parameters of a strided batch (after M, N and K): the products, and whether A and B
+#: hold a matrix a product (1) or one all share (0).
+LAYERS_PARAMETERS = "int layers, int a_layered, int b_layered"
+#: The loop over the blocks of C a block computes, ``layer`` their product, ``m0`` and ``n0`` their first
+#: row and column, the blocks of a cluster in the same columns, each over tiles of K ``k_first`` on,
+#: ``k_count`` of them; ``iteration`` counts the tiles of K of the blocks before. Whole blocks of C alone
+#: (the first: it tests the layer, not ``tiles``, which held a register more in every consumer of it, and
+#: dmma's largest warp tiles spilled), or stream-K's (the second, with ``SHARED_K_HELPERS``).
+BLOCKS_OF_C = {False: """for (int tile = cluster_index; tile / (cluster_rows * tiles_n) < layers;
          tile += clusters, iteration += k_tiles) {
         [[maybe_unused]] const int k_first = 0, k_count = k_tiles;      // (k_first: the producer's)
-        int m0, n0;
-        place(tile, cluster_rows, tiles_n, rank, &m0, &n0);""",
+        int m0, n0, layer;
+        place(tile, cluster_rows, tiles_n, rank, &m0, &n0, &layer);""",
                True: """for (int tile = cluster_index - clusters, k_first = 0, k_count = 0;
          next_tile(&tile, *work, clusters, whole); iteration += k_count) {
         k_range(tile, *work, k_tiles, whole, &k_first, &k_count);
-        int m0, n0;
-        place(tile, cluster_rows, tiles_n, rank, &m0, &n0);"""}
+        int m0, n0, layer;
+        place(tile, cluster_rows, tiles_n, rank, &m0, &n0, &layer);"""}
 #: After a block's tiles of K, in a consumer of a stream-K kernel (``RESULT``: the COUNT float32 or
 #: float64 sums a thread holds, ``TEAM``: its team, ``TEAM_THREAD``: its index in it): where they were a
 #: part of its K, the sums of every part's clusters, or on to the next block where another team stores
 #: them.
 GATHERED = """        if (k_count < k_tiles && !gathered<COUNT>(RESULT, partials, arrivals, tile - whole, k_tiles,
-                                                  (long long)(cluster_rows * tiles_n - whole) * k_tiles,
+                                                  (long long)(tiles - whole) * k_tiles,
                                                   cluster_index, clusters, rank, TEAM, TEAM_THREAD))
             continue;"""
 #: Blocks of a cluster (along M).
@@ -314,7 +325,8 @@ def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, b
     """The kernel's start: shared memory carved into the stages' tiles and barriers, the barriers made,
     and the producer warpgroup's loop (``producer_registers``: its ``setmaxnreg``, if any) for blocks in
     clusters of ``cluster``; the consumers' code follows, with ``a_tiles``, ``b_tiles``, ``c_tiles``,
-    ``full``, ``empty``, ``warpgroup``, ``tiles_m``, ``tiles_n``, ``k_tiles`` and what ``BLOCKS_OF_C`` uses
+    ``full``, ``empty``, ``warpgroup``, ``tiles_m``, ``tiles_n``, ``k_tiles``, ``tiles`` (of every layer) and
+    what ``BLOCKS_OF_C`` uses
     in scope, and ends with ``cluster_end``. ``mn_major``: whether A and B lie with M (N) contiguous, K x M
     (K x N), rather than K (``_loads``). ``shares_k``: whether blocks share the K of some blocks of C
     (stream-K: the kernel takes ``whole``, and includes ``SHARED_K_HELPERS``). ``rolled``: the producer
@@ -336,6 +348,7 @@ def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, b
     const int k_tiles = (K + BLOCK_K - 1) / BLOCK_K;
     const int rank = blockIdx.x % CLUSTER, cluster_index = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
     const int cluster_rows = (tiles_m + CLUSTER - 1) / CLUSTER;
+    [[maybe_unused]] const int tiles = cluster_rows * tiles_n * layers;     // of every layer
     @WORK@
     if (threadIdx.x == 0) {
         @WORK_OF@
@@ -367,7 +380,7 @@ def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, b
     }
 """.replace("@SET_PRODUCER_REGISTERS@", producer_registers).replace("@BLOCKS_OF_C@", BLOCKS_OF_C[shares_k]).replace(
         "@WORK@", "__shared__ Work work[1];                    // this cluster's parts" if shares_k else "").replace(
-        "@WORK_OF@", "*work = work_of(cluster_index, clusters, cluster_rows * tiles_n, k_tiles, whole);" if shares_k
+        "@WORK_OF@", "*work = work_of(cluster_index, clusters, tiles, k_tiles, whole);" if shares_k
         else "").replace(
         "@LOAD_A@", load_a).replace("@LOAD_B@", load_b).replace("@MADE@", made).replace("@END@", cluster_end(cluster))
 
@@ -380,19 +393,20 @@ def _loads(operand: str, cluster: int, mn_major: bool, rolled: bool) -> str:
     for every 128 bytes of its rows, side by side (``MN_BOX_BYTES`` apart), its place in the tensor map's
     elements (``BOX_K`` of them in 128 bytes); one plane."""
     rows, first, extent = ("A", "m0", "M") if operand == "a" else ("B", "n0", "N")
+    layer = f"layer * {operand}_layered"
     to = f"{operand}_tiles + (s * PLANES + p) * {rows}_TILE_BYTES"
     copy = "tile_load" if cluster == 1 else "tile_load_everywhere"
     if not mn_major:
         share = "" if cluster == 1 else f" + rank * {rows}_SHARE_ROWS"
         to_share = "" if cluster == 1 else f" + rank * {rows}_SHARE_BYTES"
         return (f"{copy}({to}{to_share}, &map_{operand}, (k_first + t) * BOX_K, p * {extent} + {first}{share},"
-                f" &full[s]);")
+                f" {layer}, &full[s]);")
     boxes = f"BLOCK_{extent} / MN_BOX"
     lo, hi = ("0", boxes) if cluster == 1 else (f"rank * {boxes} / CLUSTER", f"(rank + 1) * {boxes} / CLUSTER")
     unroll = "#pragma unroll 1\n                        " if rolled else ""
     return (f"{unroll}for (int box = {lo}; box < {hi}; ++box)\n"
             f"                            {copy}({to} + box * MN_BOX_BYTES, &map_{operand},"
-            f" ({first} + box * MN_BOX) * BOX_K / BLOCK_K, (k_first + t) * BLOCK_K, &full[s]);")
+            f" ({first} + box * MN_BOX) * BOX_K / BLOCK_K, (k_first + t) * BLOCK_K, {layer}, &full[s]);")
 
 
 class HopperParams(Protocol):
@@ -512,17 +526,18 @@ class Rendered:
     mn_major: tuple[bool, bool] = (False, False)
     c_transposed: bool = False
 
-    def schedule(self, m: int, n: int, k: int, resident: int) -> Schedule:
-        """How an M x N x K product (K as the kernel takes it) is shared out among persistent blocks: as
-        many as the device runs at once (``resident``: one per multiprocessor, in whole clusters;
-        ``CudaContext.resident_blocks``), which compute blocks of C whole, in turn, and where the kernel
-        can, share the K of the rest where that pays, among all or, where K is short, some of them
-        (``shared_out``: a single round among a multiple of its blocks); where there are fewer blocks of C
-        than clusters and their K is not shared, one per block of C."""
+    def schedule(self, m: int, n: int, k: int, resident: int, layers: int = 1) -> Schedule:
+        """How an M x N x K product (K as the kernel takes it), or a strided batch of ``layers`` of them,
+        is shared out among persistent blocks: as many as the device runs at once (``resident``: one per
+        multiprocessor, in whole clusters; ``CudaContext.resident_blocks``), which compute blocks of C
+        whole, in turn, and where the kernel can, share the K of the rest where that pays, among all or,
+        where K is short, some of them (``shared_out``: a single round among a multiple of its blocks);
+        where there are fewer blocks of C than clusters and their K is not shared, one per block of C."""
         p = self.params
-        tiles = -(-m // (p.block_m * p.cluster)) * -(-n // p.block_n)
+        tiles = -(-m // (p.block_m * p.cluster)) * -(-n // p.block_n) * layers
         clusters = resident // p.cluster
-        whole, working = shared_out(tiles, clusters, -(-k // p.block_k)) if p.shares_k else (tiles, tiles)
+        whole, working = (shared_out(tiles, clusters, -(-k // p.block_k)) if p.shares_k
+                          else (tiles, min(tiles, clusters)))
         grid = working * p.cluster
         if whole == tiles:
             return Schedule((grid,), p.shares_k, whole, 0, 0, tiles)

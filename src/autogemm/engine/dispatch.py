@@ -7,7 +7,7 @@ validated once (``call.GemmCall``) and handed to the route that takes it:
 - numpy operands of a product the device's profile measured the host's BLAS faster for: numpy's BLAS in
   the calling thread (``routes.host_blas``);
 - numpy operands on a Hopper GPU, in the dtypes whose fastest kernels only CUDA reaches: the CUDA path
-  through page-locked copies (``routes.cuda_host``);
+  through page-locked copies (``routes.cuda_host``), strided batches of numpy stacks too;
 - numpy operands too large to cross in row blocks: streamed through the device (``routes.targets``);
 - anything else: one OpenCL device (``routes.opencl``)."""
 
@@ -56,7 +56,7 @@ def run_gemm(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, options:
             done = _elsewhere(call, key)
             if done is not None:
                 return done
-        route = ROUTES.keep(key, OpenCLRoute(call))
+        route = ROUTES.keep(key, (batch is not None and cuda_host.cuda_host_route(call)) or OpenCLRoute(call))
     done = route.run(a, b, c, options)
     if done is None:                    # the CUDA path failed the call (out of memory, say): OpenCL takes it
         return run_gemm(a, b, c, batch, options._replace(backend="opencl"))

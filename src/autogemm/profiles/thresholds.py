@@ -96,6 +96,11 @@ class Thresholds:
     #: kernel's blocks cover a large C in a few steps of K, where a size class's tensor-core block spends
     #: most of its depth on padding (a dtype not named: none)
     shallow_predicted_depth: tuple[tuple[str, int], ...] = ()
+    #: by dtype key, strided batches of numpy stacks whose C's matrices have at least this many rows and
+    #: columns run on the CUDA path (a dtype not named: none; smaller matrices fill few of the CUDA
+    #: kernels' blocks of 64 x 64, where OpenCL's small work-groups waste little)
+    cuda_batch_min_side: tuple[tuple[str, int], ...] = (("h", 48), ("hs", 48), ("b", 48), ("bs", 48),
+                                                        ("d", 48), ("s.tf32", 96))
     #: the dtypes whose products of numpy operands stay on OpenCL, where their row blocks' copies overlap
     #: the kernels
     numpy_on_opencl: tuple[str, ...] = ("d", "z")
@@ -131,6 +136,10 @@ class Thresholds:
         ``cuda_shallow_depth`` ``cuda_shallow_laid_out_multiply_adds``, the larger)."""
         shallow = dict(self.cuda_shallow_laid_out_multiply_adds).get(key, 0) if k <= self.cuda_shallow_depth else 0
         return max(self.cuda_laid_out_min(key), shallow)
+
+    def cuda_batch_min(self, key: str) -> float:
+        """``cuda_batch_min_side`` of the dtype ``key`` (infinite where it names none: never)."""
+        return dict(self.cuda_batch_min_side).get(key, float("inf"))
 
     def cuda_few_rows(self, key: str) -> float:
         """``cuda_few_rows_multiply_adds`` of the dtype ``key`` (infinite where it names none: never)."""
@@ -199,7 +208,7 @@ class Thresholds:
 
 #: The fields that hold a number for each dtype key (a JSON object of them in a profile).
 BY_DTYPE = ("cuda_min_multiply_adds", "cuda_laid_out_min_multiply_adds", "cuda_shallow_laid_out_multiply_adds",
-            "cuda_few_rows_multiply_adds", "host_multiply_adds", "shallow_predicted_depth")
+            "cuda_few_rows_multiply_adds", "cuda_batch_min_side", "host_multiply_adds", "shallow_predicted_depth")
 
 
 def _count(value: object, where: str) -> int:

@@ -20,6 +20,7 @@ import textwrap
 from ..hopper import (
     BLOCKS_OF_C,
     HELPERS,
+    LAYERS_PARAMETERS,
     ROW_BYTES,
     WARPGROUP,
     Rendered,
@@ -206,7 +207,8 @@ __device__ __forceinline__ bool is_zero(double2 s) { return s.x == 0.0 && s.y ==
 }
 #: A warp's C: each thread's two neighbouring columns in rows group_id and group_id + 8 of each tile,
 #: within M x N.
-STORES = """        #pragma unroll
+STORES = """        ELEMENT* const C = c_layers + (size_t)layer * M * N;      // this block's product's C
+        #pragma unroll
         for (int i = 0; i < TILES_M; ++i) {
             #pragma unroll
             for (int j = 0; j < TILES_N; ++j) {
@@ -286,7 +288,7 @@ def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False), c_t
 
 extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
-        ELEMENT* __restrict__ C, int M, int N, int K, ELEMENT alpha, ELEMENT beta) {{
+        ELEMENT* __restrict__ c_layers, int M, int N, int K, {LAYERS_PARAMETERS}, ELEMENT alpha, ELEMENT beta) {{
 {pipeline(params.cluster, registers(params.consumers, "producer"), mn_major, rolled=True)}
     {registers(params.consumers, "consumer")}
     const int warp = (threadIdx.x - {WARPGROUP}) / 32, lane = threadIdx.x % 32;

@@ -21,6 +21,7 @@ from ..hopper import (
     BLOCKS_OF_C,
     GATHERED,
     HELPERS,
+    LAYERS_PARAMETERS,
     ROW_BYTES,
     SHARED_K_HELPERS,
     WARPGROUP,
@@ -74,11 +75,13 @@ __device__ __forceinline__ float2 result_pair(float x, float y, const out_t* C, 
     return make_float2(x, y);
 }
 
-// Store the box of the tensor map at (inner, outer) from shared memory: one bulk group of this thread.
-__device__ __forceinline__ void tile_store(const TensorMap* map, const void* from, int inner, int outer) {
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+// Store the box of the tensor map at (inner, outer) of matrix ``layer`` from shared memory: one bulk
+// group of this thread.
+__device__ __forceinline__ void tile_store(const TensorMap* map, const void* from, int inner, int outer, int layer) {
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n"
                  "cp.async.bulk.commit_group;\n"
-                 :: "l"((unsigned long long)map), "r"(inner), "r"(outer), "r"(shared_address(from)) : "memory");
+                 :: "l"((unsigned long long)map), "r"(inner), "r"(outer), "r"(layer), "r"(shared_address(from))
+                 : "memory");
 }
 
 // Where element (r, c) of a chunk of C lies in shared memory (64 rows of 128 bytes, the 16-byte pieces of
@@ -134,7 +137,7 @@ REGISTERS        } else {
                 if (by_tma) {
                     asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");   // the writes seen by TMA
                     consumer_sync(warpgroup);
-                    if (leader) tile_store(&map_c, chunk_tile, n0 + chunk * CHUNK_N, m0 + row0);
+                    if (leader) tile_store(&map_c, chunk_tile, n0 + chunk * CHUNK_N, m0 + row0, layer);
                 } else {
                     consumer_sync(warpgroup);
                     copy_out(chunk_tile, C, m0 + row0, n0 + chunk * CHUNK_N, M, N, threadIdx.x % 128);
@@ -351,7 +354,8 @@ __device__ __forceinline__ unsigned long long descriptor(const void* tile, unsig
 
 extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
-        const __grid_constant__ TensorMap map_c, out_t* __restrict__ C, int M, int N, int K, float alpha, float beta,{flag_parameter}
+        const __grid_constant__ TensorMap map_c, out_t* __restrict__ c_layers, int M, int N, int K,
+        {LAYERS_PARAMETERS}, float alpha, float beta,{flag_parameter}
         int whole, float* __restrict__ partials, int* __restrict__ arrivals) {{{flag_check}
 {pipeline(params.cluster, registers(params.consumers, "producer"), mn_major, shares_k=True)}
     {registers(params.consumers, "consumer")}
@@ -361,6 +365,7 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
     float acc[{params.accumulators}];{sums_declared}{reads}
     int iteration = 0;
 {staged}    {BLOCKS_OF_C[True]}
+        out_t* const C = c_layers + (size_t)layer * M * N;
         #pragma unroll
         for (int i = 0; i < {params.accumulators}; ++i) {zeroed}
         for (int t = 0; t < k_count; ++t) {{

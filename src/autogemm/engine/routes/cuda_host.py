@@ -14,9 +14,15 @@ On the CUDA path a call on numpy arrays copies its operands through page-locked 
 context (each upload enqueued once its copy is there, while the next is copied), runs the product and
 copies C back the same way; the call blocks. From numpy to numpy, 'auto' keeps float64 and complex128
 products on OpenCL, where the uploads, kernels and downloads of row blocks overlap (or the tiles of a
-streamed product), which gains more than the CUDA kernels' speed (the figures are in the GEMM guide)."""
+streamed product), which gains more than the CUDA kernels' speed (the figures are in the GEMM guide).
+
+A strided batch of numpy stacks (``gemm_batched``, ``matmul``'s stacks) runs on the CUDA path in one
+launch where its matrices are large enough (``Thresholds.cuda_batch_min_side``: OpenCL has no row blocks
+to overlap in a batch) and its kernel reads the stacks as they lie (``batch_params``)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -25,6 +31,7 @@ from ...blas.defaults import CUDA_DEFAULTS
 from ...blas.problem import Op
 from ...blas.selection import choose_cuda_params
 from ...blas.vectors import MAX_VECTORS
+from ...codelets.dmma import DmmaParams
 from ...dtypes import Dtype
 from ...errors import ArgumentError, DeviceError
 from ...profiles import Thresholds, profile_for, thresholds_for
@@ -48,7 +55,7 @@ class CudaHostRoute:
         self.ops, self.sizes = (call.op_a, call.op_b), (call.m, call.n, call.k)
         self.device, self.limits = device, limits
         self.profile = profile_for(device)
-        self.plan: CudaGemm = cuda_plan(ctx, call.dt, call.m, call.n, call.k, params)
+        self.plan: CudaGemm = cuda_plan(ctx, call.dt, call.m, call.n, call.k, params, call.batch or 1)
 
     def current(self) -> bool:
         """Whether the device's profile, which chose the configuration, is still the one it was."""
@@ -85,22 +92,42 @@ def cuda_host_route(call: GemmCall) -> CudaHostRoute | None:
     limits = thresholds_for(device)
     if why is None and call.c is not None and not call.c.flags.c_contiguous:
         why = "the CUDA path writes a row-major (C-ordered) c"
-    if why is None and 0 in (m, n, k):
+    if why is None and 0 in (m, n, k, call.batch):
         why = "an empty product"
+    stacks = [x for x in (call.a, call.b) if x.ndim == 3]
+    if why is None and not all(x.flags.c_contiguous for x in stacks):
+        why = "the CUDA path takes stacks of row-major (C-ordered) matrices"
     ops = ([_stored_op(x, op) for x, op in ((call.a, call.op_a), (call.b, call.op_b))] if why is None
            else [call.op_a, call.op_b])
-    kept_on_opencl = dt.key in limits.numpy_on_opencl or not goes_to_cuda(dt, m, n, k, limits, *ops)
+    if call.batch is None:
+        kept_on_opencl = dt.key in limits.numpy_on_opencl or not goes_to_cuda(dt, m, n, k, limits, *ops)
+    else:
+        kept_on_opencl = min(m, n) < limits.cuda_batch_min(dt.key)
     if backend == "auto" and (why is not None or kept_on_opencl):
         return None                         # before a CUDA context is made for nothing
     if why is None:
         ctx, why = cuda_target(device, dt)
+    if why is None and call.batch is not None:
+        params = batch_params(choose_cuda_params(device, dt, m, n, k, ctx.multiprocessors, call.batch).params,
+                              dt, m, n, k, *ops)
+        why = None if params is not None else "its kernels would lay the stacks out first (a batch is read as it lies)"
+    elif why is None:
+        params = (choose_cuda_params(device, dt, m, n, k, ctx.multiprocessors).params if backend == "cuda"
+                  else auto_cuda_params(device, dt, m, n, k, *ops, ctx, limits))
     if why is not None:
         if backend == "cuda":
             raise ArgumentError(f"backend='cuda' cannot run this call: {why}")
         return None
-    params = (choose_cuda_params(device, dt, m, n, k, ctx.multiprocessors).params if backend == "cuda"
-              else auto_cuda_params(device, dt, m, n, k, *ops, ctx, limits))
     return None if params is None else CudaHostRoute(call, device, limits, ctx, params)
+
+
+def batch_params(params: CudaParams, dt: Dtype, m: int, n: int, k: int, op_a: Op, op_b: Op) -> CudaParams | None:
+    """The configuration a strided batch of m x n x k products runs with on the CUDA path, ``params`` or
+    its form that reads operands stored MN-major as they lie (``reads_mn_major``, where its family has
+    one), or None where neither reads the stacks as they lie: one launch cannot lay out every matrix of
+    a stack, nor split it into 3xtf32's planes (``cuda_gemm.reads_in_place``)."""
+    forms = [params] + ([replace(params, reads_mn_major=True)] if isinstance(params, DmmaParams) else [])
+    return next((form for form in forms if reads_in_place(form, dt, m, n, k, op_a, op_b)), None)
 
 
 def goes_to_cuda(dt: Dtype, m: int, n: int, k: int, limits: Thresholds, op_a: Op, op_b: Op) -> bool:
@@ -178,14 +205,20 @@ def _run(ctx: CudaContext, plan: CudaGemm, a: tuple[np.ndarray, Op], b: tuple[np
             parallel_copy(place, _bytes(x))
             ctx.upload(to, place, wait=False)
             start += x.nbytes
-        plan.enqueue(DeviceOperand.of_a(memory[0], m, a.shape[1], op_a),
-                     DeviceOperand.of_b(memory[1], n, b.shape[1], op_b), memory[2], alpha, beta)
+        plan.enqueue(DeviceOperand.of_a(memory[0], m, a.shape[-1], op_a, _layer_stride(a)),
+                     DeviceOperand.of_b(memory[1], n, b.shape[-1], op_b, _layer_stride(b)), memory[2], alpha, beta)
         if pool.owns(out):
             ctx.download(_bytes(out), memory[2])
         else:
             ctx.download(staging[:out.nbytes], memory[2])   # after the uploads: the staging is free
             parallel_copy(_bytes(out), staging[:out.nbytes])
     return out
+
+
+def _layer_stride(x: np.ndarray) -> int:
+    """Elements from one matrix of a C-ordered stack to the next: 0 for a matrix (or a stack of one)
+    that every product of a batch reads."""
+    return x[0].size if x.ndim == 3 and x.shape[0] > 1 else 0
 
 
 def _bytes(x: np.ndarray) -> np.ndarray:

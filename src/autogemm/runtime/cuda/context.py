@@ -284,13 +284,15 @@ class CudaContext:
         if wait:
             self.finish()
 
-    def tensor_map(self, memory: DeviceMemory, shape: tuple[int, int], element: str, box: tuple[int, int]
-                   ) -> object:
-        """A TMA tensor map of the row-major ``shape`` matrix of ``element`` values ('float16', 'bfloat16',
-        'float32' or 'float64') in ``memory``, copied in boxes of ``box`` (rows, columns; the columns 128 bytes) in
-        the 128-byte swizzle: a kernel argument (its type None)."""
+    def tensor_map(self, memory: DeviceMemory, shape: tuple[int, int], element: str, box: tuple[int, int],
+                   layers: int = 1, layer_bytes: int = 0) -> object:
+        """A TMA tensor map of ``layers`` row-major ``shape`` matrices of ``element`` values ('float16',
+        'bfloat16', 'float32' or 'float64') in ``memory``, ``layer_bytes`` apart (a strided batch; by
+        default one matrix), copied in boxes of ``box`` (rows, columns; the columns 128 bytes) of one
+        matrix in the 128-byte swizzle: a kernel argument (its type None). A box reaching past a matrix's
+        rows or columns reads zeros there (and stores nothing), never the next matrix's elements."""
         driver = bindings()
-        key = (int(memory.pointer), shape, element, box)
+        key = (int(memory.pointer), shape, element, box, layers, layer_bytes)
         found = self._maps.get(key)
         if found is not None:
             self._maps.move_to_end(key)
@@ -303,8 +305,9 @@ class CudaContext:
         rows, cols = shape
         wide, narrow = driver.cuuint64_t, driver.cuuint32_t
         made = self._maps[key] = checked(driver.cuTensorMapEncodeTiled(
-            kind, 2, memory.pointer, [wide(cols), wide(rows)], [wide(cols * size)], [narrow(box[1]), narrow(box[0])],
-            [narrow(1), narrow(1)],
+            kind, 3, memory.pointer, [wide(cols), wide(rows), wide(layers)],
+            [wide(cols * size), wide(layer_bytes or rows * cols * size)], [narrow(box[1]), narrow(box[0]), narrow(1)],
+            [narrow(1), narrow(1), narrow(1)],
             driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
             driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
             driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
