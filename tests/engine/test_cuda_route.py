@@ -480,3 +480,36 @@ def test_a_cuda_batch_scales_c_by_beta_and_takes_a_stack_of_one_as_shared(device
     want = 0.5 * (a.astype(np.float64) @ b.astype(np.float64)) - 2.0 * c.astype(np.float64)
     got = autogemm.gemm_batched(a, b, c.copy(), alpha=0.5, beta=-2.0, device=device, backend="cuda")
     assert np.abs(got - want).max() <= 2e-2 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("key", ["h", "b", "s.tf32"])
+def test_a_batch_of_small_matrices_takes_two_blocks_a_multiprocessor(key):
+    """A batch of many 64 x 64 products runs two blocks of one consumer on each multiprocessor (while one
+    stores its block of C the other multiplies); a large product keeps one block of two."""
+    params = CUDA_DEFAULTS[key]
+    small = fitted(params, 64, 64, 64, 132, 1024)
+    assert (small.block_m, small.block_n, small.per_multiprocessor) == (64, 64, 2) and small.malformed() is None
+    large = fitted(params, 4096, 4096, 4096, 132)
+    assert large.per_multiprocessor == 1 and large.consumers == 2
+    assert replace(params, consumers=2, per_multiprocessor=2).malformed() is not None
+    assert replace(params, consumers=1, block_n=256, per_multiprocessor=2).malformed() is not None
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda
+@pytest.mark.parametrize("key", ["h", "s.tf32"])
+@pytest.mark.usefixtures("hopper")
+def test_two_blocks_a_multiprocessor_compute_a_batch_of_small_matrices(device, key):
+    from autogemm.engine import dispatch
+
+    dt = DTYPES[key]
+    rng = np.random.default_rng(9)
+    batch, m, n, k = 600, 64, 64, 200
+    a, b = random_matrix(rng, dt, (batch, m, k)), random_matrix(rng, dt, (batch, k, n))
+    c = np.full((batch, m, n), np.nan, dt.output.numpy)
+    got = autogemm.gemm_batched(a, b, c, precision=dt.precision or None, device=device, backend="cuda")
+    plan = list(dispatch.ROUTES._routes.values())[-1].plan
+    assert plan.params.per_multiprocessor == 2 and plan.resident == 2 * plan.ctx.multiprocessors
+    for i in (0, 299, 599):
+        error, ok = Reference(dt, a[i], b[i], rng).check(got[i])
+        assert ok, f"{key} product {i}: error {error:.2e}"

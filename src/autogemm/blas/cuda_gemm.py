@@ -103,7 +103,7 @@ def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int, lay
     best, best_time = params, None
     for tiled, rate in params.tilings():
         tiles = -(-m // (tiled.block_m * params.cluster)) * -(-n // tiled.block_n) * layers
-        clusters = multiprocessors // params.cluster
+        clusters = multiprocessors * getattr(tiled, "per_multiprocessor", 1) // params.cluster
         turns = rounds(tiles, clusters, -(-k // tiled.block_k)) if tiled.shares_k else -(-tiles // clusters)
         time = turns * tiled.block_m * tiled.block_n / rate
         if tiled.malformed() is None and (best_time is None or time < best_time):
@@ -235,7 +235,8 @@ class CudaGemm:
         self.padded = k_major.padded_k(k, self.element_bytes)
         rendered = kernel_for(self.params)
         function = ctx.function(_cubin(rendered.source, rendered.name), rendered.name)
-        self.resident = ctx.resident_blocks(function, rendered.block[0], rendered.shared_bytes, self.params.cluster)
+        self.resident = ctx.resident_blocks(function, rendered.block[0], rendered.shared_bytes, self.params.cluster,
+                                            getattr(self.params, "per_multiprocessor", 1))
         arrange = _cubin(_layout_source(), "k_major")
         self.arrange = ctx.function(arrange, k_major.NAMES[self.element_bytes])
         self.planes = getattr(self.params, "planes", 1)

@@ -25,18 +25,28 @@ CONSUMERS = (1, 2)
 GROUPS = (1, 8, 16)
 #: Rows of C one consumer warpgroup computes: M of the instruction.
 WARPGROUP_M = 64
+#: Blocks a multiprocessor runs at once: one, or two of one consumer each (while one block's consumer
+#: stores a block of C or waits for its tiles, the other's multiplies).
+PER_MULTIPROCESSOR = (1, 2)
+#: Registers a thread of a block may hold where two blocks share a multiprocessor (65536 over 2 x 256).
+SHARED_MULTIPROCESSOR_REGISTERS = 128
+#: Shared memory of a multiprocessor, of which each block also takes 1 KB for the system.
+MULTIPROCESSOR_SHARED_BYTES = 228 * 1024
 #: C's element types: float32, or the 16-bit type of 16-bit operands (the sums are float32 still).
 OUTPUTS = ("f32", "f16", "bf16")
 #: The operand and C types the family multiplies each dtype in (by its key): 16-bit operands into their
 #: own type or float32, float32 in TF32 or 3xTF32.
 DTYPE_TYPES = {"h": ("f16", "f16"), "hs": ("f16", "f32"), "b": ("bf16", "bf16"), "bs": ("bf16", "f32"),
                "s.tf32": ("tf32", "f32"), "s.3xtf32": ("3xtf32", "f32")}
-#: The tiles of C (block_m x block_n) of the wgmma family, each with its rate on large products as a
-#: fraction of the fastest tile's, for operands of one plane and for 3xtf32's two (NT, 4096^3 and
-#: 8192 x 8192 x 2048, the median of 3 rounds; alike for FP16, BF16 and TF32).
-TILE_RATES: dict[int, dict[tuple[int, int], float]] = {
-    1: {(128, 256): 1.0, (128, 128): 0.92, (64, 256): 0.86, (64, 128): 0.6, (128, 64): 0.57, (64, 64): 0.37},
-    2: {(128, 128): 1.0, (128, 64): 0.71, (64, 128): 0.51, (64, 64): 0.37}}
+#: The tiles of C (block_m x block_n, and blocks a multiprocessor) of the wgmma family, each with its
+#: rate on large products as a fraction of the fastest tile's, a block's (where two share a
+#: multiprocessor, half of what the two compute), for operands of one plane and for 3xtf32's two (NT,
+#: 4096^3 and 8192 x 8192 x 2048, the median of 3 rounds; alike for FP16, BF16 and TF32; two blocks a
+#: multiprocessor: FP16 NN 4096 x 1024 x 1024, 1.35x and 1.33x one block's rate of the tile).
+TILE_RATES: dict[int, dict[tuple[int, int, int], float]] = {
+    1: {(128, 256, 1): 1.0, (128, 128, 1): 0.92, (64, 256, 1): 0.86, (64, 128, 1): 0.6, (128, 64, 1): 0.57,
+        (64, 64, 1): 0.37, (64, 128, 2): 0.4, (64, 64, 2): 0.25},
+    2: {(128, 128, 1): 1.0, (128, 64, 1): 0.71, (64, 128, 1): 0.51, (64, 64, 1): 0.37}}
 #: CUDA's names of the operands' and C's element types in a tensor map (``runtime.cuda.tensor_map``).
 TENSOR_TYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "3xtf32": "float32", "f32": "float32"}
 
@@ -47,13 +57,14 @@ class WgmmaParams(FamilyParams):
     ``operand`` elements, C of ``out`` (float32, or the operands' own 16-bit type; the sums are float32),
     beta 0 not reading C. Each block computes ``block_m`` x ``block_n`` of C: a producer warpgroup loads
     tiles of A and B (128 bytes of K) by TMA into ``stages`` buffers of shared memory, and ``consumers``
-    warpgroups multiply them with wgmma as they arrive, each 64 rows of C. Blocks are persistent, one per
-    multiprocessor, each taking blocks of C in turn in groups of ``group`` rows of blocks (the producer
-    loads the next one's tiles while the consumers store the last); in clusters of ``cluster`` blocks
-    along M, which share each tile of B (``codelets.hopper``). The consumers write C into shared memory,
-    which TMA stores while they go on to their next block of C (where C's rows are 16-byte aligned; else
-    from their registers, the tensor cores idle meanwhile). Any M, N and K, the rows of A and B a
-    multiple of 16 bytes apart (TMA's rule: K a multiple of 8 for 16-bit types, 4 for the others)."""
+    warpgroups multiply them with wgmma as they arrive, each 64 rows of C. Blocks are persistent,
+    ``per_multiprocessor`` on each multiprocessor (two only of one consumer each), each taking blocks of C
+    in turn in groups of ``group`` rows of blocks (the producer loads the next one's tiles while the
+    consumers store the last); in clusters of ``cluster`` blocks along M, which share each tile of B
+    (``codelets.hopper``). The consumers write C into shared memory, which TMA stores while they go on to
+    their next block of C (where C's rows are 16-byte aligned; else from their registers, the tensor
+    cores idle meanwhile). Any M, N and K, the rows of A and B a multiple of 16 bytes apart (TMA's rule: K
+    a multiple of 8 for 16-bit types, 4 for the others)."""
 
     family: ClassVar[str] = "wgmma"
     #: The kernel can store C transposed, so a product may be given to it swapped (C^T = B^T A^T).
@@ -67,6 +78,7 @@ class WgmmaParams(FamilyParams):
     group: int = 8
     out: str = "f32"
     cluster: int = 1
+    per_multiprocessor: int = 1
 
     def dtype_problem(self, dt: Dtype) -> str | None:
         """Why this configuration does not compute ``dt``'s products, or None."""
@@ -79,13 +91,22 @@ class WgmmaParams(FamilyParams):
         """Why this is no configuration of the family, or None."""
         why = choices_problem(self, {"operand": tuple(OPERANDS), "block_n": BLOCK_N, "consumers": CONSUMERS,
                                      "stages": STAGES, "group": GROUPS, "out": OUTPUTS,
-                                     "cluster": CLUSTERS})
+                                     "cluster": CLUSTERS, "per_multiprocessor": PER_MULTIPROCESSOR})
         if why:
             return why
         if self.out not in ("f32", self.operand):
             return f"out {self.out}: C is float32 or of the operands' own 16-bit type"
         if self.planes == 2 and self.block_n > 128:
             return f"block_n {self.block_n}: 3xtf32 holds two sets of accumulators, at most 64 x 128 a consumer"
+        if self.per_multiprocessor > 1:
+            if self.consumers > 1:
+                return "two blocks a multiprocessor have one consumer each (setmaxnreg moves registers within one)"
+            if self.accumulators * self.planes > SHARED_MULTIPROCESSOR_REGISTERS // 2:
+                return (f"block_n {self.block_n}: two blocks a multiprocessor hold at most "
+                        f"{SHARED_MULTIPROCESSOR_REGISTERS} registers a thread")
+            if self.per_multiprocessor * (self.shared_bytes + 1024) > MULTIPROCESSOR_SHARED_BYTES:
+                return (f"{self.per_multiprocessor} blocks of {self.shared_bytes} bytes of shared memory "
+                        f"a multiprocessor")
         return shared_memory_problem(self.shared_bytes)
 
     def mn_major_problem(self, mn_major: tuple[bool, bool]) -> str | None:
@@ -119,9 +140,16 @@ class WgmmaParams(FamilyParams):
 
     def tilings(self) -> list[tuple[WgmmaParams, float]]:
         """This configuration in each tile of C that ``blas.cuda_gemm.fitted`` weighs, with the tile's
-        rate (``TILE_RATES``)."""
-        return [(replace(self, consumers=block_m // WARPGROUP_M, block_n=block_n), rate)
-                for (block_m, block_n), rate in TILE_RATES[self.planes].items()]
+        rate (``TILE_RATES``); where two blocks of the tile share a multiprocessor, in as many of its stages
+        as fit both in its shared memory."""
+        tiled = []
+        for (block_m, block_n, blocks), rate in TILE_RATES[self.planes].items():
+            config = replace(self, consumers=block_m // WARPGROUP_M, block_n=block_n, per_multiprocessor=blocks)
+            while (blocks > 1 and config.stages > STAGES[0]
+                   and blocks * (config.shared_bytes + 1024) > MULTIPROCESSOR_SHARED_BYTES):
+                config = replace(config, stages=config.stages - 1)
+            tiled.append((config, rate))
+        return tiled
 
     @property
     def planes(self) -> int:
@@ -210,4 +238,5 @@ class WgmmaParams(FamilyParams):
     def describe(self) -> str:
         return (f"wgmma m{self.block_m}n{self.block_n}k{self.block_k} {self.operand} stages{self.stages} "
                 f"group{self.group}" + (f" out {self.out}" if self.out != "f32" else "")
-                + (f" cluster{self.cluster}" if self.cluster > 1 else ""))
+                + (f" cluster{self.cluster}" if self.cluster > 1 else "")
+                + (f" x{self.per_multiprocessor} a multiprocessor" if self.per_multiprocessor > 1 else ""))

@@ -285,7 +285,8 @@ def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False), c_
         raise ValueError(why)
     layout = ("t" if mn_major[0] else "n") + ("n" if mn_major[1] else "t")
     name = (f"wgmma_{layout}_{params.operand}_m{params.block_m}_n{params.block_n}_s{params.stages}_g{params.group}"
-            f"_{params.out}" + (f"_c{params.cluster}" if params.cluster > 1 else "") + ("_ct" if c_transposed else ""))
+            f"_{params.out}" + (f"_c{params.cluster}" if params.cluster > 1 else "")
+            + (f"_r{params.per_multiprocessor}" if params.per_multiprocessor > 1 else "") + ("_ct" if c_transposed else ""))
     a_registers = params.reads_a_from_registers(mn_major)
     steps = params.block_k // params.instruction_k
     promoted = params.planes == 2
@@ -352,7 +353,7 @@ __device__ __forceinline__ unsigned long long descriptor(const void* tile, unsig
          | 1ull << 62;
 }}
 
-extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(THREADS, 1) {name}(
+extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(THREADS, {params.per_multiprocessor}) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
         const __grid_constant__ TensorMap map_c, out_t* __restrict__ c_layers, int M, int N, int K,
         {LAYERS_PARAMETERS}, float alpha, float beta,{flag_parameter}

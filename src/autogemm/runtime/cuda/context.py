@@ -335,25 +335,27 @@ class CudaContext:
             checked(driver.cuFuncSetAttribute(function, attribute, shared_bytes))
             self._raised.add((int(function), shared_bytes))
 
-    def resident_blocks(self, function: object, threads: int, shared_bytes: int, cluster: int) -> int:
-        """Blocks of ``function`` (``threads`` each, with ``shared_bytes``; one a multiprocessor) that the
-        device runs at once, the grid of a persistent kernel: in clusters of ``cluster`` blocks, the whole
-        clusters it places at once, which can be fewer than its multiprocessors allow (a cluster lies
-        within one processing cluster of the GPU; more blocks than it runs at once would wait for the
-        others to finish, doubling the time)."""
+    def resident_blocks(self, function: object, threads: int, shared_bytes: int, cluster: int,
+                        per_multiprocessor: int = 1) -> int:
+        """Blocks of ``function`` (``threads`` each, with ``shared_bytes``; ``per_multiprocessor`` on each
+        multiprocessor) that the device runs at once, the grid of a persistent kernel: in clusters of
+        ``cluster`` blocks, the whole clusters it places at once, which can be fewer than its
+        multiprocessors allow (a cluster lies within one processing cluster of the GPU; more blocks than
+        it runs at once would wait for the others to finish, doubling the time)."""
         from cuda.bindings import driver
 
+        blocks = self.multiprocessors * per_multiprocessor
         if cluster == 1:
-            return self.multiprocessors
+            return blocks
         self._allow_shared(function, shared_bytes)
         config = driver.CUlaunchConfig()
-        config.gridDimX, config.gridDimY, config.gridDimZ = self.multiprocessors // cluster * cluster, 1, 1
+        config.gridDimX, config.gridDimY, config.gridDimZ = blocks // cluster * cluster, 1, 1
         config.blockDimX, config.blockDimY, config.blockDimZ = threads, 1, 1
         config.sharedMemBytes = shared_bytes
         config.hStream = self.stream
         config.numAttrs = 0
         clusters = int(checked(driver.cuOccupancyMaxActiveClusters(function, config)))
-        return min(self.multiprocessors // cluster, clusters) * cluster
+        return min(blocks // cluster, clusters) * cluster
 
     def launch(self, function: object, grid: Sequence[int], block: Sequence[int], args: Sequence[Argument],
                shared_bytes: int = 0, stream: object = None) -> None:
