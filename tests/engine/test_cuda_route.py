@@ -513,3 +513,17 @@ def test_two_blocks_a_multiprocessor_compute_a_batch_of_small_matrices(device, k
     for i in (0, 299, 599):
         error, ok = Reference(dt, a[i], b[i], rng).check(got[i])
         assert ok, f"{key} product {i}: error {error:.2e}"
+
+
+def test_the_cuda_path_sees_a_stack_as_matrices_a_layer_apart_and_a_shared_matrix_as_one():
+    from autogemm.bench.runner import stored_operands
+    from autogemm.bench.shapes import Shape
+    from autogemm.blas.cuda_gemm import stack_stride
+
+    assert stack_stride((5, 72, 200)) == 72 * 200
+    assert stack_stride((1, 72, 200)) == 0 and stack_stride((72, 200)) == 0
+    memory = [SimpleNamespace(pointer=0)] * 3
+    a, b = np.empty((5, 200, 72), np.float16), np.empty((136, 200), np.float16)       # A^T stacked, B^T shared
+    stored_a, stored_b = stored_operands(memory, a, b, Shape(72, 136, 200, "TT"))
+    assert (stored_a.rows, stored_a.ld, stored_a.transposed, stored_a.layer_stride) == (72, 72, True, 200 * 72)
+    assert (stored_b.rows, stored_b.ld, stored_b.transposed, stored_b.layer_stride) == (136, 200, False, 0)

@@ -22,8 +22,8 @@ import numpy as np
 
 from ..accuracy import KnownReference, apply_op, gemm_flops, random_matrix
 from ..api import GemmPlan, gemm
-from ..blas import GemmProblem, LaunchPlan, Op
-from ..blas.cuda_gemm import CudaGemm, DeviceOperand
+from ..blas import GemmProblem, LaunchPlan
+from ..blas.cuda_gemm import CudaGemm
 from ..blas.plans import gemm_plan
 from ..dtypes import Dtype
 from ..engine import GemmOptions
@@ -35,7 +35,8 @@ from ..runtime.opencl.context import DeviceContext
 from ..runtime.opencl.timing import event_seconds, hold, median, time_enqueue
 from . import peers
 from .peers import PeerResult
-from .runner import AUTOGEMM, Measurement, Rates, measure
+from .runner import AUTOGEMM, Measurement, Rates, launch_of, measure
+from .shapes import Shape
 
 STRIDED, LOOP, BMM = AUTOGEMM + " strided", AUTOGEMM + " loop", "torch.bmm"
 
@@ -101,12 +102,8 @@ def _strided(plan: LaunchPlan | CudaGemm, a: np.ndarray, b: np.ndarray, runs: in
         try:
             for to, x in zip(memory, (a, b, result)):
                 runtime.upload(to, x)
-            if isinstance(plan, CudaGemm):
-                stored_a = DeviceOperand.of_a(memory[0], plan.m, plan.k, Op(), a[0].size)
-                stored_b = DeviceOperand.of_b(memory[1], plan.n, plan.n, Op(), b[0].size)
-                seconds = resident_seconds(runtime, lambda: plan.enqueue(stored_a, stored_b, memory[2], 1.0, 0.0), runs)
-            else:
-                seconds = resident_seconds(runtime, lambda: plan.enqueue(*memory), runs)
+            shape = Shape(a.shape[1], b.shape[2], a.shape[2], "NN")
+            seconds = resident_seconds(runtime, launch_of(plan, memory, a, b, shape), runs)
             runtime.download(result, memory[2])
         finally:
             for block in memory:

@@ -128,8 +128,8 @@ def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: i
     wide = dt.reference_numpy
     reference = KnownReference(dt, apply_op(a, shape.trans_a).astype(wide) @ apply_op(b, shape.trans_b).astype(wide),
                                shape.k)
-    if isinstance(kept, CudaHostRoute) and batch == 1:
-        found = _explain_cuda(kept, ctx.device, shape, a, b, c, reference, runs)
+    if isinstance(kept, CudaHostRoute):
+        found = _explain_cuda(kept, ctx.device, shape, a, b, c, reference, runs, batch)
         found.peer_seconds, found.peer_kernels = cublas_kernels(dt, a, b, shape, runs)
         return found
     problem = GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b, batch)
@@ -159,13 +159,14 @@ def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: i
 
 
 def _explain_cuda(route: CudaHostRoute, device: Device, shape: Shape, a: np.ndarray, b: np.ndarray,
-                  poisoned: np.ndarray, reference: KnownReference, runs: int) -> Explanation:
-    """The CUDA path's plan for the product, as numpy operands take it: each of its launches (the layout
-    pass, a memset, the kernel) timed on a held stream over ``runs`` runs from operands on the device, C
-    poisoned first and checked after (``AssertionError`` for a wrong result); the host's time to enqueue
-    them from as many runs of their own, unmarked (marking costs the host)."""
+                  poisoned: np.ndarray, reference: KnownReference, runs: int, batch: int) -> Explanation:
+    """The CUDA path's plan for the product (or strided ``batch`` of them), as numpy operands take it:
+    each of its launches (the layout pass, a memset, the kernel) timed on a held stream over ``runs``
+    runs from operands on the device, C poisoned first and checked after (``AssertionError`` for a wrong
+    result); the host's time to enqueue them from as many runs of their own, unmarked (marking costs
+    the host)."""
     ctx, plan, dt = route.ctx, route.plan, route.dt
-    chosen = choose_cuda_params(device, dt, shape.m, shape.n, shape.k, ctx.multiprocessors)
+    chosen = choose_cuda_params(device, dt, shape.m, shape.n, shape.k, ctx.multiprocessors, batch)
     result = poisoned.copy()
     with ctx.session():
         memory = [ctx.allocate(x.nbytes) for x in (a, b, poisoned)]
@@ -200,7 +201,8 @@ def _explain_cuda(route: CudaHostRoute, device: Device, shape: Shape, a: np.ndar
     return Explanation(dt, shape, device.label, ctx.multiprocessors, CUDA_PATH,
                        f"{plan.params.describe()} ({chosen.source})", chosen.backend,
                        " ; ".join(x.name for x in launches), schedule.grid[0], launches, device_seconds,
-                       statistics.median(hosts), error, on_cuda=True, sharing=_sharing(plan.params, schedule))
+                       statistics.median(hosts), error, batch=batch, on_cuda=True,
+                       sharing=_sharing(plan.params, schedule))
 
 
 def _sharing(params: CudaParams, schedule: Schedule) -> str:

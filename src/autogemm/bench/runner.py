@@ -25,7 +25,7 @@ import numpy as np
 from ..accuracy import Reference, apply_op, gemm_flops, random_operands
 from ..api import gemm
 from ..blas import GemmProblem, LaunchPlan, Op
-from ..blas.cuda_gemm import CudaGemm, DeviceOperand, cuda_plan, cuda_target
+from ..blas.cuda_gemm import CudaGemm, DeviceOperand, cuda_plan, cuda_target, stack_stride
 from ..blas.plans import plan_for
 from ..blas.vectors import VectorsPlan
 from ..dtypes import DTYPES, Dtype
@@ -308,7 +308,8 @@ def launch_of(plan: LaunchPlan | VectorsPlan | CudaGemm, memory: list, a: np.nda
 
 
 def stored_operands(memory: list, a: np.ndarray, b: np.ndarray, shape: Shape) -> tuple[DeviceOperand, DeviceOperand]:
-    """The CUDA path's view of A and B in ``memory`` (row-major, stored as ``shape`` says)."""
+    """The CUDA path's view of A and B in ``memory`` (row-major matrices or dense stacks of them, stored as
+    ``shape`` says)."""
     op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
-    return (DeviceOperand.of_a(memory[0], shape.m, a.shape[1], op_a),
-            DeviceOperand.of_b(memory[1], shape.n, b.shape[1], op_b))
+    return (DeviceOperand.of_a(memory[0], shape.m, a.shape[-1], op_a, stack_stride(a.shape)),
+            DeviceOperand.of_b(memory[1], shape.n, b.shape[-1], op_b, stack_stride(b.shape)))

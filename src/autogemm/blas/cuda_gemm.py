@@ -145,6 +145,12 @@ def cuda_plan(ctx: CudaContext, dt: Dtype, m: int, n: int, k: int, params: CudaP
     return CudaGemm(ctx, dt, m, n, k, params, layers)
 
 
+def stack_stride(shape: tuple[int, ...]) -> int:
+    """Elements from one matrix of a dense stack of this ``shape`` to the next: 0 for a matrix (or a
+    stack of one), which every product of a batch reads (``DeviceOperand.layer_stride``)."""
+    return shape[-1] * shape[-2] if len(shape) == 3 and shape[0] > 1 else 0
+
+
 @dataclass(frozen=True)
 class DeviceOperand:
     """An operand as it lies in device memory, seen as the ``rows`` x K matrix X the kernels read

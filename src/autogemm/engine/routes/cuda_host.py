@@ -26,7 +26,16 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...blas.cuda_gemm import CudaGemm, CudaParams, DeviceOperand, cuda_plan, cuda_target, no_kernels, reads_in_place
+from ...blas.cuda_gemm import (
+    CudaGemm,
+    CudaParams,
+    DeviceOperand,
+    cuda_plan,
+    cuda_target,
+    no_kernels,
+    reads_in_place,
+    stack_stride,
+)
 from ...blas.defaults import CUDA_DEFAULTS
 from ...blas.problem import Op
 from ...blas.selection import choose_cuda_params
@@ -205,20 +214,14 @@ def _run(ctx: CudaContext, plan: CudaGemm, a: tuple[np.ndarray, Op], b: tuple[np
             parallel_copy(place, _bytes(x))
             ctx.upload(to, place, wait=False)
             start += x.nbytes
-        plan.enqueue(DeviceOperand.of_a(memory[0], m, a.shape[-1], op_a, _layer_stride(a)),
-                     DeviceOperand.of_b(memory[1], n, b.shape[-1], op_b, _layer_stride(b)), memory[2], alpha, beta)
+        plan.enqueue(DeviceOperand.of_a(memory[0], m, a.shape[-1], op_a, stack_stride(a.shape)),
+                     DeviceOperand.of_b(memory[1], n, b.shape[-1], op_b, stack_stride(b.shape)), memory[2], alpha, beta)
         if pool.owns(out):
             ctx.download(_bytes(out), memory[2])
         else:
             ctx.download(staging[:out.nbytes], memory[2])   # after the uploads: the staging is free
             parallel_copy(_bytes(out), staging[:out.nbytes])
     return out
-
-
-def _layer_stride(x: np.ndarray) -> int:
-    """Elements from one matrix of a C-ordered stack to the next: 0 for a matrix (or a stack of one)
-    that every product of a batch reads."""
-    return x[0].size if x.ndim == 3 and x.shape[0] > 1 else 0
 
 
 def _bytes(x: np.ndarray) -> np.ndarray:
