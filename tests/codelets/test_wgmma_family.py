@@ -11,6 +11,7 @@ import pytest
 from ptxas_report import REPORTED
 
 from autogemm.blas.cuda_gemm import layer_arguments, shared_k_arguments
+from autogemm.blas.defaults import CUDA_DEFAULTS
 from autogemm.codelets import float32_product
 from autogemm.codelets import hopper as hopper_module
 from autogemm.codelets.wgmma import WgmmaParams, render, space
@@ -23,6 +24,10 @@ from autogemm.runtime.cuda import compile_cuda, cuda_missing
 CONFIGS = [space(operand).config(point) for operand in OPERANDS for point in space(operand).points()]
 CONFIGS = [c for c in CONFIGS if c.group == WgmmaParams.group and (c.cluster == 1 or c.stages == WgmmaParams.stages)]
 CONFIGS += [WgmmaParams(group=group) for group in GROUPS if group != WgmmaParams.group]
+# the tiles that run two blocks a multiprocessor, as the tile model makes them of each dtype's default
+TWO_A_MULTIPROCESSOR = [tiled for key in ("h", "hs", "b", "s.tf32") for tiled, _ in CUDA_DEFAULTS[key].tilings()
+                        if tiled.per_multiprocessor == 2]
+CONFIGS += TWO_A_MULTIPROCESSOR
 
 
 def test_the_spaces_hold_every_well_formed_configuration_and_no_other():
@@ -33,7 +38,11 @@ def test_the_spaces_hold_every_well_formed_configuration_and_no_other():
 
 
 def test_malformed_configurations_are_refused():
-    assert len(CONFIGS) == 96 + 22              # 5 and 6 stages of 128 x 256 tiles: over shared memory
+    assert len(CONFIGS) == 96 + 22 + 8          # 5 and 6 stages of 128 x 256 tiles: over shared memory
+    assert len(TWO_A_MULTIPROCESSOR) == 8 and all(c.malformed() is None for c in TWO_A_MULTIPROCESSOR)
+    assert "shared memory a multiprocessor" in WgmmaParams("f16", 128, 1, 4, per_multiprocessor=2).malformed()
+    assert "one consumer each" in WgmmaParams("f16", 64, 2, 3, per_multiprocessor=2).malformed()
+    assert "128 registers a thread" in WgmmaParams("f16", 256, 1, 2, per_multiprocessor=2).malformed()
     assert "shared memory of a block" in WgmmaParams("f16", 256, 2, 5).malformed()
     assert WgmmaParams("tf32", 256, 2, 4).malformed() is None and WgmmaParams("tf32").block_k == 32
     assert "shared memory of a block" in WgmmaParams("3xtf32", 128, 2, 4).malformed()     # two planes a stage
@@ -59,6 +68,22 @@ def test_every_configuration_compiles_for_sm_90a_without_spilling(params):
     assert "0 bytes stack frame, 0 bytes spill stores" in cubin.log and "warning" not in cubin.log
     assert "Performance Loss" not in cubin.log
     assert rendered.block == (128 * (1 + params.consumers),)
+
+
+@pytest.mark.parametrize("params", TWO_A_MULTIPROCESSOR, ids=[c.describe() for c in TWO_A_MULTIPROCESSOR])
+def test_two_blocks_a_multiprocessor_fit_its_registers_in_every_way_they_read(params):
+    """Two blocks of one consumer share a multiprocessor's registers (128 a thread): their kernels for
+    operands read MN-major and C stored transposed do not spill either."""
+    why = cuda_missing()
+    if why:
+        pytest.skip(f"NVRTC is not here: {why}")
+    assert "__launch_bounds__(THREADS, 2)" in render(params).source and params.consumers == 1
+    readings = [(True, False)] if params.operand == "tf32" else [(True, True)]
+    for mn_major in readings:
+        for c_transposed in (False, True):
+            rendered = render(params, mn_major, c_transposed)
+            log = compile_cuda(rendered.source, rendered.name, options=REPORTED).log
+            assert "0 bytes stack frame, 0 bytes spill stores" in log, (mn_major, c_transposed, log)
 
 
 @pytest.mark.gpu

@@ -527,3 +527,26 @@ def test_the_cuda_path_sees_a_stack_as_matrices_a_layer_apart_and_a_shared_matri
     stored_a, stored_b = stored_operands(memory, a, b, Shape(72, 136, 200, "TT"))
     assert (stored_a.rows, stored_a.ld, stored_a.transposed, stored_a.layer_stride) == (72, 72, True, 200 * 72)
     assert (stored_b.rows, stored_b.ld, stored_b.transposed, stored_b.layer_stride) == (136, 200, False, 0)
+
+
+def test_a_batch_of_few_blocks_of_c_shares_their_k_across_its_products():
+    """Three products of 128 x 128 over a long K: 12 blocks of C of every layer, all of whose K the
+    blocks share (stream-K over the tiles of every product)."""
+    tiled = fitted(CUDA_DEFAULTS["h"], 128, 128, 8192, 132, 3)
+    schedule = render_wgmma(tiled).schedule(128, 128, 8192, 132 * tiled.per_multiprocessor, 3)
+    assert schedule.tiles == 12 and schedule.whole == 0 and schedule.arrivals and schedule.grid[0] > 12
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda
+@pytest.mark.usefixtures("hopper")
+def test_a_batch_whose_blocks_share_k_across_products_agrees_with_float64(device):
+    dt = DTYPES["h"]
+    rng = np.random.default_rng(11)
+    batch, m, n, k = 3, 128, 128, 8192
+    a, b = random_matrix(rng, dt, (batch, m, k)), random_matrix(rng, dt, (batch, n, k))
+    c = np.full((batch, m, n), np.nan, dt.output.numpy)
+    got = autogemm.gemm_batched(a, b, c, trans_b="T", device=device, backend="cuda")
+    for i in range(batch):
+        error, ok = Reference(dt, a[i], b[i].T, rng).check(got[i])
+        assert ok, f"product {i}: error {error:.2e}"

@@ -29,13 +29,12 @@ from ..dtypes import Dtype
 from ..engine import GemmOptions
 from ..engine.call import GemmCall
 from ..engine.routes.cuda_host import cuda_host_route
-from ..runtime.backend import resident_seconds
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
 from ..runtime.opencl.timing import event_seconds, hold, median, time_enqueue
 from . import peers
 from .peers import PeerResult
-from .runner import AUTOGEMM, Measurement, Rates, launch_of, measure
+from .runner import AUTOGEMM, Measurement, Rates, measure, resident_result
 from .shapes import Shape
 
 STRIDED, LOOP, BMM = AUTOGEMM + " strided", AUTOGEMM + " loop", "torch.bmm"
@@ -68,8 +67,8 @@ def run_batch(ctx: DeviceContext, dt: Dtype, batch: int, n: int, runs: int, rng:
     case = BatchCase(dt.key, batch, n, plan.params.describe())
     reference, flops = stack_reference(dt, a, b), batch * gemm_flops(dt, n, n, n)
     calls: list[tuple[str, Callable[[], PeerResult | None]]] = [
-        (STRIDED, lambda: _strided(plan, a, b, runs)),
-        (LOOP, lambda: _loop(ctx, a, b, max(1, runs // 3)))]
+        (STRIDED, lambda: _strided(dt, plan, a, b, runs)),
+        (LOOP, lambda: _loop(ctx, dt, a, b, max(1, runs // 3)))]
     if with_torch:
         calls.append((BMM, lambda: _bmm(a, b, runs)))
     for name, call in calls:
@@ -80,46 +79,39 @@ def run_batch(ctx: DeviceContext, dt: Dtype, batch: int, n: int, runs: int, rng:
 def batch_plan(ctx: DeviceContext, dt: Dtype, a: np.ndarray, b: np.ndarray) -> LaunchPlan | CudaGemm:
     """The plan ``gemm_batched`` computes the strided batch of the stacks ``a`` and ``b`` with: the CUDA
     path's where it takes the batch, else ``ctx``'s OpenCL plan."""
-    route = cuda_host_route(GemmCall.build(a, b, None, a.shape[0], GemmOptions(device=ctx.device)))
+    options = GemmOptions(device=ctx.device, precision=dt.precision or None, out_dtype=dt.output.numpy)
+    route = cuda_host_route(GemmCall.build(a, b, None, a.shape[0], options))
     if route is not None:
         return route.plan
     return gemm_plan(ctx, GemmProblem.dense(dt, a.shape[1], b.shape[2], a.shape[2], batch=a.shape[0]))
 
 
-def _device_operands(ctx: DeviceContext, a: np.ndarray, b: np.ndarray) -> tuple[ocl.DeviceArray, ...]:
+def _poisoned(dt: Dtype, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C of the product of the stacks ``a`` and ``b`` in ``dt``'s output type, all NaN."""
+    return np.full(a.shape[:-1] + b.shape[-1:], np.nan, dt.output.numpy)
+
+
+def _device_operands(ctx: DeviceContext, dt: Dtype, a: np.ndarray, b: np.ndarray) -> tuple[ocl.DeviceArray, ...]:
     """A and B on the device, and a NaN-poisoned C."""
     queue = ctx.queue
-    c = ocl.to_device(queue, np.full(a.shape[:-1] + b.shape[-1:], np.nan, a.dtype))
+    c = ocl.to_device(queue, _poisoned(dt, a, b))
     return ocl.to_device(queue, a), ocl.to_device(queue, b), c
 
 
-def _strided(plan: LaunchPlan | CudaGemm, a: np.ndarray, b: np.ndarray, runs: int) -> PeerResult:
+def _strided(dt: Dtype, plan: LaunchPlan | CudaGemm, a: np.ndarray, b: np.ndarray, runs: int) -> PeerResult:
     """The strided batch of ``plan`` on stacks on its device, C poisoned with NaN, as its runtime times it."""
-    runtime = plan.ctx
-    result = np.full(a.shape[:-1] + b.shape[-1:], np.nan, a.dtype)
-    with runtime.session():
-        memory = [runtime.allocate(x.nbytes) for x in (a, b, result)]
-        try:
-            for to, x in zip(memory, (a, b, result)):
-                runtime.upload(to, x)
-            shape = Shape(a.shape[1], b.shape[2], a.shape[2], "NN")
-            seconds = resident_seconds(runtime, launch_of(plan, memory, a, b, shape), runs)
-            runtime.download(result, memory[2])
-        finally:
-            for block in memory:
-                block.release()
-            if not isinstance(plan, CudaGemm):          # (the CUDA path's plans keep nothing between calls)
-                plan.release()
-    return PeerResult(STRIDED, seconds, result)
+    return resident_result(STRIDED, plan, a, b, Shape(a.shape[1], b.shape[2], a.shape[2], "NN"),
+                           _poisoned(dt, a, b), runs)
 
 
-def _loop(ctx: DeviceContext, a: np.ndarray, b: np.ndarray, runs: int) -> PeerResult:
+def _loop(ctx: DeviceContext, dt: Dtype, a: np.ndarray, b: np.ndarray, runs: int) -> PeerResult:
     """``gemm`` once per matrix on views of device stacks, as a program without a batched call would."""
-    da, db, dc = _device_operands(ctx, a, b)
+    da, db, dc = _device_operands(ctx, dt, a, b)
+    precision = dt.precision or None
 
     def once() -> None:
         for i in range(a.shape[0]):
-            gemm(da[i], db[i], dc[i])
+            gemm(da[i], db[i], dc[i], precision=precision)
         dc.finish()
 
     once()
@@ -182,7 +174,7 @@ def call_overhead(ctx: DeviceContext, dt: Dtype, n: int = 256, calls: int = 200,
     checked."""
     rng = rng or np.random.default_rng(0)
     a, b = random_matrix(rng, dt, (n, n)), random_matrix(rng, dt, (n, n))
-    da, db, dc = _device_operands(ctx, a, b)
+    da, db, dc = _device_operands(ctx, dt, a, b)
     plan = gemm_plan(ctx, GemmProblem.dense(dt, n, n, n))
 
     def bare() -> list[ocl.Event]:

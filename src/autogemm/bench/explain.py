@@ -123,7 +123,8 @@ def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: i
     op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
     a, b = random_operands(rng, dt, shape.m, shape.n, shape.k, shape.trans_a, shape.trans_b, batch)
     c = np.full(a.shape[:-2] + (shape.m, shape.n), np.nan, dt.output.numpy)
-    options = GemmOptions(trans_a=shape.trans_a, trans_b=shape.trans_b, precision=dt.precision or None)
+    options = GemmOptions(trans_a=shape.trans_a, trans_b=shape.trans_b, device=ctx.device,
+                          precision=dt.precision or None)
     route, kept = route_elsewhere(GemmCall.build(a, b, c, batch if batch > 1 else None, options))
     wide = dt.reference_numpy
     reference = KnownReference(dt, apply_op(a, shape.trans_a).astype(wide) @ apply_op(b, shape.trans_b).astype(wide),

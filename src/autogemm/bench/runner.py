@@ -221,21 +221,8 @@ class Bench:
         C poisoned with NaN, the device's own timing after a warm-up."""
         if isinstance(plan, Exception):
             raise plan
-        runtime = plan.ctx
-        result = np.full((shape.m, shape.n), np.nan, dt.output.numpy)
-        with runtime.session():
-            memory = [runtime.allocate(x.nbytes) for x in (a, b, result)]
-            try:
-                for to, x in zip(memory, (a, b, result)):
-                    runtime.upload(to, x)
-                seconds = resident_seconds(runtime, launch_of(plan, memory, a, b, shape), self.runs)
-                runtime.download(result, memory[2])
-            finally:
-                for block in memory:
-                    block.release()
-                if not isinstance(plan, CudaGemm):          # (the CUDA path's plans keep nothing between calls)
-                    plan.release()
-        return PeerResult(AUTOGEMM, seconds, result)
+        return resident_result(AUTOGEMM, plan, a, b, shape, np.full((shape.m, shape.n), np.nan, dt.output.numpy),
+                               self.runs)
 
     def _autogemm_end_to_end(self, dt: Dtype, a: np.ndarray, b: np.ndarray, shape: Shape,
                              with_host: bool = False, beside_numpy: bool = False) -> list[PeerResult]:
@@ -295,6 +282,27 @@ def measure(name: str, call: Callable[[], PeerResult | None], reference: Referen
     error, ok = reference.check(got.result, precision)
     return Measurement(name, got.seconds, flops / got.seconds / 1e12 if got.seconds > 0 else None,
                        None if math.isinf(error) else error, ok, "" if ok else "wrong result")
+
+
+def resident_result(name: str, plan: LaunchPlan | VectorsPlan | CudaGemm, a: np.ndarray, b: np.ndarray,
+                    shape: Shape, poisoned: np.ndarray, runs: int) -> PeerResult:
+    """``plan``'s product (or strided batch) of A and B stored as ``shape`` says, C ``poisoned``, all on
+    its runtime's device first, timed as that runtime times it after a warm-up (``resident_seconds``), as
+    ``name``; the plan is released after (the CUDA path's plans keep nothing between calls)."""
+    runtime = plan.ctx
+    with runtime.session():
+        memory = [runtime.allocate(x.nbytes) for x in (a, b, poisoned)]
+        try:
+            for to, x in zip(memory, (a, b, poisoned)):
+                runtime.upload(to, x)
+            seconds = resident_seconds(runtime, launch_of(plan, memory, a, b, shape), runs)
+            runtime.download(poisoned, memory[2])
+        finally:
+            for block in memory:
+                block.release()
+            if not isinstance(plan, CudaGemm):
+                plan.release()
+    return PeerResult(name, seconds, poisoned)
 
 
 def launch_of(plan: LaunchPlan | VectorsPlan | CudaGemm, memory: list, a: np.ndarray, b: np.ndarray,

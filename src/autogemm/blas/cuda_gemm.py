@@ -93,17 +93,17 @@ def reads_in_place(params: CudaParams, dt: Dtype, m: int, n: int, k: int, op_a: 
 @functools.lru_cache(maxsize=256)
 def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int, layers: int = 1) -> CudaParams:
     """``params`` with the tile of C (its family's ``TILE_RATES``, ``tilings``) that computes an m x n x k
-    product (or a strided batch of ``layers``) soonest: its blocks run in rounds on ``multiprocessors``
-    (``codelets.hopper.rounds``: whole,
-    and where the family can, a last one shared where most would idle), each as long as the tile's area
-    over its rate. A product of few large tiles would leave multiprocessors idle and takes smaller ones,
+    product (or a strided batch of ``layers``) soonest: its blocks run in rounds on ``multiprocessors``,
+    one or, where the tiling says, two blocks a multiprocessor (``codelets.hopper.rounds``: whole, and
+    where the family can, a last one shared where most would idle), each as long as the tile's area over
+    its rate (a block's). A product of few large tiles would leave multiprocessors idle and takes smaller ones,
     which keep every multiprocessor working though they read more of A and B a flop. A dmma configuration's
     own tile is a candidate too, first (at the rate of the slowest measured tile where it is none of them).
     Worked out once a process for each product (a call on device tensors must cost the host little)."""
     best, best_time = params, None
     for tiled, rate in params.tilings():
         tiles = -(-m // (tiled.block_m * params.cluster)) * -(-n // tiled.block_n) * layers
-        clusters = multiprocessors * getattr(tiled, "per_multiprocessor", 1) // params.cluster
+        clusters = multiprocessors * tiled.per_multiprocessor // params.cluster
         turns = rounds(tiles, clusters, -(-k // tiled.block_k)) if tiled.shares_k else -(-tiles // clusters)
         time = turns * tiled.block_m * tiled.block_n / rate
         if tiled.malformed() is None and (best_time is None or time < best_time):
@@ -242,7 +242,7 @@ class CudaGemm:
         rendered = kernel_for(self.params)
         function = ctx.function(_cubin(rendered.source, rendered.name), rendered.name)
         self.resident = ctx.resident_blocks(function, rendered.block[0], rendered.shared_bytes, self.params.cluster,
-                                            getattr(self.params, "per_multiprocessor", 1))
+                                            self.params.per_multiprocessor)
         arrange = _cubin(_layout_source(), "k_major")
         self.arrange = ctx.function(arrange, k_major.NAMES[self.element_bytes])
         self.planes = getattr(self.params, "planes", 1)
@@ -281,9 +281,9 @@ class CudaGemm:
             maps.append(maps[0] if c_transposed else self._c_map(c, maps[0]))
         scalars = [self._scalar(value) for value in (alpha, beta)]
         flagged: list[Argument] = [] if flag is None else [(flag, None)]
-        layers = layer_arguments(self.layers, *(self.layers > 1 and x.layer_stride != 0 for x in (first, second)))
+        batch = layer_arguments(self.layers, *(self.layers > 1 and x.layer_stride != 0 for x in (first, second)))
         args: list[Argument] = [*((tensor_map, None) for tensor_map in maps), (c, None), (m, ctypes.c_int),
-                                (n, ctypes.c_int), (self.padded, ctypes.c_int), *layers, *scalars, *flagged, *shared]
+                                (n, ctypes.c_int), (self.padded, ctypes.c_int), *batch, *scalars, *flagged, *shared]
         launch = self.ctx.prepared(function, schedule.grid, rendered.block, args, rendered.shared_bytes)
         self.ctx.enqueue_prepared(launch, stream)
         if flag is not None:
@@ -389,11 +389,11 @@ class CudaGemm:
         (``_arranged``): as it lies MN-major, or K-major (and where 3xtf32 takes two planes, split into
         them first, values it cannot split setting ``flag``; the memory for that added to ``work``)."""
         box = rendered.tensor_boxes[which]
-        layers = self.layers if stored.layer_stride else 1
+        matrices = self.layers if stored.layer_stride else 1
         layer_bytes = stored.layer_stride * self.element_bytes
         if rendered.mn_major[which]:
             return self.ctx.tensor_map(memory, rendered.tensor_shape(stored.rows, self.k, True),
-                                       rendered.tensor_type, box, layers, layer_bytes)
+                                       rendered.tensor_type, box, matrices, layer_bytes)
         if self.planes == 2:
             count = stored.rows * self.padded
             planes = self.ctx.allocate(2 * count * self.element_bytes, stream)
@@ -403,7 +403,7 @@ class CudaGemm:
                              (count, ctypes.c_longlong), (flag, None)], stream=stream)
             memory = planes
         shape = rendered.tensor_shape(self.planes * stored.rows, self.padded)
-        return self.ctx.tensor_map(memory, shape, rendered.tensor_type, box, layers, layer_bytes)
+        return self.ctx.tensor_map(memory, shape, rendered.tensor_type, box, matrices, layer_bytes)
 
     def _c_map(self, c: DeviceMemory, placeholder: object) -> object:
         """The tensor map TMA stores C through, where C's rows are 16-byte aligned; else ``placeholder``

@@ -517,8 +517,8 @@ class Rendered:
     are the tensor maps of A and B (``tensor_type`` elements, ``tensor_shape`` their shapes,
     ``tensor_boxes`` their boxes), where the kernel stores C by TMA C's tensor map (boxes of
     ``params.c_box``; any tensor map where C's rows are not 16-byte aligned, which the kernel then stores
-    from the registers), then C, M, N and K. ``c_transposed``: the kernel stores C as C^T (N x M), from
-    the registers (its tensor map of C any)."""
+    from the registers), then C, M, N and K, then ``LAYERS_PARAMETERS`` (``blas.cuda_gemm.layer_arguments``).
+    ``c_transposed``: the kernel stores C as C^T (N x M), from the registers (its tensor map of C any)."""
 
     source: str
     name: str
@@ -528,8 +528,8 @@ class Rendered:
 
     def schedule(self, m: int, n: int, k: int, resident: int, layers: int = 1) -> Schedule:
         """How an M x N x K product (K as the kernel takes it), or a strided batch of ``layers`` of them,
-        is shared out among persistent blocks: as many as the device runs at once (``resident``: one per
-        multiprocessor, in whole clusters; ``CudaContext.resident_blocks``), which compute blocks of C
+        is shared out among persistent blocks: as many as the device runs at once (``resident``: one or
+        two a multiprocessor, in whole clusters; ``CudaContext.resident_blocks``), which compute blocks of C
         whole, in turn, and where the kernel can, share the K of the rest where that pays, among all or,
         where K is short, some of them (``shared_out``: a single round among a multiple of its blocks);
         where there are fewer blocks of C than clusters and their K is not shared, one per block of C."""

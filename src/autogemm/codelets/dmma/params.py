@@ -73,6 +73,8 @@ class DmmaParams(FamilyParams):
     cluster: int = 1
     mma_k: int = 8
     reads_mn_major: bool = False
+    #: Blocks a multiprocessor runs at once: one (its warp tiles take the registers of two).
+    per_multiprocessor: ClassVar[int] = 1
 
     def tilings(self) -> list[tuple[DmmaParams, float]]:
         """This configuration in each tile of C that ``blas.cuda_gemm.fitted`` weighs, with the tile's

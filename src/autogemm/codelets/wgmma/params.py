@@ -29,7 +29,7 @@ WARPGROUP_M = 64
 #: stores a block of C or waits for its tiles, the other's multiplies).
 PER_MULTIPROCESSOR = (1, 2)
 #: Registers a thread of a block may hold where two blocks share a multiprocessor (65536 over 2 x 256).
-SHARED_MULTIPROCESSOR_REGISTERS = 128
+TWO_BLOCK_REGISTERS = 128
 #: Shared memory of a multiprocessor, of which each block also takes 1 KB for the system.
 MULTIPROCESSOR_SHARED_BYTES = 228 * 1024
 #: C's element types: float32, or the 16-bit type of 16-bit operands (the sums are float32 still).
@@ -58,7 +58,8 @@ class WgmmaParams(FamilyParams):
     beta 0 not reading C. Each block computes ``block_m`` x ``block_n`` of C: a producer warpgroup loads
     tiles of A and B (128 bytes of K) by TMA into ``stages`` buffers of shared memory, and ``consumers``
     warpgroups multiply them with wgmma as they arrive, each 64 rows of C. Blocks are persistent,
-    ``per_multiprocessor`` on each multiprocessor (two only of one consumer each), each taking blocks of C
+    ``per_multiprocessor`` on each multiprocessor (two only of one consumer each; ``blas.cuda_gemm.fitted``
+    chooses it with the tile, which a stored configuration's does not bind), each taking blocks of C
     in turn in groups of ``group`` rows of blocks (the producer loads the next one's tiles while the
     consumers store the last); in clusters of ``cluster`` blocks along M, which share each tile of B
     (``codelets.hopper``). The consumers write C into shared memory, which TMA stores while they go on to
@@ -101,10 +102,10 @@ class WgmmaParams(FamilyParams):
         if self.per_multiprocessor > 1:
             if self.consumers > 1:
                 return "two blocks a multiprocessor have one consumer each (setmaxnreg moves registers within one)"
-            if self.accumulators * self.planes > SHARED_MULTIPROCESSOR_REGISTERS // 2:
+            if self.accumulators * self.planes > TWO_BLOCK_REGISTERS // 2:
                 return (f"block_n {self.block_n}: two blocks a multiprocessor hold at most "
-                        f"{SHARED_MULTIPROCESSOR_REGISTERS} registers a thread")
-            if self.per_multiprocessor * (self.shared_bytes + 1024) > MULTIPROCESSOR_SHARED_BYTES:
+                        f"{TWO_BLOCK_REGISTERS} registers a thread")
+            if self._overfills_multiprocessor():
                 return (f"{self.per_multiprocessor} blocks of {self.shared_bytes} bytes of shared memory "
                         f"a multiprocessor")
         return shared_memory_problem(self.shared_bytes)
@@ -145,11 +146,14 @@ class WgmmaParams(FamilyParams):
         tiled = []
         for (block_m, block_n, blocks), rate in TILE_RATES[self.planes].items():
             config = replace(self, consumers=block_m // WARPGROUP_M, block_n=block_n, per_multiprocessor=blocks)
-            while (blocks > 1 and config.stages > STAGES[0]
-                   and blocks * (config.shared_bytes + 1024) > MULTIPROCESSOR_SHARED_BYTES):
+            while blocks > 1 and config.stages > STAGES[0] and config._overfills_multiprocessor():
                 config = replace(config, stages=config.stages - 1)
             tiled.append((config, rate))
         return tiled
+
+    def _overfills_multiprocessor(self) -> bool:
+        """Whether ``per_multiprocessor`` blocks need more shared memory than a multiprocessor has."""
+        return self.per_multiprocessor * (self.shared_bytes + 1024) > MULTIPROCESSOR_SHARED_BYTES
 
     @property
     def planes(self) -> int:

@@ -119,7 +119,8 @@ def cuda_host_route(call: GemmCall) -> CudaHostRoute | None:
     if why is None and call.batch is not None:
         params = batch_params(choose_cuda_params(device, dt, m, n, k, ctx.multiprocessors, call.batch).params,
                               dt, m, n, k, *ops)
-        why = None if params is not None else "its kernels would lay the stacks out first (a batch is read as it lies)"
+        why = None if params is not None else ("its kernel would lay the stacks out first, or split them into "
+                                               "3xtf32's planes (a batch is read as it lies)")
     elif why is None:
         params = (choose_cuda_params(device, dt, m, n, k, ctx.multiprocessors).params if backend == "cuda"
                   else auto_cuda_params(device, dt, m, n, k, *ops, ctx, limits))

@@ -345,9 +345,12 @@ class CudaContext:
         from cuda.bindings import driver
 
         blocks = self.multiprocessors * per_multiprocessor
-        if cluster == 1:
+        if cluster == 1 and per_multiprocessor == 1:
             return blocks
         self._allow_shared(function, shared_bytes)
+        if cluster == 1:                    # as many as fit it, were its registers or memory short
+            fit = int(checked(driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, threads, shared_bytes)))
+            return self.multiprocessors * max(1, min(per_multiprocessor, fit))
         config = driver.CUlaunchConfig()
         config.gridDimX, config.gridDimY, config.gridDimZ = blocks // cluster * cluster, 1, 1
         config.blockDimX, config.blockDimY, config.blockDimZ = threads, 1, 1
