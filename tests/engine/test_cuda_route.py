@@ -468,20 +468,6 @@ def test_a_strided_batch_runs_on_the_cuda_path_in_one_launch(device, monkeypatch
         assert routes[-1].plan.layers == batch
 
 
-@pytest.mark.gpu
-@pytest.mark.cuda
-@pytest.mark.usefixtures("hopper")
-def test_a_cuda_batch_scales_c_by_beta_and_takes_a_stack_of_one_as_shared(device):
-    dt = DTYPES["h"]
-    rng = np.random.default_rng(3)
-    batch, m, n, k = 5, 128, 64, 96
-    a, b = random_matrix(rng, dt, (1, m, k)), random_matrix(rng, dt, (batch, k, n))
-    c = random_matrix(rng, dt, (batch, m, n))
-    want = 0.5 * (a.astype(np.float64) @ b.astype(np.float64)) - 2.0 * c.astype(np.float64)
-    got = autogemm.gemm_batched(a, b, c.copy(), alpha=0.5, beta=-2.0, device=device, backend="cuda")
-    assert np.abs(got - want).max() <= 2e-2 * np.abs(want).max()
-
-
 @pytest.mark.parametrize("key", ["h", "b", "s.tf32"])
 def test_a_batch_of_small_matrices_takes_two_blocks_a_multiprocessor(key):
     """A batch of many 64 x 64 products runs two blocks of one consumer on each multiprocessor (while one
@@ -539,14 +525,17 @@ def test_a_batch_of_few_blocks_of_c_shares_their_k_across_its_products():
 
 @pytest.mark.gpu
 @pytest.mark.cuda
+@pytest.mark.parametrize("batch,m,n,k,shared_a,alpha,beta", [
+    (5, 128, 64, 96, True, 0.5, -2.0),          # C scaled by beta, A a stack of one that every product reads
+    (3, 128, 128, 8192, False, 1.0, 0.0)])       # 12 blocks of C whose K the blocks share across products
 @pytest.mark.usefixtures("hopper")
-def test_a_batch_whose_blocks_share_k_across_products_agrees_with_float64(device):
+def test_a_cuda_batch_agrees_with_float64(device, batch, m, n, k, shared_a, alpha, beta):
     dt = DTYPES["h"]
-    rng = np.random.default_rng(11)
-    batch, m, n, k = 3, 128, 128, 8192
-    a, b = random_matrix(rng, dt, (batch, m, k)), random_matrix(rng, dt, (batch, n, k))
-    c = np.full((batch, m, n), np.nan, dt.output.numpy)
-    got = autogemm.gemm_batched(a, b, c, trans_b="T", device=device, backend="cuda")
-    for i in range(batch):
-        error, ok = Reference(dt, a[i], b[i].T, rng).check(got[i])
-        assert ok, f"product {i}: error {error:.2e}"
+    rng = np.random.default_rng(k)
+    a, b = random_matrix(rng, dt, (1 if shared_a else batch, m, k)), random_matrix(rng, dt, (batch, n, k))
+    c = random_matrix(rng, dt, (batch, m, n)) if beta else np.full((batch, m, n), np.nan, dt.output.numpy)
+    want = alpha * (a.astype(np.float64) @ b.astype(np.float64).transpose(0, 2, 1))
+    if beta:
+        want += beta * c.astype(np.float64)
+    got = autogemm.gemm_batched(a, b, c.copy(), alpha=alpha, beta=beta, trans_b="T", device=device, backend="cuda")
+    assert np.isfinite(got).all() and np.abs(got - want).max() <= 2e-2 * np.abs(want).max()
