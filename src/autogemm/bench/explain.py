@@ -36,7 +36,7 @@ from ..runtime.opencl.context import DeviceContext
 from ..runtime.opencl.device import Device
 from ..runtime.opencl.timing import hold
 from . import peers
-from .runner import launch_of, stored_operands
+from .runner import launch_of, on_device, stored_operands
 from .shapes import Shape
 
 
@@ -169,30 +169,23 @@ def _explain_cuda(route: CudaHostRoute, device: Device, shape: Shape, a: np.ndar
     ctx, plan, dt = route.ctx, route.plan, route.dt
     chosen = choose_cuda_params(device, dt, shape.m, shape.n, shape.k, ctx.multiprocessors, batch)
     result = poisoned.copy()
-    with ctx.session():
-        memory = [ctx.allocate(x.nbytes) for x in (a, b, poisoned)]
-        try:
-            for to, x in zip(memory, (a, b, poisoned)):
-                ctx.upload(to, x)
-            run = launch_of(plan, memory, a, b, shape)
-            run()                                   # warm-up: tensor maps, the kernels' modules
-            ctx.finish()
-            timed, hosts = [], []
-            for _ in range(runs):
-                ctx.hold()                          # (the launches then run back to back, timed alone)
-                with ctx.timeline() as marks:
-                    run()
-                timed.append(ctx.marked_seconds(marks))
-                ctx.hold()
-                start = time.perf_counter()
+    with on_device(ctx, (a, b, poisoned)) as memory:
+        run = launch_of(plan, memory, a, b, shape)
+        run()                                   # warm-up: tensor maps, the kernels' modules
+        ctx.finish()
+        timed, hosts = [], []
+        for _ in range(runs):
+            ctx.hold()                          # (the launches then run back to back, timed alone)
+            with ctx.timeline() as marks:
                 run()
-                hosts.append(time.perf_counter() - start)
-            ctx.finish()
-            ctx.download(result, memory[2])
-            schedule = plan.schedule(*stored_operands(memory, a, b, shape))
-        finally:
-            for block in memory:
-                block.release()
+            timed.append(ctx.marked_seconds(marks))
+            ctx.hold()
+            start = time.perf_counter()
+            run()
+            hosts.append(time.perf_counter() - start)
+        ctx.finish()
+        ctx.download(result, memory[2])
+        schedule = plan.schedule(*stored_operands(memory, a, b, shape))
     error, ok = reference.check(result)
     if not ok:
         raise AssertionError(f"{dt.routine} {plan.params.describe()}: wrong result (relative error {error:.1e})")

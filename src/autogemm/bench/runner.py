@@ -16,7 +16,8 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +33,7 @@ from ..dtypes import DTYPES, Dtype
 from ..engine.routes.cuda_host import auto_cuda_params, goes_to_cuda
 from ..errors import ArgumentError
 from ..profiles import thresholds_for
-from ..runtime.backend import resident_seconds
+from ..runtime.backend import Runtime, resident_seconds
 from ..runtime.opencl.context import DeviceContext
 from ..runtime.opencl.discovery import default_device, find_device
 from ..shares.host import HOST
@@ -290,19 +291,29 @@ def resident_result(name: str, plan: LaunchPlan | VectorsPlan | CudaGemm, a: np.
     its runtime's device first, timed as that runtime times it after a warm-up (``resident_seconds``), as
     ``name``; the plan is released after (the CUDA path's plans keep nothing between calls)."""
     runtime = plan.ctx
-    with runtime.session():
-        memory = [runtime.allocate(x.nbytes) for x in (a, b, poisoned)]
-        try:
-            for to, x in zip(memory, (a, b, poisoned)):
-                runtime.upload(to, x)
+    try:
+        with on_device(runtime, (a, b, poisoned)) as memory:
             seconds = resident_seconds(runtime, launch_of(plan, memory, a, b, shape), runs)
             runtime.download(poisoned, memory[2])
+    finally:
+        if not isinstance(plan, CudaGemm):
+            plan.release()
+    return PeerResult(name, seconds, poisoned)
+
+
+@contextmanager
+def on_device(runtime: Runtime, arrays: Sequence[np.ndarray]) -> Iterator[list]:
+    """Memory of ``runtime``'s device holding a copy of each of ``arrays``, within one of its sessions,
+    released after."""
+    with runtime.session():
+        memory = [runtime.allocate(x.nbytes) for x in arrays]
+        try:
+            for to, x in zip(memory, arrays):
+                runtime.upload(to, x)
+            yield memory
         finally:
             for block in memory:
                 block.release()
-            if not isinstance(plan, CudaGemm):
-                plan.release()
-    return PeerResult(name, seconds, poisoned)
 
 
 def launch_of(plan: LaunchPlan | VectorsPlan | CudaGemm, memory: list, a: np.ndarray, b: np.ndarray,

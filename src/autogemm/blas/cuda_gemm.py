@@ -281,7 +281,7 @@ class CudaGemm:
             maps.append(maps[0] if c_transposed else self._c_map(c, maps[0]))
         scalars = [self._scalar(value) for value in (alpha, beta)]
         flagged: list[Argument] = [] if flag is None else [(flag, None)]
-        batch = layer_arguments(self.layers, *(self.layers > 1 and x.layer_stride != 0 for x in (first, second)))
+        batch = layer_arguments(self.layers, *map(self._layered, (first, second)))
         args: list[Argument] = [*((tensor_map, None) for tensor_map in maps), (c, None), (m, ctypes.c_int),
                                 (n, ctypes.c_int), (self.padded, ctypes.c_int), *batch, *scalars, *flagged, *shared]
         launch = self.ctx.prepared(function, schedule.grid, rendered.block, args, rendered.shared_bytes)
@@ -325,6 +325,10 @@ class CudaGemm:
         """Whether the kernel can read the operand as it lies MN-major, and K-major (``lies``)."""
         return lies(stored.rows, self.k, stored.ld, stored.transposed, stored.conjugated, self.element_bytes,
                     int(stored.memory.pointer), stored.layer_stride * self.element_bytes)
+
+    def _layered(self, stored: DeviceOperand) -> bool:
+        """Whether the operand holds a matrix for each product of the batch (else one they all read)."""
+        return self.layers > 1 and stored.layer_stride != 0
 
     def _unsplit_flag(self, stream: object, work: list[DeviceMemory]) -> DeviceMemory | None:
         """3xtf32's flag of an operand holding a value the split cannot make parts of, zeroed on ``stream``
@@ -389,7 +393,7 @@ class CudaGemm:
         (``_arranged``): as it lies MN-major, or K-major (and where 3xtf32 takes two planes, split into
         them first, values it cannot split setting ``flag``; the memory for that added to ``work``)."""
         box = rendered.tensor_boxes[which]
-        matrices = self.layers if stored.layer_stride else 1
+        matrices = self.layers if self._layered(stored) else 1
         layer_bytes = stored.layer_stride * self.element_bytes
         if rendered.mn_major[which]:
             return self.ctx.tensor_map(memory, rendered.tensor_shape(stored.rows, self.k, True),
