@@ -136,6 +136,26 @@ def test_each_thread_finds_where_its_reads_lie_once_and_rows_16_apart_lie_a_cons
                 assert all(at[i] == at[0] + i * rows_16[mn] for i in range(8))
 
 
+@pytest.mark.parametrize("mma_k", MMA_K)
+def test_a_warps_reads_of_a_float64_tile_take_two_passes_in_either_layout(mma_k):
+    """32 reads of 8 bytes hit each of the 32 banks twice (the least), for every instruction's K of a
+    tile, in rows 8 apart, from a K-major tile and from an MN-major one alike: the kernel's own choice of
+    K indices (``K_INDEX``), evaluated here for each member of the warp."""
+    params = DmmaParams("d", warp_m=32, warp_n=32, mma_k=mma_k, reads_mn_major=True)
+    define = next(line for line in render(params, (False, True)).source.splitlines() if "define K_INDEX" in line)
+    expression = define.split("K_INDEX(j)", 1)[1]
+    k_index = [[eval(expression, {"j": j, "member": member}) for member in range(4)] for j in range(4)]
+    assert sorted(sum(k_index, [])) == list(range(params.block_k))        # every K index of the tile, once
+    for mn in (False, True):
+        for j in range(4):
+            for first_row in range(0, 32, 8):
+                hits = np.zeros(32, int)
+                for lane in range(32):
+                    at = _swizzled(first_row + lane // 4, k_index[j][lane % 4], mn, params.block_k, 8)
+                    hits[[at // 4 % 32, at // 4 % 32 + 1]] += 1
+                assert hits.max() == 2, (mn, j, first_row, hits)
+
+
 @pytest.mark.gpu
 @pytest.mark.cuda
 @pytest.mark.parametrize("params", MN_CONFIGS, ids=[c.describe() for c in MN_CONFIGS])

@@ -96,7 +96,9 @@ def test_the_kernel_agrees_with_float64_on_hopper(hopper, params, monkeypatch):
 
     from autogemm.runtime.cuda import CudaContext
 
-    numpy_type = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "tf32": np.float32, "3xtf32": np.float32}
+    numpy_type = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "tf32": np.float32, "3xtf32": np.float32,
+                  "f32": np.float32}
+    out = numpy_type[params.out]                            # C in the kernel's output type, 16 bits too
     # edges on every side: M and N not multiples of the block, nor K of the tile (K a multiple of 8: TMA);
     # N odd (C written element by element), even, or a multiple of 8 (C's rows 16-byte aligned: by TMA)
     ctx = CudaContext(hopper)
@@ -114,17 +116,20 @@ def test_the_kernel_agrees_with_float64_on_hopper(hopper, params, monkeypatch):
             memory = ctx.allocate(x.nbytes)
             ctx.upload(memory, x.view(bits))
             operands.append(_split(ctx, memory, x.size) if params.planes == 2 else memory)
-        dc = ctx.allocate(m * n * 4)
-        ctx.upload(dc, np.full((m, n), np.nan, np.float32))       # an unwritten element fails
+        dc = ctx.allocate(m * n * np.dtype(out).itemsize)
+        ctx.upload(dc, np.full((m, n), np.nan, out))              # an unwritten element fails
         _launch(ctx, function, rendered, operands, dc, (m, n, k), 4, 1.0, 0.0)  # beta 0: NaN C unread;
-        got = np.empty((m, n), np.float32)                                      # 4 blocks: some take two of C
+        got = np.empty((m, n), out)                                             # 4 blocks: some take two of C
         ctx.download(got, dc)
+        got = got.astype(np.float32)
         for memory in (*operands, dc):
             memory.release()
         assert np.isfinite(got).all()
         # 16-bit inputs are exact, only float32 sums err; tf32 drops 13 bits of each float32 input; 3xtf32
-        # keeps float32's accuracy (cuBLAS's SGEMM: 5e-7 of the largest element at K = 4096)
+        # keeps float32's accuracy (cuBLAS's SGEMM: 5e-7 of the largest element at K = 4096); a 16-bit C
+        # rounds each element once more
         scale = {"tf32": 5e-4 * np.sqrt(k), "3xtf32": 2e-7 * np.sqrt(k)}.get(params.operand, 1e-5 * k)
+        scale = {"f16": max(scale, 2e-3), "bf16": max(scale, 4e-3)}.get(params.out, scale)
         assert np.abs(got - want).max() <= scale * np.abs(want).max()
 
 

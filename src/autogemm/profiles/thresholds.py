@@ -100,7 +100,7 @@ class Thresholds:
     #: columns run on the CUDA path (a dtype not named: none; smaller matrices fill few of the CUDA
     #: kernels' blocks of 64 x 64, where OpenCL's small work-groups waste little)
     cuda_batch_min_side: tuple[tuple[str, int], ...] = (("h", 48), ("hs", 48), ("b", 48), ("bs", 48),
-                                                        ("d", 48), ("s.tf32", 96))
+                                                        ("d", 48), ("z", 32), ("s.tf32", 64))
     #: the dtypes whose products of numpy operands stay on OpenCL, where their row blocks' copies overlap
     #: the kernels
     numpy_on_opencl: tuple[str, ...] = ("d", "z")

@@ -10,7 +10,7 @@ on into the next block of C while the consumers store the last. Fragments follow
 each 16 x 8 tile of C a thread holds rows lane / 4 and lane / 4 + 8, columns 2 (lane % 4) and the next;
 of A rows lane / 4 and + 8, of B column lane / 4, at K indices lane % 4 + 4 q of the instruction, which
 a thread reads from K indices of the tile chosen so that a warp's reads fall in distinct banks
-(``FIRST_K``); in float64 it reads the next instruction's fragments while the current ones multiply
+(``K_INDEX``); in float64 it reads the next instruction's fragments while the current ones multiply
 (``REAL_LOOP``)."""
 
 from __future__ import annotations
@@ -119,17 +119,20 @@ COMPLEX_LOOP = r"""        for (int t = 0; t < k_count; ++t) {
             }
 """ + RELEASE + """        }
 """
-#: The first of a thread's K indices of a tile for the instruction at kk (its register q holds the
-#: instruction's K index member + 4 q: the sum over K is the same in any order of K that A and B share),
-#: chosen so that a warp's reads fall in distinct banks. float64, 8 bytes at a time: register q at K
-#: FIRST_K(kk) + 2 q, the members of a quarter of the warp on K indices whose bits 0 and 3 differ: in the
-#: 128-byte swizzle of K-major rows, 16 threads' reads span all 32 banks. (MN-major float64 tiles take
-#: twice as many passes so.) complex128: each thread owns BLOCK_K / 4 neighbouring K indices of every row
-#: and each instruction takes the next SPAN of them; a warp's four members read lines 4 apart where a tile
-#: lies MN-major, which the swizzle sends to the two halves of the banks by turns. Register q of an
-#: instruction's fragment holds K index FIRST_K(kk) + NEXT_K q.
-FIRST_K = {"d": "#define FIRST_K(kk) (2 * ((kk) / 4) + (member & 1) + 8 * (member >> 1))\n    #define NEXT_K 2",
-           "z": "#define FIRST_K(kk) (member * (BLOCK_K / 4) + (kk) / 4)\n    #define NEXT_K 1"}
+#: K_INDEX(j): the K index of a tile a thread holds in the j-th quarter of the tile's K (register q of the
+#: instruction at kk holds quarter kk / 4 + q; the sum over K is the same in any order of K that A and B
+#: share), chosen so that a warp's reads fall in distinct banks. float64, 8 bytes at a time: the members of
+#: a quarter of the warp take K indices {0, 1, 4, 5} of an 8 (bit 0 and bit 2 from the member, bits 1 and
+#: 3 from the quarter). In the 128-byte swizzle a K-major tile holds K indices 2c and 2c + 1 of row r in
+#: chunk c XOR r mod 8, so two distinct chunks over 8 rows hit every bank twice; an MN-major tile holds
+#: rows 2c and 2c + 1 of K index k in chunk c XOR k mod 8, so lines k and k + 4 take the two halves of the
+#: banks: two passes of the warp either way, the least 256 bytes take (lines 8 apart, as K indices {0, 1,
+#: 8, 9} were, took four where a tile lies MN-major). complex128: each thread owns BLOCK_K / 4 neighbouring
+#: K indices of every row and each instruction takes the next SPAN of them; a warp's four members read
+#: lines 4 apart where a tile lies MN-major, which the swizzle sends to the two halves of the banks by
+#: turns.
+K_INDEX = {"d": "#define K_INDEX(j) (2 * ((j) & 1) + 8 * ((j) >> 1) + (member & 1) + 4 * (member >> 1))",
+           "z": "#define K_INDEX(j) (member * (BLOCK_K / 4) + (j))"}
 #: Where element (row, k) of a staged tile lies, in bytes from the tile's start, for a tile of rows of
 #: 128 bytes of K (``MN`` false) or of boxes of MN_BOX rows, each 128 bytes of M (N) by the tile's K
 #: (``MN``: an operand stored MN-contiguous), both in the 128-byte swizzle (16-byte chunk c of line l at
@@ -157,8 +160,8 @@ READS = """    unsigned a_at[2][BLOCK_K / MMA_K][SPAN], b_at[2][BLOCK_K / MMA_K]
         for (int step = 0; step < BLOCK_K / MMA_K; ++step)
             #pragma unroll
             for (int q = 0; q < SPAN; ++q) {
-                a_at[v][step][q] = pinned(offset<A_MN>(warp_row + group_id + 8 * v, FIRST_K(step * MMA_K) + NEXT_K * q));
-                b_at[v][step][q] = pinned(offset<B_MN>(warp_col + group_id + 8 * v, FIRST_K(step * MMA_K) + NEXT_K * q));
+                a_at[v][step][q] = pinned(offset<A_MN>(warp_row + group_id + 8 * v, K_INDEX(step * MMA_K / 4 + q)));
+                b_at[v][step][q] = pinned(offset<B_MN>(warp_col + group_id + 8 * v, K_INDEX(step * MMA_K / 4 + q)));
             }"""
 #: How a thread reads its SPAN elements of a row of a tile (at the bytes ``at``, ``READS``) into every
 #: ``stride``-th register, 8 bytes at a time, straight into the registers the instruction reads: float64
@@ -293,7 +296,7 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
     {registers(params.consumers, "consumer")}
     const int warp = (threadIdx.x - {WARPGROUP}) / 32, lane = threadIdx.x % 32;
     const int group_id = lane / 4, member = lane % 4;
-    {FIRST_K[params.dtype]}
+    {K_INDEX[params.dtype]}
     const int warp_row = warp / WARPS_N * WARP_M, warp_col = warp % WARPS_N * WARP_N;
 {READS}
     double acc[TILES_M][TILES_N][4 * PARTS];           // (complex: the real parts, then the imaginary)
