@@ -46,7 +46,7 @@ CUDA_DEFAULTS: dict[str, WgmmaParams | DmmaParams] = {
     "h": WgmmaParams("f16", 256, 2, 4, 16, out="f16"), "hs": WgmmaParams("f16", 256, 2, 4, 16),
     "b": WgmmaParams("bf16", 256, 2, 4, 16, out="bf16"), "bs": WgmmaParams("bf16", 256, 2, 4, 16),
     "s.tf32": WgmmaParams("tf32", 256, 2, 4, 16), "s.3xtf32": WgmmaParams("3xtf32", 128, 2, 3, 8),
-    "d": DmmaParams("d", 2, 2, 64, 32, 4, 8, mma_k=8),
+    "d": DmmaParams("d", 2, 2, 64, 32, 4, 8, mma_k=8, reads_mn_major=True),
     "z": DmmaParams("z", 2, 2, 32, 32, 4, 8, mma_k=8, reads_mn_major=True)}
 
 

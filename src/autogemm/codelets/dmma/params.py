@@ -30,9 +30,9 @@ MAX_HELD = 88
 #: The dtypes: float64, and complex128 (each product of complex fragments four real ones).
 DTYPES = ("d", "z")
 #: Whether the kernel reads an operand stored MN-contiguous as it lies, or it is laid out K-contiguous first
-#: (``mn_major_problem``). float64 read so saves the pass over B, but its reads of 8 bytes lose against
-#: K-major reads of 16, on large products more than the pass costs; complex128 reads 16 bytes either
-#: way, and gains.
+#: (``mn_major_problem``). Read so, the pass over the operand is saved: half a warp's reads of a tile
+#: fall in distinct banks in either layout (``render.K_INDEX``), and the kernel that reads K-major
+#: operands is the same.
 READS_MN_MAJOR = (False, True)
 
 

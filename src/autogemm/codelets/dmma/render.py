@@ -121,17 +121,17 @@ COMPLEX_LOOP = r"""        for (int t = 0; t < k_count; ++t) {
 """
 #: K_INDEX(j): the K index of a tile a thread holds in the j-th quarter of the tile's K (register q of the
 #: instruction at kk holds quarter kk / 4 + q; the sum over K is the same in any order of K that A and B
-#: share), chosen so that a warp's reads fall in distinct banks. float64, 8 bytes at a time: the members of
-#: a quarter of the warp take K indices {0, 1, 4, 5} of an 8 (bit 0 and bit 2 from the member, bits 1 and
-#: 3 from the quarter). In the 128-byte swizzle a K-major tile holds K indices 2c and 2c + 1 of row r in
-#: chunk c XOR r mod 8, so two distinct chunks over 8 rows hit every bank twice; an MN-major tile holds
-#: rows 2c and 2c + 1 of K index k in chunk c XOR k mod 8, so lines k and k + 4 take the two halves of the
-#: banks: two passes of the warp either way, the least 256 bytes take (lines 8 apart, as K indices {0, 1,
-#: 8, 9} were, took four where a tile lies MN-major). complex128: each thread owns BLOCK_K / 4 neighbouring
-#: K indices of every row and each instruction takes the next SPAN of them; a warp's four members read
-#: lines 4 apart where a tile lies MN-major, which the swizzle sends to the two halves of the banks by
-#: turns.
-K_INDEX = {"d": "#define K_INDEX(j) (2 * ((j) & 1) + 8 * ((j) >> 1) + (member & 1) + 4 * (member >> 1))",
+#: share), chosen so that a warp's reads fall in distinct banks. float64 is read 8 bytes at a time, half a
+#: warp at once: 16 reads, 128 bytes, in one pass where they hit distinct banks. The 128-byte swizzle holds
+#: K indices 2c and 2c + 1 of row r of a K-major tile in 16-byte chunk c XOR r mod 8, so the four rows of
+#: half a warp fill every bank where its members' K indices differ in bits 0 and 3; it holds rows 2c and
+#: 2c + 1 of line k of an MN-major tile in chunk c XOR k mod 8, so there they must differ in bits 1 and 2.
+#: The members take K indices {0, 3, 12, 15} (each bit of the member in two bits of K), each quarter j
+#: those XOR {0, 1, 4, 5}[j]: one pass either way (K indices {0, 1, 8, 9}, as before, took four where a
+#: tile lies MN-major). complex128: each thread owns BLOCK_K / 4 neighbouring K indices of every row and
+#: each instruction takes the next SPAN of them; a warp's four members read lines 4 apart where a tile
+#: lies MN-major, which the swizzle sends to the two halves of the banks by turns.
+K_INDEX = {"d": "#define K_INDEX(j) ((3 * (member & 1) + 12 * (member >> 1)) ^ ((j) & 1) ^ (4 * ((j) >> 1)))",
            "z": "#define K_INDEX(j) (member * (BLOCK_K / 4) + (j))"}
 #: Where element (row, k) of a staged tile lies, in bytes from the tile's start, for a tile of rows of
 #: 128 bytes of K (``MN`` false) or of boxes of MN_BOX rows, each 128 bytes of M (N) by the tile's K
