@@ -141,18 +141,6 @@ def test_a_product_the_cuda_path_fails_goes_on_as_opencl_takes_it(device, monkey
     assert failed == ["auto", "auto"] and len(shared) == (2 if streamed else 0)
 
 
-def test_gemm_hands_its_options_over_in_the_fields_order():
-    """``gemm`` builds its ``GemmOptions`` by position (the cheaper call): its keyword parameters must be
-    the fields, in their order."""
-    import inspect
-
-    import autogemm
-    from autogemm.engine import GemmOptions
-
-    parameters = list(inspect.signature(autogemm.gemm).parameters)
-    assert parameters[3:] == list(GemmOptions._fields)
-
-
 @pytest.mark.parametrize("trans_a", ["N", "T"])
 def test_a_numpy_product_past_32_bit_indexing_runs_as_a_share_tile_by_tile(host_memory, ctx, monkeypatch, trans_a):
     """Issue 57 D17: a product of numpy operands whose C spans more elements than the kernels index
@@ -291,7 +279,31 @@ def test_a_plain_call_the_hosts_blas_took_skips_the_engine_next_time(ctx, monkey
     np.testing.assert_allclose(autogemm.matmul(a, b), want, rtol=1e-5, atol=1e-5)
     from autogemm.engine.routes import host_blas
 
-    monkeypatch.setattr(host_blas.HostRoute, "current", lambda self: False)
+    monkeypatch.setattr(host_blas, "still_current", lambda device, profile: False)
     count = len(engine)
     autogemm.gemm(a, b)
     assert len(engine) == count + 1
+    monkeypatch.undo()
+    # operands of the same shapes in another dtype take the engine once, and keep their own route
+    set_thresholds(monkeypatch, host_multiply_adds=(("s", 40**3), ("d", 40**3)))
+    monkeypatch.setattr(gemm_api, "run_gemm", lambda *args: engine.append(args[0].dtype) or real(*args))
+    engine.clear()
+    gemm_api.clear_plans()
+    wide = a.astype(np.float64), b.astype(np.float64)
+    for x, y in ((a, b), wide, wide, (a, b), (a, b)):
+        np.testing.assert_allclose(autogemm.gemm(x, y), want, rtol=1e-5, atol=1e-5)
+    assert engine == [np.float32, np.float64]                 # each route kept beside the other
+
+
+def test_gemms_options_are_keywords_named_once():
+    """``gemm(a, b, c, **options)``: the keywords' type names ``GemmOptions``' fields, in their order; a
+    name that is none of them is the ``TypeError`` an unknown keyword is, naming ``gemm``, and so is an
+    option given by position."""
+    from autogemm.engine import GemmKeywords
+
+    assert list(GemmKeywords.__annotations__) == list(GemmOptions._fields)
+    a = np.ones((3, 2), np.float32)
+    with pytest.raises(TypeError, match=r"gemm\(\) got an unexpected keyword argument 'alhpa'"):
+        autogemm.gemm(a, a.T, alhpa=2.0)
+    with pytest.raises(TypeError, match="positional"):
+        autogemm.gemm(a, a.T, None, 2.0)

@@ -4,29 +4,23 @@ options and hands them to the engine (``engine.dispatch``)."""
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..blas import plan_cache
-from ..codelets.registry import KernelParams
-from ..engine import GemmOptions, run_gemm
+from ..engine import GemmKeywords, GemmOptions, run_gemm
 from ..engine.operands import Matrix
 from ..engine.resolved import ROUTES
-from ..engine.routes.host_blas import PLAIN_ROUTES, plain, plain_product
-from ..engine.routes.targets import Devices
-from ..runtime import Device, live_contexts
+from ..engine.routes.host_blas import PLAIN_ROUTES, plain_product
+from ..runtime import live_contexts
 from ..runtime.cuda import live_cuda_contexts
-from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.memory import reports_full_memory
-from ..shares.split import Split
 from ..shares.staging import release_page_locked
 
+if TYPE_CHECKING:
+    from typing import Unpack  # (Python 3.11: annotations only)
 
-def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | float = 1.0,
-         beta: complex | float = 0.0, trans_a: str = "N", trans_b: str = "N",
-         device: Device | str | int | None = None, config: KernelParams | None = None,
-         edge: str = "auto", precision: str | None = None, out_dtype: object = None,
-         wait_for: list[ocl.Event] | None = None, devices: Devices | None = None,
-         split: Split | None = None, backend: str = "auto", stream: object = None) -> Matrix:
+
+def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, **options: Unpack[GemmKeywords]) -> Matrix:
     """C = alpha op(A) op(B) + beta C on an OpenCL device, for arrays of one of the dtypes float32,
     float64, complex64, complex128, float16 and bfloat16 (``ml_dtypes.bfloat16``).
 
@@ -72,15 +66,11 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, *, alpha: complex | floa
     returns at once, with ``c`` or a new tensor of ``a``'s library. Every operand must then be one;
     float32 takes ``precision`` 'tf32' or '3xtf32'.
     """
-    # (a device array's call, the other hot one, does not pay for the plain test)
-    if c is None and type(a) is np.ndarray and plain(alpha, beta, trans_a, trans_b, device, config, edge, precision,
-                                                     out_dtype, wait_for, devices, split, backend, stream):
-        done = plain_product(a, b)          # (a plain call the host's BLAS took before: no more than numpy's)
+    if c is None and not options:           # (the plainest call: the host's BLAS took such operands before)
+        done = plain_product(a, b)
         if done is not None:
             return done
-    # in the fields' order, by position: a third of the keyword call's cost, on every call
-    return _run(a, b, c, GemmOptions(alpha, beta, trans_a, trans_b, device, config, edge, precision, out_dtype,
-                                     wait_for, devices, split, backend, stream))
+    return _run(a, b, c, GemmOptions.given("gemm", options))
 
 
 @reports_full_memory

@@ -3,7 +3,7 @@
 themselves (``routes``: one OpenCL device, several targets, the CUDA path for numpy operands and for CUDA
 tensors) and the transfer machinery that moves host operands (``transfer``, ``operands``)."""
 
-from .call import GemmCall, GemmOptions
+from .call import GemmCall, GemmKeywords, GemmOptions
 from .dispatch import run_gemm
 
-__all__ = ["GemmCall", "GemmOptions", "run_gemm"]
+__all__ = ["GemmCall", "GemmKeywords", "GemmOptions", "run_gemm"]

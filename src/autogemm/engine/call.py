@@ -5,7 +5,7 @@ of column-major matrices into one of row-major storage (``oriented``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypedDict, TypeVar
 
 import numpy as np
 
@@ -15,6 +15,11 @@ from ..dtypes import Dtype, get_dtype, with_output, with_precision
 from ..errors import ArgumentError, ConfigError, DtypeError, ShapeError
 from ..runtime import Device
 from .operands import on_device, scalar
+
+if TYPE_CHECKING:
+    from ..codelets.registry import KernelParams
+    from ..runtime.opencl import commands as ocl
+    from ..shares.split import Split
 
 #: What ``backend`` may name.
 BACKENDS = ("auto", "opencl", "cuda")
@@ -39,6 +44,15 @@ class GemmOptions(NamedTuple):
     split: object = None
     backend: str = "auto"
     stream: object = None
+
+    @classmethod
+    def given(cls, caller: str, options: dict[str, object]) -> GemmOptions:
+        """The options of a call that names them by keyword (``gemm(a, b, **options)``), the rest their
+        defaults; a name that is no option is the ``TypeError`` Python gives for an unknown keyword."""
+        unknown = next((name for name in options if name not in cls._fields), None)
+        if unknown is not None:
+            raise TypeError(f"{caller}() got an unexpected keyword argument {unknown!r}")
+        return cls(**options)
 
     def check(self) -> None:
         """``ArgumentError`` for an option no route takes."""
@@ -65,6 +79,26 @@ class GemmOptions(NamedTuple):
         except TypeError:
             return None
         return values
+
+
+class GemmKeywords(TypedDict, total=False):
+    """``GemmOptions`` as keywords, the type of ``gemm``'s ``**options`` (a test holds the two to one
+    list of names)."""
+
+    alpha: complex | float
+    beta: complex | float
+    trans_a: str
+    trans_b: str
+    device: Device | str | int | None
+    config: KernelParams | None
+    edge: str
+    precision: str | None
+    out_dtype: object
+    wait_for: list[ocl.Event] | None
+    devices: str | list | tuple | None
+    split: Split | None
+    backend: str
+    stream: object
 
 
 @dataclass(frozen=True)

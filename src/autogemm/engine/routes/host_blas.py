@@ -18,13 +18,15 @@ from ...shares.host import HostGemm
 from ..call import GemmCall, GemmOptions, checked_scalars
 
 #: The host routes of plain calls, ``gemm(a, b)`` of numpy arrays with every option its default, by the
-#: operands' shapes and dtypes (all the host's route depends on): the commonest call, and where the host's
-#: BLAS takes a product it finishes in microseconds, in which the engine's own checks and lookups would
-#: cost half as much again.
-PLAIN_ROUTES: dict[tuple, HostRoute] = {}
+#: operands' shapes (``a.shape + b.shape``), each with the operands' dtypes it was resolved for (with the
+#: shapes, all the host's route depends on): the commonest call, and where the host's BLAS takes a product
+#: it finishes in microseconds, in which the engine's own checks and lookups would cost half as much again.
+PLAIN_ROUTES: dict[tuple[int, ...], list[tuple[np.dtype, np.dtype, HostRoute]]] = {}
 #: Plain calls' routes kept at most (each a product's shapes and dtypes: a program runs a few; past them
 #: the table starts again).
 PLAIN_CAPACITY = 256
+#: numpy's array type, looked up once (``plain_product``).
+_NDARRAY = np.ndarray
 #: A plain call's scalars, ops, edge and backend (its other options are None): both scalars floats.
 PLAIN = (1.0, 0.0, "N", "N", "auto", "auto")
 
@@ -33,10 +35,15 @@ def plain_product(a: object, b: object) -> np.ndarray | None:
     """``a @ b`` (as ``HostRoute.run`` computes it) where a plain call of such operands resolved to the host's
     BLAS before, under the device's profile of now; None where none did (nor while ``AUTOGEMM_RECORD``
     records calls)."""
-    if type(a) is not np.ndarray or type(b) is not np.ndarray or workload.RECORDER is not None:
+    # (each step here is a share of a 64^3 product's few microseconds: numpy's dtypes of its own types are
+    # one object each, so that identity stands for equality; the route's ``current`` asked without its
+    # method's call)
+    if type(a) is not _NDARRAY or type(b) is not _NDARRAY or workload.RECORDER is not None:
         return None
-    route = PLAIN_ROUTES.get((a.shape, b.shape, a.dtype, b.dtype))
-    return a.dot(b) if route is not None and route.current() else None
+    for dtype_a, dtype_b, route in PLAIN_ROUTES.get(a.shape + b.shape, ()):
+        if a.dtype is dtype_a and b.dtype is dtype_b:
+            return a.dot(b) if still_current(route.device, route.profile) else None
+    return None
 
 
 def host_route(call: GemmCall) -> HostRoute | None:
@@ -57,10 +64,11 @@ def host_route(call: GemmCall) -> HostRoute | None:
         return None
     route = HostRoute(call, device)
     if call.c is None and plain(*o):
-        key = (call.a.shape, call.b.shape, call.a.dtype, call.b.dtype)
+        key = call.a.shape + call.b.shape
         if key not in PLAIN_ROUTES and len(PLAIN_ROUTES) >= PLAIN_CAPACITY:
             PLAIN_ROUTES.clear()
-        PLAIN_ROUTES[key] = route
+        others = [kept for kept in PLAIN_ROUTES.get(key, ()) if kept[:2] != (call.a.dtype, call.b.dtype)]
+        PLAIN_ROUTES[key] = [(call.a.dtype, call.b.dtype, route), *others]
     return route
 
 
