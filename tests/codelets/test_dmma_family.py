@@ -138,22 +138,25 @@ def test_each_thread_finds_where_its_reads_lie_once_and_rows_16_apart_lie_a_cons
 
 @pytest.mark.parametrize("mma_k", MMA_K)
 def test_half_a_warps_reads_of_a_float64_tile_fall_in_distinct_banks_in_either_layout(mma_k):
-    """16 reads of 8 bytes (half a warp, read at once) hit each of the 32 banks once, for every
-    instruction's K of a tile, in rows 8 apart, from a K-major tile and from an MN-major one alike: the
-    kernel's own choice of K indices (``K_INDEX``), evaluated here for each member of the warp."""
+    """16 reads of 8 bytes (half a warp, read at once: 4 rows) hit each of the 32 banks once, for every
+    register of every instruction of a tile, from a K-major tile and from an MN-major one alike: the
+    kernel's own choice of K indices (``K_INDEX`` of quarter step * MMA_K / 4 + q, as ``READS`` asks it),
+    evaluated here for each member of the warp; every K index of the tile read once."""
     params = DmmaParams("d", warp_m=32, warp_n=32, mma_k=mma_k, reads_mn_major=True)
-    define = next(line for line in render(params, (False, True)).source.splitlines() if "define K_INDEX" in line)
-    expression = define.split("K_INDEX(j)", 1)[1]
-    k_index = [[eval(expression, {"j": j, "member": member}) for member in range(4)] for j in range(4)]
-    assert sorted(sum(k_index, [])) == list(range(params.block_k))        # every K index of the tile, once
+    source = render(params, (False, True)).source
+    assert "K_INDEX(step * MMA_K / 4 + q)" in source
+    expression = next(line for line in source.splitlines() if "define K_INDEX" in line).split("K_INDEX(j)", 1)[1]
+    quarters = [step * mma_k // 4 + q for step in range(params.block_k // mma_k) for q in range(params.span)]
+    k_index = [[eval(expression, {"j": j, "member": member}) for member in range(4)] for j in quarters]
+    assert sorted(sum(k_index, [])) == list(range(params.block_k))
     for mn in (False, True):
-        for j in range(4):
-            for first_row in range(0, 32, 4):                             # 4 rows: half a warp
+        for at_k in k_index:
+            for first_row in range(0, 32, 4):
                 hits = np.zeros(32, int)
                 for lane in range(16):
-                    at = _swizzled(first_row + lane // 4, k_index[j][lane % 4], mn, params.block_k, 8)
+                    at = _swizzled(first_row + lane // 4, at_k[lane % 4], mn, params.block_k, 8)
                     hits[[at // 4 % 32, at // 4 % 32 + 1]] += 1
-                assert (hits == 1).all(), (mn, j, first_row, hits)
+                assert (hits == 1).all(), (mn, at_k, first_row, hits)
 
 
 @pytest.mark.gpu

@@ -278,9 +278,16 @@ def test_a_plain_call_the_hosts_blas_took_skips_the_engine_next_time(ctx, monkey
     monkeypatch.setattr(matmul_module, "gemm", None)
     np.testing.assert_allclose(autogemm.matmul(a, b), want, rtol=1e-5, atol=1e-5)
     from autogemm.engine.routes import host_blas
+    from autogemm.profiles import store
 
-    monkeypatch.setattr(host_blas, "still_current", lambda device, profile: False)
+    monkeypatch.setattr(store, "RECHECK_SECONDS", 60.0)
+    store.forget()
+    autogemm.gemm(a, b)                     # asked again: current (or resolved anew), for a minute
+    monkeypatch.setattr(host_blas, "current_until", lambda device, profile: 0.0)
     count = len(engine)
+    autogemm.gemm(a, b)                     # known current for a while: not asked again
+    assert len(engine) == count
+    store.forget()                          # (as a save does): asked again, and no longer current
     autogemm.gemm(a, b)
     assert len(engine) == count + 1
     monkeypatch.undo()
@@ -293,6 +300,24 @@ def test_a_plain_call_the_hosts_blas_took_skips_the_engine_next_time(ctx, monkey
     for x, y in ((a, b), wide, wide, (a, b), (a, b)):
         np.testing.assert_allclose(autogemm.gemm(x, y), want, rtol=1e-5, atol=1e-5)
     assert engine == [np.float32, np.float64]                 # each route kept beside the other
+
+
+def test_a_plain_route_is_taken_by_matrices_of_its_shapes_and_dtypes_alone(ctx, monkeypatch):
+    """The plain routes are kept by ``a.shape + b.shape``: a 3-D and a 1-D operand whose shapes join into
+    the same four numbers are still refused as the engine refuses them; operands whose dtypes equal the
+    route's without being the same objects (unpickled, as a worker receives them) take it."""
+    import pickle
+
+    from autogemm.engine.routes import host_blas
+
+    set_thresholds(monkeypatch, host_multiply_adds=(("s", 40**3),))
+    a, b = np.ones((1, 16), np.float32), np.ones((16, 16), np.float32)
+    autogemm.gemm(a, b)
+    assert len(host_blas.PLAIN_ROUTES[(1, 16, 16, 16)]) == 1
+    with pytest.raises(autogemm.ShapeError, match="2-D"):
+        autogemm.gemm(np.ones((1, 16, 16), np.float32), np.ones(16, np.float32))
+    x, y = pickle.loads(pickle.dumps((a, b)))
+    assert x.dtype == a.dtype and host_blas.plain_product(x, y) is not None
 
 
 def test_gemms_options_are_keywords_named_once():

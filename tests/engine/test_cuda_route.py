@@ -103,6 +103,10 @@ K_MAJOR, MN_MAJOR, NEITHER = (False, True), (True, False), (False, False)
 ])
 def test_a_product_is_read_with_the_fewest_passes_over_its_operands(key, lying, expected):
     assert reading(CUDA_DEFAULTS[key], lying) == expected
+
+
+def test_a_configuration_that_lays_mn_major_operands_out_reads_them_k_major():
+    """A float64 configuration without ``reads_mn_major`` (a profile's entry may hold one) lays both out."""
     assert reading(replace(CUDA_DEFAULTS["d"], reads_mn_major=False), (MN_MAJOR, MN_MAJOR)) == ((False, False), False)
 
 

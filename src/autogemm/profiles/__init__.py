@@ -4,6 +4,7 @@ from .profile import CudaEntry, HybridEntry, Predictor, Profile, Ranked, Sample,
 from .store import (
     ProfileWarning,
     bundled,
+    current_until,
     own_profile,
     path_for,
     profile_at,
@@ -19,5 +20,5 @@ from .store import (
 from .thresholds import Thresholds
 
 __all__ = ["CudaEntry", "HybridEntry", "Predictor", "Profile", "ProfileWarning", "Ranked", "Sample", "SizeClassEntry",
-           "Thresholds", "bundled", "own_profile", "path_for", "profile_at", "profile_for", "profile_origin",
-           "read", "save", "still_current", "thresholds_for", "trying", "user_profiles"]
+           "Thresholds", "bundled", "current_until", "own_profile", "path_for", "profile_at", "profile_for",
+           "profile_origin", "read", "save", "still_current", "thresholds_for", "trying", "user_profiles"]

@@ -160,7 +160,8 @@ def trying(device: Device, profile: Profile) -> Iterator[None]:
 
 #: fingerprint -> (until when, after how many ``forget``s, the profile ``profile_for`` last returned)
 _confirmed: dict[str, tuple[float, int, Profile | None]] = {}
-_forgotten = 0
+#: How many times ``forget`` ran: a lookup's result confirmed before the last one is confirmed again.
+FORGETS = 0
 
 
 def still_current(device: Device, profile: Profile | None) -> bool:
@@ -170,11 +171,18 @@ def still_current(device: Device, profile: Profile | None) -> bool:
     cache directory that ``$AUTOGEMM_CACHE_DIR`` no longer names)."""
     now = time.monotonic()
     confirmed = _confirmed.get(device.fingerprint)
-    if confirmed is not None and now < confirmed[0] and confirmed[1] == _forgotten:
+    if confirmed is not None and now < confirmed[0] and confirmed[1] == FORGETS:
         return confirmed[2] is profile
     found = profile_for(device)
-    _confirmed[device.fingerprint] = (now + RECHECK_SECONDS, _forgotten, found)
+    _confirmed[device.fingerprint] = (now + RECHECK_SECONDS, FORGETS, found)
     return found is profile
+
+
+def current_until(device: Device, profile: Profile | None) -> float:
+    """Until when (``time.monotonic``) ``still_current(device, profile)`` holds without being asked again,
+    while ``FORGETS`` stays as it is now; 0.0 where it does not hold (for a holder that asks on every call
+    and cannot afford even ``still_current``'s lookups: a plain call the host's BLAS takes)."""
+    return _confirmed[device.fingerprint][0] if still_current(device, profile) else 0.0
 
 
 def thresholds_for(device: Device) -> Thresholds:
@@ -197,10 +205,10 @@ _followed: dict[tuple, Thresholds] = {}
 
 def forget() -> None:
     """Forget every lookup made: the next reads the profiles again (after a save, or for tests)."""
-    global _forgotten
+    global FORGETS
     _memo.clear()
     _stamps.clear()
-    _forgotten += 1
+    FORGETS += 1
 
 
 def _stamp(name: str) -> int | None:

@@ -135,7 +135,7 @@ class DmmaParams(FamilyParams):
     @property
     def span(self) -> int:
         """K indices of a row each thread holds in one instruction's fragment (``mma_k`` / 4): the kernel
-        gives each thread ``span`` neighbouring ones, as the order of K is the products' own to choose."""
+        chooses which (``render.K_INDEX``), as the order of K is the products' own to choose."""
         return self.mma_k // 4
 
     @property

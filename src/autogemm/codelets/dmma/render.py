@@ -129,8 +129,9 @@ COMPLEX_LOOP = r"""        for (int t = 0; t < k_count; ++t) {
 #: The members take K indices {0, 3, 12, 15} (each bit of the member in two bits of K), each quarter j
 #: those XOR {0, 1, 4, 5}[j]: one pass either way (K indices {0, 1, 8, 9}, as before, took four where a
 #: tile lies MN-major). complex128: each thread owns BLOCK_K / 4 neighbouring K indices of every row and
-#: each instruction takes the next SPAN of them; a warp's four members read lines 4 apart where a tile
-#: lies MN-major, which the swizzle sends to the two halves of the banks by turns.
+#: each instruction takes the next SPAN of them; each part of an element is read apart, 8 bytes of a
+#: 16-byte chunk, so half a warp takes two passes in either layout (the members' lines 2 apart where a
+#: tile lies MN-major).
 K_INDEX = {"d": "#define K_INDEX(j) ((3 * (member & 1) + 12 * (member >> 1)) ^ ((j) & 1) ^ (4 * ((j) >> 1)))",
            "z": "#define K_INDEX(j) (member * (BLOCK_K / 4) + (j))"}
 #: Where element (row, k) of a staged tile lies, in bytes from the tile's start, for a tile of rows of

@@ -6,11 +6,13 @@ a call on the device."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ... import workload
 from ...accuracy import apply_op
-from ...profiles import profile_for, still_current, thresholds_for
+from ...profiles import current_until, profile_for, still_current, store, thresholds_for
 from ...profiles.thresholds import HOST_DTYPES
 from ...runtime.opencl.device import Device
 from ...runtime.opencl.discovery import find_device
@@ -21,7 +23,7 @@ from ..call import GemmCall, GemmOptions, checked_scalars
 #: operands' shapes (``a.shape + b.shape``), each with the operands' dtypes it was resolved for (with the
 #: shapes, all the host's route depends on): the commonest call, and where the host's BLAS takes a product
 #: it finishes in microseconds, in which the engine's own checks and lookups would cost half as much again.
-PLAIN_ROUTES: dict[tuple[int, ...], list[tuple[np.dtype, np.dtype, HostRoute]]] = {}
+PLAIN_ROUTES: dict[tuple[int, ...], list[PlainRoute]] = {}
 #: Plain calls' routes kept at most (each a product's shapes and dtypes: a program runs a few; past them
 #: the table starts again).
 PLAIN_CAPACITY = 256
@@ -36,14 +38,34 @@ def plain_product(a: object, b: object) -> np.ndarray | None:
     BLAS before, under the device's profile of now; None where none did (nor while ``AUTOGEMM_RECORD``
     records calls)."""
     # (each step here is a share of a 64^3 product's few microseconds: numpy's dtypes of its own types are
-    # one object each, so that identity stands for equality; the route's ``current`` asked without its
-    # method's call)
+    # one object each, so that identity stands for equality where it holds; a dtype made anew, as by
+    # unpickling, is compared; the key's four dimensions are two matrices' only where a is one)
     if type(a) is not _NDARRAY or type(b) is not _NDARRAY or workload.RECORDER is not None:
         return None
-    for dtype_a, dtype_b, route in PLAIN_ROUTES.get(a.shape + b.shape, ()):
-        if a.dtype is dtype_a and b.dtype is dtype_b:
-            return a.dot(b) if still_current(route.device, route.profile) else None
+    for kept in PLAIN_ROUTES.get(a.shape + b.shape, ()):
+        if ((a.dtype is kept.dtype_a or a.dtype == kept.dtype_a)
+                and (b.dtype is kept.dtype_b or b.dtype == kept.dtype_b) and a.ndim == 2):
+            return a.dot(b) if kept.current() else None
     return None
+
+
+class PlainRoute:
+    """A plain call's host route, for operands of these dtypes, and until when (``time.monotonic``) and
+    under which count of ``profiles.store.forget`` s the device's profile that chose it is known current
+    (``profiles.current_until``): asked again only after."""
+
+    __slots__ = ("dtype_a", "dtype_b", "route", "until", "forgets")
+
+    def __init__(self, dtype_a: np.dtype, dtype_b: np.dtype, route: HostRoute) -> None:
+        self.dtype_a, self.dtype_b, self.route = dtype_a, dtype_b, route
+        self.until, self.forgets = 0.0, -1
+
+    def current(self) -> bool:
+        """Whether the route's profile is still the device's (``HostRoute.current``)."""
+        if time.monotonic() < self.until and store.FORGETS == self.forgets:
+            return True
+        self.forgets, self.until = store.FORGETS, current_until(self.route.device, self.route.profile)
+        return self.until > 0.0
 
 
 def host_route(call: GemmCall) -> HostRoute | None:
@@ -67,8 +89,9 @@ def host_route(call: GemmCall) -> HostRoute | None:
         key = call.a.shape + call.b.shape
         if key not in PLAIN_ROUTES and len(PLAIN_ROUTES) >= PLAIN_CAPACITY:
             PLAIN_ROUTES.clear()
-        others = [kept for kept in PLAIN_ROUTES.get(key, ()) if kept[:2] != (call.a.dtype, call.b.dtype)]
-        PLAIN_ROUTES[key] = [(call.a.dtype, call.b.dtype, route), *others]
+        dtypes = (call.a.dtype, call.b.dtype)
+        others = [kept for kept in PLAIN_ROUTES.get(key, ()) if (kept.dtype_a, kept.dtype_b) != dtypes]
+        PLAIN_ROUTES[key] = [PlainRoute(call.a.dtype, call.b.dtype, route), *others]
     return route
 
 
