@@ -24,8 +24,8 @@ from ..call import GemmCall, GemmOptions, checked_scalars
 #: shapes, all the host's route depends on): the commonest call, and where the host's BLAS takes a product
 #: it finishes in microseconds, in which the engine's own checks and lookups would cost half as much again.
 PLAIN_ROUTES: dict[tuple[int, ...], list[PlainRoute]] = {}
-#: Plain calls' routes kept at most (each a product's shapes and dtypes: a program runs a few; past them
-#: the table starts again).
+#: Products' shapes whose plain calls' routes are kept at most (a program runs a few; past them the table
+#: starts again).
 PLAIN_CAPACITY = 256
 #: numpy's array type, looked up once (``plain_product``).
 _NDARRAY = np.ndarray
