@@ -82,8 +82,9 @@ class GemmOptions(NamedTuple):
 
 
 class GemmKeywords(TypedDict, total=False):
-    """``GemmOptions`` as keywords, the type of ``gemm``'s ``**options`` (a test holds the two to one
-    list of names)."""
+    """The keyword options of ``gemm``, each optional (their defaults and meanings: ``gemm``): the type of
+    its ``**options``, for type checkers and editors. ``GemmOptions`` holds the same names in the same
+    order (a test holds the two to it)."""
 
     alpha: complex | float
     beta: complex | float
