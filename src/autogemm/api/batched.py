@@ -40,9 +40,9 @@ def gemm_batched(a: Stack, b: Stack, c: Stack | None = None, *, alpha: complex |
     matrix row- or column-major, the stack evenly strided, as numpy and pyopencl arrays are); a 2-D
     operand, or a stack of one, is used in every product. ``c``, when given, is a 3-D stack of the
     batch's length. All products run in one launch of each kernel, one layer of work-groups per product,
-    which is what makes a batch of small products fast. On a Hopper GPU, 16-bit, TF32 and float64 stacks
-    of numpy arrays of large enough matrices run on the CUDA path's tensor-core kernels (``backend`` as
-    ``gemm`` takes it; ``Thresholds.cuda_batch_min_side``).
+    which is what makes a batch of small products fast. On a Hopper GPU, 16-bit, TF32, float64 and
+    complex128 stacks of numpy arrays of large enough matrices run on the CUDA path's tensor-core
+    kernels (``backend`` as ``gemm`` takes it; ``Thresholds.cuda_batch_min_side``).
 
     Over lists: ``a`` and ``b`` (and ``c``) are equally long lists of 2-D arrays, and a list of results
     is returned. Host arrays all of one shape are stacked and computed as a strided batch; otherwise each
