@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from ptxas_report import REPORTED
 
-from autogemm.blas.cuda_gemm import layer_arguments
+from autogemm.blas.cuda_gemm import layer_arguments, shared_k_arguments
 from autogemm.codelets.dmma import DmmaParams, render, space
 from autogemm.codelets.dmma.params import DTYPES, GROUPS, MMA_K, STAGES
 from autogemm.runtime.cuda import compile_cuda, cuda_missing
@@ -183,6 +183,47 @@ def test_the_kernel_agrees_with_float64_on_hopper(hopper, params):
     assert np.abs(got - want).max() <= 1e-14 * np.sqrt(k) * np.abs(want).max()
 
 
+SHARED_K = [p.sharing(True) for p in (
+    DmmaParams("d", warp_m=32, warp_n=32), DmmaParams("d", warps_m=4, warp_m=32, warp_n=32, mma_k=4),
+    DmmaParams("d", warp_m=32, warp_n=16, cluster=2), DmmaParams("z", warp_m=32, warp_n=16),
+    DmmaParams("z", warp_m=32, warp_n=16, mma_k=4, reads_mn_major=True),
+    DmmaParams("d", warp_m=64, warp_n=16, mma_k=16), DmmaParams("d", consumers=1, warps_m=2, warp_m=32, warp_n=32))]
+
+
+def test_warp_tiles_that_leave_registers_share_k_and_compile_without_spilling():
+    """Stream-K where a consumer thread holds at most ``SHARES_K_MAX_HELD`` float64: the kernel takes
+    ``whole``, the partial sums and their counters; the largest warp tiles do not (they spilled), and the
+    space refuses them sharing. A configuration not sharing has no stream-K in its kernel."""
+    largest = (DmmaParams("d"), DmmaParams("d", warp_m=32, warp_n=32, mma_k=16))
+    assert not any(p.sharing(True).shares_k for p in largest)
+    assert all("stream-K" in replace(p, shares_k=True).malformed() for p in largest)
+    assert all(p.shares_k and p.malformed() is None and "stream-K" in p.describe() for p in SHARED_K)
+    for params in SHARED_K:
+        unshared = render(params.sharing(False))
+        assert "int whole" not in unshared.source and not unshared.name.endswith("_sk")
+        rendered = render(params)
+        assert "int whole, double* __restrict__ partials" in rendered.source and rendered.name.endswith("_sk")
+        assert params.sum_bytes == params.block_m * params.block_n * params.element_bytes
+        if not cuda_missing():
+            log = compile_cuda(rendered.source, rendered.name, options=REPORTED).log
+            assert "0 bytes stack frame, 0 bytes spill stores" in log, log
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda
+@pytest.mark.parametrize("params", SHARED_K, ids=[c.describe() for c in SHARED_K])
+def test_blocks_that_share_the_k_of_blocks_of_c_agree_with_float64_on_hopper(hopper, params, monkeypatch):
+    """Over 4 blocks sharing the K of all 6 blocks of C (stream-K, parts of two blocks each, their sums
+    added up a tree), edges on every side, beta 0 over a NaN C and alpha and beta reading C."""
+    from autogemm.codelets import hopper as hopper_module
+
+    monkeypatch.setattr(hopper_module, "shared_out", lambda tiles, clusters, k_tiles: (0, clusters))
+    m, n, k = 2 * params.block_m * params.cluster - 3, 3 * params.block_n - 5, 9 * params.block_k - 6
+    for alpha, beta in ((1.0, 0.0), (0.5, -2.0)):
+        got, want = _run(hopper, params, m, n, k, alpha, beta, multiprocessors=4 * params.cluster)
+        assert np.isfinite(got).all() and np.abs(got - want).max() <= 1e-14 * np.sqrt(k) * np.abs(want).max()
+
+
 @pytest.mark.gpu
 @pytest.mark.cuda
 @pytest.mark.parametrize("params", [DmmaParams("d"), DmmaParams("d", mma_k=4), DmmaParams("z", warp_m=32, warp_n=32)],
@@ -230,15 +271,19 @@ def _run(twin, params, m, n, k, alpha, beta, multiprocessors=132, mn_major=(Fals
     scalars = ([(Complex128(x.real, x.imag), None) for x in (complex(alpha), complex(beta))] if params.dtype == "z"
                else [(float(x), ctypes.c_double) for x in (alpha, beta)])
     box_a, box_b = rendered.tensor_boxes
-    ctx.launch(function, rendered.schedule(m, n, k, multiprocessors).grid, rendered.block,
+    schedule, work = rendered.schedule(m, n, k, multiprocessors), []
+    shared, counters = shared_k_arguments(ctx, schedule, ctx.stream, work)
+    if counters is not None:
+        ctx.zero(counters, counters.nbytes)
+    ctx.launch(function, schedule.grid, rendered.block,
                [(ctx.tensor_map(da, rendered.tensor_shape(m, k, mn_major[0]), rendered.tensor_type, box_a), None),
                 (ctx.tensor_map(db, rendered.tensor_shape(n, k, mn_major[1]), rendered.tensor_type, box_b), None),
                 (dc, None), (m, ctypes.c_int), (n, ctypes.c_int), (k, ctypes.c_int),
-                *layer_arguments(1, False, False), *scalars],
+                *layer_arguments(1, False, False), *scalars, *shared],
                rendered.shared_bytes)
     got = np.empty_like(c)
     ctx.download(got, dc)
-    for memory in (da, db, dc):
+    for memory in (da, db, dc, *work):
         memory.release()
     return got, want
 

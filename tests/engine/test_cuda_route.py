@@ -18,6 +18,7 @@ from autogemm.blas.defaults import CUDA_DEFAULTS
 from autogemm.blas.problem import Op
 from autogemm.codelets import k_major
 from autogemm.codelets.dmma import DmmaParams
+from autogemm.codelets.dmma.params import TILE_RATES
 from autogemm.codelets.wgmma import render as render_wgmma
 from autogemm.dtypes import DTYPES
 from autogemm.errors import ArgumentError
@@ -311,22 +312,36 @@ def test_the_tile_of_c_is_fitted_to_the_product(m, n, k, tile):
 
 
 @pytest.mark.parametrize("m,n,k,tiles", [(1024, 1024, 8192, ((128, 64), (64, 128))),
-                                         (1536, 1536, 1536, ((64, 64), (64, 64))),
+                                         (1536, 1536, 1536, ((128, 64), (64, 64))),
                                          (2048, 2048, 2048, ((128, 128), (64, 128))),
                                          (512, 4096, 4096, ((128, 128), (64, 128))),
                                          (4096, 4096, 4096, ((128, 128), (64, 128)))])
 def test_dmma_tiles_are_fitted_to_the_product_too(m, n, k, tiles):
     """float64 and complex128 (``tiles``: each one's tile) take a smaller tile where theirs leaves
     multiprocessors idle (the first two; on the H100 float64 1024 x 1024 x 8192 ran at 0.47x cuBLAS in
-    128 x 128 tiles, 0.85x in 128 x 64), and keep their own where a smaller one takes as long; the rest of
-    the configuration is kept. A tuned tile outside the measured ones counts at the slowest one's rate."""
+    128 x 128 tiles, 0.85x in 128 x 64; a tile small enough to share K, stream-K, has no idle last round),
+    and keep their own where a smaller one takes as long; the rest of the configuration is kept. A tuned
+    tile outside the measured ones counts at the slowest one's rate."""
     for key, tile in zip("dz", tiles):
         got = fitted(CUDA_DEFAULTS[key], m, n, k, 132)
         assert (got.block_m, got.block_n) == tile and got.malformed() is None
         assert (got.stages, got.mma_k, got.reads_mn_major) == (CUDA_DEFAULTS[key].stages, CUDA_DEFAULTS[key].mma_k,
                                                                 CUDA_DEFAULTS[key].reads_mn_major)
     narrow = DmmaParams("d", 2, 1, 32, 16, 4, 8)             # 32 x 128, not measured: as slow as 64 x 64
-    assert (fitted(narrow, 1536, 1536, 1536, 132).block_m, fitted(narrow, 4096, 4096, 4096, 132).block_m) == (32, 128)
+    assert narrow.tilings()[0] == (narrow, min(TILE_RATES["d"].values()))
+    assert fitted(narrow, 4096, 4096, 4096, 132).block_m == 128
+
+
+@pytest.mark.parametrize("m,n,k,shares", [(1536, 1536, 1536, True), (1024, 1024, 8192, False),
+                                          (3072, 3072, 1024, False), (1536, 1536, 32, False)])
+def test_dmma_kernels_have_stream_k_only_where_the_product_shares_a_last_round(m, n, k, shares):
+    """float64 1536^3 in 128 x 64 tiles leaves 24 blocks of C to a last round on 132 multiprocessors,
+    shared; one round (1024 x 1024 x 8192), a full last round (3072 x 3072 x 1024: 96 of 132) or too
+    short a K to share (``MIN_SHARE``) keeps the kernel without stream-K, whose persistent loop that can
+    share costs blocks computed whole time too."""
+    got = fitted(CUDA_DEFAULTS["d"], m, n, k, 132)
+    assert got.shares_k == shares and got.malformed() is None
+    assert fitted(got, m, n, k, 132).shares_k == shares
 
 
 def test_the_cuda_families_are_registered_apart_from_the_opencl_ones(device):

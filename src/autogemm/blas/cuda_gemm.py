@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ..blas.problem import Op
 from ..codelets import float32_product, k_major
 from ..codelets.dmma import DmmaParams
-from ..codelets.hopper import Rendered, Schedule, device_problem, rounds, twin_problem
+from ..codelets.hopper import Rendered, Schedule, device_problem, rounds, shared_out, twin_problem
 from ..codelets.registry import family_of
 from ..codelets.wgmma import WgmmaParams
 from ..codelets.wgmma.render import SPLIT_THREADS, split
@@ -95,16 +95,19 @@ def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int, lay
     """``params`` with the tile of C (its family's ``TILE_RATES``, ``tilings``) that computes an m x n x k
     product (or a strided batch of ``layers``) soonest: its blocks run in rounds on ``multiprocessors``,
     one or, where the tiling says, two blocks a multiprocessor (``codelets.hopper.rounds``: whole, and
-    where the family can, a last one shared where most would idle), each as long as the tile's area over
-    its rate (a block's). A product of few large tiles would leave multiprocessors idle and takes smaller ones,
-    which keep every multiprocessor working though they read more of A and B a flop. A dmma configuration's
-    own tile is a candidate too, first (at the rate of the slowest measured tile where it is none of them).
+    where the family can, a last one shared where most would idle: a dmma kernel has stream-K compiled in
+    only then, ``sharing``), each as long as the tile's area over its rate (a block's). A product of few
+    large tiles would leave multiprocessors idle and takes smaller ones, which keep every multiprocessor
+    working though they read more of A and B a flop. A dmma configuration's own tile is a candidate too,
+    first (at the rate of the slowest measured tile where it is none of them).
     Worked out once a process for each product (a call on device tensors must cost the host little)."""
     best, best_time = params, None
     for tiled, rate in params.tilings():
         tiles = -(-m // (tiled.block_m * params.cluster)) * -(-n // tiled.block_n) * layers
         clusters = multiprocessors * tiled.per_multiprocessor // params.cluster
-        turns = rounds(tiles, clusters, -(-k // tiled.block_k)) if tiled.shares_k else -(-tiles // clusters)
+        k_tiles = -(-k // tiled.block_k)
+        tiled = tiled.sharing(shared_out(tiles, clusters, k_tiles)[0] < tiles)
+        turns = rounds(tiles, clusters, k_tiles) if tiled.shares_k else -(-tiles // clusters)
         time = turns * tiled.block_m * tiled.block_n / rate
         if tiled.malformed() is None and (best_time is None or time < best_time):
             best, best_time = tiled, time

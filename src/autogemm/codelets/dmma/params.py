@@ -27,6 +27,10 @@ MAX_ACCUMULATORS = 64
 #: this ptxas spills, and over 4 fewer in clusters of blocks of two consumer warpgroups (measured over the
 #: space, with NVRTC 13.0 and 13.5).
 MAX_HELD = 88
+#: float64 a consumer thread holds at most (``DmmaParams.held``) where blocks share the K of blocks of C
+#: (stream-K: its sums' trips through memory hold registers too): compiled over the space with NVRTC 13,
+#: none of the warp tiles up to 64 spilled, and a quarter to a third of those of 72 to 88 did.
+SHARES_K_MAX_HELD = 64
 #: The dtypes: float64, and complex128 (each product of complex fragments four real ones).
 DTYPES = ("d", "z")
 #: Whether the kernel reads an operand stored MN-contiguous as it lies, or it is laid out K-contiguous first
@@ -34,6 +38,8 @@ DTYPES = ("d", "z")
 #: fall in distinct banks in either layout (``render.K_INDEX``), and the kernel that reads K-major
 #: operands is the same.
 READS_MN_MAJOR = (False, True)
+#: Whether blocks share the K of a product's last blocks of C (``DmmaParams.sharing``).
+SHARES_K = (False, True)
 
 
 #: The dmma family's tiles of C, each as its warps (rows of warps, and each warp's rows and columns of C, in
@@ -73,6 +79,8 @@ class DmmaParams(FamilyParams):
     cluster: int = 1
     mma_k: int = 8
     reads_mn_major: bool = False
+    #: Whether blocks share the K of a product's last blocks of C (stream-K, ``sharing``).
+    shares_k: bool = False
     #: Blocks a multiprocessor runs at once: one (its warp tiles take the registers of two).
     per_multiprocessor: ClassVar[int] = 1
 
@@ -95,7 +103,7 @@ class DmmaParams(FamilyParams):
         why = choices_problem(self, {"dtype": DTYPES, "consumers": CONSUMERS, "warps_m": WARPS_M, "warp_m": WARP_M,
                                      "warp_n": WARP_N, "stages": STAGES, "group": GROUPS,
                                      "cluster": CLUSTERS, "mma_k": MMA_K,
-                                     "reads_mn_major": READS_MN_MAJOR})
+                                     "reads_mn_major": READS_MN_MAJOR, "shares_k": SHARES_K})
         if why:
             return why
         if self.mma_k > self.block_k:
@@ -106,6 +114,9 @@ class DmmaParams(FamilyParams):
         if self.held > most:
             return (f"a warp tile of {self.warp_m} x {self.warp_n} at k{self.mma_k}: {self.held} float64 a thread in "
                     f"accumulators and fragments, over {most}")
+        if self.shares_k and self.held > SHARES_K_MAX_HELD:
+            return (f"stream-K with {self.held} float64 a thread in accumulators and fragments, over "
+                    f"{SHARES_K_MAX_HELD}")
         if max(self.block_m, self.block_n) > 256:
             return f"a block of {self.block_m} x {self.block_n}: TMA copies at most 256 rows"
         return shared_memory_problem(self.shared_bytes)
@@ -156,11 +167,22 @@ class DmmaParams(FamilyParams):
         imaginary parts for complex128)."""
         return self.warp_m * self.warp_n // 32 * (self.element_bytes // 8)
 
+    def sharing(self, shares: bool) -> DmmaParams:
+        """This configuration with its kernel sharing the K of a product's last blocks of C (stream-K,
+        ``codelets.hopper``) or not, as far as it can: only where a consumer thread holds at most
+        ``SHARES_K_MAX_HELD`` float64. Compiled in only where a product's schedule shares (``blas.cuda_gemm.
+        fitted``): the persistent schedule that can share costs blocks computed whole their time too."""
+        return replace(self, shares_k=shares and self.held <= SHARES_K_MAX_HELD)
+
     @property
-    def shares_k(self) -> bool:
-        """Whether blocks share the K of blocks of C (stream-K, ``codelets.hopper``): not in this family,
-        whose consumers hold as many float64 as ptxas keeps in registers, and spilled with its state."""
-        return False
+    def teams(self) -> int:
+        """Consumer threads that sum parts of C's K together (stream-K): all of a block's, one team."""
+        return 1
+
+    @property
+    def sum_bytes(self) -> int:
+        """Bytes of a block's sums of C, its consumers' accumulators."""
+        return self.block_m * self.block_n * self.element_bytes
 
     @property
     def shared_bytes(self) -> int:
@@ -196,4 +218,4 @@ class DmmaParams(FamilyParams):
                 f"warps {self.warps_m}x{self.warps // self.warps_m} of {self.warp_m}x{self.warp_n} "
                 f"stages{self.stages} group{self.group}"
                 + (f" cluster{self.cluster}" if self.cluster > 1 else "")
-                + (" reads MN-major" if self.reads_mn_major else ""))
+                + (" reads MN-major" if self.reads_mn_major else "") + (" stream-K" if self.shares_k else ""))

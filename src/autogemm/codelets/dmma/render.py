@@ -19,9 +19,11 @@ import textwrap
 
 from ..hopper import (
     BLOCKS_OF_C,
+    GATHERED,
     HELPERS,
     LAYERS_PARAMETERS,
     ROW_BYTES,
+    SHARED_K_HELPERS,
     WARPGROUP,
     Rendered,
     cluster_attribute,
@@ -248,9 +250,22 @@ def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False), c_t
     stores = STORES
     for index in ("2 * half + 1", "2 * half"):
         stores = stores.replace(f"VALUE({index})", value.replace("E", index))
+    # stream-K (``codelets.hopper``): the block's consumers are one team, which sums the parts of a block
+    # of C that blocks share, each thread its own accumulators, before it stores them
+    shared_k = (f"""#define TEAMS 1                                   // stream-K: the consumers sum their parts of C together
+#define TEAM_THREADS {params.consumers * WARPGROUP}
+#define TEAM_SYNC(team) asm volatile("bar.sync 1, {params.consumers * WARPGROUP};\\n" ::: "memory")
+{SHARED_K_HELPERS}
+""" if params.shares_k else "")
+    shared_k_parameters = (",\n        int whole, double* __restrict__ partials, int* __restrict__ arrivals"
+                           if params.shares_k else "")
+    gathered = (GATHERED.replace("COUNT", "TILES_M * TILES_N * 4 * PARTS").replace("RESULT", "reinterpret_cast<double*>(acc)")
+                .replace("TEAM_THREAD", f"threadIdx.x - {WARPGROUP}").replace("TEAM,", "0,") + "\n"
+                if params.shares_k else "")
     layout = ("t" if mn_major[0] else "n") + ("n" if mn_major[1] else "t")
     name = (f"dmma_{layout}_{params.dtype}_m{params.block_m}_n{params.block_n}_w{params.warps_m}x{params.warp_m}x{params.warp_n}"
-            f"_k{params.mma_k}_s{params.stages}_g{params.group}" + (f"_c{params.cluster}" if params.cluster > 1 else ""))
+            f"_k{params.mma_k}_s{params.stages}_g{params.group}" + (f"_c{params.cluster}" if params.cluster > 1 else "")
+            + ("_sk" if params.shares_k else ""))
     source = f"""// autogemm dmma family: C = alpha A B^T + beta C on sm_90a, {params.describe()}
 // A: M x K, B: N x K ({"K x M" if mn_major[0] else "K-contiguous"} and {"K x N" if mn_major[1] else "K-contiguous"}, read through tensor maps), C: M x N, row-major, of
 // {"complex128 (real and imaginary parts side by side)" if params.dtype == "z" else "float64"}; beta 0 does not read C.
@@ -282,7 +297,7 @@ def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False), c_t
 #define EMPTY_ARRIVALS ({params.warps} * CLUSTER)               // every consumer warp of the cluster hands a buffer back
 
 {HELPERS}
-{SCALARS[params.dtype]}
+{shared_k}{SCALARS[params.dtype]}
 
 {OFFSET}
 
@@ -292,8 +307,8 @@ def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False), c_t
 
 extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
-        ELEMENT* __restrict__ c_layers, int M, int N, int K, {LAYERS_PARAMETERS}, ELEMENT alpha, ELEMENT beta) {{
-{pipeline(params.cluster, registers(params.consumers, "producer"), mn_major, rolled=True)}
+        ELEMENT* __restrict__ c_layers, int M, int N, int K, {LAYERS_PARAMETERS}, ELEMENT alpha, ELEMENT beta{shared_k_parameters}) {{
+{pipeline(params.cluster, registers(params.consumers, "producer"), mn_major, shares_k=params.shares_k, rolled=True)}
     {registers(params.consumers, "consumer")}
     const int warp = (threadIdx.x - {WARPGROUP}) / 32, lane = threadIdx.x % 32;
     const int group_id = lane / 4, member = lane % 4;
@@ -302,14 +317,14 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
 {READS}
     double acc[TILES_M][TILES_N][4 * PARTS];           // (complex: the real parts, then the imaginary)
     int iteration = 0;
-    {BLOCKS_OF_C[False]}
+    {BLOCKS_OF_C[params.shares_k]}
         #pragma unroll
         for (int i = 0; i < TILES_M; ++i)
             #pragma unroll
             for (int j = 0; j < TILES_N; ++j)
                 #pragma unroll
                 for (int e = 0; e < 4 * PARTS; ++e) acc[i][j][e] = 0.0;
-{COMPLEX_LOOP if complex_ else REAL_LOOP}{stores}    }}
+{COMPLEX_LOOP if complex_ else REAL_LOOP}{gathered}{stores}    }}
     {cluster_end(params.cluster)}
 }}
 """

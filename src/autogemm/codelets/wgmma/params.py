@@ -205,6 +205,11 @@ class WgmmaParams(FamilyParams):
         """Whether blocks share the K of blocks of C where that pays (stream-K, ``codelets.hopper``)."""
         return True
 
+    def sharing(self, shares: bool) -> WgmmaParams:
+        """This configuration, whose kernel can always share K (``shares_k``): a product's schedule
+        shares its last blocks of C only where that pays (``codelets.hopper.shared_out``)."""
+        return self
+
     @property
     def teams(self) -> int:
         """Consumer threads that sum parts of C's K together (``codelets.hopper``, stream-K): a
