@@ -499,6 +499,71 @@ def test_alpha_and_beta_scale_the_product_and_c_in_its_own_type(hopper, params):
         assert np.abs(got.astype(np.float64) - want).max() <= bound * np.abs(want).max()
 
 
+IN_TURN = [WgmmaParams("f16", 128, 2, 4, 16, out="f16", in_turn=True), WgmmaParams("bf16", 256, 2, 4, 16, in_turn=True),
+           WgmmaParams("f16", 64, 2, 6, 16, in_turn=True), WgmmaParams("tf32", 128, 2, 4, 16, in_turn=True)]
+
+
+def test_consumers_taking_blocks_of_c_in_turn_are_well_formed_and_compile_without_spilling():
+    """Each of two consumers computes a block of 64 rows whole while the other stores its last (ping-pong):
+    each stage is read by one consumer, no K is shared, and the two take turns on two barriers."""
+    assert "in turn" in WgmmaParams("f16", 128, 1, 4, in_turn=True).malformed()
+    assert "in turn" in WgmmaParams("f16", 128, 2, 4, cluster=2, in_turn=True).malformed()
+    assert "in turn" in WgmmaParams("3xtf32", 128, 2, 3, in_turn=True).malformed()
+    for params in IN_TURN:
+        assert params.malformed() is None and params.block_m == 64 and not params.shares_k
+        assert params.tilings() == [(params, 1.0)]
+        for mn_major in [(False, False), *LAYOUTS]:
+            if params.mn_major_problem(mn_major):
+                continue
+            rendered = render(params, mn_major)
+            assert rendered.name.endswith("_pp") and "#define EMPTY_ARRIVALS (1 * CLUSTER)" in rendered.source
+            assert "int whole" not in rendered.source and "barrier_init(&order[1], 1);" in rendered.source
+            assert "barrier_arrive(&order[1 - consumer])" in rendered.source
+            if not cuda_missing():
+                log = compile_cuda(rendered.source, rendered.name, options=REPORTED).log
+                assert "0 bytes stack frame, 0 bytes spill stores" in log, (mn_major, log)
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda
+@pytest.mark.parametrize("params", IN_TURN, ids=[c.describe() for c in IN_TURN])
+def test_consumers_taking_blocks_of_c_in_turn_agree_with_float64_on_hopper(hopper, params):
+    """Over 1 to 3 blocks, each of whose consumers takes several blocks of C in turn (an odd count of them
+    in all: one consumer has one more), edges on every side, C stored by TMA, from the registers and
+    element by element; beta 0 over a NaN C, and alpha and beta reading C."""
+    import ml_dtypes
+
+    from autogemm.runtime.cuda import CudaContext
+
+    types = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32}
+    ctx = CudaContext(hopper)
+    rendered = render(params)
+    function = ctx.function(compile_cuda(rendered.source, rendered.name), rendered.name)
+    m, k = 5 * 64 - 3, (2 * params.stages + 1) * params.block_k - 8
+    operand, out = types.get(params.operand, np.float32), types[params.out]
+    for blocks, n, beta in ((1, 3 * params.block_n - 5, 0.0), (2, 3 * params.block_n - 8, 0.0),
+                            (3, 3 * params.block_n - 6, -2.0)):
+        rng = np.random.default_rng(blocks)
+        a, b = rng.uniform(-1, 1, (m, k)).astype(operand), rng.uniform(-1, 1, (n, k)).astype(operand)
+        c = np.full((m, n), np.nan, out) if beta == 0 else rng.uniform(-1, 1, (m, n)).astype(out)
+        want = 0.5 * (a.astype(np.float64) @ b.astype(np.float64).T) + (beta * c.astype(np.float64) if beta else 0)
+        operands = []
+        for x in (a, b):
+            memory = ctx.allocate(x.nbytes)
+            ctx.upload(memory, x.view(np.uint16 if x.itemsize == 2 else np.uint32))
+            operands.append(memory)
+        dc = ctx.allocate(c.nbytes)
+        ctx.upload(dc, c.view(np.uint16 if c.itemsize == 2 else np.uint32))
+        _launch(ctx, function, rendered, operands, dc, (m, n, k), blocks, 0.5, beta)
+        got = np.empty_like(c)
+        ctx.download(got.view(np.uint16 if c.itemsize == 2 else np.uint32), dc)
+        for memory in (*operands, dc):
+            memory.release()
+        bound = {"f16": 2e-3, "bf16": 1.6e-2, "f32": 1e-4 if params.operand != "tf32" else 5e-4 * np.sqrt(k)}
+        assert np.isfinite(got.astype(np.float64)).all(), (blocks, n)
+        assert np.abs(got.astype(np.float64) - want).max() <= bound[params.out] * np.abs(want).max(), (blocks, n)
+
+
 def test_blocks_in_a_cluster_share_the_tiles_of_b():
     single, pair = render(WgmmaParams()), render(WgmmaParams(cluster=2))
     kernel, paired_kernel = (r.source.split('extern "C"')[1] for r in (single, pair))

@@ -259,6 +259,15 @@ BLOCKS_OF_C = {False: """for (int tile = cluster_index; tile / (cluster_rows * t
         k_range(tile, *work, k_tiles, whole, &k_first, &k_count);
         int m0, n0, layer;
         place(tile, cluster_rows, tiles_n, rank, &m0, &n0, &layer);"""}
+#: The same loop for one of two consumers that take a block's blocks of C in turn (``consumer`` 0 the
+#: first, 1 the second, and so on): each computes a whole block of C while the other stores its last one.
+#: ``iteration`` counts the tiles of K of the blocks before, the other consumer's too, as the producer
+#: counts them (it starts at ``consumer * k_tiles``); ``turn``, the blocks this consumer took before.
+TAKEN_IN_TURN = """for (int tile = cluster_index + consumer * clusters; tile / (cluster_rows * tiles_n) < layers;
+         tile += 2 * clusters, iteration += 2 * k_tiles, ++turn) {
+        [[maybe_unused]] const int k_first = 0, k_count = k_tiles;
+        int m0, n0, layer;
+        place(tile, cluster_rows, tiles_n, rank, &m0, &n0, &layer);"""
 #: After a block's tiles of K, in a consumer of a stream-K kernel (``RESULT``: the COUNT float32 or
 #: float64 sums a thread holds, ``TEAM``: its team, ``TEAM_THREAD``: its index in it): where they were a
 #: part of its K, the sums of every part's clusters, or on to the next block where another team stores
@@ -321,7 +330,7 @@ def cluster_end(cluster: int) -> str:
 
 
 def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, bool] = (False, False),
-             shares_k: bool = False, rolled: bool = False) -> str:
+             shares_k: bool = False, rolled: bool = False, in_turn: bool = False) -> str:
     """The kernel's start: shared memory carved into the stages' tiles and barriers, the barriers made,
     and the producer warpgroup's loop (``producer_registers``: its ``setmaxnreg``, if any) for blocks in
     clusters of ``cluster``; the consumers' code follows, with ``a_tiles``, ``b_tiles``, ``c_tiles``,
@@ -331,7 +340,8 @@ def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, b
     (K x N), rather than K (``_loads``). ``shares_k``: whether blocks share the K of some blocks of C
     (stream-K: the kernel takes ``whole``, and includes ``SHARED_K_HELPERS``). ``rolled``: the producer
     loops over an MN-major tile's boxes without unrolling them (fewer registers: ``setmaxnreg``'s 40 spilled
-    dmma's unrolled loops in clusters)."""
+    dmma's unrolled loops in clusters). ``in_turn``: two consumers take the blocks of C in turn
+    (``TAKEN_IN_TURN``), and ``order`` holds their two "your turn" barriers."""
     load_a, load_b = (_loads(operand, cluster if operand == "b" else 1, mn, rolled)
                       for operand, mn in zip("ab", mn_major))
     made = "__syncthreads();" if cluster == 1 else "cluster_sync();                   // the other blocks' barriers too"
@@ -341,6 +351,7 @@ def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, b
     unsigned char* c_tiles = b_tiles + STAGES * PLANES * B_TILE_BYTES;    // C staged for TMA to store, if so
     unsigned long long* full = reinterpret_cast<unsigned long long*>(c_tiles + STAGED_C_BYTES);
     unsigned long long* empty = full + STAGES;
+    @ORDER@
     const int warpgroup = threadIdx.x / 128;
     // edges: TMA fills what lies past K (and past the last rows of a plane) with zeros or the next
     // plane's rows, which only reach elements of C past M and N, never stored
@@ -356,6 +367,7 @@ def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, b
             barrier_init(&full[s], 1);                  // the producer's arrival, and the copies' bytes
             barrier_init(&empty[s], EMPTY_ARRIVALS);    // one arrival by each consumer (warpgroup or warp)
         }
+        @ORDER_INIT@
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     @MADE@
@@ -382,7 +394,11 @@ def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, b
         "@WORK@", "__shared__ Work work[1];                    // this cluster's parts" if shares_k else "").replace(
         "@WORK_OF@", "*work = work_of(cluster_index, clusters, tiles, k_tiles, whole);" if shares_k
         else "").replace(
-        "@LOAD_A@", load_a).replace("@LOAD_B@", load_b).replace("@MADE@", made).replace("@END@", cluster_end(cluster))
+        "@LOAD_A@", load_a).replace("@LOAD_B@", load_b).replace("@MADE@", made).replace(
+        "@END@", cluster_end(cluster)).replace(
+        "@ORDER@", "unsigned long long* order = empty + STAGES;     // consumer c's turn to multiply: order[c]"
+        if in_turn else "").replace(
+        "@ORDER_INIT@", "barrier_init(&order[0], 1);\n        barrier_init(&order[1], 1);" if in_turn else "")
 
 
 def _loads(operand: str, cluster: int, mn_major: bool, rolled: bool) -> str:

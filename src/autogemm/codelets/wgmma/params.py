@@ -80,6 +80,10 @@ class WgmmaParams(FamilyParams):
     out: str = "f32"
     cluster: int = 1
     per_multiprocessor: int = 1
+    #: Whether the two consumers take the blocks of C in turn, each a block of 64 rows whole, one storing
+    #: its last block while the other multiplies ("ping-pong"), rather than both computing each block
+    #: together (``codelets.hopper.TAKEN_IN_TURN``).
+    in_turn: bool = False
 
     def dtype_problem(self, dt: Dtype) -> str | None:
         """Why this configuration does not compute ``dt``'s products, or None."""
@@ -92,13 +96,17 @@ class WgmmaParams(FamilyParams):
         """Why this is no configuration of the family, or None."""
         why = choices_problem(self, {"operand": tuple(OPERANDS), "block_n": BLOCK_N, "consumers": CONSUMERS,
                                      "stages": STAGES, "group": GROUPS, "out": OUTPUTS,
-                                     "cluster": CLUSTERS, "per_multiprocessor": PER_MULTIPROCESSOR})
+                                     "cluster": CLUSTERS, "per_multiprocessor": PER_MULTIPROCESSOR,
+                                     "in_turn": (False, True)})
         if why:
             return why
         if self.out not in ("f32", self.operand):
             return f"out {self.out}: C is float32 or of the operands' own 16-bit type"
         if self.planes == 2 and self.block_n > 128:
             return f"block_n {self.block_n}: 3xtf32 holds two sets of accumulators, at most 64 x 128 a consumer"
+        if self.in_turn and (self.consumers, self.per_multiprocessor, self.cluster, self.planes) != (2, 1, 1, 1):
+            return ("consumers taking blocks of C in turn: two consumers, one block a multiprocessor, no cluster, "
+                    "one plane")
         if self.per_multiprocessor > 1:
             if self.consumers > 1:
                 return "two blocks a multiprocessor have one consumer each (setmaxnreg moves registers within one)"
@@ -132,7 +140,8 @@ class WgmmaParams(FamilyParams):
 
     @property
     def block_m(self) -> int:
-        return WARPGROUP_M * self.consumers
+        """Rows of a block of C: a consumer's, each consumer's own where they take blocks in turn."""
+        return WARPGROUP_M if self.in_turn else WARPGROUP_M * self.consumers
 
     @property
     def block_k(self) -> int:
@@ -143,6 +152,8 @@ class WgmmaParams(FamilyParams):
         """This configuration in each tile of C that ``blas.cuda_gemm.fitted`` weighs, with the tile's
         rate (``TILE_RATES``); where two blocks of the tile share a multiprocessor, in as many of its stages
         as fit both in its shared memory."""
+        if self.in_turn:                         # (not measured yet: its own tile alone)
+            return [(self, 1.0)]
         tiled = []
         for (block_m, block_n, blocks), rate in TILE_RATES[self.planes].items():
             config = replace(self, consumers=block_m // WARPGROUP_M, block_n=block_n, per_multiprocessor=blocks)
@@ -202,8 +213,9 @@ class WgmmaParams(FamilyParams):
 
     @property
     def shares_k(self) -> bool:
-        """Whether blocks share the K of blocks of C where that pays (stream-K, ``codelets.hopper``)."""
-        return True
+        """Whether blocks share the K of blocks of C where that pays (stream-K, ``codelets.hopper``): not
+        where consumers take blocks in turn (a part's sums are a team's, which would differ by block)."""
+        return not self.in_turn
 
     def sharing(self, shares: bool) -> WgmmaParams:
         """This configuration, whose kernel can always share K (``shares_k``): a product's schedule
@@ -227,7 +239,7 @@ class WgmmaParams(FamilyParams):
         consumer stages for TMA to store, their barriers, and room to align the tiles to 1024 bytes (the
         128-byte swizzle's period)."""
         return ((self.stages * self.planes * (self.block_m + self.block_n) + self.staged_rows_of_c) * ROW_BYTES
-                + 16 * self.stages + 1024)
+                + 16 * self.stages + (16 if self.in_turn else 0) + 1024)
 
     @property
     def staged_rows_of_c(self) -> int:
@@ -248,4 +260,5 @@ class WgmmaParams(FamilyParams):
         return (f"wgmma m{self.block_m}n{self.block_n}k{self.block_k} {self.operand} stages{self.stages} "
                 f"group{self.group}" + (f" out {self.out}" if self.out != "f32" else "")
                 + (f" cluster{self.cluster}" if self.cluster > 1 else "")
-                + (f" x{self.per_multiprocessor} a multiprocessor" if self.per_multiprocessor > 1 else ""))
+                + (f" x{self.per_multiprocessor} a multiprocessor" if self.per_multiprocessor > 1 else "")
+                + (" in turn" if self.in_turn else ""))

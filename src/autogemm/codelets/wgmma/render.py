@@ -24,6 +24,7 @@ from ..hopper import (
     LAYERS_PARAMETERS,
     ROW_BYTES,
     SHARED_K_HELPERS,
+    TAKEN_IN_TURN,
     WARPGROUP,
     Rendered,
     cluster_attribute,
@@ -260,6 +261,16 @@ PIPELINED = """            asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::
         }
         asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
         if (leader) stage_release(&empty[(iteration + k_count - 1) % STAGES]);"""
+#: Where consumers take blocks of C in turn: a consumer waits for its turn before its block's tiles of K
+#: (the first consumer's first block at once), and hands the turn over once it has issued its block's
+#: last products, before they finish: the other's products queue behind them while this one stores C.
+#: Besides the overlap, the turns keep the consumers' waits on the stages' "full" barriers in the
+#: producer's order (one consumer running a block ahead could wait on a stage two phases on, which a
+#: barrier's parity cannot tell from the phase before).
+TURN_TAKEN = """        if (consumer == 1 || turn > 0) barrier_wait(&order[consumer], (turn + consumer + 1) & 1);
+"""
+TURN_HANDED = """        if (leader) barrier_arrive(&order[1 - consumer]);     // the other consumer's turn
+"""
 #: The end of a consumer's tile of K where no group may stay in flight: its registers are read again
 #: (the next tile's fragments of A, or 3xtf32's sums), so its products must be in; its stage is handed back.
 RETIRED = """            asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");   // this tile's products are in
@@ -286,7 +297,8 @@ def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False), c_
     layout = ("t" if mn_major[0] else "n") + ("n" if mn_major[1] else "t")
     name = (f"wgmma_{layout}_{params.operand}_m{params.block_m}_n{params.block_n}_s{params.stages}_g{params.group}"
             f"_{params.out}" + (f"_c{params.cluster}" if params.cluster > 1 else "")
-            + (f"_r{params.per_multiprocessor}" if params.per_multiprocessor > 1 else "") + ("_ct" if c_transposed else ""))
+            + (f"_r{params.per_multiprocessor}" if params.per_multiprocessor > 1 else "") + ("_pp" if params.in_turn else "")
+            + ("_ct" if c_transposed else ""))
     a_registers = params.reads_a_from_registers(mn_major)
     steps = params.block_k // params.instruction_k
     promoted = params.planes == 2
@@ -295,8 +307,12 @@ def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False), c_
     zeroed = "sums[i] = 0.0f;" if promoted else "acc[i] = 0.0f;"
     released = (PROMOTED.replace("COUNT", str(count)) + "\n        }" if promoted
                 else RETIRED + "\n        }" if a_registers else PIPELINED)
+    if params.in_turn:                  # the turn handed over once the block's products are issued
+        released = (released.replace("        }\n        asm volatile(\"wgmma.wait_group.sync.aligned 0;",
+                                     "        }\n" + TURN_HANDED + "        asm volatile(\"wgmma.wait_group.sync.aligned 0;")
+                    if released is PIPELINED else released + "\n" + TURN_HANDED.rstrip("\n"))
     result = "sums" if promoted else "acc"
-    flag_parameter = "\n        const unsigned* __restrict__ unsplit," if promoted else ""
+    flag_parameter = ["const unsigned* __restrict__ unsplit"] if promoted else []
     flag_check = ("\n    if (*unsplit) return;     // an operand's value cannot be split: float32's kernel takes it"
                   if promoted else "")
     staged = "" if c_transposed else "    int staged = 0;                                 // chunks of C this consumer stored\n"
@@ -304,8 +320,14 @@ def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False), c_
     fragments = "\n" + A_FRAGMENTS if a_registers else ""
     stores = (textwrap.indent(TRANSPOSED_STORES, " " * 8) if c_transposed
               else STORES.replace("REGISTERS", textwrap.indent(REGISTER_STORES, " " * 12))).replace("SUMS", result)
-    gathered = GATHERED.replace("COUNT", str(count)).replace("RESULT", result).replace(
-        "TEAM_THREAD", f"threadIdx.x % {WARPGROUP}").replace("TEAM,", "warpgroup - 1,")
+    gathered = (GATHERED.replace("COUNT", str(count)).replace("RESULT", result).replace(
+        "TEAM_THREAD", f"threadIdx.x % {WARPGROUP}").replace("TEAM,", "warpgroup - 1,") if params.shares_k else "")
+    # the kernel's last parameters: 3xtf32's flag of values it cannot split, stream-K's share of K
+    last_parameters = "".join(",\n        " + each for each in flag_parameter + (
+        ["int whole, float* __restrict__ partials, int* __restrict__ arrivals"] if params.shares_k else []))
+    blocks_of_c = (f"const int consumer = warpgroup - 1;\n    int iteration = consumer * k_tiles, turn = 0;\n"
+                   f"{staged}    {TAKEN_IN_TURN}\n{TURN_TAKEN}" if params.in_turn
+                   else f"int iteration = 0;\n{staged}    {BLOCKS_OF_C[params.shares_k]}\n")
     starts = "\n".join(
         ("" if a_registers else
          f"            const unsigned long long a_start{p} = descriptor(a_tiles + (s * PLANES + {p}) * A_TILE_BYTES"
@@ -331,7 +353,7 @@ def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False), c_
 #define ROW_BYTES {ROW_BYTES}
 #define A_TILE_BYTES (BLOCK_M * ROW_BYTES)
 #define B_TILE_BYTES (BLOCK_N * ROW_BYTES)
-#define EMPTY_ARRIVALS (CONSUMERS * CLUSTER)          // each consumer warpgroup of the cluster hands a buffer back
+#define EMPTY_ARRIVALS ({1 if params.in_turn else "CONSUMERS"} * CLUSTER)          // each consumer warpgroup of the cluster that read a buffer hands it back
 #define CHUNK_N {params.chunk_n}                          // columns of C in a chunk stored by TMA: 128 bytes of a row
 #define C_CHUNK_BYTES (64 * ROW_BYTES)
 #define STAGED_C_BYTES ({params.staged_rows_of_c} * ROW_BYTES)          // each consumer's two chunks of C, by TMA
@@ -340,7 +362,7 @@ def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False), c_
 #define TEAM_SYNC(team) asm volatile("bar.sync %0, {WARPGROUP};\\n" :: "r"(1 + (team)) : "memory")
 
 {HELPERS}
-{SHARED_K_HELPERS}
+{SHARED_K_HELPERS if params.shares_k else ""}
 {OUT_TYPES[params.out]}
 {STORE_HELPERS}
 // A shared-memory matrix descriptor of a tile in the 128-byte swizzle: start address, the leading byte
@@ -356,17 +378,15 @@ __device__ __forceinline__ unsigned long long descriptor(const void* tile, unsig
 extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(THREADS, {params.per_multiprocessor}) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
         const __grid_constant__ TensorMap map_c, out_t* __restrict__ c_layers, int M, int N, int K,
-        {LAYERS_PARAMETERS}, float alpha, float beta,{flag_parameter}
-        int whole, float* __restrict__ partials, int* __restrict__ arrivals) {{{flag_check}
-{pipeline(params.cluster, registers(params.consumers, "producer"), mn_major, shares_k=True)}
+        {LAYERS_PARAMETERS}, float alpha, float beta{last_parameters}) {{{flag_check}
+{pipeline(params.cluster, registers(params.consumers, "producer"), mn_major, shares_k=params.shares_k,
+          in_turn=params.in_turn)}
     {registers(params.consumers, "consumer")}
-    const int row0 = (warpgroup - 1) * 64;              // this consumer's rows of the block
+    const int row0 = {"0" if params.in_turn else "(warpgroup - 1) * 64"};              // this consumer's rows of the block
     const bool leader = threadIdx.x % {WARPGROUP} == 0;
     const int warp = (threadIdx.x % {WARPGROUP}) / 32, lane = threadIdx.x % 32;
     float acc[{params.accumulators}];{sums_declared}{reads}
-    int iteration = 0;
-{staged}    {BLOCKS_OF_C[True]}
-        out_t* const C = c_layers + (size_t)layer * M * N;
+    {blocks_of_c}        out_t* const C = c_layers + (size_t)layer * M * N;
         #pragma unroll
         for (int i = 0; i < {params.accumulators}; ++i) {zeroed}
         for (int t = 0; t < k_count; ++t) {{
