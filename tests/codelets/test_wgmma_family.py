@@ -15,7 +15,7 @@ from autogemm.blas.defaults import CUDA_DEFAULTS
 from autogemm.codelets import float32_product
 from autogemm.codelets import hopper as hopper_module
 from autogemm.codelets.wgmma import WgmmaParams, render, space
-from autogemm.codelets.wgmma.params import GROUPS, OPERANDS
+from autogemm.codelets.wgmma.params import GROUPS, IN_TURN_RATES, OPERANDS
 from autogemm.codelets.wgmma.render import SPLIT_THREADS, split
 from autogemm.runtime.cuda import compile_cuda, cuda_missing
 
@@ -38,8 +38,8 @@ def test_the_spaces_hold_every_well_formed_configuration_and_no_other():
 
 
 def test_malformed_configurations_are_refused():
-    assert len(CONFIGS) == 96 + 22 + 8          # 5 and 6 stages of 128 x 256 tiles: over shared memory
-    assert len(TWO_A_MULTIPROCESSOR) == 8 and all(c.malformed() is None for c in TWO_A_MULTIPROCESSOR)
+    assert len(CONFIGS) == 96 + 22 + 4          # 5 and 6 stages of 128 x 256 tiles: over shared memory
+    assert len(TWO_A_MULTIPROCESSOR) == 4 and all(c.malformed() is None for c in TWO_A_MULTIPROCESSOR)
     assert "shared memory a multiprocessor" in WgmmaParams("f16", 128, 1, 4, per_multiprocessor=2).malformed()
     assert "one consumer each" in WgmmaParams("f16", 64, 2, 3, per_multiprocessor=2).malformed()
     assert "128 registers a thread" in WgmmaParams("f16", 256, 1, 2, per_multiprocessor=2).malformed()
@@ -511,7 +511,8 @@ def test_consumers_taking_blocks_of_c_in_turn_are_well_formed_and_compile_withou
     assert "in turn" in WgmmaParams("3xtf32", 128, 2, 3, in_turn=True).malformed()
     for params in IN_TURN:
         assert params.malformed() is None and params.block_m == 64 and not params.shares_k
-        assert params.tilings() == [(params, 1.0)]
+        turns = [(t.block_m, t.block_n, rate) for t, rate in params.tilings() if t.in_turn]
+        assert turns == [(64, n, rate) for (_, n), rate in IN_TURN_RATES.items()] and params.in_flight == 2
         for mn_major in [(False, False), *LAYOUTS]:
             if params.mn_major_problem(mn_major):
                 continue

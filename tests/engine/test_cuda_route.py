@@ -502,6 +502,43 @@ def test_a_batch_of_small_matrices_takes_two_blocks_a_multiprocessor(key):
     assert replace(params, consumers=1, block_n=256, per_multiprocessor=2).malformed() is not None
 
 
+@pytest.mark.parametrize("key", ["h", "hs", "b", "bs"])
+def test_consumers_take_blocks_of_c_in_turn_where_storing_c_would_idle_the_tensor_cores(key):
+    """Two consumers taking blocks of 64 rows in turn (one stores C while the other's products run) where a
+    product's K is short against storing a block of C and its blocks fill the multiprocessors twice; one
+    block of two consumers at a time for a long K (4096^3), and where there are no more blocks than
+    multiprocessors (1024^3 in 64 x 128: 128)."""
+    params = CUDA_DEFAULTS[key]
+    for (m, n, k, layers), tile in [((128, 128, 128, 300), (64, 128)), ((192, 192, 192, 128), (64, 256)),
+                                    ((2048, 2048, 512, 1), (64, 256))]:
+        got = fitted(params, m, n, k, 132, layers)
+        assert got.in_turn and (got.block_m, got.block_n) == tile and got.malformed() is None
+    assert not fitted(params, 4096, 4096, 4096, 132).in_turn
+    assert not fitted(params, 1024, 1024, 1024, 132).in_turn
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda
+@pytest.mark.parametrize("key", ["h", "hs", "b"])
+@pytest.mark.parametrize("trans_a,trans_b", LAYOUTS)
+@pytest.mark.usefixtures("hopper")
+def test_consumers_taking_blocks_in_turn_compute_a_batch_in_every_layout(device, key, trans_a, trans_b):
+    from autogemm.engine import dispatch
+
+    dt = DTYPES[key]
+    rng = np.random.default_rng(ord(trans_a) + 2 * ord(trans_b))
+    batch, m, n, k = 300, 128, 120, 136
+    a = random_matrix(rng, dt, (batch, k, m) if trans_a == "T" else (batch, m, k))
+    b = random_matrix(rng, dt, (batch, n, k) if trans_b == "T" else (batch, k, n))
+    c = np.full((batch, m, n), np.nan, dt.output.numpy)
+    got = autogemm.gemm_batched(a, b, c, trans_a=trans_a, trans_b=trans_b, precision=dt.precision or None,
+                                device=device, backend="cuda")
+    assert list(dispatch.ROUTES._routes.values())[-1].plan.params.in_turn
+    for i in (0, 1, 150, 299):
+        error, ok = Reference(dt, apply_op(a[i], trans_a), apply_op(b[i], trans_b), rng).check(got[i])
+        assert ok, f"{key} {trans_a}{trans_b} product {i}: error {error:.2e}"
+
+
 @pytest.mark.gpu
 @pytest.mark.cuda
 @pytest.mark.parametrize("key", ["h", "s.tf32"])

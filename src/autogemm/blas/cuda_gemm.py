@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ..blas.problem import Op
 from ..codelets import float32_product, k_major
 from ..codelets.dmma import DmmaParams
-from ..codelets.hopper import Rendered, Schedule, device_problem, rounds, shared_out, twin_problem
+from ..codelets.hopper import STORE_K_TILES, Rendered, Schedule, device_problem, rounds, shared_out, twin_problem
 from ..codelets.registry import family_of
 from ..codelets.wgmma import WgmmaParams
 from ..codelets.wgmma.render import SPLIT_THREADS, split
@@ -93,22 +93,29 @@ def reads_in_place(params: CudaParams, dt: Dtype, m: int, n: int, k: int, op_a: 
 @functools.lru_cache(maxsize=256)
 def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int, layers: int = 1) -> CudaParams:
     """``params`` with the tile of C (its family's ``TILE_RATES``, ``tilings``) that computes an m x n x k
-    product (or a strided batch of ``layers``) soonest: its blocks run in rounds on ``multiprocessors``,
-    one or, where the tiling says, two blocks a multiprocessor (``codelets.hopper.rounds``: whole, and
-    where the family can, a last one shared where most would idle: a dmma kernel has stream-K compiled in
-    only then, ``sharing``), each as long as the tile's area over its rate (a block's). A product of few
-    large tiles would leave multiprocessors idle and takes smaller ones, which keep every multiprocessor
-    working though they read more of A and B a flop. A dmma configuration's own tile is a candidate too,
-    first (at the rate of the slowest measured tile where it is none of them).
-    Worked out once a process for each product (a call on device tensors must cost the host little)."""
+    product (or a strided batch of ``layers``) soonest: its blocks of C run in rounds on ``multiprocessors``,
+    one or, where the tiling says, two at once a multiprocessor (``in_flight``: two blocks, or two
+    consumers in turn), whole, or where the family can, a last round shared where most would idle
+    (``codelets.hopper.rounds``; a dmma kernel has stream-K compiled in only then, ``sharing``). A round
+    takes its tiles of K, and the stores of C that no other block's products hide (``STORE_K_TILES``:
+    each round's with one block at a time, the last alone with two), times the tile's area over its rate (a
+    block's). A product of few large tiles would leave multiprocessors idle and takes smaller ones, which
+    keep every multiprocessor working though they read more of A and B a flop; where there are no more
+    blocks than multiprocessors, a tiling of two at once is left to its one-block form. A dmma
+    configuration's own tile is a candidate too, first (at the rate of the slowest measured tile where it
+    is none of them). Worked out once a process for each product (a call on device tensors must cost the
+    host little)."""
     best, best_time = params, None
     for tiled, rate in params.tilings():
-        tiles = -(-m // (tiled.block_m * params.cluster)) * -(-n // tiled.block_n) * layers
-        clusters = multiprocessors * tiled.per_multiprocessor // params.cluster
+        tiles = -(-m // (tiled.block_m * tiled.cluster)) * -(-n // tiled.block_n) * layers
+        if tiled.in_flight > 1 and tiles <= multiprocessors // tiled.cluster:
+            continue                                # one block a multiprocessor: as its tile's one-block form
+        clusters = multiprocessors * tiled.in_flight // tiled.cluster
         k_tiles = -(-k // tiled.block_k)
         tiled = tiled.sharing(shared_out(tiles, clusters, k_tiles)[0] < tiles)
         turns = rounds(tiles, clusters, k_tiles) if tiled.shares_k else -(-tiles // clusters)
-        time = turns * tiled.block_m * tiled.block_n / rate
+        stores = turns if tiled.in_flight == 1 else 1 / tiled.in_flight        # those not hidden
+        time = (turns * k_tiles + stores * STORE_K_TILES) * tiled.block_m * tiled.block_n / rate
         if tiled.malformed() is None and (best_time is None or time < best_time):
             best, best_time = tiled, time
     return best

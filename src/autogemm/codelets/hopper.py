@@ -471,6 +471,12 @@ SHARED_ROUND = 1 / 3
 #: rather than L2 (fitted to the same measurements: where a product is one round of few blocks, sharing
 #: them ran as fast as whole blocks of a smaller tile).
 SHARE_COST = 0.4
+#: What storing a block of C costs, in tiles of K of its products. A multiprocessor that computes one block
+#: of C at a time leaves its tensor cores idle while it stores each; one that computes two at once (two
+#: blocks, or two consumers taking blocks in turn) stores one while the other's products run, all but the
+#: last (fitted to FP16 products and batches of 32 to 8192 on a side on an H200, with the tiles' rates:
+#: anywhere from 1.5 to 4 chose as well).
+STORE_K_TILES = 2
 
 
 def shared_out(tiles: int, clusters: int, k_tiles: int) -> tuple[int, int]:

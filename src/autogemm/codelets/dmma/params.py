@@ -122,6 +122,11 @@ class DmmaParams(FamilyParams):
         return shared_memory_problem(self.shared_bytes)
 
     @property
+    def in_flight(self) -> int:
+        """Blocks of C a multiprocessor computes at once (``blas.cuda_gemm.fitted``): one."""
+        return self.per_multiprocessor
+
+    @property
     def warps(self) -> int:
         """Consumer warps of a block."""
         return 4 * self.consumers

@@ -42,11 +42,17 @@ DTYPE_TYPES = {"h": ("f16", "f16"), "hs": ("f16", "f32"), "b": ("bf16", "bf16"),
 #: rate on large products as a fraction of the fastest tile's, a block's (where two share a
 #: multiprocessor, half of what the two compute), for operands of one plane and for 3xtf32's two (NT,
 #: 4096^3 and 8192 x 8192 x 2048, the median of 3 rounds; alike for FP16, BF16 and TF32; two blocks a
-#: multiprocessor: FP16 NN 4096 x 1024 x 1024, 1.35x and 1.33x one block's rate of the tile).
+#: multiprocessor: FP16 NT 4096^3 on an H200). Two blocks of 64 x 128 a multiprocessor are none of them:
+#: two consumers taking blocks of 64 x 128 in turn (``IN_TURN_RATES``) ran 1.05x to 1.1x as fast
+#: wherever both were measured (FP16 batches of 64 to 256 on a side, H200).
 TILE_RATES: dict[int, dict[tuple[int, int, int], float]] = {
     1: {(128, 256, 1): 1.0, (128, 128, 1): 0.92, (64, 256, 1): 0.86, (64, 128, 1): 0.6, (128, 64, 1): 0.57,
-        (64, 64, 1): 0.37, (64, 128, 2): 0.4, (64, 64, 2): 0.25},
+        (64, 64, 1): 0.37, (64, 64, 2): 0.25},
     2: {(128, 128, 1): 1.0, (128, 64, 1): 0.71, (64, 128, 1): 0.51, (64, 64, 1): 0.37}}
+#: The tiles of C (block_m x block_n) of two consumers that take blocks of C in turn (``in_turn``), each
+#: with its rate as in ``TILE_RATES`` (a block of C's: half what the multiprocessor's two in flight
+#: compute; FP16 NT 4096^3 and 8192 x 8192 x 2048 against 128 x 256, H200), for operands of one plane.
+IN_TURN_RATES: dict[tuple[int, int], float] = {(64, 256): 0.46, (64, 128): 0.325, (64, 64): 0.19}
 #: CUDA's names of the operands' and C's element types in a tensor map (``runtime.cuda.tensor_map``).
 TENSOR_TYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "3xtf32": "float32", "f32": "float32"}
 
@@ -150,21 +156,29 @@ class WgmmaParams(FamilyParams):
 
     def tilings(self) -> list[tuple[WgmmaParams, float]]:
         """This configuration in each tile of C that ``blas.cuda_gemm.fitted`` weighs, with the tile's
-        rate (``TILE_RATES``); where two blocks of the tile share a multiprocessor, in as many of its stages
-        as fit both in its shared memory."""
-        if self.in_turn:                         # (not measured yet: its own tile alone)
-            return [(self, 1.0)]
+        rate (``TILE_RATES``, ``IN_TURN_RATES``); where two blocks of the tile share a multiprocessor, in as
+        many of its stages as fit both in its shared memory."""
         tiled = []
         for (block_m, block_n, blocks), rate in TILE_RATES[self.planes].items():
-            config = replace(self, consumers=block_m // WARPGROUP_M, block_n=block_n, per_multiprocessor=blocks)
+            config = replace(self, consumers=block_m // WARPGROUP_M, block_n=block_n, per_multiprocessor=blocks,
+                             in_turn=False)
             while blocks > 1 and config.stages > STAGES[0] and config._overfills_multiprocessor():
                 config = replace(config, stages=config.stages - 1)
             tiled.append((config, rate))
+        if self.planes == 1:
+            tiled += [(replace(self, consumers=2, block_n=block_n, per_multiprocessor=1, cluster=1, in_turn=True), rate)
+                      for (_, block_n), rate in IN_TURN_RATES.items()]
         return tiled
 
     def _overfills_multiprocessor(self) -> bool:
         """Whether ``per_multiprocessor`` blocks need more shared memory than a multiprocessor has."""
         return self.per_multiprocessor * (self.shared_bytes + 1024) > MULTIPROCESSOR_SHARED_BYTES
+
+    @property
+    def in_flight(self) -> int:
+        """Blocks of C a multiprocessor computes at once: its blocks', or two where consumers take them in
+        turn (``blas.cuda_gemm.fitted``: one stores C while the other's products run)."""
+        return 2 if self.in_turn else self.per_multiprocessor
 
     @property
     def planes(self) -> int:
