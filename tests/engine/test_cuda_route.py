@@ -267,7 +267,7 @@ def test_auto_takes_the_backend_and_configuration_the_profile_measured_faster(de
     from autogemm.engine.routes import cuda_host as cuda_route
     from autogemm.profiles import CudaEntry, Profile
 
-    fast, slow = WgmmaParams("f16", 128, 2, 5, 16, out="f16"), WgmmaParams("f16", 64, 1, 3, 8, out="f16")
+    fast, slow = WgmmaParams("f16", 256, 2, 3, 16, out="f16"), WgmmaParams("f16", 64, 1, 3, 8, out="f16")
     profile = Profile(device.fingerprint, device.name, device.vendor, device.driver_version, "0.1.0",
                       "2026-11-25T10:00:00+00:00", "60s", cuda={"h": (
                           CudaEntry("large", (4096,) * 3, fast, 6e5, 3e5, 10, 5.0),
@@ -281,7 +281,7 @@ def test_auto_takes_the_backend_and_configuration_the_profile_measured_faster(de
     monkeypatch.setattr(cuda_route, "_run", lambda ctx, plan, a, b, out, *rest: ran.append(plan.params) or out)
     large = np.ones((2048, 2048), np.float16)
     autogemm.gemm(large, large, device=device)
-    assert ran == [fast]        # the tile that fits (128 x 256 would not fit shared memory in 5 stages)
+    assert ran == [fast]        # the tile that fits, in the stages it was measured in
     dt, a, b, reference = _case("h", "N", "N", 64, 48, 40, seed=5)
     got = autogemm.gemm(a, b, device=device)                     # OpenCL was faster there: computed on it
     assert ran == [fast] and reference.check(got)[1]
@@ -306,7 +306,7 @@ def test_the_tile_of_c_is_fitted_to_the_product(m, n, k, tile):
         got = fitted(default, m, n, k, 132)
         want = (64, 128) if key == "s.tf32" and (m, n, k) == (128, 1024, 4096) else tile
         assert (got.block_m, got.block_n) == want
-        assert replace(got, block_n=default.block_n, consumers=default.consumers) == default
+        assert replace(got, block_n=default.block_n, consumers=default.consumers, stages=default.stages) == default
     three = fitted(CUDA_DEFAULTS["s.3xtf32"], m, n, k, 132)
     assert three.malformed() is None and three.block_n <= 128
 

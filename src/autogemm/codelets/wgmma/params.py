@@ -15,7 +15,11 @@ from ..hopper import CLUSTERS, ROW_BYTES, WARPGROUP, shared_memory_problem
 #: float32's accuracy at three tf32 products' cost.
 OPERANDS = {"f16": 2, "bf16": 2, "tf32": 4, "3xtf32": 4}
 #: Tiles in flight in shared memory: TMA loads the next ones while wgmma multiplies the current one.
-STAGES = (2, 3, 4, 5, 6)
+STAGES = (2, 3, 4, 5, 6, 7, 8)
+#: The stages a tile of C takes for a product (``tilings``), or as many as fit under them in shared
+#: memory: a small tile's loads of a long K keep more in flight so (FP16 4096 x 128 x 4096 in 64 x 64 on
+#: an H200: 4 stages 0.54x cuBLAS, 8 0.67x, 10 and 12 no faster).
+DEEPEST_STAGES = 8
 #: The columns of C one block computes: N of one ``m64nNkK`` instruction.
 BLOCK_N = (64, 128, 256)
 #: Consumer warpgroups of a block, each computing 64 rows of C with the block's tile of B.
@@ -156,19 +160,24 @@ class WgmmaParams(FamilyParams):
 
     def tilings(self) -> list[tuple[WgmmaParams, float]]:
         """This configuration in each tile of C that ``blas.cuda_gemm.fitted`` weighs, with the tile's
-        rate (``TILE_RATES``, ``IN_TURN_RATES``); where two blocks of the tile share a multiprocessor, in as
-        many of its stages as fit both in its shared memory."""
-        tiled = []
-        for (block_m, block_n, blocks), rate in TILE_RATES[self.planes].items():
-            config = replace(self, consumers=block_m // WARPGROUP_M, block_n=block_n, per_multiprocessor=blocks,
-                             in_turn=False)
-            while blocks > 1 and config.stages > STAGES[0] and config._overfills_multiprocessor():
-                config = replace(config, stages=config.stages - 1)
-            tiled.append((config, rate))
+        rate (``TILE_RATES``, ``IN_TURN_RATES``): its own tile as it is (a tuned configuration keeps the
+        stages it was measured in), the others in ``DEEPEST_STAGES`` stages or as many as fit in shared
+        memory (where two blocks share a multiprocessor, both)."""
+        tiles = [(replace(self, consumers=block_m // WARPGROUP_M, block_n=block_n, per_multiprocessor=blocks,
+                          in_turn=False), rate)
+                 for (block_m, block_n, blocks), rate in TILE_RATES[self.planes].items()]
         if self.planes == 1:
-            tiled += [(replace(self, consumers=2, block_n=block_n, per_multiprocessor=1, cluster=1, in_turn=True), rate)
+            tiles += [(replace(self, consumers=2, block_n=block_n, per_multiprocessor=1, cluster=1, in_turn=True), rate)
                       for (_, block_n), rate in IN_TURN_RATES.items()]
-        return tiled
+        return [(self if replace(config, stages=self.stages) == self else config._deepest(), rate)
+                for config, rate in tiles]
+
+    def _deepest(self) -> WgmmaParams:
+        """This tile in the most stages up to ``DEEPEST_STAGES`` that fit in shared memory."""
+        config = replace(self, stages=DEEPEST_STAGES)
+        while config.stages > STAGES[0] and (config.malformed() is not None or config._overfills_multiprocessor()):
+            config = replace(config, stages=config.stages - 1)
+        return config
 
     def _overfills_multiprocessor(self) -> bool:
         """Whether ``per_multiprocessor`` blocks need more shared memory than a multiprocessor has."""
