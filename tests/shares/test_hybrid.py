@@ -308,6 +308,24 @@ def test_a_product_one_device_computes_whole_is_a_plain_call_on_it(ctx, monkeypa
     assert shared == [Split(3, (2, 1)), Split(8, (8, 0))]
 
 
+def test_a_device_given_every_row_takes_the_host_s_blas_where_a_call_on_it_would(ctx, monkeypatch):
+    """devices= with the host given no rows (no hybrid entry) and a product the device's profile gives the
+    host's BLAS (``host_multiply_adds``): computed there, as ``gemm(device=...)`` computes it, not by the
+    device's kernels (on a CPU device, many times slower)."""
+    from autogemm.engine.routes import host_blas
+
+    ran = []
+    real = host_blas.HostRoute.run
+    monkeypatch.setattr(host_blas.HostRoute, "run", lambda self, *args: ran.append(self) or real(self, *args))
+    dt = DTYPES["s"]
+    a, b = random_matrix(RNG, dt, (40, 30)), random_matrix(RNG, dt, (30, 20))
+    set_thresholds(monkeypatch, host_multiply_adds=(("s", 40 * 30 * 20 + 1),))
+    assert relative_error(autogemm.gemm(a, b, devices=[ctx.device, HOST]), a @ b) < dt.tolerance and len(ran) == 1
+    set_thresholds(monkeypatch, host_multiply_adds=())
+    a = random_matrix(RNG, dt, (41, 30))                    # (a call of a new signature: no route kept)
+    assert relative_error(autogemm.gemm(a, b, devices=[ctx.device, HOST]), a @ b) < dt.tolerance and len(ran) == 1
+
+
 def test_large_host_calls_stream_through_the_device(ctx, monkeypatch, streamed):
     """gemm on numpy arrays of at least ``stream_bytes`` goes through the device's stream (any layout of c,
     alpha and beta as ever); smaller ones and device arrays do not."""

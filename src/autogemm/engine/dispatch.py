@@ -69,9 +69,9 @@ def _elsewhere(call: GemmCall, key: tuple | None) -> Matrix | None:
     a, b, c, o = call.a, call.b, call.c, call.options
 
     def alone(device, config) -> Matrix:
-        """The product on one device alone, where a split gives it every row."""
-        alone_options = o._replace(device=device, config=config, devices=None, split=None)
-        return OpenCLRoute(GemmCall.build(a, b, c, None, alone_options)).run(a, b, c, o)
+        """The product on one device alone, where a split gives it every row: routed as a call on that
+        device is (the host's BLAS or the CUDA path where its profile says they are faster)."""
+        return run_gemm(a, b, c, None, o._replace(device=device, config=config, devices=None, split=None))
 
     if o.devices is not None or o.split is not None:
         if o.devices is None:
