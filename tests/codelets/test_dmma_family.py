@@ -203,7 +203,6 @@ def test_warp_tiles_that_leave_registers_share_k_and_compile_without_spilling():
         assert "int whole" not in unshared.source and not unshared.name.endswith("_sk")
         rendered = render(params)
         assert "int whole, double* __restrict__ partials" in rendered.source and rendered.name.endswith("_sk")
-        assert params.sum_bytes == params.block_m * params.block_n * params.element_bytes
         if not cuda_missing():
             log = compile_cuda(rendered.source, rendered.name, options=REPORTED).log
             assert "0 bytes stack frame, 0 bytes spill stores" in log, log

@@ -6,6 +6,8 @@ that are not multiples of the block."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from ptxas_report import REPORTED
@@ -15,7 +17,7 @@ from autogemm.blas.defaults import CUDA_DEFAULTS
 from autogemm.codelets import float32_product
 from autogemm.codelets import hopper as hopper_module
 from autogemm.codelets.wgmma import WgmmaParams, render, space
-from autogemm.codelets.wgmma.params import GROUPS, IN_TURN_RATES, OPERANDS
+from autogemm.codelets.wgmma.params import GROUPS, OPERANDS, PING_PONG_RATES
 from autogemm.codelets.wgmma.render import SPLIT_THREADS, split
 from autogemm.runtime.cuda import compile_cuda, cuda_missing
 
@@ -499,37 +501,41 @@ def test_alpha_and_beta_scale_the_product_and_c_in_its_own_type(hopper, params):
         assert np.abs(got.astype(np.float64) - want).max() <= bound * np.abs(want).max()
 
 
-IN_TURN = [WgmmaParams("f16", 128, 2, 4, 16, out="f16", in_turn=True), WgmmaParams("bf16", 256, 2, 4, 16, in_turn=True),
-           WgmmaParams("f16", 64, 2, 6, 16, in_turn=True), WgmmaParams("tf32", 128, 2, 4, 16, in_turn=True)]
+PING_PONG = [WgmmaParams("f16", 128, 2, 4, 16, out="f16", ping_pong=True),
+             WgmmaParams("bf16", 256, 2, 4, 16, ping_pong=True), WgmmaParams("f16", 64, 2, 6, 16, ping_pong=True),
+             WgmmaParams("tf32", 128, 2, 4, 16, ping_pong=True)]
 
 
-def test_consumers_taking_blocks_of_c_in_turn_are_well_formed_and_compile_without_spilling():
+def test_ping_pong_consumers_are_well_formed_and_compile_without_spilling():
     """Each of two consumers computes a block of 64 rows whole while the other stores its last (ping-pong):
-    each stage is read by one consumer, no K is shared, and the two take turns on two barriers."""
-    assert "in turn" in WgmmaParams("f16", 128, 1, 4, in_turn=True).malformed()
-    assert "in turn" in WgmmaParams("f16", 128, 2, 4, cluster=2, in_turn=True).malformed()
-    assert "in turn" in WgmmaParams("3xtf32", 128, 2, 3, in_turn=True).malformed()
-    for params in IN_TURN:
+    each stage is read by one consumer, no K is shared, and the two take turns on two barriers, in every
+    way the kernel reads its operands and stores C. The tile model weighs them for 16-bit operands."""
+    assert "ping-pong" in WgmmaParams("f16", 128, 1, 4, ping_pong=True).malformed()
+    assert "ping-pong" in WgmmaParams("f16", 128, 2, 4, cluster=2, ping_pong=True).malformed()
+    assert "ping-pong" in WgmmaParams("3xtf32", 128, 2, 3, ping_pong=True).malformed()
+    for params in PING_PONG:
         assert params.malformed() is None and params.block_m == 64 and not params.shares_k
-        turns = [(t.block_m, t.block_n, rate) for t, rate in params.tilings() if t.in_turn]
-        assert turns == [(64, n, rate) for (_, n), rate in IN_TURN_RATES.items()] and params.in_flight == 2
-        for mn_major in [(False, False), *LAYOUTS]:
+        turns = [(t.block_m, t.block_n, rate) for t, rate in params.tilings() if t.ping_pong]
+        weighed = [(64, n, rate) for (_, n), rate in PING_PONG_RATES.items()] if params.operand != "tf32" else []
+        assert turns == weighed and params.in_flight == 2
+        for mn_major, c_transposed in itertools.product([(False, False), *LAYOUTS], (False, True)):
             if params.mn_major_problem(mn_major):
                 continue
-            rendered = render(params, mn_major)
-            assert rendered.name.endswith("_pp") and "#define EMPTY_ARRIVALS (1 * CLUSTER)" in rendered.source
+            rendered = render(params, mn_major, c_transposed)
+            assert rendered.name.endswith("_pp" + "_ct" * c_transposed)
+            assert "#define EMPTY_ARRIVALS (1 * CLUSTER)" in rendered.source
             assert "int whole" not in rendered.source and "barrier_init(&order[1], 1);" in rendered.source
             assert "barrier_arrive(&order[1 - consumer])" in rendered.source
             if not cuda_missing():
                 log = compile_cuda(rendered.source, rendered.name, options=REPORTED).log
-                assert "0 bytes stack frame, 0 bytes spill stores" in log, (mn_major, log)
+                assert "0 bytes stack frame, 0 bytes spill stores" in log, (mn_major, c_transposed, log)
 
 
 @pytest.mark.gpu
 @pytest.mark.cuda
-@pytest.mark.parametrize("params", IN_TURN, ids=[c.describe() for c in IN_TURN])
-def test_consumers_taking_blocks_of_c_in_turn_agree_with_float64_on_hopper(hopper, params):
-    """Over 1 to 3 blocks, each of whose consumers takes several blocks of C in turn (an odd count of them
+@pytest.mark.parametrize("params", PING_PONG, ids=[c.describe() for c in PING_PONG])
+def test_ping_pong_consumers_agree_with_float64_on_hopper(hopper, params):
+    """Over 1 to 3 blocks, each of whose consumers takes several blocks of C alternately (an odd count of them
     in all: one consumer has one more), edges on every side, C stored by TMA, from the registers and
     element by element; beta 0 over a NaN C, and alpha and beta reading C."""
     import ml_dtypes

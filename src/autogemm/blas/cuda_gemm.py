@@ -95,15 +95,16 @@ def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int, lay
     """``params`` with the tile of C (its family's ``TILE_RATES``, ``tilings``) that computes an m x n x k
     product (or a strided batch of ``layers``) soonest: its blocks of C run in rounds on ``multiprocessors``,
     one or, where the tiling says, two at once a multiprocessor (``in_flight``: two blocks, or two
-    consumers in turn), whole, or where the family can, a last round shared where most would idle
+    ping-pong consumers), whole, or where the family can, a last round shared where most would idle
     (``codelets.hopper.rounds``; a dmma kernel has stream-K compiled in only then, ``sharing``). A round
     takes its tiles of K, and the stores of C that no other block's products hide (``STORE_K_TILES``:
     each round's with one block at a time, the last alone with two), times the tile's area over its rate (a
     block's). A product of few large tiles would leave multiprocessors idle and takes smaller ones, which
     keep every multiprocessor working though they read more of A and B a flop; where there are no more
-    blocks than multiprocessors, a tiling of two at once is left to its one-block form. A dmma
-    configuration's own tile is a candidate too, first (at the rate of the slowest measured tile where it
-    is none of them). Worked out once a process for each product (a call on device tensors must cost the
+    blocks than multiprocessors, a tiling of two at once is left to its one-block form. Each tile comes
+    in its family's stages for it (wgmma: the most that fit, up to 8, but for the configuration's own
+    tile). A dmma configuration's own tile is a candidate too, first (at the rate of the slowest measured
+    tile where it is none of them). Worked out once a process for each product (a call on device tensors must cost the
     host little)."""
     best, best_time = params, None
     for tiled, rate in params.tilings():

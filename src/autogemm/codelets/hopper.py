@@ -259,11 +259,11 @@ BLOCKS_OF_C = {False: """for (int tile = cluster_index; tile / (cluster_rows * t
         k_range(tile, *work, k_tiles, whole, &k_first, &k_count);
         int m0, n0, layer;
         place(tile, cluster_rows, tiles_n, rank, &m0, &n0, &layer);"""}
-#: The same loop for one of two consumers that take a block's blocks of C in turn (``consumer`` 0 the
-#: first, 1 the second, and so on): each computes a whole block of C while the other stores its last one.
+#: The same loop for one of a block's two ping-pong consumers (``consumer`` 0 the block's first block of
+#: C, 1 its second, 0 its third, ...): each computes a whole block of C while the other stores its last one.
 #: ``iteration`` counts the tiles of K of the blocks before, the other consumer's too, as the producer
 #: counts them (it starts at ``consumer * k_tiles``); ``turn``, the blocks this consumer took before.
-TAKEN_IN_TURN = """for (int tile = cluster_index + consumer * clusters; tile / (cluster_rows * tiles_n) < layers;
+PING_PONG_BLOCKS = """for (int tile = cluster_index + consumer * clusters; tile / (cluster_rows * tiles_n) < layers;
          tile += 2 * clusters, iteration += 2 * k_tiles, ++turn) {
         [[maybe_unused]] const int k_first = 0, k_count = k_tiles;
         int m0, n0, layer;
@@ -330,7 +330,7 @@ def cluster_end(cluster: int) -> str:
 
 
 def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, bool] = (False, False),
-             shares_k: bool = False, rolled: bool = False, in_turn: bool = False) -> str:
+             shares_k: bool = False, rolled: bool = False, ping_pong: bool = False) -> str:
     """The kernel's start: shared memory carved into the stages' tiles and barriers, the barriers made,
     and the producer warpgroup's loop (``producer_registers``: its ``setmaxnreg``, if any) for blocks in
     clusters of ``cluster``; the consumers' code follows, with ``a_tiles``, ``b_tiles``, ``c_tiles``,
@@ -340,8 +340,8 @@ def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, b
     (K x N), rather than K (``_loads``). ``shares_k``: whether blocks share the K of some blocks of C
     (stream-K: the kernel takes ``whole``, and includes ``SHARED_K_HELPERS``). ``rolled``: the producer
     loops over an MN-major tile's boxes without unrolling them (fewer registers: ``setmaxnreg``'s 40 spilled
-    dmma's unrolled loops in clusters). ``in_turn``: two consumers take the blocks of C in turn
-    (``TAKEN_IN_TURN``), and ``order`` holds their two "your turn" barriers."""
+    dmma's unrolled loops in clusters). ``ping_pong``: the two consumers take the block's blocks of C
+    alternately (``PING_PONG_BLOCKS``), and ``order`` holds their two "your turn" barriers."""
     load_a, load_b = (_loads(operand, cluster if operand == "b" else 1, mn, rolled)
                       for operand, mn in zip("ab", mn_major))
     made = "__syncthreads();" if cluster == 1 else "cluster_sync();                   // the other blocks' barriers too"
@@ -397,8 +397,8 @@ def pipeline(cluster: int, producer_registers: str = "", mn_major: tuple[bool, b
         "@LOAD_A@", load_a).replace("@LOAD_B@", load_b).replace("@MADE@", made).replace(
         "@END@", cluster_end(cluster)).replace(
         "@ORDER@", "unsigned long long* order = empty + STAGES;     // consumer c's turn to multiply: order[c]"
-        if in_turn else "").replace(
-        "@ORDER_INIT@", "barrier_init(&order[0], 1);\n        barrier_init(&order[1], 1);" if in_turn else "")
+        if ping_pong else "").replace(
+        "@ORDER_INIT@", "barrier_init(&order[0], 1);\n        barrier_init(&order[1], 1);" if ping_pong else "")
 
 
 def _loads(operand: str, cluster: int, mn_major: bool, rolled: bool) -> str:
@@ -451,7 +451,6 @@ class HopperParams(Protocol):
     def teams(self) -> int: ...
     @property
     def sum_bytes(self) -> int: ...
-    def sharing(self, shares: bool) -> HopperParams: ...
     def mn_major_problem(self, mn_major: tuple[bool, bool]) -> str | None: ...
     def dtype_problem(self, dt: Dtype) -> str | None: ...
 
@@ -473,7 +472,7 @@ SHARED_ROUND = 1 / 3
 SHARE_COST = 0.4
 #: What storing a block of C costs, in tiles of K of its products. A multiprocessor that computes one block
 #: of C at a time leaves its tensor cores idle while it stores each; one that computes two at once (two
-#: blocks, or two consumers taking blocks in turn) stores one while the other's products run, all but the
+#: blocks, or two ping-pong consumers) stores one while the other's products run, all but the
 #: last (fitted to FP16 products and batches of 32 to 8192 on a side on an H200, with the tiles' rates:
 #: anywhere from 1.5 to 4 chose as well).
 STORE_K_TILES = 2

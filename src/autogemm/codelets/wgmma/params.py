@@ -47,16 +47,17 @@ DTYPE_TYPES = {"h": ("f16", "f16"), "hs": ("f16", "f32"), "b": ("bf16", "bf16"),
 #: multiprocessor, half of what the two compute), for operands of one plane and for 3xtf32's two (NT,
 #: 4096^3 and 8192 x 8192 x 2048, the median of 3 rounds; alike for FP16, BF16 and TF32; two blocks a
 #: multiprocessor: FP16 NT 4096^3 on an H200). Two blocks of 64 x 128 a multiprocessor are none of them:
-#: two consumers taking blocks of 64 x 128 in turn (``IN_TURN_RATES``) ran 1.05x to 1.1x as fast
+#: two ping-pong consumers in blocks of 64 x 128 (``PING_PONG_RATES``) ran 1.05x to 1.1x as fast
 #: wherever both were measured (FP16 batches of 64 to 256 on a side, H200).
 TILE_RATES: dict[int, dict[tuple[int, int, int], float]] = {
     1: {(128, 256, 1): 1.0, (128, 128, 1): 0.92, (64, 256, 1): 0.86, (64, 128, 1): 0.6, (128, 64, 1): 0.57,
         (64, 64, 1): 0.37, (64, 64, 2): 0.25},
     2: {(128, 128, 1): 1.0, (128, 64, 1): 0.71, (64, 128, 1): 0.51, (64, 64, 1): 0.37}}
-#: The tiles of C (block_m x block_n) of two consumers that take blocks of C in turn (``in_turn``), each
+#: The tiles of C (block_m x block_n) of two ping-pong consumers (``ping_pong``), each
 #: with its rate as in ``TILE_RATES`` (a block of C's: half what the multiprocessor's two in flight
-#: compute; FP16 NT 4096^3 and 8192 x 8192 x 2048 against 128 x 256, H200), for operands of one plane.
-IN_TURN_RATES: dict[tuple[int, int], float] = {(64, 256): 0.46, (64, 128): 0.325, (64, 64): 0.19}
+#: compute; FP16 NT 4096^3 and 8192 x 8192 x 2048 against 128 x 256, H200), for 16-bit operands (TF32's
+#: ran correct in K-major layouts, but its other readings are not yet checked on a GPU).
+PING_PONG_RATES: dict[tuple[int, int], float] = {(64, 256): 0.46, (64, 128): 0.325, (64, 64): 0.19}
 #: CUDA's names of the operands' and C's element types in a tensor map (``runtime.cuda.tensor_map``).
 TENSOR_TYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "3xtf32": "float32", "f32": "float32"}
 
@@ -90,10 +91,10 @@ class WgmmaParams(FamilyParams):
     out: str = "f32"
     cluster: int = 1
     per_multiprocessor: int = 1
-    #: Whether the two consumers take the blocks of C in turn, each a block of 64 rows whole, one storing
-    #: its last block while the other multiplies ("ping-pong"), rather than both computing each block
-    #: together (``codelets.hopper.TAKEN_IN_TURN``).
-    in_turn: bool = False
+    #: Whether the two consumers "ping-pong": each computes blocks of C of 64 rows whole, alternately,
+    #: one storing its last block while the other multiplies, rather than both computing each block
+    #: together (``codelets.hopper.PING_PONG_BLOCKS``): a block then computes two blocks of C at once.
+    ping_pong: bool = False
 
     def dtype_problem(self, dt: Dtype) -> str | None:
         """Why this configuration does not compute ``dt``'s products, or None."""
@@ -107,15 +108,15 @@ class WgmmaParams(FamilyParams):
         why = choices_problem(self, {"operand": tuple(OPERANDS), "block_n": BLOCK_N, "consumers": CONSUMERS,
                                      "stages": STAGES, "group": GROUPS, "out": OUTPUTS,
                                      "cluster": CLUSTERS, "per_multiprocessor": PER_MULTIPROCESSOR,
-                                     "in_turn": (False, True)})
+                                     "ping_pong": (False, True)})
         if why:
             return why
         if self.out not in ("f32", self.operand):
             return f"out {self.out}: C is float32 or of the operands' own 16-bit type"
         if self.planes == 2 and self.block_n > 128:
             return f"block_n {self.block_n}: 3xtf32 holds two sets of accumulators, at most 64 x 128 a consumer"
-        if self.in_turn and (self.consumers, self.per_multiprocessor, self.cluster, self.planes) != (2, 1, 1, 1):
-            return ("consumers taking blocks of C in turn: two consumers, one block a multiprocessor, no cluster, "
+        if self.ping_pong and (self.consumers, self.per_multiprocessor, self.cluster, self.planes) != (2, 1, 1, 1):
+            return ("ping-pong consumers: two consumers, one block a multiprocessor, no cluster, "
                     "one plane")
         if self.per_multiprocessor > 1:
             if self.consumers > 1:
@@ -150,8 +151,8 @@ class WgmmaParams(FamilyParams):
 
     @property
     def block_m(self) -> int:
-        """Rows of a block of C: a consumer's, each consumer's own where they take blocks in turn."""
-        return WARPGROUP_M if self.in_turn else WARPGROUP_M * self.consumers
+        """Rows of a block of C: its consumers', each consumer's own where they ping-pong."""
+        return WARPGROUP_M if self.ping_pong else WARPGROUP_M * self.consumers
 
     @property
     def block_k(self) -> int:
@@ -160,15 +161,15 @@ class WgmmaParams(FamilyParams):
 
     def tilings(self) -> list[tuple[WgmmaParams, float]]:
         """This configuration in each tile of C that ``blas.cuda_gemm.fitted`` weighs, with the tile's
-        rate (``TILE_RATES``, ``IN_TURN_RATES``): its own tile as it is (a tuned configuration keeps the
+        rate (``TILE_RATES``, ``PING_PONG_RATES``): its own tile as it is (a tuned configuration keeps the
         stages it was measured in), the others in ``DEEPEST_STAGES`` stages or as many as fit in shared
         memory (where two blocks share a multiprocessor, both)."""
         tiles = [(replace(self, consumers=block_m // WARPGROUP_M, block_n=block_n, per_multiprocessor=blocks,
-                          in_turn=False), rate)
+                          ping_pong=False), rate)
                  for (block_m, block_n, blocks), rate in TILE_RATES[self.planes].items()]
-        if self.planes == 1:
-            tiles += [(replace(self, consumers=2, block_n=block_n, per_multiprocessor=1, cluster=1, in_turn=True), rate)
-                      for (_, block_n), rate in IN_TURN_RATES.items()]
+        if OPERANDS[self.operand] == 2:         # (measured and tested on the GPU for 16-bit operands alone)
+            tiles += [(replace(self, consumers=2, block_n=block_n, per_multiprocessor=1, cluster=1, ping_pong=True),
+                       rate) for (_, block_n), rate in PING_PONG_RATES.items()]
         return [(self if replace(config, stages=self.stages) == self else config._deepest(), rate)
                 for config, rate in tiles]
 
@@ -185,9 +186,9 @@ class WgmmaParams(FamilyParams):
 
     @property
     def in_flight(self) -> int:
-        """Blocks of C a multiprocessor computes at once: its blocks', or two where consumers take them in
-        turn (``blas.cuda_gemm.fitted``: one stores C while the other's products run)."""
-        return 2 if self.in_turn else self.per_multiprocessor
+        """Blocks of C a multiprocessor computes at once: its blocks', or two where its consumers ping-pong
+        (``blas.cuda_gemm.fitted``: one stores C while the other's products run)."""
+        return 2 if self.ping_pong else self.per_multiprocessor
 
     @property
     def planes(self) -> int:
@@ -237,8 +238,8 @@ class WgmmaParams(FamilyParams):
     @property
     def shares_k(self) -> bool:
         """Whether blocks share the K of blocks of C where that pays (stream-K, ``codelets.hopper``): not
-        where consumers take blocks in turn (a part's sums are a team's, which would differ by block)."""
-        return not self.in_turn
+        where consumers ping-pong (a part's sums are a team's, which would differ by block)."""
+        return not self.ping_pong
 
     def sharing(self, shares: bool) -> WgmmaParams:
         """This configuration, whose kernel can always share K (``shares_k``): a product's schedule
@@ -262,7 +263,7 @@ class WgmmaParams(FamilyParams):
         consumer stages for TMA to store, their barriers, and room to align the tiles to 1024 bytes (the
         128-byte swizzle's period)."""
         return ((self.stages * self.planes * (self.block_m + self.block_n) + self.staged_rows_of_c) * ROW_BYTES
-                + 16 * self.stages + (16 if self.in_turn else 0) + 1024)
+                + 16 * self.stages + (16 if self.ping_pong else 0) + 1024)
 
     @property
     def staged_rows_of_c(self) -> int:
@@ -284,4 +285,4 @@ class WgmmaParams(FamilyParams):
                 f"group{self.group}" + (f" out {self.out}" if self.out != "f32" else "")
                 + (f" cluster{self.cluster}" if self.cluster > 1 else "")
                 + (f" x{self.per_multiprocessor} a multiprocessor" if self.per_multiprocessor > 1 else "")
-                + (" in turn" if self.in_turn else ""))
+                + (" ping-pong" if self.ping_pong else ""))

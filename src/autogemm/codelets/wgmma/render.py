@@ -22,9 +22,9 @@ from ..hopper import (
     GATHERED,
     HELPERS,
     LAYERS_PARAMETERS,
+    PING_PONG_BLOCKS,
     ROW_BYTES,
     SHARED_K_HELPERS,
-    TAKEN_IN_TURN,
     WARPGROUP,
     Rendered,
     cluster_attribute,
@@ -261,7 +261,7 @@ PIPELINED = """            asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::
         }
         asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
         if (leader) stage_release(&empty[(iteration + k_count - 1) % STAGES]);"""
-#: Where consumers take blocks of C in turn: a consumer waits for its turn before its block's tiles of K
+#: Where consumers ping-pong: a consumer waits for its turn before its block's tiles of K
 #: (the first consumer's first block at once), and hands the turn over once it has issued its block's
 #: last products, before they finish: the other's products queue behind them while this one stores C.
 #: Besides the overlap, the turns keep the consumers' waits on the stages' "full" barriers in the
@@ -297,7 +297,7 @@ def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False), c_
     layout = ("t" if mn_major[0] else "n") + ("n" if mn_major[1] else "t")
     name = (f"wgmma_{layout}_{params.operand}_m{params.block_m}_n{params.block_n}_s{params.stages}_g{params.group}"
             f"_{params.out}" + (f"_c{params.cluster}" if params.cluster > 1 else "")
-            + (f"_r{params.per_multiprocessor}" if params.per_multiprocessor > 1 else "") + ("_pp" if params.in_turn else "")
+            + (f"_r{params.per_multiprocessor}" if params.per_multiprocessor > 1 else "") + ("_pp" if params.ping_pong else "")
             + ("_ct" if c_transposed else ""))
     a_registers = params.reads_a_from_registers(mn_major)
     steps = params.block_k // params.instruction_k
@@ -307,7 +307,7 @@ def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False), c_
     zeroed = "sums[i] = 0.0f;" if promoted else "acc[i] = 0.0f;"
     released = (PROMOTED.replace("COUNT", str(count)) + "\n        }" if promoted
                 else RETIRED + "\n        }" if a_registers else PIPELINED)
-    if params.in_turn:                  # the turn handed over once the block's products are issued
+    if params.ping_pong:                  # the turn handed over once the block's products are issued
         released = (released.replace("        }\n        asm volatile(\"wgmma.wait_group.sync.aligned 0;",
                                      "        }\n" + TURN_HANDED + "        asm volatile(\"wgmma.wait_group.sync.aligned 0;")
                     if released is PIPELINED else released + "\n" + TURN_HANDED.rstrip("\n"))
@@ -326,7 +326,7 @@ def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False), c_
     last_parameters = "".join(",\n        " + each for each in flag_parameter + (
         ["int whole, float* __restrict__ partials, int* __restrict__ arrivals"] if params.shares_k else []))
     blocks_of_c = (f"const int consumer = warpgroup - 1;\n    int iteration = consumer * k_tiles, turn = 0;\n"
-                   f"{staged}    {TAKEN_IN_TURN}\n{TURN_TAKEN}" if params.in_turn
+                   f"{staged}    {PING_PONG_BLOCKS}\n{TURN_TAKEN}" if params.ping_pong
                    else f"int iteration = 0;\n{staged}    {BLOCKS_OF_C[params.shares_k]}\n")
     starts = "\n".join(
         ("" if a_registers else
@@ -353,7 +353,7 @@ def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False), c_
 #define ROW_BYTES {ROW_BYTES}
 #define A_TILE_BYTES (BLOCK_M * ROW_BYTES)
 #define B_TILE_BYTES (BLOCK_N * ROW_BYTES)
-#define EMPTY_ARRIVALS ({1 if params.in_turn else "CONSUMERS"} * CLUSTER)          // each consumer warpgroup of the cluster that read a buffer hands it back
+#define EMPTY_ARRIVALS ({1 if params.ping_pong else "CONSUMERS"} * CLUSTER)          // each consumer warpgroup of the cluster that read a buffer hands it back
 #define CHUNK_N {params.chunk_n}                          // columns of C in a chunk stored by TMA: 128 bytes of a row
 #define C_CHUNK_BYTES (64 * ROW_BYTES)
 #define STAGED_C_BYTES ({params.staged_rows_of_c} * ROW_BYTES)          // each consumer's two chunks of C, by TMA
@@ -380,9 +380,9 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
         const __grid_constant__ TensorMap map_c, out_t* __restrict__ c_layers, int M, int N, int K,
         {LAYERS_PARAMETERS}, float alpha, float beta{last_parameters}) {{{flag_check}
 {pipeline(params.cluster, registers(params.consumers, "producer"), mn_major, shares_k=params.shares_k,
-          in_turn=params.in_turn)}
+          ping_pong=params.ping_pong)}
     {registers(params.consumers, "consumer")}
-    const int row0 = {"0" if params.in_turn else "(warpgroup - 1) * 64"};              // this consumer's rows of the block
+    const int row0 = {"0" if params.ping_pong else "(warpgroup - 1) * 64"};              // this consumer's rows of the block
     const bool leader = threadIdx.x % {WARPGROUP} == 0;
     const int warp = (threadIdx.x % {WARPGROUP}) / 32, lane = threadIdx.x % 32;
     float acc[{params.accumulators}];{sums_declared}{reads}
