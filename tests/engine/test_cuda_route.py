@@ -554,6 +554,32 @@ def test_ping_pong_consumers_compute_a_batch_in_every_layout(device, key, trans_
 
 @pytest.mark.gpu
 @pytest.mark.cuda
+@pytest.mark.parametrize("key", ["s.tf32", "h"])
+@pytest.mark.parametrize("trans_a,trans_b", LAYOUTS)
+@pytest.mark.usefixtures("hopper")
+def test_ping_pong_consumers_compute_a_product_in_every_reading(device, monkeypatch, key, trans_a, trans_b):
+    """Ping-pong consumers in blocks of 64 x 128 forced on a product of 297 of them (each block's consumers
+    take one to three in turns), in every layout: TF32's A read through the registers, C stored
+    transposed; against float64 with beta 0 over a NaN C. (TF32's tile model leaves them out until this
+    has run on a GPU.)"""
+    from autogemm.blas import selection
+    from autogemm.engine import dispatch
+
+    forced = replace(CUDA_DEFAULTS[key], consumers=2, block_n=128, per_multiprocessor=1, cluster=1, stages=4,
+                     ping_pong=True)
+    monkeypatch.setattr(selection, "fitted", lambda params, *args: forced)
+    m, n, k = 33 * 64 - 5, 9 * 128 - 6, 200
+    dt, a, b, reference = _case(key, trans_a, trans_b, m, n, k, seed=3 + ord(trans_a) + 2 * ord(trans_b))
+    c = np.full((m, n), np.nan, dt.output.numpy)
+    got = autogemm.gemm(a, b, c, trans_a=trans_a, trans_b=trans_b, precision=dt.precision or None,
+                        device=device, backend="cuda")
+    error, ok = reference.check(got)
+    assert ok, f"{key} {trans_a}{trans_b}: error {error:.2e}"
+    assert list(dispatch.ROUTES._routes.values())[-1].plan.params == forced
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda
 @pytest.mark.parametrize("key", ["h", "s.tf32"])
 @pytest.mark.usefixtures("hopper")
 def test_two_blocks_a_multiprocessor_compute_a_batch_of_small_matrices(device, key):
