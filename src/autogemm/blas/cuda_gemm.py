@@ -104,8 +104,8 @@ def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int, lay
     blocks than multiprocessors, a tiling of two at once is left to its one-block form. Each tile comes
     in its family's stages for it (wgmma: the most that fit, up to 8, but for the configuration's own
     tile). A dmma configuration's own tile is a candidate too, first (at the rate of the slowest measured
-    tile where it is none of them). Worked out once a process for each product (a call on device tensors must cost the
-    host little)."""
+    tile where it is none of them). Worked out once a process for each product (a call on device tensors
+    must cost the host little)."""
     best, best_time = params, None
     for tiled, rate in params.tilings():
         tiles = -(-m // (tiled.block_m * tiled.cluster)) * -(-n // tiled.block_n) * layers

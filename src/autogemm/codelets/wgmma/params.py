@@ -45,8 +45,9 @@ DTYPE_TYPES = {"h": ("f16", "f16"), "hs": ("f16", "f32"), "b": ("bf16", "bf16"),
 #: The tiles of C (block_m x block_n, and blocks a multiprocessor) of the wgmma family, each with its
 #: rate on large products as a fraction of the fastest tile's, a block's (where two share a
 #: multiprocessor, half of what the two compute), for operands of one plane and for 3xtf32's two (NT,
-#: 4096^3 and 8192 x 8192 x 2048, the median of 3 rounds; alike for FP16, BF16 and TF32; two blocks a
-#: multiprocessor: FP16 NT 4096^3 on an H200). Two blocks of 64 x 128 a multiprocessor are none of them:
+#: 4096^3 and 8192 x 8192 x 2048, the median of 3 rounds; alike for FP16, BF16 and TF32; two blocks of
+#: 64 x 64 a multiprocessor: FP16 NN 4096 x 1024 x 1024, 1.33x one block's rate, and 0.26 at NT 4096^3 on
+#: an H200). Two blocks of 64 x 128 a multiprocessor are none of them:
 #: two ping-pong consumers in blocks of 64 x 128 (``PING_PONG_RATES``) ran 1.05x to 1.1x as fast
 #: wherever both were measured (FP16 batches of 64 to 256 on a side, H200).
 TILE_RATES: dict[int, dict[tuple[int, int, int], float]] = {
@@ -116,8 +117,7 @@ class WgmmaParams(FamilyParams):
         if self.planes == 2 and self.block_n > 128:
             return f"block_n {self.block_n}: 3xtf32 holds two sets of accumulators, at most 64 x 128 a consumer"
         if self.ping_pong and (self.consumers, self.per_multiprocessor, self.cluster, self.planes) != (2, 1, 1, 1):
-            return ("ping-pong consumers: two consumers, one block a multiprocessor, no cluster, "
-                    "one plane")
+            return "ping-pong consumers: two consumers, one block a multiprocessor, no cluster, one plane"
         if self.per_multiprocessor > 1:
             if self.consumers > 1:
                 return "two blocks a multiprocessor have one consumer each (setmaxnreg moves registers within one)"
