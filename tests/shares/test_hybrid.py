@@ -309,19 +309,25 @@ def test_a_product_one_device_computes_whole_is_a_plain_call_on_it(ctx, monkeypa
 
 
 def test_a_device_given_every_row_takes_the_host_s_blas_where_a_call_on_it_would(ctx, monkeypatch):
-    """devices= with the host given no rows (no hybrid entry) and a product the device's profile gives the
+    """devices= with the host given no rows (no hybrid entry) and a product the device's thresholds give the
     host's BLAS (``host_multiply_adds``): computed there, as ``gemm(device=...)`` computes it, not by the
     device's kernels (on a CPU device, many times slower)."""
-    from autogemm.engine.routes import host_blas
+    import dataclasses
 
-    ran = []
-    real = host_blas.HostRoute.run
-    monkeypatch.setattr(host_blas.HostRoute, "run", lambda self, *args: ran.append(self) or real(self, *args))
+    from autogemm.engine import dispatch
+    from autogemm.engine.routes import host_blas, targets
+
+    monkeypatch.setattr(dispatch.ROUTES, "_routes", type(dispatch.ROUTES._routes)())    # (none kept before)
+    monkeypatch.setattr(targets, "profile_for", lambda device: None)                      # (no hybrid entry)
+    ran, host_below = [], {"s": 40 * 30 * 20 + 1}
+    real_run, real_thresholds = host_blas.HostRoute.run, host_blas.thresholds_for
+    monkeypatch.setattr(host_blas.HostRoute, "run", lambda self, *args: ran.append(self) or real_run(self, *args))
+    monkeypatch.setattr(host_blas, "thresholds_for", lambda device: dataclasses.replace(
+        real_thresholds(device), host_multiply_adds=tuple(host_below.items())))
     dt = DTYPES["s"]
     a, b = random_matrix(RNG, dt, (40, 30)), random_matrix(RNG, dt, (30, 20))
-    set_thresholds(monkeypatch, host_multiply_adds=(("s", 40 * 30 * 20 + 1),))
     assert relative_error(autogemm.gemm(a, b, devices=[ctx.device, HOST]), a @ b) < dt.tolerance and len(ran) == 1
-    set_thresholds(monkeypatch, host_multiply_adds=())
+    host_below.clear()
     a = random_matrix(RNG, dt, (41, 30))                    # (a call of a new signature: no route kept)
     assert relative_error(autogemm.gemm(a, b, devices=[ctx.device, HOST]), a @ b) < dt.tolerance and len(ran) == 1
 
