@@ -618,6 +618,7 @@ def test_a_cache_this_user_cannot_write_still_serves_products_of_a_borrowed_prof
     def read_only(path, text, mode=0o644):
         raise PermissionError(13, "Permission denied", str(path))
 
+    writable = verified.write_atomically
     monkeypatch.setattr(verified, "write_atomically", read_only)
     with pytest.warns(ProfileWarning, match="hold for this process only") as caught:
         assert verified.verified_in(device, other, fits, s) and verified.verified_in(device, other, fits, s)
@@ -629,7 +630,7 @@ def test_a_cache_this_user_cannot_write_still_serves_products_of_a_borrowed_prof
         for _ in range(20):                                             # none fails for want of the cache
             np.testing.assert_allclose(autogemm.gemm(a, b, device=device), a.astype(np.float64) @ b, rtol=1e-5)
 
-    monkeypatch.undo()
+    monkeypatch.setattr(verified, "write_atomically", writable)     # (the test's cache stays its own)
     save(other)
     verified._verdicts.clear()
     monkeypatch.setattr(verification, "verify", lambda ctx, config, dtype: "MemoryError: clEnqueueNDRangeKernel "

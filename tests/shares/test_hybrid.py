@@ -314,10 +314,8 @@ def test_a_device_given_every_row_takes_the_host_s_blas_where_a_call_on_it_would
     device's kernels (on a CPU device, many times slower)."""
     import dataclasses
 
-    from autogemm.engine import dispatch
     from autogemm.engine.routes import host_blas, targets
 
-    monkeypatch.setattr(dispatch.ROUTES, "_routes", type(dispatch.ROUTES._routes)())    # (none kept before)
     monkeypatch.setattr(targets, "profile_for", lambda device: None)                      # (no hybrid entry)
     ran, host_below = [], {"s": 40 * 30 * 20 + 1}
     real_run, real_thresholds = host_blas.HostRoute.run, host_blas.thresholds_for
@@ -328,7 +326,7 @@ def test_a_device_given_every_row_takes_the_host_s_blas_where_a_call_on_it_would
     a, b = random_matrix(RNG, dt, (40, 30)), random_matrix(RNG, dt, (30, 20))
     assert relative_error(autogemm.gemm(a, b, devices=[ctx.device, HOST]), a @ b) < dt.tolerance and len(ran) == 1
     host_below.clear()
-    a = random_matrix(RNG, dt, (41, 30))                    # (a call of a new signature: no route kept)
+    a = random_matrix(RNG, dt, (41, 30))                    # (a call of another signature: no route kept)
     assert relative_error(autogemm.gemm(a, b, devices=[ctx.device, HOST]), a @ b) < dt.tolerance and len(ran) == 1
 
 
