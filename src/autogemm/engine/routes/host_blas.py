@@ -7,12 +7,13 @@ a call on the device."""
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import numpy as np
 
 from ... import workload
 from ...accuracy import apply_op
-from ...profiles import current_until, profile_for, still_current, store, thresholds_for
+from ...profiles import current_until, profile_for, store, thresholds_for
 from ...profiles.thresholds import HOST_DTYPES
 from ...runtime.opencl.device import Device
 from ...runtime.opencl.discovery import find_device
@@ -42,30 +43,18 @@ def plain_product(a: object, b: object) -> np.ndarray | None:
     # unpickling, is compared; the key's four dimensions are two matrices' only where a is one)
     if type(a) is not _NDARRAY or type(b) is not _NDARRAY or workload.RECORDER is not None:
         return None
-    for kept in PLAIN_ROUTES.get(a.shape + b.shape, ()):
-        if ((a.dtype is kept.dtype_a or a.dtype == kept.dtype_a)
-                and (b.dtype is kept.dtype_b or b.dtype == kept.dtype_b) and a.ndim == 2):
-            return a.dot(b) if kept.current() else None
+    for dtype_a, dtype_b, route in PLAIN_ROUTES.get(a.shape + b.shape, ()):
+        if (a.dtype is dtype_a or a.dtype == dtype_a) and (b.dtype is dtype_b or b.dtype == dtype_b) and a.ndim == 2:
+            return a.dot(b) if route.current() else None
     return None
 
 
-class PlainRoute:
-    """A plain call's host route, for operands of these dtypes, and until when (``time.monotonic``) and
-    under which count of ``profiles.store.forget`` s the device's profile that chose it is known current
-    (``profiles.current_until``): asked again only after."""
+class PlainRoute(NamedTuple):
+    """A plain call's host route, for operands of these dtypes."""
 
-    __slots__ = ("dtype_a", "dtype_b", "route", "until", "forgets")
-
-    def __init__(self, dtype_a: np.dtype, dtype_b: np.dtype, route: HostRoute) -> None:
-        self.dtype_a, self.dtype_b, self.route = dtype_a, dtype_b, route
-        self.until, self.forgets = 0.0, -1
-
-    def current(self) -> bool:
-        """Whether the route's profile is still the device's (``HostRoute.current``)."""
-        if time.monotonic() < self.until and store.FORGETS == self.forgets:
-            return True
-        self.forgets, self.until = store.FORGETS, current_until(self.route.device, self.route.profile)
-        return self.until > 0.0
+    dtype_a: np.dtype
+    dtype_b: np.dtype
+    route: HostRoute
 
 
 def host_route(call: GemmCall) -> HostRoute | None:
@@ -116,13 +105,20 @@ class HostRoute:
         self.dt, self.shape, self.has_c = call.dt, call.shape, call.c is not None
         self.trans = (call.options.trans_a.upper(), call.options.trans_b.upper())
         self.device, self.profile = device, profile_for(device)
+        #: until when (``time.monotonic``) and under which count of ``profiles.store.forget`` s the profile
+        #: is known to be still the device's (``profiles.current_until``): asked again only after
+        self.until, self.forgets = 0.0, -1
         #: what ``AUTOGEMM_RECORD`` records of each call: the product as the call states it
         self.recorded = ("gemm", call.dt.key, "NT"[call.op_a.transposed] + "NT"[call.op_b.transposed],
                          call.m, call.n, call.k)
 
     def current(self) -> bool:
-        """Whether the device's profile, whose thresholds chose the host, is still the one it was."""
-        return still_current(self.device, self.profile)
+        """Whether the device's profile, whose thresholds chose the host, is still the one it was (asked
+        at most once a ``profiles.current_until``: a kept host route's call costs microseconds)."""
+        if time.monotonic() < self.until and store.FORGETS == self.forgets:
+            return True
+        self.forgets, self.until = store.FORGETS, current_until(self.device, self.profile)
+        return self.until > 0.0
 
     def run(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None, options: GemmOptions) -> np.ndarray:
         if workload.RECORDER is not None:
