@@ -30,6 +30,11 @@ CONFIGS += [WgmmaParams(group=group) for group in GROUPS if group != WgmmaParams
 TWO_A_MULTIPROCESSOR = [tiled for key in ("h", "hs", "b", "s.tf32") for tiled, _ in CUDA_DEFAULTS[key].tilings()
                         if tiled.per_multiprocessor == 2]
 CONFIGS += TWO_A_MULTIPROCESSOR
+# narrow blocks of C (few columns), C stored from the registers
+NARROW = [WgmmaParams("f16", 16, 1, 8, 16, out="f16"), WgmmaParams("bf16", 32, 2, 8, 16),
+          WgmmaParams("tf32", 16, 1, 8, 16), WgmmaParams("3xtf32", 32, 1, 4, 8),
+          WgmmaParams("f16", 32, 1, 6, 16, out="f16")]
+CONFIGS += NARROW
 
 
 def test_the_spaces_hold_every_well_formed_configuration_and_no_other():
@@ -40,7 +45,7 @@ def test_the_spaces_hold_every_well_formed_configuration_and_no_other():
 
 
 def test_malformed_configurations_are_refused():
-    assert len(CONFIGS) == 134 + 2 + 4          # 5 to 8 stages of 128 x 256 tiles: over shared memory
+    assert len(CONFIGS) == 134 + 2 + 4 + 5      # 5 to 8 stages of 128 x 256 tiles: over shared memory
     assert len(TWO_A_MULTIPROCESSOR) == 4 and all(c.malformed() is None for c in TWO_A_MULTIPROCESSOR)
     assert "shared memory a multiprocessor" in WgmmaParams("f16", 128, 1, 4, per_multiprocessor=2).malformed()
     assert "one consumer each" in WgmmaParams("f16", 64, 2, 3, per_multiprocessor=2).malformed()
@@ -504,6 +509,26 @@ def test_alpha_and_beta_scale_the_product_and_c_in_its_own_type(hopper, params):
 PING_PONG = [WgmmaParams("f16", 128, 2, 4, 16, out="f16", ping_pong=True),
              WgmmaParams("bf16", 256, 2, 4, 16, ping_pong=True), WgmmaParams("f16", 64, 2, 6, 16, ping_pong=True),
              WgmmaParams("tf32", 128, 2, 4, 16, ping_pong=True)]
+
+
+def test_narrow_blocks_store_c_from_the_registers_and_compile_without_spilling():
+    """Blocks of 16 or 32 columns of C: no chunk of C staged for TMA, pairs stored where they start
+    aligned, else one by one; B read K-major alone, no cluster."""
+    assert "boxes of 128 bytes" in WgmmaParams("f16", 32, 1, 4).mn_major_problem((False, True))
+    assert WgmmaParams("f16", 64, 1, 4).mn_major_problem((False, True)) is None
+    assert "clusters" in WgmmaParams("f16", 16, 1, 4, cluster=2).malformed()
+    for params in NARROW:
+        assert params.malformed() is None
+        assert params.staged_rows_of_c == (0 if params.narrow else 128 * params.consumers)
+        for mn_major, c_transposed in itertools.product([(False, False), (True, False)], (False, True)):
+            if params.mn_major_problem(mn_major):
+                continue
+            rendered = render(params, mn_major, c_transposed)
+            kernel = rendered.source.split('extern "C"')[1]
+            assert ("tile_store(" not in kernel) == (params.narrow or c_transposed)
+            if not cuda_missing():
+                log = compile_cuda(rendered.source, rendered.name, options=REPORTED).log
+                assert "0 bytes stack frame, 0 bytes spill stores" in log and "warning" not in log, log
 
 
 def test_ping_pong_consumers_are_well_formed_and_compile_without_spilling():

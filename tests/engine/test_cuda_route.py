@@ -356,6 +356,65 @@ def test_a_tile_other_than_the_configuration_s_own_takes_the_most_stages_that_fi
     assert fitted(tuned, 8192, 8192, 8192, 132) == tuned
 
 
+@pytest.mark.parametrize("m,n,k,tile", [(26904, 8, 768, (128, 16)), (4096, 32, 4096, (64, 16)),
+                                        (280, 24, 4712, (64, 16)), (4096, 48, 4096, (128, 64))])
+def test_products_of_few_columns_take_narrow_blocks_where_b_is_read_k_major(m, n, k, tile):
+    """A product of columns one narrow block holds (16 or 32) takes one where its rate beats the empty
+    columns of a wider one (on the H200, FP16 NT: 26904 x 8 x 768
+    1.00x cuBLAS against 0.72x in 128 x 64 blocks, 4096 x 32 x 4096 0.70x against 0.58x, 280 x 24 x 4712
+    0.64x against 0.61x), in 16-bit operands alone, and never where B is read MN-major (it cannot be) nor
+    for more columns than 32 (several narrow blocks each read A: slower)."""
+    for key in ("h", "b"):
+        got = fitted(CUDA_DEFAULTS[key], m, n, k, 132)
+        assert (got.block_m, got.block_n) == tile and got.malformed() is None
+        assert got.block_n >= 64 or not got.ping_pong and got.cluster == 1
+        read_mn = fitted(CUDA_DEFAULTS[key], m, n, k, 132, 1, (False, True))
+        assert read_mn.block_n >= 64 and read_mn.mn_major_problem((False, True)) is None
+    assert fitted(CUDA_DEFAULTS["s.tf32"], m, n, k, 132).block_n >= 64
+
+
+def test_the_tile_is_fitted_to_the_product_the_kernel_computes():
+    """The configuration is chosen for the operands as they lie: a few-column FP16 product takes a narrow
+    block where B lies K-major (NT) and not where it lies MN-major (NN); TF32 NN, read as C^T = B^T A^T
+    (its B K-major alone), has its tile fitted to the swapped product."""
+    from autogemm.blas.selection import choose_cuda_params
+
+    nt, nn = (Op(), Op(transposed=True)), (Op(), Op())
+    h, tf32 = DTYPES["h"], DTYPES["s.tf32"]
+    assert choose_cuda_params(None, h, 26904, 8, 768, 132, ops=nt).params.block_n == 16
+    assert choose_cuda_params(None, h, 26904, 8, 768, 132, ops=nn).params.block_n >= 64
+    swapped = choose_cuda_params(None, tf32, 6000, 640, 4096, 132, ops=nn).params
+    assert (swapped.block_m, swapped.block_n) == (128, 256)
+    assert swapped == fitted(CUDA_DEFAULTS["s.tf32"], 640, 6000, 4096, 132, 1, (True, False))
+    unswapped = fitted(CUDA_DEFAULTS["s.tf32"], 6000, 640, 4096, 132)
+    assert (unswapped.block_m, unswapped.block_n) == (128, 128)
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda
+@pytest.mark.parametrize("key", ["h", "b"])
+@pytest.mark.parametrize("trans_a,trans_b", LAYOUTS)
+@pytest.mark.parametrize("m,n", [(13, 1000), (1000, 13), (3, 517), (16, 1000), (1000, 16)])
+@pytest.mark.usefixtures("hopper")
+def test_few_rows_or_columns_are_computed_in_narrow_blocks(device, key, trans_a, trans_b, m, n):
+    """Products of 3, 13 or 16 rows or columns as the tile model sends them, in every layout, against
+    float64 with beta 0 over a NaN C: in a narrow block where B is read K-major, or for few rows A as
+    the B of C^T (C^T stored from the registers), and where the few rows or columns are 16-byte aligned
+    and lie MN-major, which a narrow block cannot read, in a block of 64 columns. (Rows of 3 or 13
+    elements are laid out first in every layout: narrow blocks then.)"""
+    from autogemm.engine import dispatch
+
+    k = 300
+    dt, a, b, reference = _case(key, trans_a, trans_b, m, n, k, seed=m + 7 * ord(trans_a) + ord(trans_b))
+    c = np.full((m, n), np.nan, dt.output.numpy)
+    got = autogemm.gemm(a, b, c, trans_a=trans_a, trans_b=trans_b, device=device, backend="cuda")
+    error, ok = reference.check(got)
+    assert ok, f"{key} {trans_a}{trans_b} {m} x {n}: error {error:.2e}"
+    params = list(dispatch.ROUTES._routes.values())[-1].plan.params
+    few_k_major = trans_b == "T" if n < m else trans_a == "N"
+    assert params.narrow == (min(m, n) != 16 or few_k_major)
+
+
 def test_the_cuda_families_are_registered_apart_from_the_opencl_ones(device):
     """wgmma and dmma are GEMM families of the CUDA backend: their configurations read back from JSON,
     OpenCL's plans and profiles' OpenCL entries never take them, and their checks say why a device
@@ -388,11 +447,15 @@ def test_the_cuda_families_are_registered_apart_from_the_opencl_ones(device):
                                             ("h", 17, 64, 64, True), ("h", 17, 64, 63, False),
                                             ("h", 64, 256, 1000, True), ("bs", 600, 93, 25, False),
                                             ("d", 1024, 1024, 1024, False),
-                                            ("d", 2048, 2048, 2048, True)])
+                                            ("d", 2048, 2048, 2048, True),
+                                            ("h", 13, 901, 2459, True), ("b", 1987, 12, 1802, True),
+                                            ("h", 11, 901, 2459, False), ("s.tf32", 13, 901, 2459, False),
+                                            ("h", 12, 131, 130, False)])
 def test_auto_takes_few_row_products_to_the_cuda_path_only_where_it_was_faster(key, m, n, k, cuda):
     """C of few rows or columns stays with OpenCL's multi-vector GEMV except for large 16-bit products of
-    two rows or more (NVIDIA's OpenCL has no half arithmetic); small float64 products stay on OpenCL, and
-    small 16-bit ones whose rows the CUDA path would lay out first for TMA (OpenCL's one launch is sooner)."""
+    two rows or more (NVIDIA's OpenCL has no half arithmetic) and 16-bit ones of 12 to 16 (narrow blocks
+    of wgmma), as any product; small float64 products stay on OpenCL, and small 16-bit ones whose rows the
+    CUDA path would lay out first for TMA (OpenCL's one launch is sooner)."""
     from autogemm.engine.routes.cuda_host import goes_to_cuda
 
     assert goes_to_cuda(DTYPES[key], m, n, k, Thresholds(), Op(), Op()) is cuda
@@ -552,29 +615,35 @@ def test_ping_pong_consumers_compute_a_batch_in_every_layout(device, key, trans_
         assert ok, f"{key} {trans_a}{trans_b} product {i}: error {error:.2e}"
 
 
+FORCED = {"ping-pong": dict(consumers=2, block_n=128, stages=4, ping_pong=True),
+          "narrow": dict(consumers=1, block_n=16, stages=8, ping_pong=False)}
+
+
 @pytest.mark.gpu
 @pytest.mark.cuda
 @pytest.mark.parametrize("key", ["s.tf32", "h"])
 @pytest.mark.parametrize("trans_a,trans_b", LAYOUTS)
+@pytest.mark.parametrize("form,n", [("ping-pong", 9 * 128 - 6), ("narrow", 9 * 16 - 3), ("narrow", 9 * 16 - 2)])
 @pytest.mark.usefixtures("hopper")
-def test_ping_pong_consumers_compute_a_product_in_every_reading(device, monkeypatch, key, trans_a, trans_b):
-    """Ping-pong consumers in blocks of 64 x 128 forced on a product of 297 of them (each block's consumers
-    take one to three in turns), in every layout: TF32's A read through the registers, C stored
-    transposed; against float64 with beta 0 over a NaN C. (TF32's tile model leaves them out until this
-    has run on a GPU.)"""
+def test_forms_the_tile_model_does_not_take_yet_compute_a_product_in_every_reading(device, monkeypatch, key,
+                                                                                 trans_a, trans_b, form, n):
+    """Ping-pong consumers in blocks of 64 x 128, and narrow blocks of 16 columns (C stored from the
+    registers: by pairs, or one by one where N is odd), forced on a product of hundreds of blocks of C
+    (each block's consumers take one to three), in every layout: TF32's A read through the registers, C
+    stored transposed; against float64 with beta 0 over a NaN C. (The tile model leaves TF32's ping-pong
+    and every narrow block out until this has run on a GPU.)"""
     from autogemm.blas import selection
     from autogemm.engine import dispatch
 
-    forced = replace(CUDA_DEFAULTS[key], consumers=2, block_n=128, per_multiprocessor=1, cluster=1, stages=4,
-                     ping_pong=True)
+    forced = replace(CUDA_DEFAULTS[key], per_multiprocessor=1, cluster=1, **FORCED[form])
     monkeypatch.setattr(selection, "fitted", lambda params, *args: forced)
-    m, n, k = 33 * 64 - 5, 9 * 128 - 6, 200
+    m, k = 33 * 64 - 5, 200
     dt, a, b, reference = _case(key, trans_a, trans_b, m, n, k, seed=3 + ord(trans_a) + 2 * ord(trans_b))
     c = np.full((m, n), np.nan, dt.output.numpy)
     got = autogemm.gemm(a, b, c, trans_a=trans_a, trans_b=trans_b, precision=dt.precision or None,
                         device=device, backend="cuda")
     error, ok = reference.check(got)
-    assert ok, f"{key} {trans_a}{trans_b}: error {error:.2e}"
+    assert ok, f"{key} {form} {trans_a}{trans_b}: error {error:.2e}"
     assert list(dispatch.ROUTES._routes.values())[-1].plan.params == forced
 
 

@@ -79,19 +79,26 @@ def lies(rows: int, k: int, ld: int, transposed: bool, conjugated: bool, element
             aligned and not transposed and ld == k and k * element_bytes % TMA_ALIGNMENT == 0)
 
 
+def dense_lying(dt: Dtype, m: int, n: int, k: int, op_a: Op, op_b: Op) -> tuple[tuple[bool, bool], tuple[bool, bool]]:
+    """How the dense row-major operands of an m x n x k product of ``dt``, stored as ``op_a`` and ``op_b``
+    say, lie for the kernels (``lies``: A as M x K, B as N x K)."""
+    return (lies(m, k, m if op_a.transposed else k, op_a.transposed, op_a.conjugated, dt.itemsize),
+            lies(n, k, k if op_b.transposed else n, not op_b.transposed, op_b.conjugated, dt.itemsize))
+
+
 def reads_in_place(params: CudaParams, dt: Dtype, m: int, n: int, k: int, op_a: Op, op_b: Op) -> bool:
     """Whether the kernel of ``params`` reads dense row-major operands of an m x n x k product of ``dt``,
     stored as ``op_a`` and ``op_b`` say, where they lie: no launch lays one out (or splits it into planes)
     before the product (``reading``)."""
-    lying = (lies(m, k, m if op_a.transposed else k, op_a.transposed, op_a.conjugated, dt.itemsize),
-             lies(n, k, k if op_b.transposed else n, not op_b.transposed, op_b.conjugated, dt.itemsize))
-    mn_major, swapped = reading(params, lying)
+    lying = dense_lying(dt, m, n, k, op_a, op_b)
+    mn_major, swapped = reading(params, lying, m < n)
     read = (lying[1], lying[0]) if swapped else lying
     return getattr(params, "planes", 1) == 1 and all(mn or k_major for mn, (_, k_major) in zip(mn_major, read))
 
 
 @functools.lru_cache(maxsize=256)
-def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int, layers: int = 1) -> CudaParams:
+def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int, layers: int = 1,
+           mn_major: tuple[bool, bool] = (False, False)) -> CudaParams:
     """``params`` with the tile of C (its family's ``TILE_RATES``, ``tilings``) that computes an m x n x k
     product (or a strided batch of ``layers``) soonest: its blocks of C run in rounds on ``multiprocessors``,
     one or, where the tiling says, two at once a multiprocessor (``in_flight``: two blocks, or two
@@ -104,10 +111,11 @@ def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int, lay
     blocks than multiprocessors, a tiling of two at once is left to its one-block form. Each tile comes
     in its family's stages for it (wgmma: the most that fit, up to 8, but for the configuration's own
     tile). A dmma configuration's own tile is a candidate too, first (at the rate of the slowest measured
-    tile where it is none of them). Worked out once a process for each product (a call on device tensors
-    must cost the host little)."""
+    tile where it is none of them). Only tiles that read A and B as ``mn_major`` says (the product's
+    ``reading``) are weighed: a narrow block reads B K-major alone. Worked out once a process for each
+    product (a call on device tensors must cost the host little)."""
     best, best_time = params, None
-    for tiled, rate in params.tilings():
+    for tiled, rate in params.tilings(n):
         tiles = -(-m // (tiled.block_m * tiled.cluster)) * -(-n // tiled.block_n) * layers
         if tiled.in_flight > 1 and tiles <= multiprocessors // tiled.cluster:
             continue                                # one block a multiprocessor: as its tile's one-block form
@@ -117,7 +125,8 @@ def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int, lay
         turns = rounds(tiles, clusters, k_tiles) if tiled.shares_k else -(-tiles // clusters)
         stores = turns if tiled.in_flight == 1 else 1 / tiled.in_flight        # those not hidden
         time = (turns * k_tiles + stores * STORE_K_TILES) * tiled.block_m * tiled.block_n / rate
-        if tiled.malformed() is None and (best_time is None or time < best_time):
+        if (tiled.malformed() is None and tiled.mn_major_problem(mn_major) is None
+                and (best_time is None or time < best_time)):
             best, best_time = tiled, time
     return best
 
@@ -192,24 +201,36 @@ class DeviceOperand:
 
 
 @functools.lru_cache(maxsize=256)
-def reading(params: CudaParams, lying: tuple[tuple[bool, bool], tuple[bool, bool]]) -> tuple[tuple[bool, bool], bool]:
-    """How a kernel of ``params`` reads A and B, which lie as ``lying`` says (for each, whether it can be
-    read MN-major as it lies, and whether K-major): which of them it reads MN-major, and whether it
-    swaps them (``c_transposed``): computing C^T = B^T A^T (op(B)^T its A, A its B), where wgmma
-    can read only its A MN-major (tf32: ``reads_a_from_registers``). The way with the fewest passes that
-    lay an operand out first (each pass is one more launch, reading and writing the whole operand once more
-    before the product starts); on a tie, unswapped (C stored by TMA). Worked out once a process for each
-    (a call on device tensors must cost the host little)."""
-    ways = []
+def orientations(params: CudaParams, lying: tuple[tuple[bool, bool], tuple[bool, bool]]
+                 ) -> dict[bool, tuple[int, tuple[bool, bool]]]:
+    """The ways a kernel of ``params`` can read A and B, which lie as ``lying`` says (for each, whether it
+    can be read MN-major as it lies, and whether K-major), by whether it swaps them (``c_transposed``:
+    computing C^T = B^T A^T, op(B)^T its A, A its B, where the family can): for each, the passes that lay
+    an operand out first (each one more launch, reading and writing the whole operand once more before
+    the product starts) and which operands it reads MN-major, the way of the fewest passes (on a tie,
+    the most read as they lie). wgmma can read only its A MN-major in tf32 (``reads_a_from_registers``)."""
+    best: dict[bool, tuple[int, int, tuple[bool, bool]]] = {}
     for swapped in (False, True) if params.stores_c_transposed else (False,):
         first, second = (lying[1], lying[0]) if swapped else lying
         wanted = (first[0], second[0])
         for rank, mn in enumerate((wanted, (wanted[0], False), (False, wanted[1]), (False, False))):
             if params.mn_major_problem(mn) is None:
                 passes = sum(not read and not k_major for read, (_, k_major) in zip(mn, (first, second)))
-                ways.append((passes, swapped, rank, mn))
-    _, swapped, _, mn = min(ways)
-    return mn, swapped
+                best[swapped] = min(best.get(swapped, (passes, rank, mn)), (passes, rank, mn))
+    return {swapped: (passes, mn) for swapped, (passes, _, mn) in best.items()}
+
+
+def reading(params: CudaParams, lying: tuple[tuple[bool, bool], tuple[bool, bool]], fewer_rows: bool = False
+            ) -> tuple[tuple[bool, bool], bool]:
+    """How a kernel of ``params`` reads A and B, which lie as ``lying`` says: which of them it reads
+    MN-major, and whether it swaps them (``orientations``). The way with the fewest passes; on a tie,
+    unswapped (C stored by TMA), but for a narrow block (``WgmmaParams.narrow``) of a product of
+    ``fewer_rows`` than columns, which computes C^T so that its few rows are the block's columns. Worked
+    out once a process for each (a call on device tensors must cost the host little)."""
+    ways = orientations(params, lying)
+    rows_across = fewer_rows and params.stores_c_transposed and params.narrow
+    swapped = min(ways, key=lambda way: (ways[way][0], way != rows_across))
+    return ways[swapped][1], swapped
 
 
 def layer_arguments(layers: int, a_layered: bool, b_layered: bool) -> list[Argument]:
@@ -316,7 +337,7 @@ class CudaGemm:
     def _kernel(self, a: DeviceOperand, b: DeviceOperand) -> tuple[Rendered, object, Schedule]:
         """The kernel that reads operands lying as ``a`` and ``b`` do with the fewest passes (``reading``;
         its ``c_transposed``: given as B^T and A^T), its compiled function and schedule (``_layout``)."""
-        return self._layout(*reading(self.params, (self._lies(a), self._lies(b))))
+        return self._layout(*reading(self.params, (self._lies(a), self._lies(b)), self.m < self.n))
 
     def _layout(self, mn_major: tuple[bool, bool], c_transposed: bool = False
                 ) -> tuple[Rendered, object, Schedule]:

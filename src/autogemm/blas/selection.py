@@ -18,11 +18,11 @@ from ..profiles.profile import LATENCY_CLASS, SHAPES, shape_distance
 from ..runtime.backend import CUDA, OPENCL
 from ..runtime.opencl.device import Device
 from .coverage import planned_slices, predicted_rate
-from .cuda_gemm import fitted
+from .cuda_gemm import dense_lying, fitted, orientations, reading
 from .defaults import CUDA_DEFAULTS, default_params, tensor_defaults
 from .gemv import GemvProblem, default_gemv_params
 from .prediction import predict, ranked
-from .problem import GemmProblem
+from .problem import GemmProblem, Op
 from .routing import Routing
 from .vectors import VectorsRoute, as_vectors
 from .verified import verified_here, verified_in
@@ -272,19 +272,30 @@ def choose_gemv_params(device: Device, problem: GemvProblem) -> Selection:
 
 
 def choose_cuda_params(device: Device | None, dt: Dtype, m: int, n: int, k: int, multiprocessors: int,
-                       layers: int = 1) -> Selection:
-    """The CUDA configuration for an m x n x k product of ``dt`` (or a strided batch of ``layers``) and
-    the backend it runs on by the profile of the OpenCL ``device`` (its CUDA entry nearest in shape: the
-    backend measured faster there, with its configuration); with no such entry, CUDA and the dtype's
-    ``CUDA_DEFAULTS``. The configuration's tile is ``cuda_gemm.fitted`` to the product (all the batch's
-    blocks of C) on a GPU of ``multiprocessors``."""
+                       layers: int = 1, ops: tuple[Op, Op] = (Op(), Op(transposed=True))) -> Selection:
+    """The CUDA configuration for an m x n x k product of ``dt`` (or a strided batch of ``layers``), its
+    dense row-major operands stored as ``ops`` say (by default NT), and the backend it runs on by the
+    profile of the OpenCL ``device`` (its CUDA entry nearest in shape: the backend measured faster there,
+    with its configuration); with no such entry, CUDA and the dtype's ``CUDA_DEFAULTS``. The
+    configuration's tile is ``cuda_gemm.fitted`` to the product its kernel computes (all the batch's
+    blocks of C; C^T = B^T A^T where the kernel reads the operands so, ``reading``) on a GPU of
+    ``multiprocessors``; a product of fewer rows than columns computes C^T where that reads its operands
+    as cheaply and its few rows then take a narrow block (``WgmmaParams.narrow``)."""
     profile = profile_for(device) if device is not None else None
     entry = profile.cuda_entry(dt.key, m, n, k) if profile is not None else None
     if entry is None:
         params, source, backend = CUDA_DEFAULTS[dt.key], "default", CUDA
     else:
         params, source, backend = entry.config, f"profile {profile.device_fingerprint} {entry.name}", entry.backend
-    return Selection(fitted(params, m, n, k, multiprocessors, layers), source, backend=backend)
+    lying = dense_lying(dt, m, n, k, *ops)
+    mn_major, swapped = reading(params, lying)
+    rows, columns = (n, m) if swapped else (m, n)
+    tiled = fitted(params, rows, columns, k, multiprocessors, layers, mn_major)
+    ways = orientations(params, lying)
+    if not swapped and m < n and True in ways and ways[True][0] == ways[False][0]:
+        across = fitted(params, n, m, k, multiprocessors, layers, ways[True][1])     # C^T, read as cheaply
+        tiled = across if across.narrow else tiled
+    return Selection(tiled, source, backend=backend)
 
 
 def class_keys(dt: Dtype) -> tuple[str, ...]:

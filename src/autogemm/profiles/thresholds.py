@@ -91,6 +91,11 @@ class Thresholds:
     #: CUDA path from this many multiply-adds (others stay with OpenCL's multi-vector GEMV)
     cuda_few_rows_multiply_adds: tuple[tuple[str, int], ...] = (("h", 2**27), ("hs", 2**27), ("b", 2**27),
                                                                 ("bs", 2**27))
+    #: by dtype key, products of at least this many rows or columns of C (and at most
+    #: ``blas.vectors.MAX_VECTORS``) are not held to ``cuda_few_rows_multiply_adds`` but to the bounds of
+    #: every other product: the CUDA path's narrow blocks compute them sooner than the multi-vector GEMV
+    #: (a dtype not named: always held to it)
+    cuda_many_vectors: tuple[tuple[str, int], ...] = (("h", 12), ("hs", 12), ("b", 12), ("bs", 12))
     #: by dtype key, of the products under ``in_place_multiply_adds`` of a K of at most ``one_launch_depth``,
     #: one of a K of at most this many takes the predictor's choice after all: its model counts how well a
     #: kernel's blocks cover a large C in a few steps of K, where a size class's tensor-core block spends
@@ -144,6 +149,10 @@ class Thresholds:
     def cuda_few_rows(self, key: str) -> float:
         """``cuda_few_rows_multiply_adds`` of the dtype ``key`` (infinite where it names none: never)."""
         return dict(self.cuda_few_rows_multiply_adds).get(key, float("inf"))
+
+    def cuda_vectors(self, key: str) -> float:
+        """``cuda_many_vectors`` of the dtype ``key`` (infinite where it names none: never)."""
+        return dict(self.cuda_many_vectors).get(key, float("inf"))
 
     def to_dict(self, changed_only: bool = False) -> dict:
         """Every field as JSON data, or with ``changed_only`` what a profile keeps: the fields ``given``
@@ -208,7 +217,8 @@ class Thresholds:
 
 #: The fields that hold a number for each dtype key (a JSON object of them in a profile).
 BY_DTYPE = ("cuda_min_multiply_adds", "cuda_laid_out_min_multiply_adds", "cuda_shallow_laid_out_multiply_adds",
-            "cuda_few_rows_multiply_adds", "cuda_batch_min_side", "host_multiply_adds", "shallow_predicted_depth")
+            "cuda_few_rows_multiply_adds", "cuda_many_vectors", "cuda_batch_min_side", "host_multiply_adds",
+            "shallow_predicted_depth")
 
 
 def _count(value: object, where: str) -> int:

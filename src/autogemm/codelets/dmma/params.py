@@ -84,9 +84,10 @@ class DmmaParams(FamilyParams):
     #: Blocks a multiprocessor runs at once: one (its warp tiles take the registers of two).
     per_multiprocessor: ClassVar[int] = 1
 
-    def tilings(self) -> list[tuple[DmmaParams, float]]:
-        """This configuration in each tile of C that ``blas.cuda_gemm.fitted`` weighs, with the tile's
-        rate (``TILE_RATES``; its own, where it is not among them, at the slowest one's)."""
+    def tilings(self, columns: int | None = None) -> list[tuple[DmmaParams, float]]:
+        """This configuration in each tile of C that ``blas.cuda_gemm.fitted`` weighs (for a product of any
+        number of ``columns``), with the tile's rate (``TILE_RATES``; its own, where it is not among them,
+        at the slowest one's)."""
         rates = TILE_RATES[self.dtype]
         own = (self.warps_m, self.warp_m, self.warp_n)
         own_rate = rates.get(own, min(rates.values())) if self.consumers == 2 else min(rates.values())

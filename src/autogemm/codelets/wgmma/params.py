@@ -22,6 +22,10 @@ STAGES = (2, 3, 4, 5, 6, 7, 8)
 DEEPEST_STAGES = 8
 #: The columns of C one block computes: N of one ``m64nNkK`` instruction.
 BLOCK_N = (64, 128, 256)
+#: Narrower blocks of C, for products of few columns: fewer than a chunk of C that TMA stores (their C is
+#: stored from the registers), B read K-major alone (an MN-major tile of B is boxes of 128 bytes), no
+#: cluster. In the tile model (``NARROW_RATES``), not in the tuning space.
+NARROW_N = (16, 32)
 #: Consumer warpgroups of a block, each computing 64 rows of C with the block's tile of B.
 CONSUMERS = (1, 2)
 #: Rows of blocks of C taken together, down the rows first, by the blocks working at once: their tiles
@@ -59,6 +63,11 @@ TILE_RATES: dict[int, dict[tuple[int, int, int], float]] = {
 #: compute; FP16 NT 4096^3 and 8192 x 8192 x 2048 against 128 x 256, H200), for 16-bit operands (TF32's
 #: ran correct in K-major layouts, but its other readings are not yet checked on a GPU).
 PING_PONG_RATES: dict[tuple[int, int], float] = {(64, 256): 0.46, (64, 128): 0.325, (64, 64): 0.19}
+#: The narrow tiles of C (block_m x ``NARROW_N``, one block a multiprocessor), each with its rate as in
+#: ``TILE_RATES``, for 16-bit operands: fitted to FP16 NT products of 8 to 32 columns (26904 x 8 x 768,
+#: 280 x 24 x 4712, 4096 x 32 x 4096, every tile at 4 to 8 stages, H200), where a block of 64 columns
+#: or more multiplies mostly columns that are not there.
+NARROW_RATES: dict[tuple[int, int], float] = {(128, 32): 0.33, (64, 32): 0.25, (128, 16): 0.2, (64, 16): 0.13}
 #: CUDA's names of the operands' and C's element types in a tensor map (``runtime.cuda.tensor_map``).
 TENSOR_TYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "3xtf32": "float32", "f32": "float32"}
 
@@ -106,7 +115,7 @@ class WgmmaParams(FamilyParams):
 
     def malformed(self) -> str | None:
         """Why this is no configuration of the family, or None."""
-        why = choices_problem(self, {"operand": tuple(OPERANDS), "block_n": BLOCK_N, "consumers": CONSUMERS,
+        why = choices_problem(self, {"operand": tuple(OPERANDS), "block_n": BLOCK_N + NARROW_N, "consumers": CONSUMERS,
                                      "stages": STAGES, "group": GROUPS, "out": OUTPUTS,
                                      "cluster": CLUSTERS, "per_multiprocessor": PER_MULTIPROCESSOR,
                                      "ping_pong": (False, True)})
@@ -116,6 +125,8 @@ class WgmmaParams(FamilyParams):
             return f"out {self.out}: C is float32 or of the operands' own 16-bit type"
         if self.planes == 2 and self.block_n > 128:
             return f"block_n {self.block_n}: 3xtf32 holds two sets of accumulators, at most 64 x 128 a consumer"
+        if self.block_n in NARROW_N and self.cluster > 1:
+            return f"block_n {self.block_n} in clusters: a cluster shares whole boxes of B"
         if self.ping_pong and (self.consumers, self.per_multiprocessor, self.cluster, self.planes) != (2, 1, 1, 1):
             return "ping-pong consumers: two consumers, one block a multiprocessor, no cluster, one plane"
         if self.per_multiprocessor > 1:
@@ -139,6 +150,8 @@ class WgmmaParams(FamilyParams):
             return f"wgmma reads {self.operand} operands K-major alone"
         if self.instruction_type == "tf32" and mn_major[1]:
             return "wgmma reads a tf32 B K-major alone (an MN-major A through the registers)"
+        if mn_major[1] and self.block_n < ROW_BYTES // OPERANDS[self.operand]:
+            return f"block_n {self.block_n}: an MN-major tile of B is boxes of {ROW_BYTES} bytes of N"
         if mn_major[1] and self.block_n // (ROW_BYTES // OPERANDS[self.operand]) % self.cluster:
             return f"block_n {self.block_n} in clusters of {self.cluster}: B's boxes are not shared evenly"
         return None
@@ -159,17 +172,24 @@ class WgmmaParams(FamilyParams):
         """K of a staged tile: 128 bytes of each row (64 of a 16-bit type, 32 of tf32)."""
         return ROW_BYTES // OPERANDS[self.operand]
 
-    def tilings(self) -> list[tuple[WgmmaParams, float]]:
-        """This configuration in each tile of C that ``blas.cuda_gemm.fitted`` weighs, with the tile's
-        rate (``TILE_RATES``, ``PING_PONG_RATES``): its own tile as it is (a tuned configuration keeps the
-        stages it was measured in), the others in ``DEEPEST_STAGES`` stages or as many as fit in shared
-        memory (where two blocks share a multiprocessor, both)."""
+    def tilings(self, columns: int | None = None) -> list[tuple[WgmmaParams, float]]:
+        """This configuration in each tile of C that ``blas.cuda_gemm.fitted`` weighs for a product of
+        ``columns`` columns, with the tile's rate (``TILE_RATES``, ``PING_PONG_RATES``; ``NARROW_RATES``
+        where one narrow block holds all the product's columns, as in the products those rates were
+        fitted to: several narrow blocks each read the block's rows of A, and ran slower than one wide
+        block): its own tile as it is (a tuned configuration keeps the stages it was measured in), the
+        others in ``DEEPEST_STAGES`` stages or as many as fit in shared memory (where two blocks share a
+        multiprocessor, both)."""
         tiles = [(replace(self, consumers=block_m // WARPGROUP_M, block_n=block_n, per_multiprocessor=blocks,
                           ping_pong=False), rate)
                  for (block_m, block_n, blocks), rate in TILE_RATES[self.planes].items()]
-        if OPERANDS[self.operand] == 2:         # (measured and tested on the GPU for 16-bit operands alone)
+        if OPERANDS[self.operand] == 2:         # (measured on the GPU for 16-bit operands alone)
             tiles += [(replace(self, consumers=2, block_n=block_n, per_multiprocessor=1, cluster=1, ping_pong=True),
                        rate) for (_, block_n), rate in PING_PONG_RATES.items()]
+            if columns is not None and columns <= NARROW_N[-1]:
+                tiles += [(replace(self, consumers=block_m // WARPGROUP_M, block_n=block_n, per_multiprocessor=1,
+                                   cluster=1, ping_pong=False), rate)
+                          for (block_m, block_n), rate in NARROW_RATES.items()]
         return [(self if replace(config, stages=self.stages) == self else config._deepest(), rate)
                 for config, rate in tiles]
 
@@ -267,8 +287,15 @@ class WgmmaParams(FamilyParams):
 
     @property
     def staged_rows_of_c(self) -> int:
-        """Rows of 128 bytes of C in shared memory: two chunks of each consumer's 64 rows, for TMA."""
-        return 2 * WARPGROUP_M * self.consumers
+        """Rows of 128 bytes of C in shared memory: two chunks of each consumer's 64 rows, for TMA (none
+        for a narrow block, stored from the registers)."""
+        return 0 if self.narrow else 2 * WARPGROUP_M * self.consumers
+
+    @property
+    def narrow(self) -> bool:
+        """Whether a block computes fewer columns of C than a chunk TMA stores (``NARROW_N``), and so
+        stores its C from the registers."""
+        return self.block_n < self.chunk_n
 
     @property
     def out_bytes(self) -> int:

@@ -146,8 +146,9 @@ REGISTERS        } else {
             }
         }
 """
-#: A consumer's C from its registers, where C's rows are not 16-byte aligned but each pair of neighbours
-#: is (N even): one store a pair, in rows ``row`` and ``row + 8`` of every 8 columns.
+#: A consumer's C from its registers, in rows ``row`` and ``row + 8`` of every 8 columns, a thread's two
+#: neighbours at once (``PAIRED``: where C's rows are not 16-byte aligned but each pair is, N even) or
+#: one by one (``SINGLES``: a narrow block's C where N is odd).
 REGISTER_STORES = """#pragma unroll
 for (int j = 0; j < BLOCK_N / 8; ++j) {
     const int col = n0 + j * 8 + 2 * (lane % 4);
@@ -156,9 +157,18 @@ for (int j = 0; j < BLOCK_N / 8; ++j) {
         const long r = row + 8 * half;
         if (r >= M || col >= N) continue;
         const float2 v = result_pair(SUMS[4 * j + 2 * half], SUMS[4 * j + 2 * half + 1], C, r, col, M, N, alpha, beta);
-        store_pair(&C[r * N + col], v.x, v.y);
+        STORE
     }
 }
+"""
+PAIRED = "store_pair(&C[r * N + col], v.x, v.y);"
+SINGLES = "C[r * N + col] = narrowed(v.x);\n        if (col + 1 < N) C[r * N + col + 1] = narrowed(v.y);"
+#: A narrow block's C (``WgmmaParams.narrow``), stored from the registers: by pairs where every pair
+#: starts aligned, else element by element.
+NARROW_STORES = """        const bool paired = N % 2 == 0 && (size_t)C % (2 * sizeof(out_t)) == 0;
+        if (paired) {
+REGISTERS        } else {
+SINGLES        }
 """
 
 
@@ -315,11 +325,14 @@ def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False), c_
     flag_parameter = ["const unsigned* __restrict__ unsplit"] if promoted else []
     flag_check = ("\n    if (*unsplit) return;     // an operand's value cannot be split: float32's kernel takes it"
                   if promoted else "")
-    staged = "" if c_transposed else "    int staged = 0;                                 // chunks of C this consumer stored\n"
+    staged = ("" if c_transposed or params.narrow
+              else "    int staged = 0;                                 // chunks of C this consumer stored\n")
     reads = "\n" + A_READS if a_registers else ""
     fragments = "\n" + A_FRAGMENTS if a_registers else ""
+    paired, singles = (textwrap.indent(REGISTER_STORES.replace("STORE", each), " " * 12) for each in (PAIRED, SINGLES))
     stores = (textwrap.indent(TRANSPOSED_STORES, " " * 8) if c_transposed
-              else STORES.replace("REGISTERS", textwrap.indent(REGISTER_STORES, " " * 12))).replace("SUMS", result)
+              else NARROW_STORES.replace("REGISTERS", paired).replace("SINGLES", singles) if params.narrow
+              else STORES.replace("REGISTERS", paired)).replace("SUMS", result)
     gathered = (GATHERED.replace("COUNT", str(count)).replace("RESULT", result).replace(
         "TEAM_THREAD", f"threadIdx.x % {WARPGROUP}").replace("TEAM,", "warpgroup - 1,") if params.shares_k else "")
     # the kernel's last parameters: 3xtf32's flag of values it cannot split, stream-K's share of K

@@ -106,8 +106,8 @@ def cuda_host_route(call: GemmCall) -> CudaHostRoute | None:
     stacks = [x for x in (call.a, call.b) if x.ndim == 3]
     if why is None and not all(x.flags.c_contiguous for x in stacks):
         why = "the CUDA path takes stacks of row-major (C-ordered) matrices"
-    ops = ([_stored_op(x, op) for x, op in ((call.a, call.op_a), (call.b, call.op_b))] if why is None
-           else [call.op_a, call.op_b])
+    ops = (tuple(_stored_op(x, op) for x, op in ((call.a, call.op_a), (call.b, call.op_b))) if why is None
+           else (call.op_a, call.op_b))
     if call.batch is None:
         kept_on_opencl = dt.key in limits.numpy_on_opencl or not goes_to_cuda(dt, m, n, k, limits, *ops)
     else:
@@ -117,12 +117,12 @@ def cuda_host_route(call: GemmCall) -> CudaHostRoute | None:
     if why is None:
         ctx, why = cuda_target(device, dt)
     if why is None and call.batch is not None:
-        params = batch_params(choose_cuda_params(device, dt, m, n, k, ctx.multiprocessors, call.batch).params,
+        params = batch_params(choose_cuda_params(device, dt, m, n, k, ctx.multiprocessors, call.batch, ops).params,
                               dt, m, n, k, *ops)
         why = None if params is not None else ("its kernel would lay the stacks out first, or split them into "
                                                "3xtf32's planes (a batch is read as it lies)")
     elif why is None:
-        params = (choose_cuda_params(device, dt, m, n, k, ctx.multiprocessors).params if backend == "cuda"
+        params = (choose_cuda_params(device, dt, m, n, k, ctx.multiprocessors, ops=ops).params if backend == "cuda"
                   else auto_cuda_params(device, dt, m, n, k, *ops, ctx, limits))
     if why is not None:
         if backend == "cuda":
@@ -143,16 +143,16 @@ def batch_params(params: CudaParams, dt: Dtype, m: int, n: int, k: int, op_a: Op
 def goes_to_cuda(dt: Dtype, m: int, n: int, k: int, limits: Thresholds, op_a: Op, op_b: Op) -> bool:
     """Whether 'auto' takes an m x n x k product of ``dt``, A and B stored row-major as ``op_a`` and
     ``op_b`` say, to the CUDA path: not one of few columns or rows (OpenCL's multi-vector GEMV,
-    ``blas.vectors``, where a block of 64 x 64 would be mostly empty) unless
-    ``limits.cuda_few_rows_multiply_adds`` says (NVIDIA's OpenCL has no half-precision arithmetic, so its
-    GEMV falls behind wgmma on long 16-bit products of few rows), nor one under
+    ``blas.vectors``) unless ``limits.cuda_few_rows_multiply_adds`` says (NVIDIA's OpenCL has no
+    half-precision arithmetic, so its GEMV falls behind wgmma on long 16-bit products of few rows) or it
+    has ``limits.cuda_many_vectors`` of them (wgmma's narrow blocks waste little on them), nor one under
     ``limits.cuda_min_multiply_adds`` (where OpenCL's kernels need no layout pass and fewer launches), nor
     one under ``limits.cuda_laid_out_min_multiply_adds`` (over a K of at most ``cuda_shallow_depth``,
     ``cuda_shallow_laid_out_multiply_adds``) whose operands the dtype's default configuration would lay
     out first (``cuda_gemm.reads_in_place``; ``auto_cuda_params`` asks the one chosen)."""
-    work = m * n * k
-    if min(m, n) <= MAX_VECTORS:
-        return min(m, n) > 1 and work >= limits.cuda_few_rows(dt.key)
+    work, vectors = m * n * k, min(m, n)
+    if vectors <= MAX_VECTORS and vectors < limits.cuda_vectors(dt.key):
+        return vectors > 1 and work >= limits.cuda_few_rows(dt.key)
     return work >= limits.cuda_min(dt.key) and not (
         dt.key in CUDA_DEFAULTS and _lays_out_small(CUDA_DEFAULTS[dt.key], dt, m, n, k, op_a, op_b, limits))
 
@@ -163,7 +163,7 @@ def auto_cuda_params(device: Device, dt: Dtype, m: int, n: int, k: int, op_a: Op
     (``choose_cuda_params``), or None where it stays on OpenCL after all: the profile measured OpenCL
     faster there, or the product is under ``limits.cuda_laid_out_min_multiply_adds`` (or, shallow, the
     bound of ``Thresholds.cuda_laid_out_below``) and that configuration would lay an operand out first."""
-    chosen = choose_cuda_params(device, dt, m, n, k, ctx.multiprocessors)
+    chosen = choose_cuda_params(device, dt, m, n, k, ctx.multiprocessors, ops=(op_a, op_b))
     if chosen.backend != CUDA or _lays_out_small(chosen.params, dt, m, n, k, op_a, op_b, limits):
         return None
     return chosen.params

@@ -129,7 +129,8 @@ class TensorRoute:
         if reads.m and reads.n:
             with self.ctx.lock:
                 self.ctx.activate()
-                chosen = choose_cuda_params(self.device, call.dt, reads.m, reads.n, call.k, self.ctx.multiprocessors)
+                chosen = choose_cuda_params(self.device, call.dt, reads.m, reads.n, call.k, self.ctx.multiprocessors,
+                                            ops=(reads.op_first, reads.op_second))
                 self.plan = cuda_plan(self.ctx, call.dt, reads.m, reads.n, call.k, chosen.params)
 
     def current(self) -> bool:
