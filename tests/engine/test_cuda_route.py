@@ -83,6 +83,36 @@ def test_every_dtype_and_transpose_agrees_with_float64(device, key, trans_a, tra
     assert got is c and ok, f"{key} {trans_a}{trans_b}: error {error:.2e}"
 
 
+@pytest.mark.gpu
+@pytest.mark.cuda
+@pytest.mark.parametrize("key", ["c.tf32", "c.3xtf32"])
+@pytest.mark.parametrize("trans_a,trans_b", LAYOUTS + [("C", "C"), ("N", "C")])
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (0.5 - 1j, 2j), (-2.0, 0.5)])
+@pytest.mark.usefixtures("hopper")
+def test_complex64_in_tf32_runs_on_the_cuda_path_as_its_real_embedding(device, key, trans_a, trans_b, alpha, beta):
+    """complex64 with precision 'tf32' or '3xtf32' on the CUDA path, as the real product of its embedding
+    (``blas.complex_embedding``), in every op, complex and real alpha and beta (beta 0 over a NaN C: never
+    read), against complex128; a batch of them says it stays on OpenCL."""
+    from autogemm.engine import dispatch
+    from autogemm.engine.routes.cuda_host import CudaHostRoute
+
+    m, n, k = 131, 77, 203
+    dt, a, b, reference = _case(key, trans_a, trans_b, m, n, k, seed=ord(trans_a) + 5 * ord(trans_b))
+    rng = np.random.default_rng(9)
+    c0 = random_matrix(rng, dt, (m, n)) if beta != 0 else np.full((m, n), np.nan, np.complex64)
+    c = c0.copy()
+    got = autogemm.gemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, precision=dt.precision,
+                        device=device, backend="cuda")
+    want = alpha * reference.product + (beta * c0.astype(np.complex128) if beta != 0 else 0)
+    error = np.abs(got - want).max() / np.abs(want).max()
+    assert got is c and np.isfinite(got).all() and error < (2e-3 if key == "c.tf32" else 1e-5), error
+    route = list(dispatch.ROUTES._routes.values())[-1]
+    assert isinstance(route, CudaHostRoute) and route.plan.dt is DTYPES[key.replace("c.", "s.")]
+    with pytest.raises(ArgumentError, match="one at a time"):
+        autogemm.gemm_batched(np.stack([a, a]), np.stack([b, b]), trans_a=trans_a, trans_b=trans_b,
+                              precision=dt.precision, device=device, backend="cuda")
+
+
 # how an operand lies: (readable MN-major as it lies, readable K-major as it lies); row-major NN: A K_MAJOR,
 # B MN_MAJOR; NEITHER: a pass lays it out either way (a conjugate, rows not 16 bytes apart)
 K_MAJOR, MN_MAJOR, NEITHER = (False, True), (True, False), (False, False)
