@@ -34,6 +34,7 @@ from ..runtime.cuda.context import Argument, Complex128, Prepared
 from ..runtime.cuda.driver import cuda_device_of
 from ..runtime.opencl.device import Device
 from ..runtime.opencl.discovery import devices
+from .complex_embedding import REAL_KEYS
 from .defaults import CUDA_DEFAULTS
 
 #: The alignment in bytes of the memory a TMA tensor map describes.
@@ -63,8 +64,14 @@ def cuda_ready(twin: CudaDevice, dt: Dtype) -> tuple[CudaContext | None, str | N
 
 
 def no_kernels(dt: Dtype) -> str | None:
-    """Why the CUDA path has no kernels for ``dt``, or None where it has."""
-    return None if dt.key in CUDA_DEFAULTS else f"{dt.routine} has no CUDA kernels (its OpenCL ones are as fast)"
+    """Why the CUDA path has no kernels for ``dt``, or None where it has (a dtype computed as the real
+    product of its embedding, ``complex_embedding.REAL_KEYS``, is said to have none: its kernels are the
+    real dtype's, and only a call of numpy operands builds the embedding)."""
+    if dt.key in CUDA_DEFAULTS:
+        return None
+    if dt.key in REAL_KEYS:
+        return f"{dt.routine} runs on the CUDA path from numpy operands alone (the host builds its real embedding)"
+    return f"{dt.routine} has no CUDA kernels (its OpenCL ones are as fast)"
 
 
 def lies(rows: int, k: int, ld: int, transposed: bool, conjugated: bool, element_bytes: int, pointer: int = 0,
