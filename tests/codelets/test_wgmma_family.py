@@ -512,14 +512,17 @@ PING_PONG = [WgmmaParams("f16", 128, 2, 4, 16, out="f16", ping_pong=True),
 
 
 def test_narrow_blocks_store_c_from_the_registers_and_compile_without_spilling():
-    """Blocks of 16 or 32 columns of C: no chunk of C staged for TMA, pairs stored where they start
-    aligned, else one by one; B read K-major alone, no cluster."""
+    """Blocks of 16 or 32 columns of C: those narrower than a chunk of C (``narrow``) stage none for TMA
+    and store it from the registers, pairs where they start aligned, else one by one; B read K-major
+    alone, no cluster."""
     assert "boxes of 128 bytes" in WgmmaParams("f16", 32, 1, 4).mn_major_problem((False, True))
     assert WgmmaParams("f16", 64, 1, 4).mn_major_problem((False, True)) is None
     assert "clusters" in WgmmaParams("f16", 16, 1, 4, cluster=2).malformed()
+    # a 32-column block of a float32 C is a whole chunk of it: stored through TMA, not narrow
+    assert [params.narrow for params in NARROW] == [True, False, True, False, True]
+    assert [params.staged_rows_of_c for params in NARROW] == [0, 256, 0, 128, 0]
     for params in NARROW:
         assert params.malformed() is None
-        assert params.staged_rows_of_c == (0 if params.narrow else 128 * params.consumers)
         for mn_major, c_transposed in itertools.product([(False, False), (True, False)], (False, True)):
             if params.mn_major_problem(mn_major):
                 continue

@@ -401,6 +401,7 @@ def test_products_of_few_columns_take_narrow_blocks_where_b_is_read_k_major(m, n
         read_mn = fitted(CUDA_DEFAULTS[key], m, n, k, 132, 1, (False, True))
         assert read_mn.block_n >= 64 and read_mn.mn_major_problem((False, True)) is None
     assert fitted(CUDA_DEFAULTS["s.tf32"], m, n, k, 132).block_n >= 64
+    assert fitted(CUDA_DEFAULTS["hs"], m, n, k, 132).block_n != 32         # a whole chunk of a float32 C
 
 
 def test_the_tile_is_fitted_to_the_product_the_kernel_computes():
@@ -661,7 +662,7 @@ def test_forms_the_tile_model_does_not_take_yet_compute_a_product_in_every_readi
     registers: by pairs, or one by one where N is odd), forced on a product of hundreds of blocks of C
     (each block's consumers take one to three), in every layout: TF32's A read through the registers, C
     stored transposed; against float64 with beta 0 over a NaN C. (The tile model leaves TF32's ping-pong
-    and every narrow block out until this has run on a GPU.)"""
+    and narrow blocks out: measured for 16-bit operands alone.)"""
     from autogemm.blas import selection
     from autogemm.engine import dispatch
 

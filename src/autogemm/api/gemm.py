@@ -45,9 +45,10 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, **options: Unpack[GemmKe
     ``precision`` None computes in the arrays' own precision. For float32 and complex64, 'tf32' lets
     tensor cores multiply operands rounded to TF32 (a relative error near 3e-4, as cuBLAS's TF32 mode)
     and '3xtf32' splits each operand into two TF32 parts and sums three products (about float32's
-    error); on a device without such instructions both are computed exactly, as float32. On the CUDA
-    path a complex64 product of numpy arrays runs as the real product of its embedding
-    (``blas.complex_embedding``).
+    error); on a device without such instructions both are computed exactly, as float32. With
+    ``backend='cuda'`` a complex64 product of numpy arrays runs on the CUDA path as the real product of its
+    embedding, which the host builds (``blas.complex_embedding``; 'auto' keeps OpenCL's kernels, sooner end
+    to end).
 
     ``trans_a`` and ``trans_b`` are 'N', 'T' or 'C' (conjugate transpose). Without ``c`` a new array is
     returned (and ``beta`` must be 0); with ``c`` the result is written into it, as BLAS does, and ``c`` is

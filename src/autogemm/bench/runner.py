@@ -26,7 +26,6 @@ import numpy as np
 from ..accuracy import Reference, apply_op, gemm_flops, random_operands
 from ..api import gemm
 from ..blas import GemmProblem, LaunchPlan, Op
-from ..blas.complex_embedding import kernel_problem, real_a, real_b, real_dtype
 from ..blas.cuda_gemm import CudaGemm, DeviceOperand, cuda_plan, cuda_target, stack_stride
 from ..blas.plans import plan_for
 from ..blas.vectors import VectorsPlan
@@ -205,13 +204,13 @@ class Bench:
             # would carry for nothing)
             op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
             limits = thresholds_for(self.ctx.device)
-            kernel_dt, (m, n, k), ops = kernel_problem(dt, (shape.m, shape.n, shape.k), (op_a, op_b))
-            cuda = goes_to_cuda(kernel_dt, m, n, k, limits, *ops)
-            cuda_ctx = cuda_target(self.ctx.device, kernel_dt)[0] if cuda else None
+            cuda = goes_to_cuda(dt, shape.m, shape.n, shape.k, limits, op_a, op_b)
+            cuda_ctx = cuda_target(self.ctx.device, dt)[0] if cuda else None
             if cuda_ctx is not None:
-                params = auto_cuda_params(self.ctx.device, kernel_dt, m, n, k, *ops, cuda_ctx, limits)
+                params = auto_cuda_params(self.ctx.device, dt, shape.m, shape.n, shape.k, op_a, op_b, cuda_ctx,
+                                          limits)
                 if params is not None:
-                    return cuda_plan(cuda_ctx, kernel_dt, m, n, k, params)
+                    return cuda_plan(cuda_ctx, dt, shape.m, shape.n, shape.k, params)
             return plan_for(self.ctx, GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b))
         except Exception as exc:   # noqa: BLE001 - reported in the table, the run goes on
             return exc
@@ -219,20 +218,12 @@ class Bench:
     def _autogemm(self, dt: Dtype, plan: LaunchPlan | VectorsPlan | CudaGemm | Exception, a: np.ndarray, b: np.ndarray,
                   shape: Shape) -> PeerResult:
         """Device-resident, on the plan's runtime (OpenCL, or the CUDA path, whose stored operands are laid
-        out for the kernel within the timing, as ``gemm`` does each call; complex64 in TF32 or 3xTF32 as
-        the real product of its embedding, built on the host first as ``gemm`` builds it before its
-        uploads): operands already on the device, C poisoned with NaN, the device's own timing after a
-        warm-up."""
+        out for the kernel within the timing, as ``gemm`` does each call): operands already on the device,
+        C poisoned with NaN, the device's own timing after a warm-up."""
         if isinstance(plan, Exception):
             raise plan
-        poisoned = np.full((shape.m, shape.n), np.nan, dt.output.numpy)
-        if isinstance(plan, CudaGemm) and real_dtype(dt) is not None:
-            ops = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
-            embedded = Shape(shape.m, 2 * shape.n, 2 * shape.k, "NT")
-            result = resident_result(AUTOGEMM, plan, real_a(a, ops[0]), real_b(b, ops[1]), embedded,
-                                     poisoned.view(np.float32), self.runs)
-            return PeerResult(AUTOGEMM, result.seconds, poisoned)
-        return resident_result(AUTOGEMM, plan, a, b, shape, poisoned, self.runs)
+        return resident_result(AUTOGEMM, plan, a, b, shape, np.full((shape.m, shape.n), np.nan, dt.output.numpy),
+                               self.runs)
 
     def _autogemm_end_to_end(self, dt: Dtype, a: np.ndarray, b: np.ndarray, shape: Shape,
                              with_host: bool = False, beside_numpy: bool = False) -> list[PeerResult]:

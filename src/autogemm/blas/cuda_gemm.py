@@ -66,11 +66,12 @@ def cuda_ready(twin: CudaDevice, dt: Dtype) -> tuple[CudaContext | None, str | N
 def no_kernels(dt: Dtype) -> str | None:
     """Why the CUDA path has no kernels for ``dt``, or None where it has (a dtype computed as the real
     product of its embedding, ``complex_embedding.REAL_KEYS``, is said to have none: its kernels are the
-    real dtype's, and only a call of numpy operands builds the embedding)."""
+    real dtype's, and only a call of numpy operands with ``backend='cuda'`` builds the embedding)."""
     if dt.key in CUDA_DEFAULTS:
         return None
     if dt.key in REAL_KEYS:
-        return f"{dt.routine} runs on the CUDA path from numpy operands alone (the host builds its real embedding)"
+        return (f"{dt.routine} runs on the CUDA path from numpy operands with backend='cuda' alone (the host builds "
+                f"its real embedding)")
     return f"{dt.routine} has no CUDA kernels (its OpenCL ones are as fast)"
 
 
@@ -227,6 +228,7 @@ def orientations(params: CudaParams, lying: tuple[tuple[bool, bool], tuple[bool,
     return {swapped: (passes, mn) for swapped, (passes, _, mn) in best.items()}
 
 
+@functools.lru_cache(maxsize=256)
 def reading(params: CudaParams, lying: tuple[tuple[bool, bool], tuple[bool, bool]], fewer_rows: bool = False
             ) -> tuple[tuple[bool, bool], bool]:
     """How a kernel of ``params`` reads A and B, which lie as ``lying`` says: which of them it reads

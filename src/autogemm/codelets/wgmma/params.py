@@ -22,9 +22,10 @@ STAGES = (2, 3, 4, 5, 6, 7, 8)
 DEEPEST_STAGES = 8
 #: The columns of C one block computes: N of one ``m64nNkK`` instruction.
 BLOCK_N = (64, 128, 256)
-#: Narrower blocks of C, for products of few columns: fewer than a chunk of C that TMA stores (their C is
-#: stored from the registers), B read K-major alone (an MN-major tile of B is boxes of 128 bytes), no
-#: cluster. In the tile model (``NARROW_RATES``), not in the tuning space.
+#: Narrower blocks of C, for products of few columns: B read K-major alone (an MN-major tile of B is
+#: boxes of 128 bytes), no cluster; those of fewer columns than a chunk of C that TMA stores (``narrow``:
+#: both for a 16-bit C, 16 for a float32 one) store C from the registers, and only those are in the tile
+#: model (``NARROW_RATES``). Not in the tuning space.
 NARROW_N = (16, 32)
 #: Consumer warpgroups of a block, each computing 64 rows of C with the block's tile of B.
 CONSUMERS = (1, 2)
@@ -187,9 +188,10 @@ class WgmmaParams(FamilyParams):
             tiles += [(replace(self, consumers=2, block_n=block_n, per_multiprocessor=1, cluster=1, ping_pong=True),
                        rate) for (_, block_n), rate in PING_PONG_RATES.items()]
             if columns is not None and columns <= NARROW_N[-1]:
-                tiles += [(replace(self, consumers=block_m // WARPGROUP_M, block_n=block_n, per_multiprocessor=1,
+                narrow = [(replace(self, consumers=block_m // WARPGROUP_M, block_n=block_n, per_multiprocessor=1,
                                    cluster=1, ping_pong=False), rate)
                           for (block_m, block_n), rate in NARROW_RATES.items()]
+                tiles += [(config, rate) for config, rate in narrow if config.narrow]   # (a float32 C: 16)
         return [(self if replace(config, stages=self.stages) == self else config._deepest(), rate)
                 for config, rate in tiles]
 

@@ -4,13 +4,13 @@ An NVIDIA GPU of compute capability 9.0 that the CUDA driver sees too (and the `
 has two ways in. NVIDIA's OpenCL compiles for sm_90, not sm_90a, so Hopper's wgmma and TMA are reached
 through CUDA alone: there the dtypes ``blas.defaults.CUDA_DEFAULTS`` names (16-bit operands, TF32, 3xTF32,
 float64, complex128) run on the CUDA path, whose tensor-core kernels are faster than the OpenCL ones for
-them (but small ones whose operands it would lay out for TMA first: ``goes_to_cuda``), and complex64 in
-TF32 or 3xTF32 as the real product of its embedding (``blas.complex_embedding``: the host builds the real
-operands); float32 and complex64 in their own precision stay on OpenCL, which is as fast as cuBLAS
-there. Where the device's profile has CUDA entries (``autogemm tune`` measured both backends), the one
-nearest a product says which backend was faster there and with which CUDA configuration
-(``blas.selection.choose_cuda_params``). ``backend`` 'opencl' or 'cuda' asks for one; 'cuda' says why a
-call cannot run there instead of falling back.
+them (but small ones whose operands it would lay out for TMA first: ``goes_to_cuda``); float32 and
+complex64 stay on OpenCL, which is as fast as cuBLAS for them. complex64 in TF32 or 3xTF32 runs there with
+``backend='cuda'`` alone, as the real product of its embedding (``blas.complex_embedding``), which the host
+builds: end to end that costs more than OpenCL's kernels take. Where the device's profile has CUDA
+entries (``autogemm tune`` measured both backends), the one nearest a product says which backend was
+faster there and with which CUDA configuration (``blas.selection.choose_cuda_params``). ``backend``
+'opencl' or 'cuda' asks for one; 'cuda' says why a call cannot run there instead of falling back.
 
 On the CUDA path a call on numpy arrays copies its operands through page-locked memory kept by the
 context (each upload enqueued once its copy is there, while the next is copied), runs the product and
@@ -103,8 +103,8 @@ def cuda_host_route(call: GemmCall) -> CudaHostRoute | None:
     if why is None and not all(isinstance(x, np.ndarray) for x in (call.a, call.b, call.c) if x is not None):
         why = "the CUDA path takes numpy arrays (pyopencl arrays stay on their OpenCL queue)"
     dt, (m, n, k) = call.dt, (call.m, call.n, call.k)
-    if backend == "auto" and (why is not None or no_kernels(real_dtype(dt) or dt)):
-        return None                         # before the device is looked up
+    if backend == "auto" and (why is not None or no_kernels(dt)):
+        return None                         # before the device is looked up (complex64 in TF32 among them)
     device = find_device(options.device)
     limits = thresholds_for(device)
     if why is None and call.c is not None and not call.c.flags.c_contiguous:
