@@ -237,7 +237,7 @@ def reading(params: CudaParams, lying: tuple[tuple[bool, bool], tuple[bool, bool
     ``fewer_rows`` than columns, which computes C^T so that its few rows are the block's columns. Worked
     out once a process for each (a call on device tensors must cost the host little)."""
     ways = orientations(params, lying)
-    rows_across = fewer_rows and params.stores_c_transposed and params.narrow
+    rows_across = fewer_rows and params.narrow
     swapped = min(ways, key=lambda way: (ways[way][0], way != rows_across))
     return ways[swapped][1], swapped
 

@@ -276,6 +276,19 @@ GATHERED = """        if (k_count < k_tiles && !gathered<COUNT>(RESULT, partials
                                                   (long long)(tiles - whole) * k_tiles,
                                                   cluster_index, clusters, rank, TEAM, TEAM_THREAD))
             continue;"""
+
+
+def gathered(count: str, result: str, team: str, team_thread: str) -> str:
+    """``GATHERED`` for a consumer whose ``count`` sums are at ``result``, of team ``team``, its index in
+    the team ``team_thread`` (C expressions)."""
+    return (GATHERED.replace("COUNT", count).replace("RESULT", result).replace("TEAM_THREAD", team_thread)
+            .replace("TEAM,", f"{team},"))
+
+
+def shared_k_parameters(element: str) -> str:
+    """A stream-K kernel's last parameters (``SHARED_K_HELPERS``): the blocks of C computed whole, the
+    partial sums (of C type ``element``) and the parts' counters."""
+    return f"int whole, {element}* __restrict__ partials, int* __restrict__ arrivals"
 #: Blocks of a cluster (along M).
 CLUSTERS = (1, 2)
 #: The compute capability the families' kernels are built for (sm_90a).

@@ -67,6 +67,8 @@ class DmmaParams(FamilyParams):
     family: ClassVar[str] = "dmma"
     #: The kernel stores C as it lies: a product is never given to it swapped.
     stores_c_transposed: ClassVar[bool] = False
+    #: No block of the family is narrower than its chunk of C (``WgmmaParams.narrow``).
+    narrow: ClassVar[bool] = False
     #: alpha and beta reach the kernel in the operands' own type (float64, complex128).
     scalar_type: ClassVar[str] = "operands"
     dtype: str = "d"

@@ -19,7 +19,6 @@ import textwrap
 
 from ..hopper import (
     BLOCKS_OF_C,
-    GATHERED,
     HELPERS,
     LAYERS_PARAMETERS,
     ROW_BYTES,
@@ -28,8 +27,10 @@ from ..hopper import (
     Rendered,
     cluster_attribute,
     cluster_end,
+    gathered,
     pipeline,
     registers,
+    shared_k_parameters,
 )
 from .params import DmmaParams
 
@@ -257,11 +258,9 @@ def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False), c_t
 #define TEAM_SYNC(team) asm volatile("bar.sync 1, {params.consumers * WARPGROUP};\\n" ::: "memory")
 {SHARED_K_HELPERS}
 """ if params.shares_k else "")
-    shared_k_parameters = (",\n        int whole, double* __restrict__ partials, int* __restrict__ arrivals"
-                           if params.shares_k else "")
-    gathered = (GATHERED.replace("COUNT", "TILES_M * TILES_N * 4 * PARTS").replace("RESULT", "reinterpret_cast<double*>(acc)")
-                .replace("TEAM_THREAD", f"threadIdx.x - {WARPGROUP}").replace("TEAM,", "0,") + "\n"
-                if params.shares_k else "")
+    last_parameters = ",\n        " + shared_k_parameters("double") if params.shares_k else ""
+    gathered_sums = (gathered("TILES_M * TILES_N * 4 * PARTS", "reinterpret_cast<double*>(acc)", "0",
+                              f"threadIdx.x - {WARPGROUP}") + "\n" if params.shares_k else "")
     layout = ("t" if mn_major[0] else "n") + ("n" if mn_major[1] else "t")
     name = (f"dmma_{layout}_{params.dtype}_m{params.block_m}_n{params.block_n}_w{params.warps_m}x{params.warp_m}x{params.warp_n}"
             f"_k{params.mma_k}_s{params.stages}_g{params.group}" + (f"_c{params.cluster}" if params.cluster > 1 else "")
@@ -307,7 +306,7 @@ def render(params: DmmaParams, mn_major: tuple[bool, bool] = (False, False), c_t
 
 extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(THREADS, 1) {name}(
         const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
-        ELEMENT* __restrict__ c_layers, int M, int N, int K, {LAYERS_PARAMETERS}, ELEMENT alpha, ELEMENT beta{shared_k_parameters}) {{
+        ELEMENT* __restrict__ c_layers, int M, int N, int K, {LAYERS_PARAMETERS}, ELEMENT alpha, ELEMENT beta{last_parameters}) {{
 {pipeline(params.cluster, registers(params.consumers, "producer"), mn_major, shares_k=params.shares_k, rolled=True)}
     {registers(params.consumers, "consumer")}
     const int warp = (threadIdx.x - {WARPGROUP}) / 32, lane = threadIdx.x % 32;
@@ -324,7 +323,7 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
             for (int j = 0; j < TILES_N; ++j)
                 #pragma unroll
                 for (int e = 0; e < 4 * PARTS; ++e) acc[i][j][e] = 0.0;
-{COMPLEX_LOOP if complex_ else REAL_LOOP}{gathered}{stores}    }}
+{COMPLEX_LOOP if complex_ else REAL_LOOP}{gathered_sums}{stores}    }}
     {cluster_end(params.cluster)}
 }}
 """

@@ -19,7 +19,6 @@ import textwrap
 
 from ..hopper import (
     BLOCKS_OF_C,
-    GATHERED,
     HELPERS,
     LAYERS_PARAMETERS,
     PING_PONG_BLOCKS,
@@ -29,8 +28,10 @@ from ..hopper import (
     Rendered,
     cluster_attribute,
     cluster_end,
+    gathered,
     pipeline,
     registers,
+    shared_k_parameters,
 )
 from .params import WgmmaParams
 
@@ -333,11 +334,11 @@ def render(params: WgmmaParams, mn_major: tuple[bool, bool] = (False, False), c_
     stores = (textwrap.indent(TRANSPOSED_STORES, " " * 8) if c_transposed
               else NARROW_STORES.replace("REGISTERS", paired).replace("SINGLES", singles) if params.narrow
               else STORES.replace("REGISTERS", paired)).replace("SUMS", result)
-    gathered = (GATHERED.replace("COUNT", str(count)).replace("RESULT", result).replace(
-        "TEAM_THREAD", f"threadIdx.x % {WARPGROUP}").replace("TEAM,", "warpgroup - 1,") if params.shares_k else "")
+    gathered_sums = (gathered(str(count), result, "warpgroup - 1", f"threadIdx.x % {WARPGROUP}")
+                     if params.shares_k else "")
     # the kernel's last parameters: 3xtf32's flag of values it cannot split, stream-K's share of K
     last_parameters = "".join(",\n        " + each for each in flag_parameter + (
-        ["int whole, float* __restrict__ partials, int* __restrict__ arrivals"] if params.shares_k else []))
+        [shared_k_parameters("float")] if params.shares_k else []))
     blocks_of_c = (f"const int consumer = warpgroup - 1;\n    int iteration = consumer * k_tiles, turn = 0;\n"
                    f"{staged}    {PING_PONG_BLOCKS}\n{TURN_TAKEN}" if params.ping_pong
                    else f"int iteration = 0;\n{staged}    {BLOCKS_OF_C[params.shares_k]}\n")
@@ -413,7 +414,7 @@ extern "C" __global__ void {cluster_attribute(params.cluster)}__launch_bounds__(
             }}
             asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
 {released}
-{gathered}
+{gathered_sums}
         // the first of this thread's rows of C, here and not in the register stores alone: there, ptxas
         // scheduled 3xTF32's kernel far slower
         const long row = m0 + row0 + warp * 16 + lane / 4;

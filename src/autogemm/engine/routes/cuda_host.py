@@ -67,8 +67,9 @@ class CudaHostRoute:
         self.ops, self.sizes = (call.op_a, call.op_b), (call.m, call.n, call.k)
         self.device, self.limits = device, limits
         self.profile = profile_for(device)
-        self.real = real_dtype(call.dt)          # complex64 in TF32 or 3xTF32: the real product's dtype
         kernel_dt, (m, n, k), _ = kernel_problem(call.dt, self.sizes, self.ops)
+        #: whether the product runs as the real product of its embedding (complex64 in TF32 or 3xTF32)
+        self.embedded = kernel_dt is not call.dt
         self.plan: CudaGemm = cuda_plan(ctx, kernel_dt, m, n, k, params, call.batch or 1)
 
     def current(self) -> bool:
@@ -81,7 +82,7 @@ class CudaHostRoute:
         alpha, beta = checked_scalars(options, self.dt, self.has_c)
         out = c if c is not None else host_result(self.ctx, self.shape, self.dt.output.numpy, self.limits)
         try:
-            if self.real is not None:
+            if self.embedded:
                 return _run_embedded(self.ctx, self.plan, (a, self.ops[0]), (b, self.ops[1]), out, self.sizes,
                                      complex(alpha), complex(beta))
             return _run(self.ctx, self.plan, (a, self.ops[0]), (b, self.ops[1]), out, self.sizes, alpha, beta)
