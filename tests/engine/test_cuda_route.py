@@ -91,8 +91,8 @@ def test_every_dtype_and_transpose_agrees_with_float64(device, key, trans_a, tra
 @pytest.mark.usefixtures("hopper")
 def test_complex64_in_tf32_runs_on_the_cuda_path_as_its_real_embedding(device, key, trans_a, trans_b, alpha, beta):
     """complex64 with precision 'tf32' or '3xtf32' on the CUDA path, as the real product of its embedding
-    (``blas.complex_embedding``), in every op, complex and real alpha and beta (beta 0 over a NaN C: never
-    read), against complex128; a batch of them says it stays on OpenCL."""
+    made on the device (``blas.complex_embedding``), in every op, complex and real alpha and beta (beta 0
+    over a NaN C: never read), against complex128; a batch of them says it stays on OpenCL."""
     from autogemm.engine import dispatch
     from autogemm.engine.routes.cuda_host import CudaHostRoute
 
@@ -107,7 +107,7 @@ def test_complex64_in_tf32_runs_on_the_cuda_path_as_its_real_embedding(device, k
     error = np.abs(got - want).max() / np.abs(want).max()
     assert got is c and np.isfinite(got).all() and error < (2e-3 if key == "c.tf32" else 1e-5), error
     route = list(dispatch.ROUTES._routes.values())[-1]
-    assert isinstance(route, CudaHostRoute) and route.plan.dt is DTYPES[key.replace("c.", "s.")]
+    assert isinstance(route, CudaHostRoute) and route.plan.embedded.dt is DTYPES[key.replace("c.", "s.")]
     with pytest.raises(ArgumentError, match="one at a time"):
         autogemm.gemm_batched(np.stack([a, a]), np.stack([b, b]), trans_a=trans_a, trans_b=trans_b,
                               precision=dt.precision, device=device, backend="cuda")

@@ -210,6 +210,32 @@ def test_torch_tensors_on_the_current_stream_multiply_in_place_and_repeat_their_
 
 @pytest.mark.gpu
 @pytest.mark.cuda
+@pytest.mark.parametrize("key", ["c.tf32", "c.3xtf32"])
+def test_complex64_tensors_in_tf32_are_embedded_on_the_device(key):
+    """complex64 torch tensors with precision 'tf32' or '3xtf32': their real forms made on the device
+    (A conjugated-transposed as a view, B transposed, a complex alpha and beta), against complex128;
+    without a precision they are refused with the precisions named."""
+    _hopper_context()
+    try:
+        import torch
+    except Exception as exc:       # noqa: BLE001 - absent, or broken where it is installed
+        pytest.skip(f"torch does not import here: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+    rng = np.random.default_rng(23)
+    dt = DTYPES[key]
+    m, n, k = 69, 45, 131
+    a_t, b_t, c0 = (random_matrix(rng, dt, shape) for shape in ((k, m), (n, k), (m, n)))
+    ta, tb, tc = (torch.from_numpy(x).cuda() for x in (a_t, b_t, c0))
+    alpha, beta = 0.5 - 1j, 2j
+    got = autogemm.gemm(ta.conj().T, tb.T, tc, alpha=alpha, beta=beta, precision=dt.precision)
+    want = alpha * a_t.conj().T.astype(np.complex128) @ b_t.T.astype(np.complex128) + beta * c0
+    error = np.abs(got.cpu().numpy() - want).max() / np.abs(want).max()
+    assert got is tc and error < (2e-3 if key == "c.tf32" else 1e-5), error
+    with pytest.raises(ArgumentError, match="precision='tf32' or '3xtf32'"):
+        autogemm.gemm(ta.T, tb.T)
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda
 def test_torch_lazily_conjugated_operands_are_read_as_they_read():
     """A torch ``x.conj()`` is a view whose memory holds x: read as the conjugate it reads as (its data
     pointer alone would give x); a conjugated c to write into is refused with the fix named."""

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..accuracy import KnownReference, apply_op, gemm_flops, random_operands
 from ..blas import GemmProblem, Op
+from ..blas.complex_embedding import kernel_problem
 from ..blas.cuda_gemm import CudaParams
 from ..blas.launch_plan import LaunchPlan
 from ..blas.plans import plan_for
@@ -167,7 +168,9 @@ def _explain_cuda(route: CudaHostRoute, device: Device, shape: Shape, a: np.ndar
     result); the host's time to enqueue them from as many runs of their own, unmarked (marking costs
     the host)."""
     ctx, plan, dt = route.ctx, route.plan, route.dt
-    chosen = choose_cuda_params(device, dt, shape.m, shape.n, shape.k, ctx.multiprocessors, batch)
+    kernel_dt, sizes, ops = kernel_problem(dt, (shape.m, shape.n, shape.k),
+                                           (Op.from_letter(shape.trans_a, "a"), Op.from_letter(shape.trans_b, "b")))
+    chosen = choose_cuda_params(device, kernel_dt, *sizes, ctx.multiprocessors, batch, ops)
     result = poisoned.copy()
     with on_device(ctx, (a, b, poisoned)) as memory:
         run = launch_of(plan, memory, a, b, shape)

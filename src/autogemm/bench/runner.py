@@ -26,6 +26,7 @@ import numpy as np
 from ..accuracy import Reference, apply_op, gemm_flops, random_operands
 from ..api import gemm
 from ..blas import GemmProblem, LaunchPlan, Op
+from ..blas.complex_embedding import kernel_problem
 from ..blas.cuda_gemm import CudaGemm, DeviceOperand, cuda_plan, cuda_target, stack_stride
 from ..blas.plans import plan_for
 from ..blas.vectors import VectorsPlan
@@ -204,11 +205,11 @@ class Bench:
             # would carry for nothing)
             op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
             limits = thresholds_for(self.ctx.device)
-            cuda = goes_to_cuda(dt, shape.m, shape.n, shape.k, limits, op_a, op_b)
-            cuda_ctx = cuda_target(self.ctx.device, dt)[0] if cuda else None
+            kernel_dt, (m, n, k), ops = kernel_problem(dt, (shape.m, shape.n, shape.k), (op_a, op_b))
+            cuda = goes_to_cuda(kernel_dt, m, n, k, limits, *ops)
+            cuda_ctx = cuda_target(self.ctx.device, kernel_dt)[0] if cuda else None
             if cuda_ctx is not None:
-                params = auto_cuda_params(self.ctx.device, dt, shape.m, shape.n, shape.k, op_a, op_b, cuda_ctx,
-                                          limits)
+                params = auto_cuda_params(self.ctx.device, kernel_dt, m, n, k, *ops, cuda_ctx, limits)
                 if params is not None:
                     return cuda_plan(cuda_ctx, dt, shape.m, shape.n, shape.k, params)
             return plan_for(self.ctx, GemmProblem.dense(dt, shape.m, shape.n, shape.k, op_a, op_b))

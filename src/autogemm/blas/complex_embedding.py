@@ -4,11 +4,10 @@ them) times the 2k x 2n real embedding of op(B), whose 2 x 2 block for each elem
 [[re b, im b], [-im b, re b]]. It takes as many real multiply-adds as complex arithmetic's four real
 products, and C comes out as complex64 stores it (m x 2n float32). The kernels of TF32 and 3xTF32
 (``wgmma``) compute complex64 so, with each real part of a sum rounded and accumulated as a float32
-product of that precision is."""
+product of that precision is; ``cuda_gemm.CudaGemm`` brings the operands into that form on the device
+(``codelets.complex_embedding``)."""
 
 from __future__ import annotations
-
-import numpy as np
 
 from ..dtypes import DTYPES, Dtype
 from .problem import Op
@@ -27,32 +26,9 @@ def kernel_problem(dt: Dtype, sizes: tuple[int, int, int], ops: tuple[Op, Op]
                    ) -> tuple[Dtype, tuple[int, int, int], tuple[Op, Op]]:
     """The product a CUDA kernel computes for an m x n x k product of ``dt``, its operands stored as
     ``ops`` say: that product, or for a dtype of ``REAL_KEYS`` the real product of the embedding
-    (m x 2n x 2k, op(A)'s parts and op(B)'s embedding transposed, both read K-major)."""
+    (m x 2n x 2k, op(A)'s parts and op(B)'s embedding transposed, both read K-major as they lie)."""
     real = real_dtype(dt)
     if real is None:
         return dt, sizes, ops
     m, n, k = sizes
     return real, (m, 2 * n, 2 * k), (Op(), Op(transposed=True))
-
-
-def real_a(a: np.ndarray, op: Op) -> np.ndarray:
-    """op(A), m x k complex64, as the C-ordered m x 2k float32 array of its parts (a copy where op(A) is
-    not already a C-ordered complex64 array)."""
-    x = a.T if op.transposed else a
-    x = np.conj(x) if op.conjugated else x
-    return np.ascontiguousarray(x, dtype=np.complex64).view(np.float32)
-
-
-def real_b(b: np.ndarray, op: Op, alpha: complex = 1) -> np.ndarray:
-    """The real embedding of alpha op(B) (op(B) k x n complex64), transposed: the C-ordered 2n x 2k float32
-    array that the kernels read K-major (op 'T')."""
-    x = b if op.transposed else b.T                     # op(B)^T, n x k
-    x = np.conj(x) if op.conjugated else x
-    x = x * np.complex64(alpha) if alpha != 1 else x
-    n, k = x.shape
-    out = np.empty((n, 2, k, 2), np.float32)
-    out[:, 0, :, 0] = x.real
-    out[:, 0, :, 1] = -x.imag
-    out[:, 1, :, 0] = x.imag
-    out[:, 1, :, 1] = x.real
-    return out.reshape(2 * n, 2 * k)

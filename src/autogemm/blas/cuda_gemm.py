@@ -22,7 +22,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from ..blas.problem import Op
-from ..codelets import float32_product, k_major
+from ..codelets import complex_embedding, float32_product, k_major
 from ..codelets.dmma import DmmaParams
 from ..codelets.hopper import STORE_K_TILES, Rendered, Schedule, device_problem, rounds, shared_out, twin_problem
 from ..codelets.registry import family_of
@@ -34,7 +34,7 @@ from ..runtime.cuda.context import Argument, Complex128, Prepared
 from ..runtime.cuda.driver import cuda_device_of
 from ..runtime.opencl.device import Device
 from ..runtime.opencl.discovery import devices
-from .complex_embedding import REAL_KEYS
+from .complex_embedding import REAL_KEYS, real_dtype
 from .defaults import CUDA_DEFAULTS
 
 #: The alignment in bytes of the memory a TMA tensor map describes.
@@ -65,13 +65,12 @@ def cuda_ready(twin: CudaDevice, dt: Dtype) -> tuple[CudaContext | None, str | N
 
 def no_kernels(dt: Dtype) -> str | None:
     """Why the CUDA path has no kernels for ``dt``, or None where it has (a dtype computed as the real
-    product of its embedding, ``complex_embedding.REAL_KEYS``, is said to have none: its kernels are the
-    real dtype's, and only a call of numpy operands with ``backend='cuda'`` builds the embedding)."""
+    product of its embedding, ``complex_embedding.REAL_KEYS``, has none of its own: its calls take the
+    real dtype's, ``complex_embedding.kernel_problem``)."""
     if dt.key in CUDA_DEFAULTS:
         return None
     if dt.key in REAL_KEYS:
-        return (f"{dt.routine} runs on the CUDA path from numpy operands with backend='cuda' alone (the host builds "
-                f"its real embedding)")
+        return f"{dt.routine} runs on the kernels of {REAL_KEYS[dt.key]} (as its real embedding)"
     return f"{dt.routine} has no CUDA kernels (its OpenCL ones are as fast)"
 
 
@@ -269,11 +268,25 @@ class CudaGemm:
     ``params`` (by default the dtype's ``CUDA_DEFAULTS``), or a strided batch of ``layers`` such products
     in one launch (C's matrices one after another; each operand a matrix a product or one they share,
     ``DeviceOperand.layer_stride``), read as they lie: a batch is not laid out, nor split into 3xtf32's
-    planes (``reads_in_place`` says which batches it takes). The kernels are compiled when it is made."""
+    planes (``reads_in_place`` says which batches it takes). complex64 in TF32 or 3xTF32 is the real
+    product of its embedding (``complex_embedding``, m x 2n x 2k, ``params`` that product's): its operands
+    are brought into that form on the device first, one product at a time. The kernels are compiled when
+    it is made."""
 
     def __init__(self, ctx: CudaContext, dt: Dtype, m: int, n: int, k: int,
                  params: CudaParams | None = None, layers: int = 1) -> None:
         self.ctx, self.dt, self.m, self.n, self.k, self.layers = ctx, dt, m, n, k, layers
+        real = real_dtype(dt)
+        #: the real product that computes a complex64 one (``complex_embedding``), or None
+        self.embedded = None if real is None else CudaGemm(ctx, real, m, 2 * n, 2 * k, params)
+        if self.embedded is not None:
+            if layers > 1:
+                raise ValueError("a strided batch of complex64 products runs on OpenCL (the CUDA path embeds "
+                                 "one product at a time)")
+            self.params = self.embedded.params
+            self.embed, self.scale = (ctx.function(_cubin(complex_embedding.render(), "complex_embedding"), name)
+                                      for name in (complex_embedding.EMBED, complex_embedding.SCALE))
+            return
         self.params = params or CUDA_DEFAULTS[dt.key]
         self._layouts: dict[tuple[bool, bool], tuple[Rendered, object, Schedule]] = {}
         #: launches prepared for the memory and scalars of recent calls (``enqueue``)
@@ -303,6 +316,8 @@ class CudaGemm:
         memory and scalars: a call that repeats them only enqueues the launch, which is returned (None
         where the product made memory of its own)."""
         stream = self.ctx.stream if stream is None else stream
+        if self.embedded is not None:
+            return self._enqueue_embedded(a, b, c, complex(alpha), complex(beta), stream)
         key = (a.key, b.key, int(c.pointer), alpha, beta)
         launch = self._prepared.get(key)
         if launch is not None:
@@ -341,7 +356,48 @@ class CudaGemm:
     def schedule(self, a: DeviceOperand, b: DeviceOperand) -> Schedule:
         """How the product's kernel is launched over operands lying as ``a`` and ``b`` do (its grid, and
         the blocks of C it shares the K of)."""
+        if self.embedded is not None:
+            return self.embedded.schedule(*self._real_operands(a.memory, b.memory))
         return self._kernel(a, b)[2]
+
+    def _enqueue_embedded(self, a: DeviceOperand, b: DeviceOperand, c: DeviceMemory, alpha: complex,
+                          beta: complex, stream: object) -> None:
+        """A complex64 product as the real product of its embedding: A's and alpha B's real forms made in
+        memory allocated on ``stream`` (freed there after the product), C scaled by a complex beta first;
+        a real alpha and beta reach the real kernel as they are."""
+        real_alpha, real_beta = alpha.imag == 0, beta.imag == 0
+        forms = [self._real_form(a, 1, False, stream), self._real_form(b, 1 if real_alpha else alpha, True, stream)]
+        if not real_beta:
+            count = self.m * self.n
+            self.ctx.launch(self.scale, complex_embedding.grid(count, self.ctx.multiprocessors),
+                            (complex_embedding.THREADS,), [(c, None), (count, ctypes.c_longlong),
+                                                           (beta.real, ctypes.c_float), (beta.imag, ctypes.c_float)],
+                            stream=stream)
+        self.embedded.enqueue(*self._real_operands(*forms), c, alpha.real if real_alpha else 1.0,
+                              beta.real if real_beta else 1.0, stream)
+        for memory in forms:
+            memory.release()
+        return None
+
+    def _real_form(self, stored: DeviceOperand, alpha: complex, doubled: bool, stream: object) -> DeviceMemory:
+        """The real form of a complex64 operand (``codelets.complex_embedding``: A's parts, or with
+        ``doubled`` the embedding of alpha op(B), transposed), dense and K-contiguous, in memory allocated
+        on ``stream``."""
+        rows, alpha = stored.rows, complex(alpha)
+        form = self.ctx.allocate((2 if doubled else 1) * rows * 2 * self.k * 4, stream)
+        count = rows * self.k
+        self.ctx.launch(self.embed, complex_embedding.grid(count, self.ctx.multiprocessors),
+                        (complex_embedding.THREADS,),
+                        [(stored.memory, None), (stored.ld, ctypes.c_longlong), (int(stored.transposed), ctypes.c_int),
+                         (int(stored.conjugated), ctypes.c_int), (rows, ctypes.c_int), (self.k, ctypes.c_int),
+                         (alpha.real, ctypes.c_float), (alpha.imag, ctypes.c_float), (int(doubled), ctypes.c_int),
+                         (form, None)], stream=stream)
+        return form
+
+    def _real_operands(self, a: DeviceMemory, b: DeviceMemory) -> tuple[DeviceOperand, DeviceOperand]:
+        """The real product's operands in the real forms at ``a`` and ``b``: m x 2k and 2n x 2k, K-major."""
+        return (DeviceOperand(a, self.m, 2 * self.k, False, False),
+                DeviceOperand(b, 2 * self.n, 2 * self.k, False, False))
 
     def _kernel(self, a: DeviceOperand, b: DeviceOperand) -> tuple[Rendered, object, Schedule]:
         """The kernel that reads operands lying as ``a`` and ``b`` do with the fewest passes (``reading``;

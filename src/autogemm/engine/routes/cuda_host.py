@@ -4,12 +4,11 @@ An NVIDIA GPU of compute capability 9.0 that the CUDA driver sees too (and the `
 has two ways in. NVIDIA's OpenCL compiles for sm_90, not sm_90a, so Hopper's wgmma and TMA are reached
 through CUDA alone: there the dtypes ``blas.defaults.CUDA_DEFAULTS`` names (16-bit operands, TF32, 3xTF32,
 float64, complex128) run on the CUDA path, whose tensor-core kernels are faster than the OpenCL ones for
-them (but small ones whose operands it would lay out for TMA first: ``goes_to_cuda``); float32 and
-complex64 stay on OpenCL, which is as fast as cuBLAS for them. complex64 in TF32 or 3xTF32 runs there with
-``backend='cuda'`` alone, as the real product of its embedding (``blas.complex_embedding``), which the host
-builds: end to end that costs more than OpenCL's kernels take. Where the device's profile has CUDA
-entries (``autogemm tune`` measured both backends), the one nearest a product says which backend was
-faster there and with which CUDA configuration (``blas.selection.choose_cuda_params``). ``backend``
+them (but small ones whose operands it would lay out for TMA first: ``goes_to_cuda``), and complex64 in
+TF32 or 3xTF32 as the real product of its embedding (``blas.complex_embedding``); float32 and complex64
+in their own precision stay on OpenCL, which is as fast as cuBLAS there. Where the device's profile has
+CUDA entries (``autogemm tune`` measured both backends), the one nearest a product says which backend
+was faster there and with which CUDA configuration (``blas.selection.choose_cuda_params``). ``backend``
 'opencl' or 'cuda' asks for one; 'cuda' says why a call cannot run there instead of falling back.
 
 On the CUDA path a call on numpy arrays copies its operands through page-locked memory kept by the
@@ -28,7 +27,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...blas.complex_embedding import kernel_problem, real_a, real_b, real_dtype
+from ...blas.complex_embedding import kernel_problem, real_dtype
 from ...blas.cuda_gemm import (
     CudaGemm,
     CudaParams,
@@ -67,10 +66,7 @@ class CudaHostRoute:
         self.ops, self.sizes = (call.op_a, call.op_b), (call.m, call.n, call.k)
         self.device, self.limits = device, limits
         self.profile = profile_for(device)
-        kernel_dt, (m, n, k), _ = kernel_problem(call.dt, self.sizes, self.ops)
-        #: whether the product runs as the real product of its embedding (complex64 in TF32 or 3xTF32)
-        self.embedded = kernel_dt is not call.dt
-        self.plan: CudaGemm = cuda_plan(ctx, kernel_dt, m, n, k, params, call.batch or 1)
+        self.plan: CudaGemm = cuda_plan(ctx, call.dt, call.m, call.n, call.k, params, call.batch or 1)
 
     def current(self) -> bool:
         """Whether the device's profile, which chose the configuration, is still the one it was."""
@@ -82,9 +78,6 @@ class CudaHostRoute:
         alpha, beta = checked_scalars(options, self.dt, self.has_c)
         out = c if c is not None else host_result(self.ctx, self.shape, self.dt.output.numpy, self.limits)
         try:
-            if self.embedded:
-                return _run_embedded(self.ctx, self.plan, (a, self.ops[0]), (b, self.ops[1]), out, self.sizes,
-                                     complex(alpha), complex(beta))
             return _run(self.ctx, self.plan, (a, self.ops[0]), (b, self.ops[1]), out, self.sizes, alpha, beta)
         except DeviceError:
             if options.backend == "cuda":
@@ -104,8 +97,8 @@ def cuda_host_route(call: GemmCall) -> CudaHostRoute | None:
     if why is None and not all(isinstance(x, np.ndarray) for x in (call.a, call.b, call.c) if x is not None):
         why = "the CUDA path takes numpy arrays (pyopencl arrays stay on their OpenCL queue)"
     dt, (m, n, k) = call.dt, (call.m, call.n, call.k)
-    if backend == "auto" and (why is not None or no_kernels(dt)):
-        return None                         # before the device is looked up (complex64 in TF32 among them)
+    if backend == "auto" and (why is not None or no_kernels(real_dtype(dt) or dt)):
+        return None                         # before the device is looked up
     device = find_device(options.device)
     limits = thresholds_for(device)
     if why is None and call.c is not None and not call.c.flags.c_contiguous:
@@ -234,23 +227,6 @@ def _run(ctx: CudaContext, plan: CudaGemm, a: tuple[np.ndarray, Op], b: tuple[np
         else:
             ctx.download(staging[:out.nbytes], memory[2])   # after the uploads: the staging is free
             parallel_copy(_bytes(out), staging[:out.nbytes])
-    return out
-
-
-def _run_embedded(ctx: CudaContext, plan: CudaGemm, a: tuple[np.ndarray, Op], b: tuple[np.ndarray, Op],
-                  out: np.ndarray, sizes: tuple[int, int, int], alpha: complex, beta: complex) -> np.ndarray:
-    """C = alpha op(A) op(B) + beta C of complex64 operands as the real product of their embedding
-    (``blas.complex_embedding``) into the C-ordered ``out``: a real alpha and beta reach the kernel as
-    they are; a complex alpha scales op(B)'s embedding, a complex beta a copy of C first (a run that
-    fails leaves ``out`` as it was)."""
-    (a, op_a), (b, op_b), (m, n, k) = a, b, sizes
-    real_alpha, real_beta = alpha.imag == 0, beta.imag == 0
-    target = out if real_beta else out * np.complex64(beta)
-    _run(ctx, plan, (real_a(a, op_a), Op()), (real_b(b, op_b, 1 if real_alpha else alpha), Op(transposed=True)),
-         target.view(np.float32), (m, 2 * n, 2 * k), alpha.real if real_alpha else 1.0,
-         beta.real if real_beta else 1.0)
-    if target is not out:
-        out[...] = target
     return out
 
 

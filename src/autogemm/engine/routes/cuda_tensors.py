@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...blas.complex_embedding import kernel_problem, real_dtype
 from ...blas.cuda_gemm import CudaGemm, DeviceOperand, cuda_plan, cuda_ready, opencl_twin
 from ...blas.problem import Op
 from ...blas.selection import choose_cuda_params
@@ -129,8 +130,9 @@ class TensorRoute:
         if reads.m and reads.n:
             with self.ctx.lock:
                 self.ctx.activate()
-                chosen = choose_cuda_params(self.device, call.dt, reads.m, reads.n, call.k, self.ctx.multiprocessors,
-                                            ops=(reads.op_first, reads.op_second))
+                kernel_dt, sizes, ops = kernel_problem(call.dt, (reads.m, reads.n, call.k),
+                                                       (reads.op_first, reads.op_second))
+                chosen = choose_cuda_params(self.device, kernel_dt, *sizes, self.ctx.multiprocessors, ops=ops)
                 self.plan = cuda_plan(self.ctx, call.dt, reads.m, reads.n, call.k, chosen.params)
 
     def current(self) -> bool:
@@ -275,9 +277,10 @@ def _context(tensors: list[_Tensor | None], device, dt: Dtype) -> CudaContext:
     if device is not None and cuda_device_of(find_device(device)) != twin:
         raise ArgumentError(f"device={device!r} is not {twin.name} (CUDA device {twin.ordinal}), where the "
                             f"operands lie")
-    ctx, why = cuda_ready(twin, dt)
+    ctx, why = cuda_ready(twin, real_dtype(dt) or dt)
     if why:
-        hint = "; float32 takes precision='tf32' or '3xtf32' (float32's accuracy)" if dt.key == "s" else ""
+        hint = (f"; {dt.numpy.name} takes precision='tf32' or '3xtf32' (float32's accuracy)" if dt.key in ("s", "c")
+                else "")
         raise ArgumentError(f"cannot multiply these CUDA tensors: {why}{hint}")
     return ctx
 
