@@ -92,7 +92,8 @@ def test_every_dtype_and_transpose_agrees_with_float64(device, key, trans_a, tra
 def test_complex64_in_tf32_runs_on_the_cuda_path_as_its_real_embedding(device, key, trans_a, trans_b, alpha, beta):
     """complex64 with precision 'tf32' or '3xtf32' on the CUDA path, as the real product of its embedding
     made on the device (``blas.complex_embedding``), in every op, complex and real alpha and beta (beta 0
-    over a NaN C: never read), against complex128; a batch of them says it stays on OpenCL."""
+    over a NaN C: never read), against complex128; a batch of them says it stays on OpenCL, and 'auto'
+    keeps numpy operands there (``Thresholds.numpy_on_opencl``)."""
     from autogemm.engine import dispatch
     from autogemm.engine.routes.cuda_host import CudaHostRoute
 
@@ -111,6 +112,8 @@ def test_complex64_in_tf32_runs_on_the_cuda_path_as_its_real_embedding(device, k
     with pytest.raises(ArgumentError, match="one at a time"):
         autogemm.gemm_batched(np.stack([a, a]), np.stack([b, b]), trans_a=trans_a, trans_b=trans_b,
                               precision=dt.precision, device=device, backend="cuda")
+    autogemm.gemm(a, b, trans_a=trans_a, trans_b=trans_b, precision=dt.precision, device=device)
+    assert not isinstance(list(dispatch.ROUTES._routes.values())[-1], CudaHostRoute)
 
 
 # how an operand lies: (readable MN-major as it lies, readable K-major as it lies); row-major NN: A K_MAJOR,

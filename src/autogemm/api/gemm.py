@@ -45,10 +45,11 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, **options: Unpack[GemmKe
     ``precision`` None computes in the arrays' own precision. For float32 and complex64, 'tf32' lets
     tensor cores multiply operands rounded to TF32 (a relative error near 3e-4, as cuBLAS's TF32 mode)
     and '3xtf32' splits each operand into two TF32 parts and sums three products (about float32's
-    error); on a device without such instructions both are computed exactly, as float32. With
-    ``backend='cuda'`` a complex64 product of numpy arrays runs on the CUDA path as the real product of its
-    embedding, which the host builds (``blas.complex_embedding``; 'auto' keeps OpenCL's kernels, sooner end
-    to end).
+    error); on a device without such instructions both are computed exactly, as float32. On a
+    Hopper GPU a complex64 product of CUDA tensors in those precisions runs on the CUDA path as the real
+    product of its embedding, built on the device (``blas.complex_embedding``); one of numpy arrays does so
+    with ``backend='cuda'`` ('auto' keeps OpenCL's kernels, whose row blocks overlap the copies: as soon
+    end to end).
 
     ``trans_a`` and ``trans_b`` are 'N', 'T' or 'C' (conjugate transpose). Without ``c`` a new array is
     returned (and ``beta`` must be 0); with ``c`` the result is written into it, as BLAS does, and ``c`` is

@@ -107,8 +107,9 @@ class Thresholds:
     cuda_batch_min_side: tuple[tuple[str, int], ...] = (("h", 48), ("hs", 48), ("b", 48), ("bs", 48),
                                                         ("d", 48), ("z", 32), ("s.tf32", 64))
     #: the dtypes whose products of numpy operands stay on OpenCL, where their row blocks' copies overlap
-    #: the kernels
-    numpy_on_opencl: tuple[str, ...] = ("d", "z")
+    #: the kernels (complex64 in TF32 too: end to end its CUDA path, copies, then embedding and product,
+    #: was no faster)
+    numpy_on_opencl: tuple[str, ...] = ("d", "z", "c.tf32", "c.3xtf32")
     #: by dtype key, products of numpy operands of fewer multiply-adds run on the host's BLAS (numpy's),
     #: which finished them sooner than the device (measured by ``tune``; a dtype not named: none)
     host_multiply_adds: tuple[tuple[str, int], ...] = ()

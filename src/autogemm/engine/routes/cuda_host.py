@@ -14,8 +14,9 @@ was faster there and with which CUDA configuration (``blas.selection.choose_cuda
 On the CUDA path a call on numpy arrays copies its operands through page-locked memory kept by the
 context (each upload enqueued once its copy is there, while the next is copied), runs the product and
 copies C back the same way; the call blocks. From numpy to numpy, 'auto' keeps float64 and complex128
-products on OpenCL, where the uploads, kernels and downloads of row blocks overlap (or the tiles of a
-streamed product), which gains more than the CUDA kernels' speed (the figures are in the GEMM guide).
+products, and complex64 ones in TF32 (``Thresholds.numpy_on_opencl``), on OpenCL, where the uploads,
+kernels and downloads of row blocks overlap (or the tiles of a streamed product), which gains more than
+the CUDA kernels' speed (the figures are in the GEMM guide).
 
 A strided batch of numpy stacks (``gemm_batched``, ``matmul``'s stacks) runs on the CUDA path in one
 launch where its matrices are large enough (``Thresholds.cuda_batch_min_side``: OpenCL has no row blocks
@@ -114,7 +115,7 @@ def cuda_host_route(call: GemmCall) -> CudaHostRoute | None:
            else (call.op_a, call.op_b))
     dt, (m, n, k), ops = kernel_problem(dt, (m, n, k), ops)       # complex64 in TF32: its real product
     if call.batch is None:
-        kept_on_opencl = dt.key in limits.numpy_on_opencl or not goes_to_cuda(dt, m, n, k, limits, *ops)
+        kept_on_opencl = call.dt.key in limits.numpy_on_opencl or not goes_to_cuda(dt, m, n, k, limits, *ops)
     else:
         kept_on_opencl = min(m, n) < limits.cuda_batch_min(dt.key)
     if backend == "auto" and (why is not None or kept_on_opencl):
