@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from autogemm.blas.cuda_gemm import fitted
 from autogemm.codelets.dmma import DmmaParams
 from autogemm.codelets.dmma import render as render_dmma
-from autogemm.codelets.hopper import MIN_SHARE, SHARE_COST, rounds, shared_out
+from autogemm.codelets.hopper import MIN_SHARE, SHARE_COST, SingleRound, rounds, shared_out
 from autogemm.codelets.wgmma import WgmmaParams
 from autogemm.codelets.wgmma import render as render_wgmma
 
@@ -41,6 +42,30 @@ def test_a_round_whose_k_is_too_short_for_every_cluster_is_shared_by_fewer():
     assert rounds(16, 132, 3 * MIN_SHARE // 2) == 1
     assert rounds(16, 132, 2 * MIN_SHARE) == pytest.approx(16 / 32 + SHARE_COST)
     assert shared_out(7, 132, 0) == (7, 7)                    # K = 0: C = beta C, whole
+
+
+def test_a_family_shares_fuller_single_rounds_where_its_kernels_gained_from_it():
+    """dmma shares a deep single round filling half the clusters (wgmma's kernels keep it whole), at its
+    own cost in rounds; the round filling every cluster, or a multiple of its blocks no larger, stays
+    whole."""
+    dmma = DmmaParams.single_round
+    assert WgmmaParams.single_round == SingleRound(1 / 3, SHARE_COST)
+    assert shared_out(64, 132, 1250) == (64, 64)
+    assert shared_out(64, 132, 1250, dmma) == (0, 128)
+    assert rounds(64, 132, 1250, dmma) == pytest.approx(64 / 128 + dmma.cost)
+    assert shared_out(132, 132, 1250, dmma) == (132, 132)
+    assert shared_out(100, 132, 1250, dmma) == (100, 100)
+    assert shared_out(200, 132, 1250, dmma) == (200, 132)     # the last round of 68: fuller than a third
+
+
+@pytest.mark.parametrize(("m", "n", "k", "block", "shares"), [
+    (512, 512, 20000, (128, 64), True),         # 32 blocks of C, 4 clusters each
+    (768, 256, 30000, (128, 64), True),
+    (1024, 1024, 8192, (128, 64), False),       # 128 blocks: a round of all but 4 multiprocessors
+    (50000, 16, 2000, (128, 64), False)])       # 391 blocks in rounds
+def test_dmma_fits_deep_products_of_few_blocks_a_larger_tile_with_its_k_shared(m, n, k, block, shares):
+    tiled = fitted(DmmaParams("d", 2, 2, 64, 32, 4, 8, mma_k=8), m, n, k, 132)
+    assert ((tiled.block_m, tiled.block_n), tiled.shares_k) == (block, shares)
 
 
 def test_a_last_round_behind_whole_ones_is_shared_by_every_cluster_or_none():

@@ -128,8 +128,8 @@ def fitted(params: CudaParams, m: int, n: int, k: int, multiprocessors: int, lay
             continue                                # one block a multiprocessor: as its tile's one-block form
         clusters = multiprocessors * tiled.in_flight // tiled.cluster
         k_tiles = -(-k // tiled.block_k)
-        tiled = tiled.sharing(shared_out(tiles, clusters, k_tiles)[0] < tiles)
-        turns = rounds(tiles, clusters, k_tiles) if tiled.shares_k else -(-tiles // clusters)
+        tiled = tiled.sharing(shared_out(tiles, clusters, k_tiles, tiled.single_round)[0] < tiles)
+        turns = rounds(tiles, clusters, k_tiles, tiled.single_round) if tiled.shares_k else -(-tiles // clusters)
         stores = turns if tiled.in_flight == 1 else 1 / tiled.in_flight        # those not hidden
         time = (turns * k_tiles + stores * STORE_K_TILES) * tiled.block_m * tiled.block_n / rate
         if (tiled.malformed() is None and tiled.mn_major_problem(mn_major) is None

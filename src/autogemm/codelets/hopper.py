@@ -29,7 +29,7 @@ consumer threads that sum a part together). ``Schedule`` says how a launch share
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ..dtypes import Dtype
 from ..runtime.cuda.driver import CudaDevice, cuda_device_of
@@ -459,6 +459,7 @@ class HopperParams(Protocol):
     def c_box(self) -> tuple[int, int] | None: ...
     @property
     def shares_k(self) -> bool: ...
+    single_round: SingleRound
     # where it shares K: the teams of consumer threads of a block, and the bytes of its sums of C
     @property
     def teams(self) -> int: ...
@@ -472,16 +473,15 @@ class HopperParams(Protocol):
 #: blocks of C; with fewer, the partial sums' trips through memory cost more than the idle
 #: multiprocessors they save.
 MIN_SHARE = 16
-#: The most of a round of clusters whose blocks of C they share: the last round is shared only where it
-#: would leave at least two thirds of them idle. Sharing costs each block's partial sums a trip through
-#: memory, and the clusters sharing a block read its tiles at different K, where whole blocks computed
-#: at once read theirs from L2 together. Measured against cuBLAS, sharing a last round that kept few of
-#: the multiprocessors busy ran faster; one that kept about a third busy, as fast; a fuller one, slower;
-#: and sharing the last two rounds was slower everywhere.
+#: The most of a round of clusters whose blocks of C they share: the last round behind whole ones is
+#: shared only where it would leave at least two thirds of them idle. Sharing costs each block's partial
+#: sums a trip through memory, and the clusters sharing a block read its tiles at different K, where
+#: whole blocks computed at once read theirs from L2 together. Measured against cuBLAS, sharing a last
+#: round that kept few of the multiprocessors busy ran faster; one that kept about a third busy, as
+#: fast; a fuller one, slower; and sharing the last two rounds was slower everywhere.
 SHARED_ROUND = 1 / 3
-#: What sharing a round costs, in rounds: the partial sums' trips and the reads of tiles from memory
-#: rather than L2 (fitted to the same measurements: where a product is one round of few blocks, sharing
-#: them ran as fast as whole blocks of a smaller tile).
+#: What sharing the last round behind whole ones costs, in rounds: the partial sums' trips and the reads
+#: of tiles from memory rather than L2 (fitted to the same measurements).
 SHARE_COST = 0.4
 #: What storing a block of C costs, in tiles of K of its products. A multiprocessor that computes one block
 #: of C at a time leaves its tensor cores idle while it stores each; one that computes two at once (two
@@ -491,23 +491,40 @@ SHARE_COST = 0.4
 STORE_K_TILES = 2
 
 
-def shared_out(tiles: int, clusters: int, k_tiles: int) -> tuple[int, int]:
+class SingleRound(NamedTuple):
+    """How a family's kernels share a product of a single round of blocks of C (no more than there are
+    clusters): only where the blocks fill at most ``fill`` of the clusters, at a cost of ``cost`` rounds
+    (a family's ``single_round``, measured on its kernels)."""
+
+    fill: float
+    cost: float
+
+
+#: Sharing a single round as the last round behind whole ones is shared (where a product is one round of
+#: few blocks, sharing them ran as fast as whole blocks of a smaller tile: FP16).
+SINGLE_ROUND = SingleRound(SHARED_ROUND, SHARE_COST)
+
+
+def shared_out(tiles: int, clusters: int, k_tiles: int, single: SingleRound = SINGLE_ROUND) -> tuple[int, int]:
     """How ``tiles`` blocks of C (in clusters) over ``k_tiles`` tiles of K each are shared out among at
     most ``clusters`` persistent clusters: (whole, working), the blocks computed whole, in rounds, and the
     clusters at work. The working clusters share the tiles of K of the rest evenly (stream-K) where the
     last round would leave most of them idle (``SHARED_ROUND``). Behind whole rounds every cluster works,
     and the last round is shared only where each takes ``MIN_SHARE`` tiles of K; a product of a single
-    round shared among fewer clusters where its K is too short for all of them (``MIN_SHARE`` each), if
-    that round then ends sooner (``SHARE_COST``), among a multiple of its blocks (``aligned``)."""
+    round (filling at most ``single.fill`` of the clusters) is shared among fewer clusters where its K is
+    too short for all of them (``MIN_SHARE`` each), if that round then ends sooner (``single.cost``), among
+    a multiple of its blocks (``aligned``)."""
     remainder = tiles % clusters
-    if remainder == 0 or remainder > SHARED_ROUND * clusters:
-        return tiles, min(tiles, clusters)
     if tiles > clusters:
-        return (tiles, clusters) if remainder * k_tiles < MIN_SHARE * clusters else (tiles - remainder, clusters)
+        if remainder == 0 or remainder > SHARED_ROUND * clusters or remainder * k_tiles < MIN_SHARE * clusters:
+            return tiles, clusters
+        return tiles - remainder, clusters
+    if tiles == clusters or tiles > single.fill * clusters:
+        return tiles, tiles
     working = min(clusters, tiles * k_tiles // MIN_SHARE)
     if working > tiles:
         working = aligned(tiles, working)
-    return (0, working) if working * (1 - SHARE_COST) > tiles else (tiles, tiles)
+    return (0, working) if working * (1 - single.cost) > tiles else (tiles, tiles)
 
 
 def aligned(tiles: int, working: int) -> int:
@@ -520,14 +537,14 @@ def aligned(tiles: int, working: int) -> int:
     return working - working % tiles
 
 
-def rounds(tiles: int, clusters: int, k_tiles: int) -> float:
+def rounds(tiles: int, clusters: int, k_tiles: int, single: SingleRound = SINGLE_ROUND) -> float:
     """How long ``tiles`` blocks of C take on ``clusters`` clusters, in rounds of one block each: whole
-    rounds, and a shared one (``shared_out``) as its share of a round among the clusters working and
-    ``SHARE_COST``."""
-    whole, working = shared_out(tiles, clusters, k_tiles)
+    rounds, and a shared one (``shared_out``) as its share of a round among the clusters working and what
+    sharing costs (``SHARE_COST``; a single round's, ``single.cost``)."""
+    whole, working = shared_out(tiles, clusters, k_tiles, single)
     if whole == tiles:
         return float(-(-tiles // clusters))
-    return whole // clusters + (tiles - whole) / working + SHARE_COST
+    return whole // clusters + (tiles - whole) / working + (single.cost if whole == 0 else SHARE_COST)
 
 
 @dataclass(frozen=True)
@@ -571,7 +588,7 @@ class Rendered:
         p = self.params
         tiles = -(-m // (p.block_m * p.cluster)) * -(-n // p.block_n) * layers
         clusters = resident // p.cluster
-        whole, working = (shared_out(tiles, clusters, -(-k // p.block_k)) if p.shares_k
+        whole, working = (shared_out(tiles, clusters, -(-k // p.block_k), p.single_round) if p.shares_k
                           else (tiles, min(tiles, clusters)))
         grid = working * p.cluster
         if whole == tiles:

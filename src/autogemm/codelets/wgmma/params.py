@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from ...dtypes import Dtype
 from ..fields import FamilyParams, choices_problem
-from ..hopper import CLUSTERS, ROW_BYTES, WARPGROUP, shared_memory_problem
+from ..hopper import CLUSTERS, ROW_BYTES, SINGLE_ROUND, WARPGROUP, SingleRound, shared_memory_problem
 
 #: The operands' types and the bytes of one element: wgmma's multiplicand types (tf32 reads float32's,
 #: its low mantissa bits dropped), and 3xtf32: float32 operands each split into a tf32 part and the tf32
@@ -94,6 +94,8 @@ class WgmmaParams(FamilyParams):
     stores_c_transposed: ClassVar[bool] = True
     #: alpha and beta reach the kernel as float32 (its sums are float32).
     scalar_type: ClassVar[str] = "float32"
+    #: A product of a single round of blocks shares them as the last round behind whole ones is shared.
+    single_round: ClassVar[SingleRound] = SINGLE_ROUND
     operand: str = "f16"
     block_n: int = 256
     consumers: int = 2
