@@ -56,13 +56,16 @@ def test_a_family_shares_fuller_single_rounds_where_its_kernels_gained_from_it()
     assert shared_out(132, 132, 1250, dmma) == (132, 132)
     assert shared_out(100, 132, 1250, dmma) == (100, 100)
     assert shared_out(200, 132, 1250, dmma) == (200, 132)     # the last round of 68: fuller than a third
+    assert shared_out(64, 132, 32, dmma) == (64, 64)          # two clusters a block: 16 tiles of K each
+    assert shared_out(64, 132, 32) == (64, 64)
 
 
 @pytest.mark.parametrize(("m", "n", "k", "block", "shares"), [
     (512, 512, 20000, (128, 64), True),         # 32 blocks of C, 4 clusters each
     (768, 256, 30000, (128, 64), True),
     (1024, 1024, 8192, (128, 64), False),       # 128 blocks: a round of all but 4 multiprocessors
-    (50000, 16, 2000, (128, 64), False)])       # 391 blocks in rounds
+    (50000, 16, 2000, (128, 64), False),        # 391 blocks in rounds
+    (2048, 256, 512, (64, 64), False)])         # a K too short to share: 128 blocks whole
 def test_dmma_fits_deep_products_of_few_blocks_a_larger_tile_with_its_k_shared(m, n, k, block, shares):
     tiled = fitted(DmmaParams("d", 2, 2, 64, 32, 4, 8, mma_k=8), m, n, k, 132)
     assert ((tiled.block_m, tiled.block_n), tiled.shares_k) == (block, shares)

@@ -493,11 +493,13 @@ STORE_K_TILES = 2
 
 class SingleRound(NamedTuple):
     """How a family's kernels share a product of a single round of blocks of C (no more than there are
-    clusters): only where the blocks fill at most ``fill`` of the clusters, at a cost of ``cost`` rounds
-    (a family's ``single_round``, measured on its kernels)."""
+    clusters): only where the blocks fill at most ``fill`` of the clusters, each cluster taking at least
+    ``least`` tiles of K, at a cost of ``cost`` rounds (a family's ``single_round``, measured on its
+    kernels)."""
 
     fill: float
     cost: float
+    least: int = MIN_SHARE
 
 
 #: Sharing a single round as the last round behind whole ones is shared (where a product is one round of
@@ -512,8 +514,8 @@ def shared_out(tiles: int, clusters: int, k_tiles: int, single: SingleRound = SI
     last round would leave most of them idle (``SHARED_ROUND``). Behind whole rounds every cluster works,
     and the last round is shared only where each takes ``MIN_SHARE`` tiles of K; a product of a single
     round (filling at most ``single.fill`` of the clusters) is shared among fewer clusters where its K is
-    too short for all of them (``MIN_SHARE`` each), if that round then ends sooner (``single.cost``), among
-    a multiple of its blocks (``aligned``)."""
+    too short for all of them (``single.least`` each), if that round then ends sooner (``single.cost``),
+    among a multiple of its blocks (``aligned``)."""
     remainder = tiles % clusters
     if tiles > clusters:
         if remainder == 0 or remainder > SHARED_ROUND * clusters or remainder * k_tiles < MIN_SHARE * clusters:
@@ -521,7 +523,7 @@ def shared_out(tiles: int, clusters: int, k_tiles: int, single: SingleRound = SI
         return tiles - remainder, clusters
     if tiles == clusters or tiles > single.fill * clusters:
         return tiles, tiles
-    working = min(clusters, tiles * k_tiles // MIN_SHARE)
+    working = min(clusters, tiles * k_tiles // single.least)
     if working > tiles:
         working = aligned(tiles, working)
     return (0, working) if working * (1 - single.cost) > tiles else (tiles, tiles)

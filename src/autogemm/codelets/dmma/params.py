@@ -75,8 +75,10 @@ class DmmaParams(FamilyParams):
     scalar_type: ClassVar[str] = "operands"
     #: A product of a single round of blocks shares them wherever that pays: on an H200, deep float64
     #: products of one round filling a third to all of the multiprocessors ran 1.5x to 2.8x sooner with
-    #: their K shared than with whole blocks, the sharing costing 0.02 to 0.17 of a round.
-    single_round: ClassVar[SingleRound] = SingleRound(1.0, 0.1)
+    #: their K shared than with whole blocks, the sharing costing 0.02 to 0.17 of a round; each cluster
+    #: takes 32 tiles of K at least (2048 x 256 x 512 NT, 64 blocks of 128 x 64 shared by two clusters
+    #: of 16 tiles each, ran slower than 128 blocks of 64 x 64 whole).
+    single_round: ClassVar[SingleRound] = SingleRound(1.0, 0.1, 32)
     dtype: str = "d"
     consumers: int = 2
     warps_m: int = 2
