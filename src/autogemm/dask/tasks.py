@@ -140,11 +140,14 @@ def _product_into(c: ocl.DeviceArray, pairs: list[tuple[np.ndarray, np.ndarray]]
     if at is not None and in_result_pool(at.array):     # the device writes it there, no host copy
         read_into(queue, at.array, c.data, at.row, at.col, c.shape, c.events).wait()
         return at.view(c.shape)
-    block = c.get(ary=host_result(context_for(device), c.shape, c.dtype, thresholds_for(device)))
+    ctx = context_for(device)
     if at is None:
-        return block
+        return c.get(ary=host_result(ctx, c.shape, c.dtype, thresholds_for(device)))
     out = at.view(c.shape)
-    parallel_copy(out, block)
+    with page_locked(ctx, c.nbytes) as memory:      # kept: page-locking a block's bytes anew took longer
+        block = memory[:c.nbytes].view(c.dtype).reshape(c.shape)
+        c.get(ary=block)
+        parallel_copy(out, block)
     return out
 
 
