@@ -455,7 +455,7 @@ def test_show_kernel_prints_a_wgmma_configuration_without_a_device():
     out = CliRunner().invoke(main, ["show-kernel", "--family", "wgmma", "--dtype", "s.3xtf32", "--set", "block_n=256"])
     assert out.exit_code != 0 and "accumulators" in out.output
     out = CliRunner().invoke(main, ["show-kernel", "--family", "wgmma", "--dtype", "s.3xtf32"])   # its default: 128
-    assert out.exit_code == 0 and "m128n128k32 3xtf32 stages3" in out.output
+    assert out.exit_code == 0 and "m128n128k32 3xtf32 stages2 group8 cluster2" in out.output
     # the kernel the CUDA path runs for a layout of row-major operands: tf32 NN swapped, B through the
     # registers and C stored transposed; TT reads A so as it lies; 16-bit NN takes B by its transpose flag
     for dtype, trans, name in (("s.tf32", ["--trans-b", "N"], "wgmma_tt_tf32_m128_n256_s4_g16_f32_ct("),
