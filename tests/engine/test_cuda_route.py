@@ -389,6 +389,15 @@ def test_a_tile_other_than_the_configuration_s_own_takes_the_most_stages_that_fi
     assert fitted(tuned, 8192, 8192, 8192, 132) == tuned
 
 
+def test_only_the_configuration_s_own_tile_runs_in_its_clusters():
+    """3xTF32's 128 x 128 runs in clusters of two (measured on large products); the other tiles, fitted to
+    smaller and skinnier products, run alone, as their rates were measured."""
+    params = CUDA_DEFAULTS["s.3xtf32"]
+    assert params.cluster == 2 and fitted(params, 4096, 4096, 4096, 132) == params
+    assert {t.cluster for t, _ in params.tilings() if t != params} == {1}
+    assert fitted(params, 4096, 64, 4096, 132).cluster == 1
+
+
 @pytest.mark.parametrize("m,n,k,tile", [(26904, 8, 768, (128, 16)), (4096, 32, 4096, (64, 16)),
                                         (280, 24, 4712, (64, 16)), (4096, 48, 4096, (128, 64))])
 def test_products_of_few_columns_take_narrow_blocks_where_b_is_read_k_major(m, n, k, tile):

@@ -180,11 +180,11 @@ class WgmmaParams(FamilyParams):
         ``columns`` columns, with the tile's rate (``TILE_RATES``, ``PING_PONG_RATES``; ``NARROW_RATES``
         where one narrow block holds all the product's columns, as in the products those rates were
         fitted to: several narrow blocks each read the block's rows of A, and ran slower than one wide
-        block): its own tile as it is (a tuned configuration keeps the stages it was measured in), the
-        others in ``DEEPEST_STAGES`` stages or as many as fit in shared memory (where two blocks share a
-        multiprocessor, both)."""
+        block): its own tile as it is (a tuned configuration keeps the stages and cluster it was measured
+        in), the others alone, as their rates were measured, in ``DEEPEST_STAGES`` stages or as many as
+        fit in shared memory (where two blocks share a multiprocessor, both)."""
         tiles = [(replace(self, consumers=block_m // WARPGROUP_M, block_n=block_n, per_multiprocessor=blocks,
-                          ping_pong=False), rate)
+                          cluster=1, ping_pong=False), rate)
                  for (block_m, block_n, blocks), rate in TILE_RATES[self.planes].items()]
         if OPERANDS[self.operand] == 2:         # (measured on the GPU for 16-bit operands alone)
             tiles += [(replace(self, consumers=2, block_n=block_n, per_multiprocessor=1, cluster=1, ping_pong=True),
@@ -194,7 +194,7 @@ class WgmmaParams(FamilyParams):
                                    cluster=1, ping_pong=False), rate)
                           for (block_m, block_n), rate in NARROW_RATES.items()]
                 tiles += [(config, rate) for config, rate in narrow if config.narrow]   # (a float32 C: 16)
-        return [(self if replace(config, stages=self.stages) == self else config._deepest(), rate)
+        return [(self if replace(config, stages=self.stages, cluster=self.cluster) == self else config._deepest(), rate)
                 for config, rate in tiles]
 
     def _deepest(self) -> WgmmaParams:
