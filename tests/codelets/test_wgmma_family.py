@@ -35,6 +35,8 @@ NARROW = [WgmmaParams("f16", 16, 1, 8, 16, out="f16"), WgmmaParams("bf16", 32, 2
           WgmmaParams("tf32", 16, 1, 8, 16), WgmmaParams("3xtf32", 32, 1, 4, 8),
           WgmmaParams("f16", 32, 1, 6, 16, out="f16")]
 CONFIGS += NARROW
+# each dtype's default as the CUDA path runs it (3xTF32's: two stages, clusters of two)
+CONFIGS += [p for p in CUDA_DEFAULTS.values() if isinstance(p, WgmmaParams) and p not in CONFIGS]
 
 
 def test_the_spaces_hold_every_well_formed_configuration_and_no_other():
@@ -45,7 +47,7 @@ def test_the_spaces_hold_every_well_formed_configuration_and_no_other():
 
 
 def test_malformed_configurations_are_refused():
-    assert len(CONFIGS) == 134 + 2 + 4 + 5      # 5 to 8 stages of 128 x 256 tiles: over shared memory
+    assert len(CONFIGS) == 134 + 2 + 4 + 5 + 6  # 5 to 8 stages of 128 x 256 tiles: over shared memory
     assert len(TWO_A_MULTIPROCESSOR) == 4 and all(c.malformed() is None for c in TWO_A_MULTIPROCESSOR)
     assert "shared memory a multiprocessor" in WgmmaParams("f16", 128, 1, 4, per_multiprocessor=2).malformed()
     assert "one consumer each" in WgmmaParams("f16", 64, 2, 3, per_multiprocessor=2).malformed()
