@@ -2,13 +2,14 @@
 problem the CUDA path's TF32 and 3xTF32 kernels compute, and the kernels that make its operands (run on
 a GPU by ``tests/engine/test_cuda_route.py`` and ``test_cuda_tensors.py``)."""
 
-import numpy as np
 import pytest
 
 from autogemm.blas.complex_embedding import kernel_problem, real_dtype
+from autogemm.blas.cuda_gemm import CudaGemm, DeviceOperand
 from autogemm.blas.problem import Op
 from autogemm.codelets import complex_embedding
 from autogemm.dtypes import DTYPES
+from autogemm.errors import DeviceError
 from autogemm.runtime.cuda import compile_cuda, cuda_missing
 
 
@@ -24,19 +25,78 @@ def test_complex64_in_tf32_runs_as_a_real_product_of_twice_the_columns_and_depth
         assert kernel_problem(DTYPES[key], (3, 5, 7), nn) == (DTYPES[key], (3, 5, 7), nn)
 
 
-def test_the_real_form_is_the_embedding():
-    """The blocks the embedding kernel writes for B, [[re x, -im x], [im x, re x]] as rows 2j and 2j + 1
-    of op(B)^T's real form, make op(A)'s parts times it the complex product (in float64, ops N)."""
-    rng = np.random.default_rng(4)
-    m, n, k = 5, 4, 6
-    a = rng.standard_normal((m, k)) + 1j * rng.standard_normal((m, k))
-    b = rng.standard_normal((k, n)) + 1j * rng.standard_normal((k, n))
-    x = b.T                                                     # op(B)^T, n x k
-    form = np.empty((n, 2, k, 2))
-    form[:, 0, :, 0], form[:, 0, :, 1], form[:, 1, :, 0], form[:, 1, :, 1] = x.real, -x.imag, x.imag, x.real
-    parts = a.view(np.float64)                                  # m x 2k: each element's parts side by side
-    got = (parts @ form.reshape(2 * n, 2 * k).T).view(np.complex128)
-    assert np.abs(got - a @ b).max() < 1e-12
+class _Memory:
+    def __init__(self, log: list, nbytes: int) -> None:
+        self.log, self.nbytes = log, nbytes
+
+    def release(self) -> None:
+        self.log.append(("release", self.nbytes))
+
+
+class _Context:
+    """A CUDA context stood in: what is allocated, launched and released, in order."""
+
+    multiprocessors = 132
+
+    def __init__(self) -> None:
+        self.log: list = []
+
+    def allocate(self, nbytes: int, stream: object) -> _Memory:
+        self.log.append(("allocate", nbytes))
+        return _Memory(self.log, nbytes)
+
+    def launch(self, function: str, grid: tuple, block: tuple, args: list, stream: object) -> None:
+        self.log.append((function, [value for value, _ in args]))
+
+
+class _RealProduct:
+    def __init__(self, log: list, fails: bool) -> None:
+        self.log, self.fails = log, fails
+
+    def enqueue(self, a, b, c, alpha, beta, stream) -> None:
+        self.log.append(("product", (a.rows, a.ld, b.rows, b.ld, alpha, beta)))
+        if self.fails:
+            raise DeviceError("out of memory")
+
+
+def _embedded_plan(m: int, n: int, k: int, fails: bool = False) -> tuple[CudaGemm, list]:
+    ctx = _Context()
+    plan = object.__new__(CudaGemm)
+    plan.ctx, plan.m, plan.n, plan.k = ctx, m, n, k
+    plan.embed, plan.scale = "embed", "scale"
+    plan.embedded = _RealProduct(ctx.log, fails)
+    return plan, ctx.log
+
+
+@pytest.mark.parametrize("alpha,beta", [(2.0, 0.0), (0.5 - 1j, 2j), (1j, 0.5)])
+def test_the_embedded_product_makes_both_forms_scales_c_by_a_complex_beta_and_frees_them(alpha, beta):
+    """A's parts (alpha 1) and alpha op(B)'s embedding (a complex alpha alone: a real one reaches the real
+    kernel) in memory freed after the product; a complex beta scales C first, the kernel then adding to it."""
+    m, n, k = 3, 5, 7
+    plan, log = _embedded_plan(m, n, k)
+    a = DeviceOperand("A", m, k, False, False)
+    b = DeviceOperand("B", n, 9, True, True)                    # op(B) = B^H, stored n x k, ld 9
+    plan._enqueue_embedded(a, b, "C", complex(alpha), complex(beta), None)
+    embeds = [args for what, args in log if what == "embed"]
+    # (source, ld, transposed, conjugated, rows, k, alpha re, alpha im, doubled, form)
+    assert [e[:9] for e in embeds] == [["A", k, 0, 0, m, k, 1.0, 0.0, 0],
+                                       ["B", 9, 1, 1, n, k, complex(alpha).real if complex(alpha).imag else 1.0,
+                                        complex(alpha).imag, 1]]
+    assert [nbytes for what, nbytes in log if what == "allocate"] == [m * 2 * k * 4, 2 * n * 2 * k * 4]
+    scales = [args for what, args in log if what == "scale"]
+    assert scales == ([] if complex(beta).imag == 0 else [["C", m * n, complex(beta).real, complex(beta).imag]])
+    product = next(args for what, args in log if what == "product")
+    assert product == (m, 2 * k, 2 * n, 2 * k, alpha if complex(alpha).imag == 0 else 1.0,
+                       beta if complex(beta).imag == 0 else 1.0)
+    assert [what for what, _ in log][-2:] == ["release", "release"]
+
+
+def test_an_embedded_product_that_fails_frees_its_forms():
+    plan, log = _embedded_plan(4, 4, 4, fails=True)
+    operand = DeviceOperand("X", 4, 4, False, False)
+    with pytest.raises(DeviceError):
+        plan._enqueue_embedded(operand, operand, "C", 1 + 0j, 0j, None)
+    assert sum(what == "allocate" for what, _ in log) == sum(what == "release" for what, _ in log) == 2
 
 
 def test_the_embedding_kernels_compile_for_sm_90a():

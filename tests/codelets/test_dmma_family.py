@@ -216,7 +216,7 @@ def test_blocks_that_share_the_k_of_blocks_of_c_agree_with_float64_on_hopper(hop
     added up a tree), edges on every side, beta 0 over a NaN C and alpha and beta reading C."""
     from autogemm.codelets import hopper as hopper_module
 
-    monkeypatch.setattr(hopper_module, "shared_out", lambda tiles, clusters, k_tiles: (0, clusters))
+    monkeypatch.setattr(hopper_module, "shared_out", lambda tiles, clusters, k_tiles, *_: (0, clusters))
     m, n, k = 2 * params.block_m * params.cluster - 3, 3 * params.block_n - 5, 9 * params.block_k - 6
     for alpha, beta in ((1.0, 0.0), (0.5, -2.0)):
         got, want = _run(hopper, params, m, n, k, alpha, beta, multiprocessors=4 * params.cluster)

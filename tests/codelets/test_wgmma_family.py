@@ -47,7 +47,7 @@ def test_the_spaces_hold_every_well_formed_configuration_and_no_other():
 
 
 def test_malformed_configurations_are_refused():
-    assert len(CONFIGS) == 134 + 2 + 4 + 5 + 6  # 5 to 8 stages of 128 x 256 tiles: over shared memory
+    assert len(CONFIGS) == 134 + 2 + 4 + 5 + 6  # (+ 6 defaults; 5 to 8 stages of 128 x 256: over shared memory)
     assert len(TWO_A_MULTIPROCESSOR) == 4 and all(c.malformed() is None for c in TWO_A_MULTIPROCESSOR)
     assert "shared memory a multiprocessor" in WgmmaParams("f16", 128, 1, 4, per_multiprocessor=2).malformed()
     assert "one consumer each" in WgmmaParams("f16", 64, 2, 3, per_multiprocessor=2).malformed()
@@ -100,7 +100,7 @@ def test_two_blocks_a_multiprocessor_fit_its_registers_in_every_way_they_read(pa
 @pytest.mark.parametrize("params", CONFIGS, ids=[c.describe() for c in CONFIGS])
 def test_the_kernel_agrees_with_float64_on_hopper(hopper, params, monkeypatch):
     """Over 4 blocks, which share the K of all 6 blocks of C (stream-K with parts of two blocks each)."""
-    monkeypatch.setattr(hopper_module, "shared_out", lambda tiles, clusters, k_tiles: (0, clusters))
+    monkeypatch.setattr(hopper_module, "shared_out", lambda tiles, clusters, k_tiles, *_: (0, clusters))
     import ml_dtypes
 
     from autogemm.runtime.cuda import CudaContext
@@ -228,7 +228,7 @@ def test_tf32_fragments_are_read_where_tma_swizzled_them_and_cover_the_instructi
 def test_tf32_mn_major_a_and_c_transposed_agree_with_float64_on_hopper(hopper, params, monkeypatch):
     """A stored K x M, read through the registers, C stored as it is and transposed, at shapes with
     edges on every side, against float64 over a NaN C; the blocks share the K of every block of C."""
-    monkeypatch.setattr(hopper_module, "shared_out", lambda tiles, clusters, k_tiles: (0, clusters))
+    monkeypatch.setattr(hopper_module, "shared_out", lambda tiles, clusters, k_tiles, *_: (0, clusters))
     from autogemm.runtime.cuda import CudaContext
 
     ctx = CudaContext(hopper)
@@ -263,7 +263,7 @@ def test_tf32_mn_major_a_and_c_transposed_agree_with_float64_on_hopper(hopper, p
 def test_mn_major_operands_agree_with_float64_on_hopper(hopper, params, monkeypatch):
     """Every layout of A and B at shapes with edges on every side, against float64, over a NaN C; the
     blocks share the K of every block of C (stream-K), one cluster fewer than the GPU runs at once."""
-    monkeypatch.setattr(hopper_module, "shared_out", lambda tiles, clusters, k_tiles: (0, max(1, clusters - 1)))
+    monkeypatch.setattr(hopper_module, "shared_out", lambda tiles, clusters, k_tiles, *_: (0, max(1, clusters - 1)))
     import ml_dtypes
 
     from autogemm.runtime.cuda import CudaContext
@@ -309,7 +309,7 @@ def test_many_clusters_sum_the_k_of_few_blocks_of_c_in_pairs_the_same_bits_every
     """A deep product of 2 blocks of C whose K 13 clusters share (78 tiles of K, 6 a cluster: each block of
     C's K in 7 pieces, a tree of pairs with a right half missing, cluster 6 in both), against float64, over
     a NaN C; a second launch gives the same bits."""
-    monkeypatch.setattr(hopper_module, "shared_out", lambda tiles, clusters, k_tiles: (0, clusters))
+    monkeypatch.setattr(hopper_module, "shared_out", lambda tiles, clusters, k_tiles, *_: (0, clusters))
     import ml_dtypes
 
     from autogemm.runtime.cuda import CudaContext

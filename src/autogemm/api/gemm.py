@@ -48,8 +48,8 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, **options: Unpack[GemmKe
     error); on a device without such instructions both are computed exactly, as float32. On a
     Hopper GPU a complex64 product of CUDA tensors in those precisions runs on the CUDA path as the real
     product of its embedding, built on the device (``blas.complex_embedding``); one of numpy arrays does so
-    with ``backend='cuda'`` ('auto' keeps OpenCL's kernels, whose row blocks overlap the copies: as soon
-    end to end).
+    with ``backend='cuda'`` ('auto' keeps OpenCL's kernels, whose row blocks overlap the copies: sooner
+    end to end up to 2048^3, as soon at 4096^3).
 
     ``trans_a`` and ``trans_b`` are 'N', 'T' or 'C' (conjugate transpose). Without ``c`` a new array is
     returned (and ``beta`` must be 0); with ``c`` the result is written into it, as BLAS does, and ``c`` is

@@ -277,12 +277,12 @@ class CudaGemm:
                  params: CudaParams | None = None, layers: int = 1) -> None:
         self.ctx, self.dt, self.m, self.n, self.k, self.layers = ctx, dt, m, n, k, layers
         real = real_dtype(dt)
+        if real is not None and layers > 1:
+            raise ValueError("a strided batch of complex64 products runs on OpenCL (the CUDA path embeds "
+                             "one product at a time)")
         #: the real product that computes a complex64 one (``complex_embedding``), or None
         self.embedded = None if real is None else CudaGemm(ctx, real, m, 2 * n, 2 * k, params)
         if self.embedded is not None:
-            if layers > 1:
-                raise ValueError("a strided batch of complex64 products runs on OpenCL (the CUDA path embeds "
-                                 "one product at a time)")
             self.params = self.embedded.params
             self.embed, self.scale = (ctx.function(_cubin(complex_embedding.render(), "complex_embedding"), name)
                                       for name in (complex_embedding.EMBED, complex_embedding.SCALE))
@@ -363,20 +363,25 @@ class CudaGemm:
     def _enqueue_embedded(self, a: DeviceOperand, b: DeviceOperand, c: DeviceMemory, alpha: complex,
                           beta: complex, stream: object) -> None:
         """A complex64 product as the real product of its embedding: A's and alpha B's real forms made in
-        memory allocated on ``stream`` (freed there after the product), C scaled by a complex beta first;
-        a real alpha and beta reach the real kernel as they are."""
+        memory allocated on ``stream`` (freed there after the product, or after a launch that failed), C
+        scaled by a complex beta first (a product that fails after that leaves C scaled); a real alpha and
+        beta reach the real kernel as they are."""
         real_alpha, real_beta = alpha.imag == 0, beta.imag == 0
-        forms = [self._real_form(a, 1, False, stream), self._real_form(b, 1 if real_alpha else alpha, True, stream)]
-        if not real_beta:
-            count = self.m * self.n
-            self.ctx.launch(self.scale, complex_embedding.grid(count, self.ctx.multiprocessors),
-                            (complex_embedding.THREADS,), [(c, None), (count, ctypes.c_longlong),
-                                                           (beta.real, ctypes.c_float), (beta.imag, ctypes.c_float)],
-                            stream=stream)
-        self.embedded.enqueue(*self._real_operands(*forms), c, alpha.real if real_alpha else 1.0,
-                              beta.real if real_beta else 1.0, stream)
-        for memory in forms:
-            memory.release()
+        forms: list[DeviceMemory] = []
+        try:
+            forms.append(self._real_form(a, 1, False, stream))
+            forms.append(self._real_form(b, 1 if real_alpha else alpha, True, stream))
+            if not real_beta:
+                count = self.m * self.n
+                self.ctx.launch(self.scale, complex_embedding.grid(count, self.ctx.multiprocessors),
+                                (complex_embedding.THREADS,),
+                                [(c, None), (count, ctypes.c_longlong), (beta.real, ctypes.c_float),
+                                 (beta.imag, ctypes.c_float)], stream=stream)
+            self.embedded.enqueue(*self._real_operands(*forms), c, alpha.real if real_alpha else 1.0,
+                                  beta.real if real_beta else 1.0, stream)
+        finally:
+            for memory in forms:
+                memory.release()
         return None
 
     def _real_form(self, stored: DeviceOperand, alpha: complex, doubled: bool, stream: object) -> DeviceMemory:

@@ -29,7 +29,7 @@ consumer threads that sum a part together). ``Schedule`` says how a launch share
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import ClassVar, NamedTuple, Protocol
 
 from ..dtypes import Dtype
 from ..runtime.cuda.driver import CudaDevice, cuda_device_of
@@ -459,7 +459,7 @@ class HopperParams(Protocol):
     def c_box(self) -> tuple[int, int] | None: ...
     @property
     def shares_k(self) -> bool: ...
-    single_round: SingleRound
+    single_round: ClassVar[SingleRound]
     # where it shares K: the teams of consumer threads of a block, and the bytes of its sums of C
     @property
     def teams(self) -> int: ...
@@ -470,8 +470,8 @@ class HopperParams(Protocol):
 
 
 #: Stream-K's least share: the tiles of K each cluster takes at least where they share the K of some
-#: blocks of C; with fewer, the partial sums' trips through memory cost more than the idle
-#: multiprocessors they save.
+#: blocks of C (a family's ``SingleRound.least`` for a single round); with fewer, the partial sums' trips
+#: through memory cost more than the idle multiprocessors they save.
 MIN_SHARE = 16
 #: The most of a round of clusters whose blocks of C they share: the last round behind whole ones is
 #: shared only where it would leave at least two thirds of them idle. Sharing costs each block's partial
@@ -507,26 +507,27 @@ class SingleRound(NamedTuple):
 SINGLE_ROUND = SingleRound(SHARED_ROUND, SHARE_COST)
 
 
-def shared_out(tiles: int, clusters: int, k_tiles: int, single: SingleRound = SINGLE_ROUND) -> tuple[int, int]:
+def shared_out(tiles: int, clusters: int, k_tiles: int, single_round: SingleRound = SINGLE_ROUND
+               ) -> tuple[int, int]:
     """How ``tiles`` blocks of C (in clusters) over ``k_tiles`` tiles of K each are shared out among at
     most ``clusters`` persistent clusters: (whole, working), the blocks computed whole, in rounds, and the
     clusters at work. The working clusters share the tiles of K of the rest evenly (stream-K) where the
-    last round would leave most of them idle (``SHARED_ROUND``). Behind whole rounds every cluster works,
-    and the last round is shared only where each takes ``MIN_SHARE`` tiles of K; a product of a single
-    round (filling at most ``single.fill`` of the clusters) is shared among fewer clusters where its K is
-    too short for all of them (``single.least`` each), if that round then ends sooner (``single.cost``),
-    among a multiple of its blocks (``aligned``)."""
+    last round behind whole ones would leave most of them idle (``SHARED_ROUND``), each taking
+    ``MIN_SHARE`` tiles of K at least (else no cluster shares). A product of a single round, filling at
+    most ``single_round.fill`` of the clusters, is shared among as many as take ``single_round.least``
+    tiles of K each, if that round then ends sooner (``single_round.cost``), among a multiple of its
+    blocks (``aligned``)."""
     remainder = tiles % clusters
     if tiles > clusters:
         if remainder == 0 or remainder > SHARED_ROUND * clusters or remainder * k_tiles < MIN_SHARE * clusters:
             return tiles, clusters
         return tiles - remainder, clusters
-    if tiles == clusters or tiles > single.fill * clusters:
+    if tiles == clusters or tiles > single_round.fill * clusters:
         return tiles, tiles
-    working = min(clusters, tiles * k_tiles // single.least)
+    working = min(clusters, tiles * k_tiles // single_round.least)
     if working > tiles:
         working = aligned(tiles, working)
-    return (0, working) if working * (1 - single.cost) > tiles else (tiles, tiles)
+    return (0, working) if working * (1 - single_round.cost) > tiles else (tiles, tiles)
 
 
 def aligned(tiles: int, working: int) -> int:
@@ -539,14 +540,14 @@ def aligned(tiles: int, working: int) -> int:
     return working - working % tiles
 
 
-def rounds(tiles: int, clusters: int, k_tiles: int, single: SingleRound = SINGLE_ROUND) -> float:
+def rounds(tiles: int, clusters: int, k_tiles: int, single_round: SingleRound = SINGLE_ROUND) -> float:
     """How long ``tiles`` blocks of C take on ``clusters`` clusters, in rounds of one block each: whole
     rounds, and a shared one (``shared_out``) as its share of a round among the clusters working and what
-    sharing costs (``SHARE_COST``; a single round's, ``single.cost``)."""
-    whole, working = shared_out(tiles, clusters, k_tiles, single)
+    sharing costs (``SHARE_COST``; a single round's, ``single_round.cost``)."""
+    whole, working = shared_out(tiles, clusters, k_tiles, single_round)
     if whole == tiles:
         return float(-(-tiles // clusters))
-    return whole // clusters + (tiles - whole) / working + (single.cost if whole == 0 else SHARE_COST)
+    return whole // clusters + (tiles - whole) / working + (single_round.cost if whole == 0 else SHARE_COST)
 
 
 @dataclass(frozen=True)

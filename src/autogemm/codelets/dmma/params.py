@@ -97,11 +97,13 @@ class DmmaParams(FamilyParams):
     def tilings(self, columns: int | None = None) -> list[tuple[DmmaParams, float]]:
         """This configuration in each tile of C that ``blas.cuda_gemm.fitted`` weighs (for a product of any
         number of ``columns``), with the tile's rate (``TILE_RATES``; its own, where it is not among them,
-        at the slowest one's)."""
+        at the slowest one's): its own as it is, the others alone (in clusters of one), as their rates
+        were measured."""
         rates = TILE_RATES[self.dtype]
         own = (self.warps_m, self.warp_m, self.warp_n)
         own_rate = rates.get(own, min(rates.values())) if self.consumers == 2 else min(rates.values())
-        return [(self, own_rate)] + [(replace(self, consumers=2, warps_m=warps_m, warp_m=warp_m, warp_n=warp_n), rate)
+        return [(self, own_rate)] + [(replace(self, consumers=2, warps_m=warps_m, warp_m=warp_m, warp_n=warp_n,
+                                              cluster=1), rate)
                                      for (warps_m, warp_m, warp_n), rate in rates.items()]
 
     def dtype_problem(self, dt: Dtype) -> str | None:
