@@ -74,7 +74,7 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, **options: Unpack[GemmKe
     CUDA path where they lie, without copies (``engine.routes.cuda_tensors``): the call enqueues the product on
     ``stream`` (a handle, or a torch or cupy stream; by default the library's current stream) and
     returns at once, with ``c`` or a new tensor of ``a``'s library. Every operand must then be one;
-    float32 takes ``precision`` 'tf32' or '3xtf32'.
+    float32 and complex64 take ``precision`` 'tf32' or '3xtf32'.
     """
     if c is None and not options:           # (the plainest call: the host's BLAS took such operands before)
         done = plain_product(a, b)
