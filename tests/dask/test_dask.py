@@ -275,6 +275,7 @@ def test_bench_dask_times_every_path_and_checks_it(tmp_path):
     for name in ("autogemm.dask", "autogemm.gemm", "dask numpy"):
         assert rows[name]["seconds"] > 0 and rows[name]["error"] < 1e-12 and not rows[name]["note"]
     assert 0 < rows["autogemm.dask"]["busy"] <= 1 and rows["dask numpy"]["busy"] is None      # its devices' share
+    assert 0 < rows["autogemm.dask"]["copying"] <= 1 and rows["dask numpy"]["copying"] is None
     assert "busy" in out.output
     assert rows["dask cupy"]["seconds"] or rows["dask cupy"]["note"].startswith("not installed")
     out = CliRunner().invoke(main, ["bench-dask", "--workers", "0"])
@@ -385,19 +386,23 @@ def test_a_worker_threads_take_turns_with_their_kernels_on_one_device(ctx, monke
     assert len(calls) == 6 and len(set(calls[:3])) == 1 and len(set(calls[3:])) == 1 and calls[0] != calls[3]
 
 
-def test_each_block_product_records_its_turn_on_the_device(ctx, monkeypatch):
-    """While turns are recorded, each block product on a device adds one (the device, when its kernels were
-    enqueued and when they ended); their share of a wall time is how busy the devices were."""
+def test_each_block_product_records_its_turn_on_the_device_and_its_way_back(ctx, monkeypatch):
+    """While spans are recorded, each block product on a device adds its turn (the device, when its kernels
+    were enqueued and when they ended) and then its block's way back to the host; their shares of a wall
+    time are how busy the devices were and how long blocks took to come back."""
     monkeypatch.setattr(tasks, "worker_device", lambda: ctx.device)
     a, b = RNG.standard_normal((40, 24)), RNG.standard_normal((24, 30))
     tasks.block_product(a, b, trans_a="N", trans_b="N", alpha=1.0)              # not recorded
-    with tasks.recorded_turns() as turns:
+    with tasks.recorded_spans() as spans:
         started = time.perf_counter()
         for _ in range(3):
             tasks.block_product([a[:, :12], a[:, 12:]], [b[:12], b[12:]], trans_a="N", trans_b="N", alpha=1.0)
         wall = time.perf_counter() - started
-    assert len(turns) == 3 and all(t[0] == ctx.device and started <= t[1] <= t[2] <= started + wall for t in turns)
-    assert 0 < tasks.turns_share(turns, wall) <= 1
+    assert [s[0] for s in spans] == [tasks.TURN, tasks.COPY] * 3
+    assert all(s[1] == ctx.device and started <= s[2] <= s[3] <= started + wall for s in spans)
+    assert all(turn[3] == back[2] for turn, back in zip(spans[::2], spans[1::2]))     # back once computed
+    assert 0 < tasks.spans_share(spans, wall) <= 1 and 0 < tasks.spans_share(spans, wall, tasks.COPY) <= 1
     other = object()                                       # another device, busy half the time
-    assert tasks.turns_share([(ctx.device, 0.0, 1.0), (other, 0.0, 0.5)], 1.0) == 0.75
-    assert tasks.turns_share([], 1.0) is None
+    assert tasks.spans_share([(tasks.TURN, ctx.device, 0.0, 1.0), (tasks.TURN, other, 0.0, 0.5)], 1.0) == 0.75
+    assert tasks.spans_share([(tasks.COPY, ctx.device, 0.0, 0.5)], 1.0) == 0.0
+    assert tasks.spans_share([], 1.0) is None

@@ -43,9 +43,12 @@ class DaskResult:
     tflops: float | None = None
     error: float | None = None
     note: str = ""
-    #: autogemm.dask's devices: the share of the wall time they computed blocks (``blocks.turns_share``,
+    #: autogemm.dask's devices: the share of the wall time they computed blocks (``tasks.spans_share``,
     #: median over the runs; None on other paths, or with workers in processes of their own).
     busy: float | None = None
+    #: the same for the blocks' way back to the host (read back and copied into place), which overlaps
+    #: other blocks' turns.
+    copying: float | None = None
 
 
 def run_dask(dt: Dtype, n: int, chunk: int, workers: list[int], runs: int, rng: np.random.Generator,
@@ -59,7 +62,7 @@ def run_dask(dt: Dtype, n: int, chunk: int, workers: list[int], runs: int, rng: 
 
     from ..api import gemm
     from ..dask import local_cluster, matmul
-    from ..dask.tasks import device_of_worker, recorded_turns, turns_share
+    from ..dask.tasks import COPY, device_of_worker, recorded_spans, spans_share
 
     a, b = random_matrix(rng, dt, (n, n)), random_matrix(rng, dt, (n, n))
     rows = np.sort(rng.choice(n, min(SAMPLED_ROWS, n), replace=False))
@@ -71,18 +74,20 @@ def run_dask(dt: Dtype, n: int, chunk: int, workers: list[int], runs: int, rng: 
         result = DaskResult(path, count, dt.key, n, chunk)
         try:
             out = product()
-            times, busy = [], []
+            times, busy, copying = [], [], []
             for _ in range(runs):
-                with recorded_turns() as turns:
+                with recorded_spans() as spans:
                     started = time.perf_counter()
                     out = product()
                     times.append(time.perf_counter() - started)
-                busy.append(turns_share(turns, times[-1]))
+                busy.append(spans_share(spans, times[-1]))
+                copying.append(spans_share(spans, times[-1], COPY))
         except Exception as exc:   # noqa: BLE001 - a failed path is a row of the table, not the end of the run
             result.note = f"failed: {type(exc).__name__}: {exc}"[:200]
             return result
         result.seconds = statistics.median(times)
         result.busy = statistics.median(busy) if None not in busy else None
+        result.copying = statistics.median(copying) if None not in copying else None
         result.tflops = flops / result.seconds / 1e12
         result.error = relative_error(np.asarray(out)[rows], want)
         if not result.error < dt.tolerance:

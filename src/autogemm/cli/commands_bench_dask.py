@@ -65,17 +65,18 @@ def bench_dask_command(dtype, size, chunk, workers, runs, seed, paths, json_path
                            tuple(PATH_NAMES[name] for name in chosen), measured)
     single = {r.path: r.seconds for r in results if r.workers == min(counts) and r.seconds}
     ours = {r.workers: r.seconds for r in results if r.path == AUTOGEMM and r.seconds}
-    columns = ("workers", "path", "seconds", "TFLOP/s", f"/ {min(counts)} worker", "autogemm / it", "busy")
+    columns = ("workers", "path", "seconds", "TFLOP/s", f"/ {min(counts)} worker", "autogemm / it", "busy", "copy")
     table = plain_table(f"{dt.routine} {size}^3 through Dask, numpy in and out, chunks of {chunk} "
                         f"(median of {runs})", columns, right=columns[2:] + ("workers",))
     for r in results:
         speedup = single.get(r.path) / r.seconds if r.seconds and single.get(r.path) else None
         ratio = r.seconds / ours[r.workers] if r.seconds and ours.get(r.workers) else None
         table.add_row(str(r.workers), r.path, cell(r.seconds), cell(r.tflops), cell(speedup, ".2f"),
-                      cell(ratio, ".2f"), "-" if r.busy is None else f"{r.busy:.0%}")
+                      cell(ratio, ".2f"), *("-" if share is None else f"{share:.0%}" for share in (r.busy, r.copying)))
     console.print(table)
     if any(r.busy is not None for r in results):
-        console.print("busy: the share of the wall time autogemm.dask's devices computed blocks",
+        console.print("busy: the share of the wall time autogemm.dask's devices computed blocks", highlight=False)
+        console.print("copy: the share they brought blocks back to the host (beside others' turns)",
                       highlight=False)
     for r in results:
         if r.note:

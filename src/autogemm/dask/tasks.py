@@ -136,9 +136,19 @@ def _product_into(c: ocl.DeviceArray, pairs: list[tuple[np.ndarray, np.ndarray]]
             gemm(x, y, c, alpha=alpha, beta=1.0 if step else 0.0, trans_a=trans_a, trans_b=trans_b)
         at = place(device) if place is not None else None
         c.finish()
-        _record_turn(device, started, time.perf_counter())
+        back = time.perf_counter()
+        _record(TURN, device, started, back)
+    try:
+        return _brought_back(c, at, device)
+    finally:
+        _record(COPY, device, back, time.perf_counter())
+
+
+def _brought_back(c: ocl.DeviceArray, at: Place | None, device: Device) -> np.ndarray:
+    """The block of C computed in ``c`` on the host: at ``at`` (written there by the device where it lies
+    in a page-locked result, else through the context's kept page-locked memory), else a new array."""
     if at is not None and in_result_pool(at.array):     # the device writes it there, no host copy
-        read_into(queue, at.array, c.data, at.row, at.col, c.shape, c.events).wait()
+        read_into(c.queue, at.array, c.data, at.row, at.col, c.shape, c.events).wait()
         return at.view(c.shape)
     ctx = context_for(device)
     if at is None:
@@ -163,40 +173,43 @@ def device_turn(device: Device) -> threading.Lock:
         return _turns.setdefault(device, threading.Lock())
 
 
-#: A turn: the device, and when its block's kernels were enqueued and when the last one ended (seconds,
+#: What a span of a block product is: its turn on the device (from its first kernel's enqueue to its last
+#: one's end), or its block's way back (read back and copied into place).
+TURN, COPY = "turn", "copy"
+#: A span: what it is (``TURN`` or ``COPY``), the device, and when it began and ended (seconds,
 #: ``time.perf_counter``).
-Turn = tuple[Device, float, float]
-_recorders: list[list[Turn]] = []
+Span = tuple[str, Device, float, float]
+_recorders: list[list[Span]] = []
 
 
 @contextlib.contextmanager
-def recorded_turns() -> Iterator[list[Turn]]:
-    """The turns of this process's block products while the ``with`` block runs. A turn is the time its
-    device spends on one block, so their sum over a product's wall time and devices is how busy the
-    devices were (only where the workers are threads of this process)."""
-    turns: list[Turn] = []
+def recorded_spans() -> Iterator[list[Span]]:
+    """The spans of this process's block products while the ``with`` block runs: their sums over a
+    product's wall time and devices say how busy the devices were, and how long blocks took to come back
+    (only where the workers are threads of this process)."""
+    spans: list[Span] = []
     with _turns_lock:
-        _recorders.append(turns)
+        _recorders.append(spans)
     try:
-        yield turns
+        yield spans
     finally:
         with _turns_lock:
-            _recorders.remove(turns)
+            _recorders.remove(spans)
 
 
-def turns_share(turns: list[Turn], seconds: float) -> float | None:
-    """The share of ``seconds`` (a product's wall time) that the devices of ``turns`` were busy, on
-    average over them; None without turns."""
-    devices = {turn[0] for turn in turns}
+def spans_share(spans: list[Span], seconds: float, kind: str = TURN) -> float | None:
+    """The share of ``seconds`` (a product's wall time) that the devices of ``spans`` spent in spans of
+    ``kind``, on average over them; None without spans."""
+    devices = {span[1] for span in spans}
     if not devices or seconds <= 0:
         return None
-    return sum(end - start for _, start, end in turns) / (seconds * len(devices))
+    return sum(end - start for what, _, start, end in spans if what == kind) / (seconds * len(devices))
 
 
-def _record_turn(device: Device, start: float, end: float) -> None:
+def _record(kind: str, device: Device, start: float, end: float) -> None:
     with _turns_lock:
-        for turns in _recorders:
-            turns.append((device, start, end))
+        for spans in _recorders:
+            spans.append((kind, device, start, end))
 
 
 class Place(NamedTuple):
