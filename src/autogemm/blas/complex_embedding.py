@@ -22,13 +22,18 @@ def real_dtype(dt: Dtype) -> Dtype | None:
     return None if key is None else DTYPES[key]
 
 
+def kernel_dtype(dt: Dtype) -> Dtype:
+    """The dtype whose CUDA kernels compute ``dt``'s products: its real dtype (``REAL_KEYS``), else itself."""
+    return real_dtype(dt) or dt
+
+
 def kernel_problem(dt: Dtype, sizes: tuple[int, int, int], ops: tuple[Op, Op]
                    ) -> tuple[Dtype, tuple[int, int, int], tuple[Op, Op]]:
     """The product a CUDA kernel computes for an m x n x k product of ``dt``, its operands stored as
     ``ops`` say: that product, or for a dtype of ``REAL_KEYS`` the real product of the embedding
     (m x 2n x 2k, op(A)'s parts and op(B)'s embedding transposed, both read K-major as they lie)."""
-    real = real_dtype(dt)
-    if real is None:
+    kernel = kernel_dtype(dt)
+    if kernel is dt:
         return dt, sizes, ops
     m, n, k = sizes
-    return real, (m, 2 * n, 2 * k), (Op(), Op(transposed=True))
+    return kernel, (m, 2 * n, 2 * k), (Op(), Op(transposed=True))

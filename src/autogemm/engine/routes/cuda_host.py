@@ -28,7 +28,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...blas.complex_embedding import kernel_problem, real_dtype
+from ...blas.complex_embedding import kernel_dtype, kernel_problem, real_dtype
 from ...blas.cuda_gemm import (
     CudaGemm,
     CudaParams,
@@ -98,7 +98,7 @@ def cuda_host_route(call: GemmCall) -> CudaHostRoute | None:
     if why is None and not all(isinstance(x, np.ndarray) for x in (call.a, call.b, call.c) if x is not None):
         why = "the CUDA path takes numpy arrays (pyopencl arrays stay on their OpenCL queue)"
     dt, (m, n, k) = call.dt, (call.m, call.n, call.k)
-    if backend == "auto" and (why is not None or no_kernels(real_dtype(dt) or dt)):
+    if backend == "auto" and (why is not None or no_kernels(kernel_dtype(dt))):
         return None                         # before the device is looked up
     device = find_device(options.device)
     limits = thresholds_for(device)

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...blas.complex_embedding import kernel_problem, real_dtype
+from ...blas.complex_embedding import kernel_dtype, kernel_problem
 from ...blas.cuda_gemm import CudaGemm, DeviceOperand, cuda_plan, cuda_ready, opencl_twin
 from ...blas.problem import Op
 from ...blas.selection import choose_cuda_params
@@ -277,7 +277,7 @@ def _context(tensors: list[_Tensor | None], device, dt: Dtype) -> CudaContext:
     if device is not None and cuda_device_of(find_device(device)) != twin:
         raise ArgumentError(f"device={device!r} is not {twin.name} (CUDA device {twin.ordinal}), where the "
                             f"operands lie")
-    ctx, why = cuda_ready(twin, real_dtype(dt) or dt)
+    ctx, why = cuda_ready(twin, kernel_dtype(dt))
     if why:
         hint = (f"; {dt.numpy.name} takes precision='tf32' or '3xtf32' (float32's accuracy)" if dt.key in ("s", "c")
                 else "")
