@@ -14,12 +14,13 @@ from autogemm.runtime.cuda import compile_cuda, cuda_missing
 
 
 def test_complex64_in_tf32_runs_as_a_real_product_of_twice_the_columns_and_depth():
-    """c.tf32 and c.3xtf32 have real kernels (s.tf32, s.3xtf32) over m x 2n x 2k, both operands read
-    K-major; every other dtype is its own kernel problem."""
+    """c.tf32 and c.3xtf32 have real kernels (s.tf32, s.3xtf32) over m x 2n x 2k, k made even (the forms'
+    rows 16 bytes apart), both operands read K-major; every other dtype is its own kernel problem."""
     nn = (Op(), Op())
     for key, real in (("c.tf32", "s.tf32"), ("c.3xtf32", "s.3xtf32")):
         assert real_dtype(DTYPES[key]) is DTYPES[real]
-        assert kernel_problem(DTYPES[key], (3, 5, 7), nn) == (DTYPES[real], (3, 10, 14), (Op(), Op(transposed=True)))
+        assert kernel_problem(DTYPES[key], (3, 5, 7), nn) == (DTYPES[real], (3, 10, 16), (Op(), Op(transposed=True)))
+        assert kernel_problem(DTYPES[key], (3, 5, 6), nn)[1] == (3, 10, 12)
     for key in ("c", "z", "s.3xtf32", "h"):
         assert real_dtype(DTYPES[key]) is None
         assert kernel_problem(DTYPES[key], (3, 5, 7), nn) == (DTYPES[key], (3, 5, 7), nn)
@@ -78,15 +79,15 @@ def test_the_embedded_product_makes_both_forms_scales_c_by_a_complex_beta_and_fr
     b = DeviceOperand("B", n, 9, True, True)                    # op(B) = B^H, stored n x k, ld 9
     plan._enqueue_embedded(a, b, "C", complex(alpha), complex(beta), None)
     embeds = [args for what, args in log if what == "embed"]
-    # (source, ld, transposed, conjugated, rows, k, alpha re, alpha im, doubled, form)
-    assert [e[:9] for e in embeds] == [["A", k, 0, 0, m, k, 1.0, 0.0, 0],
-                                       ["B", 9, 1, 1, n, k, complex(alpha).real if complex(alpha).imag else 1.0,
-                                        complex(alpha).imag, 1]]
-    assert [nbytes for what, nbytes in log if what == "allocate"] == [m * 2 * k * 4, 2 * n * 2 * k * 4]
+    # (source, ld, transposed, conjugated, rows, k, depth, alpha re, alpha im, doubled, form): k 7 made 8
+    assert [e[:10] for e in embeds] == [["A", k, 0, 0, m, k, k + 1, 1.0, 0.0, 0],
+                                        ["B", 9, 1, 1, n, k, k + 1,
+                                         complex(alpha).real if complex(alpha).imag else 1.0, complex(alpha).imag, 1]]
+    assert [nbytes for what, nbytes in log if what == "allocate"] == [m * 2 * (k + 1) * 4, 2 * n * 2 * (k + 1) * 4]
     scales = [args for what, args in log if what == "scale"]
     assert scales == ([] if complex(beta).imag == 0 else [["C", m * n, complex(beta).real, complex(beta).imag]])
     product = next(args for what, args in log if what == "product")
-    assert product == (m, 2 * k, 2 * n, 2 * k, alpha if complex(alpha).imag == 0 else 1.0,
+    assert product == (m, 2 * (k + 1), 2 * n, 2 * (k + 1), alpha if complex(alpha).imag == 0 else 1.0,
                        beta if complex(beta).imag == 0 else 1.0)
     assert [what for what, _ in log][-2:] == ["release", "release"]
 
@@ -105,4 +106,6 @@ def test_the_embedding_kernels_compile_for_sm_90a():
         pytest.skip(f"NVRTC is not here: {why}")
     cubin = compile_cuda(complex_embedding.render(), "complex_embedding")
     assert all(name.encode() in cubin.image for name in (complex_embedding.EMBED, complex_embedding.SCALE))
-    assert complex_embedding.grid(10, 132) == (1,) and complex_embedding.grid(10**9, 132) == (8 * 132,)
+    assert complex_embedding.scale_grid(10, 132) == (1,) and complex_embedding.scale_grid(10**9, 132) == (8 * 132,)
+    assert complex_embedding.embed_grid(33, 33, 132) == (4,)                 # tiles of 32 x 32
+    assert complex_embedding.embed_grid(10**5, 10**5, 132) == (8 * 132,)

@@ -27,13 +27,23 @@ def kernel_dtype(dt: Dtype) -> Dtype:
     return real_dtype(dt) or dt
 
 
+def depth(k: int) -> int:
+    """The K of the real forms, in complex elements: ``k`` made even (a column of zeros after an odd K),
+    so that a form's rows of 2K float32 lie 16 bytes apart, as TMA reads them in place."""
+    return k + k % 2
+
+
+def real_sizes(m: int, n: int, k: int) -> tuple[int, int, int]:
+    """The real product that computes an m x n x k complex64 one: m x 2n x 2 ``depth(k)``."""
+    return m, 2 * n, 2 * depth(k)
+
+
 def kernel_problem(dt: Dtype, sizes: tuple[int, int, int], ops: tuple[Op, Op]
                    ) -> tuple[Dtype, tuple[int, int, int], tuple[Op, Op]]:
     """The product a CUDA kernel computes for an m x n x k product of ``dt``, its operands stored as
     ``ops`` say: that product, or for a dtype of ``REAL_KEYS`` the real product of the embedding
-    (m x 2n x 2k, op(A)'s parts and op(B)'s embedding transposed, both read K-major as they lie)."""
+    (``real_sizes``, op(A)'s parts and op(B)'s embedding transposed, both read K-major as they lie)."""
     kernel = kernel_dtype(dt)
     if kernel is dt:
         return dt, sizes, ops
-    m, n, k = sizes
-    return kernel, (m, 2 * n, 2 * k), (Op(), Op(transposed=True))
+    return kernel, real_sizes(*sizes), (Op(), Op(transposed=True))

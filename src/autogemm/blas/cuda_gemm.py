@@ -34,7 +34,7 @@ from ..runtime.cuda.context import Argument, Complex128, Prepared
 from ..runtime.cuda.driver import cuda_device_of
 from ..runtime.opencl.device import Device
 from ..runtime.opencl.discovery import devices
-from .complex_embedding import REAL_KEYS, real_dtype
+from .complex_embedding import REAL_KEYS, depth, real_dtype, real_sizes
 from .defaults import CUDA_DEFAULTS
 
 #: The alignment in bytes of the memory a TMA tensor map describes.
@@ -281,7 +281,7 @@ class CudaGemm:
             raise ValueError("a strided batch of complex64 products runs on OpenCL (the CUDA path embeds "
                              "one product at a time)")
         #: the real product that computes a complex64 one (``complex_embedding``), or None
-        self.embedded = None if real is None else CudaGemm(ctx, real, m, 2 * n, 2 * k, params)
+        self.embedded = None if real is None else CudaGemm(ctx, real, *real_sizes(m, n, k), params)
         if self.embedded is not None:
             self.params = self.embedded.params
             self.embed, self.scale = (ctx.function(_cubin(complex_embedding.render(), "complex_embedding"), name)
@@ -373,7 +373,7 @@ class CudaGemm:
             forms.append(self._real_form(b, 1 if real_alpha else alpha, True, stream))
             if not real_beta:
                 count = self.m * self.n
-                self.ctx.launch(self.scale, complex_embedding.grid(count, self.ctx.multiprocessors),
+                self.ctx.launch(self.scale, complex_embedding.scale_grid(count, self.ctx.multiprocessors),
                                 (complex_embedding.THREADS,),
                                 [(c, None), (count, ctypes.c_longlong), (beta.real, ctypes.c_float),
                                  (beta.imag, ctypes.c_float)], stream=stream)
@@ -386,23 +386,23 @@ class CudaGemm:
 
     def _real_form(self, stored: DeviceOperand, alpha: complex, doubled: bool, stream: object) -> DeviceMemory:
         """The real form of a complex64 operand (``codelets.complex_embedding``: A's parts, or with
-        ``doubled`` the embedding of alpha op(B), transposed), dense and K-contiguous, in memory allocated
-        on ``stream``."""
-        rows, alpha = stored.rows, complex(alpha)
-        form = self.ctx.allocate((2 if doubled else 1) * rows * 2 * self.k * 4, stream)
-        count = rows * self.k
-        self.ctx.launch(self.embed, complex_embedding.grid(count, self.ctx.multiprocessors),
-                        (complex_embedding.THREADS,),
+        ``doubled`` the embedding of alpha op(B), transposed), dense and K-contiguous, its K made even
+        (``complex_embedding.depth``), in memory allocated on ``stream``."""
+        rows, alpha, even = stored.rows, complex(alpha), depth(self.k)
+        form = self.ctx.allocate((2 if doubled else 1) * rows * 2 * even * 4, stream)
+        self.ctx.launch(self.embed, complex_embedding.embed_grid(rows, even, self.ctx.multiprocessors),
+                        (complex_embedding.TILE, complex_embedding.ROWS_PER_PASS),
                         [(stored.memory, None), (stored.ld, ctypes.c_longlong), (int(stored.transposed), ctypes.c_int),
                          (int(stored.conjugated), ctypes.c_int), (rows, ctypes.c_int), (self.k, ctypes.c_int),
-                         (alpha.real, ctypes.c_float), (alpha.imag, ctypes.c_float), (int(doubled), ctypes.c_int),
-                         (form, None)], stream=stream)
+                         (even, ctypes.c_int), (alpha.real, ctypes.c_float), (alpha.imag, ctypes.c_float),
+                         (int(doubled), ctypes.c_int), (form, None)], stream=stream)
         return form
 
     def _real_operands(self, a: DeviceMemory, b: DeviceMemory) -> tuple[DeviceOperand, DeviceOperand]:
-        """The real product's operands in the real forms at ``a`` and ``b``: m x 2k and 2n x 2k, K-major."""
-        return (DeviceOperand(a, self.m, 2 * self.k, False, False),
-                DeviceOperand(b, 2 * self.n, 2 * self.k, False, False))
+        """The real product's operands in the real forms at ``a`` and ``b``: m x 2K and 2n x 2K, K-major
+        (K the even ``depth``)."""
+        ld = 2 * depth(self.k)
+        return DeviceOperand(a, self.m, ld, False, False), DeviceOperand(b, 2 * self.n, ld, False, False)
 
     def _kernel(self, a: DeviceOperand, b: DeviceOperand) -> tuple[Rendered, object, Schedule]:
         """The kernel that reads operands lying as ``a`` and ``b`` do with the fewest passes (``reading``;

@@ -1,46 +1,71 @@
 """``render``: the CUDA kernels that bring complex64 operands into the real form the CUDA path multiplies
-them in (``blas.complex_embedding``). A product's A (``rows`` x K complex) becomes ``rows`` x 2K float32,
-each element's real and imaginary parts side by side (complex64's own storage, conjugated where the op
-says); its B, seen as op(B)^T (``rows`` = N), becomes 2N x 2K float32, each element x = alpha b a pair of
-rows: (re x, -im x) and (im x, re x), the real embedding transposed. Both come out K-contiguous and
-dense, as the real kernels read them in place. A third kernel scales C by a complex beta first (the real
-kernels take a real one).
+them in (``blas.complex_embedding``). A product's A (``rows`` x K complex) becomes ``rows`` x 2 ``depth``
+float32, each element's real and imaginary parts side by side (complex64's own storage, conjugated where
+the op says); its B, seen as op(B)^T (``rows`` = N), becomes 2 ``rows`` x 2 ``depth`` float32, each element
+x = alpha b a pair of rows: (re x, -im x) and (im x, re x), the real embedding transposed. Both come out
+K-contiguous and dense, as the real kernels read them in place, their K made ``depth`` (even) by zeros. A
+third kernel scales C by a complex beta first (the real kernels take a real one).
 
-A thread writes one element's parts (two floats, or four in two rows), reading the stored operand as it
-lies (K x rows where it is stored transposed)."""
+The embedding kernel takes ``TILE`` x ``TILE`` tiles of (rows, K) in turn: its threads read a tile with
+consecutive threads along the operand's stored rows (K where it is stored as it is, rows where it is
+stored transposed), each row of threads ``ROWS_PER_PASS`` apart, into shared memory, then write the
+form's rows with consecutive threads along K: both sides of every tile are read and written whole
+sectors at a time, however the operand lies."""
 
 from __future__ import annotations
 
 #: The entry points: the operand's real form, and C scaled in place.
 EMBED, SCALE = "embed_complex64", "scale_complex64"
-#: Threads a block.
+#: The embedding's tiles of (rows, K), and the rows of threads of its blocks (TILE threads each).
+TILE, ROWS_PER_PASS = 32, 8
+#: Threads a block of the scaling kernel.
 THREADS = 256
 
 
 def render() -> str:
-    """The source of ``EMBED(src, ld, transposed, conjugated, rows, k, alpha_re, alpha_im, doubled, dst)``
-    (``doubled``: B's form, two rows an element, else A's) and ``SCALE(c, count, beta_re, beta_im)``, each
-    over a grid of blocks of ``THREADS`` threads that strides over its elements."""
+    """The source of ``EMBED(src, ld, transposed, conjugated, rows, k, depth, alpha_re, alpha_im, doubled,
+    dst)`` (``doubled``: B's form, two rows an element, else A's; K columns of ``src`` read, ``depth``
+    written), over a grid of blocks of ``TILE`` x ``ROWS_PER_PASS`` threads that strides over its tiles,
+    and ``SCALE(c, count, beta_re, beta_im)``, over a grid of blocks of ``THREADS`` that strides over C."""
     return f"""// autogemm: complex64 operands in the real form of their product (blas.complex_embedding)
-extern "C" __global__ void __launch_bounds__({THREADS}) {EMBED}(
+#define TILE {TILE}                                     // a tile of (rows, K) a block takes at a time
+#define ROWS_PER_PASS {ROWS_PER_PASS}                              // rows of threads, TILE threads each
+
+extern "C" __global__ void __launch_bounds__(TILE * ROWS_PER_PASS) {EMBED}(
         const float2* __restrict__ src, long long ld, int transposed, int conjugated, int rows, int k,
-        float alpha_re, float alpha_im, int doubled, float* __restrict__ dst) {{
-    const long long count = (long long)rows * k;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count;
-         i += (long long)gridDim.x * blockDim.x) {{
-        const long long r = i / k, l = i % k;         // the element of row r, column l of K
-        float2 v = transposed ? src[l * ld + r] : src[r * ld + l];
-        if (conjugated) v.y = -v.y;
-        // (a real alpha multiplies each part alone: 0 times an infinite part would make a NaN)
-        const float re = alpha_im == 0.f ? alpha_re * v.x : alpha_re * v.x - alpha_im * v.y;
-        const float im = alpha_im == 0.f ? alpha_re * v.y : alpha_re * v.y + alpha_im * v.x;
-        if (doubled) {{                                // rows 2r and 2r + 1 of 2k floats each
-            float2* pair = (float2*)dst;
-            pair[(2 * r) * k + l] = make_float2(re, -im);
-            pair[(2 * r + 1) * k + l] = make_float2(im, re);
-        }} else {{
-            ((float2*)dst)[r * k + l] = make_float2(re, im);
+        int depth, float alpha_re, float alpha_im, int doubled, float* __restrict__ dst) {{
+    __shared__ float2 tile[TILE][TILE + 1];          // [row][K] of the tile (+ 1: a column in other banks)
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int tiles_k = (depth + TILE - 1) / TILE;
+    const long long tiles = (long long)((rows + TILE - 1) / TILE) * tiles_k;
+    float2* pair = (float2*)dst;
+    for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {{
+        const int r0 = (int)(t / tiles_k) * TILE, l0 = (int)(t % tiles_k) * TILE;
+        for (int p = ty; p < TILE; p += ROWS_PER_PASS) {{    // read along the stored rows
+            const int i = transposed ? p : tx, j = transposed ? tx : p;      // (K, row) within the tile
+            const int r = r0 + j, l = l0 + i;
+            float2 v = make_float2(0.f, 0.f);                 // (K past k: the padding's zeros)
+            if (r < rows && l < k) v = transposed ? src[(long long)l * ld + r] : src[(long long)r * ld + l];
+            if (conjugated) v.y = -v.y;
+            // (a real alpha multiplies each part alone: 0 times an infinite part would make a NaN)
+            const float re = alpha_im == 0.f ? alpha_re * v.x : alpha_re * v.x - alpha_im * v.y;
+            const float im = alpha_im == 0.f ? alpha_re * v.y : alpha_re * v.y + alpha_im * v.x;
+            tile[j][i] = make_float2(re, im);
         }}
+        __syncthreads();
+        for (int p = ty; p < TILE; p += ROWS_PER_PASS) {{    // write along K
+            const int r = r0 + p, l = l0 + tx;
+            if (r < rows && l < depth) {{
+                const float2 v = tile[p][tx];
+                if (doubled) {{                            // rows 2r and 2r + 1 of 2 depth floats each
+                    pair[(long long)(2 * r) * depth + l] = make_float2(v.x, -v.y);
+                    pair[(long long)(2 * r + 1) * depth + l] = make_float2(v.y, v.x);
+                }} else {{
+                    pair[(long long)r * depth + l] = v;
+                }}
+            }}
+        }}
+        __syncthreads();                              // (the tile is read before the next one is written)
     }}
 }}
 
@@ -56,6 +81,17 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {SCALE}(
 
 
 def grid(count: int, multiprocessors: int) -> tuple[int]:
-    """Blocks for ``count`` elements: one a ``THREADS`` of them, at most eight a multiprocessor (the
-    kernels stride over the rest)."""
-    return (max(1, min(-(-count // THREADS), 8 * multiprocessors)),)
+    """Blocks for ``count`` elements (``SCALE``) or tiles (``EMBED``): one each, at most eight a
+    multiprocessor (the kernels stride over the rest)."""
+    return (max(1, min(count, 8 * multiprocessors)),)
+
+
+def scale_grid(count: int, multiprocessors: int) -> tuple[int]:
+    """``SCALE``'s blocks for ``count`` elements of C (``THREADS`` each)."""
+    return grid(-(-count // THREADS), multiprocessors)
+
+
+def embed_grid(rows: int, depth: int, multiprocessors: int) -> tuple[int]:
+    """``EMBED``'s blocks for a form of ``rows`` x ``depth`` complex elements (a ``TILE`` x ``TILE`` tile
+    each)."""
+    return grid(-(-rows // TILE) * -(-depth // TILE), multiprocessors)
