@@ -24,6 +24,7 @@ from autogemm.accuracy import apply_op, random_matrix, relative_error  # noqa: E
 from autogemm.dask import products, tasks  # noqa: E402
 from autogemm.dtypes import DTYPES  # noqa: E402
 from autogemm.errors import ArgumentError, DtypeError, ShapeError  # noqa: E402
+from autogemm.shares import copying  # noqa: E402
 
 RNG = np.random.default_rng(11)
 
@@ -277,6 +278,7 @@ def test_bench_dask_times_every_path_and_checks_it(tmp_path):
     assert 0 < rows["autogemm.dask"]["busy"] <= 1 and rows["dask numpy"]["busy"] is None      # its devices' share
     assert 0 < rows["autogemm.dask"]["copying"] <= 1 and rows["dask numpy"]["copying"] is None
     assert "busy" in out.output
+    assert written["host_copies"] == copying.copy_threads() and f"host copies: {written['host_copies']}" in out.output
     assert rows["dask cupy"]["seconds"] or rows["dask cupy"]["note"].startswith("not installed")
     out = CliRunner().invoke(main, ["bench-dask", "--workers", "0"])
     assert out.exit_code != 0 and "at least 1" in out.output

@@ -280,6 +280,15 @@ def test_the_native_copies_are_off_where_the_environment_says_0(native, monkeypa
     assert native_module.copier(2) is None
 
 
+def test_which_threads_copy_is_said_as_the_copier_stands(native, monkeypatch):
+    """Where the native copier is missing (no compiler at install, turned off, or too few cores) the
+    copies run on Python threads, which the benchmarks and `autogemm devices` say."""
+    monkeypatch.setattr(copying, "native_copier", lambda: native)
+    assert copying.copy_threads() == "native threads"
+    monkeypatch.setattr(copying, "native_copier", lambda: None)
+    assert copying.copy_threads() == "Python threads"
+
+
 @pytest.mark.gpu
 def test_on_a_gpu_numpy_products_copy_their_operands_on_native_threads(native, ctx, monkeypatch):
     """A GPU with memory of its own: numpy in, numpy out, each staged piece copied by the native

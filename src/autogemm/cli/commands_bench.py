@@ -32,7 +32,7 @@ from ..dtypes import get_dtype
 from ..errors import ArgumentError, AutogemmError
 from ..profiles import profile_for, profile_origin
 from ..runtime import Device, context_for
-from ..shares.copying import native_copier
+from ..shares.copying import copy_threads
 from ..version import __version__
 from .common import console, fail, json_file, select_device
 from .group import main
@@ -171,7 +171,7 @@ def _host_copies(dev: Device) -> str | None:
     memory, and nothing is copied)."""
     if dev.shares_host_memory:
         return None
-    return "native threads" if native_copier() else "Python threads"
+    return copy_threads()
 
 
 def _report(cases: list, title: str, json_path: Path | None, csv_path: Path | None, plot_path: Path | None,

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..dtypes import get_dtype
 from ..errors import AutogemmError
+from ..shares.copying import copy_threads
 from ..tables import plain_table
 from .common import cell, console, fail, json_file, write_results
 from .group import main
@@ -50,7 +51,7 @@ def bench_dask_command(dtype, size, chunk, workers, runs, seed, paths, json_path
     unknown = sorted(set(chosen) - set(PATH_NAMES))
     if unknown or not chosen:
         fail(f"--paths takes {', '.join(PATH_NAMES)}, not {', '.join(unknown) or 'nothing'}")
-    facts = {"dtype": dt.key, "n": size, "chunk": chunk, "runs": runs}
+    facts = {"dtype": dt.key, "n": size, "chunk": chunk, "runs": runs, "host_copies": copy_threads()}
     so_far: list = []
 
     def measured(result) -> None:       # a line and the JSON as each comes: a run cut short keeps them
@@ -74,6 +75,7 @@ def bench_dask_command(dtype, size, chunk, workers, runs, seed, paths, json_path
         table.add_row(str(r.workers), r.path, cell(r.seconds), cell(r.tflops), cell(speedup, ".2f"),
                       cell(ratio, ".2f"), *("-" if share is None else f"{share:.0%}" for share in (r.busy, r.copying)))
     console.print(table)
+    console.print(f"host copies: {facts['host_copies']}", highlight=False)
     if any(r.busy is not None for r in results):
         console.print("busy: the share of the wall time autogemm.dask's devices computed blocks", highlight=False)
         console.print("copy: the share they brought blocks back to the host (beside others' turns)",

@@ -13,6 +13,7 @@ from ..profiles import profile_for, profile_origin
 from ..runtime import Device
 from ..runtime.backend import backends
 from ..runtime.opencl import discovery
+from ..shares.copying import copy_threads
 from ..tables import plain_table
 from .common import console, fail, gib
 from .group import main
@@ -74,6 +75,7 @@ def devices_command(as_json: bool, check: bool) -> None:
             *((k.replace("_", " "), v) for k, v in d.vendor_facts.items()),
             ("architecture", d.architecture), ("backends", ", ".join(backends(d))), ("fingerprint", d.fingerprint),
             ("compiler", _compiler(d)), ("profile", profile_origin(d, profile_for(d))),
+            *(() if d.shares_host_memory else (("host copies", copy_threads()),)),
         ]
         for key, value in rows:
             table.add_row(key, value)

@@ -227,6 +227,13 @@ def native_copier() -> Copier | None:
     return copier(COPY_THREADS - 1)
 
 
+def copy_threads() -> str:
+    """Which threads copy host arrays into page-locked memory and back: "native threads", else "Python
+    threads" (the native library not built, turned off, or a host of too few cores), which on two GPUs'
+    Dask workers copying at once took several times longer."""
+    return "native threads" if native_copier() is not None else "Python threads"
+
+
 def parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
     """``dst[...] = src`` for arrays of one shape, by up to ``COPY_THREADS`` threads: the native ones where
     both are contiguous, or matrices of contiguous rows (a block of C into its place), and a pool of them
