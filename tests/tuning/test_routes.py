@@ -5,22 +5,26 @@ thresholds."""
 
 from __future__ import annotations
 
+import pytest
+
 from autogemm.blas import default_params
 from autogemm.codelets.simt import SimtParams
 from autogemm.dtypes import DTYPES
 from autogemm.profiles import read
 from autogemm.profiles.store import path_for
 from autogemm.profiles.thresholds import DEFAULTS, device_class
-from autogemm.tuning import Budget, TuneListener, tuner
+from autogemm.tuning import Budget, TuneListener, routes, tuner
 from autogemm.tuning.evaluation import WorkerProcess
 from autogemm.tuning.routes import (
     CPU_SIDES,
     EVERY_PRODUCT,
     GPU_SIDES,
     HOST_SIDES,
+    SHARED_HOST_SIDES,
     HostOrDevice,
     InPlace,
     host_bound,
+    host_sides,
     in_place_bound,
 )
 
@@ -76,12 +80,26 @@ def _host(*pairs: tuple[float | None, float | None]) -> list[HostOrDevice]:
     return [HostOrDevice(side, device, host) for side, (device, host) in zip((32, 64, 128, 256), pairs)]
 
 
-def test_the_host_bound_is_the_first_square_from_which_the_device_wins_by_its_margin():
-    assert host_bound(_host((9.0, 1.0), (5.0, 4.0), (3.0, 4.0), (2.0, 8.0))) == 128**3
-    assert host_bound(_host((9.0, 1.0), (3.0, 4.0), (5.0, 4.0), (2.0, 8.0))) == 256**3     # one win: noise
-    assert host_bound(_host((9.0, 1.0), (None, 4.0), (5.0, 4.0))) == EVERY_PRODUCT          # never faster
-    assert host_bound(_host((1.0, 9.0), (1.0, 9.0))) == 32**3                              # faster from the first
-    assert host_bound(_host((1.0, None))) is None
+@pytest.mark.parametrize("shared", [True, False])
+def test_the_host_bound_is_the_first_square_from_which_the_device_wins_by_its_margin(shared):
+    assert host_bound(_host((9.0, 1.0), (5.0, 4.0), (3.0, 4.0), (2.0, 8.0)), shared) == 128**3
+    assert host_bound(_host((9.0, 1.0), (3.0, 4.0), (5.0, 4.0), (2.0, 8.0)), shared) == 256**3     # one win: noise
+    assert host_bound(_host((1.0, 9.0), (1.0, 9.0)), shared) == 32**3                      # faster from the first
+    assert host_bound(_host((1.0, None)), shared) is None
+
+
+def test_a_device_never_faster_sends_every_product_to_the_host_only_where_it_shares_its_memory():
+    """A GPU with memory of its own that lost every square (its copies and launches outweigh small
+    products) takes those larger than the largest measured: the host's BLAS is not extrapolated past it
+    (a GPU machine's tune once sent 4096^3 to numpy, twenty times slower)."""
+    never = _host((9.0, 1.0), (None, 4.0), (5.0, 4.0))
+    assert host_bound(never, shares_memory=True) == EVERY_PRODUCT
+    assert host_bound(never, shares_memory=False) == 128**3 + 1
+
+
+def test_a_device_of_its_own_memory_is_timed_against_the_host_up_to_where_its_copies_no_longer_count(device):
+    assert host_sides(device) == (SHARED_HOST_SIDES if device.shares_host_memory else HOST_SIDES)
+    assert HOST_SIDES[-1] >= 2048 and SHARED_HOST_SIDES[-1] <= HOST_SIDES[-1]
 
 
 def test_tune_measures_where_the_hosts_blas_is_faster_into_the_profile(cache, device):
@@ -90,8 +108,8 @@ def test_tune_measures_where_the_hosts_blas_is_faster_into_the_profile(cache, de
                          listener=heard, classes=("routes",))
     assert [key for key, *_ in heard.host] == ["s", "d"]
     for key, timed, bound in heard.host:
-        assert [t.side for t in timed] == list(HOST_SIDES) and all(t.host > 0 for t in timed)
-        assert bound == host_bound(timed) and profile.thresholds.host_below(key) == bound
+        assert [t.side for t in timed] == list(host_sides(device)) and all(t.host > 0 for t in timed)
+        assert bound == host_bound(timed, device.shares_host_memory) and profile.thresholds.host_below(key) == bound
     # what it saved: the fields it measured, over which the device follows its class's defaults
     saved, row = read(path_for(device.fingerprint)).thresholds, DEFAULTS[device_class(device)]
     assert saved.given == profile.thresholds.given and saved.over(row) == profile.thresholds.over(row)
@@ -103,3 +121,16 @@ class _HeardHost(TuneListener):
 
     def host_measured(self, dtype, timed, bound) -> None:
         self.host.append((dtype.key, timed, bound))
+
+
+def test_one_in_place_bound_serves_every_dtype_the_least_of_float32s_and_float64s(cache, device, monkeypatch):
+    """float32's squares alone once set a bound that made float64's products of 768 to 1024 slower."""
+    measured = {"s": 2048**3 + 1, "d": 256**3}
+    monkeypatch.setattr(routes, "measure_in_place", lambda worker, profile, dt, sides: [dt.key])
+    monkeypatch.setattr(routes, "in_place_bound", lambda timed: measured[timed[0]])
+    monkeypatch.setattr(routes, "measure_host", lambda worker, dt, sides: [])
+    heard = _Heard()
+    profile = tuner.tune(device, (DTYPES["s"], DTYPES["d"], DTYPES["c"]), Budget(evaluations=4), quick=True,
+                         top=1, listener=heard, classes=("routes",))
+    assert [key for key, *_ in heard.routes] == ["s", "d"]
+    assert profile.thresholds.in_place_multiply_adds == 256**3

@@ -74,9 +74,13 @@ def in_place_bound(timed: list[InPlace]) -> int | None:
     return both[-1].side ** 3 + 1 if both else None
 
 
-#: The sides of the squares timed from numpy to numpy on the device and by the host's BLAS, and the dtypes
-#: (those numpy's BLAS computes in their own precision).
-HOST_SIDES = (32, 64, 128, 256, 512)
+#: The sides of the squares timed from numpy to numpy on the device and by the host's BLAS (the dtypes
+#: those numpy's BLAS computes in their own precision): on a device of memory of its own, up to where
+#: its copies and launches no longer count (the host of a GPU of 16 cores finished squares of 512
+#: first), finer past 256 where the two cross; on one that shares the host's memory, fewer (its products
+#: run on the host's own cores).
+HOST_SIDES = (32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048)
+SHARED_HOST_SIDES = (32, 64, 128, 256, 512)
 
 
 class HostOrDevice(NamedTuple):
@@ -88,23 +92,31 @@ class HostOrDevice(NamedTuple):
     host: float | None
 
 
-def measure_host(worker: WorkerProcess, dt: Dtype, sides: tuple[int, ...] = HOST_SIDES, seconds: float = 0.1
+def host_sides(device: Device) -> tuple[int, ...]:
+    """The squares ``measure_host`` times on ``device``."""
+    return SHARED_HOST_SIDES if device.shares_host_memory else HOST_SIDES
+
+
+def measure_host(worker: WorkerProcess, dt: Dtype, sides: tuple[int, ...], seconds: float = 0.1
                  ) -> list[HostOrDevice]:
     """Each square of ``sides`` of ``dt`` timed from numpy to numpy on the device and by the host's BLAS."""
     return [HostOrDevice(side, *worker.time_host_calls(dt, side, seconds)) for side in sides]
 
 
-def host_bound(timed: list[HostOrDevice]) -> int | None:
+def host_bound(timed: list[HostOrDevice], shares_memory: bool) -> int | None:
     """The multiply-adds below which a product from numpy to numpy runs on the host: those of the first
-    square from which the device ran faster (by ``MARGIN``) on it and on the next too, else every product
-    (the device was slower on every square, the largest included); None where the host's BLAS was not
-    timed."""
+    square from which the device ran faster (by ``MARGIN``) on it and on the next too; where it never did,
+    every product on a device that ``shares_memory`` with the host (its products run on the host's own
+    cores), else those up to the largest square (nothing larger was measured, and a device of memory of
+    its own gains on the host as products grow); None where the host's BLAS was not timed."""
     timed = [t for t in timed if t.host is not None]
     wins = [t.device is not None and t.device * MARGIN < t.host for t in timed]
     for i, t in enumerate(timed):
         if wins[i] and (i + 1 == len(timed) or wins[i + 1]):
             return t.side ** 3
-    return EVERY_PRODUCT if timed else None
+    if not timed:
+        return None
+    return EVERY_PRODUCT if shares_memory else timed[-1].side ** 3 + 1
 
 
 def with_host_bound(profile: Profile, device: Device, dt: Dtype, bound: int) -> Profile:

@@ -313,22 +313,25 @@ def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget
 def _measure_routes(worker: WorkerProcess, dtypes: tuple[Dtype, ...], profile: Profile, schedule: Schedule,
                     listener: TuneListener, write: bool) -> Profile:
     """The routes step (``routes``), with the configurations ``profile`` ranks: the profile with the
-    multiply-adds below which products read in place (on float32's squares, or the first dtype's), and
-    for each native dtype of ``dtypes`` below which products from numpy to numpy run on the host's BLAS,
-    measured (saved where ``write``). It takes seconds, and runs even where the run's time is spent: the
-    bounds it measures hold for every product the device runs."""
+    multiply-adds below which products read in place (the least of those measured on float32's and
+    float64's squares, or the first dtype's: one bound serves every dtype, and float32's alone made
+    float64's products slower), and for each native dtype of ``dtypes`` below which products from numpy
+    to numpy run on the host's BLAS, measured (saved where ``write``). It takes seconds, and runs even
+    where the run's time is spent: the bounds it measures hold for every product the device runs."""
     schedule.begin()
     started = time.monotonic()
     device = worker.device
-    dt = next((d for d in dtypes if d.key == "s"), dtypes[0])
-    timed = routes.measure_in_place(worker, profile, dt, routes.GPU_SIDES if device.is_gpu else routes.CPU_SIDES)
-    bound = routes.in_place_bound(timed)
-    listener.routes_measured(dt, timed, bound)
-    if bound is not None:
-        profile = routes.with_in_place_bound(profile, device, bound)
+    bounds = []
+    for dt in [d for d in dtypes if d.key in ("s", "d")] or dtypes[:1]:
+        timed = routes.measure_in_place(worker, profile, dt, routes.GPU_SIDES if device.is_gpu else routes.CPU_SIDES)
+        bound = routes.in_place_bound(timed)
+        listener.routes_measured(dt, timed, bound)
+        bounds += [bound] if bound is not None else []
+    if bounds:
+        profile = routes.with_in_place_bound(profile, device, min(bounds))
     for dt in (d for d in dtypes if d.key in HOST_DTYPES):
-        host = routes.measure_host(worker, dt)
-        bound = routes.host_bound(host)
+        host = routes.measure_host(worker, dt, routes.host_sides(device))
+        bound = routes.host_bound(host, device.shares_host_memory)
         listener.host_measured(dt, host, bound)
         if bound is not None:
             profile = routes.with_host_bound(profile, device, dt, bound)
