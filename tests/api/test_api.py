@@ -470,3 +470,22 @@ def test_matmul_of_two_matrices_repeats_on_gemms_kept_route(ctx, monkeypatch):
         assert relative_error(autogemm.matmul(da, db).get(), a.astype(np.float64) @ b) < 1e-5
     assert relative_error(out, a.astype(np.float64) @ b) < 1e-5
     assert len(built) == 3                   # one per signature, none for its repeats
+
+
+@pytest.mark.parametrize("letter", ["s", "c"])
+def test_3xtf32_runs_a_product_with_a_short_side_in_plain_arithmetic(letter, device, monkeypatch):
+    """A product shorter than ``split_min_side`` in M, N or K is bound by memory or launches: 3xTF32's
+    split would only slow it, and plain float32 is the accuracy it promises. The bound is the profile's."""
+    from autogemm.engine import dispatch
+
+    set_thresholds(monkeypatch, split_min_side=40)
+    seen = []
+    real = dispatch.OpenCLRoute
+    monkeypatch.setattr(dispatch, "OpenCLRoute", lambda call: seen.append(call.dt.key) or real(call))
+    rng = np.random.default_rng(5)
+    dt = DTYPES[letter]
+    for (m, n, k), key in (((50, 45, 41), f"{letter}.3xtf32"), ((50, 39, 41), letter), ((50, 45, 3), letter)):
+        a, b = random_matrix(rng, dt, (m, k)), random_matrix(rng, dt, (k, n))
+        out = autogemm.gemm(a, b, precision="3xtf32", backend="opencl")
+        assert seen[-1] == key and out.dtype == dt.numpy
+        assert relative_error(out, a.astype(dt.reference_numpy) @ b) < dt.tolerance

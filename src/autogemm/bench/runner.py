@@ -29,6 +29,7 @@ from ..blas import GemmProblem, LaunchPlan, Op
 from ..blas.complex_embedding import kernel_problem
 from ..blas.cuda_gemm import CudaGemm, DeviceOperand, cuda_plan, cuda_target, stack_stride
 from ..blas.plans import plan_for
+from ..blas.selection import working_dtype
 from ..blas.vectors import VectorsPlan
 from ..dtypes import DTYPES, Dtype
 from ..engine.routes.cuda_host import auto_cuda_params, goes_to_cuda
@@ -205,6 +206,7 @@ class Bench:
             # would carry for nothing)
             op_a, op_b = Op.from_letter(shape.trans_a, "trans_a"), Op.from_letter(shape.trans_b, "trans_b")
             limits = thresholds_for(self.ctx.device)
+            dt = working_dtype(dt, shape.m, shape.n, shape.k, limits)
             kernel_dt, (m, n, k), ops = kernel_problem(dt, (shape.m, shape.n, shape.k), (op_a, op_b))
             cuda = goes_to_cuda(kernel_dt, m, n, k, limits, *ops)
             cuda_ctx = cuda_target(self.ctx.device, kernel_dt)[0] if cuda else None

@@ -12,7 +12,7 @@ from typing import NamedTuple
 from ..codelets import gemv as gemv_codelet
 from ..codelets.kernel import ceil_div
 from ..codelets.registry import KernelParams, Params, check
-from ..dtypes import Dtype
+from ..dtypes import DTYPES, Dtype
 from ..profiles import Profile, Ranked, SizeClassEntry, Thresholds, profile_for, thresholds_for
 from ..profiles.profile import LATENCY_CLASS, SHAPES, shape_distance
 from ..runtime.backend import CUDA, OPENCL
@@ -35,6 +35,15 @@ LAYOUT_MATCH_SHARE = 0.9
 MEASURED_LAYOUT = "NN"
 #: A size class farther in shape than another is chosen only when predicted at least this much faster.
 PREDICTION_MARGIN = 1.1
+
+
+def working_dtype(dt: Dtype, m: int, n: int, k: int, limits: Thresholds) -> Dtype:
+    """The dtype a product of ``dt`` is computed in: its own, or its storage's plain arithmetic where
+    ``dt`` asks for 3xTF32 of a product with a side shorter than ``limits.split_min_side``: float32's
+    accuracy, which 3xTF32 promises, at float32's speed, which the split's passes only slow there."""
+    if dt.precision != "3xtf32" or min(m, n, k) >= limits.split_min_side:
+        return dt
+    return DTYPES[dt.letter]
 
 
 class Selection(NamedTuple):

@@ -4,12 +4,13 @@ of column-major matrices into one of row-major storage (``oriented``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple, TypedDict, TypeVar
 
 import numpy as np
 
 from ..blas import Op
+from ..blas.selection import working_dtype
 from ..codelets.registry import GEMM, OPENCL, family_of
 from ..dtypes import Dtype, get_dtype, with_output, with_precision
 from ..errors import ArgumentError, ConfigError, DtypeError, ShapeError
@@ -18,6 +19,7 @@ from .operands import on_device, scalar
 
 if TYPE_CHECKING:
     from ..codelets.registry import KernelParams
+    from ..profiles.thresholds import Thresholds
     from ..runtime.opencl import commands as ocl
     from ..shares.split import Split
 
@@ -155,6 +157,12 @@ class GemmCall:
                                 f"from its defaults and the device's profile)")
         alpha, beta = checked_scalars(o, dt, c is not None)
         return cls(a, b, c, batch, o, dt, op_a, op_b, m, n, k, shape, alpha, beta)
+
+    def in_working_dtype(self, limits: Thresholds) -> GemmCall:
+        """This call in the dtype its product is computed in on a device of ``limits``
+        (``blas.selection.working_dtype``: 3xTF32's short products in plain float32)."""
+        dt = working_dtype(self.dt, self.m, self.n, self.k, limits)
+        return self if dt is self.dt else replace(self, dt=dt)
 
     @property
     def empty(self) -> bool:

@@ -52,6 +52,7 @@ def run_gemm(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, options:
                     for x, name in ((a, "a"), (b, "b")))
             c = None if c is None else as_matrix(c, "c")
         call = GemmCall.build(a, b, c, batch, options)
+        call = call.in_working_dtype(thresholds_for(find_device(options.device)))
         if batch is None:
             done = _elsewhere(call, key)
             if done is not None:
