@@ -134,3 +134,28 @@ def test_one_in_place_bound_serves_every_dtype_the_least_of_float32s_and_float64
                          top=1, listener=heard, classes=("routes",))
     assert [key for key, *_ in heard.routes] == ["s", "d"]
     assert profile.thresholds.in_place_multiply_adds == 256**3
+
+
+def test_the_routes_step_times_a_gpu_product_with_its_copies_through_page_locked_memory(discrete):
+    """On a device of memory of its own the device's way is timed as ``gemm`` moves numpy operands
+    (pageable copies made 1024^3 DGEMM five times as slow and sent it to the host): right, into a new
+    array, for a dtype whose C has another size than its operands too (complex)."""
+    import numpy as np
+
+    from autogemm.accuracy import random_matrix, relative_error
+    from autogemm.blas import GemmProblem
+    from autogemm.blas.plans import plan_for
+    from autogemm.runtime.opencl import commands as ocl
+    from autogemm.tuning.evaluation.worker import staged_round_trip
+
+    rng = np.random.default_rng(8)
+    ctx = discrete.for_calls
+    for key, (m, n, k) in (("s", (37, 29, 45)), ("z", (20, 33, 18))):
+        dt = DTYPES[key]
+        a, b = random_matrix(rng, dt, (m, k)), random_matrix(rng, dt, (k, n))
+        sizes = (a.nbytes, b.nbytes, m * n * dt.output.numpy.itemsize)
+        buffers = [ocl.device_buffer(ctx.context, nbytes) for nbytes in sizes]
+        run = staged_round_trip(plan_for(ctx, GemmProblem.dense(dt, m, n, k)), buffers, a, b)
+        first, again = run(), run()
+        assert first is not again and first.shape == (m, n)
+        assert relative_error(again, a.astype(dt.reference_numpy) @ b) < dt.tolerance
