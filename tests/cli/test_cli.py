@@ -22,6 +22,17 @@ def test_devices_table_and_json(device):
     assert any(d["fingerprint"] == device.fingerprint for d in data)
 
 
+def test_devices_say_which_threads_copy_for_a_device_of_memory_of_its_own(device, monkeypatch):
+    from autogemm.shares import copying
+
+    monkeypatch.setattr(copying, "native_copier", lambda: None)
+    shown = {d["fingerprint"]: d["host_copies"] for d in json.loads(invoke("devices", "--json").output)}
+    assert shown[device.fingerprint] is None and "host copies" not in invoke("devices").output    # shares memory
+    monkeypatch.setattr(type(device), "shares_host_memory", property(lambda self: False))
+    shown = {d["fingerprint"]: d["host_copies"] for d in json.loads(invoke("devices", "--json").output)}
+    assert shown[device.fingerprint] == "Python threads" and "Python threads" in invoke("devices").output
+
+
 def test_show_kernel_from_settings_and_json():
     out = invoke("show-kernel", "--dtype", "c", "--set", "tile_rows=8", "--set", "vector_width=2")
     assert out.exit_code == 0

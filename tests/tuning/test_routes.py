@@ -6,6 +6,7 @@ thresholds."""
 from __future__ import annotations
 
 import pytest
+from limits import set_thresholds
 
 from autogemm.blas import default_params
 from autogemm.codelets.simt import SimtParams
@@ -19,7 +20,7 @@ from autogemm.tuning.routes import (
     CPU_SIDES,
     EVERY_PRODUCT,
     GPU_SIDES,
-    HOST_SIDES,
+    OWN_MEMORY_HOST_SIDES,
     SHARED_HOST_SIDES,
     HostOrDevice,
     InPlace,
@@ -91,15 +92,22 @@ def test_the_host_bound_is_the_first_square_from_which_the_device_wins_by_its_ma
 def test_a_device_never_faster_sends_every_product_to_the_host_only_where_it_shares_its_memory():
     """A GPU with memory of its own that lost every square (its copies and launches outweigh small
     products) takes those larger than the largest measured: the host's BLAS is not extrapolated past it
-    (a GPU machine's tune once sent 4096^3 to numpy, twenty times slower)."""
+    (a GPU machine's tune once sent its largest products to numpy)."""
     never = _host((9.0, 1.0), (None, 4.0), (5.0, 4.0))
     assert host_bound(never, shares_memory=True) == EVERY_PRODUCT
     assert host_bound(never, shares_memory=False) == 128**3 + 1
 
 
-def test_a_device_of_its_own_memory_is_timed_against_the_host_up_to_where_its_copies_no_longer_count(device):
-    assert host_sides(device) == (SHARED_HOST_SIDES if device.shares_host_memory else HOST_SIDES)
-    assert HOST_SIDES[-1] >= 2048 and SHARED_HOST_SIDES[-1] <= HOST_SIDES[-1]
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_device_of_its_own_memory_is_timed_against_the_host_up_to_where_its_copies_no_longer_count(
+        shared, cache, device, monkeypatch):
+    monkeypatch.setattr(type(device), "shares_host_memory", property(lambda self: shared))
+    asked = []
+    monkeypatch.setattr(routes, "measure_in_place", lambda worker, profile, dt, sides: [])
+    monkeypatch.setattr(routes, "measure_host", lambda worker, dt, sides: asked.append(sides) or [])
+    tuner.tune(device, (DTYPES["s"],), Budget(evaluations=4), quick=True, top=1, classes=("routes",))
+    assert asked == [SHARED_HOST_SIDES if shared else OWN_MEMORY_HOST_SIDES]
+    assert OWN_MEMORY_HOST_SIDES[-1] >= 2048 > SHARED_HOST_SIDES[-1]
 
 
 def test_tune_measures_where_the_hosts_blas_is_faster_into_the_profile(cache, device):
@@ -124,7 +132,7 @@ class _HeardHost(TuneListener):
 
 
 def test_one_in_place_bound_serves_every_dtype_the_least_of_float32s_and_float64s(cache, device, monkeypatch):
-    """float32's squares alone once set a bound that made float64's products of 768 to 1024 slower."""
+    """float32's squares alone once set a bound that made float64's mid-sized products slower."""
     measured = {"s": 2048**3 + 1, "d": 256**3}
     monkeypatch.setattr(routes, "measure_in_place", lambda worker, profile, dt, sides: [dt.key])
     monkeypatch.setattr(routes, "in_place_bound", lambda timed: measured[timed[0]])
@@ -136,26 +144,39 @@ def test_one_in_place_bound_serves_every_dtype_the_least_of_float32s_and_float64
     assert profile.thresholds.in_place_multiply_adds == 256**3
 
 
-def test_the_routes_step_times_a_gpu_product_with_its_copies_through_page_locked_memory(discrete):
-    """On a device of memory of its own the device's way is timed as ``gemm`` moves numpy operands
-    (pageable copies made 1024^3 DGEMM five times as slow and sent it to the host): right, into a new
-    array, for a dtype whose C has another size than its operands too (complex)."""
+def test_the_routes_step_times_a_gpu_product_as_gemm_moves_its_operands(discrete, monkeypatch):
+    """On a device of memory of its own, numpy operands are timed as ``gemm`` moves them (the driver's
+    pageable copies made a GPU's products look slower than ``gemm``'s where it and the host cross): the
+    small ones straight from the arrays, the others through page-locked memory (a result of the pool, or
+    brought back through the kept memory where the pool gives none), each right, into a new array."""
     import numpy as np
 
     from autogemm.accuracy import random_matrix, relative_error
     from autogemm.blas import GemmProblem
     from autogemm.blas.plans import plan_for
+    from autogemm.profiles import thresholds_for
     from autogemm.runtime.opencl import commands as ocl
-    from autogemm.tuning.evaluation.worker import staged_round_trip
+    from autogemm.shares import staging
+    from autogemm.tuning.evaluation import worker
 
     rng = np.random.default_rng(8)
     ctx = discrete.for_calls
-    for key, (m, n, k) in (("s", (37, 29, 45)), ("z", (20, 33, 18))):
+    staged = []
+    real = staging.page_locked
+    monkeypatch.setattr(worker, "page_locked", lambda ctx, nbytes: staged.append(nbytes) or real(ctx, nbytes))
+    cases = (("s", (37, 29, 45), 0, True), ("z", (20, 33, 18), 0, False), ("d", (21, 22, 23), 10**9, True))
+    for key, (m, n, k), pinned_min, pooled in cases:
+        set_thresholds(monkeypatch, pinned_min_bytes=pinned_min, result_min_bytes=0)
+        monkeypatch.setattr(worker, "host_result", staging.host_result if pooled
+                            else lambda ctx, shape, dtype, limits: np.empty(shape, dtype))
         dt = DTYPES[key]
         a, b = random_matrix(rng, dt, (m, k)), random_matrix(rng, dt, (k, n))
-        sizes = (a.nbytes, b.nbytes, m * n * dt.output.numpy.itemsize)
-        buffers = [ocl.device_buffer(ctx.context, nbytes) for nbytes in sizes]
-        run = staged_round_trip(plan_for(ctx, GemmProblem.dense(dt, m, n, k)), buffers, a, b)
+        buffers = [ocl.device_buffer(ctx.context, nbytes) for nbytes in (a.nbytes, b.nbytes, m * n * a.itemsize)]
+        run = worker.host_round_trip(plan_for(ctx, GemmProblem.dense(dt, m, n, k)), buffers, a, b,
+                                     thresholds_for(ctx.device))
+        before = len(staged)
         first, again = run(), run()
+        assert len(staged) - before == (0 if pinned_min else 2)
         assert first is not again and first.shape == (m, n)
-        assert relative_error(again, a.astype(dt.reference_numpy) @ b) < dt.tolerance
+        for got in (first, again):
+            assert relative_error(got, a.astype(dt.reference_numpy) @ b) < dt.tolerance

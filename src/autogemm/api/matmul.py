@@ -7,12 +7,12 @@ import numpy as np
 from ..engine.operands import Matrix, as_array, call_context, events_of, hand_events, on_device
 from ..engine.routes.cuda_tensors import is_cuda_tensor
 from ..engine.routes.host_blas import plain_product
-from ..engine.transfer import host_result
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..profiles import thresholds_for
 from ..runtime import Device
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.memory import reports_full_memory
+from ..shares.staging import host_result
 from .batched import gemm_batched
 from .gemm import gemm
 

@@ -269,7 +269,7 @@ class CudaGemm:
     in one launch (C's matrices one after another; each operand a matrix a product or one they share,
     ``DeviceOperand.layer_stride``), read as they lie: a batch is not laid out, nor split into 3xtf32's
     planes (``reads_in_place`` says which batches it takes). complex64 in TF32 or 3xTF32 is the real
-    product of its embedding (``complex_embedding``, m x 2n x 2k, ``params`` that product's): its operands
+    product of its embedding (``complex_embedding``, m x 2n x 2 depth(k), ``params`` that product's): its operands
     are brought into that form on the device first, one product at a time. The kernels are compiled when
     it is made."""
 

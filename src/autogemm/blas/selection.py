@@ -12,7 +12,7 @@ from typing import NamedTuple
 from ..codelets import gemv as gemv_codelet
 from ..codelets.kernel import ceil_div
 from ..codelets.registry import KernelParams, Params, check
-from ..dtypes import DTYPES, Dtype
+from ..dtypes import Dtype
 from ..profiles import Profile, Ranked, SizeClassEntry, Thresholds, profile_for, thresholds_for
 from ..profiles.profile import LATENCY_CLASS, SHAPES, shape_distance
 from ..runtime.backend import CUDA, OPENCL
@@ -43,7 +43,7 @@ def working_dtype(dt: Dtype, m: int, n: int, k: int, limits: Thresholds) -> Dtyp
     accuracy, which 3xTF32 promises, at float32's speed, which the split's passes only slow there."""
     if dt.precision != "3xtf32" or min(m, n, k) >= limits.split_min_side:
         return dt
-    return DTYPES[dt.letter]
+    return dt.native
 
 
 class Selection(NamedTuple):

@@ -52,7 +52,8 @@ def devices_command(as_json: bool, check: bool) -> None:
     if as_json:
         click.echo(json.dumps([dict(d.facts(), slot=d.slot, architecture=d.architecture, backends=backends(d),
                                     fingerprint=d.fingerprint, compiler_fault=discovery.compiler_fault(d),
-                                    profile=profile_origin(d, profile_for(d)))
+                                    profile=profile_origin(d, profile_for(d)),
+                                    host_copies=None if d.shares_host_memory else copy_threads())
                                for d in found], indent=2))
         return
     if discovery.icd_note:

@@ -152,8 +152,8 @@ class ProgressListener(TuneListener):
         if bound is not None:
             side = round(bound ** (1 / 3))
             square = f"below a {side}^3 square" if side**3 == bound else f"a {side}^3 square too"
-            console.print(f"products of fewer than {bound:,} multiply-adds ({square}) read A and B where they lie",
-                          highlight=False)
+            console.print(f"{dtype.routine} read A and B where they lie no slower below {bound:,} multiply-adds "
+                          f"({square}); the profile keeps the least of the dtypes measured", highlight=False)
 
 
     def host_measured(self, dtype: Dtype, timed: list[HostOrDevice], bound: int | None) -> None:
@@ -166,7 +166,9 @@ class ProgressListener(TuneListener):
             what = "every product runs on the host's BLAS (the device was slower on every square)"
         elif bound:
             side = round(bound ** (1 / 3))
-            what = f"products of fewer than {bound:,} multiply-adds (below a {side}^3 square) run on the host's BLAS"
+            square = (f"below a {side}^3 square" if side**3 == bound
+                      else f"a {side}^3 square too; larger ones stay on the device")
+            what = f"products of fewer than {bound:,} multiply-adds ({square}) run on the host's BLAS"
         else:
             what = "every product runs on the device"
         self.progress.console.print(f"{dtype.routine} from numpy to numpy: {what}", highlight=False)

@@ -44,13 +44,15 @@ extern "C" __global__ void __launch_bounds__(TILE * ROWS_PER_PASS) {EMBED}(
         for (int p = ty; p < TILE; p += ROWS_PER_PASS) {{    // read along the stored rows
             const int i = transposed ? p : tx, j = transposed ? tx : p;      // (K, row) within the tile
             const int r = r0 + j, l = l0 + i;
-            float2 v = make_float2(0.f, 0.f);                 // (K past k: the padding's zeros)
-            if (r < rows && l < k) v = transposed ? src[(long long)l * ld + r] : src[(long long)r * ld + l];
-            if (conjugated) v.y = -v.y;
-            // (a real alpha multiplies each part alone: 0 times an infinite part would make a NaN)
-            const float re = alpha_im == 0.f ? alpha_re * v.x : alpha_re * v.x - alpha_im * v.y;
-            const float im = alpha_im == 0.f ? alpha_re * v.y : alpha_re * v.y + alpha_im * v.x;
-            tile[j][i] = make_float2(re, im);
+            float2 e = make_float2(0.f, 0.f);     // (K past k: the padding's zeros, never scaled by alpha)
+            if (r < rows && l < k) {{
+                float2 v = transposed ? src[(long long)l * ld + r] : src[(long long)r * ld + l];
+                if (conjugated) v.y = -v.y;
+                // (a real alpha multiplies each part alone: 0 times an infinite part would make a NaN)
+                e.x = alpha_im == 0.f ? alpha_re * v.x : alpha_re * v.x - alpha_im * v.y;
+                e.y = alpha_im == 0.f ? alpha_re * v.y : alpha_re * v.y + alpha_im * v.x;
+            }}
+            tile[j][i] = e;
         }}
         __syncthreads();
         for (int p = ty; p < TILE; p += ROWS_PER_PASS) {{    // write along K
@@ -81,8 +83,8 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {SCALE}(
 
 
 def grid(count: int, multiprocessors: int) -> tuple[int]:
-    """Blocks for ``count`` elements (``SCALE``) or tiles (``EMBED``): one each, at most eight a
-    multiprocessor (the kernels stride over the rest)."""
+    """Blocks for ``count`` blocks' worth of work (``SCALE``'s, from ``scale_grid``) or tiles (``EMBED``):
+    one each, at most eight a multiprocessor (the kernels stride over the rest)."""
     return (max(1, min(count, 8 * multiprocessors)),)
 
 

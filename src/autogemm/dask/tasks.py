@@ -21,14 +21,14 @@ import numpy as np
 
 from ..accuracy import apply_op
 from ..api import gemm
-from ..engine.transfer import host_result, staged_uploads
+from ..engine.transfer import staged_uploads
 from ..errors import DeviceError
 from ..profiles import thresholds_for
 from ..runtime import Device, context_for, context_for_queue
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.discovery import default_device, find_device
 from ..shares.copying import parallel_copy
-from ..shares.staging import in_result_pool, page_locked, read_into
+from ..shares.staging import host_result, in_result_pool, page_locked, read_into
 from .assembly import INPROC, claim, in_process, memory_owner
 
 log = logging.getLogger("autogemm.dask")

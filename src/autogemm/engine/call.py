@@ -160,7 +160,12 @@ class GemmCall:
 
     def in_working_dtype(self, limits: Thresholds) -> GemmCall:
         """This call in the dtype its product is computed in on a device of ``limits``
-        (``blas.selection.working_dtype``: 3xTF32's short products in plain float32)."""
+        (``blas.selection.working_dtype``: 3xTF32's short products in plain float32), where the call
+        leaves the choice to autogemm: backend 'auto', no ``config`` (whose family may only take the
+        precision asked for) and one device (``devices=`` calls each device's share so)."""
+        o = self.options
+        if o.backend != "auto" or o.config is not None or o.devices is not None:
+            return self
         dt = working_dtype(self.dt, self.m, self.n, self.k, limits)
         return self if dt is self.dt else replace(self, dt=dt)
 

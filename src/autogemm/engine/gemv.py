@@ -17,6 +17,7 @@ from ..errors import ArgumentError, DtypeError, ShapeError
 from ..profiles import thresholds_for
 from ..runtime import Device
 from ..runtime.opencl import commands as ocl
+from ..shares.staging import host_result
 from .operands import (
     Matrix,
     as_array,
@@ -29,7 +30,7 @@ from .operands import (
     stored,
     stored_vector,
 )
-from .transfer import host_result, one_block, run_blocks
+from .transfer import one_block, run_blocks
 
 
 def run_gemv(a: Matrix, x: Matrix, y: Matrix | None, *, alpha: complex | float, beta: complex | float, trans: str,

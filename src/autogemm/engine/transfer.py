@@ -6,7 +6,7 @@ numpy in, numpy out, the host's arrays cross through page-locked memory, as torc
 pageable memory, which the driver copies through a small staging area of its own.
 The operands are copied in pieces by the copy threads (``shares.copying``) into page-locked memory kept
 between calls (``shares.staging.page_locked``); a new result is page-locked memory itself
-(``host_result``), which the device writes and the caller keeps. A call comes in blocks (``Block``: a
+(``shares.staging.host_result``), which the device writes and the caller keeps. A call comes in blocks (``Block``: a
 product in blocks of C's rows). Every upload, launch and download is enqueued at once, while the copy
 threads start: each upload waits for a user event its piece's copy marks complete (``_Copies``), each
 block for the last upload it reads, and its part of the result comes back while the next computes, so
@@ -16,7 +16,6 @@ caller to enqueue anything."""
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Sequence
 from ctypes import memmove
 from typing import NamedTuple
@@ -26,7 +25,6 @@ import numpy as np
 from ..blas import GemmProblem, index_blocks
 from ..profiles import Thresholds
 from ..runtime import DeviceContext
-from ..runtime.cuda import CudaContext
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.memory import check_memory
 from ..shares.copying import COPY_THREADS, Background, native_copier, parallel_copy
@@ -94,20 +92,6 @@ def run_blocks(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[
     with page_locked(ctx, places[-1]) as memory:     # until the uploads are done and a host result is back
         staging = [memory[start:] for start in places[:-2]] + [None if out_locked else memory[places[-2]:]]
         return _execute(ctx, operands, needed, out, blocks, wait_for, staging)
-
-
-def host_result(ctx: DeviceContext | CudaContext, shape: tuple[int, ...], dtype: np.dtype, limits: Thresholds
-                ) -> np.ndarray:
-    """A new host array for a call's result: page-locked memory of the context's ``ResultPool`` where the
-    result takes ``result_min_bytes`` to ``pinned_max_bytes`` (the device's ``limits``) and the device
-    has memory of its own (else, or once the pool is full, an ordinary array)."""
-    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
-    shared = isinstance(ctx, DeviceContext) and ctx.device.shares_host_memory
-    if limits.result_min_bytes <= nbytes <= limits.pinned_max_bytes and not shared:
-        found = result_pool(ctx).take(shape, dtype)
-        if found is not None:
-            return found
-    return np.empty(shape, dtype)
 
 
 def _places(operands: Sequence[Stored], needed: Sequence[bool], out: Matrix, out_locked: bool, limits: Thresholds

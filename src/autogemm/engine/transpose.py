@@ -11,8 +11,9 @@ from ..errors import ArgumentError, DtypeError, ShapeError
 from ..profiles import thresholds_for
 from ..runtime import Device
 from ..runtime.opencl import commands as ocl
+from ..shares.staging import host_result
 from .operands import Matrix, Stored, as_array, call_context, event_list, events_of, on_device, stored
-from .transfer import host_result, one_block, run_blocks
+from .transfer import one_block, run_blocks
 
 
 def run_transpose(a: Matrix, out: Matrix | None, *, conjugate: bool, device: Device | str | int | None,

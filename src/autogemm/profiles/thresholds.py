@@ -113,9 +113,7 @@ class Thresholds:
     #: precision '3xtf32' splits the operands of products whose M, N and K are each at least this many
     #: onto the tensor cores; a product with a shorter side runs in plain float32 (complex64's own), which
     #: is float32's accuracy itself: such a product is bound by memory or launches, where the tensor
-    #: cores gain nothing and the split's passes cost (over the programs suite on an H200, float32 products
-    #: 0.60x cuBLAS's SGEMM all in 3xTF32, 0.96x with this bound, chosen on the tuned-for part; held out
-    #: 0.60x -> 0.98x)
+    #: cores gain nothing and the split's passes cost (docs/guide/gemm.md gives the figures)
     split_min_side: int = 128
     #: by dtype key, products of numpy operands of fewer multiply-adds run on the host's BLAS (numpy's),
     #: which finished them sooner than the device (measured by ``tune``; a dtype not named: none)

@@ -229,8 +229,8 @@ def native_copier() -> Copier | None:
 
 def copy_threads() -> str:
     """Which threads copy host arrays into page-locked memory and back: "native threads", else "Python
-    threads" (the native library not built, turned off, or a host of too few cores), which on two GPUs'
-    Dask workers copying at once took several times longer."""
+    threads" (the native library not built, turned off, or a host of too few cores), which copy slower,
+    most where several callers copy at once (Dask workers on several GPUs)."""
     return "native threads" if native_copier() is not None else "Python threads"
 
 

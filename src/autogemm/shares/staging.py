@@ -17,6 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from ..errors import DeviceError
+from ..profiles import Thresholds
 from ..runtime.cuda import CudaContext
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
@@ -305,6 +306,20 @@ def result_pool(ctx: DeviceContext | CudaContext) -> ResultPool:
             allocate = owner.pinned if isinstance(owner, CudaContext) else functools.partial(_MappedMemory, owner)
             _result_pools[owner] = ResultPool(allocate)
         return _result_pools[owner]
+
+
+def host_result(ctx: DeviceContext | CudaContext, shape: tuple[int, ...], dtype: np.dtype, limits: Thresholds
+                ) -> np.ndarray:
+    """A new host array for a call's result: page-locked memory of the context's ``ResultPool`` where the
+    result takes ``result_min_bytes`` to ``pinned_max_bytes`` (the device's ``limits``) and the device
+    has memory of its own (else, or once the pool is full, an ordinary array)."""
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    shared = isinstance(ctx, DeviceContext) and ctx.device.shares_host_memory
+    if limits.result_min_bytes <= nbytes <= limits.pinned_max_bytes and not shared:
+        found = result_pool(ctx).take(shape, dtype)
+        if found is not None:
+            return found
+    return np.empty(shape, dtype)
 
 
 def in_result_pool(array: np.ndarray) -> bool:

@@ -9,7 +9,7 @@ Every block crosses through page-locked staging buffers in chunks: host threads 
 numpy block into one (several threads together copy several times faster than the driver's own copies
 from pageable memory) and a transfer queue copies it to the device at the page-locked rate, while the
 device computes earlier tiles on its own queue; C's tiles come back on a second transfer queue, straight
-into C where C is page-locked memory (a new result is: ``engine.transfer.host_result``), else the same way
+into C where C is page-locked memory (a new result is: ``staging.host_result``), else the same way
 as the blocks go in, copied into C by a thread of the stream's own (a third thread faults in the pages
 of a new C ahead of it: ``FirstTouch``). Events order everything: a kernel waits for its
 blocks' copies and for the download of the tile its C slot last held; a device slot of A or B is

@@ -76,10 +76,10 @@ def in_place_bound(timed: list[InPlace]) -> int | None:
 
 #: The sides of the squares timed from numpy to numpy on the device and by the host's BLAS (the dtypes
 #: those numpy's BLAS computes in their own precision): on a device of memory of its own, up to where
-#: its copies and launches no longer count (the host of a GPU of 16 cores finished squares of 512
-#: first), finer past 256 where the two cross; on one that shares the host's memory, fewer (its products
-#: run on the host's own cores).
-HOST_SIDES = (32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048)
+#: its copies and launches no longer count (a host of many cores finishes mid-sized squares first),
+#: finer past 256 where the two cross; on one that shares the host's memory, fewer (its products run on
+#: the host's own cores).
+OWN_MEMORY_HOST_SIDES = (32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048)
 SHARED_HOST_SIDES = (32, 64, 128, 256, 512)
 
 
@@ -94,7 +94,7 @@ class HostOrDevice(NamedTuple):
 
 def host_sides(device: Device) -> tuple[int, ...]:
     """The squares ``measure_host`` times on ``device``."""
-    return SHARED_HOST_SIDES if device.shares_host_memory else HOST_SIDES
+    return SHARED_HOST_SIDES if device.shares_host_memory else OWN_MEMORY_HOST_SIDES
 
 
 def measure_host(worker: WorkerProcess, dt: Dtype, sides: tuple[int, ...], seconds: float = 0.1

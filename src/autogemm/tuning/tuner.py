@@ -130,9 +130,9 @@ class TuneListener:
         comparison lost its process)."""
 
     def routes_measured(self, dtype: Dtype, timed: list[routes.InPlace], bound: int | None) -> None:
-        """The routes step ended (``routes``): squares of ``dtype`` timed packed and read in place, and the
-        multiply-adds below which products now read in place (None: unchanged; ``timed`` empty: every
-        configuration chosen reads through images)."""
+        """The routes step timed ``dtype``'s squares packed and read in place (``routes``), and the
+        multiply-adds below which ``dtype``'s read in place no slower (None: not measured; ``timed`` empty:
+        every configuration chosen reads through images); the profile keeps the least of the dtypes'."""
 
 
 def tune(device: Device, dtypes: tuple[Dtype, ...] | None = None, budget: Budget | None = None,

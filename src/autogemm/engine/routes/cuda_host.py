@@ -52,9 +52,8 @@ from ...runtime.cuda import CudaContext
 from ...runtime.opencl.device import Device
 from ...runtime.opencl.discovery import find_device
 from ...shares.copying import parallel_copy
-from ...shares.staging import result_pool
+from ...shares.staging import host_result, result_pool
 from ..call import GemmCall, GemmOptions, checked_scalars
-from ..transfer import host_result
 
 
 class CudaHostRoute:

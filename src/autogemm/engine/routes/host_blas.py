@@ -59,10 +59,11 @@ class PlainRoute(NamedTuple):
 
 def host_route(call: GemmCall) -> HostRoute | None:
     """The host's route of a call, or None where the device runs it: numpy operands of a dtype numpy
-    computes natively, in their own precision, with no option only a device has, of fewer multiply-adds
-    than the device's profile measured the host faster for."""
+    computes natively, computed in their own precision (a 3xTF32 call's short product too), with no
+    option only a device has, of fewer multiply-adds than the device's profile measured the host faster
+    for."""
     o = call.options
-    if o.backend != "auto" or o.opencl_only() or o.precision is not None:
+    if o.backend != "auto" or o.opencl_only() or call.dt.precision:
         return None
     if call.dt.key not in HOST_DTYPES or call.batch is not None:
         return None

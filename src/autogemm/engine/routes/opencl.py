@@ -26,6 +26,7 @@ from ...errors import ArgumentError
 from ...profiles import Thresholds, thresholds_for
 from ...runtime.opencl import commands as ocl
 from ...runtime.opencl.memory import check_memory
+from ...shares.staging import host_result
 from ..call import GemmCall, GemmOptions, checked_scalars, oriented
 from ..operands import (
     Matrix,
@@ -39,7 +40,7 @@ from ..operands import (
     storage_layout,
     stored,
 )
-from ..transfer import Block, Enqueue, host_result, one_block, run_blocks
+from ..transfer import Block, Enqueue, one_block, run_blocks
 
 
 class Part(NamedTuple):

@@ -16,9 +16,10 @@ from ...runtime import Device, context_for, find_device
 from ...runtime.opencl import discovery
 from ...shares import HOST, HostGemm, Target, run_split
 from ...shares.split import DEFAULT_PARTS, Split
+from ...shares.staging import host_result
 from ..call import GemmCall
 from ..operands import on_device
-from ..transfer import host_result, large_on_host
+from ..transfer import large_on_host
 
 Devices = str | list | tuple
 

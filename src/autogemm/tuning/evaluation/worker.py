@@ -30,14 +30,14 @@ from ...blas.verification import verify
 from ...codelets.registry import GEMM, GEMV, Params, family_of
 from ...dtypes import Dtype, get_dtype
 from ...errors import DeviceError
-from ...profiles import Profile, trying
+from ...profiles import Profile, Thresholds, thresholds_for, trying
 from ...runtime.backend import CUDA, OPENCL, Runtime, resident_seconds
 from ...runtime.child import serve
 from ...runtime.opencl import commands as ocl
 from ...runtime.opencl.context import DeviceContext, context_for
 from ...runtime.opencl.discovery import same_device
 from ...shares.copying import parallel_copy
-from ...shares.staging import page_locked
+from ...shares.staging import host_result, in_result_pool, page_locked
 from .. import fma
 from ..records import Outcome
 from .cuda import CudaEvaluator, verified
@@ -210,15 +210,13 @@ class Worker:
         dt, n = get_dtype(request.dtype), request.side
         rng = np.random.default_rng(0)
         a, b = random_matrix(rng, dt, (n, n)), random_matrix(rng, dt, (n, n))
-        c = np.empty((n, n), dt.numpy)
-        host = _per_call(lambda: a @ b, lambda: None, request.seconds)       # (a new result, as gemm's)
+        host = _per_call(lambda: a @ b, lambda: None, request.seconds)     # (a new result, as a program's)
         ctx = self.ctx.for_calls
         memory: list = []
         try:
-            memory = [ctx.allocate(x.nbytes) for x in (a, b, c)]
+            memory = [ctx.allocate(nbytes) for nbytes in (a.nbytes, b.nbytes, n * n * dt.output.numpy.itemsize)]
             plan = plan_for(ctx, GemmProblem.dense(dt, n, n, n))
-            run = (round_trip(plan, memory, a, b, c) if ctx.device.shares_host_memory
-                   else staged_round_trip(plan, memory, a, b))
+            run = host_round_trip(plan, memory, a, b, thresholds_for(ctx.device))
             device = _per_call(run, lambda: None, request.seconds)
         except Exception:   # noqa: BLE001 - the device's way failed: the host's stands alone
             device = None
@@ -242,18 +240,28 @@ class Worker:
         self.stack.close()
 
 
-def staged_round_trip(plan: LaunchPlan | VectorsPlan, buffers: list[ocl.Buffer], a: np.ndarray, b: np.ndarray
-                      ) -> Callable[[], np.ndarray]:
-    """One product from host arrays to a new one as ``gemm`` moves them to a device of memory of its own:
-    A and B copied by the copy threads into the context's kept page-locked memory and sent from there,
-    the plan's launches, C brought back through that memory; blocking. (Copied from pageable arrays by
-    the driver instead, a GPU's 1024^3 DGEMM took five times as long as ``gemm``'s, and the routes step
-    sent it to the host's BLAS.)"""
-    ctx, queue = plan.ctx, plan.ctx.queue
-    c_bytes = plan.problem.m * plan.problem.n * plan.problem.dtype.output.numpy.itemsize
+def host_round_trip(plan: LaunchPlan | VectorsPlan, buffers: list[ocl.Buffer], a: np.ndarray, b: np.ndarray,
+                    limits: Thresholds) -> Callable[[], np.ndarray]:
+    """One product from host arrays to a new host array as ``gemm`` moves them (``engine.transfer``), in
+    one block, blocking: on a device of memory of its own, A and B copied by the copy threads into the
+    context's kept page-locked memory and sent from there, and C written into a result of the context's
+    result pool (else brought back through the kept memory), where the call's arrays take
+    ``limits.pinned_min_bytes`` or more; else straight from and to the arrays, the driver copying.
+    (Timed with the driver's copies from pageable arrays at every size, a GPU's products looked slower
+    than ``gemm``'s where the host's BLAS and the device cross, and the routes step sent them to the
+    host.) Holds the kept page-locked memory while it runs: the worker's calls come one at a time."""
+    ctx, queue, problem = plan.ctx, plan.ctx.queue, plan.problem
+    shape, dtype = (problem.m, problem.n), problem.dtype.output.numpy
+    c_bytes = problem.m * problem.n * dtype.itemsize
+    direct = ctx.device.shares_host_memory or a.nbytes + b.nbytes + c_bytes < limits.pinned_min_bytes
 
     def run() -> np.ndarray:
-        with page_locked(ctx, a.nbytes + b.nbytes + c_bytes) as memory:
+        out = host_result(ctx, shape, dtype, limits)
+        if direct:
+            round_trip(plan, buffers, a, b, out)()
+            return out
+        locked = in_result_pool(out)
+        with page_locked(ctx, a.nbytes + b.nbytes + (0 if locked else c_bytes)) as memory:
             staged = []
             for x, start in ((a, 0), (b, a.nbytes)):
                 view = memory[start:start + x.nbytes].view(x.dtype).reshape(x.shape)
@@ -262,11 +270,11 @@ def staged_round_trip(plan: LaunchPlan | VectorsPlan, buffers: list[ocl.Buffer],
             ocl.copy(queue, buffers[0], staged[0], is_blocking=False)
             ocl.copy(queue, buffers[1], staged[1], is_blocking=False)
             plan.enqueue(*buffers)
-            back = memory[a.nbytes + b.nbytes:a.nbytes + b.nbytes + c_bytes].view(plan.problem.dtype.output.numpy)
+            back = out if locked else memory[a.nbytes + b.nbytes:][:c_bytes].view(dtype).reshape(shape)
             ocl.copy(queue, back, buffers[2], is_blocking=True)
-            out = np.empty((plan.problem.m, plan.problem.n), back.dtype)
-            parallel_copy(out, back.reshape(out.shape))
-            return out
+            if not locked:
+                parallel_copy(out, back)
+        return out
     return run
 
 
