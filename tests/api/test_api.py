@@ -474,27 +474,27 @@ def test_matmul_of_two_matrices_repeats_on_gemms_kept_route(ctx, monkeypatch):
 
 @pytest.mark.parametrize("letter", ["s", "c"])
 def test_3xtf32_runs_a_product_with_a_short_side_in_plain_arithmetic(letter, device, monkeypatch):
-    """A product shorter than ``split_min_side`` in M, N or K is bound by memory or launches: 3xTF32's
-    split would only slow it, and plain float32 is the accuracy it promises. The bound is the profile's;
-    a call that names its backend keeps the precision it asked for, and a short product the host's BLAS
-    finishes first runs there."""
+    """A product shorter than ``split_min_side`` in M or N or ``split_min_depth`` in K is bound by memory
+    or launches: 3xTF32's split would only slow it, and plain float32 is the accuracy it promises. The
+    bounds are the profile's; a call that names its backend keeps the precision it asked for, and a short
+    product the host's BLAS finishes first runs there."""
     from autogemm.engine import dispatch
     from autogemm.engine.routes import host_blas
 
-    set_thresholds(monkeypatch, split_min_side=40, host_multiply_adds=())
+    set_thresholds(monkeypatch, split_min_side=40, split_min_depth=10, host_multiply_adds=())
     seen = []
     real = dispatch.OpenCLRoute
     monkeypatch.setattr(dispatch, "OpenCLRoute", lambda call: seen.append(call.dt.key) or real(call))
     rng = np.random.default_rng(5)
     dt = DTYPES[letter]
-    cases = (((50, 45, 41), "auto", f"{letter}.3xtf32"), ((50, 39, 41), "auto", letter),
-             ((50, 45, 3), "auto", letter), ((50, 45, 3), "opencl", f"{letter}.3xtf32"))
+    cases = (((50, 45, 11), "auto", f"{letter}.3xtf32"), ((50, 39, 41), "auto", letter), ((39, 45, 41), "auto", letter),
+             ((50, 45, 9), "auto", letter), ((50, 45, 9), "opencl", f"{letter}.3xtf32"))
     for (m, n, k), backend, key in cases:
         a, b = random_matrix(rng, dt, (m, k)), random_matrix(rng, dt, (k, n))
         out = autogemm.gemm(a, b, precision="3xtf32", backend=backend)
         assert seen[-1] == key and out.dtype == dt.numpy
         assert relative_error(out, a.astype(dt.reference_numpy) @ b) < dt.tolerance
-    set_thresholds(monkeypatch, split_min_side=40, host_multiply_adds=((letter, 10**6),))
+    set_thresholds(monkeypatch, split_min_side=40, split_min_depth=10, host_multiply_adds=((letter, 10**6),))
     hosted = []
     monkeypatch.setattr(host_blas.HostRoute, "run", lambda self, *args: hosted.append(self.dt.key) or "host")
     a, b = random_matrix(rng, dt, (30, 20)), random_matrix(rng, dt, (20, 10))

@@ -46,7 +46,8 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, **options: Unpack[GemmKe
     tensor cores multiply operands rounded to TF32 (a relative error near 3e-4, as cuBLAS's TF32 mode)
     and '3xtf32' splits each operand into two TF32 parts and sums three products (about float32's
     error); on a device without such instructions both are computed exactly, as float32, and so is a
-    '3xtf32' product with M, N or K shorter than the device profile's ``split_min_side`` where the call
+    '3xtf32' product shorter than the device profile's ``split_min_side`` (M, N) or ``split_min_depth``
+    (K) where the call
     leaves the backend 'auto' and gives no ``config`` (bound by memory or launches, it gains nothing from
     the split). On a
     Hopper GPU a complex64 product of CUDA tensors in those precisions runs on the CUDA path as the real

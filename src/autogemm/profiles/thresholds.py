@@ -110,11 +110,13 @@ class Thresholds:
     #: the kernels (complex64 in TF32 too: end to end its CUDA path, copies, then embedding and product,
     #: was no faster)
     numpy_on_opencl: tuple[str, ...] = ("d", "z", "c.tf32", "c.3xtf32")
-    #: precision '3xtf32' splits the operands of products whose M, N and K are each at least this many
-    #: onto the tensor cores; a product with a shorter side runs in plain float32 (complex64's own), which
-    #: is float32's accuracy itself: such a product is bound by memory or launches, where the tensor
-    #: cores gain nothing and the split's passes cost (docs/guide/gemm.md gives the figures)
-    split_min_side: int = 128
+    #: precision '3xtf32' splits the operands of products whose M and N are each at least
+    #: ``split_min_side`` and whose K is at least ``split_min_depth`` onto the tensor cores; another runs in
+    #: plain float32 (complex64's own), which is float32's accuracy itself: such a product is bound by
+    #: memory or launches, where the tensor cores gain nothing and the split's passes cost
+    #: (docs/guide/gemm.md gives the figures)
+    split_min_side: int = 256
+    split_min_depth: int = 128
     #: by dtype key, products of numpy operands of fewer multiply-adds run on the host's BLAS (numpy's),
     #: which finished them sooner than the device (measured by ``tune``; a dtype not named: none)
     host_multiply_adds: tuple[tuple[str, int], ...] = ()
