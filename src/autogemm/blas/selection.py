@@ -40,8 +40,8 @@ PREDICTION_MARGIN = 1.1
 def working_dtype(dt: Dtype, m: int, n: int, k: int, limits: Thresholds) -> Dtype:
     """The dtype a product of ``dt`` is computed in: its own, or its storage's plain arithmetic where
     ``dt`` asks for 3xTF32 of a product with M or N under ``limits.split_min_side`` or K under
-    ``limits.split_min_depth``: float32's
-    accuracy, which 3xTF32 promises, at float32's speed, which the split's passes only slow there."""
+    ``limits.split_min_depth``: float32's accuracy, which 3xTF32 promises, at float32's speed, which the
+    split's passes only slow there."""
     if dt.precision != "3xtf32" or (min(m, n) >= limits.split_min_side and k >= limits.split_min_depth):
         return dt
     return dt.native
