@@ -76,10 +76,17 @@ def devices_command(as_json: bool, check: bool) -> None:
             *((k.replace("_", " "), v) for k, v in d.vendor_facts.items()),
             ("architecture", d.architecture), ("backends", ", ".join(backends(d))), ("fingerprint", d.fingerprint),
             ("compiler", _compiler(d)), ("profile", profile_origin(d, profile_for(d))),
-            *(() if d.shares_host_memory else (("host copies", copy_threads()),)),
+            *(() if d.shares_host_memory else (("host copies", _copies()),)),
         ]
         for key, value in rows:
             table.add_row(key, value)
         console.print(table)
 
 
+def _copies() -> str:
+    """Which threads copy numpy operands to and from a device of memory of its own, and where they are
+    Python's, why that may be (their copies are slower, most where several devices copy at once)."""
+    threads = copy_threads()
+    if threads == "native threads":
+        return threads
+    return f"{threads} (the native copier was not built, is turned off or the host has few cores: docs/install.md)"
