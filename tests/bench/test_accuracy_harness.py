@@ -85,12 +85,33 @@ def test_3xtf32_as_the_cuda_path_computes_it_is_float32s_equal_on_every_distribu
         assert split.largest <= (8 if k < 16 else 2) * max(fp32.largest, 2.0**-24), k
 
 
+@pytest.mark.parametrize("name", harness.NAMES)
+def test_a_split_into_three_tf32_parts_closes_3xtf32s_short_k_error(name):
+    """Six products of three TF32 parts each (about 33 bits of a float32's 24): at K = 1 every product of
+    parts reaching float32's last place is exact, so C has float32's one rounding, where 3xTF32's two
+    parts lose about 2^-22 of each term; at a long K it is within float32's accumulation, its largest
+    error a few times float32's at most (its partial sums are rounded apart), its median no larger."""
+    rng = np.random.default_rng(4)
+    implementations = {"fp32": lambda a, b: a @ b, "3xtf32": harness.emulated_3xtf32,
+                       "6xtf32": harness.emulated_6xtf32}
+    short = harness.measure(name, 24, 1, implementations, rng)
+    fp32, six = short.errors["fp32"], short.errors["6xtf32"]
+    assert six.mismatches == fp32.mismatches == 0
+    assert six.largest <= 1.01 * max(fp32.largest, 2.0**-24) and six.median <= 1.01 * max(fp32.median, 2.0**-25)
+    if name in ("uniform [-1, 1)", "normal", harness.CANCELLING):
+        assert short.errors["3xtf32"].largest > 2 * six.largest          # what it closes
+    long = harness.measure(name, 24, 700, implementations, rng)      # (its three sums add roundings of their own)
+    fp32, six = long.errors["fp32"], long.errors["6xtf32"]
+    assert six.largest <= 3 * max(fp32.largest, 2.0**-24) and six.median <= 1.2 * max(fp32.median, 2.0**-25)
+
+
 def test_the_command_prints_its_tables_and_writes_json_and_a_plot(tmp_path):
     out = CliRunner().invoke(main, ["bench-accuracy", "--size", "8", "--depths", "1,16", "--json",
                                     str(tmp_path / "a.json"), "--plot", str(tmp_path / "a.png")])
     assert out.exit_code == 0, out.output
     assert "largest error" in out.output and "median error" in out.output and "cancelling" in out.output
-    assert "3xtf32 emulated" in " ".join(out.output.split())
+    assert "emulated on the host" in out.output and "computed by the device" in out.output
     data = json.loads((tmp_path / "a.json").read_text())
+    assert {"numpy fp32", "3xtf32 emulated", "6xtf32 emulated", "autogemm"} <= set(data["cases"][0]["errors"])
     assert len(data["cases"]) == 2 * len(harness.NAMES) and (tmp_path / "a.png").read_bytes()[:4] == b"\x89PNG"
     assert CliRunner().invoke(main, ["bench-accuracy", "--depths", "0"]).exit_code == 2

@@ -127,6 +127,29 @@ def emulated_3xtf32(a: FloatArray, b: FloatArray) -> FloatArray:
         return (small_a @ big_b + big_a @ small_b + big_a @ big_b).astype(np.float32)
 
 
+def emulated_6xtf32(a: FloatArray, b: FloatArray) -> FloatArray:
+    """A B with each operand split into three TF32 parts (its nearest TF32, the nearest TF32 of what is
+    left, and the rest, TF32 truncated: about 33 bits, where float32 holds 24) and the six products of
+    parts whose sizes reach float32's last place, summed in float32, the smallest first: a split whose
+    own error stays below float32's rounding, which 3xTF32's two parts (22 bits) do not at a short K.
+    No kernel computes it (it takes twice 3xTF32's products); the harness shows what it would close.
+    Operands 3xTF32 cannot split are multiplied in float32, as there."""
+    if not (splits(a) and splits(b)):
+        return a @ b
+
+    def parts(x: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        big = tf32_big_part(x)
+        with np.errstate(over="ignore"):
+            left = x - big
+            middle = to_tf32(left)
+            return big, middle, truncated_tf32(left - middle)
+
+    (a0, a1, a2), (b0, b1, b2) = parts(a), parts(b)
+    with np.errstate(over="ignore", invalid="ignore"):
+        smallest, middle = a0 @ b2 + a1 @ b1 + a2 @ b0, a0 @ b1 + a1 @ b0
+        return (smallest + middle + a0 @ b0).astype(np.float32)
+
+
 @dataclass(frozen=True)
 class Errors:
     """One implementation's errors on one distribution and depth: the largest and the median of

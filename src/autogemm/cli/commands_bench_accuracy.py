@@ -12,7 +12,7 @@ import numpy as np
 
 from ..api import gemm
 from ..bench import peers
-from ..bench.accuracy_harness import NAMES, AccuracyCase, emulated_3xtf32, measure, worst
+from ..bench.accuracy_harness import NAMES, AccuracyCase, emulated_3xtf32, emulated_6xtf32, measure, worst
 from ..bench.report import save_figure
 from ..blas.cuda_gemm import cuda_unreachable
 from ..dtypes import DTYPES
@@ -32,6 +32,10 @@ def _depths(text: str) -> list[int]:
     return depths
 
 
+#: How the labels of the splits emulated on the host end.
+EMULATED = " emulated"
+
+
 @main.command("bench-accuracy")
 @click.option("-d", "--device", help="Device: P:D, index, gpu, cpu or part of its name (default: the default).")
 @click.option("--size", type=click.IntRange(1, 4096), default=64, show_default=True, help="C is SIZE x SIZE.")
@@ -44,7 +48,8 @@ def bench_accuracy_command(device, size, depths, seed, json_path, plot_path) -> 
     """Errors of float32 products against float64 on inputs that matter (uniform, normal, spread over
     2^-30..2^30, cancelling, half zeros, subnormal, products and operands near float32's largest, with
     inf and NaN) at each
-    depth K: numpy's SGEMM, 3xTF32 emulated as the CUDA path computes it, autogemm on the device in
+    depth K: numpy's SGEMM, 3xTF32 emulated as the CUDA path computes it, a split into three TF32 parts
+    and six products emulated (what a split closing 3xTF32's short-K error takes), autogemm on the device in
     float32 and with precision '3xtf32' (on OpenCL, and on the CUDA path where the device has one), and
     cuBLAS's SGEMM where torch has CUDA. An element's error is
     |c - exact| / (|A| |B|); 'mismatches' counts elements whose non-finite value differs from the exact
@@ -52,7 +57,8 @@ def bench_accuracy_command(device, size, depths, seed, json_path, plot_path) -> 
     dev = select_device(None, device)
     implementations: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
         "numpy fp32": lambda a, b: a @ b,
-        "3xtf32 emulated": emulated_3xtf32,
+        "3xtf32" + EMULATED: emulated_3xtf32,
+        "6xtf32" + EMULATED: emulated_6xtf32,
         "autogemm": lambda a, b: gemm(a, b, device=dev),
         "autogemm 3xtf32": lambda a, b: gemm(a, b, device=dev, precision="3xtf32", backend="opencl"),
     }
@@ -72,12 +78,17 @@ def bench_accuracy_command(device, size, depths, seed, json_path, plot_path) -> 
                 status.update(f"{name}, K = {k}")
                 cases.append(measure(name, size, k, implementations, rng))
     labels = list(implementations)
+    reference, emulated = labels[0], [label for label in labels if label.endswith(EMULATED)]
+    groups = (("emulated on the host", [reference, *emulated]),         # (80 columns hold either alone)
+              ("computed by the device", [reference, *(x for x in labels[1:] if x not in emulated)]))
     for what, pick in (("largest", lambda e: e.largest), ("median", lambda e: e.median)):
-        table = plain_table(f"{what} error |c - exact| / (|A||B|), C {size} x {size}, K {depths}",
-                            ("distribution", *labels), right=labels)
-        for name in names:
-            table.add_row(name, *(f"{pick(worst(cases, label, name)):.1e}" for label in labels))
-        console.print(table)
+        for where, group in groups:
+            headers = [label.replace(" ", "\n") for label in group]     # (a word a line)
+            table = plain_table(f"{what} error |c - exact| / (|A||B|), {where}, C {size} x {size}, K {depths}",
+                                ("distribution", *headers), right=headers)
+            for name in names:
+                table.add_row(name, *(f"{pick(worst(cases, label, name)):.1e}" for label in group))
+            console.print(table)
     for name in names:
         found = {label: worst(cases, label, name).mismatches for label in labels}
         if any(found.values()):
