@@ -29,7 +29,6 @@ from ..dtypes import Dtype
 from ..engine import GemmOptions
 from ..engine.call import GemmCall
 from ..engine.routes.cuda_host import cuda_host_route
-from ..profiles import thresholds_for
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
 from ..runtime.opencl.timing import event_seconds, hold, median, time_enqueue
@@ -81,7 +80,7 @@ def batch_plan(ctx: DeviceContext, dt: Dtype, a: np.ndarray, b: np.ndarray) -> L
     """The plan ``gemm_batched`` computes the strided batch of the stacks ``a`` and ``b`` with: the CUDA
     path's where it takes the batch, else ``ctx``'s OpenCL plan."""
     options = GemmOptions(device=ctx.device, precision=dt.precision or None, out_dtype=dt.output.numpy)
-    call = GemmCall.build(a, b, None, a.shape[0], options).in_working_dtype(thresholds_for(ctx.device))
+    call = GemmCall.build(a, b, None, a.shape[0], options).in_working_dtype()
     route = cuda_host_route(call)
     if route is not None:
         return route.plan

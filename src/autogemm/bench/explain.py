@@ -31,7 +31,6 @@ from ..engine.call import GemmCall, GemmOptions
 from ..engine.dispatch import CUDA_PATH, OPENCL_PLAN, route_elsewhere
 from ..engine.routes.cuda_host import CudaHostRoute
 from ..errors import AutogemmError
-from ..profiles import thresholds_for
 from ..runtime.backend import CUDA
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.context import DeviceContext
@@ -127,7 +126,7 @@ def explain(ctx: DeviceContext, dt: Dtype, shape: Shape, runs: int = 10, seed: i
     c = np.full(a.shape[:-2] + (shape.m, shape.n), np.nan, dt.output.numpy)
     options = GemmOptions(trans_a=shape.trans_a, trans_b=shape.trans_b, device=ctx.device,
                           precision=dt.precision or None)
-    call = GemmCall.build(a, b, c, batch if batch > 1 else None, options).in_working_dtype(thresholds_for(ctx.device))
+    call = GemmCall.build(a, b, c, batch if batch > 1 else None, options).in_working_dtype()
     dt = call.dt
     route, kept = route_elsewhere(call)
     wide = dt.reference_numpy

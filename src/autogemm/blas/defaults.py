@@ -42,9 +42,9 @@ _NVIDIA_MMA = {
 #: The configuration each dtype (by its key) multiplies with on the CUDA path. FP16, BF16 and TF32 take
 #: blocks of C 16 rows of blocks at a time rather than 8, so that more of the blocks working at once share
 #: their tiles of B in L2 on large products. 3xTF32 runs two stages in clusters of two (A's tiles read
-#: once a pair): on an H200, NT, 8192^3 119.5 TFLOP/s against 91.4 in three stages alone, 8192 x 16384 x
-#: 16384 (complex64's 8192^3) 110.9 against 75.0, 4096 x 8192 x 8192 116.5 against 100.3; from 1024 x
-#: 2048 x 2048 to 4096^3 within 1% (its other tiles, for smaller products, run alone as before).
+#: once a pair): three stages alone left its largest products, complex64's embedded ones most, waiting on
+#: memory (the GEMM guide's kernels page has the figures); its other tiles, for smaller products, run
+#: alone.
 CUDA_DEFAULTS: dict[str, WgmmaParams | DmmaParams] = {
     "h": WgmmaParams("f16", 256, 2, 4, 16, out="f16"), "hs": WgmmaParams("f16", 256, 2, 4, 16),
     "b": WgmmaParams("bf16", 256, 2, 4, 16, out="bf16"), "bs": WgmmaParams("bf16", 256, 2, 4, 16),

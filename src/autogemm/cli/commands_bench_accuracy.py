@@ -32,10 +32,6 @@ def _depths(text: str) -> list[int]:
     return depths
 
 
-#: How the labels of the splits emulated on the host end.
-EMULATED = " emulated"
-
-
 @main.command("bench-accuracy")
 @click.option("-d", "--device", help="Device: P:D, index, gpu, cpu or part of its name (default: the default).")
 @click.option("--size", type=click.IntRange(1, 4096), default=64, show_default=True, help="C is SIZE x SIZE.")
@@ -55,20 +51,20 @@ def bench_accuracy_command(device, size, depths, seed, json_path, plot_path) -> 
     |c - exact| / (|A| |B|); 'mismatches' counts elements whose non-finite value differs from the exact
     product's (or that are not finite where it is)."""
     dev = select_device(None, device)
-    implementations: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-        "numpy fp32": lambda a, b: a @ b,
-        "3xtf32" + EMULATED: emulated_3xtf32,
-        "6xtf32" + EMULATED: emulated_6xtf32,
+    Implementation = Callable[[np.ndarray, np.ndarray], np.ndarray]
+    reference: dict[str, Implementation] = {"numpy fp32": lambda a, b: a @ b}
+    emulated: dict[str, Implementation] = {"3xtf32 emulated": emulated_3xtf32, "6xtf32 emulated": emulated_6xtf32}
+    computed: dict[str, Implementation] = {
         "autogemm": lambda a, b: gemm(a, b, device=dev),
         "autogemm 3xtf32": lambda a, b: gemm(a, b, device=dev, precision="3xtf32", backend="opencl"),
     }
     if cuda_unreachable(dev, DTYPES["s.3xtf32"]) is None:
-        implementations["autogemm 3xtf32 cuda"] = lambda a, b: gemm(a, b, device=dev, precision="3xtf32",
-                                                                    backend="cuda")
+        computed["autogemm 3xtf32 cuda"] = lambda a, b: gemm(a, b, device=dev, precision="3xtf32", backend="cuda")
     torch = peers.torch_cuda(tf32=False)
     if torch is not None:
-        implementations["cuBLAS fp32"] = lambda a, b: peers.to_numpy(
+        computed["cuBLAS fp32"] = lambda a, b: peers.to_numpy(
             torch, torch.matmul(peers.to_cuda(torch, a), peers.to_cuda(torch, b)))
+    implementations = {**reference, **emulated, **computed}
     rng = np.random.default_rng(seed)
     cases: list[AccuracyCase] = []
     names = list(NAMES)
@@ -78,9 +74,8 @@ def bench_accuracy_command(device, size, depths, seed, json_path, plot_path) -> 
                 status.update(f"{name}, K = {k}")
                 cases.append(measure(name, size, k, implementations, rng))
     labels = list(implementations)
-    reference, emulated = labels[0], [label for label in labels if label.endswith(EMULATED)]
-    groups = (("emulated on the host", [reference, *emulated]),         # (80 columns hold either alone)
-              ("computed by the device", [reference, *(x for x in labels[1:] if x not in emulated)]))
+    groups = (("emulated on the host", [*reference, *emulated]),         # (80 columns hold either alone)
+              ("computed by the device", [*reference, *computed]))
     for what, pick in (("largest", lambda e: e.largest), ("median", lambda e: e.median)):
         for where, group in groups:
             headers = [label.replace(" ", "\n") for label in group]     # (a word a line)

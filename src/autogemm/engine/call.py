@@ -14,12 +14,14 @@ from ..blas.selection import working_dtype
 from ..codelets.registry import GEMM, OPENCL, family_of
 from ..dtypes import Dtype, get_dtype, with_output, with_precision
 from ..errors import ArgumentError, ConfigError, DtypeError, ShapeError
+from ..profiles import thresholds_for
 from ..runtime import Device
+from ..runtime.opencl.context import context_for_queue
+from ..runtime.opencl.discovery import find_device
 from .operands import on_device, scalar
 
 if TYPE_CHECKING:
     from ..codelets.registry import KernelParams
-    from ..profiles.thresholds import Thresholds
     from ..runtime.opencl import commands as ocl
     from ..shares.split import Split
 
@@ -158,16 +160,25 @@ class GemmCall:
         alpha, beta = checked_scalars(o, dt, c is not None)
         return cls(a, b, c, batch, o, dt, op_a, op_b, m, n, k, shape, alpha, beta)
 
-    def in_working_dtype(self, limits: Thresholds) -> GemmCall:
-        """This call in the dtype its product is computed in on a device of ``limits``
-        (``blas.selection.working_dtype``: 3xTF32's short products in plain float32), where the call
-        leaves the choice to autogemm: backend 'auto', no ``config`` (whose family may only take the
-        precision asked for) and one device (``devices=`` calls each device's share so)."""
+    def in_working_dtype(self) -> GemmCall:
+        """This call in the dtype its product is computed in on its device (``blas.selection.working_dtype``
+        under the device's thresholds: 3xTF32's short products in plain float32), where the call leaves
+        the choice to autogemm: backend 'auto', no ``config`` (whose family may only take the precision
+        asked for) and one device (``devices=`` calls each device's share so). Other precisions are
+        returned at once, without looking the device up."""
         o = self.options
-        if o.backend != "auto" or o.config is not None or o.devices is not None:
+        if self.dt.precision != "3xtf32" or o.backend != "auto" or o.config is not None or o.devices is not None:
             return self
-        dt = working_dtype(self.dt, self.m, self.n, self.k, limits)
+        dt = working_dtype(self.dt, self.m, self.n, self.k, thresholds_for(self.device()))
         return self if dt is self.dt else replace(self, dt=dt)
+
+    def device(self) -> Device:
+        """The device the call runs on: that of its device arrays, else the one its options name (or the
+        default)."""
+        for x in (self.a, self.b, self.c):
+            if on_device(x):
+                return context_for_queue(x.queue).device
+        return find_device(self.options.device)
 
     @property
     def empty(self) -> bool:

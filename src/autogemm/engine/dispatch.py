@@ -19,8 +19,6 @@ from ..blas.problem import alignment_class
 from ..errors import ArgumentError
 from ..profiles import thresholds_for
 from ..runtime.opencl import commands as ocl
-from ..runtime.opencl.context import context_for_queue
-from ..runtime.opencl.device import Device
 from ..runtime.opencl.discovery import find_device
 from .call import GemmCall, GemmOptions
 from .operands import Matrix, as_matrix
@@ -54,7 +52,7 @@ def run_gemm(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, options:
                     for x, name in ((a, "a"), (b, "b")))
             c = None if c is None else as_matrix(c, "c")
         call = GemmCall.build(a, b, c, batch, options)
-        call = call.in_working_dtype(thresholds_for(_device_of(call)))
+        call = call.in_working_dtype()
         if batch is None:
             done = _elsewhere(call, key)
             if done is not None:
@@ -64,15 +62,6 @@ def run_gemm(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, options:
     if done is None:                    # the CUDA path failed the call (out of memory, say): OpenCL takes it
         return run_gemm(a, b, c, batch, options._replace(backend="opencl"))
     return done
-
-
-def _device_of(call: GemmCall) -> Device:
-    """The device a call runs on: that of its device arrays, else the one its options name (or the
-    default)."""
-    for x in (call.a, call.b, call.c):
-        if isinstance(x, ocl.DeviceArray):
-            return context_for_queue(x.queue).device
-    return find_device(call.options.device)
 
 
 def _elsewhere(call: GemmCall, key: tuple | None) -> Matrix | None:

@@ -47,8 +47,8 @@ SHARES_K = (False, True)
 #: 4096^3 and 4096 x 4096 x 1024, the median of 3 rounds). float64 128 x 64 counts 0.97 though it kept up
 #: with 128 x 128 there: it reads 1.5 times as much of A and B a flop, which tells on the largest products,
 #: so it is taken only where it saves more rounds than that (a product of few blocks of C). float64 64 x 64
-#: counts 0.75: 0.85 there, but 0.61 to 0.78 of 128 x 128's rate a block in a single round of a deep
-#: product (one block a multiprocessor, which its small tile leaves waiting on its loads).
+#: counts less than it kept up there: in a single round of a deep product (one block a multiprocessor)
+#: its small tile leaves the block waiting on its loads (the GEMM guide's kernels page has the rates).
 TILE_RATES: dict[str, dict[tuple[int, int, int], float]] = {
     "d": {(2, 64, 32): 1.0, (4, 32, 32): 0.97, (2, 32, 32): 0.97, (2, 32, 16): 0.75},
     "z": {(2, 32, 32): 1.0, (2, 64, 16): 1.0, (2, 32, 16): 0.95, (1, 32, 16): 0.95}}
@@ -73,11 +73,10 @@ class DmmaParams(FamilyParams):
     narrow: ClassVar[bool] = False
     #: alpha and beta reach the kernel in the operands' own type (float64, complex128).
     scalar_type: ClassVar[str] = "operands"
-    #: A product of a single round of blocks shares them wherever that pays: on an H200, deep float64
-    #: products of one round filling a third to all of the multiprocessors ran 1.5x to 2.8x sooner with
-    #: their K shared than with whole blocks, the sharing costing 0.02 to 0.17 of a round; each cluster
-    #: takes 32 tiles of K at least (2048 x 256 x 512 NT, 64 blocks of 128 x 64 shared by two clusters
-    #: of 16 tiles each, ran slower than 128 blocks of 64 x 64 whole).
+    #: A product of a single round of blocks shares them wherever that pays, however full the round: a
+    #: deep float64 product of one round ran sooner with its K shared than in whole blocks, the sharing
+    #: costing a small part of a round; each cluster takes 32 tiles of K at least (with 16 each, sharing
+    #: ran slower than whole blocks of a smaller tile). The kernels page of the GEMM guide has the figures.
     single_round: ClassVar[SingleRound] = SingleRound(1.0, 0.1, 32)
     dtype: str = "d"
     consumers: int = 2
