@@ -207,6 +207,32 @@ def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx,
     assert relative_error(autogemm.gemm(a, b, device=ctx.device), want) < dt.tolerance
 
 
+@pytest.mark.parametrize("overlap_min_bytes", [0, 2**40])
+def test_a_numpy_product_in_one_block_copies_before_it_uploads_where_its_operands_are_small(
+        ctx, discrete, monkeypatch, overlap_min_bytes):
+    """A staged product in one block whose staged operands (A, B and a C that beta reads) take fewer than
+    ``overlap_min_bytes`` copies them all before its first upload, which waits on no user event; from that
+    size each piece's upload waits for the event of its copy. Right either way, in several pieces each."""
+    from autogemm.engine import transfer
+    from autogemm.runtime.opencl import commands
+
+    gemm_module = importlib.import_module("autogemm.engine.routes.opencl")
+    monkeypatch.setattr(transfer, "PIECE_BYTES", 256)
+    monkeypatch.setattr(transfer, "native_copier", lambda: None)     # (test_copying: the native ones)
+    set_thresholds(monkeypatch, overlap_min_bytes=overlap_min_bytes)
+    blocks, events = [], []
+    real_blocks, real_event = gemm_module.run_blocks, commands.user_event
+    monkeypatch.setattr(gemm_module, "run_blocks", lambda *args: blocks.append(len(args[5])) or real_blocks(*args))
+    monkeypatch.setattr(commands, "user_event", lambda context: events.append(1) or real_event(context))
+    dt = DTYPES["d"]
+    a, b, old = (random_matrix(RNG, dt, shape) for shape in ((20, 45), (45, 33), (20, 33)))
+    c = old.copy()
+    out = autogemm.gemm(a, b, c, alpha=2.0, beta=0.5, device=ctx.device)
+    assert out is c and relative_error(c, 2.0 * (a @ b) + 0.5 * old) < dt.tolerance
+    assert blocks == [1]
+    assert len(events) > 3 if overlap_min_bytes == 0 else not events      # several pieces, an event each
+
+
 @pytest.mark.parametrize("letter, trans_a, trans_b, c_order, beta", [
     ("s", "N", "N", "C", 0.0), ("d", "T", "N", "C", 0.5), ("c", "N", "C", "F", 1.0), ("z", "C", "T", "strided", -1.0),
     ("d", "N", "T", "F", 0.0), ("s", "T", "T", "pool", 0.0)])

@@ -531,3 +531,26 @@ def test_numpy_is_timed_in_turn_with_autogemms_numpy_call_and_once_after_it_wher
         assert mine.name == "autogemm e2e" and theirs.name == "numpy" and len(made) == numpy_calls
         assert np.allclose(mine.result, theirs.result) and theirs.seconds > 0
     assert len(runner.end_to_end("cpu", "d", a, a.T.copy(), "N", "N", False, 3)) == 1
+
+
+def test_numpy_is_timed_apart_from_a_call_that_runs_on_a_devices_own_memory(ctx, discrete, monkeypatch):
+    """On a device of memory of its own numpy's product is timed after autogemm's call, not in turn with
+    it (numpy's BLAS threads spin on after its calls, on the cores the copy threads need); where the
+    device's profile sends the call to the host's BLAS, both run there, in turn."""
+    from limits import set_thresholds
+
+    from autogemm.bench import peers, runner
+    from autogemm.profiles.thresholds import EVERY_PRODUCT
+
+    monkeypatch.setattr(runner, "HOST_SETTLE_SECONDS", 0.0)
+    monkeypatch.setattr(peers, "WARMUP_SECONDS", 0.0)
+    monkeypatch.setattr(peers, "TIMED_SECONDS", 0.0)
+    timed, real = [], runner.wall_medians
+    monkeypatch.setattr(runner, "wall_medians", lambda calls, *args: timed.append(len(calls)) or real(calls, *args))
+    a = np.random.default_rng(4).random((20, 30))
+    for host_below, together in ((0, 1), (EVERY_PRODUCT, 2)):
+        set_thresholds(monkeypatch, host_multiply_adds=(("d", host_below),))
+        timed.clear()
+        mine, theirs = runner.end_to_end("cpu", "d", a, a.T.copy(), "N", "N", False, 3, beside_numpy=True)
+        assert timed == [together] and theirs.name == "numpy" and theirs.seconds > 0
+        assert np.allclose(mine.result, a @ a.T) and np.allclose(theirs.result, a @ a.T)

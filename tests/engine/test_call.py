@@ -237,6 +237,30 @@ def test_numpy_products_below_the_hosts_bound_run_on_the_hosts_blas(ctx, monkeyp
     assert ran == []
 
 
+def test_the_hosts_product_is_ndarray_dot_below_its_bound_and_matmul_from_it(ctx, monkeypatch):
+    """The host route multiplies with ``ndarray.dot`` below ``DOT_MAX_MULTIPLY_ADDS`` (the shorter call
+    where the product takes microseconds) and with matmul, the user's ``a @ b``, from it: a plain call,
+    its kept route and a transposed call alike, each right (fresh random operands)."""
+    import operator
+
+    from autogemm.engine.routes import host_blas
+
+    set_thresholds(monkeypatch, host_multiply_adds=(("d", 2**40),))
+    monkeypatch.setattr(host_blas, "DOT_MAX_MULTIPLY_ADDS", 24**3)
+    used = []
+    real = host_blas.HostRoute.run
+    monkeypatch.setattr(host_blas.HostRoute, "run", lambda self, *args: used.append(self.product) or real(self, *args))
+    rng = np.random.default_rng(11)
+    for side, want in ((23, np.ndarray.dot), (24, operator.matmul)):
+        a, b = rng.standard_normal((side, side)), rng.standard_normal((side, side))
+        used.clear()
+        for _ in range(2):          # the second through the kept plain route
+            np.testing.assert_allclose(autogemm.gemm(a, b), a @ b, rtol=1e-12)
+        np.testing.assert_allclose(autogemm.gemm(a.T.copy(), b, trans_a="T", device=ctx.device), a @ b, rtol=1e-12)
+        (kept,) = host_blas.PLAIN_ROUTES[a.shape + b.shape]
+        assert used == [want, want] and kept.route.product is want
+
+
 def test_a_plain_call_the_hosts_blas_took_skips_the_engine_next_time(ctx, monkeypatch, tmp_path):
     """``gemm(a, b)`` and ``matmul(a, b)`` of numpy arrays, every option its default, that the host's BLAS
     took once take it again without the engine's checks and lookups (the host's route of such calls is

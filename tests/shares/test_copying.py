@@ -222,7 +222,8 @@ def test_native_threads_copy_bytes_at_any_alignment(native):
 
 def test_numpy_in_numpy_out_copies_its_pieces_on_native_threads(native, ctx, discrete, monkeypatch):
     """A staged product (PoCL made to look as if it had memory of its own) with its pieces copied by
-    the native threads, each upload waiting for the event they mark: right, and no Python copy made."""
+    the native threads, each upload waiting for the event they mark (in several row blocks) or for
+    every piece (one small block): right, and no Python copy made."""
     import autogemm
     from autogemm.accuracy import random_matrix, relative_error
     from autogemm.dtypes import DTYPES
@@ -236,10 +237,11 @@ def test_numpy_in_numpy_out_copies_its_pieces_on_native_threads(native, ctx, dis
                                                                      real_start(self, pieces))[1])
     dt = DTYPES["d"]
     rng = np.random.default_rng(5)
-    a, b = random_matrix(rng, dt, (90, 70)), random_matrix(rng, dt, (70, 50))
-    for _ in range(3):
-        assert relative_error(autogemm.gemm(a, b, device=ctx.device), a @ b) < dt.tolerance
-    assert len(started) == 3 and min(started) > 2                 # every call, in several pieces
+    for m in (90, 20):
+        a, b = random_matrix(rng, dt, (m, 70)), random_matrix(rng, dt, (70, 50))
+        for _ in range(3):
+            assert relative_error(autogemm.gemm(a, b, device=ctx.device), a @ b) < dt.tolerance
+    assert len(started) == 6 and min(started) > 2                 # every call, in several pieces
 
 
 def test_native_batches_in_quick_succession_from_several_threads_each_copy_right(native):

@@ -144,39 +144,32 @@ def test_one_in_place_bound_serves_every_dtype_the_least_of_float32s_and_float64
     assert profile.thresholds.in_place_multiply_adds == 256**3
 
 
-def test_the_routes_step_times_a_gpu_product_as_gemm_moves_its_operands(discrete, monkeypatch):
-    """On a device of memory of its own, numpy operands are timed as ``gemm`` moves them (the driver's
-    pageable copies made a GPU's products look slower than ``gemm``'s where it and the host cross): the
-    small ones straight from the arrays, the others through page-locked memory (a result of the pool, or
-    brought back through the kept memory where the pool gives none), each right, into a new array."""
+def test_the_routes_step_times_the_device_through_gemm_itself_host_route_aside(discrete, monkeypatch):
+    """The routes step times the device's products from numpy to numpy as ``gemm`` runs them (its copies,
+    pools and thresholds: a model of them drifted from the engine and made a GPU look slower than its
+    calls were), the host route aside even where the profile sends every such product to the host, and
+    the host's BLAS after it. Each device product right (the operands fresh and random)."""
     import numpy as np
 
-    from autogemm.accuracy import random_matrix, relative_error
-    from autogemm.blas import GemmProblem
-    from autogemm.blas.plans import plan_for
-    from autogemm.profiles import thresholds_for
-    from autogemm.runtime.opencl import commands as ocl
-    from autogemm.shares import staging
+    from autogemm.accuracy import relative_error
     from autogemm.tuning.evaluation import worker
+    from autogemm.tuning.evaluation.requests import TimeHostCalls
 
-    rng = np.random.default_rng(8)
-    ctx = discrete.for_calls
-    staged = []
-    real = staging.page_locked
-    monkeypatch.setattr(worker, "page_locked", lambda ctx, nbytes: staged.append(nbytes) or real(ctx, nbytes))
-    cases = (("s", (37, 29, 45), 0, True), ("z", (20, 33, 18), 0, False), ("d", (21, 22, 23), 10**9, True))
-    for key, (m, n, k), pinned_min, pooled in cases:
-        set_thresholds(monkeypatch, pinned_min_bytes=pinned_min, result_min_bytes=0)
-        monkeypatch.setattr(worker, "host_result", staging.host_result if pooled
-                            else lambda ctx, shape, dtype, limits: np.empty(shape, dtype))
-        dt = DTYPES[key]
-        a, b = random_matrix(rng, dt, (m, k)), random_matrix(rng, dt, (k, n))
-        buffers = [ocl.device_buffer(ctx.context, nbytes) for nbytes in (a.nbytes, b.nbytes, m * n * a.itemsize)]
-        run = worker.host_round_trip(plan_for(ctx, GemmProblem.dense(dt, m, n, k)), buffers, a, b,
-                                     thresholds_for(ctx.device))
-        before = len(staged)
-        first, again = run(), run()
-        assert len(staged) - before == (0 if pinned_min else 2)
-        assert first is not again and first.shape == (m, n)
-        for got in (first, again):
-            assert relative_error(got, a.astype(dt.reference_numpy) @ b) < dt.tolerance
+    set_thresholds(monkeypatch, host_multiply_adds=(("s", EVERY_PRODUCT), ("z", EVERY_PRODUCT)))
+    ran, real = [], worker.run_gemm
+
+    def run_gemm(a, b, c, batch, options):
+        got = real(a, b, c, batch, options)
+        ran.append((options.backend, options.device, relative_error(got, a.astype(np.complex128) @ b)))
+        return got
+    monkeypatch.setattr(worker, "run_gemm", run_gemm)
+    timer = worker.Worker()
+    timer.ctx = discrete
+    for key, side in (("s", 40), ("z", 23)):
+        replies = []
+        ran.clear()
+        timer._time_host_calls(TimeHostCalls(key, side, 0.002), replies.append)
+        (reply,) = replies
+        assert reply["device"] > 0 and reply["host"] > 0
+        assert ran and {(backend, device) for backend, device, _ in ran} == {("opencl", discrete.device)}
+        assert max(error for *_, error in ran) < DTYPES[key].tolerance

@@ -32,7 +32,9 @@ from ..blas.plans import plan_for
 from ..blas.selection import working_dtype
 from ..blas.vectors import VectorsPlan
 from ..dtypes import DTYPES, Dtype
+from ..engine import GemmCall, GemmOptions
 from ..engine.routes.cuda_host import auto_cuda_params, goes_to_cuda
+from ..engine.routes.host_blas import host_route
 from ..errors import ArgumentError
 from ..profiles import thresholds_for
 from ..runtime.backend import Runtime, resident_seconds
@@ -240,8 +242,11 @@ def end_to_end(device: str, dtype: str, a: np.ndarray, b: np.ndarray, trans_a: s
                runs: int, beside_numpy: bool = False) -> list[PeerResult]:
     """``gemm`` from numpy to numpy on ``device`` (a specification), streamed where large, or shared with
     the host as the device profile's hybrid entry says (``with_host``), timed by the wall clock; with
-    ``beside_numpy``, numpy's own product too, the two timed in turn (``peers.wall_medians``), as one
-    program using both runs them (numpy's once, after, where it is large: ``peers.numpy_product``). It
+    ``beside_numpy``, numpy's own product too: where both run on the host's cores (a device that shares
+    the host's memory, or the call's host route) the two timed in turn (``peers.wall_medians``), as one
+    program using both runs them; else numpy's after a pause (``HOST_SETTLE_SECONDS``), where in turn its
+    BLAS threads, still spinning, would take the cores the copy threads of the next call need; numpy's
+    once, after, where it is large (``peers.numpy_product``). It
     runs in a process of its own, as a numpy user's program would: the bench's own timings make a CUDA
     context for products on the CUDA path, which would stay beside this call's OpenCL context, and a
     CUDA context slows the OpenCL one in its process (see ``peers.in_own_process``)."""
@@ -255,12 +260,13 @@ def end_to_end(device: str, dtype: str, a: np.ndarray, b: np.ndarray, trans_a: s
         given["out_dtype"] = dt.output.numpy
     # (numpy's operands made only where it is timed: a conjugate transpose is a copy)
     product, small = peer_functions.numpy_product(a, b, trans_a, trans_b) if beside_numpy else (None, False)
-    in_turn = beside_numpy and small
+    in_turn = beside_numpy and small and (
+        found.shares_host_memory or host_route(GemmCall.build(a, b, None, None, GemmOptions(**given))) is not None)
     time.sleep(HOST_SETTLE_SECONDS)
     timed = wall_medians([lambda: gemm(a, b, **given), *([product] if in_turn else [])], runs)
-    if beside_numpy and not in_turn:        # long enough to be timed once, after
+    if beside_numpy and not in_turn:        # (a large one long enough to be timed once)
         time.sleep(HOST_SETTLE_SECONDS)
-        timed.append(wall_median(product, 1, warmup=False))
+        timed.append(wall_median(product, runs, warmup=True) if small else wall_median(product, 1, warmup=False))
     names = [(WITH_HOST if with_host else AUTOGEMM) + END_TO_END, "numpy"]
     return [PeerResult(name, seconds, out) for name, (seconds, out) in zip(names, timed)]
 

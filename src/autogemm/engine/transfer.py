@@ -89,9 +89,10 @@ def run_blocks(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[
         return _direct(ctx, operands, needed, out, blocks[0], wait_for)
     if places is None:
         return _execute(ctx, operands, needed, out, blocks, wait_for, None)
+    overlap = len(blocks) > 1 or places[-2] >= limits.overlap_min_bytes
     with page_locked(ctx, places[-1]) as memory:     # until the uploads are done and a host result is back
         staging = [memory[start:] for start in places[:-2]] + [None if out_locked else memory[places[-2]:]]
-        return _execute(ctx, operands, needed, out, blocks, wait_for, staging)
+        return _execute(ctx, operands, needed, out, blocks, wait_for, staging, overlap)
 
 
 def _places(operands: Sequence[Stored], needed: Sequence[bool], out: Matrix, out_locked: bool, limits: Thresholds
@@ -116,14 +117,17 @@ def _places(operands: Sequence[Stored], needed: Sequence[bool], out: Matrix, out
 
 
 def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bool], out: Matrix,
-             blocks: Sequence[Block], wait_for: list[ocl.Event], staging: list[np.ndarray | None] | None) -> Matrix:
+             blocks: Sequence[Block], wait_for: list[ocl.Event], staging: list[np.ndarray | None] | None,
+             overlap: bool = True) -> Matrix:
     """``run_blocks``, host operands copied through ``staging`` (page-locked memory, one place per operand;
-    None for one that is page-locked itself) where given, else from their arrays. Their device buffers
-    come from the context's pool, and go back to it once a host result is read. A call in several
-    blocks uploads on one transfer queue and downloads on another, so that they run while the device
-    computes."""
+    None for one that is page-locked itself) where given, else from their arrays: piece by piece, each
+    upload starting as its piece is copied, where they ``overlap``; else every piece copied before the
+    first upload is enqueued (a command waiting on a user event that a copy thread marks complete cost a
+    small call more than the overlap gained). Their device buffers come from the context's pool, and go
+    back to it once a host result is read. A call in several blocks uploads on one transfer queue and
+    downloads on another, so that they run while the device computes."""
     pieces, ready = _pieces(operands, needed, [block.needs for block in blocks], staging is not None)
-    copies = _Copies(ctx.context, operands, pieces, staging)       # the copy threads start first
+    copies = _Copies(ctx.context, operands, pieces, staging, overlap)       # the copy threads start first
     sizes = _buffer_bytes(operands)
     buffers: list[ocl.Buffer | None] = [st.buffer for st in operands]
     launched: list[ocl.Event] = []
@@ -134,6 +138,8 @@ def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bo
     try:
         copies.first()
         _take_buffers(ctx, operands, buffers, sizes)
+        if not overlap:
+            copies.join()
         spread = len(blocks) > 1
         up_queue = ctx.transfer_queue("in") if spread else ctx.queue
         down_queue = ctx.transfer_queue("out") if spread else ctx.queue
@@ -271,10 +277,12 @@ class _Copies:
     ``copying.Background``): each marks a user event of its own
     complete once done, so that the caller enqueues every upload (behind its piece's event), launch and
     download at once while the threads copy, no copy waits for an enqueue, and each upload starts as soon
-    as its piece is there. Without ``staging`` nothing is copied: the uploads read the operands' arrays."""
+    as its piece is there; where the uploads do not ``overlap`` the copies, no piece has an event (the
+    caller joins the copies first). Without ``staging`` nothing is copied: the uploads read the operands'
+    arrays."""
 
     def __init__(self, context: ocl.Context, operands: Sequence[Stored], pieces: Sequence[tuple[int, int, int]],
-                 staging: Sequence[np.ndarray | None] | None) -> None:
+                 staging: Sequence[np.ndarray | None] | None, overlap: bool = True) -> None:
         places = {i: None if staging is None or staging[i] is None else
                   staging[i][:operands[i].span.nbytes].view(operands[i].span.dtype) for i, _, _ in pieces}
         addresses = {i: (_address(place), _address(operands[i].span)) for i, place in places.items()
@@ -291,13 +299,13 @@ class _Copies:
                 moves.append(None)
             else:
                 self.sources.append(place[start:stop])
-                self.ready.append([ocl.user_event(context)])
+                self.ready.append([ocl.user_event(context)] if overlap else [])
                 offset = start * span.itemsize     # (both contiguous: a copy is one memmove of its bytes)
                 to, source = addresses[i]
                 moves.append((to + offset, source + offset, (stop - start) * span.itemsize))
                 tasks.append(functools.partial(self._copy, k))
         native = native_copier() if tasks else None
-        self._batch = native.start([(*move, self.ready[k][0].int_ptr) for k, move in enumerate(moves)
+        self._batch = native.start([(*move, _event_address(self.ready[k])) for k, move in enumerate(moves)
                                     if move is not None]) if native is not None else None
         if self._batch is not None:     # native threads copy every piece and mark its event
             self._native, tasks, moves = native, [], [None] * len(moves)
@@ -306,7 +314,8 @@ class _Copies:
 
     def _copy(self, k: int) -> None:
         memmove(*self._moves[k])
-        ocl.complete(self.ready[k][0])
+        for event in self.ready[k]:
+            ocl.complete(event)
         self._moves[k] = None
 
     def first(self) -> None:
@@ -339,7 +348,13 @@ class _Copies:
         finally:
             for k in left:
                 if self._moves[k] is not None:
-                    self.ready[k][0].set_status(-1)
+                    for event in self.ready[k]:
+                        event.set_status(-1)
+
+
+def _event_address(events: list[ocl.Event]) -> int | None:
+    """The address of the user event a native thread marks once it has copied a piece (None: none)."""
+    return events[0].int_ptr if events else None
 
 
 def _address(array: np.ndarray) -> int:

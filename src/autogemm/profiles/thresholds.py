@@ -26,10 +26,14 @@ class Thresholds:
     stream_bytes: int = 1536 * 2**20
     #: host operands and result of this many bytes and more, up to ``pinned_max_bytes``, cross through
     #: page-locked memory kept between calls; smaller ones are copied from their arrays as they are
-    pinned_min_bytes: int = 2 * 2**20
+    pinned_min_bytes: int = 128 * 2**10
     pinned_max_bytes: int = 2 * 2**30
+    #: ... and where the operands staged there take this many bytes or more (or the call runs in
+    #: several blocks), each piece's upload starts as soon as that piece is copied; a smaller call copies
+    #: them all before its first upload
+    overlap_min_bytes: int = 8 * 2**20
     #: a new result of at least this many bytes (up to ``pinned_max_bytes``) is page-locked memory itself
-    result_min_bytes: int = 2**20
+    result_min_bytes: int = 64 * 2**10
     #: a product of host operands runs in blocks of C's rows of about this many 128 x 128 tiles per
     #: compute unit, at most ``max_blocks``, each a multiple of ``block_rows`` rows, and in two at least
     #: from ``pipelined_elements`` elements of C: the uploads and downloads of one block overlap the

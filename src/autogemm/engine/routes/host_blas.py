@@ -6,6 +6,7 @@ a call on the device."""
 
 from __future__ import annotations
 
+import operator
 import time
 from typing import NamedTuple
 
@@ -28,6 +29,11 @@ PLAIN_ROUTES: dict[tuple[int, ...], list[PlainRoute]] = {}
 #: Products' shapes whose plain calls' routes are kept at most (a program runs a few; past them the table
 #: starts again).
 PLAIN_CAPACITY = 256
+#: Products of fewer multiply-adds are numpy's ``ndarray.dot``, larger ones its matmul (``a @ b``): both
+#: reach its BLAS, but dot skips matmul's ufunc machinery (half a microsecond, a tenth of a 64^3 product)
+#: while on some hosts matmul ran larger products faster (an H200's 16-core host: DGEMM 128^3 41 us
+#: against dot's 47, 192^3 76 against 96).
+DOT_MAX_MULTIPLY_ADDS = 2**20
 #: numpy's array type, looked up once (``plain_product``).
 _NDARRAY = np.ndarray
 #: A plain call's scalars, ops, edge and backend (its other options are None): both scalars floats.
@@ -45,7 +51,7 @@ def plain_product(a: object, b: object) -> np.ndarray | None:
         return None
     for dtype_a, dtype_b, route in PLAIN_ROUTES.get(a.shape + b.shape, ()):
         if (a.dtype is dtype_a or a.dtype == dtype_a) and (b.dtype is dtype_b or b.dtype == dtype_b) and a.ndim == 2:
-            return a.dot(b) if route.current() else None
+            return route.product(a, b) if route.current() else None
     return None
 
 
@@ -104,6 +110,8 @@ class HostRoute:
 
     def __init__(self, call: GemmCall, device: Device) -> None:
         self.dt, self.shape, self.has_c = call.dt, call.shape, call.c is not None
+        #: numpy's product of two matrices (``DOT_MAX_MULTIPLY_ADDS``)
+        self.product = np.ndarray.dot if call.m * call.n * call.k < DOT_MAX_MULTIPLY_ADDS else operator.matmul
         self.trans = (call.options.trans_a.upper(), call.options.trans_b.upper())
         self.device, self.profile = device, profile_for(device)
         #: until when (``time.monotonic``) and under which count of ``profiles.store.forget`` s the profile
@@ -128,9 +136,7 @@ class HostRoute:
         if c is None and alpha == 0:            # (no product: BLAS's quick return)
             return np.zeros(self.shape, self.dt.numpy)
         if c is None:               # (the commonest call, and a product the host finishes in microseconds)
-            # (ndarray.dot: of two matrices, matmul's product through BLAS, with less of numpy's own
-            # overhead: neither matmul's ufunc machinery nor np.dot's __array_function__ dispatch)
-            out = apply_op(a, self.trans[0]).dot(apply_op(b, self.trans[1]))
+            out = self.product(apply_op(a, self.trans[0]), apply_op(b, self.trans[1]))
             if alpha != 1:
                 out *= alpha
             return out
