@@ -40,7 +40,7 @@ from ..profiles import thresholds_for
 from ..runtime.backend import Runtime, resident_seconds
 from ..runtime.opencl.context import DeviceContext
 from ..runtime.opencl.discovery import default_device, find_device
-from ..shares.host import HOST
+from ..shares.host import HOST, HOST_SETTLE_SECONDS
 from ..tuning import fma
 from . import peers as peer_functions
 from .peaks import MEASURED_FMA, TENSOR, tensor_peak_tflops
@@ -55,11 +55,6 @@ HOST_PEERS = ("numpy",)
 #: size pay for page-locked memory (torch's caching allocator and autogemm's pools alike), which a median
 #: of two still counted (the first calls took several times as long as each call after them).
 MIN_END_TO_END_RUNS = 5
-#: Seconds the host is left idle before numpy-in, numpy-out calls are timed: numpy's BLAS threads (the
-#: float64 reference, the numpy peer) spin for a while after each call, and took the cores from the copy
-#: threads (a numpy-to-numpy product right after a numpy product took far longer than one after a
-#: pause).
-HOST_SETTLE_SECONDS = 0.3
 #: autogemm sharing the product with the host's BLAS (``gemm(..., devices=[device, 'host'])``)
 WITH_HOST = AUTOGEMM + "+host"
 PEERS = ("cublas", "clblast", "numpy")

@@ -13,6 +13,10 @@ from ..runtime.opencl.context import DeviceContext
 
 #: The target that is the host's own BLAS rather than an OpenCL device.
 HOST = "host"
+#: Seconds the host is left idle before a device's calls from numpy to numpy are timed: numpy's BLAS
+#: threads spin for a while after each of its products, and took the cores from the copy threads (such a
+#: call right after a numpy product took far longer than one after a pause).
+HOST_SETTLE_SECONDS = 0.3
 Target = DeviceContext | str
 
 

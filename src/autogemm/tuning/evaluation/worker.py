@@ -35,6 +35,7 @@ from ...runtime.backend import CUDA, OPENCL, Runtime, resident_seconds
 from ...runtime.child import serve
 from ...runtime.opencl.context import DeviceContext, context_for
 from ...runtime.opencl.discovery import same_device
+from ...shares.host import HOST_SETTLE_SECONDS
 from .. import fma
 from ..records import Outcome
 from .cuda import CudaEvaluator, verified
@@ -63,8 +64,8 @@ EVALUATORS: dict[tuple[str, str], type[MeasuringEvaluator]] = {
 Reply = Callable[[dict], None]
 
 
-#: The turns in which a ``TimeHostCalls`` request times the device's calls and the host's.
-HOST_CALL_TURNS = 3
+#: The rounds of a ``TimeHostCalls`` request's timings of each way, the fastest kept.
+HOST_CALL_ROUNDS = 3
 
 
 class Worker:
@@ -211,22 +212,19 @@ class Worker:
         dt, n = get_dtype(request.dtype), request.side
         rng = np.random.default_rng(0)
         a, b = random_matrix(rng, dt, (n, n)), random_matrix(rng, dt, (n, n))
-        # the device's way as ``gemm`` takes it, host route aside, and the host's BLAS (a new result each,
-        # as a program's), in turns, each way's fastest kept: on a host of many cores one way's timings
-        # swung several times over from one turn to the next (numpy's BLAS threads spin on after its
-        # calls, on the cores the copy threads need; anything else busy stalls its threads' barriers)
+        # the device's way as ``gemm`` takes it, host route aside, after a pause (numpy's BLAS threads spin
+        # on after its products, on the cores the copy threads need), then the host's BLAS (a new result
+        # each, as a program's); each the fastest of a few rounds: on a host of many cores one round's
+        # timings swung several times over from the next
         on_device = GemmOptions(device=self.ctx.device, backend=OPENCL)
-        seconds = request.seconds / HOST_CALL_TURNS
-        device: float | None = float("inf")
-        host = float("inf")
-        for _ in range(HOST_CALL_TURNS):
-            if device is not None:
-                try:
-                    device = min(device, _per_call(lambda: run_gemm(a, b, None, None, on_device), lambda: None,
-                                                   seconds))
-                except Exception:   # noqa: BLE001 - the device's way failed: the host's stands alone
-                    device = None
-            host = min(host, _per_call(lambda: a @ b, lambda: None, seconds))
+        seconds = request.seconds / HOST_CALL_ROUNDS
+        time.sleep(HOST_SETTLE_SECONDS)
+        try:
+            device = min(_per_call(lambda: run_gemm(a, b, None, None, on_device), lambda: None, seconds)
+                         for _ in range(HOST_CALL_ROUNDS))
+        except Exception:   # noqa: BLE001 - the device's way failed: the host's stands alone
+            device = None
+        host = min(_per_call(lambda: a @ b, lambda: None, seconds) for _ in range(HOST_CALL_ROUNDS))
         reply({"device": device, "host": host})
 
     def _drop_evaluator(self) -> None:
