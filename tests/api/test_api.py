@@ -207,12 +207,13 @@ def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx,
     assert relative_error(autogemm.gemm(a, b, device=ctx.device), want) < dt.tolerance
 
 
-@pytest.mark.parametrize("overlap_min_bytes", [0, 2**40])
+@pytest.mark.parametrize("overlap_min_bytes", [0, 20000, 2**40])
 def test_a_numpy_product_in_one_block_copies_before_it_uploads_where_its_operands_are_small(
         ctx, discrete, monkeypatch, overlap_min_bytes):
     """A staged product in one block whose staged operands (A, B and a C that beta reads) take fewer than
     ``overlap_min_bytes`` copies them all before its first upload, which waits on no user event; from that
-    size each piece's upload waits for the event of its copy. Right either way, in several pieces each."""
+    size each piece's upload waits for the event of its copy (A and B take 19080 bytes here, C 5280 more).
+    Right either way, in several pieces each."""
     from autogemm.engine import transfer
     from autogemm.runtime.opencl import commands
 
@@ -230,7 +231,7 @@ def test_a_numpy_product_in_one_block_copies_before_it_uploads_where_its_operand
     out = autogemm.gemm(a, b, c, alpha=2.0, beta=0.5, device=ctx.device)
     assert out is c and relative_error(c, 2.0 * (a @ b) + 0.5 * old) < dt.tolerance
     assert blocks == [1]
-    assert len(events) > 3 if overlap_min_bytes == 0 else not events      # several pieces, an event each
+    assert len(events) > 3 if overlap_min_bytes < 2**40 else not events      # several pieces, an event each
 
 
 @pytest.mark.parametrize("letter, trans_a, trans_b, c_order, beta", [
@@ -346,9 +347,10 @@ def test_a_copy_that_fails_reaches_the_caller_and_leaves_nothing_waiting(ctx, di
 def test_device_buffers_of_a_host_call_are_kept_for_the_next_and_freed_by_clear_plans(ctx, monkeypatch):
     """numpy in, numpy out, the operands' device buffers go back to the context's pool once the result is
     read, and the next call of those sizes takes them again; a device result's are not kept (its commands
-    may still run); ``clear_plans`` frees the pool. (Operands past ``pinned_min_bytes``: smaller ones
-    cross through buffers of their route's own, below.)"""
-    set_thresholds(monkeypatch, pinned_min_bytes=0)
+    may still run); ``clear_plans`` frees the pool. (Operands past ``pinned_min_bytes``, or on a device
+    that shares the host's memory ``shared_resident_bytes``: smaller ones cross through buffers of their
+    route's own, below.)"""
+    set_thresholds(monkeypatch, pinned_min_bytes=0, shared_resident_bytes=0)
     dt = DTYPES["s"]
     rng = np.random.default_rng(6)
     a, b = random_matrix(rng, dt, (300, 200)), random_matrix(rng, dt, (200, 100))
@@ -370,6 +372,21 @@ def test_device_buffers_of_a_host_call_are_kept_for_the_next_and_freed_by_clear_
     assert on_queue.buffers.held == 0                       # b's buffer went with the device result
     autogemm.clear_plans()
     assert ctx.buffers.held == 0
+
+
+def test_a_small_host_calls_own_buffers_are_bounded_by_the_devices_memory(ctx, host_memory, monkeypatch):
+    """A small call on dense numpy arrays keeps buffers of its own below ``shared_resident_bytes`` on a
+    device that shares the host's memory, below ``pinned_min_bytes`` on one of memory of its own (above
+    it the operands cross through page-locked memory and the pool's buffers): 4400 bytes here, between
+    the two bounds. Right either way."""
+    set_thresholds(monkeypatch, pinned_min_bytes=4096, shared_resident_bytes=2**20)
+    dt = DTYPES["s"]
+    rng = np.random.default_rng(12)
+    a, b = random_matrix(rng, dt, (30, 20)), random_matrix(rng, dt, (20, 10))
+    autogemm.clear_plans()
+    for _ in range(2):
+        assert relative_error(autogemm.gemm(a, b, device=ctx.device), a.astype(np.float64) @ b) < dt.tolerance
+    assert (ctx.buffers.held == 0) == (host_memory == "shared")
 
 
 @pytest.mark.parametrize("order", ["C", "F"])

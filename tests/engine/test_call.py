@@ -238,7 +238,7 @@ def test_numpy_products_below_the_hosts_bound_run_on_the_hosts_blas(ctx, monkeyp
 
 
 def test_the_hosts_product_is_ndarray_dot_below_its_bound_and_matmul_from_it(ctx, monkeypatch):
-    """The host route multiplies with ``ndarray.dot`` below ``DOT_MAX_MULTIPLY_ADDS`` (the shorter call
+    """The host route multiplies with ``ndarray.dot`` below ``DOT_BELOW_MULTIPLY_ADDS`` (the shorter call
     where the product takes microseconds) and with matmul, the user's ``a @ b``, from it: a plain call,
     its kept route and a transposed call alike, each right (fresh random operands)."""
     import operator
@@ -246,7 +246,7 @@ def test_the_hosts_product_is_ndarray_dot_below_its_bound_and_matmul_from_it(ctx
     from autogemm.engine.routes import host_blas
 
     set_thresholds(monkeypatch, host_multiply_adds=(("d", 2**40),))
-    monkeypatch.setattr(host_blas, "DOT_MAX_MULTIPLY_ADDS", 24**3)
+    monkeypatch.setattr(host_blas, "DOT_BELOW_MULTIPLY_ADDS", 24**3)
     used = []
     real = host_blas.HostRoute.run
     monkeypatch.setattr(host_blas.HostRoute, "run", lambda self, *args: used.append(self.product) or real(self, *args))
@@ -254,11 +254,14 @@ def test_the_hosts_product_is_ndarray_dot_below_its_bound_and_matmul_from_it(ctx
     for side, want in ((23, np.ndarray.dot), (24, operator.matmul)):
         a, b = rng.standard_normal((side, side)), rng.standard_normal((side, side))
         used.clear()
-        for _ in range(2):          # the second through the kept plain route
+        for _ in range(2):          # the second through the kept plain route (not ``run``)
             np.testing.assert_allclose(autogemm.gemm(a, b), a @ b, rtol=1e-12)
         np.testing.assert_allclose(autogemm.gemm(a.T.copy(), b, trans_a="T", device=ctx.device), a @ b, rtol=1e-12)
         (kept,) = host_blas.PLAIN_ROUTES[a.shape + b.shape]
         assert used == [want, want] and kept.route.product is want
+        kept.route.product = lambda x, y, product=want: used.append("kept") or product(x, y)   # the kept route's
+        np.testing.assert_allclose(autogemm.gemm(a, b), a @ b, rtol=1e-12)
+        assert used[-1] == "kept"
 
 
 def test_a_plain_call_the_hosts_blas_took_skips_the_engine_next_time(ctx, monkeypatch, tmp_path):

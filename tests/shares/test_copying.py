@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+from limits import set_thresholds
 
 from autogemm.shares import copying
 
@@ -222,8 +223,8 @@ def test_native_threads_copy_bytes_at_any_alignment(native):
 
 def test_numpy_in_numpy_out_copies_its_pieces_on_native_threads(native, ctx, discrete, monkeypatch):
     """A staged product (PoCL made to look as if it had memory of its own) with its pieces copied by
-    the native threads, each upload waiting for the event they mark (in several row blocks) or for
-    every piece (one small block): right, and no Python copy made."""
+    the native threads, each upload waiting for the event they mark, or, in a call of one block under
+    ``overlap_min_bytes``, for every piece: right, and no Python copy made."""
     import autogemm
     from autogemm.accuracy import random_matrix, relative_error
     from autogemm.dtypes import DTYPES
@@ -233,15 +234,18 @@ def test_numpy_in_numpy_out_copies_its_pieces_on_native_threads(native, ctx, dis
     monkeypatch.setattr(copying, "COPY_THREADS", 3)
     monkeypatch.setattr(transfer, "memmove", lambda *args: pytest.fail("copied by a Python thread"))
     started, real_start = [], type(native).start
-    monkeypatch.setattr(type(native), "start", lambda self, pieces: (started.append(len(pieces)),
+    monkeypatch.setattr(type(native), "start", lambda self, pieces: (started.append([p[3] for p in pieces]),
                                                                      real_start(self, pieces))[1])
     dt = DTYPES["d"]
     rng = np.random.default_rng(5)
-    for m in (90, 20):
+    for m, overlap_min_bytes in ((90, 0), (91, 2**40)):      # (a route keeps the thresholds it was made under)
+        set_thresholds(monkeypatch, overlap_min_bytes=overlap_min_bytes)
         a, b = random_matrix(rng, dt, (m, 70)), random_matrix(rng, dt, (70, 50))
         for _ in range(3):
             assert relative_error(autogemm.gemm(a, b, device=ctx.device), a @ b) < dt.tolerance
-    assert len(started) == 6 and min(started) > 2                 # every call, in several pieces
+    assert len(started) == 6 and min(map(len, started)) > 2       # every call, in several pieces
+    assert all(None not in events for events in started[:3])     # an event a piece, marked by the threads
+    assert all(set(events) == {None} for events in started[3:])   # a small call of one block: copied first
 
 
 def test_native_batches_in_quick_succession_from_several_threads_each_copy_right(native):

@@ -6,15 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..blas import plan_cache
 from ..engine import GemmKeywords, GemmOptions, run_gemm
+from ..engine.dispatch import clear_calls
 from ..engine.operands import Matrix
-from ..engine.resolved import ROUTES
-from ..engine.routes.host_blas import PLAIN_ROUTES, plain_product
-from ..runtime import live_contexts
-from ..runtime.cuda import live_cuda_contexts
+from ..engine.routes.host_blas import plain_product
 from ..runtime.opencl.memory import reports_full_memory
-from ..shares.staging import release_page_locked
 
 if TYPE_CHECKING:
     from typing import Unpack  # (Python 3.11: annotations only)
@@ -99,11 +95,4 @@ def clear_plans() -> None:
     operands (so that a repeated call sets no argument again): after this, both are freed once no call in
     flight still uses them. For a device whose memory (or a host whose page-locked memory, up to
     ``Thresholds.pinned_max_bytes``) is needed elsewhere."""
-    ROUTES.clear()
-    PLAIN_ROUTES.clear()
-    plan_cache.clear()
-    for ctx in live_contexts():
-        ctx.buffers.clear()
-        release_page_locked(ctx)
-    for cuda_ctx in live_cuda_contexts():
-        cuda_ctx.release_kept()
+    clear_calls()

@@ -33,8 +33,8 @@ from ..blas.selection import working_dtype
 from ..blas.vectors import VectorsPlan
 from ..dtypes import DTYPES, Dtype
 from ..engine import GemmCall, GemmOptions
+from ..engine.dispatch import HOST_BLAS, route_elsewhere
 from ..engine.routes.cuda_host import auto_cuda_params, goes_to_cuda
-from ..engine.routes.host_blas import host_route
 from ..errors import ArgumentError
 from ..profiles import thresholds_for
 from ..runtime.backend import Runtime, resident_seconds
@@ -255,8 +255,8 @@ def end_to_end(device: str, dtype: str, a: np.ndarray, b: np.ndarray, trans_a: s
         given["out_dtype"] = dt.output.numpy
     # (numpy's operands made only where it is timed: a conjugate transpose is a copy)
     product, small = peer_functions.numpy_product(a, b, trans_a, trans_b) if beside_numpy else (None, False)
-    in_turn = beside_numpy and small and (
-        found.shares_host_memory or host_route(GemmCall.build(a, b, None, None, GemmOptions(**given))) is not None)
+    in_turn = beside_numpy and small and (found.shares_host_memory or route_elsewhere(
+        GemmCall.build(a, b, None, None, GemmOptions(**given)).in_working_dtype())[0] == HOST_BLAS)
     time.sleep(HOST_SETTLE_SECONDS)
     timed = wall_medians([lambda: gemm(a, b, **given), *([product] if in_turn else [])], runs)
     if beside_numpy and not in_turn:        # (a large one long enough to be timed once)

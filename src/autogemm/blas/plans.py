@@ -42,7 +42,7 @@ def round_trip(plan: LaunchPlan | VectorsPlan, buffers: list[ocl.Buffer], a: np.
                c: np.ndarray) -> Callable[[], None]:
     """One product from host arrays with no more than it needs, on the plan's queue: A and B copied into
     ``buffers``, the plan's launches, C copied back into ``c``, blocking (the least a call from numpy to
-    numpy costs, which the call path's benchmark and the tuner's routes step time)."""
+    numpy costs, which the call path's benchmark times beside ``gemm``)."""
     queue = plan.ctx.queue
 
     def run() -> None:

@@ -15,18 +15,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..blas import plan_cache
 from ..blas.problem import alignment_class
 from ..errors import ArgumentError
 from ..profiles import thresholds_for
+from ..runtime import live_contexts
+from ..runtime.cuda import live_cuda_contexts
 from ..runtime.opencl import commands as ocl
 from ..runtime.opencl.discovery import find_device
+from ..shares.staging import release_page_locked
 from .call import GemmCall, GemmOptions
 from .operands import Matrix, as_matrix
 from .resolved import ROUTES
 from .routes import cuda_host
 from .routes.cuda_host import CudaHostRoute
 from .routes.cuda_tensors import run_tensors, tensors_among
-from .routes.host_blas import HostRoute, host_route
+from .routes.host_blas import PLAIN_ROUTES, HostRoute, host_route
 from .routes.opencl import OpenCLRoute
 from .routes.targets import run_on_targets
 from .transfer import large_on_host
@@ -139,3 +143,17 @@ def call_signature(a: Matrix, b: Matrix, c: Matrix | None, batch: int | None, op
 def _device_key(x: ocl.DeviceArray) -> tuple:
     """A device array's part of a call signature."""
     return x.shape, x.strides, alignment_class(x.offset // x.dtype.itemsize), x.dtype, x.queue
+
+
+def clear_calls() -> None:
+    """Forget every resolved call (``ROUTES``, the plain host routes) and cached plan, and free the device
+    buffers and page-locked host memory kept for later calls (``autogemm.clear_plans``; the tuner's worker
+    after timing calls from numpy to numpy)."""
+    ROUTES.clear()
+    PLAIN_ROUTES.clear()
+    plan_cache.clear()
+    for ctx in live_contexts():
+        ctx.buffers.clear()
+        release_page_locked(ctx)
+    for cuda_ctx in live_cuda_contexts():
+        cuda_ctx.release_kept()

@@ -11,7 +11,8 @@ product in blocks of C's rows). Every upload, launch and download is enqueued at
 threads start: each upload waits for a user event its piece's copy marks complete (``_Copies``), each
 block for the last upload it reads, and its part of the result comes back while the next computes, so
 that the host's copies, the uploads, the kernels and the downloads overlap and no copy waits for the
-caller to enqueue anything."""
+caller to enqueue anything. A small call of one block (``Thresholds.overlap_min_bytes``) has nothing to
+overlap but its copies with its uploads: it copies every piece first, and its uploads wait on no event."""
 
 from __future__ import annotations
 
@@ -89,10 +90,9 @@ def run_blocks(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[
         return _direct(ctx, operands, needed, out, blocks[0], wait_for)
     if places is None:
         return _execute(ctx, operands, needed, out, blocks, wait_for, None)
-    overlap = len(blocks) > 1 or places[-2] >= limits.overlap_min_bytes
     with page_locked(ctx, places[-1]) as memory:     # until the uploads are done and a host result is back
         staging = [memory[start:] for start in places[:-2]] + [None if out_locked else memory[places[-2]:]]
-        return _execute(ctx, operands, needed, out, blocks, wait_for, staging, overlap)
+        return _execute(ctx, operands, needed, out, blocks, wait_for, staging, limits.overlap_min_bytes)
 
 
 def _places(operands: Sequence[Stored], needed: Sequence[bool], out: Matrix, out_locked: bool, limits: Thresholds
@@ -118,15 +118,19 @@ def _places(operands: Sequence[Stored], needed: Sequence[bool], out: Matrix, out
 
 def _execute(ctx: DeviceContext, operands: Sequence[Stored], needed: Sequence[bool], out: Matrix,
              blocks: Sequence[Block], wait_for: list[ocl.Event], staging: list[np.ndarray | None] | None,
-             overlap: bool = True) -> Matrix:
+             overlap_min_bytes: int = 0) -> Matrix:
     """``run_blocks``, host operands copied through ``staging`` (page-locked memory, one place per operand;
     None for one that is page-locked itself) where given, else from their arrays: piece by piece, each
-    upload starting as its piece is copied, where they ``overlap``; else every piece copied before the
-    first upload is enqueued (a command waiting on a user event that a copy thread marks complete cost a
-    small call more than the overlap gained). Their device buffers come from the context's pool, and go
-    back to it once a host result is read. A call in several blocks uploads on one transfer queue and
-    downloads on another, so that they run while the device computes."""
+    upload starting as its piece is copied, in a call of several blocks or of ``overlap_min_bytes`` copied
+    or more; else every piece copied before the first upload is enqueued (a command waiting on a user
+    event that a copy thread marks complete cost a small call more than the overlap gained). Their device
+    buffers come from the context's pool, and go back to it once a host result is read. A call in several
+    blocks uploads on one transfer queue and downloads on another, so that they run while the device
+    computes."""
     pieces, ready = _pieces(operands, needed, [block.needs for block in blocks], staging is not None)
+    copied = sum((stop - start) * operands[i].span.itemsize for i, start, stop in pieces
+                 if staging is not None and staging[i] is not None)
+    overlap = len(blocks) > 1 or copied >= overlap_min_bytes
     copies = _Copies(ctx.context, operands, pieces, staging, overlap)       # the copy threads start first
     sizes = _buffer_bytes(operands)
     buffers: list[ocl.Buffer | None] = [st.buffer for st in operands]

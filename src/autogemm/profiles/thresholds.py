@@ -26,8 +26,12 @@ class Thresholds:
     stream_bytes: int = 1536 * 2**20
     #: host operands and result of this many bytes and more, up to ``pinned_max_bytes``, cross through
     #: page-locked memory kept between calls; smaller ones are copied from their arrays as they are
-    pinned_min_bytes: int = 128 * 2**10
+    pinned_min_bytes: int = 256 * 2**10
     pinned_max_bytes: int = 2 * 2**30
+    #: on a device that shares the host's memory (nothing crosses through page-locked memory there),
+    #: dense numpy operands and result of fewer bytes are copied whole into buffers their call's route
+    #: keeps (on one of memory of its own, those under ``pinned_min_bytes``)
+    shared_resident_bytes: int = 2 * 2**20
     #: ... and where the operands staged there take this many bytes or more (or the call runs in
     #: several blocks), each piece's upload starts as soon as that piece is copied; a smaller call copies
     #: them all before its first upload

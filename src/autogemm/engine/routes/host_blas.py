@@ -33,7 +33,7 @@ PLAIN_CAPACITY = 256
 #: reach its BLAS, but dot skips matmul's ufunc machinery (half a microsecond, a tenth of a 64^3 product)
 #: while on some hosts matmul ran larger products faster (an H200's 16-core host: DGEMM 128^3 41 us
 #: against dot's 47, 192^3 76 against 96).
-DOT_MAX_MULTIPLY_ADDS = 2**20
+DOT_BELOW_MULTIPLY_ADDS = 2**20
 #: numpy's array type, looked up once (``plain_product``).
 _NDARRAY = np.ndarray
 #: A plain call's scalars, ops, edge and backend (its other options are None): both scalars floats.
@@ -110,8 +110,8 @@ class HostRoute:
 
     def __init__(self, call: GemmCall, device: Device) -> None:
         self.dt, self.shape, self.has_c = call.dt, call.shape, call.c is not None
-        #: numpy's product of two matrices (``DOT_MAX_MULTIPLY_ADDS``)
-        self.product = np.ndarray.dot if call.m * call.n * call.k < DOT_MAX_MULTIPLY_ADDS else operator.matmul
+        #: numpy's product of two matrices (``DOT_BELOW_MULTIPLY_ADDS``)
+        self.product = np.ndarray.dot if call.m * call.n * call.k < DOT_BELOW_MULTIPLY_ADDS else operator.matmul
         self.trans = (call.options.trans_a.upper(), call.options.trans_b.upper())
         self.device, self.profile = device, profile_for(device)
         #: until when (``time.monotonic``) and under which count of ``profiles.store.forget`` s the profile

@@ -93,8 +93,9 @@ class OpenCLRoute:
     def _resident_bytes(self, call: GemmCall) -> tuple[int, int, int] | None:
         """The bytes of the first and second operand the kernels read and of C, where the call's operands
         are numpy arrays all, each dense (its memory is its storage, in order, as for every call of this
-        signature), taking together less than the device's ``pinned_min_bytes``: such a call copies its
-        arrays whole into buffers the route keeps (``_resident_call``); else None."""
+        signature), taking together less than the device's ``pinned_min_bytes`` (on a device that shares
+        the host's memory, ``shared_resident_bytes``): such a call copies its arrays whole into buffers the
+        route keeps (``_resident_call``); else None."""
         operands = (call.a, call.b, call.c)
         if any(x is not None and not isinstance(x, np.ndarray) for x in operands):
             return None
@@ -102,7 +103,9 @@ class OpenCLRoute:
             return None
         c_bytes = call.c.nbytes if call.c is not None else math.prod(call.shape) * self.dt.output.numpy.itemsize
         sizes = (call.b.nbytes, call.a.nbytes, c_bytes) if self.swapped else (call.a.nbytes, call.b.nbytes, c_bytes)
-        return sizes if sum(sizes) < self.limits.pinned_min_bytes else None
+        limits = self.limits
+        bound = limits.shared_resident_bytes if self.ctx.device.shares_host_memory else limits.pinned_min_bytes
+        return sizes if sum(sizes) < bound else None
 
     def current(self) -> bool:
         """Whether this resolution still holds: its plan is the one a lookup would give again (the device's

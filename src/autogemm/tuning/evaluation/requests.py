@@ -140,10 +140,11 @@ class TimeCalls:
 
 @dataclass(frozen=True)
 class TimeHostCalls:
-    """Time a product of ``dtype`` (a key) of two ``side`` x ``side`` numpy arrays into a third, over calls
-    adding up to about ``seconds`` each way: on the device as a call from numpy does it (the operands
-    copied in, the launches of the plan the device's profile chooses, C copied back, blocking) and by the
-    host's BLAS (numpy's). Replied ``{"device": s, "host": s}`` (``device`` null where it failed)."""
+    """Time a product of ``dtype`` (a key) of two ``side`` x ``side`` numpy arrays into a new one, over calls
+    adding up to about ``seconds`` each way: on the device through ``gemm``'s own engine, its host route
+    aside (copies, plan and pools as a user's call has them), after a pause that lets numpy's BLAS threads
+    settle, then by the host's BLAS (numpy's); each way the fastest of a few rounds. Replied
+    ``{"device": s, "host": s}`` (``device`` null where it failed)."""
 
     name: ClassVar[str] = "time-host-calls"
     dtype: str

@@ -29,6 +29,7 @@ from ...blas.verification import verify
 from ...codelets.registry import GEMM, GEMV, Params, family_of
 from ...dtypes import Dtype, get_dtype
 from ...engine import GemmOptions, run_gemm
+from ...engine.dispatch import clear_calls
 from ...errors import DeviceError
 from ...profiles import Profile, trying
 from ...runtime.backend import CUDA, OPENCL, Runtime, resident_seconds
@@ -224,6 +225,8 @@ class Worker:
                          for _ in range(HOST_CALL_ROUNDS))
         except Exception:   # noqa: BLE001 - the device's way failed: the host's stands alone
             device = None
+        finally:            # (the plans, buffers and page-locked memory those calls keep)
+            clear_calls()
         host = min(_per_call(lambda: a @ b, lambda: None, seconds) for _ in range(HOST_CALL_ROUNDS))
         reply({"device": device, "host": host})
 
