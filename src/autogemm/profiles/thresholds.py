@@ -28,16 +28,16 @@ class Thresholds:
     #: page-locked memory kept between calls; smaller ones are copied from their arrays as they are
     pinned_min_bytes: int = 256 * 2**10
     pinned_max_bytes: int = 2 * 2**30
-    #: on a device that shares the host's memory (nothing crosses through page-locked memory there),
-    #: dense numpy operands and result of fewer bytes are copied whole into buffers their call's route
-    #: keeps (on one of memory of its own, those under ``pinned_min_bytes``)
-    shared_resident_bytes: int = 2 * 2**20
     #: ... and where the operands staged there take this many bytes or more (or the call runs in
     #: several blocks), each piece's upload starts as soon as that piece is copied; a smaller call copies
     #: them all before its first upload
     overlap_min_bytes: int = 8 * 2**20
     #: a new result of at least this many bytes (up to ``pinned_max_bytes``) is page-locked memory itself
     result_min_bytes: int = 64 * 2**10
+    #: on a device that shares the host's memory (nothing crosses through page-locked memory there),
+    #: dense numpy operands and result of fewer bytes are copied whole into buffers their call's route
+    #: keeps (on one of memory of its own, those under ``pinned_min_bytes``)
+    shared_resident_bytes: int = 2 * 2**20
     #: a product of host operands runs in blocks of C's rows of about this many 128 x 128 tiles per
     #: compute unit, at most ``max_blocks``, each a multiple of ``block_rows`` rows, and in two at least
     #: from ``pipelined_elements`` elements of C: the uploads and downloads of one block overlap the
