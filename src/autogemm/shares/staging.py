@@ -201,7 +201,7 @@ class ResultPool:
 
     def __init__(self, allocate: Callable[[int], PageLocked]) -> None:
         self.allocate = allocate
-        self._free: dict[int, list[PageLocked]] = {}
+        self._free: dict[int, list[tuple[PageLocked, int]]] = {}    # by size: the memory, and its address
         self._handed: dict[int, tuple[int, int]] = {}    # the arrays out now: id, and their bytes' addresses
         self.held = 0
         self._lock = threading.RLock()     # (a lease freed by the collector within ``take`` gives back)
@@ -214,24 +214,25 @@ class ResultPool:
         size = -(-nbytes // RESULT_GRAIN) * RESULT_GRAIN
         with self._lock:
             free = self._free.get(size)
-            entry = free.pop() if free else None
-            if entry is None:
+            found = free.pop() if free else None
+            if found is None:
                 self._make_room(size)
                 if self.held + size > RESULT_POOL_BYTES:
                     return None
                 self.held += size
-        if entry is None:
+        if found is None:
             try:
                 entry = self.allocate(size)
             except (ocl.OpenCLError, DeviceError):
                 with self._lock:
                     self.held -= size
                 return None
-        lease = _Lease(entry.array, tuple(shape), dtype)
-        start = lease.__array_interface__["data"][0]
+            found = entry, entry.array.__array_interface__["data"][0]
+        entry, start = found
+        lease = _Lease(entry.array, start, tuple(shape), dtype)
         with self._lock:
             self._handed[id(lease)] = (start, start + size)
-        lease.on_free = functools.partial(self._give_back, id(lease), size, entry)
+        lease.on_free = functools.partial(self._give_back, id(lease), size, found)
         return np.asarray(lease).view(dtype)     # (bfloat16 has no typestr numpy reads back)
 
     def owns(self, array: object) -> bool:
@@ -244,16 +245,16 @@ class ResultPool:
         with self._lock:
             return any(low <= start and end <= high for low, high in self._handed.values())
 
-    def _give_back(self, handed: int, size: int, entry: PageLocked) -> None:
+    def _give_back(self, handed: int, size: int, found: tuple[PageLocked, int]) -> None:
         with self._lock:
             self._handed.pop(handed, None)
-            self._free.setdefault(size, []).append(entry)
+            self._free.setdefault(size, []).append(found)
 
     def _make_room(self, size: int) -> None:
         """Free the buffers of other sizes no result uses until ``size`` more bytes fit (lock held)."""
         for other in list(self._free):
             while self._free[other] and self.held + size > RESULT_POOL_BYTES:
-                self._free[other].pop().release()
+                self._free[other].pop()[0].release()
                 self.held -= other
 
 
@@ -262,10 +263,9 @@ class _Lease:
     it have the lease as their base (numpy keeps the object an array was made from), so the memory goes
     back to the pool only when the last of them is gone."""
 
-    def __init__(self, memory: np.ndarray, shape: tuple[int, ...], dtype: np.dtype) -> None:
+    def __init__(self, memory: np.ndarray, address: int, shape: tuple[int, ...], dtype: np.dtype) -> None:
         self.memory = memory
-        self.__array_interface__ = {"shape": shape, "typestr": dtype.str, "version": 3,
-                                    "data": (memory.__array_interface__["data"][0], False)}
+        self.__array_interface__ = {"shape": shape, "typestr": dtype.str, "version": 3, "data": (address, False)}
         #: Called once the lease is gone (cheaper per call than a ``weakref.finalize``).
         self.on_free: Callable[[], None] | None = None
 
