@@ -210,10 +210,10 @@ def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx,
 @pytest.mark.parametrize("overlap_min_bytes", [0, 20000, 2**40])
 def test_a_numpy_product_in_one_block_copies_before_it_uploads_where_its_operands_are_small(
         ctx, discrete, monkeypatch, overlap_min_bytes):
-    """A staged product in one block whose staged operands (A, B and a C that beta reads) take fewer than
-    ``overlap_min_bytes`` copies them all before its first upload, which waits on no user event; from that
-    size each piece's upload waits for the event of its copy (A and B take 19080 bytes here, C 5280 more).
-    Right either way, in several pieces each."""
+    """A staged product in one block whose dense operands and result (A and B take 19080 bytes here, C
+    5280 more) take fewer than ``overlap_min_bytes`` is a whole call: its arrays are copied all before its
+    first upload, which waits on no user event, and it takes no part of the blocks' machinery; from that
+    size each piece's upload waits for the event of its copy. Right either way."""
     from autogemm.engine import transfer
     from autogemm.runtime.opencl import commands
 
@@ -230,8 +230,55 @@ def test_a_numpy_product_in_one_block_copies_before_it_uploads_where_its_operand
     c = old.copy()
     out = autogemm.gemm(a, b, c, alpha=2.0, beta=0.5, device=ctx.device)
     assert out is c and relative_error(c, 2.0 * (a @ b) + 0.5 * old) < dt.tolerance
-    assert blocks == [1]
-    assert len(events) > 3 if overlap_min_bytes < 2**40 else not events      # several pieces, an event each
+    if overlap_min_bytes < 2**40:
+        assert blocks == [1] and len(events) > 3        # several pieces, an event each
+    else:
+        assert not blocks and not events
+
+
+@pytest.mark.parametrize("letter, trans_a, trans_b, c_order, beta", [
+    ("s", "N", "N", "new", 0.0), ("d", "T", "N", "C", 0.5), ("c", "N", "C", "F", 1.0), ("z", "C", "T", "pool", -1.0),
+    ("d", "N", "T", "pool", 0.0), ("s", "T", "T", "C", 0.0)])
+def test_a_whole_numpy_call_crosses_through_page_locked_memory_at_once(ctx, discrete, monkeypatch, letter, trans_a,
+                                                                      trans_b, c_order, beta):
+    """A product of dense numpy arrays in one block under ``overlap_min_bytes`` (a whole call, ``_staged_call``):
+    the arrays copied into page-locked memory at once, uploaded, C read back into its place there and
+    copied out where it is not page-locked itself: right with transposes, beta (a C that beta = 0 must not
+    read is NaN), a C of the user's (row- or column-major), a page-locked one (an earlier result, which is
+    also an operand in place), a new result; none of the blocks' machinery, every buffer back in the pool
+    and the page-locked memory let go. Sizes are no multiple of any tile."""
+    from autogemm.engine import transfer
+    from autogemm.shares import staging
+
+    gemm_module = importlib.import_module("autogemm.engine.routes.opencl")
+    monkeypatch.setattr(gemm_module, "run_blocks", lambda *args: pytest.fail("ran in blocks"))
+    set_thresholds(monkeypatch, result_min_bytes=0, pipelined_elements=2**40)
+    dt = DTYPES[letter]
+    m, n, k = 37, 29, 41
+    a = random_matrix(RNG, dt, (k, m) if trans_a != "N" else (m, k))
+    b = random_matrix(RNG, dt, (n, k) if trans_b != "N" else (k, n))
+    if c_order == "pool":       # an earlier result: page-locked C, and page-locked A
+        a = autogemm.gemm(a, np.eye(a.shape[1], dtype=dt.numpy), device=ctx.device)
+        assert transfer.result_pool(ctx).owns(a)
+    want = apply_op(a, trans_a).astype(np.complex128) @ apply_op(b, trans_b)
+    if c_order == "new":
+        out = autogemm.gemm(a, b, trans_a=trans_a, trans_b=trans_b, device=ctx.device)
+    else:
+        old = random_matrix(RNG, dt, (m, n))
+        c = autogemm.gemm(old, np.eye(n, dtype=dt.numpy), device=ctx.device) if c_order == "pool" else \
+            {"C": old.copy(), "F": np.asfortranarray(old)}[c_order]
+        c[...] = old if beta != 0 else np.nan
+        want = want + beta * old
+        ctx.buffers.clear()
+        for size in {a.nbytes, b.nbytes, c.nbytes}:       # the pool's buffers poisoned: a C not uploaded fails
+            poisoned = [ctx.buffers.take(size) for _ in range(3)]
+            for buffer in poisoned:
+                cl.enqueue_copy(ctx.queue, buffer, np.full(size, 255, np.uint8))
+                ctx.buffers.give(buffer, size)
+        out = autogemm.gemm(a, b, c, alpha=1.0, beta=beta, trans_a=trans_a, trans_b=trans_b, device=ctx.device)
+        assert out is c
+    assert relative_error(out, want) < dt.tolerance
+    assert ctx.buffers.held > 0 and not any(kept.lock.locked() for kept in staging._page_locked.values())
 
 
 @pytest.mark.parametrize("letter, trans_a, trans_b, c_order, beta", [

@@ -30,8 +30,9 @@ class Thresholds:
     pinned_max_bytes: int = 2 * 2**30
     #: ... and where the operands staged there take this many bytes or more (or the call runs in
     #: several blocks), each piece's upload starts as soon as that piece is copied; a smaller call copies
-    #: them all before its first upload
-    overlap_min_bytes: int = 8 * 2**20
+    #: them all before its first upload (dense arrays in one block, with fewer bytes with their result,
+    #: cross whole: copied at once, then their commands, with none of the blocks' bookkeeping)
+    overlap_min_bytes: int = 20 * 2**20
     #: a new result of at least this many bytes (up to ``pinned_max_bytes``) is page-locked memory itself
     result_min_bytes: int = 64 * 2**10
     #: on a device that shares the host's memory (nothing crosses through page-locked memory there),

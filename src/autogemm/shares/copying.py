@@ -1,6 +1,7 @@
 """Host copies on helper threads: ``in_parallel`` runs tasks at once, ``Background`` runs them in order
-while the caller does something else, ``parallel_copy`` copies one array into another by parts. numpy's copies and
-``ctypes.memmove`` release the GIL, so the helpers copy at the same time.
+while the caller does something else, ``parallel_copy`` copies one array into another by parts, ``copy_all``
+several at once. numpy's copies and ``ctypes.memmove`` release the GIL, so the helpers copy at the same
+time.
 
 A helper is a thread of its own that sleeps on a lock of its own until it is given tasks: handing tasks
 over costs a lock release per helper, where a ``ThreadPoolExecutor`` queues a future per task (on a copy
@@ -254,6 +255,19 @@ def parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
     parts = max(1, min(len(src), parts))
     bounds = np.linspace(0, len(src), parts + 1).astype(int)
     in_parallel([_copier(dst[a:b], src[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a])
+
+
+def copy_all(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
+    """``dst[...] = src`` for each pair of C-contiguous arrays of one dtype and size, all at once: by the
+    native threads where a pool of them is free (in parts, every thread busy), else by the helper threads,
+    a pair each."""
+    native = native_copier()
+    batch = native.start([(dst.ctypes.data, src.ctypes.data, src.nbytes, None) for dst, src in pairs]) \
+        if native is not None else None
+    if batch is not None:
+        native.wait(batch)
+        return
+    in_parallel([_copier(dst, src) for dst, src in pairs])
 
 
 def _native_piece(dst: np.ndarray, src: np.ndarray) -> Piece | None:

@@ -4,7 +4,9 @@ run by binding each call's buffers, offsets and scalars.
 
 Host operands cross through the transfer machinery (``engine.transfer``) in blocks of C's rows, so that
 while the device computes one block the next block's rows of A are uploaded and the last block's C comes
-back; device operands are used where they lie, on their queue, and the call returns at once."""
+back; a call of dense numpy arrays too small to gain from that overlap crosses whole, with as few steps
+as the commands need (``OpenCLRoute.whole``); device operands are used where they lie, on their queue, and
+the call returns at once."""
 
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ from ...errors import ArgumentError
 from ...profiles import Thresholds, thresholds_for
 from ...runtime.opencl import commands as ocl
 from ...runtime.opencl.memory import check_memory
-from ...shares.staging import host_result
+from ...shares.copying import copy_all, copy_into
+from ...shares.staging import host_result, page_locked, result_pool
 from ..call import GemmCall, GemmOptions, checked_scalars, oriented
 from ..operands import (
     Matrix,
@@ -86,16 +89,21 @@ class OpenCLRoute:
         self._layouts: list[tuple | None] = [None, None, None]      # host operands' storage (``_stored``)
         self.plan = cached_plan(self.ctx, problem.aligned(), o.config, o.edge) if planned else None
         self.layout = self._layout() if planned else None
-        self.resident = self._resident_bytes(call) if planned and len(self.layout) == 1 else None
+        self.whole = self._whole_bytes(call) if planned and len(self.layout) == 1 else None
+        # a whole call of memory of its own crosses through page-locked memory, but for the smallest
+        self.staged = (self.whole is not None and not self.ctx.device.shares_host_memory
+                       and sum(self.whole) >= self.limits.pinned_min_bytes)
         self._buffers: list[ocl.Buffer] | None = None        # the resident call's (``_resident_call``)
         self._buffers_lock = threading.Lock()
 
-    def _resident_bytes(self, call: GemmCall) -> tuple[int, int, int] | None:
+    def _whole_bytes(self, call: GemmCall) -> tuple[int, int, int] | None:
         """The bytes of the first and second operand the kernels read and of C, where the call's operands
         are numpy arrays all, each dense (its memory is its storage, in order, as for every call of this
-        signature), taking together less than the device's ``pinned_min_bytes`` (on a device that shares
-        the host's memory, ``shared_resident_bytes``): such a call copies its arrays whole into buffers the
-        route keeps (``_resident_call``); else None."""
+        signature), taking together less than the device's ``overlap_min_bytes`` (on a device that shares
+        the host's memory, ``shared_resident_bytes``): such a call copies its arrays whole, nothing to
+        overlap, into buffers the route keeps (``_resident_call``) or, from ``pinned_min_bytes`` on a
+        device of memory of its own, through page-locked memory into the pool's (``_staged_call``); else
+        None."""
         operands = (call.a, call.b, call.c)
         if any(x is not None and not isinstance(x, np.ndarray) for x in operands):
             return None
@@ -104,7 +112,7 @@ class OpenCLRoute:
         c_bytes = call.c.nbytes if call.c is not None else math.prod(call.shape) * self.dt.output.numpy.itemsize
         sizes = (call.b.nbytes, call.a.nbytes, c_bytes) if self.swapped else (call.a.nbytes, call.b.nbytes, c_bytes)
         limits = self.limits
-        bound = limits.shared_resident_bytes if self.ctx.device.shares_host_memory else limits.pinned_min_bytes
+        bound = limits.shared_resident_bytes if self.ctx.device.shares_host_memory else limits.overlap_min_bytes
         return sizes if sum(sizes) < bound else None
 
     def current(self) -> bool:
@@ -153,7 +161,9 @@ class OpenCLRoute:
         if pr.m == 0 or pr.n == 0 or pr.batch == 0:
             return out
         wait_for = events_of([a, b, c], ctx.queue) + wait_for
-        if self.resident is not None and self._buffers_lock.acquire(blocking=False):
+        if self.staged:
+            return self._staged_call(a, b, out, alpha, beta, wait_for)
+        if self.whole is not None and self._buffers_lock.acquire(blocking=False):
             try:
                 return self._resident_call(a, b, out, alpha, beta, wait_for)
             finally:
@@ -184,25 +194,62 @@ class OpenCLRoute:
 
     def _resident_call(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha, beta, wait_for: list[ocl.Event]
                        ) -> np.ndarray:
-        """A small call on dense numpy arrays (``resident``): each array copied whole into a buffer the route
-        keeps (made at its first call, checked against the device's memory with the plan's temporaries),
-        the plan's launches, C read back into its array, blocking. The caller holds the buffers' lock (a
-        call that finds them taken runs on the pool's, ``_with_transfers``)."""
-        queue, plan = self.ctx.queue, self.plan
+        """The smallest whole call (``whole``, not ``staged``): each array copied from where it lies into a
+        buffer the route keeps (made at its first call, checked against the device's memory with the plan's
+        temporaries). The caller holds the buffers' lock (a call that finds them taken runs on the pool's,
+        ``_with_transfers``)."""
         if self._buffers is None:
-            check_memory(self.ctx, [*self.resident, *plan.temporary_bytes().values()])
-            self._buffers = [ocl.device_buffer(self.ctx.context, size)
-                             for size in self.resident]
+            check_memory(self.ctx, [*self.whole, *self.plan.temporary_bytes().values()])
+            self._buffers = [ocl.device_buffer(self.ctx.context, size) for size in self.whole]
         first, second = (b, a) if self.swapped else (a, b)
-        buffers = self._buffers
-        # (the uploads' events held: pyopencl's event of a copy from host memory waits for it as it goes)
-        uploads = [ocl.copy(queue, buffers[0], first, is_blocking=False),
-                   ocl.copy(queue, buffers[1], second, is_blocking=False)]
-        if beta != 0:                   # C is not read where beta is 0
-            uploads.append(ocl.copy(queue, buffers[2], out, is_blocking=False))
-        events = plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=wait_for + uploads[-1:])
-        ocl.copy(queue, out, buffers[2], wait_for=events[-1:], is_blocking=True)
+        self._enqueue_whole(self._buffers, [first, second] + ([out] if beta != 0 else []), out, alpha, beta, wait_for)
         return out
+
+    def _staged_call(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha, beta, wait_for: list[ocl.Event]
+                     ) -> np.ndarray:
+        """A whole call through page-locked memory (``staged``): the arrays that are not page-locked
+        themselves (earlier calls' results are) copied there at once by the copy threads, into the pool's
+        buffers, and C read back into its place there where it is not page-locked (after the uploads, so
+        into the same bytes), then copied out."""
+        ctx = self.ctx
+        pool = result_pool(ctx)
+        first, second = (b, a) if self.swapped else (a, b)
+        arrays = [_memory(x) for x in [first, second] + ([out] if beta != 0 else [])]
+        crossing = [x for x in arrays if not pool.owns(x)]
+        result = _memory(out)
+        landing = not pool.owns(out)
+        check_memory(ctx, [*self.whole, *([] if self.plan.allocated else self.plan.temporary_bytes().values())])
+        buffers = [ctx.buffers.take(size) for size in self.whole]
+        done = False
+        try:
+            with page_locked(ctx, max(sum(x.nbytes for x in crossing), result.nbytes if landing else 0)) as memory:
+                places, start = {}, 0
+                for x in crossing:
+                    places[id(x)] = memory[start:start + x.nbytes]
+                    start += x.nbytes
+                copy_all([(places[id(x)], x) for x in crossing])
+                into = memory[:result.nbytes] if landing else result
+                self._enqueue_whole(buffers, [places.get(id(x), x) for x in arrays], into, alpha, beta, wait_for)
+                if landing:
+                    copy_into(result, into)
+            done = True
+            return out
+        finally:
+            for buffer, size in zip(buffers, self.whole):
+                if done:
+                    ctx.buffers.give(buffer, size)
+                else:       # (commands may still use it: freed once they end)
+                    buffer.release()
+
+    def _enqueue_whole(self, buffers: list[ocl.Buffer], sources: list[np.ndarray], into: np.ndarray, alpha, beta,
+                       wait_for: list[ocl.Event]) -> None:
+        """A whole call's commands: each of ``sources`` (the first and second operand, and C where it is
+        read) uploaded from host memory, the plan's launches, and C read back into ``into``, blocking."""
+        queue = self.ctx.queue
+        # (the uploads' events held: pyopencl's event of a copy from host memory waits for it as it goes)
+        uploads = [ocl.copy(queue, buffer, source, is_blocking=False) for buffer, source in zip(buffers, sources)]
+        events = self.plan.enqueue(*buffers, alpha=alpha, beta=beta, wait_for=wait_for + uploads[-1:])
+        ocl.copy(queue, into, buffers[2], wait_for=events[-1:], is_blocking=True)
 
     def _stored(self, i: int, x: Matrix, name: str) -> Stored:
         """Operand ``i`` (A, B, C) of a call as row-major storage: its layout, the same for every call of
@@ -231,6 +278,11 @@ class OpenCLRoute:
         # C is uploaded only when beta is not 0: it is not read then
         return run_blocks(self.ctx, operands, (True, True, beta != 0), out, temporaries, blocks_of_c, wait_for,
                           self.limits)
+
+
+def _memory(x: np.ndarray) -> np.ndarray:
+    """A dense array's memory, its bytes in order (a view)."""
+    return x.ravel(order="K").view(np.uint8)
 
 
 def _dense(x: np.ndarray) -> bool:

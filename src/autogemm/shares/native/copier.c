@@ -19,7 +19,9 @@
 #include <string.h>
 #include <time.h>
 
-#define PART_BYTES ((size_t)1 << 19)
+/* Parts small enough that the one or two MiB of a small call's operands keep several threads busy, large
+ * enough that taking one costs little beside its copy. */
+#define PART_BYTES ((size_t)1 << 18)
 
 #if defined(__x86_64__)
 #include <emmintrin.h>
