@@ -165,6 +165,43 @@ def test_parallel_copy_copies_contiguous_and_strided_arrays(threads, monkeypatch
     assert np.array_equal(wide[:, 5:82], src) and np.isnan(wide[:, :5]).all() and np.isnan(wide[:, 82:]).all()
 
 
+@pytest.mark.parametrize("threaded_bytes", [0, 2**40])
+def test_copy_all_copies_every_pair_on_helpers_or_alone_by_size(threads, monkeypatch, threaded_bytes):
+    """Without native threads, ``copy_all`` shares its pairs among the helper threads from
+    ``THREADED_BYTES`` and copies them in the calling thread under it: each pair right either way."""
+    monkeypatch.setattr(copying, "native_copier", lambda: None)
+    monkeypatch.setattr(copying, "THREADED_BYTES", threaded_bytes)
+    shared = []
+    real_in_parallel = copying.in_parallel
+    monkeypatch.setattr(copying, "in_parallel", lambda tasks: shared.append(len(tasks)) or real_in_parallel(tasks))
+    rng = np.random.default_rng(3)
+    sources = [rng.random(n) for n in (1, 1000, 4097)]
+    places = [np.full_like(x, np.nan) for x in sources]
+    copying.copy_all(list(zip(places, sources)))
+    assert all(np.array_equal(place, x) for place, x in zip(places, sources))
+    assert shared == ([3] if threaded_bytes == 0 else [])
+
+
+def test_copy_all_and_parallel_copy_take_the_native_threads(native, monkeypatch):
+    """With native threads, ``copy_all`` hands them every pair in one batch, and ``parallel_copy`` its
+    copy from ``NATIVE_THREADED_BYTES`` (smaller ones the caller copies alone)."""
+    monkeypatch.setattr(copying, "native_copier", lambda: native)
+    monkeypatch.setattr(copying, "COPY_THREADS", 3)
+    batches, real_start = [], type(native).start
+    monkeypatch.setattr(type(native), "start", lambda self, pieces: (batches.append(len(pieces)),
+                                                                     real_start(self, pieces))[1])
+    rng = np.random.default_rng(4)
+    sources = [rng.random(n) for n in (7, 2**17 + 3)]
+    places = [np.full_like(x, np.nan) for x in sources]
+    copying.copy_all(list(zip(places, sources)))
+    assert batches == [2] and all(np.array_equal(place, x) for place, x in zip(places, sources))
+    for size, taken in ((copying.NATIVE_THREADED_BYTES // 8 - 1, [2]), (copying.NATIVE_THREADED_BYTES // 8, [2, 1])):
+        src = rng.random((size, 1))
+        dst = np.full_like(src, np.nan)
+        copying.parallel_copy(dst, src)
+        assert np.array_equal(dst, src) and batches == taken
+
+
 @pytest.fixture
 def native(monkeypatch):
     """This process's native copier, of pools of two threads, three pools at most as on a host of nine

@@ -30,6 +30,9 @@ COPY_THREADS = max(1, min(16, usable_cores() // 2))
 #: Copies smaller than this are made by the calling thread alone; larger ones in parts of at least
 #: ``PART_BYTES``, one part by the calling thread.
 THREADED_BYTES, PART_BYTES = 4 * 2**20, 2**20
+#: ... where the native threads copy (they start within microseconds, where a helper thread takes tens to
+#: wake), from this many bytes: two of their parts (``copier.c``), so that two threads share the copy.
+NATIVE_THREADED_BYTES = 2**19
 #: Parts of a copy are at most this long, so that a large copy has parts left for the helpers that join
 #: a caller late (``_Crew``).
 LARGEST_PART_BYTES = 8 * 2**20
@@ -240,10 +243,10 @@ def parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
     both are contiguous, or matrices of contiguous rows (a block of C into its place), and a pool of them
     is free (``shares.native``); else the helpers, over equal byte ranges where both are contiguous, else
     over ranges of rows."""
-    if src.nbytes < THREADED_BYTES or COPY_THREADS == 1 or len(src) < 2:
+    native = native_copier()
+    if src.nbytes < (THREADED_BYTES if native is None else NATIVE_THREADED_BYTES) or COPY_THREADS == 1 or len(src) < 2:
         copy_into(dst, src)
         return
-    native = native_copier()
     piece = _native_piece(dst, src) if native is not None else None
     batch = native.start([piece]) if piece is not None else None
     if batch is not None:
@@ -260,14 +263,17 @@ def parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
 def copy_all(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
     """``dst[...] = src`` for each pair of C-contiguous arrays of one dtype and size, all at once: by the
     native threads where a pool of them is free (in parts, every thread busy), else by the helper threads,
-    a pair each."""
+    a pair each, or by the calling thread alone where they take fewer than ``THREADED_BYTES``."""
     native = native_copier()
     batch = native.start([(dst.ctypes.data, src.ctypes.data, src.nbytes, None) for dst, src in pairs]) \
         if native is not None else None
     if batch is not None:
         native.wait(batch)
-        return
-    in_parallel([_copier(dst, src) for dst, src in pairs])
+    elif sum(src.nbytes for _, src in pairs) < THREADED_BYTES:
+        for dst, src in pairs:
+            copy_into(dst, src)
+    else:
+        in_parallel([_copier(dst, src) for dst, src in pairs])
 
 
 def _native_piece(dst: np.ndarray, src: np.ndarray) -> Piece | None:

@@ -28,7 +28,7 @@ from ...errors import ArgumentError
 from ...profiles import Thresholds, thresholds_for
 from ...runtime.opencl import commands as ocl
 from ...runtime.opencl.memory import check_memory
-from ...shares.copying import copy_all, copy_into
+from ...shares.copying import copy_all, parallel_copy
 from ...shares.staging import host_result, page_locked, result_pool
 from ..call import GemmCall, GemmOptions, checked_scalars, oriented
 from ..operands import (
@@ -231,7 +231,7 @@ class OpenCLRoute:
                 into = memory[:result.nbytes] if landing else result
                 self._enqueue_whole(buffers, [places.get(id(x), x) for x in arrays], into, alpha, beta, wait_for)
                 if landing:
-                    copy_into(result, into)
+                    parallel_copy(result, into)
             done = True
             return out
         finally:
