@@ -34,8 +34,8 @@ PLAIN_CAPACITY = 256
 #: while on some hosts matmul ran larger products faster (an H200's 16-core host: DGEMM 128^3 41 us
 #: against dot's 47, 192^3 76 against 96).
 DOT_BELOW_MULTIPLY_ADDS = 2**20
-#: numpy's array type, looked up once (``plain_product``).
-_NDARRAY = np.ndarray
+#: numpy's array type and the clock of ``HostRoute.until``, looked up once (``plain_product``).
+_NDARRAY, _MONOTONIC = np.ndarray, time.monotonic
 #: A plain call's scalars, ops, edge and backend (its other options are None): both scalars floats.
 PLAIN = (1.0, 0.0, "N", "N", "auto", "auto")
 
@@ -51,7 +51,10 @@ def plain_product(a: object, b: object) -> np.ndarray | None:
         return None
     for dtype_a, dtype_b, route in PLAIN_ROUTES.get(a.shape + b.shape, ()):
         if (a.dtype is dtype_a or a.dtype == dtype_a) and (b.dtype is dtype_b or b.dtype == dtype_b) and a.ndim == 2:
-            return route.product(a, b) if route.current() else None
+            # (``route.current()``'s quick answer first, without the call)
+            if (_MONOTONIC() < route.until and store.FORGETS == route.forgets) or route.current():
+                return route.product(a, b)
+            return None
     return None
 
 
