@@ -210,10 +210,10 @@ def test_numpy_operands_cross_through_page_locked_memory_kept_between_calls(ctx,
 @pytest.mark.parametrize("overlap_min_bytes", [0, 20000, 2**40])
 def test_a_numpy_product_in_one_block_copies_before_it_uploads_where_its_operands_are_small(
         ctx, discrete, monkeypatch, overlap_min_bytes):
-    """A staged product in one block whose dense operands and result (A and B take 19080 bytes here, C
-    5280 more) take fewer than ``overlap_min_bytes`` is a whole call: its arrays are copied all before its
-    first upload, which waits on no user event, and it takes no part of the blocks' machinery; from that
-    size each piece's upload waits for the event of its copy. Right either way."""
+    """A staged product in one block whose operands and result (A and B take 19080 bytes here, C 5280
+    more) take fewer than ``overlap_min_bytes`` copies them all before its first upload, which waits on no
+    user event: dense arrays as a whole call, with no part of the blocks' machinery, a strided view of A in
+    one block of it; from that size each piece's upload waits for the event of its copy. Right always."""
     from autogemm.engine import transfer
     from autogemm.runtime.opencl import commands
 
@@ -227,13 +227,18 @@ def test_a_numpy_product_in_one_block_copies_before_it_uploads_where_its_operand
     monkeypatch.setattr(commands, "user_event", lambda context: events.append(1) or real_event(context))
     dt = DTYPES["d"]
     a, b, old = (random_matrix(RNG, dt, shape) for shape in ((20, 45), (45, 33), (20, 33)))
-    c = old.copy()
-    out = autogemm.gemm(a, b, c, alpha=2.0, beta=0.5, device=ctx.device)
-    assert out is c and relative_error(c, 2.0 * (a @ b) + 0.5 * old) < dt.tolerance
-    if overlap_min_bytes < 2**40:
-        assert blocks == [1] and len(events) > 3        # several pieces, an event each
-    else:
-        assert not blocks and not events
+    wide = np.full((20, 50), np.nan)
+    wide[:, :45] = a
+    for x in (a, wide[:, :45]):
+        blocks.clear()
+        events.clear()
+        c = old.copy()
+        out = autogemm.gemm(x, b, c, alpha=2.0, beta=0.5, device=ctx.device)
+        assert out is c and relative_error(c, 2.0 * (a @ b) + 0.5 * old) < dt.tolerance
+        if overlap_min_bytes < 2**40:
+            assert blocks == [1] and len(events) > 3        # several pieces, an event each
+        else:
+            assert blocks == ([] if x is a else [1]) and not events
 
 
 @pytest.mark.parametrize("letter, trans_a, trans_b, c_order, beta", [
@@ -253,6 +258,12 @@ def test_a_whole_numpy_call_crosses_through_page_locked_memory_at_once(ctx, disc
     gemm_module = importlib.import_module("autogemm.engine.routes.opencl")
     monkeypatch.setattr(gemm_module, "run_blocks", lambda *args: pytest.fail("ran in blocks"))
     set_thresholds(monkeypatch, result_min_bytes=0, pipelined_elements=2**40)
+    copied, sent, given = [], [], []
+    real_copy_all, real_enqueue = gemm_module.copy_all, gemm_module.OpenCLRoute._enqueue_whole
+    monkeypatch.setattr(gemm_module, "copy_all", lambda pairs: copied.append(pairs) or real_copy_all(pairs))
+    monkeypatch.setattr(gemm_module.OpenCLRoute, "_enqueue_whole",
+                        lambda self, buffers, sources, *rest: sent.append(sources) or real_enqueue(self, buffers,
+                                                                                                  sources, *rest))
     dt = DTYPES[letter]
     m, n, k = 37, 29, 41
     a = random_matrix(RNG, dt, (k, m) if trans_a != "N" else (m, k))
@@ -261,7 +272,10 @@ def test_a_whole_numpy_call_crosses_through_page_locked_memory_at_once(ctx, disc
         a = autogemm.gemm(a, np.eye(a.shape[1], dtype=dt.numpy), device=ctx.device)
         assert transfer.result_pool(ctx).owns(a)
     want = apply_op(a, trans_a).astype(np.complex128) @ apply_op(b, trans_b)
+    real_give_all = ctx.buffers.give_all
+    monkeypatch.setattr(ctx.buffers, "give_all", lambda taken: given.append(len(taken)) or real_give_all(taken))
     if c_order == "new":
+        given.clear()
         out = autogemm.gemm(a, b, trans_a=trans_a, trans_b=trans_b, device=ctx.device)
     else:
         old = random_matrix(RNG, dt, (m, n))
@@ -275,10 +289,23 @@ def test_a_whole_numpy_call_crosses_through_page_locked_memory_at_once(ctx, disc
             for buffer in poisoned:
                 cl.enqueue_copy(ctx.queue, buffer, np.full(size, 255, np.uint8))
                 ctx.buffers.give(buffer, size)
+        given.clear()
         out = autogemm.gemm(a, b, c, alpha=1.0, beta=beta, trans_a=trans_a, trans_b=trans_b, device=ctx.device)
         assert out is c
     assert relative_error(out, want) < dt.tolerance
-    assert ctx.buffers.held > 0 and not any(kept.lock.locked() for kept in staging._page_locked.values())
+    assert not any(kept.lock.locked() for kept in staging._page_locked.values())
+    # what crossed: each array not page-locked itself (an earlier result is), at once; every upload from
+    # page-locked memory; the three buffers back in the pool
+    pool = transfer.result_pool(ctx)
+    kept, = staging._page_locked.values()
+    low, high = kept.array.ctypes.data, kept.array.ctypes.data + kept.array.nbytes
+    uploaded = (b, a) if c_order == "F" else (a, b)     # (a column-major C: the transposed product)
+    uploaded += (out,) if beta != 0 else ()
+    pooled = [x is a or x is out for x in uploaded] if c_order == "pool" else [False] * len(uploaded)
+    assert [pool.owns(x) for x in uploaded] == pooled
+    assert [src.nbytes for _, src in copied[-1]] == [x.nbytes for x, own in zip(uploaded, pooled) if not own]
+    assert all((low <= source.ctypes.data < high) != own for source, own in zip(sent[-1], pooled))
+    assert len(sent[-1]) == len(uploaded) and given == [3]
 
 
 @pytest.mark.parametrize("letter, trans_a, trans_b, c_order, beta", [
@@ -433,7 +460,7 @@ def test_a_small_host_calls_own_buffers_are_bounded_by_the_devices_memory(ctx, h
     autogemm.clear_plans()
     for _ in range(2):
         assert relative_error(autogemm.gemm(a, b, device=ctx.device), a.astype(np.float64) @ b) < dt.tolerance
-    assert (ctx.buffers.held == 0) == (host_memory == "shared")
+    assert (ctx.buffers.held == 0) == ctx.device.shares_host_memory       # (a GPU's "shared" run: its own)
 
 
 @pytest.mark.parametrize("order", ["C", "F"])
@@ -569,8 +596,9 @@ def test_3xtf32_runs_a_product_with_a_short_side_in_plain_arithmetic(letter, dev
     bounds are the profile's; a call that names its backend keeps the precision it asked for, and a short
     product the host's BLAS finishes first runs there."""
     from autogemm.engine import dispatch
-    from autogemm.engine.routes import host_blas
+    from autogemm.engine.routes import cuda_host, host_blas
 
+    monkeypatch.setattr(cuda_host, "cuda_host_route", lambda call: None)     # (a Hopper's CUDA path aside)
     set_thresholds(monkeypatch, split_min_side=40, split_min_depth=10, host_multiply_adds=())
     seen = []
     real = dispatch.OpenCLRoute

@@ -368,6 +368,19 @@ def test_a_buffer_pool_rounds_sizes_up_and_keeps_no_more_than_its_capacity(ctx):
     assert pool.held == 0 and pool.take(600_000) is not first
 
 
+def test_a_call_given_back_all_at_once_takes_each_buffer_back_in_its_place(ctx):
+    """``give_all`` gives a call's buffers back last first, so that the next call taking the same sizes
+    in the same order gets each buffer where it was (its kernels' arguments unchanged)."""
+    from autogemm.runtime.opencl.buffer_pool import BufferPool
+
+    pool = BufferPool(ctx.context, capacity=2**20)
+    taken = [(pool.take(4096), 4096) for _ in range(3)]
+    for _ in range(2):
+        pool.give_all(taken)
+        again = [(pool.take(4096), 4096) for _ in range(3)]
+        assert [buffer for buffer, _ in again] == [buffer for buffer, _ in taken]
+
+
 def test_timed_work_waits_behind_a_hold_and_every_timing_holds_first(ctx, monkeypatch):
     """What a timing measures waits in the queue behind the hold (so its events count the work alone),
     and the context's timing, ``time_enqueue`` and the hold agree on the queue."""

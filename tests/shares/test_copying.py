@@ -246,7 +246,7 @@ def test_native_threads_copy_every_piece_and_mark_its_event_complete(native, dev
 
 def test_native_threads_copy_bytes_at_any_alignment(native):
     """Pieces whose ends fall anywhere within the 16 and 64 bytes the streaming stores move at once, and
-    between 512 KiB parts: every byte copied, none beside them written."""
+    across the 256 KiB parts: every byte copied, none beside them written."""
     rng = np.random.default_rng(3)
     src = rng.integers(0, 256, 2**20 + 300, dtype=np.uint8)
     for to_at, from_at, size in [(3, 0, 1), (1, 5, 15), (7, 2, 63), (0, 0, 64), (9, 13, 65), (5, 1, 2**19 + 77),

@@ -12,7 +12,9 @@ threads start: each upload waits for a user event its piece's copy marks complet
 block for the last upload it reads, and its part of the result comes back while the next computes, so
 that the host's copies, the uploads, the kernels and the downloads overlap and no copy waits for the
 caller to enqueue anything. A small call of one block (``Thresholds.overlap_min_bytes``) has nothing to
-overlap but its copies with its uploads: it copies every piece first, and its uploads wait on no event."""
+overlap but its copies with its uploads: it copies every piece first, and its uploads wait on no event
+(such a call of dense numpy arrays does not come here: its route runs it whole, ``OpenCLRoute``; strided
+views and device results do)."""
 
 from __future__ import annotations
 
@@ -241,15 +243,14 @@ def _take_buffers(ctx: DeviceContext, operands: Sequence[Stored], buffers: list[
 
 def _give_buffers(ctx: DeviceContext, operands: Sequence[Stored], buffers: Sequence[ocl.Buffer | None],
                   sizes: Sequence[int], done: bool) -> None:
-    """The host operands' buffers back to the pool once every command using them is ``done``, last first
-    (the pool hands out the last given first, so that a repeated call gets each operand's buffer of the
-    last call again and sets no kernel argument anew); else released, freed once those commands end."""
-    for st, buf, size in reversed(list(zip(operands, buffers, sizes))):
-        if st.buffer is None and buf is not None:
-            if done:
-                ctx.buffers.give(buf, size)
-            else:
-                buf.release()
+    """The host operands' buffers back to the pool once every command using them is ``done``
+    (``BufferPool.give_all``); else released, freed once those commands end."""
+    taken = [(buf, size) for st, buf, size in zip(operands, buffers, sizes) if st.buffer is None and buf is not None]
+    if done:
+        ctx.buffers.give_all(taken)
+    else:
+        for buf, _ in taken:
+            buf.release()
 
 
 def _pieces(operands: Sequence[Stored], needed: Sequence[bool], needs: Sequence[tuple[int, ...]], staged: bool

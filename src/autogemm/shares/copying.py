@@ -252,6 +252,9 @@ def parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
     if batch is not None:
         native.wait(batch)
         return
+    if src.nbytes < THREADED_BYTES:         # (every native pool busy: small for the helpers)
+        copy_into(dst, src)
+        return
     if dst.flags.c_contiguous and src.flags.c_contiguous:
         dst, src = dst.reshape(-1), src.reshape(-1)
     parts = max(min(COPY_THREADS, src.nbytes // PART_BYTES), src.nbytes // LARGEST_PART_BYTES)
@@ -264,6 +267,8 @@ def copy_all(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
     """``dst[...] = src`` for each pair of C-contiguous arrays of one dtype and size, all at once: by the
     native threads where a pool of them is free (in parts, every thread busy), else by the helper threads,
     a pair each, or by the calling thread alone where they take fewer than ``THREADED_BYTES``."""
+    if not all(dst.flags.c_contiguous and src.flags.c_contiguous and dst.nbytes == src.nbytes for dst, src in pairs):
+        raise ValueError("copy_all copies C-contiguous arrays of one size")
     native = native_copier()
     batch = native.start([(dst.ctypes.data, src.ctypes.data, src.nbytes, None) for dst, src in pairs]) \
         if native is not None else None

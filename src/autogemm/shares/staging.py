@@ -1,7 +1,8 @@
 """Host memory for streamed products: page-locked staging buffers in rings (``StagingRing``) and a
 page-locked copy of B that several devices' streams share (``SharedBlocks``), both kept between calls
-(page-locking is slow); page-locked results handed out and taken back (``ResultPool``); and
-``FirstTouch``, which faults in a new C's pages ahead of the copies that write its tiles."""
+(page-locking is slow); page-locked results handed out and taken back (``ResultPool``); where a whole
+call's arrays lie in page-locked memory (``crossing``); and ``FirstTouch``, which faults in a new C's pages
+ahead of the copies that write its tiles."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import math
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterator
-from typing import Protocol
+from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -256,6 +257,39 @@ class ResultPool:
             while self._free[other] and self.held + size > RESULT_POOL_BYTES:
                 self._free[other].pop()[0].release()
                 self.held -= other
+
+
+class Crossing(NamedTuple):
+    """Where a whole call's host arrays lie in one block of page-locked memory (``crossing``)."""
+
+    #: each uploaded array's first byte in the block; None for one that is page-locked itself (an earlier
+    #: result of the pool), uploaded from where it lies
+    starts: list[int | None]
+    #: whether the result comes back into the block's first bytes (once the uploads are done), to be
+    #: copied out after: it is not page-locked itself
+    landing: bool
+    #: the block's bytes (0: nothing crosses through it)
+    nbytes: int
+
+
+def crossing(pool: ResultPool, uploads: Sequence[np.ndarray], result: np.ndarray) -> Crossing:
+    """Where the arrays of a call that crosses whole (A, B, and C where it is read; each its bytes,
+    ``as_bytes``) and its ``result`` lie in page-locked memory: one after another, each from a page's
+    start, but those of ``pool``'s memory, which are page-locked already."""
+    starts, end = [], 0
+    for x in uploads:
+        if pool.owns(x):
+            starts.append(None)
+        else:
+            starts.append(end)
+            end += -(-x.nbytes // PAGE_BYTES) * PAGE_BYTES
+    landing = not pool.owns(result)
+    return Crossing(starts, landing, max(end, result.nbytes if landing else 0))
+
+
+def as_bytes(x: np.ndarray) -> np.ndarray:
+    """A dense array's memory as its bytes in order (a view: C- or Fortran-ordered, or a transpose)."""
+    return x.ravel(order="K").view(np.uint8)
 
 
 class _Lease:

@@ -52,7 +52,7 @@ from ...runtime.cuda import CudaContext
 from ...runtime.opencl.device import Device
 from ...runtime.opencl.discovery import find_device
 from ...shares.copying import parallel_copy
-from ...shares.staging import host_result, result_pool
+from ...shares.staging import as_bytes, crossing, host_result, result_pool
 from ..call import GemmCall, GemmOptions, checked_scalars
 
 
@@ -202,34 +202,24 @@ def _run(ctx: CudaContext, plan: CudaGemm, a: tuple[np.ndarray, Op], b: tuple[np
     """C = alpha op(A) op(B) + beta C on ``ctx`` with ``plan`` into the C-ordered ``out``."""
     (a, op_a), (b, op_b) = _row_major(*a), _row_major(*b)
     m, n, k = sizes
-    pool = result_pool(ctx)
     uploads = [a, b] + ([out] if beta != 0 else [])
-    locked = [pool.owns(x) for x in uploads]        # page-locked already (earlier calls' results)
-    staged_bytes = max(sum(x.nbytes for x, lock in zip(uploads, locked) if not lock),
-                       0 if pool.owns(out) else out.nbytes)
+    crossed = crossing(result_pool(ctx), [as_bytes(x) for x in uploads], as_bytes(out))
     with ctx.lock:
         ctx.activate()
         memory = [ctx.scratch(role, x.nbytes) for role, x in zip(("a", "b", "c"), (a, b, out))]
-        staging = ctx.staging(staged_bytes) if staged_bytes else None
-        start = 0
-        for x, to, lock in zip(uploads, memory, locked):     # each copy sent on while the next is made
-            if lock:
-                ctx.upload(to, _bytes(x), wait=False)
+        staging = ctx.staging(crossed.nbytes) if crossed.nbytes else None
+        for x, to, start in zip(uploads, memory, crossed.starts):     # each copy sent on while the next is made
+            if start is None:           # page-locked already (an earlier call's result)
+                ctx.upload(to, as_bytes(x), wait=False)
                 continue
             place = staging[start:start + x.nbytes]
-            parallel_copy(place, _bytes(x))
+            parallel_copy(place, as_bytes(x))
             ctx.upload(to, place, wait=False)
-            start += x.nbytes
         plan.enqueue(DeviceOperand.of_a(memory[0], m, a.shape[-1], op_a, stack_stride(a.shape)),
                      DeviceOperand.of_b(memory[1], n, b.shape[-1], op_b, stack_stride(b.shape)), memory[2], alpha, beta)
-        if pool.owns(out):
-            ctx.download(_bytes(out), memory[2])
-        else:
+        if crossed.landing:
             ctx.download(staging[:out.nbytes], memory[2])   # after the uploads: the staging is free
-            parallel_copy(_bytes(out), staging[:out.nbytes])
+            parallel_copy(as_bytes(out), staging[:out.nbytes])
+        else:
+            ctx.download(as_bytes(out), memory[2])
     return out
-
-
-def _bytes(x: np.ndarray) -> np.ndarray:
-    """The bytes of a C-ordered array."""
-    return x.reshape(-1).view(np.uint8)

@@ -119,7 +119,7 @@ class HostRoute:
         self.device, self.profile = device, profile_for(device)
         #: until when (``time.monotonic``) and under which count of ``profiles.store.forget`` s the profile
         #: is known to be still the device's (``profiles.current_until``): asked again only after
-        self.until, self.forgets = 0.0, -1
+        self.forgets, self.until = store.FORGETS, current_until(device, self.profile)
         #: what ``AUTOGEMM_RECORD`` records of each call: the product as the call states it
         self.recorded = ("gemm", call.dt.key, "NT"[call.op_a.transposed] + "NT"[call.op_b.transposed],
                          call.m, call.n, call.k)

@@ -5,11 +5,12 @@ run by binding each call's buffers, offsets and scalars.
 Host operands cross through the transfer machinery (``engine.transfer``) in blocks of C's rows, so that
 while the device computes one block the next block's rows of A are uploaded and the last block's C comes
 back; a call of dense numpy arrays too small to gain from that overlap crosses whole, with as few steps
-as the commands need (``OpenCLRoute.whole``); device operands are used where they lie, on their queue, and
+as the commands need (``OpenCLRoute.whole_bytes``); device operands are used where they lie, on their queue, and
 the call returns at once."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 from dataclasses import replace
@@ -29,7 +30,7 @@ from ...profiles import Thresholds, thresholds_for
 from ...runtime.opencl import commands as ocl
 from ...runtime.opencl.memory import check_memory
 from ...shares.copying import copy_all, parallel_copy
-from ...shares.staging import host_result, page_locked, result_pool
+from ...shares.staging import as_bytes, crossing, host_result, page_locked, result_pool
 from ..call import GemmCall, GemmOptions, checked_scalars, oriented
 from ..operands import (
     Matrix,
@@ -89,10 +90,11 @@ class OpenCLRoute:
         self._layouts: list[tuple | None] = [None, None, None]      # host operands' storage (``_stored``)
         self.plan = cached_plan(self.ctx, problem.aligned(), o.config, o.edge) if planned else None
         self.layout = self._layout() if planned else None
-        self.whole = self._whole_bytes(call) if planned and len(self.layout) == 1 else None
-        # a whole call of memory of its own crosses through page-locked memory, but for the smallest
-        self.staged = (self.whole is not None and not self.ctx.device.shares_host_memory
-                       and sum(self.whole) >= self.limits.pinned_min_bytes)
+        self.whole_bytes = self._whole_bytes(call) if planned and len(self.layout) == 1 else None
+        # on a device of memory of its own a whole call crosses through page-locked memory, but for the
+        # smallest
+        self.staged = (self.whole_bytes is not None and not self.ctx.device.shares_host_memory
+                       and sum(self.whole_bytes) >= self.limits.pinned_min_bytes)
         self._buffers: list[ocl.Buffer] | None = None        # the resident call's (``_resident_call``)
         self._buffers_lock = threading.Lock()
 
@@ -163,7 +165,7 @@ class OpenCLRoute:
         wait_for = events_of([a, b, c], ctx.queue) + wait_for
         if self.staged:
             return self._staged_call(a, b, out, alpha, beta, wait_for)
-        if self.whole is not None and self._buffers_lock.acquire(blocking=False):
+        if self.whole_bytes is not None and self._buffers_lock.acquire(blocking=False):
             try:
                 return self._resident_call(a, b, out, alpha, beta, wait_for)
             finally:
@@ -194,13 +196,13 @@ class OpenCLRoute:
 
     def _resident_call(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha, beta, wait_for: list[ocl.Event]
                        ) -> np.ndarray:
-        """The smallest whole call (``whole``, not ``staged``): each array copied from where it lies into a
+        """The smallest whole call (``whole_bytes``, not ``staged``): each array copied from where it lies into a
         buffer the route keeps (made at its first call, checked against the device's memory with the plan's
         temporaries). The caller holds the buffers' lock (a call that finds them taken runs on the pool's,
         ``_with_transfers``)."""
         if self._buffers is None:
-            check_memory(self.ctx, [*self.whole, *self.plan.temporary_bytes().values()])
-            self._buffers = [ocl.device_buffer(self.ctx.context, size) for size in self.whole]
+            check_memory(self.ctx, [*self.whole_bytes, *self.plan.temporary_bytes().values()])
+            self._buffers = [ocl.device_buffer(self.ctx.context, size) for size in self.whole_bytes]
         first, second = (b, a) if self.swapped else (a, b)
         self._enqueue_whole(self._buffers, [first, second] + ([out] if beta != 0 else []), out, alpha, beta, wait_for)
         return out
@@ -208,37 +210,33 @@ class OpenCLRoute:
     def _staged_call(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha, beta, wait_for: list[ocl.Event]
                      ) -> np.ndarray:
         """A whole call through page-locked memory (``staged``): the arrays that are not page-locked
-        themselves (earlier calls' results are) copied there at once by the copy threads, into the pool's
-        buffers, and C read back into its place there where it is not page-locked (after the uploads, so
-        into the same bytes), then copied out."""
+        themselves (earlier calls' results are) copied there at once by the copy threads (``crossing``), into
+        the pool's buffers, and C read back into the memory's first bytes where it is not page-locked (after
+        the uploads), then copied out."""
         ctx = self.ctx
-        pool = result_pool(ctx)
         first, second = (b, a) if self.swapped else (a, b)
-        arrays = [_memory(x) for x in [first, second] + ([out] if beta != 0 else [])]
-        crossing = [x for x in arrays if not pool.owns(x)]
-        result = _memory(out)
-        landing = not pool.owns(out)
-        check_memory(ctx, [*self.whole, *([] if self.plan.allocated else self.plan.temporary_bytes().values())])
-        buffers = [ctx.buffers.take(size) for size in self.whole]
+        uploads = [as_bytes(x) for x in [first, second] + ([out] if beta != 0 else [])]
+        result = as_bytes(out)
+        crossed = crossing(result_pool(ctx), uploads, result)
+        check_memory(ctx, [*self.whole_bytes, *([] if self.plan.allocated else self.plan.temporary_bytes().values())])
+        taken = [(ctx.buffers.take(size), size) for size in self.whole_bytes]
         done = False
         try:
-            with page_locked(ctx, max(sum(x.nbytes for x in crossing), result.nbytes if landing else 0)) as memory:
-                places, start = {}, 0
-                for x in crossing:
-                    places[id(x)] = memory[start:start + x.nbytes]
-                    start += x.nbytes
-                copy_all([(places[id(x)], x) for x in crossing])
-                into = memory[:result.nbytes] if landing else result
-                self._enqueue_whole(buffers, [places.get(id(x), x) for x in arrays], into, alpha, beta, wait_for)
-                if landing:
+            with page_locked(ctx, crossed.nbytes) if crossed.nbytes else contextlib.nullcontext() as memory:
+                places = [x if start is None else memory[start:start + x.nbytes]
+                          for x, start in zip(uploads, crossed.starts)]
+                copy_all([(place, x) for place, x in zip(places, uploads) if place is not x])
+                into = memory[:result.nbytes] if crossed.landing else result
+                self._enqueue_whole([buffer for buffer, _ in taken], places, into, alpha, beta, wait_for)
+                if crossed.landing:
                     parallel_copy(result, into)
             done = True
             return out
         finally:
-            for buffer, size in zip(buffers, self.whole):
-                if done:
-                    ctx.buffers.give(buffer, size)
-                else:       # (commands may still use it: freed once they end)
+            if done:
+                ctx.buffers.give_all(taken)
+            else:       # (commands may still use them: freed once they end)
+                for buffer, _ in taken:
                     buffer.release()
 
     def _enqueue_whole(self, buffers: list[ocl.Buffer], sources: list[np.ndarray], into: np.ndarray, alpha, beta,
@@ -278,11 +276,6 @@ class OpenCLRoute:
         # C is uploaded only when beta is not 0: it is not read then
         return run_blocks(self.ctx, operands, (True, True, beta != 0), out, temporaries, blocks_of_c, wait_for,
                           self.limits)
-
-
-def _memory(x: np.ndarray) -> np.ndarray:
-    """A dense array's memory, its bytes in order (a view)."""
-    return x.ravel(order="K").view(np.uint8)
 
 
 def _dense(x: np.ndarray) -> bool:

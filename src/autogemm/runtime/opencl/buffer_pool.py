@@ -44,6 +44,13 @@ class BufferPool:
                 return
         buffer.release()
 
+    def give_all(self, taken: list[tuple[cl.Buffer, int]]) -> None:
+        """``give`` back each (buffer, bytes) of one call's, last first: the pool hands out the last given
+        first, so that the next call of those sizes takes each buffer back in its place, and its plan sets
+        no kernel argument anew."""
+        for buffer, nbytes in reversed(taken):
+            self.give(buffer, nbytes)
+
     def clear(self) -> None:
         """Release every free buffer (their device memory is the driver's again)."""
         with self._lock:
