@@ -1,6 +1,8 @@
 """The engine's call value and dispatcher (``engine.call``, ``engine.dispatch``, ``engine.resolved``):
 options listed and validated once, the one rule for column-major operands, and a call's signature."""
 
+import importlib
+
 import numpy as np
 import pyopencl.array as cl_array
 import pytest
@@ -237,7 +239,22 @@ def test_numpy_products_below_the_hosts_bound_run_on_the_hosts_blas(ctx, monkeyp
     assert ran == []
 
 
-def test_the_hosts_product_is_ndarray_dot_below_its_bound_and_matmul_from_it(ctx, monkeypatch):
+@pytest.fixture(params=["c", "python"])
+def plain(request, monkeypatch) -> str:
+    """Runs a test of the plain call twice: with ``plain_product`` in C (skipped where it was not built)
+    and with its Python steps (``plain_product_py``), which ``gemm`` and ``matmul`` then call."""
+    from autogemm.engine.routes import host_blas
+
+    if request.param == "c" and host_blas.plain_product is host_blas.plain_product_py:
+        pytest.skip("the plain call's C (_plain.c) was not built")
+    if request.param == "python":
+        for module in (importlib.import_module("autogemm.api.gemm"), importlib.import_module("autogemm.api.matmul"),
+                       host_blas):
+            monkeypatch.setattr(module, "plain_product", host_blas.plain_product_py)
+    return request.param
+
+
+def test_the_hosts_product_is_ndarray_dot_below_its_bound_and_matmul_from_it(ctx, monkeypatch, plain):
     """The host route multiplies with ``ndarray.dot`` below ``DOT_BELOW_MULTIPLY_ADDS`` (the shorter call
     where the product takes microseconds) and with matmul, the user's ``a @ b``, from it: a plain call,
     its kept route and a transposed call alike, each right (fresh random operands)."""
@@ -264,12 +281,11 @@ def test_the_hosts_product_is_ndarray_dot_below_its_bound_and_matmul_from_it(ctx
         assert used[-1] == "kept"
 
 
-def test_a_plain_call_the_hosts_blas_took_skips_the_engine_next_time(ctx, monkeypatch, tmp_path):
+def test_a_plain_call_the_hosts_blas_took_skips_the_engine_next_time(ctx, monkeypatch, tmp_path, plain):
     """``gemm(a, b)`` and ``matmul(a, b)`` of numpy arrays, every option its default, that the host's BLAS
     took once take it again without the engine's checks and lookups (the host's route of such calls is
     kept by the operands' shapes and dtypes), the product right; a call with any option, other shapes,
     or while ``AUTOGEMM_RECORD`` records calls goes through the engine (and is recorded)."""
-    import importlib
 
     from autogemm import workload
 
@@ -329,7 +345,7 @@ def test_a_plain_call_the_hosts_blas_took_skips_the_engine_next_time(ctx, monkey
     assert engine == [np.float32, np.float64]                 # each route kept beside the other
 
 
-def test_a_plain_route_is_taken_by_matrices_of_its_shapes_and_dtypes_alone(ctx, monkeypatch):
+def test_a_plain_route_is_taken_by_matrices_of_its_shapes_and_dtypes_alone(ctx, monkeypatch, plain):
     """The plain routes are kept by ``a.shape + b.shape``: a 3-D and a 1-D operand whose shapes join into
     the same four numbers are still refused as the engine refuses them; operands whose dtypes equal the
     route's without being the same objects (unpickled, as a worker receives them) take it."""
@@ -345,6 +361,35 @@ def test_a_plain_route_is_taken_by_matrices_of_its_shapes_and_dtypes_alone(ctx, 
         autogemm.gemm(np.ones((1, 16, 16), np.float32), np.ones(16, np.float32))
     x, y = pickle.loads(pickle.dumps((a, b)))
     assert x.dtype == a.dtype and host_blas.plain_product(x, y) is not None
+
+
+def test_the_plain_calls_c_keeps_no_reference_and_refuses_what_python_refuses(ctx, monkeypatch, plain):
+    """The plain call in C (and in Python) leaves every object's references as it found them over many
+    calls, returns None for what is not a kept route's (no arrays, another dtype, a route no longer
+    current), and raises the error of a call that fails inside it."""
+    import sys
+
+    from autogemm.engine.routes import host_blas
+
+    set_thresholds(monkeypatch, host_multiply_adds=(("s", 40**3),))
+    product = host_blas.plain_product if plain == "c" else host_blas.plain_product_py
+    rng = np.random.default_rng(13)
+    a, b = rng.standard_normal((8, 6)).astype(np.float32), rng.standard_normal((6, 5)).astype(np.float32)
+    autogemm.gemm(a, b)
+    table = host_blas.PLAIN_ROUTES[a.shape + b.shape]
+    (kept,) = table
+    held = (a, b, table, kept, kept.route, kept.route.product, a.dtype)
+    before = [sys.getrefcount(x) for x in held]
+    for _ in range(1000):
+        np.testing.assert_allclose(product(a, b), a @ b, rtol=1e-5)
+    assert [sys.getrefcount(x) for x in held] == before
+    assert product(a.tolist(), b) is None and product(a.astype(np.float64), b.astype(np.float64)) is None
+    monkeypatch.setattr(kept.route, "until", 0.0)
+    monkeypatch.setattr(host_blas, "current_until", lambda device, profile: 0.0)
+    assert product(a, b) is None                              # no longer current: the engine's to resolve
+    monkeypatch.setattr(kept.route, "current", lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        product(a, b)
 
 
 def test_gemms_options_are_keywords_named_once():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import operator
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -40,10 +41,10 @@ _NDARRAY, _MONOTONIC = np.ndarray, time.monotonic
 PLAIN = (1.0, 0.0, "N", "N", "auto", "auto")
 
 
-def plain_product(a: object, b: object) -> np.ndarray | None:
+def plain_product_py(a: object, b: object) -> np.ndarray | None:
     """``a @ b`` (as ``HostRoute.run`` computes it) where a plain call of such operands resolved to the host's
     BLAS before, under the device's profile of now; None where none did (nor while ``AUTOGEMM_RECORD``
-    records calls)."""
+    records calls). ``plain_product`` is this, in C where the package was built with it (``_plain.c``)."""
     # (each step here is a share of a 64^3 product's few microseconds: numpy's dtypes of its own types are
     # one object each, so that identity stands for equality where it holds; a dtype made anew, as by
     # unpickling, is compared; the key's four dimensions are two matrices' only where a is one)
@@ -151,3 +152,19 @@ class HostRoute:
             c[...] = out
             return c
         return out
+
+
+def _compiled_plain_product() -> Callable[[object, object], np.ndarray | None] | None:
+    """``_plain.plain_product`` bound to this module's table and the state it reads, where the extension
+    was built (not without a C compiler at install, nor on a Python older than its limited API)."""
+    try:
+        from . import _plain
+    except ImportError:
+        return None
+    _plain.bind(PLAIN_ROUTES, np.ndarray, store, workload, time.monotonic)
+    return _plain.plain_product
+
+
+#: ``gemm``'s first step for a call with no option (``plain_product_py``'s steps, in C where built: a 32^3
+#: product of numpy's takes about a microsecond, and the interpreter took most of another for them).
+plain_product = _compiled_plain_product() or plain_product_py
