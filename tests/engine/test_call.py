@@ -368,6 +368,7 @@ def test_the_plain_calls_c_keeps_no_reference_and_refuses_what_python_refuses(ct
     calls, returns None for what is not a kept route's (no arrays, another dtype, a route no longer
     current), and raises the error of a call that fails inside it."""
     import sys
+    import time
 
     from autogemm.engine.routes import host_blas
 
@@ -378,18 +379,43 @@ def test_the_plain_calls_c_keeps_no_reference_and_refuses_what_python_refuses(ct
     autogemm.gemm(a, b)
     table = host_blas.PLAIN_ROUTES[a.shape + b.shape]
     (kept,) = table
-    held = (a, b, table, kept, kept.route, kept.route.product, a.dtype)
-    before = [sys.getrefcount(x) for x in held]
+    route = kept.route
+
+    def held():
+        return [sys.getrefcount(x) for x in (a, b, table, kept, route, route.product, route.until, a.dtype)]
+
+    before = held()
     for _ in range(1000):
         np.testing.assert_allclose(product(a, b), a @ b, rtol=1e-5)
-    assert [sys.getrefcount(x) for x in held] == before
+    assert held() == before
     assert product(a.tolist(), b) is None and product(a.astype(np.float64), b.astype(np.float64)) is None
-    monkeypatch.setattr(kept.route, "until", 0.0)
-    monkeypatch.setattr(host_blas, "current_until", lambda device, profile: 0.0)
-    assert product(a, b) is None                              # no longer current: the engine's to resolve
-    monkeypatch.setattr(kept.route, "current", lambda: 1 / 0)
+    # known current for a while: the quick test alone (its ``current`` not asked); past that, asked
+    asked = []
+    monkeypatch.setattr(route, "current", lambda: asked.append(1) or 1 / 0)
+    monkeypatch.setattr(route, "until", time.monotonic() + 3600)
+    assert product(a, b) is not None and not asked
+    monkeypatch.setattr(route, "until", time.monotonic() - 1e-3)
     with pytest.raises(ZeroDivisionError):
         product(a, b)
+    monkeypatch.setattr(route, "current", lambda: False)   # no longer current: the engine's to resolve
+    before = held()
+    for _ in range(1000):
+        assert product(a, b) is None
+    assert held() == before
+    # a route whose ``current`` empties the table (its last reference there) is still there to multiply
+
+    class Emptying:
+        until, forgets = 0.0, -1
+
+        def current(self):
+            table.clear()
+            return True
+
+        def product(self, x, y):
+            return "multiplied"
+
+    table[:] = [host_blas.PlainRoute(a.dtype, b.dtype, Emptying())]
+    assert product(a, b) == "multiplied" and table == []
 
 
 def test_gemms_options_are_keywords_named_once():

@@ -23,7 +23,10 @@ static PyObject *s_shape, *s_dtype, *s_until, *s_forgets, *s_product, *s_current
 static PyObject *now(void) {
 #ifdef __linux__
     struct timespec t;
-    if (clock_gettime(CLOCK_MONOTONIC, &t) == 0) return PyFloat_FromDouble((double)t.tv_sec + t.tv_nsec * 1e-9);
+    if (clock_gettime(CLOCK_MONOTONIC, &t) == 0) {        /* (rounded as CPython rounds its nanoseconds) */
+        long long ns = (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+        return PyFloat_FromDouble(ns % 1000000000LL ? (double)ns / 1e9 : (double)(ns / 1000000000LL));
+    }
 #endif
     return PyObject_CallNoArgs(monotonic);
 }
@@ -95,7 +98,7 @@ static PyObject *plain_product(PyObject *module, PyObject *const *args, Py_ssize
     if (!shape_a) return NULL;
     PyObject *shape_b = PyObject_GetAttr(b, s_shape);
     if (!shape_b) { Py_DECREF(shape_a); return NULL; }
-    int matrix = PyTuple_Size(shape_a) == 2;
+    int matrix = PyObject_Length(shape_a) == 2;
     PyObject *key = PySequence_Concat(shape_a, shape_b);
     Py_DECREF(shape_a);
     Py_DECREF(shape_b);
@@ -107,19 +110,27 @@ static PyObject *plain_product(PyObject *module, PyObject *const *args, Py_ssize
         Py_RETURN_NONE;
     }
     if (!matrix) Py_RETURN_NONE;
+    if (!PyList_Check(kept)) {
+        PyErr_SetString(PyExc_TypeError, "a plain route's table holds lists");
+        return NULL;
+    }
     Py_INCREF(kept);                    /* (the table may change under a call it makes) */
     PyObject *found = NULL;
     Py_ssize_t count = PyList_Size(kept);
     for (Py_ssize_t i = 0; i < count; ++i) {
-        PyObject *entry = PyList_GetItem(kept, i);             /* borrowed: (dtype_a, dtype_b, route) */
+        PyObject *entry = PyList_GetItem(kept, i);             /* (dtype_a, dtype_b, route) */
         if (!entry) goto done;
-        int same = same_dtype(a, PyTuple_GetItem(entry, 0));
-        if (same == 1) same = same_dtype(b, PyTuple_GetItem(entry, 1));
-        if (same < 0) goto done;
-        if (same == 1) {                /* the first route of these dtypes decides */
-            found = through(PyTuple_GetItem(entry, 2), a, b);
+        if (!PyTuple_Check(entry) || PyTuple_Size(entry) != 3) {
+            PyErr_SetString(PyExc_ValueError, "a plain route is (dtype_a, dtype_b, route)");
             goto done;
         }
+        Py_INCREF(entry);               /* (held while its route's Python runs) */
+        int same = same_dtype(a, PyTuple_GetItem(entry, 0));
+        if (same == 1) same = same_dtype(b, PyTuple_GetItem(entry, 1));
+        if (same == 1)                  /* the first route of these dtypes decides */
+            found = through(PyTuple_GetItem(entry, 2), a, b);
+        Py_DECREF(entry);
+        if (same != 0) goto done;       /* (its answer, or an error) */
     }
     found = Py_None;
     Py_INCREF(found);
