@@ -505,7 +505,8 @@ def test_a_new_result_is_page_locked_memory_taken_back_when_it_is_gone(ctx, monk
     a, b = random_matrix(rng, dt, (65, 33)), random_matrix(rng, dt, (33, 47))
     want = a.astype(np.float64) @ b
     first = autogemm.gemm(a, b, device=ctx.device)
-    assert pool.owns(first) and pool.owns(first[3:, 1:]) and not pool.owns(a)
+    assert pool.owns(first) and pool.owns(first[3:, 1:]) and pool.owns(staging.as_bytes(first.T)) and not pool.owns(a)
+    assert not pool.owns(first.copy())
     assert relative_error(first, want) < dt.tolerance
     address = first.__array_interface__["data"][0]
     view = first[1:]

@@ -203,7 +203,7 @@ class ResultPool:
     def __init__(self, allocate: Callable[[int], PageLocked]) -> None:
         self.allocate = allocate
         self._free: dict[int, list[tuple[PageLocked, int]]] = {}    # by size: the memory, and its address
-        self._handed: dict[int, tuple[int, int]] = {}    # the arrays out now: id, and their bytes' addresses
+        self._handed: set[int] = set()     # the leases of the results out now, by id
         self.held = 0
         self._lock = threading.RLock()     # (a lease freed by the collector within ``take`` gives back)
 
@@ -232,23 +232,23 @@ class ResultPool:
         entry, start = found
         lease = _Lease(entry.array, start, tuple(shape), dtype)
         with self._lock:
-            self._handed[id(lease)] = (start, start + size)
+            self._handed.add(id(lease))
         lease.on_free = functools.partial(self._give_back, id(lease), size, found)
         return np.asarray(lease).view(dtype)     # (bfloat16 has no typestr numpy reads back)
 
     def owns(self, array: object) -> bool:
-        """Whether ``array`` (a numpy array) lies in the memory of a result the pool handed out: the whole
-        result, or a view of it."""
-        if not isinstance(array, np.ndarray) or not self._handed:
+        """Whether ``array`` is a result the pool handed out, or a view of one (its bases lead to the
+        result's lease; asked of every array a whole call crosses with, so it reads no address). An array
+        made over the same memory from its address alone is not known: it crosses as any other."""
+        if not self._handed:
             return False
-        start = array.__array_interface__["data"][0]
-        end = start + array.nbytes
-        with self._lock:
-            return any(low <= start and end <= high for low, high in self._handed.values())
+        while isinstance(array, np.ndarray):
+            array = array.base
+        return type(array) is _Lease and id(array) in self._handed
 
     def _give_back(self, handed: int, size: int, found: tuple[PageLocked, int]) -> None:
         with self._lock:
-            self._handed.pop(handed, None)
+            self._handed.discard(handed)
             self._free.setdefault(size, []).append(found)
 
     def _make_room(self, size: int) -> None:
