@@ -12,9 +12,10 @@ import numpy as np
 import pyopencl as cl
 import pytest
 from gemm_check import assert_rounded, run_and_check
+from simt_default import simt_default
 
 import autogemm
-from autogemm.blas import GemmProblem, Op, default_params
+from autogemm.blas import GemmProblem, Op
 from autogemm.blas.plans import gemm_plan
 from autogemm.codelets import helpers
 from autogemm.codelets.nvidia_mma import MmaParams
@@ -75,7 +76,7 @@ def test_a_kernel_writing_16_bits_rounds_as_numpy_does(ctx, device, letter):
     with np.errstate(over="ignore"):
         want = (a.astype(np.float32) * b.astype(np.float32)).astype(NUMPY[letter])
     assert (letter == "b" or np.isinf(want.astype(np.float32)).any()) and (want.view(np.uint16) & 1).any()
-    simt = dataclasses.replace(default_params(device, DTYPES["s"]), layout="NN", local_a=True, local_b=True)
+    simt = dataclasses.replace(simt_default(device), layout="NN", local_a=True, local_b=True)
     mma = dataclasses.replace(SMALL, layout="NN", shape="m16n8k16")
     for params, edge in ((simt, "guard"), (simt, "pad"), (mma, "guard")):
         plan = gemm_plan(ctx, GemmProblem.dense(dt, m, n, 1), params, edge)
@@ -134,7 +135,7 @@ def test_a_simt_kernel_reads_and_writes_16_bits_as_stored(ctx, device, key):
     poisoned C), a K split added up in the kernel and one merged after: checked against float64, in one
     launch where nothing is packed, C written in its 16 bits by the kernel."""
     rng, dt = np.random.default_rng(11), DTYPES[key]
-    base = dataclasses.replace(default_params(device, DTYPES["s"]), vector_width=2, tile_cols=4, local_a=True,
+    base = dataclasses.replace(simt_default(device), vector_width=2, tile_cols=4, local_a=True,
                                local_b=True)
     for layout in ("NN", "NT", "TN", "TT"):
         params = dataclasses.replace(base, layout=layout)
@@ -154,7 +155,7 @@ def test_a_simt_kernel_reads_and_writes_16_bits_as_stored(ctx, device, key):
 
 def test_the_plans_say_where_16_bits_are_converted(ctx, device):
     # a simt kernel staging both operands in local memory reads bfloat16 as stored, computes in float32
-    simt = dataclasses.replace(default_params(device, DTYPES["s"]), layout="NN", local_a=True, local_b=True)
+    simt = dataclasses.replace(simt_default(device), layout="NN", local_a=True, local_b=True)
     plan = gemm_plan(ctx, GemmProblem.dense(DTYPES["b"], 67, 64, 64), simt, edge="guard")
     assert plan.kernel_dtype.key == "b" and plan.c_stored and len(plan.launches()) == 1
     # one reading an operand through an image, or from global memory in its inner loop, takes it packed

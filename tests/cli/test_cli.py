@@ -7,6 +7,7 @@ import re
 
 import pytest
 from click.testing import CliRunner
+from simt_default import simt_default
 
 from autogemm.cli import main
 
@@ -52,10 +53,11 @@ def test_show_kernel_fits_the_tensor_core_family_to_the_dtype(cache, dtype, type
 
 
 def test_run_computes_16_bit_operands_where_no_instruction_takes_them(device):
-    """A kernel that stages its operands in local memory reads bfloat16 as stored and computes in float32
-    (no launch converts them first); the class default of a CPU, which reads them from global memory,
-    takes them converted."""
-    for settings in (("--set", "local_a=1", "--set", "local_b=1"), ()):
+    """A simt kernel that stages its operands in local memory reads bfloat16 as stored and computes in
+    float32 (no launch converts them first); the class default of a CPU (the cpu family's), which reads
+    them from global memory, takes them converted."""
+    staged = json.dumps({**simt_default(device).to_dict(), "family": "simt", "local_a": True, "local_b": True})
+    for settings in (("--config", staged), ()):
         out = invoke("run", "-M", "45", "-N", "37", "-K", "29", "--dtype", "bs", "--beta", "0.5", "-i", "1",
                      "--validate", "--timeline", *settings)
         assert out.exit_code == 0 and "PASS" in out.output, out.output

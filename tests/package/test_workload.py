@@ -195,6 +195,9 @@ def test_tune_shapes_from_the_command_line(monkeypatch, tmp_path):
 
 
 def test_an_exact_shape_that_leaves_units_idle_gets_its_k_split_measured(device, monkeypatch, tmp_path):
+    from simt_default import CPU_SIMT
+
+    from autogemm.blas import defaults
     from autogemm.blas.coverage import split_counts
     from autogemm.codelets.stream_k import STREAM_K
 
@@ -205,7 +208,9 @@ def test_an_exact_shape_that_leaves_units_idle_gets_its_k_split_measured(device,
     assert split_counts(one_block, problem, 2) == [1, 2, 4, 8, 16, 32, 64, STREAM_K]
     assert split_counts(one_block, GemmProblem.dense(DTYPES["s"], 4096, 4096, 4096), 2) == []
     assert split_counts(one_block, GemmProblem.dense(DTYPES["s"], 8, 8, 100), 2) == [1, STREAM_K]   # too short to slice
-    # a C of more than 16 columns and rows: a GEMM kernel's, not the multi-vector GEMV's
+    # a C of more than 16 columns and rows: a GEMM kernel's, not the multi-vector GEMV's; tuned from the
+    # simt family's default on a CPU too (the cpu family's blocks of a few rows fill a small CPU's units)
+    monkeypatch.setitem(defaults._CPU, "s", CPU_SIMT)
     problem = GemmProblem.dense(DTYPES["s"], 20, 20, 4096)
     profile = tune(device, budget=Budget(evaluations=4), shapes=[ShapeRecord("gemm", "s", "NN", 20, 20, 4096)],
                    top=2)

@@ -117,7 +117,8 @@ def test_profile_show_says_which_thresholds_a_device_follows(device, tmp_path):
 def test_a_small_product_reads_its_operands_as_stored_and_a_larger_one_as_chosen(cache, ctx, device, trans_a,
                                                                                  trans_b):
     """Below ``in_place_multiply_adds`` the chosen configuration runs in the operands' stored layout: one
-    launch, no pack; from it, as chosen. Either way the product is right."""
+    launch, no pack (where its family has that layout: the cpu family, a CPU's default, reads B only as
+    stored, so B^T is packed and A read as stored); from it, as chosen. Either way the product is right."""
     from autogemm.blas import GemmProblem, Op
     from autogemm.blas.plans import gemm_plan
 
@@ -125,7 +126,10 @@ def test_a_small_product_reads_its_operands_as_stored_and_a_larger_one_as_chosen
     problem = GemmProblem.dense(s, 33, 47, 29, Op.from_letter(trans_a, "a"), Op.from_letter(trans_b, "b"))
     chosen = gemm_plan(ctx, problem)
     stored = trans_a + trans_b
-    assert chosen.params.layout == stored and chosen.launches()[0].startswith("gemm"), chosen.describe()
+    if dataclasses.replace(chosen.params, layout=stored).malformed() is None:
+        assert chosen.params.layout == stored and chosen.launches()[0].startswith("gemm"), chosen.describe()
+    else:
+        assert chosen.params.layout[0] == trans_a and chosen.launches()[0].startswith("pack B"), chosen.describe()
     save(_profile(device, Thresholds(in_place_multiply_adds=33 * 47 * 29)))
     store.forget()
     as_chosen = gemm_plan(ctx, problem)

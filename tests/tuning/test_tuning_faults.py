@@ -5,8 +5,8 @@ in a new worker process (``tuning.evaluation.isolated``)."""
 from __future__ import annotations
 
 from faulty_family import FAULTS, faulty
+from simt_default import simt_default
 
-from autogemm.blas import default_params
 from autogemm.codelets.space import Knob, SearchSpace
 from autogemm.dtypes import DTYPES
 from autogemm.tuning import Budget, Objective, Outcome
@@ -19,7 +19,7 @@ RUN_LIMIT = 8.0
 
 
 def test_every_fault_is_recorded_with_its_cause_and_the_search_goes_on(device):
-    base = default_params(device, DTYPES["s"])
+    base = simt_default(device)
     space = SearchSpace([Knob("fault", FAULTS)], lambda values: faulty(base, values["fault"]), family="faulty")
     with WorkerProcess(device, preload=("faulty_family",), run_limit=RUN_LIMIT) as worker:
         evaluator = IsolatedEvaluator(worker, EvaluatorSpec.gemm(DTYPES["s"], (64, 48, 40)))
@@ -40,7 +40,7 @@ def test_every_fault_is_recorded_with_its_cause_and_the_search_goes_on(device):
 def test_a_finalist_that_crashes_on_the_verifications_shapes_is_rejected_and_the_next_is_verified(device):
     """Verification runs in the worker too: a kernel right on the tuning problem that crashes on awkward
     shapes is rejected with the cause, and the worker starts anew for the next finalist."""
-    base = default_params(device, DTYPES["s"])
+    base = simt_default(device)
     with WorkerProcess(device, preload=("faulty_family",), run_limit=RUN_LIMIT) as worker:
         rows = 2 * base.block_rows                     # the tuning problem: whole blocks of M
         evaluator = IsolatedEvaluator(worker, EvaluatorSpec.gemm(DTYPES["s"], (rows, 48, 40)))

@@ -5,9 +5,11 @@ path's configuration of each dtype it multiplies (``CUDA_DEFAULTS``)."""
 
 from __future__ import annotations
 
+from ..codelets.cpu import CpuParams
 from ..codelets.dmma import DmmaParams
 from ..codelets.nvidia_mma import MmaParams
-from ..codelets.simt import SimtParams, check
+from ..codelets.registry import check
+from ..codelets.simt import SimtParams
 from ..codelets.wgmma import WgmmaParams
 from ..dtypes import Dtype
 from ..errors import ConfigError
@@ -20,12 +22,16 @@ _GPU = {
     "d": SimtParams("TN", "offset", 16, 16, 4, 4, 8, 2, True, True, double_buffer=True),
     "z": SimtParams("TN", "offset", 16, 16, 4, 2, 8, 1, True, True, double_buffer=True),
 }
-# CPUs vectorise across work-items and cache well: no local memory, consecutive tiles.
+# CPUs: the cpu family (a work-group per core, one work-item holding its block of C in vector registers,
+# as a CPU BLAS's micro-kernel does), s and d as `tune --size-class large` found them on an AVX-512 CPU
+# through PoCL (the 2-core EPYC the CI runs on), c and z the same registers' worth of complex elements; a
+# CPU of narrower vectors finds its own by a tune. On that CPU they ran 1.2x to 9x the simt family's
+# class default of before over squares, skinny, deep and ragged products (docs/guide/kernels.md).
 _CPU = {
-    "s": SimtParams("TN", "consecutive", 8, 8, 4, 8, 4, 4, False, False),
-    "d": SimtParams("TN", "consecutive", 8, 8, 4, 4, 4, 4, False, False),
-    "c": SimtParams("TN", "consecutive", 8, 8, 4, 4, 4, 2, False, False),
-    "z": SimtParams("TN", "consecutive", 8, 8, 2, 4, 4, 1, False, False),
+    "s": CpuParams(layout="NN", tile_rows=6, vectors=4, vector_width=16, unroll=1),
+    "d": CpuParams(layout="NN", tile_rows=12, vectors=2, vector_width=8, unroll=2),
+    "c": CpuParams(layout="NN", tile_rows=6, vectors=2, vector_width=8, unroll=1),
+    "z": CpuParams(layout="NN", tile_rows=6, vectors=2, vector_width=4, unroll=1),
 }
 _SAFE = SimtParams("NN", "consecutive", 8, 8, 1, 1, 1, 1, False, False)
 #: The large classes' best as tuned on sm_90, tried before the plain multiply-add default, which leaves an
@@ -61,7 +67,7 @@ def tensor_defaults(device: Device, dtype: Dtype) -> tuple[MmaParams, ...]:
     return _NVIDIA_MMA.get(dtype.key, ())
 
 
-def default_params(device: Device, dtype: Dtype) -> SimtParams:
+def default_params(device: Device, dtype: Dtype) -> SimtParams | CpuParams:
     """The class default for the device, or a minimal configuration where the default does not fit
     (16-bit dtypes: float32's, on converted operands)."""
     table = _GPU if device.is_gpu else _CPU

@@ -392,8 +392,9 @@ def new_profile(device: Device, budget: str, macs: dict[str, str] | None = None)
 
 def searched_spaces(facts: SpaceFacts, routine: str, default: Params, enumerator: Enumerator | None = None
                     ) -> list[tuple[SearchSpace, Point | None]]:
-    """The spaces a class of ``routine`` for ``facts.dtype`` searches, in the families' order, each with
-    the point to start from where it holds ``default`` (the device class's default configuration). A
+    """The spaces a class of ``routine`` for ``facts.dtype`` searches, each with the point to start from
+    where it holds ``default`` (the device class's default configuration): the space holding it first
+    (a fresh run measures the default before anything else), then the others in the families' order. A
     family that does not apply returns no space: for a reduced precision mode or a 16-bit dtype only the
     matrix instructions' remain (the others are those of the native dtype or of float32, exact, and tuned
     there). The spaces' points are found by ``enumerator`` where given (large ones in parallel)."""
@@ -404,7 +405,8 @@ def searched_spaces(facts: SpaceFacts, routine: str, default: Params, enumerator
     if not spaces:
         raise TuningError(f"no configuration of the {facts.dtype.key} {routine} space fits "
                           f"{facts.device.name.strip()}")
-    return [(space, start_point(space, default)) for space in spaces]
+    started = [(space, start_point(space, default)) for space in spaces]
+    return sorted(started, key=lambda pair: pair[1] is None)
 
 
 def _prior_entry(prior: Profile, dt: Dtype, size: SizeClass) -> SizeClassEntry | None:
