@@ -1,12 +1,12 @@
-"""A simt configuration that fits the test device, for tests of the simt family's own behaviour: the GPU
-class default, or on a CPU (whose class default is the cpu family's) the register-blocked one without
-local memory that was the CPU class default before."""
+"""A simt configuration that fits the test device, for tests of the simt family's own behaviour: the class
+default, or on a CPU of wide vectors (whose class default is the cpu family's) the simt one other CPUs
+take."""
 
-from autogemm.blas import default_params
+from autogemm.blas import default_params, defaults
 from autogemm.codelets.simt import SimtParams
 from autogemm.dtypes import DTYPES
 
-CPU_SIMT = SimtParams("TN", "consecutive", 8, 8, 4, 8, 4, 4, False, False)
+CPU_SIMT = defaults._CPU["s"]
 
 
 def simt_default(device) -> SimtParams:

@@ -83,3 +83,21 @@ def test_the_space_is_a_cpus_and_holds_only_what_check_allows(device):
     assert configs and CpuParams() in configs and all(check(c, device, "s") is None for c in configs)
     gpu = SimpleNamespace(is_gpu=True)
     assert space(SpaceFacts(gpu, DTYPES["s"])) is None
+
+
+@pytest.mark.parametrize("letter", ["s", "d", "c", "z", "h"])
+def test_a_cpu_of_wide_vectors_defaults_to_the_family_and_others_to_simt(ctx, device, letter):
+    """A CPU whose driver says 16 floats a native vector (AVX-512's) takes the cpu family's class default,
+    exact on a ragged product of every dtype; one of narrower vectors, or whose driver cannot be asked,
+    keeps the simt one (the cpu family's blocks would not fit its registers); a GPU never takes it."""
+    from autogemm.blas import default_params
+    from autogemm.codelets.simt import SimtParams
+
+    dt = DTYPES[letter]
+    chosen = default_params(device, dt)
+    wide = not device.is_gpu and device.cl_device.native_vector_width_float >= 16
+    assert isinstance(chosen, CpuParams if wide else SimtParams)
+    run_and_check(ctx, chosen, dt, 37, 29, 45, "N", "T", 1.5, 0.5, "guard", np.random.default_rng(3))
+    narrow = SimpleNamespace(native_vector_width_float=8)
+    for cl_device in (narrow, None):
+        assert isinstance(default_params(dataclasses.replace(device, cl_device=cl_device), dt), SimtParams)

@@ -210,7 +210,7 @@ def test_an_exact_shape_that_leaves_units_idle_gets_its_k_split_measured(device,
     assert split_counts(one_block, GemmProblem.dense(DTYPES["s"], 8, 8, 100), 2) == [1, STREAM_K]   # too short to slice
     # a C of more than 16 columns and rows: a GEMM kernel's, not the multi-vector GEMV's; tuned from the
     # simt family's default on a CPU too (the cpu family's blocks of a few rows fill a small CPU's units)
-    monkeypatch.setitem(defaults._CPU, "s", CPU_SIMT)
+    monkeypatch.setitem(defaults._CPU_WIDE, "s", CPU_SIMT)
     problem = GemmProblem.dense(DTYPES["s"], 20, 20, 4096)
     profile = tune(device, budget=Budget(evaluations=4), shapes=[ShapeRecord("gemm", "s", "NN", 20, 20, 4096)],
                    top=2)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..codelets.simt import SimtParams
+from ..codelets.registry import KernelParams
 from ..engine import GemmOptions, run_gemm
 from ..engine.operands import Matrix, as_array
 from ..errors import ArgumentError, ShapeError
@@ -30,7 +30,7 @@ def _stack(value: object, name: str) -> Matrix:
 @reports_full_memory
 def gemm_batched(a: Stack, b: Stack, c: Stack | None = None, *, alpha: complex | float = 1.0,
                  beta: complex | float = 0.0, trans_a: str = "N", trans_b: str = "N",
-                 device: Device | str | int | None = None, config: SimtParams | None = None, edge: str = "auto",
+                 device: Device | str | int | None = None, config: KernelParams | None = None, edge: str = "auto",
                  precision: str | None = None, out_dtype: object = None,
                  wait_for: list[ocl.Event] | None = None, backend: str = "auto") -> Stack:
     """C[i] = alpha op(A[i]) op(B[i]) + beta C[i] for every i of a batch, with ``gemm``'s arguments and

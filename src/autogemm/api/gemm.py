@@ -55,9 +55,9 @@ def gemm(a: Matrix, b: Matrix, c: Matrix | None = None, **options: Unpack[GemmKe
     returned (and ``beta`` must be 0); with ``c`` the result is written into it, as BLAS does, and ``c`` is
     returned. Row-major, column-major (Fortran-ordered) and strided 2-D views are accepted, device arrays
     with their offsets. ``device`` is a ``Device`` or a specification (see ``autogemm devices``);
-    ``config`` a ``SimtParams`` (default: from the device's profile); ``edge`` chooses how sizes that are
-    not whole tiles are handled ('auto', 'pad', 'guard'). Every argument is checked before anything is
-    enqueued; on an error the caller's arrays are unchanged.
+    ``config`` a kernel configuration (``SimtParams``, ``CpuParams``, ...; default: from the device's
+    profile); ``edge`` chooses how sizes that are not whole tiles are handled ('auto', 'pad', 'guard').
+    Every argument is checked before anything is enqueued; on an error the caller's arrays are unchanged.
 
     ``devices`` shares one product of numpy arrays among several targets by rows of C: 'all' (every GPU
     and the host) or a list of device specifications and 'host' (numpy's BLAS on this machine's CPU).

@@ -22,16 +22,26 @@ _GPU = {
     "d": SimtParams("TN", "offset", 16, 16, 4, 4, 8, 2, True, True, double_buffer=True),
     "z": SimtParams("TN", "offset", 16, 16, 4, 2, 8, 1, True, True, double_buffer=True),
 }
-# CPUs: the cpu family (a work-group per core, one work-item holding its block of C in vector registers,
-# as a CPU BLAS's micro-kernel does), s and d as `tune --size-class large` found them on an AVX-512 CPU
-# through PoCL (the 2-core EPYC the CI runs on), c and z the same registers' worth of complex elements; a
-# CPU of narrower vectors finds its own by a tune. On that CPU they ran 1.2x to 9x the simt family's
-# class default of before over squares, skinny, deep and ragged products (docs/guide/kernels.md).
-_CPU = {
+# CPUs of 64-byte vectors (AVX-512's; a float vector of 16, ``native_vector_width_float``): the cpu family (a
+# work-group per core, one work-item holding its block of C in vector registers, as a CPU BLAS's micro-kernel
+# does), s and d as `tune --size-class large` found them on such a CPU through PoCL (the 2-core EPYC the CI
+# runs on), c and z the same registers' worth. They ran 1.2x to 9x the simt configurations below over
+# squares, skinny, deep and ragged products there (docs/guide/kernels.md); on a CPU of narrower vectors their
+# accumulators would not fit its registers, and it keeps the simt ones until a tune finds its own.
+_CPU_WIDE = {
     "s": CpuParams(layout="NN", tile_rows=6, vectors=4, vector_width=16, unroll=1),
     "d": CpuParams(layout="NN", tile_rows=12, vectors=2, vector_width=8, unroll=2),
     "c": CpuParams(layout="NN", tile_rows=6, vectors=2, vector_width=8, unroll=1),
     "z": CpuParams(layout="NN", tile_rows=6, vectors=2, vector_width=4, unroll=1),
+}
+#: Floats in a vector register of the CPUs ``_CPU_WIDE`` is for.
+WIDE_FLOATS = 16
+# Other CPUs: work-items vectorised across, no local memory, consecutive tiles.
+_CPU = {
+    "s": SimtParams("TN", "consecutive", 8, 8, 4, 8, 4, 4, False, False),
+    "d": SimtParams("TN", "consecutive", 8, 8, 4, 4, 4, 4, False, False),
+    "c": SimtParams("TN", "consecutive", 8, 8, 4, 4, 4, 2, False, False),
+    "z": SimtParams("TN", "consecutive", 8, 8, 2, 4, 4, 1, False, False),
 }
 _SAFE = SimtParams("NN", "consecutive", 8, 8, 1, 1, 1, 1, False, False)
 #: The large classes' best as tuned on sm_90, tried before the plain multiply-add default, which leaves an
@@ -70,9 +80,14 @@ def tensor_defaults(device: Device, dtype: Dtype) -> tuple[MmaParams, ...]:
 def default_params(device: Device, dtype: Dtype) -> SimtParams | CpuParams:
     """The class default for the device, or a minimal configuration where the default does not fit
     (16-bit dtypes: float32's, on converted operands)."""
-    table = _GPU if device.is_gpu else _CPU
+    table = _GPU if device.is_gpu else _CPU_WIDE if _vector_floats(device) >= WIDE_FLOATS else _CPU
     dt = dtype.compute
     for params in (table[dt.letter], _SAFE):
         if check(params, device, dt) is None:
             return params
     raise ConfigError(f"no default configuration fits {device.name.strip()}: {check(_SAFE, device, dt)}")
+
+
+def _vector_floats(device: Device) -> int:
+    """Floats in one of the device's native vectors, as its driver says (0 where it cannot be asked)."""
+    return device.cl_device.native_vector_width_float if device.cl_device is not None else 0

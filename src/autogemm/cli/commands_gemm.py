@@ -28,7 +28,8 @@ config_options = [
     click.option("--dtype", "dtype_letter", type=click.Choice(list(DTYPES)), default="s", show_default=True,
                  help="s, d, c or z; s.tf32, s.3xtf32, c.tf32, c.3xtf32 for the tensor-core precision modes; "
                       "h (float16) or b (bfloat16), hs or bs for a float32 C."),
-    click.option("--config", help="A configuration as JSON text or a JSON file (fields of SimtParams)."),
+    click.option("--config", help="A configuration as JSON text or a JSON file (a family's fields, with its "
+                                  "\"family\"; simt's where it names none)."),
     click.option("--set", "settings", multiple=True, metavar="NAME=VALUE",
                  help="Override one parameter, e.g. --set tile_rows=8 (repeatable)."),
     click.option("-p", "--platform", help="Platform number or name."),
@@ -52,10 +53,10 @@ CUDA_FAMILIES = {WgmmaParams.family: WgmmaParams, DmmaParams.family: DmmaParams}
 @_with_options(config_options)
 @click.option("--whole/--guarded", "whole", default=False,
               help="The whole-tile kernel (aligned, no edge guards) or the guarded one (default).")
-@click.option("--family", type=click.Choice([f.name for f in families(GEMM)] + list(CUDA_FAMILIES)), default="simt",
-              show_default=True, help="The kernel family (from its default configuration where the profile has "
-                                      "none of it); wgmma, dmma: the CUDA C++ of an sm_90a family, no device "
-                                      "needed.")
+@click.option("--family", type=click.Choice([f.name for f in families(GEMM)] + list(CUDA_FAMILIES)),
+              help="The kernel family (from its default configuration where the profile has none of it) "
+                   "[default: the device's choice's]; wgmma, dmma: the CUDA C++ of an sm_90a family, no device "
+                   "needed.")
 @click.option("--trans-a", type=click.Choice(["N", "T", "C"], case_sensitive=False), default="N",
               help="wgmma, dmma: op(A) of the product, A a dense row-major array: the kernel the CUDA path "
                    "runs for it.")
@@ -72,6 +73,7 @@ def show_kernel(dtype_letter, config, settings, platform, device, whole, family,
             return
         dev = select_device(platform, device)
         chosen = choose_params(dev, GemmProblem.dense(dt, 4096, 4096, 4096)).params
+        family = family or chosen.family
         chosen_family = family_named(family)
         base = chosen_family.fit(chosen, dt) if chosen.family == family else chosen_family.default(dt)
         params = parse_config(config, settings, base)
