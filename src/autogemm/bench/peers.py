@@ -82,10 +82,16 @@ def wall_medians(calls: Sequence[Callable[[], np.ndarray]], runs: int, warmup: b
     return [(statistics.median(each), out) for each, out in zip(times, outs)]
 
 
+#: numpy's products of this many multiply-adds and more take long enough to be timed once, without a
+#: warm-up (``numpy_product``): tens of milliseconds even on a CPU of few cores, where a product of a few
+#: milliseconds timed once left its ratio to autogemm's median at the mercy of one sample.
+TIMED_ONCE_MULTIPLY_ADDS = 2**32
+
+
 def numpy_product(a: np.ndarray, b: np.ndarray, trans_a: str = "N", trans_b: str = "N"
                   ) -> tuple[Callable[[], np.ndarray], bool]:
     """numpy's matmul of op(A) op(B) (its BLAS, all CPU cores) as a call, and whether it is small: under
-    2^30 multiply-adds (a larger one takes long enough to be timed once, without a warm-up). 16-bit
+    ``TIMED_ONCE_MULTIPLY_ADDS`` (a larger one is timed once). 16-bit
     operands are multiplied as a numpy user would, converted to float32 (numpy has no BLAS for them),
     the conversions in the call."""
     op_a, op_b = apply_op(a, trans_a), apply_op(b, trans_b)
@@ -95,7 +101,7 @@ def numpy_product(a: np.ndarray, b: np.ndarray, trans_a: str = "N", trans_b: str
     else:
         def product() -> np.ndarray:
             return op_a @ op_b
-    return product, op_a.size * op_b.shape[1] < 2**30
+    return product, op_a.size * op_b.shape[1] < TIMED_ONCE_MULTIPLY_ADDS
 
 
 def numpy_gemm(a: np.ndarray, b: np.ndarray, runs: int = 3, trans_a: str = "N", trans_b: str = "N") -> PeerResult:
