@@ -134,7 +134,7 @@ class Bench:
                 self._peaks[real] = self.peak_tflops(DTYPES["s"]) / 2
             else:
                 widths = (1, 2, 4, 8, 16) if cpu else (1, 2, 4)
-                if cpu:         # (numpy's BLAS threads, spinning after the reference's product, took half of it)
+                if cpu:         # (numpy's BLAS threads spin on after the reference's product, on these cores)
                     time.sleep(HOST_SETTLE_SECONDS)
                 results = fma.benchmark(self.ctx, (real,), widths)
                 self._peaks[real] = max(max(r.gflops.values()) for r in results) / 1e3

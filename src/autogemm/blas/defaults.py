@@ -25,9 +25,9 @@ _GPU = {
 # CPUs of 64-byte vectors (AVX-512's; a float vector of 16, ``native_vector_width_float``): the cpu family (a
 # work-group per core, one work-item holding its block of C in vector registers, as a CPU BLAS's micro-kernel
 # does), s and d as `tune --size-class large` found them on such a CPU through PoCL (the 2-core EPYC the CI
-# runs on), c and z the same registers' worth. They ran 1.2x to 9x the simt configurations below over
-# squares, skinny, deep and ragged products there (docs/guide/kernels.md); on a CPU of narrower vectors their
-# accumulators would not fit its registers, and it keeps the simt ones until a tune finds its own.
+# runs on), c and z the same registers' worth: well ahead of the simt configurations below over squares,
+# skinny, deep and ragged products there (docs/guide/kernels.md has the figures); on a CPU of narrower
+# vectors their accumulators would not fit its registers, and it keeps the simt ones until a tune finds its own.
 _CPU_WIDE = {
     "s": CpuParams(layout="NN", tile_rows=6, vectors=4, vector_width=16, unroll=1),
     "d": CpuParams(layout="NN", tile_rows=12, vectors=2, vector_width=8, unroll=2),

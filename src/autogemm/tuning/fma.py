@@ -68,9 +68,8 @@ __kernel void bench_{name}(__global {real_cl}* out, const {real_cl} seed)
 
 def benchmark(ctx: DeviceContext, reals: tuple[str, ...], widths: tuple[int, ...], runs: int = 5) -> list[FmaResult]:
     """Rates of the three multiply-add forms for each real type ("s", "d") and vector width, each from the
-    fastest of ``runs`` runs: a peak, which whatever else the machine runs only lowers (on a shared 2-core
-    CPU the median of three short runs put one form's rate anywhere within 2x, and chose among the forms
-    by that noise)."""
+    fastest of ``runs`` runs: a peak, which whatever else the machine runs only lowers (on a shared CPU
+    the median of a few short runs swung widely, and chose among the forms by that noise)."""
     device = ctx.device
     work_items = device.compute_units * (2048 if device.is_gpu else 64)
     iterations = 1024 if device.is_gpu else 8192     # (a CPU's launch costs more of a short run)

@@ -1,6 +1,6 @@
 /* The plainest call, ``gemm(a, b)`` of numpy arrays that the host's BLAS took before, in C: the same steps
  * as ``host_blas.plain_product`` (which it replaces where it is built), without the interpreter's cost of
- * each. A 32^3 product of numpy's takes about a microsecond; the Python steps took most of another.
+ * each, which is most of the gap to numpy's own call on a product it finishes in a microsecond or two.
  *
  * Built against Python's limited API (one build serves every Python from 3.10), with no numpy headers:
  * it reads the arrays as any Python object (their type, ``shape`` and ``dtype``) and leaves the table of

@@ -31,9 +31,8 @@ PLAIN_ROUTES: dict[tuple[int, ...], list[PlainRoute]] = {}
 #: starts again).
 PLAIN_CAPACITY = 256
 #: Products of fewer multiply-adds are numpy's ``ndarray.dot``, larger ones its matmul (``a @ b``): both
-#: reach its BLAS, but dot skips matmul's ufunc machinery (half a microsecond, a tenth of a 64^3 product)
-#: while on some hosts matmul ran larger products faster (an H200's 16-core host: DGEMM 128^3 41 us
-#: against dot's 47, 192^3 76 against 96).
+#: reach its BLAS, but dot skips matmul's ufunc machinery, a share of a tiny product's time, while on some
+#: hosts matmul ran larger products faster (the GEMM guide's ``host_multiply_adds`` row has the figures).
 DOT_BELOW_MULTIPLY_ADDS = 2**20
 #: numpy's array type and the clock of ``HostRoute.until``, looked up once (``plain_product``).
 _NDARRAY, _MONOTONIC = np.ndarray, time.monotonic
@@ -165,6 +164,6 @@ def _compiled_plain_product() -> Callable[[object, object], np.ndarray | None] |
     return _plain.plain_product
 
 
-#: ``gemm``'s first step for a call with no option (``plain_product_py``'s steps, in C where built: a 32^3
-#: product of numpy's takes about a microsecond, and the interpreter took most of another for them).
+#: ``gemm``'s first step for a call with no option (``plain_product_py``'s steps, in C where built: for a
+#: product numpy finishes in a microsecond or two, the interpreter's cost of those steps is most of the gap).
 plain_product = _compiled_plain_product() or plain_product_py
